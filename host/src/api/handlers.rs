@@ -1,0 +1,562 @@
+//! Resource endpoints: parse the path into a target, pick the verb, decode, call the service,
+//! encode the answer (JSON, Table or metadata-only).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::{json, Value};
+
+use super::error::json_response;
+use super::{discovery, table, watch, AppState, MAX_BODY};
+use crate::model::{ApiError, ResourceInfo};
+use crate::patch::PatchType;
+use crate::service::{DeleteOptions, Deleted, ListOptions, ListResult, Subresource, WriteOptions};
+use crate::store::StoredObject;
+
+pub type Query = HashMap<String, String>;
+
+/// What a resource URL names.
+#[derive(Debug)]
+pub struct Target {
+    pub ri: Arc<ResourceInfo>,
+    /// The namespace in the path (none for cluster-scoped resources and all-namespace lists).
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub sub: Subresource,
+}
+
+pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Response {
+    match handle(&state, req).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn parse_query(q: Option<&str>) -> Query {
+    form_urlencoded::parse(q.unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+fn flag(q: &Query, key: &str) -> bool {
+    matches!(q.get(key).map(String::as_str), Some("true" | "1"))
+}
+
+async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiError> {
+    let path = req.uri().path().to_owned();
+    let query = parse_query(req.uri().query());
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group] => {
+            return only_get(req.method()).and_then(|_| discovery::group(state, group));
+        }
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return Err(ApiError::path_not_found()),
+    };
+    if rest.is_empty() {
+        only_get(req.method())?;
+        return discovery::resource_list(state, group, version);
+    }
+    let target = resolve(state, group, version, rest)?;
+    let method = req.method().clone();
+    let headers = req.headers().clone();
+    let ri = target.ri.clone();
+    let ns = target.namespace.clone().unwrap_or_default();
+    let svc = &state.service;
+    match (&method, &target.name) {
+        (&Method::GET, None) if flag(&query, "watch") => {
+            watch::serve(state.clone(), &target, &query).await
+        }
+        (&Method::GET, None) => {
+            let opts = list_options(&query)?;
+            let page = svc.list(&ri, target.namespace.as_deref(), &opts).await?;
+            Ok(list_response(&ri, &headers, &query, page))
+        }
+        (&Method::GET, Some(name)) => {
+            let obj = svc.get(&ri, &ns, name)?;
+            Ok(object_response(&ri, &headers, &query, StatusCode::OK, &obj))
+        }
+        (&Method::POST, None) => {
+            let ns = required_namespace(&target)?;
+            let opts = write_options(&query)?;
+            let body = read_body(req).await?;
+            let obj = decode_object(&headers, &body)?;
+            let created = svc.create(&ri, &ns, obj, &opts).await?;
+            Ok(object_response(
+                &ri,
+                &headers,
+                &query,
+                StatusCode::CREATED,
+                &created,
+            ))
+        }
+        (&Method::PUT, Some(name)) => {
+            let opts = write_options(&query)?;
+            let body = read_body(req).await?;
+            let obj = decode_object(&headers, &body)?;
+            let updated = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
+            Ok(object_response(
+                &ri,
+                &headers,
+                &query,
+                StatusCode::OK,
+                &updated,
+            ))
+        }
+        (&Method::PATCH, Some(name)) => {
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let patch_type = PatchType::from_content_type(ct)?;
+            let opts = write_options(&query)?;
+            let body = read_body(req).await?;
+            let patched = svc
+                .patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
+                .await?;
+            Ok(object_response(
+                &ri,
+                &headers,
+                &query,
+                StatusCode::OK,
+                &patched,
+            ))
+        }
+        (&Method::DELETE, Some(name)) => {
+            let body = read_body(req).await?;
+            let opts = delete_options(&query, &body)?;
+            match svc.delete(&ri, &ns, name, &opts).await? {
+                Deleted::Pending(obj) => {
+                    Ok(object_response(&ri, &headers, &query, StatusCode::OK, &obj))
+                }
+                Deleted::Gone(obj) => {
+                    let uid = crate::model::meta::meta_str(&obj.value, "uid").unwrap_or("");
+                    let status =
+                        crate::model::status::success_status(&ri.group, &ri.resource, name, uid);
+                    Ok(json_response(StatusCode::OK, status.to_string()))
+                }
+            }
+        }
+        (&Method::DELETE, None) => {
+            let body = read_body(req).await?;
+            let opts = delete_options(&query, &body)?;
+            let list = list_options(&query)?;
+            let page = svc
+                .delete_collection(&ri, target.namespace.as_deref(), &list, &opts)
+                .await?;
+            Ok(list_response(&ri, &HeaderMap::new(), &query, page))
+        }
+        (m, _) => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource: {m}"
+        ))),
+    }
+}
+
+fn only_get(m: &Method) -> Result<(), ApiError> {
+    if m == Method::GET {
+        Ok(())
+    } else {
+        Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ))
+    }
+}
+
+/// Map the path after `/api/v1` or `/apis/G/V` to a resource, namespace, name and subresource.
+fn resolve(
+    state: &AppState,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+) -> Result<Target, ApiError> {
+    let lookup = |res: &str| state.registry.lookup(group, version, res);
+    let (ri, namespace, tail) = match rest {
+        ["namespaces", ns, res, tail @ ..]
+            if !(group.is_empty() && matches!(*res, "status" | "finalize")) =>
+        {
+            let ri = lookup(res).ok_or_else(ApiError::path_not_found)?;
+            if !ri.namespaced() {
+                return Err(ApiError::path_not_found());
+            }
+            (ri, Some((*ns).to_owned()), tail)
+        }
+        [res, tail @ ..] => {
+            let ri = lookup(res).ok_or_else(ApiError::path_not_found)?;
+            // A namespaced resource without a namespace: only the all-namespace collection.
+            if ri.namespaced() && !tail.is_empty() {
+                return Err(ApiError::path_not_found());
+            }
+            (ri, None, tail)
+        }
+        [] => return Err(ApiError::path_not_found()),
+    };
+    let (name, sub) = match tail {
+        [] => (None, Subresource::Main),
+        [name] => (Some((*name).to_owned()), Subresource::Main),
+        [name, "status"] if ri.status_subresource => {
+            (Some((*name).to_owned()), Subresource::Status)
+        }
+        _ => return Err(ApiError::path_not_found()),
+    };
+    Ok(Target {
+        ri,
+        namespace,
+        name,
+        sub,
+    })
+}
+
+fn required_namespace(t: &Target) -> Result<String, ApiError> {
+    match (&t.namespace, t.ri.namespaced()) {
+        (Some(ns), _) => Ok(ns.clone()),
+        (None, false) => Ok(String::new()),
+        (None, true) => Err(ApiError::method_not_allowed(
+            "a namespaced resource must be created in a namespace: POST /api/v1/namespaces/NS/...",
+        )),
+    }
+}
+
+async fn read_body(req: Request) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::too_large(format!(
+            "Request entity too large: limit is {MAX_BODY} bytes"
+        ))
+    };
+    if let Some(len) = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        if len > MAX_BODY {
+            return Err(too_large());
+        }
+    }
+    axum::body::to_bytes(req.into_body(), MAX_BODY)
+        .await
+        .map_err(|e| {
+            let mut source: Option<&dyn std::error::Error> = Some(&e);
+            while let Some(s) = source {
+                if s.is::<http_body_util::LengthLimitError>() {
+                    return too_large();
+                }
+                source = s.source();
+            }
+            ApiError::bad_request(format!("error reading the request body: {e}"))
+        })
+}
+
+/// Decode a create/update body by its Content-Type.
+fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match essence.as_str() {
+        "application/json" | "" | "*/*" => decode_json(body),
+        "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body)
+            .map_err(|e| ApiError::unsupported_media_type(e.to_string())),
+        _ => Err(ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf (got {essence})"
+        ))),
+    }
+}
+
+fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request(
+            "the request body is empty; a JSON object is required",
+        ));
+    }
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    Ok(v)
+}
+
+fn dry_run(q: &Query) -> Result<bool, ApiError> {
+    match q.get("dryRun").map(String::as_str) {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+        ))),
+    }
+}
+
+fn check_field_validation(q: &Query) -> Result<(), ApiError> {
+    match q.get("fieldValidation").map(String::as_str) {
+        None | Some("" | "Ignore" | "Warn" | "Strict") => Ok(()),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
+        ))),
+    }
+}
+
+fn write_options(q: &Query) -> Result<WriteOptions, ApiError> {
+    check_field_validation(q)?;
+    Ok(WriteOptions {
+        dry_run: dry_run(q)?,
+    })
+}
+
+fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let mut opts = DeleteOptions {
+        dry_run: dry_run(q)?,
+        ..Default::default()
+    };
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        if let Some(pre) = v.get("preconditions") {
+            opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_owned);
+            opts.precondition_rv = pre
+                .get("resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        if let Some(dr) = v.get("dryRun").and_then(Value::as_array) {
+            opts.dry_run |= dr.iter().any(|d| d == "All");
+        }
+    }
+    Ok(opts)
+}
+
+pub fn list_options(q: &Query) -> Result<ListOptions, ApiError> {
+    let limit = match q.get("limit").map(String::as_str) {
+        None | Some("") => None,
+        Some(l) => Some(l.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(format!("limit: Invalid value: \"{l}\": must be an integer"))
+        })?)
+        .filter(|l| *l > 0)
+        .map(|l| l as usize),
+    };
+    Ok(ListOptions {
+        label_selector: q.get("labelSelector").cloned(),
+        field_selector: q.get("fieldSelector").cloned(),
+        limit,
+        continue_token: q.get("continue").cloned(),
+        resource_version: q.get("resourceVersion").cloned(),
+        resource_version_match: q.get("resourceVersionMatch").cloned(),
+    })
+}
+
+/// What representation the client asked for in `Accept`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Representation {
+    Full,
+    Table,
+    PartialMetadata,
+}
+
+pub fn representation(headers: &HeaderMap) -> Representation {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    // Take the first alternative we can produce, in the client's order.
+    for alt in accept.split(',') {
+        let params: Vec<&str> = alt.split(';').map(str::trim).collect();
+        let essence = params.first().copied().unwrap_or("");
+        if essence != "application/json" && essence != "*/*" && !essence.is_empty() {
+            continue;
+        }
+        let as_ = params.iter().find_map(|p| p.strip_prefix("as="));
+        let g = params.iter().find_map(|p| p.strip_prefix("g="));
+        match (as_, g) {
+            (None, _) => return Representation::Full,
+            (Some("Table"), Some("meta.k8s.io")) => return Representation::Table,
+            (Some("PartialObjectMetadata" | "PartialObjectMetadataList"), Some("meta.k8s.io")) => {
+                return Representation::PartialMetadata
+            }
+            _ => continue,
+        }
+    }
+    Representation::Full
+}
+
+fn partial_metadata(obj: &StoredObject) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+pub fn object_response(
+    ri: &ResourceInfo,
+    headers: &HeaderMap,
+    query: &Query,
+    code: StatusCode,
+    obj: &StoredObject,
+) -> Response {
+    match representation(headers) {
+        Representation::Full => json_response(code, obj.json.clone()),
+        Representation::PartialMetadata => json_response(code, partial_metadata(obj).to_string()),
+        Representation::Table => {
+            let t = table::render(
+                ri,
+                std::slice::from_ref(&Arc::new(obj_clone(obj))),
+                &obj.rv.to_string(),
+                None,
+                query,
+            );
+            json_response(code, t.to_string())
+        }
+    }
+}
+
+fn obj_clone(obj: &StoredObject) -> StoredObject {
+    StoredObject {
+        rv: obj.rv,
+        value: obj.value.clone(),
+        json: obj.json.clone(),
+    }
+}
+
+fn list_response(
+    ri: &ResourceInfo,
+    headers: &HeaderMap,
+    query: &Query,
+    page: ListResult,
+) -> Response {
+    let rv = page.rv.to_string();
+    match representation(headers) {
+        Representation::Table => {
+            let t = table::render(ri, &page.items, &rv, page.continue_token.as_deref(), query);
+            json_response(StatusCode::OK, t.to_string())
+        }
+        Representation::PartialMetadata => {
+            let mut meta = json!({"resourceVersion": rv});
+            if let Some(c) = &page.continue_token {
+                meta["continue"] = json!(c);
+            }
+            let items: Vec<Value> = page.items.iter().map(|o| partial_metadata(o)).collect();
+            let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": items});
+            json_response(StatusCode::OK, body.to_string())
+        }
+        Representation::Full => {
+            // Splice the stored bytes: a list never re-serializes its objects.
+            let size: usize = page.items.iter().map(|o| o.json.len() + 1).sum();
+            let mut buf = BytesMut::with_capacity(size + 256);
+            let mut meta = json!({"resourceVersion": rv});
+            if let Some(c) = &page.continue_token {
+                meta["continue"] = json!(c);
+            }
+            if let Some(n) = page.remaining {
+                meta["remainingItemCount"] = json!(n);
+            }
+            buf.put_slice(
+                format!(
+                    "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+                    ri.list_kind,
+                    ri.api_version(),
+                    meta
+                )
+                .as_bytes(),
+            );
+            for (i, o) in page.items.iter().enumerate() {
+                if i > 0 {
+                    buf.put_u8(b',');
+                }
+                buf.put_slice(&o.json);
+            }
+            buf.put_slice(b"]}");
+            json_response(StatusCode::OK, Body::from(buf.freeze()))
+        }
+    }
+}
+
+/// The OpenAPI v3 document of one group-version: enough for kubectl to find each kind's PATCH
+/// operation with the `fieldValidation` parameter (so it validates on the server).
+pub fn openapi_doc(state: &AppState, group: &str, version: &str) -> Value {
+    let mut paths = serde_json::Map::new();
+    let mut schemas = serde_json::Map::new();
+    let prefix = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
+    for r in state.registry.in_group_version(group, version) {
+        let gvk = json!([{"group": r.group, "version": r.version, "kind": r.kind}]);
+        let schema_name = schema_name(&r);
+        let reference = json!({"$ref": format!("#/components/schemas/{schema_name}")});
+        let body = json!({"content": {"application/json": {"schema": reference}}});
+        let params = json!([
+            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+        ]);
+        let op = |verb: &str| {
+            json!({
+                "operationId": format!("{verb}{}", r.kind),
+                "x-kubernetes-action": verb,
+                "x-kubernetes-group-version-kind": gvk[0],
+                "parameters": params,
+                "requestBody": body,
+                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}},
+            })
+        };
+        let item = if r.namespaced() {
+            format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", r.resource)
+        } else {
+            format!("{prefix}/{}/{{name}}", r.resource)
+        };
+        let coll = if r.namespaced() {
+            format!("{prefix}/namespaces/{{namespace}}/{}", r.resource)
+        } else {
+            format!("{prefix}/{}", r.resource)
+        };
+        paths.insert(item, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
+        paths.insert(coll, json!({"get": op("list"), "post": op("post")}));
+        schemas.insert(
+            schema_name,
+            json!({
+                "type": "object",
+                "description": format!("{} ({}). turtles publishes no field schema for built-in kinds yet.", r.kind, r.api_version()),
+                "x-kubernetes-group-version-kind": gvk,
+                "x-kubernetes-preserve-unknown-fields": true,
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                },
+            }),
+        );
+    }
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "turtles", "version": env!("CARGO_PKG_VERSION")},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    })
+}
+
+fn schema_name(r: &ResourceInfo) -> String {
+    let g = if r.group.is_empty() {
+        "core".to_owned()
+    } else {
+        r.group.split('.').next().unwrap_or(&r.group).to_owned()
+    };
+    format!("io.k8s.api.{g}.{}.{}", r.version, r.kind)
+}

@@ -1,0 +1,81 @@
+//! The HTTP face of the server: routing, content negotiation, discovery, Tables and watch
+//! streams. Only this module knows HTTP; every request ends in the [`Service`].
+
+mod discovery;
+mod error;
+mod handlers;
+pub mod protobuf;
+mod table;
+mod watch;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+
+use crate::model::Registry;
+use crate::service::Service;
+
+/// Largest request body accepted (kube's limit is 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Knobs of the HTTP layer.
+#[derive(Debug, Clone)]
+pub struct ApiOptions {
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for ApiOptions {
+    fn default() -> Self {
+        Self {
+            bookmark_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Shared by every handler.
+pub struct AppState {
+    pub service: Arc<Service>,
+    pub registry: Arc<Registry>,
+    pub options: ApiOptions,
+    /// Flips to `true` when the server shuts down: open watches end.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// The whole API as a router, so tests can drive it without a socket.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/version", get(discovery::version))
+        .route("/healthz", get(discovery::healthy))
+        .route("/livez", get(discovery::healthy))
+        .route("/readyz", get(discovery::healthy))
+        .route("/api", get(discovery::core_versions))
+        .route("/apis", get(discovery::group_list))
+        .route("/openapi/v2", get(discovery::openapi_v2))
+        .route("/openapi/v3", get(discovery::openapi_v3_root))
+        .route("/openapi/v3/{*path}", get(discovery::openapi_v3_doc))
+        .fallback(handlers::dispatch)
+        .layer(middleware::from_fn(trace_request))
+        .with_state(state)
+}
+
+/// One `tracing` span per request, with method, path, status and latency.
+async fn trace_request(req: Request, next: Next) -> Response {
+    use tracing::Instrument;
+    let span = tracing::info_span!(
+        "request",
+        method = %req.method(),
+        path = %req.uri().path(),
+        status = tracing::field::Empty,
+    );
+    let start = std::time::Instant::now();
+    let resp = next.run(req).instrument(span.clone()).await;
+    span.record("status", resp.status().as_u16());
+    tracing::debug!(parent: &span, elapsed_us = start.elapsed().as_micros() as u64, "served");
+    resp
+}

@@ -1,0 +1,13 @@
+//! turtles: a Kubernetes-style control plane. One HTTP API server on embedded storage; every
+//! resource is a URL, every change is stored, and any GET can become an ordered event stream.
+//!
+//! Data flows one way: `api` (HTTP) -> `service` (kube semantics) -> `store` (sled), and the
+//! store publishes committed events to watchers. See `docs/architecture.md`.
+
+pub mod api;
+pub mod model;
+pub mod patch;
+pub mod selector;
+pub mod server;
+pub mod service;
+pub mod store;

@@ -1,0 +1,264 @@
+//! Helpers over `metadata` of JSON objects, and kube's name and label validation.
+
+use serde_json::{Map, Value};
+
+use super::Cause;
+
+/// `metadata` of an object, if it is a JSON object.
+pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+/// `metadata`, created if missing (the object itself must be a JSON object).
+pub fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    let map = obj.as_object_mut()?;
+    let m = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !m.is_object() {
+        *m = Value::Object(Map::new());
+    }
+    m.as_object_mut()
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    metadata(obj)?.get(field)?.as_str()
+}
+
+pub fn name(obj: &Value) -> &str {
+    meta_str(obj, "name").unwrap_or("")
+}
+
+pub fn namespace(obj: &Value) -> &str {
+    meta_str(obj, "namespace").unwrap_or("")
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    metadata(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+    metadata(obj)?.get("labels")?.as_object()
+}
+
+/// RFC 3339 with seconds, UTC, as kube writes `metav1.Time`.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Random suffix for generateName, from kube's alphabet (no vowels, no confusable digits).
+pub fn random_suffix() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+/// Validate `metadata.name`; returns the 422 causes (empty when valid).
+pub fn validate_name(name: &str, dns_label: bool) -> Vec<Cause> {
+    let field = "metadata.name";
+    if name.is_empty() {
+        return vec![Cause::new(
+            "FieldValueRequired",
+            field,
+            "Required value: name or generateName is required",
+        )];
+    }
+    let ok = if dns_label {
+        is_dns_label(name)
+    } else {
+        is_dns_subdomain(name)
+    };
+    if ok {
+        return Vec::new();
+    }
+    let why = if dns_label {
+        if name.len() > 63 {
+            "must be no more than 63 characters".to_owned()
+        } else {
+            DNS1123_LABEL_MSG.to_owned()
+        }
+    } else if name.len() > 253 {
+        "must be no more than 253 characters".to_owned()
+    } else {
+        DNS1123_SUBDOMAIN_MSG.to_owned()
+    };
+    vec![Cause::new(
+        "FieldValueInvalid",
+        field,
+        format!("Invalid value: \"{name}\": {why}"),
+    )]
+}
+
+fn is_qualified_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// A label or annotation key: `[prefix/]name`.
+fn is_qualified_name(key: &str) -> bool {
+    match key.split_once('/') {
+        Some((prefix, name)) => is_dns_subdomain(prefix) && is_qualified_name_part(name),
+        None => is_qualified_name_part(key),
+    }
+}
+
+fn is_label_value(v: &str) -> bool {
+    v.is_empty() || is_qualified_name_part(v)
+}
+
+/// Validate the metadata fields every object shares (labels, annotations, finalizers types).
+pub fn validate_common(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(meta) = metadata(obj) else {
+        return causes;
+    };
+    if let Some(labels) = meta.get("labels") {
+        match labels.as_object() {
+            Some(map) => {
+                for (k, v) in map {
+                    if !is_qualified_name(k) {
+                        causes.push(Cause::new(
+                            "FieldValueInvalid",
+                            "metadata.labels",
+                            format!("Invalid value: \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
+                        ));
+                    }
+                    match v.as_str() {
+                        Some(s) if is_label_value(s) => {}
+                        Some(s) => causes.push(Cause::new(
+                            "FieldValueInvalid",
+                            "metadata.labels",
+                            format!("Invalid value: \"{s}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
+                        )),
+                        None if v.is_null() => {}
+                        None => causes.push(Cause::new(
+                            "FieldValueTypeInvalid",
+                            &format!("metadata.labels.{k}"),
+                            "Invalid value: label values must be strings",
+                        )),
+                    }
+                }
+            }
+            None if labels.is_null() => {}
+            None => causes.push(Cause::new(
+                "FieldValueTypeInvalid",
+                "metadata.labels",
+                "Invalid value: must be an object of strings",
+            )),
+        }
+    }
+    if let Some(ann) = meta.get("annotations") {
+        match ann.as_object() {
+            Some(map) => {
+                let mut total = 0usize;
+                for (k, v) in map {
+                    total += k.len() + v.as_str().map(str::len).unwrap_or(0);
+                    if !is_qualified_name(k) {
+                        causes.push(Cause::new(
+                            "FieldValueInvalid",
+                            "metadata.annotations",
+                            format!("Invalid value: \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
+                        ));
+                    }
+                    if !(v.is_string() || v.is_null()) {
+                        causes.push(Cause::new(
+                            "FieldValueTypeInvalid",
+                            &format!("metadata.annotations.{k}"),
+                            "Invalid value: annotation values must be strings",
+                        ));
+                    }
+                }
+                if total > 256 * 1024 {
+                    causes.push(Cause::new(
+                        "FieldValueTooLong",
+                        "metadata.annotations",
+                        "Too long: must have at most 262144 bytes",
+                    ));
+                }
+            }
+            None if ann.is_null() => {}
+            None => causes.push(Cause::new(
+                "FieldValueTypeInvalid",
+                "metadata.annotations",
+                "Invalid value: must be an object of strings",
+            )),
+        }
+    }
+    if let Some(f) = meta.get("finalizers") {
+        let ok = f.is_null()
+            || f.as_array()
+                .is_some_and(|a| a.iter().all(|v| v.as_str().is_some_and(is_qualified_name)));
+        if !ok {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                "metadata.finalizers",
+                "Invalid value: finalizers must be a list of qualified names",
+            ));
+        }
+    }
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names() {
+        assert!(validate_name("my-cm.v1", false).is_empty());
+        assert!(!validate_name("Bad_Name", false).is_empty());
+        assert!(!validate_name("a.b", true).is_empty());
+        assert!(validate_name("abc-1", true).is_empty());
+        assert_eq!(validate_name("", false)[0].reason, "FieldValueRequired");
+        assert!(!validate_name(&"a".repeat(254), false).is_empty());
+    }
+
+    #[test]
+    fn labels_and_annotations() {
+        let ok = json!({"metadata": {"labels": {"app.kubernetes.io/name": "x", "e": ""}, "annotations": {"a/b": "anything goes"}}});
+        assert!(validate_common(&ok).is_empty());
+        let bad = json!({"metadata": {"labels": {"-x": "y", "k": "bad value"}}});
+        assert_eq!(validate_common(&bad).len(), 2);
+    }
+
+    #[test]
+    fn suffix_uses_kube_alphabet() {
+        let s = random_suffix();
+        assert_eq!(s.len(), 5);
+        assert!(s.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    }
+}

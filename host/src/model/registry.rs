@@ -1,0 +1,273 @@
+//! What the server serves: one [`ResourceInfo`] per resource, looked up by group, version and
+//! plural. Built-in kinds are registered at start; custom resources will be added at runtime.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Namespaced,
+    Cluster,
+}
+
+/// A served resource: everything discovery, routing and validation need to know about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// "" for the core group.
+    pub group: String,
+    pub version: String,
+    /// Plural, lower case: `configmaps`.
+    pub resource: String,
+    pub singular: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub scope: Scope,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    /// Has a `/status` subresource: the main endpoint ignores `status`, `/status` ignores the rest.
+    pub status_subresource: bool,
+    /// Names must be DNS labels (namespaces) instead of DNS subdomains.
+    pub name_is_dns_label: bool,
+}
+
+impl ResourceInfo {
+    /// The `group/version` string as it appears in `apiVersion`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The storage key prefix: `configmaps` or `leases.coordination.k8s.io`.
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+
+    pub fn namespaced(&self) -> bool {
+        self.scope == Scope::Namespaced
+    }
+
+    pub fn verbs(&self) -> &'static [&'static str] {
+        &[
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+    }
+}
+
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short: &'static [&'static str],
+    categories: &'static [&'static str],
+    status: bool,
+}
+
+const BUILTINS: &[Builtin] = &[
+    Builtin {
+        group: "",
+        version: "v1",
+        resource: "namespaces",
+        singular: "namespace",
+        kind: "Namespace",
+        namespaced: false,
+        short: &["ns"],
+        categories: &[],
+        status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        resource: "configmaps",
+        singular: "configmap",
+        kind: "ConfigMap",
+        namespaced: true,
+        short: &["cm"],
+        categories: &[],
+        status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        resource: "secrets",
+        singular: "secret",
+        kind: "Secret",
+        namespaced: true,
+        short: &[],
+        categories: &[],
+        status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        resource: "serviceaccounts",
+        singular: "serviceaccount",
+        kind: "ServiceAccount",
+        namespaced: true,
+        short: &["sa"],
+        categories: &[],
+        status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        resource: "events",
+        singular: "event",
+        kind: "Event",
+        namespaced: true,
+        short: &["ev"],
+        categories: &[],
+        status: false,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        resource: "pods",
+        singular: "pod",
+        kind: "Pod",
+        namespaced: true,
+        short: &["po"],
+        categories: &["all"],
+        status: true,
+    },
+    Builtin {
+        group: "",
+        version: "v1",
+        resource: "nodes",
+        singular: "node",
+        kind: "Node",
+        namespaced: false,
+        short: &["no"],
+        categories: &[],
+        status: true,
+    },
+    Builtin {
+        group: "coordination.k8s.io",
+        version: "v1",
+        resource: "leases",
+        singular: "lease",
+        kind: "Lease",
+        namespaced: true,
+        short: &[],
+        categories: &[],
+        status: false,
+    },
+];
+
+/// All served resources. Readers take a cheap snapshot; writers (CRDs, later) replace entries.
+#[derive(Debug, Default)]
+pub struct Registry {
+    inner: RwLock<Arc<Vec<Arc<ResourceInfo>>>>,
+}
+
+impl Registry {
+    /// A registry with the built-in kinds.
+    pub fn with_builtins() -> Self {
+        let list = BUILTINS
+            .iter()
+            .map(|b| {
+                Arc::new(ResourceInfo {
+                    group: b.group.into(),
+                    version: b.version.into(),
+                    resource: b.resource.into(),
+                    singular: b.singular.into(),
+                    kind: b.kind.into(),
+                    list_kind: format!("{}List", b.kind),
+                    scope: if b.namespaced {
+                        Scope::Namespaced
+                    } else {
+                        Scope::Cluster
+                    },
+                    short_names: b.short.iter().map(|s| (*s).into()).collect(),
+                    categories: b.categories.iter().map(|s| (*s).into()).collect(),
+                    status_subresource: b.status,
+                    name_is_dns_label: b.resource == "namespaces",
+                })
+            })
+            .collect();
+        Self {
+            inner: RwLock::new(Arc::new(list)),
+        }
+    }
+
+    pub fn snapshot(&self) -> Arc<Vec<Arc<ResourceInfo>>> {
+        match self.inner.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceInfo>> {
+        self.snapshot()
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.resource == resource)
+            .cloned()
+    }
+
+    /// Does any resource live in this group/version?
+    pub fn has_group_version(&self, group: &str, version: &str) -> bool {
+        self.snapshot()
+            .iter()
+            .any(|r| r.group == group && r.version == version)
+    }
+
+    /// Named groups (not core) with their versions, in registration order.
+    pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for r in self.snapshot().iter().filter(|r| !r.group.is_empty()) {
+            let versions = out.entry(r.group.clone()).or_default();
+            if !versions.contains(&r.version) {
+                versions.push(r.version.clone());
+            }
+        }
+        out
+    }
+
+    pub fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<ResourceInfo>> {
+        self.snapshot()
+            .iter()
+            .filter(|r| r.group == group && r.version == version)
+            .cloned()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_served() {
+        let r = Registry::with_builtins();
+        let cm = r.lookup("", "v1", "configmaps").expect("configmaps");
+        assert_eq!(cm.kind, "ConfigMap");
+        assert_eq!(cm.list_kind, "ConfigMapList");
+        assert!(cm.namespaced());
+        let lease = r
+            .lookup("coordination.k8s.io", "v1", "leases")
+            .expect("leases");
+        assert_eq!(lease.api_version(), "coordination.k8s.io/v1");
+        assert_eq!(lease.group_resource(), "leases.coordination.k8s.io");
+        assert!(r.lookup("", "v1", "nope").is_none());
+        assert_eq!(
+            r.groups().get("coordination.k8s.io"),
+            Some(&vec!["v1".to_owned()])
+        );
+    }
+}

@@ -1,0 +1,297 @@
+//! The Kubernetes `Status` error: every failure a client sees is one of these.
+
+use serde_json::{json, Value};
+
+/// One field-level reason inside a 422 Invalid (or a 409 conflict), as kube reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`, ...
+    pub reason: String,
+    pub message: String,
+    pub field: String,
+}
+
+impl Cause {
+    pub fn new(reason: &str, field: &str, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_owned(),
+            field: field.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// An error answered to a client as a `Status` object with kube's code, reason and message.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    /// Populates `details` when set: (group, kind, name).
+    pub details: Option<Details>,
+    pub causes: Vec<Cause>,
+    /// Seconds for a `Retry-After` header (429, 504).
+    pub retry_after: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Details {
+    pub group: String,
+    /// The resource (plural) for most errors, the Kind for Invalid, as kube does.
+    pub kind: String,
+    pub name: String,
+    pub uid: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            causes: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    pub fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
+        self.details = Some(Details {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            uid: None,
+        });
+        self
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// `configmaps "foo" not found`
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        let message = if group.is_empty() {
+            format!("{resource} \"{name}\" not found")
+        } else {
+            format!("{resource}.{group} \"{name}\" not found")
+        };
+        Self::new(404, "NotFound", message).with_details(group, resource, name)
+    }
+
+    /// A path that names no resource at all.
+    pub fn path_not_found() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        let gr = qualified(group, resource);
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{gr} \"{name}\" already exists"),
+        )
+        .with_details(group, resource, name)
+    }
+
+    /// kube's optimistic-concurrency failure.
+    pub fn conflict(group: &str, resource: &str, name: &str) -> Self {
+        let gr = qualified(group, resource);
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {gr} \"{name}\": the object has been modified; \
+                 please apply your changes to the latest version and try again"
+            ),
+        )
+        .with_details(group, resource, name)
+    }
+
+    pub fn conflict_message(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let gr = qualified(group, resource);
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {gr} \"{name}\": {why}"),
+        )
+        .with_details(group, resource, name)
+    }
+
+    /// 422 with one cause per violation: `ConfigMap "x" is invalid: [a, b]`.
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let parts: Vec<String> = causes
+            .iter()
+            .map(|c| {
+                if c.field.is_empty() {
+                    c.message.clone()
+                } else {
+                    format!("{}: {}", c.field, c.message)
+                }
+            })
+            .collect();
+        let joined = if parts.len() == 1 {
+            parts[0].clone()
+        } else {
+            format!("[{}]", parts.join(", "))
+        };
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {joined}"),
+        )
+        .with_details(group, kind, name);
+        e.causes = causes;
+        e
+    }
+
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message)
+    }
+
+    /// `too old resource version: 12 (345)`
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(413, "RequestEntityTooLarge", message)
+    }
+
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    pub fn timeout(message: impl Into<String>) -> Self {
+        let mut e = Self::new(504, "Timeout", message);
+        e.retry_after = Some(1);
+        e
+    }
+
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        let mut e = Self::new(429, "TooManyRequests", message);
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// The `Status` object as kube serializes it.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if self.details.is_some() || !self.causes.is_empty() || self.retry_after.is_some() {
+            let mut details = serde_json::Map::new();
+            if let Some(d) = &self.details {
+                if !d.name.is_empty() {
+                    details.insert("name".into(), d.name.clone().into());
+                }
+                if !d.group.is_empty() {
+                    details.insert("group".into(), d.group.clone().into());
+                }
+                if !d.kind.is_empty() {
+                    details.insert("kind".into(), d.kind.clone().into());
+                }
+                if let Some(uid) = &d.uid {
+                    details.insert("uid".into(), uid.clone().into());
+                }
+            }
+            if !self.causes.is_empty() {
+                let causes: Vec<Value> = self
+                    .causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                details.insert("causes".into(), causes.into());
+            }
+            if let Some(s) = self.retry_after {
+                details.insert("retryAfterSeconds".into(), s.into());
+            }
+            status["details"] = Value::Object(details);
+        }
+        status
+    }
+}
+
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_owned()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+/// A `Status` of success, as DELETE answers when the object is gone.
+pub fn success_status(group: &str, kind_plural: &str, name: &str, uid: &str) -> Value {
+    let mut details = json!({"name": name, "kind": kind_plural, "uid": uid});
+    if !group.is_empty() {
+        details["group"] = group.into();
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_message_matches_kube() {
+        let e = ApiError::not_found("", "configmaps", "x");
+        assert_eq!(e.message, "configmaps \"x\" not found");
+        let s = e.to_status();
+        assert_eq!(s["code"], 404);
+        assert_eq!(s["reason"], "NotFound");
+        assert_eq!(s["details"]["kind"], "configmaps");
+        let e = ApiError::not_found("coordination.k8s.io", "leases", "l");
+        assert_eq!(e.message, "leases.coordination.k8s.io \"l\" not found");
+    }
+
+    #[test]
+    fn invalid_lists_every_cause() {
+        let e = ApiError::invalid(
+            "",
+            "ConfigMap",
+            "x",
+            vec![
+                Cause::new("FieldValueRequired", "a", "Required value"),
+                Cause::new("FieldValueInvalid", "b", "Invalid value"),
+            ],
+        );
+        assert_eq!(
+            e.message,
+            "ConfigMap \"x\" is invalid: [a: Required value, b: Invalid value]"
+        );
+        assert_eq!(
+            e.to_status()["details"]["causes"].as_array().map(Vec::len),
+            Some(2)
+        );
+    }
+}

@@ -1,0 +1,1036 @@
+//! The one path every read and mutation takes, whoever sends it: decode -> validate -> admit ->
+//! store -> (the store publishes). It knows objects and kube semantics, not HTTP.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{json, Map, Value};
+
+use crate::model::meta::{self, metadata, metadata_mut};
+use crate::model::{ApiError, Cause, ObjectKey, ResourceInfo};
+use crate::patch::{self, PatchType};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::{Precondition, Snapshot, Store, StoreError, StoredObject, WriteOp};
+
+pub type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// How long a read waits for a resourceVersion newer than the latest before answering 504.
+const TOO_NEW_WAIT: Duration = Duration::from_secs(3);
+/// Retries of a write whose precondition lost a race with another writer (kube does the same
+/// for patches and unconditional updates).
+const CONFLICT_RETRIES: usize = 8;
+
+pub const NAMESPACES: &str = "namespaces";
+/// Namespaces that exist from the first start.
+pub const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Main,
+    Status,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub dry_run: bool,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+}
+
+/// A page of a list, all read from one snapshot.
+#[derive(Debug)]
+pub struct ListResult {
+    pub rv: u64,
+    pub items: Vec<Arc<StoredObject>>,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+/// What a delete did.
+#[derive(Debug)]
+pub enum Deleted {
+    /// The object is gone; this is its last state.
+    Gone(Arc<StoredObject>),
+    /// Finalizers remain: the object is marked for deletion and returned.
+    Pending(Arc<StoredObject>),
+}
+
+/// Field selectors every resource supports.
+pub const FIELD_SELECTORS: &[&str] = &["metadata.name", "metadata.namespace"];
+
+/// Filters parsed once per request, shared by list and watch.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+    pub namespace: Option<String>,
+}
+
+impl Filter {
+    pub fn new(
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<Self> {
+        let labels = LabelSelector::parse(label_selector.unwrap_or(""))
+            .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
+        let fields = FieldSelector::parse(field_selector.unwrap_or(""), FIELD_SELECTORS)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        Ok(Self {
+            labels,
+            fields,
+            namespace: namespace.map(str::to_owned),
+        })
+    }
+
+    pub fn matches(&self, obj: &Value) -> bool {
+        let ns = meta::namespace(obj);
+        if let Some(want) = &self.namespace {
+            if ns != want {
+                return false;
+            }
+        }
+        let name = meta::name(obj);
+        self.fields.matches(|f| match f {
+            "metadata.name" => Some(name),
+            "metadata.namespace" => Some(ns),
+            _ => None,
+        }) && self.labels.matches_json(meta::labels(obj))
+    }
+}
+
+pub struct Service {
+    pub store: Arc<dyn Store>,
+    pub registry: Arc<crate::model::Registry>,
+}
+
+fn store_error(ri: &ResourceInfo, name: &str, e: StoreError) -> ApiError {
+    match e {
+        StoreError::AlreadyExists => ApiError::already_exists(&ri.group, &ri.resource, name),
+        StoreError::NotFound => ApiError::not_found(&ri.group, &ri.resource, name),
+        StoreError::Conflict { .. } => ApiError::conflict(&ri.group, &ri.resource, name),
+        StoreError::TooOld { requested, oldest } => {
+            ApiError::expired(format!("too old resource version: {requested} ({oldest})"))
+        }
+        StoreError::Closed => {
+            ApiError::new(503, "ServiceUnavailable", "the server is shutting down")
+        }
+        other => {
+            tracing::error!(error = %other, "storage failure");
+            ApiError::internal("storage failure; see the server log")
+        }
+    }
+}
+
+fn parse_rv(s: &str) -> Result<u64> {
+    s.parse::<u64>().map_err(|_| {
+        ApiError::bad_request(format!(
+            "resourceVersion: Invalid value: \"{s}\": must be a decimal integer"
+        ))
+    })
+}
+
+/// Continue tokens: the snapshot revision and the last key returned, base64 JSON like kube's.
+fn encode_continue(rv: u64, start: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(json!({"v": "turtles/1", "rv": rv, "start": start}).to_string())
+}
+
+fn decode_continue(token: &str) -> Result<(u64, String)> {
+    let bad = || ApiError::bad_request("continue key is not valid: malformed continue token");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
+    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
+    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
+    Ok((rv, start.to_owned()))
+}
+
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// Everything outside metadata and status: a change here bumps `generation`.
+fn spec_part(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    o
+}
+
+/// Equal apart from resourceVersion (which a client may omit or leave stale in a no-op PUT).
+fn same_object(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = metadata_mut(&mut v) {
+            m.remove("resourceVersion");
+        }
+        v
+    };
+    strip(a) == strip(b)
+}
+
+impl Service {
+    pub fn new(store: Arc<dyn Store>, registry: Arc<crate::model::Registry>) -> Self {
+        Self { store, registry }
+    }
+
+    fn key(ri: &ResourceInfo, ns: &str, name: &str) -> ObjectKey {
+        ObjectKey::new(
+            &ri.group_resource(),
+            if ri.namespaced() { ns } else { "" },
+            name,
+        )
+    }
+
+    /// Create the namespaces that exist from the first start.
+    pub async fn bootstrap(&self) -> Result<()> {
+        let ri = self
+            .registry
+            .lookup("", "v1", NAMESPACES)
+            .ok_or_else(|| ApiError::internal("namespaces are not registered"))?;
+        for ns in INITIAL_NAMESPACES {
+            if self.store.get(&Self::key(&ri, "", ns)).is_none() {
+                let obj =
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+                match self.create(&ri, "", obj, &WriteOptions::default()).await {
+                    Ok(_) => {}
+                    Err(e) if e.code == 409 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, ri: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>> {
+        self.store
+            .get(&Self::key(ri, ns, name))
+            .ok_or_else(|| ApiError::not_found(&ri.group, &ri.resource, name))
+    }
+
+    /// Resolve list resourceVersion semantics to the snapshot to read.
+    async fn list_snapshot(
+        &self,
+        ri: &ResourceInfo,
+        opts: &ListOptions,
+    ) -> Result<(Snapshot, Option<String>)> {
+        let resource = ri.group_resource();
+        if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            if opts
+                .resource_version
+                .as_deref()
+                .is_some_and(|rv| !rv.is_empty())
+            {
+                return Err(ApiError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
+            let (rv, start) = decode_continue(token)?;
+            let snap = self.store.list(&resource, Some(rv)).map_err(|e| match e {
+                StoreError::TooOld { .. } => ApiError::expired(CONTINUE_EXPIRED),
+                other => store_error(ri, "", other),
+            })?;
+            return Ok((snap, Some(start)));
+        }
+        let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty());
+        let exact = match opts.resource_version_match.as_deref().filter(|s| !s.is_empty()) {
+            None | Some("NotOlderThan") => false,
+            Some("Exact") => true,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "resourceVersionMatch: Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
+                )))
+            }
+        };
+        if opts
+            .resource_version_match
+            .as_deref()
+            .is_some_and(|s| !s.is_empty())
+            && rv.is_none()
+        {
+            return Err(ApiError::bad_request(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        let Some(rv) = rv else {
+            let snap = self
+                .store
+                .list(&resource, None)
+                .map_err(|e| store_error(ri, "", e))?;
+            return Ok((snap, None));
+        };
+        let n = parse_rv(rv)?;
+        if exact && n == 0 {
+            return Err(ApiError::bad_request(
+                "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+        if n > self.store.revision() && !self.store.wait_for_revision(n, TOO_NEW_WAIT).await {
+            return Err(ApiError::timeout(format!(
+                "Too large resource version: {n}, current: {}",
+                self.store.revision()
+            )));
+        }
+        let at = if exact { Some(n) } else { None };
+        let snap = self
+            .store
+            .list(&resource, at)
+            .map_err(|e| store_error(ri, "", e))?;
+        Ok((snap, None))
+    }
+
+    pub async fn list(
+        &self,
+        ri: &ResourceInfo,
+        ns: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<ListResult> {
+        let filter = Filter::new(
+            ns,
+            opts.label_selector.as_deref(),
+            opts.field_selector.as_deref(),
+        )?;
+        let (snap, start_after) = self.list_snapshot(ri, opts).await?;
+        let limit = opts.limit.filter(|l| *l > 0);
+        let mut items = Vec::new();
+        let mut continue_token = None;
+        let mut remaining = None;
+        // Narrow the scan: a namespace is one contiguous key range.
+        let lower = match (&start_after, ns) {
+            (Some(s), _) => std::ops::Bound::Excluded(s.clone()),
+            (None, Some(ns)) => std::ops::Bound::Included(format!("{ns}/")),
+            (None, None) => std::ops::Bound::Unbounded,
+        };
+        let upper = match ns {
+            Some(ns) => std::ops::Bound::Excluded(format!("{ns}0")),
+            None => std::ops::Bound::Unbounded,
+        };
+        let mut iter = snap.items.range((lower, upper));
+        for (key, obj) in iter.by_ref() {
+            if !filter.matches(&obj.value) {
+                continue;
+            }
+            items.push(obj.clone());
+            if limit.is_some_and(|l| items.len() >= l) {
+                let more = if filter.labels.is_empty() && filter.fields.is_empty() {
+                    let n = iter.clone().count();
+                    remaining = (n > 0).then_some(n);
+                    n > 0
+                } else {
+                    iter.clone().any(|(_, o)| filter.matches(&o.value))
+                };
+                if more {
+                    continue_token = Some(encode_continue(snap.rv, key));
+                }
+                break;
+            }
+        }
+        Ok(ListResult {
+            rv: snap.rv,
+            items,
+            continue_token,
+            remaining,
+        })
+    }
+
+    fn check_namespace_usable(&self, ri: &ResourceInfo, ns: &str) -> Result<()> {
+        if !ri.namespaced() {
+            return Ok(());
+        }
+        let key = ObjectKey::new(NAMESPACES, "", ns);
+        let Some(nso) = self.store.get(&key) else {
+            return Err(ApiError::not_found("", NAMESPACES, ns));
+        };
+        if meta::meta_str(&nso.value, "deletionTimestamp").is_some() {
+            return Err(ApiError::forbidden(format!(
+                "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                ri.resource,
+                "",
+            ))
+            .with_details(&ri.group, &ri.resource, ""));
+        }
+        Ok(())
+    }
+
+    /// Check apiVersion/kind of a body against the endpoint, filling them in when absent.
+    fn check_type(ri: &ResourceInfo, obj: &mut Value) -> Result<()> {
+        let Some(map) = obj.as_object_mut() else {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        };
+        let want_av = ri.api_version();
+        match map.get("apiVersion").and_then(Value::as_str) {
+            None | Some("") => {
+                map.insert("apiVersion".into(), Value::String(want_av));
+            }
+            Some(av) if av == want_av => {}
+            Some(av) => {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({av}) does not match the expected API version ({want_av})"
+                )))
+            }
+        }
+        match map.get("kind").and_then(Value::as_str) {
+            None | Some("") => {
+                map.insert("kind".into(), Value::String(ri.kind.clone()));
+            }
+            Some(k) if k == ri.kind => {}
+            Some(k) => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    ri.kind
+                )))
+            }
+        }
+        if !map
+            .get("metadata")
+            .is_none_or(|m| m.is_object() || m.is_null())
+        {
+            return Err(ApiError::bad_request("metadata must be a JSON object"));
+        }
+        Ok(())
+    }
+
+    fn check_scope(ri: &ResourceInfo, ns: &str, obj: &mut Value) -> Result<()> {
+        let Some(m) = metadata_mut(obj) else {
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
+        };
+        if ri.namespaced() {
+            match m.get("namespace").and_then(Value::as_str) {
+                None | Some("") => {
+                    m.insert("namespace".into(), Value::String(ns.to_owned()));
+                }
+                Some(n) if n == ns => {}
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ))
+                }
+            }
+        } else {
+            m.remove("namespace");
+        }
+        Ok(())
+    }
+
+    fn validate(ri: &ResourceInfo, obj: &Value) -> Result<()> {
+        let name = meta::name(obj);
+        let mut causes = meta::validate_name(name, ri.name_is_dns_label);
+        causes.extend(meta::validate_common(obj));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&ri.group, &ri.kind, name, causes));
+        }
+        Ok(())
+    }
+
+    /// Kind-specific defaults on create, as kube's strategies set them.
+    fn defaults_on_create(ri: &ResourceInfo, obj: &mut Value) {
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
+        match (ri.group.as_str(), ri.resource.as_str()) {
+            ("", "namespaces") => {
+                map.insert("status".into(), json!({"phase": "Active"}));
+                let spec = map.entry("spec").or_insert_with(|| json!({}));
+                if spec.as_object().is_some_and(Map::is_empty) {
+                    map.remove("spec");
+                }
+            }
+            ("", "pods") => {
+                let status = map.entry("status").or_insert_with(|| json!({}));
+                if let Some(s) = status.as_object_mut() {
+                    s.entry("phase").or_insert_with(|| "Pending".into());
+                }
+            }
+            ("", "secrets") => {
+                map.entry("type").or_insert_with(|| "Opaque".into());
+                // stringData is write-only: merged into data, base64-encoded.
+                if let Some(Value::Object(sd)) = map.remove("stringData") {
+                    let data = map.entry("data").or_insert_with(|| json!({}));
+                    if let Some(d) = data.as_object_mut() {
+                        for (k, v) in sd {
+                            if let Some(s) = v.as_str() {
+                                d.insert(
+                                    k,
+                                    base64::engine::general_purpose::STANDARD.encode(s).into(),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub async fn create(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<StoredObject>> {
+        Self::check_type(ri, &mut obj)?;
+        Self::check_scope(ri, ns, &mut obj)?;
+        let m = metadata_mut(&mut obj)
+            .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
+        if m.get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+        {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        let generate = m
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|g| !g.is_empty())
+            .map(str::to_owned);
+        let named = m
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        m.insert(
+            "uid".into(),
+            Value::String(uuid::Uuid::new_v4().to_string()),
+        );
+        m.insert(
+            "creationTimestamp".into(),
+            Value::String(meta::now_rfc3339()),
+        );
+        m.insert("generation".into(), json!(1));
+        m.remove("resourceVersion");
+        m.remove("deletionTimestamp");
+        m.remove("deletionGracePeriodSeconds");
+        m.remove("managedFields");
+        m.remove("selfLink");
+        Self::defaults_on_create(ri, &mut obj);
+        self.check_namespace_usable(ri, ns)?;
+        // A generated name can collide; kube retries too.
+        let attempts = if named || generate.is_none() { 1 } else { 8 };
+        let mut last_err = None;
+        for _ in 0..attempts {
+            if !named {
+                if let (Some(prefix), Some(m)) = (&generate, metadata_mut(&mut obj)) {
+                    let mut p = prefix.clone();
+                    p.truncate(58);
+                    m.insert(
+                        "name".into(),
+                        Value::String(format!("{p}{}", meta::random_suffix())),
+                    );
+                }
+            }
+            Self::validate(ri, &obj)?;
+            let name = meta::name(&obj).to_owned();
+            if opts.dry_run {
+                if self.store.get(&Self::key(ri, ns, &name)).is_some() {
+                    return Err(ApiError::already_exists(&ri.group, &ri.resource, &name));
+                }
+                return StoredObject::unstored(obj)
+                    .map(Arc::new)
+                    .map_err(|e| store_error(ri, &name, e));
+            }
+            let op = WriteOp::Put {
+                key: Self::key(ri, ns, &name),
+                value: obj.clone(),
+                precondition: Precondition::MustNotExist,
+            };
+            match self.store.write(op).await {
+                Ok(o) => return Ok(o),
+                Err(StoreError::AlreadyExists) if !named => {
+                    last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
+                }
+                Err(e) => return Err(store_error(ri, &name, e)),
+            }
+        }
+        Err(last_err.unwrap_or_else(|| ApiError::internal("could not generate a unique name")))
+    }
+
+    /// PUT: replace the object (or only its status).
+    pub async fn update(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<Arc<StoredObject>> {
+        Self::check_type(ri, &mut obj)?;
+        Self::check_scope(ri, ns, &mut obj)?;
+        let body_name = meta::name(&obj);
+        if body_name.is_empty() {
+            if let Some(m) = metadata_mut(&mut obj) {
+                m.insert("name".into(), Value::String(name.to_owned()));
+            }
+        } else if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let wanted_rv = match meta::meta_str(&obj, "resourceVersion").filter(|s| !s.is_empty()) {
+            Some(s) => {
+                Some(parse_rv(s).map_err(|_| ApiError::conflict(&ri.group, &ri.resource, name))?)
+            }
+            None => None,
+        };
+        self.update_with(ri, ns, name, wanted_rv, opts, sub, |_current| {
+            Ok(obj.clone())
+        })
+        .await
+    }
+
+    /// PATCH: apply a patch to the latest state (retrying on write races).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn patch(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<Arc<StoredObject>> {
+        let patch_value = patch::parse(patch_type, body)?;
+        // A patch that carries metadata.resourceVersion is a precondition.
+        let wanted_rv = patch_value
+            .get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .and_then(Value::as_str)
+            .map(|s| parse_rv(s).map_err(|_| ApiError::conflict(&ri.group, &ri.resource, name)))
+            .transpose()?;
+        self.update_with(ri, ns, name, wanted_rv, opts, sub, |current| {
+            let mut out = patch::apply(patch_type, &current.value, &patch_value, ri)?;
+            // A patch cannot move an object between namespaces or names.
+            Self::check_type(ri, &mut out)?;
+            if meta::name(&out) != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({}) does not match the name on the URL ({name})",
+                    meta::name(&out)
+                )));
+            }
+            Self::check_scope(ri, ns, &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// The shared update pipeline: read the latest, build the new object, keep what clients may
+    /// not change, validate, detect no-ops, commit with the read revision as precondition.
+    #[allow(clippy::too_many_arguments)]
+    async fn update_with(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        wanted_rv: Option<u64>,
+        opts: &WriteOptions,
+        sub: Subresource,
+        build: impl Fn(&StoredObject) -> Result<Value>,
+    ) -> Result<Arc<StoredObject>> {
+        let key = Self::key(ri, ns, name);
+        for _ in 0..CONFLICT_RETRIES {
+            let current = self
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(&ri.group, &ri.resource, name))?;
+            if wanted_rv.is_some_and(|rv| rv != current.rv) {
+                return Err(ApiError::conflict(&ri.group, &ri.resource, name));
+            }
+            let body = build(&current)?;
+            let new = Self::merge_update(ri, &current.value, body, sub)?;
+            Self::validate(ri, &new)?;
+            Self::check_finalizers(ri, &current.value, &new)?;
+            if same_object(&new, &current.value) {
+                return Ok(current);
+            }
+            let terminating = meta::meta_str(&new, "deletionTimestamp").is_some();
+            if opts.dry_run {
+                let mut v = new;
+                if let Some(m) = metadata_mut(&mut v) {
+                    m.insert(
+                        "resourceVersion".into(),
+                        Value::String(current.rv.to_string()),
+                    );
+                }
+                return StoredObject::unstored(v)
+                    .map(Arc::new)
+                    .map_err(|e| store_error(ri, name, e));
+            }
+            let op = if terminating && meta::finalizers(&new).is_empty() {
+                WriteOp::Delete {
+                    key: key.clone(),
+                    precondition: Precondition::ResourceVersion(current.rv),
+                }
+            } else {
+                WriteOp::Put {
+                    key: key.clone(),
+                    value: new,
+                    precondition: Precondition::ResourceVersion(current.rv),
+                }
+            };
+            match self.store.write(op).await {
+                Ok(o) => return Ok(o),
+                Err(StoreError::Conflict { .. }) if wanted_rv.is_none() => continue,
+                Err(StoreError::Conflict { .. }) => {
+                    return Err(ApiError::conflict(&ri.group, &ri.resource, name))
+                }
+                Err(e) => return Err(store_error(ri, name, e)),
+            }
+        }
+        Err(ApiError::conflict(&ri.group, &ri.resource, name))
+    }
+
+    /// Combine the stored object and a client's new version per kube's update strategy.
+    fn merge_update(
+        ri: &ResourceInfo,
+        current: &Value,
+        mut new: Value,
+        sub: Subresource,
+    ) -> Result<Value> {
+        if sub == Subresource::Status {
+            // /status: everything but status stays as stored.
+            let mut out = current.clone();
+            if let (Some(o), Some(status)) = (out.as_object_mut(), new.get("status")) {
+                o.insert("status".into(), status.clone());
+            } else if let Some(o) = out.as_object_mut() {
+                o.remove("status");
+            }
+            return Ok(out);
+        }
+        if ri.status_subresource {
+            match (new.as_object_mut(), current.get("status")) {
+                (Some(n), Some(s)) => {
+                    n.insert("status".into(), s.clone());
+                }
+                (Some(n), None) => {
+                    n.remove("status");
+                }
+                _ => {}
+            }
+        }
+        let cur_meta = metadata(current).cloned().unwrap_or_default();
+        let generation_bump = spec_part(current) != spec_part(&new);
+        let m = metadata_mut(&mut new)
+            .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
+        if let Some(uid) = m.get("uid").and_then(Value::as_str) {
+            if Some(uid) != cur_meta.get("uid").and_then(Value::as_str) && !uid.is_empty() {
+                return Err(ApiError::new(
+                    409,
+                    "Conflict",
+                    format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        cur_meta.get("uid").and_then(Value::as_str).unwrap_or("")
+                    ),
+                ));
+            }
+        }
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generateName",
+        ] {
+            match cur_meta.get(field) {
+                Some(v) => {
+                    m.insert(field.into(), v.clone());
+                }
+                None => {
+                    m.remove(field);
+                }
+            }
+        }
+        let gen = cur_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        m.insert(
+            "generation".into(),
+            json!(if generation_bump { gen + 1 } else { gen }),
+        );
+        m.remove("managedFields");
+        m.remove("selfLink");
+        if let Some(rv) = cur_meta.get("resourceVersion") {
+            m.insert("resourceVersion".into(), rv.clone());
+        }
+        // Drop empty maps kube would omit, so a no-op stays a no-op.
+        for field in ["labels", "annotations", "finalizers", "ownerReferences"] {
+            let empty = match m.get(field) {
+                Some(Value::Null) => true,
+                Some(Value::Object(o)) => o.is_empty(),
+                Some(Value::Array(a)) => a.is_empty(),
+                _ => false,
+            };
+            if empty {
+                m.remove(field);
+            }
+        }
+        Ok(new)
+    }
+
+    fn check_finalizers(ri: &ResourceInfo, current: &Value, new: &Value) -> Result<()> {
+        if meta::meta_str(current, "deletionTimestamp").is_none() {
+            return Ok(());
+        }
+        let old = meta::finalizers(current);
+        if meta::finalizers(new).iter().any(|f| !old.contains(f)) {
+            return Err(ApiError::invalid(
+                &ri.group,
+                &ri.kind,
+                meta::name(new),
+                vec![Cause::new(
+                    "FieldValueForbidden",
+                    "metadata.finalizers",
+                    "Forbidden: no new finalizers can be added if the object is being deleted",
+                )],
+            ));
+        }
+        Ok(())
+    }
+
+    pub async fn delete(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted> {
+        if ri.resource == NAMESPACES && ri.group.is_empty() {
+            let current = self.get(ri, "", name)?;
+            Self::check_delete_preconditions(ri, name, &current, opts)?;
+            return self.delete_namespace(ri, name, current, opts).await;
+        }
+        self.delete_object(ri, ns, name, opts).await
+    }
+
+    fn check_delete_preconditions(
+        ri: &ResourceInfo,
+        name: &str,
+        current: &StoredObject,
+        opts: &DeleteOptions,
+    ) -> Result<()> {
+        let uid = meta::meta_str(&current.value, "uid").unwrap_or("");
+        if let Some(want) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty()) {
+            if want != uid {
+                return Err(ApiError::conflict_message(
+                    &ri.group,
+                    &ri.resource,
+                    name,
+                    &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+                ));
+            }
+        }
+        if let Some(want) = opts.precondition_rv.as_deref().filter(|u| !u.is_empty()) {
+            if want != current.rv.to_string() {
+                return Err(ApiError::conflict_message(
+                    &ri.group,
+                    &ri.resource,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
+                        current.rv
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Delete one object that is not a namespace: mark it while finalizers remain, else remove it.
+    async fn delete_object(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted> {
+        let key = Self::key(ri, ns, name);
+        for _ in 0..CONFLICT_RETRIES {
+            let current = self
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(&ri.group, &ri.resource, name))?;
+            Self::check_delete_preconditions(ri, name, &current, opts)?;
+            let finalizers = meta::finalizers(&current.value);
+            if !finalizers.is_empty() {
+                if meta::meta_str(&current.value, "deletionTimestamp").is_some() {
+                    return Ok(Deleted::Pending(current));
+                }
+                let mut v = current.value.clone();
+                if let Some(m) = metadata_mut(&mut v) {
+                    m.insert(
+                        "deletionTimestamp".into(),
+                        Value::String(meta::now_rfc3339()),
+                    );
+                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                }
+                if opts.dry_run {
+                    return StoredObject::unstored(v)
+                        .map(|o| Deleted::Pending(Arc::new(o)))
+                        .map_err(|e| store_error(ri, name, e));
+                }
+                let op = WriteOp::Put {
+                    key: key.clone(),
+                    value: v,
+                    precondition: Precondition::ResourceVersion(current.rv),
+                };
+                match self.store.write(op).await {
+                    Ok(o) => return Ok(Deleted::Pending(o)),
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(e) => return Err(store_error(ri, name, e)),
+                }
+            }
+            if opts.dry_run {
+                return Ok(Deleted::Gone(current));
+            }
+            let op = WriteOp::Delete {
+                key: key.clone(),
+                precondition: Precondition::ResourceVersion(current.rv),
+            };
+            match self.store.write(op).await {
+                Ok(o) => return Ok(Deleted::Gone(o)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(store_error(ri, name, e)),
+            }
+        }
+        Err(ApiError::conflict(&ri.group, &ri.resource, name))
+    }
+
+    /// Namespace deletion: mark it Terminating, delete everything in it (objects with finalizers
+    /// are marked and stay until their finalizers go), and remove the namespace once empty.
+    async fn delete_namespace(
+        &self,
+        ri: &ResourceInfo,
+        name: &str,
+        current: Arc<StoredObject>,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted> {
+        let mut v = current.value.clone();
+        if let Some(m) = metadata_mut(&mut v) {
+            m.entry("deletionTimestamp")
+                .or_insert_with(|| Value::String(meta::now_rfc3339()));
+            m.entry("deletionGracePeriodSeconds").or_insert(json!(0));
+        }
+        if let Some(o) = v.as_object_mut() {
+            o.insert("status".into(), json!({"phase": "Terminating"}));
+        }
+        if opts.dry_run {
+            return StoredObject::unstored(v)
+                .map(|o| Deleted::Pending(Arc::new(o)))
+                .map_err(|e| store_error(ri, name, e));
+        }
+        let key = Self::key(ri, "", name);
+        let marked = if same_object(&v, &current.value) {
+            current
+        } else {
+            self.store
+                .write(WriteOp::Put {
+                    key: key.clone(),
+                    value: v,
+                    precondition: Precondition::ResourceVersion(current.rv),
+                })
+                .await
+                .map_err(|e| store_error(ri, name, e))?
+        };
+        let mut remaining = 0usize;
+        for r in self.registry.snapshot().iter().filter(|r| r.namespaced()) {
+            let snap = self
+                .store
+                .list(&r.group_resource(), None)
+                .map_err(|e| store_error(r, "", e))?;
+            let prefix = format!("{name}/");
+            for (_, obj) in snap
+                .items
+                .range(prefix.clone()..)
+                .take_while(|(k, _)| k.starts_with(&prefix))
+            {
+                let n = meta::name(&obj.value).to_owned();
+                match self
+                    .delete_object(r, name, &n, &DeleteOptions::default())
+                    .await
+                {
+                    Ok(Deleted::Pending(_)) => remaining += 1,
+                    Ok(Deleted::Gone(_)) => {}
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        if remaining > 0 || !meta::finalizers(&marked.value).is_empty() {
+            return Ok(Deleted::Pending(marked));
+        }
+        match self
+            .store
+            .write(WriteOp::Delete {
+                key,
+                precondition: Precondition::ResourceVersion(marked.rv),
+            })
+            .await
+        {
+            Ok(o) => Ok(Deleted::Gone(o)),
+            Err(StoreError::NotFound) => Ok(Deleted::Gone(marked)),
+            Err(e) => Err(store_error(ri, name, e)),
+        }
+    }
+
+    /// DELETE on a collection: every matching object, each as a single delete would.
+    pub async fn delete_collection(
+        &self,
+        ri: &ResourceInfo,
+        ns: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<ListResult> {
+        let mut page = self
+            .list(
+                ri,
+                ns,
+                &ListOptions {
+                    limit: None,
+                    continue_token: None,
+                    ..list.clone()
+                },
+            )
+            .await?;
+        let mut out = Vec::with_capacity(page.items.len());
+        for obj in page.items.drain(..) {
+            let n = meta::name(&obj.value).to_owned();
+            let o_ns = meta::namespace(&obj.value).to_owned();
+            match self.delete(ri, &o_ns, &n, opts).await {
+                Ok(Deleted::Gone(o) | Deleted::Pending(o)) => out.push(o),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ListResult {
+            rv: self.store.revision(),
+            items: out,
+            continue_token: None,
+            remaining: None,
+        })
+    }
+}

@@ -1,0 +1,170 @@
+//! Storage: the [`Store`] trait and its sled backend.
+//!
+//! The model is etcd's: one global revision (our `resourceVersion`) that every committed write
+//! advances by exactly one, assigned atomically with the write; reads of the latest state or of a
+//! recent past revision; and an ordered stream of change events that a watcher can resume from any
+//! revision still in the history window. A second backend on etcd would map revisions 1:1.
+
+mod index;
+pub mod sled_store;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::model::{EventType, ObjectKey};
+
+pub use sled_store::{SledStore, StoreOptions};
+
+/// One stored version of an object: the JSON (with `metadata.resourceVersion` set to `rv`) both
+/// parsed and serialized, so reads never re-serialize and filters never re-parse.
+#[derive(Debug)]
+pub struct StoredObject {
+    pub rv: u64,
+    pub value: Value,
+    pub json: Bytes,
+}
+
+impl StoredObject {
+    /// Build from a value whose `metadata.resourceVersion` is (or will be treated as) `rv`.
+    pub fn new(rv: u64, mut value: Value) -> Result<Self> {
+        if let Some(meta) = crate::model::meta::metadata_mut(&mut value) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        let json = Bytes::from(serde_json::to_vec(&value).map_err(StoreError::Encode)?);
+        Ok(Self { rv, value, json })
+    }
+
+    /// An object that was never stored (a dry run): its `resourceVersion` is left as given.
+    pub fn unstored(value: Value) -> Result<Self> {
+        let json = Bytes::from(serde_json::to_vec(&value).map_err(StoreError::Encode)?);
+        Ok(Self { rv: 0, value, json })
+    }
+}
+
+/// A committed change, in revision order. `prev` is the state before it (none for a create).
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub rv: u64,
+    pub kind: EventType,
+    pub key: ObjectKey,
+    /// The object after the change; for a delete, the last state stamped with the delete's rv.
+    pub object: Arc<StoredObject>,
+    pub prev: Option<Arc<StoredObject>>,
+}
+
+/// What must hold for a write to commit; checked atomically with the write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precondition {
+    /// Create: the key must be free.
+    MustNotExist,
+    /// Update or delete of exactly this revision of the object.
+    ResourceVersion(u64),
+    /// Update or delete of whatever is there (the object must exist).
+    Exists,
+}
+
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    Put {
+        key: ObjectKey,
+        value: Value,
+        precondition: Precondition,
+    },
+    Delete {
+        key: ObjectKey,
+        precondition: Precondition,
+    },
+}
+
+impl WriteOp {
+    pub fn key(&self) -> &ObjectKey {
+        match self {
+            WriteOp::Put { key, .. } | WriteOp::Delete { key, .. } => key,
+        }
+    }
+}
+
+/// A consistent view of one resource's objects at one revision, keyed `namespace/name`.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub rv: u64,
+    pub items: imbl::OrdMap<String, Arc<StoredObject>>,
+}
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchFrom {
+    /// The current state as a snapshot, then every change after it.
+    Now,
+    /// Every change after this revision.
+    After(u64),
+}
+
+/// A started watch: the snapshot (for [`WatchFrom::Now`]) or the backlog of events after the
+/// requested revision, then the live feed. Live events at or below `rv` must be skipped.
+pub struct WatchStart {
+    pub rv: u64,
+    pub snapshot: Option<Snapshot>,
+    pub backlog: Vec<Arc<Event>>,
+    pub live: broadcast::Receiver<Arc<Event>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("object already exists")]
+    AlreadyExists,
+    #[error("object not found")]
+    NotFound,
+    #[error("object has been modified (current resourceVersion {current})")]
+    Conflict { current: u64 },
+    /// The revision is older than the kept history (`oldest` is the oldest one still served).
+    #[error("too old resource version: {requested} ({oldest})")]
+    TooOld { requested: u64, oldest: u64 },
+    #[error("storage i/o failed: {0}")]
+    Io(#[from] sled::Error),
+    #[error("file i/o failed: {0}")]
+    File(#[from] std::io::Error),
+    #[error("stored object is corrupt: {0}")]
+    Decode(serde_json::Error),
+    #[error("object cannot be encoded: {0}")]
+    Encode(serde_json::Error),
+    #[error("the store is shut down")]
+    Closed,
+    #[error("the store failed earlier and refuses writes: {0}")]
+    Poisoned(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The storage contract the API layer is written against.
+pub trait Store: Send + Sync + 'static {
+    /// The latest committed revision.
+    fn revision(&self) -> u64;
+
+    /// The latest committed state of one object.
+    fn get(&self, key: &ObjectKey) -> Option<Arc<StoredObject>>;
+
+    /// One resource's objects at the latest revision, or at exactly `at` if that is still within
+    /// the history window ([`StoreError::TooOld`] otherwise).
+    fn list(&self, resource: &str, at: Option<u64>) -> Result<Snapshot>;
+
+    /// Commit one write. Resolves once the write is durable (see `docs/architecture.md` for the
+    /// exact guarantee) and visible to readers and watchers; returns the stored object (for a
+    /// delete: the last state stamped with the delete's revision).
+    fn write(&self, op: WriteOp) -> BoxFuture<Result<Arc<StoredObject>>>;
+
+    /// Start watching one resource.
+    fn watch(&self, resource: &str, from: WatchFrom) -> Result<WatchStart>;
+
+    /// Resolves `true` once the latest revision is at least `rv`, `false` after `timeout`.
+    fn wait_for_revision(&self, rv: u64, timeout: std::time::Duration) -> BoxFuture<bool>;
+
+    /// Stop accepting writes, commit what was accepted, flush, and release the files.
+    fn shutdown(&self) -> Result<()>;
+}

@@ -1,0 +1,486 @@
+//! The sled backend: objects under `o\0<resource>\0<namespace>\0<name>`, the revision counter
+//! under `m\0rv`, all in one tree so a batch of writes and its counter commit atomically.
+//!
+//! One writer thread owns every mutation. It takes whatever requests are queued (up to
+//! [`MAX_BATCH`]), checks each precondition against the latest state (including earlier writes of
+//! the same batch), assigns consecutive revisions, applies the batch to sled atomically, makes it
+//! durable (sled flush, then `fdatasync` of sled's log file) and only then updates the in-memory
+//! index, publishes the events in revision order and acknowledges. Concurrent writers therefore
+//! share one flush (group commit).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::index::Index;
+use super::{
+    BoxFuture, Event, Precondition, Result, Snapshot, Store, StoreError, StoredObject, WatchFrom,
+    WatchStart, WriteOp,
+};
+use crate::model::{EventType, ObjectKey};
+
+/// Most writes committed by one flush.
+pub const MAX_BATCH: usize = 1024;
+const QUEUE: usize = 16 * 1024;
+const RV_KEY: &[u8] = b"m\0rv";
+
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub dir: PathBuf,
+    /// Events kept in memory for watch resume and past-revision reads.
+    pub watch_history: usize,
+    /// `fdatasync` sled's log file before acknowledging (power-loss durability).
+    pub fsync: bool,
+}
+
+struct Request {
+    op: WriteOp,
+    reply: oneshot::Sender<Result<Arc<StoredObject>>>,
+}
+
+struct Shared {
+    index: RwLock<Index>,
+    rv_tx: watch::Sender<u64>,
+}
+
+impl Shared {
+    fn read(&self) -> RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|p| p.into_inner())
+    }
+    fn write(&self) -> RwLockWriteGuard<'_, Index> {
+        self.index.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+pub struct SledStore {
+    shared: Arc<Shared>,
+    tx: Mutex<Option<mpsc::Sender<Request>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    db: sled::Db,
+}
+
+fn object_key(key: &ObjectKey) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + key.resource.len() + key.namespace.len() + key.name.len());
+    k.extend_from_slice(b"o\0");
+    k.extend_from_slice(key.resource.as_bytes());
+    k.push(0);
+    k.extend_from_slice(key.namespace.as_bytes());
+    k.push(0);
+    k.extend_from_slice(key.name.as_bytes());
+    k
+}
+
+fn parse_object_key(raw: &[u8]) -> Option<ObjectKey> {
+    let rest = raw.strip_prefix(b"o\0")?;
+    let s = std::str::from_utf8(rest).ok()?;
+    let mut parts = s.splitn(3, '\0');
+    Some(ObjectKey::new(parts.next()?, parts.next()?, parts.next()?))
+}
+
+impl SledStore {
+    /// Open (or create) the store in `opts.dir` and load every object into memory.
+    pub fn open(opts: StoreOptions) -> Result<Self> {
+        std::fs::create_dir_all(&opts.dir)?;
+        let db = sled::Config::new()
+            .path(&opts.dir)
+            .mode(sled::Mode::HighThroughput)
+            .flush_every_ms(None)
+            .open()?;
+        let rv = match db.get(RV_KEY)? {
+            Some(v) => {
+                let mut b = [0u8; 8];
+                if v.len() == 8 {
+                    b.copy_from_slice(&v);
+                }
+                u64::from_be_bytes(b)
+            }
+            None => 0,
+        };
+        let mut index = Index::new(rv, opts.watch_history);
+        for entry in db.scan_prefix(b"o\0") {
+            let (k, v) = entry?;
+            let Some(key) = parse_object_key(&k) else {
+                continue;
+            };
+            let value: serde_json::Value =
+                serde_json::from_slice(&v).map_err(StoreError::Decode)?;
+            let obj_rv = crate::model::meta::meta_str(&value, "resourceVersion")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            let obj = StoredObject {
+                rv: obj_rv,
+                value,
+                json: bytes::Bytes::from(v.to_vec()),
+            };
+            index.load(&key, Arc::new(obj));
+        }
+        let log = if opts.fsync {
+            Some(File::open(sled_log_path(&opts.dir))?)
+        } else {
+            None
+        };
+        let (rv_tx, _) = watch::channel(rv);
+        let shared = Arc::new(Shared {
+            index: RwLock::new(index),
+            rv_tx,
+        });
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let writer = {
+            let shared = shared.clone();
+            let db = db.clone();
+            std::thread::Builder::new()
+                .name("store-writer".into())
+                .spawn(move || writer_loop(shared, db, log, rx))?
+        };
+        Ok(Self {
+            shared,
+            tx: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+            db,
+        })
+    }
+}
+
+fn sled_log_path(dir: &Path) -> PathBuf {
+    dir.join("db")
+}
+
+fn writer_loop(
+    shared: Arc<Shared>,
+    db: sled::Db,
+    log: Option<File>,
+    mut rx: mpsc::Receiver<Request>,
+) {
+    let mut poisoned: Option<String> = None;
+    let mut batch: Vec<Request> = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        if let Some(why) = &poisoned {
+            for r in batch.drain(..) {
+                let _ = r.reply.send(Err(StoreError::Poisoned(why.clone())));
+            }
+            continue;
+        }
+        if let Err(e) = commit_batch(&shared, &db, log.as_ref(), &mut batch) {
+            // sled or the disk failed: we cannot know what reached the disk, so refuse all
+            // further writes rather than risk acknowledging something that is not durable.
+            tracing::error!(error = %e, "store write failed; refusing further writes");
+            poisoned = Some(e.to_string());
+            for r in batch.drain(..) {
+                let _ = r.reply.send(Err(StoreError::Poisoned(e.to_string())));
+            }
+        }
+    }
+    if let Err(e) = db.flush() {
+        tracing::error!(error = %e, "final flush failed");
+    }
+}
+
+type Outcome = Result<(Arc<StoredObject>, Option<Event>)>;
+
+fn commit_batch(
+    shared: &Shared,
+    db: &sled::Db,
+    log: Option<&File>,
+    batch: &mut Vec<Request>,
+) -> Result<()> {
+    let mut overlay: HashMap<ObjectKey, Option<Arc<StoredObject>>> = HashMap::new();
+    let mut outcomes: Vec<Outcome> = Vec::with_capacity(batch.len());
+    let mut sled_batch = sled::Batch::default();
+    let mut rv = {
+        let index = shared.read();
+        let mut rv = index.rv;
+        for req in batch.iter() {
+            let key = req.op.key();
+            let current = match overlay.get(key) {
+                Some(c) => c.clone(),
+                None => index.get(key),
+            };
+            let outcome = plan(&req.op, current, rv + 1);
+            if let Ok((obj, Some(ev))) = &outcome {
+                rv += 1;
+                match ev.kind {
+                    EventType::Deleted => {
+                        sled_batch.remove(object_key(key));
+                        overlay.insert(key.clone(), None);
+                    }
+                    _ => {
+                        sled_batch.insert(object_key(key), obj.json.to_vec());
+                        overlay.insert(key.clone(), Some(obj.clone()));
+                    }
+                }
+            }
+            outcomes.push(outcome);
+        }
+        rv
+    };
+    let changed = outcomes.iter().any(|o| matches!(o, Ok((_, Some(_)))));
+    if changed {
+        sled_batch.insert(RV_KEY, &rv.to_be_bytes());
+        db.apply_batch(sled_batch)?;
+        db.flush()?;
+        if let Some(f) = log {
+            f.sync_data()?;
+        }
+        let mut index = shared.write();
+        for outcome in outcomes.iter_mut() {
+            if let Ok((_, ev)) = outcome {
+                if let Some(ev) = ev.take() {
+                    index.apply(ev);
+                }
+            }
+        }
+        rv = index.rv;
+        drop(index);
+        shared.rv_tx.send_replace(rv);
+    }
+    for (req, outcome) in batch.drain(..).zip(outcomes) {
+        let _ = req.reply.send(outcome.map(|(obj, _)| obj));
+    }
+    Ok(())
+}
+
+/// Decide one write against the current state: the stored object and its event, or why not.
+fn plan(op: &WriteOp, current: Option<Arc<StoredObject>>, next_rv: u64) -> Outcome {
+    let (key, precondition) = match op {
+        WriteOp::Put {
+            key, precondition, ..
+        }
+        | WriteOp::Delete {
+            key, precondition, ..
+        } => (key, *precondition),
+    };
+    match (precondition, &current) {
+        (Precondition::MustNotExist, Some(_)) => return Err(StoreError::AlreadyExists),
+        (Precondition::Exists | Precondition::ResourceVersion(_), None) => {
+            return Err(StoreError::NotFound)
+        }
+        (Precondition::ResourceVersion(want), Some(cur)) if cur.rv != want => {
+            return Err(StoreError::Conflict { current: cur.rv })
+        }
+        _ => {}
+    }
+    match op {
+        WriteOp::Put { value, .. } => {
+            let obj = Arc::new(StoredObject::new(next_rv, value.clone())?);
+            let kind = if current.is_some() {
+                EventType::Modified
+            } else {
+                EventType::Added
+            };
+            let ev = Event {
+                rv: next_rv,
+                kind,
+                key: key.clone(),
+                object: obj.clone(),
+                prev: current,
+            };
+            Ok((obj, Some(ev)))
+        }
+        WriteOp::Delete { .. } => {
+            let Some(cur) = current else {
+                return Err(StoreError::NotFound);
+            };
+            let obj = Arc::new(StoredObject::new(next_rv, cur.value.clone())?);
+            let ev = Event {
+                rv: next_rv,
+                kind: EventType::Deleted,
+                key: key.clone(),
+                object: obj.clone(),
+                prev: Some(cur),
+            };
+            Ok((obj, Some(ev)))
+        }
+    }
+}
+
+impl Store for SledStore {
+    fn revision(&self) -> u64 {
+        self.shared.read().rv
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<Arc<StoredObject>> {
+        self.shared.read().get(key)
+    }
+
+    fn list(&self, resource: &str, at: Option<u64>) -> Result<Snapshot> {
+        self.shared.read().snapshot(resource, at)
+    }
+
+    fn write(&self, op: WriteOp) -> BoxFuture<Result<Arc<StoredObject>>> {
+        let tx = self.tx.lock().ok().and_then(|g| g.clone());
+        Box::pin(async move {
+            let tx = tx.ok_or(StoreError::Closed)?;
+            let (reply, rx) = oneshot::channel();
+            tx.send(Request { op, reply })
+                .await
+                .map_err(|_| StoreError::Closed)?;
+            rx.await.map_err(|_| StoreError::Closed)?
+        })
+    }
+
+    fn watch(&self, resource: &str, from: WatchFrom) -> Result<WatchStart> {
+        self.shared.write().watch(resource, from)
+    }
+
+    fn wait_for_revision(&self, rv: u64, timeout: Duration) -> BoxFuture<bool> {
+        let mut rx = self.shared.rv_tx.subscribe();
+        Box::pin(async move {
+            tokio::time::timeout(timeout, rx.wait_for(|cur| *cur >= rv))
+                .await
+                .is_ok_and(|r| r.is_ok())
+        })
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        // Dropping the sender ends the writer loop once it has committed what was queued.
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+        let handle = self.writer.lock().ok().and_then(|mut h| h.take());
+        if let Some(h) = handle {
+            if h.join().is_err() {
+                tracing::error!("store writer thread panicked");
+            }
+        }
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opts(dir: &Path) -> StoreOptions {
+        StoreOptions {
+            dir: dir.to_path_buf(),
+            watch_history: 100,
+            fsync: true,
+        }
+    }
+
+    fn put(name: &str, data: &str, precondition: Precondition) -> WriteOp {
+        WriteOp::Put {
+            key: ObjectKey::new("configmaps", "default", name),
+            value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"k": data}}),
+            precondition,
+        }
+    }
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "turtles-store-{tag}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[tokio::test]
+    async fn preconditions_revisions_and_restart() {
+        let dir = temp_dir("basic");
+        let key = ObjectKey::new("configmaps", "default", "a");
+        {
+            let store = SledStore::open(opts(&dir)).unwrap();
+            let a = store
+                .write(put("a", "1", Precondition::MustNotExist))
+                .await
+                .unwrap();
+            assert_eq!(a.rv, 1);
+            assert!(matches!(
+                store.write(put("a", "x", Precondition::MustNotExist)).await,
+                Err(StoreError::AlreadyExists)
+            ));
+            assert!(matches!(
+                store
+                    .write(put("a", "x", Precondition::ResourceVersion(7)))
+                    .await,
+                Err(StoreError::Conflict { current: 1 })
+            ));
+            let a2 = store
+                .write(put("a", "2", Precondition::ResourceVersion(1)))
+                .await
+                .unwrap();
+            assert_eq!(a2.rv, 2);
+            assert_eq!(a2.value["metadata"]["resourceVersion"], "2");
+            store
+                .write(put("b", "1", Precondition::MustNotExist))
+                .await
+                .unwrap();
+            let del = store
+                .write(WriteOp::Delete {
+                    key: ObjectKey::new("configmaps", "default", "b"),
+                    precondition: Precondition::Exists,
+                })
+                .await
+                .unwrap();
+            assert_eq!(del.rv, 4);
+            assert_eq!(store.list("configmaps", None).unwrap().items.len(), 1);
+            assert_eq!(store.list("configmaps", Some(3)).unwrap().items.len(), 2);
+            store.shutdown().unwrap();
+        }
+        let store = SledStore::open(opts(&dir)).unwrap();
+        assert_eq!(
+            store.revision(),
+            4,
+            "revision survives restart, deletes included"
+        );
+        assert_eq!(store.get(&key).unwrap().value["data"]["k"], "2");
+        let next = store
+            .write(put("c", "1", Precondition::MustNotExist))
+            .await
+            .unwrap();
+        assert_eq!(next.rv, 5);
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn concurrent_writes_get_distinct_ordered_revisions() {
+        let dir = temp_dir("concurrent");
+        let store = Arc::new(SledStore::open(opts(&dir)).unwrap());
+        let mut w = store.watch("configmaps", WatchFrom::After(0)).unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..200 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                store
+                    .write(put(&format!("o{i}"), "v", Precondition::MustNotExist))
+                    .await
+                    .unwrap()
+                    .rv
+            }));
+        }
+        let mut rvs = Vec::new();
+        for t in tasks {
+            rvs.push(t.await.unwrap());
+        }
+        rvs.sort_unstable();
+        assert_eq!(rvs, (1..=200).collect::<Vec<_>>());
+        let mut seen = Vec::new();
+        for _ in 0..200 {
+            seen.push(w.live.recv().await.unwrap().rv);
+        }
+        assert_eq!(
+            seen,
+            (1..=200).collect::<Vec<_>>(),
+            "events arrive in revision order"
+        );
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
