@@ -1,1 +1,369 @@
-pub fn x() {}
+//! Test harness: start the real `turtles` binary on a free loopback port with a temporary data
+//! directory, and drive it with the real `kubectl` and a raw HTTP client.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// The `turtles` binary under test: `$TURTLES_BIN`, else `target/<profile>/turtles` beside the
+/// test executable (`cargo xtask test` builds it first).
+pub fn turtles_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("TURTLES_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test>  ->  target/<profile>/turtles
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile> directory");
+    let bin = profile_dir.join("turtles");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (`cargo build -p turtles`, or run `cargo xtask test`)",
+        bin.display()
+    );
+    bin
+}
+
+/// Poll `f` until it returns `Some`, or fail after `deadline` with `what`.
+pub fn poll<T>(what: &str, deadline: Duration, mut f: impl FnMut() -> Option<T>) -> Result<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Ok(v);
+        }
+        if start.elapsed() > deadline {
+            bail!("timed out after {deadline:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A running host. Killed (SIGKILL) on drop; its data directory is removed.
+pub struct Server {
+    pub data_dir: PathBuf,
+    pub url: String,
+    pub kubeconfig: PathBuf,
+    child: Option<Child>,
+    keep_dir: bool,
+    extra_args: Vec<String>,
+}
+
+impl Server {
+    pub fn start() -> Result<Self> {
+        Self::start_with(&[])
+    }
+
+    pub fn start_with(extra_args: &[&str]) -> Result<Self> {
+        let data_dir = std::env::temp_dir().join(format!(
+            "turtles-test-{}-{}",
+            std::process::id(),
+            uuid_like()
+        ));
+        std::fs::create_dir_all(&data_dir)?;
+        let mut s = Server {
+            kubeconfig: data_dir.join("admin.kubeconfig"),
+            data_dir,
+            url: String::new(),
+            child: None,
+            keep_dir: false,
+            extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+        };
+        s.spawn()?;
+        Ok(s)
+    }
+
+    fn spawn(&mut self) -> Result<()> {
+        let _ = std::fs::remove_file(&self.kubeconfig);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir.join("turtles.log"))?;
+        let child = Command::new(turtles_bin())
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .args(&self.extra_args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("spawning turtles")?;
+        self.child = Some(child);
+        let kc = self.kubeconfig.clone();
+        let text = poll("admin.kubeconfig", Duration::from_secs(30), || {
+            std::fs::read_to_string(&kc).ok()
+        })?;
+        self.url = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("server: "))
+            .context("server: line in kubeconfig")?
+            .to_owned();
+        Ok(())
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join("turtles.log")).unwrap_or_default()
+    }
+
+    /// SIGTERM and wait for a clean exit.
+    pub fn stop(&mut self) -> Result<std::process::ExitStatus> {
+        let mut child = self.child.take().context("not running")?;
+        let pid = child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status()?;
+        let status = poll(
+            "turtles to exit after SIGTERM",
+            Duration::from_secs(30),
+            || child.try_wait().ok().flatten(),
+        )?;
+        Ok(status)
+    }
+
+    /// SIGKILL: no chance to flush anything.
+    pub fn kill9(&mut self) -> Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Start again on the same data directory (a new port).
+    pub fn restart(&mut self) -> Result<()> {
+        if self.child.is_some() {
+            self.stop()?;
+        }
+        self.spawn()
+    }
+
+    pub fn keep_data(&mut self) {
+        self.keep_dir = true;
+    }
+
+    /// Run kubectl against this server.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .env("KUBECACHEDIR", self.data_dir.join("kubecache"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// Run kubectl with `stdin` as standard input.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .env("KUBECACHEDIR", self.data_dir.join("kubecache"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stdin.as_bytes())
+            .expect("write stdin");
+        child.wait_with_output().expect("kubectl output")
+    }
+
+    /// kubectl that must succeed; returns stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// kubectl -o json, parsed.
+    pub fn kubectl_json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.kubectl_ok(&a)).expect("kubectl printed JSON")
+    }
+
+    pub fn http(&self) -> Http {
+        Http {
+            base: self.url.clone(),
+            client: reqwest::blocking_client(),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.kill9();
+        if !self.keep_dir && !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.data_dir);
+        }
+    }
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{nanos:x}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+mod reqwest {
+    pub fn blocking_client() -> ::reqwest::blocking::Client {
+        ::reqwest::blocking::Client::builder()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .expect("http client")
+    }
+}
+
+/// A raw HTTP client for exact status codes and bodies.
+pub struct Http {
+    pub base: String,
+    pub client: ::reqwest::blocking::Client,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: ::reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl Http {
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> Reply {
+        let method = ::reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut rb = self
+            .client
+            .request(method, format!("{}{}", self.base, path));
+        if let Some(ct) = content_type {
+            rb = rb.header("Content-Type", ct);
+        }
+        if let Some(b) = body {
+            rb = rb.body(b);
+        }
+        let resp = rb.send().expect("request sent");
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp.bytes().expect("body").to_vec();
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        self.request("GET", path, None, None)
+    }
+
+    pub fn post_json(&self, path: &str, body: &Value) -> Reply {
+        self.request(
+            "POST",
+            path,
+            Some("application/json"),
+            Some(body.to_string().into_bytes()),
+        )
+    }
+
+    pub fn put_json(&self, path: &str, body: &Value) -> Reply {
+        self.request(
+            "PUT",
+            path,
+            Some("application/json"),
+            Some(body.to_string().into_bytes()),
+        )
+    }
+
+    pub fn patch(&self, path: &str, content_type: &str, body: &Value) -> Reply {
+        self.request(
+            "PATCH",
+            path,
+            Some(content_type),
+            Some(body.to_string().into_bytes()),
+        )
+    }
+
+    pub fn delete(&self, path: &str) -> Reply {
+        self.request("DELETE", path, None, None)
+    }
+
+    /// Open a watch and return a reader of its lines.
+    pub fn watch(&self, path: &str) -> WatchReader {
+        let resp = self
+            .client
+            .get(format!("{}{}", self.base, path))
+            .timeout(Duration::from_secs(600))
+            .send()
+            .expect("watch request");
+        WatchReader {
+            status: resp.status().as_u16(),
+            lines: std::io::BufReader::new(resp),
+        }
+    }
+}
+
+pub struct WatchReader {
+    pub status: u16,
+    lines: std::io::BufReader<::reqwest::blocking::Response>,
+}
+
+impl WatchReader {
+    /// The next event, or `None` when the server ended the stream.
+    pub fn next_event(&mut self) -> Option<Value> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        match self.lines.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(serde_json::from_str(&line).expect("watch line is JSON")),
+        }
+    }
+}
+
+/// Assert a `Status` body with this code and reason.
+pub fn assert_status(r: &Reply, code: u16, reason: &str) -> Value {
+    assert_eq!(r.status, code, "HTTP status; body: {}", r.text());
+    let s = r.json();
+    assert_eq!(s["kind"], "Status", "{s}");
+    assert_eq!(s["code"], code, "{s}");
+    assert_eq!(s["reason"], reason, "{s}");
+    s
+}
