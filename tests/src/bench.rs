@@ -1,1 +1,374 @@
-fn main() {}
+//! `turtles-bench`: the API benchmark. Starts the release binary (`$TURTLES_BIN`) on loopback
+//! with a fresh data directory and measures, in one run: time to ready, idle RSS, durable creates
+//! per second with 8 concurrent keep-alive clients (create p50/p99), LIST of 2,000 ConfigMaps,
+//! watch delivery latency with 100 watchers, and RSS after the load. Run it with
+//! `cargo xtask bench`; it prints a markdown table.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::sync::Mutex;
+
+struct Host {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Host {
+    fn start(extra: &[&str]) -> Result<(Self, Duration)> {
+        let bin = std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
+        let dir = std::env::temp_dir().join(format!("turtles-bench-{}-{}", std::process::id(), rand_tag()));
+        std::fs::create_dir_all(&dir)?;
+        let start = Instant::now();
+        let child = Command::new(bin)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&dir)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let kc = dir.join("admin.kubeconfig");
+        let url = loop {
+            if let Ok(t) = std::fs::read_to_string(&kc) {
+                if let Some(u) = t.lines().find_map(|l| l.trim().strip_prefix("server: ")) {
+                    break u.to_owned();
+                }
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                bail!("turtles did not start");
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        // Ready = answers /readyz.
+        let addr = url.trim_start_matches("http://").to_owned();
+        loop {
+            if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+                use std::io::{Read, Write};
+                let _ = s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                let mut buf = String::new();
+                let _ = s.read_to_string(&mut buf);
+                if buf.starts_with("HTTP/1.1 200") {
+                    break;
+                }
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                bail!("turtles never became ready");
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let ready = start.elapsed();
+        Ok((Host { child, url, dir }, ready))
+    }
+
+    fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .unwrap_or(f64::NAN)
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rand_tag() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()
+        .expect("http client")
+}
+
+async fn create_ns(c: &reqwest::Client, url: &str, ns: &str) -> Result<()> {
+    let r = c
+        .post(format!("{url}/api/v1/namespaces"))
+        .json(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+        .send()
+        .await?;
+    if r.status().as_u16() != 201 {
+        bail!("namespace create: {}", r.status());
+    }
+    Ok(())
+}
+
+fn configmap(name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app": "bench", "tier": "load"}},
+        "data": {"key": "value-0123456789", "other": "a somewhat longer value to make ~300 bytes of JSON"},
+    })
+}
+
+/// `total` creates from `clients` concurrent keep-alive clients; returns (creates/s, latencies).
+async fn creates(url: &str, ns: &str, clients: usize, total: usize) -> Result<(f64, Vec<Duration>)> {
+    let lat = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let url = url.to_owned();
+        let ns = ns.to_owned();
+        let lat = lat.clone();
+        tasks.push(tokio::spawn(async move {
+            let http = client();
+            let mut mine = Vec::with_capacity(total / clients + 1);
+            for i in (c..total).step_by(clients) {
+                let t = Instant::now();
+                let r = http
+                    .post(format!("{url}/api/v1/namespaces/{ns}/configmaps"))
+                    .json(&configmap(&format!("cm-{i}")))
+                    .send()
+                    .await?;
+                let code = r.status().as_u16();
+                let _ = r.bytes().await?;
+                if code != 201 {
+                    bail!("create returned {code}");
+                }
+                mine.push(t.elapsed());
+            }
+            lat.lock().await.extend(mine);
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    let mut l = Arc::try_unwrap(lat).map_err(|_| anyhow::anyhow!("latencies shared"))?.into_inner();
+    l.sort_unstable();
+    Ok((rate, l))
+}
+
+async fn list_latency(url: &str, ns: &str, rounds: usize, expect: usize) -> Result<Vec<Duration>> {
+    let http = client();
+    let mut out = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        let body = http
+            .get(format!("{url}/api/v1/namespaces/{ns}/configmaps"))
+            .send()
+            .await?
+            .bytes()
+            .await?;
+        out.push(t.elapsed());
+        let v: serde_json::Value = serde_json::from_slice(&body)?;
+        let n = v["items"].as_array().map(Vec::len).unwrap_or(0);
+        if n != expect {
+            bail!("list returned {n} items, expected {expect}");
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// `watchers` watches on one namespace; `events` creates, one at a time; latency from just before
+/// the POST to each watcher reading the ADDED line.
+async fn watch_delivery(url: &str, ns: &str, watchers: usize, events: usize) -> Result<Vec<Duration>> {
+    let sent: Arc<std::sync::Mutex<Vec<Option<Instant>>>> = Arc::new(std::sync::Mutex::new(vec![None; events]));
+    let lat = Arc::new(std::sync::Mutex::new(Vec::with_capacity(watchers * events)));
+    let rv = {
+        let v: serde_json::Value = client()
+            .get(format!("{url}/api/v1/namespaces/{ns}/configmaps"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        v["metadata"]["resourceVersion"].as_str().unwrap_or("0").to_owned()
+    };
+    let mut tasks = Vec::new();
+    let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(watchers);
+    for _ in 0..watchers {
+        let url = url.to_owned();
+        let ns = ns.to_owned();
+        let rv = rv.clone();
+        let sent = sent.clone();
+        let lat = lat.clone();
+        let ready_tx = ready_tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let resp = client()
+                .get(format!("{url}/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}"))
+                .send()
+                .await?;
+            let _ = ready_tx.send(()).await;
+            let mut stream = resp.bytes_stream();
+            let mut buf = Vec::new();
+            let mut seen = 0;
+            while seen < events {
+                let Some(chunk) = stream.next().await else { bail!("watch ended early") };
+                buf.extend_from_slice(&chunk?);
+                while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=pos).collect();
+                    let now = Instant::now();
+                    let v: serde_json::Value = serde_json::from_slice(&line)?;
+                    if v["type"] != "ADDED" {
+                        continue;
+                    }
+                    let name = v["object"]["metadata"]["name"].as_str().unwrap_or("");
+                    if let Some(i) = name.strip_prefix("w-").and_then(|s| s.parse::<usize>().ok()) {
+                        let t0 = sent.lock().ok().and_then(|s| s.get(i).copied().flatten());
+                        if let Some(t0) = t0 {
+                            lat.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.push(now - t0);
+                        }
+                        seen += 1;
+                    }
+                }
+            }
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    drop(ready_tx);
+    for _ in 0..watchers {
+        ready_rx.recv().await.context("watcher failed to start")?;
+    }
+    let http = client();
+    for i in 0..events {
+        if let Ok(mut s) = sent.lock() {
+            s[i] = Some(Instant::now());
+        }
+        let r = http
+            .post(format!("{url}/api/v1/namespaces/{ns}/configmaps"))
+            .json(&configmap(&format!("w-{i}")))
+            .send()
+            .await?;
+        if r.status().as_u16() != 201 {
+            bail!("create returned {}", r.status());
+        }
+        // A steady trickle, not a burst: 2 ms between events.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t).await.context("watchers did not finish")???;
+    }
+    let mut l = lat.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone();
+    l.sort_unstable();
+    Ok(l)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| c.lines().find_map(|l| l.strip_prefix("model name").map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())))
+        .unwrap_or_else(|| "unknown cpu".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    format!("{cores} cores, {cpu}")
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let total: usize = std::env::var("BENCH_CREATES").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000);
+    let rounds = 3;
+    println!("machine: {}", machine());
+    println!("turtles: {}", std::env::var("TURTLES_BIN").unwrap_or_default());
+    // Time to ready and idle RSS: median of several fresh starts.
+    let mut ready = Vec::new();
+    let mut idle = Vec::new();
+    for _ in 0..5 {
+        let (h, r) = Host::start(&[])?;
+        ready.push(r.as_secs_f64() * 1000.0);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        idle.push(h.rss_mib());
+    }
+    let mut rows: Vec<(String, String)> = vec![
+        ("time to ready (spawn -> /readyz 200), median of 5".into(), format!("{:.1} ms", median(ready))),
+        ("idle RSS, median of 5".into(), format!("{:.1} MiB", median(idle))),
+    ];
+    // Creates, durable (default) and without fsync, alternating, `rounds` each.
+    let mut durable = Vec::new();
+    let mut nofsync = Vec::new();
+    let mut durable_lat = Vec::new();
+    let mut rss_loaded = Vec::new();
+    for r in 0..rounds {
+        for (mode, args) in [("durable", &[][..]), ("no-fsync", &["--no-fsync"][..])] {
+            let (h, _) = Host::start(args)?;
+            let c = client();
+            create_ns(&c, &h.url, "bench").await?;
+            let (rate, lat) = creates(&h.url, "bench", 8, total).await?;
+            eprintln!("round {r} {mode}: {rate:.0} creates/s p50 {} p99 {}", ms(percentile(&lat, 0.5)), ms(percentile(&lat, 0.99)));
+            if mode == "durable" {
+                durable.push(rate);
+                durable_lat.push((percentile(&lat, 0.5), percentile(&lat, 0.99)));
+                rss_loaded.push(h.rss_mib());
+            } else {
+                nofsync.push(rate);
+            }
+        }
+    }
+    let d = median(durable.clone());
+    let n = median(nofsync);
+    let mut p50s: Vec<f64> = durable_lat.iter().map(|l| l.0.as_secs_f64() * 1000.0).collect();
+    let mut p99s: Vec<f64> = durable_lat.iter().map(|l| l.1.as_secs_f64() * 1000.0).collect();
+    p50s.sort_by(f64::total_cmp);
+    p99s.sort_by(f64::total_cmp);
+    rows.push((format!("durable creates/s, 8 keep-alive clients, {total} creates, median of {rounds}"), format!("{d:.0}/s")));
+    rows.push(("create latency p50 / p99 (median of runs)".into(), format!("{:.2} ms / {:.2} ms", p50s[p50s.len() / 2], p99s[p99s.len() / 2])));
+    rows.push(("creates/s with --no-fsync (same run), ratio durable/no-fsync".into(), format!("{n:.0}/s, {:.2}", d / n)));
+    rows.push((format!("RSS after {total} creates"), format!("{:.1} MiB", median(rss_loaded))));
+    // LIST of 2,000 and watch delivery on one host.
+    let (h, _) = Host::start(&[])?;
+    let c = client();
+    create_ns(&c, &h.url, "list").await?;
+    let http = client();
+    for i in 0..2000 {
+        let r = http
+            .post(format!("{}/api/v1/namespaces/list/configmaps", h.url))
+            .json(&configmap(&format!("cm-{i}")))
+            .send()
+            .await?;
+        if r.status().as_u16() != 201 {
+            bail!("create returned {}", r.status());
+        }
+    }
+    let lists = list_latency(&h.url, "list", 50, 2000).await?;
+    rows.push(("LIST 2,000 ConfigMaps (~1 MiB JSON), p50 / p99 of 50".into(), format!("{} / {}", ms(percentile(&lists, 0.5)), ms(percentile(&lists, 0.99)))));
+    create_ns(&c, &h.url, "watch").await?;
+    let w = watch_delivery(&h.url, "watch", 100, 200).await?;
+    rows.push(("watch delivery, 100 watchers x 200 events, p50 / p99".into(), format!("{} / {}", ms(percentile(&w, 0.5)), ms(percentile(&w, 0.99)))));
+    rows.push(("RSS with 2,200 objects and 100 watchers".into(), format!("{:.1} MiB", h.rss_mib())));
+    drop(h);
+    println!();
+    println!("| measure | turtles |");
+    println!("|---|---|");
+    for (k, v) in rows {
+        println!("| {k} | {v} |");
+    }
+    Ok(())
+}
