@@ -5,8 +5,10 @@
 //! store publishes committed events to watchers. See `docs/architecture.md`.
 
 pub mod api;
+pub mod crd;
 pub mod model;
 pub mod patch;
+pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod service;

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 
@@ -37,6 +37,9 @@ pub enum ServerError {
     #[error("flushing the store at shutdown: {0}")]
     Shutdown(crate::store::StoreError),
 }
+
+/// How long shutdown waits for open requests and watches to finish before dropping them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -87,7 +90,13 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     }
 
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    // Every stored CRD is served before the server answers.
+    let crds = crate::crd::controller::CrdController::new(service.clone());
+    crds.start(shutdown_rx.clone())
+        .await
+        .map_err(ServerError::Bootstrap)?;
     let state = Arc::new(AppState {
+        crds,
         service,
         registry,
         options: cfg.api.clone(),
@@ -118,13 +127,24 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         kc_path.display()
     );
 
-    let result = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            wait_for_signal().await;
-            tracing::info!("shutting down: ending watches, finishing requests, flushing the store");
-            let _ = shutdown_tx.send(true);
-        })
-        .await;
+    let mut stopping = shutdown_tx.subscribe();
+    let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down: ending watches, finishing requests, flushing the store");
+        let _ = shutdown_tx.send(true);
+    });
+    // A client that stops reading (a stalled watch) would hold graceful shutdown forever: past
+    // the grace period its connection is dropped and the store is flushed regardless.
+    let result = tokio::select! {
+        r = serving => r,
+        _ = async {
+            let _ = stopping.wait_for(|s| *s).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "connections still open after the grace period; closing them");
+            Ok(())
+        }
+    };
     let flushed = tokio::task::spawn_blocking(move || store.shutdown())
         .await
         .unwrap_or(Ok(()));

@@ -31,9 +31,34 @@ pub enum Subresource {
     Status,
 }
 
+/// `fieldValidation`: what to do with fields the schema does not know.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    /// kube's server default: accept, with a `Warning` header per unknown field.
+    #[default]
+    Warn,
+    Strict,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
     pub dry_run: bool,
+    pub field_validation: FieldValidation,
+}
+
+/// The result of a write: the object as stored (or as it would be, for a dry run) and any
+/// warnings for the client.
+#[derive(Debug)]
+pub struct Written {
+    pub object: Arc<StoredObject>,
+    pub warnings: Vec<String>,
+}
+
+impl Written {
+    fn new(object: Arc<StoredObject>, warnings: Vec<String>) -> Self {
+        Self { object, warnings }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -164,6 +189,34 @@ fn decode_continue(token: &str) -> Result<(u64, String)> {
 }
 
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// `.spec.replicas` -> `/spec/replicas`.
+fn json_pointer(path: &str) -> String {
+    path.split('.')
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// Set a value at a JSON pointer, creating objects along the way.
+fn set_pointer(v: &mut Value, pointer: &str, new: Value) {
+    let mut cur = v;
+    let parts: Vec<&str> = pointer.split('/').skip(1).collect();
+    for (i, p) in parts.iter().enumerate() {
+        let key = p.replace("~1", "/").replace("~0", "~");
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        let Some(map) = cur.as_object_mut() else {
+            return;
+        };
+        if i + 1 == parts.len() {
+            map.insert(key, new);
+            return;
+        }
+        cur = map.entry(key).or_insert_with(|| json!({}));
+    }
+}
 
 /// Everything outside metadata and status: a change here bumps `generation`.
 fn spec_part(obj: &Value) -> Value {
@@ -444,6 +497,111 @@ impl Service {
         Ok(())
     }
 
+    /// Kind-specific admission: CRD validation, and for custom resources kube's pipeline of
+    /// pruning, defaulting, schema validation and CEL rules. Returns warnings.
+    fn admit(
+        ri: &ResourceInfo,
+        obj: &mut Value,
+        old: Option<&Value>,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>> {
+        if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE {
+            crate::crd::apply_defaults(obj);
+            let causes = crate::crd::validate(obj);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(
+                    &ri.group,
+                    &ri.kind,
+                    meta::name(obj),
+                    causes,
+                ));
+            }
+            return Ok(Vec::new());
+        }
+        let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.clone()) else {
+            return Ok(Vec::new());
+        };
+        let unknown = schema.prune(obj);
+        let mut warnings = Vec::new();
+        if !unknown.is_empty() {
+            let msgs: Vec<String> = unknown
+                .iter()
+                .map(|f| format!("unknown field \"{f}\""))
+                .collect();
+            match opts.field_validation {
+                FieldValidation::Strict => {
+                    return Err(ApiError::bad_request(format!(
+                        "strict decoding error: {}",
+                        msgs.join(", ")
+                    )))
+                }
+                FieldValidation::Warn => warnings = msgs,
+                FieldValidation::Ignore => {}
+            }
+        }
+        schema.apply_defaults(obj);
+        let to_cause = |v: crate::schema::Violation| Cause::new(&v.reason, &v.field, v.message);
+        let mut causes: Vec<Cause> = schema.validate(obj).into_iter().map(to_cause).collect();
+        if causes.is_empty() {
+            causes.extend(schema.validate_cel(obj, old).into_iter().map(to_cause));
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(
+                &ri.group,
+                &ri.kind,
+                meta::name(obj),
+                causes,
+            ));
+        }
+        Ok(warnings)
+    }
+
+    /// A custom resource's object as the requested version shows it (`conversion: None` only
+    /// rewrites apiVersion).
+    pub fn present(ri: &ResourceInfo, obj: Arc<StoredObject>) -> Arc<StoredObject> {
+        if ri.custom.is_none() {
+            return obj;
+        }
+        let want = ri.api_version();
+        if obj.value.get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
+            return obj;
+        }
+        let mut v = obj.value.clone();
+        v["apiVersion"] = Value::String(want);
+        match StoredObject::unstored(v) {
+            Ok(mut o) => {
+                o.rv = obj.rv;
+                Arc::new(o)
+            }
+            Err(_) => obj,
+        }
+    }
+
+    /// The object as stored: custom resources are kept in their CRD's storage version.
+    fn to_storage(ri: &ResourceInfo, obj: &mut Value) {
+        if let Some(c) = &ri.custom {
+            if c.storage_version != ri.version {
+                obj["apiVersion"] = Value::String(format!("{}/{}", ri.group, c.storage_version));
+            }
+        }
+    }
+
+    /// New custom resources are refused while their CRD is being deleted.
+    fn check_crd_active(&self, ri: &ResourceInfo) -> Result<()> {
+        let Some(c) = &ri.custom else { return Ok(()) };
+        let key = ObjectKey::new(
+            &format!("{}.{}", crate::crd::RESOURCE, crate::crd::GROUP),
+            "",
+            &c.crd_name,
+        );
+        match self.store.get(&key) {
+            Some(crd) if meta::meta_str(&crd.value, "deletionTimestamp").is_none() => Ok(()),
+            _ => Err(ApiError::method_not_allowed(
+                "create not allowed while custom resource definition is terminating",
+            )),
+        }
+    }
+
     /// Kind-specific defaults on create, as kube's strategies set them.
     fn defaults_on_create(ri: &ResourceInfo, obj: &mut Value) {
         let Some(map) = obj.as_object_mut() else {
@@ -490,7 +648,7 @@ impl Service {
         ns: &str,
         mut obj: Value,
         opts: &WriteOptions,
-    ) -> Result<Arc<StoredObject>> {
+    ) -> Result<Written> {
         Self::check_type(ri, &mut obj)?;
         Self::check_scope(ri, ns, &mut obj)?;
         let m = metadata_mut(&mut obj)
@@ -528,6 +686,9 @@ impl Service {
         m.remove("selfLink");
         Self::defaults_on_create(ri, &mut obj);
         self.check_namespace_usable(ri, ns)?;
+        self.check_crd_active(ri)?;
+        let warnings = Self::admit(ri, &mut obj, None, opts)?;
+        Self::to_storage(ri, &mut obj);
         // A generated name can collide; kube retries too.
         let attempts = if named || generate.is_none() { 1 } else { 8 };
         let mut last_err = None;
@@ -549,7 +710,7 @@ impl Service {
                     return Err(ApiError::already_exists(&ri.group, &ri.resource, &name));
                 }
                 return StoredObject::unstored(obj)
-                    .map(Arc::new)
+                    .map(|o| Written::new(Arc::new(o), warnings))
                     .map_err(|e| store_error(ri, &name, e));
             }
             let op = WriteOp::Put {
@@ -558,7 +719,7 @@ impl Service {
                 precondition: Precondition::MustNotExist,
             };
             match self.store.write(op).await {
-                Ok(o) => return Ok(o),
+                Ok(o) => return Ok(Written::new(o, warnings)),
                 Err(StoreError::AlreadyExists) if !named => {
                     last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
                 }
@@ -577,7 +738,7 @@ impl Service {
         mut obj: Value,
         sub: Subresource,
         opts: &WriteOptions,
-    ) -> Result<Arc<StoredObject>> {
+    ) -> Result<Written> {
         Self::check_type(ri, &mut obj)?;
         Self::check_scope(ri, ns, &mut obj)?;
         let body_name = meta::name(&obj);
@@ -596,6 +757,18 @@ impl Service {
             }
             None => None,
         };
+        if ri.is_custom() && wanted_rv.is_none() {
+            return Err(ApiError::invalid(
+                &ri.group,
+                &ri.kind,
+                name,
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    "metadata.resourceVersion",
+                    "Invalid value: 0x0: must be specified for an update",
+                )],
+            ));
+        }
         self.update_with(ri, ns, name, wanted_rv, opts, sub, |_current| {
             Ok(obj.clone())
         })
@@ -613,7 +786,12 @@ impl Service {
         body: &[u8],
         sub: Subresource,
         opts: &WriteOptions,
-    ) -> Result<Arc<StoredObject>> {
+    ) -> Result<Written> {
+        if ri.is_custom() && patch_type == PatchType::Strategic {
+            return Err(ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
+            ));
+        }
         let patch_value = patch::parse(patch_type, body)?;
         // A patch that carries metadata.resourceVersion is a precondition.
         let wanted_rv = patch_value
@@ -638,6 +816,91 @@ impl Service {
         .await
     }
 
+    /// The autoscaling/v1 `Scale` of a custom resource with a scale subresource.
+    pub fn scale_of(ri: &ResourceInfo, obj: &StoredObject) -> Result<Value> {
+        let sc = ri
+            .custom
+            .as_ref()
+            .and_then(|c| c.scale.as_ref())
+            .ok_or_else(ApiError::path_not_found)?;
+        let at = |path: &str| obj.value.pointer(&json_pointer(path)).cloned();
+        let m = metadata(&obj.value).cloned().unwrap_or_default();
+        let mut meta_out = serde_json::Map::new();
+        for f in [
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+        ] {
+            if let Some(v) = m.get(f) {
+                meta_out.insert(f.into(), v.clone());
+            }
+        }
+        let mut status =
+            json!({"replicas": at(&sc.status_replicas_path).and_then(|v| v.as_i64()).unwrap_or(0)});
+        if let Some(sel) = sc.label_selector_path.as_deref().and_then(|p| at(p)) {
+            status["selector"] = sel;
+        }
+        Ok(json!({
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": meta_out,
+            "spec": {"replicas": at(&sc.spec_replicas_path).and_then(|v| v.as_i64()).unwrap_or(0)},
+            "status": status,
+        }))
+    }
+
+    /// Change a custom resource through its `scale` subresource: `build` turns the current Scale
+    /// into the wanted one; its `spec.replicas` is written to the CRD's specReplicasPath.
+    pub async fn update_scale(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        opts: &WriteOptions,
+        build: impl Fn(&Value) -> Result<Value>,
+    ) -> Result<Written> {
+        let spec_path = ri
+            .custom
+            .as_ref()
+            .and_then(|c| c.scale.as_ref())
+            .map(|sc| json_pointer(&sc.spec_replicas_path))
+            .ok_or_else(ApiError::path_not_found)?;
+        self.update_with(ri, ns, name, None, opts, Subresource::Main, |current| {
+            let scale = Self::scale_of(ri, current)?;
+            let wanted = build(&scale)?;
+            if let Some(rv) = wanted
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+            {
+                if !rv.is_empty() && rv != current.rv.to_string() {
+                    return Err(ApiError::conflict(&ri.group, &ri.resource, name));
+                }
+            }
+            let replicas = wanted
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .filter(|r| *r >= 0)
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "autoscaling",
+                        "Scale",
+                        name,
+                        vec![Cause::new(
+                            "FieldValueInvalid",
+                            "spec.replicas",
+                            "Invalid value: must be a non-negative integer",
+                        )],
+                    )
+                })?;
+            let mut v = current.value.clone();
+            set_pointer(&mut v, &spec_path, json!(replicas));
+            Ok(v)
+        })
+        .await
+    }
+
     /// The shared update pipeline: read the latest, build the new object, keep what clients may
     /// not change, validate, detect no-ops, commit with the read revision as precondition.
     #[allow(clippy::too_many_arguments)]
@@ -650,7 +913,7 @@ impl Service {
         opts: &WriteOptions,
         sub: Subresource,
         build: impl Fn(&StoredObject) -> Result<Value>,
-    ) -> Result<Arc<StoredObject>> {
+    ) -> Result<Written> {
         let key = Self::key(ri, ns, name);
         for _ in 0..CONFLICT_RETRIES {
             let current = self
@@ -660,12 +923,16 @@ impl Service {
             if wanted_rv.is_some_and(|rv| rv != current.rv) {
                 return Err(ApiError::conflict(&ri.group, &ri.resource, name));
             }
-            let body = build(&current)?;
-            let new = Self::merge_update(ri, &current.value, body, sub)?;
+            // Work in the requested version; store in the storage version.
+            let view = Self::present(ri, current.clone());
+            let body = build(&view)?;
+            let mut new = Self::merge_update(ri, &view.value, body, sub)?;
+            let warnings = Self::admit(ri, &mut new, Some(&view.value), opts)?;
             Self::validate(ri, &new)?;
-            Self::check_finalizers(ri, &current.value, &new)?;
+            Self::check_finalizers(ri, &view.value, &new)?;
+            Self::to_storage(ri, &mut new);
             if same_object(&new, &current.value) {
-                return Ok(current);
+                return Ok(Written::new(current, warnings));
             }
             let terminating = meta::meta_str(&new, "deletionTimestamp").is_some();
             if opts.dry_run {
@@ -677,7 +944,7 @@ impl Service {
                     );
                 }
                 return StoredObject::unstored(v)
-                    .map(Arc::new)
+                    .map(|o| Written::new(Arc::new(o), warnings))
                     .map_err(|e| store_error(ri, name, e));
             }
             let op = if terminating && meta::finalizers(&new).is_empty() {
@@ -693,7 +960,7 @@ impl Service {
                 }
             };
             match self.store.write(op).await {
-                Ok(o) => return Ok(o),
+                Ok(o) => return Ok(Written::new(o, warnings)),
                 Err(StoreError::Conflict { .. }) if wanted_rv.is_none() => continue,
                 Err(StoreError::Conflict { .. }) => {
                     return Err(ApiError::conflict(&ri.group, &ri.resource, name))

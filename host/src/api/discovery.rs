@@ -134,7 +134,7 @@ pub async fn openapi_v3_root(State(state): State<Arc<AppState>>) -> Response {
         }
     }
     for (g, v) in gvs {
-        let doc = super::handlers::openapi_doc(&state, &g, &v);
+        let doc = super::openapi::document(&state, &g, &v);
         let hash = fnv_hex(doc.to_string().as_bytes());
         let key = if g.is_empty() {
             format!("api/{v}")
@@ -162,7 +162,7 @@ pub async fn openapi_v3_doc(
     if !(g.is_empty() && v == "v1") && !state.registry.has_group_version(g, v) {
         return ApiError::path_not_found().into_response();
     }
-    let doc = super::handlers::openapi_doc(&state, g, v);
+    let doc = super::openapi::document(&state, g, v);
     json_response(StatusCode::OK, doc.to_string())
 }
 

@@ -15,7 +15,10 @@ use super::error::json_response;
 use super::{discovery, table, watch, AppState, MAX_BODY};
 use crate::model::{ApiError, ResourceInfo};
 use crate::patch::PatchType;
-use crate::service::{DeleteOptions, Deleted, ListOptions, ListResult, Subresource, WriteOptions};
+use crate::service::{
+    DeleteOptions, Deleted, FieldValidation, ListOptions, ListResult, Service, Subresource,
+    WriteOptions,
+};
 use crate::store::StoredObject;
 
 pub type Query = HashMap<String, String>;
@@ -28,6 +31,8 @@ pub struct Target {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub sub: Subresource,
+    /// The `scale` subresource of a custom resource.
+    pub scale: bool,
 }
 
 pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Response {
@@ -68,11 +73,15 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         return discovery::resource_list(state, group, version);
     }
     let target = resolve(state, group, version, rest)?;
+    if target.scale {
+        return scale(state, &target, req, &query).await;
+    }
     let method = req.method().clone();
     let headers = req.headers().clone();
     let ri = target.ri.clone();
     let ns = target.namespace.clone().unwrap_or_default();
     let svc = &state.service;
+    let is_crd = ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE;
     match (&method, &target.name) {
         (&Method::GET, None) if flag(&query, "watch") => {
             watch::serve(state.clone(), &target, &query).await
@@ -84,60 +93,69 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::GET, Some(name)) => {
             let obj = svc.get(&ri, &ns, name)?;
-            Ok(object_response(&ri, &headers, &query, StatusCode::OK, &obj))
+            Ok(object_response(&ri, &headers, &query, StatusCode::OK, obj))
         }
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
             let opts = write_options(&query)?;
             let body = read_body(req).await?;
             let obj = decode_object(&headers, &body)?;
-            let created = svc.create(&ri, &ns, obj, &opts).await?;
-            Ok(object_response(
+            let mut written = svc.create(&ri, &ns, obj, &opts).await?;
+            if is_crd && !opts.dry_run {
+                written.object = crd_settled(state, &ri, &written.object).await?;
+            }
+            Ok(written_response(
                 &ri,
                 &headers,
                 &query,
                 StatusCode::CREATED,
-                &created,
+                written,
             ))
         }
         (&Method::PUT, Some(name)) => {
             let opts = write_options(&query)?;
             let body = read_body(req).await?;
             let obj = decode_object(&headers, &body)?;
-            let updated = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
-            Ok(object_response(
+            let mut written = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
+            if is_crd && !opts.dry_run {
+                written.object = crd_settled(state, &ri, &written.object).await?;
+            }
+            Ok(written_response(
                 &ri,
                 &headers,
                 &query,
                 StatusCode::OK,
-                &updated,
+                written,
             ))
         }
         (&Method::PATCH, Some(name)) => {
-            let ct = headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let patch_type = PatchType::from_content_type(ct)?;
+            let patch_type = patch_type(&headers)?;
             let opts = write_options(&query)?;
             let body = read_body(req).await?;
-            let patched = svc
+            let mut written = svc
                 .patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
                 .await?;
-            Ok(object_response(
+            if is_crd && !opts.dry_run {
+                written.object = crd_settled(state, &ri, &written.object).await?;
+            }
+            Ok(written_response(
                 &ri,
                 &headers,
                 &query,
                 StatusCode::OK,
-                &patched,
+                written,
             ))
         }
         (&Method::DELETE, Some(name)) => {
             let body = read_body(req).await?;
             let opts = delete_options(&query, &body)?;
-            match svc.delete(&ri, &ns, name, &opts).await? {
+            let outcome = svc.delete(&ri, &ns, name, &opts).await?;
+            if is_crd && !opts.dry_run {
+                state.crds.reconcile(name).await?;
+            }
+            match outcome {
                 Deleted::Pending(obj) => {
-                    Ok(object_response(&ri, &headers, &query, StatusCode::OK, &obj))
+                    Ok(object_response(&ri, &headers, &query, StatusCode::OK, obj))
                 }
                 Deleted::Gone(obj) => {
                     let uid = crate::model::meta::meta_str(&obj.value, "uid").unwrap_or("");
@@ -154,12 +172,114 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let page = svc
                 .delete_collection(&ri, target.namespace.as_deref(), &list, &opts)
                 .await?;
+            if is_crd && !opts.dry_run {
+                for o in &page.items {
+                    state
+                        .crds
+                        .reconcile(crate::model::meta::name(&o.value))
+                        .await?;
+                }
+            }
             Ok(list_response(&ri, &HeaderMap::new(), &query, page))
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource: {m}"
         ))),
     }
+}
+
+fn patch_type(headers: &HeaderMap) -> Result<PatchType, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    PatchType::from_content_type(ct)
+}
+
+/// After a write to a CRD: reconcile it (names, conditions, serving) and answer with its state.
+async fn crd_settled(
+    state: &AppState,
+    ri: &ResourceInfo,
+    obj: &StoredObject,
+) -> Result<Arc<StoredObject>, ApiError> {
+    let name = crate::model::meta::name(&obj.value).to_owned();
+    state.crds.reconcile(&name).await?;
+    state.service.get(ri, "", &name)
+}
+
+/// The `scale` subresource of a custom resource: GET, PUT and PATCH of an autoscaling/v1 Scale.
+async fn scale(
+    state: &AppState,
+    target: &Target,
+    req: Request,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    let ri = &target.ri;
+    let ns = target.namespace.clone().unwrap_or_default();
+    let name = target.name.clone().unwrap_or_default();
+    let svc = &state.service;
+    let method = req.method().clone();
+    let headers = req.headers().clone();
+    let written = match method {
+        Method::GET => {
+            let obj = svc.get(ri, &ns, &name)?;
+            let scale = crate::service::Service::scale_of(ri, &obj)?;
+            return Ok(json_response(StatusCode::OK, scale.to_string()));
+        }
+        Method::PUT => {
+            let opts = write_options(query)?;
+            let body = read_body(req).await?;
+            let wanted = decode_json(&body)?;
+            svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
+                .await?
+        }
+        Method::PATCH => {
+            let pt = patch_type(&headers)?;
+            let opts = write_options(query)?;
+            let body = read_body(req).await?;
+            let p = crate::patch::parse(pt, &body)?;
+            // Scale is a built-in kind: a strategic patch of it is a merge patch.
+            let pt = if pt == PatchType::Strategic {
+                PatchType::Merge
+            } else {
+                pt
+            };
+            svc.update_scale(ri, &ns, &name, &opts, |current| {
+                crate::patch::apply(pt, current, &p, ri)
+            })
+            .await?
+        }
+        m => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {m}"
+            )))
+        }
+    };
+    let scale = crate::service::Service::scale_of(ri, &written.object)?;
+    let mut resp = json_response(StatusCode::OK, scale.to_string());
+    add_warnings(&mut resp, &written.warnings);
+    Ok(resp)
+}
+
+fn add_warnings(resp: &mut Response, warnings: &[String]) {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::Value::String(w.clone()));
+        if let Ok(v) = header::HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+}
+
+fn written_response(
+    ri: &ResourceInfo,
+    headers: &HeaderMap,
+    query: &Query,
+    code: StatusCode,
+    written: crate::service::Written,
+) -> Response {
+    let mut resp = object_response(ri, headers, query, code, written.object);
+    add_warnings(&mut resp, &written.warnings);
+    resp
 }
 
 fn only_get(m: &Method) -> Result<(), ApiError> {
@@ -200,12 +320,14 @@ fn resolve(
         }
         [] => return Err(ApiError::path_not_found()),
     };
-    let (name, sub) = match tail {
-        [] => (None, Subresource::Main),
-        [name] => (Some((*name).to_owned()), Subresource::Main),
+    let has_scale = ri.custom.as_ref().is_some_and(|c| c.scale.is_some());
+    let (name, sub, scale) = match tail {
+        [] => (None, Subresource::Main, false),
+        [name] => (Some((*name).to_owned()), Subresource::Main, false),
         [name, "status"] if ri.status_subresource => {
-            (Some((*name).to_owned()), Subresource::Status)
+            (Some((*name).to_owned()), Subresource::Status, false)
         }
+        [name, "scale"] if has_scale => (Some((*name).to_owned()), Subresource::Main, true),
         _ => return Err(ApiError::path_not_found()),
     };
     Ok(Target {
@@ -213,6 +335,7 @@ fn resolve(
         namespace,
         name,
         sub,
+        scale,
     })
 }
 
@@ -304,9 +427,11 @@ fn dry_run(q: &Query) -> Result<bool, ApiError> {
     }
 }
 
-fn check_field_validation(q: &Query) -> Result<(), ApiError> {
+fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
     match q.get("fieldValidation").map(String::as_str) {
-        None | Some("" | "Ignore" | "Warn" | "Strict") => Ok(()),
+        None | Some("" | "Warn") => Ok(FieldValidation::Warn),
+        Some("Ignore") => Ok(FieldValidation::Ignore),
+        Some("Strict") => Ok(FieldValidation::Strict),
         Some(other) => Err(ApiError::bad_request(format!(
             "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
         ))),
@@ -314,9 +439,9 @@ fn check_field_validation(q: &Query) -> Result<(), ApiError> {
 }
 
 fn write_options(q: &Query) -> Result<WriteOptions, ApiError> {
-    check_field_validation(q)?;
     Ok(WriteOptions {
         dry_run: dry_run(q)?,
+        field_validation: field_validation(q)?,
     })
 }
 
@@ -408,29 +533,17 @@ pub fn object_response(
     headers: &HeaderMap,
     query: &Query,
     code: StatusCode,
-    obj: &StoredObject,
+    obj: Arc<StoredObject>,
 ) -> Response {
+    let obj = Service::present(ri, obj);
     match representation(headers) {
         Representation::Full => json_response(code, obj.json.clone()),
-        Representation::PartialMetadata => json_response(code, partial_metadata(obj).to_string()),
+        Representation::PartialMetadata => json_response(code, partial_metadata(&obj).to_string()),
         Representation::Table => {
-            let t = table::render(
-                ri,
-                std::slice::from_ref(&Arc::new(obj_clone(obj))),
-                &obj.rv.to_string(),
-                None,
-                query,
-            );
+            let rv = obj.rv.to_string();
+            let t = table::render(ri, std::slice::from_ref(&obj), &rv, None, query);
             json_response(code, t.to_string())
         }
-    }
-}
-
-fn obj_clone(obj: &StoredObject) -> StoredObject {
-    StoredObject {
-        rv: obj.rv,
-        value: obj.value.clone(),
-        json: obj.json.clone(),
     }
 }
 
@@ -440,6 +553,14 @@ fn list_response(
     query: &Query,
     page: ListResult,
 ) -> Response {
+    let mut page = page;
+    if ri.is_custom() {
+        page.items = page
+            .items
+            .into_iter()
+            .map(|o| Service::present(ri, o))
+            .collect();
+    }
     let rv = page.rv.to_string();
     match representation(headers) {
         Representation::Table => {
@@ -485,78 +606,4 @@ fn list_response(
             json_response(StatusCode::OK, Body::from(buf.freeze()))
         }
     }
-}
-
-/// The OpenAPI v3 document of one group-version: enough for kubectl to find each kind's PATCH
-/// operation with the `fieldValidation` parameter (so it validates on the server).
-pub fn openapi_doc(state: &AppState, group: &str, version: &str) -> Value {
-    let mut paths = serde_json::Map::new();
-    let mut schemas = serde_json::Map::new();
-    let prefix = if group.is_empty() {
-        format!("/api/{version}")
-    } else {
-        format!("/apis/{group}/{version}")
-    };
-    for r in state.registry.in_group_version(group, version) {
-        let gvk = json!([{"group": r.group, "version": r.version, "kind": r.kind}]);
-        let schema_name = schema_name(&r);
-        let reference = json!({"$ref": format!("#/components/schemas/{schema_name}")});
-        let body = json!({"content": {"application/json": {"schema": reference}}});
-        let params = json!([
-            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
-            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
-            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
-        ]);
-        let op = |verb: &str| {
-            json!({
-                "operationId": format!("{verb}{}", r.kind),
-                "x-kubernetes-action": verb,
-                "x-kubernetes-group-version-kind": gvk[0],
-                "parameters": params,
-                "requestBody": body,
-                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}},
-            })
-        };
-        let item = if r.namespaced() {
-            format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", r.resource)
-        } else {
-            format!("{prefix}/{}/{{name}}", r.resource)
-        };
-        let coll = if r.namespaced() {
-            format!("{prefix}/namespaces/{{namespace}}/{}", r.resource)
-        } else {
-            format!("{prefix}/{}", r.resource)
-        };
-        paths.insert(item, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
-        paths.insert(coll, json!({"get": op("list"), "post": op("post")}));
-        schemas.insert(
-            schema_name,
-            json!({
-                "type": "object",
-                "description": format!("{} ({}). turtles publishes no field schema for built-in kinds yet.", r.kind, r.api_version()),
-                "x-kubernetes-group-version-kind": gvk,
-                "x-kubernetes-preserve-unknown-fields": true,
-                "properties": {
-                    "apiVersion": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                },
-            }),
-        );
-    }
-    json!({
-        "openapi": "3.0.0",
-        "info": {"title": "turtles", "version": env!("CARGO_PKG_VERSION")},
-        "paths": paths,
-        "components": {"schemas": schemas},
-    })
-}
-
-fn schema_name(r: &ResourceInfo) -> String {
-    let g = if r.group.is_empty() {
-        "core".to_owned()
-    } else {
-        r.group.split('.').next().unwrap_or(&r.group).to_owned()
-    };
-    format!("io.k8s.api.{g}.{}.{}", r.version, r.kind)
 }

@@ -4,6 +4,7 @@
 mod discovery;
 mod error;
 mod handlers;
+mod openapi;
 pub mod protobuf;
 mod table;
 mod watch;
@@ -41,6 +42,7 @@ impl Default for ApiOptions {
 /// Shared by every handler.
 pub struct AppState {
     pub service: Arc<Service>,
+    pub crds: Arc<crate::crd::controller::CrdController>,
     pub registry: Arc<Registry>,
     pub options: ApiOptions,
     /// Flips to `true` when the server shuts down: open watches end.

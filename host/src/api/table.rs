@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::handlers::Query;
+use crate::model::registry::PrinterColumn;
 use crate::model::ResourceInfo;
 use crate::store::StoredObject;
 
@@ -327,6 +328,9 @@ pub fn render(
     continue_token: Option<&str>,
     query: &Query,
 ) -> Value {
+    if let Some(custom) = &ri.custom {
+        return render_custom(&custom.printer_columns, items, rv, continue_token, query);
+    }
     let cols = columns(ri);
     let include = query
         .get("includeObject")
@@ -340,26 +344,96 @@ pub fn render(
         .iter()
         .map(|o| {
             let cells: Vec<Value> = cols.iter().map(|c| (c.cell)(&o.value)).collect();
-            let mut row = json!({"cells": cells});
-            match include {
-                "None" => {}
-                "Object" => row["object"] = o.value.clone(),
-                _ => {
-                    row["object"] = json!({
-                        "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": o.value.get("metadata").cloned().unwrap_or_else(|| json!({})),
-                    })
-                }
-            }
-            row
+            row(cells, o, include)
         })
         .collect();
+    table(defs, rows, rv, continue_token)
+}
+
+fn row(cells: Vec<Value>, o: &StoredObject, include: &str) -> Value {
+    let mut row = json!({"cells": cells});
+    match include {
+        "None" => {}
+        "Object" => row["object"] = o.value.clone(),
+        _ => {
+            row["object"] = json!({
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": o.value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+            })
+        }
+    }
+    row
+}
+
+fn table(defs: Vec<Value>, rows: Vec<Value>, rv: &str, continue_token: Option<&str>) -> Value {
     let mut meta = json!({"resourceVersion": rv});
     if let Some(c) = continue_token {
         meta["continue"] = json!(c);
     }
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": defs, "rows": rows})
+}
+
+/// A custom resource's Table: Name, then its `additionalPrinterColumns` (Age when it has none).
+fn render_custom(
+    printer: &[PrinterColumn],
+    items: &[Arc<StoredObject>],
+    rv: &str,
+    continue_token: Option<&str>,
+    query: &Query,
+) -> Value {
+    let include = query
+        .get("includeObject")
+        .map(String::as_str)
+        .unwrap_or("Metadata");
+    let age = PrinterColumn {
+        name: "Age".into(),
+        kind: "date".into(),
+        format: String::new(),
+        description: AGE.description.into(),
+        priority: 0,
+        json_path: ".metadata.creationTimestamp".into(),
+    };
+    let cols: Vec<&PrinterColumn> = if printer.is_empty() {
+        vec![&age]
+    } else {
+        printer.iter().collect()
+    };
+    let mut defs = vec![
+        json!({"name": "Name", "type": "string", "format": "name", "description": NAME.description, "priority": 0}),
+    ];
+    defs.extend(cols.iter().map(|c| {
+        json!({"name": c.name, "type": c.kind, "format": c.format, "description": c.description, "priority": c.priority})
+    }));
+    let rows = items
+        .iter()
+        .map(|o| {
+            let mut cells = vec![json!(crate::model::meta::name(&o.value))];
+            cells.extend(cols.iter().map(|c| custom_cell(c, &o.value)));
+            row(cells, o, include)
+        })
+        .collect();
+    table(defs, rows, rv, continue_token)
+}
+
+fn custom_cell(c: &PrinterColumn, obj: &Value) -> Value {
+    let Some(v) = crate::crd::eval_json_path(obj, &c.json_path) else {
+        return Value::Null;
+    };
+    match (c.kind.as_str(), &v) {
+        ("date", Value::String(ts)) => json!(age(Some(ts))),
+        ("integer" | "number" | "boolean", _) => v,
+        (_, Value::String(_)) => v,
+        (_, Value::Array(a)) => json!(a
+            .iter()
+            .map(|e| match e {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",")),
+        (_, other) => json!(other.to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use super::error::json_response;
 use super::handlers::{Query, Target};
 use super::AppState;
 use crate::model::{ApiError, EventType, ResourceInfo};
-use crate::service::Filter;
+use crate::service::{Filter, Service};
 use crate::store::{Event, StoreError, StoredObject, WatchFrom};
 
 /// Lines buffered between the watch task and the socket.
@@ -163,7 +163,10 @@ pub async fn serve(state: Arc<AppState>, target: &Target, q: &Query) -> Result<R
         if let Some(snap) = &start.snapshot {
             for obj in snap.items.values() {
                 if filter.matches(&obj.value)
-                    && tx.send(Ok(line("ADDED", &obj.json))).await.is_err()
+                    && tx
+                        .send(Ok(line("ADDED", &Service::present(&ri, obj.clone()).json)))
+                        .await
+                        .is_err()
                 {
                     return;
                 }
@@ -174,7 +177,11 @@ pub async fn serve(state: Arc<AppState>, target: &Target, q: &Query) -> Result<R
         }
         for ev in &start.backlog {
             if let Some((kind, obj)) = translate(&filter, ev) {
-                if tx.send(Ok(line(kind, &obj.json))).await.is_err() {
+                if tx
+                    .send(Ok(line(kind, &Service::present(&ri, obj).json)))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -197,7 +204,7 @@ pub async fn serve(state: Arc<AppState>, target: &Target, q: &Query) -> Result<R
                         }
                         last_rv = ev.rv;
                         if let Some((kind, obj)) = translate(&filter, &ev) {
-                            if tx.send(Ok(line(kind, &obj.json))).await.is_err() {
+                            if tx.send(Ok(line(kind, &Service::present(&ri, obj).json))).await.is_err() {
                                 return;
                             }
                         }

@@ -10,8 +10,52 @@ pub enum Scope {
     Cluster,
 }
 
+/// A column of a custom resource's Table (`additionalPrinterColumns`).
+#[derive(Debug, Clone)]
+pub struct PrinterColumn {
+    pub name: String,
+    /// integer, number, boolean, string or date.
+    pub kind: String,
+    pub format: String,
+    pub description: String,
+    pub priority: u8,
+    pub json_path: String,
+}
+
+/// A custom resource's `scale` subresource paths.
+#[derive(Debug, Clone)]
+pub struct ScaleSubresource {
+    pub spec_replicas_path: String,
+    pub status_replicas_path: String,
+    pub label_selector_path: Option<String>,
+}
+
+/// What a CustomResourceDefinition adds to a served version.
+pub struct CustomResource {
+    /// `plural.group`: the CRD object this version comes from.
+    pub crd_name: String,
+    /// The version objects are stored in (`apiVersion` is rewritten on the way in and out).
+    pub storage_version: String,
+    /// This version's structural schema (none only if it failed to parse, which validation
+    /// prevents).
+    pub schema: Option<Arc<crate::schema::Schema>>,
+    pub printer_columns: Vec<PrinterColumn>,
+    pub scale: Option<ScaleSubresource>,
+}
+
+impl std::fmt::Debug for CustomResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CustomResource")
+            .field("crd_name", &self.crd_name)
+            .field("storage_version", &self.storage_version)
+            .field("printer_columns", &self.printer_columns)
+            .field("scale", &self.scale)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A served resource: everything discovery, routing and validation need to know about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ResourceInfo {
     /// "" for the core group.
     pub group: String,
@@ -28,6 +72,8 @@ pub struct ResourceInfo {
     pub status_subresource: bool,
     /// Names must be DNS labels (namespaces) instead of DNS subdomains.
     pub name_is_dns_label: bool,
+    /// Set for custom resources (served because of a CRD).
+    pub custom: Option<Arc<CustomResource>>,
 }
 
 impl ResourceInfo {
@@ -51,6 +97,10 @@ impl ResourceInfo {
 
     pub fn namespaced(&self) -> bool {
         self.scope == Scope::Namespaced
+    }
+
+    pub fn is_custom(&self) -> bool {
+        self.custom.is_some()
     }
 
     pub fn verbs(&self) -> &'static [&'static str] {
@@ -158,6 +208,17 @@ const BUILTINS: &[Builtin] = &[
         status: true,
     },
     Builtin {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        resource: "customresourcedefinitions",
+        singular: "customresourcedefinition",
+        kind: "CustomResourceDefinition",
+        namespaced: false,
+        short: &["crd", "crds"],
+        categories: &["api-extensions"],
+        status: true,
+    },
+    Builtin {
         group: "coordination.k8s.io",
         version: "v1",
         resource: "leases",
@@ -198,6 +259,7 @@ impl Registry {
                     categories: b.categories.iter().map(|s| (*s).into()).collect(),
                     status_subresource: b.status,
                     name_is_dns_label: b.resource == "namespaces",
+                    custom: None,
                 })
             })
             .collect();
@@ -211,6 +273,35 @@ impl Registry {
             Ok(g) => g.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// Serve exactly `resources` for the CRD named `crd_name` (replacing what it served before).
+    pub fn set_custom(&self, crd_name: &str, resources: Vec<Arc<ResourceInfo>>) {
+        let mut g = match self.inner.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut list: Vec<Arc<ResourceInfo>> = g
+            .iter()
+            .filter(|r| r.custom.as_ref().is_none_or(|c| c.crd_name != crd_name))
+            .cloned()
+            .collect();
+        list.extend(resources);
+        *g = Arc::new(list);
+    }
+
+    /// Stop serving what the CRD named `crd_name` served.
+    pub fn remove_custom(&self, crd_name: &str) {
+        self.set_custom(crd_name, Vec::new());
+    }
+
+    /// The storage version's resource of a CRD, if served.
+    pub fn custom_resources(&self, crd_name: &str) -> Vec<Arc<ResourceInfo>> {
+        self.snapshot()
+            .iter()
+            .filter(|r| r.custom.as_ref().is_some_and(|c| c.crd_name == crd_name))
+            .cloned()
+            .collect()
     }
 
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceInfo>> {

@@ -1,0 +1,434 @@
+//! The CRD controller: keeps the registry in step with stored CRDs. It accepts names (or reports
+//! the conflict), sets the NamesAccepted/Established conditions, serves accepted CRDs, and on
+//! deletion removes every instance before letting the CRD go.
+//!
+//! The API layer calls [`CrdController::reconcile`] right after each write to a CRD (so a CRD is
+//! served by the time its create returns); a background task does the same for every CRD event
+//! and for instance deletions while a CRD terminates, and everything is reconciled at start-up
+//! before the server reports ready.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use super::{check_names, resources, CLEANUP_FINALIZER, GROUP, RESOURCE};
+use crate::model::{meta, ApiError, EventType, ObjectKey, ResourceInfo};
+use crate::patch::PatchType;
+use crate::service::{DeleteOptions, ListOptions, Service, Subresource, WriteOptions};
+use crate::store::WatchFrom;
+
+pub struct CrdController {
+    service: Arc<Service>,
+    lock: tokio::sync::Mutex<()>,
+    /// CRDs whose instances we are waiting on (a watch task runs for each).
+    cleanup_watches: Mutex<HashSet<String>>,
+    /// CRD names to reconcile again (instance deletions while a CRD terminates).
+    requeue: tokio::sync::mpsc::UnboundedSender<String>,
+    requeued: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
+}
+
+fn condition(kind: &str, status: bool, reason: &str, message: &str, old: Option<&Value>) -> Value {
+    let status_s = if status { "True" } else { "False" };
+    let ltt = old
+        .and_then(|conds| conds.as_array())
+        .and_then(|a| {
+            a.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+        })
+        .filter(|c| c.get("status").and_then(Value::as_str) == Some(status_s))
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(meta::now_rfc3339()));
+    json!({"type": kind, "status": status_s, "lastTransitionTime": ltt, "reason": reason, "message": message})
+}
+
+impl CrdController {
+    pub fn new(service: Arc<Service>) -> Arc<Self> {
+        let (requeue, requeued) = tokio::sync::mpsc::unbounded_channel();
+        Arc::new(Self {
+            service,
+            lock: tokio::sync::Mutex::new(()),
+            cleanup_watches: Mutex::new(HashSet::new()),
+            requeue,
+            requeued: Mutex::new(Some(requeued)),
+        })
+    }
+
+    fn crd_ri(&self) -> Result<Arc<ResourceInfo>, ApiError> {
+        self.service
+            .registry
+            .lookup(GROUP, "v1", RESOURCE)
+            .ok_or_else(|| ApiError::internal("CustomResourceDefinitions are not registered"))
+    }
+
+    fn storage_key() -> String {
+        format!("{RESOURCE}.{GROUP}")
+    }
+
+    /// Reconcile every stored CRD (start-up), then follow CRD changes in the background.
+    pub async fn start(
+        self: &Arc<Self>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<(), ApiError> {
+        let rv = self.reconcile_all().await?;
+        let this = self.clone();
+        tokio::spawn(async move { this.follow(rv, shutdown).await });
+        Ok(())
+    }
+
+    async fn reconcile_all(self: &Arc<Self>) -> Result<u64, ApiError> {
+        let snap = self
+            .service
+            .store
+            .list(&Self::storage_key(), None)
+            .map_err(|e| ApiError::internal(format!("listing CRDs: {e}")))?;
+        for obj in snap.items.values() {
+            let name = meta::name(&obj.value).to_owned();
+            if let Err(e) = self.reconcile(&name).await {
+                tracing::warn!(crd = %name, error = %e, "reconciling CRD failed");
+            }
+        }
+        Ok(snap.rv)
+    }
+
+    async fn follow(
+        self: Arc<Self>,
+        mut rv: u64,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let Some(mut requeued) = self.requeued.lock().ok().and_then(|mut r| r.take()) else {
+            return;
+        };
+        loop {
+            let mut start = match self
+                .service
+                .store
+                .watch(&Self::storage_key(), WatchFrom::After(rv))
+            {
+                Ok(s) => s,
+                Err(_) => match self.reconcile_all().await {
+                    Ok(r) => {
+                        rv = r;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "CRD controller cannot list CRDs; stopping");
+                        return;
+                    }
+                },
+            };
+            for ev in std::mem::take(&mut start.backlog) {
+                rv = ev.rv;
+                let _ = self.reconcile(&ev.key.name).await;
+            }
+            loop {
+                tokio::select! {
+                    ev = start.live.recv() => match ev {
+                        Ok(ev) => {
+                            if ev.rv <= rv { continue; }
+                            rv = ev.rv;
+                            if let Err(e) = self.reconcile(&ev.key.name).await {
+                                tracing::warn!(crd = %ev.key.name, error = %e, "reconciling CRD failed");
+                            }
+                        }
+                        // Fell behind or the feed closed: resume from the last event seen.
+                        Err(_) => break,
+                    },
+                    Some(name) = requeued.recv() => {
+                        if let Err(e) = self.reconcile(&name).await {
+                            tracing::warn!(crd = %name, error = %e, "reconciling CRD failed");
+                        }
+                    }
+                    _ = shutdown.changed() => return,
+                }
+            }
+        }
+    }
+
+    /// Bring one CRD's registration and status in line with its stored spec.
+    pub async fn reconcile(self: &Arc<Self>, name: &str) -> Result<(), ApiError> {
+        let _guard = self.lock.lock().await;
+        let ri = self.crd_ri()?;
+        let Some(obj) = self
+            .service
+            .store
+            .get(&ObjectKey::new(&Self::storage_key(), "", name))
+        else {
+            self.service.registry.remove_custom(name);
+            return Ok(());
+        };
+        let crd = obj.value.clone();
+        if meta::meta_str(&crd, "deletionTimestamp").is_some() {
+            return self.cleanup(&ri, name, crd).await;
+        }
+        let mut finalizers = meta::finalizers(&crd);
+        if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+            finalizers.push(CLEANUP_FINALIZER.to_owned());
+            let patch = json!({"metadata": {"finalizers": finalizers}}).to_string();
+            self.service
+                .patch(
+                    &ri,
+                    "",
+                    name,
+                    PatchType::Merge,
+                    patch.as_bytes(),
+                    Subresource::Main,
+                    &WriteOptions::default(),
+                )
+                .await?;
+        }
+        let all = self
+            .service
+            .store
+            .list(&Self::storage_key(), None)
+            .map_err(|e| ApiError::internal(format!("listing CRDs: {e}")))?;
+        let others: Vec<&Value> = all
+            .items
+            .values()
+            .filter(|o| meta::name(&o.value) != name)
+            .map(|o| &o.value)
+            .collect();
+        let verdict = check_names(&crd, &others);
+        let old_conditions = crd.pointer("/status/conditions");
+        let mut status = crd.get("status").cloned().unwrap_or_else(|| json!({}));
+        let mut conditions = Vec::new();
+        match &verdict {
+            Ok(()) => {
+                conditions.push(condition(
+                    "NamesAccepted",
+                    true,
+                    "NoConflicts",
+                    "no conflicts found",
+                    old_conditions,
+                ));
+                conditions.push(condition(
+                    "Established",
+                    true,
+                    "InitialNamesAccepted",
+                    "the initial names have been accepted",
+                    old_conditions,
+                ));
+                status["acceptedNames"] = crd
+                    .pointer("/spec/names")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+            }
+            Err(conflict) => {
+                conditions.push(condition(
+                    "NamesAccepted",
+                    false,
+                    conflict.reason,
+                    &conflict.message,
+                    old_conditions,
+                ));
+                conditions.push(condition(
+                    "Established",
+                    false,
+                    "NotAccepted",
+                    "not all names are accepted",
+                    old_conditions,
+                ));
+                if status.get("acceptedNames").is_none() {
+                    status["acceptedNames"] = json!({"plural": "", "kind": ""});
+                }
+            }
+        }
+        status["conditions"] = Value::Array(conditions);
+        let storage = crd
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .and_then(|vs| {
+                vs.iter()
+                    .find(|v| v.get("storage") == Some(&Value::Bool(true)))
+            })
+            .and_then(|v| v.get("name").cloned());
+        let mut stored: Vec<Value> = status
+            .get("storedVersions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(sv) = storage {
+            if !stored.contains(&sv) {
+                stored.push(sv);
+            }
+        }
+        status["storedVersions"] = Value::Array(stored);
+        if crd.get("status") != Some(&status) {
+            let mut new = crd.clone();
+            new["status"] = status;
+            self.service
+                .update(
+                    &ri,
+                    "",
+                    name,
+                    new,
+                    Subresource::Status,
+                    &WriteOptions::default(),
+                )
+                .await?;
+        }
+        match verdict {
+            Ok(()) => {
+                let current = self
+                    .service
+                    .store
+                    .get(&ObjectKey::new(&Self::storage_key(), "", name))
+                    .map(|o| o.value.clone())
+                    .unwrap_or(crd);
+                self.service.registry.set_custom(name, resources(&current));
+            }
+            Err(_) => self.service.registry.remove_custom(name),
+        }
+        Ok(())
+    }
+
+    /// A CRD being deleted: Terminating, delete every instance, then release the finalizer.
+    async fn cleanup(
+        self: &Arc<Self>,
+        ri: &ResourceInfo,
+        name: &str,
+        crd: Value,
+    ) -> Result<(), ApiError> {
+        let old_conditions = crd.pointer("/status/conditions");
+        let terminating = condition(
+            "Terminating",
+            true,
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+            old_conditions,
+        );
+        let mut conds: Vec<Value> = old_conditions
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.get("type").and_then(Value::as_str) != Some("Terminating"))
+            .collect();
+        conds.push(terminating);
+        if crd.pointer("/status/conditions") != Some(&Value::Array(conds.clone())) {
+            let mut new = crd.clone();
+            new["status"]["conditions"] = Value::Array(conds);
+            self.service
+                .update(
+                    ri,
+                    "",
+                    name,
+                    new,
+                    Subresource::Status,
+                    &WriteOptions::default(),
+                )
+                .await?;
+        }
+        let served = resources(&crd);
+        // Instances stay reachable (to read them and drop their finalizers) until the CRD goes.
+        if crd
+            .pointer("/status/acceptedNames/plural")
+            .and_then(Value::as_str)
+            .is_some_and(|p| !p.is_empty())
+        {
+            self.service.registry.set_custom(name, served.clone());
+        }
+        let Some(cri) = served.first().cloned() else {
+            return self.release(ri, name).await;
+        };
+        let page = self
+            .service
+            .list(&cri, None, &ListOptions::default())
+            .await?;
+        for obj in &page.items {
+            let ns = meta::namespace(&obj.value).to_owned();
+            let n = meta::name(&obj.value).to_owned();
+            match self
+                .service
+                .delete(&cri, &ns, &n, &DeleteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let left = self
+            .service
+            .list(&cri, None, &ListOptions::default())
+            .await?;
+        if left.items.is_empty() {
+            return self.release(ri, name).await;
+        }
+        // Instances held by finalizers: come back whenever one goes.
+        let first = self
+            .cleanup_watches
+            .lock()
+            .map(|mut w| w.insert(name.to_owned()))
+            .unwrap_or(false);
+        if first {
+            let this = self.clone();
+            let crd_name = name.to_owned();
+            let resource = cri.group_resource();
+            let from = left.rv;
+            tokio::spawn(async move {
+                if let Ok(mut w) = this.service.store.watch(&resource, WatchFrom::After(from)) {
+                    loop {
+                        // Wake up now and then to notice that the CRD went some other way.
+                        let ev =
+                            tokio::time::timeout(std::time::Duration::from_secs(5), w.live.recv())
+                                .await;
+                        let deleted = match ev {
+                            Ok(Ok(ev)) => ev.kind == EventType::Deleted,
+                            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => true,
+                            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => break,
+                            Err(_) => false,
+                        };
+                        let crd_gone = this
+                            .service
+                            .store
+                            .get(&ObjectKey::new(&Self::storage_key(), "", &crd_name))
+                            .is_none();
+                        if crd_gone {
+                            break;
+                        }
+                        if deleted && this.requeue.send(crd_name.clone()).is_err() {
+                            break;
+                        }
+                    }
+                }
+                if let Ok(mut w) = this.cleanup_watches.lock() {
+                    w.remove(&crd_name);
+                }
+            });
+        }
+        Ok(())
+    }
+
+    async fn release(&self, ri: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+        let key = ObjectKey::new(&Self::storage_key(), "", name);
+        if let Some(obj) = self.service.store.get(&key) {
+            let remaining: Vec<String> = meta::finalizers(&obj.value)
+                .into_iter()
+                .filter(|f| f != CLEANUP_FINALIZER)
+                .collect();
+            let patch = json!({"metadata": {"finalizers": if remaining.is_empty() { Value::Null } else { json!(remaining) }}}).to_string();
+            match self
+                .service
+                .patch(
+                    ri,
+                    "",
+                    name,
+                    PatchType::Merge,
+                    patch.as_bytes(),
+                    Subresource::Main,
+                    &WriteOptions::default(),
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.service.store.get(&key).is_none() {
+            self.service.registry.remove_custom(name);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,517 @@
+//! CustomResourceDefinitions: validating a CRD object, deriving the resources it serves, and
+//! deciding whether its names are accepted. Pure functions; `controller` applies them.
+
+pub mod controller;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::model::registry::{CustomResource, PrinterColumn, ScaleSubresource};
+use crate::model::{Cause, ResourceInfo, Scope};
+use crate::schema::Schema;
+
+pub const GROUP: &str = "apiextensions.k8s.io";
+pub const RESOURCE: &str = "customresourcedefinitions";
+/// The finalizer that holds a CRD until its instances are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// Fill in what kube's defaulting fills in: singular, listKind, conversion strategy.
+pub fn apply_defaults(crd: &mut Value) {
+    let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if names
+            .get("singular")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            names.insert("singular".into(), json!(kind.to_lowercase()));
+        }
+        if names
+            .get("listKind")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+            && !kind.is_empty()
+        {
+            names.insert("listKind".into(), json!(format!("{kind}List")));
+        }
+    }
+    spec.entry("conversion")
+        .or_insert_with(|| json!({"strategy": "None"}));
+}
+
+/// Validate a CRD object the way kube's apiextensions validation does; every problem is one cause.
+pub fn validate(crd: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let mut bad =
+        |reason: &str, field: &str, msg: String| causes.push(Cause::new(reason, field, msg));
+    let name = crate::model::meta::name(crd);
+    let group = s(crd, "/spec/group");
+    let plural = s(crd, "/spec/names/plural");
+    if group.is_empty() {
+        bad("FieldValueRequired", "spec.group", "Required value".into());
+    } else if !group.contains('.') {
+        bad(
+            "FieldValueInvalid",
+            "spec.group",
+            format!("Invalid value: \"{group}\": should be a domain with at least one dot"),
+        );
+    }
+    if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
+        bad(
+            "FieldValueInvalid",
+            "metadata.name",
+            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+        );
+    }
+    for (field, value, required) in [
+        ("spec.names.plural", plural, true),
+        ("spec.names.singular", s(crd, "/spec/names/singular"), false),
+    ] {
+        if value.is_empty() {
+            if required {
+                bad("FieldValueRequired", field, "Required value".into());
+            }
+        } else if !is_dns_label(value) {
+            bad(
+                "FieldValueInvalid",
+                field,
+                format!("Invalid value: \"{value}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"),
+            );
+        }
+    }
+    let kind = s(crd, "/spec/names/kind");
+    if kind.is_empty() {
+        bad(
+            "FieldValueRequired",
+            "spec.names.kind",
+            "Required value".into(),
+        );
+    } else if !kind.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        || !kind.chars().all(|c| c.is_ascii_alphanumeric())
+    {
+        bad(
+            "FieldValueInvalid",
+            "spec.names.kind",
+            format!("Invalid value: \"{kind}\": may have mixed case, but should otherwise match: [a-z]([-a-z0-9]*[a-z0-9])?"),
+        );
+    }
+    if let Some(shorts) = crd
+        .pointer("/spec/names/shortNames")
+        .and_then(Value::as_array)
+    {
+        for (i, sn) in shorts.iter().enumerate() {
+            let v = sn.as_str().unwrap_or("");
+            if !is_dns_label(v) {
+                bad(
+                    "FieldValueInvalid",
+                    &format!("spec.names.shortNames[{i}]"),
+                    format!("Invalid value: \"{v}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"),
+                );
+            }
+        }
+    }
+    match s(crd, "/spec/scope") {
+        "Namespaced" | "Cluster" => {}
+        "" => bad("FieldValueRequired", "spec.scope", "Required value".into()),
+        other => bad(
+            "FieldValueNotSupported",
+            "spec.scope",
+            format!(
+                "Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""
+            ),
+        ),
+    }
+    match s(crd, "/spec/conversion/strategy") {
+        "" | "None" => {}
+        other => bad(
+            "FieldValueNotSupported",
+            "spec.conversion.strategy",
+            format!("Unsupported value: \"{other}\": supported values: \"None\" (turtles does not call conversion webhooks)"),
+        ),
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        bad(
+            "FieldValueRequired",
+            "spec.versions",
+            "Required value: must have exactly one version marked as storage version".into(),
+        );
+    }
+    let storage = versions
+        .iter()
+        .filter(|v| v.get("storage") == Some(&Value::Bool(true)))
+        .count();
+    if !versions.is_empty() && storage != 1 {
+        bad(
+            "FieldValueInvalid",
+            "spec.versions",
+            format!("Invalid value: []apiextensions.CustomResourceDefinitionVersion{{...}}: must have exactly one version marked as storage version (found {storage})"),
+        );
+    }
+    let mut seen = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let vf = format!("spec.versions[{i}]");
+        let vname = s(v, "/name");
+        if !is_dns_label(vname) {
+            bad(
+                "FieldValueInvalid",
+                &format!("{vf}.name"),
+                format!("Invalid value: \"{vname}\": must be a DNS label"),
+            );
+        }
+        if seen.contains(&vname) {
+            bad(
+                "FieldValueDuplicate",
+                &format!("{vf}.name"),
+                format!("Duplicate value: \"{vname}\""),
+            );
+        }
+        seen.push(vname);
+        match v.pointer("/schema/openAPIV3Schema") {
+            None => bad(
+                "FieldValueRequired",
+                &format!("{vf}.schema.openAPIV3Schema"),
+                "Required value: schemas are required".into(),
+            ),
+            Some(schema) => {
+                if let Err(violations) =
+                    Schema::from_crd_schema(schema, &format!("{vf}.schema.openAPIV3Schema"))
+                {
+                    for viol in violations {
+                        causes_push(&mut bad, viol);
+                    }
+                }
+            }
+        }
+        if let Some(scale) = v.pointer("/subresources/scale") {
+            let spec_path = s(scale, "/specReplicasPath");
+            let status_path = s(scale, "/statusReplicasPath");
+            if !spec_path.starts_with(".spec.") {
+                bad(
+                    "FieldValueInvalid",
+                    &format!("{vf}.subresources.scale.specReplicasPath"),
+                    format!("Invalid value: \"{spec_path}\": should be a json path under .spec"),
+                );
+            }
+            if !status_path.starts_with(".status.") {
+                bad(
+                    "FieldValueInvalid",
+                    &format!("{vf}.subresources.scale.statusReplicasPath"),
+                    format!(
+                        "Invalid value: \"{status_path}\": should be a json path under .status"
+                    ),
+                );
+            }
+        }
+        if let Some(cols) = v.get("additionalPrinterColumns").and_then(Value::as_array) {
+            for (j, c) in cols.iter().enumerate() {
+                let cf = format!("{vf}.additionalPrinterColumns[{j}]");
+                if s(c, "/name").is_empty() {
+                    bad(
+                        "FieldValueRequired",
+                        &format!("{cf}.name"),
+                        "Required value".into(),
+                    );
+                }
+                match s(c, "/type") {
+                    "integer" | "number" | "boolean" | "string" | "date" => {}
+                    other => bad(
+                        "FieldValueNotSupported",
+                        &format!("{cf}.type"),
+                        format!("Unsupported value: \"{other}\": supported values: \"boolean\", \"date\", \"integer\", \"number\", \"string\""),
+                    ),
+                }
+                if !s(c, "/jsonPath").starts_with('.') {
+                    bad(
+                        "FieldValueInvalid",
+                        &format!("{cf}.jsonPath"),
+                        "Invalid value: must be a simple json path starting with .".into(),
+                    );
+                }
+            }
+        }
+    }
+    causes
+}
+
+fn causes_push(bad: &mut impl FnMut(&str, &str, String), v: crate::schema::Violation) {
+    bad(&v.reason, &v.field, v.message);
+}
+
+/// The conflicting-names verdict of the naming controller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameConflict {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// Check `crd`'s names against the accepted names of the other CRDs in the same group.
+pub fn check_names(crd: &Value, others: &[&Value]) -> Result<(), NameConflict> {
+    let group = s(crd, "/spec/group");
+    let names = crd.pointer("/spec/names").cloned().unwrap_or(Value::Null);
+    let plural = s(&names, "/plural");
+    let singular = s(&names, "/singular");
+    let kind = s(&names, "/kind");
+    let list_kind = s(&names, "/listKind");
+    let shorts: Vec<&str> = names
+        .get("shortNames")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for other in others {
+        if s(other, "/spec/group") != group {
+            continue;
+        }
+        let Some(acc) = other.pointer("/status/acceptedNames") else {
+            continue;
+        };
+        let o_plural = s(acc, "/plural");
+        let o_singular = s(acc, "/singular");
+        let o_shorts: Vec<&str> = acc
+            .get("shortNames")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let resource_names: Vec<&str> = [o_plural, o_singular]
+            .into_iter()
+            .chain(o_shorts.iter().copied())
+            .filter(|n| !n.is_empty())
+            .collect();
+        if resource_names.contains(&plural) {
+            return Err(NameConflict {
+                reason: "PluralConflict",
+                message: format!("\"{plural}\" is already in use"),
+            });
+        }
+        if !singular.is_empty() && resource_names.contains(&singular) {
+            return Err(NameConflict {
+                reason: "SingularConflict",
+                message: format!("\"{singular}\" is already in use"),
+            });
+        }
+        for sn in &shorts {
+            if resource_names.contains(sn) {
+                return Err(NameConflict {
+                    reason: "ShortNamesConflict",
+                    message: format!("\"{sn}\" is already in use"),
+                });
+            }
+        }
+        let kinds = [s(acc, "/kind"), s(acc, "/listKind")];
+        if kinds.contains(&kind) {
+            return Err(NameConflict {
+                reason: "KindConflict",
+                message: format!("\"{kind}\" is already in use"),
+            });
+        }
+        if kinds.contains(&list_kind) {
+            return Err(NameConflict {
+                reason: "ListKindConflict",
+                message: format!("\"{list_kind}\" is already in use"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Parse a printer column's JSONPath subset: `.a.b`, `.a[0].b`, `.a[?(@.k=="v")].b`.
+pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
+    let mut cur = vec![obj.clone()];
+    let mut rest = path.trim();
+    rest = rest
+        .strip_prefix('{')
+        .and_then(|r| r.strip_suffix('}'))
+        .unwrap_or(rest);
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let field = &r[..end];
+            rest = &r[end..];
+            if field.is_empty() {
+                continue;
+            }
+            cur = cur.iter().filter_map(|v| v.get(field).cloned()).collect();
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            let inner = &r[..end];
+            rest = &r[end + 1..];
+            if let Some(filter) = inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
+                let (k, v) = filter.split_once("==")?;
+                let want = v.trim().trim_matches(|c| c == '"' || c == '\'');
+                let key = k.trim();
+                cur = cur
+                    .iter()
+                    .filter_map(Value::as_array)
+                    .flatten()
+                    .filter(|e| e.get(key).and_then(Value::as_str) == Some(want))
+                    .cloned()
+                    .collect();
+            } else if inner == "*" {
+                cur = cur
+                    .iter()
+                    .filter_map(Value::as_array)
+                    .flatten()
+                    .cloned()
+                    .collect();
+            } else {
+                let idx: usize = inner.parse().ok()?;
+                cur = cur
+                    .iter()
+                    .filter_map(|v| v.as_array().and_then(|a| a.get(idx)).cloned())
+                    .collect();
+            }
+        } else {
+            return None;
+        }
+    }
+    match cur.len() {
+        0 => None,
+        1 => cur.pop(),
+        _ => Some(Value::Array(cur)),
+    }
+}
+
+/// The resources a CRD serves: one per served version.
+pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
+    let name = crate::model::meta::name(crd).to_owned();
+    let group = s(crd, "/spec/group").to_owned();
+    let names = crd.pointer("/spec/names").cloned().unwrap_or(Value::Null);
+    let kind = s(&names, "/kind").to_owned();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let storage_version = versions
+        .iter()
+        .find(|v| v.get("storage") == Some(&Value::Bool(true)))
+        .map(|v| s(v, "/name").to_owned())
+        .unwrap_or_default();
+    let strs = |key: &str| -> Vec<String> {
+        names
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    versions
+        .iter()
+        .filter(|v| v.get("served") != Some(&Value::Bool(false)))
+        .map(|v| {
+            let schema = v
+                .pointer("/schema/openAPIV3Schema")
+                .and_then(|sch| Schema::from_crd_schema(sch, "").ok())
+                .map(Arc::new);
+            let printer_columns = v
+                .get("additionalPrinterColumns")
+                .and_then(Value::as_array)
+                .map(|cols| {
+                    cols.iter()
+                        .map(|c| PrinterColumn {
+                            name: s(c, "/name").to_owned(),
+                            kind: s(c, "/type").to_owned(),
+                            format: s(c, "/format").to_owned(),
+                            description: s(c, "/description").to_owned(),
+                            priority: c.get("priority").and_then(Value::as_u64).unwrap_or(0) as u8,
+                            json_path: s(c, "/jsonPath").to_owned(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let scale = v.pointer("/subresources/scale").map(|sc| ScaleSubresource {
+                spec_replicas_path: s(sc, "/specReplicasPath").to_owned(),
+                status_replicas_path: s(sc, "/statusReplicasPath").to_owned(),
+                label_selector_path: sc
+                    .get("labelSelectorPath")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+            Arc::new(ResourceInfo {
+                group: group.clone(),
+                version: s(v, "/name").to_owned(),
+                resource: s(&names, "/plural").to_owned(),
+                singular: s(&names, "/singular").to_owned(),
+                kind: kind.clone(),
+                list_kind: s(&names, "/listKind").to_owned(),
+                scope: if s(crd, "/spec/scope") == "Cluster" {
+                    Scope::Cluster
+                } else {
+                    Scope::Namespaced
+                },
+                short_names: strs("shortNames"),
+                categories: strs("categories"),
+                status_subresource: v.pointer("/subresources/status").is_some(),
+                name_is_dns_label: false,
+                custom: Some(Arc::new(CustomResource {
+                    crd_name: name.clone(),
+                    storage_version: storage_version.clone(),
+                    schema,
+                    printer_columns,
+                    scale,
+                })),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_path_subset() {
+        let o = json!({"spec": {"a": [1, 2]}, "status": {"conditions": [
+            {"type": "Other", "status": "False"}, {"type": "Ready", "status": "True"}]}});
+        assert_eq!(eval_json_path(&o, ".spec.a[1]"), Some(json!(2)));
+        assert_eq!(
+            eval_json_path(&o, r#".status.conditions[?(@.type=="Ready")].status"#),
+            Some(json!("True"))
+        );
+        assert_eq!(eval_json_path(&o, ".spec.missing"), None);
+    }
+
+    #[test]
+    fn names_conflict_within_a_group() {
+        let accepted = json!({"spec": {"group": "x.io"}, "status": {"acceptedNames": {
+            "plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList", "shortNames": ["wd"]}}});
+        let clash = json!({"spec": {"group": "x.io", "names": {
+            "plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList", "shortNames": ["wd"]}}});
+        assert_eq!(
+            check_names(&clash, &[&accepted]).unwrap_err().reason,
+            "ShortNamesConflict"
+        );
+        let other_group = json!({"spec": {"group": "y.io", "names": {
+            "plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"}}});
+        assert!(check_names(&other_group, &[&accepted]).is_ok());
+    }
+}
