@@ -22,8 +22,13 @@ struct Host {
 
 impl Host {
     fn start(extra: &[&str]) -> Result<(Self, Duration)> {
-        let bin = std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
-        let dir = std::env::temp_dir().join(format!("turtles-bench-{}-{}", std::process::id(), rand_tag()));
+        let bin =
+            std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
+        let dir = std::env::temp_dir().join(format!(
+            "turtles-bench-{}-{}",
+            std::process::id(),
+            rand_tag()
+        ));
         std::fs::create_dir_all(&dir)?;
         let start = Instant::now();
         let child = Command::new(bin)
@@ -52,7 +57,8 @@ impl Host {
         loop {
             if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
                 use std::io::{Read, Write};
-                let _ = s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                let _ =
+                    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
                 let mut buf = String::new();
                 let _ = s.read_to_string(&mut buf);
                 if buf.starts_with("HTTP/1.1 200") {
@@ -69,7 +75,8 @@ impl Host {
     }
 
     fn rss_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -135,7 +142,12 @@ fn configmap(name: &str) -> serde_json::Value {
 }
 
 /// `total` creates from `clients` concurrent keep-alive clients; returns (creates/s, latencies).
-async fn creates(url: &str, ns: &str, clients: usize, total: usize) -> Result<(f64, Vec<Duration>)> {
+async fn creates(
+    url: &str,
+    ns: &str,
+    clients: usize,
+    total: usize,
+) -> Result<(f64, Vec<Duration>)> {
     let lat = Arc::new(Mutex::new(Vec::with_capacity(total)));
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -168,7 +180,9 @@ async fn creates(url: &str, ns: &str, clients: usize, total: usize) -> Result<(f
         t.await??;
     }
     let rate = total as f64 / start.elapsed().as_secs_f64();
-    let mut l = Arc::try_unwrap(lat).map_err(|_| anyhow::anyhow!("latencies shared"))?.into_inner();
+    let mut l = Arc::try_unwrap(lat)
+        .map_err(|_| anyhow::anyhow!("latencies shared"))?
+        .into_inner();
     l.sort_unstable();
     Ok((rate, l))
 }
@@ -197,8 +211,14 @@ async fn list_latency(url: &str, ns: &str, rounds: usize, expect: usize) -> Resu
 
 /// `watchers` watches on one namespace; `events` creates, one at a time; latency from just before
 /// the POST to each watcher reading the ADDED line.
-async fn watch_delivery(url: &str, ns: &str, watchers: usize, events: usize) -> Result<Vec<Duration>> {
-    let sent: Arc<std::sync::Mutex<Vec<Option<Instant>>>> = Arc::new(std::sync::Mutex::new(vec![None; events]));
+async fn watch_delivery(
+    url: &str,
+    ns: &str,
+    watchers: usize,
+    events: usize,
+) -> Result<Vec<Duration>> {
+    let sent: Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
+        Arc::new(std::sync::Mutex::new(vec![None; events]));
     let lat = Arc::new(std::sync::Mutex::new(Vec::with_capacity(watchers * events)));
     let rv = {
         let v: serde_json::Value = client()
@@ -207,7 +227,10 @@ async fn watch_delivery(url: &str, ns: &str, watchers: usize, events: usize) -> 
             .await?
             .json()
             .await?;
-        v["metadata"]["resourceVersion"].as_str().unwrap_or("0").to_owned()
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("0")
+            .to_owned()
     };
     let mut tasks = Vec::new();
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(watchers);
@@ -220,7 +243,9 @@ async fn watch_delivery(url: &str, ns: &str, watchers: usize, events: usize) -> 
         let ready_tx = ready_tx.clone();
         tasks.push(tokio::spawn(async move {
             let resp = client()
-                .get(format!("{url}/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}"))
+                .get(format!(
+                    "{url}/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}"
+                ))
                 .send()
                 .await?;
             let _ = ready_tx.send(()).await;
@@ -228,7 +253,9 @@ async fn watch_delivery(url: &str, ns: &str, watchers: usize, events: usize) -> 
             let mut buf = Vec::new();
             let mut seen = 0;
             while seen < events {
-                let Some(chunk) = stream.next().await else { bail!("watch ended early") };
+                let Some(chunk) = stream.next().await else {
+                    bail!("watch ended early")
+                };
                 buf.extend_from_slice(&chunk?);
                 while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
                     let line: Vec<u8> = buf.drain(..=pos).collect();
@@ -238,10 +265,15 @@ async fn watch_delivery(url: &str, ns: &str, watchers: usize, events: usize) -> 
                         continue;
                     }
                     let name = v["object"]["metadata"]["name"].as_str().unwrap_or("");
-                    if let Some(i) = name.strip_prefix("w-").and_then(|s| s.parse::<usize>().ok()) {
+                    if let Some(i) = name
+                        .strip_prefix("w-")
+                        .and_then(|s| s.parse::<usize>().ok())
+                    {
                         let t0 = sent.lock().ok().and_then(|s| s.get(i).copied().flatten());
                         if let Some(t0) = t0 {
-                            lat.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.push(now - t0);
+                            lat.lock()
+                                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                                .push(now - t0);
                         }
                         seen += 1;
                     }
@@ -271,7 +303,9 @@ async fn watch_delivery(url: &str, ns: &str, watchers: usize, events: usize) -> 
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     for t in tasks {
-        tokio::time::timeout(Duration::from_secs(60), t).await.context("watchers did not finish")???;
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .context("watchers did not finish")???;
     }
     let mut l = lat.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone();
     l.sort_unstable();
@@ -286,18 +320,31 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|c| c.lines().find_map(|l| l.strip_prefix("model name").map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())))
+        .and_then(|c| {
+            c.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|m| m.trim_start_matches([' ', '\t', ':']).to_owned())
+            })
+        })
         .unwrap_or_else(|| "unknown cpu".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     format!("{cores} cores, {cpu}")
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let total: usize = std::env::var("BENCH_CREATES").ok().and_then(|s| s.parse().ok()).unwrap_or(20_000);
+    let total: usize = std::env::var("BENCH_CREATES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
     let rounds = 3;
     println!("machine: {}", machine());
-    println!("turtles: {}", std::env::var("TURTLES_BIN").unwrap_or_default());
+    println!(
+        "turtles: {}",
+        std::env::var("TURTLES_BIN").unwrap_or_default()
+    );
     // Time to ready and idle RSS: median of several fresh starts.
     let mut ready = Vec::new();
     let mut idle = Vec::new();
@@ -308,8 +355,14 @@ async fn main() -> Result<()> {
         idle.push(h.rss_mib());
     }
     let mut rows: Vec<(String, String)> = vec![
-        ("time to ready (spawn -> /readyz 200), median of 5".into(), format!("{:.1} ms", median(ready))),
-        ("idle RSS, median of 5".into(), format!("{:.1} MiB", median(idle))),
+        (
+            "time to ready (spawn -> /readyz 200), median of 5".into(),
+            format!("{:.1} ms", median(ready)),
+        ),
+        (
+            "idle RSS, median of 5".into(),
+            format!("{:.1} MiB", median(idle)),
+        ),
     ];
     // Creates, durable (default) and without fsync, alternating, `rounds` each.
     let mut durable = Vec::new();
@@ -322,7 +375,11 @@ async fn main() -> Result<()> {
             let c = client();
             create_ns(&c, &h.url, "bench").await?;
             let (rate, lat) = creates(&h.url, "bench", 8, total).await?;
-            eprintln!("round {r} {mode}: {rate:.0} creates/s p50 {} p99 {}", ms(percentile(&lat, 0.5)), ms(percentile(&lat, 0.99)));
+            eprintln!(
+                "round {r} {mode}: {rate:.0} creates/s p50 {} p99 {}",
+                ms(percentile(&lat, 0.5)),
+                ms(percentile(&lat, 0.99))
+            );
             if mode == "durable" {
                 durable.push(rate);
                 durable_lat.push((percentile(&lat, 0.5), percentile(&lat, 0.99)));
@@ -334,14 +391,36 @@ async fn main() -> Result<()> {
     }
     let d = median(durable.clone());
     let n = median(nofsync);
-    let mut p50s: Vec<f64> = durable_lat.iter().map(|l| l.0.as_secs_f64() * 1000.0).collect();
-    let mut p99s: Vec<f64> = durable_lat.iter().map(|l| l.1.as_secs_f64() * 1000.0).collect();
+    let mut p50s: Vec<f64> = durable_lat
+        .iter()
+        .map(|l| l.0.as_secs_f64() * 1000.0)
+        .collect();
+    let mut p99s: Vec<f64> = durable_lat
+        .iter()
+        .map(|l| l.1.as_secs_f64() * 1000.0)
+        .collect();
     p50s.sort_by(f64::total_cmp);
     p99s.sort_by(f64::total_cmp);
-    rows.push((format!("durable creates/s, 8 keep-alive clients, {total} creates, median of {rounds}"), format!("{d:.0}/s")));
-    rows.push(("create latency p50 / p99 (median of runs)".into(), format!("{:.2} ms / {:.2} ms", p50s[p50s.len() / 2], p99s[p99s.len() / 2])));
-    rows.push(("creates/s with --no-fsync (same run), ratio durable/no-fsync".into(), format!("{n:.0}/s, {:.2}", d / n)));
-    rows.push((format!("RSS after {total} creates"), format!("{:.1} MiB", median(rss_loaded))));
+    rows.push((
+        format!("durable creates/s, 8 keep-alive clients, {total} creates, median of {rounds}"),
+        format!("{d:.0}/s"),
+    ));
+    rows.push((
+        "create latency p50 / p99 (median of runs)".into(),
+        format!(
+            "{:.2} ms / {:.2} ms",
+            p50s[p50s.len() / 2],
+            p99s[p99s.len() / 2]
+        ),
+    ));
+    rows.push((
+        "creates/s with --no-fsync (same run), ratio durable/no-fsync".into(),
+        format!("{n:.0}/s, {:.2}", d / n),
+    ));
+    rows.push((
+        format!("RSS after {total} creates"),
+        format!("{:.1} MiB", median(rss_loaded)),
+    ));
     // LIST of 2,000 and watch delivery on one host.
     let (h, _) = Host::start(&[])?;
     let c = client();
@@ -358,11 +437,24 @@ async fn main() -> Result<()> {
         }
     }
     let lists = list_latency(&h.url, "list", 50, 2000).await?;
-    rows.push(("LIST 2,000 ConfigMaps (~1 MiB JSON), p50 / p99 of 50".into(), format!("{} / {}", ms(percentile(&lists, 0.5)), ms(percentile(&lists, 0.99)))));
+    rows.push((
+        "LIST 2,000 ConfigMaps (~1 MiB JSON), p50 / p99 of 50".into(),
+        format!(
+            "{} / {}",
+            ms(percentile(&lists, 0.5)),
+            ms(percentile(&lists, 0.99))
+        ),
+    ));
     create_ns(&c, &h.url, "watch").await?;
     let w = watch_delivery(&h.url, "watch", 100, 200).await?;
-    rows.push(("watch delivery, 100 watchers x 200 events, p50 / p99".into(), format!("{} / {}", ms(percentile(&w, 0.5)), ms(percentile(&w, 0.99)))));
-    rows.push(("RSS with 2,200 objects and 100 watchers".into(), format!("{:.1} MiB", h.rss_mib())));
+    rows.push((
+        "watch delivery, 100 watchers x 200 events, p50 / p99".into(),
+        format!("{} / {}", ms(percentile(&w, 0.5)), ms(percentile(&w, 0.99))),
+    ));
+    rows.push((
+        "RSS with 2,200 objects and 100 watchers".into(),
+        format!("{:.1} MiB", h.rss_mib()),
+    ));
     drop(h);
     println!();
     println!("| measure | turtles |");

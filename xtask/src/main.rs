@@ -30,7 +30,14 @@ fn cargo() -> Command {
 
 fn test(extra: &[String]) -> Result<()> {
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
-    run(cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     // The end-to-end tests spawn the real binary: build it first.
     run(cargo().args(["build", "-p", "turtles"]))?;
     run(cargo().args(["test", "--workspace"]).args(extra))?;

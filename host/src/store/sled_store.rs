@@ -28,6 +28,7 @@ use crate::model::{EventType, ObjectKey};
 pub const MAX_BATCH: usize = 1024;
 const QUEUE: usize = 16 * 1024;
 const RV_KEY: &[u8] = b"m\0rv";
+const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -89,6 +90,8 @@ impl SledStore {
         let db = sled::Config::new()
             .path(&opts.dir)
             .mode(sled::Mode::HighThroughput)
+            // Reads are served from the in-memory index; sled's page cache only helps writes.
+            .cache_capacity(SLED_CACHE_BYTES)
             .flush_every_ms(None)
             .open()?;
         let rv = match db.get(RV_KEY)? {
