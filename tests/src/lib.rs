@@ -200,6 +200,33 @@ impl Server {
         serde_json::from_str(&self.kubectl_ok(&a)).expect("kubectl printed JSON")
     }
 
+    /// Start a long-running kubectl (e.g. `get -w -o json`) whose standard output is a stream
+    /// of JSON documents, read as they come.
+    pub fn kubectl_stream(&self, args: &[&str]) -> KubectlStream {
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .env("KUBECACHEDIR", self.data_dir.join("kubecache"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl runs");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let docs = serde_json::Deserializer::from_reader(stdout).into_iter::<Value>();
+            for doc in docs {
+                let Ok(doc) = doc else { break };
+                if tx.send(doc).is_err() {
+                    break;
+                }
+            }
+        });
+        KubectlStream { child, docs: rx }
+    }
+
     pub fn http(&self) -> Http {
         Http {
             base: self.url.clone(),
@@ -215,6 +242,60 @@ impl Drop for Server {
             let _ = std::fs::remove_dir_all(&self.data_dir);
         }
     }
+}
+
+/// A kubectl child printing JSON documents; killed on drop.
+pub struct KubectlStream {
+    child: Child,
+    docs: std::sync::mpsc::Receiver<Value>,
+}
+
+impl KubectlStream {
+    /// The next document kubectl printed, or `None` if none came within `timeout` (or kubectl
+    /// exited).
+    pub fn next(&self, timeout: Duration) -> Option<Value> {
+        self.docs.recv_timeout(timeout).ok()
+    }
+}
+
+impl Drop for KubectlStream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A ConfigMap body with these labels and data.
+pub fn configmap(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> Value {
+    let map = |kv: &[(&str, &str)]| -> serde_json::Map<String, Value> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+            .collect()
+    };
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": map(labels)},
+        "data": map(data),
+    })
+}
+
+/// `metadata.resourceVersion` of an object (or list) as a number.
+pub fn rv(obj: &Value) -> u64 {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no numeric metadata.resourceVersion in {obj}"))
+}
+
+/// The `metadata.name` of every item of a list, in order.
+pub fn item_names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no items in {list}"))
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap_or("").to_owned())
+        .collect()
 }
 
 fn uuid_like() -> String {
@@ -270,7 +351,20 @@ impl Http {
         content_type: Option<&str>,
         body: Option<Vec<u8>>,
     ) -> Reply {
-        let method = ::reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        self.try_request(method, path, content_type, body)
+            .unwrap_or_else(|e| panic!("{method} {path}: {e:#}"))
+    }
+
+    /// Like [`Http::request`], but a transport failure (server gone, connection reset) is an
+    /// `Err` instead of a panic.
+    pub fn try_request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> Result<Reply> {
+        let method = ::reqwest::Method::from_bytes(method.as_bytes())?;
         let mut rb = self
             .client
             .request(method, format!("{}{}", self.base, path));
@@ -280,15 +374,15 @@ impl Http {
         if let Some(b) = body {
             rb = rb.body(b);
         }
-        let resp = rb.send().expect("request sent");
+        let resp = rb.send()?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
-        let body = resp.bytes().expect("body").to_vec();
-        Reply {
+        let body = resp.bytes()?.to_vec();
+        Ok(Reply {
             status,
             headers,
             body,
-        }
+        })
     }
 
     pub fn get(&self, path: &str) -> Reply {
@@ -326,14 +420,19 @@ impl Http {
         self.request("DELETE", path, None, None)
     }
 
-    /// Open a watch and return a reader of its lines.
+    /// Open a watch and return a reader of its lines; each read waits at most a minute.
     pub fn watch(&self, path: &str) -> WatchReader {
+        self.watch_with_timeout(path, Duration::from_secs(60))
+    }
+
+    /// Open a watch whose reads each wait at most `read_timeout` for the server.
+    pub fn watch_with_timeout(&self, path: &str, read_timeout: Duration) -> WatchReader {
         let resp = self
             .client
             .get(format!("{}{}", self.base, path))
-            .timeout(Duration::from_secs(600))
+            .timeout(read_timeout)
             .send()
-            .expect("watch request");
+            .unwrap_or_else(|e| panic!("watch {path}: {e}"));
         WatchReader {
             status: resp.status().as_u16(),
             lines: std::io::BufReader::new(resp),
@@ -347,14 +446,37 @@ pub struct WatchReader {
 }
 
 impl WatchReader {
-    /// The next event, or `None` when the server ended the stream.
-    pub fn next_event(&mut self) -> Option<Value> {
+    /// The next event, `Ok(None)` when the server ended the stream, or `Err` when the read
+    /// timed out or the connection failed.
+    pub fn try_next_event(&mut self) -> Result<Option<Value>> {
         use std::io::BufRead;
         let mut line = String::new();
-        match self.lines.read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(serde_json::from_str(&line).expect("watch line is JSON")),
+        match self
+            .lines
+            .read_line(&mut line)
+            .context("reading the watch")?
+        {
+            0 => Ok(None),
+            _ => {
+                Ok(Some(serde_json::from_str(&line).with_context(|| {
+                    format!("watch line is not JSON: {line:?}")
+                })?))
+            }
         }
+    }
+
+    /// The next event, or `None` when the server ended the stream. Panics on a read timeout.
+    pub fn next_event(&mut self) -> Option<Value> {
+        self.try_next_event().unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    /// The next event, which must exist and have this `type`.
+    pub fn expect_event(&mut self, event_type: &str) -> Value {
+        let ev = self
+            .next_event()
+            .unwrap_or_else(|| panic!("watch ended while waiting for {event_type}"));
+        assert_eq!(ev["type"], event_type, "unexpected event: {ev}");
+        ev
     }
 }
 

@@ -1,0 +1,261 @@
+//! What survives a restart, a clean stop and a `kill -9`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turtles_tests::{configmap, poll, rv, Server};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+#[test]
+fn restart_keeps_objects_and_revisions_grow() {
+    let mut s = Server::start().unwrap();
+    let http = s.http();
+    let mut before: BTreeMap<String, Value> = BTreeMap::new();
+    for i in 0..5 {
+        let r = http.post_json(
+            CMS,
+            &configmap(&format!("k{i}"), &[("i", "x")], &[("n", "1")]),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        before.insert(format!("k{i}"), r.json());
+    }
+    // An update and a delete, so the last revision belongs to neither a live create nor an update.
+    let r = http.patch(
+        &format!("{CMS}/k0"),
+        "application/merge-patch+json",
+        &json!({"data": {"n": "2"}}),
+    );
+    assert_eq!(r.status, 200);
+    before.insert("k0".into(), r.json());
+    let r = http.delete(&format!("{CMS}/k4"));
+    assert_eq!(r.status, 200);
+    before.remove("k4");
+    let last = rv(&http.get(CMS).json());
+
+    let status = s.stop().unwrap();
+    assert!(status.success(), "clean exit: {status:?}\n{}", s.log());
+    s.restart().unwrap();
+    let http = s.http();
+
+    let list = http.get(CMS).json();
+    assert_eq!(
+        rv(&list),
+        last,
+        "the revision survives, the delete included"
+    );
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), before.len(), "{list}");
+    for item in items {
+        let name = item["metadata"]["name"].as_str().unwrap();
+        assert_eq!(item, &before[name], "{name} survives unchanged");
+    }
+    // Namespaces are not created twice.
+    let ns = http.get("/api/v1/namespaces").json();
+    assert_eq!(ns["items"].as_array().unwrap().len(), 3, "{ns}");
+
+    let r = http.post_json(CMS, &configmap("after", &[], &[]));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(rv(&r.json()), last + 1);
+}
+
+#[test]
+fn stop_exits_cleanly() {
+    let mut s = Server::start().unwrap();
+    let r = s.http().post_json(CMS, &configmap("x", &[], &[]));
+    assert_eq!(r.status, 201);
+    let status = s.stop().unwrap();
+    assert!(status.success(), "{status:?}\n{}", s.log());
+    assert!(s.log().contains("stopped cleanly"), "{}", s.log());
+}
+
+/// Threads creating ConfigMaps as fast as the server takes them, each until it has made `per`
+/// or the server stops answering.
+struct Writers {
+    acked: Arc<Mutex<Vec<(String, u64)>>>,
+    /// Answers other than 201 (status and body).
+    refused: Arc<Mutex<Vec<(u16, String)>>>,
+    count: Arc<AtomicUsize>,
+    cut_off: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    fn start(s: &Server, threads: usize, per: usize) -> Self {
+        let acked: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+        let refused: Arc<Mutex<Vec<(u16, String)>>> = Arc::default();
+        let count = Arc::new(AtomicUsize::new(0));
+        let cut_off = Arc::new(AtomicBool::new(false));
+        let threads = (0..threads)
+            .map(|t| {
+                let http = s.http();
+                let (acked, refused) = (acked.clone(), refused.clone());
+                let (count, cut_off) = (count.clone(), cut_off.clone());
+                std::thread::spawn(move || {
+                    for i in 0..per {
+                        let name = format!("w{t}-{i}");
+                        let body =
+                            configmap(&name, &[("t", &t.to_string())], &[("i", &i.to_string())]);
+                        match http.try_request(
+                            "POST",
+                            CMS,
+                            Some("application/json"),
+                            Some(body.to_string().into_bytes()),
+                        ) {
+                            Ok(r) if r.status == 201 => {
+                                acked.lock().unwrap().push((name, rv(&r.json())));
+                                count.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok(r) => {
+                                refused.lock().unwrap().push((r.status, r.text()));
+                                return;
+                            }
+                            Err(_) => {
+                                cut_off.store(true, Ordering::Relaxed);
+                                return;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Writers {
+            acked,
+            refused,
+            count,
+            cut_off,
+            threads,
+        }
+    }
+
+    fn wait_for(&self, n: usize) {
+        poll(
+            &format!("{n} acknowledged creates"),
+            Duration::from_secs(60),
+            || (self.count.load(Ordering::Relaxed) >= n).then_some(()),
+        )
+        .unwrap();
+    }
+
+    /// Join the threads and collect what they saw.
+    fn finish(self) -> Written {
+        for t in self.threads {
+            t.join().expect("writer thread");
+        }
+        Written {
+            acked: std::mem::take(&mut *self.acked.lock().unwrap()),
+            refused: std::mem::take(&mut *self.refused.lock().unwrap()),
+            cut_off: self.cut_off.load(Ordering::Relaxed),
+        }
+    }
+}
+
+struct Written {
+    /// Names whose create was acknowledged, with the resourceVersion it returned.
+    acked: Vec<(String, u64)>,
+    /// Answers other than 201: status and body.
+    refused: Vec<(u16, String)>,
+    /// Some thread lost its connection.
+    cut_off: bool,
+}
+
+/// Every acknowledged create is there with the revision it was acknowledged with, and the next
+/// write gets a higher revision than anything before.
+fn assert_all_present(s: &Server, acked: &[(String, u64)]) {
+    let http = s.http();
+    let mut max_rv = 0;
+    for (name, acked_rv) in acked {
+        let r = http.get(&format!("{CMS}/{name}"));
+        assert_eq!(r.status, 200, "acknowledged {name} was lost: {}", r.text());
+        assert_eq!(rv(&r.json()), *acked_rv, "{name}");
+        max_rv = max_rv.max(*acked_rv);
+    }
+    let list = http.get(CMS).json();
+    assert!(rv(&list) >= max_rv);
+    assert!(list["items"].as_array().unwrap().len() >= acked.len());
+    let r = http.post_json(CMS, &configmap("after-restart", &[], &[]));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(
+        rv(&r.json()) > rv(&list),
+        "revisions continue upward: {} after {}",
+        rv(&r.json()),
+        rv(&list)
+    );
+}
+
+const THREADS: usize = 8;
+const PER_THREAD: usize = 5000;
+/// About a second of writes at a few thousand creates per second.
+const STOP_AFTER: usize = 4000;
+
+#[test]
+fn acknowledged_writes_survive_kill_9() {
+    let mut s = Server::start().unwrap();
+    let writers = Writers::start(&s, THREADS, PER_THREAD);
+    writers.wait_for(STOP_AFTER);
+    s.kill9().unwrap();
+    let w = writers.finish();
+    assert!(w.refused.is_empty(), "{:?}", w.refused);
+    assert!(w.cut_off, "the kill happened while writes were in flight");
+    assert!(w.acked.len() >= STOP_AFTER && w.acked.len() < THREADS * PER_THREAD);
+
+    s.restart().unwrap();
+    assert_all_present(&s, &w.acked);
+    // And the store is consistent enough to stop cleanly.
+    let status = s.stop().unwrap();
+    assert!(status.success(), "{status:?}\n{}", s.log());
+}
+
+#[test]
+fn sigterm_under_load_is_clean_and_loses_nothing() {
+    let mut s = Server::start().unwrap();
+    let writers = Writers::start(&s, THREADS, PER_THREAD);
+    writers.wait_for(STOP_AFTER);
+    let status = s.stop().unwrap();
+    assert!(status.success(), "{status:?}\n{}", s.log());
+    let w = writers.finish();
+    // Requests that raced the shutdown may be refused, but only as "shutting down".
+    for (code, body) in &w.refused {
+        assert_eq!(*code, 503, "{body}");
+    }
+    assert!(w.acked.len() >= STOP_AFTER && w.acked.len() < THREADS * PER_THREAD);
+
+    s.restart().unwrap();
+    assert_all_present(&s, &w.acked);
+}
+
+#[test]
+fn stop_is_not_held_up_by_a_stalled_watcher() {
+    use std::io::Write;
+
+    let mut s = Server::start().unwrap();
+    let addr = s.url.trim_start_matches("http://").to_owned();
+    // A watch client that never reads: the server's writes to it back up.
+    let mut stalled = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stalled,
+        "GET {CMS}?watch=true HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    let http = s.http();
+    // Far more event data than the socket buffers on both ends hold.
+    let blob = "x".repeat(1024 * 1024);
+    for i in 0..16 {
+        let r = http.post_json(CMS, &configmap(&format!("big{i}"), &[], &[("b", &blob)]));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let status = s.stop().unwrap();
+    assert!(status.success(), "{status:?}\n{}", s.log());
+    assert!(
+        s.log().contains("grace period"),
+        "the stalled connection was dropped at the deadline:\n{}",
+        s.log()
+    );
+    drop(stalled);
+    s.restart().unwrap();
+    let list = s.http().get(CMS).json();
+    assert_eq!(list["items"].as_array().unwrap().len(), 16);
+}

@@ -1,0 +1,496 @@
+//! Raw HTTP: exact status codes, Status bodies and list/update semantics.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use turtles_tests::{assert_status, configmap, item_names, rv, Http, Server};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const PODS: &str = "/api/v1/namespaces/default/pods";
+
+fn create(http: &Http, collection: &str, body: &Value) -> Value {
+    let r = http.post_json(collection, body);
+    assert_eq!(r.status, 201, "create: {}", r.text());
+    r.json()
+}
+
+fn get(http: &Http, path: &str) -> Value {
+    let r = http.get(path);
+    assert_eq!(r.status, 200, "GET {path}: {}", r.text());
+    r.json()
+}
+
+#[test]
+fn malformed_json_is_bad_request() {
+    let s = Server::start().unwrap();
+    let r = s.http().request(
+        "POST",
+        CMS,
+        Some("application/json"),
+        Some(br#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"#.to_vec()),
+    );
+    assert_status(&r, 400, "BadRequest");
+}
+
+#[test]
+fn oversized_body_is_rejected() {
+    let s = Server::start().unwrap();
+    let big = "x".repeat(3 * 1024 * 1024 + 1024);
+    let r = s
+        .http()
+        .post_json(CMS, &configmap("big", &[], &[("blob", &big)]));
+    assert_status(&r, 413, "RequestEntityTooLarge");
+    assert_eq!(s.http().get(&format!("{CMS}/big")).status, 404);
+    // Just under the limit is accepted.
+    let fits = "x".repeat(3 * 1024 * 1024 - 4096);
+    let r = s
+        .http()
+        .post_json(CMS, &configmap("fits", &[], &[("blob", &fits)]));
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
+#[test]
+fn invalid_name_is_unprocessable() {
+    let s = Server::start().unwrap();
+    let r = s.http().post_json(CMS, &configmap("Bad_Name", &[], &[]));
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "metadata.name", "{st}");
+    assert_eq!(st["details"]["name"], "Bad_Name");
+    assert_eq!(st["details"]["kind"], "ConfigMap");
+}
+
+#[test]
+fn missing_object_is_not_found() {
+    let s = Server::start().unwrap();
+    let r = s.http().get(&format!("{CMS}/nope"));
+    let st = assert_status(&r, 404, "NotFound");
+    assert_eq!(st["message"], r#"configmaps "nope" not found"#);
+    assert_eq!(st["details"]["name"], "nope");
+    assert_eq!(st["details"]["kind"], "configmaps");
+}
+
+#[test]
+fn unsupported_media_types() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let body = configmap("m", &[], &[("a", "b")]).to_string().into_bytes();
+    let r = http.request("POST", CMS, Some("text/plain"), Some(body));
+    assert_status(&r, 415, "UnsupportedMediaType");
+    assert_eq!(http.get(&format!("{CMS}/m")).status, 404);
+
+    create(&http, CMS, &configmap("m", &[], &[("a", "b")]));
+    let r = http.patch(
+        &format!("{CMS}/m"),
+        "application/x-unknown-patch",
+        &json!({"data": {"a": "c"}}),
+    );
+    assert_status(&r, 415, "UnsupportedMediaType");
+    assert_eq!(get(&http, &format!("{CMS}/m"))["data"]["a"], "b");
+}
+
+#[test]
+fn create_in_missing_namespace() {
+    let s = Server::start().unwrap();
+    let r = s.http().post_json(
+        "/api/v1/namespaces/ghost/configmaps",
+        &configmap("x", &[], &[]),
+    );
+    let st = assert_status(&r, 404, "NotFound");
+    assert_eq!(st["message"], r#"namespaces "ghost" not found"#);
+}
+
+#[test]
+fn dry_run_create_returns_object_but_stores_nothing() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let r = http.post_json(
+        &format!("{CMS}?dryRun=All"),
+        &configmap("dry", &[], &[("a", "b")]),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let obj = r.json();
+    assert_eq!(obj["metadata"]["name"], "dry");
+    assert_eq!(obj["data"]["a"], "b");
+    assert!(obj["metadata"]["uid"].is_string(), "{obj}");
+    assert_status(&http.get(&format!("{CMS}/dry")), 404, "NotFound");
+    assert!(item_names(&get(&http, CMS)).is_empty());
+    // A bad dryRun value is refused, not ignored.
+    let r = http.post_json(&format!("{CMS}?dryRun=Some"), &configmap("dry", &[], &[]));
+    assert_status(&r, 400, "BadRequest");
+}
+
+#[test]
+fn chunked_list_reads_one_snapshot() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    for i in 1..=5 {
+        create(&http, CMS, &configmap(&format!("c{i}"), &[], &[]));
+    }
+    let mut names = Vec::new();
+    let mut rvs = Vec::new();
+    let mut path = format!("{CMS}?limit=2");
+    let mut pages = 0;
+    loop {
+        let page = get(&http, &path);
+        pages += 1;
+        assert!(item_names(&page).len() <= 2, "{page}");
+        names.extend(item_names(&page));
+        rvs.push(rv(&page));
+        if pages == 1 {
+            assert_eq!(page["metadata"]["remainingItemCount"], 3, "{page}");
+            // A write between pages: it sorts into a later page, but is newer than the list.
+            create(&http, CMS, &configmap("c3a", &[], &[]));
+        }
+        match page["metadata"]["continue"].as_str() {
+            Some(token) if !token.is_empty() => {
+                path = format!("{CMS}?limit=2&continue={token}");
+            }
+            _ => break,
+        }
+        assert!(pages < 10, "too many pages");
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(names, ["c1", "c2", "c3", "c4", "c5"]);
+    assert!(rvs.iter().all(|r| *r == rvs[0]), "{rvs:?}");
+    // A fresh list sees the new object.
+    assert_eq!(
+        item_names(&get(&http, CMS)),
+        ["c1", "c2", "c3", "c3a", "c4", "c5"]
+    );
+    // A continue token with a resourceVersion is refused.
+    let first = get(&http, &format!("{CMS}?limit=2"));
+    let token = first["metadata"]["continue"].as_str().unwrap();
+    let r = http.get(&format!("{CMS}?limit=2&continue={token}&resourceVersion=1"));
+    assert_status(&r, 400, "BadRequest");
+}
+
+#[test]
+fn generate_name_adds_a_suffix() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let body =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}});
+    let a = create(&http, CMS, &body);
+    let b = create(&http, CMS, &body);
+    let (na, nb) = (
+        a["metadata"]["name"].as_str().unwrap(),
+        b["metadata"]["name"].as_str().unwrap(),
+    );
+    assert!(na.starts_with("gen-") && na.len() > 4, "{na}");
+    assert!(nb.starts_with("gen-") && nb.len() > 4, "{nb}");
+    assert_ne!(na, nb);
+    assert_eq!(a["metadata"]["generateName"], "gen-");
+    get(&http, &format!("{CMS}/{na}"));
+}
+
+#[test]
+fn put_with_stale_resource_version_conflicts() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let old = create(&http, CMS, &configmap("u", &[], &[("k", "1")]));
+    let mut next = old.clone();
+    next["data"]["k"] = "2".into();
+    let r = http.put_json(&format!("{CMS}/u"), &next);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(rv(&r.json()) > rv(&old));
+
+    let mut stale = old.clone();
+    stale["data"]["k"] = "3".into();
+    let r = http.put_json(&format!("{CMS}/u"), &stale);
+    let st = assert_status(&r, 409, "Conflict");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .contains("the object has been modified"),
+        "{st}"
+    );
+    assert_eq!(get(&http, &format!("{CMS}/u"))["data"]["k"], "2");
+}
+
+#[test]
+fn no_op_put_keeps_resource_version_and_emits_nothing() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let obj = create(&http, CMS, &configmap("same", &[("a", "b")], &[("k", "v")]));
+    let mut w = http.watch(&format!("{CMS}?watch=true&resourceVersion={}", rv(&obj)));
+    assert_eq!(w.status, 200);
+
+    let r = http.put_json(&format!("{CMS}/same"), &obj);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(rv(&r.json()), rv(&obj));
+    assert_eq!(
+        r.json(),
+        obj,
+        "a no-op PUT returns the stored object unchanged"
+    );
+    assert_eq!(get(&http, &format!("{CMS}/same")), obj);
+
+    // Events are ordered: if the no-op had written, its MODIFIED would come before this ADDED.
+    create(&http, CMS, &configmap("marker", &[], &[]));
+    let ev = w.expect_event("ADDED");
+    assert_eq!(ev["object"]["metadata"]["name"], "marker");
+    assert_eq!(rv(&ev["object"]), rv(&obj) + 1);
+}
+
+#[test]
+fn every_list_has_resource_version_and_items() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(
+        &http,
+        "/api/v1/namespaces",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "empty"}}),
+    );
+    let mut group_versions = vec!["/api/v1".to_owned()];
+    for g in get(&http, "/apis")["groups"].as_array().unwrap() {
+        for v in g["versions"].as_array().unwrap() {
+            group_versions.push(format!("/apis/{}", v["groupVersion"].as_str().unwrap()));
+        }
+    }
+    let mut checked = 0;
+    for gv in group_versions {
+        for r in get(&http, &gv)["resources"].as_array().unwrap() {
+            let name = r["name"].as_str().unwrap();
+            if name.contains('/') {
+                continue;
+            }
+            let path = if r["namespaced"] == true {
+                format!("{gv}/namespaces/empty/{name}")
+            } else {
+                format!("{gv}/{name}")
+            };
+            let list = get(&http, &path);
+            assert_eq!(
+                list["kind"],
+                format!("{}List", r["kind"].as_str().unwrap()),
+                "{path}"
+            );
+            assert!(rv(&list) > 0, "{path}: {list}");
+            let items = list["items"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{path}: items is not an array: {list}"));
+            if r["namespaced"] == true {
+                assert!(items.is_empty(), "{path}: {list}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} resources discovered");
+    // And with a selector that matches nothing.
+    let list = get(&http, &format!("{CMS}?labelSelector=nothing%3Dhere"));
+    assert_eq!(list["items"], json!([]));
+    assert!(rv(&list) > 0);
+}
+
+#[test]
+fn version_is_semver() {
+    let s = Server::start().unwrap();
+    let v = get(&s.http(), "/version");
+    let git = v["gitVersion"].as_str().unwrap();
+    assert!(git.starts_with("v1."), "{git}");
+    // vMAJOR.MINOR.PATCH[-pre][+build]
+    let core = git[1..].split('+').next().unwrap();
+    let core = core.split('-').next().unwrap();
+    let parts: Vec<&str> = core.split('.').collect();
+    assert_eq!(parts.len(), 3, "{git}");
+    for p in &parts {
+        assert!(
+            !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()),
+            "{git}"
+        );
+    }
+    assert_eq!(v["major"], parts[0]);
+    assert_eq!(v["minor"], parts[1]);
+}
+
+#[test]
+fn discovery_lists_configmaps() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let api = get(&http, "/api");
+    assert_eq!(api["kind"], "APIVersions");
+    assert!(api["versions"].as_array().unwrap().contains(&json!("v1")));
+
+    let apis = get(&http, "/apis");
+    assert_eq!(apis["kind"], "APIGroupList");
+    let groups = apis["groups"].as_array().unwrap();
+    assert!(
+        groups.iter().any(|g| g["name"] == "coordination.k8s.io"),
+        "{apis}"
+    );
+    for g in groups {
+        let pref = g["preferredVersion"]["groupVersion"].as_str().unwrap();
+        let list = get(&http, &format!("/apis/{pref}"));
+        assert_eq!(list["groupVersion"], pref);
+    }
+
+    let v1 = get(&http, "/api/v1");
+    assert_eq!(v1["kind"], "APIResourceList");
+    assert_eq!(v1["groupVersion"], "v1");
+    let cm = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "configmaps")
+        .unwrap_or_else(|| panic!("no configmaps in {v1}"));
+    assert_eq!(cm["kind"], "ConfigMap");
+    assert_eq!(cm["namespaced"], true);
+    assert_eq!(cm["shortNames"], json!(["cm"]));
+    for verb in [
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ] {
+        assert!(
+            cm["verbs"].as_array().unwrap().contains(&json!(verb)),
+            "{cm}"
+        );
+    }
+    assert!(v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "pods/status"));
+    assert_status(&http.get("/apis/nope.example.com"), 404, "NotFound");
+}
+
+fn pod(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "p"}},
+        "spec": {"containers": [{"name": "c", "image": "img:1"}]},
+    })
+}
+
+#[test]
+fn status_subresource_separates_spec_and_status() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let p = create(&http, PODS, &pod("p"));
+    assert_eq!(p["status"]["phase"], "Pending");
+    let path = format!("{PODS}/p");
+
+    // Main endpoint: status changes are ignored, the rest applies.
+    let mut main = p.clone();
+    main["status"]["phase"] = "Running".into();
+    main["spec"]["containers"][0]["image"] = "img:2".into();
+    let r = http.put_json(&path, &main);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = get(&http, &path);
+    assert_eq!(after["status"]["phase"], "Pending");
+    assert_eq!(after["spec"]["containers"][0]["image"], "img:2");
+
+    // PUT /status: only status applies.
+    let mut st = after.clone();
+    st["status"]["phase"] = "Running".into();
+    st["spec"]["containers"][0]["image"] = "img:3".into();
+    st["metadata"]["labels"]["app"] = "changed".into();
+    let r = http.put_json(&format!("{path}/status"), &st);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = get(&http, &path);
+    assert_eq!(after["status"]["phase"], "Running");
+    assert_eq!(after["spec"]["containers"][0]["image"], "img:2");
+    assert_eq!(after["metadata"]["labels"]["app"], "p");
+
+    // PATCH /status: likewise.
+    let r = http.patch(
+        &format!("{path}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Succeeded"}, "metadata": {"labels": {"app": "x"}}, "spec": {"nodeName": "n1"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = get(&http, &path);
+    assert_eq!(after["status"]["phase"], "Succeeded");
+    assert_eq!(after["metadata"]["labels"]["app"], "p");
+    assert!(after["spec"].get("nodeName").is_none(), "{after}");
+
+    // Resources without a status subresource have no /status endpoint.
+    create(&http, CMS, &configmap("c", &[], &[]));
+    assert_eq!(http.get(&format!("{CMS}/c/status")).status, 404);
+}
+
+#[test]
+fn generation_tracks_spec_changes_only() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let p = create(&http, PODS, &pod("g"));
+    let path = format!("{PODS}/g");
+    assert_eq!(p["metadata"]["generation"], 1);
+
+    let r = http.patch(
+        &path,
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"extra": "yes"}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = r.json();
+    assert_eq!(after["metadata"]["generation"], 1, "labels are not spec");
+    assert!(rv(&after) > rv(&p));
+
+    let mut changed = after.clone();
+    changed["spec"]["containers"][0]["image"] = "img:2".into();
+    let r = http.put_json(&path, &changed);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["metadata"]["generation"], 2);
+
+    let r = http.patch(
+        &path,
+        "application/strategic-merge-patch+json",
+        &json!({"spec": {"containers": [{"name": "c", "image": "img:3"}]}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["metadata"]["generation"], 3);
+
+    let r = http.patch(
+        &format!("{path}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Running"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["metadata"]["generation"], 3, "status is not spec");
+}
+
+#[test]
+fn exact_resource_version_reads_the_past() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let v1 = create(&http, CMS, &configmap("h", &[], &[("k", "old")]));
+    let r = http.patch(
+        &format!("{CMS}/h"),
+        "application/merge-patch+json",
+        &json!({"data": {"k": "new"}}),
+    );
+    assert_eq!(r.status, 200);
+    create(&http, CMS, &configmap("later", &[], &[]));
+
+    let old = get(
+        &http,
+        &format!(
+            "{CMS}?resourceVersion={}&resourceVersionMatch=Exact",
+            rv(&v1)
+        ),
+    );
+    assert_eq!(rv(&old), rv(&v1));
+    assert_eq!(item_names(&old), ["h"]);
+    assert_eq!(old["items"][0]["data"]["k"], "old");
+    assert_eq!(rv(&old["items"][0]), rv(&v1));
+
+    let now = get(&http, CMS);
+    assert_eq!(item_names(&now), ["h", "later"]);
+    assert_eq!(now["items"][0]["data"]["k"], "new");
+}
+
+#[test]
+fn list_at_future_resource_version_times_out() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let current = rv(&get(&http, CMS));
+    let started = Instant::now();
+    let r = http.get(&format!("{CMS}?resourceVersion={}", current + 1000));
+    assert_status(&r, 504, "Timeout");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "answered without waiting: {:?}",
+        started.elapsed()
+    );
+}

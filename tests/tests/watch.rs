@@ -1,0 +1,295 @@
+//! Watch streams over raw HTTP and through `kubectl get -w`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use turtles_tests::{configmap, rv, Http, Server};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+fn create(http: &Http, body: &Value) -> Value {
+    let r = http.post_json(CMS, body);
+    assert_eq!(r.status, 201, "create: {}", r.text());
+    r.json()
+}
+
+fn merge_patch(http: &Http, name: &str, patch: Value) -> Value {
+    let r = http.patch(
+        &format!("{CMS}/{name}"),
+        "application/merge-patch+json",
+        &patch,
+    );
+    assert_eq!(r.status, 200, "patch: {}", r.text());
+    r.json()
+}
+
+fn list_rv(http: &Http) -> u64 {
+    let r = http.get(CMS);
+    assert_eq!(r.status, 200, "{}", r.text());
+    rv(&r.json())
+}
+
+fn name(ev: &Value) -> &str {
+    ev["object"]["metadata"]["name"].as_str().unwrap_or("")
+}
+
+#[test]
+fn watch_from_list_sees_added_modified_deleted() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let from = list_rv(&http);
+    let mut w = http.watch(&format!("{CMS}?watch=true&resourceVersion={from}"));
+    assert_eq!(w.status, 200);
+
+    create(&http, &configmap("w", &[], &[("k", "1")]));
+    merge_patch(&http, "w", json!({"data": {"k": "2"}}));
+    let r = http.delete(&format!("{CMS}/w"));
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let added = w.expect_event("ADDED");
+    let modified = w.expect_event("MODIFIED");
+    let deleted = w.expect_event("DELETED");
+    for ev in [&added, &modified, &deleted] {
+        assert_eq!(name(ev), "w");
+        assert_eq!(ev["object"]["kind"], "ConfigMap");
+    }
+    assert_eq!(added["object"]["data"]["k"], "1");
+    assert_eq!(modified["object"]["data"]["k"], "2");
+    let rvs = [
+        rv(&added["object"]),
+        rv(&modified["object"]),
+        rv(&deleted["object"]),
+    ];
+    assert!(
+        from < rvs[0] && rvs[0] < rvs[1] && rvs[1] < rvs[2],
+        "{from} {rvs:?}"
+    );
+}
+
+#[test]
+fn watch_from_a_past_revision_replays_history() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let from = list_rv(&http);
+    create(&http, &configmap("early", &[], &[]));
+    merge_patch(&http, "early", json!({"data": {"k": "v"}}));
+    // Opened after the writes: they come from history, in order.
+    let mut w = http.watch(&format!("{CMS}?watch=true&resourceVersion={from}"));
+    assert_eq!(name(&w.expect_event("ADDED")), "early");
+    assert_eq!(name(&w.expect_event("MODIFIED")), "early");
+    create(&http, &configmap("late", &[], &[]));
+    assert_eq!(name(&w.expect_event("ADDED")), "late");
+}
+
+#[test]
+fn watch_without_resource_version_starts_with_current_state() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, &configmap("a", &[], &[]));
+    create(&http, &configmap("b", &[], &[]));
+    let mut w = http.watch(&format!("{CMS}?watch=true"));
+    let mut initial = vec![
+        name(&w.expect_event("ADDED")).to_owned(),
+        name(&w.expect_event("ADDED")).to_owned(),
+    ];
+    initial.sort();
+    assert_eq!(initial, ["a", "b"]);
+    // Then live events, with nothing repeated in between.
+    create(&http, &configmap("c", &[], &[]));
+    assert_eq!(name(&w.expect_event("ADDED")), "c");
+}
+
+#[test]
+fn label_selector_watch_follows_matching() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let from = list_rv(&http);
+    let mut w = http.watch(&format!(
+        "{CMS}?watch=true&labelSelector=app%3Dweb&resourceVersion={from}"
+    ));
+    create(&http, &configmap("other", &[("app", "db")], &[]));
+    create(&http, &configmap("sel", &[], &[]));
+    merge_patch(
+        &http,
+        "sel",
+        json!({"metadata": {"labels": {"app": "web"}}}),
+    );
+    merge_patch(&http, "sel", json!({"data": {"k": "v"}}));
+    merge_patch(
+        &http,
+        "sel",
+        json!({"metadata": {"labels": {"app": "api"}}}),
+    );
+    merge_patch(&http, "other", json!({"data": {"k": "v"}}));
+    create(&http, &configmap("end", &[("app", "web")], &[]));
+
+    let ev = w.expect_event("ADDED");
+    assert_eq!(name(&ev), "sel");
+    assert_eq!(ev["object"]["metadata"]["labels"]["app"], "web");
+    let ev = w.expect_event("MODIFIED");
+    assert_eq!(name(&ev), "sel");
+    assert_eq!(ev["object"]["data"]["k"], "v");
+    let ev = w.expect_event("DELETED");
+    assert_eq!(name(&ev), "sel");
+    // The object itself was not deleted, it stopped matching.
+    assert_eq!(http.get(&format!("{CMS}/sel")).status, 200);
+    assert_eq!(name(&w.expect_event("ADDED")), "end");
+}
+
+#[test]
+fn too_old_resource_version_is_expired() {
+    let s = Server::start_with(&["--watch-history", "5"]).unwrap();
+    let http = s.http();
+    for i in 0..12 {
+        create(&http, &configmap(&format!("c{i}"), &[], &[]));
+    }
+    let mut w = http.watch_with_timeout(
+        &format!("{CMS}?watch=true&resourceVersion=1"),
+        Duration::from_secs(20),
+    );
+    assert_eq!(w.status, 200);
+    let ev = w.expect_event("ERROR");
+    let st = &ev["object"];
+    assert_eq!(st["kind"], "Status", "{ev}");
+    assert_eq!(st["code"], 410, "{ev}");
+    assert_eq!(st["reason"], "Expired", "{ev}");
+    assert_eq!(
+        w.try_next_event().unwrap(),
+        None,
+        "the stream ends after the error"
+    );
+    // A recent revision is still within the window.
+    let recent = list_rv(&http) - 2;
+    let mut w = http.watch(&format!("{CMS}?watch=true&resourceVersion={recent}"));
+    let ev = w.expect_event("ADDED");
+    assert_eq!(rv(&ev["object"]), recent + 1);
+}
+
+#[test]
+fn watch_list_sends_initial_events_then_bookmark() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    for n in ["x", "y", "z"] {
+        create(&http, &configmap(n, &[], &[]));
+    }
+    let mut w = http.watch(&format!(
+        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    ));
+    assert_eq!(w.status, 200);
+    let mut initial: Vec<String> = (0..3)
+        .map(|_| name(&w.expect_event("ADDED")).to_owned())
+        .collect();
+    initial.sort();
+    assert_eq!(initial, ["x", "y", "z"]);
+    let bm = w.expect_event("BOOKMARK");
+    assert_eq!(
+        bm["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true",
+        "{bm}"
+    );
+    let at = rv(&bm["object"]);
+    assert_eq!(at, list_rv(&http), "{bm}");
+    let created = create(&http, &configmap("live", &[], &[]));
+    let ev = w.expect_event("ADDED");
+    assert_eq!(name(&ev), "live");
+    assert_eq!(rv(&ev["object"]), rv(&created));
+    assert!(rv(&created) > at);
+}
+
+#[test]
+fn watch_list_requires_its_parameters() {
+    let s = Server::start().unwrap();
+    let r = s
+        .http()
+        .get(&format!("{CMS}?watch=true&sendInitialEvents=true"));
+    assert_eq!(r.status, 422, "{}", r.text());
+    let r = s.http().get(&format!(
+        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    ));
+    assert_eq!(r.status, 422, "bookmarks are required: {}", r.text());
+}
+
+#[test]
+fn timeout_seconds_ends_the_stream() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let started = Instant::now();
+    let mut w = http.watch_with_timeout(
+        &format!("{CMS}?watch=true&timeoutSeconds=1"),
+        Duration::from_secs(15),
+    );
+    assert_eq!(w.status, 200);
+    // No objects, no bookmarks: the server's end of stream is the only thing to read.
+    assert_eq!(w.try_next_event().unwrap(), None);
+    assert!(started.elapsed() >= Duration::from_millis(900));
+}
+
+#[test]
+fn kubectl_get_watch_sees_new_objects() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, &configmap("before", &[], &[]));
+    let kubectl = s.kubectl_stream(&["get", "cm", "-w", "--output-watch-events", "-o", "json"]);
+    let first = kubectl
+        .next(Duration::from_secs(30))
+        .expect("kubectl printed the initial list");
+    assert_eq!(first["type"], "ADDED", "{first}");
+    assert_eq!(name(&first), "before");
+    // kubectl has listed; it watches from the list's resourceVersion, so this arrives by watch.
+    create(&http, &configmap("after", &[("a", "b")], &[]));
+    let ev = kubectl
+        .next(Duration::from_secs(30))
+        .expect("kubectl printed the new object");
+    assert_eq!(ev["type"], "ADDED", "{ev}");
+    assert_eq!(name(&ev), "after");
+    assert_eq!(ev["object"]["metadata"]["labels"]["a"], "b");
+    merge_patch(&http, "after", json!({"data": {"k": "v"}}));
+    let ev = kubectl
+        .next(Duration::from_secs(30))
+        .expect("kubectl printed the change");
+    assert_eq!(ev["type"], "MODIFIED", "{ev}");
+    assert_eq!(ev["object"]["data"]["k"], "v");
+}
+
+#[test]
+fn bookmarks_arrive_periodically() {
+    let s = Server::start_with(&["--bookmark-interval", "1"]).unwrap();
+    let http = s.http();
+    let from = list_rv(&http);
+    let mut w = http.watch_with_timeout(
+        &format!("{CMS}?watch=true&allowWatchBookmarks=true&resourceVersion={from}"),
+        Duration::from_secs(10),
+    );
+    let bm = w.expect_event("BOOKMARK");
+    assert_eq!(bm["object"]["kind"], "ConfigMap");
+    assert!(rv(&bm["object"]) >= from, "{bm}");
+    assert!(bm["object"]["metadata"]
+        .get("annotations")
+        .is_none_or(|a| a.get("k8s.io/initial-events-end").is_none()));
+    // The next bookmark carries the revision of events sent since (a tick may come first).
+    let created = create(&http, &configmap("c", &[], &[]));
+    let ev = loop {
+        let ev = w.next_event().expect("stream open");
+        if ev["type"] != "BOOKMARK" {
+            break ev;
+        }
+    };
+    assert_eq!(ev["type"], "ADDED", "{ev}");
+    assert_eq!(name(&ev), "c");
+    let bm = w.expect_event("BOOKMARK");
+    assert_eq!(rv(&bm["object"]), rv(&created));
+}
+
+#[test]
+fn watches_end_when_the_server_stops() {
+    let mut s = Server::start().unwrap();
+    let http = s.http();
+    let mut w = http.watch_with_timeout(&format!("{CMS}?watch=true"), Duration::from_secs(20));
+    assert_eq!(w.status, 200);
+    let status = s.stop().unwrap();
+    assert!(status.success(), "{status:?}\n{}", s.log());
+    assert_eq!(
+        w.try_next_event().unwrap(),
+        None,
+        "the stream ended cleanly"
+    );
+}
