@@ -839,7 +839,7 @@ impl Service {
         }
         let mut status =
             json!({"replicas": at(&sc.status_replicas_path).and_then(|v| v.as_i64()).unwrap_or(0)});
-        if let Some(sel) = sc.label_selector_path.as_deref().and_then(|p| at(p)) {
+        if let Some(sel) = sc.label_selector_path.as_deref().and_then(&at) {
             status["selector"] = sel;
         }
         Ok(json!({

@@ -40,7 +40,46 @@ fn test(extra: &[String]) -> Result<()> {
     ]))?;
     // The end-to-end tests spawn the real binary: build it first.
     run(cargo().args(["build", "-p", "turtles"]))?;
-    run(cargo().args(["test", "--workspace"]).args(extra))?;
+    cargo_test(extra)
+}
+
+/// `cargo test --workspace`, echoing its output, then one closing line with the totals over every
+/// test binary (cargo's own last line is usually an empty doc-test run).
+fn cargo_test(extra: &[String]) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace"]).args(extra).current_dir(root());
+    eprintln!("xtask: running {cmd:?}");
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("starting cargo test")?;
+    let stdout = child.stdout.take().context("cargo test stdout")?;
+    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let mut words = part.split_whitespace().rev();
+                let (Some(label), Some(n)) = (words.next(), words.next()) else {
+                    continue;
+                };
+                let n: u64 = n.parse().unwrap_or(0);
+                match label {
+                    "passed" => passed += n,
+                    "failed" => failed += n,
+                    "ignored" => ignored += n,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let status = child.wait()?;
+    println!("{passed} passed, {failed} failed, {ignored} skipped");
+    if !status.success() {
+        bail!("cargo test failed: {status}");
+    }
     Ok(())
 }
 

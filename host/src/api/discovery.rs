@@ -159,7 +159,8 @@ pub async fn openapi_v3_doc(
         ["apis", g, v] => (*g, *v),
         _ => return ApiError::path_not_found().into_response(),
     };
-    if !(g.is_empty() && v == "v1") && !state.registry.has_group_version(g, v) {
+    let core_v1 = g.is_empty() && v == "v1";
+    if !core_v1 && !state.registry.has_group_version(g, v) {
         return ApiError::path_not_found().into_response();
     }
     let doc = super::openapi::document(&state, g, v);

@@ -29,7 +29,7 @@ pub struct ApiError {
     pub reason: &'static str,
     pub message: String,
     /// Populates `details` when set: (group, kind, name).
-    pub details: Option<Details>,
+    pub details: Option<Box<Details>>,
     pub causes: Vec<Cause>,
     /// Seconds for a `Retry-After` header (429, 504).
     pub retry_after: Option<u32>,
@@ -57,12 +57,12 @@ impl ApiError {
     }
 
     pub fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
-        self.details = Some(Details {
+        self.details = Some(Box::new(Details {
             group: group.to_owned(),
             kind: kind.to_owned(),
             name: name.to_owned(),
             uid: None,
-        });
+        }));
         self
     }
 

@@ -237,11 +237,9 @@ fn commit_batch(
             f.sync_data()?;
         }
         let mut index = shared.write();
-        for outcome in outcomes.iter_mut() {
-            if let Ok((_, ev)) = outcome {
-                if let Some(ev) = ev.take() {
-                    index.apply(ev);
-                }
+        for (_, ev) in outcomes.iter_mut().flatten() {
+            if let Some(ev) = ev.take() {
+                index.apply(ev);
             }
         }
         rv = index.rv;
