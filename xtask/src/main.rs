@@ -48,7 +48,9 @@ fn test(extra: &[String]) -> Result<()> {
 fn cargo_test(extra: &[String]) -> Result<()> {
     use std::io::{BufRead, BufReader};
     let mut cmd = cargo();
-    cmd.args(["test", "--workspace"]).args(extra).current_dir(root());
+    cmd.args(["test", "--workspace"])
+        .args(extra)
+        .current_dir(root());
     eprintln!("xtask: running {cmd:?}");
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
