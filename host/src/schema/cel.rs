@@ -1,0 +1,1660 @@
+//! `x-kubernetes-validations`: compilation checks, JSON→CEL value mapping and rule evaluation
+//! (`apiextensions-apiserver/pkg/apiserver/schema/cel`), on top of the `cel` crate with the
+//! Kubernetes CEL libraries from `kube-cel`.
+//!
+//! # Differences from kube (cel-go)
+//!
+//! * There is no CEL type checker. Compilation catches syntax errors, references to undeclared
+//!   identifiers, selection of fields that the schema does not declare (`undefined field`), and
+//!   obviously mistyped results; other type errors surface at evaluation time.
+//! * Cost: cel-go meters every operation. Here a rule's cost is **estimated before it runs** by
+//!   walking its AST: every node costs 1, and a comprehension (`all`, `exists`, `map`, `filter`, …)
+//!   multiplies the cost of its body by the size of the collection it iterates. At CRD time that
+//!   size comes from the schema (`maxItems`/`maxProperties`, else kube's estimate from the maximum
+//!   request size) and rules above kube's `StaticEstimatedCostLimit` (10,000,000) are rejected; at
+//!   runtime it comes from the actual data, and a rule above kube's `PerCallLimit` (1,000,000) is
+//!   not run (reported like cel-go's "actual cost limit exceeded"), while the sum over all rules of one
+//!   validation is held to kube's `RuntimeCELCostBudget` (10,000,000). String functions are not
+//!   charged by length, and the per-rule cardinality multiplier of kube's static estimate is not
+//!   applied.
+//! * Evaluation runs on a dedicated thread with a large stack (the `cel` crate's ANTLR parser and
+//!   interpreter recurse deeply); a panic inside the interpreter becomes an internal error.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use kube_cel::cel::extractors::This;
+use kube_cel::cel::objects::{Key, Map as CelMap, OptionalValue};
+use kube_cel::cel::parser::Parser;
+use kube_cel::cel::{Context, ExecutionError, Value as CelValue};
+use kube_cel::KubeCelExt;
+use serde_json::Value;
+
+use super::field::{self, Bad};
+use super::format;
+use super::node::{AdditionalProperties, Node, Rule};
+use super::Violation;
+
+/// kube's `celconfig.PerCallLimit`.
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+/// kube's `celconfig.RuntimeCELCostBudget` (per validation of one object).
+pub const RUNTIME_COST_BUDGET: u64 = 10_000_000;
+/// kube's `StaticEstimatedCostLimit` (per expression, at CRD validation).
+pub const STATIC_ESTIMATED_COST_LIMIT: u64 = 10_000_000;
+const MAX_REQUEST_SIZE_BYTES: u64 = 3 * 1024 * 1024;
+const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES: usize = 5 * 1024;
+/// Stack for the thread that parses and evaluates CEL (only touched pages are committed).
+const CEL_STACK_SIZE: usize = 64 << 20;
+
+/// Identifier prefixes of namespaced functions (`sets.contains(...)` parses as a call on `sets`).
+const NAMESPACES: &[&str] = &[
+    "base64",
+    "format",
+    "ip",
+    "jsonpatch",
+    "lists",
+    "math",
+    "optional",
+    "sets",
+    "strings",
+];
+/// Type identifiers that are valid expressions in cel-go.
+const TYPE_NAMES: &[&str] = &[
+    "bool",
+    "bytes",
+    "double",
+    "duration",
+    "dyn",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "timestamp",
+    "type",
+    "uint",
+];
+
+/// Functions the interpreter knows (the `cel` crate's built-ins, kube-cel's libraries and `dyn`);
+/// calls to anything else are rejected when the rule is compiled rather than failing every
+/// evaluation. Operators (`_+_`, `@in`, ...) are always known.
+const KNOWN_FUNCTIONS: &[&str] = &[
+    "add",
+    "asApproximateFloat",
+    "asInteger",
+    "base64.decode",
+    "base64.encode",
+    "bytes",
+    "charAt",
+    "cidr",
+    "compareTo",
+    "contains",
+    "containsCIDR",
+    "containsIP",
+    "distinct",
+    "double",
+    "duration",
+    "dyn",
+    "endsWith",
+    "family",
+    "find",
+    "findAll",
+    "first",
+    "flatten",
+    "format",
+    "format.byte",
+    "format.date",
+    "format.datetime",
+    "format.dns1035Label",
+    "format.dns1035LabelPrefix",
+    "format.dns1123Label",
+    "format.dns1123LabelPrefix",
+    "format.dns1123Subdomain",
+    "format.dns1123SubdomainPrefix",
+    "format.labelValue",
+    "format.named",
+    "format.qualifiedName",
+    "format.uri",
+    "format.uuid",
+    "getDate",
+    "getDayOfMonth",
+    "getDayOfWeek",
+    "getDayOfYear",
+    "getEscapedPath",
+    "getFullYear",
+    "getHost",
+    "getHostname",
+    "getHours",
+    "getMilliseconds",
+    "getMinutes",
+    "getMonth",
+    "getPort",
+    "getQuery",
+    "getScheme",
+    "getSeconds",
+    "hasValue",
+    "indexOf",
+    "int",
+    "ip",
+    "ip.isCanonical",
+    "isCIDR",
+    "isCIDRv4",
+    "isCIDRv6",
+    "isGlobalUnicast",
+    "isGreaterThan",
+    "isIP",
+    "isIPv4",
+    "isIPv6",
+    "isInteger",
+    "isLessThan",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isLoopback",
+    "isQuantity",
+    "isSemver",
+    "isSorted",
+    "isURL",
+    "isUnspecified",
+    "join",
+    "jsonpatch.escapeKey",
+    "last",
+    "lastIndexOf",
+    "lists.range",
+    "lowerAscii",
+    "major",
+    "masked",
+    "matches",
+    "math.abs",
+    "math.bitAnd",
+    "math.bitNot",
+    "math.bitOr",
+    "math.bitShiftLeft",
+    "math.bitShiftRight",
+    "math.bitXor",
+    "math.ceil",
+    "math.floor",
+    "math.greatest",
+    "math.isFinite",
+    "math.isInf",
+    "math.isNaN",
+    "math.least",
+    "math.round",
+    "math.sign",
+    "math.sqrt",
+    "math.trunc",
+    "max",
+    "min",
+    "minor",
+    "optional.none",
+    "optional.of",
+    "optional.ofNonZeroValue",
+    "or",
+    "orValue",
+    "patch",
+    "prefixLength",
+    "quantity",
+    "replace",
+    "reverse",
+    "semver",
+    "sets.contains",
+    "sets.equivalent",
+    "sets.intersects",
+    "sign",
+    "size",
+    "slice",
+    "sort",
+    "split",
+    "startsWith",
+    "string",
+    "strings.quote",
+    "sub",
+    "substring",
+    "sum",
+    "timestamp",
+    "trim",
+    "uint",
+    "upperAscii",
+    "url",
+    "validate",
+    "value",
+];
+
+const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// A successfully compiled rule.
+#[derive(Debug)]
+pub(crate) struct CompiledRule {
+    pub expr: IdedExpr,
+    pub message_expr: Option<IdedExpr>,
+    pub uses_old_self: bool,
+    pub normalized_field_path: Option<String>,
+}
+
+/// Compilation diagnostics of one rule.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RuleDiag {
+    pub error: Option<String>,
+    pub message_expression_error: Option<String>,
+    pub uses_old_self: bool,
+    pub estimated_cost: u64,
+    pub message_expression_cost: u64,
+}
+
+/// kube's `cel.Escape` for property names: `None` if the name cannot be accessed from CEL.
+pub(crate) fn escape(ident: &str) -> Option<String> {
+    let first = ident.chars().next()?;
+    if first.is_ascii_digit() {
+        return None;
+    }
+    if RESERVED.contains(&ident) {
+        return Some(format!("__{ident}__"));
+    }
+    let mut out = String::with_capacity(ident.len());
+    let mut chars = ident.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '_' if chars.peek() == Some(&'_') => {
+                chars.next();
+                out.push_str("__underscores__");
+            }
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running on a big stack
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `f` on a thread with a large stack. `Err` if the thread could not be started or panicked.
+pub(crate) fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    std::thread::scope(|s| {
+        let handle = std::thread::Builder::new()
+            .name("cel".into())
+            .stack_size(CEL_STACK_SIZE)
+            .spawn_scoped(s, f)
+            .map_err(|e| format!("failed to start CEL thread: {e}"))?;
+        handle
+            .join()
+            .map_err(|_| "CEL evaluation panicked".to_string())
+    })
+}
+
+fn parse(src: &str) -> Result<IdedExpr, String> {
+    catch_unwind(AssertUnwindSafe(|| {
+        Parser::new()
+            .enable_optional_syntax(true)
+            .parse(src)
+            .map_err(|e| e.to_string())
+    }))
+    .unwrap_or_else(|_| Err("ERROR: <input>: parser panicked".to_string()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compilation
+// ---------------------------------------------------------------------------------------------
+
+/// Compiles every rule of the tree (on a big-stack thread) and sets `has_rules`.
+pub(crate) fn compile_tree(root: &mut Node) -> Result<(), String> {
+    on_big_stack(move || {
+        compile_node(root, true);
+    })
+}
+
+fn compile_node(node: &mut Node, resource_root: bool) -> bool {
+    let mut rules = std::mem::take(&mut node.validations);
+    for r in &mut rules {
+        compile_rule(r, node, resource_root);
+    }
+    node.validations = rules;
+    let mut has = !node.validations.is_empty();
+    if let Some(items) = node.items.as_deref_mut() {
+        let emb = items.embedded_resource;
+        has |= compile_node(items, emb);
+    }
+    for (_, p) in node.properties.iter_mut() {
+        let emb = p.embedded_resource;
+        has |= compile_node(p, emb);
+    }
+    if let Some(AdditionalProperties::Schema(ap)) = node.additional_properties.as_mut() {
+        let emb = ap.embedded_resource;
+        has |= compile_node(ap, emb);
+    }
+    node.has_rules = has;
+    has
+}
+
+fn compile_rule(rule: &mut Rule, node: &Node, resource_root: bool) {
+    rule.diag = RuleDiag::default();
+    rule.compiled = None;
+    if rule.rule.trim().is_empty() {
+        return;
+    }
+    let expr = match parse(&rule.rule) {
+        Ok(e) => e,
+        Err(e) => {
+            rule.diag.error = Some(format!("compilation failed: {e}"));
+            return;
+        }
+    };
+    let optional_old_self = rule.optional_old_self == Some(true);
+    let mut chk = Checker::new(node, resource_root, optional_old_self, &rule.rule);
+    let info = chk.walk(&expr, &mut Vec::new());
+    if let Some(e) = chk.errors.first() {
+        rule.diag.error = Some(format!("compilation failed: {e}"));
+        return;
+    }
+    if obviously_not(&expr, Kind::Bool) {
+        rule.diag.error = Some("cel expression must evaluate to a bool".to_string());
+        return;
+    }
+    rule.diag.uses_old_self = chk.uses_old_self;
+    rule.diag.estimated_cost = info.cost;
+
+    let mut message_expr = None;
+    if !rule.message_expression.is_empty() {
+        match parse(&rule.message_expression) {
+            Err(e) => {
+                rule.diag.message_expression_error =
+                    Some(format!("messageExpression compilation failed: {e}"));
+            }
+            Ok(m) => {
+                let mut mchk = Checker::new(
+                    node,
+                    resource_root,
+                    optional_old_self,
+                    &rule.message_expression,
+                );
+                let minfo = mchk.walk(&m, &mut Vec::new());
+                if let Some(e) = mchk.errors.first() {
+                    rule.diag.message_expression_error =
+                        Some(format!("messageExpression compilation failed: {e}"));
+                } else if obviously_not(&m, Kind::String) {
+                    rule.diag.message_expression_error =
+                        Some("messageExpression must evaluate to a string".to_string());
+                } else {
+                    rule.diag.message_expression_cost = minfo.cost;
+                    message_expr = Some(m);
+                }
+            }
+        }
+    }
+    let normalized_field_path = if rule.field_path.is_empty() {
+        None
+    } else {
+        valid_field_path(&rule.field_path, node).ok()
+    };
+    rule.compiled = Some(Arc::new(CompiledRule {
+        expr,
+        message_expr,
+        uses_old_self: chk.uses_old_self,
+        normalized_field_path,
+    }));
+}
+
+#[derive(PartialEq)]
+enum Kind {
+    Bool,
+    String,
+}
+
+/// Whether `e` certainly does not produce a value of `kind` (a tiny stand-in for type checking).
+fn obviously_not(e: &IdedExpr, kind: Kind) -> bool {
+    const ARITH: &[&str] = &["_+_", "_-_", "_*_", "_/_", "_%_", "-_"];
+    const LOGIC: &[&str] = &[
+        "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "_&&_", "_||_", "!_", "@in",
+    ];
+    match &e.expr {
+        Expr::Literal(LiteralValue::Boolean(_)) => kind != Kind::Bool,
+        Expr::Literal(LiteralValue::String(_)) => kind != Kind::String,
+        Expr::Literal(_) | Expr::List(_) | Expr::Map(_) => true,
+        Expr::Call(c) if c.target.is_none() && ARITH.contains(&c.func_name.as_str()) => {
+            kind == Kind::Bool || c.func_name != "_+_"
+        }
+        Expr::Call(c) if c.target.is_none() && LOGIC.contains(&c.func_name.as_str()) => {
+            kind == Kind::String
+        }
+        Expr::Comprehension(c) => match &c.accu_init.expr {
+            Expr::List(_) => true,
+            Expr::Literal(LiteralValue::Boolean(_)) => kind == Kind::String,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The (schema-derived) type of an expression, as far as the checker knows it.
+#[derive(Clone, Copy)]
+enum Ty<'a> {
+    Unknown,
+    /// A value described by a schema node; the flag marks resource roots / embedded resources,
+    /// which implicitly have `apiVersion`, `kind` and a restricted `metadata`.
+    Node(&'a Node, bool),
+    /// `metadata` of a resource: only `name` and `generateName` are visible.
+    Meta,
+}
+
+struct Info<'a> {
+    ty: Ty<'a>,
+    cost: u64,
+    /// Upper bound of the number of elements, for collection-valued expressions.
+    size: Option<u64>,
+}
+
+impl<'a> Info<'a> {
+    fn unknown(cost: u64) -> Self {
+        Info {
+            ty: Ty::Unknown,
+            cost,
+            size: None,
+        }
+    }
+}
+
+/// kube's `MinSerializedSize` estimate of a value of this schema.
+fn min_serialized_size(n: &Node) -> u64 {
+    if n.int_or_string {
+        return 1;
+    }
+    match n.ty.as_str() {
+        "string" => 2 + n.min_length.unwrap_or(0).max(0) as u64,
+        "boolean" => 4,
+        "integer" | "number" => 1,
+        "object" | "array" => 2,
+        _ => 1,
+    }
+}
+
+/// The maximum number of elements of a list or map node.
+fn max_elements(n: &Node) -> u64 {
+    match n.ty.as_str() {
+        "array" => match n.max_items {
+            Some(m) => m.max(0) as u64,
+            None => {
+                let item = n.items.as_deref().map_or(1, min_serialized_size);
+                (MAX_REQUEST_SIZE_BYTES - 2) / (item + 1)
+            }
+        },
+        "object" => match n.max_properties {
+            Some(m) => m.max(0) as u64,
+            None => {
+                let v = n.additional_schema().map_or(1, min_serialized_size);
+                (MAX_REQUEST_SIZE_BYTES - 2) / (v + 4)
+            }
+        },
+        _ => MAX_REQUEST_SIZE_BYTES / 2,
+    }
+}
+
+struct Checker<'a> {
+    node: &'a Node,
+    resource_root: bool,
+    optional_old_self: bool,
+    source: &'a str,
+    errors: Vec<String>,
+    uses_old_self: bool,
+}
+
+impl<'a> Checker<'a> {
+    fn new(node: &'a Node, resource_root: bool, optional_old_self: bool, source: &'a str) -> Self {
+        Checker {
+            node,
+            resource_root,
+            optional_old_self,
+            source,
+            errors: Vec::new(),
+            uses_old_self: false,
+        }
+    }
+
+    /// cel-go's error rendering: location plus a source snippet with a caret.
+    fn error_at(&mut self, needle: &str, msg: String) {
+        let Some(offset) = self.source.find(needle) else {
+            self.errors.push(format!("ERROR: <input>: {msg}"));
+            return;
+        };
+        let before = &self.source[..offset];
+        let line_no = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let col = self.source[line_start..offset].chars().count();
+        let line = self.source[line_start..].lines().next().unwrap_or("");
+        self.errors.push(format!(
+            "ERROR: <input>:{line_no}:{}: {msg}\n | {line}\n | {}^",
+            col + 1,
+            ".".repeat(col)
+        ));
+    }
+
+    fn select(&mut self, t: Ty<'a>, f: &str) -> Ty<'a> {
+        match t {
+            Ty::Unknown => Ty::Unknown,
+            Ty::Meta => {
+                if f != "name" && f != "generateName" {
+                    self.error_at(&format!(".{f}"), format!("undefined field '{f}'"));
+                }
+                Ty::Unknown
+            }
+            Ty::Node(n, resource) => {
+                if n.int_or_string || n.ty != "object" {
+                    return Ty::Unknown;
+                }
+                if resource {
+                    match f {
+                        "apiVersion" | "kind" => return Ty::Unknown,
+                        "metadata" => return Ty::Meta,
+                        _ => {}
+                    }
+                }
+                if let Some((_, p)) = n
+                    .properties
+                    .iter()
+                    .find(|(k, _)| escape(k).as_deref() == Some(f))
+                {
+                    return Ty::Node(p, p.embedded_resource);
+                }
+                match &n.additional_properties {
+                    Some(AdditionalProperties::Schema(ap)) => {
+                        return Ty::Node(ap, ap.embedded_resource)
+                    }
+                    Some(AdditionalProperties::Bool(true)) => return Ty::Unknown,
+                    _ => {}
+                }
+                if (n.has_properties() || resource) && !n.preserves_unknown() {
+                    self.error_at(&format!(".{f}"), format!("undefined field '{f}'"));
+                }
+                Ty::Unknown
+            }
+        }
+    }
+
+    fn lookup(
+        scope: &[(String, Ty<'a>, Option<u64>)],
+        name: &str,
+    ) -> Option<(Ty<'a>, Option<u64>)> {
+        scope
+            .iter()
+            .rev()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, t, s)| (*t, *s))
+    }
+
+    fn size_of(t: Ty<'a>) -> Option<u64> {
+        match t {
+            Ty::Node(n, _) if !n.int_or_string && (n.ty == "array" || n.ty == "object") => {
+                Some(max_elements(n))
+            }
+            _ => None,
+        }
+    }
+
+    fn walk(&mut self, e: &IdedExpr, scope: &mut Vec<(String, Ty<'a>, Option<u64>)>) -> Info<'a> {
+        match &e.expr {
+            Expr::Unspecified | Expr::Literal(_) => Info::unknown(0),
+            Expr::Ident(name) => {
+                if name.starts_with('@') || name == "__result__" {
+                    return Info::unknown(1);
+                }
+                if let Some((ty, size)) = Self::lookup(scope, name) {
+                    return Info { ty, cost: 1, size };
+                }
+                let ty = match name.as_str() {
+                    "self" => Ty::Node(self.node, self.resource_root),
+                    "oldSelf" => {
+                        self.uses_old_self = true;
+                        if self.optional_old_self {
+                            Ty::Unknown
+                        } else {
+                            Ty::Node(self.node, self.resource_root)
+                        }
+                    }
+                    n if TYPE_NAMES.contains(&n) => Ty::Unknown,
+                    n => {
+                        self.error_at(
+                            n,
+                            format!("undeclared reference to '{n}' (in container '')"),
+                        );
+                        Ty::Unknown
+                    }
+                };
+                Info {
+                    ty,
+                    cost: 1,
+                    size: Self::size_of(ty),
+                }
+            }
+            Expr::Select(s) => {
+                let op = self.walk(&s.operand, scope);
+                let ty = self.select(op.ty, &s.field);
+                Info {
+                    ty,
+                    cost: op.cost.saturating_add(1),
+                    size: Self::size_of(ty),
+                }
+            }
+            Expr::Call(c) => {
+                let mut cost: u64 = 1;
+                let namespaced = matches!(
+                    c.target.as_deref().map(|t| &t.expr),
+                    Some(Expr::Ident(ns)) if NAMESPACES.contains(&ns.as_str())
+                        && Self::lookup(scope, ns).is_none()
+                );
+                if let Some(t) = c.target.as_deref() {
+                    if !namespaced {
+                        cost = cost.saturating_add(self.walk(t, scope).cost);
+                    }
+                }
+                let fname = match c.target.as_deref().map(|t| &t.expr) {
+                    Some(Expr::Ident(ns)) if namespaced => format!("{ns}.{}", c.func_name),
+                    _ => c.func_name.clone(),
+                };
+                let operator = fname.starts_with(['_', '@', '!', '-']);
+                if !operator && !KNOWN_FUNCTIONS.contains(&fname.as_str()) {
+                    let needle = format!("{}(", c.func_name);
+                    self.error_at(
+                        &needle,
+                        format!("undeclared reference to '{fname}' (in container '')"),
+                    );
+                }
+                // Macros the parser does not expand (e.g. `optMap(v, expr)`) look like method
+                // calls whose leading arguments are fresh identifiers: treat those as bound.
+                let base = scope.len();
+                if c.target.is_some() && !namespaced && c.args.len() >= 2 {
+                    for a in &c.args[..c.args.len() - 1] {
+                        match &a.expr {
+                            Expr::Ident(n)
+                                if Self::lookup(scope, n).is_none()
+                                    && n != "self"
+                                    && n != "oldSelf" =>
+                            {
+                                scope.push((n.clone(), Ty::Unknown, None));
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+                let mut args = Vec::with_capacity(c.args.len());
+                for a in &c.args {
+                    let ai = self.walk(a, scope);
+                    cost = cost.saturating_add(ai.cost);
+                    args.push(ai);
+                }
+                scope.truncate(base);
+                match c.func_name.as_str() {
+                    "_?._" if args.len() == 2 => {
+                        if let Some(Expr::Literal(LiteralValue::String(f))) =
+                            c.args.get(1).map(|a| &a.expr)
+                        {
+                            let _ = self.select(args[0].ty, f.inner());
+                        }
+                        Info::unknown(cost)
+                    }
+                    "_[_]" if args.len() == 2 => {
+                        let ty = match args[0].ty {
+                            Ty::Node(n, _) if n.ty == "array" => match n.items.as_deref() {
+                                Some(i) => Ty::Node(i, i.embedded_resource),
+                                None => Ty::Unknown,
+                            },
+                            Ty::Node(n, _) if n.ty == "object" => match n.additional_schema() {
+                                Some(ap) => Ty::Node(ap, ap.embedded_resource),
+                                None => Ty::Unknown,
+                            },
+                            _ => Ty::Unknown,
+                        };
+                        Info {
+                            ty,
+                            cost,
+                            size: Self::size_of(ty),
+                        }
+                    }
+                    "_+_" if args.len() == 2 => {
+                        let size = match (args[0].size, args[1].size) {
+                            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+                            _ => None,
+                        };
+                        Info {
+                            ty: Ty::Unknown,
+                            cost,
+                            size,
+                        }
+                    }
+                    _ => Info::unknown(cost),
+                }
+            }
+            Expr::Comprehension(c) => {
+                let range = self.walk(&c.iter_range, scope);
+                let n = range.size.unwrap_or(MAX_REQUEST_SIZE_BYTES / 2);
+                let elem = match range.ty {
+                    Ty::Node(rn, _) if rn.ty == "array" => match rn.items.as_deref() {
+                        Some(i) => Ty::Node(i, i.embedded_resource),
+                        None => Ty::Unknown,
+                    },
+                    _ => Ty::Unknown,
+                };
+                let init = self.walk(&c.accu_init, scope);
+                let base = scope.len();
+                match &c.iter_var2 {
+                    // two-variable comprehensions bind (index or key, value)
+                    Some(v2) => {
+                        scope.push((c.iter_var.clone(), Ty::Unknown, None));
+                        scope.push((v2.clone(), elem, Self::size_of(elem)));
+                    }
+                    None => scope.push((c.iter_var.clone(), elem, Self::size_of(elem))),
+                }
+                scope.push((c.accu_var.clone(), Ty::Unknown, None));
+                let cond = self.walk(&c.loop_cond, scope);
+                let step = self.walk(&c.loop_step, scope);
+                let result = self.walk(&c.result, scope);
+                scope.truncate(base);
+                let body = cond.cost.saturating_add(step.cost);
+                Info {
+                    ty: Ty::Unknown,
+                    cost: range
+                        .cost
+                        .saturating_add(init.cost)
+                        .saturating_add(n.saturating_mul(body))
+                        .saturating_add(result.cost),
+                    size: Some(n),
+                }
+            }
+            Expr::List(l) => {
+                let mut cost: u64 = 1;
+                for x in &l.elements {
+                    cost = cost.saturating_add(self.walk(x, scope).cost);
+                }
+                Info {
+                    ty: Ty::Unknown,
+                    cost,
+                    size: Some(l.elements.len() as u64),
+                }
+            }
+            Expr::Map(m) => {
+                let mut cost: u64 = 1;
+                for en in &m.entries {
+                    match &en.expr {
+                        EntryExpr::MapEntry(me) => {
+                            cost = cost.saturating_add(self.walk(&me.key, scope).cost);
+                            cost = cost.saturating_add(self.walk(&me.value, scope).cost);
+                        }
+                        EntryExpr::StructField(sf) => {
+                            cost = cost.saturating_add(self.walk(&sf.value, scope).cost);
+                        }
+                    }
+                }
+                Info {
+                    ty: Ty::Unknown,
+                    cost,
+                    size: Some(m.entries.len() as u64),
+                }
+            }
+            Expr::Struct(s) => {
+                let mut cost: u64 = 1;
+                for en in &s.entries {
+                    match &en.expr {
+                        EntryExpr::MapEntry(me) => {
+                            cost = cost.saturating_add(self.walk(&me.value, scope).cost);
+                        }
+                        EntryExpr::StructField(sf) => {
+                            cost = cost.saturating_add(self.walk(&sf.value, scope).cost);
+                        }
+                    }
+                }
+                Info::unknown(cost)
+            }
+        }
+    }
+}
+
+/// kube's `ValidFieldPath`: a JSON path of field and map accessors valid for the schema, returned
+/// in `field.Path` string form.
+pub(crate) fn valid_field_path(path: &str, node: &Node) -> Result<String, String> {
+    let mut tokens: Vec<String> = Vec::new();
+    let chars: Vec<char> = path.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\'' {
+            let mut j = i + 1;
+            while j < chars.len() && !(chars[j] == '\'' && chars[j - 1] != '\\') {
+                j += 1;
+            }
+            let end = (j + 1).min(chars.len());
+            tokens.push(chars[i..end].iter().collect());
+            i = end;
+        } else if c == '.' || c == '[' || c == ']' {
+            tokens.push(c.to_string());
+            i += 1;
+        } else {
+            let mut j = i;
+            while j < chars.len() && !matches!(chars[j], '.' | '[' | ']') {
+                j += 1;
+            }
+            tokens.push(chars[i..j].iter().collect());
+            i = j;
+        }
+    }
+    let mut out = String::new();
+    let mut schema = node;
+    let mut it = tokens.into_iter();
+    let step = |schema: &mut &Node, out: &mut String, name: &str| -> Result<(), String> {
+        if schema.has_properties() {
+            let p = schema
+                .prop(name)
+                .ok_or_else(|| "does not refer to a valid field".to_string())?;
+            *out = field::child(out, name);
+            *schema = p;
+            Ok(())
+        } else if let Some(ap) = &schema.additional_properties {
+            *out = field::key(out, name);
+            match ap {
+                AdditionalProperties::Schema(s) => {
+                    *schema = s;
+                    Ok(())
+                }
+                AdditionalProperties::Bool(_) => Err("does not refer to a valid field".into()),
+            }
+        } else {
+            Err("does not refer to a valid field".into())
+        }
+    };
+    while let Some(tok) = it.next() {
+        match tok.as_str() {
+            "[" => {
+                let t = it.next().ok_or("unexpected end of JSON path")?;
+                if t.len() < 2 || !t.starts_with('\'') || !t.ends_with('\'') {
+                    return Err(format!("expected single quoted string but got {t}"));
+                }
+                let unescaped = unescape_single_quote(&t[1..t.len() - 1])?;
+                step(&mut schema, &mut out, &unescaped)?;
+                let close = it.next().ok_or("unexpected end of JSON path")?;
+                if close != "]" {
+                    return Err(format!("expected ] but got {close}"));
+                }
+            }
+            "." => {
+                let t = it.next().ok_or("unexpected end of JSON path")?;
+                step(&mut schema, &mut out, &t)?;
+            }
+            other => return Err(format!("expected [ or . but got: {other}")),
+        }
+    }
+    Ok(out)
+}
+
+fn unescape_single_quote(s: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('a') => out.push('\u{7}'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some('v') => out.push('\u{b}'),
+            Some('\'') => out.push('\''),
+            Some('\\') => out.push('\\'),
+            Some(o) => return Err(format!("invalid string literal: invalid escape char \\{o}")),
+            None => out.push('\\'),
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON -> CEL values
+// ---------------------------------------------------------------------------------------------
+
+fn key(s: &str) -> Key {
+    Key::String(Arc::new(s.to_string()))
+}
+
+fn cel_map(m: HashMap<Key, CelValue>) -> CelValue {
+    CelValue::Map(CelMap { map: Arc::new(m) })
+}
+
+fn schemaless(v: &Value) -> CelValue {
+    match v {
+        Value::Null => CelValue::Null,
+        Value::Bool(b) => CelValue::Bool(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                CelValue::Int(i)
+            } else if let Some(u) = n.as_u64() {
+                CelValue::UInt(u)
+            } else {
+                CelValue::Float(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Value::String(s) => CelValue::String(Arc::new(s.clone())),
+        Value::Array(a) => CelValue::List(Arc::new(a.iter().map(schemaless).collect())),
+        Value::Object(m) => cel_map(m.iter().map(|(k, v)| (key(k), schemaless(v))).collect()),
+    }
+}
+
+fn restricted_metadata(v: &Value) -> CelValue {
+    match v {
+        Value::Object(m) => cel_map(
+            m.iter()
+                .filter(|(k, _)| k.as_str() == "name" || k.as_str() == "generateName")
+                .map(|(k, v)| (key(k), schemaless(v)))
+                .collect(),
+        ),
+        other => schemaless(other),
+    }
+}
+
+fn string_value(s: &str, n: &Node) -> CelValue {
+    let fallback = || CelValue::String(Arc::new(s.to_string()));
+    match n.format.as_str() {
+        "duration" => match format::parse_duration_loose(s) {
+            Some(ns) => CelValue::Duration(chrono::Duration::nanoseconds(ns)),
+            None => fallback(),
+        },
+        "date" => match format::parse_date(s).and_then(|d| d.and_hms_opt(0, 0, 0)) {
+            Some(dt) => CelValue::Timestamp(dt.and_utc().fixed_offset()),
+            None => fallback(),
+        },
+        "date-time" => match format::parse_date_time(s) {
+            Some(t) => CelValue::Timestamp(t),
+            None => fallback(),
+        },
+        "byte" => {
+            use base64::Engine;
+            let engines = [
+                &base64::engine::general_purpose::STANDARD,
+                &base64::engine::general_purpose::URL_SAFE,
+            ];
+            engines
+                .iter()
+                .find_map(|e| e.decode(s).ok())
+                .map(|b| CelValue::Bytes(Arc::new(b)))
+                .unwrap_or_else(fallback)
+        }
+        _ => fallback(),
+    }
+}
+
+/// kube's `UnstructuredToVal`: maps JSON to CEL guided by the schema.
+pub(crate) fn to_cel(v: &Value, n: Option<&Node>, resource: bool) -> CelValue {
+    let Some(n) = n else {
+        return schemaless(v);
+    };
+    if v.is_null() {
+        return CelValue::Null;
+    }
+    if n.int_or_string {
+        return schemaless(v);
+    }
+    match (n.ty.as_str(), v) {
+        ("object", Value::Object(m)) => {
+            if resource || n.embedded_resource || n.has_properties() {
+                let meta_restricted = resource || n.embedded_resource;
+                let mut out = HashMap::with_capacity(m.len());
+                for (k, x) in m {
+                    let Some(ek) = escape(k) else { continue };
+                    let val = if meta_restricted && k == "metadata" {
+                        restricted_metadata(x)
+                    } else {
+                        let p = n.prop(k);
+                        to_cel(x, p, p.is_some_and(|p| p.embedded_resource))
+                    };
+                    out.insert(key(&ek), val);
+                }
+                cel_map(out)
+            } else if let Some(ap) = n.additional_schema() {
+                cel_map(
+                    m.iter()
+                        .map(|(k, x)| (key(k), to_cel(x, Some(ap), ap.embedded_resource)))
+                        .collect(),
+                )
+            } else {
+                schemaless(v)
+            }
+        }
+        ("array", Value::Array(a)) => {
+            let items = n.items.as_deref();
+            let emb = items.is_some_and(|i| i.embedded_resource);
+            CelValue::List(Arc::new(a.iter().map(|x| to_cel(x, items, emb)).collect()))
+        }
+        ("string", Value::String(s)) => string_value(s, n),
+        ("number", Value::Number(x)) => CelValue::Float(x.as_f64().unwrap_or(f64::NAN)),
+        ("integer", Value::Number(x)) => match x.as_i64() {
+            Some(i) => CelValue::Int(i),
+            None => match x.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => CelValue::Int(f as i64),
+                _ => schemaless(v),
+            },
+        },
+        _ => schemaless(v),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation
+// ---------------------------------------------------------------------------------------------
+
+fn root_context() -> &'static Context<'static> {
+    static CTX: OnceLock<Context<'static>> = OnceLock::new();
+    CTX.get_or_init(|| {
+        let mut ctx = Context::default().with_all();
+        ctx.add_function("dyn", dyn_identity);
+        ctx
+    })
+}
+
+/// cel-go's `dyn(x)`: the identity (there is no static typing to opt out of here).
+fn dyn_identity(This(v): This<CelValue>) -> Result<CelValue, ExecutionError> {
+    Ok(v)
+}
+
+/// Largest list/map anywhere in `v` (used as the size of collections computed by a rule).
+fn max_collection(v: &Value) -> u64 {
+    match v {
+        Value::Array(a) => a.iter().map(max_collection).fold(a.len() as u64, u64::max),
+        Value::Object(m) => m
+            .values()
+            .map(max_collection)
+            .fold(m.len() as u64, u64::max),
+        _ => 0,
+    }
+}
+
+struct RtEnv<'v> {
+    this: &'v Value,
+    old: Option<&'v Value>,
+    max_coll: u64,
+}
+
+fn json_field<'v>(v: &'v Value, f: &str) -> Option<&'v Value> {
+    let m = v.as_object()?;
+    if let Some(x) = m.get(f) {
+        return Some(x);
+    }
+    m.iter()
+        .find(|(k, _)| escape(k).as_deref() == Some(f))
+        .map(|(_, x)| x)
+}
+
+/// Resolves `self.a.b[0]`-style paths against the data.
+fn resolve_path<'v>(e: &IdedExpr, env: &RtEnv<'v>) -> Option<&'v Value> {
+    match &e.expr {
+        Expr::Ident(n) if n == "self" => Some(env.this),
+        Expr::Ident(n) if n == "oldSelf" => env.old,
+        Expr::Select(s) => json_field(resolve_path(&s.operand, env)?, &s.field),
+        Expr::Call(c) if c.func_name == "_[_]" && c.args.len() == 2 => {
+            let base = resolve_path(&c.args[0], env)?;
+            match &c.args[1].expr {
+                Expr::Literal(LiteralValue::String(s)) => json_field(base, s.inner()),
+                Expr::Literal(LiteralValue::Int(i)) => {
+                    base.as_array()?.get(usize::try_from(*i.inner()).ok()?)
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn rt_size(e: &IdedExpr, env: &RtEnv) -> u64 {
+    if let Some(v) = resolve_path(e, env) {
+        return match v {
+            Value::Array(a) => a.len() as u64,
+            Value::Object(m) => m.len() as u64,
+            _ => 0,
+        };
+    }
+    match &e.expr {
+        Expr::List(l) => l.elements.len() as u64,
+        Expr::Map(m) => m.entries.len() as u64,
+        Expr::Comprehension(c) => rt_size(&c.iter_range, env),
+        Expr::Call(c) if c.func_name == "_+_" && c.args.len() == 2 => {
+            rt_size(&c.args[0], env).saturating_add(rt_size(&c.args[1], env))
+        }
+        _ => env.max_coll,
+    }
+}
+
+/// Runtime cost estimate (see the module docs).
+fn rt_cost(e: &IdedExpr, env: &RtEnv) -> u64 {
+    match &e.expr {
+        Expr::Comprehension(c) => {
+            let n = rt_size(&c.iter_range, env);
+            let body = rt_cost(&c.loop_cond, env).saturating_add(rt_cost(&c.loop_step, env));
+            rt_cost(&c.iter_range, env)
+                .saturating_add(rt_cost(&c.accu_init, env))
+                .saturating_add(n.saturating_mul(body))
+                .saturating_add(rt_cost(&c.result, env))
+        }
+        Expr::Call(c) => {
+            let mut cost: u64 = 1;
+            if let Some(t) = &c.target {
+                cost = cost.saturating_add(rt_cost(t, env));
+            }
+            for a in &c.args {
+                cost = cost.saturating_add(rt_cost(a, env));
+            }
+            cost
+        }
+        Expr::Select(s) => rt_cost(&s.operand, env).saturating_add(1),
+        Expr::List(l) => l
+            .elements
+            .iter()
+            .fold(1u64, |acc, x| acc.saturating_add(rt_cost(x, env))),
+        Expr::Map(m) => m.entries.iter().fold(1u64, |acc, en| match &en.expr {
+            EntryExpr::MapEntry(me) => acc
+                .saturating_add(rt_cost(&me.key, env))
+                .saturating_add(rt_cost(&me.value, env)),
+            EntryExpr::StructField(sf) => acc.saturating_add(rt_cost(&sf.value, env)),
+        }),
+        Expr::Struct(s) => s.entries.iter().fold(1u64, |acc, en| match &en.expr {
+            EntryExpr::MapEntry(me) => acc.saturating_add(rt_cost(&me.value, env)),
+            EntryExpr::StructField(sf) => acc.saturating_add(rt_cost(&sf.value, env)),
+        }),
+        Expr::Literal(_) | Expr::Unspecified => 0,
+        Expr::Ident(_) => 1,
+    }
+}
+
+/// Renders an interpreter error the way cel-go words it.
+fn exec_error(e: &ExecutionError) -> (bool, String) {
+    match e {
+        ExecutionError::NoSuchOverload
+        | ExecutionError::UnsupportedBinaryOperator(..)
+        | ExecutionError::UnsupportedUnaryOperator(..)
+        | ExecutionError::ValuesNotComparable(..)
+        | ExecutionError::UnexpectedType { .. }
+        | ExecutionError::NotSupportedAsMethod { .. }
+        | ExecutionError::UnsupportedTargetType { .. }
+        | ExecutionError::InvalidArgumentCount { .. } => (true, "no such overload".to_string()),
+        ExecutionError::NoSuchKey(k) => (false, format!("no such key: {k}")),
+        ExecutionError::DivisionByZero(_) => (false, "division by zero".to_string()),
+        ExecutionError::RemainderByZero(_) => (false, "modulus by zero".to_string()),
+        ExecutionError::Overflow(..) => (false, "integer overflow".to_string()),
+        ExecutionError::IndexOutOfBounds(v) => {
+            (false, format!("index out of bounds: {}", scalar_text(v)))
+        }
+        ExecutionError::FunctionError { message, .. } => (false, message.clone()),
+        ExecutionError::UndeclaredReference(n) => (false, format!("no such attribute: {n}")),
+        other => (false, other.to_string()),
+    }
+}
+
+fn scalar_text(v: &CelValue) -> String {
+    match v {
+        CelValue::Int(i) => i.to_string(),
+        CelValue::UInt(u) => u.to_string(),
+        CelValue::Float(f) => field::go_format_float(*f),
+        CelValue::String(s) => s.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Where rule evaluation stands within one `validate_cel` call.
+pub(crate) struct Evaluation<'a> {
+    pub budget: u64,
+    pub out: &'a mut Vec<Violation>,
+    /// kube ≥ 1.30 `CRDValidationRatcheting`: errors of rules that do not use `oldSelf` are dropped
+    /// when the value is unchanged from the (correlated) old value.
+    pub ratcheting: bool,
+    max_coll: u64,
+}
+
+impl<'a> Evaluation<'a> {
+    pub(crate) fn new(out: &'a mut Vec<Violation>, obj: &Value, old: Option<&Value>) -> Self {
+        let max_coll = max_collection(obj)
+            .max(old.map_or(0, max_collection))
+            .max(1);
+        Evaluation {
+            budget: RUNTIME_COST_BUDGET,
+            out,
+            ratcheting: true,
+            max_coll,
+        }
+    }
+}
+
+/// Validates `obj` (and its descendants) against the rules of `node`. Returns `false` once the
+/// budget is exhausted (no further rules may run).
+pub(crate) fn validate_node(
+    ev: &mut Evaluation,
+    node: &Node,
+    path: &str,
+    obj: &Value,
+    old: Option<&Value>,
+    resource: bool,
+) -> bool {
+    if !node.has_rules || obj.is_null() {
+        return true;
+    }
+    if !node.validations.is_empty() && !validate_rules(ev, node, path, obj, old, resource) {
+        return false;
+    }
+    match obj {
+        Value::Array(a) => {
+            if let Some(items) = node.items.as_deref() {
+                let olds = correlate_list(node, old);
+                for (i, x) in a.iter().enumerate() {
+                    let o = olds
+                        .as_ref()
+                        .and_then(|m| m.get(&map_key(node, x)).copied());
+                    if !validate_node(
+                        ev,
+                        items,
+                        &field::index(path, i),
+                        x,
+                        o,
+                        items.embedded_resource,
+                    ) {
+                        return false;
+                    }
+                }
+            }
+        }
+        Value::Object(m) => {
+            let old_map = old.and_then(Value::as_object);
+            if let Some(ap) = node.additional_schema() {
+                for (k, x) in m {
+                    let o = old_map.and_then(|om| om.get(k));
+                    if !validate_node(ev, ap, &field::key(path, k), x, o, ap.embedded_resource) {
+                        return false;
+                    }
+                }
+            }
+            if node.has_properties() {
+                for (k, x) in m {
+                    if let Some(p) = node.prop(k) {
+                        let o = old_map.and_then(|om| om.get(k));
+                        if !validate_node(ev, p, &field::child(path, k), x, o, p.embedded_resource)
+                        {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    true
+}
+
+/// Key tuple of a `x-kubernetes-list-type: map` element.
+fn map_key(node: &Node, x: &Value) -> String {
+    let mut parts = Vec::with_capacity(node.list_map_keys.len());
+    for k in &node.list_map_keys {
+        parts.push(match x.get(k) {
+            Some(v) => field::go_json(v),
+            None => "<absent>".to_string(),
+        });
+    }
+    parts.join("\u{0}")
+}
+
+/// Old elements of a map-list by key; other lists do not correlate.
+fn correlate_list<'v>(node: &Node, old: Option<&'v Value>) -> Option<HashMap<String, &'v Value>> {
+    if node.list_type.as_deref() != Some("map") || node.list_map_keys.is_empty() {
+        return None;
+    }
+    let arr = old?.as_array()?;
+    Some(arr.iter().map(|x| (map_key(node, x), x)).collect())
+}
+
+fn validate_rules(
+    ev: &mut Evaluation,
+    node: &Node,
+    path: &str,
+    obj: &Value,
+    old: Option<&Value>,
+    resource: bool,
+) -> bool {
+    let self_val = to_cel(obj, Some(node), resource);
+    let old_val = old.map(|o| to_cel(o, Some(node), resource));
+    let unchanged = ev.ratcheting && old.is_some_and(|o| o == obj);
+    let ty = if node.int_or_string {
+        ""
+    } else {
+        node.ty.as_str()
+    };
+    let env = RtEnv {
+        this: obj,
+        old,
+        max_coll: ev.max_coll,
+    };
+    for rule in &node.validations {
+        if let Some(err) = &rule.diag.error {
+            ev.out.push(Violation::invalid(
+                path,
+                Bad::str(ty),
+                &format!("rule compile error: {err}"),
+            ));
+            continue;
+        }
+        let Some(c) = rule.compiled.as_deref() else {
+            continue;
+        };
+        let optional = rule.optional_old_self == Some(true);
+        if c.uses_old_self && old.is_none() && !optional {
+            continue;
+        }
+        let cost = rt_cost(&c.expr, &env);
+        if cost > PER_CALL_LIMIT {
+            ev.out.push(Violation::invalid(
+                path,
+                Bad::str(ty),
+                &format!(
+                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                    rule.error_string()
+                ),
+            ));
+            return false;
+        }
+        if cost > ev.budget {
+            ev.out.push(Violation::invalid(
+                path,
+                Bad::str(ty),
+                "validation failed due to running out of cost budget, no further validation rules will be run",
+            ));
+            return false;
+        }
+        ev.budget -= cost;
+
+        let old_binding = if optional {
+            Some(CelValue::Opaque(Arc::new(match &old_val {
+                Some(o) => OptionalValue::of(o.clone()),
+                None => OptionalValue::none(),
+            })))
+        } else {
+            old_val.clone()
+        };
+        let result = eval(&c.expr, &self_val, old_binding.as_ref());
+        let outcome = match result {
+            Ok(CelValue::Bool(true)) => continue,
+            Ok(CelValue::Bool(false)) => None,
+            Ok(_) => Some(format!(
+                "cel expression must evaluate to a bool evaluating rule: {}",
+                rule.error_string()
+            )),
+            Err(EvalError::Exec(e)) => {
+                let (overload, text) = exec_error(&e);
+                Some(if overload {
+                    format!("'{text}': call arguments did not match a supported operator, function or macro signature for rule: {}", rule.error_string())
+                } else {
+                    format!("{text} evaluating rule: {}", rule.error_string())
+                })
+            }
+            Err(EvalError::Panic) => {
+                ev.out.push(Violation::internal(
+                    path,
+                    &format!(
+                        "evaluation of validation rule panicked: {}",
+                        rule.error_string()
+                    ),
+                ));
+                continue;
+            }
+        };
+        if let Some(detail) = outcome {
+            ev.out.push(Violation::invalid(path, Bad::str(ty), &detail));
+            continue;
+        }
+        // The rule evaluated to false.
+        if unchanged && !c.uses_old_self {
+            continue;
+        }
+        let fld = match &c.normalized_field_path {
+            Some(p) if !p.is_empty() => field::child(path, p),
+            _ => path.to_string(),
+        };
+        let mut detail = None;
+        if let Some(m) = &c.message_expr {
+            let mcost = rt_cost(m, &env);
+            if mcost > PER_CALL_LIMIT {
+                ev.out.push(Violation::invalid(
+                    &fld,
+                    Bad::str(ty),
+                    &format!(
+                        "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                        field::go_quote(&rule.message_expression)
+                    ),
+                ));
+                return false;
+            }
+            if mcost > ev.budget {
+                ev.out.push(Violation::invalid(
+                    &fld,
+                    Bad::str(ty),
+                    "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
+                ));
+                return false;
+            }
+            ev.budget -= mcost;
+            if let Ok(CelValue::String(s)) = eval(m, &self_val, old_binding.as_ref()) {
+                let t = s.trim();
+                if !t.is_empty()
+                    && t.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES
+                    && !t.contains('\n')
+                {
+                    detail = Some(t.to_string());
+                }
+            }
+        }
+        let detail = detail.unwrap_or_else(|| rule.message_or_default());
+        let bad = Bad::str(ty);
+        ev.out.push(match rule.reason.as_deref() {
+            Some("FieldValueForbidden") => Violation::forbidden(&fld, &detail),
+            Some("FieldValueRequired") => Violation::required(&fld, &detail),
+            Some("FieldValueDuplicate") => Violation::duplicate(&fld, bad),
+            _ => Violation::invalid(&fld, bad, &detail),
+        });
+    }
+    true
+}
+
+enum EvalError {
+    Exec(ExecutionError),
+    Panic,
+}
+
+fn eval(expr: &IdedExpr, this: &CelValue, old: Option<&CelValue>) -> Result<CelValue, EvalError> {
+    catch_unwind(AssertUnwindSafe(|| {
+        let mut ctx = root_context().new_inner_scope();
+        ctx.add_variable_from_value("self", this.clone());
+        if let Some(o) = old {
+            ctx.add_variable_from_value("oldSelf", o.clone());
+        }
+        CelValue::resolve(expr, &ctx).map_err(EvalError::Exec)
+    }))
+    .unwrap_or(Err(EvalError::Panic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(v: Value) -> Node {
+        let mut errs = vec![];
+        let mut n = Node::parse(&v, "", &mut errs);
+        assert!(errs.is_empty(), "{errs:?}");
+        compile_tree(&mut n).expect("compile");
+        n
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape("foo").as_deref(), Some("foo"));
+        assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
+        assert_eq!(
+            escape("a-b.c/d").as_deref(),
+            Some("a__dash__b__dot__c__slash__d")
+        );
+        assert_eq!(escape("a__b").as_deref(), Some("a__underscores__b"));
+        assert_eq!(escape("my_field").as_deref(), Some("my_field"));
+        assert_eq!(escape("1abc"), None);
+        assert_eq!(escape("a b"), None);
+    }
+
+    fn diag(schema: Value) -> RuleDiag {
+        let n = node(schema);
+        n.validations[0].diag.clone()
+    }
+
+    #[test]
+    fn compile_errors() {
+        let d =
+            diag(json!({"type": "object", "x-kubernetes-validations": [{"rule": "self.x =="}]}));
+        assert!(
+            d.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("compilation failed: ERROR: <input>:1:")),
+            "{d:?}"
+        );
+        let d = diag(
+            json!({"type": "object", "properties": {"a": {"type": "string"}},
+            "x-kubernetes-validations": [{"rule": "self.b == 'x'"}]}),
+        );
+        assert_eq!(
+            d.error.as_deref(),
+            Some("compilation failed: ERROR: <input>:1:5: undefined field 'b'\n | self.b == 'x'\n | ....^")
+        );
+        let d = diag(json!({"type": "object", "x-kubernetes-validations": [{"rule": "foo > 1"}]}));
+        assert!(d
+            .error
+            .unwrap_or_default()
+            .contains("undeclared reference to 'foo'"));
+        let d = diag(json!({"type": "object", "x-kubernetes-validations": [{"rule": "1 + 2"}]}));
+        assert_eq!(
+            d.error.as_deref(),
+            Some("cel expression must evaluate to a bool")
+        );
+        let d = diag(
+            json!({"type": "object", "x-kubernetes-validations": [{"rule": "true", "messageExpression": "1 == 1"}]}),
+        );
+        assert_eq!(
+            d.message_expression_error.as_deref(),
+            Some("messageExpression must evaluate to a string")
+        );
+        // namespaced functions, macros and comprehension variables are fine
+        let d = diag(
+            json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string"}}},
+            "x-kubernetes-validations": [{"rule": "sets.contains(self.l, ['a']) && self.l.all(x, x.size() > 0) && math.greatest(1, 2) == 2"}]}),
+        );
+        assert!(d.error.is_none(), "{d:?}");
+        assert!(!d.uses_old_self);
+        let d = diag(
+            json!({"type": "object", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}),
+        );
+        assert!(d.uses_old_self);
+    }
+
+    #[test]
+    fn root_metadata_is_restricted() {
+        let d = diag(
+            json!({"type": "object", "x-kubernetes-validations": [{"rule": "self.metadata.name.size() > 0 && has(self.kind)"}]}),
+        );
+        assert!(d.error.is_none(), "{d:?}");
+        let d = diag(
+            json!({"type": "object", "x-kubernetes-validations": [{"rule": "has(self.metadata.labels)"}]}),
+        );
+        assert!(d
+            .error
+            .unwrap_or_default()
+            .contains("undefined field 'labels'"));
+    }
+
+    #[test]
+    fn static_costs() {
+        let unbounded = json!({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "string"}}},
+            "x-kubernetes-validations": [{"rule": "self.l.all(x, self.l.all(y, x == y))"}]});
+        assert!(diag(unbounded).estimated_cost > STATIC_ESTIMATED_COST_LIMIT);
+        let bounded = json!({"type": "object", "properties": {"l": {"type": "array", "maxItems": 10, "items": {"type": "string"}}},
+            "x-kubernetes-validations": [{"rule": "self.l.all(x, self.l.all(y, x == y))"}]});
+        assert!(diag(bounded).estimated_cost < 1000);
+    }
+
+    #[test]
+    fn field_paths() {
+        let n = node(json!({"type": "object", "properties": {
+            "a": {"type": "object", "properties": {"b.c": {"type": "string"}}},
+            "m": {"type": "object", "additionalProperties": {"type": "string"}}}}));
+        assert_eq!(valid_field_path(".a", &n).as_deref(), Ok("a"));
+        assert_eq!(valid_field_path(".a['b.c']", &n).as_deref(), Ok("a.b.c"));
+        assert_eq!(valid_field_path(".m.x", &n).as_deref(), Ok("m[x]"));
+        assert!(valid_field_path(".nope", &n).is_err());
+        assert!(valid_field_path("a", &n).is_err());
+    }
+
+    #[test]
+    fn values() {
+        let n = node(json!({"type": "object", "properties": {
+            "i": {"type": "integer"}, "n": {"type": "number"}, "d": {"type": "string", "format": "duration"},
+            "t": {"type": "string", "format": "date-time"}, "b": {"type": "string", "format": "byte"},
+            "m": {"type": "object", "additionalProperties": {"type": "string"}},
+            "x-y": {"type": "string"}}}));
+        let v = to_cel(
+            &json!({"i": 1, "n": 2, "d": "1m", "t": "2024-01-01T00:00:00Z", "b": "aGk=", "m": {"a-b": "c"}, "x-y": "z"}),
+            Some(&n),
+            true,
+        );
+        let CelValue::Map(m) = v else { panic!("map") };
+        assert_eq!(m.map.get(&key("i")), Some(&CelValue::Int(1)));
+        assert_eq!(m.map.get(&key("n")), Some(&CelValue::Float(2.0)));
+        assert!(matches!(m.map.get(&key("d")), Some(CelValue::Duration(_))));
+        assert!(matches!(m.map.get(&key("t")), Some(CelValue::Timestamp(_))));
+        assert_eq!(
+            m.map.get(&key("b")),
+            Some(&CelValue::Bytes(Arc::new(b"hi".to_vec())))
+        );
+        assert!(m.map.contains_key(&key("x__dash__y")));
+        let Some(CelValue::Map(inner)) = m.map.get(&key("m")) else {
+            panic!("m")
+        };
+        assert!(
+            inner.map.contains_key(&key("a-b")),
+            "map keys are not escaped"
+        );
+    }
+
+    #[test]
+    fn deep_expressions_do_not_overflow() {
+        let deep = "(".repeat(90) + "true" + &")".repeat(90);
+        let d = diag(json!({"type": "object", "x-kubernetes-validations": [{"rule": deep}]}));
+        assert!(d.error.is_none(), "{d:?}");
+        let deeper = "(".repeat(500) + "true" + &")".repeat(500);
+        let d = diag(json!({"type": "object", "x-kubernetes-validations": [{"rule": deeper}]}));
+        assert!(d.error.is_some());
+    }
+}

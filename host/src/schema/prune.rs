@@ -1,0 +1,216 @@
+//! Pruning of unknown fields (`apiextensions-apiserver/pkg/apiserver/schema/pruning`), including
+//! the ObjectMeta coercion kube applies to embedded resources.
+
+use serde_json::Value;
+
+use super::field;
+use super::node::{AdditionalProperties, Node};
+use super::objectmeta;
+
+const META_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
+
+fn is_meta(k: &str) -> bool {
+    META_FIELDS.contains(&k)
+}
+
+/// `PruneWithOptions(obj, s, isResourceRoot=true, TrackUnknownFieldPaths=true)`: returns the sorted
+/// paths of the removed fields.
+pub(crate) fn prune(root: &Node, obj: &mut Value) -> Vec<String> {
+    prune_node(root, obj, true)
+}
+
+/// `PruneWithOptions` for an arbitrary node; `resource_root` treats the node like an embedded
+/// resource (its `apiVersion`, `kind` and `metadata` are kept).
+pub(crate) fn prune_node(node: &Node, obj: &mut Value, resource_root: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    prune_value(obj, Some(node), resource_root, "", &mut out);
+    out.sort();
+    out
+}
+
+fn additional(s: &Node) -> Option<Option<&Node>> {
+    match &s.additional_properties {
+        None => None,
+        Some(AdditionalProperties::Bool(_)) => Some(None),
+        Some(AdditionalProperties::Schema(ap)) => Some(Some(ap)),
+    }
+}
+
+/// Embedded (non-root) resources get unknown ObjectMeta fields removed.
+fn coerce_metadata(v: &mut Value, path: &str, root: bool, out: &mut Vec<String>) {
+    if root {
+        return;
+    }
+    let meta_path = field::child(path, "metadata");
+    for k in objectmeta::prune_embedded_metadata(v) {
+        out.push(field::child(&meta_path, &k));
+    }
+}
+
+fn prune_value(x: &mut Value, s: Option<&Node>, root: bool, path: &str, out: &mut Vec<String>) {
+    if let Some(s) = s {
+        if s.preserves_unknown() {
+            skip_prune(x, s, root, path, out);
+            return;
+        }
+    }
+    match x {
+        Value::Object(m) => {
+            let Some(s) = s else {
+                let keys: Vec<String> = m.keys().cloned().collect();
+                for k in keys {
+                    out.push(field::child(path, &k));
+                }
+                m.clear();
+                return;
+            };
+            let embedded = root || s.embedded_resource;
+            let keys: Vec<String> = m.keys().cloned().collect();
+            for k in keys {
+                if embedded && is_meta(&k) {
+                    if k == "metadata" {
+                        if let Some(v) = m.get_mut(&k) {
+                            coerce_metadata(v, path, root, out);
+                        }
+                    }
+                    continue;
+                }
+                if let Some(p) = s.prop(&k) {
+                    if let Some(v) = m.get_mut(&k) {
+                        prune_value(v, Some(p), false, &field::child(path, &k), out);
+                    }
+                } else if let Some(ap) = additional(s) {
+                    if let Some(v) = m.get_mut(&k) {
+                        prune_value(v, ap, false, &field::child(path, &k), out);
+                    }
+                } else {
+                    if !is_meta(&k) || !path.is_empty() {
+                        out.push(field::child(path, &k));
+                    }
+                    m.remove(&k);
+                }
+            }
+        }
+        Value::Array(a) => {
+            let items = s.and_then(|s| s.items.as_deref());
+            for (i, v) in a.iter_mut().enumerate() {
+                prune_value(v, items, false, &field::index(path, i), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn skip_prune(x: &mut Value, s: &Node, root: bool, path: &str, out: &mut Vec<String>) {
+    match x {
+        Value::Object(m) => {
+            let embedded = root || s.embedded_resource;
+            for (k, v) in m.iter_mut() {
+                if embedded && is_meta(k) {
+                    if k == "metadata" {
+                        coerce_metadata(v, path, root, out);
+                    }
+                    continue;
+                }
+                if let Some(p) = s.prop(k) {
+                    prune_value(v, Some(p), false, &field::child(path, k), out);
+                } else if let Some(ap) = additional(s) {
+                    prune_value(v, ap, false, &field::child(path, k), out);
+                }
+            }
+        }
+        Value::Array(a) => {
+            if let Some(items) = s.items.as_deref() {
+                for (i, v) in a.iter_mut().enumerate() {
+                    skip_prune(v, items, false, &field::index(path, i), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(v: Value) -> Node {
+        let mut errs = vec![];
+        let n = Node::parse(&v, "", &mut errs);
+        assert!(errs.is_empty(), "{errs:?}");
+        n
+    }
+
+    #[test]
+    fn nested_unknown_fields() {
+        let n = node(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "a": {"type": "string"},
+            "list": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}}}}}}),
+        );
+        let mut obj = json!({"apiVersion": "v1", "kind": "K", "metadata": {"name": "x", "whatever": 1},
+            "spec": {"a": "1", "b": 2, "list": [{"k": "v", "z": 1}]}, "status": {}});
+        let pruned = prune(&n, &mut obj);
+        assert_eq!(pruned, vec!["spec.b", "spec.list[0].z", "status"]);
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "v1", "kind": "K", "metadata": {"name": "x", "whatever": 1},
+                "spec": {"a": "1", "list": [{"k": "v"}]}})
+        );
+    }
+
+    #[test]
+    fn preserve_unknown_fields() {
+        let n = node(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"typed": {"type": "object", "properties": {"a": {"type": "string"}}}}}}}),
+        );
+        let mut obj = json!({"spec": {"free": {"x": 1}, "typed": {"a": "1", "b": 2}}});
+        assert_eq!(prune(&n, &mut obj), vec!["spec.typed.b"]);
+        assert_eq!(
+            obj,
+            json!({"spec": {"free": {"x": 1}, "typed": {"a": "1"}}})
+        );
+    }
+
+    #[test]
+    fn embedded_resources() {
+        let n = node(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}}}}}),
+        );
+        let mut obj = json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "bogus": true}, "spec": {"a": "x", "b": "y"}, "extra": 1}}});
+        assert_eq!(
+            prune(&n, &mut obj),
+            vec![
+                "spec.template.extra",
+                "spec.template.metadata.bogus",
+                "spec.template.spec.b"
+            ]
+        );
+        assert_eq!(
+            obj,
+            json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p"}, "spec": {"a": "x"}}}})
+        );
+    }
+
+    #[test]
+    fn additional_properties() {
+        let n = node(
+            json!({"type": "object", "properties": {"labels": {"type": "object",
+            "additionalProperties": {"type": "object", "properties": {"v": {"type": "string"}}}}}}),
+        );
+        let mut obj = json!({"labels": {"a": {"v": "1", "w": 2}}});
+        assert_eq!(prune(&n, &mut obj), vec!["labels.a.w"]);
+        let n = node(
+            json!({"type": "object", "properties": {"m": {"type": "object", "additionalProperties": true}}}),
+        );
+        let mut obj = json!({"m": {"a": 1, "b": {"c": 1}}});
+        assert_eq!(prune(&n, &mut obj), vec!["m.b.c"]);
+    }
+}
