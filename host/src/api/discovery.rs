@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
@@ -34,7 +34,83 @@ pub async fn healthy() -> &'static str {
     "ok"
 }
 
-pub async fn core_versions() -> Response {
+/// Media type of aggregated discovery (v2), which clients ask for first.
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+fn wants_aggregated(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|a| a.split(',').next())
+        .is_some_and(|first| {
+            let params: Vec<&str> = first.split(';').map(str::trim).collect();
+            params.contains(&"g=apidiscovery.k8s.io")
+                && params.contains(&"v=v2")
+                && params.contains(&"as=APIGroupDiscoveryList")
+        })
+}
+
+/// One group's entry in an `APIGroupDiscoveryList`.
+fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| {
+            let resources: Vec<Value> = state
+                .registry
+                .in_group_version(group, v)
+                .iter()
+                .map(|r| {
+                    let kind = json!({"group": r.group, "version": r.version, "kind": r.kind});
+                    let mut subs = Vec::new();
+                    if r.status_subresource {
+                        subs.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+                    }
+                    if r.custom.as_ref().is_some_and(|c| c.scale.is_some()) {
+                        subs.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
+                    }
+                    let mut e = json!({
+                        "resource": r.resource,
+                        "responseKind": kind,
+                        "scope": if r.namespaced() { "Namespaced" } else { "Cluster" },
+                        "singularResource": r.singular,
+                        "verbs": r.verbs(),
+                    });
+                    if !r.short_names.is_empty() {
+                        e["shortNames"] = json!(r.short_names);
+                    }
+                    if !r.categories.is_empty() {
+                        e["categories"] = json!(r.categories);
+                    }
+                    if !subs.is_empty() {
+                        e["subresources"] = json!(subs);
+                    }
+                    e
+                })
+                .collect();
+            json!({"version": v, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    let mut metadata = json!({"creationTimestamp": null});
+    if !group.is_empty() {
+        metadata["name"] = json!(group);
+    }
+    json!({"metadata": metadata, "versions": versions})
+}
+
+fn aggregated_response(items: Vec<Value>) -> Response {
+    let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
+    let mut resp = json_response(StatusCode::OK, body.to_string());
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
+    resp.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
+    resp
+}
+
+pub async fn core_versions(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if wants_aggregated(&headers) {
+        return aggregated_response(vec![aggregated_group(&state, "", &["v1".to_owned()])]);
+    }
     let body = json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -43,7 +119,16 @@ pub async fn core_versions() -> Response {
     json_response(StatusCode::OK, body.to_string())
 }
 
-pub async fn group_list(State(state): State<Arc<AppState>>) -> Response {
+pub async fn group_list(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if wants_aggregated(&headers) {
+        let items = state
+            .registry
+            .groups()
+            .iter()
+            .map(|(g, vs)| aggregated_group(&state, g, vs))
+            .collect();
+        return aggregated_response(items);
+    }
     let groups: Vec<Value> = state
         .registry
         .groups()
