@@ -1,7 +1,8 @@
 //! `turtles-bench`: the API benchmark. Starts the release binary (`$TURTLES_BIN`) on loopback
 //! with a fresh data directory and measures, in one run: time to ready, idle RSS, durable creates
 //! per second with 8 concurrent keep-alive clients (create p50/p99), LIST of 2,000 ConfigMaps,
-//! watch delivery latency with 100 watchers, and RSS after the load. Run it with
+//! watch delivery latency with 100 watchers, RSS after the load, and custom-resource creates
+//! (20-field schema) beside ConfigMap creates. Run it with
 //! `cargo xtask bench`; it prints a markdown table.
 
 use std::path::PathBuf;
@@ -141,6 +142,66 @@ fn configmap(name: &str) -> serde_json::Value {
     })
 }
 
+/// A CRD with a 20-field schema (types, enums, patterns, bounds, defaults, a nested object).
+fn widget_crd() -> serde_json::Value {
+    let mut props = serde_json::Map::new();
+    for i in 0..8 {
+        props.insert(format!("s{i}"), json!({"type": "string", "maxLength": 64}));
+    }
+    for i in 0..6 {
+        props.insert(
+            format!("n{i}"),
+            json!({"type": "integer", "minimum": 0, "maximum": 1000000}),
+        );
+    }
+    props.insert(
+        "mode".into(),
+        json!({"type": "string", "enum": ["fast", "safe", "slow"], "default": "safe"}),
+    );
+    props.insert(
+        "host".into(),
+        json!({"type": "string", "pattern": "^[a-z0-9.-]+$"}),
+    );
+    props.insert(
+        "enabled".into(),
+        json!({"type": "boolean", "default": true}),
+    );
+    props.insert(
+        "tags".into(),
+        json!({"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"}),
+    );
+    props.insert(
+        "ratio".into(),
+        json!({"type": "number", "minimum": 0, "maximum": 1}),
+    );
+    props.insert("owner".into(), json!({"type": "object", "properties": {"name": {"type": "string"}, "team": {"type": "string"}}}));
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.bench.turtles.dev"},
+        "spec": {
+            "group": "bench.turtles.dev", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "required": ["s0", "host"], "properties": props}},
+            }}}],
+        },
+    })
+}
+
+fn widget(name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "bench.turtles.dev/v1", "kind": "Widget",
+        "metadata": {"name": name, "labels": {"app": "bench"}},
+        "spec": {
+            "s0": "alpha", "s1": "beta", "s2": "gamma", "s3": "delta", "s4": "e", "s5": "f", "s6": "g", "s7": "h",
+            "n0": 1, "n1": 2, "n2": 3, "n3": 4, "n4": 5, "n5": 6,
+            "host": "svc.example.com", "tags": ["a", "b"], "ratio": 0.5,
+            "owner": {"name": "bench", "team": "turtles"},
+        },
+    })
+}
+
 /// `total` creates from `clients` concurrent keep-alive clients; returns (creates/s, latencies).
 async fn creates(
     url: &str,
@@ -148,12 +209,26 @@ async fn creates(
     clients: usize,
     total: usize,
 ) -> Result<(f64, Vec<Duration>)> {
+    creates_of(
+        format!("{url}/api/v1/namespaces/{ns}/configmaps"),
+        configmap,
+        clients,
+        total,
+    )
+    .await
+}
+
+async fn creates_of(
+    collection: String,
+    body: fn(&str) -> serde_json::Value,
+    clients: usize,
+    total: usize,
+) -> Result<(f64, Vec<Duration>)> {
     let lat = Arc::new(Mutex::new(Vec::with_capacity(total)));
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let url = url.to_owned();
-        let ns = ns.to_owned();
+        let collection = collection.clone();
         let lat = lat.clone();
         tasks.push(tokio::spawn(async move {
             let http = client();
@@ -161,8 +236,8 @@ async fn creates(
             for i in (c..total).step_by(clients) {
                 let t = Instant::now();
                 let r = http
-                    .post(format!("{url}/api/v1/namespaces/{ns}/configmaps"))
-                    .json(&configmap(&format!("cm-{i}")))
+                    .post(&collection)
+                    .json(&body(&format!("obj-{i}")))
                     .send()
                     .await?;
                 let code = r.status().as_u16();
@@ -389,6 +464,39 @@ async fn main() -> Result<()> {
             }
         }
     }
+    // Custom resources with a 20-field schema vs ConfigMaps, alternating on fresh hosts.
+    let mut cr_rates = Vec::new();
+    let mut cm_rates = Vec::new();
+    for _ in 0..rounds {
+        let (h, _) = Host::start(&[])?;
+        let c = client();
+        create_ns(&c, &h.url, "bench").await?;
+        let r = c
+            .post(format!(
+                "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                h.url
+            ))
+            .json(&widget_crd())
+            .send()
+            .await?;
+        if r.status().as_u16() != 201 {
+            bail!("CRD create: {} {}", r.status(), r.text().await?);
+        }
+        let (cm, _) = creates(&h.url, "bench", 8, total / 2).await?;
+        let (cr, _) = creates_of(
+            format!(
+                "{}/apis/bench.turtles.dev/v1/namespaces/bench/widgets",
+                h.url
+            ),
+            widget,
+            8,
+            total / 2,
+        )
+        .await?;
+        eprintln!("custom resources {cr:.0}/s vs configmaps {cm:.0}/s");
+        cr_rates.push(cr);
+        cm_rates.push(cm);
+    }
     let d = median(durable.clone());
     let n = median(nofsync);
     let mut p50s: Vec<f64> = durable_lat
@@ -420,6 +528,14 @@ async fn main() -> Result<()> {
     rows.push((
         format!("RSS after {total} creates"),
         format!("{:.1} MiB", median(rss_loaded)),
+    ));
+    let (crm, cmm) = (median(cr_rates), median(cm_rates));
+    rows.push((
+        format!(
+            "custom resource (20-field schema) creates/s vs ConfigMap creates/s, same host, {} each, median of {rounds}",
+            total / 2
+        ),
+        format!("{crm:.0}/s vs {cmm:.0}/s, ratio {:.2}", crm / cmm),
     ));
     // LIST of 2,000 and watch delivery on one host.
     let (h, _) = Host::start(&[])?;
