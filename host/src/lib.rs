@@ -5,6 +5,7 @@
 //! store publishes committed events to watchers. See `docs/architecture.md`.
 
 pub mod api;
+pub mod auth;
 pub mod crd;
 pub mod model;
 pub mod patch;

@@ -39,6 +39,36 @@ enum Command {
         /// Seconds between watch bookmarks.
         #[arg(long, default_value_t = 30)]
         bookmark_interval: u64,
+        /// Serve plain HTTP instead of HTTPS (tokens then cross the network in the clear).
+        #[arg(long)]
+        insecure_http: bool,
+        /// Extra subject alternative name for the generated serving certificate (repeatable).
+        #[arg(long = "tls-san")]
+        tls_san: Vec<String>,
+        /// Serve this certificate chain (PEM) instead of a generated one; needs --tls-key.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The private key (PEM) of --tls-cert.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Static bearer tokens in kube's CSV format: token,user,uid,"group1,group2".
+        #[arg(long)]
+        token_auth_file: Option<PathBuf>,
+    },
+    /// Mint a bearer token for a user and print a kubeconfig for it (or revoke the user's tokens).
+    Kubeconfig {
+        /// The data directory of the host the kubeconfig is for.
+        #[arg(long, default_value = "turtles-data", env = "TURTLES_DATA_DIR")]
+        data_dir: PathBuf,
+        /// User name the token authenticates as.
+        #[arg(long)]
+        user: String,
+        /// Group of the user (repeatable).
+        #[arg(long = "group")]
+        groups: Vec<String>,
+        /// Revoke every token minted for the user instead.
+        #[arg(long)]
+        revoke: bool,
     },
 }
 
@@ -59,6 +89,11 @@ fn main() -> anyhow::Result<()> {
             watch_history,
             no_fsync,
             bookmark_interval,
+            insecure_http,
+            tls_san,
+            tls_cert,
+            tls_key,
+            token_auth_file,
         } => {
             let cfg = turtles::server::ServeConfig {
                 data_dir,
@@ -69,11 +104,42 @@ fn main() -> anyhow::Result<()> {
                 api: turtles::api::ApiOptions {
                     bookmark_interval: std::time::Duration::from_secs(bookmark_interval.max(1)),
                 },
+                tls: turtles::server::TlsOptions {
+                    insecure_http,
+                    sans: tls_san,
+                    cert: tls_cert,
+                    key: tls_key,
+                },
+                token_auth_file,
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
             rt.block_on(turtles::server::serve(cfg))?;
+        }
+        Command::Kubeconfig {
+            data_dir,
+            user,
+            groups,
+            revoke,
+        } => {
+            if revoke {
+                let n = turtles::auth::tokens::revoke(&data_dir, &user)?;
+                eprintln!("revoked {n} token(s) of user {user:?}");
+                return Ok(());
+            }
+            let (server, ca) = turtles::server::recorded_server(&data_dir).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} has no admin.kubeconfig: start `turtles serve --data-dir {}` first",
+                    data_dir.display(),
+                    data_dir.display()
+                )
+            })?;
+            let token = turtles::auth::tokens::mint(&data_dir, &user, &groups)?;
+            print!(
+                "{}",
+                turtles::server::kubeconfig(&server, ca.as_deref(), &user, &token)
+            );
         }
     }
     Ok(())

@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
-
 use crate::api::{self, ApiOptions, AppState};
 use crate::model::Registry;
 use crate::service::Service;
@@ -32,6 +30,10 @@ pub enum ServerError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("authentication setup: {0}")]
+    Auth(crate::auth::tokens::TokenError),
+    #[error("TLS setup: {0}")]
+    Tls(crate::auth::tls::TlsError),
     #[error("serving: {0}")]
     Serve(std::io::Error),
     #[error("flushing the store at shutdown: {0}")]
@@ -41,6 +43,17 @@ pub enum ServerError {
 /// How long shutdown waits for open requests and watches to finish before dropping them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// Serve plain HTTP (tokens travel in the clear).
+    pub insecure_http: bool,
+    /// Extra SANs for the generated serving certificate.
+    pub sans: Vec<String>,
+    /// The operator's own certificate chain and key, instead of generated ones.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     pub data_dir: PathBuf,
@@ -49,19 +62,60 @@ pub struct ServeConfig {
     pub watch_history: usize,
     pub fsync: bool,
     pub api: ApiOptions,
+    pub tls: TlsOptions,
+    /// kube's static token file (`token,user,uid,"group1,group2"`).
+    pub token_auth_file: Option<PathBuf>,
 }
 
-/// The kubeconfig kubectl uses as is.
-pub fn kubeconfig(server: &str) -> String {
+/// A kubeconfig kubectl uses as is: the server, the CA to verify it with, and a bearer token.
+pub fn kubeconfig(server: &str, ca_pem: Option<&str>, user: &str, token: &str) -> String {
+    use base64::Engine;
+    let ca = ca_pem
+        .map(|pem| {
+            format!(
+                "    certificate-authority-data: {}\n",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: turtles\n  cluster:\n    server: {server}\nusers:\n- name: admin\n  user: {{}}\ncontexts:\n- name: turtles\n  context:\n    cluster: turtles\n    user: admin\n    namespace: default\ncurrent-context: turtles\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: turtles\n  cluster:\n    server: {server}\n{ca}users:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: turtles\n  context:\n    cluster: turtles\n    user: {user}\n    namespace: default\ncurrent-context: turtles\n"
     )
 }
 
-fn write_atomically(path: &Path, contents: &str) -> std::io::Result<()> {
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, contents)?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(contents.as_bytes())?;
+    f.sync_all()?;
     std::fs::rename(&tmp, path)
+}
+
+/// The server URL and CA recorded in `DATA/admin.kubeconfig` by a running (or the last) host.
+pub fn recorded_server(data_dir: &Path) -> Option<(String, Option<String>)> {
+    use base64::Engine;
+    let text = std::fs::read_to_string(data_dir.join("admin.kubeconfig")).ok()?;
+    let server = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: "))?
+        .to_owned();
+    let ca = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("certificate-authority-data: "))
+        .and_then(|b| {
+            base64::engine::general_purpose::STANDARD
+                .decode(b.trim())
+                .ok()
+        })
+        .and_then(|b| String::from_utf8(b).ok());
+    Some((server, ca))
 }
 
 /// Run the server until SIGINT or SIGTERM.
@@ -81,6 +135,10 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let registry = Arc::new(Registry::with_builtins());
     let service = Arc::new(Service::new(store.clone(), registry.clone()));
     service.bootstrap().await.map_err(ServerError::Bootstrap)?;
+    service
+        .ensure(crate::auth::rbac::bootstrap_objects())
+        .await
+        .map_err(ServerError::Bootstrap)?;
 
     if let Some(dir) = &cfg.controllers {
         tracing::warn!(
@@ -95,30 +153,57 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     crds.start(shutdown_rx.clone())
         .await
         .map_err(ServerError::Bootstrap)?;
+    // Identity: the admin token, minted tokens, the operator's static token file.
+    let admin_token = crate::auth::tokens::admin_token(&cfg.data_dir).map_err(ServerError::Auth)?;
+    let mut token_files = vec![crate::auth::tokens::minted_file(&cfg.data_dir)];
+    token_files.extend(cfg.token_auth_file.clone());
+    let authn = Arc::new(
+        crate::auth::Authenticator::new(&admin_token, token_files).map_err(ServerError::Auth)?,
+    );
+    let authz = Arc::new(crate::auth::Authorizer::new(store.clone()));
+    let tls = if cfg.tls.insecure_http {
+        None
+    } else {
+        let material = match (&cfg.tls.cert, &cfg.tls.key) {
+            (Some(cert), Some(key)) => crate::auth::tls::provided(cert, key),
+            _ => crate::auth::tls::generated(&cfg.data_dir.join("pki"), &cfg.tls.sans),
+        };
+        Some(material.map_err(ServerError::Tls)?)
+    };
     let state = Arc::new(AppState {
+        authn,
+        authz,
         crds,
         service,
         registry,
         options: cfg.api.clone(),
         shutdown: shutdown_rx,
     });
-    let app = api::router(state);
-    let listener = TcpListener::bind(cfg.listen)
-        .await
-        .map_err(|source| ServerError::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
+    let app = api::router(state).into_make_service();
+    let listener = std::net::TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
+        addr: cfg.listen,
+        source,
+    })?;
     let addr = listener.local_addr().map_err(|source| ServerError::Bind {
         addr: cfg.listen,
         source,
     })?;
-    let url = format!("http://{addr}");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{addr}");
     let kc_path = cfg.data_dir.join("admin.kubeconfig");
-    write_atomically(&kc_path, &kubeconfig(&url)).map_err(|source| ServerError::Kubeconfig {
+    let kc = kubeconfig(
+        &url,
+        tls.as_ref().map(|t| t.ca_pem.as_str()),
+        crate::auth::tokens::ADMIN_USER,
+        &admin_token,
+    );
+    write_private(&kc_path, &kc).map_err(|source| ServerError::Kubeconfig {
         path: kc_path.clone(),
         source,
     })?;
+    if tls.is_none() {
+        tracing::warn!("SERVING PLAIN HTTP (--insecure-http): bearer tokens and every object cross the network unencrypted");
+    }
     tracing::info!(
         url = %url,
         kubeconfig = %kc_path.display(),
@@ -127,23 +212,30 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         kc_path.display()
     );
 
-    let mut stopping = shutdown_tx.subscribe();
-    let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
-        wait_for_signal().await;
-        tracing::info!("shutting down: ending watches, finishing requests, flushing the store");
-        let _ = shutdown_tx.send(true);
-    });
-    // A client that stops reading (a stalled watch) would hold graceful shutdown forever: past
-    // the grace period its connection is dropped and the store is flushed regardless.
-    let result = tokio::select! {
-        r = serving => r,
-        _ = async {
-            let _ = stopping.wait_for(|s| *s).await;
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        } => {
-            tracing::warn!(grace = ?SHUTDOWN_GRACE, "connections still open after the grace period; closing them");
-            Ok(())
+    let handle = axum_server::Handle::new();
+    {
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down: ending watches, finishing requests, flushing the store");
+            let _ = shutdown_tx.send(true);
+            // A client that stops reading (a stalled watch) would hold shutdown forever: past the
+            // grace period its connection is dropped and the store is flushed regardless.
+            handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
+        });
+    }
+    let result = match tls {
+        Some(t) => {
+            let config = axum_server::tls_rustls::RustlsConfig::from_config(t.server_config);
+            match axum_server::tls_rustls::from_tcp_rustls(listener, config) {
+                Ok(server) => server.handle(handle).serve(app).await,
+                Err(e) => Err(e),
+            }
         }
+        None => match axum_server::from_tcp(listener) {
+            Ok(server) => server.handle(handle).serve(app).await,
+            Err(e) => Err(e),
+        },
     };
     let flushed = tokio::task::spawn_blocking(move || store.shutdown())
         .await

@@ -273,6 +273,39 @@ impl Service {
         Ok(())
     }
 
+    /// Create each object unless one of that kind and name exists (bootstrap policy).
+    pub async fn ensure(&self, objects: Vec<Value>) -> Result<()> {
+        for obj in objects {
+            let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+            let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+            let Some(ri) = self
+                .registry
+                .in_group_version(group, version)
+                .into_iter()
+                .find(|r| r.kind == kind)
+            else {
+                return Err(ApiError::internal(format!(
+                    "bootstrap object of unserved kind {av} {kind}"
+                )));
+            };
+            let ns = meta::namespace(&obj).to_owned();
+            if self
+                .store
+                .get(&Self::key(&ri, &ns, meta::name(&obj)))
+                .is_some()
+            {
+                continue;
+            }
+            match self.create(&ri, &ns, obj, &WriteOptions::default()).await {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     pub fn get(&self, ri: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>> {
         self.store
             .get(&Self::key(ri, ns, name))
@@ -607,6 +640,10 @@ impl Service {
         let Some(map) = obj.as_object_mut() else {
             return;
         };
+        // A custom resource with a status subresource cannot set status on create.
+        if ri.is_custom() && ri.status_subresource {
+            map.remove("status");
+        }
         match (ri.group.as_str(), ri.resource.as_str()) {
             ("", "namespaces") => {
                 map.insert("status".into(), json!({"phase": "Active"}));

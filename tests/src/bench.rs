@@ -22,7 +22,7 @@ struct Host {
 }
 
 impl Host {
-    fn start(extra: &[&str]) -> Result<(Self, Duration)> {
+    async fn start(extra: &[&str]) -> Result<(Self, Duration)> {
         let bin =
             std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
         let dir = std::env::temp_dir().join(format!(
@@ -44,32 +44,30 @@ impl Host {
         let kc = dir.join("admin.kubeconfig");
         let url = loop {
             if let Ok(t) = std::fs::read_to_string(&kc) {
-                if let Some(u) = t.lines().find_map(|l| l.trim().strip_prefix("server: ")) {
-                    break u.to_owned();
+                if let Ok((u, ca, token)) = turtles_tests::parse_kubeconfig(&t) {
+                    if let Ok(mut c) = CREDENTIALS.lock() {
+                        *c = Some((ca, token));
+                    }
+                    break u;
                 }
             }
             if start.elapsed() > Duration::from_secs(30) {
                 bail!("turtles did not start");
             }
-            std::thread::sleep(Duration::from_micros(200));
+            tokio::time::sleep(Duration::from_micros(200)).await;
         };
-        // Ready = answers /readyz.
-        let addr = url.trim_start_matches("http://").to_owned();
+        // Ready = answers /readyz (over TLS, verified against the host's CA).
+        let http = client();
         loop {
-            if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
-                use std::io::{Read, Write};
-                let _ =
-                    s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-                let mut buf = String::new();
-                let _ = s.read_to_string(&mut buf);
-                if buf.starts_with("HTTP/1.1 200") {
+            if let Ok(r) = http.get(format!("{url}/readyz")).send().await {
+                if r.status().as_u16() == 200 {
                     break;
                 }
             }
             if start.elapsed() > Duration::from_secs(30) {
                 bail!("turtles never became ready");
             }
-            std::thread::sleep(Duration::from_micros(200));
+            tokio::time::sleep(Duration::from_micros(200)).await;
         }
         let ready = start.elapsed();
         Ok((Host { child, url, dir }, ready))
@@ -115,11 +113,26 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
+/// CA and bearer token of the host under test (the bench runs one host at a time).
+static CREDENTIALS: std::sync::Mutex<Option<(Option<String>, String)>> =
+    std::sync::Mutex::new(None);
+
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(1)
-        .build()
-        .expect("http client")
+    let creds = CREDENTIALS.lock().ok().and_then(|c| c.clone());
+    let mut b = reqwest::Client::builder().use_rustls_tls();
+    if let Some((ca, token)) = creds {
+        if let Some(pem) = ca {
+            if let Ok(cert) = reqwest::Certificate::from_pem(pem.as_bytes()) {
+                b = b.add_root_certificate(cert);
+            }
+        }
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Ok(v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")) {
+            headers.insert(reqwest::header::AUTHORIZATION, v);
+        }
+        b = b.default_headers(headers);
+    }
+    b.pool_max_idle_per_host(1).build().expect("http client")
 }
 
 async fn create_ns(c: &reqwest::Client, url: &str, ns: &str) -> Result<()> {
@@ -424,7 +437,7 @@ async fn main() -> Result<()> {
     let mut ready = Vec::new();
     let mut idle = Vec::new();
     for _ in 0..5 {
-        let (h, r) = Host::start(&[])?;
+        let (h, r) = Host::start(&[]).await?;
         ready.push(r.as_secs_f64() * 1000.0);
         tokio::time::sleep(Duration::from_millis(300)).await;
         idle.push(h.rss_mib());
@@ -446,7 +459,7 @@ async fn main() -> Result<()> {
     let mut rss_loaded = Vec::new();
     for r in 0..rounds {
         for (mode, args) in [("durable", &[][..]), ("no-fsync", &["--no-fsync"][..])] {
-            let (h, _) = Host::start(args)?;
+            let (h, _) = Host::start(args).await?;
             let c = client();
             create_ns(&c, &h.url, "bench").await?;
             let (rate, lat) = creates(&h.url, "bench", 8, total).await?;
@@ -468,7 +481,7 @@ async fn main() -> Result<()> {
     let mut cr_rates = Vec::new();
     let mut cm_rates = Vec::new();
     for _ in 0..rounds {
-        let (h, _) = Host::start(&[])?;
+        let (h, _) = Host::start(&[]).await?;
         let c = client();
         create_ns(&c, &h.url, "bench").await?;
         let r = c
@@ -538,7 +551,7 @@ async fn main() -> Result<()> {
         format!("{crm:.0}/s vs {cmm:.0}/s, ratio {:.2}", crm / cmm),
     ));
     // LIST of 2,000 and watch delivery on one host.
-    let (h, _) = Host::start(&[])?;
+    let (h, _) = Host::start(&[]).await?;
     let c = client();
     create_ns(&c, &h.url, "list").await?;
     let http = client();

@@ -48,6 +48,9 @@ pub struct Server {
     pub data_dir: PathBuf,
     pub url: String,
     pub kubeconfig: PathBuf,
+    /// The admin's bearer token and the CA (PEM) from `admin.kubeconfig`.
+    pub token: String,
+    pub ca_pem: Option<String>,
     child: Option<Child>,
     keep_dir: bool,
     extra_args: Vec<String>,
@@ -69,6 +72,8 @@ impl Server {
             kubeconfig: data_dir.join("admin.kubeconfig"),
             data_dir,
             url: String::new(),
+            token: String::new(),
+            ca_pem: None,
             child: None,
             keep_dir: false,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
@@ -101,11 +106,10 @@ impl Server {
         let text = poll("admin.kubeconfig", Duration::from_secs(30), || {
             std::fs::read_to_string(&kc).ok()
         })?;
-        self.url = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("server: "))
-            .context("server: line in kubeconfig")?
-            .to_owned();
+        let (url, ca_pem, token) = parse_kubeconfig(&text)?;
+        self.url = url;
+        self.ca_pem = ca_pem;
+        self.token = token;
         Ok(())
     }
 
@@ -227,10 +231,16 @@ impl Server {
         KubectlStream { child, docs: rx }
     }
 
+    /// A raw client authenticated as the admin, trusting the server's CA.
     pub fn http(&self) -> Http {
+        self.http_with_token(Some(&self.token))
+    }
+
+    /// A raw client with this bearer token (or none), trusting the server's CA.
+    pub fn http_with_token(&self, token: Option<&str>) -> Http {
         Http {
             base: self.url.clone(),
-            client: reqwest::blocking_client(),
+            client: reqwest::blocking_client(self.ca_pem.as_deref(), token),
         }
     }
 }
@@ -308,12 +318,44 @@ fn uuid_like() -> String {
     format!("{nanos:x}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Server URL, CA PEM and bearer token of a kubeconfig written by turtles.
+pub fn parse_kubeconfig(text: &str) -> Result<(String, Option<String>, String)> {
+    use base64::Engine;
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(key).map(|v| v.trim().to_owned()))
+    };
+    let url = field("server: ").context("server: line in kubeconfig")?;
+    let ca = match field("certificate-authority-data: ") {
+        Some(b) => Some(String::from_utf8(
+            base64::engine::general_purpose::STANDARD.decode(b)?,
+        )?),
+        None => None,
+    };
+    let token = field("token: ").unwrap_or_default();
+    Ok((url, ca, token))
+}
+
 mod reqwest {
-    pub fn blocking_client() -> ::reqwest::blocking::Client {
-        ::reqwest::blocking::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .expect("http client")
+    pub fn blocking_client(
+        ca_pem: Option<&str>,
+        token: Option<&str>,
+    ) -> ::reqwest::blocking::Client {
+        let mut b = ::reqwest::blocking::Client::builder()
+            .use_rustls_tls()
+            .timeout(std::time::Duration::from_secs(30));
+        if let Some(pem) = ca_pem {
+            let cert = ::reqwest::Certificate::from_pem(pem.as_bytes()).expect("CA PEM");
+            b = b.add_root_certificate(cert);
+        }
+        if let Some(t) = token {
+            let mut headers = ::reqwest::header::HeaderMap::new();
+            let v = ::reqwest::header::HeaderValue::from_str(&format!("Bearer {t}"))
+                .expect("token header");
+            headers.insert(::reqwest::header::AUTHORIZATION, v);
+            b = b.default_headers(headers);
+        }
+        b.build().expect("http client")
     }
 }
 

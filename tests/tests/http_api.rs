@@ -252,7 +252,10 @@ fn every_list_has_resource_version_and_items() {
     for gv in group_versions {
         for r in get(&http, &gv)["resources"].as_array().unwrap() {
             let name = r["name"].as_str().unwrap();
-            if name.contains('/') {
+            let listable = r["verbs"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|v| v == "list"));
+            if name.contains('/') || !listable {
                 continue;
             }
             let path = if r["namespaced"] == true {

@@ -73,6 +73,21 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         return discovery::resource_list(state, group, version);
     }
     let target = resolve(state, group, version, rest)?;
+    if target.ri.create_only {
+        if req.method() != Method::POST || target.name.is_some() {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+        let user = req
+            .extensions()
+            .get::<crate::auth::Principal>()
+            .map(|p| p.0.clone())
+            .ok_or_else(|| ApiError::new(401, "Unauthorized", "Unauthorized"))?;
+        let body = read_body(req).await?;
+        let review = decode_json(&body)?;
+        return super::reviews::handle(state, &target.ri, &user, review);
+    }
     if target.scale {
         return scale(state, &target, req, &query).await;
     }
@@ -362,6 +377,11 @@ async fn read_body(req: Request) -> Result<Bytes, ApiError> {
         .and_then(|v| v.parse::<usize>().ok())
     {
         if len > MAX_BODY {
+            // Read (and drop) what the client is sending, so it gets our answer rather than a
+            // reset connection; give up on bodies far beyond the limit.
+            if len <= 8 * MAX_BODY {
+                let _ = axum::body::to_bytes(req.into_body(), 8 * MAX_BODY).await;
+            }
             return Err(too_large());
         }
     }

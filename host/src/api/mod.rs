@@ -1,11 +1,13 @@
 //! The HTTP face of the server: routing, content negotiation, discovery, Tables and watch
 //! streams. Only this module knows HTTP; every request ends in the [`Service`].
 
+mod access;
 mod discovery;
 mod error;
 mod handlers;
 mod openapi;
 pub mod protobuf;
+mod reviews;
 mod table;
 mod watch;
 
@@ -42,6 +44,8 @@ impl Default for ApiOptions {
 /// Shared by every handler.
 pub struct AppState {
     pub service: Arc<Service>,
+    pub authn: Arc<crate::auth::Authenticator>,
+    pub authz: Arc<crate::auth::Authorizer>,
     pub crds: Arc<crate::crd::controller::CrdController>,
     pub registry: Arc<Registry>,
     pub options: ApiOptions,
@@ -62,6 +66,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/openapi/v3", get(discovery::openapi_v3_root))
         .route("/openapi/v3/{*path}", get(discovery::openapi_v3_doc))
         .fallback(handlers::dispatch)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            access::authenticate_and_authorize,
+        ))
         .layer(middleware::from_fn(trace_request))
         .with_state(state)
 }

@@ -157,7 +157,7 @@ impl CrdController {
             self.service.registry.remove_custom(name);
             return Ok(());
         };
-        let crd = obj.value.clone();
+        let mut crd = obj.value.clone();
         if meta::meta_str(&crd, "deletionTimestamp").is_some() {
             return self.cleanup(&ri, name, crd).await;
         }
@@ -165,7 +165,10 @@ impl CrdController {
         if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
             finalizers.push(CLEANUP_FINALIZER.to_owned());
             let patch = json!({"metadata": {"finalizers": finalizers}}).to_string();
-            self.service
+            // Continue from what the patch wrote: the status update below is conditional on
+            // its resourceVersion.
+            crd = self
+                .service
                 .patch(
                     &ri,
                     "",
@@ -175,7 +178,10 @@ impl CrdController {
                     Subresource::Main,
                     &WriteOptions::default(),
                 )
-                .await?;
+                .await?
+                .object
+                .value
+                .clone();
         }
         let all = self
             .service

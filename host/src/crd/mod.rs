@@ -479,6 +479,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                     printer_columns,
                     scale,
                 })),
+                create_only: false,
             })
         })
         .collect()

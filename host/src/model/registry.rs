@@ -74,6 +74,8 @@ pub struct ResourceInfo {
     pub name_is_dns_label: bool,
     /// Set for custom resources (served because of a CRD).
     pub custom: Option<Arc<CustomResource>>,
+    /// A virtual, create-only resource (access reviews): nothing is stored.
+    pub create_only: bool,
 }
 
 impl ResourceInfo {
@@ -104,6 +106,9 @@ impl ResourceInfo {
     }
 
     pub fn verbs(&self) -> &'static [&'static str] {
+        if self.create_only {
+            return &["create"];
+        }
         &[
             "create",
             "delete",
@@ -127,6 +132,7 @@ struct Builtin {
     short: &'static [&'static str],
     categories: &'static [&'static str],
     status: bool,
+    create_only: bool,
 }
 
 const BUILTINS: &[Builtin] = &[
@@ -140,6 +146,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["ns"],
         categories: &[],
         status: true,
+        create_only: false,
     },
     Builtin {
         group: "",
@@ -151,6 +158,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["cm"],
         categories: &[],
         status: false,
+        create_only: false,
     },
     Builtin {
         group: "",
@@ -162,6 +170,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        create_only: false,
     },
     Builtin {
         group: "",
@@ -173,6 +182,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["sa"],
         categories: &[],
         status: false,
+        create_only: false,
     },
     Builtin {
         group: "",
@@ -184,6 +194,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["ev"],
         categories: &[],
         status: false,
+        create_only: false,
     },
     Builtin {
         group: "",
@@ -195,6 +206,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["po"],
         categories: &["all"],
         status: true,
+        create_only: false,
     },
     Builtin {
         group: "",
@@ -206,6 +218,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["no"],
         categories: &[],
         status: true,
+        create_only: false,
     },
     Builtin {
         group: "apiextensions.k8s.io",
@@ -217,6 +230,103 @@ const BUILTINS: &[Builtin] = &[
         short: &["crd", "crds"],
         categories: &["api-extensions"],
         status: true,
+        create_only: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        resource: "roles",
+        singular: "role",
+        kind: "Role",
+        namespaced: true,
+        short: &[],
+        categories: &[],
+        status: false,
+        create_only: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        resource: "rolebindings",
+        singular: "rolebinding",
+        kind: "RoleBinding",
+        namespaced: true,
+        short: &[],
+        categories: &[],
+        status: false,
+        create_only: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        resource: "clusterroles",
+        singular: "clusterrole",
+        kind: "ClusterRole",
+        namespaced: false,
+        short: &[],
+        categories: &[],
+        status: false,
+        create_only: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        resource: "clusterrolebindings",
+        singular: "clusterrolebinding",
+        kind: "ClusterRoleBinding",
+        namespaced: false,
+        short: &[],
+        categories: &[],
+        status: false,
+        create_only: false,
+    },
+    Builtin {
+        group: "authorization.k8s.io",
+        version: "v1",
+        resource: "selfsubjectaccessreviews",
+        singular: "selfsubjectaccessreview",
+        kind: "SelfSubjectAccessReview",
+        namespaced: false,
+        short: &[],
+        categories: &[],
+        status: false,
+        create_only: true,
+    },
+    Builtin {
+        group: "authorization.k8s.io",
+        version: "v1",
+        resource: "subjectaccessreviews",
+        singular: "subjectaccessreview",
+        kind: "SubjectAccessReview",
+        namespaced: false,
+        short: &[],
+        categories: &[],
+        status: false,
+        create_only: true,
+    },
+    Builtin {
+        group: "authorization.k8s.io",
+        version: "v1",
+        resource: "selfsubjectrulesreviews",
+        singular: "selfsubjectrulesreview",
+        kind: "SelfSubjectRulesReview",
+        namespaced: false,
+        short: &[],
+        categories: &[],
+        status: false,
+        create_only: true,
+    },
+    Builtin {
+        group: "authentication.k8s.io",
+        version: "v1",
+        resource: "selfsubjectreviews",
+        singular: "selfsubjectreview",
+        kind: "SelfSubjectReview",
+        namespaced: false,
+        short: &[],
+        categories: &[],
+        status: false,
+        create_only: true,
     },
     Builtin {
         group: "coordination.k8s.io",
@@ -228,6 +338,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        create_only: false,
     },
 ];
 
@@ -260,6 +371,7 @@ impl Registry {
                     status_subresource: b.status,
                     name_is_dns_label: b.resource == "namespaces",
                     custom: None,
+                    create_only: b.create_only,
                 })
             })
             .collect();

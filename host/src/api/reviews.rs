@@ -1,0 +1,130 @@
+//! Access reviews, answered from the same authorizer that guards every request:
+//! SelfSubjectAccessReview and SubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
+//! (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). Nothing is stored.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use super::error::json_response;
+use super::AppState;
+use crate::auth::{Attributes, Decision, UserInfo};
+use crate::model::{ApiError, ResourceInfo};
+
+fn s(v: &Value, ptr: &str) -> String {
+    v.pointer(ptr)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+fn attributes(spec: &Value) -> Result<Attributes, ApiError> {
+    if let Some(r) = spec.get("resourceAttributes") {
+        return Ok(Attributes {
+            verb: s(r, "/verb"),
+            resource_request: true,
+            api_group: s(r, "/group"),
+            resource: s(r, "/resource"),
+            subresource: s(r, "/subresource"),
+            namespace: s(r, "/namespace"),
+            name: s(r, "/name"),
+            path: String::new(),
+        });
+    }
+    if let Some(n) = spec.get("nonResourceAttributes") {
+        return Ok(Attributes {
+            verb: s(n, "/verb"),
+            resource_request: false,
+            api_group: String::new(),
+            resource: String::new(),
+            subresource: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+            path: s(n, "/path"),
+        });
+    }
+    Err(ApiError::invalid(
+        "authorization.k8s.io",
+        "SelfSubjectAccessReview",
+        "",
+        vec![crate::model::Cause::new(
+            "FieldValueRequired",
+            "spec.resourceAttributes",
+            "Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )],
+    ))
+}
+
+fn access_status(state: &AppState, user: &UserInfo, attrs: &Attributes) -> Value {
+    match state.authz.authorize(user, attrs) {
+        Decision::Allow { reason } => json!({"allowed": true, "reason": reason}),
+        Decision::Deny { reason } => {
+            let mut st = json!({"allowed": false});
+            if !reason.is_empty() {
+                st["reason"] = json!(reason);
+            }
+            st
+        }
+    }
+}
+
+/// Answer a review POST by the authenticated `user`.
+pub fn handle(
+    state: &AppState,
+    ri: &ResourceInfo,
+    user: &UserInfo,
+    body: Value,
+) -> Result<Response, ApiError> {
+    let mut out = body;
+    if !out.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    out["apiVersion"] = json!(ri.api_version());
+    out["kind"] = json!(ri.kind);
+    if out.get("metadata").is_none_or(|m| !m.is_object()) {
+        out["metadata"] = json!({});
+    }
+    out["metadata"]["creationTimestamp"] = Value::Null;
+    let spec = out.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let status = match ri.resource.as_str() {
+        "selfsubjectaccessreviews" => access_status(state, user, &attributes(&spec)?),
+        "subjectaccessreviews" => {
+            let mut groups: Vec<String> = spec
+                .get("groups")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|g| g.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let name = s(&spec, "/user");
+            if !name.is_empty() && !groups.iter().any(|g| g == crate::auth::AUTHENTICATED) {
+                groups.push(crate::auth::AUTHENTICATED.into());
+            }
+            let subject = UserInfo {
+                name,
+                uid: s(&spec, "/uid"),
+                groups,
+            };
+            access_status(state, &subject, &attributes(&spec)?)
+        }
+        "selfsubjectrulesreviews" => {
+            let ns = s(&spec, "/namespace");
+            let (resource_rules, non_resource_rules, incomplete) = state.authz.rules_for(user, &ns);
+            json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": incomplete})
+        }
+        "selfsubjectreviews" => {
+            let mut info = json!({"username": user.name, "groups": user.groups});
+            if !user.uid.is_empty() {
+                info["uid"] = json!(user.uid);
+            }
+            json!({"userInfo": info})
+        }
+        _ => return Err(ApiError::path_not_found()),
+    };
+    out["status"] = status;
+    Ok(json_response(StatusCode::CREATED, out.to_string()))
+}

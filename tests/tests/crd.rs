@@ -1,0 +1,1094 @@
+//! CustomResourceDefinitions end to end: the seed cert-manager `Certificate` CRD installed with
+//! the real kubectl, its instances driven through kubectl and raw HTTP.
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turtles_tests::{assert_status, item_names, poll, Server};
+
+const CRD_YAML: &str = include_str!("../../guest-examples/crds/certificates.cert-manager.io.yaml");
+const CRD_NAME: &str = "certificates.cert-manager.io";
+const CRD_PATH: &str =
+    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/certificates.cert-manager.io";
+const CERTS: &str = "/apis/cert-manager.io/v1/namespaces/default/certificates";
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `kubectl apply -f -` of `yaml`, which must succeed; returns stdout.
+fn apply(s: &Server, yaml: &str) -> String {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], yaml);
+    assert!(
+        out.status.success(),
+        "kubectl apply failed: {}\n{yaml}",
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+/// The condition of this `type` on a CRD (or any object with status.conditions).
+fn condition(obj: &Value, kind: &str) -> Option<Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+        .cloned()
+}
+
+/// Poll `kubectl get crd NAME -o json` until the condition has this status; returns it.
+fn wait_condition(s: &Server, crd: &str, kind: &str, status: &str) -> Value {
+    poll(
+        &format!("{crd}: condition {kind}={status}"),
+        DEADLINE,
+        || {
+            let obj = s.kubectl_json(&["get", "crd", crd]);
+            condition(&obj, kind).filter(|c| c["status"] == status)
+        },
+    )
+    .unwrap()
+}
+
+/// Install the seed CRD and wait until it is Established.
+fn install(s: &Server) {
+    let out = apply(s, CRD_YAML);
+    assert!(out.contains("created"), "{out}");
+    wait_condition(s, CRD_NAME, "Established", "True");
+}
+
+/// A Certificate body (JSON) with the required fields.
+fn cert(name: &str) -> Value {
+    json!({
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": name},
+        "spec": {"secretName": format!("{name}-tls"), "issuerRef": {"name": "letsencrypt"}},
+    })
+}
+
+/// A Certificate manifest (YAML) with the required fields and `extra` lines under `spec`.
+fn cert_yaml(name: &str, extra_spec: &str) -> String {
+    format!(
+        "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: {name}\nspec:\n  secretName: {name}-tls\n  issuerRef:\n    name: letsencrypt\n{extra_spec}"
+    )
+}
+
+fn create_raw(s: &Server, body: &Value) -> Value {
+    let r = s.http().post_json(CERTS, body);
+    assert_eq!(r.status, 201, "create: {}", r.text());
+    r.json()
+}
+
+fn get_raw(s: &Server, path: &str) -> Value {
+    let r = s.http().get(path);
+    assert_eq!(r.status, 200, "GET {path}: {}", r.text());
+    r.json()
+}
+
+fn generation(obj: &Value) -> i64 {
+    obj["metadata"]["generation"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no metadata.generation in {obj}"))
+}
+
+/// Rows of a `kubectl get` table, each split on whitespace (the header first).
+fn table(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+/// The table row whose NAME is `name` (or `kind.group/name`, as category listings may print).
+fn row<'a>(rows: &'a [Vec<String>], name: &str, out: &str) -> &'a Vec<String> {
+    rows.iter()
+        .skip(1)
+        .find(|r| r[0] == name || r[0].ends_with(&format!("/{name}")))
+        .unwrap_or_else(|| panic!("no row {name}:\n{out}"))
+}
+
+#[test]
+fn crd_is_established_served_and_discoverable() {
+    let s = Server::start().unwrap();
+    // Nothing is served before the CRD exists.
+    assert_eq!(s.http().get(CERTS).status, 404);
+
+    let out = apply(&s, CRD_YAML);
+    assert!(out.contains(CRD_NAME) && out.contains("created"), "{out}");
+    let established = wait_condition(&s, CRD_NAME, "Established", "True");
+    assert!(
+        established["lastTransitionTime"].is_string(),
+        "{established}"
+    );
+    let accepted = wait_condition(&s, CRD_NAME, "NamesAccepted", "True");
+    assert_eq!(accepted["reason"], "NoConflicts", "{accepted}");
+    s.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=30s",
+        &format!("crd/{CRD_NAME}"),
+    ]);
+    let crd = s.kubectl_json(&["get", "crd", CRD_NAME]);
+    assert_eq!(
+        crd["status"]["acceptedNames"]["kind"], "Certificate",
+        "{crd}"
+    );
+    assert_eq!(
+        crd["status"]["acceptedNames"]["shortNames"],
+        json!(["cert", "certs"])
+    );
+    assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+    assert_eq!(
+        crd["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"]),
+        "{crd}"
+    );
+    // Settling a new CRD (finalizer, then status) does not trip over its own writes.
+    let log = s.log();
+    assert!(!log.contains("reconciling CRD failed"), "{log}");
+
+    // `kubectl get crd` lists it.
+    let out = s.kubectl_ok(&["get", "crd"]);
+    let rows = table(&out);
+    assert_eq!(rows[0][0], "NAME", "{out}");
+    row(&rows, CRD_NAME, &out);
+
+    // `kubectl api-resources` lists it with its short names.
+    let out = s.kubectl_ok(&["api-resources"]);
+    let line = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("certificates"))
+        .unwrap_or_else(|| panic!("certificates not in api-resources:\n{out}"));
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        cols,
+        [
+            "certificates",
+            "cert,certs",
+            "cert-manager.io/v1",
+            "true",
+            "Certificate"
+        ],
+        "{out}"
+    );
+    let out = s.kubectl_ok(&["api-resources", "--categories=cert-manager", "-o", "name"]);
+    assert_eq!(out.trim(), "certificates.cert-manager.io", "{out}");
+
+    // Discovery: the group and its resources (with the status subresource).
+    let list = get_raw(&s, "/apis/cert-manager.io/v1");
+    let names: Vec<&str> = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(names.contains(&"certificates"), "{list}");
+    assert!(names.contains(&"certificates/status"), "{list}");
+    // The collection is served, empty.
+    assert!(item_names(&get_raw(&s, CERTS)).is_empty());
+}
+
+#[test]
+fn printer_columns_by_short_name_and_category() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let out = apply(&s, &cert_yaml("web", ""));
+    assert!(
+        out.contains("certificate.cert-manager.io/web created"),
+        "{out}"
+    );
+    let r = s.http().patch(
+        &format!("{CERTS}/web/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"conditions": [{"type": "Ready", "status": "True", "message": "Issued"}]}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    for resource in ["certs", "cert", "certificates", "cert-manager"] {
+        let out = s.kubectl_ok(&["get", resource]);
+        let rows = table(&out);
+        assert_eq!(
+            rows[0],
+            ["NAME", "READY", "SECRET", "AGE"],
+            "get {resource}:\n{out}"
+        );
+        let web = row(&rows, "web", &out);
+        assert_eq!(web.len(), 4, "{out}");
+        assert_eq!(web[1], "True", "{out}");
+        assert_eq!(web[2], "web-tls", "{out}");
+        assert!(
+            web[3].ends_with('s') || web[3].ends_with('m'),
+            "AGE is a duration: {out}"
+        );
+    }
+
+    let out = s.kubectl_ok(&["get", "certs", "-o", "wide"]);
+    let rows = table(&out);
+    assert_eq!(
+        rows[0],
+        ["NAME", "READY", "SECRET", "ISSUER", "STATUS", "AGE"],
+        "{out}"
+    );
+    let web = row(&rows, "web", &out);
+    assert_eq!(
+        web[1..5],
+        ["True", "web-tls", "letsencrypt", "Issued"],
+        "{out}"
+    );
+
+    // A certificate with no status yet: READY is empty, the other columns still line up.
+    apply(&s, &cert_yaml("fresh", ""));
+    let out = s.kubectl_ok(&["get", "cert-manager", "-o", "wide"]);
+    let rows = table(&out);
+    let fresh = row(&rows, "fresh", &out);
+    assert_eq!(fresh.len(), 4, "empty READY and STATUS cells: {out}");
+    assert_eq!(fresh[1..3], ["fresh-tls", "letsencrypt"], "{out}");
+}
+
+#[test]
+fn defaults_are_applied_and_unknown_fields_pruned() {
+    let s = Server::start().unwrap();
+    install(&s);
+    apply(&s, &cert_yaml("d", "  privateKey:\n    size: 2048\n"));
+    let c = s.kubectl_json(&["get", "cert", "d"]);
+    let spec = &c["spec"];
+    assert_eq!(spec["duration"], "2160h", "{c}");
+    assert_eq!(spec["replicas"], 1, "{c}");
+    assert_eq!(spec["issuerRef"]["kind"], "Issuer", "{c}");
+    assert_eq!(spec["issuerRef"]["group"], "cert-manager.io", "{c}");
+    assert_eq!(spec["issuerRef"]["name"], "letsencrypt", "{c}");
+    assert_eq!(spec["privateKey"]["algorithm"], "RSA", "{c}");
+    assert_eq!(spec["privateKey"]["rotationPolicy"], "Always", "{c}");
+    assert_eq!(spec["privateKey"]["size"], 2048, "{c}");
+    // A value given is not overwritten by the default.
+    apply(&s, &cert_yaml("given", "  duration: 720h\n  replicas: 4\n"));
+    let c = s.kubectl_json(&["get", "cert", "given"]);
+    assert_eq!(c["spec"]["duration"], "720h", "{c}");
+    assert_eq!(c["spec"]["replicas"], 4, "{c}");
+
+    // Without client-side validation kubectl asks the server to ignore unknown fields: pruned.
+    let yaml = cert_yaml("loose", "  bogusField: 1\n");
+    let out = s.kubectl_stdin(&["apply", "--validate=false", "-f", "-"], &yaml);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = s.kubectl_json(&["get", "cert", "loose"]);
+    assert!(c["spec"].get("bogusField").is_none(), "pruned: {c}");
+    assert_eq!(c["spec"]["secretName"], "loose-tls", "{c}");
+
+    // Raw HTTP, fieldValidation=Ignore: created, pruned, no warning.
+    let mut body = cert("ignored");
+    body["spec"]["zzz"] = json!("x");
+    body["topLevelJunk"] = json!(true);
+    let r = s
+        .http()
+        .post_json(&format!("{CERTS}?fieldValidation=Ignore"), &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(r.headers.get("warning").is_none(), "{:?}", r.headers);
+    let c = get_raw(&s, &format!("{CERTS}/ignored"));
+    assert!(c["spec"].get("zzz").is_none(), "{c}");
+    assert!(c.get("topLevelJunk").is_none(), "{c}");
+
+    // fieldValidation=Warn: created and pruned, with a Warning header naming the field.
+    let mut body = cert("warned");
+    body["spec"]["zzz"] = json!("x");
+    let r = s
+        .http()
+        .post_json(&format!("{CERTS}?fieldValidation=Warn"), &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let warnings: Vec<String> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("299") && w.contains("spec.zzz")),
+        "{warnings:?}"
+    );
+    assert!(r.json()["spec"].get("zzz").is_none(), "{}", r.text());
+    let c = get_raw(&s, &format!("{CERTS}/warned"));
+    assert!(c["spec"].get("zzz").is_none(), "{c}");
+
+    // fieldValidation=Strict: refused, nothing stored.
+    let mut body = cert("strict");
+    body["spec"]["zzz"] = json!("x");
+    let r = s
+        .http()
+        .post_json(&format!("{CERTS}?fieldValidation=Strict"), &body);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("spec.zzz"), "{}", r.text());
+    assert_status(&s.http().get(&format!("{CERTS}/strict")), 404, "NotFound");
+}
+
+#[test]
+fn status_is_reset_on_create() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let mut body = cert("c");
+    body["status"] = json!({"replicas": 5});
+    let created = create_raw(&s, &body);
+    assert!(created.get("status").is_none(), "{created}");
+    assert!(get_raw(&s, &format!("{CERTS}/c")).get("status").is_none());
+}
+
+#[test]
+fn kubectl_apply_with_unknown_field_fails_strict_validation() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &cert_yaml("strict", "  bogusField: 1\n"),
+    );
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(stderr(&out).contains("bogusField"), "{}", stderr(&out));
+    assert_status(&s.http().get(&format!("{CERTS}/strict")), 404, "NotFound");
+    // The same manifest without the field goes in.
+    apply(&s, &cert_yaml("strict", ""));
+}
+
+#[test]
+fn invalid_instance_names_every_bad_field() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let yaml = "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: bad\nspec:\n  issuerRef:\n    name: x\n    kind: Wrong\n";
+    let out = s.kubectl_stdin(&["create", "-f", "-"], yaml);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("is invalid"), "{err}");
+    assert!(err.contains("spec.secretName"), "{err}");
+    assert!(err.contains("spec.issuerRef.kind"), "{err}");
+    assert!(err.contains("Wrong"), "{err}");
+
+    let body = json!({
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": {"name": "bad"},
+        "spec": {"issuerRef": {"name": "x", "kind": "Wrong"}},
+    });
+    let r = s.http().post_json(CERTS, &body);
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(st["details"]["kind"], "Certificate", "{st}");
+    assert_eq!(st["details"]["group"], "cert-manager.io", "{st}");
+    assert_eq!(st["details"]["name"], "bad", "{st}");
+    let causes = st["details"]["causes"].as_array().expect("causes");
+    let cause = |field: &str| {
+        causes
+            .iter()
+            .find(|c| c["field"] == field)
+            .unwrap_or_else(|| panic!("no cause for {field}: {st}"))
+    };
+    assert_eq!(
+        cause("spec.secretName")["reason"],
+        "FieldValueRequired",
+        "{st}"
+    );
+    assert_eq!(
+        cause("spec.issuerRef.kind")["reason"],
+        "FieldValueNotSupported",
+        "{st}"
+    );
+    assert_status(&s.http().get(&format!("{CERTS}/bad")), 404, "NotFound");
+
+    // Other schema checks: bounds and formats.
+    let mut body = cert("bounds");
+    body["spec"]["replicas"] = json!(101);
+    body["spec"]["ipAddresses"] = json!(["not-an-ip"]);
+    let st = assert_status(&s.http().post_json(CERTS, &body), 422, "Invalid");
+    let fields: Vec<&str> = st["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["field"].as_str())
+        .collect();
+    assert!(fields.contains(&"spec.replicas"), "{st}");
+    assert!(
+        fields.iter().any(|f| f.starts_with("spec.ipAddresses")),
+        "{st}"
+    );
+}
+
+#[test]
+fn cel_rule_message_reaches_the_user() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &cert_yaml("same", "  duration: 1h\n  renewBefore: 1h\n"),
+    );
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("renewBefore must differ from duration"),
+        "{}",
+        stderr(&out)
+    );
+    assert_status(&s.http().get(&format!("{CERTS}/same")), 404, "NotFound");
+
+    // The rule sees defaults: renewBefore equal to the defaulted duration is refused too.
+    let mut body = cert("defaulted");
+    body["spec"]["renewBefore"] = json!("2160h");
+    let st = assert_status(&s.http().post_json(CERTS, &body), 422, "Invalid");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("renewBefore must differ from duration"),
+        "{st}"
+    );
+
+    // Different values pass.
+    apply(
+        &s,
+        &cert_yaml("differ", "  duration: 2h\n  renewBefore: 1h\n"),
+    );
+    let c = s.kubectl_json(&["get", "cert", "differ"]);
+    assert_eq!(c["spec"]["renewBefore"], "1h");
+
+    // An update that breaks the rule is refused as well.
+    let r = s.http().patch(
+        &format!("{CERTS}/differ"),
+        "application/merge-patch+json",
+        &json!({"spec": {"renewBefore": "2h"}}),
+    );
+    assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        get_raw(&s, &format!("{CERTS}/differ"))["spec"]["renewBefore"],
+        "1h"
+    );
+}
+
+#[test]
+fn explain_walks_the_schema() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let out = s.kubectl_ok(&["explain", "certificates.spec"]);
+    assert!(
+        out.contains("KIND:       Certificate") || out.contains("Certificate"),
+        "{out}"
+    );
+    let field = |name: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name}\t")) || l.trim() == name)
+            .unwrap_or_else(|| panic!("{name} not listed:\n{out}"))
+            .to_owned()
+    };
+    assert!(field("secretName").contains("-required-"), "{out}");
+    assert!(field("issuerRef").contains("-required-"), "{out}");
+    field("dnsNames");
+    assert!(out.contains("The certificate wanted."), "{out}");
+    let out = s.kubectl_ok(&["explain", "cert.spec.issuerRef.kind"]);
+    assert!(out.contains("Issuer or ClusterIssuer."), "{out}");
+}
+
+#[test]
+fn status_subresource_separates_spec_and_status() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let created = create_raw(&s, &cert("st"));
+    assert_eq!(generation(&created), 1);
+    let item = format!("{CERTS}/st");
+
+    // PATCH /status: status changes, spec does not, generation stays.
+    let r = s.http().patch(
+        &format!("{item}/status"),
+        "application/merge-patch+json",
+        &json!({"spec": {"secretName": "sneaky"}, "status": {"replicas": 2}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let c = r.json();
+    assert_eq!(c["status"]["replicas"], 2, "{c}");
+    assert_eq!(c["spec"]["secretName"], "st-tls", "{c}");
+    assert_eq!(generation(&c), 1, "{c}");
+    let c = get_raw(&s, &item);
+    assert_eq!(c["status"]["replicas"], 2, "{c}");
+    assert_eq!(c["spec"]["secretName"], "st-tls", "{c}");
+
+    // PUT to the main endpoint cannot change status; a status-only change is a no-op.
+    let mut body = c.clone();
+    body["status"]["replicas"] = json!(9);
+    let r = s.http().put_json(&item, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let c = get_raw(&s, &item);
+    assert_eq!(c["status"]["replicas"], 2, "{c}");
+    assert_eq!(generation(&c), 1, "{c}");
+
+    // A spec change through the main endpoint bumps generation, still keeping status.
+    let mut body = c.clone();
+    body["spec"]["secretName"] = json!("renamed");
+    body["status"] = json!({"replicas": 7});
+    let r = s.http().put_json(&item, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let c = get_raw(&s, &item);
+    assert_eq!(c["spec"]["secretName"], "renamed", "{c}");
+    assert_eq!(c["status"]["replicas"], 2, "{c}");
+    assert_eq!(generation(&c), 2, "{c}");
+
+    // PUT /status: status changes, spec does not, generation stays.
+    let mut body = c.clone();
+    body["spec"]["secretName"] = json!("ignored");
+    body["status"] = json!({"replicas": 3, "conditions": [{"type": "Ready", "status": "False"}]});
+    let r = s.http().put_json(&format!("{item}/status"), &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let c = get_raw(&s, &item);
+    assert_eq!(c["status"]["replicas"], 3, "{c}");
+    assert_eq!(c["status"]["conditions"][0]["status"], "False", "{c}");
+    assert_eq!(c["spec"]["secretName"], "renamed", "{c}");
+    assert_eq!(generation(&c), 2, "{c}");
+
+    // The status schema is enforced on /status.
+    let r = s.http().patch(
+        &format!("{item}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"conditions": [{"type": "Ready", "status": "Maybe"}]}}),
+    );
+    assert_status(&r, 422, "Invalid");
+
+    // kubectl sees the same object.
+    let c = s.kubectl_json(&["get", "cert", "st"]);
+    assert_eq!(c["status"]["replicas"], 3, "{c}");
+    assert_eq!(generation(&c), 2, "{c}");
+}
+
+#[test]
+fn scale_subresource() {
+    let s = Server::start().unwrap();
+    install(&s);
+    apply(&s, &cert_yaml("sc", ""));
+    let r = s.http().patch(
+        &format!("{CERTS}/sc/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"replicas": 1}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let out = s.kubectl_ok(&["scale", "cert", "sc", "--replicas=3"]);
+    assert!(out.contains("scaled"), "{out}");
+    let c = s.kubectl_json(&["get", "cert", "sc"]);
+    assert_eq!(c["spec"]["replicas"], 3, "{c}");
+    assert_eq!(generation(&c), 2, "a spec change: {c}");
+    assert_eq!(c["status"]["replicas"], 1, "{c}");
+
+    let sc = get_raw(&s, &format!("{CERTS}/sc/scale"));
+    assert_eq!(sc["kind"], "Scale", "{sc}");
+    assert_eq!(sc["apiVersion"], "autoscaling/v1", "{sc}");
+    assert_eq!(sc["metadata"]["name"], "sc", "{sc}");
+    assert_eq!(sc["metadata"]["namespace"], "default", "{sc}");
+    assert_eq!(
+        sc["metadata"]["resourceVersion"],
+        c["metadata"]["resourceVersion"]
+    );
+    assert_eq!(sc["spec"]["replicas"], 3, "{sc}");
+    assert_eq!(sc["status"]["replicas"], 1, "{sc}");
+
+    // PUT of a Scale with a stale resourceVersion conflicts.
+    let mut stale = sc.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    stale["spec"]["replicas"] = json!(5);
+    assert_status(
+        &s.http().put_json(&format!("{CERTS}/sc/scale"), &stale),
+        409,
+        "Conflict",
+    );
+    // The schema still applies through scale: replicas has a maximum of 100.
+    let r = s.http().patch(
+        &format!("{CERTS}/sc/scale"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 500}}),
+    );
+    assert_status(&r, 422, "Invalid");
+    assert_eq!(get_raw(&s, &format!("{CERTS}/sc"))["spec"]["replicas"], 3);
+    // A certificate missing: 404.
+    assert_status(
+        &s.http().get(&format!("{CERTS}/ghost/scale")),
+        404,
+        "NotFound",
+    );
+}
+
+#[test]
+fn strategic_patch_415_and_put_without_resource_version_422() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let created = create_raw(&s, &cert("p"));
+    let item = format!("{CERTS}/p");
+
+    let r = s.http().patch(
+        &item,
+        "application/strategic-merge-patch+json",
+        &json!({"spec": {"replicas": 2}}),
+    );
+    assert_status(&r, 415, "UnsupportedMediaType");
+    // kubectl patch defaults to strategic; it must be told --type=merge.
+    let out = s.kubectl(&["patch", "cert", "p", "-p", r#"{"spec":{"replicas":2}}"#]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert_eq!(get_raw(&s, &item)["spec"]["replicas"], 1);
+    s.kubectl_ok(&[
+        "patch",
+        "cert",
+        "p",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":2}}"#,
+    ]);
+    assert_eq!(get_raw(&s, &item)["spec"]["replicas"], 2);
+    let r = s.http().patch(
+        &item,
+        "application/json-patch+json",
+        &json!([{"op": "replace", "path": "/spec/replicas", "value": 4}]),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["spec"]["replicas"], 4);
+
+    // PUT without metadata.resourceVersion: 422 naming the field.
+    let mut body = created.clone();
+    body["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    body["spec"]["secretName"] = json!("changed");
+    let st = assert_status(&s.http().put_json(&item, &body), 422, "Invalid");
+    assert_eq!(
+        st["details"]["causes"][0]["field"], "metadata.resourceVersion",
+        "{st}"
+    );
+    assert_eq!(get_raw(&s, &item)["spec"]["secretName"], "p-tls");
+    // With a stale one: 409.
+    let st = assert_status(&s.http().put_json(&item, &created), 409, "Conflict");
+    assert_eq!(st["details"]["name"], "p", "{st}");
+    // With the current one: accepted.
+    let mut body = get_raw(&s, &item);
+    body["spec"]["secretName"] = json!("changed");
+    let r = s.http().put_json(&item, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(get_raw(&s, &item)["spec"]["secretName"], "changed");
+}
+
+#[test]
+fn watch_sees_added_modified_deleted() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let http = s.http();
+    let mut w = http.watch(&format!("{CERTS}?watch=1"));
+    assert_eq!(w.status, 200);
+    create_raw(&s, &cert("w"));
+    let ev = w.expect_event("ADDED");
+    assert_eq!(ev["object"]["metadata"]["name"], "w", "{ev}");
+    assert_eq!(ev["object"]["apiVersion"], "cert-manager.io/v1", "{ev}");
+    assert_eq!(ev["object"]["kind"], "Certificate", "{ev}");
+    assert_eq!(ev["object"]["spec"]["duration"], "2160h", "defaulted: {ev}");
+
+    let r = http.patch(
+        &format!("{CERTS}/w"),
+        "application/merge-patch+json",
+        &json!({"spec": {"commonName": "example.com"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let ev = w.expect_event("MODIFIED");
+    assert_eq!(ev["object"]["metadata"]["name"], "w", "{ev}");
+    assert_eq!(ev["object"]["spec"]["commonName"], "example.com", "{ev}");
+
+    let r = http.delete(&format!("{CERTS}/w"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let ev = w.expect_event("DELETED");
+    assert_eq!(ev["object"]["metadata"]["name"], "w", "{ev}");
+    assert_status(&http.get(&format!("{CERTS}/w")), 404, "NotFound");
+}
+
+#[test]
+fn conflicting_short_name_is_not_accepted_nor_served() {
+    let s = Server::start().unwrap();
+    install(&s);
+    apply(&s, &cert_yaml("c", ""));
+    let issuers = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: issuers.cert-manager.io
+spec:
+  group: cert-manager.io
+  names:
+    kind: Issuer
+    plural: issuers
+    shortNames: [cert]
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+"#;
+    apply(&s, issuers);
+    let accepted = wait_condition(&s, "issuers.cert-manager.io", "NamesAccepted", "False");
+    assert_eq!(accepted["reason"], "ShortNamesConflict", "{accepted}");
+    assert!(
+        accepted["message"].as_str().unwrap_or("").contains("cert"),
+        "{accepted}"
+    );
+    let established = wait_condition(&s, "issuers.cert-manager.io", "Established", "False");
+    assert_eq!(established["status"], "False");
+
+    let r = s
+        .http()
+        .get("/apis/cert-manager.io/v1/namespaces/default/issuers");
+    assert_status(&r, 404, "NotFound");
+    let list = get_raw(&s, "/apis/cert-manager.io/v1");
+    assert!(
+        !list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "issuers"),
+        "{list}"
+    );
+    // The first CRD keeps its names: `cert` still means certificates.
+    let c = s.kubectl_json(&["get", "cert", "c"]);
+    assert_eq!(c["kind"], "Certificate");
+    let crd = s.kubectl_json(&["get", "crd", CRD_NAME]);
+    assert_eq!(condition(&crd, "NamesAccepted").unwrap()["status"], "True");
+
+    // Fixing the conflict gets the second CRD accepted and served.
+    apply(
+        &s,
+        &issuers.replace("shortNames: [cert]", "shortNames: [iss]"),
+    );
+    wait_condition(&s, "issuers.cert-manager.io", "NamesAccepted", "True");
+    wait_condition(&s, "issuers.cert-manager.io", "Established", "True");
+    let r = s
+        .http()
+        .get("/apis/cert-manager.io/v1/namespaces/default/issuers");
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+#[test]
+fn restart_serves_crds_from_the_first_request() {
+    let mut s = Server::start().unwrap();
+    install(&s);
+    apply(&s, &cert_yaml("kept", "  commonName: kept.example.com\n"));
+    let before = get_raw(&s, &format!("{CERTS}/kept"));
+    s.stop().unwrap();
+    s.restart().unwrap();
+    // No polling: the very first request after the kubeconfig appears must be served.
+    let after = get_raw(&s, &format!("{CERTS}/kept"));
+    assert_eq!(after["metadata"]["uid"], before["metadata"]["uid"]);
+    assert_eq!(after["spec"], before["spec"]);
+    let out = s.kubectl_ok(&["get", "certs"]);
+    let rows = table(&out);
+    assert_eq!(rows[0], ["NAME", "READY", "SECRET", "AGE"], "{out}");
+    row(&rows, "kept", &out);
+    let crd = s.kubectl_json(&["get", "crd", CRD_NAME]);
+    assert_eq!(
+        condition(&crd, "Established").unwrap()["status"],
+        "True",
+        "{crd}"
+    );
+    // Still validated and defaulted after the restart.
+    let st = assert_status(
+        &s.http().post_json(
+            CERTS,
+            &json!({"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                    "metadata": {"name": "bad"}, "spec": {"issuerRef": {"name": "x"}}}),
+        ),
+        422,
+        "Invalid",
+    );
+    assert_eq!(
+        st["details"]["causes"][0]["field"], "spec.secretName",
+        "{st}"
+    );
+    let c = create_raw(&s, &cert("new"));
+    assert_eq!(c["spec"]["duration"], "2160h");
+}
+
+#[test]
+fn deleting_the_crd_deletes_its_instances() {
+    let s = Server::start().unwrap();
+    install(&s);
+    s.kubectl_ok(&["create", "namespace", "other"]);
+    create_raw(&s, &cert("a"));
+    create_raw(&s, &cert("b"));
+    let r = s.http().post_json(
+        "/apis/cert-manager.io/v1/namespaces/other/certificates",
+        &cert("c"),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let all = get_raw(&s, "/apis/cert-manager.io/v1/certificates");
+    assert_eq!(item_names(&all).len(), 3, "{all}");
+
+    let out = s.kubectl_ok(&["delete", "crd", CRD_NAME]);
+    assert!(out.contains("deleted"), "{out}");
+    poll("the CRD to go", DEADLINE, || {
+        (s.http().get(CRD_PATH).status == 404).then_some(())
+    })
+    .unwrap();
+    poll("certificates to stop being served", DEADLINE, || {
+        (s.http().get(CERTS).status == 404).then_some(())
+    })
+    .unwrap();
+    assert_status(&s.http().get(&format!("{CERTS}/a")), 404, "NotFound");
+    assert_eq!(
+        s.http()
+            .get("/apis/cert-manager.io/v1/namespaces/other/certificates")
+            .status,
+        404
+    );
+    assert_eq!(s.http().get("/apis/cert-manager.io/v1").status, 404);
+    let out = s.kubectl(&["get", "certs"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+
+    // Installing it again starts empty: the instances really are gone.
+    install(&s);
+    assert!(item_names(&get_raw(&s, "/apis/cert-manager.io/v1/certificates")).is_empty());
+}
+
+#[test]
+fn instance_finalizer_holds_a_terminating_crd() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let mut held = cert("held");
+    held["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create_raw(&s, &held);
+    create_raw(&s, &cert("free"));
+
+    let r = s.http().delete(CRD_PATH);
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let crd = poll("the CRD to be Terminating", DEADLINE, || {
+        let r = s.http().get(CRD_PATH);
+        (r.status == 200)
+            .then(|| r.json())
+            .filter(|crd| condition(crd, "Terminating").is_some_and(|c| c["status"] == "True"))
+    })
+    .unwrap();
+    assert!(crd["metadata"]["deletionTimestamp"].is_string(), "{crd}");
+    assert_eq!(
+        condition(&crd, "Terminating").unwrap()["reason"],
+        "InstanceDeletionInProgress"
+    );
+    // The free instance goes; the held one stays, marked for deletion.
+    poll("the unheld instance to go", DEADLINE, || {
+        (item_names(&get_raw(&s, CERTS)) == ["held"]).then_some(())
+    })
+    .unwrap();
+    let h = get_raw(&s, &format!("{CERTS}/held"));
+    assert!(h["metadata"]["deletionTimestamp"].is_string(), "{h}");
+    // The CRD is still there, still held.
+    let crd = s.kubectl_json(&["get", "crd", CRD_NAME]);
+    assert!(crd["metadata"]["deletionTimestamp"].is_string(), "{crd}");
+
+    // New instances are refused while the CRD terminates.
+    let r = s.http().post_json(CERTS, &cert("late"));
+    let st = assert_status(&r, 405, "MethodNotAllowed");
+    assert!(
+        st["message"].as_str().unwrap_or("").contains("terminating"),
+        "{st}"
+    );
+    assert_status(&s.http().get(&format!("{CERTS}/late")), 404, "NotFound");
+
+    // Release the finalizer: the instance, then the CRD, go.
+    let r = s.http().patch(
+        &format!("{CERTS}/held"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"finalizers": null}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    poll(
+        "the CRD to go once its last instance is gone",
+        DEADLINE,
+        || (s.http().get(CRD_PATH).status == 404).then_some(()),
+    )
+    .unwrap();
+    poll("certificates to stop being served", DEADLINE, || {
+        (s.http().get(CERTS).status == 404).then_some(())
+    })
+    .unwrap();
+    let out = s.kubectl_ok(&["get", "crd", "-o", "name"]);
+    assert!(!out.contains(CRD_NAME), "{out}");
+}
+
+const WIDGETS_YAML: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names:
+    kind: Widget
+    plural: widgets
+  scope: Namespaced
+  conversion:
+    strategy: None
+  versions:
+    - name: v1beta1
+      served: true
+      storage: false
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                size:
+                  type: integer
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                size:
+                  type: integer
+"#;
+
+#[test]
+fn multi_version_crd_serves_every_served_version() {
+    let s = Server::start().unwrap();
+    apply(&s, WIDGETS_YAML);
+    wait_condition(&s, "widgets.example.com", "Established", "True");
+    let beta = "/apis/example.com/v1beta1/namespaces/default/widgets";
+    let v1 = "/apis/example.com/v1/namespaces/default/widgets";
+
+    let r = s.http().post_json(
+        beta,
+        &json!({"apiVersion": "example.com/v1beta1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"size": 3}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json()["apiVersion"],
+        "example.com/v1beta1",
+        "{}",
+        r.text()
+    );
+
+    let at_v1 = get_raw(&s, &format!("{v1}/w"));
+    assert_eq!(at_v1["apiVersion"], "example.com/v1", "{at_v1}");
+    assert_eq!(at_v1["spec"]["size"], 3, "{at_v1}");
+    let at_beta = get_raw(&s, &format!("{beta}/w"));
+    assert_eq!(at_beta["apiVersion"], "example.com/v1beta1", "{at_beta}");
+    assert_eq!(at_beta["metadata"]["uid"], at_v1["metadata"]["uid"]);
+
+    let list = get_raw(&s, beta);
+    assert_eq!(list["apiVersion"], "example.com/v1beta1", "{list}");
+    assert_eq!(item_names(&list), ["w"]);
+    assert_eq!(
+        list["items"][0]["apiVersion"], "example.com/v1beta1",
+        "{list}"
+    );
+    let list = get_raw(&s, v1);
+    assert_eq!(list["items"][0]["apiVersion"], "example.com/v1", "{list}");
+    // A watch at v1beta1 shows objects at v1beta1.
+    let mut w = s.http().watch(&format!("{beta}?watch=1"));
+    assert_eq!(w.status, 200);
+    let ev = w.expect_event("ADDED");
+    assert_eq!(ev["object"]["metadata"]["name"], "w", "{ev}");
+    assert_eq!(ev["object"]["apiVersion"], "example.com/v1beta1", "{ev}");
+    drop(w);
+
+    // An object created at v1 shows at v1beta1 too.
+    let r = s.http().post_json(
+        v1,
+        &json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "x"}, "spec": {"size": 1}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let x = get_raw(&s, &format!("{beta}/x"));
+    assert_eq!(x["apiVersion"], "example.com/v1beta1", "{x}");
+
+    // A body whose apiVersion names the other version is refused.
+    let r = s.http().post_json(
+        beta,
+        &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "y"}}),
+    );
+    assert_status(&r, 400, "BadRequest");
+
+    // An update at v1beta1 is stored (and read back at v1) correctly.
+    let mut body = at_beta.clone();
+    body["spec"]["size"] = json!(5);
+    let r = s.http().put_json(&format!("{beta}/w"), &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["apiVersion"], "example.com/v1beta1");
+    let at_v1 = get_raw(&s, &format!("{v1}/w"));
+    assert_eq!(at_v1["apiVersion"], "example.com/v1", "{at_v1}");
+    assert_eq!(at_v1["spec"]["size"], 5, "{at_v1}");
+
+    // kubectl reaches both versions.
+    let w = s.kubectl_json(&["get", "widgets.v1beta1.example.com", "w"]);
+    assert_eq!(w["apiVersion"], "example.com/v1beta1", "{w}");
+    let w = s.kubectl_json(&["get", "widgets.v1.example.com", "w"]);
+    assert_eq!(w["apiVersion"], "example.com/v1", "{w}");
+    let crd = s.kubectl_json(&["get", "crd", "widgets.example.com"]);
+    assert_eq!(crd["status"]["storedVersions"], json!(["v1"]), "{crd}");
+}
+
+/// The OpenAPI v3 index's URL for a group-version, if listed.
+fn openapi_url(s: &Server, gv: &str) -> Option<String> {
+    let idx = get_raw(s, "/openapi/v3");
+    idx["paths"][gv]["serverRelativeURL"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[test]
+fn openapi_follows_the_crd_schema() {
+    let s = Server::start().unwrap();
+    let gv = "apis/cert-manager.io/v1";
+    assert_eq!(openapi_url(&s, gv), None, "no document before the CRD");
+    install(&s);
+    let url = openapi_url(&s, gv).expect("a v3 document for cert-manager.io/v1");
+    assert!(url.contains("hash="), "{url}");
+    let doc = get_raw(&s, &url);
+    let paths = doc["paths"].as_object().expect("paths");
+    assert!(
+        paths.contains_key("/apis/cert-manager.io/v1/namespaces/{namespace}/certificates/{name}"),
+        "{doc}"
+    );
+    let schema = &doc["components"]["schemas"]["io.cert-manager.v1.Certificate"];
+    assert!(
+        schema["properties"]["spec"]["properties"]["secretName"].is_object(),
+        "{doc}"
+    );
+    assert!(schema["properties"]["spec"]["properties"]
+        .get("keystores")
+        .is_none());
+
+    // Update the CRD with a new field: a new document under a new hash.
+    let updated = CRD_YAML.replace(
+        "                commonName:\n",
+        "                keystores:\n                  description: Extra keystores to write.\n                  type: string\n                commonName:\n",
+    );
+    assert_ne!(updated, CRD_YAML);
+    let out = apply(&s, &updated);
+    assert!(out.contains("configured"), "{out}");
+    let new_url = poll("a new OpenAPI hash", DEADLINE, || {
+        openapi_url(&s, gv).filter(|u| *u != url)
+    })
+    .unwrap();
+    let doc = get_raw(&s, &new_url);
+    let schema = &doc["components"]["schemas"]["io.cert-manager.v1.Certificate"];
+    assert_eq!(
+        schema["properties"]["spec"]["properties"]["keystores"]["type"], "string",
+        "{doc}"
+    );
+    // The new field is accepted under kubectl's strict validation, and explained.
+    apply(&s, &cert_yaml("ks", "  keystores: jks\n"));
+    let c = s.kubectl_json(&["get", "cert", "ks"]);
+    assert_eq!(c["spec"]["keystores"], "jks", "{c}");
+    let out = s.kubectl_ok(&["explain", "certificates.spec.keystores"]);
+    assert!(out.contains("Extra keystores to write."), "{out}");
+    // An unchanged schema keeps its hash.
+    assert_eq!(openapi_url(&s, gv), Some(new_url));
+}
