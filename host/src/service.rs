@@ -522,7 +522,7 @@ impl Service {
 
     fn validate(ri: &ResourceInfo, obj: &Value) -> Result<()> {
         let name = meta::name(obj);
-        let mut causes = meta::validate_name(name, ri.name_is_dns_label);
+        let mut causes = meta::validate_name(name, ri.name_rule);
         causes.extend(meta::validate_common(obj));
         if !causes.is_empty() {
             return Err(ApiError::invalid(&ri.group, &ri.kind, name, causes));

@@ -163,6 +163,55 @@ impl Server {
             .expect("kubectl runs")
     }
 
+    /// Run kubectl with another kubeconfig (another user) against this server.
+    pub fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .env("KUBECACHEDIR", self.data_dir.join("kubecache-other"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// `turtles kubeconfig --user USER --group G...`: mint a token; returns the kubeconfig's path
+    /// and the token.
+    pub fn mint(&self, user: &str, groups: &[&str]) -> Result<(PathBuf, String)> {
+        let mut cmd = Command::new(turtles_bin());
+        cmd.args(["kubeconfig", "--data-dir"])
+            .arg(&self.data_dir)
+            .args(["--user", user]);
+        for g in groups {
+            cmd.args(["--group", g]);
+        }
+        let out = cmd.output()?;
+        if !out.status.success() {
+            bail!(
+                "turtles kubeconfig failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let text = String::from_utf8(out.stdout)?;
+        let (_, _, token) = parse_kubeconfig(&text)?;
+        let path = self.data_dir.join(format!("{user}.kubeconfig"));
+        std::fs::write(&path, &text)?;
+        Ok((path, token))
+    }
+
+    /// `turtles kubeconfig --user USER --revoke`.
+    pub fn revoke(&self, user: &str) -> Result<()> {
+        let out = Command::new(turtles_bin())
+            .args(["kubeconfig", "--data-dir"])
+            .arg(&self.data_dir)
+            .args(["--user", user, "--revoke"])
+            .output()?;
+        if !out.status.success() {
+            bail!("revoke failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(())
+    }
+
     /// Run kubectl with `stdin` as standard input.
     pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
         use std::io::Write;

@@ -84,8 +84,9 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             .get::<crate::auth::Principal>()
             .map(|p| p.0.clone())
             .ok_or_else(|| ApiError::new(401, "Unauthorized", "Unauthorized"))?;
+        let headers = req.headers().clone();
         let body = read_body(req).await?;
-        let review = decode_json(&body)?;
+        let review = decode_object(&headers, &body)?;
         return super::reviews::handle(state, &target.ri, &user, review);
     }
     if target.scale {

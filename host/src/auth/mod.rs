@@ -52,6 +52,13 @@ impl rbac::RbacObjects for StoreObjects<'_> {
             .map(|o| o.value.clone())
     }
 
+    fn cluster_roles(&self) -> Vec<serde_json::Value> {
+        self.store
+            .list(&key("clusterroles"), None)
+            .map(|s| s.items.values().map(|o| o.value.clone()).collect())
+            .unwrap_or_default()
+    }
+
     fn cluster_role_bindings(&self) -> Vec<serde_json::Value> {
         self.store
             .list(&key("clusterrolebindings"), None)

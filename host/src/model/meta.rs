@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use super::registry::NameRule;
 use super::Cause;
 
 /// `metadata` of an object, if it is a JSON object.
@@ -82,7 +83,8 @@ fn is_dns_subdomain(s: &str) -> bool {
 }
 
 /// Validate `metadata.name`; returns the 422 causes (empty when valid).
-pub fn validate_name(name: &str, dns_label: bool) -> Vec<Cause> {
+pub fn validate_name(name: &str, rule: NameRule) -> Vec<Cause> {
+    let dns_label = rule == NameRule::DnsLabel;
     let field = "metadata.name";
     if name.is_empty() {
         return vec![Cause::new(
@@ -90,6 +92,26 @@ pub fn validate_name(name: &str, dns_label: bool) -> Vec<Cause> {
             field,
             "Required value: name or generateName is required",
         )];
+    }
+    if rule == NameRule::PathSegment {
+        let bad = if name == "." || name == ".." {
+            Some(format!("may not be '{name}'"))
+        } else if name.contains('/') {
+            Some("may not contain '/'".to_owned())
+        } else if name.contains('%') {
+            Some("may not contain '%'".to_owned())
+        } else {
+            None
+        };
+        return bad
+            .map(|why| {
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    field,
+                    format!("Invalid value: \"{name}\": {why}"),
+                )]
+            })
+            .unwrap_or_default();
     }
     let ok = if dns_label {
         is_dns_label(name)
@@ -239,12 +261,18 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(validate_name("my-cm.v1", false).is_empty());
-        assert!(!validate_name("Bad_Name", false).is_empty());
-        assert!(!validate_name("a.b", true).is_empty());
-        assert!(validate_name("abc-1", true).is_empty());
-        assert_eq!(validate_name("", false)[0].reason, "FieldValueRequired");
-        assert!(!validate_name(&"a".repeat(254), false).is_empty());
+        use NameRule::*;
+        assert!(validate_name("my-cm.v1", DnsSubdomain).is_empty());
+        assert!(!validate_name("Bad_Name", DnsSubdomain).is_empty());
+        assert!(!validate_name("a.b", DnsLabel).is_empty());
+        assert!(validate_name("abc-1", DnsLabel).is_empty());
+        assert_eq!(
+            validate_name("", DnsSubdomain)[0].reason,
+            "FieldValueRequired"
+        );
+        assert!(!validate_name(&"a".repeat(254), DnsSubdomain).is_empty());
+        assert!(validate_name("system:discovery", PathSegment).is_empty());
+        assert!(!validate_name("a/b", PathSegment).is_empty());
     }
 
     #[test]

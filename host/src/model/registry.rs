@@ -10,6 +10,17 @@ pub enum Scope {
     Cluster,
 }
 
+/// What a valid `metadata.name` looks like for a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// RFC 1123 subdomain (most kinds).
+    DnsSubdomain,
+    /// RFC 1123 label (namespaces).
+    DnsLabel,
+    /// Anything usable as one URL path segment (RBAC kinds: `system:discovery`).
+    PathSegment,
+}
+
 /// A column of a custom resource's Table (`additionalPrinterColumns`).
 #[derive(Debug, Clone)]
 pub struct PrinterColumn {
@@ -70,8 +81,8 @@ pub struct ResourceInfo {
     pub categories: Vec<String>,
     /// Has a `/status` subresource: the main endpoint ignores `status`, `/status` ignores the rest.
     pub status_subresource: bool,
-    /// Names must be DNS labels (namespaces) instead of DNS subdomains.
-    pub name_is_dns_label: bool,
+    /// How names are validated.
+    pub name_rule: NameRule,
     /// Set for custom resources (served because of a CRD).
     pub custom: Option<Arc<CustomResource>>,
     /// A virtual, create-only resource (access reviews): nothing is stored.
@@ -369,7 +380,11 @@ impl Registry {
                     short_names: b.short.iter().map(|s| (*s).into()).collect(),
                     categories: b.categories.iter().map(|s| (*s).into()).collect(),
                     status_subresource: b.status,
-                    name_is_dns_label: b.resource == "namespaces",
+                    name_rule: match (b.group, b.resource) {
+                        ("", "namespaces") => NameRule::DnsLabel,
+                        ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
+                        _ => NameRule::DnsSubdomain,
+                    },
                     custom: None,
                     create_only: b.create_only,
                 })
