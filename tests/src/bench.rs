@@ -225,6 +225,7 @@ async fn creates(
     creates_of(
         format!("{url}/api/v1/namespaces/{ns}/configmaps"),
         configmap,
+        "obj-",
         clients,
         total,
     )
@@ -234,6 +235,7 @@ async fn creates(
 async fn creates_of(
     collection: String,
     body: fn(&str) -> serde_json::Value,
+    prefix: &str,
     clients: usize,
     total: usize,
 ) -> Result<(f64, Vec<Duration>)> {
@@ -242,6 +244,7 @@ async fn creates_of(
     let mut tasks = Vec::new();
     for c in 0..clients {
         let collection = collection.clone();
+        let prefix = prefix.to_owned();
         let lat = lat.clone();
         tasks.push(tokio::spawn(async move {
             let http = client();
@@ -250,7 +253,7 @@ async fn creates_of(
                 let t = Instant::now();
                 let r = http
                     .post(&collection)
-                    .json(&body(&format!("obj-{i}")))
+                    .json(&body(&format!("{prefix}{i}")))
                     .send()
                     .await?;
                 let code = r.status().as_u16();
@@ -273,6 +276,87 @@ async fn creates_of(
         .into_inner();
     l.sort_unstable();
     Ok((rate, l))
+}
+
+/// Use `token` instead of the admin's for the clients made from now on.
+fn set_token(token: &str) {
+    if let Ok(mut c) = CREDENTIALS.lock() {
+        if let Some((_, t)) = c.as_mut() {
+            *t = token.to_owned();
+        }
+    }
+}
+
+fn current_token() -> String {
+    CREDENTIALS
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().map(|(_, t)| t.clone()))
+        .unwrap_or_default()
+}
+
+/// `total` GETs of existing objects `obj-0..n` from `clients` keep-alive clients.
+async fn gets(
+    collection: String,
+    prefix: &str,
+    n: usize,
+    clients: usize,
+    total: usize,
+) -> Result<(f64, Vec<Duration>)> {
+    let lat = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let collection = collection.clone();
+        let prefix = prefix.to_owned();
+        let lat = lat.clone();
+        tasks.push(tokio::spawn(async move {
+            let http = client();
+            let mut mine = Vec::with_capacity(total / clients + 1);
+            for i in (c..total).step_by(clients) {
+                let t = Instant::now();
+                let r = http
+                    .get(format!("{collection}/{prefix}{}", i % n))
+                    .send()
+                    .await?;
+                let code = r.status().as_u16();
+                let _ = r.bytes().await?;
+                if code != 200 {
+                    bail!("get returned {code}");
+                }
+                mine.push(t.elapsed());
+            }
+            lat.lock().await.extend(mine);
+            Ok::<_, anyhow::Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    let mut l = Arc::try_unwrap(lat)
+        .map_err(|_| anyhow::anyhow!("latencies shared"))?
+        .into_inner();
+    l.sort_unstable();
+    Ok((rate, l))
+}
+
+/// Mint a token with `turtles kubeconfig` for `user`.
+fn mint(data_dir: &std::path::Path, user: &str) -> Result<String> {
+    let bin = std::env::var("TURTLES_BIN")?;
+    let out = Command::new(bin)
+        .args(["kubeconfig", "--data-dir"])
+        .arg(data_dir)
+        .args(["--user", user])
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "turtles kubeconfig: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (_, _, token) = turtles_tests::parse_kubeconfig(&String::from_utf8(out.stdout)?)?;
+    Ok(token)
 }
 
 async fn list_latency(url: &str, ns: &str, rounds: usize, expect: usize) -> Result<Vec<Duration>> {
@@ -502,6 +586,7 @@ async fn main() -> Result<()> {
                 h.url
             ),
             widget,
+            "obj-",
             8,
             total / 2,
         )
@@ -549,6 +634,76 @@ async fn main() -> Result<()> {
             total / 2
         ),
         format!("{crm:.0}/s vs {cmm:.0}/s, ratio {:.2}", crm / cmm),
+    ));
+    // The cost of RBAC: the same creates and gets as the admin (system:masters, no rule
+    // evaluation) and as a user allowed by a RoleBinding to the `edit` ClusterRole.
+    let (h, _) = Host::start(&[]).await?;
+    let c = client();
+    create_ns(&c, &h.url, "rbac").await?;
+    let admin = current_token();
+    let user = mint(&h.dir, "bench-user")?;
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "bench-user-edit", "namespace": "rbac"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "User", "name": "bench-user", "apiGroup": "rbac.authorization.k8s.io"}],
+    });
+    let r = c
+        .post(format!(
+            "{}/apis/rbac.authorization.k8s.io/v1/namespaces/rbac/rolebindings",
+            h.url
+        ))
+        .json(&binding)
+        .send()
+        .await?;
+    if r.status().as_u16() != 201 {
+        bail!("rolebinding create: {}", r.status());
+    }
+    let coll = format!("{}/api/v1/namespaces/rbac/configmaps", h.url);
+    let per = total / 4;
+    let mut create_rates = (Vec::new(), Vec::new());
+    let mut get_rates = (Vec::new(), Vec::new());
+    let mut get_p50 = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for (who, token) in [("admin", &admin), ("rbac", &user)] {
+            set_token(token);
+            // Distinct names per round and identity.
+            let prefix = format!("{who}{round}-");
+            let (rate, _) = creates_of(coll.clone(), configmap, &prefix, 8, per).await?;
+            let (grate, glat) = gets(coll.clone(), &prefix, per, 8, per).await?;
+            if who == "admin" {
+                create_rates.0.push(rate);
+                get_rates.0.push(grate);
+                get_p50
+                    .0
+                    .push(percentile(&glat, 0.5).as_secs_f64() * 1000.0);
+            } else {
+                create_rates.1.push(rate);
+                get_rates.1.push(grate);
+                get_p50
+                    .1
+                    .push(percentile(&glat, 0.5).as_secs_f64() * 1000.0);
+            }
+        }
+    }
+    set_token(&admin);
+    drop(h);
+    let (ca, cu) = (median(create_rates.0), median(create_rates.1));
+    let (ga, gu) = (median(get_rates.0), median(get_rates.1));
+    rows.push((
+        format!("creates/s, admin token vs RBAC-authorized user (RoleBinding to edit), {per} each, median of {rounds}"),
+        format!("{ca:.0}/s vs {cu:.0}/s, ratio {:.2}", cu / ca),
+    ));
+    rows.push((
+        format!(
+            "GETs/s (p50), admin token vs RBAC-authorized user, {per} each, median of {rounds}"
+        ),
+        format!(
+            "{ga:.0}/s ({:.2} ms) vs {gu:.0}/s ({:.2} ms), ratio {:.2}",
+            median(get_p50.0),
+            median(get_p50.1),
+            gu / ga
+        ),
     ));
     // LIST of 2,000 and watch delivery on one host.
     let (h, _) = Host::start(&[]).await?;
