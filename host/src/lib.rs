@@ -9,6 +9,7 @@ pub mod auth;
 pub mod crd;
 pub mod model;
 pub mod patch;
+pub mod runtime;
 pub mod schema;
 pub mod selector;
 pub mod server;

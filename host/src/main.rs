@@ -54,6 +54,12 @@ enum Command {
         /// Static bearer tokens in kube's CSV format: token,user,uid,"group1,group2".
         #[arg(long)]
         token_auth_file: Option<PathBuf>,
+        /// Milliseconds one controller call (register or reconcile) may run.
+        #[arg(long, default_value_t = 2000)]
+        reconcile_deadline_ms: u64,
+        /// Memory one controller instance may use, in MiB.
+        #[arg(long, default_value_t = 128)]
+        controller_memory_mb: usize,
     },
     /// Mint a bearer token for a user and print a kubeconfig for it (or revoke the user's tokens).
     Kubeconfig {
@@ -94,6 +100,8 @@ fn main() -> anyhow::Result<()> {
             tls_cert,
             tls_key,
             token_auth_file,
+            reconcile_deadline_ms,
+            controller_memory_mb,
         } => {
             let cfg = turtles::server::ServeConfig {
                 data_dir,
@@ -111,6 +119,11 @@ fn main() -> anyhow::Result<()> {
                     key: tls_key,
                 },
                 token_auth_file,
+                runtime: turtles::runtime::RuntimeOptions {
+                    call_deadline: std::time::Duration::from_millis(reconcile_deadline_ms.max(10)),
+                    memory_limit: controller_memory_mb.max(1) << 20,
+                    cache_dir: PathBuf::new(),
+                },
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -34,6 +34,8 @@ pub enum ServerError {
     Auth(crate::auth::tokens::TokenError),
     #[error("TLS setup: {0}")]
     Tls(crate::auth::tls::TlsError),
+    #[error("starting the WebAssembly runtime: {0}")]
+    Runtime(crate::runtime::RuntimeError),
     #[error("serving: {0}")]
     Serve(std::io::Error),
     #[error("flushing the store at shutdown: {0}")]
@@ -63,6 +65,8 @@ pub struct ServeConfig {
     pub fsync: bool,
     pub api: ApiOptions,
     pub tls: TlsOptions,
+    /// Limits of every WebAssembly controller.
+    pub runtime: crate::runtime::RuntimeOptions,
     /// kube's static token file (`token,user,uid,"group1,group2"`).
     pub token_auth_file: Option<PathBuf>,
 }
@@ -140,13 +144,6 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         .await
         .map_err(ServerError::Bootstrap)?;
 
-    if let Some(dir) = &cfg.controllers {
-        tracing::warn!(
-            dir = %dir.display(),
-            "the WebAssembly controller runtime is not part of this build yet; the controllers folder is not loaded"
-        );
-    }
-
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     // Every stored CRD is served before the server answers.
     let crds = crate::crd::controller::CrdController::new(service.clone());
@@ -179,7 +176,21 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         options: cfg.api.clone(),
         shutdown: shutdown_rx,
     });
-    let app = api::router(state).into_make_service();
+    let router = api::router(state.clone());
+    if let Some(dir) = &cfg.controllers {
+        let mut opts = cfg.runtime.clone();
+        opts.cache_dir = cfg.data_dir.join("cache");
+        let runtime = crate::runtime::Runtime::new(opts).map_err(ServerError::Runtime)?;
+        let host = Arc::new(crate::runtime::Host {
+            runtime,
+            service: state.service.clone(),
+            router: router.clone(),
+            authn: state.authn.clone(),
+        });
+        let folder = crate::runtime::folder::Folder::new(dir.clone(), host);
+        tokio::spawn(folder.run(state.shutdown.clone()));
+    }
+    let app = router.into_make_service();
     let listener = std::net::TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {
         addr: cfg.listen,
         source,

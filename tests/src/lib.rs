@@ -29,6 +29,23 @@ pub fn turtles_bin() -> PathBuf {
     bin
 }
 
+/// A guest built by `cargo xtask guests` (`target/guests/NAME.wasm`), as bytes.
+pub fn guest(name: &str) -> Vec<u8> {
+    let exe = std::env::current_exe().expect("test executable path");
+    let target = exe
+        .ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "target"))
+        .expect("the target directory")
+        .to_path_buf();
+    let path = target.join("guests").join(format!("{name}.wasm"));
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; build the guests first (`cargo xtask guests`, part of `cargo xtask test`)",
+            path.display()
+        )
+    })
+}
+
 /// Poll `f` until it returns `Some`, or fail after `deadline` with `what`.
 pub fn poll<T>(what: &str, deadline: Duration, mut f: impl FnMut() -> Option<T>) -> Result<T> {
     let start = Instant::now();
@@ -61,7 +78,31 @@ impl Server {
         Self::start_with(&[])
     }
 
+    /// Start with an (empty) controllers folder at `DATA/controllers`.
+    pub fn start_with_controllers(extra_args: &[&str]) -> Result<Self> {
+        Self::start_inner(extra_args, true)
+    }
+
+    /// The controllers folder of a server started with [`Server::start_with_controllers`].
+    pub fn controllers_dir(&self) -> PathBuf {
+        self.data_dir.join("controllers")
+    }
+
+    /// Drop a controller into the folder the supported way: write a temporary file, rename it.
+    pub fn drop_controller(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let dir = self.controllers_dir();
+        std::fs::create_dir_all(&dir)?;
+        let tmp = dir.join(format!(".{name}.wasm.tmp"));
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, dir.join(format!("{name}.wasm")))?;
+        Ok(())
+    }
+
     pub fn start_with(extra_args: &[&str]) -> Result<Self> {
+        Self::start_inner(extra_args, false)
+    }
+
+    fn start_inner(extra_args: &[&str], controllers: bool) -> Result<Self> {
         let data_dir = std::env::temp_dir().join(format!(
             "turtles-test-{}-{}",
             std::process::id(),
@@ -78,6 +119,12 @@ impl Server {
             keep_dir: false,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
         };
+        if controllers {
+            let dir = s.controllers_dir();
+            std::fs::create_dir_all(&dir)?;
+            s.extra_args.push("--controllers".into());
+            s.extra_args.push(dir.display().to_string());
+        }
         s.spawn()?;
         Ok(s)
     }

@@ -92,6 +92,14 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     if target.scale {
         return scale(state, &target, req, &query).await;
     }
+    if target.ri.group == crate::runtime::controller::GROUP
+        && target.ri.resource == crate::runtime::controller::RESOURCE
+        && req.method() != Method::GET
+    {
+        return Err(ApiError::method_not_allowed(
+            "controllers are managed by the host: add, replace or remove a .wasm file in the controllers folder",
+        ));
+    }
     let method = req.method().clone();
     let headers = req.headers().clone();
     let ri = target.ri.clone();

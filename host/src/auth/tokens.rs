@@ -158,6 +158,8 @@ pub struct Authenticator {
     admin: (Hash, UserInfo),
     files: Vec<PathBuf>,
     table: Mutex<Table>,
+    /// Identities the host issues to itself (controllers), in memory only.
+    internal: Mutex<Vec<(Hash, UserInfo)>>,
 }
 
 /// Where minted tokens are kept.
@@ -257,7 +259,27 @@ impl Authenticator {
             admin,
             files,
             table: Mutex::new(Table { stamps, entries }),
+            internal: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Issue an in-memory token for `user` (replacing any earlier one of the same name).
+    pub fn issue_internal(&self, user: UserInfo) -> String {
+        let token = new_token();
+        let mut internal = match self.internal.lock() {
+            Ok(t) => t,
+            Err(p) => p.into_inner(),
+        };
+        internal.retain(|(_, u)| u.name != user.name);
+        internal.push((hash(&token), user));
+        token
+    }
+
+    /// Withdraw the in-memory token of `name`.
+    pub fn revoke_internal(&self, name: &str) {
+        if let Ok(mut internal) = self.internal.lock() {
+            internal.retain(|(_, u)| u.name != name);
+        }
     }
 
     fn refresh(&self, table: &mut Table) {
@@ -295,6 +317,14 @@ impl Authenticator {
         for (eh, user) in &table.entries {
             if bool::from(eh.ct_eq(&h)) && found.is_none() {
                 found = Some(user.clone());
+            }
+        }
+        drop(table);
+        if let Ok(internal) = self.internal.lock() {
+            for (eh, user) in internal.iter() {
+                if bool::from(eh.ct_eq(&h)) && found.is_none() {
+                    found = Some(user.clone());
+                }
             }
         }
         found

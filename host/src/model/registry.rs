@@ -340,6 +340,18 @@ const BUILTINS: &[Builtin] = &[
         create_only: true,
     },
     Builtin {
+        group: "turtles.dev",
+        version: "v1",
+        resource: "controllers",
+        singular: "controller",
+        kind: "Controller",
+        namespaced: false,
+        short: &["ctrl"],
+        categories: &[],
+        status: true,
+        create_only: false,
+    },
+    Builtin {
         group: "coordination.k8s.io",
         version: "v1",
         resource: "leases",

@@ -1,0 +1,631 @@
+//! One loaded controller: its module (swappable in place), its informers (one per watch, fed by
+//! the store's event stream, mapping events to primary keys), its work queue, its workers (each
+//! owning a guest instance, replaced after any fault), its resync timer, its identity and RBAC,
+//! and its `Controller` status object.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+use wasmtime::component::Component;
+
+use super::queue::WorkQueue;
+use super::{wit, Host, HostCtx, Instance, RuntimeError};
+use crate::auth::UserInfo;
+use crate::model::{meta, ResourceInfo};
+use crate::service::{Filter, Subresource, WriteOptions};
+use crate::store::{StoreError, WatchFrom};
+
+pub type Key = (String, String);
+
+pub const GROUP: &str = "turtles.dev";
+pub const RESOURCE: &str = "controllers";
+
+/// Counters shown in status and `/metrics`.
+#[derive(Default)]
+pub struct Stats {
+    pub reconciles: AtomicU64,
+    pub errors: AtomicU64,
+    pub traps: AtomicU64,
+    /// Sum and count of reconcile durations in microseconds.
+    pub latency_us: AtomicU64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct StatusInfo {
+    pub phase: String,
+    pub file: String,
+    pub sha256: String,
+    pub last_error: Option<(String, String)>,
+    pub load_ms: f64,
+    pub compile_ms: f64,
+    pub watches: Vec<Value>,
+    pub permissions: Vec<Value>,
+}
+
+/// A compiled module and what it registered.
+pub struct Module {
+    pub component: Component,
+    pub registration: wit::Registration,
+    pub sha256: String,
+    pub generation: u64,
+}
+
+pub struct ControllerHandle {
+    pub name: String,
+    host: Arc<Host>,
+    pub queue: Arc<WorkQueue<Key>>,
+    module: RwLock<Option<Arc<Module>>>,
+    ctx: RwLock<Option<Arc<HostCtx>>>,
+    informers: Mutex<Vec<JoinHandle<()>>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    pub stats: Stats,
+    pub status: Mutex<StatusInfo>,
+    generation: AtomicU64,
+}
+
+pub fn user_name(controller: &str) -> String {
+    format!("system:controller:{controller}")
+}
+
+fn now() -> String {
+    meta::now_rfc3339()
+}
+
+fn watch_json(w: &wit::Watch) -> Value {
+    let mut v = json!({"group": w.group, "version": w.version, "resource": w.resource});
+    if let Some(ns) = &w.namespace {
+        v["namespace"] = json!(ns);
+    }
+    if let Some(l) = &w.label_selector {
+        v["labelSelector"] = json!(l);
+    }
+    if let wit::KeyMapping::Owner(o) = &w.mapping {
+        v["owner"] = json!({"group": o.group, "kind": o.kind});
+    }
+    v
+}
+
+fn permission_json(p: &wit::Permission) -> Value {
+    json!({"apiGroups": p.api_groups, "resources": p.resources, "verbs": p.verbs})
+}
+
+impl ControllerHandle {
+    pub fn new(name: &str, host: Arc<Host>, file: &str) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            host,
+            queue: WorkQueue::new(),
+            module: RwLock::new(None),
+            ctx: RwLock::new(None),
+            informers: Mutex::new(Vec::new()),
+            workers: Mutex::new(Vec::new()),
+            stats: Stats::default(),
+            status: Mutex::new(StatusInfo {
+                phase: "Loading".into(),
+                file: file.to_owned(),
+                ..Default::default()
+            }),
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    fn set_status(&self, f: impl FnOnce(&mut StatusInfo)) {
+        if let Ok(mut s) = self.status.lock() {
+            f(&mut s);
+        }
+    }
+
+    pub fn module(&self) -> Option<Arc<Module>> {
+        self.module.read().ok().and_then(|m| m.clone())
+    }
+
+    fn host_ctx(&self) -> Option<Arc<HostCtx>> {
+        self.ctx.read().ok().and_then(|c| c.clone())
+    }
+
+    /// Compile and register `bytes`, then serve them: the first load, or a hot swap that keeps
+    /// the queue (and backoff state) and, when the watches are unchanged, the informers.
+    pub async fn load(self: &Arc<Self>, bytes: Vec<u8>) -> Result<(), RuntimeError> {
+        let started = Instant::now();
+        let sha = super::sha256_hex(&bytes);
+        let rt = self.host.runtime.clone();
+        let compiled = tokio::task::spawn_blocking(move || {
+            let t = Instant::now();
+            rt.compile(&bytes).map(|c| (c, t.elapsed()))
+        })
+        .await
+        .map_err(|e| RuntimeError::Compile(e.to_string()))?;
+        let (component, compile_time) = match compiled {
+            Ok(c) => c,
+            Err(e) => {
+                self.fail(&e, self.module().is_none());
+                return Err(e);
+            }
+        };
+        // Identity first: register() may not call the API, but reconcile will.
+        let ctx = self.ensure_ctx();
+        let rt = self.host.runtime.clone();
+        let comp = component.clone();
+        let ctx2 = ctx.clone();
+        let registered = tokio::task::spawn_blocking(move || {
+            let mut inst = rt.instantiate(&comp, ctx2)?;
+            inst.register(&rt)
+        })
+        .await
+        .map_err(|e| RuntimeError::Guest(e.to_string()))?;
+        let registration = match registered.and_then(validate) {
+            Ok(r) => r,
+            Err(e) => {
+                self.fail(&e, self.module().is_none());
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.ensure_rbac(&registration).await {
+            self.fail(&e, self.module().is_none());
+            return Err(e);
+        }
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let old = self.module();
+        let watches_changed = old
+            .as_ref()
+            .is_none_or(|m| m.registration.watches != registration.watches);
+        let workers_changed = old.as_ref().is_none_or(|m| {
+            m.registration.max_concurrent_reconciles != registration.max_concurrent_reconciles
+                || m.registration.resync_seconds != registration.resync_seconds
+        });
+        let module = Arc::new(Module {
+            component,
+            registration,
+            sha256: sha.clone(),
+            generation,
+        });
+        if let Ok(mut m) = self.module.write() {
+            *m = Some(module.clone());
+        }
+        if watches_changed {
+            self.start_informers(&module);
+        }
+        if workers_changed {
+            self.start_workers(&module, ctx);
+        }
+        let load_ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.set_status(|s| {
+            s.phase = "Running".into();
+            s.sha256 = sha;
+            s.compile_ms = compile_time.as_secs_f64() * 1000.0;
+            s.load_ms = load_ms;
+            s.watches = module.registration.watches.iter().map(watch_json).collect();
+            s.permissions = module
+                .registration
+                .permissions
+                .iter()
+                .map(permission_json)
+                .collect();
+            if old.is_some() {
+                s.last_error = None;
+            }
+        });
+        tracing::info!(controller = %self.name, generation, load_ms, swapped = old.is_some(), "controller loaded");
+        self.publish_status().await;
+        Ok(())
+    }
+
+    fn fail(&self, e: &RuntimeError, first_load: bool) {
+        let msg = e.to_string();
+        tracing::warn!(controller = %self.name, error = %msg, "controller load failed");
+        self.set_status(|s| {
+            if first_load {
+                s.phase = match e {
+                    RuntimeError::Compile(_) | RuntimeError::Read { .. } => "Failed".into(),
+                    _ => "CrashLoop".into(),
+                };
+            }
+            let prefix = if first_load {
+                ""
+            } else {
+                "reload failed, the previous version keeps running: "
+            };
+            s.last_error = Some((format!("{prefix}{msg}"), now()));
+        });
+    }
+
+    fn ensure_ctx(&self) -> Arc<HostCtx> {
+        if let Some(c) = self.host_ctx() {
+            return c;
+        }
+        let token = self.host.authn.issue_internal(UserInfo {
+            name: user_name(&self.name),
+            uid: String::new(),
+            groups: vec![crate::auth::AUTHENTICATED.to_owned()],
+        });
+        let ctx = Arc::new(HostCtx {
+            name: self.name.clone(),
+            token,
+            router: self.host.router.clone(),
+            service: self.host.service.clone(),
+            rt: tokio::runtime::Handle::current(),
+        });
+        if let Ok(mut c) = self.ctx.write() {
+            *c = Some(ctx.clone());
+        }
+        ctx
+    }
+
+    /// The declared permissions as a host-managed ClusterRole and binding.
+    async fn ensure_rbac(&self, reg: &wit::Registration) -> Result<(), RuntimeError> {
+        let user = user_name(&self.name);
+        let labels =
+            json!({"turtles.dev/managed-by": "turtles", "turtles.dev/controller": self.name});
+        let rules: Vec<Value> = reg.permissions.iter().map(permission_json).collect();
+        let role = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": user, "labels": labels},
+            "rules": rules,
+        });
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": user, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}],
+        });
+        self.upsert("clusterroles", role).await?;
+        self.upsert("clusterrolebindings", binding).await
+    }
+
+    async fn upsert(&self, resource: &str, obj: Value) -> Result<(), RuntimeError> {
+        let svc = &self.host.service;
+        let ri = svc
+            .registry
+            .lookup("rbac.authorization.k8s.io", "v1", resource)
+            .ok_or_else(|| {
+                RuntimeError::Identity(crate::model::ApiError::internal("RBAC is not served"))
+            })?;
+        let name = meta::name(&obj).to_owned();
+        let opts = WriteOptions::default();
+        match svc.create(&ri, "", obj.clone(), &opts).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 409 => svc
+                .update(&ri, "", &name, obj, Subresource::Main, &opts)
+                .await
+                .map(|_| ())
+                .map_err(RuntimeError::Identity),
+            Err(e) => Err(RuntimeError::Identity(e)),
+        }
+    }
+
+    fn resource(&self, w: &wit::Watch) -> Option<Arc<ResourceInfo>> {
+        self.host
+            .service
+            .registry
+            .lookup(&w.group, &w.version, &w.resource)
+    }
+
+    fn start_informers(self: &Arc<Self>, module: &Arc<Module>) {
+        let mut tasks = match self.informers.lock() {
+            Ok(t) => t,
+            Err(p) => p.into_inner(),
+        };
+        for t in tasks.drain(..) {
+            t.abort();
+        }
+        for w in module.registration.watches.iter().cloned() {
+            let this = self.clone();
+            tasks.push(tokio::spawn(async move { this.informer(w).await }));
+        }
+        if let Some(secs) = module.registration.resync_seconds.filter(|s| *s > 0) {
+            let this = self.clone();
+            let primary = module.registration.watches[0].clone();
+            tasks.push(tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(u64::from(secs)));
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    this.enqueue_all(&primary);
+                }
+            }));
+        }
+    }
+
+    fn filter(w: &wit::Watch) -> Option<Filter> {
+        Filter::new(w.namespace.as_deref(), w.label_selector.as_deref(), None).ok()
+    }
+
+    /// Enqueue every cached object of a watch (start-up, relist and resync).
+    fn enqueue_all(&self, w: &wit::Watch) {
+        let (Some(ri), Some(filter)) = (self.resource(w), Self::filter(w)) else {
+            return;
+        };
+        if let Ok(snap) = self.host.service.store.list(&ri.group_resource(), None) {
+            for obj in snap.items.values() {
+                if filter.matches(&obj.value) {
+                    self.enqueue_for(w, &obj.value);
+                }
+            }
+        }
+    }
+
+    fn enqueue_for(&self, w: &wit::Watch, obj: &Value) {
+        match &w.mapping {
+            wit::KeyMapping::SelfKey => self
+                .queue
+                .add((meta::namespace(obj).to_owned(), meta::name(obj).to_owned())),
+            wit::KeyMapping::Owner(owner) => {
+                let refs = meta::metadata(obj)
+                    .and_then(|m| m.get("ownerReferences"))
+                    .and_then(Value::as_array);
+                for r in refs.into_iter().flatten() {
+                    let kind_ok =
+                        r.get("kind").and_then(Value::as_str) == Some(owner.kind.as_str());
+                    let av = r.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+                    let group = av.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+                    if kind_ok && group == owner.group {
+                        if let Some(n) = r.get("name").and_then(Value::as_str) {
+                            self.queue
+                                .add((meta::namespace(obj).to_owned(), n.to_owned()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// list + watch one kind, resuming after a lag and relisting when the history is gone.
+    async fn informer(self: Arc<Self>, w: wit::Watch) {
+        let (Some(ri), Some(filter)) = (self.resource(&w), Self::filter(&w)) else {
+            tracing::warn!(controller = %self.name, resource = %w.resource, "watched resource is not served");
+            return;
+        };
+        let store = self.host.service.store.clone();
+        let mut from = WatchFrom::Now;
+        loop {
+            let mut start = match store.watch(&ri.group_resource(), from) {
+                Ok(s) => s,
+                Err(StoreError::TooOld { .. }) => {
+                    from = WatchFrom::Now;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::error!(controller = %self.name, error = %e, "informer cannot watch");
+                    return;
+                }
+            };
+            let mut last = start.rv;
+            if let Some(snap) = start.snapshot.take() {
+                for obj in snap.items.values() {
+                    if filter.matches(&obj.value) {
+                        self.enqueue_for(&w, &obj.value);
+                    }
+                }
+            }
+            for ev in std::mem::take(&mut start.backlog) {
+                last = last.max(ev.rv);
+                self.on_event(&w, &filter, &ev);
+            }
+            loop {
+                match start.live.recv().await {
+                    Ok(ev) => {
+                        if ev.rv <= last {
+                            continue;
+                        }
+                        last = ev.rv;
+                        self.on_event(&w, &filter, &ev);
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        from = WatchFrom::After(last);
+                        break;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        }
+    }
+
+    fn on_event(&self, w: &wit::Watch, filter: &Filter, ev: &crate::store::Event) {
+        let now = filter.matches(&ev.object.value);
+        let before = ev.prev.as_ref().is_some_and(|p| filter.matches(&p.value));
+        if now || before {
+            self.enqueue_for(w, &ev.object.value);
+        }
+    }
+
+    fn start_workers(self: &Arc<Self>, module: &Arc<Module>, ctx: Arc<HostCtx>) {
+        let mut tasks = match self.workers.lock() {
+            Ok(t) => t,
+            Err(p) => p.into_inner(),
+        };
+        for t in tasks.drain(..) {
+            t.abort();
+        }
+        let n = module.registration.max_concurrent_reconciles.clamp(1, 64);
+        for _ in 0..n {
+            let this = self.clone();
+            let ctx = ctx.clone();
+            tasks.push(tokio::spawn(async move { this.worker(ctx).await }));
+        }
+    }
+
+    async fn worker(self: Arc<Self>, ctx: Arc<HostCtx>) {
+        let mut instance: Option<(u64, Instance)> = None;
+        while let Some(key) = self.queue.next().await {
+            let Some(module) = self.module() else {
+                self.queue.done(&key);
+                continue;
+            };
+            let primary = &module.registration.watches[0];
+            let object = self
+                .resource(primary)
+                .and_then(|ri| {
+                    self.host
+                        .service
+                        .get(&ri, &key.0, &key.1)
+                        .ok()
+                        .map(|o| crate::service::Service::present(&ri, o))
+                })
+                .map(|o| o.json.to_vec());
+            let current = instance.take().filter(|(g, _)| *g == module.generation);
+            let rt = self.host.runtime.clone();
+            let ctx2 = ctx.clone();
+            let wkey = wit::ObjectKey {
+                namespace: key.0.clone(),
+                name: key.1.clone(),
+            };
+            let started = Instant::now();
+            let joined = tokio::task::spawn_blocking(move || {
+                let mut inst = match current {
+                    Some((_, i)) => i,
+                    None => match rt.instantiate(&module.component, ctx2) {
+                        Ok(i) => i,
+                        Err(e) => return (None, Err(e)),
+                    },
+                };
+                let r = inst.reconcile(&rt, &wkey, object.as_deref());
+                // After a fault the instance cannot be re-entered: drop it.
+                let keep = r.is_ok().then_some((module.generation, inst));
+                (keep, r)
+            })
+            .await;
+            let elapsed = started.elapsed();
+            self.stats.reconciles.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .latency_us
+                .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
+            let result = match joined {
+                Ok((keep, r)) => {
+                    instance = keep;
+                    r
+                }
+                Err(e) => Err(RuntimeError::Guest(e.to_string())),
+            };
+            match result {
+                Ok(wit::Outcome::Done) => self.queue.forget(&key),
+                Ok(wit::Outcome::RequeueAfter(ms)) => {
+                    self.queue.forget(&key);
+                    self.queue
+                        .add_after(key.clone(), Duration::from_millis(u64::from(ms)));
+                }
+                Ok(wit::Outcome::TransientError(msg)) => {
+                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    self.record_error(&key, &msg);
+                    self.queue.add_rate_limited(key.clone());
+                }
+                Ok(wit::Outcome::TerminalError(msg)) => {
+                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    self.record_error(&key, &format!("terminal: {msg}"));
+                    self.queue.forget(&key);
+                }
+                Err(e) => {
+                    self.stats.traps.fetch_add(1, Ordering::Relaxed);
+                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    self.record_error(&key, &e.to_string());
+                    self.queue.add_rate_limited(key.clone());
+                }
+            }
+            self.queue.done(&key);
+        }
+    }
+
+    fn record_error(&self, key: &Key, msg: &str) {
+        tracing::warn!(controller = %self.name, namespace = %key.0, name = %key.1, error = %msg, "reconcile failed");
+        let text = format!("{}/{}: {msg}", key.0, key.1);
+        self.set_status(|s| s.last_error = Some((text, now())));
+    }
+
+    /// The `Controller` object's status as of now.
+    pub fn status_json(&self) -> Value {
+        let s = self.status.lock().map(|s| s.clone()).unwrap_or_default();
+        let reconciles = self.stats.reconciles.load(Ordering::Relaxed);
+        let mut st = json!({
+            "phase": s.phase,
+            "file": s.file,
+            "sha256": s.sha256,
+            "watches": s.watches,
+            "permissions": s.permissions,
+            "reconciles": reconciles,
+            "errors": self.stats.errors.load(Ordering::Relaxed),
+            "traps": self.stats.traps.load(Ordering::Relaxed),
+            "queueDepth": self.queue.len(),
+            "loadMillis": (s.load_ms * 10.0).round() / 10.0,
+            "compileMillis": (s.compile_ms * 10.0).round() / 10.0,
+            "user": user_name(&self.name),
+        });
+        if let Some((msg, at)) = s.last_error {
+            st["lastError"] = json!({"message": msg, "time": at});
+        }
+        st
+    }
+
+    /// Write the status to the `Controller` object (created on first use).
+    pub async fn publish_status(&self) {
+        let svc = &self.host.service;
+        let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
+            return;
+        };
+        let status = self.status_json();
+        let current = svc.get(&ri, "", &self.name).ok();
+        if current.as_ref().and_then(|c| c.value.get("status")) == Some(&status) {
+            return;
+        }
+        let obj = json!({
+            "apiVersion": format!("{GROUP}/v1"), "kind": "Controller",
+            "metadata": {"name": self.name},
+            "status": status,
+        });
+        let opts = WriteOptions::default();
+        let r = match current {
+            None => svc.create(&ri, "", obj, &opts).await.map(|_| ()),
+            Some(_) => svc
+                .update(&ri, "", &self.name, obj, Subresource::Status, &opts)
+                .await
+                .map(|_| ()),
+        };
+        if let Err(e) = r {
+            tracing::debug!(controller = %self.name, error = %e, "status not written");
+        }
+    }
+
+    /// Stop everything and remove the controller's objects and identity.
+    pub async fn unload(&self) {
+        for set in [&self.informers, &self.workers] {
+            if let Ok(mut t) = set.lock() {
+                for h in t.drain(..) {
+                    h.abort();
+                }
+            }
+        }
+        self.queue.shutdown();
+        self.host.authn.revoke_internal(&user_name(&self.name));
+        let svc = &self.host.service;
+        let user = user_name(&self.name);
+        for (group, resource, name) in [
+            (
+                "rbac.authorization.k8s.io",
+                "clusterrolebindings",
+                user.as_str(),
+            ),
+            ("rbac.authorization.k8s.io", "clusterroles", user.as_str()),
+            (GROUP, RESOURCE, self.name.as_str()),
+        ] {
+            if let Some(ri) = svc.registry.lookup(group, "v1", resource) {
+                let _ = svc.delete(&ri, "", name, &Default::default()).await;
+            }
+        }
+        tracing::info!(controller = %self.name, "controller unloaded");
+    }
+}
+
+fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
+    if reg.watches.is_empty() {
+        return Err(RuntimeError::Registration(
+            "at least one watch (the primary kind) is required".into(),
+        ));
+    }
+    if !matches!(reg.watches[0].mapping, wit::KeyMapping::SelfKey) {
+        return Err(RuntimeError::Registration(
+            "the first watch is the primary kind: its mapping must be self-key".into(),
+        ));
+    }
+    Ok(reg)
+}

@@ -1,0 +1,179 @@
+//! The controllers folder: every `*.wasm` file is a controller named after its stem. New files
+//! load, changed files are swapped in place, removed files unload. Dotfiles and temporary names
+//! are ignored, and a file is only read once its size and modification time have held still
+//! across two scans, so a half-written file is never loaded (write-then-rename is the supported
+//! way to drop one).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::controller::ControllerHandle;
+use super::Host;
+
+/// How often the folder is scanned.
+pub const SCAN: Duration = Duration::from_millis(100);
+/// How often controller status objects are refreshed.
+const STATUS_EVERY: Duration = Duration::from_secs(1);
+
+type Stamp = (SystemTime, u64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+/// Is this a file the folder loads?
+pub fn is_controller_file(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    !name.starts_with('.') && name.ends_with(".wasm") && name.len() > ".wasm".len()
+}
+
+struct Entry {
+    handle: Arc<ControllerHandle>,
+    /// The stamp of the bytes last handed to the controller.
+    loaded: Stamp,
+}
+
+/// All controllers loaded from one folder.
+pub struct Folder {
+    dir: PathBuf,
+    host: Arc<Host>,
+    entries: tokio::sync::Mutex<HashMap<String, Entry>>,
+}
+
+impl Folder {
+    pub fn new(dir: PathBuf, host: Arc<Host>) -> Arc<Self> {
+        Arc::new(Self {
+            dir,
+            host,
+            entries: tokio::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub async fn handles(&self) -> Vec<Arc<ControllerHandle>> {
+        self.entries
+            .lock()
+            .await
+            .values()
+            .map(|e| e.handle.clone())
+            .collect()
+    }
+
+    fn scan_dir(&self) -> HashMap<String, (PathBuf, Stamp)> {
+        let mut out = HashMap::new();
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return out;
+        };
+        for entry in rd.flatten() {
+            let path = entry.path();
+            if !is_controller_file(&path) || !path.is_file() {
+                continue;
+            }
+            if let (Some(name), Some(st)) = (super::controller_name(&path), stamp(&path)) {
+                out.insert(name, (path, st));
+            }
+        }
+        out
+    }
+
+    /// Load what is there, then follow the folder until `shutdown`.
+    pub async fn run(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        if let Err(e) = std::fs::create_dir_all(&self.dir) {
+            tracing::error!(dir = %self.dir.display(), error = %e, "controllers folder unusable");
+            return;
+        }
+        tracing::info!(dir = %self.dir.display(), "watching the controllers folder");
+        let mut pending: HashMap<String, Stamp> = HashMap::new();
+        let mut first = true;
+        let mut last_status = std::time::Instant::now();
+        loop {
+            let seen = self.scan_dir();
+            let mut entries = self.entries.lock().await;
+            // Removed files unload.
+            let gone: Vec<String> = entries
+                .keys()
+                .filter(|n| !seen.contains_key(*n))
+                .cloned()
+                .collect();
+            for name in gone {
+                if let Some(e) = entries.remove(&name) {
+                    e.handle.unload().await;
+                }
+                pending.remove(&name);
+            }
+            for (name, (path, st)) in &seen {
+                let changed = entries.get(name).is_none_or(|e| e.loaded != *st);
+                if !changed {
+                    pending.remove(name);
+                    continue;
+                }
+                // Load only once the file held still for a scan (or at start-up).
+                let stable = first || pending.get(name) == Some(st);
+                if !stable {
+                    pending.insert(name.clone(), *st);
+                    continue;
+                }
+                pending.remove(name);
+                let bytes = match std::fs::read(path) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::warn!(file = %path.display(), error = %e, "cannot read controller");
+                        continue;
+                    }
+                };
+                if stamp(path) != Some(*st) {
+                    // Changed while we read it: next scan.
+                    continue;
+                }
+                let handle = match entries.get(name) {
+                    Some(e) => e.handle.clone(),
+                    None => {
+                        ControllerHandle::new(name, self.host.clone(), &path.display().to_string())
+                    }
+                };
+                entries.insert(
+                    name.clone(),
+                    Entry {
+                        handle: handle.clone(),
+                        loaded: *st,
+                    },
+                );
+                // Compile in the background; the old version (if any) serves meanwhile.
+                tokio::spawn(async move {
+                    let _ = handle.load(bytes).await;
+                    handle.publish_status().await;
+                });
+            }
+            if last_status.elapsed() >= STATUS_EVERY {
+                last_status = std::time::Instant::now();
+                for e in entries.values() {
+                    e.handle.publish_status().await;
+                }
+            }
+            drop(entries);
+            first = false;
+            tokio::select! {
+                _ = tokio::time::sleep(SCAN) => {}
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_wasm_files_without_dots() {
+        assert!(is_controller_file(Path::new("/x/labeler.wasm")));
+        assert!(!is_controller_file(Path::new("/x/.labeler.wasm")));
+        assert!(!is_controller_file(Path::new("/x/labeler.wasm.tmp")));
+        assert!(!is_controller_file(Path::new("/x/.wasm")));
+        assert!(!is_controller_file(Path::new("/x/labeler.txt")));
+    }
+}

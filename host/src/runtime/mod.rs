@@ -1,0 +1,401 @@
+//! WebAssembly controllers: the wasmtime engine, the WIT bindings, the host side of the
+//! `turtles:controller/host` imports, and (in submodules) each controller's informers, work queue
+//! and workers, and the controllers folder with hot reload.
+//!
+//! Every guest runs sandboxed: WASI is linked with nothing granted (no files, no sockets, no
+//! environment; stdout/stderr go to the controller's log), each call has an epoch deadline, each
+//! instance a memory cap. A trap, a deadline or a memory bomb fails that reconcile; the instance
+//! is thrown away and a fresh one serves the next call.
+
+pub mod controller;
+pub mod folder;
+pub mod queue;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::auth::Authenticator;
+use crate::service::Service;
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "controller",
+    additional_derives: [PartialEq],
+});
+
+pub use turtles::controller::types as wit;
+
+/// Epoch ticks per second (the deadline's granularity).
+const TICK: Duration = Duration::from_millis(10);
+/// Bytes of guest stdout/stderr kept per call.
+const OUTPUT_CAP: usize = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("configuring wasmtime: {0}")]
+    Engine(String),
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("compiling the component: {0}")]
+    Compile(String),
+    #[error("instantiating the component: {0}")]
+    Instantiate(String),
+    #[error("the guest failed: {0}")]
+    Guest(String),
+    #[error("the registration is invalid: {0}")]
+    Registration(String),
+    #[error("setting up the controller's identity: {0}")]
+    Identity(crate::model::ApiError),
+}
+
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+/// Limits and knobs for every controller.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Wall-clock budget of one guest call (register or reconcile).
+    pub call_deadline: Duration,
+    /// Linear memory an instance may grow to.
+    pub memory_limit: usize,
+    /// Where compiled artifacts are cached by content hash.
+    pub cache_dir: PathBuf,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            call_deadline: Duration::from_secs(2),
+            memory_limit: 128 << 20,
+            cache_dir: PathBuf::from("turtles-data/cache"),
+        }
+    }
+}
+
+/// What the host imports need: the API to call (in-process, as the controller's identity) and
+/// the store to read the informer cache from.
+pub struct HostCtx {
+    pub name: String,
+    pub token: String,
+    pub router: axum::Router,
+    pub service: Arc<Service>,
+    pub rt: tokio::runtime::Handle,
+}
+
+/// A store's data: WASI with nothing granted, the memory limit, and the host context.
+pub struct GuestState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limits: StoreLimits,
+    ctx: Arc<HostCtx>,
+    output: MemoryOutputPipe,
+}
+
+impl WasiView for GuestState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl wit::Host for GuestState {}
+
+/// The shared engine and linker.
+pub struct Runtime {
+    pub engine: Engine,
+    linker: Linker<GuestState>,
+    pub options: RuntimeOptions,
+}
+
+impl Runtime {
+    pub fn new(options: RuntimeOptions) -> Result<Arc<Self>> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        std::fs::create_dir_all(&options.cache_dir).map_err(|source| RuntimeError::Read {
+            path: options.cache_dir.clone(),
+            source,
+        })?;
+        let mut cache_config = wasmtime::CacheConfig::new();
+        cache_config.with_directory(options.cache_dir.join("wasmtime"));
+        let cache =
+            wasmtime::Cache::new(cache_config).map_err(|e| RuntimeError::Engine(e.to_string()))?;
+        config.cache(Some(cache));
+        let engine = Engine::new(&config).map_err(|e| RuntimeError::Engine(e.to_string()))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| RuntimeError::Engine(e.to_string()))?;
+        Controller::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
+            .map_err(|e| RuntimeError::Engine(e.to_string()))?;
+        // The epoch ticker: ends with the engine.
+        let weak = engine.weak();
+        std::thread::Builder::new()
+            .name("wasm-epoch".into())
+            .spawn(move || loop {
+                std::thread::sleep(TICK);
+                match weak.upgrade() {
+                    Some(e) => e.increment_epoch(),
+                    None => return,
+                }
+            })
+            .map_err(|e| RuntimeError::Engine(e.to_string()))?;
+        Ok(Arc::new(Self {
+            engine,
+            linker,
+            options,
+        }))
+    }
+
+    /// Compile (or load from the cache) a component. Blocking: call off the async threads.
+    pub fn compile(&self, bytes: &[u8]) -> Result<Component> {
+        Component::from_binary(&self.engine, bytes)
+            .map_err(|e| RuntimeError::Compile(format!("{e:#}")))
+    }
+
+    /// A fresh instance with its own store. Blocking.
+    pub fn instantiate(&self, component: &Component, ctx: Arc<HostCtx>) -> Result<Instance> {
+        let output = MemoryOutputPipe::new(OUTPUT_CAP);
+        let mut builder = WasiCtx::builder();
+        builder.stdout(output.clone()).stderr(output.clone());
+        let state = GuestState {
+            wasi: builder.build(),
+            table: ResourceTable::new(),
+            limits: StoreLimitsBuilder::new()
+                .memory_size(self.options.memory_limit)
+                .trap_on_grow_failure(true)
+                .build(),
+            ctx,
+            output,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limits);
+        store.set_epoch_deadline(self.deadline_ticks());
+        let bindings = Controller::instantiate(&mut store, component, &self.linker)
+            .map_err(|e| RuntimeError::Instantiate(format!("{e:#}")))?;
+        Ok(Instance { store, bindings })
+    }
+
+    fn deadline_ticks(&self) -> u64 {
+        (self.options.call_deadline.as_millis() / TICK.as_millis()).max(1) as u64
+    }
+}
+
+/// One live guest instance.
+pub struct Instance {
+    store: Store<GuestState>,
+    bindings: Controller,
+}
+
+impl Instance {
+    fn arm(&mut self, rt: &Runtime) {
+        self.store.set_epoch_deadline(rt.deadline_ticks());
+    }
+
+    /// Flush what the guest printed to the controller's log.
+    fn drain_output(&mut self) {
+        let out = self.store.data().output.contents();
+        if !out.is_empty() {
+            let name = self.store.data().ctx.name.clone();
+            for line in String::from_utf8_lossy(&out).lines() {
+                tracing::info!(controller = %name, "guest: {line}");
+            }
+        }
+    }
+
+    pub fn register(&mut self, rt: &Runtime) -> Result<wit::Registration> {
+        self.arm(rt);
+        let r = self.bindings.call_register(&mut self.store);
+        self.drain_output();
+        r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
+    }
+
+    pub fn reconcile(
+        &mut self,
+        rt: &Runtime,
+        key: &wit::ObjectKey,
+        object: Option<&[u8]>,
+    ) -> Result<wit::Outcome> {
+        self.arm(rt);
+        let r = self.bindings.call_reconcile(&mut self.store, key, object);
+        self.drain_output();
+        r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
+    }
+}
+
+fn describe_trap(e: &wasmtime::Error) -> String {
+    if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+        return match trap {
+            wasmtime::Trap::Interrupt => {
+                "deadline exceeded (the call ran too long and was interrupted)".into()
+            }
+            other => format!("trap: {other}"),
+        };
+    }
+    let text = format!("{e:#}");
+    if text.contains("memory") && (text.contains("limit") || text.contains("grow")) {
+        return format!("memory limit exceeded: {text}");
+    }
+    text
+}
+
+/// sha256 of a file's bytes, hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The controller's name: its file's stem.
+pub fn controller_name(path: &Path) -> Option<String> {
+    let stem = path.file_stem()?.to_str()?;
+    Some(stem.to_owned())
+}
+
+/// In-process API calls as the controller's identity: the same router, authentication and
+/// authorization as any client.
+impl turtles::controller::host::Host for GuestState {
+    fn api_call(&mut self, request: wit::HttpRequest) -> wit::HttpResponse {
+        let ctx = self.ctx.clone();
+        let fail = |status: u16, message: &str| wit::HttpResponse {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: crate::model::ApiError::new(
+                status,
+                if status == 400 {
+                    "BadRequest"
+                } else {
+                    "InternalError"
+                },
+                message,
+            )
+            .to_status()
+            .to_string()
+            .into_bytes(),
+        };
+        if request.path.contains("watch=true") || request.path.contains("watch=1") {
+            return fail(400, "controllers receive changes through their registration's watches, not watch requests");
+        }
+        let mut builder = axum::http::Request::builder()
+            .method(request.method.as_str())
+            .uri(request.path.as_str());
+        for (k, v) in &request.headers {
+            if !k.eq_ignore_ascii_case("authorization")
+                && !k.to_ascii_lowercase().starts_with("impersonate-")
+            {
+                builder = builder.header(k.as_str(), v.as_str());
+            }
+        }
+        builder = builder.header("authorization", format!("Bearer {}", ctx.token));
+        let req = match builder.body(axum::body::Body::from(request.body)) {
+            Ok(r) => r,
+            Err(e) => return fail(400, &format!("malformed request: {e}")),
+        };
+        let router = ctx.router.clone();
+        let result = ctx.rt.block_on(async move {
+            use tower::ServiceExt;
+            let resp = router.oneshot(req).await.map_err(|e| e.to_string())?;
+            let status = resp.status().as_u16();
+            let headers: Vec<(String, String)> = resp
+                .headers()
+                .iter()
+                .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_owned())))
+                .collect();
+            let body = axum::body::to_bytes(resp.into_body(), 64 << 20)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(wit::HttpResponse {
+                status,
+                headers,
+                body: body.to_vec(),
+            })
+        });
+        result.unwrap_or_else(|e| fail(500, &e))
+    }
+
+    fn cache_get(
+        &mut self,
+        group: String,
+        version: String,
+        resource: String,
+        namespace: String,
+        name: String,
+    ) -> Option<Vec<u8>> {
+        let ri = self
+            .ctx
+            .service
+            .registry
+            .lookup(&group, &version, &resource)?;
+        let obj = self.ctx.service.get(&ri, &namespace, &name).ok()?;
+        Some(Service::present(&ri, obj).json.to_vec())
+    }
+
+    fn cache_list(
+        &mut self,
+        group: String,
+        version: String,
+        resource: String,
+        namespace: Option<String>,
+    ) -> Vec<u8> {
+        let Some(ri) = self
+            .ctx
+            .service
+            .registry
+            .lookup(&group, &version, &resource)
+        else {
+            return b"[]".to_vec();
+        };
+        let Ok(snap) = self.ctx.service.store.list(&ri.group_resource(), None) else {
+            return b"[]".to_vec();
+        };
+        let mut out = Vec::with_capacity(snap.items.len() * 256 + 2);
+        out.push(b'[');
+        let mut first = true;
+        for obj in snap.items.values() {
+            if let Some(ns) = &namespace {
+                if crate::model::meta::namespace(&obj.value) != ns {
+                    continue;
+                }
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.extend_from_slice(&Service::present(&ri, obj.clone()).json);
+        }
+        out.push(b']');
+        out
+    }
+
+    fn log(&mut self, level: wit::LogLevel, message: String, fields: Vec<(String, String)>) {
+        let name = &self.ctx.name;
+        let fields: String = fields.iter().map(|(k, v)| format!(" {k}={v}")).collect();
+        match level {
+            wit::LogLevel::Trace => tracing::trace!(controller = %name, "{message}{fields}"),
+            wit::LogLevel::Debug => tracing::debug!(controller = %name, "{message}{fields}"),
+            wit::LogLevel::Info => tracing::info!(controller = %name, "{message}{fields}"),
+            wit::LogLevel::Warn => tracing::warn!(controller = %name, "{message}{fields}"),
+            wit::LogLevel::Error => tracing::error!(controller = %name, "{message}{fields}"),
+        }
+    }
+}
+
+/// Shared by every controller: the runtime, the service, the router to call, and the
+/// authenticator that issues controller identities.
+pub struct Host {
+    pub runtime: Arc<Runtime>,
+    pub service: Arc<Service>,
+    pub router: axum::Router,
+    pub authn: Arc<Authenticator>,
+}

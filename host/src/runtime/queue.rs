@@ -1,0 +1,204 @@
+//! The work queue every controller gets: deduplicated keys, never two reconciles of one key at
+//! once, per-key exponential backoff (a failure counts only when its retry was due), a global
+//! rate limit on retries, and delayed requeues.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use tokio::sync::Notify;
+
+/// First retry delay; doubles per counted failure.
+pub const BACKOFF_BASE: Duration = Duration::from_millis(50);
+/// Longest retry delay.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
+/// Retries admitted per second across all keys (and burst), like client-go's default limiter.
+const BUCKET_QPS: f64 = 10.0;
+const BUCKET_BURST: f64 = 100.0;
+
+struct State<K> {
+    queue: VecDeque<K>,
+    /// Keys waiting to be processed (in `queue`, or to be re-queued when their reconcile ends).
+    dirty: HashSet<K>,
+    /// Keys being reconciled right now.
+    active: HashSet<K>,
+    failures: HashMap<K, (u32, Instant)>,
+    tokens: f64,
+    refilled: Instant,
+    shut: bool,
+}
+
+pub struct WorkQueue<K> {
+    state: Mutex<State<K>>,
+    ready: Notify,
+}
+
+impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                dirty: HashSet::new(),
+                active: HashSet::new(),
+                failures: HashMap::new(),
+                tokens: BUCKET_BURST,
+                refilled: Instant::now(),
+                shut: false,
+            }),
+            ready: Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue a key now (a no-op if it is already waiting).
+    pub fn add(&self, key: K) {
+        let mut s = self.lock();
+        if s.shut || !s.dirty.insert(key.clone()) {
+            return;
+        }
+        if !s.active.contains(&key) {
+            s.queue.push_back(key);
+            drop(s);
+            self.ready.notify_one();
+        }
+    }
+
+    /// Queue a key after `delay`.
+    pub fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
+        if delay.is_zero() {
+            return self.add(key);
+        }
+        let q = Arc::downgrade(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            if let Some(q) = q.upgrade() {
+                q.add(key);
+            }
+        });
+    }
+
+    /// A reconcile of `key` failed: retry with backoff. Returns the delay chosen.
+    pub fn add_rate_limited(self: &Arc<Self>, key: K) -> Duration {
+        let now = Instant::now();
+        let delay = {
+            let mut s = self.lock();
+            let (count, due) = s.failures.get(&key).copied().unwrap_or((0, now));
+            // Only a failure of a reconcile that ran when its retry was due raises the backoff
+            // (an earlier, event-driven reconcile that fails again does not).
+            let count = if now >= due { count + 1 } else { count.max(1) };
+            let per_key = BACKOFF_BASE
+                .saturating_mul(1u32 << (count - 1).min(20))
+                .min(BACKOFF_MAX);
+            // Global token bucket.
+            let elapsed = now.duration_since(s.refilled).as_secs_f64();
+            s.tokens = (s.tokens + elapsed * BUCKET_QPS).min(BUCKET_BURST);
+            s.refilled = now;
+            s.tokens -= 1.0;
+            let bucket = if s.tokens >= 0.0 {
+                Duration::ZERO
+            } else {
+                Duration::from_secs_f64(-s.tokens / BUCKET_QPS)
+            };
+            let delay = per_key.max(bucket);
+            s.failures.insert(key.clone(), (count, now + delay));
+            delay
+        };
+        self.add_after(key, delay);
+        delay
+    }
+
+    /// The key reconciled fine: forget its failures.
+    pub fn forget(&self, key: &K) {
+        self.lock().failures.remove(key);
+    }
+
+    pub fn failures(&self, key: &K) -> u32 {
+        self.lock().failures.get(key).map(|f| f.0).unwrap_or(0)
+    }
+
+    /// The next key to reconcile (marked active), or `None` once shut down.
+    pub async fn next(&self) -> Option<K> {
+        loop {
+            let notified = self.ready.notified();
+            {
+                let mut s = self.lock();
+                if s.shut {
+                    return None;
+                }
+                if let Some(key) = s.queue.pop_front() {
+                    s.dirty.remove(&key);
+                    s.active.insert(key.clone());
+                    return Some(key);
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// The reconcile of `key` ended; if it changed meanwhile, it is queued again.
+    pub fn done(&self, key: &K) {
+        let mut s = self.lock();
+        s.active.remove(key);
+        if s.dirty.contains(key) {
+            s.queue.push_back(key.clone());
+            drop(s);
+            self.ready.notify_one();
+        }
+    }
+
+    /// Keys waiting.
+    pub fn len(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn shutdown(&self) {
+        self.lock().shut = true;
+        self.ready.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn dedups_and_never_runs_a_key_twice_at_once() {
+        let q = WorkQueue::new();
+        q.add("a");
+        q.add("a");
+        q.add("b");
+        assert_eq!(q.len(), 2);
+        let a = q.next().await.unwrap();
+        assert_eq!(a, "a");
+        q.add("a"); // changed while active: waits for done
+        assert_eq!(q.next().await.unwrap(), "b");
+        assert!(q.is_empty());
+        q.done(&"a");
+        assert_eq!(q.next().await.unwrap(), "a");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_grows_only_when_retries_were_due() {
+        let q = WorkQueue::new();
+        let d1 = q.add_rate_limited("k");
+        assert_eq!(d1, BACKOFF_BASE);
+        // Failing again before the retry was due does not raise the backoff.
+        let d2 = q.add_rate_limited("k");
+        assert_eq!(d2, BACKOFF_BASE);
+        tokio::time::advance(Duration::from_millis(60)).await;
+        let d3 = q.add_rate_limited("k");
+        assert_eq!(d3, BACKOFF_BASE * 2);
+        q.forget(&"k");
+        assert_eq!(q.failures(&"k"), 0);
+    }
+}

@@ -1,0 +1,221 @@
+//! WebAssembly controllers end to end: real components built from guest-examples/rust, dropped
+//! into the controllers folder of the real binary, observed through kubectl and raw HTTP.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turtles_tests::{guest, poll, Server};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+fn controller(s: &Server, name: &str) -> Option<Value> {
+    let r = s
+        .http()
+        .get(&format!("/apis/turtles.dev/v1/controllers/{name}"));
+    (r.status == 200).then(|| r.json())
+}
+
+fn wait_phase(s: &Server, name: &str, phase: &str) -> Value {
+    poll(
+        &format!("controller {name} to be {phase}"),
+        Duration::from_secs(60),
+        || controller(s, name).filter(|c| c["status"]["phase"] == phase),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()))
+}
+
+fn create_cm(s: &Server, name: &str, labels: Value) {
+    let r = s.http().post_json(
+        CMS,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": {"k": "v"}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
+fn annotation(s: &Server, cm: &str, key: &str) -> Option<String> {
+    let v = s.http().get(&format!("{CMS}/{cm}")).json();
+    v["metadata"]["annotations"][key]
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn wait_annotation(s: &Server, cm: &str, key: &str, want: &str) {
+    poll(
+        &format!("{cm} annotated {key}={want}"),
+        Duration::from_secs(30),
+        || (annotation(s, cm, key).as_deref() == Some(want)).then_some(()),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+}
+
+#[test]
+fn dropped_controller_reconciles_as_its_own_least_privileged_user() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    create_cm(&s, "before", json!({"turtles.dev/greet": "true"}));
+    s.drop_controller("labeler", &guest("labeler")).unwrap();
+    let c = wait_phase(&s, "labeler", "Running");
+    assert_eq!(c["status"]["user"], "system:controller:labeler");
+    assert_eq!(c["status"]["sha256"].as_str().map(str::len), Some(64));
+    // Objects that existed before the controller, and new ones.
+    wait_annotation(&s, "before", "turtles.dev/greeting", "hello, before");
+    create_cm(&s, "after", json!({"turtles.dev/greet": "true"}));
+    wait_annotation(&s, "after", "turtles.dev/greeting", "hello, after");
+    // Not selected: untouched.
+    create_cm(&s, "other", json!({"app": "x"}));
+    // The declared permissions became a ClusterRole bound to the controller's user.
+    let role = s.kubectl_json(&["get", "clusterrole", "system:controller:labeler"]);
+    let rules = role["rules"].as_array().unwrap();
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["resources"] == json!(["configmaps"])),
+        "{role}"
+    );
+    let out = s.kubectl_ok(&[
+        "auth",
+        "can-i",
+        "patch",
+        "configmaps",
+        "--as",
+        "system:controller:labeler",
+    ]);
+    assert_eq!(out.trim(), "yes");
+    let no = s.kubectl(&[
+        "auth",
+        "can-i",
+        "create",
+        "secrets",
+        "--as",
+        "system:controller:labeler",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&no.stdout).trim(), "no");
+    // kubectl shows it.
+    let table = s.kubectl_ok(&["get", "controllers"]);
+    assert!(
+        table.contains("PHASE") && table.contains("labeler") && table.contains("Running"),
+        "{table}"
+    );
+    // Read-only to clients.
+    let r = s.http().delete("/apis/turtles.dev/v1/controllers/labeler");
+    assert_eq!(r.status, 405, "{}", r.text());
+    assert_eq!(annotation(&s, "other", "turtles.dev/greeting"), None);
+}
+
+#[test]
+fn replacing_the_file_swaps_in_place_and_removing_it_unloads() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    s.drop_controller("labeler", &guest("labeler")).unwrap();
+    let v1 = wait_phase(&s, "labeler", "Running");
+    create_cm(&s, "one", json!({"turtles.dev/greet": "true"}));
+    wait_annotation(&s, "one", "turtles.dev/greeting", "hello, one");
+    let url = s.url.clone();
+    s.drop_controller("labeler", &guest("labeler-v2")).unwrap();
+    poll(
+        "the new version to be running",
+        Duration::from_secs(60),
+        || {
+            controller(&s, "labeler").filter(|c| {
+                c["status"]["sha256"] != v1["status"]["sha256"] && c["status"]["phase"] == "Running"
+            })
+        },
+    )
+    .unwrap();
+    create_cm(&s, "two", json!({"turtles.dev/greet": "true"}));
+    wait_annotation(&s, "two", "turtles.dev/greeting", "hello again, two");
+    assert_eq!(s.url, url, "the host did not restart");
+    // A corrupt file fails alone; the others keep running.
+    s.drop_controller("broken", b"\0asm this is not a component")
+        .unwrap();
+    let broken = wait_phase(&s, "broken", "Failed");
+    let err = broken["status"]["lastError"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(err.contains("compil"), "{broken}");
+    create_cm(&s, "three", json!({"turtles.dev/greet": "true"}));
+    wait_annotation(&s, "three", "turtles.dev/greeting", "hello again, three");
+    // A replacement that fails to compile keeps the old version serving.
+    s.drop_controller("labeler", b"garbage").unwrap();
+    poll(
+        "the failed reload to be reported",
+        Duration::from_secs(30),
+        || {
+            controller(&s, "labeler").filter(|c| {
+                c["status"]["lastError"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("reload failed"))
+            })
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        controller(&s, "labeler").unwrap()["status"]["phase"],
+        "Running"
+    );
+    create_cm(&s, "four", json!({"turtles.dev/greet": "true"}));
+    wait_annotation(&s, "four", "turtles.dev/greeting", "hello again, four");
+    // Removing the file unloads it, with its identity.
+    std::fs::remove_file(s.controllers_dir().join("labeler.wasm")).unwrap();
+    poll("labeler to be unloaded", Duration::from_secs(30), || {
+        controller(&s, "labeler").is_none().then_some(())
+    })
+    .unwrap();
+    assert_eq!(
+        s.http()
+            .get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:controller:labeler")
+            .status,
+        404
+    );
+}
+
+#[test]
+fn faulty_guests_are_contained_and_reported() {
+    let s = Server::start_with_controllers(&[
+        "--reconcile-deadline-ms",
+        "300",
+        "--controller-memory-mb",
+        "64",
+    ])
+    .unwrap();
+    for g in ["labeler", "looper", "trapper", "hog", "trespasser"] {
+        s.drop_controller(g, &guest(g)).unwrap();
+    }
+    for g in ["labeler", "looper", "trapper", "hog", "trespasser"] {
+        wait_phase(&s, g, "Running");
+    }
+    for g in ["looper", "trapper", "hog", "trespasser"] {
+        create_cm(&s, &format!("cm-{g}"), json!({"turtles.dev/test": g}));
+    }
+    let expect = [
+        ("looper", "deadline"),
+        ("trapper", "trap"),
+        ("hog", "memory"),
+    ];
+    for (g, word) in expect {
+        let c = poll(
+            &format!("{g} to report a fault"),
+            Duration::from_secs(60),
+            || controller(&s, g).filter(|c| c["status"]["traps"].as_u64().unwrap_or(0) >= 1),
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+        let msg = c["status"]["lastError"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_lowercase();
+        assert!(msg.contains(word), "{g}: {c}");
+        assert_eq!(
+            c["status"]["phase"], "Running",
+            "a faulty reconcile does not unload: {c}"
+        );
+    }
+    // Calls outside the declared permissions are refused like any client's.
+    wait_annotation(&s, "cm-trespasser", "turtles.dev/attempt", "403");
+    assert_eq!(
+        s.http().get("/api/v1/namespaces/default/secrets").json()["items"],
+        json!([])
+    );
+    // Meanwhile the well-behaved controller keeps working.
+    create_cm(&s, "fine", json!({"turtles.dev/greet": "true"}));
+    wait_annotation(&s, "fine", "turtles.dev/greeting", "hello, fine");
+    // And the host is healthy.
+    assert_eq!(s.http().get("/readyz").status, 200);
+}
