@@ -7,6 +7,7 @@
 pub mod api;
 pub mod auth;
 pub mod crd;
+pub mod metrics;
 pub mod model;
 pub mod patch;
 pub mod runtime;

@@ -175,6 +175,8 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         registry,
         options: cfg.api.clone(),
         shutdown: shutdown_rx,
+        metrics: Default::default(),
+        controllers: Default::default(),
     });
     let router = api::router(state.clone());
     if let Some(dir) = &cfg.controllers {
@@ -188,6 +190,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             authn: state.authn.clone(),
         });
         let folder = crate::runtime::folder::Folder::new(dir.clone(), host);
+        let _ = state.controllers.set(folder.clone());
         tokio::spawn(folder.run(state.shutdown.clone()));
     }
     let app = router.into_make_service();

@@ -95,6 +95,23 @@ fn dropped_controller_reconciles_as_its_own_least_privileged_user() {
         table.contains("PHASE") && table.contains("labeler") && table.contains("Running"),
         "{table}"
     );
+    // Prometheus metrics for the API and the controller.
+    let metrics = s.http().get("/metrics").text();
+    assert!(
+        metrics.contains("turtles_api_requests_total{method=\"POST\",code=\"201\"}"),
+        "{metrics}"
+    );
+    let reconciles: u64 = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("turtles_controller_reconciles_total{controller=\"labeler\"} ")
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(reconciles >= 2, "{metrics}");
+    assert!(metrics.contains(
+        "turtles_controller_reconcile_duration_seconds_bucket{controller=\"labeler\",le=\"+Inf\"}"
+    ));
     // Read-only to clients.
     let r = s.http().delete("/apis/turtles.dev/v1/controllers/labeler");
     assert_eq!(r.status, 405, "{}", r.text());

@@ -243,6 +243,40 @@ fn bench(extra: &[String]) -> Result<()> {
         .args(extra))
 }
 
+/// The example controllers a newcomer's host loads (the test-only guests stay out).
+const DEMO_CONTROLLERS: &[&str] = &["labeler"];
+
+/// Build the guests, put the example controllers into `turtles-data/controllers`, and run the
+/// host in release mode with that folder (extra arguments go to `turtles serve`).
+fn demo(extra: &[String]) -> Result<()> {
+    guests(&[])?;
+    let dir = root().join("turtles-data").join("controllers");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for name in DEMO_CONTROLLERS {
+        let from = root()
+            .join("target")
+            .join("guests")
+            .join(format!("{name}.wasm"));
+        let tmp = dir.join(format!(".{name}.wasm.tmp"));
+        std::fs::copy(&from, &tmp).with_context(|| format!("copying {}", from.display()))?;
+        std::fs::rename(&tmp, dir.join(format!("{name}.wasm")))?;
+    }
+    run(cargo()
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "turtles",
+            "--",
+            "serve",
+            "--data-dir",
+        ])
+        .arg(root().join("turtles-data"))
+        .arg("--controllers")
+        .arg(&dir)
+        .args(extra))
+}
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let task = args.next().unwrap_or_default();
@@ -251,8 +285,9 @@ fn main() -> Result<()> {
         "test" => test(&rest),
         "guests" => guests(&rest),
         "bench" => bench(&rest),
+        "demo" => demo(&rest),
         _ => {
-            eprintln!("usage: cargo xtask <test|guests|bench> [args]\n  test    fmt check, clippy, guests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust]\n  bench   release build, then the API benchmark (results as markdown)");
+            eprintln!("usage: cargo xtask <test|guests|bench|demo> [args]\n  demo    build the example controllers and run the host with them loaded\n  test    fmt check, clippy, guests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust]\n  bench   release build, then the API benchmark (results as markdown)");
             std::process::exit(2);
         }
     }

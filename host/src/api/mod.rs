@@ -51,6 +51,9 @@ pub struct AppState {
     pub options: ApiOptions,
     /// Flips to `true` when the server shuts down: open watches end.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    pub metrics: crate::metrics::ApiMetrics,
+    /// The controllers folder, once the runtime is up.
+    pub controllers: std::sync::OnceLock<Arc<crate::runtime::folder::Folder>>,
 }
 
 /// The whole API as a router, so tests can drive it without a socket.
@@ -65,17 +68,41 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/openapi/v2", get(discovery::openapi_v2))
         .route("/openapi/v3", get(discovery::openapi_v3_root))
         .route("/openapi/v3/{*path}", get(discovery::openapi_v3_doc))
+        .route("/metrics", get(metrics))
         .fallback(handlers::dispatch)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             access::authenticate_and_authorize,
         ))
-        .layer(middleware::from_fn(trace_request))
+        .layer(middleware::from_fn_with_state(state.clone(), trace_request))
         .with_state(state)
 }
 
+/// Prometheus text: API requests and every loaded controller.
+async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>>) -> Response {
+    let mut out = String::new();
+    state.metrics.render(&mut out);
+    if let Some(folder) = state.controllers.get() {
+        out.push_str("# HELP turtles_controller_reconciles_total Reconcile calls.\n# TYPE turtles_controller_reconciles_total counter\n");
+        for h in folder.handles().await {
+            h.render_metrics(&mut out);
+        }
+    }
+    let mut resp = Response::new(axum::body::Body::from(out));
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    resp
+}
+
 /// One `tracing` span per request, with method, path, status and latency.
-async fn trace_request(req: Request, next: Next) -> Response {
+async fn trace_request(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let method = req.method().as_str().to_owned();
     use tracing::Instrument;
     let span = tracing::info_span!(
         "request",
@@ -86,6 +113,9 @@ async fn trace_request(req: Request, next: Next) -> Response {
     let start = std::time::Instant::now();
     let resp = next.run(req).instrument(span.clone()).await;
     span.record("status", resp.status().as_u16());
+    state
+        .metrics
+        .observe(&method, resp.status().as_u16(), start.elapsed());
     tracing::debug!(parent: &span, elapsed_us = start.elapsed().as_micros() as u64, "served");
     resp
 }

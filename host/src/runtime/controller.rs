@@ -31,6 +31,7 @@ pub struct Stats {
     pub traps: AtomicU64,
     /// Sum and count of reconcile durations in microseconds.
     pub latency_us: AtomicU64,
+    pub latency: crate::metrics::Histogram,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -64,6 +65,8 @@ pub struct ControllerHandle {
     pub stats: Stats,
     pub status: Mutex<StatusInfo>,
     generation: AtomicU64,
+    /// Bumped each time the folder hands over new bytes; a crash-loop retry stops once stale.
+    requested: AtomicU64,
 }
 
 pub fn user_name(controller: &str) -> String {
@@ -109,7 +112,30 @@ impl ControllerHandle {
                 ..Default::default()
             }),
             generation: AtomicU64::new(0),
+            requested: AtomicU64::new(0),
         })
+    }
+
+    /// Load new bytes from the folder; a first load whose guest fails to start (instantiate or
+    /// register) is retried with crash-loop backoff (1 s doubling to 60 s) until it starts or the
+    /// file changes.
+    pub async fn load_from_folder(self: &Arc<Self>, bytes: Vec<u8>) {
+        let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut delay = Duration::from_secs(1);
+        loop {
+            match self.load(bytes.clone()).await {
+                Ok(()) => return,
+                Err(RuntimeError::Compile(_)) | Err(RuntimeError::Read { .. }) => return,
+                Err(_) if self.module().is_some() => return,
+                Err(_) => {}
+            }
+            self.publish_status().await;
+            tokio::time::sleep(delay).await;
+            if self.requested.load(Ordering::SeqCst) != ticket {
+                return;
+            }
+            delay = (delay * 2).min(Duration::from_secs(60));
+        }
     }
 
     fn set_status(&self, f: impl FnOnce(&mut StatusInfo)) {
@@ -492,6 +518,7 @@ impl ControllerHandle {
             self.stats
                 .latency_us
                 .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
+            self.stats.latency.observe(elapsed);
             let result = match joined {
                 Ok((keep, r)) => {
                     instance = keep;
@@ -586,8 +613,38 @@ impl ControllerHandle {
         }
     }
 
+    /// This controller's metrics in Prometheus text format.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write;
+        let l = format!("controller=\"{}\"", self.name);
+        let st = &self.stats;
+        let _ = writeln!(
+            out,
+            "turtles_controller_reconciles_total{{{l}}} {}",
+            st.reconciles.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "turtles_controller_errors_total{{{l}}} {}",
+            st.errors.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "turtles_controller_traps_total{{{l}}} {}",
+            st.traps.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "turtles_controller_queue_depth{{{l}}} {}",
+            self.queue.len()
+        );
+        st.latency
+            .render(out, "turtles_controller_reconcile_duration_seconds", &l);
+    }
+
     /// Stop everything and remove the controller's objects and identity.
     pub async fn unload(&self) {
+        self.requested.fetch_add(1, Ordering::SeqCst);
         for set in [&self.informers, &self.workers] {
             if let Ok(mut t) = set.lock() {
                 for h in t.drain(..) {

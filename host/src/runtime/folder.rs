@@ -144,7 +144,7 @@ impl Folder {
                 );
                 // Compile in the background; the old version (if any) serves meanwhile.
                 tokio::spawn(async move {
-                    let _ = handle.load(bytes).await;
+                    handle.load_from_folder(bytes).await;
                     handle.publish_status().await;
                 });
             }
