@@ -13,7 +13,7 @@ use super::controller::ControllerHandle;
 use super::Host;
 
 /// How often the folder is scanned.
-pub const SCAN: Duration = Duration::from_millis(100);
+pub const SCAN: Duration = Duration::from_millis(25);
 /// How often controller status objects are refreshed.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
