@@ -193,6 +193,9 @@ impl ControllerHandle {
             self.fail(&e, self.module().is_none());
             return Err(e);
         }
+        if let Ok(mut w) = ctx.watches.write() {
+            *w = registration.watches.clone();
+        }
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let old = self.module();
         let watches_changed = old
@@ -273,6 +276,7 @@ impl ControllerHandle {
             router: self.host.router.clone(),
             service: self.host.service.clone(),
             rt: tokio::runtime::Handle::current(),
+            watches: RwLock::new(Vec::new()),
         });
         if let Ok(mut c) = self.ctx.write() {
             *c = Some(ctx.clone());

@@ -23,13 +23,18 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use crate::auth::Authenticator;
 use crate::service::Service;
 
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "controller",
-    additional_derives: [PartialEq],
-});
+/// Generated from `wit/controller.wit` (in its own module: the WIT package is also named
+/// `turtles`).
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "controller",
+        additional_derives: [PartialEq],
+    });
+}
 
-pub use turtles::controller::types as wit;
+pub use bindings::turtles::controller::types as wit;
+use bindings::Controller;
 
 /// Epoch ticks per second (the deadline's granularity).
 const TICK: Duration = Duration::from_millis(10);
@@ -88,6 +93,36 @@ pub struct HostCtx {
     pub router: axum::Router,
     pub service: Arc<Service>,
     pub rt: tokio::runtime::Handle,
+    /// What the controller registered: the informer cache serves only these kinds, filtered as
+    /// the watches are (anything else goes through `api-call` and RBAC).
+    pub watches: std::sync::RwLock<Vec<wit::Watch>>,
+}
+
+impl HostCtx {
+    /// The watch that makes `obj` of this kind visible in the cache, if any.
+    fn cached(&self, group: &str, version: &str, resource: &str, obj: &serde_json::Value) -> bool {
+        let Ok(watches) = self.watches.read() else {
+            return false;
+        };
+        watches.iter().any(|w| {
+            w.group == group
+                && w.version == version
+                && w.resource == resource
+                && crate::service::Filter::new(
+                    w.namespace.as_deref(),
+                    w.label_selector.as_deref(),
+                    None,
+                )
+                .is_ok_and(|f| f.matches(obj))
+        })
+    }
+
+    fn watches_kind(&self, group: &str, version: &str, resource: &str) -> bool {
+        self.watches.read().is_ok_and(|ws| {
+            ws.iter()
+                .any(|w| w.group == group && w.version == version && w.resource == resource)
+        })
+    }
 }
 
 /// A store's data: WASI with nothing granted, the memory limit, and the host context.
@@ -265,7 +300,7 @@ pub fn controller_name(path: &Path) -> Option<String> {
 
 /// In-process API calls as the controller's identity: the same router, authentication and
 /// authorization as any client.
-impl turtles::controller::host::Host for GuestState {
+impl bindings::turtles::controller::host::Host for GuestState {
     fn api_call(&mut self, request: wit::HttpRequest) -> wit::HttpResponse {
         let ctx = self.ctx.clone();
         let fail = |status: u16, message: &str| wit::HttpResponse {
@@ -332,12 +367,18 @@ impl turtles::controller::host::Host for GuestState {
         namespace: String,
         name: String,
     ) -> Option<Vec<u8>> {
+        if !self.ctx.watches_kind(&group, &version, &resource) {
+            return None;
+        }
         let ri = self
             .ctx
             .service
             .registry
             .lookup(&group, &version, &resource)?;
         let obj = self.ctx.service.get(&ri, &namespace, &name).ok()?;
+        if !self.ctx.cached(&group, &version, &resource, &obj.value) {
+            return None;
+        }
         Some(Service::present(&ri, obj).json.to_vec())
     }
 
@@ -348,6 +389,9 @@ impl turtles::controller::host::Host for GuestState {
         resource: String,
         namespace: Option<String>,
     ) -> Vec<u8> {
+        if !self.ctx.watches_kind(&group, &version, &resource) {
+            return b"[]".to_vec();
+        }
         let Some(ri) = self
             .ctx
             .service
@@ -367,6 +411,9 @@ impl turtles::controller::host::Host for GuestState {
                 if crate::model::meta::namespace(&obj.value) != ns {
                     continue;
                 }
+            }
+            if !self.ctx.cached(&group, &version, &resource, &obj.value) {
+                continue;
             }
             if !first {
                 out.push(b',');

@@ -1,0 +1,295 @@
+//! The certificate story end to end: the `certificate` and `issuer` guests (built by
+//! `cargo xtask guests`) dropped into the real binary's controllers folder turn a Certificate
+//! into a `kubernetes.io/tls` Secret signed by a CA Issuer, checked with the `openssl` CLI.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::Value;
+use turtles_tests::{guest, poll, Server};
+
+const CRDS: [&str; 3] = [
+    "certificates.cert-manager.io",
+    "certificaterequests.cert-manager.io",
+    "issuers.cert-manager.io",
+];
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Runs `openssl ARGS` in `dir`; it must succeed. Returns stdout and stderr together.
+fn openssl(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("openssl could not run ({e}): install it (apt: openssl)"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "openssl {args:?} failed: {text}");
+    text
+}
+
+fn apply(s: &Server, yaml: &str) {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], yaml);
+    assert!(
+        out.status.success(),
+        "kubectl apply failed: {}\n{yaml}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn get(s: &Server, path: &str) -> Option<Value> {
+    let r = s.http().get(path);
+    (r.status == 200).then(|| r.json())
+}
+
+fn ready(obj: &Value) -> Option<&Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")
+}
+
+fn b64(v: &Value) -> Vec<u8> {
+    base64::engine::general_purpose::STANDARD
+        .decode(v.as_str().unwrap_or_else(|| panic!("not a string: {v}")))
+        .expect("base64")
+}
+
+const SECRETS: &str = "/api/v1/namespaces/default/secrets";
+const CERTS: &str = "/apis/cert-manager.io/v1/namespaces/default/certificates";
+const REQUESTS: &str = "/apis/cert-manager.io/v1/namespaces/default/certificaterequests";
+
+/// Poll until the Secret holds a tls.crt whose leaf has a SAN containing `dns`; returns it.
+fn wait_secret_for(s: &Server, name: &str, dns: &str, dir: &Path) -> Value {
+    let mut last = String::new();
+    poll(
+        &format!("Secret {name} with a certificate for {dns}"),
+        DEADLINE,
+        || {
+            let secret = get(s, &format!("{SECRETS}/{name}"))?;
+            let crt = b64(secret["data"].get("tls.crt")?);
+            std::fs::write(dir.join("probe.pem"), &crt).unwrap();
+            last = openssl(
+                dir,
+                &[
+                    "x509",
+                    "-in",
+                    "probe.pem",
+                    "-noout",
+                    "-ext",
+                    "subjectAltName",
+                ],
+            );
+            last.contains(&format!("DNS:{dns}")).then_some(secret)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}; last SAN: {last}\n{}", s.log()))
+}
+
+#[test]
+fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-examples/crds");
+    for crd in CRDS {
+        let file = crds.join(format!("{crd}.yaml"));
+        s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    }
+    for crd in CRDS {
+        s.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            &format!("crd/{crd}"),
+        ]);
+    }
+
+    // A CA (ECDSA P-256, PKCS#8 key) made by openssl, in a kubernetes.io/tls Secret.
+    let dir = s.data_dir.join("pki");
+    std::fs::create_dir_all(&dir).unwrap();
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=turtles-test-ca",
+            "-days",
+            "30",
+        ],
+    );
+    let ca_key = std::fs::read_to_string(dir.join("ca.key")).unwrap();
+    assert!(ca_key.contains("BEGIN PRIVATE KEY"), "not PKCS#8: {ca_key}");
+    let (crt, key) = (dir.join("ca.crt"), dir.join("ca.key"));
+    s.kubectl_ok(&[
+        "create",
+        "secret",
+        "tls",
+        "ca",
+        "--cert",
+        crt.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\nspec:\n  ca:\n    secretName: ca\n",
+    );
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: web\nspec:\n  secretName: web-tls\n  dnsNames: [web.example.test]\n  issuerRef:\n    name: ca\n    kind: Issuer\n",
+    );
+
+    s.drop_controller("certificate", &guest("certificate"))
+        .unwrap();
+    s.drop_controller("issuer", &guest("issuer")).unwrap();
+
+    // The signed Secret appears.
+    let secret = wait_secret_for(&s, "web-tls", "web.example.test", &dir);
+    assert_eq!(secret["type"], "kubernetes.io/tls", "{secret}");
+    let owner = &secret["metadata"]["ownerReferences"][0];
+    assert_eq!(owner["kind"], "Certificate", "{secret}");
+    assert_eq!(owner["name"], "web", "{secret}");
+    assert_eq!(owner["controller"], true, "{secret}");
+    std::fs::write(dir.join("leaf.pem"), b64(&secret["data"]["tls.crt"])).unwrap();
+    std::fs::write(dir.join("tls.key"), b64(&secret["data"]["tls.key"])).unwrap();
+
+    // It verifies against the CA, names the host, is a server certificate, and matches the key.
+    let verify = openssl(&dir, &["verify", "-CAfile", "ca.crt", "leaf.pem"]);
+    assert!(verify.contains("leaf.pem: OK"), "{verify}");
+    let san = openssl(
+        &dir,
+        &[
+            "x509",
+            "-in",
+            "leaf.pem",
+            "-noout",
+            "-ext",
+            "subjectAltName",
+        ],
+    );
+    assert!(san.contains("DNS:web.example.test"), "{san}");
+    let usage = openssl(
+        &dir,
+        &[
+            "x509",
+            "-in",
+            "leaf.pem",
+            "-noout",
+            "-ext",
+            "keyUsage,extendedKeyUsage,basicConstraints",
+        ],
+    );
+    assert!(
+        usage.contains("Digital Signature, Key Encipherment")
+            && usage.contains("TLS Web Server Authentication")
+            && usage.contains("CA:FALSE"),
+        "{usage}"
+    );
+    let subject = openssl(
+        &dir,
+        &[
+            "x509", "-in", "leaf.pem", "-noout", "-subject", "-nameopt", "RFC2253",
+        ],
+    );
+    assert!(subject.contains("CN=web.example.test"), "{subject}");
+    let cert_pub = openssl(&dir, &["x509", "-in", "leaf.pem", "-noout", "-pubkey"]);
+    let key_pub = openssl(&dir, &["pkey", "-pubout", "-in", "tls.key"]);
+    assert!(cert_pub.contains("BEGIN PUBLIC KEY"), "{cert_pub}");
+    assert_eq!(cert_pub, key_pub, "the certificate is not for tls.key");
+
+    // The Certificate is Ready, through its status subresource.
+    let cert = poll("Certificate web to be Ready", DEADLINE, || {
+        get(&s, &format!("{CERTS}/web")).filter(|c| ready(c).is_some_and(|r| r["status"] == "True"))
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    assert!(
+        cert["status"]["notAfter"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{cert}"
+    );
+    let table = s.kubectl_ok(&["get", "certificate", "web"]);
+    assert!(
+        table.contains("True") && table.contains("web-tls"),
+        "{table}"
+    );
+
+    // The request carries the CSR and the chain, never the private key, which has a Secret of
+    // its own.
+    let request = get(&s, &format!("{REQUESTS}/web-1")).expect("CertificateRequest web-1");
+    let csr = String::from_utf8(b64(&request["spec"]["request"])).unwrap();
+    assert!(csr.contains("BEGIN CERTIFICATE REQUEST"), "{csr}");
+    assert!(!request.to_string().contains("PRIVATE KEY"));
+    assert_eq!(ready(&request).unwrap()["status"], "True", "{request}");
+    let chain = String::from_utf8(b64(&request["status"]["certificate"])).unwrap();
+    assert_eq!(chain.matches("BEGIN CERTIFICATE").count(), 2, "{chain}");
+    let key_secret = get(&s, &format!("{SECRETS}/web-key")).expect("Secret web-key");
+    assert_eq!(
+        b64(&key_secret["data"]["tls.key"]),
+        b64(&secret["data"]["tls.key"])
+    );
+
+    // Both controllers run, each with only the permissions it uses.
+    for name in ["certificate", "issuer"] {
+        poll(&format!("{name} Running"), DEADLINE, || {
+            get(&s, &format!("/apis/turtles.dev/v1/controllers/{name}"))
+                .filter(|c| c["status"]["phase"] == "Running")
+        })
+        .unwrap();
+    }
+    let table = s.kubectl_ok(&["get", "controllers"]);
+    for name in ["certificate", "issuer"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(name) && l.contains("Running")),
+            "{table}"
+        );
+    }
+    let can = |verb: &str, what: &str, who: &str| {
+        let out = s.kubectl(&["auth", "can-i", verb, what, "--as", who]);
+        String::from_utf8_lossy(&out.stdout).trim() == "yes"
+    };
+    assert!(can(
+        "create",
+        "certificaterequests.cert-manager.io",
+        "system:controller:certificate"
+    ));
+    assert!(!can("get", "secrets", "system:controller:certificate"));
+    assert!(can("get", "secrets", "system:controller:issuer"));
+    assert!(!can("create", "secrets", "system:controller:issuer"));
+
+    // A new DNS name: the request is replaced and the Secret re-issued with the same key.
+    s.kubectl_ok(&[
+        "patch",
+        "certificate",
+        "web",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"dnsNames":["web.example.test","www.example.test"]}}"#,
+    ]);
+    let renewed = wait_secret_for(&s, "web-tls", "www.example.test", &dir);
+    std::fs::write(dir.join("leaf2.pem"), b64(&renewed["data"]["tls.crt"])).unwrap();
+    let verify = openssl(&dir, &["verify", "-CAfile", "ca.crt", "leaf2.pem"]);
+    assert!(verify.contains("leaf2.pem: OK"), "{verify}");
+    let cert_pub2 = openssl(&dir, &["x509", "-in", "leaf2.pem", "-noout", "-pubkey"]);
+    assert_eq!(cert_pub2, key_pub);
+    poll("Certificate web to be Ready again", DEADLINE, || {
+        get(&s, &format!("{CERTS}/web")).filter(|c| ready(c).is_some_and(|r| r["status"] == "True"))
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+}
