@@ -126,6 +126,14 @@ fn replacing_the_file_swaps_in_place_and_removing_it_unloads() {
     create_cm(&s, "one", json!({"turtles.dev/greet": "true"}));
     wait_annotation(&s, "one", "turtles.dev/greeting", "hello, one");
     let url = s.url.clone();
+    // Queue work, then swap right away: nothing queued is lost across the swap.
+    for i in 0..40 {
+        create_cm(
+            &s,
+            &format!("queued-{i}"),
+            json!({"turtles.dev/greet": "true"}),
+        );
+    }
     s.drop_controller("labeler", &guest("labeler-v2")).unwrap();
     poll(
         "the new version to be running",
@@ -139,6 +147,15 @@ fn replacing_the_file_swaps_in_place_and_removing_it_unloads() {
     .unwrap();
     create_cm(&s, "two", json!({"turtles.dev/greet": "true"}));
     wait_annotation(&s, "two", "turtles.dev/greeting", "hello again, two");
+    for i in 0..40 {
+        let name = format!("queued-{i}");
+        poll(
+            &format!("{name} greeted by either version"),
+            Duration::from_secs(30),
+            || annotation(&s, &name, "turtles.dev/greeting").filter(|g| g.ends_with(&name)),
+        )
+        .unwrap();
+    }
     assert_eq!(s.url, url, "the host did not restart");
     // A corrupt file fails alone; the others keep running.
     s.drop_controller("broken", b"\0asm this is not a component")

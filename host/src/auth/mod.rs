@@ -29,7 +29,24 @@ pub struct Principal(pub UserInfo);
 /// RBAC over the store's current roles and bindings: a change takes effect with the next request.
 pub struct Authorizer {
     store: Arc<dyn Store>,
+    cache: std::sync::Mutex<DecisionCache>,
 }
+
+/// Decisions remembered for as long as no role or binding changes. The four RBAC maps are
+/// persistent: any write makes a new map, so comparing them by pointer detects every change.
+#[derive(Default)]
+struct DecisionCache {
+    maps: Vec<imbl::OrdMap<String, Arc<crate::store::StoredObject>>>,
+    decisions: std::collections::HashMap<String, Decision>,
+}
+
+const RBAC_RESOURCES: [&str; 4] = [
+    "roles",
+    "rolebindings",
+    "clusterroles",
+    "clusterrolebindings",
+];
+const DECISION_CACHE_MAX: usize = 8192;
 
 struct StoreObjects<'a> {
     store: &'a dyn Store,
@@ -83,7 +100,22 @@ impl rbac::RbacObjects for StoreObjects<'_> {
 
 impl Authorizer {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store }
+        Self {
+            store,
+            cache: std::sync::Mutex::new(DecisionCache::default()),
+        }
+    }
+
+    fn rbac_maps(&self) -> Vec<imbl::OrdMap<String, Arc<crate::store::StoredObject>>> {
+        RBAC_RESOURCES
+            .iter()
+            .map(|r| {
+                self.store
+                    .list(&key(r), None)
+                    .map(|s| s.items)
+                    .unwrap_or_default()
+            })
+            .collect()
     }
 
     pub fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> Decision {
@@ -92,13 +124,37 @@ impl Authorizer {
                 reason: format!("group {MASTERS} is allowed everything"),
             };
         }
-        rbac::authorize(
+        let same = |a: &[imbl::OrdMap<_, _>], b: &[imbl::OrdMap<_, _>]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.ptr_eq(y))
+        };
+        let before = self.rbac_maps();
+        let cache_key = format!("{}\0{}\0{:?}", user.name, user.groups.join(","), attrs);
+        if let Ok(mut c) = self.cache.lock() {
+            if !same(&c.maps, &before) {
+                c.maps = before.clone();
+                c.decisions.clear();
+            } else if let Some(d) = c.decisions.get(&cache_key) {
+                return d.clone();
+            }
+        }
+        let decision = rbac::authorize(
             &StoreObjects {
                 store: self.store.as_ref(),
             },
             user,
             attrs,
-        )
+        );
+        // Remember it only if no role or binding changed while it was computed.
+        let after = self.rbac_maps();
+        if let Ok(mut c) = self.cache.lock() {
+            if same(&before, &after) && same(&c.maps, &after) {
+                if c.decisions.len() >= DECISION_CACHE_MAX {
+                    c.decisions.clear();
+                }
+                c.decisions.insert(cache_key, decision.clone());
+            }
+        }
+        decision
     }
 
     pub fn rules_for(
