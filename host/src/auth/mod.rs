@@ -29,15 +29,17 @@ pub struct Principal(pub UserInfo);
 /// RBAC over the store's current roles and bindings: a change takes effect with the next request.
 pub struct Authorizer {
     store: Arc<dyn Store>,
-    cache: std::sync::Mutex<DecisionCache>,
+    cache: std::sync::Mutex<RulesCache>,
 }
 
-/// Decisions remembered for as long as no role or binding changes. The four RBAC maps are
-/// persistent: any write makes a new map, so comparing them by pointer detects every change.
+/// The effective rules of each (user, groups, namespace), kept for as long as no role or
+/// binding changes. The four RBAC maps are persistent: any write makes a new map, so comparing
+/// them by pointer detects every change. RBAC is a union of rules, so a request is allowed
+/// exactly when one of the user's effective rules in its namespace allows it.
 #[derive(Default)]
-struct DecisionCache {
+struct RulesCache {
     maps: Vec<imbl::OrdMap<String, Arc<crate::store::StoredObject>>>,
-    decisions: std::collections::HashMap<String, Decision>,
+    rules: std::collections::HashMap<String, Arc<Vec<rbac::PolicyRule>>>,
 }
 
 const RBAC_RESOURCES: [&str; 4] = [
@@ -46,7 +48,7 @@ const RBAC_RESOURCES: [&str; 4] = [
     "clusterroles",
     "clusterrolebindings",
 ];
-const DECISION_CACHE_MAX: usize = 8192;
+const RULES_CACHE_MAX: usize = 4096;
 
 struct StoreObjects<'a> {
     store: &'a dyn Store,
@@ -102,7 +104,7 @@ impl Authorizer {
     pub fn new(store: Arc<dyn Store>) -> Self {
         Self {
             store,
-            cache: std::sync::Mutex::new(DecisionCache::default()),
+            cache: std::sync::Mutex::new(RulesCache::default()),
         }
     }
 
@@ -124,37 +126,63 @@ impl Authorizer {
                 reason: format!("group {MASTERS} is allowed everything"),
             };
         }
-        let same = |a: &[imbl::OrdMap<_, _>], b: &[imbl::OrdMap<_, _>]| {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.ptr_eq(y))
-        };
+        let rules = self.effective_rules(user, &attrs.namespace);
+        if rules.iter().any(|r| rbac::rule_allows(attrs, r)) {
+            Decision::Allow {
+                reason: format!(
+                    "RBAC: allowed by the rules bound to User \"{}\" and its groups",
+                    user.name
+                ),
+            }
+        } else {
+            Decision::Deny {
+                reason: String::new(),
+            }
+        }
+    }
+
+    /// Every rule that applies to `user` in `namespace` (cluster-wide plus the namespace's).
+    fn effective_rules(&self, user: &UserInfo, namespace: &str) -> Arc<Vec<rbac::PolicyRule>> {
+        let same =
+            |a: &[imbl::OrdMap<String, Arc<crate::store::StoredObject>>],
+             b: &[imbl::OrdMap<String, Arc<crate::store::StoredObject>>]| {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.ptr_eq(y))
+            };
         let before = self.rbac_maps();
-        let cache_key = format!("{}\0{}\0{:?}", user.name, user.groups.join(","), attrs);
+        let cache_key = format!("{}\0{}\0{namespace}", user.name, user.groups.join("\0"));
         if let Ok(mut c) = self.cache.lock() {
             if !same(&c.maps, &before) {
                 c.maps = before.clone();
-                c.decisions.clear();
-            } else if let Some(d) = c.decisions.get(&cache_key) {
-                return d.clone();
+                c.rules.clear();
+            } else if let Some(r) = c.rules.get(&cache_key) {
+                return r.clone();
             }
         }
-        let decision = rbac::authorize(
+        let (resource_rules, non_resource_rules, _) = rbac::rules_for(
             &StoreObjects {
                 store: self.store.as_ref(),
             },
             user,
-            attrs,
+            namespace,
         );
-        // Remember it only if no role or binding changed while it was computed.
+        let rules: Arc<Vec<rbac::PolicyRule>> = Arc::new(
+            resource_rules
+                .iter()
+                .chain(&non_resource_rules)
+                .map(rbac::PolicyRule::from_json)
+                .collect(),
+        );
+        // Remember them only if no role or binding changed while they were computed.
         let after = self.rbac_maps();
         if let Ok(mut c) = self.cache.lock() {
             if same(&before, &after) && same(&c.maps, &after) {
-                if c.decisions.len() >= DECISION_CACHE_MAX {
-                    c.decisions.clear();
+                if c.rules.len() >= RULES_CACHE_MAX {
+                    c.rules.clear();
                 }
-                c.decisions.insert(cache_key, decision.clone());
+                c.rules.insert(cache_key, rules.clone());
             }
         }
-        decision
+        rules
     }
 
     pub fn rules_for(
