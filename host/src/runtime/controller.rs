@@ -67,6 +67,8 @@ pub struct ControllerHandle {
     generation: AtomicU64,
     /// Bumped each time the folder hands over new bytes; a crash-loop retry stops once stale.
     requested: AtomicU64,
+    /// One load at a time, so a file replaced twice quickly ends with its last bytes.
+    load_lock: tokio::sync::Mutex<()>,
 }
 
 pub fn user_name(controller: &str) -> String {
@@ -113,6 +115,7 @@ impl ControllerHandle {
             }),
             generation: AtomicU64::new(0),
             requested: AtomicU64::new(0),
+            load_lock: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -123,17 +126,22 @@ impl ControllerHandle {
         let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
         let mut delay = Duration::from_secs(1);
         loop {
-            match self.load(bytes.clone()).await {
-                Ok(()) => return,
-                Err(RuntimeError::Compile(_)) | Err(RuntimeError::Read { .. }) => return,
-                Err(_) if self.module().is_some() => return,
-                Err(_) => {}
+            {
+                // One load at a time (not held while backing off).
+                let _one_at_a_time = self.load_lock.lock().await;
+                if self.requested.load(Ordering::SeqCst) != ticket {
+                    // Newer bytes arrived meanwhile: they win.
+                    return;
+                }
+                match self.load(bytes.clone()).await {
+                    Ok(()) => return,
+                    Err(RuntimeError::Compile(_)) | Err(RuntimeError::Read { .. }) => return,
+                    Err(_) if self.module().is_some() => return,
+                    Err(_) => {}
+                }
             }
             self.publish_status().await;
             tokio::time::sleep(delay).await;
-            if self.requested.load(Ordering::SeqCst) != ticket {
-                return;
-            }
             delay = (delay * 2).min(Duration::from_secs(60));
         }
     }
