@@ -250,27 +250,39 @@ async fn creates_of(
     clients: usize,
     total: usize,
 ) -> Result<(f64, Vec<Duration>)> {
+    let prefix = prefix.to_owned();
+    drive(clients, total, 201, move |http, i| {
+        http.post(&collection).json(&body(&format!("{prefix}{i}")))
+    })
+    .await
+}
+
+/// `total` requests from `clients` concurrent keep-alive clients (client `c` sends requests
+/// `c, c + clients, ...` made by `request`), each expected to answer `expect`; returns
+/// (requests/s, sorted latencies).
+async fn drive(
+    clients: usize,
+    total: usize,
+    expect: u16,
+    request: impl Fn(&reqwest::Client, usize) -> reqwest::RequestBuilder + Send + Sync + 'static,
+) -> Result<(f64, Vec<Duration>)> {
+    let request = Arc::new(request);
     let lat = Arc::new(Mutex::new(Vec::with_capacity(total)));
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let collection = collection.clone();
-        let prefix = prefix.to_owned();
+        let request = request.clone();
         let lat = lat.clone();
         tasks.push(tokio::spawn(async move {
             let http = client();
             let mut mine = Vec::with_capacity(total / clients + 1);
             for i in (c..total).step_by(clients) {
                 let t = Instant::now();
-                let r = http
-                    .post(&collection)
-                    .json(&body(&format!("{prefix}{i}")))
-                    .send()
-                    .await?;
+                let r = request(&http, i).send().await?;
                 let code = r.status().as_u16();
                 let _ = r.bytes().await?;
-                if code != 201 {
-                    bail!("create returned {code}");
+                if code != expect {
+                    bail!("request {i} answered {code}, expected {expect}");
                 }
                 mine.push(t.elapsed());
             }
@@ -314,42 +326,11 @@ async fn gets(
     clients: usize,
     total: usize,
 ) -> Result<(f64, Vec<Duration>)> {
-    let lat = Arc::new(Mutex::new(Vec::with_capacity(total)));
-    let start = Instant::now();
-    let mut tasks = Vec::new();
-    for c in 0..clients {
-        let collection = collection.clone();
-        let prefix = prefix.to_owned();
-        let lat = lat.clone();
-        tasks.push(tokio::spawn(async move {
-            let http = client();
-            let mut mine = Vec::with_capacity(total / clients + 1);
-            for i in (c..total).step_by(clients) {
-                let t = Instant::now();
-                let r = http
-                    .get(format!("{collection}/{prefix}{}", i % n))
-                    .send()
-                    .await?;
-                let code = r.status().as_u16();
-                let _ = r.bytes().await?;
-                if code != 200 {
-                    bail!("get returned {code}");
-                }
-                mine.push(t.elapsed());
-            }
-            lat.lock().await.extend(mine);
-            Ok::<_, anyhow::Error>(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    let rate = total as f64 / start.elapsed().as_secs_f64();
-    let mut l = Arc::try_unwrap(lat)
-        .map_err(|_| anyhow::anyhow!("latencies shared"))?
-        .into_inner();
-    l.sort_unstable();
-    Ok((rate, l))
+    let prefix = prefix.to_owned();
+    drive(clients, total, 200, move |http, i| {
+        http.get(format!("{collection}/{prefix}{}", i % n))
+    })
+    .await
 }
 
 /// Mint a token with `turtles kubeconfig` for `user`.

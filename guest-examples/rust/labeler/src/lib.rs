@@ -1,45 +1,12 @@
 //! `labeler`: every ConfigMap labelled `turtles.dev/greet=true` gets the annotation
 //! `turtles.dev/greeting: "hello, <name>"`, written with a merge patch.
 
-use turtles_controller::{
-    api, export, info, json, meta, Controller, Gvr, ObjectKey, Outcome, Permission, Registration,
-    Value, Watch,
-};
+/// The greeting written before the object's name.
+const GREETING: &str = "hello";
 
-const ANNOTATION: &str = "turtles.dev/greeting";
+mod labeler;
 
-struct Labeler;
-
-impl Controller for Labeler {
-    fn register() -> Registration {
-        Registration::new(Watch::of(Gvr::CONFIGMAPS).label_selector("turtles.dev/greet=true"))
-            .permission(Permission::core(
-                &["configmaps"],
-                &["get", "list", "watch", "patch"],
-            ))
-    }
-
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome {
-        let Some(object) = object else {
-            return Outcome::Done; // gone: nothing to do
-        };
-        let greeting = format!("hello, {}", key.name);
-        if meta::annotation(&object, ANNOTATION) == Some(greeting.as_str()) {
-            return Outcome::Done;
-        }
-        let patch = json!({ "metadata": { "annotations": { ANNOTATION: greeting } } });
-        match api::patch_merge(
-            &Gvr::CONFIGMAPS.object_path(&key.namespace, &key.name),
-            &patch,
-        ) {
-            Ok(_) => {
-                info!("greeted {}", key.display());
-                Outcome::Done
-            }
-            Err(e) if e.is_not_found() => Outcome::Done, // deleted meanwhile
-            Err(e) => e.into(),
-        }
-    }
-}
+use labeler::Labeler;
+use turtles_controller::export;
 
 export!(Labeler);
