@@ -648,6 +648,43 @@ fn unescape_value(s: &str) -> Result<String> {
     Ok(out)
 }
 
+/// A `metav1.LabelSelector` in the label-selector syntax (`app=web,tier in (a,b)`), as kube's
+/// `LabelSelectorAsSelector(..).String()` writes it; empty for a selector that matches everything.
+pub fn label_selector_string(sel: &Value) -> String {
+    let mut parts: Vec<String> = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    for e in sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        parts.push(
+            match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" => format!("{key} in ({})", values.join(",")),
+                "NotIn" => format!("{key} notin ({})", values.join(",")),
+                "Exists" => key.to_owned(),
+                "DoesNotExist" => format!("!{key}"),
+                op => format!("{key} {op} ({})", values.join(",")),
+            },
+        );
+    }
+    parts.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -551,6 +551,19 @@ impl Service {
             }
             return Ok(Vec::new());
         }
+        if ri.custom.is_none() {
+            crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
+            let causes = crate::model::workloads::validate(&ri.group, &ri.resource, obj, old);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(
+                    &ri.group,
+                    &ri.kind,
+                    meta::name(obj),
+                    causes,
+                ));
+            }
+            return Ok(Vec::new());
+        }
         let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.clone()) else {
             return Ok(Vec::new());
         };
@@ -642,6 +655,10 @@ impl Service {
         };
         // A custom resource with a status subresource cannot set status on create.
         if ri.is_custom() && ri.status_subresource {
+            map.remove("status");
+        }
+        // Deployments and ReplicaSets start with an empty status: only their controllers write it.
+        if ri.group == "apps" {
             map.remove("status");
         }
         match (ri.group.as_str(), ri.resource.as_str()) {
@@ -853,13 +870,9 @@ impl Service {
         .await
     }
 
-    /// The autoscaling/v1 `Scale` of a custom resource with a scale subresource.
+    /// The autoscaling/v1 `Scale` of an object whose resource has a scale subresource.
     pub fn scale_of(ri: &ResourceInfo, obj: &StoredObject) -> Result<Value> {
-        let sc = ri
-            .custom
-            .as_ref()
-            .and_then(|c| c.scale.as_ref())
-            .ok_or_else(ApiError::path_not_found)?;
+        let sc = ri.scale.as_ref().ok_or_else(ApiError::path_not_found)?;
         let at = |path: &str| obj.value.pointer(&json_pointer(path)).cloned();
         let m = metadata(&obj.value).cloned().unwrap_or_default();
         let mut meta_out = serde_json::Map::new();
@@ -876,8 +889,13 @@ impl Service {
         }
         let mut status =
             json!({"replicas": at(&sc.status_replicas_path).and_then(|v| v.as_i64()).unwrap_or(0)});
-        if let Some(sel) = sc.label_selector_path.as_deref().and_then(&at) {
-            status["selector"] = sel;
+        match sc.label_selector_path.as_deref().and_then(&at) {
+            Some(Value::String(sel)) => status["selector"] = Value::String(sel),
+            // Built-in kinds point at their LabelSelector: Scale carries its string form.
+            Some(sel @ Value::Object(_)) => {
+                status["selector"] = Value::String(crate::selector::label_selector_string(&sel))
+            }
+            _ => {}
         }
         Ok(json!({
             "kind": "Scale",
@@ -899,9 +917,8 @@ impl Service {
         build: impl Fn(&Value) -> Result<Value>,
     ) -> Result<Written> {
         let spec_path = ri
-            .custom
+            .scale
             .as_ref()
-            .and_then(|c| c.scale.as_ref())
             .map(|sc| json_pointer(&sc.spec_replicas_path))
             .ok_or_else(ApiError::path_not_found)?;
         self.update_with(ri, ns, name, None, opts, Subresource::Main, |current| {

@@ -65,7 +65,7 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                     if r.status_subresource {
                         subs.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
                     }
-                    if r.custom.as_ref().is_some_and(|c| c.scale.is_some()) {
+                    if r.scale.is_some() {
                         subs.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
                     }
                     let mut e = json!({
@@ -179,6 +179,17 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "singularName": "",
                 "namespaced": r.namespaced(),
                 "kind": r.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if r.scale.is_some() {
+            list.push(json!({
+                "name": format!("{}/scale", r.resource),
+                "singularName": "",
+                "namespaced": r.namespaced(),
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
                 "verbs": ["get", "patch", "update"],
             }));
         }

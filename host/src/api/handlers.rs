@@ -344,7 +344,7 @@ fn resolve(
         }
         [] => return Err(ApiError::path_not_found()),
     };
-    let has_scale = ri.custom.as_ref().is_some_and(|c| c.scale.is_some());
+    let has_scale = ri.scale.is_some();
     let (name, sub, scale) = match tail {
         [] => (None, Subresource::Main, false),
         [name] => (Some((*name).to_owned()), Subresource::Main, false),

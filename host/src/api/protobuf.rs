@@ -40,7 +40,8 @@
 //! `SubjectAccessReview`, `SelfSubjectAccessReview`, `LocalSubjectAccessReview` (resource
 //! attributes with field and label selectors, non-resource attributes) and
 //! `SelfSubjectRulesReview`; `authentication.k8s.io/v1`: `SelfSubjectReview` and
-//! `TokenReview`.
+//! `TokenReview`; `apps/v1` `Deployment` and `ReplicaSet` (their pod templates as far as `v1 Pod`
+//! goes, below) and `autoscaling/v1` `Scale`.
 //! `metadata` (`ObjectMeta`) is complete, including `ownerReferences` and `managedFields`
 //! (whose `fieldsV1` is embedded as JSON).
 //!
@@ -72,8 +73,10 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
+use k8s_pb::api::apps::v1 as apps;
 use k8s_pb::api::authentication::v1 as authn;
 use k8s_pb::api::authorization::v1 as authz;
+use k8s_pb::api::autoscaling::v1 as autoscaling;
 use k8s_pb::api::coordination::v1 as coord;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::api::rbac::v1 as rbac;
@@ -243,6 +246,9 @@ fn codec(api_version: &str, kind: &str) -> Option<Codec> {
         ("v1", "Event") => codec_for::<core::Event>(),
         ("v1", "Pod") => codec_for::<core::Pod>(),
         ("v1", "Node") => codec_for::<core::Node>(),
+        ("apps/v1", "Deployment") => codec_for::<apps::Deployment>(),
+        ("apps/v1", "ReplicaSet") => codec_for::<apps::ReplicaSet>(),
+        ("autoscaling/v1", "Scale") => codec_for::<autoscaling::Scale>(),
         ("coordination.k8s.io/v1", "Lease") => codec_for::<coord::Lease>(),
         ("rbac.authorization.k8s.io/v1", "Role") => codec_for::<rbac::Role>(),
         ("rbac.authorization.k8s.io/v1", "ClusterRole") => codec_for::<rbac::ClusterRole>(),
@@ -1152,6 +1158,24 @@ impl Kind<Option<IntOrString>> for IntStr {
     }
 }
 
+/// Go `*intstr.IntOrString`: written when set.
+struct IntStrPtr;
+
+impl Kind<Option<IntOrString>> for IntStrPtr {
+    fn put(out: &mut Out, key: &'static str, value: &Option<IntOrString>) -> Result<()> {
+        if value.is_some() {
+            IntStr::put(out, key, value)?;
+        }
+        Ok(())
+    }
+    fn get(input: &mut In<'_>, key: &'static str) -> Result<Option<IntOrString>> {
+        if input.raw(key).is_none() {
+            return Ok(None);
+        }
+        IntStr::get(input, key)
+    }
+}
+
 /// Go `*metav1.FieldsV1`: raw JSON.
 struct RawJson;
 
@@ -1363,6 +1387,93 @@ conv! {
         "leaseTransitions" => lease_transitions: IntPtr,
         "strategy" => strategy: StrPtr,
         "preferredHolder" => preferred_holder: StrPtr,
+    }
+
+    // Deployment, ReplicaSet, Scale
+    apps::Deployment {
+        "metadata" => metadata: MsgReq,
+        "spec" => spec: MsgReq,
+        "status" => status: MsgReq,
+    }
+    apps::DeploymentSpec {
+        "replicas" => replicas: IntPtr,
+        "selector" => selector: Msg,
+        "template" => template: MsgReq,
+        "strategy" => strategy: MsgReq,
+        "minReadySeconds" => min_ready_seconds: Int,
+        "revisionHistoryLimit" => revision_history_limit: IntPtr,
+        "paused" => paused: Bool,
+        "progressDeadlineSeconds" => progress_deadline_seconds: IntPtr,
+    }
+    apps::DeploymentStrategy {
+        "type" => r#type: Str,
+        "rollingUpdate" => rolling_update: Msg,
+    }
+    apps::RollingUpdateDeployment {
+        "maxUnavailable" => max_unavailable: IntStrPtr,
+        "maxSurge" => max_surge: IntStrPtr,
+    }
+    apps::DeploymentStatus {
+        "observedGeneration" => observed_generation: Int,
+        "replicas" => replicas: Int,
+        "updatedReplicas" => updated_replicas: Int,
+        "readyReplicas" => ready_replicas: Int,
+        "availableReplicas" => available_replicas: Int,
+        "unavailableReplicas" => unavailable_replicas: Int,
+        "terminatingReplicas" => terminating_replicas: IntPtr,
+        "conditions" => conditions: List,
+        "collisionCount" => collision_count: IntPtr,
+    }
+    apps::DeploymentCondition {
+        "type" => r#type: StrReq,
+        "status" => status: StrReq,
+        "lastUpdateTime" => last_update_time: Time,
+        "lastTransitionTime" => last_transition_time: Time,
+        "reason" => reason: Str,
+        "message" => message: Str,
+    }
+    apps::ReplicaSet {
+        "metadata" => metadata: MsgReq,
+        "spec" => spec: MsgReq,
+        "status" => status: MsgReq,
+    }
+    apps::ReplicaSetSpec {
+        "replicas" => replicas: IntPtr,
+        "minReadySeconds" => min_ready_seconds: Int,
+        "selector" => selector: Msg,
+        "template" => template: MsgReq,
+    }
+    apps::ReplicaSetStatus {
+        "replicas" => replicas: IntReq,
+        "fullyLabeledReplicas" => fully_labeled_replicas: Int,
+        "readyReplicas" => ready_replicas: Int,
+        "availableReplicas" => available_replicas: Int,
+        "terminatingReplicas" => terminating_replicas: IntPtr,
+        "observedGeneration" => observed_generation: Int,
+        "conditions" => conditions: List,
+    }
+    apps::ReplicaSetCondition {
+        "type" => r#type: StrReq,
+        "status" => status: StrReq,
+        "lastTransitionTime" => last_transition_time: Time,
+        "reason" => reason: Str,
+        "message" => message: Str,
+    }
+    core::PodTemplateSpec {
+        "metadata" => metadata: MsgReq,
+        "spec" => spec: MsgReq,
+    }
+    autoscaling::Scale {
+        "metadata" => metadata: MsgReq,
+        "spec" => spec: MsgReq,
+        "status" => status: MsgReq,
+    }
+    autoscaling::ScaleSpec {
+        "replicas" => replicas: Int,
+    }
+    autoscaling::ScaleStatus {
+        "replicas" => replicas: IntReq,
+        "selector" => selector: Str,
     }
 
     // Pod

@@ -112,7 +112,7 @@ fn columns(ri: &ResourceInfo) -> Vec<Column> {
                 format: "",
                 priority: 0,
                 description: "The aggregate status of the containers in this pod.",
-                cell: |o| json!(str_at(o, &["status", "phase"])),
+                cell: pod_status,
             },
             Column {
                 name: "Restarts",
@@ -164,6 +164,72 @@ fn columns(ri: &ResourceInfo) -> Vec<Column> {
                 cell: |o| json!(str_at(o, &["status", "nodeInfo", "kubeletVersion"])),
             },
         ],
+        ("apps", "deployments") => {
+            let mut cols = vec![
+                Column {
+                    name: "Ready",
+                    kind: "string",
+                    format: "",
+                    priority: 0,
+                    description: "Number of the pod with ready state",
+                    cell: |o| {
+                        json!(format!(
+                            "{}/{}",
+                            int_at(o, "/status/readyReplicas"),
+                            int_at(o, "/spec/replicas")
+                        ))
+                    },
+                },
+                Column {
+                    name: "Up-to-date",
+                    kind: "string",
+                    format: "",
+                    priority: 0,
+                    description: "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                    cell: |o| json!(int_at(o, "/status/updatedReplicas")),
+                },
+                Column {
+                    name: "Available",
+                    kind: "string",
+                    format: "",
+                    priority: 0,
+                    description: "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                    cell: |o| json!(int_at(o, "/status/availableReplicas")),
+                },
+            ];
+            cols.extend(workload_wide_columns());
+            cols
+        }
+        ("apps", "replicasets") => {
+            let mut cols = vec![
+                Column {
+                    name: "Desired",
+                    kind: "integer",
+                    format: "",
+                    priority: 0,
+                    description: "Replicas is the number of desired replicas.",
+                    cell: |o| json!(int_at(o, "/spec/replicas")),
+                },
+                Column {
+                    name: "Current",
+                    kind: "integer",
+                    format: "",
+                    priority: 0,
+                    description: "Replicas is the most recently observed number of replicas.",
+                    cell: |o| json!(int_at(o, "/status/replicas")),
+                },
+                Column {
+                    name: "Ready",
+                    kind: "integer",
+                    format: "",
+                    priority: 0,
+                    description: "The number of ready replicas for this replica set.",
+                    cell: |o| json!(int_at(o, "/status/readyReplicas")),
+                },
+            ];
+            cols.extend(workload_wide_columns());
+            cols
+        }
         ("turtles.dev", "controllers") => vec![
             Column {
                 name: "Phase",
@@ -263,6 +329,88 @@ fn columns(ri: &ResourceInfo) -> Vec<Column> {
     cols.push(AGE);
     cols.extend(after_age);
     cols
+}
+
+fn int_at(o: &Value, pointer: &str) -> i64 {
+    o.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// The `-o wide` columns of Deployments and ReplicaSets.
+fn template_containers(o: &Value, field: &str) -> Value {
+    let names: Vec<&str> = o
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|c| c.get(field)?.as_str()).collect())
+        .unwrap_or_default();
+    json!(names.join(","))
+}
+
+fn workload_wide_columns() -> Vec<Column> {
+    vec![
+        Column {
+            name: "Containers",
+            kind: "string",
+            format: "",
+            priority: 1,
+            description: "Names of each container in the template.",
+            cell: |o| template_containers(o, "name"),
+        },
+        Column {
+            name: "Images",
+            kind: "string",
+            format: "",
+            priority: 1,
+            description: "Images referenced by each container in the template.",
+            cell: |o| template_containers(o, "image"),
+        },
+        Column {
+            name: "Selector",
+            kind: "string",
+            format: "",
+            priority: 1,
+            description: "Label selector for pods.",
+            cell: |o| {
+                json!(o
+                    .pointer("/spec/selector")
+                    .map(crate::selector::label_selector_string)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "<none>".into()))
+            },
+        },
+    ]
+}
+
+/// kubectl's pod STATUS: the phase (or status.reason), overridden by a waiting or terminated
+/// container's reason, and `Terminating` once deletion started.
+fn pod_status(o: &Value) -> Value {
+    let mut reason = match str_at(o, &["status", "reason"]) {
+        "" => str_at(o, &["status", "phase"]).to_owned(),
+        r => r.to_owned(),
+    };
+    for c in o
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(r) = c
+            .pointer("/state/waiting/reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+        {
+            reason = r.to_owned();
+        } else if let Some(r) = c
+            .pointer("/state/terminated/reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+        {
+            reason = r.to_owned();
+        }
+    }
+    if crate::model::meta::meta_str(o, "deletionTimestamp").is_some() && reason != "NodeLost" {
+        reason = "Terminating".into();
+    }
+    json!(reason)
 }
 
 fn none_if_empty(s: &str) -> &str {

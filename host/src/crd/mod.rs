@@ -471,13 +471,13 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 short_names: strs("shortNames"),
                 categories: strs("categories"),
                 status_subresource: v.pointer("/subresources/status").is_some(),
+                scale,
                 name_rule: crate::model::registry::NameRule::DnsSubdomain,
                 custom: Some(Arc::new(CustomResource {
                     crd_name: name.clone(),
                     storage_version: storage_version.clone(),
                     schema,
                     printer_columns,
-                    scale,
                 })),
                 create_only: false,
             })

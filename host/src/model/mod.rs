@@ -4,6 +4,7 @@
 pub mod meta;
 pub mod registry;
 pub mod status;
+pub mod workloads;
 
 pub use registry::{Registry, ResourceInfo, Scope};
 pub use status::{ApiError, Cause};

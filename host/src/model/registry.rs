@@ -51,7 +51,6 @@ pub struct CustomResource {
     /// prevents).
     pub schema: Option<Arc<crate::schema::Schema>>,
     pub printer_columns: Vec<PrinterColumn>,
-    pub scale: Option<ScaleSubresource>,
 }
 
 impl std::fmt::Debug for CustomResource {
@@ -60,7 +59,6 @@ impl std::fmt::Debug for CustomResource {
             .field("crd_name", &self.crd_name)
             .field("storage_version", &self.storage_version)
             .field("printer_columns", &self.printer_columns)
-            .field("scale", &self.scale)
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +79,8 @@ pub struct ResourceInfo {
     pub categories: Vec<String>,
     /// Has a `/status` subresource: the main endpoint ignores `status`, `/status` ignores the rest.
     pub status_subresource: bool,
+    /// Has a `scale` subresource (autoscaling/v1 Scale) reading and writing these paths.
+    pub scale: Option<ScaleSubresource>,
     /// How names are validated.
     pub name_rule: NameRule,
     /// Set for custom resources (served because of a CRD).
@@ -143,6 +143,8 @@ struct Builtin {
     short: &'static [&'static str],
     categories: &'static [&'static str],
     status: bool,
+    /// Served with a `scale` subresource over `.spec.replicas`/`.status.replicas`/`.spec.selector`.
+    scale: bool,
     create_only: bool,
 }
 
@@ -157,6 +159,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["ns"],
         categories: &[],
         status: true,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -169,6 +172,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["cm"],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -181,6 +185,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -193,6 +198,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["sa"],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -205,6 +211,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["ev"],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -217,6 +224,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["po"],
         categories: &["all"],
         status: true,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -229,6 +237,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["no"],
         categories: &[],
         status: true,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -241,6 +250,7 @@ const BUILTINS: &[Builtin] = &[
         short: &["crd", "crds"],
         categories: &["api-extensions"],
         status: true,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -253,6 +263,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -265,6 +276,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -277,6 +289,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -289,6 +302,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
     Builtin {
@@ -301,6 +315,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: true,
     },
     Builtin {
@@ -313,6 +328,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: true,
     },
     Builtin {
@@ -325,6 +341,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: true,
     },
     Builtin {
@@ -337,6 +354,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: true,
     },
     Builtin {
@@ -349,6 +367,33 @@ const BUILTINS: &[Builtin] = &[
         short: &["ctrl"],
         categories: &[],
         status: true,
+        scale: false,
+        create_only: false,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        resource: "deployments",
+        singular: "deployment",
+        kind: "Deployment",
+        namespaced: true,
+        short: &["deploy"],
+        categories: &["all"],
+        status: true,
+        scale: true,
+        create_only: false,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        resource: "replicasets",
+        singular: "replicaset",
+        kind: "ReplicaSet",
+        namespaced: true,
+        short: &["rs"],
+        categories: &["all"],
+        status: true,
+        scale: true,
         create_only: false,
     },
     Builtin {
@@ -361,6 +406,7 @@ const BUILTINS: &[Builtin] = &[
         short: &[],
         categories: &[],
         status: false,
+        scale: false,
         create_only: false,
     },
 ];
@@ -392,6 +438,11 @@ impl Registry {
                     short_names: b.short.iter().map(|s| (*s).into()).collect(),
                     categories: b.categories.iter().map(|s| (*s).into()).collect(),
                     status_subresource: b.status,
+                    scale: b.scale.then(|| ScaleSubresource {
+                        spec_replicas_path: ".spec.replicas".into(),
+                        status_replicas_path: ".status.replicas".into(),
+                        label_selector_path: Some(".spec.selector".into()),
+                    }),
                     name_rule: match (b.group, b.resource) {
                         ("", "namespaces") => NameRule::DnsLabel,
                         ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,

@@ -1,0 +1,386 @@
+//! Defaults and validation of the workload kinds the API server stores: `v1 Pod`,
+//! `apps/v1 Deployment` and `apps/v1 ReplicaSet`, as kube's `SetDefaults_*` and
+//! `Validate*` functions do them for the fields that matter to clients (kubectl, controllers).
+//! Nothing here makes a workload *run*: that is the controllers' job.
+
+use serde_json::{json, Map, Value};
+
+use super::Cause;
+use crate::selector::{label_selector_string, LabelSelector};
+
+/// Apply kube's defaults to an object of a workload kind (`group`, `resource`); other kinds are
+/// left alone.
+pub fn apply_defaults(group: &str, resource: &str, obj: &mut Value) {
+    match (group, resource) {
+        ("", "pods") => {
+            if let Some(spec) = obj.get_mut("spec") {
+                default_pod_spec(spec);
+            }
+        }
+        ("apps", "deployments") => {
+            let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+                return;
+            };
+            spec.entry("replicas").or_insert(json!(1));
+            let strategy = spec.entry("strategy").or_insert_with(|| json!({}));
+            if let Some(st) = strategy.as_object_mut() {
+                let kind = st
+                    .entry("type")
+                    .or_insert_with(|| json!("RollingUpdate"))
+                    .clone();
+                if kind == "RollingUpdate" {
+                    let ru = st.entry("rollingUpdate").or_insert_with(|| json!({}));
+                    if let Some(ru) = ru.as_object_mut() {
+                        ru.entry("maxUnavailable").or_insert(json!("25%"));
+                        ru.entry("maxSurge").or_insert(json!("25%"));
+                    }
+                }
+            }
+            spec.entry("revisionHistoryLimit").or_insert(json!(10));
+            spec.entry("progressDeadlineSeconds").or_insert(json!(600));
+            default_template(spec);
+        }
+        ("apps", "replicasets") => {
+            let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+                return;
+            };
+            spec.entry("replicas").or_insert(json!(1));
+            default_template(spec);
+        }
+        _ => {}
+    }
+}
+
+fn default_template(spec: &mut Map<String, Value>) {
+    if let Some(pod_spec) = spec
+        .get_mut("template")
+        .and_then(|t| t.get_mut("spec"))
+        .filter(|s| s.is_object())
+    {
+        default_pod_spec(pod_spec);
+    }
+}
+
+/// kube's `SetDefaults_PodSpec` and `SetDefaults_Container` for the scalar fields.
+fn default_pod_spec(spec: &mut Value) {
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    spec.entry("restartPolicy").or_insert(json!("Always"));
+    spec.entry("terminationGracePeriodSeconds")
+        .or_insert(json!(30));
+    spec.entry("dnsPolicy").or_insert(json!("ClusterFirst"));
+    spec.entry("securityContext").or_insert(json!({}));
+    spec.entry("schedulerName")
+        .or_insert(json!("default-scheduler"));
+    for field in ["containers", "initContainers"] {
+        for c in spec
+            .get_mut(field)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let Some(c) = c.as_object_mut() else { continue };
+            let latest = c
+                .get("image")
+                .and_then(Value::as_str)
+                .is_some_and(|i| image_tag(i).is_none_or(|t| t == "latest"));
+            c.entry("imagePullPolicy").or_insert(json!(if latest {
+                "Always"
+            } else {
+                "IfNotPresent"
+            }));
+            c.entry("terminationMessagePath")
+                .or_insert(json!("/dev/termination-log"));
+            c.entry("terminationMessagePolicy").or_insert(json!("File"));
+            if c.get("resources").is_none() {
+                c.insert("resources".into(), json!({}));
+            }
+        }
+    }
+}
+
+/// The tag of an image reference (`nginx:1.27` -> `1.27`); none when it has no tag or is pinned
+/// by digest only.
+fn image_tag(image: &str) -> Option<&str> {
+    if image.contains('@') {
+        return Some("digest");
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    last.split_once(':').map(|(_, t)| t)
+}
+
+/// Validate a workload object (`old` is the stored version on update). Empty when valid.
+pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    match (group, resource) {
+        ("", "pods") => {
+            let mut causes = Vec::new();
+            match obj.get("spec") {
+                Some(spec) => validate_pod_spec(spec, "spec", &mut causes),
+                None => causes.push(Cause::new(
+                    "FieldValueRequired",
+                    "spec.containers",
+                    "Required value",
+                )),
+            }
+            causes
+        }
+        ("apps", "deployments") | ("apps", "replicasets") => {
+            validate_replicated(resource == "deployments", obj, old)
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn validate_replicated(deployment: bool, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
+    if let Some(r) = spec.get("replicas") {
+        if r.as_i64().is_none_or(|n| n < 0) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                "spec.replicas",
+                format!("Invalid value: {r}: must be greater than or equal to 0"),
+            ));
+        }
+    }
+    let selector = spec.get("selector");
+    let parsed = match selector {
+        None | Some(Value::Null) => {
+            causes.push(Cause::new(
+                "FieldValueRequired",
+                "spec.selector",
+                "Required value",
+            ));
+            None
+        }
+        Some(sel) => {
+            let text = label_selector_string(sel);
+            if text.is_empty() {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    "spec.selector",
+                    "Invalid value: \"{}\": empty selector is invalid for deployment",
+                ));
+                None
+            } else {
+                match LabelSelector::parse(&text) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        causes.push(Cause::new(
+                            "FieldValueInvalid",
+                            "spec.selector",
+                            format!("Invalid value: {e}"),
+                        ));
+                        None
+                    }
+                }
+            }
+        }
+    };
+    let template = spec.get("template");
+    match template {
+        None | Some(Value::Null) => causes.push(Cause::new(
+            "FieldValueRequired",
+            "spec.template",
+            "Required value",
+        )),
+        Some(t) => {
+            let labels = t.pointer("/metadata/labels").and_then(Value::as_object);
+            if let Some(sel) = &parsed {
+                if !sel.matches_json(labels) {
+                    let shown = labels
+                        .map(|l| {
+                            l.iter()
+                                .map(|(k, v)| format!("{k}:{}", v.as_str().unwrap_or_default()))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        })
+                        .unwrap_or_default();
+                    causes.push(Cause::new(
+                        "FieldValueInvalid",
+                        "spec.template.metadata.labels",
+                        format!(
+                            "Invalid value: map[string]string{{{shown}}}: `selector` does not match template `labels`"
+                        ),
+                    ));
+                }
+            }
+            match t.get("spec") {
+                Some(ps) => {
+                    validate_pod_spec(ps, "spec.template.spec", &mut causes);
+                    if let Some(rp) = ps.get("restartPolicy").and_then(Value::as_str) {
+                        if rp != "Always" {
+                            causes.push(Cause::new(
+                                "FieldValueNotSupported",
+                                "spec.template.spec.restartPolicy",
+                                format!(
+                                    "Unsupported value: \"{rp}\": supported values: \"Always\""
+                                ),
+                            ));
+                        }
+                    }
+                }
+                None => causes.push(Cause::new(
+                    "FieldValueRequired",
+                    "spec.template.spec.containers",
+                    "Required value",
+                )),
+            }
+        }
+    }
+    if deployment {
+        if let Some(t) = spec.pointer("/strategy/type").and_then(Value::as_str) {
+            if t != "RollingUpdate" && t != "Recreate" {
+                causes.push(Cause::new(
+                    "FieldValueNotSupported",
+                    "spec.strategy.type",
+                    format!(
+                        "Unsupported value: \"{t}\": supported values: \"Recreate\", \"RollingUpdate\""
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(old_sel) = old.and_then(|o| o.pointer("/spec/selector")) {
+        if selector.is_some_and(|s| s != old_sel) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                "spec.selector",
+                format!(
+                    "Invalid value: {}: field is immutable",
+                    selector.map(Value::to_string).unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    causes
+}
+
+fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let containers = spec.get("containers").and_then(Value::as_array);
+    match containers {
+        None => causes.push(Cause::new(
+            "FieldValueRequired",
+            &format!("{path}.containers"),
+            "Required value",
+        )),
+        Some(list) if list.is_empty() => causes.push(Cause::new(
+            "FieldValueRequired",
+            &format!("{path}.containers"),
+            "Required value",
+        )),
+        Some(list) => {
+            let mut seen = std::collections::HashSet::new();
+            for (i, c) in list.iter().enumerate() {
+                let at = format!("{path}.containers[{i}]");
+                match c.get("name").and_then(Value::as_str) {
+                    None | Some("") => causes.push(Cause::new(
+                        "FieldValueRequired",
+                        &format!("{at}.name"),
+                        "Required value",
+                    )),
+                    Some(n) => {
+                        if !seen.insert(n.to_owned()) {
+                            causes.push(Cause::new(
+                                "FieldValueDuplicate",
+                                &format!("{at}.name"),
+                                format!("Duplicate value: \"{n}\""),
+                            ));
+                        }
+                    }
+                }
+                if c.get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(|s| s.trim().is_empty())
+                {
+                    causes.push(Cause::new(
+                        "FieldValueRequired",
+                        &format!("{at}.image"),
+                        "Required value",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment() -> Value {
+        json!({
+            "metadata": {"name": "web"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn deployment_defaults_like_kube() {
+        let mut d = deployment();
+        apply_defaults("apps", "deployments", &mut d);
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate");
+        assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+        assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+        assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
+        let c = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
+        assert!(validate("apps", "deployments", &d, None).is_empty());
+    }
+
+    #[test]
+    fn latest_images_are_always_pulled() {
+        let mut p = json!({"spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "reg:5000/x:latest"}]}});
+        apply_defaults("", "pods", &mut p);
+        assert_eq!(p["spec"]["containers"][0]["imagePullPolicy"], "Always");
+        assert_eq!(p["spec"]["containers"][1]["imagePullPolicy"], "Always");
+    }
+
+    #[test]
+    fn selector_must_match_template_labels() {
+        let mut d = deployment();
+        d["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+        let causes = validate("apps", "deployments", &d, None);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "spec.template.metadata.labels");
+    }
+
+    #[test]
+    fn selector_is_required_and_immutable() {
+        let mut d = deployment();
+        let old = d.clone();
+        d["spec"]["selector"] = json!({"matchLabels": {"app": "web", "x": "y"}});
+        d["spec"]["template"]["metadata"]["labels"]["x"] = json!("y");
+        let causes = validate("apps", "deployments", &d, Some(&old));
+        assert!(
+            causes[0].message.contains("field is immutable"),
+            "{causes:?}"
+        );
+        d["spec"].as_object_mut().unwrap().remove("selector");
+        let causes = validate("apps", "replicasets", &d, None);
+        assert_eq!(causes[0].field, "spec.selector");
+    }
+
+    #[test]
+    fn containers_need_names_and_images() {
+        let p = json!({"spec": {"containers": [{"name": "a"}, {"image": "x"}]}});
+        let fields: Vec<String> = validate("", "pods", &p, None)
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert_eq!(
+            fields,
+            ["spec.containers[0].image", "spec.containers[1].name"]
+        );
+        assert!(!validate("", "pods", &json!({}), None).is_empty());
+    }
+}
