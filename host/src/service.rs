@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::model::meta::{self, metadata, metadata_mut};
 use crate::model::{ApiError, Cause, ObjectKey, ResourceInfo};
@@ -66,6 +66,49 @@ pub struct DeleteOptions {
     pub dry_run: bool,
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
+    /// How dependents are treated (`propagationPolicy`; none: the default, background).
+    pub propagation: Option<Propagation>,
+}
+
+/// `DeleteOptions.propagationPolicy`: what happens to an object's dependents (objects whose
+/// `ownerReferences` name it). The garbage collector does the work; the delete only records the
+/// choice as a finalizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// The object goes now; the garbage collector deletes its dependents after.
+    Background,
+    /// The object stays (finalizer `foregroundDeletion`) until its blocking dependents are gone.
+    Foreground,
+    /// The object stays (finalizer `orphan`) until its dependents no longer reference it.
+    Orphan,
+}
+
+/// Finalizer of an object deleted with [`Propagation::Foreground`].
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+/// Finalizer of an object deleted with [`Propagation::Orphan`].
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// The namespace controller's finalizer in a namespace's `spec.finalizers`.
+pub const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+impl Propagation {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "Background" => Ok(Self::Background),
+            "Foreground" => Ok(Self::Foreground),
+            "Orphan" => Ok(Self::Orphan),
+            other => Err(ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: \"{other}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
+            ))),
+        }
+    }
+
+    fn finalizer(self) -> Option<&'static str> {
+        match self {
+            Self::Background => None,
+            Self::Foreground => Some(FOREGROUND_FINALIZER),
+            Self::Orphan => Some(ORPHAN_FINALIZER),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -437,7 +480,7 @@ impl Service {
         })
     }
 
-    fn check_namespace_usable(&self, ri: &ResourceInfo, ns: &str) -> Result<()> {
+    fn check_namespace_usable(&self, ri: &ResourceInfo, ns: &str, name: &str) -> Result<()> {
         if !ri.namespaced() {
             return Ok(());
         }
@@ -447,11 +490,15 @@ impl Service {
         };
         if meta::meta_str(&nso.value, "deletionTimestamp").is_some() {
             return Err(ApiError::forbidden(format!(
-                "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                 ri.resource,
-                "",
             ))
-            .with_details(&ri.group, &ri.resource, ""));
+            .with_details(&ri.group, &ri.resource, name)
+            .with_causes(vec![Cause::new(
+                "NamespaceTerminating",
+                "metadata.namespace",
+                format!("namespace {ns} is being terminated"),
+            )]));
         }
         Ok(())
     }
@@ -664,10 +711,8 @@ impl Service {
         match (ri.group.as_str(), ri.resource.as_str()) {
             ("", "namespaces") => {
                 map.insert("status".into(), json!({"phase": "Active"}));
-                let spec = map.entry("spec").or_insert_with(|| json!({}));
-                if spec.as_object().is_some_and(Map::is_empty) {
-                    map.remove("spec");
-                }
+                // The namespace controller's finalizer: it empties the namespace before it goes.
+                map.insert("spec".into(), json!({"finalizers": [NAMESPACE_FINALIZER]}));
             }
             ("", "pods") => {
                 let status = map.entry("status").or_insert_with(|| json!({}));
@@ -739,7 +784,7 @@ impl Service {
         m.remove("managedFields");
         m.remove("selfLink");
         Self::defaults_on_create(ri, &mut obj);
-        self.check_namespace_usable(ri, ns)?;
+        self.check_namespace_usable(ri, ns, meta::name(&obj))?;
         self.check_crd_active(ri)?;
         let warnings = Self::admit(ri, &mut obj, None, opts)?;
         Self::to_storage(ri, &mut obj);
@@ -1001,7 +1046,10 @@ impl Service {
                     .map(|o| Written::new(Arc::new(o), warnings))
                     .map_err(|e| store_error(ri, name, e));
             }
-            let op = if terminating && meta::finalizers(&new).is_empty() {
+            // A terminating object goes once its last finalizer does; a namespace only through the
+            // namespace controller, once it is empty.
+            let is_namespace = ri.group.is_empty() && ri.resource == NAMESPACES;
+            let op = if terminating && meta::finalizers(&new).is_empty() && !is_namespace {
                 WriteOp::Delete {
                     key: key.clone(),
                     precondition: Precondition::ResourceVersion(current.rv),
@@ -1181,7 +1229,8 @@ impl Service {
         Ok(())
     }
 
-    /// Delete one object that is not a namespace: mark it while finalizers remain, else remove it.
+    /// Delete one object that is not a namespace: mark it while finalizers remain (including the
+    /// garbage collector's, when the propagation policy asks for one), else remove it.
     async fn delete_object(
         &self,
         ri: &ResourceInfo,
@@ -1190,24 +1239,47 @@ impl Service {
         opts: &DeleteOptions,
     ) -> Result<Deleted> {
         let key = Self::key(ri, ns, name);
+        let gc_finalizer = opts.propagation.and_then(Propagation::finalizer);
         for _ in 0..CONFLICT_RETRIES {
             let current = self
                 .store
                 .get(&key)
                 .ok_or_else(|| ApiError::not_found(&ri.group, &ri.resource, name))?;
             Self::check_delete_preconditions(ri, name, &current, opts)?;
-            let finalizers = meta::finalizers(&current.value);
+            let mut finalizers = meta::finalizers(&current.value);
+            let terminating = meta::meta_str(&current.value, "deletionTimestamp").is_some();
+            // A later delete may switch an object's propagation (kube updates the GC finalizers).
+            let mut changed = false;
+            if let Some(f) = gc_finalizer {
+                let other = if f == ORPHAN_FINALIZER {
+                    FOREGROUND_FINALIZER
+                } else {
+                    ORPHAN_FINALIZER
+                };
+                if !finalizers.iter().any(|x| x == f) {
+                    finalizers.retain(|x| x != other);
+                    finalizers.push(f.to_owned());
+                    changed = true;
+                }
+            } else if opts.propagation == Some(Propagation::Background) && terminating {
+                let before = finalizers.len();
+                finalizers.retain(|x| x != ORPHAN_FINALIZER && x != FOREGROUND_FINALIZER);
+                changed = finalizers.len() != before;
+            }
             if !finalizers.is_empty() {
-                if meta::meta_str(&current.value, "deletionTimestamp").is_some() {
+                if terminating && !changed {
                     return Ok(Deleted::Pending(current));
                 }
                 let mut v = current.value.clone();
                 if let Some(m) = metadata_mut(&mut v) {
-                    m.insert(
-                        "deletionTimestamp".into(),
-                        Value::String(meta::now_rfc3339()),
-                    );
-                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                    if !terminating {
+                        m.insert(
+                            "deletionTimestamp".into(),
+                            Value::String(meta::now_rfc3339()),
+                        );
+                        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                    }
+                    m.insert("finalizers".into(), json!(finalizers));
                 }
                 if opts.dry_run {
                     return StoredObject::unstored(v)
@@ -1241,8 +1313,8 @@ impl Service {
         Err(ApiError::conflict(&ri.group, &ri.resource, name))
     }
 
-    /// Namespace deletion: mark it Terminating, delete everything in it (objects with finalizers
-    /// are marked and stay until their finalizers go), and remove the namespace once empty.
+    /// Namespace deletion: the namespace is marked (deletionTimestamp, phase Terminating) and
+    /// returned; the namespace controller deletes its contents and then the namespace.
     async fn delete_namespace(
         &self,
         ri: &ResourceInfo,
@@ -1250,6 +1322,12 @@ impl Service {
         current: Arc<StoredObject>,
         opts: &DeleteOptions,
     ) -> Result<Deleted> {
+        if INITIAL_NAMESPACES.contains(&name) {
+            return Err(ApiError::forbidden(format!(
+                "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+            ))
+            .with_details("", NAMESPACES, name));
+        }
         let mut v = current.value.clone();
         if let Some(m) = metadata_mut(&mut v) {
             m.entry("deletionTimestamp")
@@ -1257,64 +1335,62 @@ impl Service {
             m.entry("deletionGracePeriodSeconds").or_insert(json!(0));
         }
         if let Some(o) = v.as_object_mut() {
-            o.insert("status".into(), json!({"phase": "Terminating"}));
+            let status = o.entry("status").or_insert_with(|| json!({}));
+            if let Some(st) = status.as_object_mut() {
+                st.insert("phase".into(), json!("Terminating"));
+            }
         }
         if opts.dry_run {
             return StoredObject::unstored(v)
                 .map(|o| Deleted::Pending(Arc::new(o)))
                 .map_err(|e| store_error(ri, name, e));
         }
-        let key = Self::key(ri, "", name);
-        let marked = if same_object(&v, &current.value) {
-            current
-        } else {
-            self.store
-                .write(WriteOp::Put {
-                    key: key.clone(),
-                    value: v,
-                    precondition: Precondition::ResourceVersion(current.rv),
-                })
-                .await
-                .map_err(|e| store_error(ri, name, e))?
-        };
-        let mut remaining = 0usize;
-        for r in self.registry.snapshot().iter().filter(|r| r.namespaced()) {
-            let snap = self
-                .store
-                .list(&r.group_resource(), None)
-                .map_err(|e| store_error(r, "", e))?;
-            let prefix = format!("{name}/");
-            for (_, obj) in snap
-                .items
-                .range(prefix.clone()..)
-                .take_while(|(k, _)| k.starts_with(&prefix))
-            {
-                let n = meta::name(&obj.value).to_owned();
-                match self
-                    .delete_object(r, name, &n, &DeleteOptions::default())
-                    .await
-                {
-                    Ok(Deleted::Pending(_)) => remaining += 1,
-                    Ok(Deleted::Gone(_)) => {}
-                    Err(e) if e.code == 404 => {}
-                    Err(e) => return Err(e),
-                }
-            }
+        if same_object(&v, &current.value) {
+            return Ok(Deleted::Pending(current));
         }
-        if remaining > 0 || !meta::finalizers(&marked.value).is_empty() {
-            return Ok(Deleted::Pending(marked));
+        self.store
+            .write(WriteOp::Put {
+                key: Self::key(ri, "", name),
+                value: v,
+                precondition: Precondition::ResourceVersion(current.rv),
+            })
+            .await
+            .map(Deleted::Pending)
+            .map_err(|e| match e {
+                StoreError::Conflict { .. } => ApiError::conflict(&ri.group, &ri.resource, name),
+                e => store_error(ri, name, e),
+            })
+    }
+
+    /// Remove a namespace for good (the namespace controller's last step): only once it is
+    /// terminating and has no finalizers left, in `metadata` or `spec`.
+    pub async fn remove_namespace(&self, name: &str) -> Result<bool> {
+        let key = ObjectKey::new(NAMESPACES, "", name);
+        let Some(current) = self.store.get(&key) else {
+            return Ok(true);
+        };
+        let spec_finalizers = current
+            .value
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        if meta::meta_str(&current.value, "deletionTimestamp").is_none()
+            || !meta::finalizers(&current.value).is_empty()
+            || spec_finalizers
+        {
+            return Ok(false);
         }
         match self
             .store
             .write(WriteOp::Delete {
                 key,
-                precondition: Precondition::ResourceVersion(marked.rv),
+                precondition: Precondition::ResourceVersion(current.rv),
             })
             .await
         {
-            Ok(o) => Ok(Deleted::Gone(o)),
-            Err(StoreError::NotFound) => Ok(Deleted::Gone(marked)),
-            Err(e) => Err(store_error(ri, name, e)),
+            Ok(_) | Err(StoreError::NotFound) => Ok(true),
+            Err(StoreError::Conflict { .. }) => Ok(false),
+            Err(e) => Err(ApiError::internal(e.to_string())),
         }
     }
 

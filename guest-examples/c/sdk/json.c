@@ -832,8 +832,12 @@ static json *parse_number(parser *ps) {
     }
     memcpy(tmp, s, n);
     tmp[n] = 0;
-    double d = strtod(tmp, NULL); /* overflow gives +-HUGE_VAL, like other parsers' inf */
+    double d = strtod(tmp, NULL);
     if (tmp != small) free(tmp);
+    if (isinf(d)) {
+        fail(ps, "number out of range"); /* as serde_json and Go's encoding/json do */
+        return NULL;
+    }
     json *v = json_new_double(d);
     if (!v) fail(ps, "out of memory");
     return v;

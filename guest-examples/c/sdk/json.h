@@ -8,8 +8,9 @@
  * Strings are UTF-8 and carry their length (they may contain NUL via "\u0000"); `\uXXXX`
  * escapes including surrogate pairs are decoded, a lone surrogate becomes U+FFFD (as Go's
  * encoding/json does). Invalid UTF-8 in the input is an error. Numbers keep an exact 64-bit
- * integer when the text is an integer that fits, otherwise a double; serialization writes
- * integers exactly and doubles in the shortest form that reads back to the same value.
+ * integer when the text is an integer that fits, otherwise a double (a number beyond the double
+ * range, e.g. 1e400, is a parse error); serialization writes integers exactly and doubles in the
+ * shortest form that reads back to the same value.
  *
  * Objects keep their members in insertion order; on parse a repeated key replaces the earlier
  * value (last one wins).

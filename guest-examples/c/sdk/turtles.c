@@ -7,6 +7,7 @@
  *   so everything in them is malloc'ed here;
  * - import arguments are borrowed by the host; import results are ours to free.
  */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include "turtles.h"
 
 #include <stdarg.h>

@@ -110,6 +110,9 @@ static void test_numbers(void) {
     roundtrip("1e+", NULL);
     roundtrip("0x10", NULL);
     roundtrip("NaN", NULL);
+    roundtrip("1e400", NULL);
+    roundtrip("-1e400", NULL);
+    roundtrip("1e-400", "0");
     roundtrip("Infinity", NULL);
 
     json *v = json_parse_str("[9007199254740993, 1.25, 3.0, 1e19, -1]");
@@ -328,6 +331,52 @@ static void test_buf(void) {
     free(d);
 }
 
+/* Random mutations of valid documents (deterministic): whatever parses must serialize and parse
+ * back to an equal tree; under ASan this also checks that malformed input is read safely. */
+static void test_mutations(void) {
+    static const char *seeds[] = {
+        "{\"a\":[1,-2.5e3,true,false,null],\"b\":{\"c\":\"d\\u00e9\\ud83d\\ude00\\n\"}}",
+        "[\"x\",{\"y\":[[],{}]},0.125,9223372036854775807,\"\xc3\xa9\xf0\x9f\x98\x80\"]",
+        "{\"metadata\":{\"name\":\"web\",\"labels\":{\"k\":\"v\"}},\"spec\":{\"n\":1e-7}}",
+    };
+    static const char alphabet[] = "{}[],:\"\\/0123456789.-+eEtrufalsn u\xc3\xa9\xed\xa0\x80\x01";
+    uint32_t rng = 12345;
+    char buf[256];
+    int parsed = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        const char *seed = seeds[iter % 3];
+        size_t n = strlen(seed);
+        memcpy(buf, seed, n);
+        int edits = 1 + (int)((rng = rng * 1103515245u + 12345u) >> 16) % 3;
+        for (int e = 0; e < edits; e++) {
+            rng = rng * 1103515245u + 12345u;
+            size_t at = (rng >> 8) % (n + 1);
+            char c = alphabet[(rng >> 20) % (sizeof alphabet - 1)];
+            switch ((rng >> 4) % 3) {
+            case 0: if (at < n) buf[at] = c; break;
+            case 1: if (n < sizeof buf - 1) { memmove(buf + at + 1, buf + at, n - at); buf[at] = c; n++; } break;
+            default: if (at < n) { memmove(buf + at, buf + at + 1, n - at - 1); n--; }
+            }
+        }
+        /* exactly n bytes on the heap, so ASan sees any read past the end */
+        char *heap = malloc(n ? n : 1);
+        memcpy(heap, buf, n);
+        json *v = json_parse(heap, n, NULL, 0);
+        free(heap);
+        if (!v) continue;
+        parsed++;
+        size_t len;
+        char *out = json_serialize(v, &len);
+        json *again = json_parse(out, len, NULL, 0);
+        CHECK(again && json_equal(v, again));
+        if (!again || !json_equal(v, again)) fprintf(stderr, "  input %.*s\n  output %s\n", (int)n, buf, out);
+        json_free(again);
+        free(out);
+        json_free(v);
+    }
+    CHECK(parsed > 100);
+}
+
 int main(void) {
     test_literals_and_structure();
     test_numbers();
@@ -337,6 +386,7 @@ int main(void) {
     test_building();
     test_build_template();
     test_buf();
+    test_mutations();
     if (failures) {
         fprintf(stderr, "json_test: %d of %d checks failed\n", failures, checks);
         return 1;

@@ -16,8 +16,8 @@ use super::{discovery, table, watch, AppState, MAX_BODY};
 use crate::model::{ApiError, ResourceInfo};
 use crate::patch::PatchType;
 use crate::service::{
-    DeleteOptions, Deleted, FieldValidation, ListOptions, ListResult, Service, Subresource,
-    WriteOptions,
+    DeleteOptions, Deleted, FieldValidation, ListOptions, ListResult, Propagation, Service,
+    Subresource, WriteOptions,
 };
 use crate::store::StoredObject;
 
@@ -479,6 +479,16 @@ fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
         dry_run: dry_run(q)?,
         ..Default::default()
     };
+    if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
+        opts.propagation = Some(Propagation::parse(p)?);
+    }
+    if let Some(o) = q.get("orphanDependents") {
+        opts.propagation = Some(if o == "true" {
+            Propagation::Orphan
+        } else {
+            Propagation::Background
+        });
+    }
     if !body.iter().all(u8::is_ascii_whitespace) {
         let v: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
@@ -491,6 +501,30 @@ fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
         }
         if let Some(dr) = v.get("dryRun").and_then(Value::as_array) {
             opts.dry_run |= dr.iter().any(|d| d == "All");
+        }
+        let orphan = v.get("orphanDependents").and_then(Value::as_bool);
+        let policy = v.get("propagationPolicy").and_then(Value::as_str);
+        if orphan.is_some() && policy.is_some() {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                vec![crate::model::Cause::new(
+                    "FieldValueInvalid",
+                    "propagationPolicy",
+                    "Invalid value: orphanDependents and deletionPropagation cannot be both set",
+                )],
+            ));
+        }
+        if let Some(p) = policy {
+            opts.propagation = Some(Propagation::parse(p)?);
+        }
+        if let Some(o) = orphan {
+            opts.propagation = Some(if o {
+                Propagation::Orphan
+            } else {
+                Propagation::Background
+            });
         }
     }
     Ok(opts)

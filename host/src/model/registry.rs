@@ -411,10 +411,21 @@ const BUILTINS: &[Builtin] = &[
     },
 ];
 
-/// All served resources. Readers take a cheap snapshot; writers (CRDs, later) replace entries.
-#[derive(Debug, Default)]
+/// All served resources. Readers take a cheap snapshot; writers (CRDs) replace entries and bump
+/// a change counter that [`Registry::changes`] subscribers see.
+#[derive(Debug)]
 pub struct Registry {
     inner: RwLock<Arc<Vec<Arc<ResourceInfo>>>>,
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            inner: RwLock::default(),
+            changed: tokio::sync::watch::Sender::new(0),
+        }
+    }
 }
 
 impl Registry {
@@ -455,6 +466,7 @@ impl Registry {
             .collect();
         Self {
             inner: RwLock::new(Arc::new(list)),
+            changed: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -478,6 +490,49 @@ impl Registry {
             .collect();
         list.extend(resources);
         *g = Arc::new(list);
+        drop(g);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Notified whenever the set of served resources changes.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// The resource serving `kind` of `group` (an owner reference's target), preferring
+    /// `version`, else any served version of that group and kind.
+    pub fn lookup_kind(&self, group: &str, version: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
+        let snap = self.snapshot();
+        let mut candidates = snap
+            .iter()
+            .filter(|r| r.group == group && r.kind == kind && !r.create_only);
+        let first = candidates.next()?;
+        if first.version == version {
+            return Some(first.clone());
+        }
+        Some(
+            candidates
+                .find(|r| r.version == version)
+                .unwrap_or(first)
+                .clone(),
+        )
+    }
+
+    /// One resource per stored kind (the storage version of custom resources), for controllers
+    /// that follow every kind.
+    pub fn stored_resources(&self) -> Vec<Arc<ResourceInfo>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for r in self.snapshot().iter().filter(|r| !r.create_only) {
+            let storage = r
+                .custom
+                .as_ref()
+                .is_none_or(|c| c.storage_version == r.version);
+            if storage && seen.insert(r.group_resource()) {
+                out.push(r.clone());
+            }
+        }
+        out
     }
 
     /// Stop serving what the CRD named `crd_name` served.

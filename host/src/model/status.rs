@@ -66,6 +66,11 @@ impl ApiError {
         self
     }
 
+    pub fn with_causes(mut self, causes: Vec<Cause>) -> Self {
+        self.causes = causes;
+        self
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }

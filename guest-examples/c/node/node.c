@@ -1,0 +1,320 @@
+/* node: a kwok-style fake kubelet for turtles, written in C.
+ *
+ * - Keeps a Node `turtle-node-1` (Ready, InternalIP 10.0.0.1, capacity, nodeInfo) in existence:
+ *   checked on every reconcile, and recreated when it is deleted (nodes are a secondary watch
+ *   with self-key mapping, so a node event reconciles the cluster-scoped key "", NAME).
+ * - Binds every Pod without spec.nodeName to it (merge patch: spec.nodeName + the finalizer
+ *   turtles.dev/kubelet), then "starts" it in two status writes, one per reconcile, so that a
+ *   watch sees each step:
+ *     ADDED Pending -> MODIFIED bound -> MODIFIED Pending/ContainerCreating -> MODIFIED Running
+ *   The Running status gets a unique pod IP 10.244.X.Y (the lowest one no other pod uses).
+ * - A Pod being deleted loses the finalizer (JSON patch, test + remove), so it goes away.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "turtles.h"
+
+#define NODE_NAME "turtle-node-1"
+#define NODE_IP "10.0.0.1"
+#define FINALIZER "turtles.dev/kubelet"
+#define KUBELET_VERSION "v1.33.0-turtles"
+/* After each write the pod's own watch event reconciles it again; the requeue is a fallback. */
+#define NEXT_STEP_MS 100
+
+void turtles_register(turtles_registration *reg) {
+    turtles_watch_add(reg, "", "v1", "pods");  /* primary: every namespace */
+    turtles_watch_add(reg, "", "v1", "nodes"); /* secondary: key ("", node name) */
+    turtles_permission_add(reg, "", "pods", "get,list,watch,patch,update");
+    turtles_permission_add(reg, "", "pods/status", "get,patch,update");
+    turtles_permission_add(reg, "", "nodes", "get,list,watch,create,patch,update");
+    turtles_permission_add(reg, "", "nodes/status", "patch,update");
+}
+
+/* ---- the node ------------------------------------------------------------------------- */
+
+static json *node_status(const char *now) {
+    return json_build(
+        "{\"conditions\":["
+        "{\"type\":\"MemoryPressure\",\"status\":\"False\",\"reason\":\"KubeletHasSufficientMemory\","
+        "\"message\":\"kubelet has sufficient memory available\",\"lastHeartbeatTime\":%s,\"lastTransitionTime\":%s},"
+        "{\"type\":\"DiskPressure\",\"status\":\"False\",\"reason\":\"KubeletHasNoDiskPressure\","
+        "\"message\":\"kubelet has no disk pressure\",\"lastHeartbeatTime\":%s,\"lastTransitionTime\":%s},"
+        "{\"type\":\"PIDPressure\",\"status\":\"False\",\"reason\":\"KubeletHasSufficientPID\","
+        "\"message\":\"kubelet has sufficient PID available\",\"lastHeartbeatTime\":%s,\"lastTransitionTime\":%s},"
+        "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"KubeletReady\","
+        "\"message\":\"turtles kubelet is posting ready status\",\"lastHeartbeatTime\":%s,\"lastTransitionTime\":%s}],"
+        "\"addresses\":[{\"type\":\"InternalIP\",\"address\":%s},{\"type\":\"Hostname\",\"address\":%s}],"
+        "\"capacity\":{\"cpu\":\"32\",\"memory\":\"256Gi\",\"pods\":\"110\",\"ephemeral-storage\":\"1Ti\"},"
+        "\"allocatable\":{\"cpu\":\"32\",\"memory\":\"256Gi\",\"pods\":\"110\",\"ephemeral-storage\":\"1Ti\"},"
+        "\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":10250}},"
+        "\"nodeInfo\":{\"kubeletVersion\":%s,\"kubeProxyVersion\":%s,\"operatingSystem\":\"linux\","
+        "\"architecture\":\"amd64\",\"containerRuntimeVersion\":\"turtles://0.1.0\",\"osImage\":\"turtles fake node\","
+        "\"kernelVersion\":\"wasm32\",\"machineID\":\"\",\"systemUUID\":\"\",\"bootID\":\"\"}}",
+        now, now, now, now, now, now, now, now, NODE_IP, NODE_NAME, KUBELET_VERSION, KUBELET_VERSION);
+}
+
+/* Whether the node's status already says Ready=True. */
+static bool node_ready(const json *node) {
+    for (json *c = json_first(json_pointer(node, "/status/conditions")); c; c = json_next(c))
+        if (strcmp(json_pstr(c, "/type", ""), "Ready") == 0) return strcmp(json_pstr(c, "/status", ""), "True") == 0;
+    return false;
+}
+
+static bool write_node_status(const char *now, turtles_outcome *err) {
+    json *patch = json_build("{\"status\":%J}", node_status(now));
+    int status = 0;
+    json *resp = turtles_patch_merge("/api/v1/nodes/" NODE_NAME "/status", patch, &status);
+    bool ok = turtles_ok(status);
+    if (!ok) *err = turtles_api_error("patch node status", status, resp);
+    json_free(patch);
+    json_free(resp);
+    return ok;
+}
+
+/* Creates the node if the cache does not have it, and makes its status Ready. */
+static bool ensure_node(turtles_outcome *err) {
+    json *cached = turtles_cache_get("", "v1", "nodes", "", NODE_NAME);
+    bool ready = cached && node_ready(cached);
+    bool exists = cached != NULL;
+    json_free(cached);
+    if (ready) return true;
+
+    char now[32];
+    turtles_now(now);
+    if (!exists) {
+        json *node = json_build(
+            "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":%s,\"labels\":{"
+            "\"kubernetes.io/hostname\":%s,\"kubernetes.io/os\":\"linux\",\"kubernetes.io/arch\":\"amd64\","
+            "\"type\":\"turtles-fake-kubelet\"},\"annotations\":{\"node.alpha.kubernetes.io/ttl\":\"0\"}},"
+            "\"spec\":{\"podCIDR\":\"10.244.0.0/16\",\"podCIDRs\":[\"10.244.0.0/16\"]},\"status\":%J}",
+            NODE_NAME, NODE_NAME, node_status(now));
+        int status = 0;
+        json *resp = turtles_create("/api/v1/nodes", node, &status);
+        json_free(node);
+        if (status == 201 || status == 200) {
+            turtles_info("created node %s", NODE_NAME);
+            ready = node_ready(resp); /* whether the create kept the status */
+        } else if (status != 409) {  /* 409: someone (an earlier call) was faster: fine */
+            *err = turtles_api_error("create node " NODE_NAME, status, resp);
+            json_free(resp);
+            return false;
+        }
+        json_free(resp);
+        if (ready) return true;
+    }
+    return write_node_status(now, err);
+}
+
+/* ---- pods ----------------------------------------------------------------------------- */
+
+static char *pod_path(const turtles_key *key, const char *sub) {
+    return turtles_strf("/api/v1/namespaces/%s/pods/%s%s", key->namespace_, key->name, sub);
+}
+
+/* A merge patch of the pod (or its status); false with *err set when it fails. */
+static bool patch_pod(const turtles_key *key, const char *sub, json *patch, const char *what,
+                      turtles_outcome *err) {
+    char *path = pod_path(key, sub);
+    int status = 0;
+    json *resp = turtles_api("PATCH", path, patch, &status); /* object: merge, array: JSON patch */
+    bool ok = turtles_ok(status);
+    if (!ok) {
+        char *ctx = turtles_strf("%s %s/%s", what, key->namespace_, key->name);
+        *err = turtles_api_error(ctx, status, resp);
+        free(ctx);
+    }
+    free(path);
+    json_free(patch);
+    json_free(resp);
+    return ok;
+}
+
+/* Removes our finalizer from a pod being deleted: test + remove at its index, so a concurrent
+ * change of the list makes the patch fail (and retry) instead of removing the wrong entry. */
+static turtles_outcome release(const turtles_key *key, const json *pod) {
+    size_t i = 0;
+    for (json *f = json_first(json_pointer(pod, "/metadata/finalizers")); f; f = json_next(f), i++) {
+        if (!json_is_string(f) || strcmp(json_string(f), FINALIZER) != 0) continue;
+        char *at = turtles_strf("/metadata/finalizers/%zu", i);
+        json *ops = json_build("[{\"op\":\"test\",\"path\":%s,\"value\":%s},{\"op\":\"remove\",\"path\":%s}]", at,
+                               FINALIZER, at);
+        free(at);
+        turtles_outcome err;
+        if (!patch_pod(key, "", ops, "remove finalizer of", &err)) return err;
+        turtles_info("released pod %s/%s", key->namespace_, key->name);
+        return turtles_done();
+    }
+    return turtles_done();
+}
+
+/* spec.nodeName and our finalizer in one merge patch; the resourceVersion makes it conditional. */
+static turtles_outcome bind(const turtles_key *key, const json *pod) {
+    json *finalizers = json_dup(json_pointer(pod, "/metadata/finalizers"));
+    if (!json_is_array(finalizers)) {
+        json_free(finalizers);
+        finalizers = json_new_array();
+    }
+    if (!turtles_has_finalizer(pod, FINALIZER)) json_push(finalizers, json_new_string(FINALIZER));
+    json *patch = json_build("{\"metadata\":{\"resourceVersion\":%s,\"finalizers\":%J},\"spec\":{\"nodeName\":%s}}",
+                             json_pstr(pod, "/metadata/resourceVersion", ""), finalizers, NODE_NAME);
+    turtles_outcome err;
+    if (!patch_pod(key, "", patch, "bind pod", &err)) return err;
+    turtles_info("bound pod %s/%s to %s", key->namespace_, key->name, NODE_NAME);
+    return turtles_requeue_after(NEXT_STEP_MS);
+}
+
+/* A pod condition; keeps lastTransitionTime when the existing condition has the same status. */
+static json *condition(const json *pod, const char *type, const char *status, const char *reason,
+                       const char *now) {
+    const char *since = now;
+    for (json *c = json_first(json_pointer(pod, "/status/conditions")); c; c = json_next(c))
+        if (strcmp(json_pstr(c, "/type", ""), type) == 0 && strcmp(json_pstr(c, "/status", ""), status) == 0)
+            since = json_pstr(c, "/lastTransitionTime", now);
+    json *cond = json_build("{\"type\":%s,\"status\":%s,\"lastProbeTime\":null,\"lastTransitionTime\":%s}", type,
+                            status, since);
+    if (reason) json_set_str(cond, "reason", reason);
+    return cond;
+}
+
+/* A fake container id from the pod's uid and the container's name (FNV-1a, 64 hex digits). */
+static char *container_id(const json *pod, const char *name) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const char *parts[] = {json_pstr(pod, "/metadata/uid", ""), "/", name};
+    json_buf b = {0};
+    json_buf_puts(&b, "containerd://");
+    for (int round = 0; round < 4; round++) {
+        for (int p = 0; p < 3; p++)
+            for (const unsigned char *s = (const unsigned char *)parts[p]; *s; s++) h = (h ^ *s) * 0x100000001b3ULL;
+        h = (h ^ (uint64_t)round) * 0x100000001b3ULL;
+        json_buf_printf(&b, "%016llx", (unsigned long long)h);
+    }
+    return json_buf_take(&b);
+}
+
+/* One status per container of spec.containers (or spec.initContainers), in the given state. */
+static json *container_statuses(const json *pod, const char *list, const char *state, const char *now) {
+    json *out = json_new_array();
+    for (json *c = json_first(json_pointer(pod, list)); c; c = json_next(c)) {
+        const char *name = json_pstr(c, "/name", "");
+        const char *image = json_pstr(c, "/image", "");
+        json *st;
+        if (strcmp(state, "waiting") == 0) {
+            st = json_build("{\"name\":%s,\"image\":%s,\"imageID\":\"\",\"ready\":false,\"started\":false,"
+                            "\"restartCount\":0,\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}",
+                            name, image);
+        } else {
+            char *id = container_id(pod, name);
+            if (strcmp(state, "terminated") == 0)
+                st = json_build("{\"name\":%s,\"image\":%s,\"imageID\":%s,\"containerID\":%s,\"ready\":true,"
+                                "\"started\":false,\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":0,"
+                                "\"reason\":\"Completed\",\"startedAt\":%s,\"finishedAt\":%s,\"containerID\":%s}}}",
+                                name, image, image, id, now, now, id);
+            else
+                st = json_build("{\"name\":%s,\"image\":%s,\"imageID\":%s,\"containerID\":%s,\"ready\":true,"
+                                "\"started\":true,\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":%s}}}",
+                                name, image, image, id, now);
+            free(id);
+        }
+        json_push(out, st);
+    }
+    return out;
+}
+
+/* Pending, scheduled, containers waiting in ContainerCreating (kubectl: STATUS ContainerCreating). */
+static turtles_outcome container_creating(const turtles_key *key, const json *pod) {
+    char now[32];
+    turtles_now(now);
+    json *conditions = json_new_array();
+    json_push(conditions, condition(pod, "PodReadyToStartContainers", "False", NULL, now));
+    json_push(conditions, condition(pod, "Initialized", "True", NULL, now));
+    json_push(conditions, condition(pod, "Ready", "False", "ContainersNotReady", now));
+    json_push(conditions, condition(pod, "ContainersReady", "False", "ContainersNotReady", now));
+    json_push(conditions, condition(pod, "PodScheduled", "True", NULL, now));
+    json *patch = json_build("{\"status\":{\"phase\":\"Pending\",\"conditions\":%J,\"hostIP\":%s,"
+                             "\"hostIPs\":[{\"ip\":%s}],\"startTime\":%s,\"containerStatuses\":%J}}",
+                             conditions, NODE_IP, NODE_IP, json_pstr(pod, "/status/startTime", now),
+                             container_statuses(pod, "/spec/containers", "waiting", now));
+    turtles_outcome err;
+    if (!patch_pod(key, "/status", patch, "status ContainerCreating of", &err)) return err;
+    return turtles_requeue_after(NEXT_STEP_MS);
+}
+
+/* The lowest 10.244.X.Y (Y not 0/1/255) no other pod has as status.podIP. */
+static char *allocate_ip(const turtles_key *key) {
+    json *pods = turtles_cache_list("", "v1", "pods", NULL);
+    enum { N = 65536 };
+    unsigned char *used = calloc(N / 8, 1);
+    if (!used) abort();
+    for (json *p = json_first(pods); p; p = json_next(p)) {
+        if (strcmp(turtles_namespace(p), key->namespace_) == 0 && strcmp(turtles_name(p), key->name) == 0) continue;
+        unsigned a, b, c, d;
+        char tail;
+        const char *ip = json_pstr(p, "/status/podIP", "");
+        if (sscanf(ip, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 10 && b == 244 && c < 256 && d < 256)
+            used[(c * 256 + d) / 8] |= (unsigned char)(1u << ((c * 256 + d) % 8));
+    }
+    json_free(pods);
+    char *ip = NULL;
+    for (unsigned n = 2; n < N && !ip; n++) {
+        unsigned low = n % 256;
+        if (low == 0 || low == 1 || low == 255) continue;
+        if (!(used[n / 8] & (1u << (n % 8)))) ip = turtles_strf("10.244.%u.%u", n / 256, low);
+    }
+    free(used);
+    return ip;
+}
+
+static turtles_outcome running(const turtles_key *key, const json *pod) {
+    char now[32];
+    turtles_now(now);
+    const char *existing = json_pstr(pod, "/status/podIP", NULL);
+    char *ip = existing ? turtles_strf("%s", existing) : allocate_ip(key);
+    if (!ip) return turtles_transient_error("no free pod IP in 10.244.0.0/16");
+    json *conditions = json_new_array();
+    json_push(conditions, condition(pod, "PodReadyToStartContainers", "True", NULL, now));
+    json_push(conditions, condition(pod, "Initialized", "True", NULL, now));
+    json_push(conditions, condition(pod, "Ready", "True", NULL, now));
+    json_push(conditions, condition(pod, "ContainersReady", "True", NULL, now));
+    json_push(conditions, condition(pod, "PodScheduled", "True", NULL, now));
+    json *status = json_build("{\"phase\":\"Running\",\"conditions\":%J,\"hostIP\":%s,\"hostIPs\":[{\"ip\":%s}],"
+                              "\"podIP\":%s,\"podIPs\":[{\"ip\":%s}],\"startTime\":%s,\"qosClass\":\"BestEffort\","
+                              "\"containerStatuses\":%J}",
+                              conditions, NODE_IP, NODE_IP, ip, ip, json_pstr(pod, "/status/startTime", now),
+                              container_statuses(pod, "/spec/containers", "running", now));
+    if (json_len(json_pointer(pod, "/spec/initContainers")))
+        json_set(status, "initContainerStatuses", container_statuses(pod, "/spec/initContainers", "terminated", now));
+    turtles_outcome err;
+    bool ok = patch_pod(key, "/status", json_build("{\"status\":%J}", status), "status Running of", &err);
+    if (ok) turtles_info("pod %s/%s running with IP %s", key->namespace_, key->name, ip);
+    free(ip);
+    return ok ? turtles_done() : err;
+}
+
+/* Whether every container status is in the given state ("waiting" / "running"). */
+static bool containers_in(const json *pod, const char *state) {
+    json *statuses = json_pointer(pod, "/status/containerStatuses");
+    if (json_len(statuses) == 0 || json_len(statuses) != json_len(json_pointer(pod, "/spec/containers"))) return false;
+    for (json *s = json_first(statuses); s; s = json_next(s))
+        if (!json_get(json_get(s, "state"), state)) return false;
+    return true;
+}
+
+turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
+    turtles_outcome err;
+    if (!ensure_node(&err)) return err;
+    if (!*key->namespace_ || !pod) return turtles_done(); /* a node event, or a pod that is gone */
+
+    const char *node = json_pstr(pod, "/spec/nodeName", "");
+    if (turtles_is_deleting(pod)) return turtles_has_finalizer(pod, FINALIZER) ? release(key, pod) : turtles_done();
+    if (*node && strcmp(node, NODE_NAME) != 0) return turtles_done(); /* another kubelet's pod */
+    if (!*node || !turtles_has_finalizer(pod, FINALIZER)) return bind(key, pod);
+
+    const char *phase = json_pstr(pod, "/status/phase", "");
+    if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) return turtles_done();
+    if (strcmp(phase, "Running") == 0 && containers_in(pod, "running") && json_pstr(pod, "/status/podIP", NULL))
+        return turtles_done(); /* already up */
+    if (strcmp(phase, "Pending") == 0 && containers_in(pod, "waiting")) return running(key, pod);
+    return container_creating(key, pod);
+}

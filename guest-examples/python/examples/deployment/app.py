@@ -1,0 +1,152 @@
+"""`deployment`: the apps/v1 Deployment controller, after kube-controller-manager's (simplified).
+
+For each Deployment it keeps a ReplicaSet `<name>-<pod-template-hash>` for the current pod
+template, rolls from older ReplicaSets to it (RollingUpdate with maxSurge/maxUnavailable, or
+Recreate), and writes the Deployment's status from the ReplicaSets' status, which the ReplicaSet
+controller maintains. The pure logic is in rollout.py; this file reads the cache and calls the API.
+See docs/guests/python.md.
+"""
+
+import rollout as r
+from turtles_controller import (
+    DEPLOYMENTS,
+    REPLICASETS,
+    ApiError,
+    Controller,
+    Done,
+    Permission,
+    TerminalError,
+    Watch,
+    api,
+    cache,
+    log,
+    meta,
+)
+
+controller = Controller(
+    Watch(DEPLOYMENTS),
+    Watch(REPLICASETS, owner=("apps", "Deployment")),
+    permissions=[
+        Permission.group("apps", ["deployments", "deployments/status"], ["get", "list", "watch", "update", "patch"]),
+        Permission.group(
+            "apps",
+            "replicasets",
+            ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"],
+        ),
+    ],
+    max_concurrent_reconciles=2,
+)
+
+
+def _controlled_by_name(rs, name):
+    ref = meta.controller_ref(rs)
+    return ref is not None and ref.get("kind") == "Deployment" and ref.get("name") == name
+
+
+@controller.reconcile
+def reconcile(key, d):
+    named = [rs for rs in cache.list(REPLICASETS, key.namespace) if _controlled_by_name(rs, key.name)]
+    # No garbage collector: ReplicaSets of a Deployment that is gone (or was replaced by another
+    # of the same name) are deleted here.
+    for rs in named:
+        if d is None or meta.controller_ref(rs).get("uid") != meta.uid(d):
+            _delete(rs, "its Deployment is gone")
+    if d is None:
+        return Done
+    owned = [rs for rs in named if meta.controller_ref(rs).get("uid") == meta.uid(d)]
+    spec = d.get("spec") or {}
+    template = spec.get("template") or {}
+    match = (spec.get("selector") or {}).get("matchLabels") or {}
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if not match or any(labels.get(k) != v for k, v in match.items()):
+        return TerminalError("spec.selector.matchLabels must be set and match spec.template.metadata.labels")
+
+    new_rs = next((rs for rs in owned if r.template_equal(rs["spec"].get("template"), template)), None)
+    old_rss = [rs for rs in owned if rs is not new_rs]
+    paused = bool(spec.get("paused")) or meta.is_deleting(d)
+    if not paused:
+        revision = max((r.revision(rs) for rs in old_rss), default=0) + 1
+        if new_rs is None:
+            new_rs = _create_replicaset(d, old_rss, revision)
+            if new_rs is None:
+                return Done  # hash collision: collisionCount bumped, the status change requeues
+        else:
+            new_rs = _sync_annotations(d, new_rs, revision)
+        if meta.annotation(d, r.REVISION) != meta.annotation(new_rs, r.REVISION):
+            _patch_deployment(d, {"metadata": {"annotations": {r.REVISION: meta.annotation(new_rs, r.REVISION)}}})
+        plan = r.plan_recreate if r.strategy_type(d) == "Recreate" else r.plan_rolling
+        for name, replicas in plan(d, new_rs, old_rss):
+            _scale(d, key.namespace, name, replicas)
+
+    status = r.compute_status(d, new_rs, old_rss, meta.now(), paused=bool(spec.get("paused")))
+    have = d.get("status") or {}
+    if any(have.get(k) != v for k, v in status.items()):
+        _patch_deployment(d, {"status": status}, status_subresource=True)
+    if not paused and r.is_complete(d, status):
+        for rs in r.to_clean_up(d, old_rss):
+            _delete(rs, "beyond revisionHistoryLimit")
+    return Done
+
+
+def _create_replicaset(d, old_rss, revision):
+    """Create `<name>-<hash>` for the current template; None on a hash collision."""
+    spec = d["spec"]
+    collisions = (d.get("status") or {}).get("collisionCount")
+    hash_ = r.pod_template_hash(spec["template"], collisions)
+    want = r.replicas_of(d)
+    if r.strategy_type(d) == "Recreate":
+        busy = any(r.replicas_of(rs) or r.status_int(rs, "replicas") for rs in old_rss)
+        replicas = 0 if busy else want
+    else:
+        room = want + r.max_surge(d) - sum(r.replicas_of(rs) for rs in old_rss)
+        replicas = max(0, min(room, want))
+    rs = r.new_replicaset(d, hash_, replicas, revision)
+    try:
+        created = api.create(REPLICASETS, rs)
+    except ApiError as e:
+        if not e.is_already_exists():
+            raise
+        # Someone else's ReplicaSet, or ours with another template: kube's answer is a new hash.
+        _patch_deployment(d, {"status": {"collisionCount": (collisions or 0) + 1}}, status_subresource=True)
+        log.warn("pod-template-hash collision", deployment=meta.name(d), replicaset=meta.name(rs))
+        return None
+    log.info("created replicaset", deployment=meta.name(d), replicaset=meta.name(created), replicas=replicas)
+    return created
+
+
+def _sync_annotations(d, rs, revision):
+    """Revision (raised when an old template comes back: a rollback) and desired/max replicas."""
+    want = r.replicaset_annotations(d, max(revision, r.revision(rs)))
+    have = meta.annotations(rs)
+    changed = {k: v for k, v in want.items() if have.get(k) != v}
+    if not changed:
+        return rs
+    return api.patch_merge(REPLICASETS, meta.namespace(rs), meta.name(rs), {"metadata": {"annotations": changed}})
+
+
+def _scale(d, namespace, name, replicas):
+    patch = {"metadata": {"annotations": r.replicaset_annotations(d, None)}, "spec": {"replicas": replicas}}
+    del patch["metadata"]["annotations"][r.REVISION]
+    api.patch_merge(REPLICASETS, namespace, name, patch)
+    log.info("scaled replicaset", deployment=meta.name(d), replicaset=name, replicas=replicas)
+
+
+def _patch_deployment(d, patch, status_subresource=False):
+    write = api.patch_status if status_subresource else api.patch_merge
+    try:
+        write(DEPLOYMENTS, meta.namespace(d), meta.name(d), patch)
+    except ApiError as e:
+        if not e.is_not_found():  # deleted meanwhile: its deletion requeues it
+            raise
+
+
+def _delete(rs, why):
+    try:
+        api.delete(REPLICASETS, meta.namespace(rs), meta.name(rs), uid=meta.uid(rs))
+        log.info("deleted replicaset", replicaset=meta.name(rs), reason=why)
+    except ApiError as e:
+        if not (e.is_not_found() or e.is_conflict()):
+            raise
+
+
+WitWorld = controller.export()

@@ -1,0 +1,293 @@
+"""The deployment controller in plain CPython: pure logic plus whole rollouts against the
+FakeCluster, with a stand-in ReplicaSet controller that reports every replica ready."""
+
+import re
+import unittest
+
+import helpers
+from turtles_controller import DEPLOYMENTS, REPLICASETS, Key, Done, meta
+from turtles_controller.testing import FakeCluster
+
+app = helpers.load_example("deployment")
+import rollout as r  # noqa: E402  (on sys.path once the example is loaded)
+
+NS = "default"
+
+
+def template(image="nginx:1", app_label="web"):
+    return {
+        "metadata": {"labels": {"app": app_label}},
+        "spec": {"containers": [{"name": "c", "image": image}]},
+    }
+
+
+def deployment(name="web", replicas=3, image="nginx:1", **spec):
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": dict(
+            {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}}, "template": template(image)}, **spec
+        ),
+    }
+
+
+class Sim:
+    """A FakeCluster, the deployment controller, and a ReplicaSet controller stand-in."""
+
+    def __init__(self, test, ready=True):
+        self.test = test
+        self.cluster = FakeCluster().install()
+        test.addCleanup(self.cluster.uninstall)
+        self.ready = ready  # whether replicas become available at once
+
+    def add(self, d):
+        return self.cluster.add(DEPLOYMENTS, d)
+
+    def update_spec(self, name, **spec):
+        d = self.cluster.get(DEPLOYMENTS, NS, name)
+        d["spec"].update(spec)
+        d["metadata"]["generation"] += 1
+        self.cluster.add(DEPLOYMENTS, d)
+
+    def rs_controller(self):
+        for rs in self.cluster.list(REPLICASETS, NS):
+            n = r.replicas_of(rs)
+            avail = n if self.ready else 0
+            want = {"replicas": n, "fullyLabeledReplicas": n, "readyReplicas": avail,
+                    "availableReplicas": avail, "observedGeneration": rs["metadata"]["generation"]}
+            if rs.get("status") != want:
+                self.cluster.set_status(REPLICASETS, NS, meta.name(rs), want)
+
+    def reconcile(self, name="web"):
+        out = app.controller.run(Key(NS, name), self.cluster.get(DEPLOYMENTS, NS, name))
+        self.test.assertEqual(out, Done, self.cluster.logs[-3:])
+        return out
+
+    def converge(self, name="web", check=None, limit=50):
+        """Reconcile and let the RS controller act until nothing writes any more."""
+        for _ in range(limit):
+            before = len([c for c in self.cluster.calls if c[0] != "GET"])
+            self.reconcile(name)
+            if check:
+                check()
+            writes = len([c for c in self.cluster.calls if c[0] != "GET"]) - before
+            snapshot = [rs.get("status") for rs in self.rss()]
+            self.rs_controller()
+            if writes == 0 and snapshot == [rs.get("status") for rs in self.rss()]:
+                return
+        self.test.fail("did not converge")
+
+    def rss(self):
+        return self.cluster.list(REPLICASETS, NS)
+
+    def deploy(self, name="web"):
+        return self.cluster.get(DEPLOYMENTS, NS, name)
+
+
+def rollout_status_done(d):
+    """kubectl rollout status's test."""
+    s, want = d.get("status") or {}, d["spec"].get("replicas", 1)
+    return (
+        s.get("observedGeneration", 0) >= d["metadata"]["generation"]
+        and s.get("updatedReplicas") == want
+        and s.get("replicas") == s.get("updatedReplicas")
+        and s.get("availableReplicas") == s.get("updatedReplicas")
+    )
+
+
+def cond(d, type_):
+    return meta.find_condition(d["status"]["conditions"], type_)
+
+
+class HashTest(unittest.TestCase):
+    def test_shape_and_stability(self):
+        h = r.pod_template_hash(template())
+        self.assertRegex(h, r"^[bcdfghjklmnpqrstvwxz2456789]{1,10}$")
+        reordered = {"spec": {"containers": [{"image": "nginx:1", "name": "c"}]}, "metadata": {"labels": {"app": "web"}}}
+        self.assertEqual(r.pod_template_hash(reordered), h)
+        self.assertNotEqual(r.pod_template_hash(template("nginx:2")), h)
+        self.assertNotEqual(r.pod_template_hash(template(), 1), h)
+        self.assertEqual(r.fnv32a(b"a"), 0xE40C292C)  # FNV-1a test vector
+
+    def test_template_equal_ignores_hash_label(self):
+        t = template()
+        with_hash = r.new_replicaset(dict(deployment(), metadata={"name": "web", "namespace": NS, "uid": "u"}),
+                                     "abc", 3, 1)["spec"]["template"]
+        self.assertEqual(with_hash["metadata"]["labels"], {"app": "web", r.HASH_LABEL: "abc"})
+        self.assertTrue(r.template_equal(with_hash, t))
+        self.assertFalse(r.template_equal(with_hash, template("nginx:2")))
+
+    def test_surge_and_unavailable(self):
+        d = deployment(replicas=10)
+        self.assertEqual((r.max_surge(d), r.max_unavailable(d)), (3, 2))  # 25%: up, down
+        d = deployment(replicas=3, strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}})
+        self.assertEqual((r.max_surge(d), r.max_unavailable(d)), (0, 1))
+        d = deployment(strategy={"type": "Recreate"})
+        self.assertEqual((r.max_surge(d), r.max_unavailable(d)), (0, 0))
+
+
+class RolloutTest(unittest.TestCase):
+    def test_first_rollout(self):
+        sim = Sim(self)
+        d = sim.add(deployment())
+        sim.reconcile()
+        [rs] = sim.rss()
+        h = r.pod_template_hash(d["spec"]["template"])
+        self.assertEqual(meta.name(rs), f"web-{h}")
+        self.assertEqual(rs["metadata"]["labels"], {"app": "web", "pod-template-hash": h})
+        self.assertEqual(rs["spec"]["selector"], {"matchLabels": {"app": "web", "pod-template-hash": h}})
+        self.assertEqual(rs["spec"]["template"]["metadata"]["labels"], {"app": "web", "pod-template-hash": h})
+        self.assertEqual(rs["spec"]["replicas"], 3)
+        self.assertEqual(rs["metadata"]["ownerReferences"], [{
+            "apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": d["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}])
+        self.assertEqual(meta.annotation(rs, r.REVISION), "1")
+        self.assertEqual(meta.annotation(sim.deploy(), r.REVISION), "1")
+        d = sim.deploy()
+        self.assertFalse(rollout_status_done(d))
+        self.assertEqual(cond(d, "Progressing")["reason"], "ReplicaSetUpdated")
+        self.assertEqual(cond(d, "Available")["status"], "False")
+
+        sim.converge()
+        d = sim.deploy()
+        self.assertTrue(rollout_status_done(d), d["status"])
+        self.assertEqual(d["status"]["readyReplicas"], 3)
+        self.assertEqual(d["status"]["unavailableReplicas"], 0)
+        self.assertEqual((cond(d, "Available")["status"], cond(d, "Available")["reason"]), ("True", "MinimumReplicasAvailable"))
+        self.assertEqual((cond(d, "Progressing")["status"], cond(d, "Progressing")["reason"]), ("True", "NewReplicaSetAvailable"))
+
+        # Idempotent: nothing more to write.
+        writes = [c for c in sim.cluster.calls if c[0] != "GET"]
+        sim.reconcile()
+        self.assertEqual(writes, [c for c in sim.cluster.calls if c[0] != "GET"])
+
+    def test_rolling_update_respects_surge_and_unavailable(self):
+        sim = Sim(self)
+        sim.add(deployment(replicas=4))
+        sim.converge()
+        sim.update_spec("web", template=template("nginx:2"))
+
+        def check():
+            rss = sim.rss()
+            self.assertLessEqual(sum(r.replicas_of(x) for x in rss), 4 + 1)  # maxSurge 25% of 4
+            self.assertGreaterEqual(sum(r.status_int(x, "availableReplicas") for x in rss), 4 - 1)
+
+        sim.converge(check=check)
+        d = sim.deploy()
+        self.assertTrue(rollout_status_done(d), d["status"])
+        by_rev = {meta.annotation(x, r.REVISION): x for x in sim.rss()}
+        self.assertEqual(sorted(by_rev), ["1", "2"])
+        self.assertEqual(r.replicas_of(by_rev["1"]), 0)
+        self.assertEqual(r.replicas_of(by_rev["2"]), 4)
+        self.assertEqual(by_rev["2"]["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:2")
+        self.assertEqual(meta.annotation(d, r.REVISION), "2")
+        self.assertEqual(d["status"]["observedGeneration"], 2)
+
+    def test_rollout_waits_for_availability(self):
+        sim = Sim(self, ready=False)
+        sim.add(deployment(replicas=2))
+        sim.converge()
+        d = sim.deploy()
+        self.assertFalse(rollout_status_done(d))
+        self.assertEqual(d["status"]["unavailableReplicas"], 2)
+        self.assertEqual(cond(d, "Available")["reason"], "MinimumReplicasUnavailable")
+        sim.ready = True
+        sim.update_spec("web", template=template("nginx:2"))
+        sim.converge()
+        self.assertTrue(rollout_status_done(sim.deploy()))
+
+    def test_recreate(self):
+        sim = Sim(self)
+        sim.add(deployment(replicas=2, strategy={"type": "Recreate"}))
+        sim.converge()
+        sim.update_spec("web", template=template("nginx:2"))
+        sim.reconcile()
+        by_rev = {meta.annotation(x, r.REVISION): x for x in sim.rss()}
+        self.assertEqual((r.replicas_of(by_rev["1"]), r.replicas_of(by_rev["2"])), (0, 0))
+        sim.reconcile()  # old pods still reported: new stays at 0
+        self.assertEqual(r.replicas_of(sim.cluster.get(REPLICASETS, NS, meta.name(by_rev["2"]))), 0)
+        sim.converge()
+        self.assertTrue(rollout_status_done(sim.deploy()))
+
+    def test_rollback_reuses_the_old_replicaset(self):
+        sim = Sim(self)
+        sim.add(deployment())
+        sim.converge()
+        first = meta.name(sim.rss()[0])
+        sim.update_spec("web", template=template("nginx:2"))
+        sim.converge()
+        sim.update_spec("web", template=template("nginx:1"))
+        sim.converge()
+        self.assertEqual(len(sim.rss()), 2)
+        rs = sim.cluster.get(REPLICASETS, NS, first)
+        self.assertEqual((r.replicas_of(rs), meta.annotation(rs, r.REVISION)), (3, "3"))
+        self.assertEqual(meta.annotation(sim.deploy(), r.REVISION), "3")
+
+    def test_scale(self):
+        sim = Sim(self)
+        sim.add(deployment())
+        sim.converge()
+        sim.update_spec("web", replicas=5)
+        sim.converge()
+        [rs] = sim.rss()
+        self.assertEqual(r.replicas_of(rs), 5)
+        self.assertEqual(meta.annotation(rs, r.DESIRED_REPLICAS), "5")
+        self.assertTrue(rollout_status_done(sim.deploy()))
+
+    def test_revision_history_limit(self):
+        sim = Sim(self)
+        sim.add(deployment(revisionHistoryLimit=1))
+        for image in ("nginx:1", "nginx:2", "nginx:3", "nginx:4"):
+            sim.update_spec("web", template=template(image))
+            sim.converge()
+        revs = sorted(meta.annotation(x, r.REVISION) for x in sim.rss())
+        self.assertEqual(revs, ["3", "4"])
+
+    def test_collision_bumps_collision_count(self):
+        sim = Sim(self)
+        d = deployment()
+        h = r.pod_template_hash(d["spec"]["template"])
+        sim.cluster.add(REPLICASETS, {"metadata": {"name": f"web-{h}", "namespace": NS}, "spec": {"replicas": 1}})
+        sim.add(d)
+        sim.reconcile()
+        self.assertEqual(sim.deploy()["status"]["collisionCount"], 1)
+        sim.converge()
+        d = sim.deploy()
+        self.assertTrue(rollout_status_done(d))
+        owned = [x for x in sim.rss() if meta.controller_ref(x)]
+        self.assertEqual([meta.name(x) for x in owned], [f"web-{r.pod_template_hash(d['spec']['template'], 1)}"])
+
+    def test_deleted_deployment_takes_its_replicasets(self):
+        sim = Sim(self)
+        sim.add(deployment())
+        sim.add(deployment(name="other"))
+        sim.converge()
+        sim.converge("other")
+        self.assertEqual(len(sim.rss()), 2)
+        sim.cluster.delete(DEPLOYMENTS, NS, "web")
+        app.controller.run(Key(NS, "web"), None)
+        self.assertEqual([meta.controller_ref(x)["name"] for x in sim.rss()], ["other"])
+
+    def test_bad_selector_is_terminal(self):
+        sim = Sim(self)
+        sim.add(deployment(selector={"matchLabels": {"app": "nope"}}))
+        out = app.controller.run(Key(NS, "web"), sim.deploy())
+        self.assertEqual(type(out).__name__, "TerminalError")
+        self.assertEqual(sim.rss(), [])
+
+    def test_paused(self):
+        sim = Sim(self)
+        sim.add(deployment())
+        sim.converge()
+        sim.update_spec("web", paused=True, template=template("nginx:2"))
+        sim.converge()
+        self.assertEqual(len(sim.rss()), 1)
+        self.assertEqual(cond(sim.deploy(), "Progressing")["reason"], "DeploymentPaused")
+
+    def test_hash_matches_kube_alphabet(self):
+        self.assertTrue(re.fullmatch(r"[a-z0-9]+", r.pod_template_hash({})))
+
+
+if __name__ == "__main__":
+    unittest.main()

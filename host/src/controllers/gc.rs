@@ -1,0 +1,551 @@
+//! The garbage collector: follows `metadata.ownerReferences` across every kind, built-in and
+//! custom, as kube's does.
+//!
+//! * An object whose owners are all gone (never existed, deleted, or replaced by an object with
+//!   another uid) is deleted (background cascade). One with some owners still present only loses
+//!   the references to the missing ones.
+//! * An owner deleted with `propagationPolicy: Orphan` carries the `orphan` finalizer: its
+//!   dependents lose their reference to it, then the finalizer goes (and so does the owner).
+//! * An owner deleted with `propagationPolicy: Foreground` carries `foregroundDeletion`: its
+//!   dependents are deleted (their own finalizers respected); once none with
+//!   `blockOwnerDeletion: true` remains, the finalizer goes.
+//!
+//! The dependents of each owner uid are indexed in memory from the informers' events (rebuilt
+//! from the store's lists at start-up); every decision re-reads the objects from the store.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use super::{stored_resource, terminating, uid, ControllerError, Follower, Observed, Reconciled};
+use crate::model::{meta, ObjectKey, ResourceInfo};
+use crate::runtime::queue::WorkQueue;
+use crate::service::{
+    DeleteOptions, Deleted, Propagation, Service, Subresource, WriteOptions, FOREGROUND_FINALIZER,
+    ORPHAN_FINALIZER,
+};
+
+pub const NAME: &str = "garbage-collector";
+/// Concurrent reconciles.
+const WORKERS: usize = 8;
+/// Concurrent writes within one reconcile (an owner's dependents).
+const FAN_OUT: usize = 32;
+/// A foreground owner still waiting is looked at again after this long even without events.
+const RECHECK: Duration = Duration::from_secs(5);
+
+/// One object: its storage kind (`group_resource`), namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Ref {
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Ref {
+    fn of(ri: &ResourceInfo, obj: &Value) -> Self {
+        Self {
+            resource: ri.group_resource(),
+            namespace: meta::namespace(obj).to_owned(),
+            name: meta::name(obj).to_owned(),
+        }
+    }
+
+    fn key(&self) -> ObjectKey {
+        ObjectKey::new(&self.resource, &self.namespace, &self.name)
+    }
+}
+
+/// Work for the collector.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Work {
+    /// Check this object's owners.
+    Dependent(Ref),
+    /// This object is being deleted with the orphan or foreground policy.
+    Owner(Ref),
+}
+
+/// One entry of `metadata.ownerReferences`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct OwnerRef {
+    api_version: String,
+    kind: String,
+    name: String,
+    uid: String,
+    block: bool,
+}
+
+fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|r| {
+                    let s = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("").to_owned();
+                    OwnerRef {
+                        api_version: s("apiVersion"),
+                        kind: s("kind"),
+                        name: s("name"),
+                        uid: s("uid"),
+                        block: r.get("blockOwnerDeletion") == Some(&Value::Bool(true)),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn has_finalizer(obj: &Value, f: &str) -> bool {
+    meta::finalizers(obj).iter().any(|x| x == f)
+}
+
+/// What became of one owner reference.
+enum OwnerState {
+    /// The owner exists with that uid.
+    Solid,
+    /// The owner exists and is being deleted in the foreground.
+    Waiting,
+    /// No such owner (never existed, deleted, or a different uid).
+    Dangling,
+}
+
+pub struct GarbageCollector {
+    service: Arc<Service>,
+    queue: Arc<WorkQueue<Work>>,
+    stats: Arc<super::Stats>,
+    /// owner uid -> objects that reference it.
+    dependents: Mutex<HashMap<String, HashSet<Ref>>>,
+}
+
+impl GarbageCollector {
+    pub fn new(service: Arc<Service>) -> Arc<Self> {
+        Arc::new(Self {
+            service,
+            queue: WorkQueue::new(),
+            stats: Arc::default(),
+            dependents: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
+        for _ in 0..WORKERS {
+            let this = self.clone();
+            tokio::spawn(async move {
+                let q = this.queue.clone();
+                let stats = this.stats.clone();
+                super::worker(q, stats, NAME, |w| {
+                    let this = this.clone();
+                    async move { this.reconcile(w).await }
+                })
+                .await
+            });
+        }
+        let q = self.queue.clone();
+        tokio::spawn(super::publish_status(
+            self.service.clone(),
+            NAME,
+            "Deletes objects whose owners are gone; carries out foreground and orphan deletion.",
+            self.stats.clone(),
+            Arc::new(move || q.len()),
+            shutdown.clone(),
+        ));
+        let q = self.queue.clone();
+        let mut stop = shutdown;
+        tokio::spawn(async move {
+            let _ = stop.changed().await;
+            q.shutdown();
+        });
+    }
+
+    fn index(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<Ref>>> {
+        self.dependents.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn dependents_of(&self, owner_uid: &str) -> Vec<Ref> {
+        self.index()
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn has_dependents(&self, owner_uid: &str) -> bool {
+        self.index().get(owner_uid).is_some_and(|s| !s.is_empty())
+    }
+
+    /// The stored object an owner reference of an object in `namespace` names, if its kind is
+    /// served (namespaced owners live in the dependent's namespace).
+    fn resolve(
+        &self,
+        r: &OwnerRef,
+        namespace: &str,
+    ) -> Result<(Arc<ResourceInfo>, Ref), ControllerError> {
+        let (group, version) = match r.api_version.split_once('/') {
+            Some((g, v)) => (g, v),
+            None => ("", r.api_version.as_str()),
+        };
+        let ri = self
+            .service
+            .registry
+            .lookup_kind(group, version, &r.kind)
+            .ok_or_else(|| ControllerError::UnknownKind(format!("{} {}", r.api_version, r.kind)))?;
+        let ns = if ri.namespaced() { namespace } else { "" };
+        let at = Ref {
+            resource: ri.group_resource(),
+            namespace: ns.to_owned(),
+            name: r.name.clone(),
+        };
+        Ok((ri, at))
+    }
+
+    fn owner_state(&self, r: &OwnerRef, dependent: &Value) -> Result<OwnerState, ControllerError> {
+        let ns = meta::namespace(dependent);
+        let (ri, at) = self.resolve(r, ns)?;
+        // A cluster-scoped dependent cannot have a namespaced owner: kube treats it as absent.
+        if ri.namespaced() && ns.is_empty() {
+            return Ok(OwnerState::Dangling);
+        }
+        Ok(match self.service.store.get(&at.key()) {
+            Some(o) if uid(&o.value) == r.uid => {
+                if terminating(&o.value) && has_finalizer(&o.value, FOREGROUND_FINALIZER) {
+                    OwnerState::Waiting
+                } else {
+                    OwnerState::Solid
+                }
+            }
+            _ => OwnerState::Dangling,
+        })
+    }
+
+    async fn reconcile(self: Arc<Self>, work: Work) -> Reconciled {
+        match work {
+            Work::Dependent(r) => self.check_dependent(&r).await,
+            Work::Owner(r) => self.process_owner(&r).await,
+        }
+    }
+
+    /// Delete the object if all its owners are gone; drop references to the missing ones if
+    /// some remain.
+    async fn check_dependent(&self, r: &Ref) -> Reconciled {
+        let Some(obj) = self.service.store.get(&r.key()) else {
+            return Ok(None);
+        };
+        let refs = owner_refs(&obj.value);
+        if refs.is_empty() {
+            return Ok(None);
+        }
+        let (mut solid, mut gone, mut waiting) = (0, HashSet::new(), 0);
+        for o in &refs {
+            match self.owner_state(o, &obj.value)? {
+                OwnerState::Solid => solid += 1,
+                OwnerState::Waiting => {
+                    waiting += 1;
+                    gone.insert(o.uid.clone());
+                }
+                OwnerState::Dangling => {
+                    gone.insert(o.uid.clone());
+                }
+            }
+        }
+        if gone.is_empty() {
+            return Ok(None);
+        }
+        let Some(ri) = stored_resource(&self.service, &r.resource) else {
+            return Ok(None);
+        };
+        if solid > 0 {
+            self.remove_owner_refs(&ri, r, &gone).await?;
+            return Ok(None);
+        }
+        if terminating(&obj.value) {
+            return Ok(None); // already on its way; its own finalizers decide
+        }
+        let propagation = if waiting > 0 && self.has_dependents(uid(&obj.value)) {
+            Propagation::Foreground
+        } else {
+            Propagation::Background
+        };
+        self.delete(&ri, r, uid(&obj.value), propagation).await?;
+        Ok(None)
+    }
+
+    async fn delete(
+        &self,
+        ri: &ResourceInfo,
+        r: &Ref,
+        uid: &str,
+        propagation: Propagation,
+    ) -> Result<Option<Deleted>, ControllerError> {
+        let opts = DeleteOptions {
+            precondition_uid: Some(uid.to_owned()),
+            propagation: Some(propagation),
+            ..Default::default()
+        };
+        match self.service.delete(ri, &r.namespace, &r.name, &opts).await {
+            Ok(d) => {
+                tracing::debug!(resource = %r.resource, namespace = %r.namespace, name = %r.name, "garbage collected");
+                Ok(Some(d))
+            }
+            // Gone already, or replaced by a new object of the same name.
+            Err(e) if e.code == 404 || e.code == 409 => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Remove the owner references with these uids from an object.
+    async fn remove_owner_refs(
+        &self,
+        ri: &ResourceInfo,
+        r: &Ref,
+        uids: &HashSet<String>,
+    ) -> Result<(), ControllerError> {
+        let Some(obj) = self.service.store.get(&r.key()) else {
+            return Ok(());
+        };
+        let mut v = obj.value.clone();
+        let Some(list) = v
+            .pointer_mut("/metadata/ownerReferences")
+            .and_then(Value::as_array_mut)
+        else {
+            return Ok(());
+        };
+        let before = list.len();
+        list.retain(|o| {
+            !o.get("uid")
+                .and_then(Value::as_str)
+                .is_some_and(|u| uids.contains(u))
+        });
+        if list.len() == before {
+            return Ok(());
+        }
+        if list.is_empty() {
+            if let Some(m) = meta::metadata_mut(&mut v) {
+                m.remove("ownerReferences");
+            }
+        }
+        match self
+            .service
+            .update(
+                ri,
+                &r.namespace,
+                &r.name,
+                v,
+                Subresource::Main,
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Remove one finalizer from an object (which goes if it was the last).
+    async fn remove_finalizer(
+        &self,
+        ri: &ResourceInfo,
+        r: &Ref,
+        finalizer: &str,
+    ) -> Result<(), ControllerError> {
+        let Some(obj) = self.service.store.get(&r.key()) else {
+            return Ok(());
+        };
+        let mut v = obj.value.clone();
+        let left: Vec<String> = meta::finalizers(&v)
+            .into_iter()
+            .filter(|f| f != finalizer)
+            .collect();
+        if let Some(m) = meta::metadata_mut(&mut v) {
+            m.insert("finalizers".into(), json!(left));
+        }
+        match self
+            .service
+            .update(
+                ri,
+                &r.namespace,
+                &r.name,
+                v,
+                Subresource::Main,
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// An owner being deleted with the orphan or foreground policy.
+    async fn process_owner(&self, r: &Ref) -> Reconciled {
+        let Some(obj) = self.service.store.get(&r.key()) else {
+            return Ok(None);
+        };
+        if !terminating(&obj.value) {
+            return Ok(None);
+        }
+        let Some(ri) = stored_resource(&self.service, &r.resource) else {
+            return Ok(None);
+        };
+        let owner_uid = uid(&obj.value).to_owned();
+        // The dependents that really reference this owner now.
+        let deps: Vec<(Ref, Arc<crate::store::StoredObject>)> = self
+            .dependents_of(&owner_uid)
+            .into_iter()
+            .filter_map(|d| {
+                let o = self.service.store.get(&d.key())?;
+                owner_refs(&o.value)
+                    .iter()
+                    .any(|x| x.uid == owner_uid)
+                    .then_some((d, o))
+            })
+            .collect();
+        if has_finalizer(&obj.value, ORPHAN_FINALIZER) {
+            let uids: HashSet<String> = [owner_uid.clone()].into();
+            let results: Vec<Result<(), ControllerError>> =
+                futures::stream::iter(deps.into_iter().map(|(d, _)| {
+                    let uids = &uids;
+                    async move {
+                        let Some(dri) = stored_resource(&self.service, &d.resource) else {
+                            return Ok(());
+                        };
+                        self.remove_owner_refs(&dri, &d, uids).await
+                    }
+                }))
+                .buffer_unordered(FAN_OUT)
+                .collect()
+                .await;
+            results.into_iter().collect::<Result<Vec<()>, _>>()?;
+            self.remove_finalizer(&ri, r, ORPHAN_FINALIZER).await?;
+            return Ok(None);
+        }
+        if !has_finalizer(&obj.value, FOREGROUND_FINALIZER) {
+            return Ok(None);
+        }
+        let owner_uid = owner_uid.as_str();
+        let results: Vec<Result<bool, ControllerError>> =
+            futures::stream::iter(deps.into_iter().map(|(d, o)| async move {
+                let block = owner_refs(&o.value)
+                    .iter()
+                    .any(|x| x.uid == owner_uid && x.block);
+                if terminating(&o.value) {
+                    return Ok(block);
+                }
+                let Some(dri) = stored_resource(&self.service, &d.resource) else {
+                    return Ok(false);
+                };
+                let dep_uid = uid(&o.value);
+                let propagation = if self.has_dependents(dep_uid) {
+                    Propagation::Foreground
+                } else {
+                    Propagation::Background
+                };
+                Ok(match self.delete(&dri, &d, dep_uid, propagation).await? {
+                    Some(Deleted::Pending(_)) => block,
+                    _ => false,
+                })
+            }))
+            .buffer_unordered(FAN_OUT)
+            .collect()
+            .await;
+        let mut blocking = 0;
+        for r in results {
+            if r? {
+                blocking += 1;
+            }
+        }
+        if blocking > 0 {
+            return Ok(Some(RECHECK));
+        }
+        self.remove_finalizer(&ri, r, FOREGROUND_FINALIZER).await?;
+        Ok(None)
+    }
+
+    /// Queue the owner named by `r` if it is waiting on its dependents.
+    fn wake_waiting_owner(&self, o: &OwnerRef, namespace: &str) {
+        let Ok((_, at)) = self.resolve(o, namespace) else {
+            return;
+        };
+        if let Some(owner) = self.service.store.get(&at.key()) {
+            if uid(&owner.value) == o.uid
+                && terminating(&owner.value)
+                && has_finalizer(&owner.value, FOREGROUND_FINALIZER)
+            {
+                self.queue.add(Work::Owner(at));
+            }
+        }
+    }
+}
+
+impl Follower for GarbageCollector {
+    fn observe(
+        &self,
+        ri: &ResourceInfo,
+        obj: &crate::store::StoredObject,
+        prev: Option<&crate::store::StoredObject>,
+        how: Observed,
+    ) {
+        let v = &obj.value;
+        let me = Ref::of(ri, v);
+        let now = owner_refs(v);
+        let before = prev.map(|p| owner_refs(&p.value)).unwrap_or_default();
+        let ns = meta::namespace(v);
+        if how == Observed::Deleted {
+            {
+                let mut idx = self.index();
+                for o in now.iter().chain(before.iter()) {
+                    if let Some(set) = idx.get_mut(&o.uid) {
+                        set.remove(&me);
+                        if set.is_empty() {
+                            idx.remove(&o.uid);
+                        }
+                    }
+                }
+            }
+            // Its dependents lost an owner.
+            for d in self.dependents_of(uid(v)) {
+                self.queue.add(Work::Dependent(d));
+            }
+            // An owner waiting in the foreground may be done now.
+            for o in &now {
+                self.wake_waiting_owner(o, ns);
+            }
+            return;
+        }
+        if now != before || how == Observed::Listed {
+            let mut idx = self.index();
+            for o in &before {
+                if !now.iter().any(|n| n.uid == o.uid) {
+                    if let Some(set) = idx.get_mut(&o.uid) {
+                        set.remove(&me);
+                        if set.is_empty() {
+                            idx.remove(&o.uid);
+                        }
+                    }
+                }
+            }
+            for o in &now {
+                idx.entry(o.uid.clone()).or_default().insert(me.clone());
+            }
+        }
+        if !now.is_empty() && (how != Observed::Modified || now != before) {
+            self.queue.add(Work::Dependent(me.clone()));
+        }
+        if terminating(v)
+            && (has_finalizer(v, ORPHAN_FINALIZER) || has_finalizer(v, FOREGROUND_FINALIZER))
+        {
+            self.queue.add(Work::Owner(me));
+        }
+        // A dependent that started terminating or changed blockOwnerDeletion: wake its owner.
+        if how == Observed::Modified && !now.is_empty() {
+            let started = terminating(v) && !prev.is_some_and(|p| terminating(&p.value));
+            if started || now != before {
+                for o in &now {
+                    self.wake_waiting_owner(o, ns);
+                }
+            }
+        }
+    }
+}

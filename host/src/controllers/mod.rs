@@ -1,0 +1,306 @@
+//! Built-in controllers: the garbage collector ([`gc`]) and the namespace controller
+//! ([`namespace`]). Like kube-controller-manager's, they are ordinary controllers — informers
+//! feeding a work queue, reconciles that write through the [`Service`] — and they show up as
+//! `Controller` objects (`kubectl get controllers`) next to the WebAssembly ones.
+//!
+//! Both keep no state that is not rebuilt from the store: at start-up every informer lists its
+//! kind and the work is found again (terminating namespaces, objects with owner references,
+//! owners waiting on dependents), so deletions in progress resume after a restart.
+
+pub mod gc;
+pub mod namespace;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::model::{meta, ApiError, EventType, ResourceInfo};
+use crate::runtime::queue::WorkQueue;
+use crate::service::{Service, Subresource, WriteOptions};
+use crate::store::{StoreError, StoredObject, WatchFrom};
+
+/// Why a built-in reconcile failed (it is retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("owner reference to {0} cannot be resolved: no such kind is served")]
+    UnknownKind(String),
+}
+
+/// What a reconcile asks for next: nothing (`None`) or another look after a delay.
+pub type Reconciled = Result<Option<Duration>, ControllerError>;
+
+/// How a follower learns about one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Observed {
+    /// Part of an initial (or re-) list.
+    Listed,
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// A built-in controller fed by the informers over every stored kind.
+pub trait Follower: Send + Sync + 'static {
+    fn observe(
+        &self,
+        ri: &ResourceInfo,
+        obj: &StoredObject,
+        prev: Option<&StoredObject>,
+        how: Observed,
+    );
+}
+
+/// Counters a built-in controller publishes in its `Controller` object.
+#[derive(Default)]
+pub struct Stats {
+    pub reconciles: AtomicU64,
+    pub errors: AtomicU64,
+    last_error: Mutex<Option<(String, String)>>,
+}
+
+impl Stats {
+    fn record_error(&self, what: &str, e: &ControllerError) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut g) = self.last_error.lock() {
+            *g = Some((format!("{what}: {e}"), meta::now_rfc3339()));
+        }
+    }
+}
+
+/// Run `reconcile` for keys of `queue` until it shuts down, with kube's queue discipline.
+pub async fn worker<K, F, Fut>(queue: Arc<WorkQueue<K>>, stats: Arc<Stats>, name: &str, f: F)
+where
+    K: Clone + Eq + std::hash::Hash + Send + std::fmt::Debug + 'static,
+    F: Fn(K) -> Fut,
+    Fut: Future<Output = Reconciled>,
+{
+    while let Some(key) = queue.next().await {
+        let r = f(key.clone()).await;
+        stats.reconciles.fetch_add(1, Ordering::Relaxed);
+        match r {
+            Ok(None) => queue.forget(&key),
+            Ok(Some(after)) => {
+                queue.forget(&key);
+                queue.add_after(key.clone(), after);
+            }
+            Err(e) => {
+                tracing::debug!(controller = name, key = ?key, error = %e, "reconcile failed");
+                stats.record_error(&format!("{key:?}"), &e);
+                queue.add_rate_limited(key.clone());
+            }
+        }
+        queue.done(&key);
+    }
+}
+
+/// The `Controller` object of a built-in controller, kept current once a second.
+async fn publish_status(
+    service: Arc<Service>,
+    name: &'static str,
+    description: &'static str,
+    stats: Arc<Stats>,
+    depth: Arc<dyn Fn() -> usize + Send + Sync>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    use crate::runtime::controller::{GROUP, RESOURCE};
+    loop {
+        let Some(ri) = service.registry.lookup(GROUP, "v1", RESOURCE) else {
+            return;
+        };
+        let mut status = json!({
+            "phase": "Running",
+            "builtIn": true,
+            "description": description,
+            "reconciles": stats.reconciles.load(Ordering::Relaxed),
+            "errors": stats.errors.load(Ordering::Relaxed),
+            "queueDepth": depth(),
+            "user": "system:controller-manager",
+        });
+        if let Some((msg, at)) = stats.last_error.lock().ok().and_then(|g| g.clone()) {
+            status["lastError"] = json!({"message": msg, "time": at});
+        }
+        let current = service.get(&ri, "", name).ok();
+        if current.as_ref().and_then(|c| c.value.get("status")) != Some(&status) {
+            let obj = json!({
+                "apiVersion": format!("{GROUP}/v1"), "kind": "Controller",
+                "metadata": {"name": name},
+                "status": status,
+            });
+            let opts = WriteOptions::default();
+            let r = match current {
+                None => service.create(&ri, "", obj, &opts).await.map(|_| ()),
+                Some(_) => service
+                    .update(&ri, "", name, obj, Subresource::Status, &opts)
+                    .await
+                    .map(|_| ()),
+            };
+            if let Err(e) = r {
+                tracing::debug!(controller = name, error = %e, "status not written");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Follow every stored kind (and kinds CRDs add later), feeding each change to `followers`.
+/// Returns once the kinds served now have been listed (so reconciles start from a full view).
+pub async fn follow_all(
+    service: Arc<Service>,
+    followers: Vec<Arc<dyn Follower>>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let followers: Arc<[Arc<dyn Follower>]> = followers.into();
+    let mut running: HashMap<String, ()> = HashMap::new();
+    let mut synced = Vec::new();
+    for ri in service.registry.stored_resources() {
+        running.insert(ri.group_resource(), ());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        synced.push(rx);
+        tokio::spawn(informer(
+            service.clone(),
+            ri,
+            followers.clone(),
+            Some(tx),
+            shutdown.clone(),
+        ));
+    }
+    for rx in synced {
+        let _ = rx.await;
+    }
+    let mut changes = service.registry.changes();
+    let mut stop = shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                r = changes.changed() => if r.is_err() { return },
+                _ = stop.changed() => return,
+            }
+            for ri in service.registry.stored_resources() {
+                if running.insert(ri.group_resource(), ()).is_none() {
+                    tokio::spawn(informer(
+                        service.clone(),
+                        ri,
+                        followers.clone(),
+                        None,
+                        shutdown.clone(),
+                    ));
+                }
+            }
+        }
+    });
+}
+
+/// List and watch one stored kind, resuming after a lag and relisting when history is gone.
+async fn informer(
+    service: Arc<Service>,
+    ri: Arc<ResourceInfo>,
+    followers: Arc<[Arc<dyn Follower>]>,
+    mut synced: Option<tokio::sync::oneshot::Sender<()>>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let store = service.store.clone();
+    let gr = ri.group_resource();
+    let mut from = WatchFrom::Now;
+    loop {
+        let mut start = match store.watch(&gr, from) {
+            Ok(s) => s,
+            Err(StoreError::TooOld { .. }) => {
+                from = WatchFrom::Now;
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(resource = %gr, error = %e, "built-in informer cannot watch");
+                return;
+            }
+        };
+        let mut last = start.rv;
+        if let Some(snap) = start.snapshot.take() {
+            for obj in snap.items.values() {
+                for f in followers.iter() {
+                    f.observe(&ri, obj, None, Observed::Listed);
+                }
+            }
+        }
+        let deliver = |ev: &crate::store::Event| {
+            let how = match ev.kind {
+                EventType::Added => Observed::Added,
+                EventType::Modified => Observed::Modified,
+                EventType::Deleted => Observed::Deleted,
+            };
+            for f in followers.iter() {
+                f.observe(&ri, &ev.object, ev.prev.as_deref(), how);
+            }
+        };
+        for ev in std::mem::take(&mut start.backlog) {
+            last = last.max(ev.rv);
+            deliver(&ev);
+        }
+        if let Some(tx) = synced.take() {
+            let _ = tx.send(());
+        }
+        loop {
+            tokio::select! {
+                r = start.live.recv() => match r {
+                    Ok(ev) => {
+                        if ev.rv <= last {
+                            continue;
+                        }
+                        last = ev.rv;
+                        deliver(&ev);
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        from = WatchFrom::After(last);
+                        break;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
+/// Start the built-in controllers: informers over every kind, then the workers.
+pub async fn start(service: Arc<Service>, shutdown: tokio::sync::watch::Receiver<bool>) {
+    let gc = gc::GarbageCollector::new(service.clone());
+    let ns = namespace::NamespaceController::new(service.clone());
+    follow_all(
+        service.clone(),
+        vec![
+            gc.clone() as Arc<dyn Follower>,
+            ns.clone() as Arc<dyn Follower>,
+        ],
+        shutdown.clone(),
+    )
+    .await;
+    gc.start(shutdown.clone());
+    ns.start(shutdown);
+}
+
+/// The stored kind whose storage key is `group_resource`.
+fn stored_resource(service: &Service, group_resource: &str) -> Option<Arc<ResourceInfo>> {
+    service
+        .registry
+        .stored_resources()
+        .into_iter()
+        .find(|r| r.group_resource() == group_resource)
+}
+
+fn terminating(obj: &Value) -> bool {
+    meta::meta_str(obj, "deletionTimestamp").is_some()
+}
+
+fn uid(obj: &Value) -> &str {
+    meta::meta_str(obj, "uid").unwrap_or("")
+}

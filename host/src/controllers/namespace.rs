@@ -1,0 +1,378 @@
+//! The namespace controller: empties a terminating namespace, then lets it go.
+//!
+//! `DELETE /api/v1/namespaces/NAME` only marks the namespace (deletionTimestamp, phase
+//! Terminating). This controller deletes every namespaced object of every kind in it (custom
+//! resources included), reports progress in kube's conditions, waits for the objects'
+//! finalizers, then removes its own `kubernetes` finalizer from `spec.finalizers` and the
+//! namespace itself once no finalizer remains.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use super::{terminating, uid, Follower, Observed, Reconciled};
+use crate::model::{meta, ObjectKey, ResourceInfo};
+use crate::runtime::queue::WorkQueue;
+use crate::service::{
+    DeleteOptions, Propagation, Service, Subresource, WriteOptions, NAMESPACES, NAMESPACE_FINALIZER,
+};
+
+pub const NAME: &str = "namespace-controller";
+const WORKERS: usize = 2;
+/// Concurrent deletes while emptying one namespace.
+const FAN_OUT: usize = 32;
+/// A namespace still waiting on content is looked at again after this long even without events.
+const RECHECK: Duration = Duration::from_secs(2);
+
+pub struct NamespaceController {
+    service: Arc<Service>,
+    queue: Arc<WorkQueue<String>>,
+    stats: Arc<super::Stats>,
+}
+
+/// What is left in a namespace.
+#[derive(Default)]
+struct Remaining {
+    /// group-resource -> objects.
+    objects: BTreeMap<String, usize>,
+    /// finalizer -> objects carrying it.
+    finalizers: BTreeMap<String, usize>,
+}
+
+impl NamespaceController {
+    pub fn new(service: Arc<Service>) -> Arc<Self> {
+        Arc::new(Self {
+            service,
+            queue: WorkQueue::new(),
+            stats: Arc::default(),
+        })
+    }
+
+    pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
+        for _ in 0..WORKERS {
+            let this = self.clone();
+            tokio::spawn(async move {
+                let q = this.queue.clone();
+                let stats = this.stats.clone();
+                super::worker(q, stats, NAME, |ns| {
+                    let this = this.clone();
+                    async move { this.reconcile(&ns).await }
+                })
+                .await
+            });
+        }
+        let q = self.queue.clone();
+        tokio::spawn(super::publish_status(
+            self.service.clone(),
+            NAME,
+            "Deletes the contents of terminating namespaces, then the namespaces.",
+            self.stats.clone(),
+            Arc::new(move || q.len()),
+            shutdown.clone(),
+        ));
+        let q = self.queue.clone();
+        let mut stop = shutdown;
+        tokio::spawn(async move {
+            let _ = stop.changed().await;
+            q.shutdown();
+        });
+    }
+
+    fn namespace(&self, name: &str) -> Option<Arc<crate::store::StoredObject>> {
+        self.service
+            .store
+            .get(&ObjectKey::new(NAMESPACES, "", name))
+    }
+
+    /// Every namespaced object in `ns`, by kind.
+    fn contents(&self, ns: &str) -> Vec<(Arc<ResourceInfo>, Vec<Arc<crate::store::StoredObject>>)> {
+        let prefix = format!("{ns}/");
+        let mut out = Vec::new();
+        for ri in self
+            .service
+            .registry
+            .stored_resources()
+            .into_iter()
+            .filter(|r| r.namespaced())
+        {
+            let Ok(snap) = self.service.store.list(&ri.group_resource(), None) else {
+                continue;
+            };
+            let items: Vec<_> = snap
+                .items
+                .range(prefix.clone()..)
+                .take_while(|(k, _)| k.starts_with(&prefix))
+                .map(|(_, o)| o.clone())
+                .collect();
+            if !items.is_empty() {
+                out.push((ri, items));
+            }
+        }
+        out
+    }
+
+    fn remaining(&self, ns: &str) -> Remaining {
+        let mut r = Remaining::default();
+        for (ri, items) in self.contents(ns) {
+            let gr = if ri.group.is_empty() {
+                ri.resource.clone()
+            } else {
+                format!("{}.{}", ri.resource, ri.group)
+            };
+            r.objects.insert(gr, items.len());
+            for o in &items {
+                for f in meta::finalizers(&o.value) {
+                    *r.finalizers.entry(f).or_default() += 1;
+                }
+            }
+        }
+        r
+    }
+
+    async fn reconcile(&self, ns: &str) -> Reconciled {
+        let Some(current) = self.namespace(ns) else {
+            return Ok(None);
+        };
+        if !terminating(&current.value) {
+            return Ok(None);
+        }
+        // Delete what is not already on its way out.
+        let doomed: Vec<(Arc<ResourceInfo>, String, String)> = self
+            .contents(ns)
+            .into_iter()
+            .flat_map(|(ri, items)| {
+                items
+                    .into_iter()
+                    .filter(|o| !terminating(&o.value))
+                    .map(move |o| {
+                        (
+                            ri.clone(),
+                            meta::name(&o.value).to_owned(),
+                            uid(&o.value).to_owned(),
+                        )
+                    })
+            })
+            .collect();
+        let failures: Vec<Option<String>> =
+            futures::stream::iter(doomed.into_iter().map(|(ri, name, u)| {
+                let opts = DeleteOptions {
+                    precondition_uid: Some(u),
+                    propagation: Some(Propagation::Background),
+                    ..Default::default()
+                };
+                async move {
+                    match self.service.delete(&ri, ns, &name, &opts).await {
+                        Ok(_) => None,
+                        Err(e) if e.code == 404 || e.code == 409 => None,
+                        Err(e) => Some(format!("{}/{name}: {}", ri.resource, e.message)),
+                    }
+                }
+            }))
+            .buffer_unordered(FAN_OUT)
+            .collect()
+            .await;
+        let failures: Vec<String> = failures.into_iter().flatten().collect();
+        let left = self.remaining(ns);
+        self.write_conditions(ns, &left, &failures).await?;
+        if !left.objects.is_empty() {
+            return Ok(Some(RECHECK));
+        }
+        // Empty: drop our finalizer, then the namespace (once no other finalizer remains).
+        self.finalize(ns).await?;
+        if self.service.remove_namespace(ns).await? {
+            tracing::info!(namespace = ns, "namespace deleted");
+            return Ok(None);
+        }
+        // Someone else's finalizer: its removal is an event that brings us back.
+        Ok(None)
+    }
+
+    async fn finalize(&self, ns: &str) -> Result<(), super::ControllerError> {
+        let Some(current) = self.namespace(ns) else {
+            return Ok(());
+        };
+        let Some(list) = current
+            .value
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+        else {
+            return Ok(());
+        };
+        if !list.iter().any(|f| f == NAMESPACE_FINALIZER) {
+            return Ok(());
+        }
+        let mut v = current.value.clone();
+        let left: Vec<Value> = list
+            .iter()
+            .filter(|f| *f != NAMESPACE_FINALIZER)
+            .cloned()
+            .collect();
+        v["spec"]["finalizers"] = json!(left);
+        let Some(ri) = self.service.registry.lookup("", "v1", NAMESPACES) else {
+            return Ok(());
+        };
+        match self
+            .service
+            .update(&ri, "", ns, v, Subresource::Main, &WriteOptions::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// kube's namespace deletion conditions.
+    async fn write_conditions(
+        &self,
+        ns: &str,
+        left: &Remaining,
+        failures: &[String],
+    ) -> Result<(), super::ControllerError> {
+        let Some(current) = self.namespace(ns) else {
+            return Ok(());
+        };
+        let old = current.value.pointer("/status/conditions");
+        let cond = |kind: &str, status: bool, reason: &str, message: String| {
+            let status_s = if status { "True" } else { "False" };
+            let ltt = old
+                .and_then(Value::as_array)
+                .and_then(|a| {
+                    a.iter().find(|c| {
+                        c.get("type").and_then(Value::as_str) == Some(kind)
+                            && c.get("status").and_then(Value::as_str) == Some(status_s)
+                    })
+                })
+                .and_then(|c| c.get("lastTransitionTime").cloned())
+                .unwrap_or_else(|| json!(meta::now_rfc3339()));
+            json!({"type": kind, "status": status_s, "lastTransitionTime": ltt,
+                   "reason": reason, "message": message})
+        };
+        let content = if failures.is_empty() {
+            cond(
+                "NamespaceDeletionContentFailure",
+                false,
+                "ContentDeleted",
+                "All content successfully deleted, may be waiting on finalization".into(),
+            )
+        } else {
+            cond(
+                "NamespaceDeletionContentFailure",
+                true,
+                "ContentDeletionFailed",
+                format!(
+                    "Failed to delete all resource types, {} remaining: {}",
+                    failures.len(),
+                    failures.join(", ")
+                ),
+            )
+        };
+        let remaining = if left.objects.is_empty() {
+            cond(
+                "NamespaceContentRemaining",
+                false,
+                "ContentRemoved",
+                "All content successfully removed".into(),
+            )
+        } else {
+            let parts: Vec<String> = left
+                .objects
+                .iter()
+                .map(|(gr, n)| format!("{gr} has {n} resource instances"))
+                .collect();
+            cond(
+                "NamespaceContentRemaining",
+                true,
+                "SomeResourcesRemain",
+                format!("Some resources are remaining: {}", parts.join(", ")),
+            )
+        };
+        let finalizers = if left.finalizers.is_empty() {
+            cond(
+                "NamespaceFinalizersRemaining",
+                false,
+                "ContentHasNoFinalizers",
+                "All content-preserving finalizers finished".into(),
+            )
+        } else {
+            let parts: Vec<String> = left
+                .finalizers
+                .iter()
+                .map(|(f, n)| format!("{f} in {n} resource instances"))
+                .collect();
+            cond(
+                "NamespaceFinalizersRemaining",
+                true,
+                "SomeFinalizersRemain",
+                format!(
+                    "Some content in the namespace has finalizers remaining: {}",
+                    parts.join(", ")
+                ),
+            )
+        };
+        let status = json!({
+            "phase": "Terminating",
+            "conditions": [
+                cond("NamespaceDeletionDiscoveryFailure", false, "ResourcesDiscovered",
+                     "All resources successfully discovered".into()),
+                cond("NamespaceDeletionGroupVersionParsingFailure", false, "ParsedGroupVersions",
+                     "All legacy kube types successfully parsed".into()),
+                content,
+                remaining,
+                finalizers,
+            ],
+        });
+        if current.value.get("status") == Some(&status) {
+            return Ok(());
+        }
+        let mut v = current.value.clone();
+        v["status"] = status;
+        let Some(ri) = self.service.registry.lookup("", "v1", NAMESPACES) else {
+            return Ok(());
+        };
+        match self
+            .service
+            .update(
+                &ri,
+                "",
+                ns,
+                v,
+                Subresource::Status,
+                &WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Follower for NamespaceController {
+    fn observe(
+        &self,
+        ri: &ResourceInfo,
+        obj: &crate::store::StoredObject,
+        _prev: Option<&crate::store::StoredObject>,
+        how: Observed,
+    ) {
+        let v = &obj.value;
+        if ri.group.is_empty() && ri.resource == NAMESPACES {
+            if terminating(v) && how != Observed::Deleted {
+                self.queue.add(meta::name(v).to_owned());
+            }
+            return;
+        }
+        // Content of a terminating namespace changed (a finalizer went, an object went).
+        if ri.namespaced() && matches!(how, Observed::Modified | Observed::Deleted) {
+            let ns = meta::namespace(v);
+            if self.namespace(ns).is_some_and(|n| terminating(&n.value)) {
+                self.queue.add(ns.to_owned());
+            }
+        }
+    }
+}
