@@ -108,7 +108,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     let is_crd = ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE;
     match (&method, &target.name) {
         (&Method::GET, None) if flag(&query, "watch") => {
-            watch::serve(state.clone(), &target, &query).await
+            watch::serve(state.clone(), &target, &query, representation(&headers)).await
         }
         (&Method::GET, None) => {
             let opts = list_options(&query)?;

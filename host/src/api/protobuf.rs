@@ -3270,21 +3270,66 @@ mod tests {
 
     #[test]
     fn unsupported_kind_is_an_error() {
-        let body = envelope("apps/v1", "Deployment", vec![]);
+        let body = envelope("apps/v1", "DaemonSet", vec![]);
         let err = decode(&body).unwrap_err();
         assert!(matches!(
             &err,
             ProtobufError::Unsupported { api_version, kind }
-                if api_version == "apps/v1" && kind == "Deployment"
+                if api_version == "apps/v1" && kind == "DaemonSet"
         ));
         assert_eq!(
             err.to_string(),
-            "the protobuf body for apps/v1 Deployment cannot be decoded by this server; send application/json"
+            "the protobuf body for apps/v1 DaemonSet cannot be decoded by this server; send application/json"
         );
         assert!(matches!(
-            encode(&json!({"apiVersion": "apps/v1", "kind": "Deployment"})),
+            encode(&json!({"apiVersion": "apps/v1", "kind": "DaemonSet"})),
             Err(ProtobufError::Encode(_))
         ));
+    }
+
+    #[test]
+    fn deployment_and_scale_round_trip() {
+        let d = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27", "resources": {}}]}
+                },
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": 1}},
+                "revisionHistoryLimit": 10,
+                "progressDeadlineSeconds": 600
+            },
+            "status": {"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3,
+                       "availableReplicas": 3,
+                       "conditions": [{"type": "Available", "status": "True",
+                                       "lastUpdateTime": "2026-01-01T00:00:00Z",
+                                       "lastTransitionTime": "2026-01-01T00:00:00Z",
+                                       "reason": "MinimumReplicasAvailable", "message": "ok"}]}
+        });
+        let back = decode(&encode(&d).unwrap()).unwrap();
+        assert_eq!(back["spec"]["strategy"], d["spec"]["strategy"]);
+        assert_eq!(back["spec"]["replicas"], 3);
+        assert_eq!(
+            back["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:1.27"
+        );
+        assert_eq!(back["status"], d["status"]);
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-1"},
+                        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                                 "template": {"metadata": {}, "spec": {"containers": null}}},
+                        "status": {"replicas": 0}});
+        let back = decode(&encode(&rs).unwrap()).unwrap();
+        assert_eq!(back["status"], json!({"replicas": 0}));
+        assert_eq!(back["spec"]["replicas"], 0);
+        let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"},
+                           "spec": {"replicas": 1}, "status": {"replicas": 3, "selector": "app=web"}});
+        let back = decode(&encode(&scale).unwrap()).unwrap();
+        assert_eq!(back["spec"], scale["spec"]);
+        assert_eq!(back["status"], scale["status"]);
     }
 
     #[test]

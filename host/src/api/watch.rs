@@ -17,7 +17,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::error::json_response;
-use super::handlers::{Query, Target};
+use super::handlers::{Query, Representation, Target};
 use super::AppState;
 use crate::model::{ApiError, EventType, ResourceInfo};
 use crate::service::{Filter, Service};
@@ -55,6 +55,42 @@ fn parse_bool(q: &Query, key: &str) -> Option<bool> {
     q.get(key).map(|v| v == "true" || v == "1")
 }
 
+/// How event objects are written: as stored, or as kubectl asked for them in `Accept`
+/// (`as=Table`: a one-row Table per event, column definitions only in the first, as kube does).
+struct Encoder {
+    repr: Representation,
+    query: Query,
+    first: bool,
+}
+
+impl Encoder {
+    fn event(&mut self, ri: &ResourceInfo, kind: &str, obj: Arc<StoredObject>) -> Bytes {
+        let obj = Service::present(ri, obj);
+        match self.repr {
+            Representation::Full => line(kind, &obj.json),
+            Representation::PartialMetadata => line(
+                kind,
+                json!({
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": obj.value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+                })
+                .to_string()
+                .as_bytes(),
+            ),
+            Representation::Table => {
+                let rv = obj.rv.to_string();
+                let mut t =
+                    super::table::render(ri, std::slice::from_ref(&obj), &rv, None, &self.query);
+                if !std::mem::take(&mut self.first) {
+                    t["columnDefinitions"] = json!([]);
+                }
+                line(kind, t.to_string().as_bytes())
+            }
+        }
+    }
+}
+
 /// The event to send for one store event, if any, applying filter transitions: an object that
 /// starts matching is ADDED, one that stops matching is DELETED.
 fn translate(filter: &Filter, ev: &Event) -> Option<(&'static str, Arc<StoredObject>)> {
@@ -70,8 +106,18 @@ fn translate(filter: &Filter, ev: &Event) -> Option<(&'static str, Arc<StoredObj
     }
 }
 
-pub async fn serve(state: Arc<AppState>, target: &Target, q: &Query) -> Result<Response, ApiError> {
+pub async fn serve(
+    state: Arc<AppState>,
+    target: &Target,
+    q: &Query,
+    repr: Representation,
+) -> Result<Response, ApiError> {
     let ri = target.ri.clone();
+    let mut enc = Encoder {
+        repr,
+        query: q.clone(),
+        first: true,
+    };
     let filter = Filter::new(
         target.namespace.as_deref(),
         q.get("labelSelector").map(String::as_str),
@@ -164,7 +210,7 @@ pub async fn serve(state: Arc<AppState>, target: &Target, q: &Query) -> Result<R
             for obj in snap.items.values() {
                 if filter.matches(&obj.value)
                     && tx
-                        .send(Ok(line("ADDED", &Service::present(&ri, obj.clone()).json)))
+                        .send(Ok(enc.event(&ri, "ADDED", obj.clone())))
                         .await
                         .is_err()
                 {
@@ -177,11 +223,7 @@ pub async fn serve(state: Arc<AppState>, target: &Target, q: &Query) -> Result<R
         }
         for ev in &start.backlog {
             if let Some((kind, obj)) = translate(&filter, ev) {
-                if tx
-                    .send(Ok(line(kind, &Service::present(&ri, obj).json)))
-                    .await
-                    .is_err()
-                {
+                if tx.send(Ok(enc.event(&ri, kind, obj))).await.is_err() {
                     return;
                 }
             }
@@ -204,7 +246,7 @@ pub async fn serve(state: Arc<AppState>, target: &Target, q: &Query) -> Result<R
                         }
                         last_rv = ev.rv;
                         if let Some((kind, obj)) = translate(&filter, &ev) {
-                            if tx.send(Ok(line(kind, &Service::present(&ri, obj).json))).await.is_err() {
+                            if tx.send(Ok(enc.event(&ri, kind, obj))).await.is_err() {
                                 return;
                             }
                         }
