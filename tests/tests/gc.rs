@@ -1,0 +1,416 @@
+//! The built-in garbage collector and namespace controller, driven with the real kubectl:
+//! background, foreground and orphan cascades on ConfigMaps and on a custom resource, owner
+//! references kube treats as dangling, namespace deletion with finalizers, and work resuming
+//! after a restart.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turtles_tests::{assert_status, poll, Server};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
+
+const WIDGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+/// An owner reference to `owner` (any object with apiVersion/kind/metadata).
+fn owner_ref(owner: &Value, block: bool) -> Value {
+    json!({
+        "apiVersion": owner["apiVersion"], "kind": owner["kind"],
+        "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+        "blockOwnerDeletion": block,
+    })
+}
+
+fn create(s: &Server, path: &str, body: Value) -> Value {
+    let r = s.http().post_json(path, &body);
+    assert_eq!(r.status, 201, "create {path}: {}", r.text());
+    r.json()
+}
+
+fn cm(s: &Server, name: &str, owners: &[Value], finalizers: &[&str]) -> Value {
+    create(
+        s,
+        CMS,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "ownerReferences": owners, "finalizers": finalizers}}),
+    )
+}
+
+fn widget(s: &Server, name: &str, owners: &[Value], finalizers: &[&str]) -> Value {
+    create(
+        s,
+        WIDGETS,
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+               "metadata": {"name": name, "ownerReferences": owners, "finalizers": finalizers},
+               "spec": {"size": 1}}),
+    )
+}
+
+fn install_widgets(s: &Server) {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], WIDGET_CRD);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+    ]);
+}
+
+fn exists(s: &Server, path: &str) -> bool {
+    s.http().get(path).status == 200
+}
+
+fn wait_gone(s: &Server, path: &str) {
+    poll(&format!("{path} to be deleted"), DEADLINE, || {
+        (!exists(s, path)).then_some(())
+    })
+    .unwrap();
+}
+
+fn unfinalize(s: &Server, kind: &str, name: &str) {
+    s.kubectl_ok(&[
+        "patch",
+        kind,
+        name,
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+}
+
+#[test]
+fn background_cascade_deletes_dependents_whose_owners_are_all_gone() {
+    let s = Server::start().unwrap();
+    let owner = cm(&s, "owner", &[], &[]);
+    let other = cm(&s, "other-owner", &[], &[]);
+    for d in ["dep-1", "dep-2", "dep-3"] {
+        cm(&s, d, &[owner_ref(&owner, false)], &[]);
+    }
+    // Two owners: loses the reference to the deleted one, stays.
+    cm(
+        &s,
+        "shared",
+        &[owner_ref(&owner, false), owner_ref(&other, false)],
+        &[],
+    );
+    let out = s.kubectl_ok(&["delete", "configmap", "owner"]);
+    assert!(out.contains("deleted"), "{out}");
+    for d in ["dep-1", "dep-2", "dep-3"] {
+        wait_gone(&s, &format!("{CMS}/{d}"));
+    }
+    let shared = poll("shared to lose its deleted owner", DEADLINE, || {
+        let v = s.kubectl_json(&["get", "configmap", "shared"]);
+        (v["metadata"]["ownerReferences"].as_array()?.len() == 1).then_some(v)
+    })
+    .unwrap();
+    assert_eq!(
+        shared["metadata"]["ownerReferences"][0]["name"],
+        "other-owner"
+    );
+    assert!(exists(&s, &format!("{CMS}/other-owner")));
+}
+
+#[test]
+fn owners_that_never_existed_or_have_another_uid_count_as_gone() {
+    let s = Server::start().unwrap();
+    let real = cm(&s, "real", &[], &[]);
+    let mut wrong_uid = owner_ref(&real, false);
+    wrong_uid["uid"] = json!("00000000-0000-0000-0000-000000000000");
+    let ghost = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost",
+                       "uid": "11111111-1111-1111-1111-111111111111"});
+    cm(&s, "orphan-of-ghost", &[ghost], &[]);
+    cm(&s, "orphan-of-wrong-uid", &[wrong_uid], &[]);
+    let kept = cm(&s, "child-of-real", &[owner_ref(&real, false)], &[]);
+    wait_gone(&s, &format!("{CMS}/orphan-of-ghost"));
+    wait_gone(&s, &format!("{CMS}/orphan-of-wrong-uid"));
+    // A real owner keeps its dependent.
+    let now = s.http().get(&format!("{CMS}/child-of-real")).json();
+    assert_eq!(now["metadata"]["uid"], kept["metadata"]["uid"]);
+    assert!(exists(&s, &format!("{CMS}/real")));
+}
+
+#[test]
+fn foreground_owner_waits_for_a_blocking_dependent_with_a_finalizer() {
+    let s = Server::start().unwrap();
+    let owner = cm(&s, "owner", &[], &[]);
+    cm(&s, "quick", &[owner_ref(&owner, true)], &[]);
+    cm(
+        &s,
+        "held",
+        &[owner_ref(&owner, true)],
+        &["example.com/hold"],
+    );
+    s.kubectl_ok(&[
+        "delete",
+        "configmap",
+        "owner",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    wait_gone(&s, &format!("{CMS}/quick"));
+    let held = s.kubectl_json(&["get", "configmap", "held"]);
+    assert!(held["metadata"]["deletionTimestamp"].is_string());
+    // The owner is still there, marked, waiting on `held`.
+    let o = s.kubectl_json(&["get", "configmap", "owner"]);
+    assert!(o["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(o["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    unfinalize(&s, "configmap", "held");
+    wait_gone(&s, &format!("{CMS}/held"));
+    wait_gone(&s, &format!("{CMS}/owner"));
+}
+
+#[test]
+fn orphan_cascade_keeps_dependents_without_the_reference() {
+    let s = Server::start().unwrap();
+    let owner = cm(&s, "owner", &[], &[]);
+    let other = cm(&s, "other", &[], &[]);
+    cm(&s, "kid", &[owner_ref(&owner, true)], &[]);
+    cm(
+        &s,
+        "twin",
+        &[owner_ref(&owner, true), owner_ref(&other, false)],
+        &[],
+    );
+    s.kubectl_ok(&["delete", "configmap", "owner", "--cascade=orphan"]);
+    wait_gone(&s, &format!("{CMS}/owner"));
+    let kid = s.kubectl_json(&["get", "configmap", "kid"]);
+    assert!(kid["metadata"].get("ownerReferences").is_none(), "{kid}");
+    let twin = s.kubectl_json(&["get", "configmap", "twin"]);
+    assert_eq!(
+        twin["metadata"]["ownerReferences"],
+        json!([owner_ref(&other, false)])
+    );
+}
+
+#[test]
+fn cascades_follow_custom_resources() {
+    let s = Server::start().unwrap();
+    install_widgets(&s);
+    // Background: a widget owns a ConfigMap and another widget.
+    let parent = widget(&s, "parent", &[], &[]);
+    cm(&s, "parent-config", &[owner_ref(&parent, true)], &[]);
+    widget(&s, "child", &[owner_ref(&parent, true)], &[]);
+    s.kubectl_ok(&["delete", "widget", "parent"]);
+    wait_gone(&s, &format!("{CMS}/parent-config"));
+    wait_gone(&s, &format!("{WIDGETS}/child"));
+
+    // Foreground: the owner waits for a held custom-resource dependent.
+    let boss = widget(&s, "boss", &[], &[]);
+    widget(
+        &s,
+        "worker",
+        &[owner_ref(&boss, true)],
+        &["example.com/hold"],
+    );
+    s.kubectl_ok(&[
+        "delete",
+        "widget",
+        "boss",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    poll("worker to be terminating", DEADLINE, || {
+        let w = s.kubectl_json(&["get", "widget", "worker"]);
+        w["metadata"]["deletionTimestamp"].is_string().then_some(())
+    })
+    .unwrap();
+    assert!(exists(&s, &format!("{WIDGETS}/boss")));
+    unfinalize(&s, "widget", "worker");
+    wait_gone(&s, &format!("{WIDGETS}/worker"));
+    wait_gone(&s, &format!("{WIDGETS}/boss"));
+
+    // Orphan: a ConfigMap owned by a widget survives it.
+    let keeper = widget(&s, "keeper", &[], &[]);
+    cm(&s, "survivor", &[owner_ref(&keeper, true)], &[]);
+    s.kubectl_ok(&["delete", "widget", "keeper", "--cascade=orphan"]);
+    wait_gone(&s, &format!("{WIDGETS}/keeper"));
+    let survivor = s.kubectl_json(&["get", "configmap", "survivor"]);
+    assert!(survivor["metadata"].get("ownerReferences").is_none());
+}
+
+fn condition(ns: &Value, kind: &str) -> Value {
+    ns["status"]["conditions"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["type"] == kind).cloned())
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn namespace_deletion_empties_it_waits_for_finalizers_then_removes_it() {
+    let s = Server::start().unwrap();
+    install_widgets(&s);
+    s.kubectl_ok(&["create", "namespace", "doomed"]);
+    let active = s.kubectl_json(&["get", "namespace", "doomed"]);
+    assert_eq!(active["status"]["phase"], "Active");
+    assert_eq!(active["spec"]["finalizers"], json!(["kubernetes"]));
+    s.kubectl_ok(&["-n", "doomed", "create", "configmap", "a"]);
+    s.kubectl_ok(&["-n", "doomed", "create", "configmap", "b"]);
+    let w = s.http().post_json(
+        "/apis/example.com/v1/namespaces/doomed/widgets",
+        &json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+    );
+    assert_eq!(w.status, 201, "{}", w.text());
+    let held = s.http().post_json(
+        "/api/v1/namespaces/doomed/configmaps",
+        &json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    );
+    assert_eq!(held.status, 201);
+
+    s.kubectl_ok(&["delete", "namespace", "doomed", "--wait=false"]);
+    let ns = s.kubectl_json(&["get", "namespace", "doomed"]);
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    assert!(ns["metadata"]["deletionTimestamp"].is_string());
+
+    // New content is refused with kube's cause.
+    let r = s.http().post_json(
+        "/api/v1/namespaces/doomed/configmaps",
+        &json!({"metadata": {"name": "late"}}),
+    );
+    let status = assert_status(&r, 403, "Forbidden");
+    assert_eq!(
+        status["details"]["causes"][0]["reason"],
+        "NamespaceTerminating"
+    );
+    let out = s.kubectl(&["-n", "doomed", "create", "configmap", "late"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is being terminated"));
+
+    // Everything without a finalizer goes; the held object stays and is reported.
+    wait_gone(&s, "/api/v1/namespaces/doomed/configmaps/a");
+    wait_gone(&s, "/api/v1/namespaces/doomed/configmaps/b");
+    wait_gone(&s, "/apis/example.com/v1/namespaces/doomed/widgets/w");
+    let ns = poll("the finalizer to be reported", DEADLINE, || {
+        let ns = s.kubectl_json(&["get", "namespace", "doomed"]);
+        (condition(&ns, "NamespaceFinalizersRemaining")["status"] == "True").then_some(ns)
+    })
+    .unwrap();
+    let msg = condition(&ns, "NamespaceFinalizersRemaining")["message"].clone();
+    assert!(
+        msg.as_str()
+            .unwrap()
+            .contains("example.com/hold in 1 resource instances"),
+        "{msg}"
+    );
+    assert_eq!(
+        condition(&ns, "NamespaceContentRemaining")["status"],
+        "True"
+    );
+    assert!(exists(&s, "/api/v1/namespaces/doomed"));
+
+    s.kubectl_ok(&[
+        "-n",
+        "doomed",
+        "patch",
+        "configmap",
+        "held",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    wait_gone(&s, "/api/v1/namespaces/doomed");
+    // Gone for good: recreating it gives a fresh, Active namespace.
+    s.kubectl_ok(&["create", "namespace", "doomed"]);
+    let again = s.kubectl_json(&["get", "namespace", "doomed"]);
+    assert_eq!(again["status"]["phase"], "Active");
+}
+
+#[test]
+fn initial_namespaces_cannot_be_deleted() {
+    let s = Server::start().unwrap();
+    for ns in ["default", "kube-system", "kube-public"] {
+        let out = s.kubectl(&["delete", "namespace", ns, "--wait=false"]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(err.contains("this namespace may not be deleted"), "{err}");
+        let v = s.kubectl_json(&["get", "namespace", ns]);
+        assert_eq!(v["status"]["phase"], "Active");
+        assert!(v["metadata"].get("deletionTimestamp").is_none());
+    }
+}
+
+#[test]
+fn built_in_controllers_are_listed_and_resume_after_a_restart() {
+    let mut s = Server::start().unwrap();
+    let out = poll("the built-in controllers to be listed", DEADLINE, || {
+        let out = s.kubectl_ok(&["get", "controllers"]);
+        (out.contains("garbage-collector") && out.contains("namespace-controller")).then_some(out)
+    })
+    .unwrap();
+    for line in out.lines().skip(1) {
+        assert!(line.contains("Running"), "{out}");
+    }
+    // Work in progress: a foreground owner held by a finalizer, a namespace held likewise.
+    let owner = cm(&s, "owner", &[], &[]);
+    cm(
+        &s,
+        "held",
+        &[owner_ref(&owner, true)],
+        &["example.com/hold"],
+    );
+    s.kubectl_ok(&["create", "namespace", "later"]);
+    let held = s.http().post_json(
+        "/api/v1/namespaces/later/configmaps",
+        &json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    );
+    assert_eq!(held.status, 201);
+    s.kubectl_ok(&[
+        "delete",
+        "configmap",
+        "owner",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    s.kubectl_ok(&["delete", "namespace", "later", "--wait=false"]);
+    poll("held to be terminating", DEADLINE, || {
+        let v = s.http().get(&format!("{CMS}/held")).json();
+        v["metadata"]["deletionTimestamp"].is_string().then_some(())
+    })
+    .unwrap();
+    poll("the namespace content to be marked", DEADLINE, || {
+        let v = s
+            .http()
+            .get("/api/v1/namespaces/later/configmaps/held")
+            .json();
+        v["metadata"]["deletionTimestamp"].is_string().then_some(())
+    })
+    .unwrap();
+    s.restart().unwrap();
+    // After the restart the controllers pick the work up again.
+    unfinalize(&s, "configmap", "held");
+    s.kubectl_ok(&[
+        "-n",
+        "later",
+        "patch",
+        "configmap",
+        "held",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    wait_gone(&s, &format!("{CMS}/owner"));
+    wait_gone(&s, "/api/v1/namespaces/later");
+}
