@@ -739,18 +739,8 @@ async fn controllers(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    let total: usize = std::env::var("BENCH_CREATES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20_000);
-    let rounds = 3;
-    println!("machine: {}", machine());
-    println!(
-        "turtles: {}",
-        std::env::var("TURTLES_BIN").unwrap_or_default()
-    );
+/// The API server's own numbers: start-up, creates, RBAC cost, LIST and watch.
+async fn api(rows: &mut Vec<(String, String)>, total: usize, rounds: usize) -> Result<()> {
     // Time to ready and idle RSS: median of several fresh starts.
     let mut ready = Vec::new();
     let mut idle = Vec::new();
@@ -760,7 +750,7 @@ async fn main() -> Result<()> {
         tokio::time::sleep(Duration::from_millis(300)).await;
         idle.push(h.rss_mib());
     }
-    let mut rows: Vec<(String, String)> = vec![
+    rows.extend([
         (
             "time to ready (spawn -> /readyz 200), median of 5".into(),
             format!("{:.1} ms", median(ready)),
@@ -769,7 +759,7 @@ async fn main() -> Result<()> {
             "idle RSS, median of 5".into(),
             format!("{:.1} MiB", median(idle)),
         ),
-    ];
+    ]);
     // Creates, durable (default) and without fsync, alternating, `rounds` each.
     let mut durable = Vec::new();
     let mut nofsync = Vec::new();
@@ -974,7 +964,182 @@ async fn main() -> Result<()> {
         format!("{:.1} MiB", h.rss_mib()),
     ));
     drop(h);
-    if std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
+    Ok(())
+}
+
+/// `n` ConfigMaps in `ns`, each owned by `owner` (when given), from 8 clients.
+async fn fill(url: &str, ns: &str, n: usize, owner: Option<&serde_json::Value>) -> Result<()> {
+    let owner = owner.cloned();
+    let coll = format!("{url}/api/v1/namespaces/{ns}/configmaps");
+    drive(8, n, 201, move |http, i| {
+        let mut body = configmap(&format!("dep-{i}"));
+        if let Some(o) = &owner {
+            body["metadata"]["ownerReferences"] = json!([{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"],
+                "uid": o["metadata"]["uid"], "blockOwnerDeletion": true,
+            }]);
+        }
+        http.post(&coll).json(&body)
+    })
+    .await?;
+    Ok(())
+}
+
+/// Poll (every 5 ms) until `path` answers 404; the time since `since`.
+async fn until_gone(
+    c: &reqwest::Client,
+    url: &str,
+    path: &str,
+    since: Instant,
+) -> Result<Duration> {
+    let deadline = since + Duration::from_secs(600);
+    loop {
+        let code = c
+            .get(format!("{url}{path}"))
+            .send()
+            .await?
+            .status()
+            .as_u16();
+        if code == 404 {
+            return Ok(since.elapsed());
+        }
+        if Instant::now() > deadline {
+            bail!("{path} still there after 10 minutes");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// How many ConfigMaps `ns` holds.
+async fn count(c: &reqwest::Client, url: &str, ns: &str) -> Result<usize> {
+    let v: serde_json::Value = c
+        .get(format!("{url}/api/v1/namespaces/{ns}/configmaps"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    Ok(v["items"].as_array().map(Vec::len).unwrap_or(0))
+}
+
+/// The garbage collector and the namespace controller: time to collect 10,000 dependents of
+/// one owner (background and foreground) and to empty a namespace of 10,000 objects.
+async fn collection(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<()> {
+    let n: usize = std::env::var("BENCH_GC_OBJECTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
+    let (mut background, mut foreground, mut namespace) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for policy in ["Background", "Foreground"] {
+            let (h, _) = Host::start(&[]).await?;
+            let c = client();
+            create_ns(&c, &h.url, "gc").await?;
+            let r = c
+                .post(format!("{}/api/v1/namespaces/gc/configmaps", h.url))
+                .json(&configmap("owner"))
+                .send()
+                .await?;
+            if r.status().as_u16() != 201 {
+                bail!("owner create: {}", r.status());
+            }
+            let owner: serde_json::Value = r.json().await?;
+            fill(&h.url, "gc", n, Some(&owner)).await?;
+            let t = Instant::now();
+            let r = c
+                .delete(format!("{}/api/v1/namespaces/gc/configmaps/owner", h.url))
+                .json(&json!({"propagationPolicy": policy}))
+                .send()
+                .await?;
+            if !r.status().is_success() {
+                bail!("owner delete: {}", r.status());
+            }
+            let took = if policy == "Foreground" {
+                // The owner goes last, once every dependent is gone.
+                until_gone(&c, &h.url, "/api/v1/namespaces/gc/configmaps/owner", t).await?
+            } else {
+                loop {
+                    if count(&c, &h.url, "gc").await? == 0 {
+                        break t.elapsed();
+                    }
+                    if t.elapsed() > Duration::from_secs(600) {
+                        bail!("dependents not collected after 10 minutes");
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            };
+            if count(&c, &h.url, "gc").await? != 0 {
+                bail!("{policy}: dependents left after the owner went");
+            }
+            eprintln!(
+                "round {round} {policy}: {n} dependents collected in {}",
+                ms(took)
+            );
+            if policy == "Foreground" {
+                foreground.push(took.as_secs_f64() * 1000.0);
+            } else {
+                background.push(took.as_secs_f64() * 1000.0);
+            }
+        }
+        let (h, _) = Host::start(&[]).await?;
+        let c = client();
+        create_ns(&c, &h.url, "doomed").await?;
+        fill(&h.url, "doomed", n, None).await?;
+        let t = Instant::now();
+        let r = c
+            .delete(format!("{}/api/v1/namespaces/doomed", h.url))
+            .send()
+            .await?;
+        if !r.status().is_success() {
+            bail!("namespace delete: {}", r.status());
+        }
+        let took = until_gone(&c, &h.url, "/api/v1/namespaces/doomed", t).await?;
+        eprintln!(
+            "round {round}: namespace of {n} emptied and deleted in {}",
+            ms(took)
+        );
+        namespace.push(took.as_secs_f64() * 1000.0);
+    }
+    rows.push((
+        format!("garbage collection of {n} dependents of one owner, background (owner DELETE -> none left), median of {rounds}"),
+        format!("{:.0} ms ({:.0} objects/s)", median(background.clone()), n as f64 / median(background) * 1000.0),
+    ));
+    rows.push((
+        format!("same, foreground (owner DELETE -> owner gone, after every dependent), median of {rounds}"),
+        format!("{:.0} ms ({:.0} objects/s)", median(foreground.clone()), n as f64 / median(foreground) * 1000.0),
+    ));
+    rows.push((
+        format!("namespace of {n} ConfigMaps: DELETE -> namespace gone, median of {rounds}"),
+        format!(
+            "{:.0} ms ({:.0} objects/s)",
+            median(namespace.clone()),
+            n as f64 / median(namespace) * 1000.0
+        ),
+    ));
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let total: usize = std::env::var("BENCH_CREATES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
+    let rounds = 3;
+    println!("machine: {}", machine());
+    println!(
+        "turtles: {}",
+        std::env::var("TURTLES_BIN").unwrap_or_default()
+    );
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let section = |name: &str| only.is_empty() || only.split(',').any(|s| s == name);
+    if section("api") {
+        api(&mut rows, total, rounds).await?;
+    }
+    if section("gc") {
+        collection(&mut rows, rounds).await?;
+    }
+    if section("controllers") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
         controllers(&mut rows, rounds).await?;
     }
     println!();

@@ -103,8 +103,17 @@ const GUEST_RUST_MANIFEST: &str = "guest-examples/rust/Cargo.toml";
 const GUEST_RUST_TARGET_DIR: &str = "guest-examples/rust/target";
 const WASM_TARGET: &str = "wasm32-wasip2";
 
-/// `cargo xtask guests [--lang rust]`: build the example controllers into components and copy each
-/// to `target/guests/NAME.wasm`, NAME being the crate name (`labeler-v2.wasm`).
+/// The guest languages, in build order, with the aliases `--lang` accepts.
+const LANGS: &[(&str, &[&str])] = &[
+    ("rust", &["rs"]),
+    ("c", &[]),
+    ("python", &["py"]),
+    ("javascript", &["js"]),
+];
+
+/// `cargo xtask guests [--lang L]...`: build every example controller of every language (or of
+/// the languages named) into a component at `target/guests/NAME.wasm`. Each language's toolchain
+/// is installed on first use by its build script, at pinned versions.
 fn guests(extra: &[String]) -> Result<()> {
     let mut langs = Vec::new();
     let mut args = extra.iter();
@@ -113,22 +122,62 @@ fn guests(extra: &[String]) -> Result<()> {
             "--lang" => langs.push(args.next().context("--lang needs a value")?.clone()),
             other => match other.strip_prefix("--lang=") {
                 Some(lang) => langs.push(lang.to_string()),
-                None => bail!("guests: unknown argument {other:?} (usage: guests [--lang rust])"),
+                None => bail!(
+                    "guests: unknown argument {other:?} (usage: guests [--lang rust|c|python|javascript]...)"
+                ),
             },
         }
     }
-    if langs.is_empty() {
-        langs.push("rust".into());
+    let mut chosen = Vec::new();
+    for lang in &langs {
+        let Some((name, _)) = LANGS
+            .iter()
+            .find(|(n, aliases)| n == lang || aliases.contains(&lang.as_str()))
+        else {
+            bail!("guests: unknown language {lang:?} (languages: rust, c, python, javascript)");
+        };
+        chosen.push(*name);
+    }
+    if chosen.is_empty() {
+        chosen = LANGS.iter().map(|(n, _)| *n).collect();
     }
     let out = root().join("target").join("guests");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    for lang in &langs {
-        match lang.as_str() {
+    for lang in chosen {
+        match lang {
             "rust" => rust_guests(&out)?,
-            other => bail!("guests: no {other:?} guests yet (languages: rust)"),
+            "c" => {
+                let adapter = wasi_adapter()?;
+                run(Command::new("bash")
+                    .arg("guest-examples/c/build.sh")
+                    .arg(&out)
+                    .env("TURTLES_WASI_ADAPTER", adapter))?
+            }
+            "python" => run(Command::new("bash")
+                .arg("guest-examples/python/build.sh")
+                .arg(&out))?,
+            "javascript" => run(Command::new("bash")
+                .arg("guest-examples/js/build.sh")
+                .arg(&out))?,
+            _ => unreachable!("LANGS lists every language"),
         }
     }
     Ok(())
+}
+
+/// The WASI preview1 reactor adapter matching the host's wasmtime, written from the bytes the
+/// `wasi-preview1-component-adapter-provider` crate carries (C guests are preview1 modules).
+fn wasi_adapter() -> Result<PathBuf> {
+    let dir = root().join("target").join("toolchains");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("wasi_snapshot_preview1.reactor.wasm");
+    let bytes = wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER;
+    if std::fs::read(&path).ok().as_deref() != Some(bytes) {
+        let tmp = dir.join(".adapter.tmp");
+        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    Ok(path)
 }
 
 fn rust_guests(out: &Path) -> Result<()> {
@@ -243,14 +292,26 @@ fn bench(extra: &[String]) -> Result<()> {
         .args(extra))
 }
 
-/// The example controllers a newcomer's host loads (the test-only guests stay out).
-const DEMO_CONTROLLERS: &[&str] = &["labeler"];
+/// The example controllers a newcomer's host loads (the test-only guests stay out): the
+/// workload story (Deployment in Python, ReplicaSet in JavaScript, a fake kubelet in C), the
+/// certificate story (Rust) and the labeler.
+const DEMO_CONTROLLERS: &[&str] = &[
+    "deployment",
+    "replicaset",
+    "node",
+    "certificate",
+    "issuer",
+    "labeler",
+];
 
-/// Build the guests, put the example controllers into `turtles-data/controllers`, and run the
-/// host in release mode with that folder (extra arguments go to `turtles serve`).
+/// Build the host and the guests, put the example controllers into `turtles-data/controllers`,
+/// run the host in release mode with that folder, apply the example CRDs and print what to try
+/// (extra arguments go to `turtles serve`). Runs until the host exits (Ctrl-C).
 fn demo(extra: &[String]) -> Result<()> {
     guests(&[])?;
-    let dir = root().join("turtles-data").join("controllers");
+    run(cargo().args(["build", "--release", "-p", "turtles"]))?;
+    let data = root().join("turtles-data");
+    let dir = data.join("controllers");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     for name in DEMO_CONTROLLERS {
         let from = root()
@@ -261,20 +322,64 @@ fn demo(extra: &[String]) -> Result<()> {
         std::fs::copy(&from, &tmp).with_context(|| format!("copying {}", from.display()))?;
         std::fs::rename(&tmp, dir.join(format!("{name}.wasm")))?;
     }
-    run(cargo()
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "turtles",
-            "--",
-            "serve",
-            "--data-dir",
-        ])
-        .arg(root().join("turtles-data"))
+    let kubeconfig = data.join("admin.kubeconfig");
+    let _ = std::fs::remove_file(&kubeconfig);
+    let bin = root().join("target").join("release").join("turtles");
+    let mut host = Command::new(&bin)
+        .args(["serve", "--data-dir"])
+        .arg(&data)
         .arg("--controllers")
         .arg(&dir)
-        .args(extra))
+        .args(extra)
+        .current_dir(root())
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    // The kubeconfig appears once the host serves.
+    let start = std::time::Instant::now();
+    while !kubeconfig.exists() {
+        if let Some(status) = host.try_wait()? {
+            bail!("the host exited early: {status}");
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            bail!("the host did not start within a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    match Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["apply", "-f", "guest-examples/crds/"])
+        .current_dir(root())
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        Ok(s) => eprintln!("xtask: applying the example CRDs failed ({s}); the host runs anyway"),
+        Err(e) => eprintln!(
+            "xtask: kubectl not found ({e}): apply guest-examples/crds/ yourself to try the certificate story"
+        ),
+    }
+    println!(
+        r#"
+turtles is running with the example controllers. In another terminal:
+
+  export KUBECONFIG={}
+  kubectl get controllers                  # every controller Running (Python, JavaScript, C, Rust, built-in)
+  kubectl create deployment web --image=nginx:1.27 --replicas=3
+  kubectl get pods -w                      # Pending -> ContainerCreating -> Running (Ctrl-C to stop)
+  kubectl rollout status deployment/web
+  kubectl get deploy,rs,pods,nodes -o wide
+  kubectl scale deployment web --replicas=1
+  kubectl delete deployment web            # the garbage collector removes its ReplicaSet and Pods
+
+Press Ctrl-C here to stop the host.
+"#,
+        kubeconfig.display()
+    );
+    let status = host.wait()?;
+    if !status.success() && status.code().is_some() {
+        bail!("the host exited with {status}");
+    }
+    Ok(())
 }
 
 fn main() -> Result<()> {
@@ -287,7 +392,7 @@ fn main() -> Result<()> {
         "bench" => bench(&rest),
         "demo" => demo(&rest),
         _ => {
-            eprintln!("usage: cargo xtask <test|guests|bench|demo> [args]\n  demo    build the example controllers and run the host with them loaded\n  test    fmt check, clippy, guests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust]\n  bench   release build, then the API benchmark (results as markdown)");
+            eprintln!("usage: cargo xtask <test|guests|bench|demo> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)");
             std::process::exit(2);
         }
     }

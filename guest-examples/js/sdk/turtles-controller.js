@@ -194,8 +194,9 @@ function errorOutcome(err) {
 // The exports
 
 /**
- * Turns a controller object (or class instance) with `register()` and `reconcile(key, object)`
- * into the component's exports: `export const { register, reconcile } = controller(impl)`.
+ * Turns a controller object (or class, or class instance) with `register()` and
+ * `reconcile(key, object)` into the component's exports:
+ * `export const { register, reconcile } = controller(impl)`.
  *
  * `register()` returns `{ watches, permissions, maxConcurrentReconciles?, resyncSeconds? }`.
  * `reconcile(key, object)` gets `key = { namespace, name }` and the cached primary as a parsed
@@ -203,7 +204,8 @@ function errorOutcome(err) {
  * `requeueAfter(ms)`, `transientError(msg)`, `terminalError(msg)`) or nothing (done). A thrown
  * exception is a transient error (`TerminalError`: a terminal one).
  */
-export function controller(impl) {
+export function controller(implOrClass) {
+  const impl = typeof implOrClass === 'function' ? new implOrClass() : implOrClass;
   if (!impl || typeof impl.register !== 'function' || typeof impl.reconcile !== 'function') {
     throw new TypeError('controller(impl): impl needs register() and reconcile(key, object) methods');
   }

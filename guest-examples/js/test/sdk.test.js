@@ -78,6 +78,18 @@ test('outcomes: returned, thrown, parsed object', async () => {
   assert.equal(c.reconcile(k('x'), new TextEncoder().encode('{nope')).tag, 'terminal-error');
 });
 
+test('a class works as the controller', () => {
+  class Greeter {
+    constructor() { this.greeting = 'hey'; }
+    register() { return { watches: [watch(CONFIGMAPS)] }; }
+    reconcile(key) { return transientError(`${this.greeting} ${key.name}`); }
+  }
+  for (const c of [controller(Greeter), controller(new Greeter())]) {
+    assert.equal(c.register().watches[0].resource, 'configmaps');
+    assert.deepEqual(c.reconcile({ namespace: '', name: 'x' }, undefined), { tag: 'transient-error', val: 'hey x' });
+  }
+});
+
 test('api calls: methods, content types, parsed results, ApiError', () => {
   const cl = new FakeCluster();
   setHost(cl);

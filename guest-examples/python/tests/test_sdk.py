@@ -96,6 +96,55 @@ class ControllerTest(unittest.TestCase):
         self.assertEqual(str(Key("", "node1")), "node1")
 
 
+class FakeWit:
+    """Records what the export glue builds from the WIT types (the real ones exist only in a
+    component)."""
+
+    def __getattr__(self, name):
+        return lambda *args: (name, args)
+
+
+class ExportTest(unittest.TestCase):
+    def test_register_and_reconcile_glue(self):
+        from turtles_controller import _host
+
+        saved, _host.wit = _host.wit, FakeWit()
+        self.addCleanup(setattr, _host, "wit", saved)
+        c = Controller(
+            Watch("apps/v1/deployments", namespace="ns"),
+            Watch("apps/v1/replicasets", label_selector="a=b", owner=("apps", "Deployment")),
+            permissions=[Permission.group("apps", "replicasets", "*")],
+            max_concurrent_reconciles=3,
+            resync_seconds=60,
+        )
+        seen = []
+
+        @c.reconcile
+        def rec(key, obj):
+            seen.append((key, obj))
+            return RequeueAfter(7) if obj else TerminalError("x")
+
+        world = c.export()()
+        self.assertEqual(world.register(), ("Registration", (
+            [("Watch", ("apps", "v1", "deployments", "ns", None, ("KeyMapping_SelfKey", ()))),
+             ("Watch", ("apps", "v1", "replicasets", None, "a=b",
+                        ("KeyMapping_Owner", (("OwnerKind", ("apps", "Deployment")),))))],
+            3, 60, [("Permission", (["apps"], ["replicasets"], ["*"]))])))
+
+        class WitKey:
+            namespace, name = "ns", "d"
+
+        self.assertEqual(world.reconcile(WitKey, b'{"a": 1}'), ("Outcome_RequeueAfter", (7,)))
+        self.assertEqual(world.reconcile(WitKey, None), ("Outcome_TerminalError", ("x",)))
+        self.assertEqual(world.reconcile(WitKey, b"{nope")[0], "Outcome_TerminalError")
+        self.assertEqual(seen, [(Key("ns", "d"), {"a": 1}), (Key("ns", "d"), None)])
+        c.reconcile(lambda k, o: None)
+        self.assertEqual(world.reconcile(WitKey, None), ("Outcome_Done", ()))
+        c.reconcile(lambda k, o: TransientError("t"))
+        self.assertEqual(world.reconcile(WitKey, None), ("Outcome_TransientError", ("t",)))
+        self.assertIs(c.export().controller, c)
+
+
 class ApiTest(unittest.TestCase):
     def test_crud(self):
         with FakeCluster() as c:

@@ -23,6 +23,9 @@ use crate::runtime::queue::WorkQueue;
 use crate::service::{Service, Subresource, WriteOptions};
 use crate::store::{StoreError, StoredObject, WatchFrom};
 
+/// Names of the built-in controllers (a controller file of that name is ignored).
+pub const BUILT_IN: &[&str] = &[gc::NAME, namespace::NAME];
+
 /// Why a built-in reconcile failed (it is retried with backoff).
 #[derive(Debug, thiserror::Error)]
 pub enum ControllerError {

@@ -63,6 +63,42 @@ impl Folder {
             .collect()
     }
 
+    /// At start-up: forget the controllers of files removed while the host was down (their
+    /// `Controller` objects, roles and bindings), keeping the built-in controllers'.
+    async fn remove_stale(&self, present: &HashMap<String, (PathBuf, Stamp)>) {
+        use super::controller::{user_name, GROUP, RESOURCE};
+        let svc = &self.host.service;
+        let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
+            return;
+        };
+        let Ok(snap) = svc.store.list(&ri.group_resource(), None) else {
+            return;
+        };
+        for obj in snap.items.values() {
+            let name = crate::model::meta::name(&obj.value).to_owned();
+            let builtin =
+                obj.value.pointer("/status/builtIn") == Some(&serde_json::Value::Bool(true));
+            if builtin || present.contains_key(&name) {
+                continue;
+            }
+            tracing::info!(controller = %name, "its file is gone: removing the stale controller");
+            let user = user_name(&name);
+            for (group, resource, n) in [
+                (
+                    "rbac.authorization.k8s.io",
+                    "clusterrolebindings",
+                    user.as_str(),
+                ),
+                ("rbac.authorization.k8s.io", "clusterroles", user.as_str()),
+                (GROUP, RESOURCE, name.as_str()),
+            ] {
+                if let Some(ri) = svc.registry.lookup(group, "v1", resource) {
+                    let _ = svc.delete(&ri, "", n, &Default::default()).await;
+                }
+            }
+        }
+    }
+
     fn scan_dir(&self) -> HashMap<String, (PathBuf, Stamp)> {
         let mut out = HashMap::new();
         let Ok(rd) = std::fs::read_dir(&self.dir) else {
@@ -91,7 +127,18 @@ impl Folder {
         let mut first = true;
         let mut last_status = std::time::Instant::now();
         loop {
-            let seen = self.scan_dir();
+            let mut seen = self.scan_dir();
+            for reserved in crate::controllers::BUILT_IN {
+                if seen.remove(*reserved).is_some() && first {
+                    tracing::warn!(
+                        controller = reserved,
+                        "the name of a built-in controller: file ignored"
+                    );
+                }
+            }
+            if first {
+                self.remove_stale(&seen).await;
+            }
             let mut entries = self.entries.lock().await;
             // Removed files unload.
             let gone: Vec<String> = entries

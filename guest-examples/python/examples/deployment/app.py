@@ -45,14 +45,11 @@ def _controlled_by_name(rs, name):
 
 @controller.reconcile
 def reconcile(key, d):
-    named = [rs for rs in cache.list(REPLICASETS, key.namespace) if _controlled_by_name(rs, key.name)]
-    # No garbage collector: ReplicaSets of a Deployment that is gone (or was replaced by another
-    # of the same name) are deleted here.
-    for rs in named:
-        if d is None or meta.controller_ref(rs).get("uid") != meta.uid(d):
-            _delete(rs, "its Deployment is gone")
     if d is None:
+        # Gone: its ReplicaSets (and their Pods) are the garbage collector's, through their
+        # owner references.
         return Done
+    named = [rs for rs in cache.list(REPLICASETS, key.namespace) if _controlled_by_name(rs, key.name)]
     owned = [rs for rs in named if meta.controller_ref(rs).get("uid") == meta.uid(d)]
     spec = d.get("spec") or {}
     template = spec.get("template") or {}

@@ -28,11 +28,21 @@ def fnv32a(data):
     return h
 
 
+def _drop_nulls(value):
+    """Nulls are absent fields (Go's typed structs see `creationTimestamp: null`, which kubectl
+    writes into templates, as unset)."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
 def pod_template_hash(template, collision_count=None):
     """kube's ComputeHash, over canonical JSON instead of Go's spew dump: FNV-32a of the template
-    (plus collisionCount as 4 little-endian bytes when set), its decimal digits mapped onto
-    kube's safe alphabet: at most 10 characters of [a-z0-9], e.g. "7d9c6b8f54"."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    (nulls dropped; plus collisionCount as 4 little-endian bytes when set), its decimal digits
+    mapped onto kube's safe alphabet: at most 10 characters of [a-z0-9], e.g. "7d9c6b8f54"."""
+    data = json.dumps(_drop_nulls(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count is not None:
         data += int(collision_count).to_bytes(4, "little")
     return "".join(_ALPHANUMS[ord(c) % len(_ALPHANUMS)] for c in str(fnv32a(data)))
@@ -52,7 +62,7 @@ def without_hash(template):
 
 
 def _normal_template(template):
-    t = without_hash(template)
+    t = without_hash(_drop_nulls(template))
     if "metadata" in t and not t["metadata"]:
         del t["metadata"]
     return t

@@ -156,11 +156,14 @@ class Controller:
     def export(self):
         """The class componentize-py exports as the component's `register` and `reconcile`:
         assign it to `WitWorld` in the app module."""
-        controller = self
+        this = self
 
         class WitWorld:
+            # The Controller behind the exports (for tests: app.WitWorld.controller.run(...)).
+            controller = this
+
             def register(self):
-                return controller.registration.to_wit()
+                return this.registration.to_wit()
 
             def reconcile(self, key, object):
                 wit = _host.wit
@@ -170,7 +173,7 @@ class Controller:
                         obj = json.loads(object)
                     except ValueError as e:
                         return wit.Outcome_TerminalError(f"the host passed an object that is not JSON: {e}")
-                outcome = controller.run(Key(key.namespace, key.name), obj)
+                outcome = this.run(Key(key.namespace, key.name), obj)
                 return _to_wit(outcome)
 
         return WitWorld
