@@ -30,14 +30,17 @@ pub fn turtles_bin() -> PathBuf {
 }
 
 /// A guest built by `cargo xtask guests` (`target/guests/NAME.wasm`), as bytes.
-pub fn guest(name: &str) -> Vec<u8> {
+/// The cargo target directory the tests were built in.
+pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let target = exe
-        .ancestors()
+    exe.ancestors()
         .find(|p| p.file_name().is_some_and(|n| n == "target"))
         .expect("the target directory")
-        .to_path_buf();
-    let path = target.join("guests").join(format!("{name}.wasm"));
+        .to_path_buf()
+}
+
+pub fn guest(name: &str) -> Vec<u8> {
+    let path = target_dir().join("guests").join(format!("{name}.wasm"));
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
             "{}: {e}; build the guests first (`cargo xtask guests`, part of `cargo xtask test`)",
@@ -122,6 +125,11 @@ impl Server {
         if controllers {
             let dir = s.controllers_dir();
             std::fs::create_dir_all(&dir)?;
+            // One compile cache for every test host: a Python or JavaScript component compiles
+            // once per test run, not once per test (wasmtime's cache is safe across processes).
+            let shared = target_dir().join("test-wasm-cache");
+            std::fs::create_dir_all(&shared)?;
+            std::os::unix::fs::symlink(&shared, s.data_dir.join("cache"))?;
             s.extra_args.push("--controllers".into());
             s.extra_args.push(dir.display().to_string());
         }

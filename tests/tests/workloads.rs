@@ -1,0 +1,258 @@
+//! The workload story end to end, with the real kubectl and real guests in three languages: a
+//! Deployment (the `deployment` controller, Python) becomes a ReplicaSet (the `replicaset`
+//! controller, JavaScript) becomes Pods that a fake kubelet (the `node` controller, C) binds and
+//! runs; the garbage collector removes them with their Deployment. Plus hot reload of Python and
+//! JavaScript controllers.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turtles_tests::{guest, poll, Server};
+
+/// Python and JavaScript components take seconds to compile on a cold cache.
+const LOAD_DEADLINE: Duration = Duration::from_secs(180);
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn wait_running(s: &Server, names: &[&str]) {
+    poll("every controller Running", LOAD_DEADLINE, || {
+        let list = s.kubectl_json(&["get", "controllers"]);
+        let items = list["items"].as_array()?;
+        names
+            .iter()
+            .all(|n| {
+                items
+                    .iter()
+                    .any(|c| c["metadata"]["name"] == *n && c["status"]["phase"] == "Running")
+            })
+            .then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}\n{}",
+            s.kubectl_ok(&["get", "controllers", "-o", "wide"]),
+            s.log()
+        )
+    });
+}
+
+fn pods(s: &Server) -> Vec<Value> {
+    s.kubectl_json(&["get", "pods", "-l", "app=web"])["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn controller_ref(obj: &Value) -> Value {
+    obj["metadata"]["ownerReferences"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["controller"] == true).cloned())
+        .unwrap_or(Value::Null)
+}
+
+fn running(p: &Value) -> bool {
+    p["status"]["phase"] == "Running"
+        && p["status"]["podIP"]
+            .as_str()
+            .is_some_and(|ip| !ip.is_empty())
+        && p["metadata"]["deletionTimestamp"].is_null()
+}
+
+#[test]
+fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    for name in ["deployment", "replicaset", "node"] {
+        s.drop_controller(name, &guest(name)).unwrap();
+    }
+    wait_running(
+        &s,
+        &[
+            "deployment",
+            "replicaset",
+            "node",
+            "garbage-collector",
+            "namespace-controller",
+        ],
+    );
+    let table = s.kubectl_ok(&["get", "controllers"]);
+    for line in table.lines().skip(1) {
+        assert!(line.contains("Running"), "{table}");
+    }
+
+    // Every pod event from here on, read on a thread.
+    let (tx, rx) = mpsc::channel::<Value>();
+    let http = s.http();
+    std::thread::spawn(move || {
+        let mut w = http.watch_with_timeout(
+            "/api/v1/namespaces/default/pods?watch=true",
+            Duration::from_secs(600),
+        );
+        while let Ok(Some(ev)) = w.try_next_event() {
+            if tx.send(ev).is_err() {
+                return;
+            }
+        }
+    });
+
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.27",
+        "--replicas=3",
+    ]);
+    let out = s.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=120s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+
+    // Three Pods Running with IPs on the node, owned by the ReplicaSet owned by the Deployment.
+    let ps = poll("three running pods", DEADLINE, || {
+        let ps = pods(&s);
+        (ps.len() == 3 && ps.iter().all(running)).then_some(ps)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "pods", "-o", "wide"])));
+    let deploy = s.kubectl_json(&["get", "deployment", "web"]);
+    let rss = s.kubectl_json(&["get", "replicasets"])["items"]
+        .as_array()
+        .cloned()
+        .unwrap();
+    assert_eq!(rss.len(), 1, "{rss:?}");
+    let rs = &rss[0];
+    assert_eq!(controller_ref(rs)["kind"], "Deployment");
+    assert_eq!(controller_ref(rs)["uid"], deploy["metadata"]["uid"]);
+    assert!(rs["metadata"]["labels"]["pod-template-hash"].is_string());
+    let mut ips = Vec::new();
+    for p in &ps {
+        assert_eq!(controller_ref(p)["kind"], "ReplicaSet");
+        assert_eq!(controller_ref(p)["uid"], rs["metadata"]["uid"]);
+        assert_eq!(p["spec"]["nodeName"], "turtle-node-1");
+        let ready = p["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        assert!(ready, "{p}");
+        ips.push(p["status"]["podIP"].as_str().unwrap().to_owned());
+    }
+    ips.sort();
+    ips.dedup();
+    assert_eq!(ips.len(), 3, "pod IPs must be distinct: {ips:?}");
+    let node = s.kubectl_json(&["get", "node", "turtle-node-1"]);
+    let node_ready = node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+    assert!(node_ready, "{node}");
+    assert_eq!(deploy["status"]["readyReplicas"], 3, "{deploy}");
+    assert_eq!(deploy["status"]["availableReplicas"], 3);
+    assert_eq!(deploy["status"]["updatedReplicas"], 3);
+    assert_eq!(
+        deploy["status"]["observedGeneration"],
+        deploy["metadata"]["generation"]
+    );
+    let wide = s.kubectl_ok(&["get", "deployment", "web"]);
+    assert!(wide.contains("3/3"), "{wide}");
+
+    // Scale to one: one Pod left.
+    s.kubectl_ok(&["scale", "deployment", "web", "--replicas=1"]);
+    poll("one pod left", DEADLINE, || {
+        let ps = pods(&s);
+        (ps.len() == 1 && running(&ps[0])).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "pods", "-o", "wide"])));
+    let out = s.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+
+    // Delete the Deployment: the garbage collector removes its ReplicaSet and Pods.
+    s.kubectl_ok(&["delete", "deployment", "web"]);
+    poll("replicasets and pods to be collected", DEADLINE, || {
+        let rss = s.kubectl_json(&["get", "replicasets"]);
+        let ps = s.kubectl_json(&["get", "pods"]);
+        (rss["items"].as_array()?.is_empty() && ps["items"].as_array()?.is_empty()).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "rs,pods"])));
+
+    // The pod watch saw each Pod added Pending, run, and deleted.
+    let mut by_pod: std::collections::HashMap<String, Vec<(String, String)>> = Default::default();
+    let deleted_all = poll("the watch to show every deletion", DEADLINE, || {
+        while let Ok(ev) = rx.try_recv() {
+            let name = ev["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            let phase = ev["object"]["status"]["phase"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            by_pod
+                .entry(name)
+                .or_default()
+                .push((ev["type"].as_str().unwrap_or("").to_owned(), phase));
+        }
+        (by_pod.len() >= 3
+            && by_pod
+                .values()
+                .all(|evs| evs.last().is_some_and(|e| e.0 == "DELETED")))
+        .then(|| by_pod.clone())
+    })
+    .unwrap();
+    for (pod, evs) in &deleted_all {
+        assert_eq!(evs[0], ("ADDED".into(), "Pending".into()), "{pod}: {evs:?}");
+        assert!(
+            evs.iter().any(|(t, p)| t == "MODIFIED" && p == "Running"),
+            "{pod}: {evs:?}"
+        );
+        assert_eq!(evs.last().unwrap().0, "DELETED", "{pod}: {evs:?}");
+    }
+}
+
+fn greet(s: &Server, name: &str) {
+    let r = s.http().post_json(
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": name, "labels": {"turtles.dev/greet": "true"}}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+}
+
+fn wait_greeting(s: &Server, name: &str, want: &str) {
+    poll(&format!("{name} greeted {want:?}"), LOAD_DEADLINE, || {
+        let cm = s
+            .http()
+            .get(&format!("/api/v1/namespaces/default/configmaps/{name}"))
+            .json();
+        (cm["metadata"]["annotations"]["turtles.dev/greeting"] == want).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+}
+
+/// Swap a new build of a controller in under the same file name and see its new behaviour,
+/// without restarting the host.
+fn hot_reload(lang: &str, v1: &str, v2: &str) {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    let name = format!("{lang}-greeter");
+    s.drop_controller(&name, &guest(v1)).unwrap();
+    wait_running(&s, &[&name]);
+    greet(&s, "first");
+    let hello = if lang == "py" { "python" } else { "javascript" };
+    wait_greeting(&s, "first", &format!("hello from {hello}, first"));
+    let before = s.kubectl_json(&["get", "controller", &name]);
+    s.drop_controller(&name, &guest(v2)).unwrap();
+    poll("the new build to be Running", LOAD_DEADLINE, || {
+        let c = s.kubectl_json(&["get", "controller", &name]);
+        (c["status"]["sha256"] != before["status"]["sha256"] && c["status"]["phase"] == "Running")
+            .then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    greet(&s, "second");
+    wait_greeting(&s, "second", &format!("hi from {hello}, second"));
+}
+
+#[test]
+fn python_controller_hot_reloads() {
+    hot_reload("py", "py-greeter", "py-greeter-v2");
+}
+
+#[test]
+fn javascript_controller_hot_reloads() {
+    hot_reload("js", "js-greeter", "js-greeter-v2");
+}
