@@ -739,6 +739,153 @@ async fn controllers(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<
     Ok(())
 }
 
+/// Per guest language, the same greeter controller (ConfigMaps labelled
+/// `turtles.dev/greet=true` get an annotation; a reconcile of a greeted object returns without a
+/// call): component size, cold compile, warm load, no-op dispatch and memory per instance.
+async fn languages(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<()> {
+    for (lang, name) in [
+        ("Rust", "labeler"),
+        ("C", "c-greeter"),
+        ("Python", "py-greeter"),
+        ("JavaScript", "js-greeter"),
+    ] {
+        let bytes = guest_bytes(name)?;
+        let (mut cold, mut warm, mut compile) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            // Cold: a fresh data directory has an empty compile cache.
+            let (h, _) = Host::start_inner(&[], true).await?;
+            let c = client();
+            let dir = h.dir.join("controllers");
+            let t = Instant::now();
+            drop_file(&dir, name, &bytes)?;
+            wait_running(&c, &h.url, name).await?;
+            cold.push(t.elapsed().as_secs_f64() * 1000.0);
+            let status: serde_json::Value = c
+                .get(format!("{}/apis/turtles.dev/v1/controllers/{name}", h.url))
+                .send()
+                .await?
+                .json()
+                .await?;
+            compile.push(status["status"]["compileMillis"].as_f64().unwrap_or(0.0));
+            // Warm: the same bytes under another name hit the cache.
+            let t = Instant::now();
+            drop_file(&dir, "copy", &bytes)?;
+            wait_running(&c, &h.url, "copy").await?;
+            warm.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        // Memory and dispatch on one host with a warm cache.
+        let (h, _) = Host::start_inner(&[], true).await?;
+        let c = client();
+        let dir = h.dir.join("controllers");
+        drop_file(&dir, name, &bytes)?;
+        wait_running(&c, &h.url, name).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = h.rss_mib();
+        let copies = 4;
+        for i in 0..copies {
+            drop_file(&dir, &format!("copy-{i}"), &bytes)?;
+        }
+        for i in 0..copies {
+            wait_running(&c, &h.url, &format!("copy-{i}")).await?;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let per_instance = (h.rss_mib() - before) / copies as f64;
+        for i in 0..copies {
+            std::fs::remove_file(dir.join(format!("copy-{i}.wasm")))?;
+        }
+        // 50 greeted objects, then 500 touches whose reconciles find nothing to do.
+        let coll = format!("{}/api/v1/namespaces/default/configmaps", h.url);
+        let n = 50;
+        creates_of(coll.clone(), labeled, "d-", 4, n).await?;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let list: serde_json::Value = c
+                .get(format!("{coll}?labelSelector=turtles.dev%2Fgreet%3Dtrue"))
+                .send()
+                .await?
+                .json()
+                .await?;
+            let done = list["items"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter(|o| {
+                            o["metadata"]["annotations"]["turtles.dev/greeting"].is_string()
+                        })
+                        .count()
+                })
+                .unwrap_or(0);
+            if done == n {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("{lang}: only {done} of {n} greeted");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let label = format!("controller=\"{name}\"");
+        let metrics = |c: reqwest::Client, url: String| async move {
+            let m = c.get(format!("{url}/metrics")).send().await?.text().await?;
+            Ok::<_, anyhow::Error>(m)
+        };
+        let (s0, n0) = histogram(
+            &metrics(c.clone(), h.url.clone()).await?,
+            "turtles_controller_reconcile_duration_seconds",
+            &label,
+        );
+        let touches = 500;
+        for i in 0..touches {
+            let r = c
+                .patch(format!("{coll}/d-{}", i % n))
+                .header("Content-Type", "application/merge-patch+json")
+                .body(json!({"data": {"k": format!("v{i}")}}).to_string())
+                .send()
+                .await?;
+            if r.status().as_u16() != 200 {
+                bail!("patch: {}", r.status());
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (s1, n1) = loop {
+            let (s1, n1) = histogram(
+                &metrics(c.clone(), h.url.clone()).await?,
+                "turtles_controller_reconcile_duration_seconds",
+                &label,
+            );
+            // Touches of one key while it is queued coalesce: wait for the queue to drain.
+            let st: serde_json::Value = c
+                .get(format!("{}/apis/turtles.dev/v1/controllers/{name}", h.url))
+                .send()
+                .await?
+                .json()
+                .await?;
+            if (n1 - n0 >= touches as f64 * 0.5 && st["status"]["queueDepth"] == 0)
+                || Instant::now() > deadline
+            {
+                break (s1, n1);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let dispatch_us = (s1 - s0) / (n1 - n0).max(1.0) * 1e6;
+        eprintln!(
+            "{lang}: {} KiB, cold {:.0} ms, warm {:.0} ms, dispatch {dispatch_us:.1} µs, {per_instance:.2} MiB/instance",
+            bytes.len() / 1024,
+            median(cold.clone()),
+            median(warm.clone())
+        );
+        rows.push((
+            format!("{lang} guest (`{name}`): component size / cold load (compile {:.0} ms) / warm load / no-op dispatch / RSS per loaded controller", median(compile)),
+            format!(
+                "{:.0} KiB / {:.0} ms / {:.0} ms / {dispatch_us:.0} µs / {per_instance:.2} MiB",
+                bytes.len() as f64 / 1024.0,
+                median(cold),
+                median(warm)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The API server's own numbers: start-up, creates, RBAC cost, LIST and watch.
 async fn api(rows: &mut Vec<(String, String)>, total: usize, rounds: usize) -> Result<()> {
     // Time to ready and idle RSS: median of several fresh starts.
@@ -1141,6 +1288,9 @@ async fn main() -> Result<()> {
     }
     if section("controllers") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
         controllers(&mut rows, rounds).await?;
+    }
+    if section("languages") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
+        languages(&mut rows, rounds).await?;
     }
     println!();
     println!("| measure | turtles |");

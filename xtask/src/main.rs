@@ -50,6 +50,16 @@ fn test(extra: &[String]) -> Result<()> {
         "--check",
     ]))?;
     guests(&[])?;
+    // The guest SDKs' own unit tests, natively (their toolchains are there after `guests`).
+    run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
+    run(Command::new("python3").args([
+        "-m",
+        "unittest",
+        "discover",
+        "-s",
+        "guest-examples/python/tests",
+    ]))?;
+    run(Command::new("npm").args(["test", "--prefix", "guest-examples/js"]))?;
     // The end-to-end tests spawn the real binary: build it first.
     run(cargo().args(["build", "-p", "turtles"]))?;
     cargo_test(extra)
@@ -392,7 +402,7 @@ fn main() -> Result<()> {
         "bench" => bench(&rest),
         "demo" => demo(&rest),
         _ => {
-            eprintln!("usage: cargo xtask <test|guests|bench|demo> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)");
+            eprintln!("usage: cargo xtask <test|guests|bench|demo> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)");
             std::process::exit(2);
         }
     }
