@@ -867,16 +867,23 @@ async fn languages(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<()
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         let dispatch_us = (s1 - s0) / (n1 - n0).max(1.0) * 1e6;
+        let st: serde_json::Value = c
+            .get(format!("{}/apis/turtles.dev/v1/controllers/{name}", h.url))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let linear = st["status"]["instanceMemoryBytes"].as_f64().unwrap_or(0.0) / 1048576.0;
         eprintln!(
-            "{lang}: {} KiB, cold {:.0} ms, warm {:.0} ms, dispatch {dispatch_us:.1} µs, {per_instance:.2} MiB/instance",
+            "{lang}: {} KiB, cold {:.0} ms, warm {:.0} ms, dispatch {dispatch_us:.1} µs, {per_instance:.2} MiB RSS/controller, {linear:.2} MiB linear memory/instance",
             bytes.len() / 1024,
             median(cold.clone()),
             median(warm.clone())
         );
         rows.push((
-            format!("{lang} guest (`{name}`): component size / cold load (compile {:.0} ms) / warm load / no-op dispatch / RSS per loaded controller", median(compile)),
+            format!("{lang} guest (`{name}`): component size / cold load (compile {:.0} ms) / warm load / no-op dispatch / linear memory per instance / RSS per loaded controller", median(compile)),
             format!(
-                "{:.0} KiB / {:.0} ms / {:.0} ms / {dispatch_us:.0} µs / {per_instance:.2} MiB",
+                "{:.0} KiB / {:.0} ms / {:.0} ms / {dispatch_us:.0} µs / {linear:.2} MiB / {per_instance:.2} MiB",
                 bytes.len() as f64 / 1024.0,
                 median(cold),
                 median(warm)

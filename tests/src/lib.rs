@@ -335,6 +335,32 @@ impl Server {
         KubectlStream { child, docs: rx }
     }
 
+    /// Start a long-running kubectl (e.g. `get pods -w`) and read its output lines as they come.
+    pub fn kubectl_lines(&self, args: &[&str]) -> KubectlLines {
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .env("KUBECACHEDIR", self.data_dir.join("kubecache"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl runs");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        KubectlLines { child, lines: rx }
+    }
+
     /// A raw client authenticated as the admin, trusting the server's CA.
     pub fn http(&self) -> Http {
         self.http_with_token(Some(&self.token))
@@ -369,6 +395,26 @@ impl KubectlStream {
     /// exited).
     pub fn next(&self, timeout: Duration) -> Option<Value> {
         self.docs.recv_timeout(timeout).ok()
+    }
+}
+
+/// A running kubectl whose output is read line by line.
+pub struct KubectlLines {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl KubectlLines {
+    /// Every line printed so far (without waiting).
+    pub fn drain(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+}
+
+impl Drop for KubectlLines {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -94,6 +94,8 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
         }
     });
 
+    // And what a user sees: `kubectl get pods -w` (server-side Table rows on the watch).
+    let kubectl_watch = s.kubectl_lines(&["get", "pods", "-w", "--output-watch-events"]);
     s.kubectl_ok(&[
         "create",
         "deployment",
@@ -196,6 +198,26 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
         .then(|| by_pod.clone())
     })
     .unwrap();
+    let mut lines: Vec<String> = Vec::new();
+    poll(
+        "kubectl get pods -w to show the lifecycle",
+        DEADLINE,
+        || {
+            lines.extend(kubectl_watch.drain());
+            let has = |event: &str, status: &str| {
+                lines
+                    .iter()
+                    .any(|l| l.starts_with(event) && l.contains(" web-") && l.contains(status))
+            };
+            (has("ADDED", "Pending")
+                && has("MODIFIED", "ContainerCreating")
+                && has("MODIFIED", "Running")
+                && has("DELETED", ""))
+            .then_some(())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", lines.join("\n")));
+    assert!(lines[0].starts_with("EVENT"), "{}", lines.join("\n"));
     for (pod, evs) in &deleted_all {
         assert_eq!(evs[0], ("ADDED".into(), "Pending".into()), "{pod}: {evs:?}");
         assert!(

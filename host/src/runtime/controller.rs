@@ -31,6 +31,8 @@ pub struct Stats {
     pub traps: AtomicU64,
     /// Sum and count of reconcile durations in microseconds.
     pub latency_us: AtomicU64,
+    /// Linear memory of the most recently used instance, in bytes.
+    pub instance_memory: AtomicU64,
     pub latency: crate::metrics::Histogram,
 }
 
@@ -516,13 +518,14 @@ impl ControllerHandle {
                     Some((_, i)) => i,
                     None => match rt.instantiate(&module.component, ctx2) {
                         Ok(i) => i,
-                        Err(e) => return (None, Err(e)),
+                        Err(e) => return (None, Err(e), 0),
                     },
                 };
                 let r = inst.reconcile(&rt, &wkey, object.as_deref());
+                let memory = inst.memory_bytes() as u64;
                 // After a fault the instance cannot be re-entered: drop it.
                 let keep = r.is_ok().then_some((module.generation, inst));
-                (keep, r)
+                (keep, r, memory)
             })
             .await;
             let elapsed = started.elapsed();
@@ -532,8 +535,11 @@ impl ControllerHandle {
                 .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
             self.stats.latency.observe(elapsed);
             let result = match joined {
-                Ok((keep, r)) => {
+                Ok((keep, r, memory)) => {
                     instance = keep;
+                    if memory > 0 {
+                        self.stats.instance_memory.store(memory, Ordering::Relaxed);
+                    }
                     r
                 }
                 Err(e) => Err(RuntimeError::Guest(e.to_string())),
@@ -588,6 +594,7 @@ impl ControllerHandle {
             "queueDepth": self.queue.len(),
             "loadMillis": (s.load_ms * 10.0).round() / 10.0,
             "compileMillis": (s.compile_ms * 10.0).round() / 10.0,
+            "instanceMemoryBytes": self.stats.instance_memory.load(Ordering::Relaxed),
             "user": user_name(&self.name),
         });
         if let Some((msg, at)) = s.last_error {
@@ -649,6 +656,11 @@ impl ControllerHandle {
             out,
             "turtles_controller_queue_depth{{{l}}} {}",
             self.queue.len()
+        );
+        let _ = writeln!(
+            out,
+            "turtles_controller_instance_memory_bytes{{{l}}} {}",
+            st.instance_memory.load(Ordering::Relaxed)
         );
         st.latency
             .render(out, "turtles_controller_reconcile_duration_seconds", &l);

@@ -126,10 +126,61 @@ impl HostCtx {
 }
 
 /// A store's data: WASI with nothing granted, the memory limit, and the host context.
+/// The store's resource limiter: the memory cap (wasmtime's `StoreLimits`), and a count of the
+/// linear memory the instance holds, reported in the controller's status.
+struct Limiter {
+    inner: StoreLimits,
+    memory_bytes: usize,
+}
+
+impl wasmtime::ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = self.inner.memory_growing(current, desired, maximum)?;
+        if allowed {
+            self.memory_bytes += desired.saturating_sub(current);
+        }
+        Ok(allowed)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.inner.memory_grow_failed(error)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.inner.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.inner.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.inner.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.inner.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.inner.memories()
+    }
+}
+
 pub struct GuestState {
     wasi: WasiCtx,
     table: ResourceTable,
-    limits: StoreLimits,
+    limits: Limiter,
     ctx: Arc<HostCtx>,
     output: MemoryOutputPipe,
 }
@@ -205,10 +256,13 @@ impl Runtime {
         let state = GuestState {
             wasi: builder.build(),
             table: ResourceTable::new(),
-            limits: StoreLimitsBuilder::new()
-                .memory_size(self.options.memory_limit)
-                .trap_on_grow_failure(true)
-                .build(),
+            limits: Limiter {
+                inner: StoreLimitsBuilder::new()
+                    .memory_size(self.options.memory_limit)
+                    .trap_on_grow_failure(true)
+                    .build(),
+                memory_bytes: 0,
+            },
             ctx,
             output,
         };
@@ -232,6 +286,11 @@ pub struct Instance {
 }
 
 impl Instance {
+    /// Bytes of linear memory this instance holds (all its core memories).
+    pub fn memory_bytes(&self) -> usize {
+        self.store.data().limits.memory_bytes
+    }
+
     fn arm(&mut self, rt: &Runtime) {
         self.store.set_epoch_deadline(rt.deadline_ticks());
     }
