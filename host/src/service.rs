@@ -1000,6 +1000,98 @@ impl Service {
         .await
     }
 
+    /// `POST pods/NAME/binding`: assign a Pod to a node (what a scheduler does). Sets
+    /// `spec.nodeName` — otherwise immutable — and the `PodScheduled` condition, once: a bound
+    /// or terminating Pod is 409.
+    pub async fn bind_pod(&self, ns: &str, name: &str, binding: &Value) -> Result<Written> {
+        let pods = self
+            .registry
+            .lookup("", "v1", "pods")
+            .ok_or_else(ApiError::path_not_found)?;
+        if let Some(n) = binding
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty() && *n != name)
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        let node = binding
+            .pointer("/target/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = binding
+            .pointer("/target/kind")
+            .and_then(Value::as_str)
+            .unwrap_or("Node");
+        if node.is_empty() || !(kind.is_empty() || kind == "Node") {
+            return Err(ApiError::invalid(
+                "",
+                "Binding",
+                name,
+                vec![Cause::new(
+                    "FieldValueNotSupported",
+                    "target",
+                    "Unsupported value: a binding's target must be a Node with a name",
+                )],
+            ));
+        }
+        let key = Self::key(&pods, ns, name);
+        for _ in 0..CONFLICT_RETRIES {
+            let current = self
+                .store
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found("", "pods", name))?;
+            let already = current
+                .value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty());
+            if let Some(assigned) = already {
+                return Err(ApiError::conflict_message(
+                    "",
+                    "pods/binding",
+                    name,
+                    &format!("pod {name} is already assigned to node \"{assigned}\""),
+                ));
+            }
+            if meta::meta_str(&current.value, "deletionTimestamp").is_some() {
+                return Err(ApiError::conflict_message(
+                    "",
+                    "pods/binding",
+                    name,
+                    &format!("pod {name} is being deleted, cannot be assigned to a host"),
+                ));
+            }
+            let mut v = current.value.clone();
+            v["spec"]["nodeName"] = json!(node);
+            let status = v
+                .as_object_mut()
+                .map(|o| o.entry("status").or_insert_with(|| json!({})));
+            if let Some(st) = status.and_then(Value::as_object_mut) {
+                let conds = st.entry("conditions").or_insert_with(|| json!([]));
+                if let Some(list) = conds.as_array_mut() {
+                    list.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
+                    list.push(json!({"type": "PodScheduled", "status": "True",
+                                     "lastProbeTime": null,
+                                     "lastTransitionTime": meta::now_rfc3339()}));
+                }
+            }
+            let op = WriteOp::Put {
+                key: key.clone(),
+                value: v,
+                precondition: Precondition::ResourceVersion(current.rv),
+            };
+            match self.store.write(op).await {
+                Ok(o) => return Ok(Written::new(o, Vec::new())),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(store_error(&pods, name, e)),
+            }
+        }
+        Err(ApiError::conflict("", "pods", name))
+    }
+
     /// The shared update pipeline: read the latest, build the new object, keep what clients may
     /// not change, validate, detect no-ops, commit with the read revision as precondition.
     #[allow(clippy::too_many_arguments)]

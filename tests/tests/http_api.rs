@@ -366,6 +366,72 @@ fn pod(name: &str) -> Value {
 }
 
 #[test]
+fn pods_are_bound_through_the_binding_subresource_only() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, PODS, &pod("b"));
+    // spec.nodeName cannot be set by an update: a Pod's spec is immutable but for images.
+    let r = http.patch(
+        &format!("{PODS}/b"),
+        "application/merge-patch+json",
+        &json!({"spec": {"nodeName": "n1"}}),
+    );
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "spec");
+    assert!(st["message"]
+        .as_str()
+        .unwrap()
+        .contains("pod updates may not change fields"));
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "b"},
+                         "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}});
+    let r = http.post_json(&format!("{PODS}/b/binding"), &binding);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["status"], "Success");
+    let bound = get(&http, &format!("{PODS}/b"));
+    assert_eq!(bound["spec"]["nodeName"], "n1");
+    let scheduled = bound["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["type"] == "PodScheduled" && c["status"] == "True");
+    assert!(scheduled, "{bound}");
+    // Once only.
+    let again = http.post_json(&format!("{PODS}/b/binding"), &binding);
+    let st = assert_status(&again, 409, "Conflict");
+    assert!(st["message"]
+        .as_str()
+        .unwrap()
+        .contains("is already assigned to node \"n1\""));
+    // Only POST, only to a Node, only for pods.
+    assert_status(
+        &http.get(&format!("{PODS}/b/binding")),
+        405,
+        "MethodNotAllowed",
+    );
+    create(&http, PODS, &pod("c"));
+    let mut to_svc = binding.clone();
+    to_svc["metadata"]["name"] = json!("c");
+    to_svc["target"]["kind"] = json!("Service");
+    assert_status(
+        &http.post_json(&format!("{PODS}/c/binding"), &to_svc),
+        422,
+        "Invalid",
+    );
+    assert_status(
+        &http.post_json("/api/v1/namespaces/default/configmaps/x/binding", &binding),
+        404,
+        "NotFound",
+    );
+    // kubectl sees the subresource in discovery.
+    let list = get(&http, "/api/v1");
+    assert!(list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "pods/binding" && r["kind"] == "Binding"));
+}
+
+#[test]
 fn status_subresource_separates_spec_and_status() {
     let s = Server::start().unwrap();
     let http = s.http();

@@ -3,10 +3,12 @@
  * - Keeps a Node `turtle-node-1` (Ready, InternalIP 10.0.0.1, capacity, nodeInfo) in existence:
  *   checked on every reconcile, and recreated when it is deleted (nodes are a secondary watch
  *   with self-key mapping, so a node event reconciles the cluster-scoped key "", NAME).
- * - Binds every Pod without spec.nodeName to it (merge patch: spec.nodeName + the finalizer
- *   turtles.dev/kubelet), then "starts" it in two status writes, one per reconcile, so that a
- *   watch sees each step:
- *     ADDED Pending -> MODIFIED bound -> MODIFIED Pending/ContainerCreating -> MODIFIED Running
+ * - Binds every Pod without spec.nodeName to it, as a scheduler does: the finalizer
+ *   turtles.dev/kubelet (a merge patch), then POST pods/NAME/binding (which sets the otherwise
+ *   immutable spec.nodeName and PodScheduled); then "starts" it in two status writes, one per
+ *   reconcile, so that a watch sees each step:
+ *     ADDED Pending -> MODIFIED (finalizer) -> MODIFIED bound -> MODIFIED Pending/ContainerCreating
+ *     -> MODIFIED Running
  *   The Running status gets a unique pod IP 10.244.X.Y (the lowest one no other pod uses).
  * - A Pod being deleted loses the finalizer (JSON patch, test + remove), so it goes away.
  */
@@ -28,6 +30,7 @@ void turtles_register(turtles_registration *reg) {
     turtles_watch_add(reg, "", "v1", "nodes"); /* secondary: key ("", node name) */
     turtles_permission_add(reg, "", "pods", "get,list,watch,patch,update");
     turtles_permission_add(reg, "", "pods/status", "get,patch,update");
+    turtles_permission_add(reg, "", "pods/binding", "create");
     turtles_permission_add(reg, "", "nodes", "get,list,watch,create,patch,update");
     turtles_permission_add(reg, "", "nodes/status", "patch,update");
 }
@@ -149,18 +152,43 @@ static turtles_outcome release(const turtles_key *key, const json *pod) {
     return turtles_done();
 }
 
-/* spec.nodeName and our finalizer in one merge patch; the resourceVersion makes it conditional. */
+/* Our finalizer (a merge patch, conditional on the resourceVersion), then the binding to this
+ * node through pods/NAME/binding, as a scheduler does. */
 static turtles_outcome bind(const turtles_key *key, const json *pod) {
-    json *finalizers = json_dup(json_pointer(pod, "/metadata/finalizers"));
-    if (!json_is_array(finalizers)) {
-        json_free(finalizers);
-        finalizers = json_new_array();
-    }
-    if (!turtles_has_finalizer(pod, FINALIZER)) json_push(finalizers, json_new_string(FINALIZER));
-    json *patch = json_build("{\"metadata\":{\"resourceVersion\":%s,\"finalizers\":%J},\"spec\":{\"nodeName\":%s}}",
-                             json_pstr(pod, "/metadata/resourceVersion", ""), finalizers, NODE_NAME);
     turtles_outcome err;
-    if (!patch_pod(key, "", patch, "bind pod", &err)) return err;
+    if (!turtles_has_finalizer(pod, FINALIZER)) {
+        json *finalizers = json_dup(json_pointer(pod, "/metadata/finalizers"));
+        if (!json_is_array(finalizers)) {
+            json_free(finalizers);
+            finalizers = json_new_array();
+        }
+        json_push(finalizers, json_new_string(FINALIZER));
+        json *patch = json_build("{\"metadata\":{\"resourceVersion\":%s,\"finalizers\":%J}}",
+                                 json_pstr(pod, "/metadata/resourceVersion", ""), finalizers);
+        if (!patch_pod(key, "", patch, "add the finalizer to", &err)) return err;
+    }
+    if (!*json_pstr(pod, "/spec/nodeName", "")) {
+        char *path = pod_path(key, "/binding");
+        json *binding = json_build("{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":%s},"
+                                   "\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":%s}}",
+                                   key->name, NODE_NAME);
+        int status = 0;
+        json *resp = turtles_api("POST", path, binding, &status);
+        free(path);
+        json_free(binding);
+        if (status == 409) { /* bound meanwhile, or being deleted: its next event tells */
+            json_free(resp);
+            return turtles_done();
+        }
+        if (!turtles_ok(status)) {
+            char *ctx = turtles_strf("bind pod %s/%s", key->namespace_, key->name);
+            err = turtles_api_error(ctx, status, resp);
+            free(ctx);
+            json_free(resp);
+            return err;
+        }
+        json_free(resp);
+    }
     turtles_info("bound pod %s/%s to %s", key->namespace_, key->name, NODE_NAME);
     return turtles_requeue_after(NEXT_STEP_MS);
 }

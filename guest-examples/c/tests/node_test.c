@@ -132,6 +132,20 @@ void __wasm_import_turtles_controller_host_api_call(uint8_t *m, size_t ml, uint8
             bump(node);
             respond(ret, 200, json_dup(node));
         }
+    } else if (!strcmp(method, "POST") &&
+               sscanf(path, "/api/v1/namespaces/%63[^/]/pods/%63[^/]/%15s", ns, name, sub) == 3 &&
+               !strcmp(sub, "binding")) {
+        api_writes++;
+        json *pod = find_pod(ns, name);
+        if (!pod) {
+            respond(ret, 404, NULL);
+        } else if (*json_pstr(pod, "/spec/nodeName", "")) {
+            respond(ret, 409, NULL); /* already assigned */
+        } else {
+            json_set_str(json_get(pod, "spec"), "nodeName", json_pstr(body, "/target/name", ""));
+            bump(pod);
+            respond(ret, 201, NULL);
+        }
     } else if (!strcmp(method, "PATCH") &&
                sscanf(path, "/api/v1/namespaces/%63[^/]/pods/%63[^/]/%15s", ns, name, sub) >= 2) {
         api_writes++;
@@ -275,7 +289,7 @@ int main(int argc, char **argv) {
     CHECK(reg.watches.ptr[0].resource.len == 4 && !memcmp(reg.watches.ptr[0].resource.ptr, "pods", 4));
     CHECK(reg.watches.ptr[0].mapping.tag == TURTLES_CONTROLLER_TYPES_KEY_MAPPING_SELF_KEY);
     CHECK(!reg.watches.ptr[0].namespace_.is_some);
-    CHECK(reg.permissions.len == 4);
+    CHECK(reg.permissions.len == 5);
     CHECK(reg.permissions.ptr[0].verbs.len == 5 && reg.permissions.ptr[0].api_groups.len == 1 &&
           reg.permissions.ptr[0].api_groups.ptr[0].len == 0);
     CHECK(reg.max_concurrent_reconciles == 1);

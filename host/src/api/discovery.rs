@@ -65,6 +65,9 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                     if r.status_subresource {
                         subs.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
                     }
+                    if r.group.is_empty() && r.resource == "pods" {
+                        subs.push(json!({"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"}, "verbs": ["create"]}));
+                    }
                     if r.scale.is_some() {
                         subs.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
                     }
@@ -180,6 +183,15 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "namespaced": r.namespaced(),
                 "kind": r.kind,
                 "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if r.group.is_empty() && r.resource == "pods" {
+            list.push(json!({
+                "name": "pods/binding",
+                "singularName": "",
+                "namespaced": true,
+                "kind": "Binding",
+                "verbs": ["create"],
             }));
         }
         if r.scale.is_some() {

@@ -33,6 +33,8 @@ pub struct Target {
     pub sub: Subresource,
     /// The `scale` subresource of a custom resource.
     pub scale: bool,
+    /// A Pod's `binding` subresource.
+    pub binding: bool,
 }
 
 pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Response {
@@ -91,6 +93,22 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     }
     if target.scale {
         return scale(state, &target, req, &query).await;
+    }
+    if target.binding {
+        if req.method() != Method::POST {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+        let headers = req.headers().clone();
+        let body = read_body(req).await?;
+        let binding = decode_object(&headers, &body)?;
+        let ns = target.namespace.clone().unwrap_or_default();
+        let name = target.name.clone().unwrap_or_default();
+        state.service.bind_pod(&ns, &name, &binding).await?;
+        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Success", "code": 201});
+        return Ok(json_response(StatusCode::CREATED, status.to_string()));
     }
     if target.ri.group == crate::runtime::controller::GROUP
         && target.ri.resource == crate::runtime::controller::RESOURCE
@@ -345,13 +363,17 @@ fn resolve(
         [] => return Err(ApiError::path_not_found()),
     };
     let has_scale = ri.scale.is_some();
-    let (name, sub, scale) = match tail {
-        [] => (None, Subresource::Main, false),
-        [name] => (Some((*name).to_owned()), Subresource::Main, false),
+    let is_pods = ri.group.is_empty() && ri.resource == "pods";
+    let (name, sub, scale, binding) = match tail {
+        [] => (None, Subresource::Main, false, false),
+        [name] => (Some((*name).to_owned()), Subresource::Main, false, false),
         [name, "status"] if ri.status_subresource => {
-            (Some((*name).to_owned()), Subresource::Status, false)
+            (Some((*name).to_owned()), Subresource::Status, false, false)
         }
-        [name, "scale"] if has_scale => (Some((*name).to_owned()), Subresource::Main, true),
+        [name, "scale"] if has_scale => (Some((*name).to_owned()), Subresource::Main, true, false),
+        [name, "binding"] if is_pods && namespace.is_some() => {
+            (Some((*name).to_owned()), Subresource::Main, false, true)
+        }
         _ => return Err(ApiError::path_not_found()),
     };
     Ok(Target {
@@ -360,6 +382,7 @@ fn resolve(
         name,
         sub,
         scale,
+        binding,
     })
 }
 

@@ -246,6 +246,7 @@ fn codec(api_version: &str, kind: &str) -> Option<Codec> {
         ("v1", "Event") => codec_for::<core::Event>(),
         ("v1", "Pod") => codec_for::<core::Pod>(),
         ("v1", "Node") => codec_for::<core::Node>(),
+        ("v1", "Binding") => codec_for::<core::Binding>(),
         ("apps/v1", "Deployment") => codec_for::<apps::Deployment>(),
         ("apps/v1", "ReplicaSet") => codec_for::<apps::ReplicaSet>(),
         ("autoscaling/v1", "Scale") => codec_for::<autoscaling::Scale>(),
@@ -1387,6 +1388,12 @@ conv! {
         "leaseTransitions" => lease_transitions: IntPtr,
         "strategy" => strategy: StrPtr,
         "preferredHolder" => preferred_holder: StrPtr,
+    }
+
+    // Binding (pods/binding)
+    core::Binding {
+        "metadata" => metadata: MsgReq,
+        "target" => target: MsgReq,
     }
 
     // Deployment, ReplicaSet, Scale

@@ -123,6 +123,9 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
                     "Required value",
                 )),
             }
+            if let Some(old) = old {
+                causes.extend(validate_pod_update(obj, old));
+            }
             causes
         }
         ("apps", "deployments") | ("apps", "replicasets") => {
@@ -257,6 +260,80 @@ fn validate_replicated(deployment: bool, obj: &Value, old: Option<&Value>) -> Ve
     causes
 }
 
+/// kube's `ValidatePodUpdate`: a Pod's spec is immutable except for container images,
+/// `activeDeadlineSeconds`, `tolerations` and `terminationGracePeriodSeconds`, and scheduling
+/// gates can only be removed (`spec.nodeName` is set through the `binding` subresource).
+fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
+    let (Some(new_spec), Some(old_spec)) = (new.get("spec"), old.get("spec")) else {
+        return Vec::new();
+    };
+    let mut mutated = new_spec.clone();
+    let Some(m) = mutated.as_object_mut() else {
+        return Vec::new();
+    };
+    for field in ["containers", "initContainers"] {
+        let old_images: Vec<Value> = old_spec
+            .get(field)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|c| c.get("image").cloned().unwrap_or(Value::Null))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(list) = m.get_mut(field).and_then(Value::as_array_mut) {
+            if list.len() == old_images.len() {
+                for (c, image) in list.iter_mut().zip(old_images) {
+                    if let Some(c) = c.as_object_mut() {
+                        c.insert("image".into(), image);
+                    }
+                }
+            }
+        }
+    }
+    for field in [
+        "activeDeadlineSeconds",
+        "tolerations",
+        "terminationGracePeriodSeconds",
+        "schedulingGates",
+    ] {
+        match old_spec.get(field) {
+            Some(v) => {
+                m.insert(field.into(), v.clone());
+            }
+            None => {
+                m.remove(field);
+            }
+        }
+    }
+    if &mutated == old_spec {
+        return Vec::new();
+    }
+    let changed: Vec<&str> = new_spec
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, v)| old_spec.get(k.as_str()) != Some(*v))
+        .map(|(k, _)| k.as_str())
+        .chain(
+            old_spec
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| new_spec.get(k.as_str()).is_none())
+                .map(|(k, _)| k.as_str()),
+        )
+        .collect();
+    vec![Cause::new(
+        "FieldValueForbidden",
+        "spec",
+        format!(
+            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative) (changed: {})",
+            changed.join(", ")
+        ),
+    )]
+}
+
 fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
     let containers = spec.get("containers").and_then(Value::as_array);
     match containers {
@@ -368,6 +445,27 @@ mod tests {
         d["spec"].as_object_mut().unwrap().remove("selector");
         let causes = validate("apps", "replicasets", &d, None);
         assert_eq!(causes[0].field, "spec.selector");
+    }
+
+    #[test]
+    fn pod_spec_is_immutable_but_images() {
+        let mut old = json!({"spec": {"containers": [{"name": "a", "image": "x:1"}]}});
+        apply_defaults("", "pods", &mut old);
+        let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = json!("x:2");
+        new["spec"]["activeDeadlineSeconds"] = json!(30);
+        assert!(validate("", "pods", &new, Some(&old)).is_empty());
+        new["spec"]["nodeName"] = json!("n1");
+        let causes = validate("", "pods", &new, Some(&old));
+        assert_eq!(causes.len(), 1);
+        assert!(causes[0]
+            .message
+            .contains("pod updates may not change fields"));
+        assert!(
+            causes[0].message.contains("nodeName"),
+            "{}",
+            causes[0].message
+        );
     }
 
     #[test]
