@@ -537,6 +537,15 @@ async fn wait_running(c: &reqwest::Client, url: &str, name: &str) -> Result<()> 
 }
 
 /// Sum and count of a histogram in /metrics text.
+/// The value of a gauge with exactly these labels.
+fn gauge(metrics: &str, name: &str, labels: &str) -> Option<f64> {
+    let prefix = format!("{name}{{{labels}}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 fn histogram(metrics: &str, name: &str, labels: &str) -> (f64, f64) {
     let find = |suffix: &str| {
         metrics
@@ -852,28 +861,21 @@ async fn languages(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<()
                 "turtles_controller_reconcile_duration_seconds",
                 &label,
             );
-            // Touches of one key while it is queued coalesce: wait for the queue to drain.
-            let st: serde_json::Value = c
-                .get(format!("{}/apis/turtles.dev/v1/controllers/{name}", h.url))
-                .send()
-                .await?
-                .json()
-                .await?;
-            if (n1 - n0 >= touches as f64 * 0.5 && st["status"]["queueDepth"] == 0)
-                || Instant::now() > deadline
+            // Touches of one key while it is queued coalesce: wait for the queue to drain (read
+            // live from /metrics; the Controller object is refreshed only once a second).
+            let m = metrics(c.clone(), h.url.clone()).await?;
+            let depth = gauge(&m, "turtles_controller_queue_depth", &label);
+            if (n1 - n0 >= touches as f64 * 0.5 && depth == Some(0.0)) || Instant::now() > deadline
             {
                 break (s1, n1);
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
         let dispatch_us = (s1 - s0) / (n1 - n0).max(1.0) * 1e6;
-        let st: serde_json::Value = c
-            .get(format!("{}/apis/turtles.dev/v1/controllers/{name}", h.url))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let linear = st["status"]["instanceMemoryBytes"].as_f64().unwrap_or(0.0) / 1048576.0;
+        let m = metrics(c.clone(), h.url.clone()).await?;
+        let linear = gauge(&m, "turtles_controller_instance_memory_bytes", &label)
+            .context("no instance memory gauge")?
+            / 1048576.0;
         eprintln!(
             "{lang}: {} KiB, cold {:.0} ms, warm {:.0} ms, dispatch {dispatch_us:.1} µs, {per_instance:.2} MiB RSS/controller, {linear:.2} MiB linear memory/instance",
             bytes.len() / 1024,

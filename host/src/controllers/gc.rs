@@ -30,7 +30,7 @@ use crate::service::{
 
 pub const NAME: &str = "garbage-collector";
 /// Concurrent reconciles.
-const WORKERS: usize = 8;
+const WORKERS: usize = 32;
 /// Concurrent writes within one reconcile (an owner's dependents).
 const FAN_OUT: usize = 32;
 /// A foreground owner still waiting is looked at again after this long even without events.
