@@ -96,6 +96,16 @@ fn default_pod_spec(spec: &mut Value) {
             if c.get("resources").is_none() {
                 c.insert("resources".into(), json!({}));
             }
+            for port in c
+                .get_mut("ports")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(p) = port.as_object_mut() {
+                    p.entry("protocol").or_insert(json!("TCP"));
+                }
+            }
         }
     }
 }
@@ -410,6 +420,9 @@ mod tests {
         assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
         let c = &d["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+        let mut p = json!({"spec": {"containers": [{"name": "a", "image": "x:1", "ports": [{"containerPort": 80}]}]}});
+        apply_defaults("", "pods", &mut p);
+        assert_eq!(p["spec"]["containers"][0]["ports"][0]["protocol"], "TCP");
         assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
         assert!(validate("apps", "deployments", &d, None).is_empty());
     }
