@@ -585,22 +585,15 @@ impl Service {
         old: Option<&Value>,
         opts: &WriteOptions,
     ) -> Result<Vec<String>> {
-        if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE {
-            crate::crd::apply_defaults(obj);
-            let causes = crate::crd::validate(obj);
-            if !causes.is_empty() {
-                return Err(ApiError::invalid(
-                    &ri.group,
-                    &ri.kind,
-                    meta::name(obj),
-                    causes,
-                ));
-            }
-            return Ok(Vec::new());
-        }
+        // Built-in kinds: CRDs, and kube's defaults and validation of the workload kinds.
         if ri.custom.is_none() {
-            crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
-            let causes = crate::model::workloads::validate(&ri.group, &ri.resource, obj, old);
+            let causes = if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE {
+                crate::crd::apply_defaults(obj);
+                crate::crd::validate(obj)
+            } else {
+                crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
+                crate::model::workloads::validate(&ri.group, &ri.resource, obj, old)
+            };
             if !causes.is_empty() {
                 return Err(ApiError::invalid(
                     &ri.group,

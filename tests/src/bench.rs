@@ -537,6 +537,86 @@ async fn wait_running(c: &reqwest::Client, url: &str, name: &str) -> Result<()> 
 }
 
 /// Sum and count of a histogram in /metrics text.
+/// Wait until the `n` labelled ConfigMaps named `prefix*` in `coll` carry a greeting.
+async fn wait_greeted(c: &reqwest::Client, coll: &str, prefix: &str, n: usize) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let list: serde_json::Value = c
+            .get(format!("{coll}?labelSelector=turtles.dev%2Fgreet%3Dtrue"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let done = list["items"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|o| {
+                        o["metadata"]["name"]
+                            .as_str()
+                            .is_some_and(|n| n.starts_with(prefix))
+                    })
+                    .filter(|o| o["metadata"]["annotations"]["turtles.dev/greeting"].is_string())
+                    .count()
+            })
+            .unwrap_or(0);
+        if done == n {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("only {done} of {n} greeted");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The mean no-op reconcile of controller `name` as the host measures it (from /metrics), over
+/// `touches` merge patches of the greeted ConfigMaps `prefix0..prefix{n-1}` in `default`; and
+/// how many reconciles that was (touches of a key that is still queued coalesce).
+async fn noop_dispatch(
+    c: &reqwest::Client,
+    url: &str,
+    name: &str,
+    prefix: &str,
+    n: usize,
+    touches: usize,
+) -> Result<(f64, f64)> {
+    let coll = format!("{url}/api/v1/namespaces/default/configmaps");
+    let label = format!("controller=\"{name}\"");
+    let metrics = || async {
+        let m = c.get(format!("{url}/metrics")).send().await?.text().await?;
+        Ok::<_, anyhow::Error>(m)
+    };
+    let (s0, n0) = histogram(
+        &metrics().await?,
+        "turtles_controller_reconcile_duration_seconds",
+        &label,
+    );
+    for i in 0..touches {
+        let r = c
+            .patch(format!("{coll}/{prefix}{}", i % n))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(json!({"data": {"k": format!("v{i}")}}).to_string())
+            .send()
+            .await?;
+        if r.status().as_u16() != 200 {
+            bail!("patch: {}", r.status());
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (s1, n1) = loop {
+        let m = metrics().await?;
+        let (s1, n1) = histogram(&m, "turtles_controller_reconcile_duration_seconds", &label);
+        // Wait for the queue to drain (read live: the Controller object lags up to a second).
+        let depth = gauge(&m, "turtles_controller_queue_depth", &label);
+        if (n1 - n0 >= touches as f64 * 0.5 && depth == Some(0.0)) || Instant::now() > deadline {
+            break (s1, n1);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    Ok(((s1 - s0) / (n1 - n0).max(1.0) * 1e6, n1 - n0))
+}
+
 /// The value of a gauge with exactly these labels.
 fn gauge(metrics: &str, name: &str, labels: &str) -> Option<f64> {
     let prefix = format!("{name}{{{labels}}} ");
@@ -663,35 +743,7 @@ async fn controllers(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<
     let n = 2000;
     let t = Instant::now();
     creates_of(coll.clone(), labeled, "rps-", 8, n).await?;
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let list: serde_json::Value = c
-            .get(format!("{coll}?labelSelector=turtles.dev%2Fgreet%3Dtrue"))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let done = list["items"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter(|o| {
-                        o["metadata"]["name"]
-                            .as_str()
-                            .is_some_and(|n| n.starts_with("rps-"))
-                    })
-                    .filter(|o| o["metadata"]["annotations"]["turtles.dev/greeting"].is_string())
-                    .count()
-            })
-            .unwrap_or(0);
-        if done == n {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("only {done} of {n} reconciled");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_greeted(&c, &coll, "rps-", n).await?;
     let rate = n as f64 / t.elapsed().as_secs_f64();
     rows.push((
         format!("creates + reconciles (each reconcile patches its object), {n} objects, 8 clients"),
@@ -700,50 +752,10 @@ async fn controllers(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<
     // Dispatch of a reconcile that does no work: touch already-greeted objects; the guest sees
     // the greeting and returns. Measured by the host around the call (thread hop, guest entry,
     // the guest parsing the object), from /metrics.
-    let m0 = c
-        .get(format!("{}/metrics", h.url))
-        .send()
-        .await?
-        .text()
-        .await?;
-    let (s0, n0) = histogram(
-        &m0,
-        "turtles_controller_reconcile_duration_seconds",
-        "controller=\"labeler\"",
-    );
-    for i in 0..500 {
-        let patch = json!({"data": {"k": format!("v{i}")}});
-        let r = c
-            .patch(format!("{coll}/rps-{}", i % n))
-            .header("Content-Type", "application/merge-patch+json")
-            .body(patch.to_string())
-            .send()
-            .await?;
-        if r.status().as_u16() != 200 {
-            bail!("patch: {}", r.status());
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let (s1, n1) = loop {
-        let m = c
-            .get(format!("{}/metrics", h.url))
-            .send()
-            .await?
-            .text()
-            .await?;
-        let (s1, n1) = histogram(
-            &m,
-            "turtles_controller_reconcile_duration_seconds",
-            "controller=\"labeler\"",
-        );
-        if n1 - n0 >= 500.0 || Instant::now() > deadline {
-            break (s1, n1);
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let (mean_us, calls) = noop_dispatch(&c, &h.url, "labeler", "rps-", n, 500).await?;
     rows.push((
         "no-op reconcile as the host measures it (dispatch to a warm instance incl. thread hop; guest parses ~400 B JSON), mean".into(),
-        format!("{:.1} µs over {:.0} calls", (s1 - s0) / (n1 - n0).max(1.0) * 1e6, n1 - n0),
+        format!("{mean_us:.1} µs over {calls:.0} calls"),
     ));
     Ok(())
 }
@@ -806,73 +818,15 @@ async fn languages(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<()
         let coll = format!("{}/api/v1/namespaces/default/configmaps", h.url);
         let n = 50;
         creates_of(coll.clone(), labeled, "d-", 4, n).await?;
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let list: serde_json::Value = c
-                .get(format!("{coll}?labelSelector=turtles.dev%2Fgreet%3Dtrue"))
-                .send()
-                .await?
-                .json()
-                .await?;
-            let done = list["items"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter(|o| {
-                            o["metadata"]["annotations"]["turtles.dev/greeting"].is_string()
-                        })
-                        .count()
-                })
-                .unwrap_or(0);
-            if done == n {
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!("{lang}: only {done} of {n} greeted");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_greeted(&c, &coll, "d-", n).await?;
+        let (dispatch_us, _) = noop_dispatch(&c, &h.url, name, "d-", n, 500).await?;
         let label = format!("controller=\"{name}\"");
-        let metrics = |c: reqwest::Client, url: String| async move {
-            let m = c.get(format!("{url}/metrics")).send().await?.text().await?;
-            Ok::<_, anyhow::Error>(m)
-        };
-        let (s0, n0) = histogram(
-            &metrics(c.clone(), h.url.clone()).await?,
-            "turtles_controller_reconcile_duration_seconds",
-            &label,
-        );
-        let touches = 500;
-        for i in 0..touches {
-            let r = c
-                .patch(format!("{coll}/d-{}", i % n))
-                .header("Content-Type", "application/merge-patch+json")
-                .body(json!({"data": {"k": format!("v{i}")}}).to_string())
-                .send()
-                .await?;
-            if r.status().as_u16() != 200 {
-                bail!("patch: {}", r.status());
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let (s1, n1) = loop {
-            let (s1, n1) = histogram(
-                &metrics(c.clone(), h.url.clone()).await?,
-                "turtles_controller_reconcile_duration_seconds",
-                &label,
-            );
-            // Touches of one key while it is queued coalesce: wait for the queue to drain (read
-            // live from /metrics; the Controller object is refreshed only once a second).
-            let m = metrics(c.clone(), h.url.clone()).await?;
-            let depth = gauge(&m, "turtles_controller_queue_depth", &label);
-            if (n1 - n0 >= touches as f64 * 0.5 && depth == Some(0.0)) || Instant::now() > deadline
-            {
-                break (s1, n1);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        let dispatch_us = (s1 - s0) / (n1 - n0).max(1.0) * 1e6;
-        let m = metrics(c.clone(), h.url.clone()).await?;
+        let m = c
+            .get(format!("{}/metrics", h.url))
+            .send()
+            .await?
+            .text()
+            .await?;
         let linear = gauge(&m, "turtles_controller_instance_memory_bytes", &label)
             .context("no instance memory gauge")?
             / 1048576.0;

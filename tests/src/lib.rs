@@ -310,7 +310,8 @@ impl Server {
 
     /// Start a long-running kubectl (e.g. `get -w -o json`) whose standard output is a stream
     /// of JSON documents, read as they come.
-    pub fn kubectl_stream(&self, args: &[&str]) -> KubectlStream {
+    /// A long-running kubectl (e.g. `get -w`) with its stdout piped.
+    fn kubectl_spawn(&self, args: &[&str]) -> (Child, std::process::ChildStdout) {
         let mut child = Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -322,6 +323,11 @@ impl Server {
             .spawn()
             .expect("kubectl runs");
         let stdout = child.stdout.take().expect("stdout");
+        (child, stdout)
+    }
+
+    pub fn kubectl_stream(&self, args: &[&str]) -> KubectlStream {
+        let (child, stdout) = self.kubectl_spawn(args);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let docs = serde_json::Deserializer::from_reader(stdout).into_iter::<Value>();
@@ -337,17 +343,7 @@ impl Server {
 
     /// Start a long-running kubectl (e.g. `get pods -w`) and read its output lines as they come.
     pub fn kubectl_lines(&self, args: &[&str]) -> KubectlLines {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .args(args)
-            .env("KUBECACHEDIR", self.data_dir.join("kubecache"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kubectl runs");
-        let stdout = child.stdout.take().expect("stdout");
+        let (child, stdout) = self.kubectl_spawn(args);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             use std::io::BufRead;

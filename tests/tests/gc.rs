@@ -91,8 +91,12 @@ fn wait_gone(s: &Server, path: &str) {
     .unwrap();
 }
 
-fn unfinalize(s: &Server, kind: &str, name: &str) {
+/// Remove every finalizer of an object, with kubectl (`ns` "" for the default namespace).
+fn unfinalize(s: &Server, ns: &str, kind: &str, name: &str) {
+    let ns = if ns.is_empty() { "default" } else { ns };
     s.kubectl_ok(&[
+        "-n",
+        ns,
         "patch",
         kind,
         name,
@@ -178,7 +182,7 @@ fn foreground_owner_waits_for_a_blocking_dependent_with_a_finalizer() {
     let o = s.kubectl_json(&["get", "configmap", "owner"]);
     assert!(o["metadata"]["deletionTimestamp"].is_string());
     assert_eq!(o["metadata"]["finalizers"], json!(["foregroundDeletion"]));
-    unfinalize(&s, "configmap", "held");
+    unfinalize(&s, "", "configmap", "held");
     wait_gone(&s, &format!("{CMS}/held"));
     wait_gone(&s, &format!("{CMS}/owner"));
 }
@@ -239,7 +243,7 @@ fn cascades_follow_custom_resources() {
     })
     .unwrap();
     assert!(exists(&s, &format!("{WIDGETS}/boss")));
-    unfinalize(&s, "widget", "worker");
+    unfinalize(&s, "", "widget", "worker");
     wait_gone(&s, &format!("{WIDGETS}/worker"));
     wait_gone(&s, &format!("{WIDGETS}/boss"));
 
@@ -321,16 +325,7 @@ fn namespace_deletion_empties_it_waits_for_finalizers_then_removes_it() {
     );
     assert!(exists(&s, "/api/v1/namespaces/doomed"));
 
-    s.kubectl_ok(&[
-        "-n",
-        "doomed",
-        "patch",
-        "configmap",
-        "held",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
-    ]);
+    unfinalize(&s, "doomed", "configmap", "held");
     wait_gone(&s, "/api/v1/namespaces/doomed");
     // Gone for good: recreating it gives a fresh, Active namespace.
     s.kubectl_ok(&["create", "namespace", "doomed"]);
@@ -400,17 +395,8 @@ fn built_in_controllers_are_listed_and_resume_after_a_restart() {
     .unwrap();
     s.restart().unwrap();
     // After the restart the controllers pick the work up again.
-    unfinalize(&s, "configmap", "held");
-    s.kubectl_ok(&[
-        "-n",
-        "later",
-        "patch",
-        "configmap",
-        "held",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
-    ]);
+    unfinalize(&s, "", "configmap", "held");
+    unfinalize(&s, "later", "configmap", "held");
     wait_gone(&s, &format!("{CMS}/owner"));
     wait_gone(&s, "/api/v1/namespaces/later");
 }

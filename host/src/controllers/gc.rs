@@ -24,13 +24,17 @@ use super::{stored_resource, terminating, uid, ControllerError, Follower, Observ
 use crate::model::{meta, ObjectKey, ResourceInfo};
 use crate::runtime::queue::WorkQueue;
 use crate::service::{
-    DeleteOptions, Deleted, Propagation, Service, Subresource, WriteOptions, FOREGROUND_FINALIZER,
+    DeleteOptions, Deleted, Propagation, Service, Subresource, FOREGROUND_FINALIZER,
     ORPHAN_FINALIZER,
 };
 
-pub const NAME: &str = "garbage-collector";
-/// Concurrent reconciles.
-const WORKERS: usize = 32;
+pub const IDENTITY: super::Identity = super::Identity {
+    name: "garbage-collector",
+    description:
+        "Deletes objects whose owners are gone; carries out foreground and orphan deletion.",
+    // Concurrent reconciles: each dependent of a background cascade is its own key.
+    workers: 32,
+};
 /// Concurrent writes within one reconcile (an owner's dependents).
 const FAN_OUT: usize = 32;
 /// A foreground owner still waiting is looked at again after this long even without events.
@@ -130,33 +134,18 @@ impl GarbageCollector {
     }
 
     pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
-        for _ in 0..WORKERS {
-            let this = self.clone();
-            tokio::spawn(async move {
-                let q = this.queue.clone();
-                let stats = this.stats.clone();
-                super::worker(q, stats, NAME, |w| {
-                    let this = this.clone();
-                    async move { this.reconcile(w).await }
-                })
-                .await
-            });
-        }
-        let q = self.queue.clone();
-        tokio::spawn(super::publish_status(
+        let this = self.clone();
+        super::spawn(
             self.service.clone(),
-            NAME,
-            "Deletes objects whose owners are gone; carries out foreground and orphan deletion.",
+            &IDENTITY,
+            self.queue.clone(),
             self.stats.clone(),
-            Arc::new(move || q.len()),
-            shutdown.clone(),
-        ));
-        let q = self.queue.clone();
-        let mut stop = shutdown;
-        tokio::spawn(async move {
-            let _ = stop.changed().await;
-            q.shutdown();
-        });
+            shutdown,
+            move |w| {
+                let this = this.clone();
+                async move { this.reconcile(w).await }
+            },
+        );
     }
 
     fn index(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<Ref>>> {
@@ -324,22 +313,15 @@ impl GarbageCollector {
                 m.remove("ownerReferences");
             }
         }
-        match self
-            .service
-            .update(
-                ri,
-                &r.namespace,
-                &r.name,
-                v,
-                Subresource::Main,
-                &WriteOptions::default(),
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.code == 404 => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        super::write_back(
+            &self.service,
+            ri,
+            &r.namespace,
+            &r.name,
+            v,
+            Subresource::Main,
+        )
+        .await
     }
 
     /// Remove one finalizer from an object (which goes if it was the last).
@@ -360,22 +342,15 @@ impl GarbageCollector {
         if let Some(m) = meta::metadata_mut(&mut v) {
             m.insert("finalizers".into(), json!(left));
         }
-        match self
-            .service
-            .update(
-                ri,
-                &r.namespace,
-                &r.name,
-                v,
-                Subresource::Main,
-                &WriteOptions::default(),
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.code == 404 => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        super::write_back(
+            &self.service,
+            ri,
+            &r.namespace,
+            &r.name,
+            v,
+            Subresource::Main,
+        )
+        .await
     }
 
     /// An owner being deleted with the orphan or foreground policy.

@@ -24,7 +24,7 @@ use crate::service::{Service, Subresource, WriteOptions};
 use crate::store::{StoreError, StoredObject, WatchFrom};
 
 /// Names of the built-in controllers (a controller file of that name is ignored).
-pub const BUILT_IN: &[&str] = &[gc::NAME, namespace::NAME];
+pub const BUILT_IN: &[&str] = &[gc::IDENTITY.name, namespace::IDENTITY.name];
 
 /// Why a built-in reconcile failed (it is retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +79,7 @@ impl Stats {
 }
 
 /// Run `reconcile` for keys of `queue` until it shuts down, with kube's queue discipline.
-pub async fn worker<K, F, Fut>(queue: Arc<WorkQueue<K>>, stats: Arc<Stats>, name: &str, f: F)
+async fn worker<K, F, Fut>(queue: Arc<WorkQueue<K>>, stats: Arc<Stats>, name: &str, f: F)
 where
     K: Clone + Eq + std::hash::Hash + Send + std::fmt::Debug + 'static,
     F: Fn(K) -> Fut,
@@ -102,6 +102,51 @@ where
         }
         queue.done(&key);
     }
+}
+
+/// What a built-in controller is called, says of itself, and how many keys it reconciles at once.
+pub struct Identity {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub workers: usize,
+}
+
+/// Start a built-in controller: its workers running `reconcile` over `queue`, its `Controller`
+/// object, and the queue's shutdown with the host.
+pub fn spawn<K, F, Fut>(
+    service: Arc<Service>,
+    id: &Identity,
+    queue: Arc<WorkQueue<K>>,
+    stats: Arc<Stats>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    reconcile: F,
+) where
+    K: Clone + Eq + std::hash::Hash + Send + Sync + std::fmt::Debug + 'static,
+    F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Reconciled> + Send + 'static,
+{
+    for _ in 0..id.workers {
+        tokio::spawn(worker(
+            queue.clone(),
+            stats.clone(),
+            id.name,
+            reconcile.clone(),
+        ));
+    }
+    let q = queue.clone();
+    tokio::spawn(publish_status(
+        service,
+        id.name,
+        id.description,
+        stats,
+        Arc::new(move || q.len()),
+        shutdown.clone(),
+    ));
+    let mut stop = shutdown;
+    tokio::spawn(async move {
+        let _ = stop.changed().await;
+        queue.shutdown();
+    });
 }
 
 /// The `Controller` object of a built-in controller, kept current once a second.
@@ -289,6 +334,26 @@ pub async fn start(service: Arc<Service>, shutdown: tokio::sync::watch::Receiver
     .await;
     gc.start(shutdown.clone());
     ns.start(shutdown);
+}
+
+/// Update an object (or its status) to `v`, read from the store with its resourceVersion: a
+/// concurrent change is a 409, retried by the queue. Gone meanwhile is fine.
+async fn write_back(
+    service: &Service,
+    ri: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    v: Value,
+    sub: Subresource,
+) -> Result<(), ControllerError> {
+    match service
+        .update(ri, namespace, name, v, sub, &WriteOptions::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The stored kind whose storage key is `group_resource`.

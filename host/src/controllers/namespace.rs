@@ -17,11 +17,14 @@ use super::{terminating, uid, Follower, Observed, Reconciled};
 use crate::model::{meta, ObjectKey, ResourceInfo};
 use crate::runtime::queue::WorkQueue;
 use crate::service::{
-    DeleteOptions, Propagation, Service, Subresource, WriteOptions, NAMESPACES, NAMESPACE_FINALIZER,
+    DeleteOptions, Propagation, Service, Subresource, NAMESPACES, NAMESPACE_FINALIZER,
 };
 
-pub const NAME: &str = "namespace-controller";
-const WORKERS: usize = 2;
+pub const IDENTITY: super::Identity = super::Identity {
+    name: "namespace-controller",
+    description: "Deletes the contents of terminating namespaces, then the namespaces.",
+    workers: 2,
+};
 /// Concurrent deletes while emptying one namespace.
 const FAN_OUT: usize = 32;
 /// A namespace still waiting on content is looked at again after this long even without events.
@@ -52,33 +55,18 @@ impl NamespaceController {
     }
 
     pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
-        for _ in 0..WORKERS {
-            let this = self.clone();
-            tokio::spawn(async move {
-                let q = this.queue.clone();
-                let stats = this.stats.clone();
-                super::worker(q, stats, NAME, |ns| {
-                    let this = this.clone();
-                    async move { this.reconcile(&ns).await }
-                })
-                .await
-            });
-        }
-        let q = self.queue.clone();
-        tokio::spawn(super::publish_status(
+        let this = self.clone();
+        super::spawn(
             self.service.clone(),
-            NAME,
-            "Deletes the contents of terminating namespaces, then the namespaces.",
+            &IDENTITY,
+            self.queue.clone(),
             self.stats.clone(),
-            Arc::new(move || q.len()),
-            shutdown.clone(),
-        ));
-        let q = self.queue.clone();
-        let mut stop = shutdown;
-        tokio::spawn(async move {
-            let _ = stop.changed().await;
-            q.shutdown();
-        });
+            shutdown,
+            move |ns: String| {
+                let this = this.clone();
+                async move { this.reconcile(&ns).await }
+            },
+        );
     }
 
     fn namespace(&self, name: &str) -> Option<Arc<crate::store::StoredObject>> {
@@ -214,15 +202,7 @@ impl NamespaceController {
         let Some(ri) = self.service.registry.lookup("", "v1", NAMESPACES) else {
             return Ok(());
         };
-        match self
-            .service
-            .update(&ri, "", ns, v, Subresource::Main, &WriteOptions::default())
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.code == 404 => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        super::write_back(&self.service, &ri, "", ns, v, Subresource::Main).await
     }
 
     /// kube's namespace deletion conditions.
@@ -333,21 +313,10 @@ impl NamespaceController {
         let Some(ri) = self.service.registry.lookup("", "v1", NAMESPACES) else {
             return Ok(());
         };
-        match self
-            .service
-            .update(
-                &ri,
-                "",
-                ns,
-                v,
-                Subresource::Status,
-                &WriteOptions::default(),
-            )
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if e.code == 404 || e.code == 409 => Ok(()),
-            Err(e) => Err(e.into()),
+        // A conflict: the next look (an event or the recheck) writes them again.
+        match super::write_back(&self.service, &ri, "", ns, v, Subresource::Status).await {
+            Err(super::ControllerError::Api(e)) if e.code == 409 => Ok(()),
+            r => r,
         }
     }
 }
