@@ -194,6 +194,9 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         let folder = crate::runtime::folder::Folder::new(dir.clone(), host);
         let _ = state.controllers.set(folder.clone());
         tokio::spawn(folder.run(state.shutdown.clone()));
+    } else {
+        // No controllers folder: no WebAssembly controller runs, whatever an earlier run left.
+        crate::runtime::folder::remove_stale(&state.service, |_| false).await;
     }
     let app = router.into_make_service();
     let listener = std::net::TcpListener::bind(cfg.listen).map_err(|source| ServerError::Bind {

@@ -253,3 +253,26 @@ fn faulty_guests_are_contained_and_reported() {
     // And the host is healthy.
     assert_eq!(s.http().get("/readyz").status, 200);
 }
+
+#[test]
+fn a_controller_removed_while_the_host_is_down_is_forgotten_at_start() {
+    let mut s = Server::start_with_controllers(&[]).unwrap();
+    s.drop_controller("labeler", &guest("labeler")).unwrap();
+    s.drop_controller("labeler-v2", &guest("labeler-v2")).unwrap();
+    wait_phase(&s, "labeler", "Running");
+    wait_phase(&s, "labeler-v2", "Running");
+    s.stop().unwrap();
+    std::fs::remove_file(s.controllers_dir().join("labeler-v2.wasm")).unwrap();
+    s.restart().unwrap();
+    wait_phase(&s, "labeler", "Running");
+    // Its Controller object, ClusterRole and binding are gone; the built-in controllers stay.
+    poll("labeler-v2 to be forgotten", Duration::from_secs(30), || {
+        controller(&s, "labeler-v2").is_none().then_some(())
+    })
+    .unwrap();
+    let role = s
+        .http()
+        .get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:controller:labeler-v2");
+    assert_eq!(role.status, 404);
+    assert!(controller(&s, "garbage-collector").is_some());
+}

@@ -678,22 +678,27 @@ impl ControllerHandle {
         }
         self.queue.shutdown();
         self.host.authn.revoke_internal(&user_name(&self.name));
-        let svc = &self.host.service;
-        let user = user_name(&self.name);
-        for (group, resource, name) in [
-            (
-                "rbac.authorization.k8s.io",
-                "clusterrolebindings",
-                user.as_str(),
-            ),
-            ("rbac.authorization.k8s.io", "clusterroles", user.as_str()),
-            (GROUP, RESOURCE, self.name.as_str()),
-        ] {
-            if let Some(ri) = svc.registry.lookup(group, "v1", resource) {
-                let _ = svc.delete(&ri, "", name, &Default::default()).await;
-            }
-        }
+        remove_identity(&self.host.service, &self.name).await;
         tracing::info!(controller = %self.name, "controller unloaded");
+    }
+}
+
+/// Delete what the host created for a controller: its ClusterRoleBinding and ClusterRole
+/// (`system:controller:NAME`) and its `Controller` object.
+pub async fn remove_identity(svc: &crate::service::Service, name: &str) {
+    let user = user_name(name);
+    for (group, resource, n) in [
+        (
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            user.as_str(),
+        ),
+        ("rbac.authorization.k8s.io", "clusterroles", user.as_str()),
+        (GROUP, RESOURCE, name),
+    ] {
+        if let Some(ri) = svc.registry.lookup(group, "v1", resource) {
+            let _ = svc.delete(&ri, "", n, &Default::default()).await;
+        }
     }
 }
 

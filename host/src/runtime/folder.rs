@@ -63,42 +63,6 @@ impl Folder {
             .collect()
     }
 
-    /// At start-up: forget the controllers of files removed while the host was down (their
-    /// `Controller` objects, roles and bindings), keeping the built-in controllers'.
-    async fn remove_stale(&self, present: &HashMap<String, (PathBuf, Stamp)>) {
-        use super::controller::{user_name, GROUP, RESOURCE};
-        let svc = &self.host.service;
-        let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
-            return;
-        };
-        let Ok(snap) = svc.store.list(&ri.group_resource(), None) else {
-            return;
-        };
-        for obj in snap.items.values() {
-            let name = crate::model::meta::name(&obj.value).to_owned();
-            let builtin =
-                obj.value.pointer("/status/builtIn") == Some(&serde_json::Value::Bool(true));
-            if builtin || present.contains_key(&name) {
-                continue;
-            }
-            tracing::info!(controller = %name, "its file is gone: removing the stale controller");
-            let user = user_name(&name);
-            for (group, resource, n) in [
-                (
-                    "rbac.authorization.k8s.io",
-                    "clusterrolebindings",
-                    user.as_str(),
-                ),
-                ("rbac.authorization.k8s.io", "clusterroles", user.as_str()),
-                (GROUP, RESOURCE, name.as_str()),
-            ] {
-                if let Some(ri) = svc.registry.lookup(group, "v1", resource) {
-                    let _ = svc.delete(&ri, "", n, &Default::default()).await;
-                }
-            }
-        }
-    }
-
     fn scan_dir(&self) -> HashMap<String, (PathBuf, Stamp)> {
         let mut out = HashMap::new();
         let Ok(rd) = std::fs::read_dir(&self.dir) else {
@@ -137,7 +101,7 @@ impl Folder {
                 }
             }
             if first {
-                self.remove_stale(&seen).await;
+                remove_stale(&self.host.service, |name| seen.contains_key(name)).await;
             }
             let mut entries = self.entries.lock().await;
             // Removed files unload.
@@ -208,6 +172,27 @@ impl Folder {
                 _ = shutdown.changed() => return,
             }
         }
+    }
+}
+
+/// At start-up: forget the controllers whose files are gone (removed while the host was down, or
+/// no folder at all): their `Controller` objects, roles and bindings. Built-in controllers stay.
+pub async fn remove_stale(svc: &crate::service::Service, present: impl Fn(&str) -> bool) {
+    use super::controller::{remove_identity, GROUP, RESOURCE};
+    let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
+        return;
+    };
+    let Ok(snap) = svc.store.list(&ri.group_resource(), None) else {
+        return;
+    };
+    for obj in snap.items.values() {
+        let name = crate::model::meta::name(&obj.value);
+        let builtin = obj.value.pointer("/status/builtIn") == Some(&serde_json::Value::Bool(true));
+        if builtin || present(name) {
+            continue;
+        }
+        tracing::info!(controller = %name, "its file is gone: removing the stale controller");
+        remove_identity(svc, name).await;
     }
 }
 
