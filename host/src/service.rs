@@ -148,6 +148,8 @@ pub struct Filter {
     pub labels: LabelSelector,
     pub fields: FieldSelector,
     pub namespace: Option<String>,
+    /// The kind's own field labels (beyond `metadata.name` and `metadata.namespace`).
+    field_labels: &'static [crate::model::workloads::FieldLabel],
 }
 
 impl Filter {
@@ -164,6 +166,34 @@ impl Filter {
             labels,
             fields,
             namespace: namespace.map(str::to_owned),
+            field_labels: &[],
+        })
+    }
+
+    /// A filter for lists and watches of `ri`, whose field selector may also use the kind's own
+    /// field labels (`spec.nodeName` and `status.phase` of Pods, `involvedObject.*` of Events,
+    /// ...), as kube's field label conversions allow.
+    pub fn for_resource(
+        ri: &ResourceInfo,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<Self> {
+        let field_labels = crate::model::workloads::field_labels(&ri.group, &ri.resource);
+        let supported: Vec<&str> = FIELD_SELECTORS
+            .iter()
+            .copied()
+            .chain(field_labels.iter().map(|f| f.name))
+            .collect();
+        let labels = LabelSelector::parse(label_selector.unwrap_or(""))
+            .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
+        let fields = FieldSelector::parse(field_selector.unwrap_or(""), &supported)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        Ok(Self {
+            labels,
+            fields,
+            namespace: namespace.map(str::to_owned),
+            field_labels,
         })
     }
 
@@ -175,10 +205,25 @@ impl Filter {
             }
         }
         let name = meta::name(obj);
+        if self.field_labels.is_empty() || self.fields.is_empty() {
+            return self.fields.matches(|f| match f {
+                "metadata.name" => Some(name),
+                "metadata.namespace" => Some(ns),
+                _ => None,
+            }) && self.labels.matches_json(meta::labels(obj));
+        }
+        let values: Vec<(&str, String)> = self
+            .field_labels
+            .iter()
+            .map(|f| (f.name, f.value(obj)))
+            .collect();
         self.fields.matches(|f| match f {
             "metadata.name" => Some(name),
             "metadata.namespace" => Some(ns),
-            _ => None,
+            other => values
+                .iter()
+                .find(|(n, _)| *n == other)
+                .map(|(_, v)| v.as_str()),
         }) && self.labels.matches_json(meta::labels(obj))
     }
 }
@@ -432,7 +477,8 @@ impl Service {
         ns: Option<&str>,
         opts: &ListOptions,
     ) -> Result<ListResult> {
-        let filter = Filter::new(
+        let filter = Filter::for_resource(
+            ri,
             ns,
             opts.label_selector.as_deref(),
             opts.field_selector.as_deref(),

@@ -258,7 +258,8 @@ fn faulty_guests_are_contained_and_reported() {
 fn a_controller_removed_while_the_host_is_down_is_forgotten_at_start() {
     let mut s = Server::start_with_controllers(&[]).unwrap();
     s.drop_controller("labeler", &guest("labeler")).unwrap();
-    s.drop_controller("labeler-v2", &guest("labeler-v2")).unwrap();
+    s.drop_controller("labeler-v2", &guest("labeler-v2"))
+        .unwrap();
     wait_phase(&s, "labeler", "Running");
     wait_phase(&s, "labeler-v2", "Running");
     s.stop().unwrap();
@@ -266,9 +267,11 @@ fn a_controller_removed_while_the_host_is_down_is_forgotten_at_start() {
     s.restart().unwrap();
     wait_phase(&s, "labeler", "Running");
     // Its Controller object, ClusterRole and binding are gone; the built-in controllers stay.
-    poll("labeler-v2 to be forgotten", Duration::from_secs(30), || {
-        controller(&s, "labeler-v2").is_none().then_some(())
-    })
+    poll(
+        "labeler-v2 to be forgotten",
+        Duration::from_secs(30),
+        || controller(&s, "labeler-v2").is_none().then_some(()),
+    )
     .unwrap();
     let role = s
         .http()

@@ -563,3 +563,73 @@ fn list_at_future_resource_version_times_out() {
         started.elapsed()
     );
 }
+
+#[test]
+fn kinds_have_their_own_field_selectors() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, PODS, &pod("a"));
+    create(&http, PODS, &pod("b"));
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "a"},
+                         "target": {"kind": "Node", "name": "n1"}});
+    assert_eq!(
+        http.post_json(&format!("{PODS}/a/binding"), &binding)
+            .status,
+        201
+    );
+    let names = |path: &str| -> Vec<String> {
+        get(&http, path)["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names(&format!("{PODS}?fieldSelector=spec.nodeName%3Dn1")),
+        ["a"]
+    );
+    // A missing field compares as its zero value, as in kube.
+    assert_eq!(
+        names(&format!("{PODS}?fieldSelector=spec.nodeName%3D")),
+        ["b"]
+    );
+    assert_eq!(
+        names(&format!(
+            "{PODS}?fieldSelector=status.phase%3DPending,spec.nodeName!%3Dn1"
+        )),
+        ["b"]
+    );
+    // Events by the object they are about (what kubectl describe asks for).
+    let ev = |name: &str, about: &str| {
+        json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+               "involvedObject": {"kind": "Pod", "name": about, "namespace": "default"},
+               "reason": "Scheduled", "type": "Normal", "source": {"component": "test"}})
+    };
+    let events = "/api/v1/namespaces/default/events";
+    create(&http, events, &ev("e1", "a"));
+    create(&http, events, &ev("e2", "b"));
+    assert_eq!(
+        names(&format!(
+            "{events}?fieldSelector=involvedObject.name%3Da,involvedObject.kind%3DPod,source%3Dtest"
+        )),
+        ["e1"]
+    );
+    // Other kinds keep only metadata.name and metadata.namespace.
+    let r = http.get("/api/v1/namespaces/default/configmaps?fieldSelector=spec.nodeName%3Dn1");
+    let st = assert_status(&r, 400, "BadRequest");
+    assert!(st["message"]
+        .as_str()
+        .unwrap()
+        .contains("field label not supported"));
+    // kubectl uses them too.
+    let out = s.kubectl_ok(&[
+        "get",
+        "pods",
+        "--field-selector",
+        "spec.nodeName=n1",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(out.trim(), "pod/a");
+}

@@ -118,7 +118,8 @@ pub async fn serve(
         query: q.clone(),
         first: true,
     };
-    let filter = Filter::new(
+    let filter = Filter::for_resource(
+        &ri,
         target.namespace.as_deref(),
         q.get("labelSelector").map(String::as_str),
         q.get("fieldSelector").map(String::as_str),
