@@ -154,6 +154,12 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
     );
     let wide = s.kubectl_ok(&["get", "deployment", "web"]);
     assert!(wide.contains("3/3"), "{wide}");
+    // The controller's events, found by kubectl describe through field selectors.
+    let described = s.kubectl_ok(&["describe", "deployment", "web"]);
+    assert!(
+        described.contains("ScalingReplicaSet") && described.contains("from 0 to 3"),
+        "{described}"
+    );
 
     // Scale to one: one Pod left.
     s.kubectl_ok(&["scale", "deployment", "web", "--replicas=1"]);

@@ -19,9 +19,12 @@ from turtles_controller import (
     Watch,
     api,
     cache,
+    events,
     log,
     meta,
 )
+
+COMPONENT = "deployment-controller"
 
 controller = Controller(
     Watch(DEPLOYMENTS),
@@ -33,6 +36,7 @@ controller = Controller(
             "replicasets",
             ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"],
         ),
+        Permission.core("events", ["create", "patch"]),
     ],
     max_concurrent_reconciles=2,
 )
@@ -72,8 +76,9 @@ def reconcile(key, d):
         if meta.annotation(d, r.REVISION) != meta.annotation(new_rs, r.REVISION):
             _patch_deployment(d, {"metadata": {"annotations": {r.REVISION: meta.annotation(new_rs, r.REVISION)}}})
         plan = r.plan_recreate if r.strategy_type(d) == "Recreate" else r.plan_rolling
+        current = {meta.name(rs): r.replicas_of(rs) for rs in [new_rs, *old_rss]}
         for name, replicas in plan(d, new_rs, old_rss):
-            _scale(d, key.namespace, name, replicas)
+            _scale(d, key.namespace, name, replicas, current.get(name, 0))
 
     status = r.compute_status(d, new_rs, old_rss, meta.now(), paused=bool(spec.get("paused")))
     have = d.get("status") or {}
@@ -108,6 +113,9 @@ def _create_replicaset(d, old_rss, revision):
         log.warn("pod-template-hash collision", deployment=meta.name(d), replicaset=meta.name(rs))
         return None
     log.info("created replicaset", deployment=meta.name(d), replicaset=meta.name(created), replicas=replicas)
+    if replicas:
+        events.record(d, "Normal", "ScalingReplicaSet",
+                      f"Scaled up replica set {meta.name(created)} from 0 to {replicas}", COMPONENT)
     return created
 
 
@@ -121,11 +129,15 @@ def _sync_annotations(d, rs, revision):
     return api.patch_merge(REPLICASETS, meta.namespace(rs), meta.name(rs), {"metadata": {"annotations": changed}})
 
 
-def _scale(d, namespace, name, replicas):
+def _scale(d, namespace, name, replicas, before):
     patch = {"metadata": {"annotations": r.replicaset_annotations(d, None)}, "spec": {"replicas": replicas}}
     del patch["metadata"]["annotations"][r.REVISION]
     api.patch_merge(REPLICASETS, namespace, name, patch)
     log.info("scaled replicaset", deployment=meta.name(d), replicaset=name, replicas=replicas)
+    if replicas != before:
+        way = "up" if replicas > before else "down"
+        events.record(d, "Normal", "ScalingReplicaSet",
+                      f"Scaled {way} replica set {name} from {before} to {replicas}", COMPONENT)
 
 
 def _patch_deployment(d, patch, status_subresource=False):

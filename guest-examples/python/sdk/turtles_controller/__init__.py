@@ -24,13 +24,14 @@ function, and one export line:
 See docs/guests/python.md for the whole API.
 """
 
-from . import api, cache, log, meta
+from . import api, cache, events, log, meta
 from .api import ApiError
 from .controller import Controller, Key, Permission, Registration, Watch
 from .outcomes import Done, RequeueAfter, TerminalError, TransientError
 from .resources import (
     CONFIGMAPS,
     DEPLOYMENTS,
+    EVENTS,
     NAMESPACES,
     PODS,
     REPLICASETS,
@@ -43,6 +44,7 @@ from .resources import (
 __all__ = [
     "api",
     "cache",
+    "events",
     "log",
     "meta",
     "ApiError",
@@ -59,6 +61,7 @@ __all__ = [
     "resource",
     "CONFIGMAPS",
     "DEPLOYMENTS",
+    "EVENTS",
     "NAMESPACES",
     "PODS",
     "REPLICASETS",
