@@ -536,7 +536,6 @@ async fn wait_running(c: &reqwest::Client, url: &str, name: &str) -> Result<()> 
     }
 }
 
-/// Sum and count of a histogram in /metrics text.
 /// Wait until the `n` labelled ConfigMaps named `prefix*` in `coll` carry a greeting.
 async fn wait_greeted(c: &reqwest::Client, coll: &str, prefix: &str, n: usize) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(300);
@@ -626,6 +625,7 @@ fn gauge(metrics: &str, name: &str, labels: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Sum and count of a histogram in /metrics text.
 fn histogram(metrics: &str, name: &str, labels: &str) -> (f64, f64) {
     let find = |suffix: &str| {
         metrics
@@ -847,6 +847,110 @@ async fn languages(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// The workload story end to end: a Deployment of `replicas` reconciled by the Python
+/// `deployment`, JavaScript `replicaset` and C `node` controllers — time from the Deployment's
+/// create until every replica is updated and available (what `kubectl rollout status` waits
+/// for), then for a rolling update of its image, and for its deletion (the garbage collector)
+/// until no Pod is left.
+async fn workload(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<()> {
+    let replicas = 100;
+    let (mut create, mut update, mut delete) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (h, _) = Host::start_inner(&[], true).await?;
+        let c = client();
+        let dir = h.dir.join("controllers");
+        for name in ["deployment", "replicaset", "node"] {
+            drop_file(&dir, name, &guest_bytes(name)?)?;
+        }
+        for name in ["deployment", "replicaset", "node"] {
+            wait_running(&c, &h.url, name).await?;
+        }
+        let coll = format!("{}/apis/apps/v1/namespaces/default/deployments", h.url);
+        let body = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "big"},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "big"}},
+                "template": {"metadata": {"labels": {"app": "big"}},
+                             "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}},
+            },
+        });
+        let t = Instant::now();
+        let r = c.post(&coll).json(&body).send().await?;
+        if r.status().as_u16() != 201 {
+            bail!("deployment create: {}", r.status());
+        }
+        rolled_out(&c, &format!("{coll}/big"), replicas).await?;
+        create.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.28"}]}}}});
+        let r = c
+            .patch(format!("{coll}/big"))
+            .header("Content-Type", "application/strategic-merge-patch+json")
+            .body(image.to_string())
+            .send()
+            .await?;
+        if r.status().as_u16() != 200 {
+            bail!("deployment patch: {}", r.status());
+        }
+        rolled_out(&c, &format!("{coll}/big"), replicas).await?;
+        update.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        let r = c.delete(format!("{coll}/big")).send().await?;
+        if !r.status().is_success() {
+            bail!("deployment delete: {}", r.status());
+        }
+        let pods = format!("{}/api/v1/namespaces/default/pods?limit=1", h.url);
+        loop {
+            let v: serde_json::Value = c.get(&pods).send().await?.json().await?;
+            if v["items"].as_array().is_some_and(Vec::is_empty) {
+                break;
+            }
+            if t.elapsed() > Duration::from_secs(300) {
+                bail!("pods left after 5 minutes");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        delete.push(t.elapsed().as_secs_f64() * 1000.0);
+        eprintln!(
+            "round {round}: {replicas} replicas rolled out in {:.0} ms, updated in {:.0} ms, collected in {:.0} ms",
+            create[round], update[round], delete[round]
+        );
+    }
+    rows.push((
+        format!("workload: Deployment of {replicas} (Python -> JavaScript -> C controllers): create -> all available / image update -> rolled out / delete -> no Pod left, median of {rounds}"),
+        format!(
+            "{:.0} ms / {:.0} ms / {:.0} ms",
+            median(create),
+            median(update),
+            median(delete)
+        ),
+    ));
+    Ok(())
+}
+
+/// Wait until a Deployment's rollout is complete, as `kubectl rollout status` decides it.
+async fn rolled_out(c: &reqwest::Client, url: &str, replicas: u64) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let d: serde_json::Value = c.get(url).send().await?.json().await?;
+        let st = &d["status"];
+        let n = |k: &str| st[k].as_u64().unwrap_or(0);
+        if st["observedGeneration"] == d["metadata"]["generation"]
+            && n("updatedReplicas") == replicas
+            && n("replicas") == replicas
+            && n("availableReplicas") == replicas
+        {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("rollout not complete after 5 minutes: {st}");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// The API server's own numbers: start-up, creates, RBAC cost, LIST and watch.
@@ -1254,6 +1358,9 @@ async fn main() -> Result<()> {
     }
     if section("languages") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
         languages(&mut rows, rounds).await?;
+    }
+    if section("workload") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
+        workload(&mut rows, rounds).await?;
     }
     println!();
     println!("| measure | turtles |");
