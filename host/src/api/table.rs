@@ -145,7 +145,24 @@ fn columns(ri: &ResourceInfo) -> Vec<Column> {
                 description: "Name of the Node this pod is scheduled onto.",
                 cell: |o| json!(none_if_empty(str_at(o, &["spec", "nodeName"]))),
             },
+            Column {
+                name: "Nominated Node",
+                kind: "string",
+                format: "",
+                priority: 1,
+                description: "Name of the node where the pod was nominated to be scheduled.",
+                cell: |o| json!(none_if_empty(str_at(o, &["status", "nominatedNodeName"]))),
+            },
+            Column {
+                name: "Readiness Gates",
+                kind: "string",
+                format: "",
+                priority: 1,
+                description: "The readiness gates of the pod and how many of them are ready.",
+                cell: pod_readiness_gates,
+            },
         ],
+        // kube's order puts Version after Age: the list places AGE itself.
         ("", "nodes") => vec![
             Column {
                 name: "Status",
@@ -156,12 +173,66 @@ fn columns(ri: &ResourceInfo) -> Vec<Column> {
                 cell: node_status,
             },
             Column {
+                name: "Roles",
+                kind: "string",
+                format: "",
+                priority: 0,
+                description: "The roles of the node",
+                cell: node_roles,
+            },
+            AGE,
+            Column {
                 name: "Version",
                 kind: "string",
                 format: "",
                 priority: 0,
                 description: "Kubelet Version reported by the node.",
                 cell: |o| json!(str_at(o, &["status", "nodeInfo", "kubeletVersion"])),
+            },
+            Column {
+                name: "Internal-IP",
+                kind: "string",
+                format: "",
+                priority: 1,
+                description: "List of addresses reachable to the node. Queried from cloud provider, if available.",
+                cell: |o| json!(node_address(o, "InternalIP")),
+            },
+            Column {
+                name: "External-IP",
+                kind: "string",
+                format: "",
+                priority: 1,
+                description: "List of addresses reachable to the node. Queried from cloud provider, if available.",
+                cell: |o| json!(node_address(o, "ExternalIP")),
+            },
+            Column {
+                name: "OS-Image",
+                kind: "string",
+                format: "",
+                priority: 1,
+                description: "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
+                cell: |o| json!(none_if_empty(str_at(o, &["status", "nodeInfo", "osImage"]))),
+            },
+            Column {
+                name: "Kernel-Version",
+                kind: "string",
+                format: "",
+                priority: 1,
+                description: "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+                cell: |o| json!(none_if_empty(str_at(o, &["status", "nodeInfo", "kernelVersion"]))),
+            },
+            Column {
+                name: "Container-Runtime",
+                kind: "string",
+                format: "",
+                priority: 1,
+                description: "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
+                cell: |o| {
+                    json!(none_if_empty(str_at(
+                        o,
+                        &["status", "nodeInfo", "containerRuntimeVersion"]
+                    )))
+                },
             },
         ],
         ("apps", "deployments") => {
@@ -323,6 +394,11 @@ fn columns(ri: &ResourceInfo) -> Vec<Column> {
         _ => Vec::new(),
     };
     let mut cols = vec![NAME];
+    if extra.iter().any(|c| c.name == AGE.name) {
+        // The kind's list places Age itself.
+        cols.extend(extra);
+        return cols;
+    }
     let (before_age, after_age): (Vec<Column>, Vec<Column>) =
         extra.into_iter().partition(|c| c.priority == 0);
     cols.extend(before_age);
@@ -411,6 +487,74 @@ fn pod_status(o: &Value) -> Value {
         reason = "Terminating".into();
     }
     json!(reason)
+}
+
+/// kubectl's node ROLES: the `node-role.kubernetes.io/<role>` labels (and the legacy
+/// `kubernetes.io/role` label), or `<none>`.
+fn node_roles(o: &Value) -> Value {
+    let mut roles: Vec<&str> = crate::model::meta::labels(o)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| {
+            if let Some(role) = k.strip_prefix("node-role.kubernetes.io/") {
+                return (!role.is_empty()).then_some(role);
+            }
+            (k == "kubernetes.io/role").then(|| v.as_str().unwrap_or(""))
+        })
+        .filter(|r| !r.is_empty())
+        .collect();
+    roles.sort_unstable();
+    roles.dedup();
+    json!(if roles.is_empty() {
+        "<none>".to_owned()
+    } else {
+        roles.join(",")
+    })
+}
+
+/// The node's addresses of one type, comma separated, or `<none>`.
+fn node_address(o: &Value, kind: &str) -> String {
+    let list: Vec<&str> = o
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|a| a.get("type").and_then(Value::as_str) == Some(kind))
+        .filter_map(|a| a.get("address").and_then(Value::as_str))
+        .collect();
+    if list.is_empty() {
+        "<none>".into()
+    } else {
+        list.join(",")
+    }
+}
+
+/// kubectl's READINESS GATES: `<ready>/<total>` of `spec.readinessGates`, or `<none>`.
+fn pod_readiness_gates(o: &Value) -> Value {
+    let gates: Vec<&str> = o
+        .pointer("/spec/readinessGates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g.get("conditionType").and_then(Value::as_str))
+        .collect();
+    if gates.is_empty() {
+        return json!("<none>");
+    }
+    let ready = gates
+        .iter()
+        .filter(|g| {
+            o.pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c.get("type").and_then(Value::as_str) == Some(**g)
+                            && c.get("status").and_then(Value::as_str) == Some("True")
+                    })
+                })
+        })
+        .count();
+    json!(format!("{ready}/{}", gates.len()))
 }
 
 fn none_if_empty(s: &str) -> &str {
@@ -628,7 +772,77 @@ fn custom_cell(c: &PrinterColumn, obj: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::human_duration;
+    use super::*;
+
+    fn ri(group: &str, resource: &str) -> ResourceInfo {
+        let reg = crate::model::Registry::with_builtins();
+        let found = reg
+            .snapshot()
+            .iter()
+            .find(|r| r.group == group && r.resource == resource)
+            .cloned();
+        (*found.expect("built-in")).clone()
+    }
+
+    #[test]
+    fn nodes_print_like_kubectl() {
+        let node = json!({"metadata": {"name": "n1", "creationTimestamp": "2026-01-01T00:00:00Z",
+                                       "labels": {"node-role.kubernetes.io/control-plane": ""}},
+                          "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                                     "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                                     "nodeInfo": {"kubeletVersion": "v1.33.0"}}});
+        let cols = columns(&ri("", "nodes"));
+        let names: Vec<&str> = cols.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Status",
+                "Roles",
+                "Age",
+                "Version",
+                "Internal-IP",
+                "External-IP",
+                "OS-Image",
+                "Kernel-Version",
+                "Container-Runtime"
+            ]
+        );
+        let cells: Vec<Value> = cols.iter().map(|c| (c.cell)(&node)).collect();
+        assert_eq!(cells[1], "Ready");
+        assert_eq!(cells[2], "control-plane");
+        assert_eq!(cells[4], "v1.33.0");
+        assert_eq!(cells[5], "10.0.0.1");
+        assert_eq!(cells[6], "<none>");
+    }
+
+    #[test]
+    fn pods_show_their_status_like_kubectl() {
+        let cols = columns(&ri("", "pods"));
+        let names: Vec<&str> = cols.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Ready",
+                "Status",
+                "Restarts",
+                "Age",
+                "IP",
+                "Node",
+                "Nominated Node",
+                "Readiness Gates"
+            ]
+        );
+        let creating = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]},
+                              "status": {"phase": "Pending", "containerStatuses": [
+                                  {"ready": false, "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        assert_eq!(pod_status(&creating), "ContainerCreating");
+        let mut deleting = creating.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert_eq!(pod_status(&deleting), "Terminating");
+        assert_eq!(pod_readiness_gates(&creating), "<none>");
+    }
 
     #[test]
     fn durations_read_like_kubectl() {
