@@ -313,6 +313,11 @@ impl GarbageCollector {
                 m.remove("ownerReferences");
             }
         }
+        self.save(ri, r, v).await
+    }
+
+    /// Write an object back (its resourceVersion makes a concurrent change a retried conflict).
+    async fn save(&self, ri: &ResourceInfo, r: &Ref, v: Value) -> Result<(), ControllerError> {
         super::write_back(
             &self.service,
             ri,
@@ -342,15 +347,7 @@ impl GarbageCollector {
         if let Some(m) = meta::metadata_mut(&mut v) {
             m.insert("finalizers".into(), json!(left));
         }
-        super::write_back(
-            &self.service,
-            ri,
-            &r.namespace,
-            &r.name,
-            v,
-            Subresource::Main,
-        )
-        .await
+        self.save(ri, r, v).await
     }
 
     /// An owner being deleted with the orphan or foreground policy.
