@@ -13,15 +13,7 @@
 #include "controller.h"
 #include "json.h"
 
-static int failures, checks;
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        checks++;                                                                   \
-        if (!(cond)) {                                                              \
-            failures++;                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                           \
-    } while (0)
+#include "check.h"
 
 /* ---- the fake API server -------------------------------------------------------------- */
 
