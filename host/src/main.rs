@@ -36,6 +36,10 @@ enum Command {
         /// crash of this process, but not a power loss).
         #[arg(long)]
         no_fsync: bool,
+        /// Largest object stored, in bytes of its JSON (etcd's default request limit, 1.5 MiB);
+        /// larger writes get 413.
+        #[arg(long, default_value_t = turtles::model::limits::DEFAULT_MAX_OBJECT_BYTES)]
+        max_object_bytes: usize,
         /// Seconds between watch bookmarks.
         #[arg(long, default_value_t = 30)]
         bookmark_interval: u64,
@@ -94,6 +98,7 @@ fn main() -> anyhow::Result<()> {
             controllers,
             watch_history,
             no_fsync,
+            max_object_bytes,
             bookmark_interval,
             insecure_http,
             tls_san,
@@ -109,6 +114,7 @@ fn main() -> anyhow::Result<()> {
                 controllers,
                 watch_history,
                 fsync: !no_fsync,
+                max_object_bytes,
                 api: turtles::api::ApiOptions {
                     bookmark_interval: std::time::Duration::from_secs(bookmark_interval.max(1)),
                 },

@@ -63,6 +63,8 @@ pub struct ServeConfig {
     pub controllers: Option<PathBuf>,
     pub watch_history: usize,
     pub fsync: bool,
+    /// Largest object stored, in bytes of its JSON.
+    pub max_object_bytes: usize,
     pub api: ApiOptions,
     pub tls: TlsOptions,
     /// Limits of every WebAssembly controller.
@@ -130,6 +132,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         dir: store_dir.clone(),
         watch_history: cfg.watch_history,
         fsync: cfg.fsync,
+        max_object_bytes: cfg.max_object_bytes,
     })
     .map_err(|source| ServerError::Store {
         dir: store_dir,

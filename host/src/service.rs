@@ -244,6 +244,21 @@ fn store_error(ri: &ResourceInfo, name: &str, e: StoreError) -> ApiError {
         StoreError::Closed => {
             ApiError::new(503, "ServiceUnavailable", "the server is shutting down")
         }
+        StoreError::Unavailable(why) => {
+            let mut e = ApiError::new(
+                503,
+                "ServiceUnavailable",
+                format!("storage is unavailable, writes resume when it recovers: {why}"),
+            );
+            e.retry_after = Some(1);
+            e
+        }
+        StoreError::TooLarge { size, limit } => ApiError::too_large(format!(
+            "Request entity too large: limit is {limit} (the object is {size} bytes)"
+        )),
+        StoreError::TooDeep(_) => {
+            ApiError::new(422, "Invalid", crate::model::limits::too_deep_message())
+        }
         other => {
             tracing::error!(error = %other, "storage failure");
             ApiError::internal("storage failure; see the server log")
@@ -1156,6 +1171,16 @@ impl Service {
             // Work in the requested version; store in the storage version.
             let view = Self::present(ri, current.clone());
             let body = build(&view)?;
+            // Whatever built it (a patch, say), nothing recursive walks a value nested deeper
+            // than the limit; it is taken apart without recursion.
+            if !crate::model::limits::within_depth(&body) {
+                crate::model::limits::dispose(body);
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    crate::model::limits::too_deep_message(),
+                ));
+            }
             let mut new = Self::merge_update(ri, &view.value, body, sub)?;
             let warnings = Self::admit(ri, &mut new, Some(&view.value), opts)?;
             Self::validate(ri, &new)?;

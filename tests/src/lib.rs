@@ -105,12 +105,22 @@ impl Server {
         Self::start_inner(extra_args, false)
     }
 
+    /// Start on a data directory the caller made (a small filesystem mounted there, say); it is
+    /// emptied on drop like any other.
+    pub fn start_in(data_dir: PathBuf, extra_args: &[&str]) -> Result<Self> {
+        Self::start_at(data_dir, extra_args, false)
+    }
+
     fn start_inner(extra_args: &[&str], controllers: bool) -> Result<Self> {
         let data_dir = std::env::temp_dir().join(format!(
             "turtles-test-{}-{}",
             std::process::id(),
             uuid_like()
         ));
+        Self::start_at(data_dir, extra_args, controllers)
+    }
+
+    fn start_at(data_dir: PathBuf, extra_args: &[&str], controllers: bool) -> Result<Self> {
         std::fs::create_dir_all(&data_dir)?;
         let mut s = Server {
             kubeconfig: data_dir.join("admin.kubeconfig"),
@@ -454,7 +464,8 @@ pub fn item_names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-fn uuid_like() -> String {
+/// A unique suffix for temporary names.
+pub fn uuid_like() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()

@@ -34,6 +34,35 @@ pub async fn healthy() -> &'static str {
     "ok"
 }
 
+/// `/readyz`: 500 while the store refuses writes (a full disk), in kube's format; `?verbose`
+/// lists each check and gives the reason.
+pub async fn ready(State(state): State<Arc<AppState>>, uri: axum::http::Uri) -> Response {
+    let verbose = uri.query().is_some_and(|q| {
+        q.split('&')
+            .any(|p| p == "verbose" || p.starts_with("verbose="))
+    });
+    let health = state.service.store.health();
+    let (code, body) = match health.unavailable {
+        None if verbose => (
+            StatusCode::OK,
+            "[+]ping ok\n[+]storage ok\nreadyz check passed\n".to_owned(),
+        ),
+        None => (StatusCode::OK, "ok".to_owned()),
+        Some(why) => {
+            let reason = if verbose {
+                why.as_str()
+            } else {
+                "reason withheld"
+            };
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("[+]ping ok\n[-]storage failed: {reason}\nreadyz check failed\n"),
+            )
+        }
+    };
+    (code, body).into_response()
+}
+
 /// Media type of aggregated discovery (v2), which clients ask for first.
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 

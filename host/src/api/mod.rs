@@ -62,7 +62,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/version", get(discovery::version))
         .route("/healthz", get(discovery::healthy))
         .route("/livez", get(discovery::healthy))
-        .route("/readyz", get(discovery::healthy))
+        .route("/readyz", get(discovery::ready))
         .route("/api", get(discovery::core_versions))
         .route("/apis", get(discovery::group_list))
         .route("/openapi/v2", get(discovery::openapi_v2))
@@ -82,6 +82,12 @@ pub fn router(state: Arc<AppState>) -> Router {
 async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>>) -> Response {
     let mut out = String::new();
     state.metrics.render(&mut out);
+    let health = state.service.store.health();
+    out.push_str(&format!(
+        "# HELP turtles_store_quarantined_objects Stored objects that could not be read at start-up and were set aside.\n# TYPE turtles_store_quarantined_objects gauge\nturtles_store_quarantined_objects {}\n# HELP turtles_store_writable Whether the store accepts writes (0 while the disk fails).\n# TYPE turtles_store_writable gauge\nturtles_store_writable {}\n",
+        health.quarantined,
+        u8::from(health.unavailable.is_none())
+    ));
     if let Some(folder) = state.controllers.get() {
         out.push_str("# HELP turtles_controller_reconciles_total Reconcile calls.\n# TYPE turtles_controller_reconciles_total counter\n");
         for h in folder.handles().await {

@@ -5,7 +5,7 @@ pub mod strategic;
 
 use serde_json::Value;
 
-use crate::model::{ApiError, ResourceInfo};
+use crate::model::{limits, ApiError, ResourceInfo};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchType {
@@ -67,15 +67,7 @@ pub fn apply(
         PatchType::Json => {
             let ops: json_patch::Patch = serde_json::from_value(patch.clone())
                 .map_err(|e| ApiError::bad_request(format!("error decoding json patch: {e}")))?;
-            let mut doc = current.clone();
-            json_patch::patch(&mut doc, &ops).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
-            })?;
-            Ok(doc)
+            apply_json_patch(current, &ops.0)
         }
         PatchType::Merge => {
             let mut doc = current.clone();
@@ -92,5 +84,177 @@ pub fn apply(
                 )
             })
         }
+    }
+}
+
+fn invalid_patch(message: impl std::fmt::Display) -> ApiError {
+    ApiError::new(
+        422,
+        "Invalid",
+        format!("the server rejected our request due to an error in our request: {message}"),
+    )
+}
+
+/// RFC 6902, one operation at a time, with kube's bounds on the work a patch may do: at most
+/// [`limits::JSON_PATCH_MAX_OPERATIONS`] operations, `copy` operations adding at most
+/// [`limits::JSON_PATCH_MAX_COPY_BYTES`] in all, and no operation nesting the document deeper
+/// than [`limits::MAX_DEPTH`] (checked before the operation runs, so nothing recursive ever walks
+/// a deeper value).
+fn apply_json_patch(
+    current: &Value,
+    ops: &[json_patch::PatchOperation],
+) -> Result<Value, ApiError> {
+    use json_patch::PatchOperation as Op;
+    if ops.len() > limits::JSON_PATCH_MAX_OPERATIONS {
+        return Err(ApiError::too_large(format!(
+            "The allowed maximum operations in a JSON patch is {}, got {}",
+            limits::JSON_PATCH_MAX_OPERATIONS,
+            ops.len()
+        )));
+    }
+    let mut doc = current.clone();
+    let mut copied = 0usize;
+    for (i, op) in ops.iter().enumerate() {
+        // The depth a value lands at is its path's length plus its own depth; the rest of the
+        // document is within the limit already.
+        let (at, value_depth) = match op {
+            Op::Add(o) => (&o.path, limits::depth(&o.value, limits::MAX_DEPTH)),
+            Op::Replace(o) => (&o.path, limits::depth(&o.value, limits::MAX_DEPTH)),
+            Op::Move(o) => (&o.path, source_depth(&doc, &o.from)),
+            Op::Copy(o) => {
+                if let Ok(src) = o.from.resolve(&doc) {
+                    copied += limits::json_len(src);
+                    if copied > limits::JSON_PATCH_MAX_COPY_BYTES {
+                        return Err(invalid_patch(format!(
+                            "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {}",
+                            limits::JSON_PATCH_MAX_COPY_BYTES
+                        )));
+                    }
+                }
+                (&o.path, source_depth(&doc, &o.from))
+            }
+            Op::Remove(_) | Op::Test(_) => {
+                apply_one(&mut doc, op, i)?;
+                continue;
+            }
+        };
+        match value_depth {
+            Some(d) if at.count() + d <= limits::MAX_DEPTH => {}
+            _ => return Err(invalid_patch(limits::too_deep_message())),
+        }
+        apply_one(&mut doc, op, i)?;
+    }
+    Ok(doc)
+}
+
+/// The depth of the value at `from` (0 when it does not exist: the operation then fails).
+fn source_depth(doc: &Value, from: &json_patch::jsonptr::Pointer) -> Option<usize> {
+    match from.resolve(doc) {
+        Ok(v) => limits::depth(v, limits::MAX_DEPTH),
+        Err(_) => Some(0),
+    }
+}
+
+fn apply_one(
+    doc: &mut Value,
+    op: &json_patch::PatchOperation,
+    index: usize,
+) -> Result<(), ApiError> {
+    // The document is a copy that is dropped on error, so no undo log is needed.
+    json_patch::patch_unsafe(doc, std::slice::from_ref(op)).map_err(|mut e| {
+        e.operation = index;
+        invalid_patch(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn json_patch(doc: &Value, ops: Value) -> Result<Value, ApiError> {
+        let ops: json_patch::Patch = serde_json::from_value(ops).unwrap();
+        apply_json_patch(doc, &ops.0)
+    }
+
+    #[test]
+    fn copies_are_bounded_in_bytes_as_kube_bounds_them() {
+        let doc = json!({"spec": {"s": "x".repeat(1024)}});
+        let ops: Vec<Value> = (0..20)
+            .map(|i| json!({"op": "copy", "from": "/spec", "path": format!("/spec/c{i}")}))
+            .collect();
+        let e = json_patch(&doc, json!(ops)).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(
+            e.message.contains("accumulated size increase of copy"),
+            "{}",
+            e.message
+        );
+        // A few copies are fine.
+        let ok = json_patch(
+            &doc,
+            json!([{"op": "copy", "from": "/spec/s", "path": "/spec/t"}]),
+        )
+        .unwrap();
+        assert_eq!(ok["spec"]["t"], doc["spec"]["s"]);
+    }
+
+    #[test]
+    fn no_operation_nests_the_document_past_the_limit() {
+        let mut deep = json!(1);
+        for _ in 0..100 {
+            deep = json!({"d": deep});
+        }
+        let doc = json!({"spec": {}});
+        let ok = json_patch(
+            &doc,
+            json!([{"op": "add", "path": "/spec/a", "value": deep}]),
+        )
+        .unwrap();
+        assert_eq!(limits::depth(&ok, 1000), Some(102));
+        // The same value added again at its own deepest point: 202 levels.
+        let path = format!("/spec/a{}", "/d".repeat(99));
+        for op in [
+            json!({"op": "add", "path": path, "value": deep}),
+            json!({"op": "replace", "path": path, "value": deep}),
+            json!({"op": "copy", "from": "/spec/a", "path": path}),
+        ] {
+            let e = json_patch(&ok, json!([op])).unwrap_err();
+            assert_eq!(e.code, 422, "{op}");
+            assert!(e.message.contains("nested deeper"), "{}", e.message);
+        }
+        // Moving a deep value under another deep one is refused as well.
+        let two = json_patch(
+            &ok,
+            json!([{"op": "copy", "from": "/spec/a", "path": "/spec/b"}]),
+        );
+        let e = json_patch(
+            &two.unwrap(),
+            json!([{"op": "move", "from": "/spec/b", "path": path}]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 422);
+        // Copying an object into itself level by level stops at the limit, never crashes.
+        let ops: Vec<Value> = (0..500)
+            .map(|_| json!({"op": "copy", "from": "/spec/a", "path": "/spec/a/d"}))
+            .collect();
+        assert_eq!(json_patch(&ok, json!(ops)).unwrap_err().code, 422);
+    }
+
+    #[test]
+    fn operation_count_is_capped_and_errors_name_the_operation() {
+        let doc = json!({"a": 1});
+        let ops: Vec<Value> = (0..=limits::JSON_PATCH_MAX_OPERATIONS)
+            .map(|_| json!({"op": "test", "path": "/a", "value": 1}))
+            .collect();
+        let e = json_patch(&doc, json!(ops)).unwrap_err();
+        assert_eq!(e.code, 413);
+        let e = json_patch(
+            &doc,
+            json!([{"op": "test", "path": "/a", "value": 1}, {"op": "remove", "path": "/nope"}]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(e.message.contains("operation '/1'"), "{}", e.message);
     }
 }

@@ -137,6 +137,15 @@ pub enum StoreError {
     Closed,
     #[error("the store failed earlier and refuses writes: {0}")]
     Poisoned(String),
+    /// The disk failed a write (it is full, say): writes are refused until it works again.
+    #[error("storage is unavailable: {0}")]
+    Unavailable(String),
+    /// The object's JSON is larger than the store keeps.
+    #[error("object is {size} bytes, larger than the limit of {limit}")]
+    TooLarge { size: usize, limit: usize },
+    /// The object nests deeper than [`crate::model::limits::MAX_DEPTH`].
+    #[error("object nests deeper than {0} levels")]
+    TooDeep(usize),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -167,4 +176,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stop accepting writes, commit what was accepted, flush, and release the files.
     fn shutdown(&self) -> Result<()>;
+
+    /// Whether writes work, and what was set aside at start-up.
+    fn health(&self) -> Health;
+}
+
+/// What `/readyz` and `/metrics` report about the store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Health {
+    /// Why writes are refused right now (the disk failed a write and has not recovered yet).
+    pub unavailable: Option<String>,
+    /// Stored objects that could not be read at start-up and were set aside (not served).
+    pub quarantined: usize,
 }

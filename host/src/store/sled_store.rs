@@ -37,6 +37,35 @@ pub struct StoreOptions {
     pub watch_history: usize,
     /// `fdatasync` sled's log file before acknowledging (power-loss durability).
     pub fsync: bool,
+    /// Largest object stored, in bytes of its JSON ([`StoreError::TooLarge`] beyond).
+    pub max_object_bytes: usize,
+}
+
+impl StoreOptions {
+    /// Where objects that cannot be read at start-up are copied: `quarantine/` beside the store.
+    pub fn quarantine_dir(&self) -> PathBuf {
+        self.dir.with_file_name("quarantine")
+    }
+}
+
+/// How often the writer retries a store whose disk failed a write.
+const RECOVERY_INTERVAL: Duration = Duration::from_millis(250);
+/// Free space the store's filesystem needs before sled is reopened after a failed write: opening
+/// sled on a full disk can leave a torn file behind that a later start cannot read.
+const RECOVERY_FREE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Bytes an unprivileged process may still write on the filesystem of `dir`.
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `path` is a valid NUL-terminated string and `st` a properly sized out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    #[allow(clippy::useless_conversion)] // u64 on 64-bit Linux, not everywhere
+    Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
 }
 
 struct Request {
@@ -47,6 +76,9 @@ struct Request {
 struct Shared {
     index: RwLock<Index>,
     rv_tx: watch::Sender<u64>,
+    /// Why writes are refused right now (`None` while the disk works).
+    unavailable: Mutex<Option<String>>,
+    quarantined: usize,
 }
 
 impl Shared {
@@ -56,13 +88,21 @@ impl Shared {
     fn write(&self) -> RwLockWriteGuard<'_, Index> {
         self.index.write().unwrap_or_else(|p| p.into_inner())
     }
+    fn set_unavailable(&self, why: Option<String>) {
+        *self.unavailable.lock().unwrap_or_else(|p| p.into_inner()) = why;
+    }
+    fn unavailable(&self) -> Option<String> {
+        self.unavailable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
 }
 
 pub struct SledStore {
     shared: Arc<Shared>,
     tx: Mutex<Option<mpsc::Sender<Request>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
-    db: sled::Db,
 }
 
 fn object_key(key: &ObjectKey) -> Vec<u8> {
@@ -83,44 +123,92 @@ fn parse_object_key(raw: &[u8]) -> Option<ObjectKey> {
     Some(ObjectKey::new(parts.next()?, parts.next()?, parts.next()?))
 }
 
+fn open_db(dir: &Path) -> Result<sled::Db> {
+    Ok(sled::Config::new()
+        .path(dir)
+        .mode(sled::Mode::HighThroughput)
+        // Reads are served from the in-memory index; sled's page cache only helps writes.
+        .cache_capacity(SLED_CACHE_BYTES)
+        .flush_every_ms(None)
+        .open()?)
+}
+
+fn read_rv(db: &sled::Db) -> Result<u64> {
+    Ok(match db.get(RV_KEY)? {
+        Some(v) => {
+            let mut b = [0u8; 8];
+            if v.len() == 8 {
+                b.copy_from_slice(&v);
+            }
+            u64::from_be_bytes(b)
+        }
+        None => 0,
+    })
+}
+
+/// Decode one stored object, or say why it cannot be served.
+fn load_object(
+    raw_key: &[u8],
+    raw: &[u8],
+) -> std::result::Result<(ObjectKey, StoredObject), String> {
+    let key = parse_object_key(raw_key).ok_or("the key is not resource\\0namespace\\0name")?;
+    let value: serde_json::Value = serde_json::from_slice(raw).map_err(|e| e.to_string())?;
+    if !value.is_object() {
+        return Err("not a JSON object".into());
+    }
+    let obj_rv = crate::model::meta::meta_str(&value, "resourceVersion")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let obj = StoredObject {
+        rv: obj_rv,
+        value,
+        json: bytes::Bytes::from(raw.to_vec()),
+    };
+    Ok((key, obj))
+}
+
+/// Copy an unreadable object to `dir` (named after its key, made safe as a file name) so the
+/// operator can inspect or restore it; it stays in the store on disk too, unserved.
+fn quarantine(dir: &Path, raw_key: &[u8], raw: &[u8], why: &str) {
+    let name: String = String::from_utf8_lossy(raw_key.strip_prefix(b"o\0").unwrap_or(raw_key))
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = dir.join(format!("{name}.json"));
+    let saved = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, raw));
+    tracing::error!(
+        key = %String::from_utf8_lossy(raw_key).replace('\0', "/"),
+        error = why,
+        copy = %path.display(),
+        saved = saved.is_ok(),
+        "stored object cannot be read: set aside, not served"
+    );
+}
+
 impl SledStore {
-    /// Open (or create) the store in `opts.dir` and load every object into memory.
+    /// Open (or create) the store in `opts.dir` and load every object into memory. An object that
+    /// cannot be read is set aside (see [`quarantine`]); the rest is served.
     pub fn open(opts: StoreOptions) -> Result<Self> {
         std::fs::create_dir_all(&opts.dir)?;
-        let db = sled::Config::new()
-            .path(&opts.dir)
-            .mode(sled::Mode::HighThroughput)
-            // Reads are served from the in-memory index; sled's page cache only helps writes.
-            .cache_capacity(SLED_CACHE_BYTES)
-            .flush_every_ms(None)
-            .open()?;
-        let rv = match db.get(RV_KEY)? {
-            Some(v) => {
-                let mut b = [0u8; 8];
-                if v.len() == 8 {
-                    b.copy_from_slice(&v);
-                }
-                u64::from_be_bytes(b)
-            }
-            None => 0,
-        };
+        let db = open_db(&opts.dir)?;
+        let rv = read_rv(&db)?;
         let mut index = Index::new(rv, opts.watch_history);
+        let mut quarantined = 0;
         for entry in db.scan_prefix(b"o\0") {
             let (k, v) = entry?;
-            let Some(key) = parse_object_key(&k) else {
-                continue;
-            };
-            let value: serde_json::Value =
-                serde_json::from_slice(&v).map_err(StoreError::Decode)?;
-            let obj_rv = crate::model::meta::meta_str(&value, "resourceVersion")
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            let obj = StoredObject {
-                rv: obj_rv,
-                value,
-                json: bytes::Bytes::from(v.to_vec()),
-            };
-            index.load(&key, Arc::new(obj));
+            match load_object(&k, &v) {
+                Ok((key, obj)) => index.load(&key, Arc::new(obj)),
+                Err(why) => {
+                    quarantined += 1;
+                    quarantine(&opts.quarantine_dir(), &k, &v, &why);
+                }
+            }
         }
         let log = if opts.fsync {
             Some(File::open(sled_log_path(&opts.dir))?)
@@ -131,20 +219,25 @@ impl SledStore {
         let shared = Arc::new(Shared {
             index: RwLock::new(index),
             rv_tx,
+            unavailable: Mutex::new(None),
+            quarantined,
         });
         let (tx, rx) = mpsc::channel(QUEUE);
         let writer = {
             let shared = shared.clone();
-            let db = db.clone();
+            let disk = Disk {
+                db: Some(db),
+                log,
+                opts,
+            };
             std::thread::Builder::new()
                 .name("store-writer".into())
-                .spawn(move || writer_loop(shared, db, log, rx))?
+                .spawn(move || writer_loop(shared, disk, rx))?
         };
         Ok(Self {
             shared,
             tx: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
-            db,
         })
     }
 }
@@ -153,15 +246,97 @@ fn sled_log_path(dir: &Path) -> PathBuf {
     dir.join("db")
 }
 
-fn writer_loop(
-    shared: Arc<Shared>,
-    db: sled::Db,
+/// The writer's handle on the disk: sled, and its log file for `fdatasync`.
+struct Disk {
+    /// `None` between a failed write and a successful reopen.
+    db: Option<sled::Db>,
     log: Option<File>,
-    mut rx: mpsc::Receiver<Request>,
-) {
-    let mut poisoned: Option<String> = None;
+    opts: StoreOptions,
+}
+
+impl Disk {
+    /// Reopen sled after a failed write (sled refuses everything once a write failed) and check
+    /// that a write reaches the disk again. `failed` is the batch that failed: sled commits a
+    /// batch atomically, so after recovery it is either wholly on disk or not at all.
+    fn reopen(&mut self, shared: &Shared, failed: &mut Vec<Event>) -> Result<()> {
+        let free = free_bytes(&self.opts.dir)?;
+        if free < RECOVERY_FREE_BYTES {
+            return Err(StoreError::Unavailable(format!(
+                "{free} bytes free on the store's filesystem, waiting for {RECOVERY_FREE_BYTES}"
+            )));
+        }
+        // sled holds a lock on its files: the old handle must be gone before the new one opens.
+        drop(self.db.take());
+        let db = open_db(&self.opts.dir)?;
+        let disk_rv = read_rv(&db)?;
+        let memory_rv = shared.read().rv;
+        if disk_rv != memory_rv {
+            let landed = failed.last().map(|e| e.rv) == Some(disk_rv);
+            if !landed {
+                return Err(StoreError::Unavailable(format!(
+                    "the store on disk is at revision {disk_rv}, the server at {memory_rv}; restart the server"
+                )));
+            }
+        }
+        // A write that must reach the disk: the revision counter, rewritten.
+        db.insert(RV_KEY, &disk_rv.to_be_bytes())?;
+        db.flush()?;
+        let log = if self.opts.fsync {
+            let f = File::open(sled_log_path(&self.opts.dir))?;
+            f.sync_data()?;
+            Some(f)
+        } else {
+            None
+        };
+        if disk_rv != memory_rv {
+            // The failed batch did land: its writers were told it failed, as a write that times
+            // out may still have happened; readers and watchers now see it, in order.
+            let mut index = shared.write();
+            for ev in failed.drain(..) {
+                index.apply(ev);
+            }
+            let rv = index.rv;
+            drop(index);
+            shared.rv_tx.send_replace(rv);
+        }
+        failed.clear();
+        self.db = Some(db);
+        self.log = log;
+        Ok(())
+    }
+}
+
+fn writer_loop(shared: Arc<Shared>, mut disk: Disk, mut rx: mpsc::Receiver<Request>) {
     let mut batch: Vec<Request> = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.blocking_recv() {
+    // The events of a batch whose write failed, until the disk is back.
+    let mut failed: Vec<Event> = Vec::new();
+    loop {
+        if let Some(why) = shared.unavailable() {
+            // Refuse what is queued, then try the disk again.
+            loop {
+                match rx.try_recv() {
+                    Ok(r) => {
+                        let _ = r.reply.send(Err(StoreError::Unavailable(why.clone())));
+                    }
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => return,
+                }
+            }
+            match disk.reopen(&shared, &mut failed) {
+                Ok(()) => {
+                    tracing::warn!("the disk accepts writes again: writes resume");
+                    shared.set_unavailable(None);
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "the disk still fails");
+                    std::thread::sleep(RECOVERY_INTERVAL);
+                }
+            }
+            continue;
+        }
+        let Some(first) = rx.blocking_recv() else {
+            break;
+        };
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
@@ -169,23 +344,18 @@ fn writer_loop(
                 Err(_) => break,
             }
         }
-        if let Some(why) = &poisoned {
+        if let Err(e) = commit_batch(&shared, &disk, &mut batch, &mut failed) {
+            // sled or the disk failed (a full disk, say): nothing of this batch was acknowledged
+            // or published. Refuse writes until a reopened sled proves the disk works again.
+            let why = e.to_string();
+            tracing::error!(error = %why, "store write failed; refusing writes until the disk recovers");
+            shared.set_unavailable(Some(why.clone()));
             for r in batch.drain(..) {
-                let _ = r.reply.send(Err(StoreError::Poisoned(why.clone())));
-            }
-            continue;
-        }
-        if let Err(e) = commit_batch(&shared, &db, log.as_ref(), &mut batch) {
-            // sled or the disk failed: we cannot know what reached the disk, so refuse all
-            // further writes rather than risk acknowledging something that is not durable.
-            tracing::error!(error = %e, "store write failed; refusing further writes");
-            poisoned = Some(e.to_string());
-            for r in batch.drain(..) {
-                let _ = r.reply.send(Err(StoreError::Poisoned(e.to_string())));
+                let _ = r.reply.send(Err(StoreError::Unavailable(why.clone())));
             }
         }
     }
-    if let Err(e) = db.flush() {
+    if let Some(Err(e)) = disk.db.as_ref().map(|db| db.flush()) {
         tracing::error!(error = %e, "final flush failed");
     }
 }
@@ -194,10 +364,11 @@ type Outcome = Result<(Arc<StoredObject>, Option<Event>)>;
 
 fn commit_batch(
     shared: &Shared,
-    db: &sled::Db,
-    log: Option<&File>,
+    disk: &Disk,
     batch: &mut Vec<Request>,
+    failed: &mut Vec<Event>,
 ) -> Result<()> {
+    let limit = disk.opts.max_object_bytes;
     let mut overlay: HashMap<ObjectKey, Option<Arc<StoredObject>>> = HashMap::new();
     let mut outcomes: Vec<Outcome> = Vec::with_capacity(batch.len());
     let mut sled_batch = sled::Batch::default();
@@ -210,7 +381,7 @@ fn commit_batch(
                 Some(c) => c.clone(),
                 None => index.get(key),
             };
-            let outcome = plan(&req.op, current, rv + 1);
+            let outcome = plan(&req.op, current, rv + 1, limit);
             if let Ok((obj, Some(ev))) = &outcome {
                 rv += 1;
                 match ev.kind {
@@ -231,10 +402,25 @@ fn commit_batch(
     let changed = outcomes.iter().any(|o| matches!(o, Ok((_, Some(_)))));
     if changed {
         sled_batch.insert(RV_KEY, &rv.to_be_bytes());
-        db.apply_batch(sled_batch)?;
-        db.flush()?;
-        if let Some(f) = log {
-            f.sync_data()?;
+        let durable = (|| -> Result<()> {
+            let db = disk.db.as_ref().ok_or(StoreError::Closed)?;
+            db.apply_batch(sled_batch)?;
+            db.flush()?;
+            if let Some(f) = &disk.log {
+                f.sync_data()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = durable {
+            // Keep the batch's events: after recovery it is either on disk or not (atomic).
+            failed.clear();
+            failed.extend(
+                outcomes
+                    .iter_mut()
+                    .flatten()
+                    .filter_map(|(_, ev)| ev.take()),
+            );
+            return Err(e);
         }
         let mut index = shared.write();
         for (_, ev) in outcomes.iter_mut().flatten() {
@@ -253,7 +439,7 @@ fn commit_batch(
 }
 
 /// Decide one write against the current state: the stored object and its event, or why not.
-fn plan(op: &WriteOp, current: Option<Arc<StoredObject>>, next_rv: u64) -> Outcome {
+fn plan(op: &WriteOp, current: Option<Arc<StoredObject>>, next_rv: u64, limit: usize) -> Outcome {
     let (key, precondition) = match op {
         WriteOp::Put {
             key, precondition, ..
@@ -274,7 +460,17 @@ fn plan(op: &WriteOp, current: Option<Arc<StoredObject>>, next_rv: u64) -> Outco
     }
     match op {
         WriteOp::Put { value, .. } => {
+            // Bounded before anything recursive (clone, serialize) walks it.
+            if !crate::model::limits::within_depth(value) {
+                return Err(StoreError::TooDeep(crate::model::limits::MAX_DEPTH));
+            }
             let obj = Arc::new(StoredObject::new(next_rv, value.clone())?);
+            if obj.json.len() > limit {
+                return Err(StoreError::TooLarge {
+                    size: obj.json.len(),
+                    limit,
+                });
+            }
             let kind = if current.is_some() {
                 EventType::Modified
             } else {
@@ -355,8 +551,14 @@ impl Store for SledStore {
                 tracing::error!("store writer thread panicked");
             }
         }
-        self.db.flush()?;
         Ok(())
+    }
+
+    fn health(&self) -> super::Health {
+        super::Health {
+            unavailable: self.shared.unavailable(),
+            quarantined: self.shared.quarantined,
+        }
     }
 }
 
@@ -370,6 +572,7 @@ mod tests {
             dir: dir.to_path_buf(),
             watch_history: 100,
             fsync: true,
+            max_object_bytes: crate::model::limits::DEFAULT_MAX_OBJECT_BYTES,
         }
     }
 
