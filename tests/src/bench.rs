@@ -30,6 +30,11 @@ impl Host {
     async fn start_inner(extra: &[&str], controllers: bool) -> Result<(Self, Duration)> {
         let bin =
             std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
+        Self::start_bin(&bin, extra, controllers).await
+    }
+
+    /// Start `bin` (the binary under test, or a baseline to compare with).
+    async fn start_bin(bin: &str, extra: &[&str], controllers: bool) -> Result<(Self, Duration)> {
         let dir = std::env::temp_dir().join(format!(
             "turtles-bench-{}-{}",
             std::process::id(),
@@ -349,6 +354,58 @@ fn mint(data_dir: &std::path::Path, user: &str) -> Result<String> {
     }
     let (_, _, token) = turtles_tests::parse_kubeconfig(&String::from_utf8(out.stdout)?)?;
     Ok(token)
+}
+
+/// The binary under test against a baseline binary (`BENCH_BASELINE`), alternating on fresh hosts
+/// in one run: durable creates with 8 clients, and LIST of 2,000 ConfigMaps. Medians and ratios.
+async fn baseline(
+    rows: &mut Vec<(String, String)>,
+    base: &str,
+    total: usize,
+    rounds: usize,
+) -> Result<()> {
+    let current =
+        std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
+    let mut rates = [Vec::new(), Vec::new()];
+    let mut lists = [Vec::new(), Vec::new()];
+    for r in 0..rounds {
+        for (i, bin) in [base, current.as_str()].into_iter().enumerate() {
+            let (h, _) = Host::start_bin(bin, &[], false).await?;
+            let c = client();
+            create_ns(&c, &h.url, "bench").await?;
+            let (rate, _) = creates(&h.url, "bench", 8, total).await?;
+            create_ns(&c, &h.url, "list").await?;
+            for n in 0..2000 {
+                let resp = c
+                    .post(format!("{}/api/v1/namespaces/list/configmaps", h.url))
+                    .json(&configmap(&format!("cm-{n}")))
+                    .send()
+                    .await?;
+                if resp.status().as_u16() != 201 {
+                    bail!("create returned {}", resp.status());
+                }
+            }
+            let l = list_latency(&h.url, "list", 50, 2000).await?;
+            let p50 = percentile(&l, 0.5).as_secs_f64() * 1000.0;
+            eprintln!(
+                "baseline round {r} {}: {rate:.0} creates/s, LIST p50 {p50:.2} ms",
+                ["base", "current"][i]
+            );
+            rates[i].push(rate);
+            lists[i].push(p50);
+        }
+    }
+    let (rb, rc) = (median(rates[0].clone()), median(rates[1].clone()));
+    let (lb, lc) = (median(lists[0].clone()), median(lists[1].clone()));
+    rows.push((
+        format!("vs baseline: durable creates/s, 8 clients, median of {rounds} alternating"),
+        format!("{rb:.0} -> {rc:.0} (ratio {:.3})", rc / rb),
+    ));
+    rows.push((
+        format!("vs baseline: LIST 2,000 ConfigMaps p50, median of {rounds} alternating"),
+        format!("{lb:.2} ms -> {lc:.2} ms (ratio {:.3})", lc / lb),
+    ));
+    Ok(())
 }
 
 async fn list_latency(url: &str, ns: &str, rounds: usize, expect: usize) -> Result<Vec<Duration>> {
@@ -1352,6 +1409,11 @@ async fn main() -> Result<()> {
     }
     if section("gc") {
         collection(&mut rows, rounds).await?;
+    }
+    if let Ok(base) = std::env::var("BENCH_BASELINE") {
+        if section("baseline") {
+            baseline(&mut rows, &base, total, 5).await?;
+        }
     }
     if section("controllers") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
         controllers(&mut rows, rounds).await?;
