@@ -293,3 +293,123 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
 }
+
+fn controller(s: &Server, name: &str) -> Option<Value> {
+    get(s, &format!("/apis/turtles.dev/v1/controllers/{name}"))
+}
+
+/// The `Watching` condition of a controller, once it says `status` and its message contains `text`.
+fn watching(s: &Server, name: &str, status: &str, text: &str) -> Value {
+    poll(
+        &format!("controller {name}: Watching={status} mentioning {text:?}"),
+        DEADLINE,
+        || {
+            let c = controller(s, name)?;
+            let cond = c["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "Watching")?
+                .clone();
+            (c["status"]["phase"] == "Running"
+                && cond["status"] == status
+                && cond["message"].as_str()?.contains(text))
+            .then_some(cond)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()))
+}
+
+fn apply_crds(s: &Server, names: &[&str]) {
+    let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-examples/crds");
+    for crd in names {
+        let file = crds.join(format!("{crd}.yaml"));
+        s.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    }
+    for crd in names {
+        s.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            &format!("crd/{crd}"),
+        ]);
+    }
+}
+
+/// The order every user follows: the host with its controllers first, the CRDs afterwards. The
+/// controllers wait for their kinds (and say so), start watching the moment the CRDs are
+/// established, stop when a CRD goes and follow it when it comes back.
+#[test]
+fn controllers_started_before_their_crds_follow_the_crds_as_they_come_and_go() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    s.drop_controller("certificate", &guest("certificate"))
+        .unwrap();
+    s.drop_controller("issuer", &guest("issuer")).unwrap();
+    let cond = watching(
+        &s,
+        "certificate",
+        "False",
+        "cert-manager.io/v1/certificates",
+    );
+    assert_eq!(cond["reason"], "ResourceNotServed", "{cond}");
+    watching(
+        &s,
+        "issuer",
+        "False",
+        "cert-manager.io/v1/certificaterequests",
+    );
+
+    apply_crds(&s, &CRDS);
+    watching(&s, "certificate", "True", "");
+    watching(&s, "issuer", "True", "");
+
+    let dir = s.data_dir.join("pki");
+    std::fs::create_dir_all(&dir).unwrap();
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=later-ca",
+            "-days",
+            "30",
+        ],
+    );
+    let (crt, key) = (dir.join("ca.crt"), dir.join("ca.key"));
+    s.kubectl_ok(&[
+        "create",
+        "secret",
+        "tls",
+        "ca",
+        "--cert",
+        crt.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\nspec:\n  ca:\n    secretName: ca\n",
+    );
+    let cert = |name: &str, dns: &str| {
+        format!("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: {name}\nspec:\n  secretName: {name}-tls\n  dnsNames: [{dns}]\n  issuerRef:\n    name: ca\n    kind: Issuer\n")
+    };
+    apply(&s, &cert("first", "first.example.test"));
+    wait_secret_for(&s, "first-tls", "first.example.test", &dir);
+
+    // The Certificate CRD goes: the certificate controller says so; then it comes back.
+    s.kubectl_ok(&["delete", "crd", CRDS[0], "--wait=true"]);
+    watching(&s, "certificate", "False", "no longer served");
+    apply_crds(&s, &CRDS[..1]);
+    watching(&s, "certificate", "True", "");
+    apply(&s, &cert("second", "second.example.test"));
+    wait_secret_for(&s, "second-tls", "second.example.test", &dir);
+}

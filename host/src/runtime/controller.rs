@@ -46,6 +46,8 @@ pub struct StatusInfo {
     pub compile_ms: f64,
     pub watches: Vec<Value>,
     pub permissions: Vec<Value>,
+    /// Watched kinds not served (yet, or any more), with why: `group/version/resource` -> message.
+    pub waiting: std::collections::BTreeMap<String, String>,
 }
 
 /// A compiled module and what it registered.
@@ -412,12 +414,76 @@ impl ControllerHandle {
         }
     }
 
-    /// list + watch one kind, resuming after a lag and relisting when the history is gone.
+    /// `group/version/resource` of a watch, as the status names it.
+    fn watch_name(w: &wit::Watch) -> String {
+        format!("{}/{}/{}", w.group, w.version, w.resource)
+    }
+
+    /// Record (or clear) why a watched kind is not being watched, and publish it at once.
+    async fn set_waiting(&self, w: &wit::Watch, why: Option<String>) {
+        let name = Self::watch_name(w);
+        let mut changed = false;
+        self.set_status(|s| {
+            changed = match &why {
+                Some(m) => s.waiting.insert(name, m.clone()).as_ref() != Some(m),
+                None => s.waiting.remove(&name).is_some(),
+            };
+        });
+        if changed {
+            tracing::info!(controller = %self.name, resource = %w.resource, waiting = ?why, "informer");
+            self.publish_status().await;
+        }
+    }
+
+    /// One kind for as long as the controller runs: wait until it is served (a CRD may come
+    /// after the controller), list + watch it, and when it stops being served (its CRD deleted)
+    /// wait again; the status says what it waits for.
     async fn informer(self: Arc<Self>, w: wit::Watch) {
-        let (Some(ri), Some(filter)) = (self.resource(&w), Self::filter(&w)) else {
-            tracing::warn!(controller = %self.name, resource = %w.resource, "watched resource is not served");
+        let Some(filter) = Self::filter(&w) else {
+            tracing::warn!(controller = %self.name, resource = %w.resource, "invalid watch");
             return;
         };
+        let mut changes = self.host.service.registry.changes();
+        let mut why = format!(
+            "waiting for {} to be served (is its CustomResourceDefinition applied?)",
+            Self::watch_name(&w)
+        );
+        loop {
+            let ri = loop {
+                if let Some(ri) = self.resource(&w) {
+                    break ri;
+                }
+                self.set_waiting(&w, Some(why.clone())).await;
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            };
+            self.set_waiting(&w, None).await;
+            let gone = async {
+                loop {
+                    if changes.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                    if self.resource(&w).is_none() {
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                () = self.watch_kind(&w, &ri, &filter) => return,
+                () = gone => {
+                    why = format!(
+                        "{} is no longer served (its CustomResourceDefinition was deleted); waiting for it to be served again",
+                        Self::watch_name(&w)
+                    );
+                }
+            }
+        }
+    }
+
+    /// list + watch one served kind, resuming after a lag and relisting when the history is
+    /// gone. Returns only when the store closes.
+    async fn watch_kind(&self, w: &wit::Watch, ri: &ResourceInfo, filter: &Filter) {
         let store = self.host.service.store.clone();
         let mut from = WatchFrom::Now;
         loop {
@@ -436,13 +502,13 @@ impl ControllerHandle {
             if let Some(snap) = start.snapshot.take() {
                 for obj in snap.items.values() {
                     if filter.matches(&obj.value) {
-                        self.enqueue_for(&w, &obj.value);
+                        self.enqueue_for(w, &obj.value);
                     }
                 }
             }
             for ev in std::mem::take(&mut start.backlog) {
                 last = last.max(ev.rv);
-                self.on_event(&w, &filter, &ev);
+                self.on_event(w, filter, &ev);
             }
             loop {
                 match start.live.recv().await {
@@ -451,7 +517,7 @@ impl ControllerHandle {
                             continue;
                         }
                         last = ev.rv;
-                        self.on_event(&w, &filter, &ev);
+                        self.on_event(w, filter, &ev);
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         from = WatchFrom::After(last);
@@ -600,6 +666,16 @@ impl ControllerHandle {
         if let Some((msg, at)) = s.last_error {
             st["lastError"] = json!({"message": msg, "time": at});
         }
+        // Whether every watched kind is being watched, as a condition kubectl can wait for.
+        let watching = if s.waiting.is_empty() {
+            json!({"type": "Watching", "status": "True", "reason": "AllWatchesServed",
+                   "message": "every watched kind is served and watched"})
+        } else {
+            let msg: Vec<&str> = s.waiting.values().map(String::as_str).collect();
+            json!({"type": "Watching", "status": "False", "reason": "ResourceNotServed",
+                   "message": msg.join("; ")})
+        };
+        st["conditions"] = json!([watching]);
         st
     }
 
