@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::index::Index;
+use super::index::{HistoryLimit, Index};
 use super::{
     BoxFuture, Event, Precondition, Result, Snapshot, Store, StoreError, StoredObject, WatchFrom,
     WatchStart, WriteOp,
@@ -35,6 +35,9 @@ pub struct StoreOptions {
     pub dir: PathBuf,
     /// Events kept in memory for watch resume and past-revision reads.
     pub watch_history: usize,
+    /// Bytes of old object versions (serialized) that history may keep alive; the oldest events
+    /// are dropped beyond this, as beyond `watch_history` events.
+    pub watch_history_bytes: usize,
     /// `fdatasync` sled's log file before acknowledging (power-loss durability).
     pub fsync: bool,
 }
@@ -104,7 +107,13 @@ impl SledStore {
             }
             None => 0,
         };
-        let mut index = Index::new(rv, opts.watch_history);
+        let mut index = Index::new(
+            rv,
+            HistoryLimit {
+                events: opts.watch_history,
+                bytes: opts.watch_history_bytes,
+            },
+        );
         for entry in db.scan_prefix(b"o\0") {
             let (k, v) = entry?;
             let Some(key) = parse_object_key(&k) else {
@@ -369,6 +378,7 @@ mod tests {
         StoreOptions {
             dir: dir.to_path_buf(),
             watch_history: 100,
+            watch_history_bytes: 1 << 20,
             fsync: true,
         }
     }
