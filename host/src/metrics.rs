@@ -104,7 +104,7 @@ impl WatchMetrics {
 pub struct ApiMetrics {
     requests: Mutex<BTreeMap<(String, u16), u64>>,
     latency: Histogram,
-    pub watches: WatchMetrics,
+    pub watches: std::sync::Arc<WatchMetrics>,
 }
 
 impl ApiMetrics {

@@ -194,7 +194,7 @@ struct Queue {
     state: Mutex<QueueState>,
     /// The body took an item or went away.
     taken: Notify,
-    state_ref: Arc<AppState>,
+    metrics: Arc<crate::metrics::WatchMetrics>,
 }
 
 impl Queue {
@@ -202,8 +202,16 @@ impl Queue {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn new(metrics: Arc<crate::metrics::WatchMetrics>) -> Self {
+        Queue {
+            state: Mutex::new(QueueState::default()),
+            taken: Notify::new(),
+            metrics,
+        }
+    }
+
     fn metrics(&self) -> &crate::metrics::WatchMetrics {
-        &self.state_ref.metrics.watches
+        &self.metrics
     }
 
     /// Queue `item` if it fits in `budget` (an item always fits an empty queue). `Err` gives the
@@ -444,11 +452,7 @@ pub async fn serve(
         }
         Err(e) => return Err(ApiError::internal(format!("watch failed: {e}"))),
     };
-    let queue = Arc::new(Queue {
-        state: Mutex::new(QueueState::default()),
-        taken: Notify::new(),
-        state_ref: state.clone(),
-    });
+    let queue = Arc::new(Queue::new(state.metrics.watches.clone()));
     let body = WatchBody {
         queue: queue.clone(),
         ri: ri.clone(),
@@ -591,5 +595,127 @@ async fn run(
             }
             Err(stop) => return stop,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use serde_json::json;
+
+    fn configmaps() -> Arc<ResourceInfo> {
+        crate::model::Registry::with_builtins()
+            .lookup("", "v1", "configmaps")
+            .expect("built-in")
+    }
+
+    fn obj(size: usize) -> Arc<StoredObject> {
+        Arc::new(StoredObject::new(1, json!({"data": "x".repeat(size)})).unwrap())
+    }
+
+    fn feeder(budget: usize, timeout: Duration) -> (Feeder, Arc<crate::metrics::WatchMetrics>) {
+        let metrics = Arc::new(crate::metrics::WatchMetrics::default());
+        let feeder = Feeder {
+            queue: Arc::new(Queue::new(metrics.clone())),
+            budget,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            stopped: Box::pin(std::future::pending()),
+        };
+        (feeder, metrics)
+    }
+
+    fn queued(m: &crate::metrics::WatchMetrics) -> String {
+        let mut out = String::new();
+        m.render(&mut out);
+        out.lines()
+            .find(|l| l.starts_with("turtles_watch_queued_bytes "))
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    /// Over its byte budget a watch waits for its client; if the client takes nothing within
+    /// FULL_WAIT it is closed, and closing drops the queue so the body ends at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_over_budget_whose_client_takes_nothing_is_closed() {
+        let (mut f, metrics) = feeder(3000, Duration::from_secs(3600));
+        // An item always fits an empty queue, even over the budget.
+        f.send(Item::Event("ADDED", obj(5000))).await.unwrap();
+        let started = tokio::time::Instant::now();
+        assert_eq!(
+            f.send(Item::Event("ADDED", obj(10))).await,
+            Err(Stop::Behind)
+        );
+        assert_eq!(started.elapsed(), FULL_WAIT);
+        assert_ne!(queued(&metrics), "turtles_watch_queued_bytes 0");
+        f.queue.close(true);
+        assert_eq!(queued(&metrics), "turtles_watch_queued_bytes 0");
+        let mut body = WatchBody {
+            queue: f.queue.clone(),
+            ri: configmaps(),
+            enc: Encoder {
+                repr: Representation::Full,
+                query: Query::default(),
+                first: true,
+            },
+        };
+        assert!(body.next().await.is_none());
+    }
+
+    /// A client that takes something makes room: the send goes through.
+    #[tokio::test(start_paused = true)]
+    async fn taking_an_item_makes_room() {
+        let (mut f, _) = feeder(3000, Duration::from_secs(3600));
+        f.send(Item::Event("ADDED", obj(2000))).await.unwrap();
+        let mut body = WatchBody {
+            queue: f.queue.clone(),
+            ri: configmaps(),
+            enc: Encoder {
+                repr: Representation::Full,
+                query: Query::default(),
+                first: true,
+            },
+        };
+        let take = async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            body.next().await
+        };
+        let (sent, taken) = tokio::join!(f.send(Item::Event("MODIFIED", obj(2000))), take);
+        assert_eq!(sent, Ok(()));
+        let line = taken.unwrap().unwrap();
+        assert!(line.starts_with(b"{\"type\":\"ADDED\""));
+    }
+
+    /// The deadline fires while the watch waits on a client that reads nothing.
+    #[tokio::test(start_paused = true)]
+    async fn the_deadline_fires_while_waiting_on_the_client() {
+        let (mut f, _) = feeder(100, Duration::from_millis(300));
+        f.send(Item::Event("ADDED", obj(500))).await.unwrap();
+        assert_eq!(
+            f.send(Item::Event("ADDED", obj(500))).await,
+            Err(Stop::Deadline)
+        );
+    }
+
+    /// Dropping the body (the client went away) frees the queue and ends the watch.
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_body_frees_the_queue() {
+        let (mut f, metrics) = feeder(1 << 20, Duration::from_secs(3600));
+        let body = WatchBody {
+            queue: f.queue.clone(),
+            ri: configmaps(),
+            enc: Encoder {
+                repr: Representation::Full,
+                query: Query::default(),
+                first: true,
+            },
+        };
+        f.send(Item::Event("ADDED", obj(500))).await.unwrap();
+        drop(body);
+        assert_eq!(queued(&metrics), "turtles_watch_queued_bytes 0");
+        assert_eq!(
+            f.send(Item::Event("ADDED", obj(500))).await,
+            Err(Stop::Gone)
+        );
     }
 }
