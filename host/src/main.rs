@@ -32,6 +32,16 @@ enum Command {
         /// Change events kept in memory for resuming watches and reading past revisions.
         #[arg(long, default_value_t = 200_000)]
         watch_history: usize,
+        /// Bytes of old object versions (serialized JSON) the watch history may keep alive; the
+        /// oldest events are dropped beyond this, as beyond --watch-history events. Accepts the
+        /// suffixes Ki, Mi, Gi.
+        #[arg(long, default_value = "256Mi", value_parser = parse_bytes)]
+        watch_history_bytes: usize,
+        /// Bytes of events one watch may have queued for a client that does not read; a watch
+        /// further behind is closed and its client resumes from the last resourceVersion it saw.
+        /// Accepts the suffixes Ki, Mi, Gi.
+        #[arg(long, default_value = "16Mi", value_parser = parse_bytes)]
+        watch_buffer_bytes: usize,
         /// Skip the fdatasync before acknowledging a write (acknowledged writes then survive a
         /// crash of this process, but not a power loss).
         #[arg(long)]
@@ -82,6 +92,31 @@ enum Command {
     },
 }
 
+/// A byte count: digits with an optional binary suffix (`Ki`, `Mi`, `Gi`), as kube writes
+/// quantities.
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, ""),
+    };
+    let shift = match unit {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        _ => {
+            return Err(format!(
+                "{s:?}: expected bytes, optionally with Ki, Mi or Gi"
+            ))
+        }
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("{s:?}: expected bytes, optionally with Ki, Mi or Gi"))?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -97,6 +132,8 @@ fn main() -> anyhow::Result<()> {
             listen,
             controllers,
             watch_history,
+            watch_history_bytes,
+            watch_buffer_bytes,
             no_fsync,
             max_object_bytes,
             bookmark_interval,
@@ -113,10 +150,12 @@ fn main() -> anyhow::Result<()> {
                 listen,
                 controllers,
                 watch_history,
+                watch_history_bytes,
                 fsync: !no_fsync,
                 max_object_bytes,
                 api: turtles::api::ApiOptions {
                     bookmark_interval: std::time::Duration::from_secs(bookmark_interval.max(1)),
+                    watch_buffer_bytes: watch_buffer_bytes.max(1),
                 },
                 tls: turtles::server::TlsOptions {
                     insecure_http,

@@ -52,11 +52,59 @@ impl Histogram {
     }
 }
 
+/// Watch streams: how many are open, the bytes of events queued for their clients, and how
+/// many the server closed and why.
+#[derive(Default)]
+pub struct WatchMetrics {
+    open: AtomicU64,
+    queued_bytes: std::sync::atomic::AtomicI64,
+    closed: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+impl WatchMetrics {
+    pub fn opened(&self) {
+        self.open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A watch ended; `reason` is set when the server ended it (timeout, client behind...).
+    pub fn closed(&self, reason: Option<&'static str>) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+        if let Some(r) = reason {
+            if let Ok(mut c) = self.closed.lock() {
+                *c.entry(r).or_default() += 1;
+            }
+        }
+    }
+
+    /// Bytes queued (positive) or taken/dropped (negative).
+    pub fn queued(&self, delta: i64) {
+        self.queued_bytes.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    pub fn render(&self, out: &mut String) {
+        out.push_str("# HELP turtles_watches Open watch streams.\n# TYPE turtles_watches gauge\n");
+        let _ = writeln!(out, "turtles_watches {}", self.open.load(Ordering::Relaxed));
+        out.push_str("# HELP turtles_watch_queued_bytes Serialized bytes of events queued for watch clients.\n# TYPE turtles_watch_queued_bytes gauge\n");
+        let _ = writeln!(
+            out,
+            "turtles_watch_queued_bytes {}",
+            self.queued_bytes.load(Ordering::Relaxed).max(0)
+        );
+        out.push_str("# HELP turtles_watch_closed_total Watches the server ended, by reason.\n# TYPE turtles_watch_closed_total counter\n");
+        if let Ok(c) = self.closed.lock() {
+            for (r, n) in c.iter() {
+                let _ = writeln!(out, "turtles_watch_closed_total{{reason=\"{r}\"}} {n}");
+            }
+        }
+    }
+}
+
 /// API request metrics.
 #[derive(Default)]
 pub struct ApiMetrics {
     requests: Mutex<BTreeMap<(String, u16), u64>>,
     latency: Histogram,
+    pub watches: std::sync::Arc<WatchMetrics>,
 }
 
 impl ApiMetrics {
@@ -82,5 +130,6 @@ impl ApiMetrics {
         out.push_str("# TYPE turtles_api_request_duration_seconds histogram\n");
         self.latency
             .render(out, "turtles_api_request_duration_seconds", "");
+        self.watches.render(out);
     }
 }

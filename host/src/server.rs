@@ -62,6 +62,8 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     pub controllers: Option<PathBuf>,
     pub watch_history: usize,
+    /// Bytes of old object versions the watch history may keep (see `StoreOptions`).
+    pub watch_history_bytes: usize,
     pub fsync: bool,
     /// Largest object stored, in bytes of its JSON.
     pub max_object_bytes: usize,
@@ -131,6 +133,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let store = SledStore::open(StoreOptions {
         dir: store_dir.clone(),
         watch_history: cfg.watch_history,
+        watch_history_bytes: cfg.watch_history_bytes,
         fsync: cfg.fsync,
         max_object_bytes: cfg.max_object_bytes,
     })

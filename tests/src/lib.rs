@@ -178,6 +178,25 @@ impl Server {
         Ok(())
     }
 
+    /// The process id of the running host.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A field of `/proc/<pid>/status` in KiB (`VmRSS` now, `VmHWM` the peak so far).
+    pub fn memory_kib(&self, field: &str) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status.lines().find_map(|l| {
+            l.strip_prefix(field)?
+                .strip_prefix(':')?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("turtles.log")).unwrap_or_default()
     }

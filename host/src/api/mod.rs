@@ -31,12 +31,15 @@ pub const MAX_BODY: usize = 3 * 1024 * 1024;
 pub struct ApiOptions {
     /// How often a watch that allows bookmarks gets one.
     pub bookmark_interval: Duration,
+    /// Bytes of events one watch may have queued for its client (see `watch`).
+    pub watch_buffer_bytes: usize,
 }
 
 impl Default for ApiOptions {
     fn default() -> Self {
         Self {
             bookmark_interval: Duration::from_secs(30),
+            watch_buffer_bytes: watch::DEFAULT_BUFFER_BYTES,
         }
     }
 }

@@ -1,30 +1,52 @@
 //! `?watch=true`: a chunked stream of newline-delimited JSON events.
 //!
-//! Each watch is one task that owns a bounded channel to the HTTP body. It reads the store's live
-//! feed (a bounded broadcast); when the client is too slow to drain its channel, the feed lags and
-//! the watch is ended, so a slow watcher never holds up writers or other watchers. The client
-//! resumes from the last resourceVersion it saw.
+//! Each watch is one task that reads the store's live feed (a bounded broadcast) and queues the
+//! events for the HTTP body, which encodes them as the connection takes them. The queue holds the
+//! stored objects themselves (shared with the store, not copies) and is bounded by bytes
+//! (`--watch-buffer-bytes`, counted as the objects' serialized size). A watch is closed, and its
+//! queue dropped, when:
+//! - its client is over that bound and takes nothing for [`FULL_WAIT`] (kube's watch cache
+//!   likewise closes a watcher whose buffer stays full after a short blocking timeout);
+//! - events have waited and its client has taken nothing for [`STALL`];
+//! - it falls [`LIVE_BUFFER`](crate::store::index::LIVE_BUFFER) events behind the live feed;
+//! - `timeoutSeconds` (or the default 30-60 minutes) passes, whether the client reads or not;
+//! - the server shuts down.
+//!
+//! Closing ends the response body cleanly the next time the connection asks for data; the client
+//! resumes from the last resourceVersion it saw. A slow watcher never holds up writers or other
+//! watchers: the store's broadcast never waits.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::json;
-use tokio::sync::{broadcast, mpsc};
-use tokio_stream::wrappers::ReceiverStream;
+use tokio::sync::{broadcast, Notify};
 
 use super::error::json_response;
 use super::handlers::{Query, Representation, Target};
 use super::AppState;
 use crate::model::{ApiError, EventType, ResourceInfo};
 use crate::service::{Filter, Service};
-use crate::store::{Event, StoreError, StoredObject, WatchFrom};
+use crate::store::{Event, StoreError, StoredObject, WatchFrom, WatchStart};
 
-/// Lines buffered between the watch task and the socket.
-const CHANNEL: usize = 256;
+/// Default `--watch-buffer-bytes`: how far (serialized bytes of queued events) one watch may
+/// fall behind its client.
+pub const DEFAULT_BUFFER_BYTES: usize = 16 << 20;
+/// How long a watch over its buffer bound waits for its client to take something.
+const FULL_WAIT: Duration = Duration::from_secs(1);
+/// How long events may wait while the client takes nothing at all.
+const STALL: Duration = Duration::from_secs(30);
+/// Bytes charged per queued event besides its object.
+const LINE_OVERHEAD: usize = 64;
 /// How long a watch for a future resourceVersion waits for it.
 const TOO_NEW_WAIT: Duration = Duration::from_secs(3);
 
@@ -106,6 +128,235 @@ fn translate(filter: &Filter, ev: &Event) -> Option<(&'static str, Arc<StoredObj
     }
 }
 
+/// One queued piece of the stream: an event, encoded when the connection takes it, or a line
+/// already encoded (bookmarks).
+enum Item {
+    Event(&'static str, Arc<StoredObject>),
+    Line(Bytes),
+}
+
+impl Item {
+    fn cost(&self) -> usize {
+        LINE_OVERHEAD
+            + match self {
+                Item::Event(_, obj) => obj.json.len(),
+                Item::Line(b) => b.len(),
+            }
+    }
+}
+
+/// Why a watch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The client went away (the response body was dropped).
+    Gone,
+    /// `timeoutSeconds` passed.
+    Deadline,
+    Shutdown,
+    /// Over its buffer bound and the client took nothing for [`FULL_WAIT`].
+    Behind,
+    /// Events waited and the client took nothing for [`STALL`].
+    Stalled,
+    /// Fell too far behind the store's live feed.
+    Lagged,
+}
+
+impl Stop {
+    /// The label of `turtles_watch_closed_total` for a watch the server cut off.
+    fn reason(self) -> Option<&'static str> {
+        match self {
+            Stop::Behind => Some("behind"),
+            Stop::Stalled => Some("stalled"),
+            Stop::Lagged => Some("lagged"),
+            Stop::Deadline => Some("timeout"),
+            Stop::Gone | Stop::Shutdown => None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct QueueState {
+    items: VecDeque<Item>,
+    /// Sum of the items' [`Item::cost`].
+    bytes: usize,
+    /// Nothing more will be queued: the body ends once `items` is empty.
+    closed: bool,
+    /// The body was dropped.
+    gone: bool,
+    /// When the client last took an item, or the queue last became non-empty.
+    progress: Option<Instant>,
+    /// The body waiting for an item.
+    waker: Option<Waker>,
+}
+
+/// Between one watch task and its response body.
+struct Queue {
+    state: Mutex<QueueState>,
+    /// The body took an item or went away.
+    taken: Notify,
+    metrics: Arc<crate::metrics::WatchMetrics>,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn new(metrics: Arc<crate::metrics::WatchMetrics>) -> Self {
+        Queue {
+            state: Mutex::new(QueueState::default()),
+            taken: Notify::new(),
+            metrics,
+        }
+    }
+
+    fn metrics(&self) -> &crate::metrics::WatchMetrics {
+        &self.metrics
+    }
+
+    /// Queue `item` if it fits in `budget` (an item always fits an empty queue). `Err` gives the
+    /// item back when the queue is full; `Ok(false)` when the client is gone.
+    fn try_push(&self, item: Item, budget: usize) -> Result<bool, Item> {
+        let cost = item.cost();
+        let waker = {
+            let mut st = self.lock();
+            if st.gone {
+                return Ok(false);
+            }
+            if !st.items.is_empty() && st.bytes + cost > budget {
+                return Err(item);
+            }
+            if st.items.is_empty() {
+                st.progress = Some(Instant::now());
+            }
+            st.bytes += cost;
+            st.items.push_back(item);
+            st.waker.take()
+        };
+        self.metrics().queued(cost as i64);
+        if let Some(w) = waker {
+            w.wake();
+        }
+        Ok(true)
+    }
+
+    /// Nothing more is queued; with `drop_queued`, what is queued is dropped too, so the body ends
+    /// (and the memory is freed) even if the client never reads again.
+    fn close(&self, drop_queued: bool) {
+        let (freed, waker) = {
+            let mut st = self.lock();
+            st.closed = true;
+            let freed = if drop_queued {
+                st.items.clear();
+                std::mem::take(&mut st.bytes)
+            } else {
+                0
+            };
+            (freed, st.waker.take())
+        };
+        self.metrics().queued(-(freed as i64));
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lock().items.is_empty()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Events are waiting and the client has taken nothing for `STALL`.
+    fn stalled(&self) -> bool {
+        let st = self.lock();
+        !st.items.is_empty() && st.progress.is_some_and(|p| p.elapsed() > STALL)
+    }
+
+    fn gone(&self) -> bool {
+        self.lock().gone
+    }
+}
+
+/// The response body: takes queued items and encodes them.
+struct WatchBody {
+    queue: Arc<Queue>,
+    ri: Arc<ResourceInfo>,
+    enc: Encoder,
+}
+
+impl futures::Stream for WatchBody {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let item = {
+            let mut st = this.queue.lock();
+            match st.items.pop_front() {
+                Some(item) => {
+                    st.bytes -= item.cost();
+                    st.progress = Some(Instant::now());
+                    item
+                }
+                None if st.closed => return Poll::Ready(None),
+                None => {
+                    st.waker = Some(cx.waker().clone());
+                    return Poll::Pending;
+                }
+            }
+        };
+        this.queue.metrics().queued(-(item.cost() as i64));
+        this.queue.taken.notify_one();
+        let bytes = match item {
+            Item::Event(kind, obj) => this.enc.event(&this.ri, kind, obj),
+            Item::Line(b) => b,
+        };
+        Poll::Ready(Some(Ok(bytes)))
+    }
+}
+
+impl Drop for WatchBody {
+    fn drop(&mut self) {
+        let freed = {
+            let mut st = self.queue.lock();
+            st.gone = true;
+            st.closed = true;
+            st.items.clear();
+            std::mem::take(&mut st.bytes)
+        };
+        self.queue.metrics().queued(-(freed as i64));
+        self.queue.taken.notify_one();
+    }
+}
+
+/// The watch task's side: queues items, waiting (bounded) for a client that is behind, and
+/// racing every wait against the deadline and shutdown.
+struct Feeder {
+    queue: Arc<Queue>,
+    budget: usize,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    stopped: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+impl Feeder {
+    async fn send(&mut self, mut item: Item) -> Result<(), Stop> {
+        loop {
+            match self.queue.try_push(item, self.budget) {
+                Ok(true) => return Ok(()),
+                Ok(false) => return Err(Stop::Gone),
+                Err(back) => item = back,
+            }
+            tokio::select! {
+                _ = self.queue.taken.notified() => {}
+                _ = tokio::time::sleep(FULL_WAIT) => return Err(Stop::Behind),
+                _ = &mut self.deadline => return Err(Stop::Deadline),
+                _ = &mut self.stopped => return Err(Stop::Shutdown),
+            }
+        }
+    }
+}
+
 pub async fn serve(
     state: Arc<AppState>,
     target: &Target,
@@ -113,7 +364,7 @@ pub async fn serve(
     repr: Representation,
 ) -> Result<Response, ApiError> {
     let ri = target.ri.clone();
-    let mut enc = Encoder {
+    let enc = Encoder {
         repr,
         query: q.clone(),
         first: true,
@@ -192,7 +443,6 @@ pub async fn serve(
         Some(t) if t > 0 => Duration::from_secs(t),
         _ => Duration::from_secs(1800 + rand::random::<u64>() % 1800),
     };
-    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(CHANNEL);
     let start = match store.watch(&ri.group_resource(), from) {
         Ok(s) => s,
         Err(StoreError::TooOld { requested, oldest }) => {
@@ -202,79 +452,44 @@ pub async fn serve(
         }
         Err(e) => return Err(ApiError::internal(format!("watch failed: {e}"))),
     };
+    let queue = Arc::new(Queue::new(state.metrics.watches.clone()));
+    let body = WatchBody {
+        queue: queue.clone(),
+        ri: ri.clone(),
+        enc,
+    };
     let mut shutdown = state.shutdown.clone();
-    let interval = state.options.bookmark_interval;
-    tokio::spawn(async move {
-        let mut last_rv = start.rv;
-        // Initial state, then the backlog.
-        if let Some(snap) = &start.snapshot {
-            for obj in snap.items.values() {
-                if filter.matches(&obj.value)
-                    && tx
-                        .send(Ok(enc.event(&ri, "ADDED", obj.clone())))
-                        .await
-                        .is_err()
-                {
-                    return;
-                }
-            }
-        }
-        if initial_end && tx.send(Ok(bookmark(&ri, start.rv, true))).await.is_err() {
-            return;
-        }
-        for ev in &start.backlog {
-            if let Some((kind, obj)) = translate(&filter, ev) {
-                if tx.send(Ok(enc.event(&ri, kind, obj))).await.is_err() {
-                    return;
-                }
-            }
-            last_rv = last_rv.max(ev.rv);
-        }
-        let mut live = start.live;
-        let stopped = async move {
+    let feeder = Feeder {
+        queue,
+        budget: state.options.watch_buffer_bytes.max(1),
+        deadline: Box::pin(tokio::time::sleep(timeout)),
+        stopped: Box::pin(async move {
             let _ = shutdown.wait_for(|s| *s).await.is_ok();
-        };
-        tokio::pin!(stopped);
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
-        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
-        loop {
-            tokio::select! {
-                ev = live.recv() => match ev {
-                    Ok(ev) => {
-                        if ev.rv <= last_rv {
-                            continue;
-                        }
-                        last_rv = ev.rv;
-                        if let Some((kind, obj)) = translate(&filter, &ev) {
-                            if tx.send(Ok(enc.event(&ri, kind, obj))).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::info!(resource = %ri.resource, behind = n, "watcher too slow; ending its stream so it resumes");
-                        return;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
-                _ = ticker.tick(), if bookmarks => {
-                    if tx.send(Ok(bookmark(&ri, last_rv, false))).await.is_err() {
-                        return;
-                    }
+        }),
+    };
+    let interval = state.options.bookmark_interval;
+    let metrics_state = state.clone();
+    metrics_state.metrics.watches.opened();
+    tokio::spawn(async move {
+        let queue = feeder.queue.clone();
+        let resource = ri.resource.clone();
+        let stop = run(feeder, ri, filter, start, bookmarks, initial_end, interval).await;
+        match stop {
+            Stop::Gone => {}
+            // Unless `run` ended the stream gracefully, what is queued is dropped.
+            Stop::Deadline | Stop::Shutdown => {
+                if !queue.is_closed() {
+                    queue.close(true);
                 }
-                _ = &mut deadline => {
-                    if bookmarks {
-                        let _ = tx.send(Ok(bookmark(&ri, last_rv, false))).await;
-                    }
-                    return;
-                }
-                _ = &mut stopped => return,
-                _ = tx.closed() => return,
+            }
+            Stop::Behind | Stop::Stalled | Stop::Lagged => {
+                tracing::info!(resource = %resource, why = ?stop, "closing a watch whose client is not keeping up; it resumes from its last resourceVersion");
+                queue.close(true);
             }
         }
+        metrics_state.metrics.watches.closed(stop.reason());
     });
-    let mut resp = Response::new(Body::from_stream(ReceiverStream::new(rx)));
+    let mut resp = Response::new(Body::from_stream(body));
     resp.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("application/json"),
@@ -284,4 +499,223 @@ pub async fn serve(
         axum::http::HeaderValue::from_static("no-cache, private"),
     );
     Ok(resp)
+}
+
+/// The watch task: the initial state or backlog, then live events and bookmarks until something
+/// ends it. Every wait races the deadline and shutdown, so `timeoutSeconds` holds even when the
+/// client reads nothing.
+async fn run(
+    mut feeder: Feeder,
+    ri: Arc<ResourceInfo>,
+    filter: Filter,
+    start: WatchStart,
+    bookmarks: bool,
+    initial_end: bool,
+    interval: Duration,
+) -> Stop {
+    let mut last_rv = start.rv;
+    // Initial state, then the backlog.
+    if let Some(snap) = &start.snapshot {
+        for obj in snap.items.values() {
+            if filter.matches(&obj.value) {
+                if let Err(stop) = feeder.send(Item::Event("ADDED", obj.clone())).await {
+                    return stop;
+                }
+            }
+        }
+    }
+    if initial_end {
+        if let Err(stop) = feeder.send(Item::Line(bookmark(&ri, start.rv, true))).await {
+            return stop;
+        }
+    }
+    for ev in &start.backlog {
+        if let Some((kind, obj)) = translate(&filter, ev) {
+            if let Err(stop) = feeder.send(Item::Event(kind, obj)).await {
+                return stop;
+            }
+        }
+        last_rv = last_rv.max(ev.rv);
+    }
+    let mut live = start.live;
+    drop(start.snapshot);
+    drop(start.backlog);
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    let mut watchdog = tokio::time::interval(STALL / 6);
+    watchdog.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let sent = tokio::select! {
+            ev = live.recv() => match ev {
+                Ok(ev) => {
+                    if ev.rv <= last_rv {
+                        continue;
+                    }
+                    last_rv = ev.rv;
+                    match translate(&filter, &ev) {
+                        Some((kind, obj)) => feeder.send(Item::Event(kind, obj)).await,
+                        None => Ok(()),
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => Err(Stop::Lagged),
+                Err(broadcast::error::RecvError::Closed) => Err(Stop::Shutdown),
+            },
+            _ = ticker.tick(), if bookmarks => {
+                feeder.send(Item::Line(bookmark(&ri, last_rv, false))).await
+            }
+            _ = watchdog.tick() => {
+                if feeder.queue.gone() {
+                    Err(Stop::Gone)
+                } else if feeder.queue.stalled() {
+                    Err(Stop::Stalled)
+                } else {
+                    Ok(())
+                }
+            }
+            _ = feeder.queue.taken.notified() => {
+                if feeder.queue.gone() { Err(Stop::Gone) } else { Ok(()) }
+            }
+            _ = &mut feeder.deadline => Err(Stop::Deadline),
+            _ = &mut feeder.stopped => return Stop::Shutdown,
+        };
+        match sent {
+            Ok(()) => {}
+            Err(Stop::Deadline) => {
+                // A client that has everything gets a last bookmark (kube sends one just before
+                // the timeout); one that is behind loses what is queued and resumes from the
+                // last event it saw.
+                if bookmarks && feeder.queue.is_empty() {
+                    let _ = feeder
+                        .queue
+                        .try_push(Item::Line(bookmark(&ri, last_rv, false)), usize::MAX);
+                    feeder.queue.close(false);
+                } else {
+                    feeder.queue.close(!feeder.queue.is_empty());
+                }
+                return Stop::Deadline;
+            }
+            Err(stop) => return stop,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use serde_json::json;
+
+    fn configmaps() -> Arc<ResourceInfo> {
+        crate::model::Registry::with_builtins()
+            .lookup("", "v1", "configmaps")
+            .expect("built-in")
+    }
+
+    fn obj(size: usize) -> Arc<StoredObject> {
+        Arc::new(StoredObject::new(1, json!({"data": "x".repeat(size)})).unwrap())
+    }
+
+    fn feeder(budget: usize, timeout: Duration) -> (Feeder, Arc<crate::metrics::WatchMetrics>) {
+        let metrics = Arc::new(crate::metrics::WatchMetrics::default());
+        let feeder = Feeder {
+            queue: Arc::new(Queue::new(metrics.clone())),
+            budget,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            stopped: Box::pin(std::future::pending()),
+        };
+        (feeder, metrics)
+    }
+
+    fn queued(m: &crate::metrics::WatchMetrics) -> String {
+        let mut out = String::new();
+        m.render(&mut out);
+        out.lines()
+            .find(|l| l.starts_with("turtles_watch_queued_bytes "))
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    /// Over its byte budget a watch waits for its client; if the client takes nothing within
+    /// FULL_WAIT it is closed, and closing drops the queue so the body ends at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_over_budget_whose_client_takes_nothing_is_closed() {
+        let (mut f, metrics) = feeder(3000, Duration::from_secs(3600));
+        // An item always fits an empty queue, even over the budget.
+        f.send(Item::Event("ADDED", obj(5000))).await.unwrap();
+        let started = tokio::time::Instant::now();
+        assert_eq!(
+            f.send(Item::Event("ADDED", obj(10))).await,
+            Err(Stop::Behind)
+        );
+        assert_eq!(started.elapsed(), FULL_WAIT);
+        assert_ne!(queued(&metrics), "turtles_watch_queued_bytes 0");
+        f.queue.close(true);
+        assert_eq!(queued(&metrics), "turtles_watch_queued_bytes 0");
+        let mut body = WatchBody {
+            queue: f.queue.clone(),
+            ri: configmaps(),
+            enc: Encoder {
+                repr: Representation::Full,
+                query: Query::default(),
+                first: true,
+            },
+        };
+        assert!(body.next().await.is_none());
+    }
+
+    /// A client that takes something makes room: the send goes through.
+    #[tokio::test(start_paused = true)]
+    async fn taking_an_item_makes_room() {
+        let (mut f, _) = feeder(3000, Duration::from_secs(3600));
+        f.send(Item::Event("ADDED", obj(2000))).await.unwrap();
+        let mut body = WatchBody {
+            queue: f.queue.clone(),
+            ri: configmaps(),
+            enc: Encoder {
+                repr: Representation::Full,
+                query: Query::default(),
+                first: true,
+            },
+        };
+        let take = async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            body.next().await
+        };
+        let (sent, taken) = tokio::join!(f.send(Item::Event("MODIFIED", obj(2000))), take);
+        assert_eq!(sent, Ok(()));
+        let line = taken.unwrap().unwrap();
+        assert!(line.starts_with(b"{\"type\":\"ADDED\""));
+    }
+
+    /// The deadline fires while the watch waits on a client that reads nothing.
+    #[tokio::test(start_paused = true)]
+    async fn the_deadline_fires_while_waiting_on_the_client() {
+        let (mut f, _) = feeder(100, Duration::from_millis(300));
+        f.send(Item::Event("ADDED", obj(500))).await.unwrap();
+        assert_eq!(
+            f.send(Item::Event("ADDED", obj(500))).await,
+            Err(Stop::Deadline)
+        );
+    }
+
+    /// Dropping the body (the client went away) frees the queue and ends the watch.
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_body_frees_the_queue() {
+        let (mut f, metrics) = feeder(1 << 20, Duration::from_secs(3600));
+        let body = WatchBody {
+            queue: f.queue.clone(),
+            ri: configmaps(),
+            enc: Encoder {
+                repr: Representation::Full,
+                query: Query::default(),
+                first: true,
+            },
+        };
+        f.send(Item::Event("ADDED", obj(500))).await.unwrap();
+        drop(body);
+        assert_eq!(queued(&metrics), "turtles_watch_queued_bytes 0");
+        assert_eq!(
+            f.send(Item::Event("ADDED", obj(500))).await,
+            Err(Stop::Gone)
+        );
+    }
 }

@@ -13,25 +13,58 @@ use crate::model::{EventType, ObjectKey};
 /// Events a watcher may fall behind by before it is cut off (it can then resume).
 pub const LIVE_BUFFER: usize = 4096;
 
+/// Bytes charged to every event besides the objects it keeps alive: the `Event` itself and its
+/// key's strings (an estimate; it keeps many tiny events from being free).
+const EVENT_OVERHEAD: usize = 128;
+
+/// What the history costs for one event: the bytes it alone keeps alive. An event's object is the
+/// resource's current state (held by the live map anyway) until a later change replaces it, and
+/// that later event holds it as its `prev` (consecutive events of one object share the same
+/// `Arc`). So the old versions history holds are exactly the events' `prev`s, plus the final
+/// state stamped with the deletion's revision that a delete event carries. Counted as serialized
+/// JSON; the parsed copy kept beside it is not counted.
+fn cost(ev: &Event) -> usize {
+    let prev = ev.prev.as_ref().map_or(0, |p| p.json.len());
+    let own = match ev.kind {
+        EventType::Deleted => ev.object.json.len(),
+        EventType::Added | EventType::Modified => 0,
+    };
+    EVENT_OVERHEAD + ev.key.resource.len() + ev.key.namespace.len() + ev.key.name.len() + prev + own
+}
+
+/// How much change history the index keeps: the oldest events are dropped when there are more than
+/// `events` of them or they cost more than `bytes` (see [`cost`]), whichever comes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryLimit {
+    pub events: usize,
+    pub bytes: usize,
+}
+
 #[derive(Debug)]
 pub struct Index {
     /// Latest committed revision.
     pub rv: u64,
     /// Every revision `>= floor` can be reconstructed from `history`.
     floor: u64,
-    history_limit: usize,
+    limit: HistoryLimit,
     history: VecDeque<Arc<Event>>,
+    /// Sum of [`cost`] over `history`.
+    history_bytes: usize,
     objects: HashMap<String, imbl::OrdMap<String, Arc<StoredObject>>>,
     feeds: HashMap<String, broadcast::Sender<Arc<Event>>>,
 }
 
 impl Index {
-    pub fn new(rv: u64, history_limit: usize) -> Self {
+    pub fn new(rv: u64, limit: HistoryLimit) -> Self {
         Self {
             rv,
             floor: rv,
-            history_limit: history_limit.max(1),
+            limit: HistoryLimit {
+                events: limit.events.max(1),
+                bytes: limit.bytes,
+            },
             history: VecDeque::new(),
+            history_bytes: 0,
             objects: HashMap::new(),
             feeds: HashMap::new(),
         }
@@ -71,12 +104,25 @@ impl Index {
                 self.feeds.remove(&event.key.resource);
             }
         }
+        self.history_bytes += cost(&event);
         self.history.push_back(event);
-        while self.history.len() > self.history_limit {
-            if let Some(old) = self.history.pop_front() {
-                self.floor = old.rv;
-            }
+        // The newest event always stays, even alone over the byte budget: a watch from the
+        // revision just before it must still resume.
+        while self.history.len() > self.limit.events
+            || (self.history_bytes > self.limit.bytes && self.history.len() > 1)
+        {
+            let Some(old) = self.history.pop_front() else {
+                break;
+            };
+            self.history_bytes -= cost(&old);
+            self.floor = old.rv;
         }
+    }
+
+    /// Events held in history and what they cost (see [`cost`]).
+    #[cfg(test)]
+    pub fn history_usage(&self) -> (usize, usize) {
+        (self.history.len(), self.history_bytes)
     }
 
     fn check_floor(&self, rv: u64) -> Result<()> {
@@ -174,7 +220,13 @@ mod tests {
 
     #[test]
     fn past_snapshots_undo_history_and_expire() {
-        let mut idx = Index::new(0, 3);
+        let mut idx = Index::new(
+            0,
+            HistoryLimit {
+                events: 3,
+                bytes: usize::MAX,
+            },
+        );
         idx.apply(ev(1, EventType::Added, "a", None));
         let a1 = idx.get(&ObjectKey::new("configmaps", "ns", "a"));
         idx.apply(ev(2, EventType::Added, "b", None));
@@ -199,6 +251,131 @@ mod tests {
             w.backlog.iter().map(|e| e.rv).collect::<Vec<_>>(),
             vec![3, 4]
         );
+        assert!(idx.watch("configmaps", WatchFrom::After(0)).is_err());
+    }
+
+    fn big(rv: u64, size: usize) -> Arc<StoredObject> {
+        Arc::new(
+            StoredObject::new(
+                rv,
+                json!({"metadata": {"name": "big"}, "data": {"k": "x".repeat(size)}}),
+            )
+            .unwrap(),
+        )
+    }
+
+    /// Patches of one big object: each event keeps one old version alive (its `prev`), so the
+    /// byte budget bounds how many are kept; past revisions inside the window still reconstruct,
+    /// older ones are Expired, and watches resume only from inside the window.
+    #[test]
+    fn byte_budget_drops_oldest_versions() {
+        const SIZE: usize = 100_000;
+        let mut idx = Index::new(
+            0,
+            HistoryLimit {
+                events: 1_000,
+                bytes: 5 * SIZE + SIZE / 2,
+            },
+        );
+        let key = ObjectKey::new("configmaps", "ns", "big");
+        let mut prev: Option<Arc<StoredObject>> = None;
+        for rv in 1..=20 {
+            let object = big(rv, SIZE);
+            idx.apply(Event {
+                rv,
+                kind: if prev.is_some() {
+                    EventType::Modified
+                } else {
+                    EventType::Added
+                },
+                key: key.clone(),
+                object: object.clone(),
+                prev: prev.take(),
+            });
+            prev = Some(object);
+            let (events, bytes) = idx.history_usage();
+            assert!(bytes <= 5 * SIZE + SIZE / 2, "rv {rv}: {bytes} bytes");
+            assert!(events >= 1);
+        }
+        // Each modification costs one ~100 kB old version: five fit in the budget (the ADDED
+        // event, which costs nearly nothing, left long ago).
+        let (events, bytes) = idx.history_usage();
+        assert_eq!(events, 5, "{bytes} bytes");
+        // Revisions 15..=20 reconstruct; 14 is gone.
+        assert_eq!(
+            idx.snapshot("configmaps", Some(15))
+                .unwrap()
+                .items
+                .get("ns/big")
+                .map(|o| o.rv),
+            Some(15)
+        );
+        assert!(matches!(
+            idx.snapshot("configmaps", Some(14)),
+            Err(StoreError::TooOld {
+                requested: 14,
+                oldest: 16
+            })
+        ));
+        let w = idx.watch("configmaps", WatchFrom::After(15)).unwrap();
+        assert_eq!(
+            w.backlog.iter().map(|e| e.rv).collect::<Vec<_>>(),
+            vec![16, 17, 18, 19, 20]
+        );
+        assert!(idx.watch("configmaps", WatchFrom::After(14)).is_err());
+        // Dropped versions are freed: only history (five prevs) and the live map hold objects.
+        let held: usize = idx
+            .history
+            .iter()
+            .filter_map(|e| e.prev.as_ref())
+            .filter(|p| Arc::strong_count(p) == 2)
+            .count();
+        assert_eq!(
+            held, 4,
+            "each prev but the oldest is also the previous event's object"
+        );
+    }
+
+    /// Creates cost only their fixed overhead (the object is the live state); a delete costs the
+    /// final state it carries and its prev.
+    #[test]
+    fn cost_counts_what_history_alone_keeps() {
+        let a = big(1, 1000);
+        let added = Event {
+            rv: 1,
+            kind: EventType::Added,
+            key: ObjectKey::new("configmaps", "ns", "big"),
+            object: a.clone(),
+            prev: None,
+        };
+        assert!(cost(&added) < 200);
+        let deleted = Event {
+            rv: 2,
+            kind: EventType::Deleted,
+            key: ObjectKey::new("configmaps", "ns", "big"),
+            object: big(2, 1000),
+            prev: Some(a),
+        };
+        assert!(cost(&deleted) > 2000 && cost(&deleted) < 2400);
+    }
+
+    /// One event bigger than the whole budget is still kept (alone), so a watch from the
+    /// revision before it resumes.
+    #[test]
+    fn the_newest_event_stays_even_over_budget() {
+        let mut idx = Index::new(
+            0,
+            HistoryLimit {
+                events: 100,
+                bytes: 10,
+            },
+        );
+        idx.apply(ev(1, EventType::Added, "a", None));
+        let a1 = idx.get(&ObjectKey::new("configmaps", "ns", "a"));
+        idx.apply(ev(2, EventType::Modified, "a", a1));
+        assert_eq!(idx.history_usage().0, 1);
+        let w = idx.watch("configmaps", WatchFrom::After(1)).unwrap();
+        assert_eq!(w.backlog.len(), 1);
         assert!(idx.watch("configmaps", WatchFrom::After(0)).is_err());
     }
 }

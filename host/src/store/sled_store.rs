@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::index::Index;
+use super::index::{HistoryLimit, Index};
 use super::{
     BoxFuture, Event, Precondition, Result, Snapshot, Store, StoreError, StoredObject, WatchFrom,
     WatchStart, WriteOp,
@@ -35,6 +35,9 @@ pub struct StoreOptions {
     pub dir: PathBuf,
     /// Events kept in memory for watch resume and past-revision reads.
     pub watch_history: usize,
+    /// Bytes of old object versions (serialized) that history may keep alive; the oldest events
+    /// are dropped beyond this, as beyond `watch_history` events.
+    pub watch_history_bytes: usize,
     /// `fdatasync` sled's log file before acknowledging (power-loss durability).
     pub fsync: bool,
     /// Largest object stored, in bytes of its JSON ([`StoreError::TooLarge`] beyond).
@@ -198,7 +201,13 @@ impl SledStore {
         std::fs::create_dir_all(&opts.dir)?;
         let db = open_db(&opts.dir)?;
         let rv = read_rv(&db)?;
-        let mut index = Index::new(rv, opts.watch_history);
+        let mut index = Index::new(
+            rv,
+            HistoryLimit {
+                events: opts.watch_history,
+                bytes: opts.watch_history_bytes,
+            },
+        );
         let mut quarantined = 0;
         for entry in db.scan_prefix(b"o\0") {
             let (k, v) = entry?;
@@ -571,6 +580,7 @@ mod tests {
         StoreOptions {
             dir: dir.to_path_buf(),
             watch_history: 100,
+            watch_history_bytes: 1 << 20,
             fsync: true,
             max_object_bytes: crate::model::limits::DEFAULT_MAX_OBJECT_BYTES,
         }
