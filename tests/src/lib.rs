@@ -168,6 +168,11 @@ impl Server {
         Ok(())
     }
 
+    /// The host's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data_dir.join("turtles.log")).unwrap_or_default()
     }
