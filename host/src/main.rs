@@ -74,6 +74,29 @@ enum Command {
         /// Memory one controller instance may use, in MiB.
         #[arg(long, default_value_t = 128)]
         controller_memory_mb: usize,
+        /// Read-only requests served at once; beyond it 429 (watches are not counted; 0: no
+        /// limit).
+        #[arg(long, default_value_t = 400)]
+        max_requests_inflight: usize,
+        /// Mutating requests served at once; beyond it 429 (0: no limit).
+        #[arg(long, default_value_t = 200)]
+        max_mutating_requests_inflight: usize,
+        /// Connections open at once that have not authenticated a request; a new one beyond it
+        /// closes the oldest (0: no limit).
+        #[arg(long, default_value_t = 1024)]
+        max_unauthenticated_connections: usize,
+        /// Seconds a TLS handshake may take.
+        #[arg(long, default_value_t = 10)]
+        tls_handshake_timeout: u64,
+        /// Seconds an HTTP/1.1 request head may take to arrive (also the keep-alive idle time).
+        #[arg(long, default_value_t = 32)]
+        header_read_timeout: u64,
+        /// Seconds a request body may take to arrive; past it the request is answered 504.
+        #[arg(long, default_value_t = 60)]
+        request_body_timeout: u64,
+        /// Seconds a connection with no request in flight stays open.
+        #[arg(long, default_value_t = 90)]
+        idle_timeout: u64,
     },
     /// Mint a bearer token for a user and print a kubeconfig for it (or revoke the user's tokens).
     Kubeconfig {
@@ -144,7 +167,15 @@ fn main() -> anyhow::Result<()> {
             token_auth_file,
             reconcile_deadline_ms,
             controller_memory_mb,
+            max_requests_inflight,
+            max_mutating_requests_inflight,
+            max_unauthenticated_connections,
+            tls_handshake_timeout,
+            header_read_timeout,
+            request_body_timeout,
+            idle_timeout,
         } => {
+            let secs = |s: u64| std::time::Duration::from_secs(s.max(1));
             let cfg = turtles::server::ServeConfig {
                 data_dir,
                 listen,
@@ -154,8 +185,17 @@ fn main() -> anyhow::Result<()> {
                 fsync: !no_fsync,
                 max_object_bytes,
                 api: turtles::api::ApiOptions {
-                    bookmark_interval: std::time::Duration::from_secs(bookmark_interval.max(1)),
+                    bookmark_interval: secs(bookmark_interval),
                     watch_buffer_bytes: watch_buffer_bytes.max(1),
+                    request_body_timeout: secs(request_body_timeout),
+                    max_requests_inflight,
+                    max_mutating_requests_inflight,
+                },
+                http: turtles::server::HttpOptions {
+                    tls_handshake_timeout: secs(tls_handshake_timeout),
+                    header_read_timeout: secs(header_read_timeout),
+                    idle_timeout: secs(idle_timeout),
+                    max_unauthenticated_connections,
                 },
                 tls: turtles::server::TlsOptions {
                     insecure_http,

@@ -56,6 +56,36 @@ pub struct TlsOptions {
     pub key: Option<PathBuf>,
 }
 
+/// Timeouts and limits of the HTTP layer below the handlers (kube's values where it has them).
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// A TLS handshake must complete within this.
+    pub tls_handshake_timeout: Duration,
+    /// An HTTP/1.1 request head must arrive within this once the server waits for it (kube's
+    /// `ReadHeaderTimeout` is 32 s). This also closes HTTP/1.1 keep-alive connections idle that
+    /// long.
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed (kube: 90 s).
+    pub idle_timeout: Duration,
+    /// Connections open at once that have not authenticated a request; beyond it the oldest is
+    /// closed (0: no limit).
+    pub max_unauthenticated_connections: usize,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            tls_handshake_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(32),
+            idle_timeout: Duration::from_secs(90),
+            max_unauthenticated_connections: 1024,
+        }
+    }
+}
+
+/// HTTP/2 streams one connection may have open at once (kube's default).
+const HTTP2_MAX_STREAMS: u32 = 250;
+
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
     pub data_dir: PathBuf,
@@ -68,6 +98,7 @@ pub struct ServeConfig {
     /// Largest object stored, in bytes of its JSON.
     pub max_object_bytes: usize,
     pub api: ApiOptions,
+    pub http: HttpOptions,
     pub tls: TlsOptions,
     /// Limits of every WebAssembly controller.
     pub runtime: crate::runtime::RuntimeOptions,
@@ -129,6 +160,7 @@ pub fn recorded_server(data_dir: &Path) -> Option<(String, Option<String>)> {
 /// Run the server until SIGINT or SIGTERM.
 pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let started = Instant::now();
+    raise_fd_limit();
     let store_dir = cfg.data_dir.join("store");
     let store = SledStore::open(StoreOptions {
         dir: store_dir.clone(),
@@ -181,6 +213,10 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         crds,
         service,
         registry,
+        inflight: api::inflight::InFlightLimits::new(
+            cfg.api.max_requests_inflight,
+            cfg.api.max_mutating_requests_inflight,
+        ),
         options: cfg.api.clone(),
         shutdown: shutdown_rx,
         metrics: Default::default(),
@@ -249,16 +285,36 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
         });
     }
+    let gate = api::connections::Gate::new(api::connections::ConnectionOptions {
+        max_unauthenticated: cfg.http.max_unauthenticated_connections,
+        idle_timeout: cfg.http.idle_timeout,
+    });
     let result = match tls {
         Some(t) => {
             let config = axum_server::tls_rustls::RustlsConfig::from_config(t.server_config);
-            match axum_server::tls_rustls::from_tcp_rustls(listener, config) {
-                Ok(server) => server.handle(handle).serve(app).await,
+            let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
+                .handshake_timeout(cfg.http.tls_handshake_timeout)
+                .acceptor(api::connections::GateAcceptor::new(gate));
+            match axum_server::from_tcp(listener) {
+                Ok(server) => {
+                    configure(server.acceptor(acceptor), &cfg.http)
+                        .handle(handle)
+                        .serve(app)
+                        .await
+                }
                 Err(e) => Err(e),
             }
         }
         None => match axum_server::from_tcp(listener) {
-            Ok(server) => server.handle(handle).serve(app).await,
+            Ok(server) => {
+                configure(
+                    server.acceptor(api::connections::GateAcceptor::new(gate)),
+                    &cfg.http,
+                )
+                .handle(handle)
+                .serve(app)
+                .await
+            }
             Err(e) => Err(e),
         },
     };
@@ -269,6 +325,67 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     flushed.map_err(ServerError::Shutdown)?;
     tracing::info!("stopped cleanly");
     Ok(())
+}
+
+/// The HTTP protocol settings: header timeout, HTTP/2 streams, accept errors logged (the
+/// server backs off 50 ms after each, so running out of file descriptors does not spin).
+fn configure<A>(
+    mut server: axum_server::Server<SocketAddr, A>,
+    http: &HttpOptions,
+) -> axum_server::Server<SocketAddr, A> {
+    let builder = server.http_builder();
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(http.header_read_timeout);
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .max_concurrent_streams(HTTP2_MAX_STREAMS);
+    let last_warned = std::sync::Mutex::new(None::<Instant>);
+    server.accept_error_handler(move |peer, e| {
+        if peer.is_some() {
+            // A failed or timed-out handshake, an evicted connection: the client's doing.
+            tracing::debug!(error = %e, "connection closed before it was served");
+            return;
+        }
+        // The listener itself failed (EMFILE...): warn at most once a second.
+        if let Ok(mut last) = last_warned.lock() {
+            if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                *last = Some(Instant::now());
+                tracing::warn!(error = %e, "accepting connections failed; retrying");
+            }
+        }
+    })
+}
+
+/// Raise the soft limit on open files to the hard limit, as servers commonly do: every
+/// connection is a file descriptor.
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
+    let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    if got != 0 {
+        tracing::warn!(error = %std::io::Error::last_os_error(), "reading the open-files limit");
+        return;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let before = lim.rlim_cur;
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            tracing::warn!(error = %std::io::Error::last_os_error(), "raising the open-files limit");
+            return;
+        }
+        tracing::debug!(
+            from = before,
+            to = lim.rlim_max,
+            "raised the open-files limit"
+        );
+    }
 }
 
 async fn wait_for_signal() {

@@ -1,5 +1,6 @@
 //! The front door of every request: authenticate the bearer token, apply impersonation, and
 //! authorize the request's attributes with RBAC. Health and version endpoints stay open.
+//! The request is parsed once, here, into a [`RequestInfo`] that every later step reads.
 
 use std::sync::Arc;
 
@@ -8,9 +9,11 @@ use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::connections::ConnectionGate;
+use super::request_info::RequestInfo;
 use super::AppState;
 use crate::auth::rbac::forbidden_message;
-use crate::auth::{request_attributes, Attributes, Decision, Principal, UserInfo, AUTHENTICATED};
+use crate::auth::{Attributes, Decision, Principal, UserInfo, AUTHENTICATED};
 use crate::model::ApiError;
 
 /// Paths anyone may read, as kube's `system:public-info-viewer` allows.
@@ -98,26 +101,29 @@ pub async fn authenticate_and_authorize(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let path = req.uri().path();
-    if OPEN.contains(&path.trim_end_matches('/')) {
+    // The one parse of this request: everything after reads this value.
+    let info = Arc::new(RequestInfo::parse(req.method(), req.uri()));
+    req.extensions_mut().insert(info.clone());
+    if OPEN.contains(&info.path.trim_end_matches('/')) {
         return next.run(req).await;
     }
     let Some(user) = bearer(req.headers()).and_then(|t| state.authn.authenticate(t)) else {
         return unauthorized().into_response();
     };
+    // The connection carried a valid token: it no longer counts as unauthenticated.
+    if let Some(conn) = req.extensions().get::<ConnectionGate>() {
+        conn.authenticated();
+    }
     let user = match impersonate(&state, user, req.headers()) {
         Ok(u) => u,
         Err(e) => return e.into_response(),
     };
-    let watch = req
-        .uri()
-        .query()
-        .map(|q| {
-            form_urlencoded::parse(q.as_bytes())
-                .any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
-        })
-        .unwrap_or(false);
-    let attrs = request_attributes(req.method(), path, watch);
+    // As in kube, the in-flight limits apply after authentication, before authorization.
+    let _slot = match state.inflight.admit(&info, &user) {
+        Ok(slot) => slot,
+        Err(e) => return e.into_response(),
+    };
+    let attrs = info.attributes();
     if let Decision::Deny { .. } = state.authz.authorize(&user, &attrs) {
         tracing::debug!(user = %user.name, verb = %attrs.verb, resource = %attrs.resource, "forbidden");
         return forbidden(&user, &attrs).into_response();

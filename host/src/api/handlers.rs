@@ -1,7 +1,6 @@
 //! Resource endpoints: parse the path into a target, pick the verb, decode, call the service,
 //! encode the answer (JSON, Table or metadata-only).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -12,6 +11,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Value};
 
 use super::error::json_response;
+use super::request_info::RequestInfo;
 use super::{discovery, table, watch, AppState, MAX_BODY};
 use crate::model::{ApiError, ResourceInfo};
 use crate::patch::PatchType;
@@ -21,7 +21,7 @@ use crate::service::{
 };
 use crate::store::StoredObject;
 
-pub type Query = HashMap<String, String>;
+pub use super::request_info::Query;
 
 /// What a resource URL names.
 #[derive(Debug)]
@@ -44,37 +44,34 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
     }
 }
 
-fn parse_query(q: Option<&str>) -> Query {
-    form_urlencoded::parse(q.unwrap_or("").as_bytes())
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect()
-}
-
-fn flag(q: &Query, key: &str) -> bool {
-    matches!(q.get(key).map(String::as_str), Some("true" | "1"))
-}
-
 async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiError> {
-    let path = req.uri().path().to_owned();
-    let query = parse_query(req.uri().query());
-    let segs: Vec<&str> = path
-        .trim_matches('/')
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .collect();
-    let (group, version, rest) = match segs.as_slice() {
-        ["api", version, rest @ ..] => ("", *version, rest),
-        ["apis", group] => {
-            return only_get(req.method()).and_then(|_| discovery::group(state, group));
-        }
-        ["apis", group, version, rest @ ..] => (*group, *version, rest),
-        _ => return Err(ApiError::path_not_found()),
+    // The request as the access middleware parsed (and authorized) it.
+    let info = match req.extensions().get::<Arc<RequestInfo>>() {
+        Some(info) => info.clone(),
+        None => Arc::new(RequestInfo::parse(req.method(), req.uri())),
     };
-    if rest.is_empty() {
-        only_get(req.method())?;
-        return discovery::resource_list(state, group, version);
+    let query = &info.query;
+    if !info.resource_request {
+        let segs: Vec<&str> = info
+            .path
+            .trim_matches('/')
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        return match segs.as_slice() {
+            ["apis", group] => only_get(req.method()).and_then(|_| discovery::group(state, group)),
+            ["api", version] => {
+                only_get(req.method())?;
+                discovery::resource_list(state, "", version)
+            }
+            ["apis", group, version] => {
+                only_get(req.method())?;
+                discovery::resource_list(state, group, version)
+            }
+            _ => Err(ApiError::path_not_found()),
+        };
     }
-    let target = resolve(state, group, version, rest)?;
+    let target = resolve(state, &info)?;
     if target.ri.create_only {
         if req.method() != Method::POST || target.name.is_some() {
             return Err(ApiError::method_not_allowed(
@@ -87,12 +84,12 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             .map(|p| p.0.clone())
             .ok_or_else(|| ApiError::new(401, "Unauthorized", "Unauthorized"))?;
         let headers = req.headers().clone();
-        let body = read_body(req).await?;
+        let body = read_body(req, state.options.request_body_timeout).await?;
         let review = decode_object(&headers, &body)?;
         return super::reviews::handle(state, &target.ri, &user, review);
     }
     if target.scale {
-        return scale(state, &target, req, &query).await;
+        return scale(state, &target, req, query).await;
     }
     if target.binding {
         if req.method() != Method::POST {
@@ -101,7 +98,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             ));
         }
         let headers = req.headers().clone();
-        let body = read_body(req).await?;
+        let body = read_body(req, state.options.request_body_timeout).await?;
         let binding = decode_object(&headers, &body)?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
@@ -125,22 +122,22 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     let svc = &state.service;
     let is_crd = ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE;
     match (&method, &target.name) {
-        (&Method::GET, None) if flag(&query, "watch") => {
-            watch::serve(state.clone(), &target, &query, representation(&headers)).await
+        (&Method::GET, None) if info.is_watch() => {
+            watch::serve(state.clone(), &target, query, representation(&headers)).await
         }
         (&Method::GET, None) => {
-            let opts = list_options(&query)?;
+            let opts = list_options(query)?;
             let page = svc.list(&ri, target.namespace.as_deref(), &opts).await?;
-            Ok(list_response(&ri, &headers, &query, page))
+            Ok(list_response(&ri, &headers, query, page))
         }
         (&Method::GET, Some(name)) => {
             let obj = svc.get(&ri, &ns, name)?;
-            Ok(object_response(&ri, &headers, &query, StatusCode::OK, obj))
+            Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
         }
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
-            let opts = write_options(&query)?;
-            let body = read_body(req).await?;
+            let opts = write_options(query)?;
+            let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.create(&ri, &ns, obj, &opts).await?;
             if is_crd && !opts.dry_run {
@@ -149,14 +146,14 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             Ok(written_response(
                 &ri,
                 &headers,
-                &query,
+                query,
                 StatusCode::CREATED,
                 written,
             ))
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(&query)?;
-            let body = read_body(req).await?;
+            let opts = write_options(query)?;
+            let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
             if is_crd && !opts.dry_run {
@@ -165,15 +162,15 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             Ok(written_response(
                 &ri,
                 &headers,
-                &query,
+                query,
                 StatusCode::OK,
                 written,
             ))
         }
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(&headers)?;
-            let opts = write_options(&query)?;
-            let body = read_body(req).await?;
+            let opts = write_options(query)?;
+            let body = read_body(req, state.options.request_body_timeout).await?;
             let mut written = svc
                 .patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
                 .await?;
@@ -183,21 +180,21 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             Ok(written_response(
                 &ri,
                 &headers,
-                &query,
+                query,
                 StatusCode::OK,
                 written,
             ))
         }
         (&Method::DELETE, Some(name)) => {
-            let body = read_body(req).await?;
-            let opts = delete_options(&query, &body)?;
+            let body = read_body(req, state.options.request_body_timeout).await?;
+            let opts = delete_options(query, &body)?;
             let outcome = svc.delete(&ri, &ns, name, &opts).await?;
             if is_crd && !opts.dry_run {
                 state.crds.reconcile(name).await?;
             }
             match outcome {
                 Deleted::Pending(obj) => {
-                    Ok(object_response(&ri, &headers, &query, StatusCode::OK, obj))
+                    Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
                 }
                 Deleted::Gone(obj) => {
                     let uid = crate::model::meta::meta_str(&obj.value, "uid").unwrap_or("");
@@ -208,9 +205,9 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             }
         }
         (&Method::DELETE, None) => {
-            let body = read_body(req).await?;
-            let opts = delete_options(&query, &body)?;
-            let list = list_options(&query)?;
+            let body = read_body(req, state.options.request_body_timeout).await?;
+            let opts = delete_options(query, &body)?;
+            let list = list_options(query)?;
             let page = svc
                 .delete_collection(&ri, target.namespace.as_deref(), &list, &opts)
                 .await?;
@@ -222,7 +219,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                         .await?;
                 }
             }
-            Ok(list_response(&ri, &HeaderMap::new(), &query, page))
+            Ok(list_response(&ri, &HeaderMap::new(), query, page))
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource: {m}"
@@ -270,7 +267,7 @@ async fn scale(
         }
         Method::PUT => {
             let opts = write_options(query)?;
-            let body = read_body(req).await?;
+            let body = read_body(req, state.options.request_body_timeout).await?;
             let wanted = decode_json(&body)?;
             svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
                 .await?
@@ -278,7 +275,7 @@ async fn scale(
         Method::PATCH => {
             let pt = patch_type(&headers)?;
             let opts = write_options(query)?;
-            let body = read_body(req).await?;
+            let body = read_body(req, state.options.request_body_timeout).await?;
             let p = crate::patch::parse(pt, &body)?;
             // Scale is a built-in kind: a strategic patch of it is a merge patch.
             let pt = if pt == PatchType::Strategic {
@@ -334,33 +331,28 @@ fn only_get(m: &Method) -> Result<(), ApiError> {
     }
 }
 
-/// Map the path after `/api/v1` or `/apis/G/V` to a resource, namespace, name and subresource.
-fn resolve(
-    state: &AppState,
-    group: &str,
-    version: &str,
-    rest: &[&str],
-) -> Result<Target, ApiError> {
-    let lookup = |res: &str| state.registry.lookup(group, version, res);
-    let (ri, namespace, tail) = match rest {
-        ["namespaces", ns, res, tail @ ..]
-            if !(group.is_empty() && matches!(*res, "status" | "finalize")) =>
-        {
-            let ri = lookup(res).ok_or_else(ApiError::path_not_found)?;
-            if !ri.namespaced() {
-                return Err(ApiError::path_not_found());
-            }
-            (ri, Some((*ns).to_owned()), tail)
+/// The resource, namespace, name and subresource a request's path names (as parsed once in its
+/// [`RequestInfo`]).
+fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
+    let parts: Vec<&str> = info.parts.iter().map(String::as_str).collect();
+    let [res, tail @ ..] = parts.as_slice() else {
+        return Err(ApiError::path_not_found());
+    };
+    let ri = state
+        .registry
+        .lookup(&info.api_group, &info.api_version, res)
+        .ok_or_else(ApiError::path_not_found)?;
+    let namespace = if info.namespace_scoped {
+        if !ri.namespaced() {
+            return Err(ApiError::path_not_found());
         }
-        [res, tail @ ..] => {
-            let ri = lookup(res).ok_or_else(ApiError::path_not_found)?;
-            // A namespaced resource without a namespace: only the all-namespace collection.
-            if ri.namespaced() && !tail.is_empty() {
-                return Err(ApiError::path_not_found());
-            }
-            (ri, None, tail)
+        Some(info.namespace.clone())
+    } else {
+        // A namespaced resource without a namespace: only the all-namespace collection.
+        if ri.namespaced() && !tail.is_empty() {
+            return Err(ApiError::path_not_found());
         }
-        [] => return Err(ApiError::path_not_found()),
+        None
     };
     let has_scale = ri.scale.is_some();
     let is_pods = ri.group.is_empty() && ri.resource == "pods";
@@ -396,7 +388,39 @@ fn required_namespace(t: &Target) -> Result<String, ApiError> {
     }
 }
 
-async fn read_body(req: Request) -> Result<Bytes, ApiError> {
+/// kube's `Timeout` Status for a request that did not complete in time.
+fn body_timeout(limit: std::time::Duration) -> ApiError {
+    ApiError::timeout(format!(
+        "Timeout: request did not complete within {}",
+        go_duration(limit)
+    ))
+}
+
+/// A duration as Go prints it (`1m0s`, `2s`, `1.5s`), as kube's messages show them.
+fn go_duration(d: std::time::Duration) -> String {
+    let ms = d.as_millis() as u64;
+    let (h, m, s, frac) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
+    let secs = if frac == 0 {
+        format!("{s}s")
+    } else {
+        format!("{s}.{}s", format!("{frac:03}").trim_end_matches('0'))
+    };
+    match (h, m) {
+        (0, 0) => secs,
+        (0, m) => format!("{m}m{secs}"),
+        (h, m) => format!("{h}h{m}m{secs}"),
+    }
+}
+
+/// The request body, at most [`MAX_BODY`] bytes (else 413), arriving within `limit` (else 504).
+async fn read_body(req: Request, limit: std::time::Duration) -> Result<Bytes, ApiError> {
+    match tokio::time::timeout(limit, read_body_unbounded(req)).await {
+        Ok(body) => body,
+        Err(_) => Err(body_timeout(limit)),
+    }
+}
+
+async fn read_body_unbounded(req: Request) -> Result<Bytes, ApiError> {
     let too_large = || {
         ApiError::too_large(format!(
             "Request entity too large: limit is {MAX_BODY} bytes"
@@ -691,5 +715,23 @@ fn list_response(
             buf.put_slice(b"]}");
             json_response(StatusCode::OK, Body::from(buf.freeze()))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_as_go_prints_them() {
+        let d = std::time::Duration::from_millis;
+        assert_eq!(go_duration(d(60_000)), "1m0s");
+        assert_eq!(go_duration(d(2_000)), "2s");
+        assert_eq!(go_duration(d(1_500)), "1.5s");
+        assert_eq!(go_duration(d(3_725_000)), "1h2m5s");
+        assert_eq!(
+            body_timeout(d(60_000)).message,
+            "Timeout: request did not complete within 1m0s"
+        );
     }
 }

@@ -2,11 +2,14 @@
 //! streams. Only this module knows HTTP; every request ends in the [`Service`].
 
 mod access;
+pub mod connections;
 mod discovery;
 mod error;
 mod handlers;
+pub mod inflight;
 mod openapi;
 pub mod protobuf;
+pub mod request_info;
 mod reviews;
 mod table;
 mod watch;
@@ -33,6 +36,13 @@ pub struct ApiOptions {
     pub bookmark_interval: Duration,
     /// Bytes of events one watch may have queued for its client (see `watch`).
     pub watch_buffer_bytes: usize,
+    /// How long a request body may take to arrive (kube's `--request-timeout`, 60 s): past it
+    /// the request is answered 504 Timeout.
+    pub request_body_timeout: Duration,
+    /// kube's `--max-requests-inflight`: read-only requests served at once (0: no limit).
+    pub max_requests_inflight: usize,
+    /// kube's `--max-mutating-requests-inflight`: mutating requests served at once (0: no limit).
+    pub max_mutating_requests_inflight: usize,
 }
 
 impl Default for ApiOptions {
@@ -40,6 +50,9 @@ impl Default for ApiOptions {
         Self {
             bookmark_interval: Duration::from_secs(30),
             watch_buffer_bytes: watch::DEFAULT_BUFFER_BYTES,
+            request_body_timeout: Duration::from_secs(60),
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
         }
     }
 }
@@ -52,6 +65,8 @@ pub struct AppState {
     pub crds: Arc<crate::crd::controller::CrdController>,
     pub registry: Arc<Registry>,
     pub options: ApiOptions,
+    /// The in-flight limits built from `options`.
+    pub inflight: inflight::InFlightLimits,
     /// Flips to `true` when the server shuts down: open watches end.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     pub metrics: crate::metrics::ApiMetrics,

@@ -1,7 +1,6 @@
-//! Who is asking and may they: bearer-token authentication, request attributes, RBAC
+//! Who is asking and may they: bearer-token authentication, RBAC
 //! authorization over the stored roles and bindings, and the TLS material the server presents.
 
-pub mod attributes;
 pub mod rbac;
 pub mod tls;
 pub mod tokens;
@@ -11,7 +10,6 @@ use std::sync::Arc;
 use crate::model::{ObjectKey, ResourceInfo};
 use crate::store::Store;
 
-pub use attributes::request_attributes;
 pub use rbac::{Attributes, Decision, UserInfo};
 pub use tokens::Authenticator;
 

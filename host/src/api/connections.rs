@@ -1,0 +1,382 @@
+//! Bounds on connections, below HTTP: how many connections may be open without having
+//! authenticated a request, and how long a connection may sit idle.
+//!
+//! Every accepted TCP connection is registered as *pending* before anything else happens (the
+//! TLS handshake included). It stops being pending when one of its requests authenticates (the
+//! access middleware calls [`ConnectionGate::authenticated`]) or when it closes. At most
+//! `max_unauthenticated` connections are pending: a new connection beyond that closes the
+//! *oldest* pending one. A flood of half-open or token-less connections therefore holds at most
+//! that many file descriptors, and can never lock out a client that authenticates (its
+//! connection is the newest; it would have to be followed by `max_unauthenticated` more
+//! connections before its first request completes to be evicted).
+//!
+//! The idle timeout closes a connection that has had no request in flight for that long
+//! (HTTP/2 connections between requests, HTTP/2 or TLS connections that never send one). A
+//! request in flight, a watch streaming included, is never idle.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, Response};
+use futures::task::AtomicWaker;
+use http_body_util::BodyExt;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
+
+/// Limits of the connection layer.
+#[derive(Debug, Clone)]
+pub struct ConnectionOptions {
+    /// Connections open at once that have not authenticated a request (0: no limit).
+    pub max_unauthenticated: usize,
+    /// A connection with no request in flight for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+/// Shared by every connection of one listener.
+#[derive(Clone)]
+pub struct Gate {
+    inner: Arc<GateInner>,
+}
+
+struct GateInner {
+    opts: ConnectionOptions,
+    epoch: Instant,
+    next_id: AtomicU64,
+    /// Connections that have not authenticated yet, oldest first.
+    pending: Mutex<BTreeMap<u64, Arc<ConnState>>>,
+    evicted: AtomicU64,
+}
+
+/// One connection's state, shared by its stream and its requests.
+struct ConnState {
+    id: u64,
+    killed: AtomicBool,
+    read_waker: AtomicWaker,
+    write_waker: AtomicWaker,
+    in_flight: AtomicUsize,
+    /// Milliseconds since the gate's epoch when the last request ended (or the connection
+    /// opened).
+    last_active_ms: AtomicU64,
+}
+
+impl ConnState {
+    fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.read_waker.wake();
+        self.write_waker.wake();
+    }
+}
+
+impl GateInner {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn leave_pending(&self, id: u64) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.remove(&id);
+        }
+    }
+}
+
+impl Gate {
+    pub fn new(opts: ConnectionOptions) -> Self {
+        Self {
+            inner: Arc::new(GateInner {
+                opts,
+                epoch: Instant::now(),
+                next_id: AtomicU64::new(0),
+                pending: Mutex::new(BTreeMap::new()),
+                evicted: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Connections open now that have not authenticated.
+    pub fn pending(&self) -> usize {
+        self.inner.pending.lock().map(|p| p.len()).unwrap_or(0)
+    }
+
+    /// Connections closed so far to make room for newer ones.
+    pub fn evicted(&self) -> u64 {
+        self.inner.evicted.load(Ordering::Relaxed)
+    }
+
+    /// Register a new connection (evicting the oldest pending one when full).
+    fn admit(&self) -> Arc<ConnState> {
+        let inner = &self.inner;
+        let conn = Arc::new(ConnState {
+            id: inner.next_id.fetch_add(1, Ordering::Relaxed),
+            killed: AtomicBool::new(false),
+            read_waker: AtomicWaker::new(),
+            write_waker: AtomicWaker::new(),
+            in_flight: AtomicUsize::new(0),
+            last_active_ms: AtomicU64::new(inner.now_ms()),
+        });
+        let max = inner.opts.max_unauthenticated;
+        if max > 0 {
+            if let Ok(mut pending) = inner.pending.lock() {
+                while pending.len() >= max {
+                    let Some((_, oldest)) = pending.pop_first() else {
+                        break;
+                    };
+                    oldest.kill();
+                    inner.evicted.fetch_add(1, Ordering::Relaxed);
+                }
+                pending.insert(conn.id, conn.clone());
+            }
+        }
+        conn
+    }
+}
+
+/// In every request's extensions: the connection it came on.
+#[derive(Clone)]
+pub struct ConnectionGate {
+    gate: Arc<GateInner>,
+    conn: Arc<ConnState>,
+}
+
+impl ConnectionGate {
+    /// A request on this connection authenticated: it no longer counts as unauthenticated.
+    pub fn authenticated(&self) {
+        self.gate.leave_pending(self.conn.id);
+    }
+}
+
+/// `axum_server` acceptor: registers the connection, wraps its stream and its service. Under
+/// TLS it runs before the handshake (`RustlsAcceptor::acceptor`), so handshakes count too.
+#[derive(Clone)]
+pub struct GateAcceptor {
+    gate: Gate,
+}
+
+impl GateAcceptor {
+    pub fn new(gate: Gate) -> Self {
+        Self { gate }
+    }
+}
+
+impl<I, S> axum_server::accept::Accept<I, S> for GateAcceptor
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    type Stream = GatedStream<I>;
+    type Service = GatedService<S>;
+    type Future = std::future::Ready<io::Result<(Self::Stream, Self::Service)>>;
+
+    fn accept(&self, stream: I, service: S) -> Self::Future {
+        let conn = self.gate.admit();
+        let gate = self.gate.inner.clone();
+        let idle = Box::pin(tokio::time::sleep(gate.opts.idle_timeout));
+        std::future::ready(Ok((
+            GatedStream {
+                io: stream,
+                gate: gate.clone(),
+                conn: conn.clone(),
+                idle,
+            },
+            GatedService {
+                inner: service,
+                handle: ConnectionGate { gate, conn },
+            },
+        )))
+    }
+}
+
+/// A connection's byte stream: fails once the connection was evicted or went idle.
+pub struct GatedStream<I> {
+    io: I,
+    gate: Arc<GateInner>,
+    conn: Arc<ConnState>,
+    idle: Pin<Box<Sleep>>,
+}
+
+impl<I> Drop for GatedStream<I> {
+    fn drop(&mut self) {
+        self.gate.leave_pending(self.conn.id);
+    }
+}
+
+impl<I> GatedStream<I> {
+    fn check(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        if self.conn.killed.load(Ordering::Acquire) {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "closed to make room for newer unauthenticated connections",
+            ));
+        }
+        let idle = self.gate.opts.idle_timeout;
+        while self.idle.as_mut().poll(cx).is_ready() {
+            let now = self.gate.now_ms();
+            let deadline = if self.conn.in_flight.load(Ordering::Acquire) > 0 {
+                now + idle.as_millis() as u64
+            } else {
+                let last = self.conn.last_active_ms.load(Ordering::Acquire);
+                let deadline = last + idle.as_millis() as u64;
+                if deadline <= now {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "connection idle for longer than the idle timeout",
+                    ));
+                }
+                deadline
+            };
+            let at = self.gate.epoch + Duration::from_millis(deadline);
+            self.idle.as_mut().reset(tokio::time::Instant::from_std(at));
+        }
+        Ok(())
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for GatedStream<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.conn.read_waker.register(cx.waker());
+        if let Err(e) = self.check(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for GatedStream<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.conn.write_waker.register(cx.waker());
+        if self.conn.killed.load(Ordering::Acquire) {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
+        }
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.conn.write_waker.register(cx.waker());
+        if self.conn.killed.load(Ordering::Acquire) {
+            return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
+        }
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+/// Counts a request as in flight from its start until its response body is done or dropped.
+struct InFlight {
+    gate: Arc<GateInner>,
+    conn: Arc<ConnState>,
+}
+
+impl InFlight {
+    fn new(handle: &ConnectionGate) -> Self {
+        handle.conn.in_flight.fetch_add(1, Ordering::AcqRel);
+        Self {
+            gate: handle.gate.clone(),
+            conn: handle.conn.clone(),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.conn
+            .last_active_ms
+            .store(self.gate.now_ms(), Ordering::Release);
+        self.conn.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The connection's service: tags each request with its [`ConnectionGate`] and tracks it.
+#[derive(Clone)]
+pub struct GatedService<S> {
+    inner: S,
+    handle: ConnectionGate,
+}
+
+impl<S, B> tower::Service<Request<B>> for GatedService<S>
+where
+    S: tower::Service<Request<B>, Response = Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let guard = InFlight::new(&self.handle);
+        req.extensions_mut().insert(self.handle.clone());
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let resp = fut.await?;
+            // The request stays in flight until its body is written (a watch: until it ends).
+            Ok(resp.map(|body| {
+                Body::new(body.map_frame(move |frame| {
+                    let _ = &guard;
+                    frame
+                }))
+            }))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn oldest_pending_connection_makes_room() {
+        let gate = Gate::new(ConnectionOptions {
+            max_unauthenticated: 2,
+            idle_timeout: Duration::from_secs(60),
+        });
+        let a = gate.admit();
+        let b = gate.admit();
+        assert_eq!(gate.pending(), 2);
+        let c = gate.admit();
+        assert!(a.killed.load(Ordering::Acquire), "the oldest goes");
+        assert!(!b.killed.load(Ordering::Acquire) && !c.killed.load(Ordering::Acquire));
+        assert_eq!((gate.pending(), gate.evicted()), (2, 1));
+        // An authenticated connection no longer counts and is never evicted.
+        ConnectionGate {
+            gate: gate.inner.clone(),
+            conn: b.clone(),
+        }
+        .authenticated();
+        let _d = gate.admit();
+        let _e = gate.admit();
+        assert!(!b.killed.load(Ordering::Acquire));
+        assert!(c.killed.load(Ordering::Acquire));
+    }
+}

@@ -1,0 +1,103 @@
+//! kube's `--max-requests-inflight` / `--max-mutating-requests-inflight` (`WithMaxInFlightLimit`):
+//! at most so many read-only (get, list) and mutating requests are served at once; beyond that a
+//! request is answered 429 `TooManyRequests` with `Retry-After: 1` at once (clients retry).
+//! Long-running requests (watches, and kube's long-running subresources) are not counted, and
+//! members of `system:masters` are served even over the limit, as in kube.
+
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::request_info::RequestInfo;
+use crate::auth::{UserInfo, MASTERS};
+use crate::model::ApiError;
+
+/// kube's message for a request over the limit.
+pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.";
+
+pub struct InFlightLimits {
+    read_only: Option<Arc<Semaphore>>,
+    mutating: Option<Arc<Semaphore>>,
+}
+
+impl InFlightLimits {
+    /// A limit of 0 means no limit.
+    pub fn new(max_read_only: usize, max_mutating: usize) -> Self {
+        let sem = |n: usize| (n > 0).then(|| Arc::new(Semaphore::new(n)));
+        Self {
+            read_only: sem(max_read_only),
+            mutating: sem(max_mutating),
+        }
+    }
+
+    /// A slot for this request (held until its answer is produced), `None` when it is not
+    /// counted, or 429.
+    pub fn admit(
+        &self,
+        info: &RequestInfo,
+        user: &UserInfo,
+    ) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        if info.is_long_running() {
+            return Ok(None);
+        }
+        let sem = if info.is_mutating() {
+            &self.mutating
+        } else {
+            &self.read_only
+        };
+        let Some(sem) = sem else {
+            return Ok(None);
+        };
+        match sem.clone().try_acquire_owned() {
+            Ok(permit) => Ok(Some(permit)),
+            Err(_) if user.groups.iter().any(|g| g == MASTERS) => Ok(None),
+            Err(_) => Err(ApiError::too_many_requests(TOO_MANY_REQUESTS)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::{Method, Uri};
+
+    fn info(m: Method, uri: &str) -> RequestInfo {
+        RequestInfo::parse(&m, &uri.parse::<Uri>().expect("uri"))
+    }
+
+    fn user(groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: "u".into(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn limits_by_kind_and_exemptions() {
+        let l = InFlightLimits::new(1, 1);
+        let bob = user(&["system:authenticated"]);
+        let list = info(Method::GET, "/api/v1/configmaps");
+        let create = info(Method::POST, "/api/v1/namespaces/a/configmaps");
+        let watch = info(Method::GET, "/api/v1/configmaps?watch=1");
+        let held = l.admit(&list, &bob).expect("first read");
+        assert!(held.is_some());
+        let e = l.admit(&list, &bob).expect_err("second read");
+        assert_eq!((e.code, e.reason), (429, "TooManyRequests"));
+        assert_eq!(e.retry_after, Some(1));
+        // Other kinds and long-running requests are not held up.
+        let w = l.admit(&create, &bob).expect("a write");
+        assert!(w.is_some());
+        assert!(l.admit(&watch, &bob).expect("watch").is_none());
+        // system:masters is served over the limit.
+        assert!(l
+            .admit(&list, &user(&["system:masters"]))
+            .expect("masters")
+            .is_none());
+        drop(held);
+        assert!(l.admit(&list, &bob).expect("after release").is_some());
+        // 0: unlimited.
+        let l = InFlightLimits::new(0, 0);
+        assert!(l.admit(&create, &bob).expect("unlimited").is_none());
+    }
+}

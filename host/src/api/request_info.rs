@@ -1,0 +1,270 @@
+//! One parse of each request, as kube's `RequestInfoFactory` does it: the verb (list, watch,
+//! deletecollection...), API group and version, namespace, resource, name, subresource, and the
+//! query. The access middleware builds it first and stores it in the request's extensions;
+//! authentication, the in-flight limits, RBAC and the handlers all read that one value, so a
+//! request is authorized as exactly what it is served as.
+
+use std::collections::HashMap;
+
+use axum::http::{Method, Uri};
+
+use crate::auth::Attributes;
+
+/// Query parameters, first value of each name (kube reads options with `url.Values.Get` and
+/// `Convert_Slice_string_To_*`, which take the first value of a repeated parameter).
+pub type Query = HashMap<String, String>;
+
+/// The subresource verbs kube treats as long running (`BasicLongRunningRequestCheck`).
+const LONG_RUNNING_SUBRESOURCES: [&str; 5] = ["attach", "exec", "proxy", "log", "portforward"];
+
+/// The namespace's own subresources: `namespaces/NS/status` is not a resource `status` in NS.
+const NAMESPACE_SUBRESOURCES: [&str; 2] = ["status", "finalize"];
+
+#[derive(Debug, Clone, Default)]
+pub struct RequestInfo {
+    pub path: String,
+    /// kube's verb for resource requests (`get`, `list`, `watch`, `create`, `update`, `patch`,
+    /// `delete`, `deletecollection`); the lower-case HTTP method otherwise.
+    pub verb: String,
+    pub resource_request: bool,
+    /// `api` or `apis` (resource requests only).
+    pub api_prefix: String,
+    pub api_group: String,
+    pub api_version: String,
+    /// The namespace the path names (also the name of a `namespaces/NAME` request).
+    pub namespace: String,
+    /// Whether the path scopes a resource to a namespace (`.../namespaces/NS/RESOURCE...`).
+    pub namespace_scoped: bool,
+    pub resource: String,
+    pub subresource: String,
+    pub name: String,
+    /// The path from the resource on: `RESOURCE[/NAME[/SUBRESOURCE[/...]]]`.
+    pub parts: Vec<String>,
+    pub query: Query,
+}
+
+/// kube's reading of a boolean query parameter: absent is false; present, anything but
+/// `false` or `0` (any case) is true, the empty string included.
+fn query_bool(value: Option<&str>) -> bool {
+    match value {
+        None => false,
+        Some(v) => !(v.eq_ignore_ascii_case("false") || v == "0"),
+    }
+}
+
+/// Parse a query string, keeping the first value of every name.
+pub fn parse_query(q: Option<&str>) -> Query {
+    let mut out = Query::new();
+    for (k, v) in form_urlencoded::parse(q.unwrap_or("").as_bytes()) {
+        out.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+    }
+    out
+}
+
+impl RequestInfo {
+    pub fn parse(method: &Method, uri: &Uri) -> Self {
+        let path = uri.path();
+        let query = parse_query(uri.query());
+        let mut info = RequestInfo {
+            path: path.to_owned(),
+            verb: method.as_str().to_ascii_lowercase(),
+            ..Default::default()
+        };
+        let segs: Vec<&str> = path
+            .trim_matches('/')
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
+        let (prefix, group, rest): (&str, &str, &[&str]) = match segs.as_slice() {
+            ["api", rest @ ..] if rest.len() >= 2 => ("api", "", rest),
+            ["apis", g, rest @ ..] if rest.len() >= 2 => ("apis", *g, rest),
+            _ => {
+                info.query = query;
+                return info;
+            }
+        };
+        info.resource_request = true;
+        info.api_prefix = prefix.to_owned();
+        info.api_group = group.to_owned();
+        info.api_version = rest[0].to_owned();
+        let mut parts = &rest[1..];
+        info.verb = match *method {
+            Method::POST => "create",
+            Method::GET | Method::HEAD => "get",
+            Method::PUT => "update",
+            Method::PATCH => "patch",
+            Method::DELETE => "delete",
+            _ => "",
+        }
+        .to_owned();
+        if parts[0] == "namespaces" && parts.len() > 1 {
+            info.namespace = parts[1].to_owned();
+            if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
+                info.namespace_scoped = true;
+                parts = &parts[2..];
+            }
+        }
+        info.parts = parts.iter().map(|s| (*s).to_owned()).collect();
+        if let Some(r) = parts.first() {
+            info.resource = (*r).to_owned();
+        }
+        if let Some(n) = parts.get(1) {
+            info.name = (*n).to_owned();
+        }
+        if let Some(s) = parts.get(2) {
+            info.subresource = (*s).to_owned();
+        }
+        if info.name.is_empty() && info.verb == "get" {
+            info.verb = if query_bool(query.get("watch").map(String::as_str)) {
+                "watch"
+            } else {
+                "list"
+            }
+            .to_owned();
+        }
+        if info.name.is_empty() && info.verb == "delete" {
+            info.verb = "deletecollection".to_owned();
+        }
+        info.query = query;
+        info
+    }
+
+    /// A watch: a GET of a collection whose first `watch` parameter is not false.
+    pub fn is_watch(&self) -> bool {
+        self.resource_request && self.verb == "watch"
+    }
+
+    /// kube's `BasicLongRunningRequestCheck(watch, proxy; attach, exec, proxy, log,
+    /// portforward)`: not counted by the in-flight limits.
+    pub fn is_long_running(&self) -> bool {
+        self.resource_request
+            && (self.verb == "watch"
+                || self.verb == "proxy"
+                || LONG_RUNNING_SUBRESOURCES.contains(&self.subresource.as_str()))
+    }
+
+    /// Everything but get, list and watch counts against the mutating limit.
+    pub fn is_mutating(&self) -> bool {
+        !matches!(self.verb.as_str(), "get" | "list" | "watch")
+    }
+
+    /// The RBAC attributes of this request.
+    pub fn attributes(&self) -> Attributes {
+        if !self.resource_request {
+            return Attributes {
+                verb: self.verb.clone(),
+                resource_request: false,
+                api_group: String::new(),
+                resource: String::new(),
+                subresource: String::new(),
+                namespace: String::new(),
+                name: String::new(),
+                path: self.path.clone(),
+            };
+        }
+        Attributes {
+            verb: self.verb.clone(),
+            resource_request: true,
+            api_group: self.api_group.clone(),
+            resource: self.resource.clone(),
+            subresource: self.subresource.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            path: self.path.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(method: Method, uri: &str) -> RequestInfo {
+        RequestInfo::parse(&method, &uri.parse::<Uri>().expect("uri"))
+    }
+
+    #[test]
+    fn resource_requests() {
+        let a = info(Method::POST, "/api/v1/namespaces/foo/configmaps");
+        assert_eq!(
+            (a.verb.as_str(), a.resource.as_str(), a.namespace.as_str()),
+            ("create", "configmaps", "foo")
+        );
+        assert!(a.namespace_scoped);
+        let a = info(
+            Method::GET,
+            "/apis/coordination.k8s.io/v1/leases?watch=true",
+        );
+        assert_eq!(
+            (a.verb.as_str(), a.api_group.as_str(), a.namespace.as_str()),
+            ("watch", "coordination.k8s.io", "")
+        );
+        assert!(a.is_watch() && a.is_long_running() && !a.is_mutating());
+        let a = info(Method::PUT, "/api/v1/namespaces/ns/pods/p/status");
+        assert_eq!(
+            (a.verb.as_str(), a.name.as_str(), a.subresource.as_str()),
+            ("update", "p", "status")
+        );
+        assert!(a.is_mutating() && !a.is_long_running());
+        let a = info(Method::GET, "/api/v1/namespaces/foo");
+        assert_eq!(
+            (a.resource.as_str(), a.name.as_str(), a.namespace.as_str()),
+            ("namespaces", "foo", "foo")
+        );
+        assert!(!a.namespace_scoped);
+        let a = info(Method::PUT, "/api/v1/namespaces/foo/finalize");
+        assert_eq!(
+            (a.resource.as_str(), a.name.as_str(), a.subresource.as_str()),
+            ("namespaces", "foo", "finalize")
+        );
+        let a = info(Method::DELETE, "/api/v1/namespaces/foo/secrets");
+        assert_eq!(a.verb, "deletecollection");
+        let a = info(Method::GET, "/api/v1/namespaces/foo/pods/p/log");
+        assert!(a.is_long_running() && a.verb == "get");
+    }
+
+    #[test]
+    fn non_resource_requests() {
+        for p in [
+            "/api",
+            "/apis",
+            "/api/v1",
+            "/apis/apps/v1",
+            "/version",
+            "/openapi/v3",
+        ] {
+            let a = info(Method::GET, p);
+            assert!(!a.resource_request, "{p}");
+            assert_eq!(a.verb, "get");
+            assert!(!a.is_watch() && !a.is_long_running() && !a.is_mutating());
+        }
+        assert!(info(Method::POST, "/apis").is_mutating());
+    }
+
+    /// kube reads the first `watch` value, and anything but false/0 is true.
+    #[test]
+    fn watch_parameter_as_kube_reads_it() {
+        let verb = |q: &str| info(Method::GET, &format!("/api/v1/configmaps?{q}")).verb;
+        assert_eq!(verb("watch=true&watch=false"), "watch");
+        assert_eq!(verb("watch=false&watch=true"), "list");
+        assert_eq!(verb("watch=1"), "watch");
+        assert_eq!(verb("watch=0"), "list");
+        assert_eq!(verb("watch=FALSE"), "list");
+        assert_eq!(verb("watch="), "watch");
+        assert_eq!(verb("watch=yes"), "watch");
+        assert_eq!(verb("limit=5"), "list");
+        // A named object is a get, whatever `watch` says.
+        assert_eq!(
+            info(Method::GET, "/api/v1/namespaces/a/configmaps/b?watch=true").verb,
+            "get"
+        );
+    }
+
+    #[test]
+    fn first_value_of_every_parameter() {
+        let q = parse_query(Some("limit=1&limit=2&labelSelector=a%3Db&x"));
+        assert_eq!(q.get("limit").map(String::as_str), Some("1"));
+        assert_eq!(q.get("labelSelector").map(String::as_str), Some("a=b"));
+        assert_eq!(q.get("x").map(String::as_str), Some(""));
+    }
+}
