@@ -54,7 +54,7 @@ fn coverage_follows_kube() {
         rule(&[], &[""], &["pods"]),
     ] {
         assert!(
-            uncovered(&owner, &[servant.clone()]).is_empty(),
+            uncovered(&owner, std::slice::from_ref(&servant)).is_empty(),
             "{servant:?}"
         );
     }
@@ -72,7 +72,7 @@ fn coverage_follows_kube() {
         url(&["post"], &["/healthz"]),
     ] {
         assert!(
-            !uncovered(&owner, &[servant.clone()]).is_empty(),
+            !uncovered(&owner, std::slice::from_ref(&servant)).is_empty(),
             "{servant:?}"
         );
     }
