@@ -45,6 +45,15 @@ pub enum FieldValidation {
 pub struct WriteOptions {
     pub dry_run: bool,
     pub field_validation: FieldValidation,
+    /// A check of the requesting user's rights on the object about to be stored (RBAC's
+    /// escalation rules, `auth::escalation`); the host's own writes carry none.
+    pub guard: Option<Arc<dyn WriteGuard>>,
+}
+
+/// A last check on the object a write would store, given the stored object it replaces (`None`
+/// on create), before admission; runs for dry runs too.
+pub trait WriteGuard: Send + Sync + std::fmt::Debug {
+    fn check(&self, ri: &ResourceInfo, ns: &str, old: Option<&Value>, new: &Value) -> Result<()>;
 }
 
 /// The result of a write: the object as stored (or as it would be, for a dry run) and any
@@ -648,13 +657,15 @@ impl Service {
     ) -> Result<Vec<String>> {
         // Built-in kinds: CRDs, and kube's defaults and validation of the workload kinds.
         if ri.custom.is_none() {
-            let causes = if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE {
+            let mut causes = if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE
+            {
                 crate::crd::apply_defaults(obj);
                 crate::crd::validate(obj)
             } else {
                 crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
                 crate::model::workloads::validate(&ri.group, &ri.resource, obj, old)
             };
+            causes.extend(crate::auth::escalation::role_ref_causes(ri, obj, old));
             if !causes.is_empty() {
                 return Err(ApiError::invalid(
                     &ri.group,
@@ -840,6 +851,9 @@ impl Service {
         Self::defaults_on_create(ri, &mut obj);
         self.check_namespace_usable(ri, ns, meta::name(&obj))?;
         self.check_crd_active(ri)?;
+        if let Some(guard) = &opts.guard {
+            guard.check(ri, ns, None, &obj)?;
+        }
         let warnings = Self::admit(ri, &mut obj, None, opts)?;
         Self::to_storage(ri, &mut obj);
         // A generated name can collide; kube retries too.
@@ -1182,6 +1196,9 @@ impl Service {
                 ));
             }
             let mut new = Self::merge_update(ri, &view.value, body, sub)?;
+            if let Some(guard) = &opts.guard {
+                guard.check(ri, ns, Some(&view.value), &new)?;
+            }
             let warnings = Self::admit(ri, &mut new, Some(&view.value), opts)?;
             Self::validate(ri, &new)?;
             Self::check_finalizers(ri, &view.value, &new)?;

@@ -334,3 +334,315 @@ fn bootstrap_roles_exist_and_view_excludes_secrets() {
     let bindings = s.kubectl_ok(&["get", "clusterrolebindings", "-o", "name"]);
     assert!(bindings.contains("cluster-admin"), "{bindings}");
 }
+
+/// Whether `kubectl` failed with `needle` in its error output.
+fn refused_with(out: &std::process::Output, needle: &str) -> bool {
+    !out.status.success() && stderr(out).contains(needle)
+}
+
+const NOT_HELD: &str = "is attempting to grant RBAC permissions not currently held:";
+
+#[test]
+fn a_namespace_admin_grants_only_what_it_holds() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", "foo"]);
+    let (me, token) = s.mint("me", &[]).unwrap();
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "me-admin",
+        "--clusterrole=admin",
+        "--user=me",
+        "-n",
+        "foo",
+    ]);
+
+    // cluster-admin is not theirs to give: kube's 403 and message, nothing stored.
+    let out = s.kubectl_with(
+        &me,
+        &[
+            "create",
+            "rolebinding",
+            "x",
+            "--clusterrole=cluster-admin",
+            "--user=me",
+            "-n",
+            "foo",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(refused_with(&out, NOT_HELD), "{err}");
+    assert!(
+        err.contains(
+            "rolebindings.rbac.authorization.k8s.io \"x\" is forbidden: user \"me\" (groups=["
+        ) && err.contains("{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}")
+            && err.contains("{NonResourceURLs:[\"*\"], Verbs:[\"*\"]}"),
+        "{err}"
+    );
+    assert_eq!(
+        s.http()
+            .get("/apis/rbac.authorization.k8s.io/v1/namespaces/foo/rolebindings/x")
+            .status,
+        404
+    );
+    // The raw answer: 403 Forbidden, details naming the binding.
+    let r = s.http_with_token(Some(&token)).post_json(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/foo/rolebindings",
+        &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "y"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "me"}]}),
+    );
+    let st = assert_status(&r, 403, "Forbidden");
+    assert_eq!(st["details"]["name"], "y", "{st}");
+    assert_eq!(st["details"]["kind"], "rolebindings", "{st}");
+
+    // edit and view it holds in foo: granted.
+    for role in ["edit", "view"] {
+        s.kubectl_ok(&[
+            "--kubeconfig",
+            me.to_str().unwrap(),
+            "create",
+            "rolebinding",
+            &format!("bob-{role}"),
+            &format!("--clusterrole={role}"),
+            "--user=bob",
+            "-n",
+            "foo",
+        ]);
+    }
+    // Not outside foo.
+    let out = s.kubectl_with(
+        &me,
+        &[
+            "create",
+            "rolebinding",
+            "v",
+            "--clusterrole=view",
+            "--user=bob",
+            "-n",
+            "default",
+        ],
+    );
+    assert!(!out.status.success(), "{}", stdout(&out));
+
+    // A Role within its rights is fine; `*` on secrets it does not hold is not.
+    s.kubectl_ok(&[
+        "--kubeconfig",
+        me.to_str().unwrap(),
+        "create",
+        "role",
+        "cm-reader",
+        "--verb=get,list",
+        "--resource=configmaps",
+        "-n",
+        "foo",
+    ]);
+    let out = s.kubectl_with(
+        &me,
+        &[
+            "create",
+            "role",
+            "secrets-all",
+            "--verb=*",
+            "--resource=secrets",
+            "-n",
+            "foo",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(refused_with(&out, NOT_HELD), "{err}");
+    assert!(
+        err.contains("{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"*\"]}"),
+        "{err}"
+    );
+    // Widening an existing Role by a patch is checked on the result too.
+    let out = s.kubectl_with(
+        &me,
+        &[
+            "patch",
+            "role",
+            "cm-reader",
+            "-n",
+            "foo",
+            "--type=json",
+            "-p",
+            r#"[{"op": "add", "path": "/rules/-", "value": {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}}]"#,
+        ],
+    );
+    let err = stderr(&out);
+    assert!(refused_with(&out, NOT_HELD), "{err}");
+    assert!(err.contains("Resources:[\"nodes\"]"), "{err}");
+    // And binding its own Role needs nothing more than holding it.
+    s.kubectl_ok(&[
+        "--kubeconfig",
+        me.to_str().unwrap(),
+        "create",
+        "rolebinding",
+        "bob-cm",
+        "--role=cm-reader",
+        "--user=bob",
+        "-n",
+        "foo",
+    ]);
+}
+
+#[test]
+fn role_ref_of_a_binding_cannot_change() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "rb",
+        "--clusterrole=view",
+        "--user=alice",
+        "-n",
+        "default",
+    ]);
+    // Even the cluster admin gets kube's 422.
+    let out = s.kubectl(&[
+        "patch",
+        "rolebinding",
+        "rb",
+        "-n",
+        "default",
+        "--type=merge",
+        "-p",
+        r#"{"roleRef": {"name": "edit"}}"#,
+    ]);
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"edit\"}: cannot change roleRef"),
+        "{err}"
+    );
+    let path = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/cluster-admin";
+    let mut crb = s.http().get(path).json();
+    crb["roleRef"]["name"] = json!("view");
+    let st = assert_status(&s.http().put_json(path, &crb), 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "roleRef", "{st}");
+    assert_eq!(
+        st["details"]["causes"][0]["reason"], "FieldValueInvalid",
+        "{st}"
+    );
+    // Subjects may change.
+    s.kubectl_ok(&[
+        "patch",
+        "rolebinding",
+        "rb",
+        "-n",
+        "default",
+        "--type=merge",
+        "-p",
+        r#"{"subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "bob"}]}"#,
+    ]);
+}
+
+#[test]
+fn bind_and_escalate_are_the_explicit_ways_to_delegate() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", "foo"]);
+    let (binder, _) = s.mint("binder", &[]).unwrap();
+    // binder may write RoleBindings in foo and bind the `admin` ClusterRole there, nothing else.
+    s.kubectl_ok(&[
+        "create",
+        "role",
+        "delegate",
+        "--verb=create,get",
+        "--resource=rolebindings.rbac.authorization.k8s.io",
+        "-n",
+        "foo",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "role",
+        "bind-admin",
+        "--verb=bind",
+        "--resource=clusterroles.rbac.authorization.k8s.io",
+        "--resource-name=admin",
+        "-n",
+        "foo",
+    ]);
+    for role in ["delegate", "bind-admin"] {
+        s.kubectl_ok(&[
+            "create",
+            "rolebinding",
+            &format!("binder-{role}"),
+            &format!("--role={role}"),
+            "--user=binder",
+            "-n",
+            "foo",
+        ]);
+    }
+    s.kubectl_ok(&[
+        "--kubeconfig",
+        binder.to_str().unwrap(),
+        "create",
+        "rolebinding",
+        "carol-admin",
+        "--clusterrole=admin",
+        "--user=carol",
+        "-n",
+        "foo",
+    ]);
+    let out = s.kubectl_with(
+        &binder,
+        &[
+            "create",
+            "rolebinding",
+            "carol-edit",
+            "--clusterrole=edit",
+            "--user=carol",
+            "-n",
+            "foo",
+        ],
+    );
+    assert!(refused_with(&out, NOT_HELD), "{}", stderr(&out));
+
+    // escalate on roles in foo lets a user write any Role there.
+    let (esc, _) = s.mint("esc", &[]).unwrap();
+    s.kubectl_ok(&[
+        "create",
+        "role",
+        "role-writer",
+        "--verb=create,escalate",
+        "--resource=roles.rbac.authorization.k8s.io",
+        "-n",
+        "foo",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "esc-writer",
+        "--role=role-writer",
+        "--user=esc",
+        "-n",
+        "foo",
+    ]);
+    s.kubectl_ok(&[
+        "--kubeconfig",
+        esc.to_str().unwrap(),
+        "create",
+        "role",
+        "secrets-all",
+        "--verb=*",
+        "--resource=secrets",
+        "-n",
+        "foo",
+    ]);
+
+    // The cluster admin (system:masters) may grant anything, aggregation included.
+    s.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "anyone-admin",
+        "--clusterrole=cluster-admin",
+        "--user=anyone",
+    ]);
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: gathered\naggregationRule:\n  clusterRoleSelectors:\n  - matchLabels:\n      example.com/gather: \"true\"\nrules: []\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    s.kubectl_ok(&["get", "clusterrole", "gathered"]);
+}

@@ -118,6 +118,12 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     let method = req.method().clone();
     let headers = req.headers().clone();
     let ri = target.ri.clone();
+    // RBAC objects are written subject to kube's escalation checks, as the requesting user.
+    let principal = req
+        .extensions()
+        .get::<crate::auth::Principal>()
+        .map(|p| p.0.clone());
+    let guard = crate::auth::escalation::guard(&state.authz, &ri, principal);
     let ns = target.namespace.clone().unwrap_or_default();
     let svc = &state.service;
     let is_crd = ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE;
@@ -136,7 +142,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
-            let opts = write_options(query)?;
+            let opts = write_options(query, &guard)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.create(&ri, &ns, obj, &opts).await?;
@@ -152,7 +158,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             ))
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query)?;
+            let opts = write_options(query, &guard)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
@@ -169,7 +175,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(&headers)?;
-            let opts = write_options(query)?;
+            let opts = write_options(query, &guard)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut written = svc
                 .patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
@@ -266,7 +272,7 @@ async fn scale(
             return Ok(json_response(StatusCode::OK, scale.to_string()));
         }
         Method::PUT => {
-            let opts = write_options(query)?;
+            let opts = write_options(query, &None)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let wanted = decode_json(&body)?;
             svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
@@ -274,7 +280,7 @@ async fn scale(
         }
         Method::PATCH => {
             let pt = patch_type(&headers)?;
-            let opts = write_options(query)?;
+            let opts = write_options(query, &None)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let p = crate::patch::parse(pt, &body)?;
             // Scale is a built-in kind: a strategic patch of it is a merge patch.
@@ -514,10 +520,14 @@ fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
     }
 }
 
-fn write_options(q: &Query) -> Result<WriteOptions, ApiError> {
+fn write_options(
+    q: &Query,
+    guard: &Option<Arc<dyn crate::service::WriteGuard>>,
+) -> Result<WriteOptions, ApiError> {
     Ok(WriteOptions {
         dry_run: dry_run(q)?,
         field_validation: field_validation(q)?,
+        guard: guard.clone(),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Who is asking and may they: bearer-token authentication, RBAC
 //! authorization over the stored roles and bindings, and the TLS material the server presents.
 
+pub mod escalation;
 pub mod rbac;
 pub mod tls;
 pub mod tokens;

@@ -272,7 +272,7 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> &'a str {
     cur.as_str().unwrap_or("")
 }
 
-fn parse_rules(role: &Value) -> Vec<PolicyRule> {
+pub fn parse_rules(role: &Value) -> Vec<PolicyRule> {
     role.get("rules")
         .and_then(Value::as_array)
         .map(|a| a.iter().map(PolicyRule::from_json).collect())
@@ -689,7 +689,7 @@ fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
 
 /// kube's `utilerrors.NewAggregate(errs).Error()`: one message as is, several
 /// deduplicated, comma separated and bracketed.
-fn aggregate_errors(errors: &[ResolveError]) -> String {
+pub fn aggregate_errors(errors: &[ResolveError]) -> String {
     let mut seen: Vec<String> = Vec::new();
     for e in errors {
         let msg = e.to_string();
@@ -771,6 +771,43 @@ impl RulesReview {
         }
         Value::Object(m)
     }
+}
+
+/// Every rule that applies to `user` in `namespace` (cluster-wide plus that namespace's) and
+/// the errors met resolving role references: kube's `RulesFor`, which the escalation checks
+/// compare against.
+pub fn rules_and_errors(
+    objects: &dyn RbacObjects,
+    user: &UserInfo,
+    namespace: &str,
+) -> (Vec<PolicyRule>, Vec<ResolveError>) {
+    let mut resolver = Resolver::new(objects);
+    let mut rules: Vec<PolicyRule> = Vec::new();
+    let mut errors: Vec<ResolveError> = Vec::new();
+    resolver.visit_rules_for(user, namespace, &mut |visit| {
+        match visit {
+            Visit::Rule(_, rule) => rules.push(rule.clone()),
+            Visit::Error(e) => errors.push(e),
+        }
+        true
+    });
+    (rules, errors)
+}
+
+/// The rules a binding's `roleRef` grants in `namespace` (`""` for a ClusterRoleBinding):
+/// kube's `GetRoleReferenceRules` (aggregated ClusterRoles computed live, as the authorizer
+/// does).
+pub fn role_reference_rules(
+    objects: &dyn RbacObjects,
+    kind: &str,
+    name: &str,
+    namespace: &str,
+) -> Result<Vec<PolicyRule>, ResolveError> {
+    let role_ref = RoleRef {
+        kind: kind.to_owned(),
+        name: name.to_owned(),
+    };
+    Resolver::new(objects).role_reference_rules(&role_ref, namespace)
 }
 
 /// The rules that apply to `user` in `namespace`, kube's exact shape (see [`RulesReview`]).

@@ -205,6 +205,10 @@ impl ControllerHandle {
             self.fail(&e, self.module().is_none());
             return Err(e);
         }
+        if let Err(e) = check_watches(&ctx, &registration) {
+            self.fail(&e, self.module().is_none());
+            return Err(e);
+        }
         if let Ok(mut w) = ctx.watches.write() {
             *w = registration.watches.clone();
         }
@@ -277,11 +281,12 @@ impl ControllerHandle {
         if let Some(c) = self.host_ctx() {
             return c;
         }
-        let token = self.host.authn.issue_internal(UserInfo {
+        let user = UserInfo {
             name: user_name(&self.name),
             uid: String::new(),
             groups: vec![crate::auth::AUTHENTICATED.to_owned()],
-        });
+        };
+        let token = self.host.authn.issue_internal(user.clone());
         let ctx = Arc::new(HostCtx {
             name: self.name.clone(),
             token,
@@ -289,6 +294,10 @@ impl ControllerHandle {
             service: self.host.service.clone(),
             rt: tokio::runtime::Handle::current(),
             watches: RwLock::new(Vec::new()),
+            user,
+            authz: Arc::new(crate::auth::Authorizer::new(
+                self.host.service.store.clone(),
+            )),
         });
         if let Ok(mut c) = self.ctx.write() {
             *c = Some(ctx.clone());
@@ -301,7 +310,7 @@ impl ControllerHandle {
         let user = user_name(&self.name);
         let labels =
             json!({"turtles.dev/managed-by": "turtles", "turtles.dev/controller": self.name});
-        let rules: Vec<Value> = reg.permissions.iter().map(permission_json).collect();
+        let rules = role_rules(reg);
         let role = json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": user, "labels": labels},
@@ -778,6 +787,47 @@ pub async fn remove_identity(svc: &crate::service::Service, name: &str) {
     }
 }
 
+/// The rules of a controller's ClusterRole: its declared permissions, then `list` and `watch` on
+/// each watched kind — what an informer needs in kube, and what a watch declares: the host lists
+/// and watches the kind for the controller, and `cache-get`/`cache-list` read that list. So RBAC
+/// shows, and decides, every read a controller makes.
+pub fn role_rules(reg: &wit::Registration) -> Vec<Value> {
+    let mut rules: Vec<Value> = reg.permissions.iter().map(permission_json).collect();
+    for w in &reg.watches {
+        let read = json!({"apiGroups": [w.group], "resources": [w.resource],
+                          "verbs": ["list", "watch"]});
+        if !rules.contains(&read) {
+            rules.push(read);
+        }
+    }
+    rules
+}
+
+/// Every watch needs `list` and `watch` on its kind (in its namespace, if it has one), as an
+/// informer does in kube: checked with the controller's identity once its role is written, so
+/// a watch RBAC does not allow fails the load (the status's `lastError` names it) instead of
+/// feeding the controller what it may not read.
+fn check_watches(ctx: &HostCtx, reg: &wit::Registration) -> Result<(), RuntimeError> {
+    for w in &reg.watches {
+        let ns = w.namespace.as_deref().unwrap_or("");
+        for verb in ["list", "watch"] {
+            let attrs = crate::auth::Attributes::resource(verb, &w.group, &w.resource, ns, "");
+            if !ctx.authz.authorize(&ctx.user, &attrs).is_allowed() {
+                return Err(RuntimeError::Registration(format!(
+                    "watching {} needs list and watch: {}",
+                    if w.group.is_empty() {
+                        w.resource.clone()
+                    } else {
+                        format!("{}.{}", w.resource, w.group)
+                    },
+                    crate::auth::rbac::forbidden_message(&ctx.user, &attrs)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
     if reg.watches.is_empty() {
         return Err(RuntimeError::Registration(
@@ -790,4 +840,174 @@ fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
         ));
     }
     Ok(reg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch(group: &str, resource: &str, namespace: Option<&str>) -> wit::Watch {
+        wit::Watch {
+            group: group.into(),
+            version: "v1".into(),
+            resource: resource.into(),
+            namespace: namespace.map(str::to_owned),
+            label_selector: None,
+            mapping: wit::KeyMapping::SelfKey,
+        }
+    }
+
+    fn registration(
+        watches: Vec<wit::Watch>,
+        permissions: Vec<wit::Permission>,
+    ) -> wit::Registration {
+        wit::Registration {
+            watches,
+            max_concurrent_reconciles: 1,
+            resync_seconds: None,
+            permissions,
+        }
+    }
+
+    #[test]
+    fn watches_add_list_and_watch_to_the_declared_permissions() {
+        let reg = registration(
+            vec![
+                watch("", "configmaps", None),
+                watch("", "configmaps", Some("a")),
+                watch("apps", "deployments", None),
+            ],
+            vec![wit::Permission {
+                api_groups: vec!["".into()],
+                resources: vec!["configmaps".into()],
+                verbs: vec!["patch".into()],
+            }],
+        );
+        assert_eq!(
+            role_rules(&reg),
+            vec![
+                json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}),
+                json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}),
+                json!({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "watch"]}),
+            ]
+        );
+    }
+
+    /// The authorization behind `cache-get`/`cache-list` and the watches' check at load.
+    #[tokio::test]
+    async fn cache_reads_and_watches_are_authorized_with_the_controllers_identity() {
+        let dir = std::env::temp_dir().join(format!(
+            "turtles-cache-authz-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store: Arc<dyn crate::store::Store> = Arc::new(
+            crate::store::sled_store::SledStore::open(crate::store::sled_store::StoreOptions {
+                fsync: false,
+                ..crate::store::sled_store::StoreOptions::in_dir(dir.clone())
+            })
+            .unwrap(),
+        );
+        let registry = Arc::new(crate::model::Registry::with_builtins());
+        let service = Arc::new(crate::service::Service::new(
+            store.clone(),
+            registry.clone(),
+        ));
+        service.bootstrap().await.unwrap();
+        service
+            .ensure(crate::auth::rbac::bootstrap_objects())
+            .await
+            .unwrap();
+        let user = UserInfo {
+            name: user_name("t"),
+            uid: String::new(),
+            groups: vec![crate::auth::AUTHENTICATED.to_owned()],
+        };
+        let ctx = HostCtx {
+            name: "t".into(),
+            token: String::new(),
+            router: axum::Router::new(),
+            service: service.clone(),
+            rt: tokio::runtime::Handle::current(),
+            watches: RwLock::new(Vec::new()),
+            user,
+            authz: Arc::new(crate::auth::Authorizer::new(store)),
+        };
+        let cms = registry.lookup("", "v1", "configmaps").unwrap();
+        let rbac = |r: &str| {
+            registry
+                .lookup("rbac.authorization.k8s.io", "v1", r)
+                .unwrap()
+        };
+        let put = |resource: &str, ns: &str, obj: Value| {
+            let ri = rbac(resource);
+            let svc = service.clone();
+            let ns = ns.to_owned();
+            async move {
+                svc.create(&ri, &ns, obj, &WriteOptions::default())
+                    .await
+                    .unwrap()
+            }
+        };
+        let reg = registration(vec![watch("", "configmaps", None)], Vec::new());
+
+        // Nothing granted: no reads, and a watch fails the load.
+        assert!(!ctx.may_read("get", &cms, "default", "a"));
+        assert!(!ctx.may_read("list", &cms, "", ""));
+        let e = check_watches(&ctx, &reg).unwrap_err().to_string();
+        assert!(
+            e.contains("watching configmaps needs list and watch")
+                && e.contains("User \"system:controller:t\" cannot list resource \"configmaps\""),
+            "{e}"
+        );
+
+        // get in one namespace: that object only, no list.
+        put(
+            "roles",
+            "default",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "g", "namespace": "default"},
+                   "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+        )
+        .await;
+        put(
+            "rolebindings",
+            "default",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "g", "namespace": "default"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "g"},
+                   "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:controller:t"}]}),
+        )
+        .await;
+        assert!(ctx.may_read("get", &cms, "default", "a"));
+        assert!(!ctx.may_read("get", &cms, "other", "a"));
+        assert!(!ctx.may_read("list", &cms, "default", ""));
+
+        // The role the host writes for the registration: list + watch everywhere, which also
+        // serves cache-get (a list shows every object).
+        put(
+            "clusterroles",
+            "",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                   "metadata": {"name": "system:controller:t"}, "rules": role_rules(&reg)}),
+        )
+        .await;
+        put(
+            "clusterrolebindings",
+            "",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                   "metadata": {"name": "system:controller:t"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:controller:t"},
+                   "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:controller:t"}]}),
+        )
+        .await;
+        assert!(ctx.may_read("list", &cms, "", ""));
+        assert!(ctx.may_read("get", &cms, "other", "a"));
+        check_watches(&ctx, &reg).unwrap();
+        // Still nothing on kinds it does not watch.
+        let secrets = registry.lookup("", "v1", "secrets").unwrap();
+        assert!(!ctx.may_read("get", &secrets, "default", "s"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -21,6 +21,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::auth::Authenticator;
+use crate::model::ResourceInfo;
 use crate::service::Service;
 
 /// Generated from `wit/controller.wit` (in its own module: the WIT package is also named
@@ -96,9 +97,36 @@ pub struct HostCtx {
     /// What the controller registered: the informer cache serves only these kinds, filtered as
     /// the watches are (anything else goes through `api-call` and RBAC).
     pub watches: std::sync::RwLock<Vec<wit::Watch>>,
+    /// The controller's identity (`system:controller:NAME`) and the RBAC authorizer its cache
+    /// reads are checked with, as its API calls are.
+    pub user: crate::auth::UserInfo,
+    pub authz: Arc<crate::auth::Authorizer>,
 }
 
 impl HostCtx {
+    /// Whether the controller's identity may read from the cache what `verb` names: `get` of
+    /// one object (holding `list` on the kind there is enough too: a list shows every object,
+    /// as client-go's listers read their informer's list) or `list` of a namespace (`""`: all).
+    pub fn may_read(&self, verb: &str, ri: &ResourceInfo, namespace: &str, name: &str) -> bool {
+        let attrs = |verb: &str, name: &str| {
+            crate::auth::Attributes::resource(verb, &ri.group, &ri.resource, namespace, name)
+        };
+        let allowed =
+            |a: crate::auth::Attributes| self.authz.authorize(&self.user, &a).is_allowed();
+        let ok = match verb {
+            "get" => allowed(attrs("get", name)) || allowed(attrs("list", "")),
+            _ => allowed(attrs("list", "")),
+        };
+        if !ok {
+            tracing::warn!(
+                controller = %self.name,
+                "{}",
+                crate::auth::rbac::forbidden_message(&self.user, &attrs(verb, name))
+            );
+        }
+        ok
+    }
+
     /// The watch that makes `obj` of this kind visible in the cache, if any.
     fn cached(&self, group: &str, version: &str, resource: &str, obj: &serde_json::Value) -> bool {
         let Ok(watches) = self.watches.read() else {
@@ -434,6 +462,9 @@ impl bindings::turtles::controller::host::Host for GuestState {
             .service
             .registry
             .lookup(&group, &version, &resource)?;
+        if !self.ctx.may_read("get", &ri, &namespace, &name) {
+            return None;
+        }
         let obj = self.ctx.service.get(&ri, &namespace, &name).ok()?;
         if !self.ctx.cached(&group, &version, &resource, &obj.value) {
             return None;
@@ -459,6 +490,12 @@ impl bindings::turtles::controller::host::Host for GuestState {
         else {
             return b"[]".to_vec();
         };
+        if !self
+            .ctx
+            .may_read("list", &ri, namespace.as_deref().unwrap_or(""), "")
+        {
+            return b"[]".to_vec();
+        }
         let Ok(snap) = self.ctx.service.store.list(&ri.group_resource(), None) else {
             return b"[]".to_vec();
         };

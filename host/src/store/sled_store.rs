@@ -45,6 +45,17 @@ pub struct StoreOptions {
 }
 
 impl StoreOptions {
+    /// The defaults `turtles serve` uses, in `dir`.
+    pub fn in_dir(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            watch_history: 200_000,
+            watch_history_bytes: 256 << 20,
+            fsync: true,
+            max_object_bytes: crate::model::limits::DEFAULT_MAX_OBJECT_BYTES,
+        }
+    }
+
     /// Where objects that cannot be read at start-up are copied: `quarantine/` beside the store.
     pub fn quarantine_dir(&self) -> PathBuf {
         self.dir.with_file_name("quarantine")
