@@ -101,8 +101,8 @@ fn open_fds(pid: u32) -> usize {
 }
 
 /// A slowloris client dribbling its request head is cut off after the header timeout, one
-/// stalling in its body gets kube's 504 Timeout, and everyone else is served meanwhile; a
-/// watch outlives both timeouts and the idle timeout.
+/// stalling in its body gets kube's 504 Timeout, a silent connection is closed after the idle
+/// timeout, and everyone else is served meanwhile; a watch outlives all three.
 #[test]
 fn slow_clients_are_cut_off_while_others_are_served() {
     let s = Server::start_with(&[
@@ -189,7 +189,20 @@ fn slow_clients_are_cut_off_while_others_are_served() {
     );
     eprintln!("stalled body answered 504 after {took:?} (body timeout 2 s)");
 
-    // The watch saw > 4 s of silence and is still live.
+    // A connection that completes the TLS handshake and then says nothing (hyper's protocol
+    // detection has no timer of its own) is closed by the idle timeout.
+    let mut silent = tls_connect(&s);
+    let start = Instant::now();
+    let (_, closed) = read_until_closed(&mut silent, Duration::from_secs(15));
+    let took = start.elapsed();
+    assert!(closed, "a silent connection stays open");
+    assert!(
+        took >= Duration::from_millis(1500),
+        "closed too early: {took:?}"
+    );
+    eprintln!("silent connection closed after {took:?} (idle timeout 2 s)");
+
+    // The watch saw > 6 s of silence and is still live.
     assert!(
         http.post_json(
             "/api/v1/namespaces/default/configmaps",
