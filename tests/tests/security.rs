@@ -397,6 +397,25 @@ fn a_namespace_admin_grants_only_what_it_holds() {
     assert_eq!(st["details"]["name"], "y", "{st}");
     assert_eq!(st["details"]["kind"], "rolebindings", "{st}");
 
+    // The check is on the user after impersonation: the admin acting as me is refused too.
+    let out = s.kubectl(&[
+        "--as",
+        "me",
+        "create",
+        "rolebinding",
+        "z",
+        "--clusterrole=cluster-admin",
+        "--user=me",
+        "-n",
+        "foo",
+    ]);
+    let err = stderr(&out);
+    assert!(refused_with(&out, NOT_HELD), "{err}");
+    assert!(
+        err.contains("user \"me\" (groups=[\"system:authenticated\"])"),
+        "{err}"
+    );
+
     // edit and view it holds in foo: granted.
     for role in ["edit", "view"] {
         s.kubectl_ok(&[

@@ -558,3 +558,49 @@ async fn bind_escalate_masters_and_aggregation() {
     assert_eq!(e.code, 422, "{e:?}");
     assert!(e.message.ends_with("roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"view\"}: cannot change roleRef"), "{}", e.message);
 }
+
+#[test]
+fn bootstrap_roles_delegate_nothing_but_through_cluster_admin() {
+    // As in kube: `admin` and `edit` may write Roles and RoleBindings (admin) but hold neither
+    // `bind` nor `escalate`, so what they grant is limited to what they hold.
+    for role in rbac::bootstrap_objects()
+        .iter()
+        .filter(|o| o["kind"] == "ClusterRole")
+    {
+        let name = meta::name(role);
+        let rules = rbac::parse_rules(role);
+        for verb in ["bind", "escalate"] {
+            for resource in ["roles", "clusterroles"] {
+                let attrs = Attributes::resource(verb, RBAC_GROUP, resource, "ns", "x");
+                let grants = rules.iter().any(|r| rbac::rule_allows(&attrs, r));
+                assert_eq!(grants, name == "cluster-admin", "{name} {verb} {resource}");
+            }
+        }
+    }
+    // The namespace admin may write roles and bindings, and holds what edit and view grant.
+    let admin = rbac::bootstrap_objects()
+        .into_iter()
+        .find(|o| meta::name(o) == "admin")
+        .expect("admin");
+    let held = rbac::parse_rules(&admin);
+    assert!(uncovered(
+        &held,
+        &[rule(
+            &["create", "update", "patch"],
+            &[RBAC_GROUP],
+            &["roles", "rolebindings"]
+        )]
+    )
+    .is_empty());
+    for other in ["edit", "view"] {
+        let role = rbac::bootstrap_objects()
+            .into_iter()
+            .find(|o| meta::name(o) == other)
+            .expect("role");
+        assert!(
+            uncovered(&held, &rbac::parse_rules(&role)).is_empty(),
+            "{other}"
+        );
+    }
+    assert!(!uncovered(&held, &full_authority()).is_empty());
+}
