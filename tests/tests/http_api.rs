@@ -41,8 +41,18 @@ fn oversized_body_is_rejected() {
         .post_json(CMS, &configmap("big", &[], &[("blob", &big)]));
     assert_status(&r, 413, "RequestEntityTooLarge");
     assert_eq!(s.http().get(&format!("{CMS}/big")).status, 404);
-    // Just under the limit is accepted.
-    let fits = "x".repeat(3 * 1024 * 1024 - 4096);
+    // Just under the body limit is read, but an object that large is not stored (etcd's limit).
+    let body_fits = "x".repeat(3 * 1024 * 1024 - 4096);
+    let r = s
+        .http()
+        .post_json(CMS, &configmap("body-fits", &[], &[("blob", &body_fits)]));
+    let st = assert_status(&r, 413, "RequestEntityTooLarge");
+    assert!(
+        st["message"].as_str().unwrap().contains("limit is 1572864"),
+        "{st}"
+    );
+    // Just under the object limit is stored.
+    let fits = "x".repeat(1536 * 1024 - 4096);
     let r = s
         .http()
         .post_json(CMS, &configmap("fits", &[], &[("blob", &fits)]));
