@@ -550,11 +550,15 @@ async fn run(
                     if ev.rv <= last_rv {
                         continue;
                     }
-                    last_rv = ev.rv;
-                    match translate(&filter, &ev) {
+                    let sent = match translate(&filter, &ev) {
                         Some((kind, obj)) => feeder.send(Item::Event(kind, obj)).await,
                         None => Ok(()),
+                    };
+                    // A bookmark may only claim what is queued.
+                    if sent.is_ok() {
+                        last_rv = ev.rv;
                     }
+                    sent
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => Err(Stop::Lagged),
                 Err(broadcast::error::RecvError::Closed) => Err(Stop::Shutdown),
