@@ -168,10 +168,6 @@ fn stalled_watchers_and_many_creates_keep_memory_bounded() {
     let watchers: Vec<_> = (0..200)
         .map(|_| stalled_watch(&http, &format!("&resourceVersion={from}")))
         .collect();
-    poll("200 open watches", Duration::from_secs(30), || {
-        (metric(&http, "turtles_watches") == Some(200.0)).then_some(())
-    })
-    .unwrap();
     let before = s.memory_kib("VmRSS").unwrap();
     let started = Instant::now();
     create_many(&s, "m", 5000, 4 * 1024, 8);
@@ -269,10 +265,6 @@ fn stalled_watchers_do_not_hold_up_writers_or_other_watchers() {
     let stalled: Vec<_> = (0..20)
         .map(|_| stalled_watch(&http, &format!("&resourceVersion={from}")))
         .collect();
-    poll("21 open watches", Duration::from_secs(30), || {
-        (metric(&http, "turtles_watches") == Some(21.0)).then_some(())
-    })
-    .unwrap();
     let consumer = std::thread::spawn(move || {
         let mut names = Vec::new();
         while names.len() < 100 {

@@ -22,7 +22,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -30,6 +30,7 @@ use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::json;
 use tokio::sync::{broadcast, Notify};
+use tokio::time::Instant;
 
 use super::error::json_response;
 use super::handlers::{Query, Representation, Target};
@@ -540,7 +541,7 @@ async fn run(
     let mut live = start.live;
     drop(start.snapshot);
     drop(start.backlog);
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
     let mut watchdog = tokio::time::interval(STALL / 6);
     watchdog.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -550,11 +551,15 @@ async fn run(
                     if ev.rv <= last_rv {
                         continue;
                     }
-                    last_rv = ev.rv;
-                    match translate(&filter, &ev) {
+                    let sent = match translate(&filter, &ev) {
                         Some((kind, obj)) => feeder.send(Item::Event(kind, obj)).await,
                         None => Ok(()),
+                    };
+                    // A bookmark may only claim what is queued.
+                    if sent.is_ok() {
+                        last_rv = ev.rv;
                     }
+                    sent
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => Err(Stop::Lagged),
                 Err(broadcast::error::RecvError::Closed) => Err(Stop::Shutdown),
@@ -641,7 +646,7 @@ mod tests {
         let (mut f, metrics) = feeder(3000, Duration::from_secs(3600));
         // An item always fits an empty queue, even over the budget.
         f.send(Item::Event("ADDED", obj(5000))).await.unwrap();
-        let started = tokio::time::Instant::now();
+        let started = Instant::now();
         assert_eq!(
             f.send(Item::Event("ADDED", obj(10))).await,
             Err(Stop::Behind)
@@ -695,6 +700,20 @@ mod tests {
             f.send(Item::Event("ADDED", obj(500))).await,
             Err(Stop::Deadline)
         );
+    }
+
+    /// Events that wait while the client takes nothing for STALL mark the watch stalled; an
+    /// empty queue never is, however long the client is idle.
+    #[tokio::test(start_paused = true)]
+    async fn waiting_events_and_no_progress_is_a_stall() {
+        let (mut f, _) = feeder(1 << 20, Duration::from_secs(3600));
+        tokio::time::sleep(STALL * 2).await;
+        assert!(!f.queue.stalled());
+        f.send(Item::Event("ADDED", obj(10))).await.unwrap();
+        tokio::time::sleep(STALL / 2).await;
+        assert!(!f.queue.stalled());
+        tokio::time::sleep(STALL).await;
+        assert!(f.queue.stalled());
     }
 
     /// Dropping the body (the client went away) frees the queue and ends the watch.
