@@ -4,7 +4,7 @@
 mod access;
 mod discovery;
 mod error;
-mod handlers;
+pub(crate) mod handlers;
 mod openapi;
 pub mod protobuf;
 mod reviews;
