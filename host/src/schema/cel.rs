@@ -467,20 +467,45 @@ fn nested_deeper_than(src: &str, max: usize) -> bool {
     false
 }
 
-/// The index after the string literal whose opening quote `q` is at `start`, if it is closed.
+/// The index after the string literal whose opening quote `q` is at `start`, if the lexer reads
+/// one there: a triple-quoted string if it closes, else a single-quoted one (which ends at a line
+/// break); escapes must be valid (`\n`, `\x41`, `\u00e9`, `\101`, ...) unless the string is raw.
 fn string_end(b: &[u8], start: usize, q: u8) -> Option<usize> {
     let raw = start > 0 && matches!(b[start - 1], b'r' | b'R');
-    let triple = b[start..].starts_with(&[q, q, q]);
-    let mut i = start + if triple { 3 } else { 1 };
+    if b[start..].starts_with(&[q, q, q]) {
+        if let Some(end) = string_body_end(b, start + 3, q, raw, true) {
+            return Some(end);
+        }
+    }
+    string_body_end(b, start + 1, q, raw, false)
+}
+
+fn string_body_end(b: &[u8], mut i: usize, q: u8, raw: bool, triple: bool) -> Option<usize> {
     loop {
         match *b.get(i)? {
-            b'\\' if !raw => i += 2,
+            b'\\' if !raw => i += escape_len(&b[i..])?,
             b'\n' | b'\r' if !triple => return None,
             c if c == q && (!triple || b[i..].starts_with(&[q, q, q])) => {
                 return Some(i + if triple { 3 } else { 1 });
             }
             _ => i += 1,
         }
+    }
+}
+
+/// The length of the escape sequence at the start of `s` (which starts with `\`), if valid.
+fn escape_len(s: &[u8]) -> Option<usize> {
+    let hex = |n: usize| s.len() >= 2 + n && s[2..2 + n].iter().all(u8::is_ascii_hexdigit);
+    let oct = |i: usize| s.get(i).is_some_and(|c| (b'0'..=b'7').contains(c));
+    match *s.get(1)? {
+        b'a' | b'b' | b'f' | b'n' | b'r' | b't' | b'v' | b'"' | b'\'' | b'\\' | b'?' | b'`' => {
+            Some(2)
+        }
+        b'0'..=b'3' if oct(2) && oct(3) => Some(4),
+        b'x' | b'X' if hex(2) => Some(4),
+        b'u' if hex(4) => Some(6),
+        b'U' if hex(8) => Some(10),
+        _ => None,
     }
 }
 
@@ -1688,6 +1713,15 @@ mod tests {
         // An unterminated string does not hide what follows it from the parser.
         assert!(nested_deeper_than("'unterminated ((((((", 3));
         assert!(nested_deeper_than("'line\n' + ((((((", 3));
+        // ... nor does a string with an invalid escape (the lexer rejects it and reads on).
+        assert!(nested_deeper_than(r"'\z(((((('", 3));
+        assert!(!nested_deeper_than(
+            r"'\x41\u00e9\U0001F600\101\n\`(((((('",
+            3
+        ));
+        // `'''x` without a closing `'''` is the empty string `''`, then a string from the third.
+        assert!(!nested_deeper_than("'''x(((((('", 3));
+        assert!(nested_deeper_than("'''x'(((((", 3));
         let deep = "[".repeat(100_000);
         let start = std::time::Instant::now();
         let err = parse(&deep).expect_err("too deep");
