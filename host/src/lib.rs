@@ -17,3 +17,6 @@ pub mod selector;
 pub mod server;
 pub mod service;
 pub mod store;
+
+#[cfg(test)]
+mod fuzz;

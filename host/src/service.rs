@@ -275,7 +275,7 @@ fn store_error(ri: &ResourceInfo, name: &str, e: StoreError) -> ApiError {
     }
 }
 
-fn parse_rv(s: &str) -> Result<u64> {
+pub(crate) fn parse_rv(s: &str) -> Result<u64> {
     s.parse::<u64>().map_err(|_| {
         ApiError::bad_request(format!(
             "resourceVersion: Invalid value: \"{s}\": must be a decimal integer"
@@ -289,7 +289,7 @@ fn encode_continue(rv: u64, start: &str) -> String {
         .encode(json!({"v": "turtles/1", "rv": rv, "start": start}).to_string())
 }
 
-fn decode_continue(token: &str) -> Result<(u64, String)> {
+pub(crate) fn decode_continue(token: &str) -> Result<(u64, String)> {
     let bad = || ApiError::bad_request("continue key is not valid: malformed continue token");
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)

@@ -1,5 +1,5 @@
 //! Project tasks: `cargo xtask test` (everything CI checks), `cargo xtask guests` (the example
-//! controllers as WebAssembly components) and `cargo xtask bench`.
+//! controllers as WebAssembly components), `cargo xtask bench` and `cargo xtask fuzz`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -392,6 +392,42 @@ Press Ctrl-C here to stop the host.
     Ok(())
 }
 
+/// `cargo xtask fuzz [--iters N] [--seed S] [--release] [TARGET]...`: the fuzz targets of
+/// `host/src/fuzz.rs` (all, or those named) with `N` mutated inputs each (default 200,000).
+/// Findings are written to `target/fuzz-failures/`; see docs/security.md.
+fn fuzz(extra: &[String]) -> Result<()> {
+    let mut iters = "200000".to_string();
+    let mut seed = None;
+    let mut release = false;
+    let mut targets = Vec::new();
+    let mut args = extra.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--iters" => iters = args.next().context("--iters needs a value")?.clone(),
+            "--seed" => seed = Some(args.next().context("--seed needs a value")?.clone()),
+            "--release" => release = true,
+            other if other.starts_with('-') => bail!(
+                "fuzz: unknown argument {other:?} (usage: fuzz [--iters N] [--seed S] [--release] [TARGET]...)"
+            ),
+            target => targets.push(format!("fuzz::{target}")),
+        }
+    }
+    let mut cmd = cargo();
+    cmd.args(["test", "-p", "turtles", "--lib"]);
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.env("TURTLES_FUZZ_ITERS", iters);
+    if let Some(seed) = seed {
+        cmd.env("TURTLES_FUZZ_SEED", seed);
+    }
+    if targets.is_empty() {
+        targets.push("fuzz::".to_string());
+    }
+    cmd.arg("--").args(&targets).arg("--nocapture");
+    run(&mut cmd)
+}
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let task = args.next().unwrap_or_default();
@@ -401,8 +437,9 @@ fn main() -> Result<()> {
         "guests" => guests(&rest),
         "bench" => bench(&rest),
         "demo" => demo(&rest),
+        "fuzz" => fuzz(&rest),
         _ => {
-            eprintln!("usage: cargo xtask <test|guests|bench|demo> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)");
+            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...");
             std::process::exit(2);
         }
     }

@@ -483,7 +483,7 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
-fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request(
             "the request body is empty; a JSON object is required",
@@ -531,7 +531,7 @@ fn write_options(
     })
 }
 
-fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
     let mut opts = DeleteOptions {
         dry_run: dry_run(q)?,
         ..Default::default()

@@ -5,7 +5,7 @@ mod access;
 pub mod connections;
 mod discovery;
 mod error;
-mod handlers;
+pub(crate) mod handlers;
 pub mod inflight;
 mod openapi;
 pub mod protobuf;

@@ -27,7 +27,7 @@ use std::sync::{Arc, OnceLock};
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::{Key, Map as CelMap, OptionalValue};
-use kube_cel::cel::parser::Parser;
+use kube_cel::cel::parser::{ParseErrors, Parser};
 use kube_cel::cel::{Context, ExecutionError, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
@@ -309,14 +309,204 @@ pub(crate) fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, S
     })
 }
 
+/// The `cel` crate parser's recursion limit (the default of `Parser::max_recursion_depth`).
+const MAX_PARSE_DEPTH: usize = 96;
+/// cel-go's default `expressionSizeCodePointLimit`, which kube keeps.
+const MAX_EXPRESSION_CODE_POINTS: usize = 100_000;
+/// Deepest AST a rule may have: compiling and evaluating it recurse once per level (cel-go's
+/// parser stops at 250 levels of its parse tree; this one only counts what recursion needs).
+const MAX_AST_DEPTH: usize = 1_000;
+
 fn parse(src: &str) -> Result<IdedExpr, String> {
-    catch_unwind(AssertUnwindSafe(|| {
+    let size = src.chars().count();
+    if size > MAX_EXPRESSION_CODE_POINTS {
+        return Err(format!(
+            "ERROR: <input>: expression code point size exceeds limit: size: {size}, limit {MAX_EXPRESSION_CODE_POINTS}"
+        ));
+    }
+    // The ANTLR parser checks its recursion limit only on the finished parse tree, and building
+    // that tree takes super-linear time in the nesting depth (seconds for 1,000 `[`, minutes for
+    // 10,000). Brackets nested this deep exceed that limit anyway: reject them before parsing.
+    if nested_deeper_than(src, MAX_PARSE_DEPTH) {
+        return Err(format!(
+            "ERROR: <input>: Recursion limit of {MAX_PARSE_DEPTH} exceeded"
+        ));
+    }
+    let expr = catch_unwind(AssertUnwindSafe(|| {
         Parser::new()
             .enable_optional_syntax(true)
             .parse(src)
-            .map_err(|e| e.to_string())
+            .map_err(|e| parse_errors_text(&e, src))
     }))
-    .unwrap_or_else(|_| Err("ERROR: <input>: parser panicked".to_string()))
+    .unwrap_or_else(|_| Err("ERROR: <input>: parser panicked".to_string()))?;
+    // The parser's limit counts nested expressions, not operator chains (`1+1+...+1` is one
+    // expression 30,000 calls deep), and every later walk of the AST recurses.
+    if ast_deeper_than(&expr, MAX_AST_DEPTH) {
+        return Err(format!(
+            "ERROR: <input>: expression nesting depth exceeds the limit of {MAX_AST_DEPTH}"
+        ));
+    }
+    Ok(expr)
+}
+
+/// cel-go's default `errorReportingLimit`.
+const MAX_REPORTED_PARSE_ERRORS: usize = 100;
+/// Longest source line quoted under an error (with a caret under the position).
+const MAX_SNIPPET_CHARS: usize = 1_000;
+
+/// The parse errors as the `cel` crate prints them (`ERROR: <input>:1:5: msg`, the source line,
+/// a caret), but at most [`MAX_REPORTED_PARSE_ERRORS`] of them and without quoting long lines:
+/// the crate's own `Display` quotes the whole line under every error, which for a 100,000-character
+/// line of junk is gigabytes, and panics on columns beyond 65,535.
+fn parse_errors_text(e: &ParseErrors, src: &str) -> String {
+    use std::fmt::Write as _;
+    let lines: Vec<&str> = src.split('\n').collect();
+    let mut out = String::new();
+    for (i, err) in e.errors.iter().take(MAX_REPORTED_PARSE_ERRORS).enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let (line, col) = err.pos;
+        let _ = write!(out, "ERROR: <input>:{line}:{col}: {}", err.msg);
+        let snippet = usize::try_from(line - 1).ok().and_then(|l| lines.get(l));
+        if let Some(text) = snippet.filter(|t| t.chars().count() <= MAX_SNIPPET_CHARS) {
+            let dots = usize::try_from(col).unwrap_or(0).saturating_sub(1);
+            let _ = write!(out, "\n| {text}\n| {}^", ".".repeat(dots));
+        }
+    }
+    if e.errors.len() > MAX_REPORTED_PARSE_ERRORS {
+        let _ = write!(
+            out,
+            "\nERROR: <input>: {} more errors",
+            e.errors.len() - MAX_REPORTED_PARSE_ERRORS
+        );
+    }
+    out
+}
+
+/// Whether the AST is deeper than `max` (walked with an explicit stack: the tree may be far
+/// deeper than any recursive walk could go).
+fn ast_deeper_than(root: &IdedExpr, max: usize) -> bool {
+    let mut stack = vec![(root, 1usize)];
+    while let Some((e, depth)) = stack.pop() {
+        if depth > max {
+            return true;
+        }
+        let d = depth + 1;
+        match &e.expr {
+            Expr::Call(c) => {
+                stack.extend(c.target.as_deref().map(|t| (t, d)));
+                stack.extend(c.args.iter().map(|a| (a, d)));
+            }
+            Expr::Comprehension(c) => {
+                for x in [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ] {
+                    stack.push((x, d));
+                }
+            }
+            Expr::List(l) => stack.extend(l.elements.iter().map(|x| (x, d))),
+            Expr::Select(s) => stack.push((&s.operand, d)),
+            Expr::Map(_) | Expr::Struct(_) => {
+                let entries = match &e.expr {
+                    Expr::Map(m) => &m.entries,
+                    Expr::Struct(s) => &s.entries,
+                    _ => continue,
+                };
+                for en in entries {
+                    match &en.expr {
+                        EntryExpr::MapEntry(me) => {
+                            stack.push((&me.key, d));
+                            stack.push((&me.value, d));
+                        }
+                        EntryExpr::StructField(sf) => stack.push((&sf.value, d)),
+                    }
+                }
+            }
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+        }
+    }
+    false
+}
+
+/// Whether `(`, `[` and `{` nest deeper than `max`, skipping string literals and `//` comments
+/// as CEL's lexer does. A quote without its closing quote (the lexer's error, after which it goes
+/// on lexing the rest) counts as an ordinary character, so brackets behind it still count.
+fn nested_deeper_than(src: &str, max: usize) -> bool {
+    let b = src.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            q @ (b'\'' | b'"') => {
+                if let Some(end) = string_end(b, i, q) {
+                    i = end;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The index after the string literal whose opening quote `q` is at `start`, if the lexer reads
+/// one there: a triple-quoted string if it closes, else a single-quoted one (which ends at a line
+/// break); escapes must be valid (`\n`, `\x41`, `\u00e9`, `\101`, ...) unless the string is raw.
+fn string_end(b: &[u8], start: usize, q: u8) -> Option<usize> {
+    let raw = start > 0 && matches!(b[start - 1], b'r' | b'R');
+    if b[start..].starts_with(&[q, q, q]) {
+        if let Some(end) = string_body_end(b, start + 3, q, raw, true) {
+            return Some(end);
+        }
+    }
+    string_body_end(b, start + 1, q, raw, false)
+}
+
+fn string_body_end(b: &[u8], mut i: usize, q: u8, raw: bool, triple: bool) -> Option<usize> {
+    loop {
+        match *b.get(i)? {
+            b'\\' if !raw => i += escape_len(&b[i..])?,
+            b'\n' | b'\r' if !triple => return None,
+            c if c == q && (!triple || b[i..].starts_with(&[q, q, q])) => {
+                return Some(i + if triple { 3 } else { 1 });
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// The length of the escape sequence at the start of `s` (which starts with `\`), if valid.
+fn escape_len(s: &[u8]) -> Option<usize> {
+    let hex = |n: usize| s.len() >= 2 + n && s[2..2 + n].iter().all(u8::is_ascii_hexdigit);
+    let oct = |i: usize| s.get(i).is_some_and(|c| (b'0'..=b'7').contains(c));
+    match *s.get(1)? {
+        b'a' | b'b' | b'f' | b'n' | b'r' | b't' | b'v' | b'"' | b'\'' | b'\\' | b'?' | b'`' => {
+            Some(2)
+        }
+        b'0'..=b'3' if oct(2) && oct(3) => Some(4),
+        b'x' | b'X' if hex(2) => Some(4),
+        b'u' if hex(4) => Some(6),
+        b'U' if hex(8) => Some(10),
+        _ => None,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1511,6 +1701,65 @@ mod tests {
         assert!(errs.is_empty(), "{errs:?}");
         compile_tree(&mut n).expect("compile");
         n
+    }
+
+    #[test]
+    fn deep_nesting_is_rejected_before_parsing() {
+        assert!(!nested_deeper_than("self.a[0] == [(1), {'k': 2}]", 3));
+        assert!(nested_deeper_than("[[[[1]]]]", 3));
+        assert!(!nested_deeper_than(r#"'(((((' + "[[[[[" + '''{{{{'''"#, 3));
+        assert!(!nested_deeper_than(r"r'\' + '\'((((('", 3));
+        assert!(!nested_deeper_than("1 // (((((\n + 2", 3));
+        // An unterminated string does not hide what follows it from the parser.
+        assert!(nested_deeper_than("'unterminated ((((((", 3));
+        assert!(nested_deeper_than("'line\n' + ((((((", 3));
+        // ... nor does a string with an invalid escape (the lexer rejects it and reads on).
+        assert!(nested_deeper_than(r"'\z(((((('", 3));
+        assert!(!nested_deeper_than(
+            r"'\x41\u00e9\U0001F600\101\n\`(((((('",
+            3
+        ));
+        // `'''x` without a closing `'''` is the empty string `''`, then a string from the third.
+        assert!(!nested_deeper_than("'''x(((((('", 3));
+        assert!(nested_deeper_than("'''x'(((((", 3));
+        let deep = "[".repeat(100_000);
+        let start = std::time::Instant::now();
+        let err = parse(&deep).expect_err("too deep");
+        assert!(err.contains("Recursion limit"), "{err}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        // Long operator chains are one expression, but a deep tree.
+        let chain = format!("{}1 > 0", "1+".repeat(30_000));
+        let err = on_big_stack(|| parse(&chain).map(|_| ()))
+            .unwrap()
+            .expect_err("too deep");
+        assert!(err.contains("nesting depth exceeds"), "{err}");
+        let fine = format!("{}1 > 0", "1+".repeat(500));
+        assert!(on_big_stack(|| parse(&fine).is_ok()).unwrap());
+        // Below the limit the parser has the final word.
+        let ok = format!("{}1{}", "(".repeat(20), ")".repeat(20));
+        assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn parse_errors_are_bounded() {
+        // Short rules: exactly the crate's own text.
+        for src in ["self.a <", "1 + + 2 )", "a.b(\n'x' ~ 2"] {
+            let crate_text = Parser::new()
+                .enable_optional_syntax(true)
+                .parse(src)
+                .expect_err("invalid")
+                .to_string();
+            assert_eq!(parse(src).expect_err("invalid"), crate_text, "{src}");
+        }
+        // A long line of junk: thousands of errors, one long line (columns beyond 65,535).
+        let junk = format!("{}1", "~1/".repeat(30_000));
+        let start = std::time::Instant::now();
+        let err = on_big_stack(|| parse(&junk).map(|_| ()))
+            .unwrap()
+            .expect_err("junk");
+        assert!(err.len() < 20_000, "{} bytes", err.len());
+        assert!(err.ends_with("more errors"), "{}", &err[err.len() - 100..]);
+        assert!(start.elapsed() < std::time::Duration::from_secs(20));
     }
 
     #[test]
