@@ -596,12 +596,36 @@ fn protobuf_runner() -> Runner {
             .unwrap_or_else(|e| panic!("decoded object does not encode again: {e}: {obj}"));
         let again = protobuf::decode(&encoded)
             .unwrap_or_else(|e| panic!("re-encoded object does not decode: {e}: {obj}"));
-        assert_eq!(again, obj, "protobuf round trip changed the object");
+        // A zero timestamp decodes to `null` (as metav1.Time does in kube) and `null` encodes as
+        // an absent field: equal up to null members.
+        assert_eq!(
+            without_nulls(again),
+            without_nulls(obj.clone()),
+            "protobuf round trip changed the object"
+        );
         for (group, resource) in WORKLOADS {
             let _ = workloads::validate(group, resource, &obj, None);
         }
         true
     })
+}
+
+fn without_nulls(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            for x in m.values_mut() {
+                *x = without_nulls(x.take());
+            }
+        }
+        Value::Array(a) => {
+            for x in a.iter_mut() {
+                *x = without_nulls(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
 }
 
 const PROTOBUF: JsonCodec = JsonCodec {
