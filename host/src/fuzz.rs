@@ -596,12 +596,36 @@ fn protobuf_runner() -> Runner {
             .unwrap_or_else(|e| panic!("decoded object does not encode again: {e}: {obj}"));
         let again = protobuf::decode(&encoded)
             .unwrap_or_else(|e| panic!("re-encoded object does not decode: {e}: {obj}"));
-        assert_eq!(again, obj, "protobuf round trip changed the object");
+        // A zero timestamp decodes to `null` (as metav1.Time does in kube) and `null` encodes as
+        // an absent field: equal up to null members.
+        assert_eq!(
+            without_nulls(again),
+            without_nulls(obj.clone()),
+            "protobuf round trip changed the object"
+        );
         for (group, resource) in WORKLOADS {
             let _ = workloads::validate(group, resource, &obj, None);
         }
         true
     })
+}
+
+fn without_nulls(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            for x in m.values_mut() {
+                *x = without_nulls(x.take());
+            }
+        }
+        Value::Array(a) => {
+            for x in a.iter_mut() {
+                *x = without_nulls(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
 }
 
 const PROTOBUF: JsonCodec = JsonCodec {
@@ -1517,7 +1541,7 @@ fn targets() -> Vec<Target> {
     vec![
         Target {
             name: "json_body",
-            default_iters: 3000,
+            default_iters: 2000,
             seeds: || values(objects()),
             dict: PATCH_DICT,
             json: Some(JSON),
@@ -1525,7 +1549,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "delete_options",
-            default_iters: 4000,
+            default_iters: 2500,
             seeds: || {
                 values(vec![
                     json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground",
@@ -1541,7 +1565,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "protobuf",
-            default_iters: 4000,
+            default_iters: 2500,
             seeds: protobuf_seeds,
             dict: &[
                 "k8s\0",
@@ -1557,7 +1581,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "json_patch",
-            default_iters: 3000,
+            default_iters: 2000,
             seeds: json_patch_seeds,
             dict: PATCH_DICT,
             json: Some(JSON),
@@ -1565,7 +1589,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "merge_patch",
-            default_iters: 3000,
+            default_iters: 2000,
             seeds: merge_patch_seeds,
             dict: PATCH_DICT,
             json: Some(JSON),
@@ -1573,7 +1597,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "strategic_patch",
-            default_iters: 3000,
+            default_iters: 2000,
             seeds: strategic_patch_seeds,
             dict: PATCH_DICT,
             json: Some(JSON),
@@ -1581,7 +1605,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "label_selector",
-            default_iters: 15000,
+            default_iters: 10000,
             seeds: || {
                 strings(&[
                     "app in (a,b),!tier,env!=prod",
@@ -1604,7 +1628,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "field_selector",
-            default_iters: 4000,
+            default_iters: 2500,
             seeds: || {
                 strings(&[
                     "metadata.name=web-1",
@@ -1624,7 +1648,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "continue_token",
-            default_iters: 8000,
+            default_iters: 5000,
             seeds: continue_seeds,
             dict: &["=", "-", "_", "+", "/", "eyJ", "AAAA"],
             json: Some(CONTINUE),
@@ -1632,7 +1656,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "resource_version",
-            default_iters: 20000,
+            default_iters: 10000,
             seeds: || {
                 strings(&[
                     "0",
@@ -1654,7 +1678,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "list_query",
-            default_iters: 2000,
+            default_iters: 1500,
             seeds: list_seeds,
             dict: LIST_DICT,
             json: None,
@@ -1662,7 +1686,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "crd",
-            default_iters: 300,
+            default_iters: 200,
             seeds: crd_seeds,
             dict: CEL_DICT,
             json: Some(JSON),
@@ -1670,7 +1694,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "cel_rule",
-            default_iters: 150,
+            default_iters: 100,
             seeds: cel_seeds,
             dict: CEL_DICT,
             json: None,
@@ -1678,7 +1702,7 @@ fn targets() -> Vec<Target> {
         },
         Target {
             name: "printer_json_path",
-            default_iters: 6000,
+            default_iters: 4000,
             seeds: json_path_seeds,
             dict: JSON_PATH_DICT,
             json: None,
@@ -2079,7 +2103,7 @@ fn special_inputs() -> Vec<Vec<u8>> {
     out.push(format!("{}true{}", "[".repeat(127), "]".repeat(127)).into_bytes());
     // Long flat chains (no brackets): operators, selections, ternaries, lists.
     for unit in ["1+", "a.", "!", "-", "x?y:", "a,", "1&&", "a==", "~1/"] {
-        out.push(format!("{}1", unit.repeat(5_000)).into_bytes());
+        out.push(format!("{}1", unit.repeat(2_000)).into_bytes());
     }
     out.push(format!("{}1", "1+".repeat(30_000)).into_bytes());
     out.push(format!("{}1", "~1/".repeat(30_000)).into_bytes());

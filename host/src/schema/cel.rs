@@ -325,7 +325,7 @@ fn parse(src: &str) -> Result<IdedExpr, String> {
         ));
     }
     // The ANTLR parser checks its recursion limit only on the finished parse tree, and building
-    // that tree takes super-linear time in the nesting depth (seconds for 1,000 `[`, minutes for
+    // that tree takes super-linear time in the nesting depth (seconds for 1,000 `[`, over ten for
     // 10,000). Brackets nested this deep exceed that limit anyway: reject them before parsing.
     if nested_deeper_than(src, MAX_PARSE_DEPTH) {
         return Err(format!(
