@@ -242,6 +242,21 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_operation_after_a_move_to_the_root_is_an_error_not_a_panic() {
+        // Found by fuzzing: json-patch's own undo log hits `unreachable!` on this one; applied
+        // an operation at a time on a copy, it is a plain 422.
+        let pod = json!({"metadata": {"labels": {"tier": "web"}},
+                         "spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}});
+        let e = json_patch(
+            &pod,
+            json!([{"op": "move", "from": "/metadata/labels/tier", "path": ""},
+                   {"op": "copy", "from": "/spec/containers/0/ports", "path": "/spec/containers/1/ports"}]),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 422);
+    }
+
+    #[test]
     fn operation_count_is_capped_and_errors_name_the_operation() {
         let doc = json!({"a": 1});
         let ops: Vec<Value> = (0..=limits::JSON_PATCH_MAX_OPERATIONS)
