@@ -812,16 +812,7 @@ pub fn role_reference_rules(
 
 /// The rules that apply to `user` in `namespace`, kube's exact shape (see [`RulesReview`]).
 pub fn rules_review(objects: &dyn RbacObjects, user: &UserInfo, namespace: &str) -> RulesReview {
-    let mut resolver = Resolver::new(objects);
-    let mut rules: Vec<PolicyRule> = Vec::new();
-    let mut errors: Vec<ResolveError> = Vec::new();
-    resolver.visit_rules_for(user, namespace, &mut |visit| {
-        match visit {
-            Visit::Rule(_, rule) => rules.push(rule.clone()),
-            Visit::Error(e) => errors.push(e),
-        }
-        true
-    });
+    let (rules, errors) = rules_and_errors(objects, user, namespace);
     let mut review = RulesReview {
         resource_rules: Vec::new(),
         non_resource_rules: Vec::new(),
