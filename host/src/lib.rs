@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod builtin;
 pub mod controllers;
 pub mod crd;
 pub mod metrics;

@@ -655,8 +655,18 @@ impl Service {
         old: Option<&Value>,
         opts: &WriteOptions,
     ) -> Result<Vec<String>> {
-        // Built-in kinds: CRDs, and kube's defaults and validation of the workload kinds.
+        // Built-in kinds: decoded as kube decodes them into their types, then CRDs, and kube's
+        // defaults and validation of the workload kinds.
         if ri.custom.is_none() {
+            let unknown = crate::builtin::decode::decode(&ri.group, &ri.version, &ri.kind, obj)
+                .map_err(|e| {
+                    ApiError::bad_request(format!(
+                        "{kind} in version \"{version}\" cannot be handled as a {kind}: {e}",
+                        kind = ri.kind,
+                        version = ri.version
+                    ))
+                })?;
+            let warnings = Self::unknown_fields(unknown, opts)?;
             let mut causes = if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE
             {
                 crate::crd::apply_defaults(obj);
@@ -674,29 +684,13 @@ impl Service {
                     causes,
                 ));
             }
-            return Ok(Vec::new());
+            return Ok(warnings);
         }
         let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.clone()) else {
             return Ok(Vec::new());
         };
         let unknown = schema.prune(obj);
-        let mut warnings = Vec::new();
-        if !unknown.is_empty() {
-            let msgs: Vec<String> = unknown
-                .iter()
-                .map(|f| format!("unknown field \"{f}\""))
-                .collect();
-            match opts.field_validation {
-                FieldValidation::Strict => {
-                    return Err(ApiError::bad_request(format!(
-                        "strict decoding error: {}",
-                        msgs.join(", ")
-                    )))
-                }
-                FieldValidation::Warn => warnings = msgs,
-                FieldValidation::Ignore => {}
-            }
-        }
+        let warnings = Self::unknown_fields(unknown, opts)?;
         schema.apply_defaults(obj);
         let to_cause = |v: crate::schema::Violation| Cause::new(&v.reason, &v.field, v.message);
         let mut causes: Vec<Cause> = schema.validate(obj).into_iter().map(to_cause).collect();
@@ -712,6 +706,26 @@ impl Service {
             ));
         }
         Ok(warnings)
+    }
+
+    /// Fields a body had that its type does not: refused, warned about or dropped silently, per
+    /// the request's `fieldValidation` (kube's messages).
+    fn unknown_fields(unknown: Vec<String>, opts: &WriteOptions) -> Result<Vec<String>> {
+        if unknown.is_empty() {
+            return Ok(Vec::new());
+        }
+        let msgs: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        match opts.field_validation {
+            FieldValidation::Strict => Err(ApiError::bad_request(format!(
+                "strict decoding error: {}",
+                msgs.join(", ")
+            ))),
+            FieldValidation::Warn => Ok(msgs),
+            FieldValidation::Ignore => Ok(Vec::new()),
+        }
     }
 
     /// A custom resource's object as the requested version shows it (`conversion: None` only
@@ -842,7 +856,9 @@ impl Service {
             "creationTimestamp".into(),
             Value::String(meta::now_rfc3339()),
         );
-        m.insert("generation".into(), json!(1));
+        if ri.generation {
+            m.insert("generation".into(), json!(1));
+        }
         m.remove("resourceVersion");
         m.remove("deletionTimestamp");
         m.remove("deletionGracePeriodSeconds");
@@ -1275,7 +1291,7 @@ impl Service {
             }
         }
         let cur_meta = metadata(current).cloned().unwrap_or_default();
-        let generation_bump = spec_part(current) != spec_part(&new);
+        let generation_bump = ri.generation && spec_part(current) != spec_part(&new);
         let m = metadata_mut(&mut new)
             .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
         if let Some(uid) = m.get("uid").and_then(Value::as_str) {
@@ -1306,14 +1322,24 @@ impl Service {
                 }
             }
         }
-        let gen = cur_meta
-            .get("generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(1);
-        m.insert(
-            "generation".into(),
-            json!(if generation_bump { gen + 1 } else { gen }),
-        );
+        // Requests cannot set generation; kinds that keep one bump it on a spec change.
+        match cur_meta.get("generation").and_then(Value::as_i64) {
+            Some(gen) if ri.generation => {
+                m.insert(
+                    "generation".into(),
+                    json!(if generation_bump { gen + 1 } else { gen }),
+                );
+            }
+            Some(gen) => {
+                m.insert("generation".into(), json!(gen));
+            }
+            None if ri.generation => {
+                m.insert("generation".into(), json!(1));
+            }
+            None => {
+                m.remove("generation");
+            }
+        }
         m.remove("managedFields");
         m.remove("selfLink");
         if let Some(rv) = cur_meta.get("resourceVersion") {

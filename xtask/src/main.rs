@@ -6,6 +6,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+mod openapi;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -438,8 +440,11 @@ fn main() -> Result<()> {
         "bench" => bench(&rest),
         "demo" => demo(&rest),
         "fuzz" => fuzz(&rest),
+        "import-openapi" => {
+            openapi::import(&rest, &root().join("host/src/builtin/definitions.json"))
+        }
         _ => {
-            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...");
+            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz|import-openapi> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...\n  import-openapi DIR  refresh host/src/builtin/definitions.json from kubernetes-json-schema");
             std::process::exit(2);
         }
     }

@@ -473,6 +473,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 status_subresource: v.pointer("/subresources/status").is_some(),
                 scale,
                 name_rule: crate::model::registry::NameRule::DnsSubdomain,
+                generation: true,
                 custom: Some(Arc::new(CustomResource {
                     crd_name: name.clone(),
                     storage_version: storage_version.clone(),

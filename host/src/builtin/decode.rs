@@ -1,0 +1,380 @@
+//! Decoding a built-in kind as kube-apiserver decodes it into its Go type, driven by the published
+//! definitions instead of Go structs:
+//!
+//! - a value of the wrong JSON type fails the whole request with the error Go's `encoding/json`
+//!   gives (`json: cannot unmarshal number into Go struct field ConfigMap.data of type string`),
+//!   the first one in document order, as the decoder reports only its first;
+//! - fields the type does not have are dropped and reported (kube's paths:
+//!   `spec.containers[0].bogus`), for the caller to refuse or warn per `fieldValidation`;
+//! - `null` for a field leaves it unset, as it leaves the Go field at its zero value, which is
+//!   then omitted;
+//! - a number where kube takes a `Quantity` becomes its string, as `Quantity`'s JSON decoding
+//!   accepts numbers.
+//!
+//! Kinds turtles serves without a definition (its own `Controller`) are left as they are.
+
+use base64::Engine;
+use serde_json::Value;
+
+use super::definitions::{self, Definitions};
+
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+
+/// Why a body cannot be decoded: the text of Go's error, without kube's prefix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(pub String);
+
+/// Decode `obj` as the built-in kind `group/version, Kind=kind`. Returns the unknown fields that
+/// were dropped (empty when the kind has no definition).
+pub fn decode(
+    group: &str,
+    version: &str,
+    kind: &str,
+    obj: &mut Value,
+) -> Result<Vec<String>, DecodeError> {
+    let defs = definitions::get();
+    let Some(name) = defs.name_of(group, version, kind) else {
+        return Ok(Vec::new());
+    };
+    let Some(def) = defs.get(name) else {
+        return Ok(Vec::new());
+    };
+    let mut d = Decoder {
+        defs,
+        path: String::new(),
+        fields: Vec::new(),
+        structs: vec![short_name(name)],
+        unknown: Vec::new(),
+    };
+    d.value(def, obj)?;
+    Ok(d.unknown)
+}
+
+struct Decoder<'a> {
+    defs: &'a Definitions,
+    /// kube's path of the current value, with list indices (`spec.containers[0]`).
+    path: String,
+    /// The Go struct field names from the root (`encoding/json`'s field stack).
+    fields: Vec<&'a str>,
+    /// The Go struct types entered; the last is the one whose field is being decoded.
+    structs: Vec<&'a str>,
+    unknown: Vec<String>,
+}
+
+/// `io.k8s.api.core.v1.PodSpec` -> `PodSpec`.
+fn short_name(def: &str) -> &str {
+    def.rsplit('.').next().unwrap_or(def)
+}
+
+/// `io.k8s.api.core.v1.PodSpec` -> `v1.PodSpec`, as Go prints a type.
+fn go_name(def: &str) -> String {
+    let mut parts = def.rsplit('.');
+    let ty = parts.next().unwrap_or(def);
+    match parts.next() {
+        Some(pkg) => format!("{pkg}.{ty}"),
+        None => ty.to_owned(),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+impl<'a> Decoder<'a> {
+    /// The Go type of a schema, as `encoding/json` names it in errors.
+    fn go_type(&self, schema: &Value) -> String {
+        if let Some((name, _)) = self.defs.resolve(schema) {
+            return go_name(name);
+        }
+        let format = schema.get("format").and_then(Value::as_str).unwrap_or("");
+        match schema.get("type").and_then(Value::as_str) {
+            Some("string") if format == "byte" => "[]uint8".to_owned(),
+            Some("string") => "string".to_owned(),
+            Some("integer") if format == "int32" => "int32".to_owned(),
+            Some("integer") => "int64".to_owned(),
+            Some("number") => "float64".to_owned(),
+            Some("boolean") => "bool".to_owned(),
+            Some("array") => match schema.get("items") {
+                Some(items) => format!("[]{}", self.go_type(items)),
+                None => "[]interface {}".to_owned(),
+            },
+            Some("object") => match schema.get("additionalProperties") {
+                Some(ap) if ap.is_object() => format!("map[string]{}", self.go_type(ap)),
+                _ => "map[string]interface {}".to_owned(),
+            },
+            _ => "interface {}".to_owned(),
+        }
+    }
+
+    fn type_error(&self, found: &str, schema: &Value) -> DecodeError {
+        let ty = self.go_type(schema);
+        match self.structs.last() {
+            Some(st) if !self.fields.is_empty() => DecodeError(format!(
+                "json: cannot unmarshal {found} into Go struct field {st}.{} of type {ty}",
+                self.fields.join(".")
+            )),
+            _ => DecodeError(format!(
+                "json: cannot unmarshal {found} into Go value of type {ty}"
+            )),
+        }
+    }
+
+    fn value(&mut self, schema: &'a Value, v: &mut Value) -> Result<(), DecodeError> {
+        let (schema, def_name) = match self.defs.resolve(schema) {
+            Some((name, def)) => (def, Some(name)),
+            None => (schema, None),
+        };
+        match def_name {
+            Some(QUANTITY) => {
+                return match v {
+                    Value::String(_) => Ok(()),
+                    Value::Number(n) => {
+                        *v = Value::String(n.to_string());
+                        Ok(())
+                    }
+                    other => Err(self.type_error(json_kind(other), schema_ref(QUANTITY))),
+                };
+            }
+            Some(INT_OR_STRING) => {
+                return match v {
+                    Value::String(_) => Ok(()),
+                    Value::Number(n) if n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()) => {
+                        Ok(())
+                    }
+                    Value::Number(n) => Err(DecodeError(format!(
+                        "json: cannot unmarshal number {n} into Go value of type int32"
+                    ))),
+                    other => Err(self.type_error(json_kind(other), schema_ref(INT_OR_STRING))),
+                };
+            }
+            _ => {}
+        }
+        let ty = schema.get("type").and_then(Value::as_str);
+        let reported = match def_name {
+            Some(name) => schema_ref(name),
+            None => schema,
+        };
+        match (ty, &mut *v) {
+            (None, _) => Ok(()),
+            (Some("object"), Value::Object(map)) => {
+                if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                    if let Some(name) = def_name {
+                        self.structs.push(short_name(name));
+                    }
+                    let keys: Vec<String> = map.keys().cloned().collect();
+                    for key in keys {
+                        let base = self.path.len();
+                        if !self.path.is_empty() {
+                            self.path.push('.');
+                        }
+                        self.path.push_str(&key);
+                        match props.get_key_value(key.as_str()) {
+                            None => {
+                                self.unknown.push(self.path.clone());
+                                map.remove(&key);
+                            }
+                            Some((_, _)) if map.get(&key).is_some_and(Value::is_null) => {
+                                map.remove(&key);
+                            }
+                            Some((field, sub)) => {
+                                self.fields.push(field.as_str());
+                                if let Some(child) = map.get_mut(&key) {
+                                    self.value(sub, child)?;
+                                }
+                                self.fields.pop();
+                            }
+                        }
+                        self.path.truncate(base);
+                    }
+                    if def_name.is_some() {
+                        self.structs.pop();
+                    }
+                } else if let Some(ap) = schema.get("additionalProperties") {
+                    if ap.is_object() {
+                        for (key, child) in map.iter_mut() {
+                            if child.is_null() {
+                                continue;
+                            }
+                            let base = self.path.len();
+                            self.path.push('[');
+                            self.path.push_str(key);
+                            self.path.push(']');
+                            self.value(ap, child)?;
+                            self.path.truncate(base);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            (Some("array"), Value::Array(items)) => {
+                if let Some(item_schema) = schema.get("items") {
+                    for (i, item) in items.iter_mut().enumerate() {
+                        if item.is_null() {
+                            continue;
+                        }
+                        let base = self.path.len();
+                        self.path.push_str(&format!("[{i}]"));
+                        self.value(item_schema, item)?;
+                        self.path.truncate(base);
+                    }
+                }
+                Ok(())
+            }
+            (Some("string"), Value::String(s)) => {
+                if schema.get("format").and_then(Value::as_str) == Some("byte") {
+                    check_base64(s)?;
+                }
+                Ok(())
+            }
+            (Some("integer"), Value::Number(n)) => {
+                let fits = match schema.get("format").and_then(Value::as_str) {
+                    Some("int32") => n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
+                    _ => n.as_i64().is_some(),
+                };
+                if fits {
+                    Ok(())
+                } else {
+                    Err(self.type_error(&format!("number {n}"), reported))
+                }
+            }
+            (Some("number"), Value::Number(_)) | (Some("boolean"), Value::Bool(_)) => Ok(()),
+            (Some(_), Value::Null) => Ok(()),
+            (Some(_), other) => Err(self.type_error(json_kind(other), reported)),
+        }
+    }
+}
+
+/// A stand-in schema that names a definition, for error messages.
+fn schema_ref(name: &str) -> &'static Value {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static REFS: OnceLock<Mutex<HashMap<String, &'static Value>>> = OnceLock::new();
+    let refs = REFS.get_or_init(Default::default);
+    let mut refs = refs.lock().unwrap_or_else(|e| e.into_inner());
+    refs.entry(name.to_owned()).or_insert_with(|| {
+        Box::leak(Box::new(
+            serde_json::json!({"$ref": format!("#/definitions/{name}")}),
+        ))
+    })
+}
+
+/// `[]byte` fields take standard base64, as Go's decoder does.
+fn check_base64(s: &str) -> Result<(), DecodeError> {
+    match base64::engine::general_purpose::STANDARD.decode(s) {
+        Ok(_) => Ok(()),
+        Err(base64::DecodeError::InvalidByte(at, _))
+        | Err(base64::DecodeError::InvalidLastSymbol(at, _)) => Err(DecodeError(format!(
+            "illegal base64 data at input byte {at}"
+        ))),
+        Err(_) => Err(DecodeError(format!(
+            "illegal base64 data at input byte {}",
+            s.len()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn dec(kind: (&str, &str, &str), mut v: Value) -> (Result<Vec<String>, DecodeError>, Value) {
+        let r = decode(kind.0, kind.1, kind.2, &mut v);
+        (r, v)
+    }
+
+    const CM: (&str, &str, &str) = ("", "v1", "ConfigMap");
+    const POD: (&str, &str, &str) = ("", "v1", "Pod");
+
+    #[test]
+    fn wrong_types_fail_with_gos_message() {
+        let (r, _) = dec(CM, json!({"metadata": {"name": "a"}, "data": {"x": 5}}));
+        assert_eq!(
+            r.unwrap_err().0,
+            "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+        );
+        let (r, _) = dec(
+            POD,
+            json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": "abc"}]}]}}),
+        );
+        assert_eq!(
+            r.unwrap_err().0,
+            "json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+        );
+        let (r, _) = dec(POD, json!({"spec": "x"}));
+        assert_eq!(
+            r.unwrap_err().0,
+            "json: cannot unmarshal string into Go struct field Pod.spec of type v1.PodSpec"
+        );
+        let (r, _) = dec(
+            POD,
+            json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 99999999999i64}]}]}}),
+        );
+        assert!(r.unwrap_err().0.contains("number 99999999999 into"));
+        let (r, _) = dec(CM, json!({"metadata": {"labels": {"a": true}}}));
+        assert_eq!(
+            r.unwrap_err().0,
+            "json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string"
+        );
+        let (r, _) = dec(("", "v1", "Secret"), json!({"data": {"k": "no*base64"}}));
+        assert_eq!(r.unwrap_err().0, "illegal base64 data at input byte 2");
+    }
+
+    #[test]
+    fn unknown_fields_are_dropped_and_reported_and_nulls_unset() {
+        let (r, v) = dec(
+            POD,
+            json!({"bogus": 1, "metadata": {"name": "a", "labels": null},
+                   "spec": {"containers": [{"name": "a", "x": {"y": 1}}], "nodeName": null}}),
+        );
+        assert_eq!(r.unwrap(), vec!["bogus", "spec.containers[0].x"]);
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "a"}]}})
+        );
+    }
+
+    #[test]
+    fn quantities_take_numbers_and_int_or_string_both() {
+        let (r, v) = dec(
+            POD,
+            json!({"spec": {"containers": [{"name": "a",
+                "resources": {"limits": {"cpu": 1, "memory": "1Gi"}},
+                "livenessProbe": {"httpGet": {"port": 8080}}}]}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(
+            v.pointer("/spec/containers/0/resources/limits/cpu"),
+            Some(&json!("1"))
+        );
+        let (r, _) = dec(
+            POD,
+            json!({"spec": {"containers": [{"name": "a", "livenessProbe": {"httpGet": {"port": true}}}]}}),
+        );
+        assert!(r.unwrap_err().0.contains("of type intstr.IntOrString"));
+    }
+
+    #[test]
+    fn recursive_and_untyped_definitions_decode() {
+        let (r, _) = dec(
+            ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            json!({"spec": {"group": "g", "names": {"plural": "fs", "kind": "F"}, "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "properties": {"spec": {"type": "object", "default": {"a": 1},
+                        "properties": {"n": {"type": "integer", "enum": [1, "x"]}}}}}}}]}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        let (r, _) = dec(("turtles.dev", "v1", "Controller"), json!({"spec": 1}));
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,408 @@
+//! The built-in Kubernetes API: which resources kube-apiserver serves (the table below, the one
+//! place a built-in resource is declared), the published type definitions of every kind
+//! (`definitions.json`, kube's own OpenAPI definitions, imported with `cargo xtask
+//! import-openapi`), and decoding as kube decodes ([`decode`]).
+
+pub mod decode;
+pub mod definitions;
+
+/// A served built-in resource. Singular names are the lower-cased kind, as in kube.
+pub struct Builtin {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub resource: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub short: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// Has a `/status` subresource.
+    pub status: bool,
+    /// Has a `/scale` subresource over `.spec.replicas`/`.status.replicas`/`.spec.selector`.
+    pub scale: bool,
+    /// A virtual, create-only resource (reviews): nothing is stored.
+    pub create_only: bool,
+    /// kube keeps `metadata.generation` for it (its strategy sets and bumps it).
+    pub generation: bool,
+}
+
+const NS: bool = true;
+const CLUSTER: bool = false;
+
+const fn r(
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Builtin {
+    Builtin {
+        group,
+        version,
+        resource,
+        kind,
+        namespaced,
+        short: &[],
+        categories: &[],
+        status: false,
+        scale: false,
+        create_only: false,
+        generation: false,
+    }
+}
+
+impl Builtin {
+    const fn short(mut self, short: &'static [&'static str]) -> Self {
+        self.short = short;
+        self
+    }
+    /// In kube's `all` category (`kubectl get all`).
+    const fn all(mut self) -> Self {
+        self.categories = &["all"];
+        self
+    }
+    const fn status(mut self) -> Self {
+        self.status = true;
+        self
+    }
+    const fn scale(mut self) -> Self {
+        self.scale = true;
+        self
+    }
+    const fn generation(mut self) -> Self {
+        self.generation = true;
+        self
+    }
+    const fn categories(mut self, categories: &'static [&'static str]) -> Self {
+        self.categories = categories;
+        self
+    }
+    const fn create_only(mut self) -> Self {
+        self.create_only = true;
+        self
+    }
+}
+
+const CORE: &str = "";
+const APPS: &str = "apps";
+const BATCH: &str = "batch";
+const NET: &str = "networking.k8s.io";
+const STORAGE: &str = "storage.k8s.io";
+const ADMISSION: &str = "admissionregistration.k8s.io";
+const FLOW: &str = "flowcontrol.apiserver.k8s.io";
+const RBAC: &str = "rbac.authorization.k8s.io";
+const AUTHZ: &str = "authorization.k8s.io";
+const DRA: &str = "resource.k8s.io";
+
+/// Every built-in resource turtles serves: kube-apiserver 1.34's resources that are stored (and
+/// its review kinds), at the versions it serves by default. Short names, categories,
+/// subresources and which kinds keep `metadata.generation` are kube's.
+pub const RESOURCES: &[Builtin] = &[
+    // core/v1
+    r(CORE, "v1", "namespaces", "Namespace", CLUSTER)
+        .short(&["ns"])
+        .status(),
+    r(CORE, "v1", "configmaps", "ConfigMap", NS).short(&["cm"]),
+    r(CORE, "v1", "secrets", "Secret", NS),
+    r(CORE, "v1", "serviceaccounts", "ServiceAccount", NS).short(&["sa"]),
+    r(CORE, "v1", "events", "Event", NS).short(&["ev"]),
+    r(CORE, "v1", "pods", "Pod", NS)
+        .short(&["po"])
+        .all()
+        .status()
+        .generation(),
+    r(CORE, "v1", "nodes", "Node", CLUSTER)
+        .short(&["no"])
+        .status(),
+    r(CORE, "v1", "services", "Service", NS)
+        .short(&["svc"])
+        .all()
+        .status(),
+    r(CORE, "v1", "endpoints", "Endpoints", NS).short(&["ep"]),
+    r(CORE, "v1", "limitranges", "LimitRange", NS).short(&["limits"]),
+    r(
+        CORE,
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        NS,
+    )
+    .short(&["pvc"])
+    .status(),
+    r(CORE, "v1", "persistentvolumes", "PersistentVolume", CLUSTER)
+        .short(&["pv"])
+        .status(),
+    r(CORE, "v1", "podtemplates", "PodTemplate", NS),
+    r(
+        CORE,
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        NS,
+    )
+    .short(&["rc"])
+    .all()
+    .status()
+    .scale()
+    .generation(),
+    r(CORE, "v1", "resourcequotas", "ResourceQuota", NS)
+        .short(&["quota"])
+        .status(),
+    // apps/v1
+    r(APPS, "v1", "deployments", "Deployment", NS)
+        .short(&["deploy"])
+        .all()
+        .status()
+        .scale()
+        .generation(),
+    r(APPS, "v1", "replicasets", "ReplicaSet", NS)
+        .short(&["rs"])
+        .all()
+        .status()
+        .scale()
+        .generation(),
+    r(APPS, "v1", "statefulsets", "StatefulSet", NS)
+        .short(&["sts"])
+        .all()
+        .status()
+        .scale()
+        .generation(),
+    r(APPS, "v1", "daemonsets", "DaemonSet", NS)
+        .short(&["ds"])
+        .all()
+        .status()
+        .generation(),
+    r(APPS, "v1", "controllerrevisions", "ControllerRevision", NS),
+    // batch/v1
+    r(BATCH, "v1", "jobs", "Job", NS)
+        .all()
+        .status()
+        .generation(),
+    r(BATCH, "v1", "cronjobs", "CronJob", NS)
+        .short(&["cj"])
+        .all()
+        .status()
+        .generation(),
+    // autoscaling/v2 (v1, which kube also serves, needs a conversion turtles does not have yet)
+    r(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        NS,
+    )
+    .short(&["hpa"])
+    .all()
+    .status(),
+    // policy/v1
+    r(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        NS,
+    )
+    .short(&["pdb"])
+    .status()
+    .generation(),
+    // networking.k8s.io/v1
+    r(NET, "v1", "ingresses", "Ingress", NS)
+        .short(&["ing"])
+        .status()
+        .generation(),
+    r(NET, "v1", "ingressclasses", "IngressClass", CLUSTER),
+    r(NET, "v1", "networkpolicies", "NetworkPolicy", NS)
+        .short(&["netpol"])
+        .generation(),
+    r(NET, "v1", "ipaddresses", "IPAddress", CLUSTER).short(&["ip"]),
+    r(NET, "v1", "servicecidrs", "ServiceCIDR", CLUSTER).status(),
+    // discovery.k8s.io/v1
+    r(
+        "discovery.k8s.io",
+        "v1",
+        "endpointslices",
+        "EndpointSlice",
+        NS,
+    ),
+    // storage.k8s.io/v1
+    r(STORAGE, "v1", "storageclasses", "StorageClass", CLUSTER).short(&["sc"]),
+    r(STORAGE, "v1", "csidrivers", "CSIDriver", CLUSTER),
+    r(STORAGE, "v1", "csinodes", "CSINode", CLUSTER),
+    r(
+        STORAGE,
+        "v1",
+        "csistoragecapacities",
+        "CSIStorageCapacity",
+        NS,
+    ),
+    r(
+        STORAGE,
+        "v1",
+        "volumeattachments",
+        "VolumeAttachment",
+        CLUSTER,
+    )
+    .status(),
+    r(
+        STORAGE,
+        "v1",
+        "volumeattributesclasses",
+        "VolumeAttributesClass",
+        CLUSTER,
+    )
+    .short(&["vac"]),
+    // scheduling.k8s.io/v1, node.k8s.io/v1
+    r(
+        "scheduling.k8s.io",
+        "v1",
+        "priorityclasses",
+        "PriorityClass",
+        CLUSTER,
+    )
+    .short(&["pc"]),
+    r(
+        "node.k8s.io",
+        "v1",
+        "runtimeclasses",
+        "RuntimeClass",
+        CLUSTER,
+    ),
+    // coordination.k8s.io/v1
+    r("coordination.k8s.io", "v1", "leases", "Lease", NS),
+    // certificates.k8s.io/v1
+    r(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        CLUSTER,
+    )
+    .short(&["csr"])
+    .status(),
+    // admissionregistration.k8s.io/v1 (stored and validated; not enforced yet)
+    r(
+        ADMISSION,
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        CLUSTER,
+    )
+    .generation(),
+    r(
+        ADMISSION,
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        CLUSTER,
+    )
+    .generation(),
+    r(
+        ADMISSION,
+        "v1",
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        CLUSTER,
+    )
+    .status()
+    .generation(),
+    r(
+        ADMISSION,
+        "v1",
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        CLUSTER,
+    )
+    .generation(),
+    // apiregistration.k8s.io/v1
+    r(
+        "apiregistration.k8s.io",
+        "v1",
+        "apiservices",
+        "APIService",
+        CLUSTER,
+    )
+    .status(),
+    // flowcontrol.apiserver.k8s.io/v1
+    r(FLOW, "v1", "flowschemas", "FlowSchema", CLUSTER)
+        .status()
+        .generation(),
+    r(
+        FLOW,
+        "v1",
+        "prioritylevelconfigurations",
+        "PriorityLevelConfiguration",
+        CLUSTER,
+    )
+    .status()
+    .generation(),
+    // resource.k8s.io/v1 (dynamic resource allocation, GA in 1.34)
+    r(DRA, "v1", "deviceclasses", "DeviceClass", CLUSTER).generation(),
+    r(DRA, "v1", "resourceclaims", "ResourceClaim", NS).status(),
+    r(
+        DRA,
+        "v1",
+        "resourceclaimtemplates",
+        "ResourceClaimTemplate",
+        NS,
+    ),
+    r(DRA, "v1", "resourceslices", "ResourceSlice", CLUSTER),
+    // apiextensions.k8s.io/v1
+    r(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        CLUSTER,
+    )
+    .short(&["crd", "crds"])
+    .status()
+    .generation()
+    .categories(&["api-extensions"]),
+    // rbac.authorization.k8s.io/v1
+    r(RBAC, "v1", "roles", "Role", NS),
+    r(RBAC, "v1", "rolebindings", "RoleBinding", NS),
+    r(RBAC, "v1", "clusterroles", "ClusterRole", CLUSTER),
+    r(
+        RBAC,
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        CLUSTER,
+    ),
+    // reviews: create-only, nothing stored
+    r(
+        AUTHZ,
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        CLUSTER,
+    )
+    .create_only(),
+    r(
+        AUTHZ,
+        "v1",
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        CLUSTER,
+    )
+    .create_only(),
+    r(
+        AUTHZ,
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        CLUSTER,
+    )
+    .create_only(),
+    r(
+        "authentication.k8s.io",
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        CLUSTER,
+    )
+    .create_only(),
+    // turtles' own: the loaded controllers
+    r("turtles.dev", "v1", "controllers", "Controller", CLUSTER)
+        .short(&["ctrl"])
+        .status(),
+];
