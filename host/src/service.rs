@@ -783,8 +783,16 @@ impl Service {
         if ri.is_custom() && ri.status_subresource {
             map.remove("status");
         }
-        // Deployments and ReplicaSets start with an empty status: only their controllers write it.
-        if ri.group == "apps" {
+        // Built-in kinds with a status subresource start with an empty status (kube's
+        // PrepareForCreate): only controllers write it, through `/status`. Nodes keep theirs
+        // (kubelets register with it); Namespaces and Pods get their first phase below.
+        let keeps_status = matches!(
+            (ri.group.as_str(), ri.resource.as_str()),
+            ("", "nodes" | "pods" | "namespaces")
+                | ("apiextensions.k8s.io", _)
+                | ("turtles.dev", _)
+        );
+        if ri.status_subresource && !ri.is_custom() && !keeps_status {
             map.remove("status");
         }
         match (ri.group.as_str(), ri.resource.as_str()) {
@@ -798,6 +806,9 @@ impl Service {
                 if let Some(s) = status.as_object_mut() {
                     s.entry("phase").or_insert_with(|| "Pending".into());
                 }
+            }
+            ("", "persistentvolumes" | "persistentvolumeclaims") => {
+                map.insert("status".into(), json!({"phase": "Pending"}));
             }
             ("", "secrets") => {
                 map.entry("type").or_insert_with(|| "Opaque".into());

@@ -251,8 +251,27 @@ pub fn group(state: &AppState, group: &str) -> Result<Response, ApiError> {
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
-pub async fn openapi_v2() -> Response {
-    ApiError::path_not_found().into_response()
+/// OpenAPI v2 (swagger) as JSON. kube also serves it as protobuf (gnostic's `openapi_v2`);
+/// turtles does not yet, and answers a request that accepts only protobuf (client-go's
+/// `OpenAPISchema`) with 404, as before v2 was served at all: kubectl then goes without it.
+pub async fn openapi_v2(
+    State(state): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let accept = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let json_ok = accept.is_empty()
+        || accept.split(',').any(|a| {
+            let a = a.split(';').next().unwrap_or("").trim();
+            a == "application/json" || a == "*/*" || a == "application/*"
+        });
+    if !json_ok {
+        return ApiError::path_not_found().into_response();
+    }
+    let doc = super::openapi::document_v2(&state);
+    json_response(StatusCode::OK, doc.to_string())
 }
 
 /// OpenAPI v3 index: one document per group-version, addressed with a content hash.
@@ -266,7 +285,6 @@ pub async fn openapi_v3_root(State(state): State<Arc<AppState>>) -> Response {
     }
     for (g, v) in gvs {
         let doc = super::openapi::document(&state, &g, &v);
-        let hash = fnv_hex(doc.to_string().as_bytes());
         let key = if g.is_empty() {
             format!("api/{v}")
         } else {
@@ -274,7 +292,7 @@ pub async fn openapi_v3_root(State(state): State<Arc<AppState>>) -> Response {
         };
         paths.insert(
             key.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}),
+            json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={}", doc.hash)}),
         );
     }
     json_response(StatusCode::OK, json!({"paths": paths}).to_string())
@@ -295,14 +313,5 @@ pub async fn openapi_v3_doc(
         return ApiError::path_not_found().into_response();
     }
     let doc = super::openapi::document(&state, g, v);
-    json_response(StatusCode::OK, doc.to_string())
-}
-
-fn fnv_hex(data: &[u8]) -> String {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in data {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    format!("{h:016X}")
+    json_response(StatusCode::OK, doc.json.clone())
 }

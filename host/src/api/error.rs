@@ -7,7 +7,9 @@ use crate::model::ApiError;
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = self.to_status().to_string();
+        // kube's JSON encoder ends every body with a newline.
+        let mut body = self.to_status().to_string();
+        body.push('\n');
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = (code, body).into_response();
         resp.headers_mut().insert(

@@ -202,11 +202,14 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 Deleted::Pending(obj) => {
                     Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
                 }
+                Deleted::Gone(obj) if ri.delete_returns_object => {
+                    Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
+                }
                 Deleted::Gone(obj) => {
                     let uid = crate::model::meta::meta_str(&obj.value, "uid").unwrap_or("");
                     let status =
                         crate::model::status::success_status(&ri.group, &ri.resource, name, uid);
-                    Ok(json_response(StatusCode::OK, status.to_string()))
+                    Ok(json_response(StatusCode::OK, format!("{status}\n")))
                 }
             }
         }

@@ -23,6 +23,9 @@ pub struct Builtin {
     pub create_only: bool,
     /// kube keeps `metadata.generation` for it (its strategy sets and bumps it).
     pub generation: bool,
+    /// A DELETE that removes it at once answers with the object, not a `Status` (kube's
+    /// `ReturnDeletedObject`).
+    pub delete_returns_object: bool,
 }
 
 const NS: bool = true;
@@ -47,6 +50,7 @@ const fn r(
         scale: false,
         create_only: false,
         generation: false,
+        delete_returns_object: false,
     }
 }
 
@@ -70,6 +74,10 @@ impl Builtin {
     }
     const fn generation(mut self) -> Self {
         self.generation = true;
+        self
+    }
+    const fn delete_returns_object(mut self) -> Self {
+        self.delete_returns_object = true;
         self
     }
     const fn categories(mut self, categories: &'static [&'static str]) -> Self {
@@ -103,7 +111,9 @@ pub const RESOURCES: &[Builtin] = &[
         .status(),
     r(CORE, "v1", "configmaps", "ConfigMap", NS).short(&["cm"]),
     r(CORE, "v1", "secrets", "Secret", NS),
-    r(CORE, "v1", "serviceaccounts", "ServiceAccount", NS).short(&["sa"]),
+    r(CORE, "v1", "serviceaccounts", "ServiceAccount", NS)
+        .short(&["sa"])
+        .delete_returns_object(),
     r(CORE, "v1", "events", "Event", NS).short(&["ev"]),
     r(CORE, "v1", "pods", "Pod", NS)
         .short(&["po"])
@@ -224,7 +234,9 @@ pub const RESOURCES: &[Builtin] = &[
         NS,
     ),
     // storage.k8s.io/v1
-    r(STORAGE, "v1", "storageclasses", "StorageClass", CLUSTER).short(&["sc"]),
+    r(STORAGE, "v1", "storageclasses", "StorageClass", CLUSTER)
+        .short(&["sc"])
+        .delete_returns_object(),
     r(STORAGE, "v1", "csidrivers", "CSIDriver", CLUSTER),
     r(STORAGE, "v1", "csinodes", "CSINode", CLUSTER),
     r(

@@ -474,6 +474,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 scale,
                 name_rule: crate::model::registry::NameRule::DnsSubdomain,
                 generation: true,
+                delete_returns_object: false,
                 custom: Some(Arc::new(CustomResource {
                     crd_name: name.clone(),
                     storage_version: storage_version.clone(),

@@ -90,6 +90,8 @@ pub struct ResourceInfo {
     /// Keeps `metadata.generation` (1 on create, bumped when anything but metadata and status
     /// changes), as kube's strategy for the kind does; custom resources always do.
     pub generation: bool,
+    /// A DELETE that removes the object at once answers with it instead of a `Status`.
+    pub delete_returns_object: bool,
 }
 
 impl ResourceInfo {
@@ -187,6 +189,7 @@ impl Registry {
                     custom: None,
                     create_only: b.create_only,
                     generation: b.generation,
+                    delete_returns_object: b.delete_returns_object,
                 })
             })
             .collect();

@@ -196,17 +196,16 @@ impl ApiError {
         e
     }
 
-    /// The `Status` object as kube serializes it.
+    /// The `Status` object as kube serializes it: fields in the order of kube's `Status` and
+    /// `StatusDetails` structs.
     pub fn to_status(&self) -> Value {
-        let mut status = json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        });
+        let mut status = serde_json::Map::new();
+        status.insert("kind".into(), "Status".into());
+        status.insert("apiVersion".into(), "v1".into());
+        status.insert("metadata".into(), json!({}));
+        status.insert("status".into(), "Failure".into());
+        status.insert("message".into(), self.message.clone().into());
+        status.insert("reason".into(), self.reason.into());
         if self.details.is_some() || !self.causes.is_empty() || self.retry_after.is_some() {
             let mut details = serde_json::Map::new();
             if let Some(d) = &self.details {
@@ -234,9 +233,10 @@ impl ApiError {
             if let Some(s) = self.retry_after {
                 details.insert("retryAfterSeconds".into(), s.into());
             }
-            status["details"] = Value::Object(details);
+            status.insert("details".into(), Value::Object(details));
         }
-        status
+        status.insert("code".into(), self.code.into());
+        Value::Object(status)
     }
 }
 
@@ -250,10 +250,13 @@ fn qualified(group: &str, resource: &str) -> String {
 
 /// A `Status` of success, as DELETE answers when the object is gone.
 pub fn success_status(group: &str, kind_plural: &str, name: &str, uid: &str) -> Value {
-    let mut details = json!({"name": name, "kind": kind_plural, "uid": uid});
+    let mut details = serde_json::Map::new();
+    details.insert("name".into(), name.into());
     if !group.is_empty() {
-        details["group"] = group.into();
+        details.insert("group".into(), group.into());
     }
+    details.insert("kind".into(), kind_plural.into());
+    details.insert("uid".into(), uid.into());
     json!({
         "kind": "Status",
         "apiVersion": "v1",
