@@ -673,6 +673,7 @@ impl Service {
                 crate::crd::validate(obj)
             } else {
                 crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
+                crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, old.is_none());
                 crate::model::workloads::validate(&ri.group, &ri.resource, obj, old)
             };
             causes.extend(crate::auth::escalation::role_ref_causes(ri, obj, old));
@@ -1227,6 +1228,7 @@ impl Service {
                 guard.check(ri, ns, Some(&view.value), &new)?;
             }
             let warnings = Self::admit(ri, &mut new, Some(&view.value), opts)?;
+            Self::bump_generation(ri, &view.value, &mut new);
             Self::validate(ri, &new)?;
             Self::check_finalizers(ri, &view.value, &new)?;
             Self::to_storage(ri, &mut new);
@@ -1302,7 +1304,6 @@ impl Service {
             }
         }
         let cur_meta = metadata(current).cloned().unwrap_or_default();
-        let generation_bump = ri.generation && spec_part(current) != spec_part(&new);
         let m = metadata_mut(&mut new)
             .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
         if let Some(uid) = m.get("uid").and_then(Value::as_str) {
@@ -1333,14 +1334,9 @@ impl Service {
                 }
             }
         }
-        // Requests cannot set generation; kinds that keep one bump it on a spec change.
+        // Requests cannot set generation; kinds that keep one bump it on a spec change, once
+        // the result is decoded and defaulted (`bump_generation`).
         match cur_meta.get("generation").and_then(Value::as_i64) {
-            Some(gen) if ri.generation => {
-                m.insert(
-                    "generation".into(),
-                    json!(if generation_bump { gen + 1 } else { gen }),
-                );
-            }
             Some(gen) => {
                 m.insert("generation".into(), json!(gen));
             }
@@ -1369,6 +1365,22 @@ impl Service {
             }
         }
         Ok(new)
+    }
+
+    /// Kinds that keep `generation` bump it when anything but metadata and status changed
+    /// (compared after decoding and defaults, so a patch that drops a defaulted field is no
+    /// change).
+    fn bump_generation(ri: &ResourceInfo, current: &Value, new: &mut Value) {
+        if !ri.generation || spec_part(current) == spec_part(new) {
+            return;
+        }
+        let gen = metadata(current)
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if let Some(m) = metadata_mut(new) {
+            m.insert("generation".into(), json!(gen + 1));
+        }
     }
 
     fn check_finalizers(ri: &ResourceInfo, current: &Value, new: &Value) -> Result<()> {

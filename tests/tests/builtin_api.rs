@@ -369,8 +369,10 @@ fn an_ordinary_manifest_applies_and_reapplies_unchanged() {
     let second = String::from_utf8_lossy(&out.stdout).into_owned();
     for line in second.lines() {
         // kubectl always sends a PodDisruptionBudget's selector again (its patch strategy is
-        // `replace`), so it prints "configured" against kube too; nothing changes on the server.
-        if line.starts_with("poddisruptionbudget") {
+        // `replace`) and a StatefulSet's volumeClaimTemplates (an atomic list that kube's
+        // defaults add to), so it prints "configured" against kube too; nothing changes on the
+        // server (checked below).
+        if line.starts_with("poddisruptionbudget") || line.starts_with("statefulset") {
             continue;
         }
         assert!(line.ends_with(" unchanged"), "{second}");
@@ -466,5 +468,96 @@ fn bodies_are_decoded_as_kube_decodes_them() {
         String::from_utf8_lossy(&out.stderr).contains("bogus"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn kube_defaults_strategies_and_answers() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    // Service defaults.
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports: [{port: 80, targetPort: 8080}]\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svc = s.kubectl_json(&["get", "service", "web", "-o", "json"]);
+    assert_eq!(svc["spec"]["type"], "ClusterIP", "{svc}");
+    assert_eq!(svc["spec"]["sessionAffinity"], "None");
+    assert_eq!(svc["spec"]["ports"][0]["protocol"], "TCP");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    // A Job: kube's job defaults and a selector generated from the Job's uid.
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: pi}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: pi, image: perl:5.34}]\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = s.kubectl_json(&["get", "job", "pi", "-o", "json"]);
+    let uid = job["metadata"]["uid"].as_str().unwrap();
+    assert_eq!(
+        job["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+        uid
+    );
+    assert_eq!(
+        job["spec"]["template"]["metadata"]["labels"]["job-name"],
+        "pi"
+    );
+    assert_eq!(job["spec"]["backoffLimit"], 6);
+    assert_eq!(job["spec"]["completions"], 1);
+    assert_eq!(job["metadata"]["generation"], 1);
+    // A Job's pods may not restart Always (the pod-spec default): kube's message.
+    let r = http.post_json(
+        "/apis/batch/v1/namespaces/default/jobs",
+        &json!({"metadata": {"name": "bad"}, "spec": {"template": {"spec": {
+            "containers": [{"name": "c", "image": "busybox"}]}}}}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(r.text().contains(
+        "spec.template.spec.restartPolicy: Unsupported value: \\\"Always\\\": supported values: \\\"OnFailure\\\", \\\"Never\\\""
+    ), "{}", r.text());
+    // DELETE answers the Service itself, as kube does; a ConfigMap's a Status.
+    let r = http.delete("/api/v1/namespaces/default/services/web");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["kind"], "Service");
+    http.post_json(
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "c"}}),
+    );
+    let r = http.delete("/api/v1/namespaces/default/configmaps/c");
+    let text = r.text();
+    assert!(text.ends_with("}\n"), "{text:?}");
+    let status = r.json();
+    let keys: Vec<&String> = status.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["kind", "apiVersion", "metadata", "status", "details"]
+    );
+    let detail_keys: Vec<&String> = status["details"].as_object().unwrap().keys().collect();
+    assert_eq!(detail_keys, ["name", "kind", "uid"]);
+    // Errors: kube's field order, and a trailing newline.
+    let r = http.get("/api/v1/namespaces/default/configmaps/c");
+    assert_eq!(r.status, 404);
+    assert!(r.text().ends_with("}\n"));
+    let keys: Vec<String> = r.json().as_object().unwrap().keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [
+            "kind",
+            "apiVersion",
+            "metadata",
+            "status",
+            "message",
+            "reason",
+            "details",
+            "code"
+        ]
     );
 }

@@ -4,6 +4,7 @@
 //! import-openapi`), and decoding as kube decodes ([`decode`]).
 
 pub mod decode;
+pub mod defaults;
 pub mod definitions;
 
 /// A served built-in resource. Singular names are the lower-cased kind, as in kube.
@@ -119,14 +120,16 @@ pub const RESOURCES: &[Builtin] = &[
         .short(&["po"])
         .all()
         .status()
-        .generation(),
+        .generation()
+        .delete_returns_object(),
     r(CORE, "v1", "nodes", "Node", CLUSTER)
         .short(&["no"])
         .status(),
     r(CORE, "v1", "services", "Service", NS)
         .short(&["svc"])
         .all()
-        .status(),
+        .status()
+        .delete_returns_object(),
     r(CORE, "v1", "endpoints", "Endpoints", NS).short(&["ep"]),
     r(CORE, "v1", "limitranges", "LimitRange", NS).short(&["limits"]),
     r(

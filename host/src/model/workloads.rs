@@ -62,7 +62,7 @@ fn default_template(spec: &mut Map<String, Value>) {
 }
 
 /// kube's `SetDefaults_PodSpec` and `SetDefaults_Container` for the scalar fields.
-fn default_pod_spec(spec: &mut Value) {
+pub(crate) fn default_pod_spec(spec: &mut Value) {
     let Some(spec) = spec.as_object_mut() else {
         return;
     };
@@ -224,7 +224,95 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
         ("apps", "deployments") | ("apps", "replicasets") => {
             validate_replicated(resource == "deployments", obj, old)
         }
+        ("apps", "statefulsets") | ("apps", "daemonsets") => validate_replicated(false, obj, old),
+        ("batch", "jobs") => {
+            let mut causes = Vec::new();
+            validate_job_template(obj.pointer("/spec/template"), "spec.template", &mut causes);
+            if let (Some(new_sel), Some(old_sel)) = (
+                obj.pointer("/spec/selector"),
+                old.and_then(|o| o.pointer("/spec/selector")),
+            ) {
+                if new_sel != old_sel {
+                    causes.push(Cause::new(
+                        "FieldValueInvalid",
+                        "spec.selector",
+                        format!("Invalid value: {new_sel}: field is immutable"),
+                    ));
+                }
+            }
+            causes
+        }
+        ("batch", "cronjobs") => {
+            let mut causes = Vec::new();
+            if obj
+                .pointer("/spec/schedule")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                causes.push(Cause::new(
+                    "FieldValueRequired",
+                    "spec.schedule",
+                    "Required value",
+                ));
+            }
+            validate_job_template(
+                obj.pointer("/spec/jobTemplate/spec/template"),
+                "spec.jobTemplate.spec.template",
+                &mut causes,
+            );
+            causes
+        }
+        ("", "services") => {
+            let spec = obj.get("spec");
+            let headless = spec
+                .and_then(|s| s.get("clusterIP"))
+                .and_then(Value::as_str)
+                == Some("None");
+            let external_name =
+                spec.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("ExternalName");
+            let no_ports = spec
+                .and_then(|s| s.get("ports"))
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty);
+            if no_ports && !headless && !external_name {
+                vec![Cause::new(
+                    "FieldValueRequired",
+                    "spec.ports",
+                    "Required value",
+                )]
+            } else {
+                Vec::new()
+            }
+        }
         _ => Vec::new(),
+    }
+}
+
+/// A Job's (or a CronJob's job template's) pod template: a pod spec whose restart policy is
+/// `OnFailure` or `Never`, as kube's `ValidateJobSpec` requires.
+fn validate_job_template(template: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
+    let Some(spec) = template.and_then(|t| t.get("spec")) else {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            &format!("{path}.spec.containers"),
+            "Required value",
+        ));
+        return;
+    };
+    validate_pod_spec(spec, &format!("{path}.spec"), causes);
+    let field = format!("{path}.spec.restartPolicy");
+    match spec.get("restartPolicy").and_then(Value::as_str) {
+        Some("OnFailure" | "Never") => {}
+        None | Some("") => causes.push(Cause::new(
+            "FieldValueRequired",
+            &field,
+            "Required value: valid values: \"OnFailure\", \"Never\"",
+        )),
+        Some(rp) => causes.push(Cause::new(
+            "FieldValueNotSupported",
+            &field,
+            format!("Unsupported value: \"{rp}\": supported values: \"OnFailure\", \"Never\""),
+        )),
     }
 }
 

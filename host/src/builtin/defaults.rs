@@ -1,0 +1,552 @@
+//! kube's defaults (`SetDefaults_*` of each API group, and the create-time parts of its
+//! strategies that clients see) for the built-in kinds beyond Pods, Deployments and ReplicaSets
+//! (those are in `model::workloads`). Applied after decoding, on every write, as kube applies
+//! defaults on every decode; `creating` adds what kube's `PrepareForCreate` does once.
+
+use serde_json::{json, Map, Value};
+
+use crate::model::workloads::default_pod_spec;
+
+/// Apply kube's defaults to an object of `group`/`resource` (decoded already).
+pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
+    match (group, resource) {
+        ("", "services") => service(obj),
+        ("", "replicationcontrollers") => replication_controller(obj),
+        ("", "podtemplates") => {
+            if let Some(t) = obj.get_mut("template") {
+                template(t);
+            }
+        }
+        ("", "persistentvolumeclaims") => {
+            if let Some(spec) = spec_of(obj) {
+                spec.entry("volumeMode").or_insert(json!("Filesystem"));
+            }
+        }
+        ("", "persistentvolumes") => {
+            if let Some(spec) = spec_of(obj) {
+                spec.entry("persistentVolumeReclaimPolicy")
+                    .or_insert(json!("Retain"));
+                spec.entry("volumeMode").or_insert(json!("Filesystem"));
+            }
+        }
+        ("", "endpoints") => {
+            for subset in array_mut(obj, "subsets") {
+                for port in array_mut(subset, "ports") {
+                    protocol_tcp(port);
+                }
+            }
+        }
+        ("discovery.k8s.io", "endpointslices") => {
+            for port in array_mut(obj, "ports") {
+                protocol_tcp(port);
+            }
+        }
+        ("apps", "statefulsets") => stateful_set(obj),
+        ("apps", "daemonsets") => daemon_set(obj),
+        ("batch", "jobs") => job(obj, creating),
+        ("batch", "cronjobs") => cron_job(obj),
+        ("autoscaling", "horizontalpodautoscalers") => hpa(obj),
+        ("networking.k8s.io", "networkpolicies") => network_policy(obj),
+        ("storage.k8s.io", "storageclasses") => {
+            if let Some(m) = obj.as_object_mut() {
+                m.entry("reclaimPolicy").or_insert(json!("Delete"));
+                m.entry("volumeBindingMode").or_insert(json!("Immediate"));
+            }
+        }
+        ("storage.k8s.io", "csidrivers") => {
+            if let Some(spec) = spec_of(obj) {
+                spec.entry("attachRequired").or_insert(json!(true));
+                spec.entry("podInfoOnMount").or_insert(json!(false));
+                spec.entry("fsGroupPolicy")
+                    .or_insert(json!("ReadWriteOnceWithFSType"));
+                spec.entry("volumeLifecycleModes")
+                    .or_insert(json!(["Persistent"]));
+                spec.entry("requiresRepublish").or_insert(json!(false));
+                spec.entry("storageCapacity").or_insert(json!(false));
+                spec.entry("seLinuxMount").or_insert(json!(false));
+            }
+        }
+        ("scheduling.k8s.io", "priorityclasses") => {
+            if let Some(m) = obj.as_object_mut() {
+                m.entry("preemptionPolicy")
+                    .or_insert(json!("PreemptLowerPriority"));
+            }
+        }
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+            for w in array_mut(obj, "webhooks") {
+                webhook(w, false);
+            }
+        }
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+            for w in array_mut(obj, "webhooks") {
+                webhook(w, true);
+            }
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            if let Some(spec) = spec_of(obj) {
+                spec.entry("failurePolicy").or_insert(json!("Fail"));
+                if let Some(mc) = spec
+                    .get_mut("matchConstraints")
+                    .and_then(Value::as_object_mut)
+                {
+                    match_resources(mc);
+                }
+            }
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+            if let Some(mr) = spec_of(obj)
+                .and_then(|s| s.get_mut("matchResources"))
+                .and_then(Value::as_object_mut)
+            {
+                match_resources(mr);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn spec_of(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    obj.get_mut("spec").and_then(Value::as_object_mut)
+}
+
+fn array_mut<'a>(v: &'a mut Value, field: &str) -> impl Iterator<Item = &'a mut Value> {
+    v.get_mut(field)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+}
+
+fn protocol_tcp(port: &mut Value) {
+    if let Some(p) = port.as_object_mut() {
+        p.entry("protocol").or_insert(json!("TCP"));
+    }
+}
+
+/// A pod template's spec gets the pod-spec defaults.
+fn template(t: &mut Value) {
+    if let Some(spec) = t.get_mut("spec").filter(|s| s.is_object()) {
+        default_pod_spec(spec);
+    }
+}
+
+fn spec_template(spec: &mut Map<String, Value>) {
+    if let Some(t) = spec.get_mut("template") {
+        template(t);
+    }
+}
+
+/// `SetDefaults_Service` (IP families and addresses are the allocator's, not defaults).
+fn service(obj: &mut Value) {
+    let Some(spec) = spec_of(obj) else { return };
+    spec.entry("sessionAffinity").or_insert(json!("None"));
+    let ty = spec
+        .entry("type")
+        .or_insert(json!("ClusterIP"))
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    if spec.get("sessionAffinity").and_then(Value::as_str) == Some("ClientIP") {
+        let cfg = spec
+            .entry("sessionAffinityConfig")
+            .or_insert_with(|| json!({}));
+        if let Some(cfg) = cfg.as_object_mut() {
+            let ip = cfg.entry("clientIP").or_insert_with(|| json!({}));
+            if let Some(ip) = ip.as_object_mut() {
+                ip.entry("timeoutSeconds").or_insert(json!(10800));
+            }
+        }
+    }
+    if matches!(ty.as_str(), "ClusterIP" | "NodePort" | "LoadBalancer") {
+        spec.entry("internalTrafficPolicy")
+            .or_insert(json!("Cluster"));
+    }
+    if matches!(ty.as_str(), "NodePort" | "LoadBalancer") {
+        spec.entry("externalTrafficPolicy")
+            .or_insert(json!("Cluster"));
+    }
+    if ty == "LoadBalancer" {
+        spec.entry("allocateLoadBalancerNodePorts")
+            .or_insert(json!(true));
+    }
+    for port in spec
+        .get_mut("ports")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let Some(p) = port.as_object_mut() else {
+            continue;
+        };
+        p.entry("protocol").or_insert(json!("TCP"));
+        let target_unset = match p.get("targetPort") {
+            None | Some(Value::Null) => true,
+            Some(Value::Number(n)) => n.as_i64() == Some(0),
+            Some(Value::String(s)) => s.is_empty(),
+            _ => false,
+        };
+        if target_unset {
+            if let Some(port) = p.get("port").cloned() {
+                p.insert("targetPort".into(), port);
+            }
+        }
+    }
+}
+
+/// `SetDefaults_ReplicationController`: selector and labels from the template's labels.
+fn replication_controller(obj: &mut Value) {
+    let template_labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
+    if let Some(labels) = &template_labels {
+        let empty = |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(Map::is_empty);
+        if empty(obj.pointer("/spec/selector")) {
+            if let Some(spec) = spec_of(obj) {
+                spec.insert("selector".into(), labels.clone());
+            }
+        }
+        if empty(obj.pointer("/metadata/labels")) {
+            if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.insert("labels".into(), labels.clone());
+            }
+        }
+    }
+    if let Some(spec) = spec_of(obj) {
+        spec.entry("replicas").or_insert(json!(1));
+        spec_template(spec);
+    }
+}
+
+fn stateful_set(obj: &mut Value) {
+    let Some(spec) = spec_of(obj) else { return };
+    spec.entry("replicas").or_insert(json!(1));
+    spec.entry("podManagementPolicy")
+        .or_insert(json!("OrderedReady"));
+    let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+    if let Some(st) = strategy.as_object_mut() {
+        let ty = st.entry("type").or_insert(json!("RollingUpdate")).clone();
+        if ty == "RollingUpdate" {
+            let ru = st.entry("rollingUpdate").or_insert_with(|| json!({}));
+            if let Some(ru) = ru.as_object_mut() {
+                ru.entry("partition").or_insert(json!(0));
+            }
+        }
+    }
+    spec.entry("revisionHistoryLimit").or_insert(json!(10));
+    let retention = spec
+        .entry("persistentVolumeClaimRetentionPolicy")
+        .or_insert_with(|| json!({}));
+    if let Some(r) = retention.as_object_mut() {
+        r.entry("whenDeleted").or_insert(json!("Retain"));
+        r.entry("whenScaled").or_insert(json!("Retain"));
+    }
+    for pvc in spec
+        .get_mut("volumeClaimTemplates")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let Some(p) = pvc.as_object_mut() else {
+            continue;
+        };
+        p.entry("apiVersion").or_insert(json!("v1"));
+        p.entry("kind").or_insert(json!("PersistentVolumeClaim"));
+        if let Some(s) = p.get_mut("spec").and_then(Value::as_object_mut) {
+            s.entry("volumeMode").or_insert(json!("Filesystem"));
+        }
+        p.entry("status").or_insert(json!({"phase": "Pending"}));
+    }
+    spec_template(spec);
+}
+
+fn daemon_set(obj: &mut Value) {
+    let Some(spec) = spec_of(obj) else { return };
+    let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+    if let Some(st) = strategy.as_object_mut() {
+        let ty = st.entry("type").or_insert(json!("RollingUpdate")).clone();
+        if ty == "RollingUpdate" {
+            let ru = st.entry("rollingUpdate").or_insert_with(|| json!({}));
+            if let Some(ru) = ru.as_object_mut() {
+                ru.entry("maxUnavailable").or_insert(json!(1));
+                ru.entry("maxSurge").or_insert(json!(0));
+            }
+        }
+    }
+    spec.entry("revisionHistoryLimit").or_insert(json!(10));
+    spec_template(spec);
+}
+
+/// `SetDefaults_Job`, and on create the job strategy's generated selector: the template (and
+/// the Job, when it had no labels of its own) is labelled with the Job's uid and name.
+fn job(obj: &mut Value, creating: bool) {
+    let job_labels_empty = obj
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty);
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let Some(spec) = spec_of(obj) else { return };
+    job_spec(spec);
+    let manual = spec.get("manualSelector").and_then(Value::as_bool) == Some(true);
+    if creating && !manual && !uid.is_empty() {
+        spec.insert(
+            "selector".into(),
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+        );
+        let t = spec.entry("template").or_insert_with(|| json!({}));
+        if let Some(t) = t.as_object_mut() {
+            let meta = t.entry("metadata").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                let labels = meta.entry("labels").or_insert_with(|| json!({}));
+                if let Some(labels) = labels.as_object_mut() {
+                    labels.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
+                    labels.insert("batch.kubernetes.io/job-name".into(), json!(name));
+                    labels.insert("controller-uid".into(), json!(uid));
+                    labels.insert("job-name".into(), json!(name));
+                }
+            }
+        }
+    }
+    // kube's Job takes its template's labels when it has none (after the selector labels were
+    // added: kube's defaulting shares the map).
+    if job_labels_empty {
+        let labels = obj.pointer("/spec/template/metadata/labels").cloned();
+        if let (Some(labels), Some(m)) = (
+            labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty())),
+            obj.get_mut("metadata").and_then(Value::as_object_mut),
+        ) {
+            m.insert("labels".into(), labels);
+        }
+    }
+}
+
+fn job_spec(spec: &mut Map<String, Value>) {
+    if spec.get("completions").is_none() && spec.get("parallelism").is_none() {
+        spec.insert("completions".into(), json!(1));
+    }
+    spec.entry("parallelism").or_insert(json!(1));
+    let per_index = spec.get("backoffLimitPerIndex").is_some();
+    spec.entry("backoffLimit")
+        .or_insert(json!(if per_index { i32::MAX } else { 6 }));
+    spec.entry("completionMode").or_insert(json!("NonIndexed"));
+    spec.entry("suspend").or_insert(json!(false));
+    let failure_policy = spec.get("podFailurePolicy").is_some();
+    spec.entry("podReplacementPolicy")
+        .or_insert(json!(if failure_policy {
+            "Failed"
+        } else {
+            "TerminatingOrFailed"
+        }));
+    spec_template(spec);
+}
+
+fn cron_job(obj: &mut Value) {
+    let Some(spec) = spec_of(obj) else { return };
+    spec.entry("concurrencyPolicy").or_insert(json!("Allow"));
+    spec.entry("suspend").or_insert(json!(false));
+    spec.entry("successfulJobsHistoryLimit").or_insert(json!(3));
+    spec.entry("failedJobsHistoryLimit").or_insert(json!(1));
+    if let Some(t) = spec
+        .get_mut("jobTemplate")
+        .and_then(|t| t.get_mut("spec"))
+        .and_then(Value::as_object_mut)
+    {
+        spec_template(t);
+    }
+}
+
+/// autoscaling/v2 `SetDefaults_HorizontalPodAutoscaler` and its behavior defaults.
+fn hpa(obj: &mut Value) {
+    let Some(spec) = spec_of(obj) else { return };
+    spec.entry("minReplicas").or_insert(json!(1));
+    let no_metrics = spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if no_metrics {
+        spec.insert(
+            "metrics".into(),
+            json!([{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
+    if let Some(b) = spec.get_mut("behavior").and_then(Value::as_object_mut) {
+        let rules = |b: &mut Map<String, Value>, key: &str, window: i64, policies: Value| {
+            let r = b.entry(key).or_insert_with(|| json!({}));
+            if let Some(r) = r.as_object_mut() {
+                r.entry("stabilizationWindowSeconds")
+                    .or_insert(json!(window));
+                r.entry("selectPolicy").or_insert(json!("Max"));
+                r.entry("policies").or_insert(policies);
+            }
+        };
+        rules(
+            b,
+            "scaleUp",
+            0,
+            json!([{"type": "Pods", "value": 4, "periodSeconds": 15},
+                   {"type": "Percent", "value": 100, "periodSeconds": 15}]),
+        );
+        rules(
+            b,
+            "scaleDown",
+            300,
+            json!([{"type": "Percent", "value": 100, "periodSeconds": 15}]),
+        );
+    }
+}
+
+/// `SetDefaults_NetworkPolicy`: policy types from the rules present; ports TCP.
+fn network_policy(obj: &mut Value) {
+    let Some(spec) = spec_of(obj) else { return };
+    for dir in ["ingress", "egress"] {
+        for rule in spec
+            .get_mut(dir)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            for port in array_mut(rule, "ports") {
+                protocol_tcp(port);
+            }
+        }
+    }
+    let no_types = spec
+        .get("policyTypes")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if no_types {
+        let egress = spec
+            .get("egress")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        let types = if egress {
+            json!(["Ingress", "Egress"])
+        } else {
+            json!(["Ingress"])
+        };
+        spec.insert("policyTypes".into(), types);
+    }
+}
+
+/// admissionregistration/v1 webhook defaults.
+fn webhook(w: &mut Value, mutating: bool) {
+    let Some(w) = w.as_object_mut() else { return };
+    w.entry("failurePolicy").or_insert(json!("Fail"));
+    w.entry("matchPolicy").or_insert(json!("Equivalent"));
+    w.entry("namespaceSelector").or_insert(json!({}));
+    w.entry("objectSelector").or_insert(json!({}));
+    w.entry("timeoutSeconds").or_insert(json!(10));
+    if mutating {
+        w.entry("reinvocationPolicy").or_insert(json!("Never"));
+    }
+    for rule in w
+        .get_mut("rules")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(r) = rule.as_object_mut() {
+            r.entry("scope").or_insert(json!("*"));
+        }
+    }
+    if let Some(cfg) = w.get_mut("clientConfig").and_then(Value::as_object_mut) {
+        if let Some(svc) = cfg.get_mut("service").and_then(Value::as_object_mut) {
+            svc.entry("port").or_insert(json!(443));
+        }
+    }
+}
+
+fn match_resources(m: &mut Map<String, Value>) {
+    m.entry("matchPolicy").or_insert(json!("Equivalent"));
+    m.entry("namespaceSelector").or_insert(json!({}));
+    m.entry("objectSelector").or_insert(json!({}));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn services_get_kubes_defaults() {
+        let mut s = json!({"spec": {"ports": [{"port": 80}, {"port": 81, "targetPort": "http"}]}});
+        apply("", "services", &mut s, true);
+        assert_eq!(
+            s["spec"],
+            json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": 80},
+                             {"port": 81, "targetPort": "http", "protocol": "TCP"}],
+                   "sessionAffinity": "None", "type": "ClusterIP",
+                   "internalTrafficPolicy": "Cluster"})
+        );
+    }
+
+    #[test]
+    fn jobs_get_defaults_and_a_generated_selector_on_create() {
+        let mut j = json!({"metadata": {"name": "pi", "uid": "u-1"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "perl:5"}]}}}});
+        apply("batch", "jobs", &mut j, true);
+        assert_eq!(j["spec"]["completions"], 1);
+        assert_eq!(j["spec"]["parallelism"], 1);
+        assert_eq!(j["spec"]["backoffLimit"], 6);
+        assert_eq!(j["spec"]["completionMode"], "NonIndexed");
+        assert_eq!(
+            j["spec"]["selector"],
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}})
+        );
+        assert_eq!(
+            j["spec"]["template"]["metadata"]["labels"]["job-name"],
+            "pi"
+        );
+        assert_eq!(
+            j["metadata"]["labels"]["batch.kubernetes.io/job-name"],
+            "pi"
+        );
+        assert_eq!(
+            j["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+            "IfNotPresent"
+        );
+        // An update does not regenerate anything.
+        let before = j.clone();
+        apply("batch", "jobs", &mut j, false);
+        assert_eq!(j, before);
+    }
+
+    #[test]
+    fn workload_and_policy_kinds_get_defaults() {
+        let mut s = json!({"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"spec": {"containers": []}}}});
+        apply("apps", "statefulsets", &mut s, true);
+        assert_eq!(s["spec"]["podManagementPolicy"], "OrderedReady");
+        assert_eq!(s["spec"]["updateStrategy"]["rollingUpdate"]["partition"], 0);
+        let mut d = json!({"spec": {}});
+        apply("apps", "daemonsets", &mut d, true);
+        assert_eq!(
+            d["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"],
+            1
+        );
+        let mut h = json!({"spec": {"maxReplicas": 3}});
+        apply("autoscaling", "horizontalpodautoscalers", &mut h, true);
+        assert_eq!(h["spec"]["minReplicas"], 1);
+        assert_eq!(
+            h["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+            80
+        );
+        let mut n = json!({"spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}});
+        apply("networking.k8s.io", "networkpolicies", &mut n, true);
+        assert_eq!(n["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        assert_eq!(n["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
+        let mut rc =
+            json!({"metadata": {}, "spec": {"template": {"metadata": {"labels": {"app": "x"}}}}});
+        apply("", "replicationcontrollers", &mut rc, true);
+        assert_eq!(rc["spec"]["selector"], json!({"app": "x"}));
+        assert_eq!(rc["metadata"]["labels"], json!({"app": "x"}));
+    }
+}
