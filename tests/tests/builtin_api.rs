@@ -561,3 +561,103 @@ fn kube_defaults_strategies_and_answers() {
         ]
     );
 }
+
+#[test]
+fn kubectl_create_generators_send_protobuf_for_every_kind() {
+    let s = Server::start().unwrap();
+    // Each of these sends an `application/vnd.kubernetes.protobuf` body.
+    for args in [
+        &["create", "service", "clusterip", "web", "--tcp=80:8080"][..],
+        &["create", "service", "nodeport", "np", "--tcp=81:8081"],
+        &[
+            "create",
+            "job",
+            "pi",
+            "--image=perl:5.34",
+            "--",
+            "perl",
+            "-e",
+            "print 1",
+        ],
+        &[
+            "create",
+            "cronjob",
+            "nightly",
+            "--image=busybox",
+            "--schedule=0 3 * * *",
+        ],
+        &[
+            "create",
+            "ingress",
+            "web",
+            "--rule=web.example.com/*=web:80",
+        ],
+        &[
+            "create",
+            "poddisruptionbudget",
+            "web",
+            "--selector=app=web",
+            "--min-available=1",
+        ],
+        &[
+            "create",
+            "priorityclass",
+            "high",
+            "--value=1000",
+            "--description=high",
+        ],
+        &["create", "quota", "q", "--hard=pods=10,cpu=2"],
+        &[
+            "create",
+            "deployment",
+            "app",
+            "--image=nginx:1.27",
+            "--replicas=0",
+        ],
+    ] {
+        s.kubectl_ok(args);
+    }
+    s.kubectl_ok(&[
+        "expose",
+        "deployment",
+        "app",
+        "--port=80",
+        "--target-port=8080",
+    ]);
+    let svc = s.kubectl_json(&["get", "service", "web", "-o", "json"]);
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80, "{svc}");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert_eq!(svc["spec"]["ports"][0]["protocol"], "TCP");
+    assert_eq!(svc["spec"]["selector"]["app"], "web");
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert!(svc["metadata"]["creationTimestamp"].is_string());
+    let np = s.kubectl_json(&["get", "service", "np", "-o", "json"]);
+    assert_eq!(np["spec"]["type"], "NodePort");
+    assert_eq!(np["spec"]["externalTrafficPolicy"], "Cluster");
+    let job = s.kubectl_json(&["get", "job", "pi", "-o", "json"]);
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["command"],
+        json!(["perl", "-e", "print 1"])
+    );
+    assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+    let cj = s.kubectl_json(&["get", "cronjob", "nightly", "-o", "json"]);
+    assert_eq!(cj["spec"]["schedule"], "0 3 * * *");
+    let ing = s.kubectl_json(&["get", "ingress", "web", "-o", "json"]);
+    assert_eq!(ing["spec"]["rules"][0]["host"], "web.example.com");
+    assert_eq!(
+        ing["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["port"]["number"],
+        80
+    );
+    let pdb = s.kubectl_json(&["get", "pdb", "web", "-o", "json"]);
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    let pc = s.kubectl_json(&["get", "priorityclass", "high", "-o", "json"]);
+    assert_eq!(pc["value"], 1000);
+    let quota = s.kubectl_json(&["get", "quota", "q", "-o", "json"]);
+    assert_eq!(quota["spec"]["hard"], json!({"cpu": "2", "pods": "10"}));
+    // A pointer set to zero whose documentation names a default survives.
+    let dep = s.kubectl_json(&["get", "deployment", "app", "-o", "json"]);
+    assert_eq!(dep["spec"]["replicas"], 0);
+    let exposed = s.kubectl_json(&["get", "service", "app", "-o", "json"]);
+    assert_eq!(exposed["spec"]["ports"][0]["targetPort"], 8080);
+    assert_eq!(exposed["spec"]["selector"]["app"], "app");
+}

@@ -7,6 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 mod openapi;
+mod protobuf;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -440,11 +441,12 @@ fn main() -> Result<()> {
         "bench" => bench(&rest),
         "demo" => demo(&rest),
         "fuzz" => fuzz(&rest),
+        "import-protobuf" => protobuf::import(&rest, &root()),
         "import-openapi" => {
             openapi::import(&rest, &root().join("host/src/builtin/definitions.json"))
         }
         _ => {
-            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz|import-openapi> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...\n  import-openapi DIR  refresh host/src/builtin/definitions.json from kubernetes-json-schema");
+            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz|import-openapi|import-protobuf> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...\n  import-openapi DIR  refresh host/src/builtin/definitions.json from kubernetes-json-schema\n  import-protobuf [DIR]  refresh host/src/builtin/protobuf.json from the k8s-pb crate's source");
             std::process::exit(2);
         }
     }

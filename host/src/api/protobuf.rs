@@ -177,11 +177,19 @@ pub fn decode(body: &[u8]) -> Result<Value> {
             "the envelope has no apiVersion or kind".to_string(),
         ));
     }
-    let Some(codec) = codec(&api_version, &kind) else {
-        return Err(ProtobufError::Unsupported { api_version, kind });
+    let raw = unknown.raw.as_deref().unwrap_or_default();
+    let fields = match codec(&api_version, &kind) {
+        Some(codec) => (codec.decode)(raw).map_err(|e| e.with_type(&api_version, &kind))?,
+        None => {
+            // Every other built-in kind: decoded generically from kube's proto field numbers.
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+            if !crate::builtin::protobuf::supports(group, version, &kind) {
+                return Err(ProtobufError::Unsupported { api_version, kind });
+            }
+            crate::builtin::protobuf::decode(group, version, &kind, raw)
+                .map_err(|e| ProtobufError::Decode(e.to_string()))?
+        }
     };
-    let fields = (codec.decode)(unknown.raw.as_deref().unwrap_or_default())
-        .map_err(|e| e.with_type(&api_version, &kind))?;
     let mut out = Map::new();
     out.insert("apiVersion".to_string(), Value::String(api_version));
     out.insert("kind".to_string(), Value::String(kind));
@@ -3277,16 +3285,23 @@ mod tests {
 
     #[test]
     fn unsupported_kind_is_an_error() {
+        // Built-in kinds without a table of their own are decoded generically; other kinds are
+        // refused.
         let body = envelope("apps/v1", "DaemonSet", vec![]);
+        assert_eq!(
+            decode(&body).unwrap(),
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet"})
+        );
+        let body = envelope("example.com/v1", "Widget", vec![]);
         let err = decode(&body).unwrap_err();
         assert!(matches!(
             &err,
             ProtobufError::Unsupported { api_version, kind }
-                if api_version == "apps/v1" && kind == "DaemonSet"
+                if api_version == "example.com/v1" && kind == "Widget"
         ));
         assert_eq!(
             err.to_string(),
-            "the protobuf body for apps/v1 DaemonSet cannot be decoded by this server; send application/json"
+            "the protobuf body for example.com/v1 Widget cannot be decoded by this server; send application/json"
         );
         assert!(matches!(
             encode(&json!({"apiVersion": "apps/v1", "kind": "DaemonSet"})),
