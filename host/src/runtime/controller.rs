@@ -53,6 +53,8 @@ pub struct StatusInfo {
 /// A compiled module and what it registered.
 pub struct Module {
     pub component: Component,
+    /// Keeps the compiled artifact shared with other controllers of identical bytes.
+    pub artifact: Arc<super::compile::Artifact>,
     pub registration: wit::Registration,
     pub sha256: String,
     pub generation: u64,
@@ -168,21 +170,15 @@ impl ControllerHandle {
     /// the queue (and backoff state) and, when the watches are unchanged, the informers.
     pub async fn load(self: &Arc<Self>, bytes: Vec<u8>) -> Result<(), RuntimeError> {
         let started = Instant::now();
-        let sha = super::sha256_hex(&bytes);
-        let rt = self.host.runtime.clone();
-        let compiled = tokio::task::spawn_blocking(move || {
-            let t = Instant::now();
-            rt.compile(&bytes).map(|c| (c, t.elapsed()))
-        })
-        .await
-        .map_err(|e| RuntimeError::Compile(e.to_string()))?;
-        let (component, compile_time) = match compiled {
-            Ok(c) => c,
-            Err(e) => {
-                self.fail(&e, self.module().is_none());
-                return Err(e);
-            }
-        };
+        let (artifact, component, compile_time) =
+            match self.host.runtime.compiler.compile(bytes).await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.fail(&e, self.module().is_none());
+                    return Err(e);
+                }
+            };
+        let sha = artifact.sha256.clone();
         // Identity first: register() may not call the API, but reconcile will.
         let ctx = self.ensure_ctx();
         let rt = self.host.runtime.clone();
@@ -223,6 +219,7 @@ impl ControllerHandle {
         });
         let module = Arc::new(Module {
             component,
+            artifact,
             registration,
             sha256: sha.clone(),
             generation,

@@ -54,6 +54,11 @@ impl Folder {
         })
     }
 
+    /// Components compiled so far (identical bytes share one compile).
+    pub fn compiles(&self) -> u64 {
+        self.host.runtime.compiler.compiles()
+    }
+
     pub async fn handles(&self) -> Vec<Arc<ControllerHandle>> {
         self.entries
             .lock()
