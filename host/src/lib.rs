@@ -8,6 +8,7 @@ pub mod api;
 pub mod auth;
 pub mod controllers;
 pub mod crd;
+pub mod informer;
 pub mod metrics;
 pub mod model;
 pub mod patch;

@@ -14,9 +14,9 @@ use wasmtime::component::Component;
 use super::queue::WorkQueue;
 use super::{wit, Host, HostCtx, Instance, RuntimeError};
 use crate::auth::UserInfo;
+use crate::informer::{Change, Reflector, StoreSource, Watcher};
 use crate::model::{meta, ResourceInfo};
 use crate::service::{Filter, Subresource, WriteOptions};
-use crate::store::{StoreError, WatchFrom};
 
 pub type Key = (String, String);
 
@@ -60,6 +60,27 @@ pub struct Module {
     pub generation: u64,
 }
 
+/// Workers dispatch only once every informer has its initial list in (or waits for its kind to
+/// be served): the number of informers not there yet, per start of the informers.
+struct SyncGate(tokio::sync::watch::Sender<usize>);
+
+impl SyncGate {
+    fn new(informers: usize) -> Arc<Self> {
+        Arc::new(Self(tokio::sync::watch::Sender::new(informers)))
+    }
+
+    /// One informer is there (once: `done` remembers).
+    fn ready(&self, done: &mut bool) {
+        if !std::mem::replace(done, true) {
+            self.0.send_modify(|n| *n = n.saturating_sub(1));
+        }
+    }
+
+    async fn wait(&self) {
+        let _ = self.0.subscribe().wait_for(|n| *n == 0).await;
+    }
+}
+
 pub struct ControllerHandle {
     pub name: String,
     host: Arc<Host>,
@@ -67,6 +88,8 @@ pub struct ControllerHandle {
     module: RwLock<Option<Arc<Module>>>,
     ctx: RwLock<Option<Arc<HostCtx>>>,
     informers: Mutex<Vec<JoinHandle<()>>>,
+    /// The gate of the informers running now.
+    gate: Mutex<Arc<SyncGate>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     pub stats: Stats,
     pub status: Mutex<StatusInfo>,
@@ -112,6 +135,7 @@ impl ControllerHandle {
             module: RwLock::new(None),
             ctx: RwLock::new(None),
             informers: Mutex::new(Vec::new()),
+            gate: Mutex::new(SyncGate::new(0)),
             workers: Mutex::new(Vec::new()),
             stats: Stats::default(),
             status: Mutex::new(StatusInfo {
@@ -359,9 +383,14 @@ impl ControllerHandle {
         for t in tasks.drain(..) {
             t.abort();
         }
+        let gate = SyncGate::new(module.registration.watches.len());
+        if let Ok(mut g) = self.gate.lock() {
+            *g = gate.clone();
+        }
         for w in module.registration.watches.iter().cloned() {
             let this = self.clone();
-            tasks.push(tokio::spawn(async move { this.informer(w).await }));
+            let gate = gate.clone();
+            tasks.push(tokio::spawn(async move { this.informer(w, &gate).await }));
         }
         if let Some(secs) = module.registration.resync_seconds.filter(|s| *s > 0) {
             let this = self.clone();
@@ -443,12 +472,15 @@ impl ControllerHandle {
 
     /// One kind for as long as the controller runs: wait until it is served (a CRD may come
     /// after the controller), list + watch it, and when it stops being served (its CRD deleted)
-    /// wait again; the status says what it waits for.
-    async fn informer(self: Arc<Self>, w: wit::Watch) {
+    /// wait again; the status says what it waits for. The gate opens for this informer once its
+    /// first list is queued, or when it starts waiting for its kind.
+    async fn informer(self: Arc<Self>, w: wit::Watch, gate: &SyncGate) {
         let Some(filter) = Self::filter(&w) else {
             tracing::warn!(controller = %self.name, resource = %w.resource, "invalid watch");
+            gate.ready(&mut false);
             return;
         };
+        let mut ready = false;
         let mut changes = self.host.service.registry.changes();
         let mut why = format!(
             "waiting for {} to be served (is its CustomResourceDefinition applied?)",
@@ -460,6 +492,7 @@ impl ControllerHandle {
                     break ri;
                 }
                 self.set_waiting(&w, Some(why.clone())).await;
+                gate.ready(&mut ready);
                 if changes.changed().await.is_err() {
                     return;
                 }
@@ -475,8 +508,24 @@ impl ControllerHandle {
                     }
                 }
             };
+            let watcher = Watcher::new(
+                StoreSource {
+                    store: self.host.service.store.clone(),
+                    resource: ri.group_resource(),
+                },
+                Some(filter.clone()),
+            );
+            let reflector = Reflector::new();
+            let mut reader = reflector.reader();
+            let run = crate::informer::run(watcher, reflector, |c| self.on_change(&w, &c));
+            let synced = async {
+                reader.wait_synced().await;
+                gate.ready(&mut ready);
+                std::future::pending::<()>().await
+            };
             tokio::select! {
-                () = self.watch_kind(&w, &ri, &filter) => return,
+                () = run => return,
+                () = synced => {}
                 () = gone => {
                     why = format!(
                         "{} is no longer served (its CustomResourceDefinition was deleted); waiting for it to be served again",
@@ -487,59 +536,20 @@ impl ControllerHandle {
         }
     }
 
-    /// list + watch one served kind, resuming after a lag and relisting when the history is
-    /// gone. Returns only when the store closes.
-    async fn watch_kind(&self, w: &wit::Watch, ri: &ResourceInfo, filter: &Filter) {
-        let store = self.host.service.store.clone();
-        let mut from = WatchFrom::Now;
-        loop {
-            let mut start = match store.watch(&ri.group_resource(), from) {
-                Ok(s) => s,
-                Err(StoreError::TooOld { .. }) => {
-                    from = WatchFrom::Now;
-                    continue;
-                }
-                Err(e) => {
-                    tracing::error!(controller = %self.name, error = %e, "informer cannot watch");
-                    return;
-                }
-            };
-            let mut last = start.rv;
-            if let Some(snap) = start.snapshot.take() {
-                for obj in snap.items.values() {
-                    if filter.matches(&obj.value) {
-                        self.enqueue_for(w, &obj.value);
-                    }
+    /// A change of a watched kind (the filter applied): enqueue the primary keys it maps to.
+    /// Objects listed, changed, deleted, or forgotten by a relist (deleted while the watch was
+    /// cut) all enqueue; a change of owner enqueues the previous owner too.
+    fn on_change(&self, w: &wit::Watch, change: &Change) {
+        match change {
+            Change::Listed { object, .. } | Change::Deleted { object, .. } => {
+                self.enqueue_for(w, &object.value)
+            }
+            Change::Applied { object, prev } => {
+                self.enqueue_for(w, &object.value);
+                if let (wit::KeyMapping::Owner(_), Some(p)) = (&w.mapping, prev) {
+                    self.enqueue_for(w, &p.value);
                 }
             }
-            for ev in std::mem::take(&mut start.backlog) {
-                last = last.max(ev.rv);
-                self.on_event(w, filter, &ev);
-            }
-            loop {
-                match start.live.recv().await {
-                    Ok(ev) => {
-                        if ev.rv <= last {
-                            continue;
-                        }
-                        last = ev.rv;
-                        self.on_event(w, filter, &ev);
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        from = WatchFrom::After(last);
-                        break;
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                }
-            }
-        }
-    }
-
-    fn on_event(&self, w: &wit::Watch, filter: &Filter, ev: &crate::store::Event) {
-        let now = filter.matches(&ev.object.value);
-        let before = ev.prev.as_ref().is_some_and(|p| filter.matches(&p.value));
-        if now || before {
-            self.enqueue_for(w, &ev.object.value);
         }
     }
 
@@ -560,6 +570,12 @@ impl ControllerHandle {
     }
 
     async fn worker(self: Arc<Self>, ctx: Arc<HostCtx>) {
+        // No dispatch before every informer's initial list is queued.
+        let gate = self
+            .gate
+            .lock()
+            .map_or_else(|p| p.into_inner().clone(), |g| g.clone());
+        gate.wait().await;
         let mut instance: Option<(u64, Instance)> = None;
         while let Some(key) = self.queue.next().await {
             let Some(module) = self.module() else {
@@ -893,19 +909,7 @@ mod tests {
     /// The authorization behind `cache-get`/`cache-list` and the watches' check at load.
     #[tokio::test]
     async fn cache_reads_and_watches_are_authorized_with_the_controllers_identity() {
-        let dir = std::env::temp_dir().join(format!(
-            "turtles-cache-authz-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let store: Arc<dyn crate::store::Store> = Arc::new(
-            crate::store::sled_store::SledStore::open(crate::store::sled_store::StoreOptions {
-                fsync: false,
-                ..crate::store::sled_store::StoreOptions::in_dir(dir.clone())
-            })
-            .unwrap(),
-        );
+        let (store, dir) = crate::store::sled_store::temp_store("cache-authz");
         let registry = Arc::new(crate::model::Registry::with_builtins());
         let service = Arc::new(crate::service::Service::new(
             store.clone(),
