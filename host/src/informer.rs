@@ -103,6 +103,15 @@ impl<S: Source> Watcher<S> {
         }
     }
 
+    /// A watcher that continues after revision `rv` of a list the caller made (and seeded its
+    /// reflector with, [`Reflector::seed`]) instead of listing first.
+    pub fn resume(source: S, filter: Option<Filter>, rv: u64) -> Self {
+        Self {
+            state: State::Resume(rv),
+            ..Self::new(source, filter)
+        }
+    }
+
     fn matches(&self, obj: &StoredObject) -> bool {
         self.filter.as_ref().is_none_or(|f| f.matches(&obj.value))
     }
@@ -203,6 +212,17 @@ pub enum Change {
     Deleted { object: Obj, prev: Option<Obj> },
 }
 
+impl Change {
+    /// The object the change is about.
+    pub fn object(&self) -> &Obj {
+        match self {
+            Change::Listed { object, .. }
+            | Change::Applied { object, .. }
+            | Change::Deleted { object, .. } => object,
+        }
+    }
+}
+
 type Cache = HashMap<(String, String), Obj>;
 
 fn key(obj: &StoredObject) -> (String, String) {
@@ -233,6 +253,15 @@ impl Reflector {
             buffer: None,
             synced: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Fill the cache with a list the caller made (see [`Watcher::resume`]): synced.
+    pub fn seed(&mut self, objects: impl IntoIterator<Item = Obj>) {
+        let _ = self.apply(Event::Init);
+        for o in objects {
+            let _ = self.apply(Event::InitApply(o));
+        }
+        let _ = self.apply(Event::InitDone);
     }
 
     pub fn reader(&self) -> Reader {
@@ -401,12 +430,12 @@ mod tests {
         changes
             .iter()
             .map(|c| {
-                let (tag, o) = match c {
-                    Change::Listed { object, .. } => ("listed", object),
-                    Change::Applied { object, .. } => ("applied", object),
-                    Change::Deleted { object, .. } => ("deleted", object),
+                let tag = match c {
+                    Change::Listed { .. } => "listed",
+                    Change::Applied { .. } => "applied",
+                    Change::Deleted { .. } => "deleted",
                 };
-                format!("{tag} {}", crate::model::meta::name(&o.value))
+                format!("{tag} {}", crate::model::meta::name(&c.object().value))
             })
             .collect()
     }
@@ -524,6 +553,38 @@ mod tests {
             .collect();
         cached.sort();
         assert_eq!(cached, ["a", "c"]);
+    }
+
+    /// The CRD controller's way: its own start-up list seeds the reflector, the watcher goes on
+    /// after that list's revision; if that is too old already, the relist forgets what went.
+    #[tokio::test]
+    async fn a_seeded_reflector_resumes_and_a_relist_forgets() {
+        let (relist, _feed) = listed(7, &[obj("a", 1, json!({}))], 16);
+        let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
+        let script = Script {
+            replies: [
+                Err(StoreError::TooOld {
+                    requested: 2,
+                    oldest: 5,
+                }),
+                Ok(relist),
+            ]
+            .into(),
+            calls: calls.clone(),
+        };
+        let mut w = Watcher::resume(script, None, 2);
+        let mut r = Reflector::new();
+        r.seed([obj("a", 1, json!({})), obj("b", 2, json!({}))]);
+        assert!(r.reader().is_synced());
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            changes.extend(r.apply(next(&mut w).await.unwrap()));
+        }
+        assert_eq!(names(&changes), ["listed a", "deleted b"]);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [WatchFrom::After(2), WatchFrom::Now]
+        );
     }
 
     #[tokio::test]
