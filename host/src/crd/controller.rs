@@ -13,11 +13,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::{check_names, resources, CLEANUP_FINALIZER, GROUP, RESOURCE};
-use crate::informer::{Reflector, StoreSource, Watcher};
-use crate::model::{meta, ApiError, EventType, ObjectKey, ResourceInfo};
+use crate::informer::{Event, Reflector, StoreSource, Watcher};
+use crate::model::{meta, ApiError, ObjectKey, ResourceInfo};
 use crate::patch::PatchType;
 use crate::service::{DeleteOptions, ListOptions, Service, Subresource, WriteOptions};
-use crate::store::WatchFrom;
 
 pub struct CrdController {
     service: Arc<Service>,
@@ -356,29 +355,35 @@ impl CrdController {
             let resource = cri.group_resource();
             let from = left.rv;
             tokio::spawn(async move {
-                if let Ok(mut w) = this.service.store.watch(&resource, WatchFrom::After(from)) {
-                    loop {
-                        // Wake up now and then to notice that the CRD went some other way.
-                        let ev =
-                            tokio::time::timeout(std::time::Duration::from_secs(5), w.live.recv())
-                                .await;
-                        let deleted = match ev {
-                            Ok(Ok(ev)) => ev.kind == EventType::Deleted,
-                            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => true,
-                            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => break,
-                            Err(_) => false,
-                        };
-                        let crd_gone = this
-                            .service
-                            .store
-                            .get(&ObjectKey::new(&Self::storage_key(), "", &crd_name))
-                            .is_none();
-                        if crd_gone {
-                            break;
-                        }
-                        if deleted && this.requeue.send(crd_name.clone()).is_err() {
-                            break;
-                        }
+                let mut instances = Watcher::resume(
+                    StoreSource {
+                        store: this.service.store.clone(),
+                        resource,
+                    },
+                    None,
+                    from,
+                );
+                loop {
+                    // Wake up now and then to notice that the CRD went some other way.
+                    let ev =
+                        tokio::time::timeout(std::time::Duration::from_secs(5), instances.next())
+                            .await;
+                    // An instance went (or a relist after a 410 may say fewer are left).
+                    let deleted = match ev {
+                        Ok(Some(Event::Delete(_) | Event::InitDone)) => true,
+                        Ok(Some(_)) | Err(_) => false,
+                        Ok(None) => break,
+                    };
+                    let crd_gone = this
+                        .service
+                        .store
+                        .get(&ObjectKey::new(&Self::storage_key(), "", &crd_name))
+                        .is_none();
+                    if crd_gone {
+                        break;
+                    }
+                    if deleted && this.requeue.send(crd_name.clone()).is_err() {
+                        break;
                     }
                 }
                 if let Ok(mut w) = this.cleanup_watches.lock() {
