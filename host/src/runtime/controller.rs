@@ -882,6 +882,26 @@ mod tests {
         }
     }
 
+    /// Workers wait until every informer has its initial list queued (or waits for its kind).
+    #[tokio::test]
+    async fn the_gate_opens_when_every_informer_is_there() {
+        let gate = SyncGate::new(2);
+        let closed = || async {
+            tokio::time::timeout(Duration::from_millis(20), gate.wait())
+                .await
+                .is_err()
+        };
+        assert!(closed().await);
+        let (mut a, mut b) = (false, false);
+        gate.ready(&mut a);
+        gate.ready(&mut a); // once per informer
+        assert!(closed().await, "one informer of two is not enough");
+        gate.ready(&mut b);
+        tokio::time::timeout(Duration::from_secs(5), gate.wait())
+            .await
+            .expect("the gate stays closed (likely deadlocked)");
+    }
+
     #[test]
     fn watches_add_list_and_watch_to_the_declared_permissions() {
         let reg = registration(
