@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::informer::Change;
 use crate::model::{meta, ApiError, ResourceInfo};
-use crate::runtime::queue::WorkQueue;
+use crate::runtime::queue::{Action, WorkQueue};
 use crate::service::{Service, Subresource, WriteOptions};
 use crate::store::{StoreError, StoredObject};
 
@@ -89,19 +89,16 @@ where
     while let Some(key) = queue.next().await {
         let r = f(key.clone()).await;
         stats.reconciles.fetch_add(1, Ordering::Relaxed);
-        match r {
-            Ok(None) => queue.forget(&key),
-            Ok(Some(after)) => {
-                queue.forget(&key);
-                queue.add_after(key.clone(), after);
-            }
+        let action = match r {
+            Ok(None) => Action::Done,
+            Ok(Some(after)) => Action::RequeueAfter(after),
             Err(e) => {
                 tracing::debug!(controller = name, key = ?key, error = %e, "reconcile failed");
                 stats.record_error(&format!("{key:?}"), &e);
-                queue.add_rate_limited(key.clone());
+                Action::Retry
             }
-        }
-        queue.done(&key);
+        };
+        queue.finish(&key, action);
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use wasmtime::component::Component;
 
-use super::queue::WorkQueue;
+use super::queue::{Action, WorkQueue};
 use super::{wit, Host, HostCtx, Instance, RuntimeError};
 use crate::auth::UserInfo;
 use crate::informer::{Change, Reflector, StoreSource, Watcher};
@@ -632,31 +632,29 @@ impl ControllerHandle {
                 }
                 Err(e) => Err(RuntimeError::Guest(e.to_string())),
             };
-            match result {
-                Ok(wit::Outcome::Done) => self.queue.forget(&key),
+            let action = match result {
+                Ok(wit::Outcome::Done) => Action::Done,
                 Ok(wit::Outcome::RequeueAfter(ms)) => {
-                    self.queue.forget(&key);
-                    self.queue
-                        .add_after(key.clone(), Duration::from_millis(u64::from(ms)));
+                    Action::RequeueAfter(Duration::from_millis(u64::from(ms)))
                 }
                 Ok(wit::Outcome::TransientError(msg)) => {
                     self.stats.errors.fetch_add(1, Ordering::Relaxed);
                     self.record_error(&key, &msg);
-                    self.queue.add_rate_limited(key.clone());
+                    Action::Retry
                 }
                 Ok(wit::Outcome::TerminalError(msg)) => {
                     self.stats.errors.fetch_add(1, Ordering::Relaxed);
                     self.record_error(&key, &format!("terminal: {msg}"));
-                    self.queue.forget(&key);
+                    Action::GiveUp
                 }
                 Err(e) => {
                     self.stats.traps.fetch_add(1, Ordering::Relaxed);
                     self.stats.errors.fetch_add(1, Ordering::Relaxed);
                     self.record_error(&key, &e.to_string());
-                    self.queue.add_rate_limited(key.clone());
+                    Action::Retry
                 }
-            }
-            self.queue.done(&key);
+            };
+            self.queue.finish(&key, action);
         }
     }
 
