@@ -156,11 +156,7 @@ async fn publish_status(
     depth: Arc<dyn Fn() -> usize + Send + Sync>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    use crate::runtime::controller::{GROUP, RESOURCE};
     loop {
-        let Some(ri) = service.registry.lookup(GROUP, "v1", RESOURCE) else {
-            return;
-        };
         let mut status = json!({
             "phase": "Running",
             "builtIn": true,
@@ -173,25 +169,7 @@ async fn publish_status(
         if let Some((msg, at)) = stats.last_error.lock().ok().and_then(|g| g.clone()) {
             status["lastError"] = json!({"message": msg, "time": at});
         }
-        let current = service.get(&ri, "", name).ok();
-        if current.as_ref().and_then(|c| c.value.get("status")) != Some(&status) {
-            let obj = json!({
-                "apiVersion": format!("{GROUP}/v1"), "kind": "Controller",
-                "metadata": {"name": name},
-                "status": status,
-            });
-            let opts = WriteOptions::default();
-            let r = match current {
-                None => service.create(&ri, "", obj, &opts).await.map(|_| ()),
-                Some(_) => service
-                    .update(&ri, "", name, obj, Subresource::Status, &opts)
-                    .await
-                    .map(|_| ()),
-            };
-            if let Err(e) = r {
-                tracing::debug!(controller = name, error = %e, "status not written");
-            }
-        }
+        crate::runtime::controller::write_status(&service, name, status).await;
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = shutdown.changed() => return,

@@ -701,31 +701,7 @@ impl ControllerHandle {
 
     /// Write the status to the `Controller` object (created on first use).
     pub async fn publish_status(&self) {
-        let svc = &self.host.service;
-        let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
-            return;
-        };
-        let status = self.status_json();
-        let current = svc.get(&ri, "", &self.name).ok();
-        if current.as_ref().and_then(|c| c.value.get("status")) == Some(&status) {
-            return;
-        }
-        let obj = json!({
-            "apiVersion": format!("{GROUP}/v1"), "kind": "Controller",
-            "metadata": {"name": self.name},
-            "status": status,
-        });
-        let opts = WriteOptions::default();
-        let r = match current {
-            None => svc.create(&ri, "", obj, &opts).await.map(|_| ()),
-            Some(_) => svc
-                .update(&ri, "", &self.name, obj, Subresource::Status, &opts)
-                .await
-                .map(|_| ()),
-        };
-        if let Err(e) = r {
-            tracing::debug!(controller = %self.name, error = %e, "status not written");
-        }
+        write_status(&self.host.service, &self.name, self.status_json()).await;
     }
 
     /// This controller's metrics in Prometheus text format.
@@ -776,6 +752,34 @@ impl ControllerHandle {
         self.host.authn.revoke_internal(&user_name(&self.name));
         remove_identity(&self.host.service, &self.name).await;
         tracing::info!(controller = %self.name, "controller unloaded");
+    }
+}
+
+/// Write `status` to the `Controller` object `name` (created on first use; nothing is written
+/// when it is unchanged). Every controller's status goes through here, built-in or Wasm.
+pub async fn write_status(svc: &crate::service::Service, name: &str, status: Value) {
+    let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
+        return;
+    };
+    let current = svc.get(&ri, "", name).ok();
+    if current.as_ref().and_then(|c| c.value.get("status")) == Some(&status) {
+        return;
+    }
+    let obj = json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "Controller",
+        "metadata": {"name": name},
+        "status": status,
+    });
+    let opts = WriteOptions::default();
+    let r = match current {
+        None => svc.create(&ri, "", obj, &opts).await.map(|_| ()),
+        Some(_) => svc
+            .update(&ri, "", name, obj, Subresource::Status, &opts)
+            .await
+            .map(|_| ()),
+    };
+    if let Err(e) = r {
+        tracing::debug!(controller = %name, error = %e, "status not written");
     }
 }
 
