@@ -9,6 +9,7 @@ pub mod auth;
 pub mod builtin;
 pub mod controllers;
 pub mod crd;
+pub mod informer;
 pub mod metrics;
 pub mod model;
 pub mod patch;

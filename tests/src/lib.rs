@@ -86,6 +86,18 @@ impl Server {
         Self::start_inner(extra_args, true)
     }
 
+    /// Start with an (empty) controllers folder and a compile cache of its own, empty: every
+    /// component really compiles (other tests share one warm cache).
+    pub fn start_with_controllers_cold(extra_args: &[&str]) -> Result<Self> {
+        let data_dir = Self::fresh_dir();
+        std::fs::create_dir_all(data_dir.join("controllers"))?;
+        let mut args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
+        args.push("--controllers".into());
+        args.push(data_dir.join("controllers").display().to_string());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Self::start_at(data_dir, &args, false)
+    }
+
     /// The controllers folder of a server started with [`Server::start_with_controllers`].
     pub fn controllers_dir(&self) -> PathBuf {
         self.data_dir.join("controllers")
@@ -111,13 +123,16 @@ impl Server {
         Self::start_at(data_dir, extra_args, false)
     }
 
-    fn start_inner(extra_args: &[&str], controllers: bool) -> Result<Self> {
-        let data_dir = std::env::temp_dir().join(format!(
+    fn fresh_dir() -> PathBuf {
+        std::env::temp_dir().join(format!(
             "turtles-test-{}-{}",
             std::process::id(),
             uuid_like()
-        ));
-        Self::start_at(data_dir, extra_args, controllers)
+        ))
+    }
+
+    fn start_inner(extra_args: &[&str], controllers: bool) -> Result<Self> {
+        Self::start_at(Self::fresh_dir(), extra_args, controllers)
     }
 
     fn start_at(data_dir: PathBuf, extra_args: &[&str], controllers: bool) -> Result<Self> {

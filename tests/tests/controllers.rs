@@ -279,3 +279,129 @@ fn a_controller_removed_while_the_host_is_down_is_forgotten_at_start() {
     assert_eq!(role.status, 404);
     assert!(controller(&s, "garbage-collector").is_some());
 }
+
+/// Every controller's phase, by name.
+fn phases(s: &Server) -> std::collections::BTreeMap<String, String> {
+    let list = s.http().get("/apis/turtles.dev/v1/controllers").json();
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            Some((
+                c["metadata"]["name"].as_str()?.to_owned(),
+                c["status"]["phase"].as_str()?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// Issue 12: loading never waits for another controller. All 16 example components dropped at
+/// once on a fresh data dir (nothing in the compile cache): every Rust and C controller is
+/// `Running` while Python and JavaScript ones still compile, and the big ones become `Running`
+/// one by one as their own compile ends, not all together after the last.
+#[test]
+fn each_component_runs_as_soon_as_its_own_compile_is_done() {
+    const SMALL: &[&str] = &[
+        "labeler",
+        "labeler-v2",
+        "looper",
+        "trapper",
+        "hog",
+        "trespasser",
+        "certificate",
+        "issuer",
+        "node",
+        "c-greeter",
+    ];
+    const BIG: &[&str] = &[
+        "deployment",
+        "py-greeter",
+        "py-greeter-v2",
+        "replicaset",
+        "js-greeter",
+        "js-greeter-v2",
+    ];
+    let s = Server::start_with_controllers_cold(&[]).unwrap();
+    // Write every file first, then rename them all: one drop.
+    let dir = s.controllers_dir();
+    for name in SMALL.iter().chain(BIG) {
+        std::fs::write(dir.join(format!(".{name}.wasm.tmp")), guest(name)).unwrap();
+    }
+    for name in SMALL.iter().chain(BIG) {
+        std::fs::rename(
+            dir.join(format!(".{name}.wasm.tmp")),
+            dir.join(format!("{name}.wasm")),
+        )
+        .unwrap();
+    }
+    let dropped = std::time::Instant::now();
+    let running = |p: &std::collections::BTreeMap<String, String>, n: &str| {
+        p.get(n).map(String::as_str) == Some("Running")
+    };
+    let at_small = poll(
+        "every Rust and C controller Running",
+        Duration::from_secs(120),
+        || {
+            let p = phases(&s);
+            SMALL.iter().all(|n| running(&p, n)).then_some(p)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    let small_took = dropped.elapsed();
+    let compiling: Vec<&&str> = BIG.iter().filter(|n| !running(&at_small, n)).collect();
+    eprintln!(
+        "all Rust and C controllers Running {small_took:?} after the drop; still compiling: {compiling:?}"
+    );
+    assert!(
+        !compiling.is_empty(),
+        "the Rust and C controllers became Running only when every Python and JavaScript one had: {at_small:?}"
+    );
+    // The big ones do not wait for each other either: the first one is Running while another
+    // still compiles.
+    let at_big = poll(
+        "a Python or JavaScript controller Running",
+        Duration::from_secs(600),
+        || {
+            let p = phases(&s);
+            BIG.iter().any(|n| running(&p, n)).then_some(p)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    eprintln!(
+        "first Python/JavaScript controller Running {:?} after the drop: {at_big:?}",
+        dropped.elapsed()
+    );
+    assert!(
+        BIG.iter().any(|n| !running(&at_big, n)),
+        "every Python and JavaScript controller became Running at once: {at_big:?}"
+    );
+}
+
+/// Identical bytes under two names: both controllers run on one compiled artifact.
+#[test]
+fn identical_components_share_one_compile() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    let compiles = || {
+        let m = s.http().get("/metrics").text();
+        m.lines()
+            .find_map(|l| l.strip_prefix("turtles_component_compiles_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    assert_eq!(compiles(), Some(0));
+    let bytes = guest("labeler");
+    s.drop_controller("twin-a", &bytes).unwrap();
+    s.drop_controller("twin-b", &bytes).unwrap();
+    let a = wait_phase(&s, "twin-a", "Running");
+    let b = wait_phase(&s, "twin-b", "Running");
+    assert_eq!(a["status"]["sha256"], b["status"]["sha256"]);
+    assert_eq!(compiles(), Some(1));
+    // A third copy later, while the others still use the artifact: no compile either.
+    s.drop_controller("twin-c", &bytes).unwrap();
+    wait_phase(&s, "twin-c", "Running");
+    assert_eq!(compiles(), Some(1));
+    // Different bytes do compile.
+    s.drop_controller("other", &guest("labeler-v2")).unwrap();
+    wait_phase(&s, "other", "Running");
+    assert_eq!(compiles(), Some(2));
+}

@@ -107,6 +107,10 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>
         u8::from(health.unavailable.is_none())
     ));
     if let Some(folder) = state.controllers.get() {
+        out.push_str(&format!(
+            "# HELP turtles_component_compiles_total Components compiled (identical bytes share one compile).\n# TYPE turtles_component_compiles_total counter\nturtles_component_compiles_total {}\n",
+            folder.compiles()
+        ));
         out.push_str("# HELP turtles_controller_reconciles_total Reconcile calls.\n# TYPE turtles_controller_reconciles_total counter\n");
         for h in folder.handles().await {
             h.render_metrics(&mut out);

@@ -521,3 +521,69 @@ impl Follower for GarbageCollector {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::informer::{Event, Reflector};
+    use crate::store::StoredObject;
+
+    fn dependent(name: &str, owner_uid: &str) -> Arc<StoredObject> {
+        Arc::new(
+            StoredObject::new(
+                1,
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": name, "namespace": "default", "uid": format!("u-{name}"),
+                                    "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                         "name": "owner", "uid": owner_uid}]}}),
+            )
+            .unwrap(),
+        )
+    }
+
+    /// The owner index follows the reflector: a dependent deleted between two lists (a relist
+    /// after a 410) leaves the index at the relist's `InitDone`.
+    #[tokio::test]
+    async fn a_relist_forgets_dependents_deleted_in_between() {
+        let (store, dir) = crate::store::sled_store::temp_store("gc-relist");
+        let registry = Arc::new(crate::model::Registry::with_builtins());
+        let service = Arc::new(Service::new(store, registry.clone()));
+        let gc = GarbageCollector::new(service);
+        let followers: Vec<Arc<dyn Follower>> = vec![gc.clone()];
+        let cms = registry.lookup("", "v1", "configmaps").unwrap();
+        let mut reflector = Reflector::new();
+        let mut feed = |events: Vec<Event>| {
+            for e in events {
+                for c in reflector.apply(e) {
+                    super::super::deliver(&cms, &followers, &c);
+                }
+            }
+        };
+        feed(vec![
+            Event::Init,
+            Event::InitApply(dependent("a", "owner-uid")),
+            Event::InitApply(dependent("b", "owner-uid")),
+            Event::InitDone,
+        ]);
+        let mut deps: Vec<String> = gc
+            .dependents_of("owner-uid")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        deps.sort();
+        assert_eq!(deps, ["a", "b"]);
+        // b was deleted while the watch was cut; the relist has only a.
+        feed(vec![
+            Event::Init,
+            Event::InitApply(dependent("a", "owner-uid")),
+            Event::InitDone,
+        ]);
+        let deps: Vec<String> = gc
+            .dependents_of("owner-uid")
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(deps, ["a"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -18,10 +18,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::model::{meta, ApiError, EventType, ResourceInfo};
-use crate::runtime::queue::WorkQueue;
+use crate::informer::Change;
+use crate::model::{meta, ApiError, ResourceInfo};
+use crate::runtime::queue::{Action, WorkQueue};
 use crate::service::{Service, Subresource, WriteOptions};
-use crate::store::{StoreError, StoredObject, WatchFrom};
+use crate::store::{StoreError, StoredObject};
 
 /// Names of the built-in controllers (a controller file of that name is ignored).
 pub const BUILT_IN: &[&str] = &[gc::IDENTITY.name, namespace::IDENTITY.name];
@@ -88,19 +89,16 @@ where
     while let Some(key) = queue.next().await {
         let r = f(key.clone()).await;
         stats.reconciles.fetch_add(1, Ordering::Relaxed);
-        match r {
-            Ok(None) => queue.forget(&key),
-            Ok(Some(after)) => {
-                queue.forget(&key);
-                queue.add_after(key.clone(), after);
-            }
+        let action = match r {
+            Ok(None) => Action::Done,
+            Ok(Some(after)) => Action::RequeueAfter(after),
             Err(e) => {
                 tracing::debug!(controller = name, key = ?key, error = %e, "reconcile failed");
                 stats.record_error(&format!("{key:?}"), &e);
-                queue.add_rate_limited(key.clone());
+                Action::Retry
             }
-        }
-        queue.done(&key);
+        };
+        queue.finish(&key, action);
     }
 }
 
@@ -158,11 +156,7 @@ async fn publish_status(
     depth: Arc<dyn Fn() -> usize + Send + Sync>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    use crate::runtime::controller::{GROUP, RESOURCE};
     loop {
-        let Some(ri) = service.registry.lookup(GROUP, "v1", RESOURCE) else {
-            return;
-        };
         let mut status = json!({
             "phase": "Running",
             "builtIn": true,
@@ -175,25 +169,7 @@ async fn publish_status(
         if let Some((msg, at)) = stats.last_error.lock().ok().and_then(|g| g.clone()) {
             status["lastError"] = json!({"message": msg, "time": at});
         }
-        let current = service.get(&ri, "", name).ok();
-        if current.as_ref().and_then(|c| c.value.get("status")) != Some(&status) {
-            let obj = json!({
-                "apiVersion": format!("{GROUP}/v1"), "kind": "Controller",
-                "metadata": {"name": name},
-                "status": status,
-            });
-            let opts = WriteOptions::default();
-            let r = match current {
-                None => service.create(&ri, "", obj, &opts).await.map(|_| ()),
-                Some(_) => service
-                    .update(&ri, "", name, obj, Subresource::Status, &opts)
-                    .await
-                    .map(|_| ()),
-            };
-            if let Err(e) = r {
-                tracing::debug!(controller = name, error = %e, "status not written");
-            }
-        }
+        crate::runtime::controller::write_status(&service, name, status).await;
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             _ = shutdown.changed() => return,
@@ -249,73 +225,50 @@ pub async fn follow_all(
     });
 }
 
-/// List and watch one stored kind, resuming after a lag and relisting when history is gone.
+/// Follow one stored kind ([`crate::informer`]: list, watch, resume after a lag, relist after
+/// a 410) into its reflector, handing each change to every follower; `synced` fires once the
+/// first list is in (objects deleted between two lists reach the followers as `Deleted`).
 async fn informer(
     service: Arc<Service>,
     ri: Arc<ResourceInfo>,
     followers: Arc<[Arc<dyn Follower>]>,
-    mut synced: Option<tokio::sync::oneshot::Sender<()>>,
+    synced: Option<tokio::sync::oneshot::Sender<()>>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
-    let store = service.store.clone();
-    let gr = ri.group_resource();
-    let mut from = WatchFrom::Now;
-    loop {
-        let mut start = match store.watch(&gr, from) {
-            Ok(s) => s,
-            Err(StoreError::TooOld { .. }) => {
-                from = WatchFrom::Now;
-                continue;
-            }
-            Err(e) => {
-                tracing::error!(resource = %gr, error = %e, "built-in informer cannot watch");
-                return;
-            }
-        };
-        let mut last = start.rv;
-        if let Some(snap) = start.snapshot.take() {
-            for obj in snap.items.values() {
-                for f in followers.iter() {
-                    f.observe(&ri, obj, None, Observed::Listed);
-                }
-            }
-        }
-        let deliver = |ev: &crate::store::Event| {
-            let how = match ev.kind {
-                EventType::Added => Observed::Added,
-                EventType::Modified => Observed::Modified,
-                EventType::Deleted => Observed::Deleted,
-            };
-            for f in followers.iter() {
-                f.observe(&ri, &ev.object, ev.prev.as_deref(), how);
-            }
-        };
-        for ev in std::mem::take(&mut start.backlog) {
-            last = last.max(ev.rv);
-            deliver(&ev);
-        }
-        if let Some(tx) = synced.take() {
+    let watcher = crate::informer::Watcher::new(
+        crate::informer::StoreSource {
+            store: service.store.clone(),
+            resource: ri.group_resource(),
+        },
+        None,
+    );
+    let reflector = crate::informer::Reflector::new();
+    let mut reader = reflector.reader();
+    let run = crate::informer::run(watcher, reflector, |c| deliver(&ri, &followers, &c));
+    let signal = async {
+        reader.wait_synced().await;
+        if let Some(tx) = synced {
             let _ = tx.send(());
         }
-        loop {
-            tokio::select! {
-                r = start.live.recv() => match r {
-                    Ok(ev) => {
-                        if ev.rv <= last {
-                            continue;
-                        }
-                        last = ev.rv;
-                        deliver(&ev);
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        from = WatchFrom::After(last);
-                        break;
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                },
-                _ = shutdown.changed() => return,
-            }
-        }
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        () = run => {}
+        () = signal => {}
+        _ = shutdown.changed() => {}
+    }
+}
+
+/// Hand one change of a reflector to every follower.
+fn deliver(ri: &ResourceInfo, followers: &[Arc<dyn Follower>], change: &Change) {
+    let (obj, prev, how) = match change {
+        Change::Listed { object, prev } => (object, prev, Observed::Listed),
+        Change::Applied { object, prev } if prev.is_some() => (object, prev, Observed::Modified),
+        Change::Applied { object, prev } => (object, prev, Observed::Added),
+        Change::Deleted { object, prev } => (object, prev, Observed::Deleted),
+    };
+    for f in followers {
+        f.observe(ri, obj, prev.as_deref(), how);
     }
 }
 

@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use super::{check_names, resources, CLEANUP_FINALIZER, GROUP, RESOURCE};
-use crate::model::{meta, ApiError, EventType, ObjectKey, ResourceInfo};
+use crate::informer::{Event, Reflector, StoreSource, Watcher};
+use crate::model::{meta, ApiError, ObjectKey, ResourceInfo};
 use crate::patch::PatchType;
 use crate::service::{DeleteOptions, ListOptions, Service, Subresource, WriteOptions};
-use crate::store::WatchFrom;
 
 pub struct CrdController {
     service: Arc<Service>,
@@ -70,77 +70,59 @@ impl CrdController {
         self: &Arc<Self>,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> Result<(), ApiError> {
-        let rv = self.reconcile_all().await?;
-        let this = self.clone();
-        tokio::spawn(async move { this.follow(rv, shutdown).await });
-        Ok(())
-    }
-
-    async fn reconcile_all(self: &Arc<Self>) -> Result<u64, ApiError> {
         let snap = self
             .service
             .store
             .list(&Self::storage_key(), None)
             .map_err(|e| ApiError::internal(format!("listing CRDs: {e}")))?;
         for obj in snap.items.values() {
-            let name = meta::name(&obj.value).to_owned();
-            if let Err(e) = self.reconcile(&name).await {
-                tracing::warn!(crd = %name, error = %e, "reconciling CRD failed");
-            }
+            self.reconcile_logged(meta::name(&obj.value)).await;
         }
-        Ok(snap.rv)
+        let this = self.clone();
+        tokio::spawn(async move { this.follow(snap, shutdown).await });
+        Ok(())
     }
 
+    async fn reconcile_logged(self: &Arc<Self>, name: &str) {
+        if let Err(e) = self.reconcile(name).await {
+            tracing::warn!(crd = %name, error = %e, "reconciling CRD failed");
+        }
+    }
+
+    /// Follow CRD changes from the start-up list ([`crate::informer`]: resume after a lag,
+    /// relist after a 410; a CRD deleted while the watch was cut is forgotten at the relist's
+    /// `InitDone` and reconciled, which unserves it), and the requeued names.
     async fn follow(
         self: Arc<Self>,
-        mut rv: u64,
+        listed: crate::store::Snapshot,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
     ) {
         let Some(mut requeued) = self.requeued.lock().ok().and_then(|mut r| r.take()) else {
             return;
         };
+        let mut reflector = Reflector::new();
+        reflector.seed(listed.items.values().cloned());
+        let mut watcher = Watcher::resume(
+            StoreSource {
+                store: self.service.store.clone(),
+                resource: Self::storage_key(),
+            },
+            None,
+            listed.rv,
+        );
         loop {
-            let mut start = match self
-                .service
-                .store
-                .watch(&Self::storage_key(), WatchFrom::After(rv))
-            {
-                Ok(s) => s,
-                Err(_) => match self.reconcile_all().await {
-                    Ok(r) => {
-                        rv = r;
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %e, "CRD controller cannot list CRDs; stopping");
+            tokio::select! {
+                ev = watcher.next() => {
+                    let Some(ev) = ev else {
+                        tracing::error!("the CRD controller's watch ended; stopping");
                         return;
+                    };
+                    for change in reflector.apply(ev) {
+                        self.reconcile_logged(meta::name(&change.object().value)).await;
                     }
-                },
-            };
-            for ev in std::mem::take(&mut start.backlog) {
-                rv = ev.rv;
-                let _ = self.reconcile(&ev.key.name).await;
-            }
-            loop {
-                tokio::select! {
-                    ev = start.live.recv() => match ev {
-                        Ok(ev) => {
-                            if ev.rv <= rv { continue; }
-                            rv = ev.rv;
-                            if let Err(e) = self.reconcile(&ev.key.name).await {
-                                tracing::warn!(crd = %ev.key.name, error = %e, "reconciling CRD failed");
-                            }
-                        }
-                        // Fell behind or the feed closed: resume from the last event seen.
-                        Err(_) => break,
-                    },
-                    Some(name) = requeued.recv() => {
-                        if let Err(e) = self.reconcile(&name).await {
-                            tracing::warn!(crd = %name, error = %e, "reconciling CRD failed");
-                        }
-                    }
-                    _ = shutdown.changed() => return,
                 }
+                Some(name) = requeued.recv() => self.reconcile_logged(&name).await,
+                _ = shutdown.changed() => return,
             }
         }
     }
@@ -373,29 +355,35 @@ impl CrdController {
             let resource = cri.group_resource();
             let from = left.rv;
             tokio::spawn(async move {
-                if let Ok(mut w) = this.service.store.watch(&resource, WatchFrom::After(from)) {
-                    loop {
-                        // Wake up now and then to notice that the CRD went some other way.
-                        let ev =
-                            tokio::time::timeout(std::time::Duration::from_secs(5), w.live.recv())
-                                .await;
-                        let deleted = match ev {
-                            Ok(Ok(ev)) => ev.kind == EventType::Deleted,
-                            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => true,
-                            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => break,
-                            Err(_) => false,
-                        };
-                        let crd_gone = this
-                            .service
-                            .store
-                            .get(&ObjectKey::new(&Self::storage_key(), "", &crd_name))
-                            .is_none();
-                        if crd_gone {
-                            break;
-                        }
-                        if deleted && this.requeue.send(crd_name.clone()).is_err() {
-                            break;
-                        }
+                let mut instances = Watcher::resume(
+                    StoreSource {
+                        store: this.service.store.clone(),
+                        resource,
+                    },
+                    None,
+                    from,
+                );
+                loop {
+                    // Wake up now and then to notice that the CRD went some other way.
+                    let ev =
+                        tokio::time::timeout(std::time::Duration::from_secs(5), instances.next())
+                            .await;
+                    // An instance went (or a relist after a 410 may say fewer are left).
+                    let deleted = match ev {
+                        Ok(Some(Event::Delete(_) | Event::InitDone)) => true,
+                        Ok(Some(_)) | Err(_) => false,
+                        Ok(None) => break,
+                    };
+                    let crd_gone = this
+                        .service
+                        .store
+                        .get(&ObjectKey::new(&Self::storage_key(), "", &crd_name))
+                        .is_none();
+                    if crd_gone {
+                        break;
+                    }
+                    if deleted && this.requeue.send(crd_name.clone()).is_err() {
+                        break;
                     }
                 }
                 if let Ok(mut w) = this.cleanup_watches.lock() {

@@ -11,12 +11,12 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use wasmtime::component::Component;
 
-use super::queue::WorkQueue;
+use super::queue::{Action, WorkQueue};
 use super::{wit, Host, HostCtx, Instance, RuntimeError};
 use crate::auth::UserInfo;
+use crate::informer::{Change, Reflector, StoreSource, Watcher};
 use crate::model::{meta, ResourceInfo};
 use crate::service::{Filter, Subresource, WriteOptions};
-use crate::store::{StoreError, WatchFrom};
 
 pub type Key = (String, String);
 
@@ -53,9 +53,32 @@ pub struct StatusInfo {
 /// A compiled module and what it registered.
 pub struct Module {
     pub component: Component,
+    /// Keeps the compiled artifact shared with other controllers of identical bytes.
+    pub artifact: Arc<super::compile::Artifact>,
     pub registration: wit::Registration,
     pub sha256: String,
     pub generation: u64,
+}
+
+/// Workers dispatch only once every informer has its initial list in (or waits for its kind to
+/// be served): the number of informers not there yet, per start of the informers.
+struct SyncGate(tokio::sync::watch::Sender<usize>);
+
+impl SyncGate {
+    fn new(informers: usize) -> Arc<Self> {
+        Arc::new(Self(tokio::sync::watch::Sender::new(informers)))
+    }
+
+    /// One informer is there (once: `done` remembers).
+    fn ready(&self, done: &mut bool) {
+        if !std::mem::replace(done, true) {
+            self.0.send_modify(|n| *n = n.saturating_sub(1));
+        }
+    }
+
+    async fn wait(&self) {
+        let _ = self.0.subscribe().wait_for(|n| *n == 0).await;
+    }
 }
 
 pub struct ControllerHandle {
@@ -65,6 +88,8 @@ pub struct ControllerHandle {
     module: RwLock<Option<Arc<Module>>>,
     ctx: RwLock<Option<Arc<HostCtx>>>,
     informers: Mutex<Vec<JoinHandle<()>>>,
+    /// The gate of the informers running now.
+    gate: Mutex<Arc<SyncGate>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     pub stats: Stats,
     pub status: Mutex<StatusInfo>,
@@ -110,6 +135,7 @@ impl ControllerHandle {
             module: RwLock::new(None),
             ctx: RwLock::new(None),
             informers: Mutex::new(Vec::new()),
+            gate: Mutex::new(SyncGate::new(0)),
             workers: Mutex::new(Vec::new()),
             stats: Stats::default(),
             status: Mutex::new(StatusInfo {
@@ -168,21 +194,15 @@ impl ControllerHandle {
     /// the queue (and backoff state) and, when the watches are unchanged, the informers.
     pub async fn load(self: &Arc<Self>, bytes: Vec<u8>) -> Result<(), RuntimeError> {
         let started = Instant::now();
-        let sha = super::sha256_hex(&bytes);
-        let rt = self.host.runtime.clone();
-        let compiled = tokio::task::spawn_blocking(move || {
-            let t = Instant::now();
-            rt.compile(&bytes).map(|c| (c, t.elapsed()))
-        })
-        .await
-        .map_err(|e| RuntimeError::Compile(e.to_string()))?;
-        let (component, compile_time) = match compiled {
-            Ok(c) => c,
-            Err(e) => {
-                self.fail(&e, self.module().is_none());
-                return Err(e);
-            }
-        };
+        let (artifact, component, compile_time) =
+            match self.host.runtime.compiler.compile(bytes).await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.fail(&e, self.module().is_none());
+                    return Err(e);
+                }
+            };
+        let sha = artifact.sha256.clone();
         // Identity first: register() may not call the API, but reconcile will.
         let ctx = self.ensure_ctx();
         let rt = self.host.runtime.clone();
@@ -223,6 +243,7 @@ impl ControllerHandle {
         });
         let module = Arc::new(Module {
             component,
+            artifact,
             registration,
             sha256: sha.clone(),
             generation,
@@ -362,9 +383,14 @@ impl ControllerHandle {
         for t in tasks.drain(..) {
             t.abort();
         }
+        let gate = SyncGate::new(module.registration.watches.len());
+        if let Ok(mut g) = self.gate.lock() {
+            *g = gate.clone();
+        }
         for w in module.registration.watches.iter().cloned() {
             let this = self.clone();
-            tasks.push(tokio::spawn(async move { this.informer(w).await }));
+            let gate = gate.clone();
+            tasks.push(tokio::spawn(async move { this.informer(w, &gate).await }));
         }
         if let Some(secs) = module.registration.resync_seconds.filter(|s| *s > 0) {
             let this = self.clone();
@@ -446,12 +472,15 @@ impl ControllerHandle {
 
     /// One kind for as long as the controller runs: wait until it is served (a CRD may come
     /// after the controller), list + watch it, and when it stops being served (its CRD deleted)
-    /// wait again; the status says what it waits for.
-    async fn informer(self: Arc<Self>, w: wit::Watch) {
+    /// wait again; the status says what it waits for. The gate opens for this informer once its
+    /// first list is queued, or when it starts waiting for its kind.
+    async fn informer(self: Arc<Self>, w: wit::Watch, gate: &SyncGate) {
         let Some(filter) = Self::filter(&w) else {
             tracing::warn!(controller = %self.name, resource = %w.resource, "invalid watch");
+            gate.ready(&mut false);
             return;
         };
+        let mut ready = false;
         let mut changes = self.host.service.registry.changes();
         let mut why = format!(
             "waiting for {} to be served (is its CustomResourceDefinition applied?)",
@@ -463,6 +492,7 @@ impl ControllerHandle {
                     break ri;
                 }
                 self.set_waiting(&w, Some(why.clone())).await;
+                gate.ready(&mut ready);
                 if changes.changed().await.is_err() {
                     return;
                 }
@@ -478,8 +508,24 @@ impl ControllerHandle {
                     }
                 }
             };
+            let watcher = Watcher::new(
+                StoreSource {
+                    store: self.host.service.store.clone(),
+                    resource: ri.group_resource(),
+                },
+                Some(filter.clone()),
+            );
+            let reflector = Reflector::new();
+            let mut reader = reflector.reader();
+            let run = crate::informer::run(watcher, reflector, |c| self.on_change(&w, &c));
+            let synced = async {
+                reader.wait_synced().await;
+                gate.ready(&mut ready);
+                std::future::pending::<()>().await
+            };
             tokio::select! {
-                () = self.watch_kind(&w, &ri, &filter) => return,
+                () = run => return,
+                () = synced => {}
                 () = gone => {
                     why = format!(
                         "{} is no longer served (its CustomResourceDefinition was deleted); waiting for it to be served again",
@@ -490,59 +536,20 @@ impl ControllerHandle {
         }
     }
 
-    /// list + watch one served kind, resuming after a lag and relisting when the history is
-    /// gone. Returns only when the store closes.
-    async fn watch_kind(&self, w: &wit::Watch, ri: &ResourceInfo, filter: &Filter) {
-        let store = self.host.service.store.clone();
-        let mut from = WatchFrom::Now;
-        loop {
-            let mut start = match store.watch(&ri.group_resource(), from) {
-                Ok(s) => s,
-                Err(StoreError::TooOld { .. }) => {
-                    from = WatchFrom::Now;
-                    continue;
-                }
-                Err(e) => {
-                    tracing::error!(controller = %self.name, error = %e, "informer cannot watch");
-                    return;
-                }
-            };
-            let mut last = start.rv;
-            if let Some(snap) = start.snapshot.take() {
-                for obj in snap.items.values() {
-                    if filter.matches(&obj.value) {
-                        self.enqueue_for(w, &obj.value);
-                    }
+    /// A change of a watched kind (the filter applied): enqueue the primary keys it maps to.
+    /// Objects listed, changed, deleted, or forgotten by a relist (deleted while the watch was
+    /// cut) all enqueue; a change of owner enqueues the previous owner too.
+    fn on_change(&self, w: &wit::Watch, change: &Change) {
+        match change {
+            Change::Listed { object, .. } | Change::Deleted { object, .. } => {
+                self.enqueue_for(w, &object.value)
+            }
+            Change::Applied { object, prev } => {
+                self.enqueue_for(w, &object.value);
+                if let (wit::KeyMapping::Owner(_), Some(p)) = (&w.mapping, prev) {
+                    self.enqueue_for(w, &p.value);
                 }
             }
-            for ev in std::mem::take(&mut start.backlog) {
-                last = last.max(ev.rv);
-                self.on_event(w, filter, &ev);
-            }
-            loop {
-                match start.live.recv().await {
-                    Ok(ev) => {
-                        if ev.rv <= last {
-                            continue;
-                        }
-                        last = ev.rv;
-                        self.on_event(w, filter, &ev);
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        from = WatchFrom::After(last);
-                        break;
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                }
-            }
-        }
-    }
-
-    fn on_event(&self, w: &wit::Watch, filter: &Filter, ev: &crate::store::Event) {
-        let now = filter.matches(&ev.object.value);
-        let before = ev.prev.as_ref().is_some_and(|p| filter.matches(&p.value));
-        if now || before {
-            self.enqueue_for(w, &ev.object.value);
         }
     }
 
@@ -563,6 +570,12 @@ impl ControllerHandle {
     }
 
     async fn worker(self: Arc<Self>, ctx: Arc<HostCtx>) {
+        // No dispatch before every informer's initial list is queued.
+        let gate = self
+            .gate
+            .lock()
+            .map_or_else(|p| p.into_inner().clone(), |g| g.clone());
+        gate.wait().await;
         let mut instance: Option<(u64, Instance)> = None;
         while let Some(key) = self.queue.next().await {
             let Some(module) = self.module() else {
@@ -619,31 +632,29 @@ impl ControllerHandle {
                 }
                 Err(e) => Err(RuntimeError::Guest(e.to_string())),
             };
-            match result {
-                Ok(wit::Outcome::Done) => self.queue.forget(&key),
+            let action = match result {
+                Ok(wit::Outcome::Done) => Action::Done,
                 Ok(wit::Outcome::RequeueAfter(ms)) => {
-                    self.queue.forget(&key);
-                    self.queue
-                        .add_after(key.clone(), Duration::from_millis(u64::from(ms)));
+                    Action::RequeueAfter(Duration::from_millis(u64::from(ms)))
                 }
                 Ok(wit::Outcome::TransientError(msg)) => {
                     self.stats.errors.fetch_add(1, Ordering::Relaxed);
                     self.record_error(&key, &msg);
-                    self.queue.add_rate_limited(key.clone());
+                    Action::Retry
                 }
                 Ok(wit::Outcome::TerminalError(msg)) => {
                     self.stats.errors.fetch_add(1, Ordering::Relaxed);
                     self.record_error(&key, &format!("terminal: {msg}"));
-                    self.queue.forget(&key);
+                    Action::GiveUp
                 }
                 Err(e) => {
                     self.stats.traps.fetch_add(1, Ordering::Relaxed);
                     self.stats.errors.fetch_add(1, Ordering::Relaxed);
                     self.record_error(&key, &e.to_string());
-                    self.queue.add_rate_limited(key.clone());
+                    Action::Retry
                 }
-            }
-            self.queue.done(&key);
+            };
+            self.queue.finish(&key, action);
         }
     }
 
@@ -690,31 +701,7 @@ impl ControllerHandle {
 
     /// Write the status to the `Controller` object (created on first use).
     pub async fn publish_status(&self) {
-        let svc = &self.host.service;
-        let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
-            return;
-        };
-        let status = self.status_json();
-        let current = svc.get(&ri, "", &self.name).ok();
-        if current.as_ref().and_then(|c| c.value.get("status")) == Some(&status) {
-            return;
-        }
-        let obj = json!({
-            "apiVersion": format!("{GROUP}/v1"), "kind": "Controller",
-            "metadata": {"name": self.name},
-            "status": status,
-        });
-        let opts = WriteOptions::default();
-        let r = match current {
-            None => svc.create(&ri, "", obj, &opts).await.map(|_| ()),
-            Some(_) => svc
-                .update(&ri, "", &self.name, obj, Subresource::Status, &opts)
-                .await
-                .map(|_| ()),
-        };
-        if let Err(e) = r {
-            tracing::debug!(controller = %self.name, error = %e, "status not written");
-        }
+        write_status(&self.host.service, &self.name, self.status_json()).await;
     }
 
     /// This controller's metrics in Prometheus text format.
@@ -765,6 +752,34 @@ impl ControllerHandle {
         self.host.authn.revoke_internal(&user_name(&self.name));
         remove_identity(&self.host.service, &self.name).await;
         tracing::info!(controller = %self.name, "controller unloaded");
+    }
+}
+
+/// Write `status` to the `Controller` object `name` (created on first use; nothing is written
+/// when it is unchanged). Every controller's status goes through here, built-in or Wasm.
+pub async fn write_status(svc: &crate::service::Service, name: &str, status: Value) {
+    let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
+        return;
+    };
+    let current = svc.get(&ri, "", name).ok();
+    if current.as_ref().and_then(|c| c.value.get("status")) == Some(&status) {
+        return;
+    }
+    let obj = json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "Controller",
+        "metadata": {"name": name},
+        "status": status,
+    });
+    let opts = WriteOptions::default();
+    let r = match current {
+        None => svc.create(&ri, "", obj, &opts).await.map(|_| ()),
+        Some(_) => svc
+            .update(&ri, "", name, obj, Subresource::Status, &opts)
+            .await
+            .map(|_| ()),
+    };
+    if let Err(e) = r {
+        tracing::debug!(controller = %name, error = %e, "status not written");
     }
 }
 
@@ -869,6 +884,26 @@ mod tests {
         }
     }
 
+    /// Workers wait until every informer has its initial list queued (or waits for its kind).
+    #[tokio::test]
+    async fn the_gate_opens_when_every_informer_is_there() {
+        let gate = SyncGate::new(2);
+        let closed = || async {
+            tokio::time::timeout(Duration::from_millis(20), gate.wait())
+                .await
+                .is_err()
+        };
+        assert!(closed().await);
+        let (mut a, mut b) = (false, false);
+        gate.ready(&mut a);
+        gate.ready(&mut a); // once per informer
+        assert!(closed().await, "one informer of two is not enough");
+        gate.ready(&mut b);
+        tokio::time::timeout(Duration::from_secs(5), gate.wait())
+            .await
+            .expect("the gate stays closed (likely deadlocked)");
+    }
+
     #[test]
     fn watches_add_list_and_watch_to_the_declared_permissions() {
         let reg = registration(
@@ -896,19 +931,7 @@ mod tests {
     /// The authorization behind `cache-get`/`cache-list` and the watches' check at load.
     #[tokio::test]
     async fn cache_reads_and_watches_are_authorized_with_the_controllers_identity() {
-        let dir = std::env::temp_dir().join(format!(
-            "turtles-cache-authz-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        let store: Arc<dyn crate::store::Store> = Arc::new(
-            crate::store::sled_store::SledStore::open(crate::store::sled_store::StoreOptions {
-                fsync: false,
-                ..crate::store::sled_store::StoreOptions::in_dir(dir.clone())
-            })
-            .unwrap(),
-        );
+        let (store, dir) = crate::store::sled_store::temp_store("cache-authz");
         let registry = Arc::new(crate::model::Registry::with_builtins());
         let service = Arc::new(crate::service::Service::new(
             store.clone(),

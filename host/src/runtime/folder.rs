@@ -54,6 +54,11 @@ impl Folder {
         })
     }
 
+    /// Components compiled so far (identical bytes share one compile).
+    pub fn compiles(&self) -> u64 {
+        self.host.runtime.compiler.compiles()
+    }
+
     pub async fn handles(&self) -> Vec<Arc<ControllerHandle>> {
         self.entries
             .lock()
@@ -129,7 +134,14 @@ impl Folder {
                     continue;
                 }
                 pending.remove(name);
-                let bytes = match std::fs::read(path) {
+                // Up to tens of MiB: read on the blocking pool, not on an async worker.
+                let read = {
+                    let path = path.clone();
+                    tokio::task::spawn_blocking(move || std::fs::read(path))
+                        .await
+                        .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+                };
+                let bytes = match read {
                     Ok(b) => b,
                     Err(e) => {
                         tracing::warn!(file = %path.display(), error = %e, "cannot read controller");

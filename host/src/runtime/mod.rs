@@ -7,6 +7,7 @@
 //! instance a memory cap. A trap, a deadline or a memory bomb fails that reconcile; the instance
 //! is thrown away and a fresh one serves the next call.
 
+pub mod compile;
 pub mod controller;
 pub mod folder;
 pub mod queue;
@@ -229,6 +230,8 @@ pub struct Runtime {
     pub engine: Engine,
     linker: Linker<GuestState>,
     pub options: RuntimeOptions,
+    /// Background compiles (lanes by size, identical bytes compiled once).
+    pub compiler: compile::Compiler,
 }
 
 impl Runtime {
@@ -264,16 +267,11 @@ impl Runtime {
             })
             .map_err(|e| RuntimeError::Engine(e.to_string()))?;
         Ok(Arc::new(Self {
+            compiler: compile::Compiler::new(engine.clone())?,
             engine,
             linker,
             options,
         }))
-    }
-
-    /// Compile (or load from the cache) a component. Blocking: call off the async threads.
-    pub fn compile(&self, bytes: &[u8]) -> Result<Component> {
-        Component::from_binary(&self.engine, bytes)
-            .map_err(|e| RuntimeError::Compile(format!("{e:#}")))
     }
 
     /// A fresh instance with its own store. Blocking.

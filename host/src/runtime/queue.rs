@@ -19,6 +19,20 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
 const BUCKET_QPS: f64 = 10.0;
 const BUCKET_BURST: f64 = 100.0;
 
+/// What a finished reconcile asks of the queue for its key (kube-runtime's `Action` and error
+/// policy in one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Reconciled: nothing until the next change.
+    Done,
+    /// Reconciled; look again after this long.
+    RequeueAfter(Duration),
+    /// Failed: retry with the key's backoff (and the global rate limit).
+    Retry,
+    /// Failed for good: not retried until the object changes.
+    GiveUp,
+}
+
 struct State<K> {
     queue: VecDeque<K>,
     /// Keys waiting to be processed (in `queue`, or to be re-queued when their reconcile ends).
@@ -141,6 +155,23 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
     }
 
+    /// The reconcile of `key` ended with `action` (the queue discipline every controller
+    /// follows, built-in or Wasm): its failures are forgotten or counted, a requeue or a retry
+    /// with backoff is scheduled, and the key is `done`.
+    pub fn finish(self: &Arc<Self>, key: &K, action: Action) {
+        match action {
+            Action::Done | Action::GiveUp => self.forget(key),
+            Action::RequeueAfter(after) => {
+                self.forget(key);
+                self.add_after(key.clone(), after);
+            }
+            Action::Retry => {
+                self.add_rate_limited(key.clone());
+            }
+        }
+        self.done(key);
+    }
+
     /// The reconcile of `key` ended; if it changed meanwhile, it is queued again.
     pub fn done(&self, key: &K) {
         let mut s = self.lock();
@@ -200,5 +231,25 @@ mod tests {
         assert_eq!(d3, BACKOFF_BASE * 2);
         q.forget(&"k");
         assert_eq!(q.failures(&"k"), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn finish_applies_the_action() {
+        let q = WorkQueue::new();
+        q.add("k");
+        let k = q.next().await.unwrap();
+        q.finish(&k, Action::Retry);
+        assert_eq!(q.failures(&"k"), 1);
+        let k = tokio::time::timeout(Duration::from_secs(1), q.next())
+            .await
+            .expect("the retry comes after the backoff");
+        q.finish(&k.unwrap(), Action::RequeueAfter(Duration::from_secs(10)));
+        assert_eq!(q.failures(&"k"), 0, "a success forgets the failures");
+        assert!(q.is_empty());
+        tokio::time::advance(Duration::from_secs(11)).await;
+        let k = q.next().await.unwrap();
+        q.finish(&k, Action::GiveUp);
+        q.finish(&"other", Action::Done);
+        assert!(q.is_empty());
     }
 }

@@ -582,6 +582,23 @@ impl Store for SledStore {
     }
 }
 
+/// A store in a fresh temporary directory (no fsync) for unit tests elsewhere, and that
+/// directory (the caller removes it).
+#[cfg(test)]
+pub fn temp_store(label: &str) -> (Arc<dyn super::Store>, PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "turtles-{label}-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4()
+    ));
+    let store = SledStore::open(StoreOptions {
+        fsync: false,
+        ..StoreOptions::in_dir(dir.clone())
+    })
+    .expect("a store in a temporary directory");
+    (Arc::new(store), dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,672 @@
+//! The one list/watch loop every controller runs, in the style of kube-runtime.
+//!
+//! - A [`Watcher`] follows one resource of the store (and a filter): it lists, then watches from
+//!   the list's revision, resumes after a lag from the last revision it saw, and relists when
+//!   that revision has left the history (the store's 410). It yields [`Event`]s: `Init`, one
+//!   `InitApply` per listed object, `InitDone`, then `Apply` and `Delete`; a relist yields
+//!   `Init ... InitDone` again. An object that stops matching the filter is a `Delete`, as kube's
+//!   watch with a label selector reports it.
+//! - A [`Reflector`] applies those events to a cache (one writer, many [`Reader`]s). A list is
+//!   buffered and swapped in atomically at `InitDone`, so objects deleted between two lists are
+//!   forgotten then; readers never see a half-listed cache; `synced` turns true at the first
+//!   `InitDone`. Applying an event returns the [`Change`]s a controller acts on: nothing during a
+//!   list, then every listed object (with the version cached before) and every forgotten one.
+//!
+//! The watcher reads its events from a [`Source`]: the store in the host, scripted in-memory
+//! streams in the tests.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use crate::model::{meta, EventType};
+use crate::service::Filter;
+use crate::store::{Store, StoreError, StoredObject, WatchFrom, WatchStart};
+
+#[derive(Debug, thiserror::Error)]
+pub enum InformerError {
+    #[error("starting the watch of {resource}: {source}")]
+    Watch {
+        resource: String,
+        source: StoreError,
+    },
+}
+
+pub type Obj = Arc<StoredObject>;
+
+/// What a watcher yields.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A list starts: what follows up to `InitDone` is the whole state.
+    Init,
+    InitApply(Obj),
+    /// The list is complete.
+    InitDone,
+    /// Created or changed (or now matching the filter).
+    Apply(Obj),
+    /// Deleted (or no longer matching the filter): its last state.
+    Delete(Obj),
+}
+
+/// Where a watcher gets its list and events: one resource of the store.
+pub trait Source: Send {
+    fn watch(&mut self, from: WatchFrom) -> Result<WatchStart, StoreError>;
+    /// What it follows, for logs.
+    fn resource(&self) -> &str;
+}
+
+/// One resource of the store (its storage key, `group_resource`).
+pub struct StoreSource {
+    pub store: Arc<dyn Store>,
+    pub resource: String,
+}
+
+impl Source for StoreSource {
+    fn watch(&mut self, from: WatchFrom) -> Result<WatchStart, StoreError> {
+        self.store.watch(&self.resource, from)
+    }
+
+    fn resource(&self) -> &str {
+        &self.resource
+    }
+}
+
+enum State {
+    /// Needs a (re)list.
+    Empty,
+    /// Lagged behind the live feed: resume after this revision.
+    Resume(u64),
+    Watching {
+        live: broadcast::Receiver<Arc<crate::store::Event>>,
+        last: u64,
+    },
+    /// The store closed or failed: nothing more.
+    Done,
+}
+
+/// A list + watch of one resource as a stream of [`Event`]s (see the module docs).
+pub struct Watcher<S> {
+    source: S,
+    filter: Option<Filter>,
+    state: State,
+    pending: VecDeque<Event>,
+}
+
+impl<S: Source> Watcher<S> {
+    pub fn new(source: S, filter: Option<Filter>) -> Self {
+        Self {
+            source,
+            filter,
+            state: State::Empty,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// A watcher that continues after revision `rv` of a list the caller made (and seeded its
+    /// reflector with, [`Reflector::seed`]) instead of listing first.
+    pub fn resume(source: S, filter: Option<Filter>, rv: u64) -> Self {
+        Self {
+            state: State::Resume(rv),
+            ..Self::new(source, filter)
+        }
+    }
+
+    fn matches(&self, obj: &StoredObject) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.matches(&obj.value))
+    }
+
+    /// A store event as the filter sees it.
+    fn translate(&self, ev: &crate::store::Event) -> Option<Event> {
+        let now = self.matches(&ev.object);
+        let before = ev.prev.as_deref().is_some_and(|p| self.matches(p));
+        match ev.kind {
+            EventType::Deleted if now || before => Some(Event::Delete(ev.object.clone())),
+            EventType::Deleted => None,
+            _ if now => Some(Event::Apply(ev.object.clone())),
+            _ if before => Some(Event::Delete(ev.object.clone())),
+            _ => None,
+        }
+    }
+
+    /// Queue a started watch's list (or backlog) and keep its live feed.
+    fn started(&mut self, start: WatchStart, relist: bool) {
+        let mut last = start.rv;
+        if relist {
+            self.pending.push_back(Event::Init);
+            for obj in start.snapshot.iter().flat_map(|s| s.items.values()) {
+                if self.matches(obj) {
+                    self.pending.push_back(Event::InitApply(obj.clone()));
+                }
+            }
+            self.pending.push_back(Event::InitDone);
+        }
+        for ev in &start.backlog {
+            last = last.max(ev.rv);
+            if let Some(e) = self.translate(ev) {
+                self.pending.push_back(e);
+            }
+        }
+        self.state = State::Watching {
+            live: start.live,
+            last,
+        };
+    }
+
+    /// The next event, or `None` once the store closed (or failed: logged). Cancel-safe.
+    pub async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
+            }
+            match &mut self.state {
+                State::Done => return None,
+                State::Empty => match self.source.watch(WatchFrom::Now) {
+                    Ok(start) => self.started(start, true),
+                    Err(e) => return self.fail(e),
+                },
+                State::Resume(last) => match self.source.watch(WatchFrom::After(*last)) {
+                    Ok(start) => self.started(start, false),
+                    // What it missed is no longer in the history: list again.
+                    Err(StoreError::TooOld { .. }) => self.state = State::Empty,
+                    Err(e) => return self.fail(e),
+                },
+                State::Watching { live, last } => match live.recv().await {
+                    Ok(ev) => {
+                        if ev.rv > *last {
+                            *last = ev.rv;
+                            if let Some(e) = self.translate(&ev) {
+                                return Some(e);
+                            }
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => self.state = State::Resume(*last),
+                    Err(RecvError::Closed) => self.state = State::Done,
+                },
+            }
+        }
+    }
+
+    fn fail(&mut self, source: StoreError) -> Option<Event> {
+        if !matches!(source, StoreError::Closed) {
+            let e = InformerError::Watch {
+                resource: self.source.resource().to_owned(),
+                source,
+            };
+            tracing::error!(error = %e, "watcher stopped");
+        }
+        self.state = State::Done;
+        None
+    }
+}
+
+/// What a controller acts on, from [`Reflector::apply`].
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// In a (re)list, with the version cached before (none: new to the cache).
+    Listed { object: Obj, prev: Option<Obj> },
+    /// Created or changed, with the version cached before.
+    Applied { object: Obj, prev: Option<Obj> },
+    /// Deleted, no longer matching, or missing from a relist (forgotten): its last known state,
+    /// and the cached version (none when the cache did not have it).
+    Deleted { object: Obj, prev: Option<Obj> },
+}
+
+impl Change {
+    /// The object the change is about.
+    pub fn object(&self) -> &Obj {
+        match self {
+            Change::Listed { object, .. }
+            | Change::Applied { object, .. }
+            | Change::Deleted { object, .. } => object,
+        }
+    }
+}
+
+type Cache = HashMap<(String, String), Obj>;
+
+fn key(obj: &StoredObject) -> (String, String) {
+    (
+        meta::namespace(&obj.value).to_owned(),
+        meta::name(&obj.value).to_owned(),
+    )
+}
+
+/// The cache a watcher's events build (the writer side; see [`Reader`]).
+pub struct Reflector {
+    cache: Arc<RwLock<Cache>>,
+    /// The list in progress, in list order.
+    buffer: Option<Vec<Obj>>,
+    synced: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Reflector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Reflector {
+    pub fn new() -> Self {
+        Self {
+            cache: Arc::default(),
+            buffer: None,
+            synced: tokio::sync::watch::Sender::new(false),
+        }
+    }
+
+    /// Fill the cache with a list the caller made (see [`Watcher::resume`]): synced.
+    pub fn seed(&mut self, objects: impl IntoIterator<Item = Obj>) {
+        let _ = self.apply(Event::Init);
+        for o in objects {
+            let _ = self.apply(Event::InitApply(o));
+        }
+        let _ = self.apply(Event::InitDone);
+    }
+
+    pub fn reader(&self) -> Reader {
+        Reader {
+            cache: self.cache.clone(),
+            synced: self.synced.subscribe(),
+        }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Cache> {
+        self.cache.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Apply one event; returns what changed for the controller (nothing during a list).
+    pub fn apply(&mut self, event: Event) -> Vec<Change> {
+        match event {
+            Event::Init => {
+                self.buffer = Some(Vec::new());
+                Vec::new()
+            }
+            Event::InitApply(obj) => {
+                self.buffer.get_or_insert_with(Vec::new).push(obj);
+                Vec::new()
+            }
+            Event::InitDone => {
+                let listed = self.buffer.take().unwrap_or_default();
+                let fresh: Cache = listed.iter().map(|o| (key(o), o.clone())).collect();
+                let old = std::mem::replace(&mut *self.write(), fresh);
+                let mut changes: Vec<Change> = listed
+                    .into_iter()
+                    .map(|object| Change::Listed {
+                        prev: old.get(&key(&object)).cloned(),
+                        object,
+                    })
+                    .collect();
+                let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
+                for (k, object) in old {
+                    if !cache.contains_key(&k) {
+                        changes.push(Change::Deleted { object, prev: None });
+                    }
+                }
+                drop(cache);
+                self.synced.send_replace(true);
+                changes
+            }
+            Event::Apply(object) => {
+                let prev = self.write().insert(key(&object), object.clone());
+                vec![Change::Applied { object, prev }]
+            }
+            Event::Delete(object) => {
+                let prev = self.write().remove(&key(&object));
+                vec![Change::Deleted { object, prev }]
+            }
+        }
+    }
+}
+
+/// A read handle on a reflector's cache.
+#[derive(Clone)]
+pub struct Reader {
+    cache: Arc<RwLock<Cache>>,
+    synced: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Reader {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Cache> {
+        self.cache.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Obj> {
+        self.read()
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .cloned()
+    }
+
+    pub fn list(&self) -> Vec<Obj> {
+        self.read().values().cloned().collect()
+    }
+
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Resolves once the first list is in the cache (or the reflector is gone).
+    pub async fn wait_synced(&mut self) {
+        let _ = self.synced.wait_for(|s| *s).await;
+    }
+}
+
+/// Follow a watcher into a reflector, handing each change to `on_change`, until the store
+/// closes.
+pub async fn run<S: Source>(
+    mut watcher: Watcher<S>,
+    mut reflector: Reflector,
+    mut on_change: impl FnMut(Change),
+) {
+    while let Some(event) = watcher.next().await {
+        for change in reflector.apply(event) {
+            on_change(change);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ObjectKey;
+    use crate::store::Snapshot;
+    use serde_json::json;
+
+    fn obj(name: &str, rv: u64, labels: serde_json::Value) -> Obj {
+        Arc::new(
+            StoredObject::new(
+                rv,
+                json!({"metadata": {"name": name, "namespace": "ns", "labels": labels}}),
+            )
+            .unwrap(),
+        )
+    }
+
+    fn event(kind: EventType, object: Obj, prev: Option<Obj>) -> Arc<crate::store::Event> {
+        Arc::new(crate::store::Event {
+            rv: object.rv,
+            kind,
+            key: ObjectKey::new("things", "ns", crate::model::meta::name(&object.value)),
+            object,
+            prev,
+        })
+    }
+
+    /// A scripted store: each `watch` call answers with the next scripted reply; the live feeds
+    /// are in-memory broadcast channels the test writes to.
+    struct Script {
+        replies: VecDeque<Result<WatchStart, StoreError>>,
+        calls: Arc<std::sync::Mutex<Vec<WatchFrom>>>,
+    }
+
+    impl Source for Script {
+        fn watch(&mut self, from: WatchFrom) -> Result<WatchStart, StoreError> {
+            self.calls.lock().unwrap().push(from);
+            self.replies.pop_front().unwrap_or(Err(StoreError::Closed))
+        }
+        fn resource(&self) -> &str {
+            "things"
+        }
+    }
+
+    type Feed = broadcast::Sender<Arc<crate::store::Event>>;
+
+    fn listed(rv: u64, items: &[Obj], capacity: usize) -> (WatchStart, Feed) {
+        let (tx, live) = broadcast::channel(capacity);
+        let items = items
+            .iter()
+            .map(|o| (crate::model::meta::name(&o.value).to_owned(), o.clone()))
+            .collect();
+        let start = WatchStart {
+            rv,
+            snapshot: Some(Snapshot { rv, items }),
+            backlog: Vec::new(),
+            live,
+        };
+        (start, tx)
+    }
+
+    fn names(changes: &[Change]) -> Vec<String> {
+        changes
+            .iter()
+            .map(|c| {
+                let tag = match c {
+                    Change::Listed { .. } => "listed",
+                    Change::Applied { .. } => "applied",
+                    Change::Deleted { .. } => "deleted",
+                };
+                format!("{tag} {}", crate::model::meta::name(&c.object().value))
+            })
+            .collect()
+    }
+
+    async fn next<S: Source>(w: &mut Watcher<S>) -> Option<Event> {
+        tokio::time::timeout(std::time::Duration::from_secs(5), w.next())
+            .await
+            .expect("the watcher is stuck (likely deadlocked)")
+    }
+
+    #[tokio::test]
+    async fn nothing_is_dispatched_before_the_initial_list_is_done() {
+        let (start, feed) = listed(2, &[obj("a", 1, json!({})), obj("b", 2, json!({}))], 16);
+        let calls = Arc::default();
+        let mut w = Watcher::new(
+            Script {
+                replies: [Ok(start)].into(),
+                calls,
+            },
+            None,
+        );
+        let mut r = Reflector::new();
+        let reader = r.reader();
+        for want in ["Init", "InitApply", "InitApply"] {
+            let e = next(&mut w).await.unwrap();
+            assert!(format!("{e:?}").starts_with(want), "{e:?}");
+            assert!(r.apply(e).is_empty(), "a change before InitDone");
+            assert!(!reader.is_synced());
+            assert!(reader.list().is_empty(), "a half-listed cache is visible");
+        }
+        let done = next(&mut w).await.unwrap();
+        assert!(matches!(done, Event::InitDone));
+        assert_eq!(names(&r.apply(done)), ["listed a", "listed b"]);
+        assert!(reader.is_synced());
+        assert_eq!(reader.list().len(), 2);
+        // Then live events, with the version cached before.
+        let a1 = obj("a", 1, json!({}));
+        let a3 = obj("a", 3, json!({"x": "y"}));
+        feed.send(event(EventType::Modified, a3.clone(), Some(a1)))
+            .unwrap();
+        let changes = r.apply(next(&mut w).await.unwrap());
+        match &changes[..] {
+            [Change::Applied {
+                object,
+                prev: Some(p),
+            }] => assert_eq!((object.rv, p.rv), (3, 1)),
+            other => panic!("{}", names(other).join(", ")),
+        }
+        assert_eq!(reader.get("ns", "a").map(|o| o.rv), Some(3));
+        drop(feed);
+        assert!(next(&mut w).await.is_none(), "the store closed");
+    }
+
+    #[tokio::test]
+    async fn a_relist_after_410_forgets_objects_deleted_in_between() {
+        let (a, b, c) = (
+            obj("a", 1, json!({})),
+            obj("b", 2, json!({})),
+            obj("c", 3, json!({})),
+        );
+        // A feed of one slot: two events make the watcher lag.
+        let (first, feed) = listed(2, &[a.clone(), b.clone()], 1);
+        // Resuming after rv 2 is too old (history compacted); the relist has a and c, not b.
+        let (second, _feed2) = listed(9, &[a.clone(), c.clone()], 16);
+        let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
+        let script = Script {
+            replies: [
+                Ok(first),
+                Err(StoreError::TooOld {
+                    requested: 2,
+                    oldest: 5,
+                }),
+                Ok(second),
+            ]
+            .into(),
+            calls: calls.clone(),
+        };
+        let mut w = Watcher::new(script, None);
+        let mut r = Reflector::new();
+        let reader = r.reader();
+        let mut changes = Vec::new();
+        for _ in 0..4 {
+            changes.extend(r.apply(next(&mut w).await.unwrap()));
+        }
+        assert_eq!(names(&changes), ["listed a", "listed b"]);
+        // b is deleted and c created while the watcher is not reading: it lags.
+        feed.send(event(EventType::Deleted, obj("b", 4, json!({})), Some(b)))
+            .unwrap();
+        feed.send(event(EventType::Added, obj("x", 5, json!({})), None))
+            .unwrap();
+        let mut seen = Vec::new();
+        let mut changes = Vec::new();
+        loop {
+            let e = next(&mut w).await.unwrap();
+            seen.push(format!("{e:?}").split('(').next().unwrap_or("").to_owned());
+            let done = matches!(e, Event::InitDone);
+            changes.extend(r.apply(e));
+            if done {
+                break;
+            }
+        }
+        assert_eq!(seen, ["Init", "InitApply", "InitApply", "InitDone"]);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [WatchFrom::Now, WatchFrom::After(2), WatchFrom::Now]
+        );
+        // b went while nobody watched: forgotten at InitDone, and said so.
+        let mut got = names(&changes);
+        got.sort();
+        assert_eq!(got, ["deleted b", "listed a", "listed c"]);
+        let mut cached: Vec<String> = reader
+            .list()
+            .iter()
+            .map(|o| crate::model::meta::name(&o.value).to_owned())
+            .collect();
+        cached.sort();
+        assert_eq!(cached, ["a", "c"]);
+    }
+
+    /// The CRD controller's way: its own start-up list seeds the reflector, the watcher goes on
+    /// after that list's revision; if that is too old already, the relist forgets what went.
+    #[tokio::test]
+    async fn a_seeded_reflector_resumes_and_a_relist_forgets() {
+        let (relist, _feed) = listed(7, &[obj("a", 1, json!({}))], 16);
+        let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
+        let script = Script {
+            replies: [
+                Err(StoreError::TooOld {
+                    requested: 2,
+                    oldest: 5,
+                }),
+                Ok(relist),
+            ]
+            .into(),
+            calls: calls.clone(),
+        };
+        let mut w = Watcher::resume(script, None, 2);
+        let mut r = Reflector::new();
+        r.seed([obj("a", 1, json!({})), obj("b", 2, json!({}))]);
+        assert!(r.reader().is_synced());
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            changes.extend(r.apply(next(&mut w).await.unwrap()));
+        }
+        assert_eq!(names(&changes), ["listed a", "deleted b"]);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [WatchFrom::After(2), WatchFrom::Now]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_lag_resumes_from_history_without_a_relist() {
+        let (first, feed) = listed(1, &[obj("a", 1, json!({}))], 1);
+        let (tx2, live2) = broadcast::channel(16);
+        let resumed = WatchStart {
+            rv: 3,
+            snapshot: None,
+            backlog: vec![
+                event(EventType::Added, obj("b", 2, json!({})), None),
+                event(EventType::Added, obj("c", 3, json!({})), None),
+            ],
+            live: live2,
+        };
+        let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
+        let mut w = Watcher::new(
+            Script {
+                replies: [Ok(first), Ok(resumed)].into(),
+                calls: calls.clone(),
+            },
+            None,
+        );
+        let mut r = Reflector::new();
+        for _ in 0..3 {
+            r.apply(next(&mut w).await.unwrap());
+        }
+        feed.send(event(EventType::Added, obj("b", 2, json!({})), None))
+            .unwrap();
+        feed.send(event(EventType::Added, obj("c", 3, json!({})), None))
+            .unwrap();
+        let mut changes = r.apply(next(&mut w).await.unwrap());
+        changes.extend(r.apply(next(&mut w).await.unwrap()));
+        assert_eq!(names(&changes), ["applied b", "applied c"]);
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [WatchFrom::Now, WatchFrom::After(1)]
+        );
+        drop(tx2);
+    }
+
+    #[tokio::test]
+    async fn objects_leaving_the_filter_are_deleted_and_others_never_seen() {
+        let filter = Filter::new(None, Some("app=x"), None).unwrap();
+        let (start, feed) = listed(
+            2,
+            &[obj("in", 1, json!({"app": "x"})), obj("out", 2, json!({}))],
+            16,
+        );
+        let mut w = Watcher::new(
+            Script {
+                replies: [Ok(start)].into(),
+                calls: Arc::default(),
+            },
+            Some(filter),
+        );
+        let mut r = Reflector::new();
+        let mut changes = Vec::new();
+        for _ in 0..3 {
+            changes.extend(r.apply(next(&mut w).await.unwrap()));
+        }
+        assert_eq!(names(&changes), ["listed in"]);
+        feed.send(event(
+            EventType::Modified,
+            obj("out", 3, json!({"other": "y"})),
+            Some(obj("out", 2, json!({}))),
+        ))
+        .unwrap();
+        feed.send(event(
+            EventType::Modified,
+            obj("in", 4, json!({})),
+            Some(obj("in", 1, json!({"app": "x"}))),
+        ))
+        .unwrap();
+        let changes = r.apply(next(&mut w).await.unwrap());
+        match &changes[..] {
+            [Change::Deleted {
+                object,
+                prev: Some(p),
+            }] => assert_eq!((object.rv, p.rv), (4, 1)),
+            other => panic!("{}", names(other).join(", ")),
+        }
+        assert!(r.reader().list().is_empty());
+    }
+}
