@@ -294,6 +294,124 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
     .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
 }
 
+/// A server with the certificate CRDs established and the `certificate` and `issuer` guests
+/// loaded, and a folder for openssl's files.
+fn story() -> (Server, std::path::PathBuf) {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    apply_crds(&s, &CRDS);
+    s.drop_controller("certificate", &guest("certificate"))
+        .unwrap();
+    s.drop_controller("issuer", &guest("issuer")).unwrap();
+    let dir = s.data_dir.join("pki");
+    std::fs::create_dir_all(&dir).unwrap();
+    (s, dir)
+}
+
+/// A CA made by `openssl req -x509 -newkey NEWKEY..`: `NAME.crt`, and `NAME.key` rewritten by
+/// `openssl CONVERT.. -in` when given (e.g. to PKCS#1 or SEC1). Returns the key's PEM.
+fn make_ca(dir: &Path, name: &str, newkey: &[&str], convert: &[&str]) -> String {
+    let (crt, key) = (format!("{name}.crt"), format!("{name}.key"));
+    let mut args = vec!["req", "-x509", "-nodes", "-newkey"];
+    args.extend(newkey);
+    let subj = format!("/CN={name}-ca");
+    args.extend(["-keyout", &key, "-out", &crt, "-subj", &subj, "-days", "30"]);
+    openssl(dir, &args);
+    if !convert.is_empty() {
+        let mut args = convert.to_vec();
+        let converted = format!("{key}.converted");
+        args.extend(["-in", &key, "-out", &converted]);
+        openssl(dir, &args);
+        std::fs::rename(dir.join(&converted), dir.join(&key)).unwrap();
+    }
+    std::fs::read_to_string(dir.join(&key)).unwrap()
+}
+
+/// `kubectl create secret tls NAME` from `DIR/CA.crt` and `DIR/CA.key`, in `namespace`.
+fn ca_secret(s: &Server, dir: &Path, ca: &str, name: &str, namespace: &str) {
+    let (crt, key) = (dir.join(format!("{ca}.crt")), dir.join(format!("{ca}.key")));
+    s.kubectl_ok(&[
+        "create",
+        "secret",
+        "tls",
+        name,
+        "-n",
+        namespace,
+        "--cert",
+        crt.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+}
+
+/// The PEM `tls.crt` of a Secret, written to `DIR/FILE`; `openssl verify -CAfile CA` must pass.
+fn verify_secret(dir: &Path, secret: &Value, file: &str, ca_file: &str) {
+    std::fs::write(dir.join(file), b64(&secret["data"]["tls.crt"])).unwrap();
+    let verify = openssl(dir, &["verify", "-CAfile", ca_file, file]);
+    assert!(verify.contains(&format!("{file}: OK")), "{verify}");
+}
+
+/// Most CAs people have are RSA, made by `openssl req -x509 -newkey rsa:2048`; others are
+/// ECDSA or Ed25519, and their keys come as PKCS#8, PKCS#1 or SEC1 PEM. Each signs.
+#[test]
+fn ca_keys_of_every_common_type_sign_and_verify_with_openssl() {
+    let (s, dir) = story();
+    let cas: [(&str, &[&str], &[&str], &str); 5] = [
+        ("rsa8", &["rsa:2048"], &[], "BEGIN PRIVATE KEY"),
+        (
+            "rsa1",
+            &["rsa:2048"],
+            &["pkey", "-traditional"],
+            "BEGIN RSA PRIVATE KEY",
+        ),
+        (
+            "p256",
+            &["ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+            &["ec"],
+            "BEGIN EC PRIVATE KEY",
+        ),
+        (
+            "p384",
+            &["ec", "-pkeyopt", "ec_paramgen_curve:secp384r1"],
+            &[],
+            "BEGIN PRIVATE KEY",
+        ),
+        ("ed25519", &["ed25519"], &[], "BEGIN PRIVATE KEY"),
+    ];
+    for (name, newkey, convert, pem) in cas {
+        let key = make_ca(&dir, name, newkey, convert);
+        assert!(key.contains(pem), "{name}: {key}");
+        ca_secret(&s, &dir, name, &format!("{name}-ca"), "default");
+        apply(
+            &s,
+            &format!("apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: {name}\nspec:\n  ca:\n    secretName: {name}-ca\n"),
+        );
+        apply(
+            &s,
+            &format!("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: {name}\nspec:\n  secretName: {name}-tls\n  dnsNames: [{name}.example.test]\n  usages: [digital signature, server auth]\n  issuerRef:\n    name: {name}\n"),
+        );
+    }
+    for (name, ..) in cas {
+        let secret = wait_secret_for(
+            &s,
+            &format!("{name}-tls"),
+            &format!("{name}.example.test"),
+            &dir,
+        );
+        let leaf = format!("{name}-leaf.pem");
+        verify_secret(&dir, &secret, &leaf, &format!("{name}.crt"));
+        // The extended key usage is there and, as RFC 5280 practice and cert-manager, not critical.
+        let eku = openssl(
+            &dir,
+            &["x509", "-in", &leaf, "-noout", "-ext", "extendedKeyUsage"],
+        );
+        assert!(
+            eku.contains("TLS Web Server Authentication"),
+            "{name}: {eku}"
+        );
+        assert!(!eku.contains("critical"), "{name}: {eku}");
+    }
+}
+
 fn controller(s: &Server, name: &str) -> Option<Value> {
     get(s, &format!("/apis/turtles.dev/v1/controllers/{name}"))
 }

@@ -15,7 +15,7 @@ use turtles_controller::{
     Permission, Registration, Value, Watch,
 };
 
-use pki::{Error, PrivateKey, GROUP};
+use pki::{Error, KeyAlgorithm, KeyEncoding, Names, PrivateKey, GROUP};
 
 const CERTIFICATES: Gvr<'static> = Gvr::new(GROUP, "v1", "certificates");
 const REQUESTS: Gvr<'static> = Gvr::new(GROUP, "v1", "certificaterequests");
@@ -158,7 +158,15 @@ fn reconcile(key: &ObjectKey, cert: &Value) -> Result<Outcome> {
     let req_name = format!("{}-1", key.name);
     let request = cache::get(REQUESTS, ns, &req_name);
     let Some(request) = request else {
-        let csr = pki::csr_pem(&private_key, &want.dns_names)?;
+        let names = Names {
+            dns: want.dns_names.clone(),
+            ..Names::default()
+        };
+        let csr = pki::csr_pem(
+            &private_key,
+            want.dns_names.first().map(String::as_str),
+            &names,
+        )?;
         let body = json!({
             "apiVersion": format!("{GROUP}/v1"),
             "kind": "CertificateRequest",
@@ -213,7 +221,7 @@ fn reconcile(key: &ObjectKey, cert: &Value) -> Result<Outcome> {
     };
 
     // 4. Issued: check what came back, then store it.
-    let key_pem = pki::key_pem(&private_key)?;
+    let key_pem = private_key.to_pem(KeyEncoding::Pkcs8)?;
     let valid = match check_pair(&chain, &key_pem, &want.dns_names) {
         Ok(valid) => valid,
         Err(Check::Renew(why)) => {
@@ -278,9 +286,9 @@ fn private_key(key: &ObjectKey, cert: &Value) -> Result<Option<PrivateKey>> {
             ));
         }
         let pem = pki::b64_field(&secret, "/data/tls.key").unwrap_or_default();
-        return Ok(Some(pki::parse_key(&pem)?));
+        return Ok(Some(PrivateKey::from_pem(&pem)?));
     }
-    let pem = pki::key_pem(&pki::generate_key())?;
+    let pem = PrivateKey::generate(KeyAlgorithm::EcdsaP256)?.to_pem(KeyEncoding::Pkcs8)?;
     let body = json!({
         "apiVersion": "v1",
         "kind": "Secret",
@@ -349,11 +357,13 @@ fn outdated(request: &Value, want: &Wanted, private_key: &PrivateKey) -> Option<
     let Ok(csr) = pki::parse_csr(&csr) else {
         return Some("has an unreadable CSR".into());
     };
-    if !same_names(&csr.dns_names, &want.dns_names) {
+    if !same_names(&csr.names.dns, &want.dns_names) {
         return Some("asks for other DNS names".into());
     }
-    let ours = pki::public_key_spki(private_key);
-    if ours.as_ref().ok() != Some(&csr.public_key) {
+    if !private_key
+        .spki()
+        .is_ok_and(|ours| pki::same_key(&ours, &csr.public_key))
+    {
         return Some("is for another private key".into());
     }
     None
@@ -407,12 +417,12 @@ fn check_pair(
     let leaf = pki::parse_chain(chain)
         .map_err(|e| Check::Invalid(format!("is not readable ({e})")))?
         .remove(0);
-    let key =
-        pki::parse_key(key_pem).map_err(|e| Check::Invalid(format!("has no usable key ({e})")))?;
+    let key = PrivateKey::from_pem(key_pem)
+        .map_err(|e| Check::Invalid(format!("has no usable key ({e})")))?;
     if !pki::key_matches(&leaf, &key) {
         return Err(Check::Invalid("does not match its private key".into()));
     }
-    let names = pki::dns_names(&leaf);
+    let names = pki::names(&leaf).dns;
     if let Some(missing) = dns_names.iter().find(|n| !names.contains(n)) {
         return Err(Check::Invalid(format!("does not cover {missing}")));
     }

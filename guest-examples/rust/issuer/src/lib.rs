@@ -149,14 +149,23 @@ fn sign(key: &ObjectKey, request: &Value, issuer: &str) -> Result<(String, Strin
     let csr = pki::b64_field(request, "/spec/request")
         .ok_or_else(|| Problem::Failed("spec.request is not base64 PEM".into()))?;
     let csr = pki::parse_csr(&csr).map_err(|e| Problem::Failed(e.0))?;
+    let template = pki::Template {
+        duration_secs: u64::from(DAYS) * 86_400,
+        is_ca: false,
+        usages: vec![
+            "digital signature".into(),
+            "key encipherment".into(),
+            "server auth".into(),
+        ],
+    };
     let leaf = ca
-        .issue(&csr, DAYS)
+        .issue(&csr, &template)
         .map_err(|e| Problem::Failed(format!("cannot issue: {e}")))?;
     let leaf = pki::cert_pem(&leaf).map_err(|e| Problem::Failed(e.0))?;
     info!(
         "{}: issued a certificate for {} with Issuer {issuer}",
         key.display(),
-        csr.dns_names.join(",")
+        csr.names.dns.join(",")
     );
     Ok((format!("{leaf}{}", ca.cert_pem()), ca.cert_pem().to_owned()))
 }
