@@ -10,10 +10,11 @@ use base64::Engine;
 use serde_json::Value;
 use turtles_tests::{guest, poll, Server};
 
-const CRDS: [&str; 3] = [
+const CRDS: [&str; 4] = [
     "certificates.cert-manager.io",
     "certificaterequests.cert-manager.io",
     "issuers.cert-manager.io",
+    "clusterissuers.cert-manager.io",
 ];
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -193,9 +194,10 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
             "keyUsage,extendedKeyUsage,basicConstraints",
         ],
     );
+    // cert-manager's default usages: no extended key usage unless asked for.
     assert!(
         usage.contains("Digital Signature, Key Encipherment")
-            && usage.contains("TLS Web Server Authentication")
+            && !usage.contains("Extended Key Usage")
             && usage.contains("CA:FALSE"),
         "{usage}"
     );
@@ -302,9 +304,139 @@ fn story() -> (Server, std::path::PathBuf) {
     s.drop_controller("certificate", &guest("certificate"))
         .unwrap();
     s.drop_controller("issuer", &guest("issuer")).unwrap();
+    s.drop_controller("issuer-ready", &guest("issuer-ready"))
+        .unwrap();
     let dir = s.data_dir.join("pki");
     std::fs::create_dir_all(&dir).unwrap();
     (s, dir)
+}
+
+/// Poll `kubectl get WHAT -o json` until its Ready condition has this status and reason.
+fn wait_ready(s: &Server, what: &[&str], status: &str, reason: &str) -> Value {
+    let mut last = Value::Null;
+    poll(
+        &format!("{what:?}: Ready={status} reason {reason}"),
+        DEADLINE,
+        || {
+            let mut args = vec!["get"];
+            args.extend(what);
+            args.extend(["-o", "json"]);
+            let out = s.kubectl(&args);
+            last = serde_json::from_slice(&out.stdout).ok()?;
+            ready(&last)
+                .filter(|c| c["status"] == status && c["reason"] == reason)
+                .cloned()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}; last: {last}\n{}", s.log()))
+}
+
+fn certificate_yaml(name: &str, issuer_kind: &str, issuer: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: {name}\nspec:\n  secretName: {name}-tls\n  issuerRef:\n    name: {issuer}\n    kind: {issuer_kind}\n{extra}"
+    )
+}
+
+/// The story as cert-manager's docs tell it: a ClusterIssuer made from an RSA CA whose Secret
+/// lives in the cluster resource namespace `cert-manager`, Issuers whose Ready condition says
+/// what is wrong with their Secret, and a SelfSigned Issuer.
+#[test]
+fn cluster_issuer_self_signed_issuer_and_issuer_readiness() {
+    let (s, dir) = story();
+    s.kubectl_ok(&["create", "namespace", "cert-manager"]);
+    // An issuer of another group is someone else's: its request is left alone.
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: foreign\nspec:\n  secretName: foreign-tls\n  dnsNames: [foreign.example.test]\n  issuerRef:\n    name: acme\n    group: example.com\n",
+    );
+
+    // The ClusterIssuer's Secret does not exist yet: it says so.
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata:\n  name: root\nspec:\n  ca:\n    secretName: root-ca\n",
+    );
+    let cond = wait_ready(&s, &["clusterissuer", "root"], "False", "ErrGetKeyPair");
+    assert!(
+        cond["message"].as_str().unwrap().contains("root-ca"),
+        "{cond}"
+    );
+    make_ca(&dir, "root", &["rsa:2048"], &[]);
+    ca_secret(&s, &dir, "root", "root-ca", "cert-manager");
+    let cond = wait_ready(&s, &["clusterissuer", "root"], "True", "KeyPairVerified");
+    assert_eq!(cond["message"], "Signing CA verified", "{cond}");
+    let table = s.kubectl_ok(&["get", "clusterissuers"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("root ") && l.contains("True")),
+        "{table}"
+    );
+
+    apply(
+        &s,
+        &certificate_yaml(
+            "app",
+            "ClusterIssuer",
+            "root",
+            "  dnsNames: [app.example.test]\n",
+        ),
+    );
+    let secret = wait_secret_for(&s, "app-tls", "app.example.test", &dir);
+    verify_secret(&dir, &secret, "app.pem", "root.crt");
+    let annotations = &secret["metadata"]["annotations"];
+    assert_eq!(
+        annotations["cert-manager.io/issuer-kind"], "ClusterIssuer",
+        "{secret}"
+    );
+    assert_eq!(
+        annotations["cert-manager.io/issuer-name"], "root",
+        "{secret}"
+    );
+    let ca_crt = String::from_utf8(b64(&secret["data"]["ca.crt"])).unwrap();
+    let root = std::fs::read_to_string(dir.join("root.crt")).unwrap();
+    assert_eq!(ca_crt.trim(), root.trim(), "ca.crt is the CA");
+
+    // An Issuer whose Secret holds no usable CA says so too.
+    s.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "not-a-ca",
+        "--from-literal=tls.crt=nonsense",
+        "--from-literal=tls.key=nonsense",
+    ]);
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: broken\nspec:\n  ca:\n    secretName: not-a-ca\n",
+    );
+    wait_ready(&s, &["issuer", "broken"], "False", "ErrInvalidKeyPair");
+
+    // A SelfSigned Issuer: the certificate is signed by its own key and is its own CA.
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: self\nspec:\n  selfSigned: {}\n",
+    );
+    wait_ready(&s, &["issuer", "self"], "True", "IsReady");
+    apply(
+        &s,
+        &certificate_yaml(
+            "selfie",
+            "Issuer",
+            "self",
+            "  dnsNames: [selfie.example.test]\n",
+        ),
+    );
+    let secret = wait_secret_for(&s, "selfie-tls", "selfie.example.test", &dir);
+    std::fs::write(dir.join("selfie-ca.pem"), b64(&secret["data"]["ca.crt"])).unwrap();
+    verify_secret(&dir, &secret, "selfie.pem", "selfie-ca.pem");
+    assert_eq!(
+        b64(&secret["data"]["ca.crt"]),
+        b64(&secret["data"]["tls.crt"])
+    );
+
+    // By now every request of ours is signed; the foreign one was never touched.
+    let foreign = get(&s, &format!("{REQUESTS}/foreign-1")).expect("request foreign-1");
+    assert!(foreign["status"]["conditions"].is_null(), "{foreign}");
 }
 
 /// A CA made by `openssl req -x509 -newkey NEWKEY..`: `NAME.crt`, and `NAME.key` rewritten by

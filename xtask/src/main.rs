@@ -311,6 +311,7 @@ const DEMO_CONTROLLERS: &[&str] = &[
     "node",
     "certificate",
     "issuer",
+    "issuer-ready",
     "labeler",
 ];
 

@@ -105,13 +105,7 @@ fn wanted(cert: &Value) -> Result<Wanted> {
     let Some(secret_name) = spec["secretName"].as_str().filter(|s| !s.is_empty()) else {
         return terminal("spec.secretName is empty".into());
     };
-    let mut dns_names: Vec<String> = spec["dnsNames"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect();
+    let mut dns_names = pki::strings(&spec["dnsNames"]);
     if dns_names.is_empty() {
         if let Some(cn) = spec["commonName"].as_str().filter(|s| !s.is_empty()) {
             dns_names.push(cn.to_owned());
@@ -174,9 +168,18 @@ fn reconcile(key: &ObjectKey, cert: &Value) -> Result<Outcome> {
                 "name": req_name,
                 "namespace": ns,
                 "ownerReferences": pki::owner_reference(cert),
-                "annotations": { "cert-manager.io/certificate-name": key.name },
+                "annotations": {
+                    "cert-manager.io/certificate-name": key.name,
+                    "cert-manager.io/private-key-secret-name": format!("{}-key", key.name),
+                },
             },
-            "spec": { "request": pki::b64(csr.as_bytes()), "issuerRef": want.issuer_ref },
+            "spec": {
+                "request": pki::b64(csr.as_bytes()),
+                "issuerRef": want.issuer_ref,
+                "duration": cert["spec"]["duration"].as_str().unwrap_or("2160h"),
+                "isCA": cert["spec"]["isCA"] == true,
+                "usages": cert["spec"]["usages"].as_array().cloned().unwrap_or_default(),
+            },
         });
         match api::create(&REQUESTS.path(ns), &body) {
             Ok(_) => {}
@@ -462,6 +465,7 @@ fn write_secret(
         "cert-manager.io/certificate-name": key.name,
         "cert-manager.io/issuer-name": want.issuer_ref["name"],
         "cert-manager.io/issuer-kind": want.issuer_ref["kind"],
+        "cert-manager.io/issuer-group": want.issuer_ref["group"],
     });
     let ns = key.namespace.as_str();
     if existing.is_some() {

@@ -13,7 +13,7 @@ use der::{Decode, DecodePem, Encode, EncodePem};
 use p256::pkcs8::LineEnding;
 use sha1::Digest;
 use spki::SubjectPublicKeyInfoOwned;
-use turtles_controller::{json, Value};
+use turtles_controller::{json, ApiError, Gvr, Value};
 use x509_cert::builder::{Builder, CertificateBuilder, Profile, RequestBuilder};
 use x509_cert::ext::pkix::name::GeneralName;
 use x509_cert::ext::pkix::{
@@ -37,6 +37,125 @@ pub use keys::{same_key, KeyAlgorithm, KeyEncoding, PrivateKey};
 
 /// The API group of the cert-manager-shaped kinds.
 pub const GROUP: &str = "cert-manager.io";
+
+/// Where a ClusterIssuer's Secrets live: cert-manager's "cluster resource namespace", which
+/// is the namespace cert-manager runs in, `cert-manager` in a default installation.
+pub const CLUSTER_RESOURCE_NAMESPACE: &str = "cert-manager";
+
+/// A certificate's lifetime when nothing says otherwise (cert-manager's 90 days).
+pub const DEFAULT_DURATION_SECS: u64 = 90 * 86_400;
+
+/// The two kinds of issuer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IssuerKind {
+    Issuer,
+    ClusterIssuer,
+}
+
+/// A Certificate's or CertificateRequest's `issuerRef` naming one of our issuers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IssuerRef {
+    pub name: String,
+    pub kind: IssuerKind,
+}
+
+impl IssuerRef {
+    /// An `issuerRef` of group `cert-manager.io` (the default) and kind `Issuer` (the default)
+    /// or `ClusterIssuer`; `None` for another group's or kind's issuer.
+    pub fn of(issuer_ref: &Value) -> Option<Self> {
+        if issuer_ref["group"]
+            .as_str()
+            .is_some_and(|g| !g.is_empty() && g != GROUP)
+        {
+            return None;
+        }
+        let kind = match issuer_ref["kind"].as_str().unwrap_or("") {
+            "" | "Issuer" => IssuerKind::Issuer,
+            "ClusterIssuer" => IssuerKind::ClusterIssuer,
+            _ => return None,
+        };
+        Some(IssuerRef {
+            name: issuer_ref["name"].as_str().unwrap_or("").to_owned(),
+            kind,
+        })
+    }
+
+    /// The issuer's API path (an Issuer in `namespace`, or the ClusterIssuer).
+    pub fn path(&self, namespace: &str) -> String {
+        match self.kind {
+            IssuerKind::Issuer => ISSUERS.object_path(namespace, &self.name),
+            IssuerKind::ClusterIssuer => CLUSTER_ISSUERS.object_path("", &self.name),
+        }
+    }
+
+    /// `Issuer NAME` or `ClusterIssuer NAME`.
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.kind_name(), self.name)
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            IssuerKind::Issuer => "Issuer",
+            IssuerKind::ClusterIssuer => "ClusterIssuer",
+        }
+    }
+}
+
+pub const ISSUERS: Gvr<'static> = Gvr::new(GROUP, "v1", "issuers");
+pub const CLUSTER_ISSUERS: Gvr<'static> = Gvr::new(GROUP, "v1", "clusterissuers");
+
+/// Why a CA issuer's key pair cannot be used.
+#[derive(Debug)]
+pub enum CaError {
+    /// Reading the Secret failed: retry.
+    Api(ApiError),
+    /// The Secret is missing (cert-manager's reason `ErrGetKeyPair`).
+    GetKeyPair(String),
+    /// The Secret does not hold a usable CA (`ErrInvalidKeyPair`).
+    InvalidKeyPair(String),
+}
+
+impl std::fmt::Display for CaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaError::Api(e) => write!(f, "reading the CA Secret: {e:?}"),
+            CaError::GetKeyPair(m) | CaError::InvalidKeyPair(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Loads the CA of a `ca` issuer from its Secret in `namespace` (the Issuer's own, or
+/// [`CLUSTER_RESOURCE_NAMESPACE`] for a ClusterIssuer).
+pub fn load_ca(issuer: &Value, namespace: &str) -> std::result::Result<Ca, CaError> {
+    let Some(secret_name) = issuer["spec"]["ca"]["secretName"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+    else {
+        return Err(CaError::InvalidKeyPair(
+            "the issuer has neither spec.ca.secretName nor spec.selfSigned".into(),
+        ));
+    };
+    let secret = match turtles_controller::api::get(&Gvr::SECRETS.object_path(namespace, secret_name)) {
+        Ok(s) => s,
+        Err(e) if e.is_not_found() => {
+            return Err(CaError::GetKeyPair(format!(
+                "Error getting keypair for CA issuer: secret \"{secret_name}\" not found in namespace {namespace}"
+            )))
+        }
+        Err(e) => return Err(CaError::Api(e)),
+    };
+    let field = |name: &str| b64_field(&secret, &format!("/data/{name}"));
+    let (Some(crt), Some(key)) = (field("tls.crt"), field("tls.key")) else {
+        return Err(CaError::InvalidKeyPair(format!(
+            "Error getting keypair for CA issuer: secret \"{secret_name}\" has no tls.crt and tls.key"
+        )));
+    };
+    Ca::new(&crt, &key).map_err(|e| {
+        CaError::InvalidKeyPair(format!(
+            "Error getting keypair for CA issuer: secret \"{secret_name}\": {e}"
+        ))
+    })
+}
 
 /// What went wrong, as a message for a condition or an outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,6 +195,16 @@ pub fn unb64(text: &str) -> Result<Vec<u8>> {
 pub fn b64_field(obj: &Value, pointer: &str) -> Option<String> {
     let text = obj.pointer(pointer)?.as_str()?;
     String::from_utf8(unb64(text).ok()?).ok()
+}
+
+/// The strings of a JSON array field (none when it is missing or not an array).
+pub fn strings(list: &Value) -> Vec<String> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Seconds since the Unix epoch.
