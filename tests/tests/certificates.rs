@@ -151,7 +151,7 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
     );
     apply(
         &s,
-        "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: web\nspec:\n  secretName: web-tls\n  dnsNames: [web.example.test]\n  issuerRef:\n    name: ca\n    kind: Issuer\n",
+        "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: web\nspec:\n  secretName: web-tls\n  commonName: web.example.test\n  dnsNames: [web.example.test]\n  privateKey:\n    rotationPolicy: Never\n  issuerRef:\n    name: ca\n    kind: Issuer\n",
     );
 
     s.drop_controller("certificate", &guest("certificate"))
@@ -240,10 +240,9 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
     let chain = String::from_utf8(b64(&request["status"]["certificate"])).unwrap();
     assert_eq!(chain.matches("BEGIN CERTIFICATE").count(), 2, "{chain}");
     let key_secret = get(&s, &format!("{SECRETS}/web-key")).expect("Secret web-key");
-    assert_eq!(
-        b64(&key_secret["data"]["tls.key"]),
-        b64(&secret["data"]["tls.key"])
-    );
+    std::fs::write(dir.join("next.key"), b64(&key_secret["data"]["tls.key"])).unwrap();
+    let next_pub = openssl(&dir, &["pkey", "-pubout", "-in", "next.key"]);
+    assert_eq!(next_pub, key_pub, "web-key holds the key in use");
 
     // Both controllers run, each with only the permissions it uses.
     for name in ["certificate", "issuer"] {
@@ -275,7 +274,8 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
     assert!(can("get", "secrets", "system:controller:issuer"));
     assert!(!can("create", "secrets", "system:controller:issuer"));
 
-    // A new DNS name: the request is replaced and the Secret re-issued with the same key.
+    // A new DNS name: a new request and the Secret re-issued, with the same key
+    // (rotationPolicy: Never).
     s.kubectl_ok(&[
         "patch",
         "certificate",
@@ -446,7 +446,9 @@ fn make_ca(dir: &Path, name: &str, newkey: &[&str], convert: &[&str]) -> String 
     let mut args = vec!["req", "-x509", "-nodes", "-newkey"];
     args.extend(newkey);
     let subj = format!("/CN={name}-ca");
-    args.extend(["-keyout", &key, "-out", &crt, "-subj", &subj, "-days", "30"]);
+    args.extend([
+        "-keyout", &key, "-out", &crt, "-subj", &subj, "-days", "365",
+    ]);
     openssl(dir, &args);
     if !convert.is_empty() {
         let mut args = convert.to_vec();
@@ -662,4 +664,354 @@ fn controllers_started_before_their_crds_follow_the_crds_as_they_come_and_go() {
     watching(&s, "certificate", "True", "");
     apply(&s, &cert("second", "second.example.test"));
     wait_secret_for(&s, "second-tls", "second.example.test", &dir);
+}
+
+/// `openssl x509 -in FILE -noout ARGS..` in `dir`.
+fn x509(dir: &Path, file: &str, args: &[&str]) -> String {
+    let mut all = vec!["x509", "-in", file, "-noout"];
+    all.extend(args);
+    openssl(dir, &all)
+}
+
+/// Unix seconds of an RFC 3339 timestamp in a status field.
+fn unix(v: &Value) -> i64 {
+    let text = v.as_str().unwrap_or_else(|| panic!("not a timestamp: {v}"));
+    let out = Command::new("date")
+        .args(["-u", "-d", text, "+%s"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("date cannot read {text}"))
+}
+
+/// Poll until the Certificate is Ready with `status.revision` at least `revision`.
+fn wait_revision(s: &Server, name: &str, revision: u64) -> Value {
+    let mut last = Value::Null;
+    poll(
+        &format!("Certificate {name} Ready at revision {revision}"),
+        Duration::from_secs(90),
+        || {
+            last = get(s, &format!("{CERTS}/{name}"))?;
+            (last["status"]["revision"].as_u64()? >= revision
+                && ready(&last).is_some_and(|r| r["status"] == "True"))
+            .then(|| last.clone())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}; last: {last}\n{}", s.log()))
+}
+
+/// Every field of cert-manager's Certificate that shapes the certificate, the key and the
+/// Secret, for each key algorithm and encoding; and the status it reports.
+#[test]
+fn certificate_fields_key_algorithms_and_status() {
+    let (s, dir) = story();
+    make_ca(&dir, "ca", &["rsa:2048"], &[]);
+    ca_secret(&s, &dir, "ca", "ca", "default");
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\nspec:\n  ca:\n    secretName: ca\n",
+    );
+    // (name, privateKey, PEM header of tls.key, what `openssl x509 -text` says of the key)
+    let keys = [
+        (
+            "rsa",
+            "{}",
+            "BEGIN RSA PRIVATE KEY",
+            "Public-Key: (2048 bit)",
+        ),
+        (
+            "rsa3072",
+            "{algorithm: RSA, size: 3072, encoding: PKCS8}",
+            "BEGIN PRIVATE KEY",
+            "Public-Key: (3072 bit)",
+        ),
+        (
+            "p256",
+            "{algorithm: ECDSA}",
+            "BEGIN EC PRIVATE KEY",
+            "NIST CURVE: P-256",
+        ),
+        (
+            "p384",
+            "{algorithm: ECDSA, size: 384, encoding: PKCS8}",
+            "BEGIN PRIVATE KEY",
+            "NIST CURVE: P-384",
+        ),
+        (
+            "ed25519",
+            "{algorithm: Ed25519}",
+            "BEGIN PRIVATE KEY",
+            "ED25519",
+        ),
+    ];
+    for (name, key, ..) in keys {
+        apply(
+            &s,
+            &certificate_yaml(
+                name,
+                "Issuer",
+                "ca",
+                &format!("  dnsNames: [{name}.example.test]\n  privateKey: {key}\n"),
+            ),
+        );
+    }
+    apply(
+        &s,
+        &certificate_yaml(
+            "full",
+            "Issuer",
+            "ca",
+            "  commonName: full.example.test\n  dnsNames: [full.example.test, www.example.test]\n  ipAddresses: [10.0.0.1, '::1']\n  uris: ['spiffe://cluster.local/ns/default/sa/web']\n  emailAddresses: [ops@example.test]\n  usages: [digital signature, key encipherment, server auth, client auth]\n  duration: 720h\n  secretTemplate:\n    labels: {team: web}\n    annotations: {owner: ops}\n",
+        ),
+    );
+    apply(
+        &s,
+        &certificate_yaml(
+            "sub-ca",
+            "Issuer",
+            "ca",
+            "  commonName: sub-ca\n  isCA: true\n  privateKey: {algorithm: ECDSA}\n",
+        ),
+    );
+
+    for (name, _, header, text) in keys {
+        let secret = wait_secret_for(
+            &s,
+            &format!("{name}-tls"),
+            &format!("{name}.example.test"),
+            &dir,
+        );
+        let file = format!("{name}.pem");
+        verify_secret(&dir, &secret, &file, "ca.crt");
+        let key = String::from_utf8(b64(&secret["data"]["tls.key"])).unwrap();
+        assert!(
+            key.starts_with(&format!("-----{header}-----")),
+            "{name}: {key}"
+        );
+        let text_out = x509(&dir, &file, &["-text"]);
+        assert!(text_out.contains(text), "{name}: {text_out}");
+        std::fs::write(dir.join(format!("{name}.key")), &key).unwrap();
+        let key_pub = openssl(&dir, &["pkey", "-pubout", "-in", &format!("{name}.key")]);
+        assert_eq!(
+            x509(&dir, &file, &["-pubkey"]),
+            key_pub,
+            "{name}: tls.key is not the certificate's"
+        );
+    }
+
+    let secret = wait_secret_for(&s, "full-tls", "www.example.test", &dir);
+    verify_secret(&dir, &secret, "full.pem", "ca.crt");
+    let san = x509(&dir, "full.pem", &["-ext", "subjectAltName"]);
+    for want in [
+        "DNS:full.example.test",
+        "DNS:www.example.test",
+        "IP Address:10.0.0.1",
+        "IP Address:0:0:0:0:0:0:0:1",
+        "URI:spiffe://cluster.local/ns/default/sa/web",
+        "email:ops@example.test",
+    ] {
+        assert!(san.contains(want), "{want}: {san}");
+    }
+    let subject = x509(&dir, "full.pem", &["-subject", "-nameopt", "RFC2253"]);
+    assert!(subject.contains("CN=full.example.test"), "{subject}");
+    let eku = x509(
+        &dir,
+        "full.pem",
+        &["-ext", "extendedKeyUsage,keyUsage,basicConstraints"],
+    );
+    assert!(
+        eku.contains("TLS Web Server Authentication, TLS Web Client Authentication")
+            && !eku.contains("Extended Key Usage: critical")
+            && eku.contains("Digital Signature, Key Encipherment")
+            && eku.contains("CA:FALSE"),
+        "{eku}"
+    );
+    let ca_crt = String::from_utf8(b64(&secret["data"]["ca.crt"])).unwrap();
+    let ca = std::fs::read_to_string(dir.join("ca.crt")).unwrap();
+    assert_eq!(ca_crt.trim(), ca.trim(), "ca.crt");
+    assert_eq!(secret["metadata"]["labels"]["team"], "web", "{secret}");
+    assert_eq!(
+        secret["metadata"]["annotations"]["owner"], "ops",
+        "{secret}"
+    );
+    let annotations = &secret["metadata"]["annotations"];
+    assert_eq!(annotations["cert-manager.io/certificate-name"], "full");
+    assert_eq!(
+        annotations["cert-manager.io/common-name"],
+        "full.example.test"
+    );
+    assert_eq!(
+        annotations["cert-manager.io/alt-names"],
+        "full.example.test,www.example.test"
+    );
+    assert_eq!(annotations["cert-manager.io/ip-sans"], "10.0.0.1,::1");
+
+    // The status: Ready, the validity, the renewal time two thirds in, revision 1.
+    let cert = wait_revision(&s, "full", 1);
+    let st = &cert["status"];
+    assert_eq!(st["revision"], 1, "{cert}");
+    let cond = ready(&cert).unwrap();
+    assert_eq!(cond["reason"], "Ready", "{cert}");
+    assert_eq!(
+        cond["message"], "Certificate is up to date and has not expired",
+        "{cert}"
+    );
+    assert!(
+        !st["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Issuing"),
+        "Issuing is gone once issued: {cert}"
+    );
+    let (nb, na, rt) = (
+        unix(&st["notBefore"]),
+        unix(&st["notAfter"]),
+        unix(&st["renewalTime"]),
+    );
+    assert_eq!(na - nb, 720 * 3600, "duration 720h: {cert}");
+    assert_eq!(
+        na - rt,
+        240 * 3600,
+        "renewBefore defaults to a third: {cert}"
+    );
+    let end = x509(&dir, "full.pem", &["-enddate"]);
+    let end = end.trim().trim_start_matches("notAfter=");
+    let out = Command::new("date")
+        .args(["-u", "-d", end, "+%s"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        na.to_string(),
+        "{end}"
+    );
+
+    // isCA: a CA certificate that may sign.
+    let cert = wait_revision(&s, "sub-ca", 1);
+    let secret = get(&s, &format!("{SECRETS}/sub-ca-tls")).expect("sub-ca-tls");
+    verify_secret(&dir, &secret, "sub-ca.pem", "ca.crt");
+    let bc = x509(&dir, "sub-ca.pem", &["-ext", "basicConstraints,keyUsage"]);
+    assert!(
+        bc.contains("CA:TRUE") && bc.contains("Certificate Sign"),
+        "{bc} {cert}"
+    );
+
+    // kubectl shows cert-manager's columns.
+    let table = s.kubectl_ok(&["get", "certificates"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "SECRET", "AGE"], "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("full ") && l.contains("True") && l.contains("full-tls")),
+        "{table}"
+    );
+    let wide = s.kubectl_ok(&["get", "certificates", "-o", "wide"]);
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "SECRET", "ISSUER", "STATUS", "AGE"],
+        "{wide}"
+    );
+    assert!(
+        wide.contains("Certificate is up to date and has not expired"),
+        "{wide}"
+    );
+}
+
+/// A certificate for a minute is renewed before it ends; a deleted Secret and a Secret with
+/// someone else's certificate each lead to a new issuance. (A changed spec re-issues too:
+/// `certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl`.)
+#[test]
+fn certificates_renew_and_repair_their_secret() {
+    let (s, dir) = story();
+    make_ca(
+        &dir,
+        "ca",
+        &["ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+        &[],
+    );
+    ca_secret(&s, &dir, "ca", "ca", "default");
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\nspec:\n  ca:\n    secretName: ca\n",
+    );
+    // One minute, renewed 45 s before its end: 15 s after issuance.
+    apply(
+        &s,
+        &certificate_yaml(
+            "short",
+            "Issuer",
+            "ca",
+            "  dnsNames: [short.example.test]\n  duration: 1m\n  renewBefore: 45s\n  privateKey: {algorithm: ECDSA}\n",
+        ),
+    );
+    apply(
+        &s,
+        &certificate_yaml(
+            "web",
+            "Issuer",
+            "ca",
+            "  dnsNames: [web.example.test]\n  privateKey: {rotationPolicy: Never}\n",
+        ),
+    );
+
+    let first = wait_revision(&s, "short", 1);
+    let (na, rt) = (
+        unix(&first["status"]["notAfter"]),
+        unix(&first["status"]["renewalTime"]),
+    );
+    assert_eq!(na - rt, 45, "renewBefore: {first}");
+    let secret = get(&s, &format!("{SECRETS}/short-tls")).unwrap();
+    verify_secret(&dir, &secret, "short1.pem", "ca.crt");
+    let serial1 = x509(&dir, "short1.pem", &["-serial"]);
+    let pub1 = x509(&dir, "short1.pem", &["-pubkey"]);
+    // The controller comes back by itself at the renewal time: revision 2, a new certificate
+    // (and a new key: rotationPolicy Always is the default).
+    let renewed = wait_revision(&s, "short", 2);
+    let secret = get(&s, &format!("{SECRETS}/short-tls")).unwrap();
+    verify_secret(&dir, &secret, "short2.pem", "ca.crt");
+    assert_ne!(x509(&dir, "short2.pem", &["-serial"]), serial1, "{renewed}");
+    assert_ne!(x509(&dir, "short2.pem", &["-pubkey"]), pub1, "a new key");
+    assert!(unix(&renewed["status"]["notBefore"]) >= rt - 1, "{renewed}");
+    // The request of the previous revision is cleaned up.
+    poll("CertificateRequest short-1 deleted", DEADLINE, || {
+        get(&s, &format!("{REQUESTS}/short-1"))
+            .is_none()
+            .then_some(())
+    })
+    .unwrap();
+
+    // The Secret is deleted: it comes back, with the same key (rotationPolicy: Never).
+    let web = wait_revision(&s, "web", 1);
+    let secret = wait_secret_for(&s, "web-tls", "web.example.test", &dir);
+    verify_secret(&dir, &secret, "web1.pem", "ca.crt");
+    let web_pub = x509(&dir, "web1.pem", &["-pubkey"]);
+    s.kubectl_ok(&["delete", "secret", "web-tls"]);
+    let web = wait_revision(&s, "web", web["status"]["revision"].as_u64().unwrap() + 1);
+    let secret = wait_secret_for(&s, "web-tls", "web.example.test", &dir);
+    verify_secret(&dir, &secret, "web2.pem", "ca.crt");
+    assert_eq!(
+        x509(&dir, "web2.pem", &["-pubkey"]),
+        web_pub,
+        "rotationPolicy Never keeps the key"
+    );
+
+    // Someone puts another certificate into it: it is replaced.
+    let ca_pem = std::fs::read(dir.join("ca.crt")).unwrap();
+    let patch = serde_json::json!({"data": {"tls.crt": base64::engine::general_purpose::STANDARD.encode(ca_pem)}});
+    s.kubectl_ok(&[
+        "patch",
+        "secret",
+        "web-tls",
+        "--type=merge",
+        "-p",
+        &patch.to_string(),
+    ]);
+    wait_revision(&s, "web", web["status"]["revision"].as_u64().unwrap() + 1);
+    let secret = wait_secret_for(&s, "web-tls", "web.example.test", &dir);
+    verify_secret(&dir, &secret, "web3.pem", "ca.crt");
 }

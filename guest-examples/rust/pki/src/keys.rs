@@ -153,22 +153,33 @@ impl PrivateKey {
     pub fn to_pem(&self, encoding: KeyEncoding) -> Result<String> {
         let lf = der::pem::LineEnding::LF;
         let pem = match (self, encoding) {
-            (PrivateKey::Rsa(k), KeyEncoding::Pkcs1) => {
-                k.to_pkcs1_pem(lf).map_err(|e| e.to_string())
-            }
-            (PrivateKey::P256(k), KeyEncoding::Pkcs1) => p256::SecretKey::from(k)
-                .to_sec1_pem(lf)
+            (PrivateKey::Rsa(k), KeyEncoding::Pkcs1) => k
+                .to_pkcs1_pem(lf)
+                .map(|p| p.to_string())
                 .map_err(|e| e.to_string()),
-            (PrivateKey::P384(k), KeyEncoding::Pkcs1) => p384::SecretKey::from(k)
-                .to_sec1_pem(lf)
+            (PrivateKey::P256(k), KeyEncoding::Pkcs1) => sec1_pem::<p256::NistP256>(
+                &k.to_bytes(),
+                k.verifying_key().to_encoded_point(false).as_bytes(),
+            ),
+            (PrivateKey::P384(k), KeyEncoding::Pkcs1) => sec1_pem::<p384::NistP384>(
+                &k.to_bytes(),
+                k.verifying_key().to_encoded_point(false).as_bytes(),
+            ),
+            (PrivateKey::Rsa(k), _) => k
+                .to_pkcs8_pem(lf)
+                .map(|p| p.to_string())
                 .map_err(|e| e.to_string()),
-            (PrivateKey::Rsa(k), _) => k.to_pkcs8_pem(lf).map_err(|e| e.to_string()),
-            (PrivateKey::P256(k), _) => k.to_pkcs8_pem(lf).map_err(|e| e.to_string()),
-            (PrivateKey::P384(k), _) => k.to_pkcs8_pem(lf).map_err(|e| e.to_string()),
-            (PrivateKey::Ed25519(k), _) => k.to_pkcs8_pem(lf).map_err(|e| e.to_string()),
+            (PrivateKey::P256(k), _) => k
+                .to_pkcs8_pem(lf)
+                .map(|p| p.to_string())
+                .map_err(|e| e.to_string()),
+            (PrivateKey::P384(k), _) => k
+                .to_pkcs8_pem(lf)
+                .map(|p| p.to_string())
+                .map_err(|e| e.to_string()),
+            (PrivateKey::Ed25519(k), _) => ed25519_pem(&k.to_bytes()),
         };
-        pem.map(|p| p.to_string())
-            .map_err(|e| Error(format!("encoding the private key: {e}")))
+        pem.map_err(|e| Error(format!("encoding the private key: {e}")))
     }
 
     pub fn algorithm(&self) -> KeyAlgorithm {
@@ -235,6 +246,39 @@ impl PrivateKey {
             PrivateKey::Ed25519(k) => k.try_sign(msg)?.to_vec(),
         })
     }
+}
+
+/// A SEC1 `EC PRIVATE KEY` PEM that names its curve (as OpenSSL writes and needs it).
+fn sec1_pem<C: const_oid::AssociatedOid>(
+    secret: &[u8],
+    public: &[u8],
+) -> std::result::Result<String, String> {
+    let key = sec1::EcPrivateKey {
+        private_key: secret,
+        parameters: Some(sec1::EcParameters::NamedCurve(C::OID)),
+        public_key: Some(public),
+    };
+    let der = der::Encode::to_der(&key).map_err(|e| e.to_string())?;
+    der::pem::encode_string("EC PRIVATE KEY", der::pem::LineEnding::LF, &der)
+        .map_err(|e| e.to_string())
+}
+
+/// An Ed25519 key as PKCS#8 v1 (RFC 8410, without the public key: OpenSSL reads no other).
+fn ed25519_pem(secret: &[u8; 32]) -> std::result::Result<String, String> {
+    let inner =
+        der::Encode::to_der(&der::asn1::OctetStringRef::new(secret).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    let info = p256::pkcs8::PrivateKeyInfo {
+        algorithm: spki::AlgorithmIdentifierRef {
+            oid: ED25519,
+            parameters: None,
+        },
+        private_key: &inner,
+        public_key: None,
+    };
+    let der = der::Encode::to_der(&info).map_err(|e| e.to_string())?;
+    der::pem::encode_string("PRIVATE KEY", der::pem::LineEnding::LF, &der)
+        .map_err(|e| e.to_string())
 }
 
 /// Whether two SubjectPublicKeyInfos are the same key (algorithm and key bits; the encoding of
@@ -335,5 +379,156 @@ impl SignatureBitStringEncoding for Signature {
 impl Signer<Signature> for PrivateKey {
     fn try_sign(&self, msg: &[u8]) -> std::result::Result<Signature, rsa::signature::Error> {
         self.sign_bytes(msg).map(Signature)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RSA key generation in slices.
+//
+// Finding two 1024-bit primes (RSA 2048) takes a few hundred milliseconds to a few seconds in a
+// guest, 2048-bit ones (RSA 4096) several seconds: longer than the host lets one reconcile run.
+// So the search runs for a bounded time per call and keeps its state in the instance (which the
+// host keeps between calls) until both primes are found.
+
+use rsa::BigUint;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Miller-Rabin rounds with random bases a prime candidate must pass: FIPS 186-4 table C.2
+/// asks 5 (1024-bit) or 4 (1536-bit and up) for random candidates; we do 10.
+const MR_ROUNDS: usize = 10;
+const E: u32 = 65_537;
+/// Small primes for trial division before any Miller-Rabin round.
+const SMALL_PRIMES: [u32; 24] = [
+    3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97,
+];
+
+/// RSA prime searches under way, by the caller's id.
+static SEARCHES: Mutex<BTreeMap<String, RsaSearch>> = Mutex::new(BTreeMap::new());
+
+struct RsaSearch {
+    bits: usize,
+    primes: Vec<BigUint>,
+    /// The candidate under test and the rounds it has passed.
+    candidate: Option<(BigUint, usize)>,
+}
+
+fn random_bits(bits: usize) -> BigUint {
+    let mut bytes = vec![0u8; bits.div_ceil(8)];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut bytes);
+    let extra = bytes.len() * 8 - bits;
+    bytes[0] &= 0xff >> extra;
+    BigUint::from_bytes_be(&bytes)
+}
+
+/// An odd candidate of exactly `bits` bits with the top two set (so that p*q has all its bits).
+fn candidate(bits: usize) -> BigUint {
+    let mut bytes = random_bits(bits).to_bytes_be();
+    bytes.resize(bits.div_ceil(8), 0);
+    let top = (bits - 1) % 8; // bit index of the top bit within the first byte
+    bytes[0] |= 1 << top;
+    if top > 0 {
+        bytes[0] |= 1 << (top - 1);
+    } else if bytes.len() > 1 {
+        bytes[1] |= 0x80;
+    }
+    let last = bytes.len() - 1;
+    bytes[last] |= 1;
+    BigUint::from_bytes_be(&bytes)
+}
+
+fn small_factor_or_bad_e(n: &BigUint) -> bool {
+    let zero = BigUint::from(0u32);
+    SMALL_PRIMES.iter().any(|p| n % BigUint::from(*p) == zero)
+        || (n - BigUint::from(1u32)) % BigUint::from(E) == zero
+}
+
+/// One Miller-Rabin round with a random base.
+fn miller_rabin_round(n: &BigUint) -> bool {
+    let one = BigUint::from(1u32);
+    let n1 = n - &one;
+    let mut d = n1.clone();
+    let mut s = 0;
+    while (&d % BigUint::from(2u32)) == BigUint::from(0u32) {
+        d >>= 1;
+        s += 1;
+    }
+    let base = random_bits(n.bits() - 1) + BigUint::from(2u32);
+    let mut x = base.modpow(&d, n);
+    if x == one || x == n1 {
+        return true;
+    }
+    for _ in 1..s {
+        x = x.modpow(&BigUint::from(2u32), n);
+        if x == n1 {
+            return true;
+        }
+    }
+    false
+}
+
+impl RsaSearch {
+    /// Searches until `deadline`; the key once both primes are found.
+    fn step(&mut self, deadline: Instant) -> Result<Option<PrivateKey>> {
+        while self.primes.len() < 2 {
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            let (n, passed) = match self.candidate.take() {
+                Some(c) => c,
+                None => {
+                    let n = candidate(self.bits / 2);
+                    if small_factor_or_bad_e(&n) || self.primes.contains(&n) {
+                        continue;
+                    }
+                    (n, 0)
+                }
+            };
+            if !miller_rabin_round(&n) {
+                continue;
+            }
+            if passed + 1 < MR_ROUNDS {
+                self.candidate = Some((n, passed + 1));
+            } else {
+                self.primes.push(n);
+            }
+        }
+        let (p, q) = (self.primes[0].clone(), self.primes[1].clone());
+        let key = rsa::RsaPrivateKey::from_p_q(p, q, BigUint::from(E))
+            .map_err(ctx("assembling the RSA key"))?;
+        if rsa::traits::PublicKeyParts::n(&key).bits() != self.bits {
+            // Cannot happen with the top two bits set; start over rather than hand out a short key.
+            self.primes.clear();
+            return Ok(None);
+        }
+        Ok(Some(PrivateKey::Rsa(Box::new(key))))
+    }
+}
+
+impl PrivateKey {
+    /// A fresh key, generated for at most about `budget` in this call: `None` means "call again
+    /// with the same `id`" (RSA keys take longer than one call may run; the search goes on
+    /// where it stopped). ECDSA and Ed25519 keys come at once.
+    pub fn generate_within(
+        id: &str,
+        algorithm: KeyAlgorithm,
+        budget: Duration,
+    ) -> Result<Option<Self>> {
+        let KeyAlgorithm::Rsa(bits) = algorithm else {
+            return Self::generate(algorithm).map(Some);
+        };
+        let deadline = Instant::now() + budget;
+        let mut searches = SEARCHES.lock().unwrap_or_else(|e| e.into_inner());
+        let search = searches.entry(format!("{id}/{bits}")).or_insert(RsaSearch {
+            bits,
+            primes: Vec::new(),
+            candidate: None,
+        });
+        let key = search.step(deadline)?;
+        if key.is_some() {
+            searches.remove(&format!("{id}/{bits}"));
+        }
+        Ok(key)
     }
 }

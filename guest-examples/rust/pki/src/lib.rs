@@ -214,6 +214,13 @@ pub fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Unix seconds of an RFC 3339 UTC timestamp as [`rfc3339`] writes it.
+pub fn parse_rfc3339(text: &str) -> Option<u64> {
+    text.parse::<der::DateTime>()
+        .ok()
+        .map(|t| t.unix_duration().as_secs())
+}
+
 /// An RFC 3339 UTC timestamp (`2024-01-02T03:04:05Z`) for Unix seconds.
 pub fn rfc3339(unix_secs: u64) -> String {
     der::DateTime::from_unix_duration(Duration::from_secs(unix_secs))
@@ -783,12 +790,31 @@ pub fn with_condition(
     reason: &str,
     message: &str,
 ) -> Value {
-    let mut conditions: Vec<Value> = obj
-        .pointer("/status/conditions")
+    let mut conditions = conditions(obj);
+    set_condition(&mut conditions, type_, status, reason, message);
+    Value::Array(conditions)
+}
+
+/// A copy of the object's `status.conditions`.
+pub fn conditions(obj: &Value) -> Vec<Value> {
+    obj.pointer("/status/conditions")
         .and_then(Value::as_array)
         .cloned()
-        .unwrap_or_default();
-    let since = condition(obj, type_)
+        .unwrap_or_default()
+}
+
+/// Sets the condition of type `type_` in `conditions` (others kept); its lastTransitionTime
+/// changes only when its status does.
+pub fn set_condition(
+    conditions: &mut Vec<Value>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) {
+    let old = conditions.iter().position(|c| c["type"] == type_);
+    let since = old
+        .map(|i| &conditions[i])
         .filter(|c| c["status"] == status)
         .and_then(|c| c["lastTransitionTime"].as_str())
         .map_or_else(|| rfc3339(unix_now()), str::to_owned);
@@ -799,9 +825,8 @@ pub fn with_condition(
         "message": message,
         "lastTransitionTime": since,
     });
-    match conditions.iter_mut().find(|c| c["type"] == type_) {
-        Some(c) => *c = new,
+    match old {
+        Some(i) => conditions[i] = new,
         None => conditions.push(new),
     }
-    Value::Array(conditions)
 }
