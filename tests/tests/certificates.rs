@@ -157,6 +157,8 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
     s.drop_controller("certificate", &guest("certificate"))
         .unwrap();
     s.drop_controller("issuer", &guest("issuer")).unwrap();
+    s.drop_controller("issuer-ready", &guest("issuer-ready"))
+        .unwrap();
 
     // The signed Secret appears.
     let secret = wait_secret_for(&s, "web-tls", "web.example.test", &dir);
@@ -245,7 +247,7 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
     assert_eq!(next_pub, key_pub, "web-key holds the key in use");
 
     // Both controllers run, each with only the permissions it uses.
-    for name in ["certificate", "issuer"] {
+    for name in ["certificate", "issuer", "issuer-ready"] {
         poll(&format!("{name} Running"), DEADLINE, || {
             get(&s, &format!("/apis/turtles.dev/v1/controllers/{name}"))
                 .filter(|c| c["status"]["phase"] == "Running")
@@ -273,6 +275,13 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
     assert!(!can("get", "secrets", "system:controller:certificate"));
     assert!(can("get", "secrets", "system:controller:issuer"));
     assert!(!can("create", "secrets", "system:controller:issuer"));
+    assert!(can(
+        "get",
+        "clusterissuers.cert-manager.io",
+        "system:controller:issuer"
+    ));
+    assert!(can("get", "secrets", "system:controller:issuer-ready"));
+    assert!(!can("create", "secrets", "system:controller:issuer-ready"));
 
     // A new DNS name: a new request and the Secret re-issued, with the same key
     // (rotationPolicy: Never).
@@ -920,6 +929,24 @@ fn certificate_fields_key_algorithms_and_status() {
         wide.contains("Certificate is up to date and has not expired"),
         "{wide}"
     );
+
+    // What cannot be issued says why, in the Ready condition.
+    for (name, extra, says) in [
+        (
+            "p521",
+            "  dnsNames: [a.example.test]\n  privateKey: {algorithm: ECDSA, size: 521}\n",
+            "ECDSA key size 521 is not supported",
+        ),
+        (
+            "bad-ip",
+            "  ipAddresses: ['1.2.3']\n",
+            "\"1.2.3\" is not an IP address",
+        ),
+    ] {
+        apply(&s, &certificate_yaml(name, "Issuer", "ca", extra));
+        let cond = wait_ready(&s, &["certificate", name], "False", "Failed");
+        assert!(cond["message"].as_str().unwrap().contains(says), "{cond}");
+    }
 }
 
 /// A certificate for a minute is renewed before it ends; a deleted Secret and a Secret with
