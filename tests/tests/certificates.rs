@@ -340,6 +340,24 @@ fn wait_ready(s: &Server, what: &[&str], status: &str, reason: &str) -> Value {
     .unwrap_or_else(|e| panic!("{e}; last: {last}\n{}", s.log()))
 }
 
+/// A Certificate `NAME` for `NAME.example.test` from the issuer; waits for its Secret and
+/// checks the chain with `openssl verify -CAfile CA_FILE`. Returns the Secret.
+fn issue_and_verify(
+    s: &Server,
+    dir: &Path,
+    name: &str,
+    kind: &str,
+    issuer: &str,
+    ca_file: &str,
+) -> Value {
+    let extra = format!("  dnsNames: [{name}.example.test]\n");
+    apply(s, &certificate_yaml(name, kind, issuer, &extra));
+    let dns = format!("{name}.example.test");
+    let secret = wait_secret_for(s, &format!("{name}-tls"), &dns, dir);
+    verify_secret(dir, &secret, &format!("{name}.pem"), ca_file);
+    secret
+}
+
 fn certificate_yaml(name: &str, issuer_kind: &str, issuer: &str, extra: &str) -> String {
     format!(
         "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: {name}\nspec:\n  secretName: {name}-tls\n  issuerRef:\n    name: {issuer}\n    kind: {issuer_kind}\n{extra}"
@@ -381,17 +399,7 @@ fn cluster_issuer_self_signed_issuer_and_issuer_readiness() {
         "{table}"
     );
 
-    apply(
-        &s,
-        &certificate_yaml(
-            "app",
-            "ClusterIssuer",
-            "root",
-            "  dnsNames: [app.example.test]\n",
-        ),
-    );
-    let secret = wait_secret_for(&s, "app-tls", "app.example.test", &dir);
-    verify_secret(&dir, &secret, "app.pem", "root.crt");
+    let secret = issue_and_verify(&s, &dir, "app", "ClusterIssuer", "root", "root.crt");
     let annotations = &secret["metadata"]["annotations"];
     assert_eq!(
         annotations["cert-manager.io/issuer-kind"], "ClusterIssuer",
@@ -442,6 +450,25 @@ fn cluster_issuer_self_signed_issuer_and_issuer_readiness() {
         b64(&secret["data"]["ca.crt"]),
         b64(&secret["data"]["tls.crt"])
     );
+
+    // cert-manager's bootstrap: a self-signed CA certificate becomes the CA of a ca Issuer.
+    apply(
+        &s,
+        &certificate_yaml(
+            "boot-ca",
+            "Issuer",
+            "self",
+            "  commonName: boot-ca\n  isCA: true\n",
+        ),
+    );
+    wait_ready(&s, &["certificate", "boot-ca"], "True", "Ready");
+    let secret = get(&s, &format!("{SECRETS}/boot-ca-tls")).expect("boot-ca-tls");
+    std::fs::write(dir.join("boot-ca.pem"), b64(&secret["data"]["tls.crt"])).unwrap();
+    apply(
+        &s,
+        "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: boot\nspec:\n  ca:\n    secretName: boot-ca-tls\n",
+    );
+    issue_and_verify(&s, &dir, "booted", "Issuer", "boot", "boot-ca.pem");
 
     // By now every request of ours is signed; the foreign one was never touched.
     let foreign = get(&s, &format!("{REQUESTS}/foreign-1")).expect("request foreign-1");
