@@ -285,14 +285,11 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
 
     // A new DNS name: a new request and the Secret re-issued, with the same key
     // (rotationPolicy: Never).
-    s.kubectl_ok(&[
-        "patch",
-        "certificate",
+    patch_certificate(
+        &s,
         "web",
-        "--type=merge",
-        "-p",
         r#"{"spec":{"dnsNames":["web.example.test","www.example.test"]}}"#,
-    ]);
+    );
     let renewed = wait_secret_for(&s, "web-tls", "www.example.test", &dir);
     std::fs::write(dir.join("leaf2.pem"), b64(&renewed["data"]["tls.crt"])).unwrap();
     let verify = openssl(&dir, &["verify", "-CAfile", "ca.crt", "leaf2.pem"]);
@@ -356,6 +353,11 @@ fn issue_and_verify(
     let secret = wait_secret_for(s, &format!("{name}-tls"), &dns, dir);
     verify_secret(dir, &secret, &format!("{name}.pem"), ca_file);
     secret
+}
+
+/// `kubectl patch certificate NAME --type=merge -p PATCH`.
+fn patch_certificate(s: &Server, name: &str, patch: &str) {
+    s.kubectl_ok(&["patch", "certificate", name, "--type=merge", "-p", patch]);
 }
 
 fn certificate_yaml(name: &str, issuer_kind: &str, issuer: &str, extra: &str) -> String {
@@ -976,8 +978,8 @@ fn certificate_fields_key_algorithms_and_status() {
     }
 }
 
-/// A certificate for a minute is renewed before it ends; a deleted Secret and a Secret with
-/// someone else's certificate each lead to a new issuance. (A changed spec re-issues too:
+/// A certificate for a minute is renewed before it ends; a deleted Secret, a Secret with
+/// someone else's certificate and a change of usages each lead to a new issuance. (A changed spec re-issues too:
 /// `certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl`.)
 #[test]
 fn certificates_renew_and_repair_their_secret() {
@@ -1065,7 +1067,19 @@ fn certificates_renew_and_repair_their_secret() {
         "-p",
         &patch.to_string(),
     ]);
-    wait_revision(&s, "web", web["status"]["revision"].as_u64().unwrap() + 1);
+    let web = wait_revision(&s, "web", web["status"]["revision"].as_u64().unwrap() + 1);
     let secret = wait_secret_for(&s, "web-tls", "web.example.test", &dir);
     verify_secret(&dir, &secret, "web3.pem", "ca.crt");
+
+    // Other usages, with the same names and key: a new certificate with them.
+    patch_certificate(
+        &s,
+        "web",
+        r#"{"spec":{"usages":["digital signature","client auth"]}}"#,
+    );
+    wait_revision(&s, "web", web["status"]["revision"].as_u64().unwrap() + 1);
+    let secret = get(&s, &format!("{SECRETS}/web-tls")).unwrap();
+    verify_secret(&dir, &secret, "web4.pem", "ca.crt");
+    let eku = x509(&dir, "web4.pem", &["-ext", "extendedKeyUsage"]);
+    assert!(eku.contains("TLS Web Client Authentication"), "{eku}");
 }

@@ -193,7 +193,17 @@ fn reconcile(key: &ObjectKey, cert: &Value) -> Result<Outcome> {
     let secret = cache::get(Gvr::SECRETS, ns, &want.secret_name);
 
     // 1. The Secret already holds what is asked for: Ready, until the renewal time.
+    // A change of isCA, usages or duration shows in the current revision's request, if that
+    // is still there.
+    let changed = issued_with_other_spec(key, cert, &want);
     let why = match secret.as_ref().map(|s| check_secret(s, &want)) {
+        Some(Ok(_)) if !changed.is_empty() => Issue::new(
+            "SecretMismatch",
+            format!(
+                "Existing issued Secret is not up to date for spec: [{}]",
+                changed.join(", ")
+            ),
+        ),
         Some(Ok(valid)) => {
             let secret = secret.as_ref().unwrap_or(&Value::Null);
             write_secret(key, cert, &want, Some(secret), None)?; // metadata and encoding only
@@ -209,6 +219,16 @@ fn reconcile(key: &ObjectKey, cert: &Value) -> Result<Outcome> {
         ),
     };
     issue(key, cert, &want, secret.as_ref(), why)
+}
+
+/// The fields whose values the current revision's request has other than the spec.
+fn issued_with_other_spec(key: &ObjectKey, cert: &Value, want: &Wanted) -> Vec<&'static str> {
+    let revision = cert["status"]["revision"].as_u64().unwrap_or(0);
+    let name = format!("{}-{revision}", key.name);
+    cache::get(REQUESTS, &key.namespace, &name)
+        .filter(|r| pki::is_owned_by(r, cert))
+        .map(|r| changed_fields(&r, cert, want))
+        .unwrap_or_default()
 }
 
 /// Why a new certificate is needed: cert-manager's reason and message.
@@ -567,16 +587,9 @@ fn outdated(
     if !same_issuer(&request["spec"]["issuerRef"], &want.issuer_ref) {
         return Some("names another issuer".into());
     }
-    let spec = &request["spec"];
-    if spec["isCA"] != want.is_ca
-        || spec["usages"].as_array().cloned().unwrap_or_default()
-            != cert["spec"]["usages"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        || spec["duration"].as_str() != Some(want.duration.as_str())
-    {
-        return Some("asks for other isCA, usages or duration".into());
+    let changed = changed_fields(request, cert, want);
+    if !changed.is_empty() {
+        return Some(format!("asks for other {}", changed.join(", ")));
     }
     let csr = pki::b64_field(request, "/spec/request").unwrap_or_default();
     let Ok(csr) = pki::parse_csr(&csr) else {
@@ -594,6 +607,27 @@ fn outdated(
         return Some("is for another private key".into());
     }
     None
+}
+
+/// The fields of the Certificate that a request (or the issuance it made) has other values of
+/// than the Certificate now asks for, besides names and key.
+fn changed_fields(request: &Value, cert: &Value, want: &Wanted) -> Vec<&'static str> {
+    let spec = &request["spec"];
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    [
+        ("spec.isCA", spec["isCA"] != want.is_ca),
+        (
+            "spec.usages",
+            list(&spec["usages"]) != list(&cert["spec"]["usages"]),
+        ),
+        (
+            "spec.duration",
+            spec["duration"].as_str() != Some(want.duration.as_str()),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(field, differs)| differs.then_some(field))
+    .collect()
 }
 
 fn same_issuer(a: &Value, b: &Value) -> bool {
