@@ -314,6 +314,7 @@ const DEMO_CONTROLLERS: &[&str] = &[
     "node",
     "certificate",
     "issuer",
+    "issuer-ready",
     "labeler",
 ];
 

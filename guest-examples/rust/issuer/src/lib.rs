@@ -1,29 +1,33 @@
-//! `issuer`: signs cert-manager-shaped `CertificateRequest`s with a CA `Issuer`.
+//! `issuer`: signs cert-manager-shaped `CertificateRequest`s with a CA or SelfSigned `Issuer` or
+//! `ClusterIssuer`.
 //!
-//! For a CertificateRequest whose `spec.issuerRef` names an `Issuer` (group `cert-manager.io`)
-//! in its namespace, it reads the Issuer's CA Secret (`spec.ca.secretName`, a `kubernetes.io/tls`
-//! Secret with PEM `tls.crt` and an ECDSA P-256 `tls.key`, PKCS#8 or SEC1), verifies the request's
-//! CSR signature, and issues a leaf certificate: random serial, 90 days (never past the CA's own
-//! expiry), the CSR's subject and DNS names, key usage digitalSignature + keyEncipherment,
-//! extended key usage serverAuth, the CA's key id as authority key id. The chain (leaf, then CA)
-//! goes to `status.certificate`, the CA to `status.ca`, both base64 PEM, with `Ready=True`.
-//! A request it cannot sign gets `Ready=False` with reason `Failed` (a bad CSR) or `Pending`
-//! (the Issuer or its Secret is missing or unusable: retried).
+//! For a CertificateRequest whose `spec.issuerRef` names an `Issuer` in its namespace or a
+//! `ClusterIssuer` (group `cert-manager.io`; other groups and kinds are other issuers' business),
+//! it verifies the CSR's signature and issues a certificate as the request's `duration`,
+//! `isCA` and `usages` say:
+//! - `ca`: signed with the CA key pair in the `kubernetes.io/tls` Secret `spec.ca.secretName`
+//!   (the Issuer's namespace, or [`pki::CLUSTER_RESOURCE_NAMESPACE`] for a ClusterIssuer), never
+//!   valid past the CA; the chain (leaf, CA) goes to `status.certificate`, the CA to `status.ca`.
+//! - `selfSigned`: signed with the request's own private key, read from the Secret named by the
+//!   request's annotation `cert-manager.io/private-key-secret-name`; `status.ca` is the
+//!   certificate itself.
+//!
+//! A request it cannot sign gets `Ready=False` with reason `Failed` (a bad CSR or spec: final) or
+//! `Pending` (the issuer or its Secret is missing or unusable: retried).
 
 use turtles_controller::{
     api, export, info, json, meta, warn, ApiError, Controller, Gvr, ObjectKey, Outcome, Permission,
     Registration, Value, Watch,
 };
 
-use pki::GROUP;
+use pki::{IssuerKind, IssuerRef, GROUP};
 
 const REQUESTS: Gvr<'static> = Gvr::new(GROUP, "v1", "certificaterequests");
-const ISSUERS: Gvr<'static> = Gvr::new(GROUP, "v1", "issuers");
 
-/// Lifetime of an issued certificate.
-const DAYS: u32 = 90;
-/// How soon to look again when the Issuer or its Secret is not there (or not usable) yet.
+/// How soon to look again when the issuer or its Secret is not there (or not usable) yet.
 const PENDING_RETRY_MS: u32 = 5_000;
+/// The annotation naming the Secret with the private key (SelfSigned issuers sign with it).
+const PRIVATE_KEY_ANNOTATION: &str = "cert-manager.io/private-key-secret-name";
 
 struct Issuer;
 
@@ -35,7 +39,11 @@ impl Controller for Issuer {
                 &["certificaterequests/status"],
                 &["patch"],
             ))
-            .permission(Permission::group(GROUP, &["issuers"], &["get"]))
+            .permission(Permission::group(
+                GROUP,
+                &["issuers", "clusterissuers"],
+                &["get"],
+            ))
             .permission(Permission::core(&["secrets"], &["get"]))
     }
 
@@ -46,15 +54,11 @@ impl Controller for Issuer {
         if meta::is_deleting(&request) || is_finished(&request) {
             return Outcome::Done;
         }
-        let issuer_ref = &request["spec"]["issuerRef"];
-        let kind = issuer_ref["kind"].as_str().unwrap_or("Issuer");
-        let group = issuer_ref["group"].as_str().unwrap_or(GROUP);
-        if kind != "Issuer" || group != GROUP {
+        let Some(issuer_ref) = IssuerRef::of(&request["spec"]["issuerRef"]) else {
             return Outcome::Done; // another issuer's request
-        }
-        let issuer = issuer_ref["name"].as_str().unwrap_or("");
-        let result = match sign(&key, &request, issuer) {
-            Ok(chain_and_ca) => issued(&key, &request, issuer, chain_and_ca),
+        };
+        let result = match sign(&key, &request, &issuer_ref) {
+            Ok(chain_and_ca) => issued(&key, &request, &issuer_ref, chain_and_ca),
             Err(Problem::Api(e)) => return e.into(),
             Err(Problem::Pending(why)) => set_status(
                 &key,
@@ -65,10 +69,11 @@ impl Controller for Issuer {
             ),
             Err(Problem::Failed(why)) => {
                 warn!("{}: {why}", key.display());
+                let time = json!({ "failureTime": pki::rfc3339(pki::unix_now()) });
                 set_status(
                     &key,
                     &request,
-                    None,
+                    Some(time),
                     ("False", "Failed", &why),
                     Outcome::Done,
                 )
@@ -84,7 +89,7 @@ export!(Issuer);
 enum Problem {
     /// An API call failed: retried with backoff.
     Api(ApiError),
-    /// The Issuer or its CA is missing or unusable for now: retried a bit later.
+    /// The issuer or its Secret is missing or unusable for now: retried a bit later.
     Pending(String),
     /// The request itself cannot be signed: final.
     Failed(String),
@@ -115,61 +120,85 @@ fn get(path: &str, what: &str) -> Result<Value, Problem> {
     }
 }
 
-/// Sign the request's CSR with the Issuer's CA: the PEM chain (leaf, CA) and the CA's PEM.
-fn sign(key: &ObjectKey, request: &Value, issuer: &str) -> Result<(String, String), Problem> {
-    let ns = key.namespace.as_str();
-    if issuer.is_empty() {
-        return Err(Problem::Failed("spec.issuerRef.name is empty".into()));
-    }
-    let issuer_obj = get(
-        &ISSUERS.object_path(ns, issuer),
-        &format!("Issuer {issuer}"),
-    )?;
-    let Some(secret_name) = issuer_obj["spec"]["ca"]["secretName"]
-        .as_str()
-        .filter(|s| !s.is_empty())
-    else {
-        return Err(Problem::Pending(format!(
-            "Issuer {issuer} has no spec.ca.secretName (only CA issuers are supported)"
-        )));
+/// What the request asks of the certificate besides the CSR.
+fn template(request: &Value) -> Result<pki::Template, Problem> {
+    let spec = &request["spec"];
+    let duration_secs = match spec["duration"].as_str() {
+        Some(d) => {
+            pki::parse_duration(d).map_err(|e| Problem::Failed(format!("spec.duration: {e}")))?
+        }
+        None => pki::DEFAULT_DURATION_SECS,
     };
-    let secret = get(
-        &Gvr::SECRETS.object_path(ns, secret_name),
-        &format!("CA Secret {secret_name} of Issuer {issuer}"),
-    )?;
-    let field = |name: &str| pki::b64_field(&secret, &format!("/data/{name}"));
-    let (Some(ca_crt), Some(ca_key)) = (field("tls.crt"), field("tls.key")) else {
-        return Err(Problem::Pending(format!(
-            "CA Secret {secret_name} has no tls.crt and tls.key"
-        )));
-    };
-    let ca = pki::Ca::new(&ca_crt, &ca_key)
-        .map_err(|e| Problem::Pending(format!("CA Secret {secret_name}: {e}")))?;
+    let usages = pki::strings(&spec["usages"]);
+    Ok(pki::Template {
+        duration_secs,
+        is_ca: spec["isCA"] == true,
+        usages,
+    })
+}
 
+/// Sign the request's CSR as its issuer says: the PEM chain and the CA's PEM.
+fn sign(
+    key: &ObjectKey,
+    request: &Value,
+    issuer_ref: &IssuerRef,
+) -> Result<(String, String), Problem> {
+    let ns = key.namespace.as_str();
+    let what = issuer_ref.describe();
+    let issuer = get(&issuer_ref.path(ns), &what)?;
     let csr = pki::b64_field(request, "/spec/request")
         .ok_or_else(|| Problem::Failed("spec.request is not base64 PEM".into()))?;
     let csr = pki::parse_csr(&csr).map_err(|e| Problem::Failed(e.0))?;
-    let leaf = ca
-        .issue(&csr, DAYS)
-        .map_err(|e| Problem::Failed(format!("cannot issue: {e}")))?;
-    let leaf = pki::cert_pem(&leaf).map_err(|e| Problem::Failed(e.0))?;
-    info!(
-        "{}: issued a certificate for {} with Issuer {issuer}",
-        key.display(),
-        csr.dns_names.join(",")
-    );
-    Ok((format!("{leaf}{}", ca.cert_pem()), ca.cert_pem().to_owned()))
+    let template = template(request)?;
+    let cannot = |e: pki::Error| Problem::Failed(format!("cannot issue: {e}"));
+    let (chain, ca) = if issuer["spec"]["selfSigned"].is_object() {
+        let Some(secret_name) =
+            meta::annotation(request, PRIVATE_KEY_ANNOTATION).filter(|s| !s.is_empty())
+        else {
+            return Err(Problem::Failed(format!(
+                "annotation {PRIVATE_KEY_ANNOTATION} missing or empty: {what} is SelfSigned and signs with the request's own private key"
+            )));
+        };
+        let secret = get(
+            &Gvr::SECRETS.object_path(ns, secret_name),
+            &format!("private key Secret {secret_name}"),
+        )?;
+        let pem = pki::b64_field(&secret, "/data/tls.key")
+            .ok_or_else(|| Problem::Pending(format!("Secret {secret_name} has no tls.key")))?;
+        let private_key = pki::PrivateKey::from_pem(&pem)
+            .map_err(|e| Problem::Pending(format!("Secret {secret_name}: {e}")))?;
+        let cert = pki::self_sign(&csr, &template, &private_key).map_err(cannot)?;
+        let pem = pki::cert_pem(&cert).map_err(|e| Problem::Failed(e.0))?;
+        (pem.clone(), pem)
+    } else {
+        let secret_ns = match issuer_ref.kind {
+            IssuerKind::Issuer => ns,
+            IssuerKind::ClusterIssuer => pki::CLUSTER_RESOURCE_NAMESPACE,
+        };
+        let ca = pki::load_ca(&issuer, secret_ns).map_err(|e| match e {
+            pki::CaError::Api(e) => Problem::Api(e),
+            other => Problem::Pending(format!("{what}: {other}")),
+        })?;
+        let leaf = ca.issue(&csr, &template).map_err(cannot)?;
+        let leaf = pki::cert_pem(&leaf).map_err(|e| Problem::Failed(e.0))?;
+        (format!("{leaf}{}", ca.cert_pem()), ca.cert_pem().to_owned())
+    };
+    info!("{}: issued a certificate with {what}", key.display());
+    Ok((chain, ca))
 }
 
 fn issued(
     key: &ObjectKey,
     request: &Value,
-    issuer: &str,
+    issuer_ref: &IssuerRef,
     (chain, ca): (String, String),
 ) -> Result<Outcome, ApiError> {
     let fields =
         json!({ "certificate": pki::b64(chain.as_bytes()), "ca": pki::b64(ca.as_bytes()) });
-    let message = format!("Certificate fetched from Issuer {issuer}");
+    let message = format!(
+        "Certificate fetched from issuer successfully ({})",
+        issuer_ref.describe()
+    );
     set_status(
         key,
         request,
