@@ -63,9 +63,35 @@ fn test(extra: &[String]) -> Result<()> {
         "guest-examples/python/tests",
     ]))?;
     run(Command::new("npm").args(["test", "--prefix", "guest-examples/js"]))?;
+    // The client-compatibility tests drive the Python `kubernetes` client.
+    python_kubernetes()?;
     // The end-to-end tests spawn the real binary: build it first.
     run(cargo().args(["build", "-p", "turtles"]))?;
     cargo_test(extra)
+}
+
+/// The Python `kubernetes` client (the release for the Kubernetes version turtles serves) that
+/// `tests/tests/clients.rs` drives, installed on first use under `target/toolchains`.
+const PYTHON_KUBERNETES_VERSION: &str = "34.1.0";
+
+fn python_kubernetes() -> Result<()> {
+    let dir = root()
+        .join("target/toolchains")
+        .join(format!("python-kubernetes-{PYTHON_KUBERNETES_VERSION}"));
+    if dir.join("kubernetes").is_dir() {
+        return Ok(());
+    }
+    run(Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--target",
+        ])
+        .arg(&dir)
+        .arg(format!("kubernetes=={PYTHON_KUBERNETES_VERSION}")))
 }
 
 /// `cargo test --workspace`, echoing its output, then one closing line with the totals over every

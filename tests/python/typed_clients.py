@@ -1,0 +1,144 @@
+"""The Python `kubernetes` client's typed APIs against turtles (driven by tests/tests/clients.rs).
+
+Usage: typed_clients.py KUBECONFIG. Prints "ok" when every check holds; raises otherwise.
+"""
+import sys
+
+from kubernetes import client, config
+
+config.load_kube_config(sys.argv[1])
+core = client.CoreV1Api()
+apps = client.AppsV1Api()
+batch = client.BatchV1Api()
+net = client.NetworkingV1Api()
+policy = client.PolicyV1Api()
+autoscaling = client.AutoscalingV2Api()
+storage = client.StorageV1Api()
+
+NS = "pyclient"
+meta = client.V1ObjectMeta
+core.create_namespace(client.V1Namespace(metadata=meta(name=NS)))
+
+pod_spec = client.V1PodSpec(
+    containers=[client.V1Container(name="c", image="busybox:1.36", ports=[client.V1ContainerPort(container_port=80)])]
+)
+template = client.V1PodTemplateSpec(metadata=meta(labels={"app": "py"}), spec=pod_spec)
+selector = client.V1LabelSelector(match_labels={"app": "py"})
+
+svc = core.create_namespaced_service(
+    NS,
+    client.V1Service(
+        metadata=meta(name="web"),
+        spec=client.V1ServiceSpec(selector={"app": "py"}, ports=[client.V1ServicePort(port=80)]),
+    ),
+)
+assert svc.spec.type == "ClusterIP", svc.spec
+assert svc.spec.session_affinity == "None", svc.spec
+assert svc.spec.ports[0].protocol == "TCP" and svc.spec.ports[0].target_port == 80, svc.spec
+
+job = batch.create_namespaced_job(
+    NS,
+    client.V1Job(
+        metadata=meta(name="once"),
+        spec=client.V1JobSpec(
+            template=client.V1PodTemplateSpec(
+                spec=client.V1PodSpec(restart_policy="Never", containers=[client.V1Container(name="c", image="busybox")])
+            )
+        ),
+    ),
+)
+assert job.spec.backoff_limit == 6 and job.spec.completions == 1, job.spec
+assert job.spec.selector.match_labels["batch.kubernetes.io/controller-uid"] == job.metadata.uid
+
+cj = batch.create_namespaced_cron_job(
+    NS,
+    client.V1CronJob(
+        metadata=meta(name="nightly"),
+        spec=client.V1CronJobSpec(
+            schedule="0 3 * * *",
+            job_template=client.V1JobTemplateSpec(
+                spec=client.V1JobSpec(
+                    template=client.V1PodTemplateSpec(
+                        spec=client.V1PodSpec(restart_policy="OnFailure", containers=[client.V1Container(name="c", image="busybox")])
+                    )
+                )
+            ),
+        ),
+    ),
+)
+assert cj.spec.concurrency_policy == "Allow" and cj.spec.successful_jobs_history_limit == 3, cj.spec
+
+sts = apps.create_namespaced_stateful_set(
+    NS,
+    client.V1StatefulSet(
+        metadata=meta(name="db"),
+        spec=client.V1StatefulSetSpec(service_name="db", selector=selector, template=template),
+    ),
+)
+assert sts.spec.pod_management_policy == "OrderedReady", sts.spec
+ds = apps.create_namespaced_daemon_set(
+    NS, client.V1DaemonSet(metadata=meta(name="agent"), spec=client.V1DaemonSetSpec(selector=selector, template=template))
+)
+assert ds.spec.update_strategy.type == "RollingUpdate", ds.spec
+
+ing = net.create_namespaced_ingress(
+    NS,
+    client.V1Ingress(
+        metadata=meta(name="web"),
+        spec=client.V1IngressSpec(
+            default_backend=client.V1IngressBackend(
+                service=client.V1IngressServiceBackend(name="web", port=client.V1ServiceBackendPort(number=80))
+            )
+        ),
+    ),
+)
+assert ing.spec.default_backend.service.port.number == 80
+pdb = policy.create_namespaced_pod_disruption_budget(
+    NS, client.V1PodDisruptionBudget(metadata=meta(name="web"), spec=client.V1PodDisruptionBudgetSpec(min_available=1, selector=selector))
+)
+assert pdb.spec.min_available == 1
+hpa = autoscaling.create_namespaced_horizontal_pod_autoscaler(
+    NS,
+    client.V2HorizontalPodAutoscaler(
+        metadata=meta(name="web"),
+        spec=client.V2HorizontalPodAutoscalerSpec(
+            max_replicas=3,
+            scale_target_ref=client.V2CrossVersionObjectReference(api_version="apps/v1", kind="StatefulSet", name="db"),
+        ),
+    ),
+)
+assert hpa.spec.min_replicas == 1 and hpa.spec.metrics[0].resource.name == "cpu", hpa.spec
+sc = storage.create_storage_class(client.V1StorageClass(metadata=meta(name="py-fast"), provisioner="example.com/fast"))
+assert sc.reclaim_policy == "Delete" and sc.volume_binding_mode == "Immediate"
+pvc = core.create_namespaced_persistent_volume_claim(
+    NS,
+    client.V1PersistentVolumeClaim(
+        metadata=meta(name="data"),
+        spec=client.V1PersistentVolumeClaimSpec(
+            access_modes=["ReadWriteOnce"], resources=client.V1VolumeResourceRequirements(requests={"storage": "1Gi"})
+        ),
+    ),
+)
+assert pvc.status.phase == "Pending" and pvc.spec.volume_mode == "Filesystem"
+
+# Reads, lists and patches through the typed APIs.
+assert core.read_namespaced_service("web", NS).spec.ports[0].port == 80
+assert [j.metadata.name for j in batch.list_namespaced_job(NS).items] == ["once"]
+patched = apps.patch_namespaced_stateful_set("db", NS, {"spec": {"replicas": 3}})
+assert patched.spec.replicas == 3 and patched.metadata.generation == 2, patched.metadata
+
+# delete_namespaced_pod decodes the deleted Pod (kube answers the object, not a Status).
+core.create_namespaced_pod(NS, client.V1Pod(metadata=meta(name="p"), spec=pod_spec))
+deleted = core.delete_namespaced_pod("p", NS)
+assert isinstance(deleted, client.V1Pod) and deleted.metadata.name == "p", deleted
+deleted_svc = core.delete_namespaced_service("web", NS)
+assert deleted_svc.metadata.name == "web" and deleted_svc.spec.type == "ClusterIP"
+
+# A wrong type is refused with kube's message.
+try:
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "bad"}, "data": {"x": 5}})
+    raise AssertionError("a wrong-typed ConfigMap was stored")
+except client.exceptions.ApiException as e:
+    assert e.status == 400 and "cannot unmarshal number" in e.body, e.body
+
+print("ok")
