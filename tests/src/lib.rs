@@ -6,7 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// The `turtles` binary under test: `$TURTLES_BIN`, else `target/<profile>/turtles` beside the
 /// test executable (`cargo xtask test` builds it first).
@@ -721,4 +721,96 @@ pub fn assert_status(r: &Reply, code: u16, reason: &str) -> Value {
     assert_eq!(s["code"], code, "{s}");
     assert_eq!(s["reason"], reason, "{s}");
     s
+}
+
+// --- example objects of every built-in kind
+
+pub fn pod_spec() -> Value {
+    json!({"containers": [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80}]}]})
+}
+
+pub fn template() -> Value {
+    json!({"metadata": {"labels": {"app": "ex"}}, "spec": pod_spec()})
+}
+
+/// The fields beyond metadata an example of `kind` has: what kube requires of it, or what makes
+/// it an ordinary example.
+/// The fields beyond metadata an example of `kind` has.
+pub fn example_fields(kind: &str) -> Value {
+    let selector = json!({"matchLabels": {"app": "ex"}});
+    match kind {
+        "Pod" => json!({"spec": pod_spec()}),
+        "Deployment" | "ReplicaSet" | "DaemonSet" => {
+            json!({"spec": {"selector": selector, "template": template()}})
+        }
+        "StatefulSet" => {
+            json!({"spec": {"serviceName": "ex", "selector": selector, "template": template()}})
+        }
+        "ReplicationController" => {
+            json!({"spec": {"replicas": 1, "selector": {"app": "ex"}, "template": template()}})
+        }
+        "Job" => json!({"spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}}),
+        "CronJob" => {
+            json!({"spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template":
+            {"spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}})
+        }
+        "PodTemplate" => json!({"template": template()}),
+        "Service" => json!({"spec": {"selector": {"app": "ex"}, "ports": [{"port": 80}]}}),
+        "ConfigMap" => json!({"data": {"k": "v"}}),
+        "Secret" => json!({"data": {"k": "dg=="}}),
+        "PersistentVolumeClaim" => json!({"spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}}}),
+        "PersistentVolume" => json!({"spec": {"capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/ex"}}}),
+        "HorizontalPodAutoscaler" => json!({"spec": {"maxReplicas": 3,
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "ex"}}}),
+        "PodDisruptionBudget" => json!({"spec": {"minAvailable": 1, "selector": selector}}),
+        "Ingress" => {
+            json!({"spec": {"defaultBackend": {"service": {"name": "ex", "port": {"number": 80}}}}})
+        }
+        "NetworkPolicy" => json!({"spec": {"podSelector": {}}}),
+        "StorageClass" => json!({"provisioner": "example.com/ex"}),
+        "PriorityClass" => json!({"value": 10}),
+        "RuntimeClass" => json!({"handler": "runc"}),
+        "Lease" => json!({"spec": {"holderIdentity": "me"}}),
+        "Role" | "ClusterRole" => {
+            json!({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]})
+        }
+        "RoleBinding" => json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole", "name": "view"}}),
+        "ClusterRoleBinding" => json!({"roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole", "name": "view"}}),
+        "CustomResourceDefinition" => json!({"spec": {"group": "walk.example.com",
+            "names": {"plural": "exes", "kind": "Ex"}, "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema":
+                {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}),
+        "CertificateSigningRequest" => json!({"spec": {"request": "dg==",
+            "signerName": "example.com/ex", "usages": ["client auth"]}}),
+        "Event" => {
+            json!({"involvedObject": {"kind": "Pod", "name": "ex"}, "reason": "Ex", "message": "ex"})
+        }
+        _ => json!({}),
+    }
+}
+
+/// An example object of a built-in kind (a CRD gets a fixed name, as its name must be
+/// `plural.group`), labelled `walk=yes`.
+pub fn example_object(api_version: &str, kind: &str, name: &str) -> Value {
+    let name = if kind == "CustomResourceDefinition" {
+        "exes.walk.example.com"
+    } else {
+        name
+    };
+    let mut obj = serde_json::json!({
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "labels": {"walk": "yes"}},
+    });
+    if let Value::Object(fields) = example_fields(kind) {
+        for (k, v) in fields {
+            obj[k] = v;
+        }
+    }
+    obj
 }
