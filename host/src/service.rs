@@ -732,6 +732,20 @@ impl Service {
     /// A custom resource's object as the requested version shows it (`conversion: None` only
     /// rewrites apiVersion).
     pub fn present(ri: &ResourceInfo, obj: Arc<StoredObject>) -> Arc<StoredObject> {
+        if let Some(c) = ri.conversion {
+            let mut v = obj.value.clone();
+            if let Some(m) = v.as_object_mut() {
+                (c.from_storage)(m);
+                m.insert("apiVersion".into(), Value::String(ri.api_version()));
+            }
+            return match StoredObject::unstored(v) {
+                Ok(mut o) => {
+                    o.rv = obj.rv;
+                    Arc::new(o)
+                }
+                Err(_) => obj,
+            };
+        }
         if ri.custom.is_none() {
             return obj;
         }
@@ -750,8 +764,14 @@ impl Service {
         }
     }
 
-    /// The object as stored: custom resources are kept in their CRD's storage version.
+    /// The object as stored: custom resources are kept in their CRD's storage version, built-in
+    /// kinds served in another version than stored are converted.
     fn to_storage(ri: &ResourceInfo, obj: &mut Value) {
+        if let (Some(c), Some(m)) = (ri.conversion, obj.as_object_mut()) {
+            (c.to_storage)(m);
+            m.insert("apiVersion".into(), c.stored_api_version.into());
+            return;
+        }
         if let Some(c) = &ri.custom {
             if c.storage_version != ri.version {
                 obj["apiVersion"] = Value::String(format!("{}/{}", ri.group, c.storage_version));

@@ -578,3 +578,73 @@ fn kubectl_create_generators_send_protobuf_for_every_kind() {
     assert_eq!(exposed["spec"]["ports"][0]["targetPort"], 8080);
     assert_eq!(exposed["spec"]["selector"]["app"], "app");
 }
+
+#[test]
+fn events_k8s_io_serves_the_core_events_in_their_newer_shape() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let new_api = "/apis/events.k8s.io/v1/namespaces/default/events";
+    let core_api = "/api/v1/namespaces/default/events";
+    let rv0 = http.get(new_api).json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Recorded through events.k8s.io (kube-rs's and client-go's newer recorders do this) ...
+    let r = http.post_json(
+        new_api,
+        &json!({"metadata": {"name": "e1"}, "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "note": "pulled", "reason": "Pulled", "type": "Normal", "action": "Pull",
+            "reportingController": "example.com/kubelet", "reportingInstance": "n1",
+            "eventTime": "2026-12-01T00:00:00.000000Z"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(r.json()["note"], "pulled");
+    // ... it is the core Event kubectl shows.
+    let core = http.get(&format!("{core_api}/e1")).json();
+    assert_eq!(core["apiVersion"], "v1");
+    assert_eq!(core["message"], "pulled");
+    assert_eq!(core["involvedObject"]["name"], "p");
+    assert_eq!(core["reportingComponent"], "example.com/kubelet");
+    assert!(core.get("note").is_none());
+    // A core Event is listed and watched through events.k8s.io in that shape.
+    http.post_json(
+        core_api,
+        &json!({"metadata": {"name": "e2"}, "involvedObject": {"kind": "Pod", "name": "q"},
+            "message": "old style", "reason": "Created", "count": 3}),
+    );
+    let list = http.get(new_api).json();
+    let e2 = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metadata"]["name"] == "e2")
+        .cloned()
+        .unwrap();
+    assert_eq!(e2["note"], "old style");
+    assert_eq!(e2["deprecatedCount"], 3);
+    assert_eq!(e2["regarding"]["name"], "q");
+    let mut w = http.watch(&format!(
+        "{new_api}?watch=true&resourceVersion={rv0}&timeoutSeconds=5"
+    ));
+    let first = w.expect_event("ADDED");
+    assert_eq!(first["object"]["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(first["object"]["note"], "pulled");
+    // Patches through either API change the one object.
+    let r = http.patch(
+        &format!("{new_api}/e2"),
+        "application/merge-patch+json",
+        &json!({"note": "patched"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        http.get(&format!("{core_api}/e2")).json()["message"],
+        "patched"
+    );
+    assert_eq!(
+        s.kubectl_ok(&["get", "events.v1.events.k8s.io", "-o", "name"])
+            .lines()
+            .count(),
+        2
+    );
+}

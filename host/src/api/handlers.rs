@@ -677,7 +677,7 @@ fn list_response(
     page: ListResult,
 ) -> Response {
     let mut page = page;
-    if ri.is_custom() {
+    if ri.is_custom() || ri.conversion.is_some() {
         page.items = page
             .items
             .into_iter()

@@ -3,6 +3,7 @@
 //! (`definitions.json`, kube's own OpenAPI definitions, imported with `cargo xtask
 //! import-openapi`), and decoding as kube decodes ([`decode`]).
 
+pub mod conversion;
 pub mod decode;
 pub mod defaults;
 pub mod definitions;
@@ -28,6 +29,8 @@ pub struct Builtin {
     /// A DELETE that removes it at once answers with the object, not a `Status` (kube's
     /// `ReturnDeletedObject`).
     pub delete_returns_object: bool,
+    /// Stored as another group-version's resource (`events.k8s.io/v1` Events are core Events).
+    pub conversion: Option<&'static conversion::Conversion>,
 }
 
 const NS: bool = true;
@@ -53,6 +56,7 @@ const fn r(
         create_only: false,
         generation: false,
         delete_returns_object: false,
+        conversion: None,
     }
 }
 
@@ -80,6 +84,10 @@ impl Builtin {
     }
     const fn delete_returns_object(mut self) -> Self {
         self.delete_returns_object = true;
+        self
+    }
+    const fn stored_as(mut self, conversion: &'static conversion::Conversion) -> Self {
+        self.conversion = Some(conversion);
         self
     }
     const fn categories(mut self, categories: &'static [&'static str]) -> Self {
@@ -229,6 +237,10 @@ pub const RESOURCES: &[Builtin] = &[
         .generation(),
     r(NET, "v1", "ipaddresses", "IPAddress", CLUSTER).short(&["ip"]),
     r(NET, "v1", "servicecidrs", "ServiceCIDR", CLUSTER).status(),
+    // events.k8s.io/v1: the core Events, in their newer shape
+    r("events.k8s.io", "v1", "events", "Event", NS)
+        .short(&["ev"])
+        .stored_as(&conversion::EVENTS_V1),
     // discovery.k8s.io/v1
     r(
         "discovery.k8s.io",

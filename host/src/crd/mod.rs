@@ -475,6 +475,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 name_rule: crate::model::registry::NameRule::DnsSubdomain,
                 generation: true,
                 delete_returns_object: false,
+                conversion: None,
                 custom: Some(Arc::new(CustomResource {
                     crd_name: name.clone(),
                     storage_version: storage_version.clone(),

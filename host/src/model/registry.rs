@@ -92,6 +92,8 @@ pub struct ResourceInfo {
     pub generation: bool,
     /// A DELETE that removes the object at once answers with it instead of a `Status`.
     pub delete_returns_object: bool,
+    /// Stored as another group-version's resource, converted on the way in and out.
+    pub conversion: Option<&'static crate::builtin::conversion::Conversion>,
 }
 
 impl ResourceInfo {
@@ -106,6 +108,9 @@ impl ResourceInfo {
 
     /// The storage key prefix: `configmaps` or `leases.coordination.k8s.io`.
     pub fn group_resource(&self) -> String {
+        if let Some(c) = self.conversion {
+            return c.stored_group_resource.to_owned();
+        }
         if self.group.is_empty() {
             self.resource.clone()
         } else {
@@ -190,6 +195,7 @@ impl Registry {
                     create_only: b.create_only,
                     generation: b.generation,
                     delete_returns_object: b.delete_returns_object,
+                    conversion: b.conversion,
                 })
             })
             .collect();
