@@ -648,3 +648,54 @@ fn events_k8s_io_serves_the_core_events_in_their_newer_shape() {
         2
     );
 }
+
+#[test]
+fn autoscaling_v1_and_v2_serve_the_same_hpas() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let v1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers";
+    let v2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
+    let r = http.post_json(
+        v1,
+        &json!({"metadata": {"name": "web"}, "spec": {"maxReplicas": 4,
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "targetCPUUtilizationPercentage": 60}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["spec"]["targetCPUUtilizationPercentage"], 60);
+    assert_eq!(r.json()["spec"]["minReplicas"], 1);
+    let got = http.get(&format!("{v2}/web")).json();
+    assert_eq!(got["apiVersion"], "autoscaling/v2");
+    assert_eq!(
+        got["spec"]["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 60}}}])
+    );
+    // What v1 cannot say survives a round trip through it.
+    let r = http.patch(
+        &format!("{v2}/web"),
+        "application/merge-patch+json",
+        &json!({"spec": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let through_v1 = http.get(&format!("{v1}/web")).json();
+    assert!(through_v1["spec"].get("behavior").is_none());
+    let r = http.put_json(&format!("{v1}/web"), &{
+        let mut o = through_v1.clone();
+        o["spec"]["maxReplicas"] = json!(6);
+        o
+    });
+    assert_eq!(r.status, 200, "{}", r.text());
+    let after = http.get(&format!("{v2}/web")).json();
+    assert_eq!(after["spec"]["maxReplicas"], 6);
+    assert_eq!(
+        after["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"],
+        60
+    );
+    assert!(after["metadata"]
+        .get("annotations")
+        .is_none_or(|a| a.as_object().is_some_and(|a| a.is_empty())));
+    // kubectl reads the preferred version, v2.
+    let hpa = s.kubectl_json(&["get", "hpa", "web", "-o", "json"]);
+    assert_eq!(hpa["apiVersion"], "autoscaling/v2");
+}

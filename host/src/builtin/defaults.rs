@@ -45,7 +45,16 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
         ("apps", "daemonsets") => daemon_set(obj),
         ("batch", "jobs") => job(obj, creating),
         ("batch", "cronjobs") => cron_job(obj),
-        ("autoscaling", "horizontalpodautoscalers") => hpa(obj),
+        ("autoscaling", "horizontalpodautoscalers") => {
+            // autoscaling/v1 has only `minReplicas` to default; the rest is v2's.
+            if obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1") {
+                if let Some(spec) = spec_of(obj) {
+                    spec.entry("minReplicas").or_insert(json!(1));
+                }
+            } else {
+                hpa(obj);
+            }
+        }
         ("networking.k8s.io", "networkpolicies") => network_policy(obj),
         ("storage.k8s.io", "storageclasses") => {
             if let Some(m) = obj.as_object_mut() {

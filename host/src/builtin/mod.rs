@@ -204,7 +204,7 @@ pub const RESOURCES: &[Builtin] = &[
         .all()
         .status()
         .generation(),
-    // autoscaling/v2 (v1, which kube also serves, needs a conversion turtles does not have yet)
+    // autoscaling/v2, the preferred version, and v1 (stored as v2)
     r(
         "autoscaling",
         "v2",
@@ -215,6 +215,17 @@ pub const RESOURCES: &[Builtin] = &[
     .short(&["hpa"])
     .all()
     .status(),
+    r(
+        "autoscaling",
+        "v1",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        NS,
+    )
+    .short(&["hpa"])
+    .all()
+    .status()
+    .stored_as(&conversion::HPA_V1),
     // policy/v1
     r(
         "policy",
