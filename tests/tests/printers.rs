@@ -1,0 +1,159 @@
+//! `kubectl get` of built-in kinds prints kube's columns (and `-o wide` the priority-1 ones),
+//! with the real binary and the real kubectl.
+
+use turtles_tests::Server;
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080, nodePort: 30080}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: hello}
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: hello, image: busybox}]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: rancher.io/local-path
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
+"#;
+
+/// The header's words and the first row of `kubectl get <args>`.
+fn get(s: &Server, args: &[&str]) -> (Vec<String>, String) {
+    let mut full = vec!["get"];
+    full.extend_from_slice(args);
+    let out = s.kubectl_ok(&full);
+    let mut lines = out.lines();
+    let header = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    (header, lines.next().unwrap_or_default().to_owned())
+}
+
+#[test]
+fn kubectl_get_prints_kubes_columns_for_built_in_kinds() {
+    let s = Server::start().expect("server starts");
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], MANIFEST);
+    assert!(
+        out.status.success(),
+        "apply: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (header, row) = get(&s, &["services", "web"]);
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    assert!(row.starts_with("web "), "{row}");
+    assert!(row.contains("NodePort") && row.contains("<none>"), "{row}");
+    assert!(row.contains("80:30080/TCP"), "{row}");
+    let (header, row) = get(&s, &["services", "web", "-o", "wide"]);
+    assert_eq!(header.last().map(String::as_str), Some("SELECTOR"));
+    assert!(row.trim_end().ends_with("app=web"), "{row}");
+
+    let (header, row) = get(&s, &["cronjobs"]);
+    assert_eq!(
+        header,
+        ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
+    );
+    assert!(row.starts_with("hello "), "{row}");
+    assert!(
+        row.contains("*/5 * * * *") && row.contains("False"),
+        "{row}"
+    );
+    let (header, row) = get(&s, &["cronjobs", "-o", "wide"]);
+    assert_eq!(header[8..], ["CONTAINERS", "IMAGES", "SELECTOR"]);
+    assert!(row.contains("hello") && row.contains("busybox"), "{row}");
+
+    let (header, row) = get(&s, &["storageclasses"]);
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "PROVISIONER",
+            "RECLAIMPOLICY",
+            "VOLUMEBINDINGMODE",
+            "ALLOWVOLUMEEXPANSION",
+            "AGE"
+        ]
+    );
+    assert!(row.starts_with("standard (default) "), "{row}");
+    assert!(
+        row.contains("WaitForFirstConsumer") && row.contains("Delete"),
+        "{row}"
+    );
+
+    let (header, row) = get(&s, &["priorityclasses", "high"]);
+    assert_eq!(
+        header,
+        ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    );
+    assert!(row.starts_with("high ") && row.contains("1000"), "{row}");
+    assert!(row.contains("PreemptLowerPriority"), "{row}");
+
+    let (header, row) = get(&s, &["pdb", "web"]);
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "MIN",
+            "AVAILABLE",
+            "MAX",
+            "UNAVAILABLE",
+            "ALLOWED",
+            "DISRUPTIONS",
+            "AGE"
+        ]
+    );
+    assert!(row.starts_with("web ") && row.contains("N/A"), "{row}");
+
+    let (header, row) = get(&s, &["roles", "reader"]);
+    assert_eq!(header, ["NAME", "CREATED", "AT"]);
+    assert!(
+        row.starts_with("reader ") && row.trim_end().ends_with('Z'),
+        "{row}"
+    );
+}
