@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::model::meta::{self, metadata, metadata_mut};
 use crate::model::{ApiError, Cause, ObjectKey, ResourceInfo};
 use crate::patch::{self, PatchType};
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector, SelectorError};
 use crate::store::{Precondition, Snapshot, Store, StoreError, StoredObject, WriteOp};
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -158,7 +158,7 @@ pub struct Filter {
     pub fields: FieldSelector,
     pub namespace: Option<String>,
     /// The kind's own field labels (beyond `metadata.name` and `metadata.namespace`).
-    field_labels: &'static [crate::model::workloads::FieldLabel],
+    field_labels: &'static [crate::model::fields::FieldLabel],
 }
 
 impl Filter {
@@ -188,16 +188,19 @@ impl Filter {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> Result<Self> {
-        let field_labels = crate::model::workloads::field_labels(&ri.group, &ri.resource);
-        let supported: Vec<&str> = FIELD_SELECTORS
-            .iter()
-            .copied()
-            .chain(field_labels.iter().map(|f| f.name))
-            .collect();
+        let selectable = crate::model::fields::selectable(&ri.group, &ri.resource);
+        let supported: Vec<&str> = selectable.names().collect();
         let labels = LabelSelector::parse(label_selector.unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
-        let fields = FieldSelector::parse(field_selector.unwrap_or(""), &supported)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let fields = FieldSelector::parse(field_selector.unwrap_or(""), &supported).map_err(
+            |e| match e {
+                SelectorError::UnsupportedField(field) => {
+                    ApiError::bad_request(selectable.refusal(&field))
+                }
+                e => ApiError::bad_request(e.to_string()),
+            },
+        )?;
+        let field_labels = selectable.labels;
         Ok(Self {
             labels,
             fields,

@@ -157,3 +157,65 @@ fn kubectl_get_prints_kubes_columns_for_built_in_kinds() {
         "{row}"
     );
 }
+
+#[test]
+fn field_selectors_take_each_kinds_field_labels() {
+    let s = Server::start().expect("server starts");
+    let manifest = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: headless}
+spec: {clusterIP: None, selector: {app: db}, ports: [{port: 5432}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {type: NodePort, selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: pi}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: pi, image: perl}]
+"#;
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], manifest);
+    assert!(
+        out.status.success(),
+        "apply: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names = |args: &[&str]| {
+        let mut full = vec!["get", "-o", "name"];
+        full.extend_from_slice(args);
+        s.kubectl_ok(&full)
+    };
+    assert_eq!(
+        names(&["services", "--field-selector", "spec.clusterIP=None"]).trim(),
+        "service/headless"
+    );
+    assert_eq!(
+        names(&["services", "--field-selector", "spec.type=NodePort"]).trim(),
+        "service/web"
+    );
+    assert_eq!(
+        names(&["jobs", "--field-selector", "status.successful=0"]).trim(),
+        "job.batch/pi"
+    );
+    let out = s.kubectl(&["get", "jobs", "--field-selector", "status.succeeded=1"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"field label "status.succeeded" not supported for batchv1.Job"#),
+        "{err}"
+    );
+    let out = s.kubectl(&["get", "nodes", "--field-selector", "metadata.namespace=x"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("field label not supported: metadata.namespace"),
+        "{err}"
+    );
+}
