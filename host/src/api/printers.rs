@@ -358,54 +358,158 @@ const PODS: &[Column] = &[
     col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic.", pod_ready),
     col("Status", "string", "The aggregate status of the containers in this pod.", pod_status),
     col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.", |o| {
-        let n: i64 = list(o, "/status/containerStatuses")
-            .iter()
-            .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
-            .sum();
-        json!(n.to_string())
+        let p = PodSummary::of(o);
+        json!(match p.last_restart.filter(|_| p.restarts != 0) {
+            Some(at) => format!("{} ({} ago)", p.restarts, age(Some(at))),
+            None => p.restarts.to_string(),
+        })
     }),
     AGE,
-    wide("IP", "string", "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.", |o| json!(none_if_empty(s(o, "/status/podIP")))),
+    wide("IP", "string", "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.", |o| {
+        let ip = list(o, "/status/podIPs").first().map(|i| s(i, "/ip")).unwrap_or("");
+        json!(none_if_empty(ip))
+    }),
     wide("Node", "string", "NodeName indicates in which node this pod is scheduled.", |o| json!(none_if_empty(s(o, "/spec/nodeName")))),
     wide("Nominated Node", "string", "nominatedNodeName is set only when this pod preempts other pods on the node.", |o| json!(none_if_empty(s(o, "/status/nominatedNodeName")))),
     wide("Readiness Gates", "string", "If specified, all readiness gates will be evaluated for pod readiness.", pod_readiness_gates),
 ];
 
 fn pod_ready(o: &Value) -> Value {
-    let total = list(o, "/spec/containers").len();
-    let ready = list(o, "/status/containerStatuses")
-        .iter()
-        .filter(|c| c.get("ready") == Some(&Value::Bool(true)))
-        .count();
-    json!(format!("{ready}/{total}"))
+    let p = PodSummary::of(o);
+    json!(format!("{}/{}", p.ready, p.total))
 }
 
-/// kubectl's pod STATUS: the phase (or status.reason), overridden by a waiting or terminated
-/// container's reason, and `Terminating` once deletion started.
+/// kubectl's pod STATUS (see [`PodSummary`]).
 pub fn pod_status(o: &Value) -> Value {
-    let mut reason = match s(o, "/status/reason") {
-        "" => s(o, "/status/phase").to_owned(),
-        r => r.to_owned(),
-    };
-    for c in list(o, "/status/containerStatuses") {
-        if let Some(r) = c
-            .pointer("/state/waiting/reason")
-            .and_then(Value::as_str)
-            .filter(|r| !r.is_empty())
+    json!(PodSummary::of(o).reason)
+}
+
+/// What kube's `printPod` computes from the container statuses: READY, STATUS and RESTARTS.
+struct PodSummary<'a> {
+    ready: usize,
+    total: usize,
+    reason: String,
+    restarts: i64,
+    /// When a counted container last terminated (RFC 3339, which orders as text).
+    last_restart: Option<&'a str>,
+}
+
+impl<'a> PodSummary<'a> {
+    fn of(o: &'a Value) -> Self {
+        let phase = s(o, "/status/phase");
+        let mut reason = match s(o, "/status/reason") {
+            "" => phase.to_owned(),
+            r => r.to_owned(),
+        };
+        let conditions = list(o, "/status/conditions");
+        if conditions
+            .iter()
+            .any(|c| s(c, "/type") == "PodScheduled" && s(c, "/reason") == "SchedulingGated")
         {
-            reason = r.to_owned();
-        } else if let Some(r) = c
-            .pointer("/state/terminated/reason")
-            .and_then(Value::as_str)
-            .filter(|r| !r.is_empty())
-        {
-            reason = r.to_owned();
+            reason = "SchedulingGated".into();
         }
+        let init_specs = list(o, "/spec/initContainers");
+        let sidecar = |name: &str| {
+            init_specs
+                .iter()
+                .any(|c| s(c, "/name") == name && s(c, "/restartPolicy") == "Always")
+        };
+        let mut p = Self {
+            ready: 0,
+            total: list(o, "/spec/containers").len()
+                + init_specs
+                    .iter()
+                    .filter(|c| s(c, "/restartPolicy") == "Always")
+                    .count(),
+            reason,
+            restarts: 0,
+            last_restart: None,
+        };
+        let mut sidecar_restarts = 0;
+        let mut sidecar_last: Option<&str> = None;
+        let mut initializing = false;
+        let inits = list(o, "/status/initContainerStatuses");
+        for (i, c) in inits.iter().enumerate() {
+            p.restarts += int(c, "/restartCount");
+            let finished = c
+                .pointer("/lastState/terminated/finishedAt")
+                .and_then(Value::as_str);
+            p.last_restart = p.last_restart.max(finished);
+            if sidecar(s(c, "/name")) {
+                sidecar_restarts += int(c, "/restartCount");
+                sidecar_last = sidecar_last.max(finished);
+            }
+            let terminated = c.pointer("/state/terminated");
+            let waiting_reason = s(c, "/state/waiting/reason");
+            match terminated {
+                Some(t) if int(t, "/exitCode") == 0 => continue,
+                _ if sidecar(s(c, "/name")) && c.get("started") == Some(&Value::Bool(true)) => {
+                    if c.get("ready") == Some(&Value::Bool(true)) {
+                        p.ready += 1;
+                    }
+                    continue;
+                }
+                Some(t) => {
+                    p.reason = match (s(t, "/reason"), int(t, "/signal")) {
+                        ("", 0) => format!("Init:ExitCode:{}", int(t, "/exitCode")),
+                        ("", signal) => format!("Init:Signal:{signal}"),
+                        (r, _) => format!("Init:{r}"),
+                    };
+                }
+                None if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" => {
+                    p.reason = format!("Init:{waiting_reason}");
+                }
+                None => p.reason = format!("Init:{i}/{}", init_specs.len()),
+            }
+            initializing = true;
+            break;
+        }
+        let initialized = conditions
+            .iter()
+            .any(|c| s(c, "/type") == "Initialized" && s(c, "/status") == "True");
+        if !initializing || initialized {
+            p.restarts = sidecar_restarts;
+            p.last_restart = sidecar_last;
+            let mut running = false;
+            for c in list(o, "/status/containerStatuses").iter().rev() {
+                p.restarts += int(c, "/restartCount");
+                p.last_restart = p.last_restart.max(
+                    c.pointer("/lastState/terminated/finishedAt")
+                        .and_then(Value::as_str),
+                );
+                let waiting = s(c, "/state/waiting/reason");
+                let terminated = c.pointer("/state/terminated");
+                if !waiting.is_empty() {
+                    p.reason = waiting.to_owned();
+                } else if let Some(t) = terminated {
+                    p.reason = match (s(t, "/reason"), int(t, "/signal")) {
+                        ("", 0) => format!("ExitCode:{}", int(t, "/exitCode")),
+                        ("", signal) => format!("Signal:{signal}"),
+                        (r, _) => r.to_owned(),
+                    };
+                } else if c.get("ready") == Some(&Value::Bool(true))
+                    && c.pointer("/state/running").is_some()
+                {
+                    running = true;
+                    p.ready += 1;
+                }
+            }
+            if p.reason == "Completed" && running {
+                let ready = conditions
+                    .iter()
+                    .any(|c| s(c, "/type") == "Ready" && s(c, "/status") == "True");
+                p.reason = if ready { "Running" } else { "NotReady" }.into();
+            }
+        }
+        if crate::model::meta::meta_str(o, "deletionTimestamp").is_some() {
+            if s(o, "/status/reason") == "NodeLost" {
+                p.reason = "Unknown".into();
+            } else if !matches!(phase, "Succeeded" | "Failed") {
+                p.reason = "Terminating".into();
+            }
+        }
+        p
     }
-    if crate::model::meta::meta_str(o, "deletionTimestamp").is_some() && reason != "NodeLost" {
-        reason = "Terminating".into();
-    }
-    json!(reason)
 }
 
 /// kubectl's READINESS GATES: `<ready>/<total>` of `spec.readinessGates`, or `<none>`.
@@ -987,8 +1091,8 @@ fn has_condition(o: &Value, kind: &str) -> bool {
     })
 }
 
-/// kube's `printJob` status: Complete, Failed, Terminating, Suspended, FailureTarget,
-/// SuccessCriteriaMet or Running.
+/// kube's `printJob` status: Complete, Failed, Terminating, Suspended, FailureTarget or
+/// Running.
 fn job_status(o: &Value) -> Value {
     let status = if has_condition(o, "Complete") {
         "Complete"
@@ -1000,8 +1104,6 @@ fn job_status(o: &Value) -> Value {
         "Suspended"
     } else if has_condition(o, "FailureTarget") {
         "FailureTarget"
-    } else if has_condition(o, "SuccessCriteriaMet") {
-        "SuccessCriteriaMet"
     } else {
         "Running"
     };
@@ -1332,7 +1434,7 @@ const ENDPOINT_SLICES: &[Column] = &[
                     ) {
                         (Some(n), _) => n.to_string(),
                         (None, Some(name)) => name.to_owned(),
-                        (None, None) => "<unset>".to_owned(),
+                        (None, None) => "*".to_owned(),
                     }
                 })
                 .collect();
@@ -1808,6 +1910,53 @@ mod tests {
     }
 
     #[test]
+    fn pod_status_follows_kubes_print_pod() {
+        let status = |st: Value| {
+            let pod = json!({"metadata": {"name": "p"},
+                "spec": {"initContainers": [{"name": "init"}], "containers": [{"name": "a"}, {"name": "b"}]},
+                "status": st});
+            (pod_ready(&pod), pod_status(&pod))
+        };
+        let init_waiting = json!({"phase": "Pending", "initContainerStatuses": [
+            {"name": "init", "state": {"waiting": {"reason": "PodInitializing"}}}]});
+        assert_eq!(status(init_waiting), (json!("0/2"), json!("Init:0/1")));
+        let init_crash = json!({"phase": "Pending", "initContainerStatuses": [
+            {"name": "init", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]});
+        assert_eq!(status(init_crash).1, "Init:CrashLoopBackOff");
+        let init_failed = json!({"phase": "Pending", "initContainerStatuses": [
+            {"name": "init", "state": {"terminated": {"exitCode": 3}}}]});
+        assert_eq!(status(init_failed).1, "Init:ExitCode:3");
+        let running = json!({"phase": "Running", "initContainerStatuses": [
+                {"name": "init", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}],
+            "containerStatuses": [
+                {"name": "a", "ready": true, "restartCount": 1, "state": {"running": {}},
+                 "lastState": {"terminated": {"finishedAt": "2026-01-01T00:00:00Z"}}},
+                {"name": "b", "ready": true, "state": {"running": {}}}]});
+        assert_eq!(status(running.clone()), (json!("2/2"), json!("Running")));
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]}, "status": running});
+        let restarts = row("", "pods", &pod)[3].clone();
+        assert!(
+            restarts.starts_with("1 (") && restarts.ends_with(" ago)"),
+            "{restarts}"
+        );
+        let done = json!({"phase": "Succeeded", "containerStatuses": [
+            {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+            {"name": "b", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]});
+        assert_eq!(status(done.clone()), (json!("0/2"), json!("Completed")));
+        let mut deleted = json!({"metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"containers": [{"name": "a"}]}, "status": done});
+        assert_eq!(pod_status(&deleted), "Completed");
+        deleted["status"] = json!({"phase": "Running", "reason": "NodeLost"});
+        assert_eq!(pod_status(&deleted), "Unknown");
+        let oom = json!({"phase": "Running", "containerStatuses": [
+            {"name": "a", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}},
+            {"name": "b", "state": {"terminated": {"exitCode": 1, "signal": 9}}}]});
+        assert_eq!(status(oom).1, "OOMKilled");
+        let gated = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]});
+        assert_eq!(status(gated).1, "SchedulingGated");
+    }
+
+    #[test]
     fn services_print_type_ips_and_ports() {
         assert_eq!(
             header("", "services"),
@@ -2176,6 +2325,11 @@ mod tests {
         assert_eq!(
             row("discovery.k8s.io", "endpointslices", &empty),
             ["e", "IPv6", "<unset>", "<unset>", "AGE"]
+        );
+        let named = json!({"metadata": {"name": "n"}, "addressType": "FQDN", "ports": [{"name": "http"}, {}]});
+        assert_eq!(
+            row("discovery.k8s.io", "endpointslices", &named)[2],
+            "http,*"
         );
     }
 
