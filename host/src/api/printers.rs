@@ -175,6 +175,18 @@ const PRINTERS: &[(&str, &str, &[Column])] = &[
         WEBHOOK_CONFIGURATIONS,
     ),
     ("apiregistration.k8s.io", "apiservices", API_SERVICES),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+        ADMISSION_POLICIES,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+        ADMISSION_POLICY_BINDINGS,
+    ),
+    ("storage.k8s.io", "csidrivers", CSI_DRIVERS),
+    ("resource.k8s.io", "resourceclaims", RESOURCE_CLAIMS),
     ("flowcontrol.apiserver.k8s.io", "flowschemas", FLOW_SCHEMAS),
     (
         "flowcontrol.apiserver.k8s.io",
@@ -685,9 +697,9 @@ const NODES: &[Column] = &[
     col("Version", "string", "Kubelet Version reported by the node.", |o| json!(s(o, "/status/nodeInfo/kubeletVersion"))),
     wide("Internal-IP", "string", "List of addresses reachable to the node. Queried from cloud provider, if available.", |o| json!(node_address(o, "InternalIP"))),
     wide("External-IP", "string", "List of addresses reachable to the node. Queried from cloud provider, if available.", |o| json!(node_address(o, "ExternalIP"))),
-    wide("OS-Image", "string", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", |o| json!(none_if_empty(s(o, "/status/nodeInfo/osImage")))),
-    wide("Kernel-Version", "string", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", |o| json!(none_if_empty(s(o, "/status/nodeInfo/kernelVersion")))),
-    wide("Container-Runtime", "string", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", |o| json!(none_if_empty(s(o, "/status/nodeInfo/containerRuntimeVersion")))),
+    wide("OS-Image", "string", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", |o| json!(unknown_if_empty(s(o, "/status/nodeInfo/osImage")))),
+    wide("Kernel-Version", "string", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", |o| json!(unknown_if_empty(s(o, "/status/nodeInfo/kernelVersion")))),
+    wide("Container-Runtime", "string", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", |o| json!(unknown_if_empty(s(o, "/status/nodeInfo/containerRuntimeVersion")))),
 ];
 
 fn node_status(o: &Value) -> Value {
@@ -727,17 +739,21 @@ fn node_roles(o: &Value) -> Value {
     })
 }
 
-/// The node's addresses of one type, comma separated, or `<none>`.
+/// The node's first address of one type, or `<none>`.
 fn node_address(o: &Value, kind: &str) -> String {
-    let found: Vec<&str> = list(o, "/status/addresses")
+    list(o, "/status/addresses")
         .iter()
-        .filter(|a| a.get("type").and_then(Value::as_str) == Some(kind))
-        .filter_map(|a| a.get("address").and_then(Value::as_str))
-        .collect();
-    if found.is_empty() {
-        "<none>".into()
+        .find(|a| a.get("type").and_then(Value::as_str) == Some(kind))
+        .and_then(|a| a.get("address").and_then(Value::as_str))
+        .unwrap_or("<none>")
+        .to_owned()
+}
+
+fn unknown_if_empty(s: &str) -> &str {
+    if s.is_empty() {
+        "<unknown>"
     } else {
-        found.join(",")
+        s
     }
 }
 
@@ -916,7 +932,7 @@ const PERSISTENT_VOLUME_CLAIMS: &[Column] = &[
         "VolumeAttributesClass",
         "string",
         "VolumeAttributesClass of the pvc",
-        |o| or_unset(o, "/status/currentVolumeAttributesClassName", "<unset>"),
+        |o| or_unset(o, "/spec/volumeAttributesClassName", "<unset>"),
     ),
     AGE,
     wide(
@@ -980,7 +996,10 @@ const DEPLOYMENTS: &[Column] = &[
     AGE,
     TEMPLATE_CONTAINERS,
     TEMPLATE_IMAGES,
-    wide("Selector", "string", "Label selector for pods.", |o| json!(format_selector(o.pointer("/spec/selector")))),
+    // printDeployment prints the selector as is (empty, not `<none>`).
+    wide("Selector", "string", "Label selector for pods.", |o| {
+        json!(o.pointer("/spec/selector").map(crate::selector::label_selector_string).unwrap_or_default())
+    }),
 ];
 
 const REPLICA_SETS: &[Column] = &[
@@ -1171,7 +1190,7 @@ const HPAS: &[Column] = &[
     AGE,
 ];
 
-/// kube's `formatHPAMetrics`: `current/target` per metric (`cpu: 40%/80%`), three at most.
+/// kube's `formatHPAMetrics`: `current/target` per metric (`cpu: 40%/80%`), two at most.
 fn hpa_targets(o: &Value) -> Value {
     let specs = list(o, "/spec/metrics");
     if specs.is_empty() {
@@ -1183,9 +1202,9 @@ fn hpa_targets(o: &Value) -> Value {
         .enumerate()
         .map(|(i, spec)| hpa_metric(spec, statuses.get(i)))
         .collect();
-    let mut out = shown.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
-    if specs.len() > 3 {
-        out.push_str(&format!(" + {} more...", specs.len() - 3));
+    let mut out = shown.iter().take(2).cloned().collect::<Vec<_>>().join(", ");
+    if specs.len() > 2 {
+        out.push_str(&format!(" + {} more...", specs.len() - 2));
     }
     json!(out)
 }
@@ -1561,7 +1580,7 @@ const PRIORITY_CLASSES: &[Column] = &[
     col("Value", "integer", "value represents the integer value of this priority class.", |o| json!(int(o, "/value"))),
     col("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class.", |o| json!(o.pointer("/globalDefault").and_then(Value::as_bool).unwrap_or(false))),
     AGE,
-    col("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods with lower priority.", |o| or_unset(o, "/preemptionPolicy", "<unset>")),
+    col("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods with lower priority.", |o| or_unset(o, "/preemptionPolicy", "")),
 ];
 
 const RUNTIME_CLASSES: &[Column] = &[
@@ -1651,6 +1670,104 @@ const WEBHOOK_CONFIGURATIONS: &[Column] = &[
         "integer",
         "Webhooks indicates the number of webhooks registered in this configuration",
         |o| json!(list(o, "/webhooks").len()),
+    ),
+    AGE,
+];
+
+const ADMISSION_POLICIES: &[Column] = &[
+    NAME,
+    col(
+        "Validations",
+        "integer",
+        "Validations indicates the number of validation rules defined in this configuration",
+        |o| json!(list(o, "/spec/validations").len()),
+    ),
+    col(
+        "ParamKind",
+        "string",
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+        |o| {
+            json!(match o.pointer("/spec/paramKind") {
+                Some(k) => format!("{}/{}", s(k, "/apiVersion"), s(k, "/kind")),
+                None => "<unset>".to_owned(),
+            })
+        },
+    ),
+    AGE,
+];
+
+const ADMISSION_POLICY_BINDINGS: &[Column] = &[
+    NAME,
+    col(
+        "PolicyName",
+        "string",
+        "PolicyName indicates the policy definition which the policy binding binded to",
+        |o| json!(s(o, "/spec/policyName")),
+    ),
+    col(
+        "ParamRef",
+        "string",
+        "ParamRef indicates the param resource which sets the configration param",
+        |o| {
+            let Some(r) = o.pointer("/spec/paramRef") else {
+                return json!("<unset>");
+            };
+            json!(
+                match (s(r, "/name"), s(r, "/namespace"), r.get("selector")) {
+                    ("", _, Some(sel)) => crate::selector::label_selector_string(sel),
+                    ("", _, None) => "<unset>".to_owned(),
+                    (name, "", _) => format!("*/{name}"),
+                    (name, ns, _) => format!("{ns}/{name}"),
+                }
+            )
+        },
+    ),
+    AGE,
+];
+
+const CSI_DRIVERS: &[Column] = &[
+    NAME,
+    col("AttachRequired", "boolean", "attachRequired indicates this CSI volume driver requires an attach operation.", |o| json!(o.pointer("/spec/attachRequired").and_then(Value::as_bool).unwrap_or(true))),
+    col("PodInfoOnMount", "boolean", "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations.", |o| json!(o.pointer("/spec/podInfoOnMount").and_then(Value::as_bool).unwrap_or(false))),
+    col("StorageCapacity", "boolean", "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report.", |o| json!(o.pointer("/spec/storageCapacity").and_then(Value::as_bool).unwrap_or(false))),
+    col("TokenRequests", "string", "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.", |o| {
+        json!(match o.pointer("/spec/tokenRequests").and_then(Value::as_array) {
+            Some(reqs) => reqs.iter().map(|r| s(r, "/audience")).collect::<Vec<_>>().join(","),
+            None => "<unset>".to_owned(),
+        })
+    }),
+    col("RequiresRepublish", "boolean", "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.", |o| json!(o.pointer("/spec/requiresRepublish").and_then(Value::as_bool).unwrap_or(false))),
+    col("Modes", "string", "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports.", |o| {
+        let modes: Vec<&str> = list(o, "/spec/volumeLifecycleModes").iter().filter_map(Value::as_str).collect();
+        json!(none_if_empty(&modes.join(",")))
+    }),
+    AGE,
+];
+
+const RESOURCE_CLAIMS: &[Column] = &[
+    NAME,
+    col(
+        "State",
+        "string",
+        "A summary of the current state (allocated, pending, reserved, etc.).",
+        |o| {
+            let deleted = crate::model::meta::meta_str(o, "deletionTimestamp").is_some();
+            let mut states = Vec::new();
+            if deleted {
+                states.push("deleted");
+            }
+            if o.pointer("/status/allocation").is_none() {
+                if !deleted {
+                    states.push("pending");
+                }
+            } else {
+                states.push("allocated");
+                if !list(o, "/status/reservedFor").is_empty() {
+                    states.push("reserved");
+                }
+            }
+            json!(states.join(","))
+        },
     ),
     AGE,
 ];
@@ -1863,9 +1980,9 @@ mod tests {
                 "v1.34.0",
                 "10.0.0.1",
                 "<none>",
-                "<none>",
-                "<none>",
-                "<none>"
+                "<unknown>",
+                "<unknown>",
+                "<unknown>"
             ]
         );
     }
@@ -2428,6 +2545,44 @@ mod tests {
         assert_eq!(
             row("scheduling.k8s.io", "priorityclasses", &pc),
             ["high", "1000000", "false", "AGE", "PreemptLowerPriority"]
+        );
+        let vap = json!({"metadata": {"name": "v"}, "spec": {"validations": [{"expression": "true"}],
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}});
+        assert_eq!(
+            row(
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicies",
+                &vap
+            ),
+            ["v", "1", "v1/ConfigMap", "AGE"]
+        );
+        let binding = json!({"metadata": {"name": "b"}, "spec": {"policyName": "v", "paramRef": {"name": "cfg"}}});
+        assert_eq!(
+            row(
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicybindings",
+                &binding
+            ),
+            ["b", "v", "*/cfg", "AGE"]
+        );
+        let driver = json!({"metadata": {"name": "csi.example.com"}, "spec": {"volumeLifecycleModes": ["Persistent"]}});
+        assert_eq!(
+            row("storage.k8s.io", "csidrivers", &driver),
+            [
+                "csi.example.com",
+                "true",
+                "false",
+                "false",
+                "<unset>",
+                "false",
+                "Persistent",
+                "AGE"
+            ]
+        );
+        let claim = json!({"metadata": {"name": "gpu"}, "status": {"allocation": {}, "reservedFor": [{"name": "p"}]}});
+        assert_eq!(
+            row("resource.k8s.io", "resourceclaims", &claim),
+            ["gpu", "allocated,reserved", "AGE"]
         );
         let rc = json!({"metadata": {"name": "gvisor"}, "handler": "runsc"});
         assert_eq!(
