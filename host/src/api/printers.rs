@@ -47,7 +47,13 @@ const fn wide(
     }
 }
 
-const NAME_DOC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const NAME_DOC: &str = "Name must be unique within a namespace. Is required when \
+         creating resources, although some resources may allow a \
+         client to request the generation of an appropriate name \
+         automatically. Name is primarily intended for creation \
+         idempotence and configuration definition. Cannot be updated. \
+         More info: \
+         https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 const AGE_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 pub const NAME: Column = Column {
@@ -67,6 +73,8 @@ const CREATED_AT: Column = Column {
     })
 };
 
+const NODE_ADDRESSES_DOC: &str =
+    "List of addresses reachable to the node. Queried from cloud provider, if available.";
 const CONTAINERS_DOC: &str = "Names of each container in the template.";
 const IMAGES_DOC: &str = "Images referenced by each container in the template.";
 
@@ -246,6 +254,14 @@ fn or_unset<'a>(o: &'a Value, pointer: &str, unset: &'a str) -> Value {
     }
 }
 
+/// A boolean field, `default` when unset.
+fn flag(o: &Value, pointer: &str, default: bool) -> Value {
+    json!(o
+        .pointer(pointer)
+        .and_then(Value::as_bool)
+        .unwrap_or(default))
+}
+
 /// kube's `printBoolPtr`: True, False or `<unset>`.
 fn bool_ptr(o: &Value, pointer: &str) -> Value {
     json!(match o.pointer(pointer).and_then(Value::as_bool) {
@@ -367,23 +383,67 @@ fn annotation<'a>(o: &'a Value, key: &str) -> Option<&'a str> {
 
 const PODS: &[Column] = &[
     NAME,
-    col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic.", pod_ready),
-    col("Status", "string", "The aggregate status of the containers in this pod.", pod_status),
-    col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.", |o| {
-        let p = PodSummary::of(o);
-        json!(match p.last_restart.filter(|_| p.restarts != 0) {
-            Some(at) => format!("{} ({} ago)", p.restarts, age(Some(at))),
-            None => p.restarts.to_string(),
-        })
-    }),
+    col(
+        "Ready",
+        "string",
+        "The aggregate readiness state of this pod for accepting \
+         traffic.",
+        pod_ready,
+    ),
+    col(
+        "Status",
+        "string",
+        "The aggregate status of the containers in this pod.",
+        pod_status,
+    ),
+    col(
+        "Restarts",
+        "string",
+        "The number of times the containers in this pod have been \
+         restarted and when the last container in this pod has \
+         restarted.",
+        |o| {
+            let p = PodSummary::of(o);
+            json!(match p.last_restart.filter(|_| p.restarts != 0) {
+                Some(at) => format!("{} ({} ago)", p.restarts, age(Some(at))),
+                None => p.restarts.to_string(),
+            })
+        },
+    ),
     AGE,
-    wide("IP", "string", "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.", |o| {
-        let ip = list(o, "/status/podIPs").first().map(|i| s(i, "/ip")).unwrap_or("");
-        json!(none_if_empty(ip))
-    }),
-    wide("Node", "string", "NodeName indicates in which node this pod is scheduled.", |o| json!(none_if_empty(s(o, "/spec/nodeName")))),
-    wide("Nominated Node", "string", "nominatedNodeName is set only when this pod preempts other pods on the node.", |o| json!(none_if_empty(s(o, "/status/nominatedNodeName")))),
-    wide("Readiness Gates", "string", "If specified, all readiness gates will be evaluated for pod readiness.", pod_readiness_gates),
+    wide(
+        "IP",
+        "string",
+        "podIP address allocated to the pod. Routable at least within \
+         the cluster. Empty if not yet allocated.",
+        |o| {
+            let ip = list(o, "/status/podIPs")
+                .first()
+                .map(|i| s(i, "/ip"))
+                .unwrap_or("");
+            json!(none_if_empty(ip))
+        },
+    ),
+    wide(
+        "Node",
+        "string",
+        "NodeName indicates in which node this pod is scheduled.",
+        |o| json!(none_if_empty(s(o, "/spec/nodeName"))),
+    ),
+    wide(
+        "Nominated Node",
+        "string",
+        "nominatedNodeName is set only when this pod preempts other \
+         pods on the node.",
+        |o| json!(none_if_empty(s(o, "/status/nominatedNodeName"))),
+    ),
+    wide(
+        "Readiness Gates",
+        "string",
+        "If specified, all readiness gates will be evaluated for pod \
+         readiness.",
+        pod_readiness_gates,
+    ),
 ];
 
 fn pod_ready(o: &Value) -> Value {
@@ -569,7 +629,8 @@ const REPLICATION_CONTROLLERS: &[Column] = &[
     col(
         "Ready",
         "integer",
-        "The number of ready replicas for this replication controller.",
+        "The number of ready replicas for this replication \
+         controller.",
         |o| json!(int(o, "/status/readyReplicas")),
     ),
     AGE,
@@ -578,25 +639,54 @@ const REPLICATION_CONTROLLERS: &[Column] = &[
     wide(
         "Selector",
         "string",
-        "Selector is a label query over pods that should match the Replicas count.",
+        "Selector is a label query over pods that should match the \
+         Replicas count.",
         |o| json!(format_labels(o.pointer("/spec/selector"))),
     ),
 ];
 
 const SERVICES: &[Column] = &[
     NAME,
-    col("Type", "string", "type determines how the Service is exposed.", |o| json!(s(o, "/spec/type"))),
-    col("Cluster-IP", "string", "clusterIP is the IP address of the service and is usually assigned randomly.", |o| {
-        let ip = list(o, "/spec/clusterIPs")
-            .first()
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| s(o, "/spec/clusterIP"));
-        json!(none_if_empty(ip))
-    }),
-    col("External-IP", "string", "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.", service_external_ip),
-    col("Port(s)", "string", "The list of ports that are exposed by this service.", service_ports),
+    col(
+        "Type",
+        "string",
+        "type determines how the Service is exposed.",
+        |o| json!(s(o, "/spec/type")),
+    ),
+    col(
+        "Cluster-IP",
+        "string",
+        "clusterIP is the IP address of the service and is usually \
+         assigned randomly.",
+        |o| {
+            let ip = list(o, "/spec/clusterIPs")
+                .first()
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| s(o, "/spec/clusterIP"));
+            json!(none_if_empty(ip))
+        },
+    ),
+    col(
+        "External-IP",
+        "string",
+        "externalIPs is a list of IP addresses for which nodes in the \
+         cluster will also accept traffic for this service.",
+        service_external_ip,
+    ),
+    col(
+        "Port(s)",
+        "string",
+        "The list of ports that are exposed by this service.",
+        service_ports,
+    ),
     AGE,
-    wide("Selector", "string", "Route service traffic to pods with label keys and values matching this selector.", |o| json!(format_labels(o.pointer("/spec/selector")))),
+    wide(
+        "Selector",
+        "string",
+        "Route service traffic to pods with label keys and values \
+         matching this selector.",
+        |o| json!(format_labels(o.pointer("/spec/selector"))),
+    ),
 ];
 
 /// kube's `getServiceExternalIP` (wide, as server-side tables are).
@@ -694,12 +784,44 @@ const NODES: &[Column] = &[
     col("Status", "string", "The status of the node", node_status),
     col("Roles", "string", "The roles of the node", node_roles),
     AGE,
-    col("Version", "string", "Kubelet Version reported by the node.", |o| json!(s(o, "/status/nodeInfo/kubeletVersion"))),
-    wide("Internal-IP", "string", "List of addresses reachable to the node. Queried from cloud provider, if available.", |o| json!(node_address(o, "InternalIP"))),
-    wide("External-IP", "string", "List of addresses reachable to the node. Queried from cloud provider, if available.", |o| json!(node_address(o, "ExternalIP"))),
-    wide("OS-Image", "string", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", |o| json!(unknown_if_empty(s(o, "/status/nodeInfo/osImage")))),
-    wide("Kernel-Version", "string", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", |o| json!(unknown_if_empty(s(o, "/status/nodeInfo/kernelVersion")))),
-    wide("Container-Runtime", "string", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", |o| json!(unknown_if_empty(s(o, "/status/nodeInfo/containerRuntimeVersion")))),
+    col(
+        "Version",
+        "string",
+        "Kubelet Version reported by the node.",
+        |o| json!(s(o, "/status/nodeInfo/kubeletVersion")),
+    ),
+    wide("Internal-IP", "string", NODE_ADDRESSES_DOC, |o| {
+        json!(node_address(o, "InternalIP"))
+    }),
+    wide("External-IP", "string", NODE_ADDRESSES_DOC, |o| {
+        json!(node_address(o, "ExternalIP"))
+    }),
+    wide(
+        "OS-Image",
+        "string",
+        "OS Image reported by the node from /etc/os-release (e.g. \
+         Debian GNU/Linux 7 (wheezy)).",
+        |o| json!(unknown_if_empty(s(o, "/status/nodeInfo/osImage"))),
+    ),
+    wide(
+        "Kernel-Version",
+        "string",
+        "Kernel Version reported by the node from 'uname -r' (e.g. \
+         3.16.0-0.bpo.4-amd64).",
+        |o| json!(unknown_if_empty(s(o, "/status/nodeInfo/kernelVersion"))),
+    ),
+    wide(
+        "Container-Runtime",
+        "string",
+        "ContainerRuntime Version reported by the node through \
+         runtime remote API (e.g. containerd://1.4.2).",
+        |o| {
+            json!(unknown_if_empty(s(
+                o,
+                "/status/nodeInfo/containerRuntimeVersion"
+            )))
+        },
+    ),
 ];
 
 fn node_status(o: &Value) -> Value {
@@ -758,44 +880,98 @@ fn unknown_if_empty(s: &str) -> &str {
 }
 
 const EVENTS: &[Column] = &[
-    col("Last Seen", "string", "The time at which the most recent occurrence of this event was recorded.", |o| json!(event_times(o).1)),
-    col("Type", "string", "Type of this event (Normal, Warning), new types could be added in the future", |o| json!(s(o, "/type"))),
-    col("Reason", "string", "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.", |o| json!(s(o, "/reason"))),
-    col("Object", "string", "The object that this event is about.", |o| {
-        let kind = s(o, "/involvedObject/kind").to_lowercase();
-        json!(match s(o, "/involvedObject/name") {
-            "" => kind,
-            name => format!("{kind}/{name}"),
-        })
-    }),
-    wide("Subobject", "string", "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement.", |o| json!(s(o, "/involvedObject/fieldPath"))),
-    wide("Source", "string", "The component reporting this event. Should be a short machine understandable string.", |o| {
-        let component = match s(o, "/source/component") {
-            "" => s(o, "/reportingComponent"),
-            c => c,
-        };
-        let host = match s(o, "/source/host") {
-            "" => s(o, "/reportingInstance"),
-            h => h,
-        };
-        json!(if host.is_empty() {
-            component.to_owned()
-        } else {
-            format!("{component}, {host}")
-        })
-    }),
-    col("Message", "string", "A human-readable description of the status of this operation.", |o| json!(s(o, "/message").trim())),
-    wide("First Seen", "string", "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)", |o| json!(event_times(o).0)),
-    wide("Count", "string", "The number of times this event has occurred.", |o| {
-        let count = match o.pointer("/series/count").and_then(Value::as_i64) {
-            Some(n) => n,
-            None => match int(o, "/count") {
-                0 => 1,
-                n => n,
-            },
-        };
-        json!(count)
-    }),
+    col(
+        "Last Seen",
+        "string",
+        "The time at which the most recent occurrence of this event \
+         was recorded.",
+        |o| json!(event_times(o).1),
+    ),
+    col(
+        "Type",
+        "string",
+        "Type of this event (Normal, Warning), new types could be \
+         added in the future",
+        |o| json!(s(o, "/type")),
+    ),
+    col(
+        "Reason",
+        "string",
+        "This should be a short, machine understandable string that \
+         gives the reason for the transition into the object's \
+         current status.",
+        |o| json!(s(o, "/reason")),
+    ),
+    col(
+        "Object",
+        "string",
+        "The object that this event is about.",
+        |o| {
+            let kind = s(o, "/involvedObject/kind").to_lowercase();
+            json!(match s(o, "/involvedObject/name") {
+                "" => kind,
+                name => format!("{kind}/{name}"),
+            })
+        },
+    ),
+    wide(
+        "Subobject",
+        "string",
+        "If referring to a piece of an object instead of an entire \
+         object, this string should contain a valid JSON/Go field \
+         access statement.",
+        |o| json!(s(o, "/involvedObject/fieldPath")),
+    ),
+    wide(
+        "Source",
+        "string",
+        "The component reporting this event. Should be a short \
+         machine understandable string.",
+        |o| {
+            let component = match s(o, "/source/component") {
+                "" => s(o, "/reportingComponent"),
+                c => c,
+            };
+            let host = match s(o, "/source/host") {
+                "" => s(o, "/reportingInstance"),
+                h => h,
+            };
+            json!(if host.is_empty() {
+                component.to_owned()
+            } else {
+                format!("{component}, {host}")
+            })
+        },
+    ),
+    col(
+        "Message",
+        "string",
+        "A human-readable description of the status of this \
+         operation.",
+        |o| json!(s(o, "/message").trim()),
+    ),
+    wide(
+        "First Seen",
+        "string",
+        "The time at which the event was first recorded. (Time of \
+         server receipt is in TypeMeta.)",
+        |o| json!(event_times(o).0),
+    ),
+    wide(
+        "Count",
+        "string",
+        "The number of times this event has occurred.",
+        |o| {
+            let count = match o.pointer("/series/count").and_then(Value::as_i64) {
+                Some(n) => n,
+                None => match int(o, "/count") {
+                    0 => 1,
+                    n => n,
+                },
+            };
+            json!(count)
+        },
+    ),
     Column {
         priority: 1,
         ..NAME
@@ -851,30 +1027,83 @@ const SECRETS: &[Column] = &[
 
 const SERVICE_ACCOUNTS: &[Column] = &[
     NAME,
-    col("Secrets", "string", "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.", |o| json!(list(o, "/secrets").len())),
+    col(
+        "Secrets",
+        "string",
+        "Secrets is a list of the secrets in the same namespace that \
+         pods running using this ServiceAccount are allowed to use.",
+        |o| json!(list(o, "/secrets").len()),
+    ),
     AGE,
 ];
 
 const PERSISTENT_VOLUMES: &[Column] = &[
     NAME,
-    col("Capacity", "string", "capacity is the description of the persistent volume's resources and capacity.", |o| json!(quantity(o, "/spec/capacity/storage"))),
-    col("Access Modes", "string", "accessModes contains all ways the volume can be mounted.", |o| access_modes(o, "/spec/accessModes")),
-    col("Reclaim Policy", "string", "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim.", |o| json!(s(o, "/spec/persistentVolumeReclaimPolicy"))),
-    col("Status", "string", "phase indicates if a volume is available, bound to a claim, or released by a claim.", |o| terminating_or(o, s(o, "/status/phase"))),
-    col("Claim", "string", "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim.", |o| {
-        json!(match o.pointer("/spec/claimRef") {
-            Some(r) => format!("{}/{}", s(r, "/namespace"), s(r, "/name")),
-            None => String::new(),
-        })
-    }),
+    col(
+        "Capacity",
+        "string",
+        "capacity is the description of the persistent volume's \
+         resources and capacity.",
+        |o| json!(quantity(o, "/spec/capacity/storage")),
+    ),
+    col(
+        "Access Modes",
+        "string",
+        "accessModes contains all ways the volume can be mounted.",
+        |o| access_modes(o, "/spec/accessModes"),
+    ),
+    col(
+        "Reclaim Policy",
+        "string",
+        "persistentVolumeReclaimPolicy defines what happens to a \
+         persistent volume when released from its claim.",
+        |o| json!(s(o, "/spec/persistentVolumeReclaimPolicy")),
+    ),
+    col(
+        "Status",
+        "string",
+        "phase indicates if a volume is available, bound to a claim, \
+         or released by a claim.",
+        |o| terminating_or(o, s(o, "/status/phase")),
+    ),
+    col(
+        "Claim",
+        "string",
+        "claimRef is part of a bi-directional binding between \
+         PersistentVolume and PersistentVolumeClaim.",
+        |o| {
+            json!(match o.pointer("/spec/claimRef") {
+                Some(r) => format!("{}/{}", s(r, "/namespace"), s(r, "/name")),
+                None => String::new(),
+            })
+        },
+    ),
     col("StorageClass", "string", "StorageClass of the pv", |o| {
         json!(annotation(o, "volume.beta.kubernetes.io/storage-class")
             .unwrap_or_else(|| s(o, "/spec/storageClassName")))
     }),
-    col("VolumeAttributesClass", "string", "VolumeAttributesClass of the pv", |o| or_unset(o, "/spec/volumeAttributesClassName", "<unset>")),
-    col("Reason", "string", "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.", |o| json!(s(o, "/status/reason"))),
+    col(
+        "VolumeAttributesClass",
+        "string",
+        "VolumeAttributesClass of the pv",
+        |o| or_unset(o, "/spec/volumeAttributesClassName", "<unset>"),
+    ),
+    col(
+        "Reason",
+        "string",
+        "reason is a brief CamelCase string that describes any \
+         failure and is meant for machine parsing and tidy display in \
+         the CLI.",
+        |o| json!(s(o, "/status/reason")),
+    ),
     AGE,
-    wide("VolumeMode", "string", "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.", |o| or_unset(o, "/spec/volumeMode", "<unset>")),
+    wide(
+        "VolumeMode",
+        "string",
+        "volumeMode defines if a volume is intended to be used with a \
+         formatted filesystem or to remain in raw block state.",
+        |o| or_unset(o, "/spec/volumeMode", "<unset>"),
+    ),
 ];
 
 /// A resource quantity as kube prints it (the canonical form turtles stores).
@@ -897,13 +1126,15 @@ const PERSISTENT_VOLUME_CLAIMS: &[Column] = &[
     col(
         "Volume",
         "string",
-        "volumeName is the binding reference to the PersistentVolume backing this claim.",
+        "volumeName is the binding reference to the PersistentVolume \
+         backing this claim.",
         |o| json!(s(o, "/spec/volumeName")),
     ),
     col(
         "Capacity",
         "string",
-        "capacity represents the actual resources of the underlying volume.",
+        "capacity represents the actual resources of the underlying \
+         volume.",
         |o| {
             json!(if s(o, "/spec/volumeName").is_empty() {
                 String::new()
@@ -915,7 +1146,8 @@ const PERSISTENT_VOLUME_CLAIMS: &[Column] = &[
     col(
         "Access Modes",
         "string",
-        "accessModes contains the actual access modes the volume backing the PVC has.",
+        "accessModes contains the actual access modes the volume \
+         backing the PVC has.",
         |o| {
             if s(o, "/spec/volumeName").is_empty() {
                 json!("")
@@ -938,7 +1170,8 @@ const PERSISTENT_VOLUME_CLAIMS: &[Column] = &[
     wide(
         "VolumeMode",
         "string",
-        "volumeMode defines what type of volume is required by the claim.",
+        "volumeMode defines what type of volume is required by the \
+         claim.",
         |o| or_unset(o, "/spec/volumeMode", "<unset>"),
     ),
 ];
@@ -956,8 +1189,20 @@ const CONFIG_MAPS: &[Column] = &[
 
 const RESOURCE_QUOTAS: &[Column] = &[
     NAME,
-    col("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume.", |o| json!(quota_usage(o, false))),
-    col("Limit", "string", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.", |o| json!(quota_usage(o, true))),
+    col(
+        "Request",
+        "string",
+        "Request represents a minimum amount of cpu/memory that a \
+         container may consume.",
+        |o| json!(quota_usage(o, false)),
+    ),
+    col(
+        "Limit",
+        "string",
+        "Limits control the maximum amount of cpu/memory that a \
+         container may use independent of contention on the node.",
+        |o| json!(quota_usage(o, true)),
+    ),
     AGE,
 ];
 
@@ -991,14 +1236,29 @@ fn quota_usage(o: &Value, limits: bool) -> String {
 const DEPLOYMENTS: &[Column] = &[
     NAME,
     READY_OF_DESIRED,
-    col("Up-to-date", "string", "Total number of non-terminated pods targeted by this deployment that have the desired template spec.", |o| json!(int(o, "/status/updatedReplicas"))),
-    col("Available", "string", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.", |o| json!(int(o, "/status/availableReplicas"))),
+    col(
+        "Up-to-date",
+        "string",
+        "Total number of non-terminated pods targeted by this \
+         deployment that have the desired template spec.",
+        |o| json!(int(o, "/status/updatedReplicas")),
+    ),
+    col(
+        "Available",
+        "string",
+        "Total number of available pods (ready for at least \
+         minReadySeconds) targeted by this deployment.",
+        |o| json!(int(o, "/status/availableReplicas")),
+    ),
     AGE,
     TEMPLATE_CONTAINERS,
     TEMPLATE_IMAGES,
     // printDeployment prints the selector as is (empty, not `<none>`).
     wide("Selector", "string", "Label selector for pods.", |o| {
-        json!(o.pointer("/spec/selector").map(crate::selector::label_selector_string).unwrap_or_default())
+        json!(o
+            .pointer("/spec/selector")
+            .map(crate::selector::label_selector_string)
+            .unwrap_or_default())
     }),
 ];
 
@@ -1018,7 +1278,8 @@ const REPLICA_SETS: &[Column] = &[
     wide(
         "Selector",
         "string",
-        "Selector is a label query over pods that should match the replica count.",
+        "Selector is a label query over pods that should match the \
+         replica count.",
         |o| json!(format_selector(o.pointer("/spec/selector"))),
     ),
 ];
@@ -1033,16 +1294,58 @@ const STATEFUL_SETS: &[Column] = &[
 
 const DAEMON_SETS: &[Column] = &[
     NAME,
-    col("Desired", "integer", "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod).", |o| json!(int(o, "/status/desiredNumberScheduled"))),
-    col("Current", "integer", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod.", |o| json!(int(o, "/status/currentNumberScheduled"))),
-    col("Ready", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.", |o| json!(int(o, "/status/numberReady"))),
-    col("Up-to-date", "integer", "The total number of nodes that are running updated daemon pod", |o| json!(int(o, "/status/updatedNumberScheduled"))),
-    col("Available", "integer", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)", |o| json!(int(o, "/status/numberAvailable"))),
-    col("Node Selector", "string", "NodeSelector is a selector which must be true for the pod to fit on a node.", |o| json!(format_labels(o.pointer("/spec/template/spec/nodeSelector")))),
+    col(
+        "Desired",
+        "integer",
+        "The total number of nodes that should be running the daemon \
+         pod (including nodes correctly running the daemon pod).",
+        |o| json!(int(o, "/status/desiredNumberScheduled")),
+    ),
+    col(
+        "Current",
+        "integer",
+        "The number of nodes that are running at least 1 daemon pod \
+         and are supposed to run the daemon pod.",
+        |o| json!(int(o, "/status/currentNumberScheduled")),
+    ),
+    col(
+        "Ready",
+        "integer",
+        "The number of nodes that should be running the daemon pod \
+         and have one or more of the daemon pod running and ready.",
+        |o| json!(int(o, "/status/numberReady")),
+    ),
+    col(
+        "Up-to-date",
+        "integer",
+        "The total number of nodes that are running updated daemon \
+         pod",
+        |o| json!(int(o, "/status/updatedNumberScheduled")),
+    ),
+    col(
+        "Available",
+        "integer",
+        "The number of nodes that should be running the daemon pod \
+         and have one or more of the daemon pod running and available \
+         (ready for at least spec.minReadySeconds)",
+        |o| json!(int(o, "/status/numberAvailable")),
+    ),
+    col(
+        "Node Selector",
+        "string",
+        "NodeSelector is a selector which must be true for the pod to \
+         fit on a node.",
+        |o| json!(format_labels(o.pointer("/spec/template/spec/nodeSelector"))),
+    ),
     AGE,
     TEMPLATE_CONTAINERS,
     TEMPLATE_IMAGES,
-    wide("Selector", "string", "A label query over pods that are managed by the daemon set.", |o| json!(format_selector(o.pointer("/spec/selector")))),
+    wide(
+        "Selector",
+        "string",
+        "A label query over pods that are managed by the daemon set.",
+        |o| json!(format_selector(o.pointer("/spec/selector"))),
+    ),
 ];
 
 const CONTROLLER_REVISIONS: &[Column] = &[
@@ -1071,7 +1374,8 @@ const CONTROLLER_REVISIONS: &[Column] = &[
     col(
         "Revision",
         "string",
-        "Revision indicates the revision of the state represented by Data.",
+        "Revision indicates the revision of the state represented by \
+         Data.",
         |o| json!(int(o, "/revision")),
     ),
     AGE,
@@ -1162,31 +1466,110 @@ fn job_duration(o: &Value) -> Value {
 
 const CRON_JOBS: &[Column] = &[
     NAME,
-    col("Schedule", "string", "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.", |o| json!(s(o, "/spec/schedule"))),
-    col("Timezone", "string", "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones.", |o| or_unset(o, "/spec/timeZone", "<none>")),
-    col("Suspend", "boolean", "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.", |o| bool_ptr(o, "/spec/suspend")),
-    col("Active", "integer", "A list of pointers to currently running jobs.", |o| json!(list(o, "/status/active").len())),
-    col("Last Schedule", "string", "Information when was the last time the job was successfully scheduled.", |o| {
-        json!(match o.pointer("/status/lastScheduleTime") {
-            Some(_) => since(o, "/status/lastScheduleTime"),
-            None => "<none>".into(),
-        })
-    }),
+    col(
+        "Schedule",
+        "string",
+        "The schedule in Cron format, see \
+         https://en.wikipedia.org/wiki/Cron.",
+        |o| json!(s(o, "/spec/schedule")),
+    ),
+    col(
+        "Timezone",
+        "string",
+        "The time zone name for the given schedule, see \
+         https://en.wikipedia.org/wiki/List_of_tz_database_time_zones.",
+        |o| or_unset(o, "/spec/timeZone", "<none>"),
+    ),
+    col(
+        "Suspend",
+        "boolean",
+        "This flag tells the controller to suspend subsequent \
+         executions, it does not apply to already started executions.",
+        |o| bool_ptr(o, "/spec/suspend"),
+    ),
+    col(
+        "Active",
+        "integer",
+        "A list of pointers to currently running jobs.",
+        |o| json!(list(o, "/status/active").len()),
+    ),
+    col(
+        "Last Schedule",
+        "string",
+        "Information when was the last time the job was successfully \
+         scheduled.",
+        |o| {
+            json!(match o.pointer("/status/lastScheduleTime") {
+                Some(_) => since(o, "/status/lastScheduleTime"),
+                None => "<none>".into(),
+            })
+        },
+    ),
     AGE,
-    wide("Containers", "string", CONTAINERS_DOC, |o| containers(o, "/spec/jobTemplate/spec/template/spec/containers", "name")),
-    wide("Images", "string", IMAGES_DOC, |o| containers(o, "/spec/jobTemplate/spec/template/spec/containers", "image")),
-    wide("Selector", "string", "A label query over pods that should match the pod count.", |o| json!(format_selector(o.pointer("/spec/jobTemplate/spec/selector")))),
+    wide("Containers", "string", CONTAINERS_DOC, |o| {
+        containers(o, "/spec/jobTemplate/spec/template/spec/containers", "name")
+    }),
+    wide("Images", "string", IMAGES_DOC, |o| {
+        containers(
+            o,
+            "/spec/jobTemplate/spec/template/spec/containers",
+            "image",
+        )
+    }),
+    wide(
+        "Selector",
+        "string",
+        "A label query over pods that should match the pod count.",
+        |o| {
+            json!(format_selector(
+                o.pointer("/spec/jobTemplate/spec/selector")
+            ))
+        },
+    ),
 ];
 
 const HPAS: &[Column] = &[
     NAME,
-    col("Reference", "string", "scaleTargetRef points to the target resource to scale.", |o| {
-        json!(format!("{}/{}", s(o, "/spec/scaleTargetRef/kind"), s(o, "/spec/scaleTargetRef/name")))
-    }),
-    col("Targets", "string", "metrics contains the specifications for which to use to calculate the desired replica count.", hpa_targets),
-    col("MinPods", "string", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.", |o| or_unset(o, "/spec/minReplicas", "<unset>")),
-    col("MaxPods", "string", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up.", |o| json!(int(o, "/spec/maxReplicas"))),
-    col("Replicas", "string", "currentReplicas is current number of replicas of pods managed by this autoscaler.", |o| json!(int(o, "/status/currentReplicas"))),
+    col(
+        "Reference",
+        "string",
+        "scaleTargetRef points to the target resource to scale.",
+        |o| {
+            json!(format!(
+                "{}/{}",
+                s(o, "/spec/scaleTargetRef/kind"),
+                s(o, "/spec/scaleTargetRef/name")
+            ))
+        },
+    ),
+    col(
+        "Targets",
+        "string",
+        "metrics contains the specifications for which to use to \
+         calculate the desired replica count.",
+        hpa_targets,
+    ),
+    col(
+        "MinPods",
+        "string",
+        "minReplicas is the lower limit for the number of replicas to \
+         which the autoscaler can scale down.",
+        |o| or_unset(o, "/spec/minReplicas", "<unset>"),
+    ),
+    col(
+        "MaxPods",
+        "string",
+        "maxReplicas is the upper limit for the number of replicas to \
+         which the autoscaler can scale up.",
+        |o| json!(int(o, "/spec/maxReplicas")),
+    ),
+    col(
+        "Replicas",
+        "string",
+        "currentReplicas is current number of replicas of pods \
+         managed by this autoscaler.",
+        |o| json!(int(o, "/status/currentReplicas")),
+    ),
     AGE,
 ];
 
@@ -1285,7 +1668,8 @@ const PDBS: &[Column] = &[
     col(
         "Allowed Disruptions",
         "integer",
-        "Calculated number of pods that may be disrupted at this time.",
+        "Calculated number of pods that may be disrupted at this \
+         time.",
         |o| json!(int(o, "/status/disruptionsAllowed")),
     ),
     AGE,
@@ -1300,19 +1684,22 @@ const INGRESSES: &[Column] = &[
     col(
         "Class",
         "string",
-        "The name of the IngressClass resource that should be used for additional configuration",
+        "The name of the IngressClass resource that should be used \
+         for additional configuration",
         |o| or_unset(o, "/spec/ingressClassName", "<none>"),
     ),
     col(
         "Hosts",
         "string",
-        "Hosts that incoming requests are matched against before the ingress rule",
+        "Hosts that incoming requests are matched against before the \
+         ingress rule",
         ingress_hosts,
     ),
     col(
         "Address",
         "string",
-        "Address is a list containing ingress points for the load-balancer",
+        "Address is a list containing ingress points for the \
+         load-balancer",
         |o| json!(load_balancer(o, "/status/loadBalancer/ingress")),
     ),
     col(
@@ -1394,7 +1781,8 @@ const SERVICE_CIDRS: &[Column] = &[
     col(
         "CIDRs",
         "string",
-        "CIDRs defines the IP blocks in CIDR notation from which to assign service cluster IPs.",
+        "CIDRs defines the IP blocks in CIDR notation from which to \
+         assign service cluster IPs.",
         |o| {
             let cidrs: Vec<&str> = list(o, "/spec/cidrs")
                 .iter()
@@ -1411,7 +1799,8 @@ const IP_ADDRESSES: &[Column] = &[
     col(
         "ParentRef",
         "string",
-        "ParentRef references the resource that an IPAddress is attached to.",
+        "ParentRef references the resource that an IPAddress is \
+         attached to.",
         |o| {
             json!(match o.pointer("/spec/parentRef") {
                 None => "<none>".to_owned(),
@@ -1436,13 +1825,15 @@ const ENDPOINT_SLICES: &[Column] = &[
     col(
         "AddressType",
         "string",
-        "addressType specifies the type of address carried by this EndpointSlice.",
+        "addressType specifies the type of address carried by this \
+         EndpointSlice.",
         |o| json!(s(o, "/addressType")),
     ),
     col(
         "Ports",
         "string",
-        "ports specifies the list of network ports exposed by each endpoint in this slice.",
+        "ports specifies the list of network ports exposed by each \
+         endpoint in this slice.",
         |o| {
             let ports: Vec<String> = list(o, "/ports")
                 .iter()
@@ -1506,10 +1897,43 @@ const STORAGE_CLASSES: &[Column] = &[
         },
         ..NAME
     },
-    col("Provisioner", "string", "provisioner indicates the type of the provisioner.", |o| json!(s(o, "/provisioner"))),
-    col("ReclaimPolicy", "string", "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class.", |o| json!(match s(o, "/reclaimPolicy") { "" => "Delete", p => p })),
-    col("VolumeBindingMode", "string", "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.", |o| json!(match s(o, "/volumeBindingMode") { "" => "Immediate", m => m })),
-    col("AllowVolumeExpansion", "string", "allowVolumeExpansion shows whether the storage class allow volume expand.", |o| json!(o.pointer("/allowVolumeExpansion").and_then(Value::as_bool).unwrap_or(false))),
+    col(
+        "Provisioner",
+        "string",
+        "provisioner indicates the type of the provisioner.",
+        |o| json!(s(o, "/provisioner")),
+    ),
+    col(
+        "ReclaimPolicy",
+        "string",
+        "reclaimPolicy controls the reclaimPolicy for dynamically \
+         provisioned PersistentVolumes of this storage class.",
+        |o| {
+            json!(match s(o, "/reclaimPolicy") {
+                "" => "Delete",
+                p => p,
+            })
+        },
+    ),
+    col(
+        "VolumeBindingMode",
+        "string",
+        "volumeBindingMode indicates how PersistentVolumeClaims \
+         should be provisioned and bound.",
+        |o| {
+            json!(match s(o, "/volumeBindingMode") {
+                "" => "Immediate",
+                m => m,
+            })
+        },
+    ),
+    col(
+        "AllowVolumeExpansion",
+        "string",
+        "allowVolumeExpansion shows whether the storage class allow \
+         volume expand.",
+        |o| flag(o, "/allowVolumeExpansion", false),
+    ),
     AGE,
 ];
 
@@ -1520,32 +1944,30 @@ const VOLUME_ATTACHMENTS: &[Column] = &[
         ..col(
             "Attacher",
             "string",
-            "attacher indicates the name of the volume driver that MUST handle this request.",
+            "attacher indicates the name of the volume driver that MUST \
+         handle this request.",
             |o| json!(s(o, "/spec/attacher")),
         )
     },
     col(
         "PV",
         "string",
-        "persistentVolumeName represents the name of the persistent volume to attach.",
+        "persistentVolumeName represents the name of the persistent \
+         volume to attach.",
         |o| json!(s(o, "/spec/source/persistentVolumeName")),
     ),
     col(
         "Node",
         "string",
-        "nodeName represents the node that the volume should be attached to.",
+        "nodeName represents the node that the volume should be \
+         attached to.",
         |o| json!(s(o, "/spec/nodeName")),
     ),
     col(
         "Attached",
         "boolean",
         "attached indicates the volume is successfully attached.",
-        |o| {
-            json!(o
-                .pointer("/status/attached")
-                .and_then(Value::as_bool)
-                .unwrap_or(false))
-        },
+        |o| flag(o, "/status/attached", false),
     ),
     AGE,
 ];
@@ -1555,7 +1977,8 @@ const CSI_NODES: &[Column] = &[
     col(
         "Drivers",
         "integer",
-        "Drivers indicates the number of CSI drivers registered on the node",
+        "Drivers indicates the number of CSI drivers registered on \
+         the node",
         |o| json!(list(o, "/spec/drivers").len()),
     ),
     AGE,
@@ -1563,8 +1986,21 @@ const CSI_NODES: &[Column] = &[
 
 const CSI_STORAGE_CAPACITIES: &[Column] = &[
     NAME,
-    col("StorageClassName", "string", "storageClassName represents the name of the StorageClass that the reported capacity applies to.", |o| json!(s(o, "/storageClassName"))),
-    col("Capacity", "string", "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.", |o| or_unset(o, "/capacity", "<unset>")),
+    col(
+        "StorageClassName",
+        "string",
+        "storageClassName represents the name of the StorageClass \
+         that the reported capacity applies to.",
+        |o| json!(s(o, "/storageClassName")),
+    ),
+    col(
+        "Capacity",
+        "string",
+        "capacity is the value reported by the CSI driver in its \
+         GetCapacityResponse for a GetCapacityRequest with topology \
+         and parameters that match the previous fields.",
+        |o| or_unset(o, "/capacity", "<unset>"),
+    ),
 ];
 
 const VOLUME_ATTRIBUTES_CLASSES: &[Column] = &[
@@ -1577,15 +2013,40 @@ const VOLUME_ATTRIBUTES_CLASSES: &[Column] = &[
 
 const PRIORITY_CLASSES: &[Column] = &[
     NAME,
-    col("Value", "integer", "value represents the integer value of this priority class.", |o| json!(int(o, "/value"))),
-    col("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class.", |o| json!(o.pointer("/globalDefault").and_then(Value::as_bool).unwrap_or(false))),
+    col(
+        "Value",
+        "integer",
+        "value represents the integer value of this priority class.",
+        |o| json!(int(o, "/value")),
+    ),
+    col(
+        "Global-Default",
+        "boolean",
+        "globalDefault specifies whether this PriorityClass should be \
+         considered as the default priority for pods that do not have \
+         any priority class.",
+        |o| flag(o, "/globalDefault", false),
+    ),
     AGE,
-    col("PreemptionPolicy", "string", "preemptionPolicy is the Policy for preempting pods with lower priority.", |o| or_unset(o, "/preemptionPolicy", "")),
+    col(
+        "PreemptionPolicy",
+        "string",
+        "preemptionPolicy is the Policy for preempting pods with \
+         lower priority.",
+        |o| or_unset(o, "/preemptionPolicy", ""),
+    ),
 ];
 
 const RUNTIME_CLASSES: &[Column] = &[
     NAME,
-    col("Handler", "string", "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class.", |o| json!(s(o, "/handler"))),
+    col(
+        "Handler",
+        "string",
+        "handler specifies the underlying runtime and configuration \
+         that the CRI implementation will use to handle pods of this \
+         class.",
+        |o| json!(s(o, "/handler")),
+    ),
     AGE,
 ];
 
@@ -1594,7 +2055,8 @@ const LEASES: &[Column] = &[
     col(
         "Holder",
         "string",
-        "holderIdentity contains the identity of the holder of a current lease.",
+        "holderIdentity contains the identity of the holder of a \
+         current lease.",
         |o| json!(s(o, "/spec/holderIdentity")),
     ),
     AGE,
@@ -1618,7 +2080,8 @@ const CSRS: &[Column] = &[
     col(
         "RequestedDuration",
         "string",
-        "expirationSeconds is the requested duration of validity of the issued certificate.",
+        "expirationSeconds is the requested duration of validity of \
+         the issued certificate.",
         |o| {
             json!(
                 match o.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
@@ -1631,7 +2094,8 @@ const CSRS: &[Column] = &[
     col(
         "Condition",
         "string",
-        "Conditions applied to the request, such as approval or denial.",
+        "Conditions applied to the request, such as approval or \
+         denial.",
         csr_condition,
     ),
 ];
@@ -1668,7 +2132,8 @@ const WEBHOOK_CONFIGURATIONS: &[Column] = &[
     col(
         "Webhooks",
         "integer",
-        "Webhooks indicates the number of webhooks registered in this configuration",
+        "Webhooks indicates the number of webhooks registered in this \
+         configuration",
         |o| json!(list(o, "/webhooks").len()),
     ),
     AGE,
@@ -1679,13 +2144,15 @@ const ADMISSION_POLICIES: &[Column] = &[
     col(
         "Validations",
         "integer",
-        "Validations indicates the number of validation rules defined in this configuration",
+        "Validations indicates the number of validation rules defined \
+         in this configuration",
         |o| json!(list(o, "/spec/validations").len()),
     ),
     col(
         "ParamKind",
         "string",
-        "ParamKind specifies the kind of resources used to parameterize this policy",
+        "ParamKind specifies the kind of resources used to \
+         parameterize this policy",
         |o| {
             json!(match o.pointer("/spec/paramKind") {
                 Some(k) => format!("{}/{}", s(k, "/apiVersion"), s(k, "/kind")),
@@ -1701,13 +2168,15 @@ const ADMISSION_POLICY_BINDINGS: &[Column] = &[
     col(
         "PolicyName",
         "string",
-        "PolicyName indicates the policy definition which the policy binding binded to",
+        "PolicyName indicates the policy definition which the policy \
+         binding binded to",
         |o| json!(s(o, "/spec/policyName")),
     ),
     col(
         "ParamRef",
         "string",
-        "ParamRef indicates the param resource which sets the configration param",
+        "ParamRef indicates the param resource which sets the \
+         configration param",
         |o| {
             let Some(r) = o.pointer("/spec/paramRef") else {
                 return json!("<unset>");
@@ -1727,20 +2196,69 @@ const ADMISSION_POLICY_BINDINGS: &[Column] = &[
 
 const CSI_DRIVERS: &[Column] = &[
     NAME,
-    col("AttachRequired", "boolean", "attachRequired indicates this CSI volume driver requires an attach operation.", |o| json!(o.pointer("/spec/attachRequired").and_then(Value::as_bool).unwrap_or(true))),
-    col("PodInfoOnMount", "boolean", "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations.", |o| json!(o.pointer("/spec/podInfoOnMount").and_then(Value::as_bool).unwrap_or(false))),
-    col("StorageCapacity", "boolean", "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report.", |o| json!(o.pointer("/spec/storageCapacity").and_then(Value::as_bool).unwrap_or(false))),
-    col("TokenRequests", "string", "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication.", |o| {
-        json!(match o.pointer("/spec/tokenRequests").and_then(Value::as_array) {
-            Some(reqs) => reqs.iter().map(|r| s(r, "/audience")).collect::<Vec<_>>().join(","),
-            None => "<unset>".to_owned(),
-        })
-    }),
-    col("RequiresRepublish", "boolean", "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume.", |o| json!(o.pointer("/spec/requiresRepublish").and_then(Value::as_bool).unwrap_or(false))),
-    col("Modes", "string", "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports.", |o| {
-        let modes: Vec<&str> = list(o, "/spec/volumeLifecycleModes").iter().filter_map(Value::as_str).collect();
-        json!(none_if_empty(&modes.join(",")))
-    }),
+    col(
+        "AttachRequired",
+        "boolean",
+        "attachRequired indicates this CSI volume driver requires an \
+         attach operation.",
+        |o| flag(o, "/spec/attachRequired", true),
+    ),
+    col(
+        "PodInfoOnMount",
+        "boolean",
+        "podInfoOnMount indicates this CSI volume driver requires \
+         additional pod information (like podName, podUID, etc.) \
+         during mount operations.",
+        |o| flag(o, "/spec/podInfoOnMount", false),
+    ),
+    col(
+        "StorageCapacity",
+        "boolean",
+        "storageCapacity indicates that the CSI volume driver wants \
+         pod scheduling to consider the storage capacity that the \
+         driver deployment will report.",
+        |o| flag(o, "/spec/storageCapacity", false),
+    ),
+    col(
+        "TokenRequests",
+        "string",
+        "tokenRequests indicates the CSI driver needs pods' service \
+         account tokens it is mounting volume for to do necessary \
+         authentication.",
+        |o| {
+            json!(
+                match o.pointer("/spec/tokenRequests").and_then(Value::as_array) {
+                    Some(reqs) => reqs
+                        .iter()
+                        .map(|r| s(r, "/audience"))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    None => "<unset>".to_owned(),
+                }
+            )
+        },
+    ),
+    col(
+        "RequiresRepublish",
+        "boolean",
+        "requiresRepublish indicates the CSI driver wants \
+         `NodePublishVolume` being periodically called to reflect any \
+         possible change in the mounted volume.",
+        |o| flag(o, "/spec/requiresRepublish", false),
+    ),
+    col(
+        "Modes",
+        "string",
+        "volumeLifecycleModes defines what kind of volumes this CSI \
+         volume driver supports.",
+        |o| {
+            let modes: Vec<&str> = list(o, "/spec/volumeLifecycleModes")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            json!(none_if_empty(&modes.join(",")))
+        },
+    ),
     AGE,
 ];
 
@@ -1749,7 +2267,8 @@ const RESOURCE_CLAIMS: &[Column] = &[
     col(
         "State",
         "string",
-        "A summary of the current state (allocated, pending, reserved, etc.).",
+        "A summary of the current state (allocated, pending, \
+         reserved, etc.).",
         |o| {
             let deleted = crate::model::meta::meta_str(o, "deletionTimestamp").is_some();
             let mut states = Vec::new();
@@ -1809,25 +2328,86 @@ const API_SERVICES: &[Column] = &[
 
 const FLOW_SCHEMAS: &[Column] = &[
     NAME,
-    col("PriorityLevel", "string", "`name` is the name of the priority level configuration being referenced Required.", |o| json!(s(o, "/spec/priorityLevelConfiguration/name"))),
-    col("MatchingPrecedence", "string", "`matchingPrecedence` is used to choose among the FlowSchemas that match a given request.", |o| json!(int(o, "/spec/matchingPrecedence"))),
-    col("DistinguisherMethod", "string", "`distinguisherMethod` defines how to compute the flow distinguisher for requests that match this schema.", |o| json!(none_if_empty(s(o, "/spec/distinguisherMethod/type")))),
+    col(
+        "PriorityLevel",
+        "string",
+        "`name` is the name of the priority level configuration being \
+         referenced Required.",
+        |o| json!(s(o, "/spec/priorityLevelConfiguration/name")),
+    ),
+    col(
+        "MatchingPrecedence",
+        "string",
+        "`matchingPrecedence` is used to choose among the FlowSchemas \
+         that match a given request.",
+        |o| json!(int(o, "/spec/matchingPrecedence")),
+    ),
+    col(
+        "DistinguisherMethod",
+        "string",
+        "`distinguisherMethod` defines how to compute the flow \
+         distinguisher for requests that match this schema.",
+        |o| json!(none_if_empty(s(o, "/spec/distinguisherMethod/type"))),
+    ),
     AGE,
-    col("MissingPL", "string", "references a broken or non-existent PriorityLevelConfiguration", |o| {
-        let dangling = list(o, "/status/conditions")
-            .iter()
-            .find(|c| c.get("type").and_then(Value::as_str) == Some("Dangling"));
-        json!(dangling.map(|c| s(c, "/status")).unwrap_or("?"))
-    }),
+    col(
+        "MissingPL",
+        "string",
+        "references a broken or non-existent \
+         PriorityLevelConfiguration",
+        |o| {
+            let dangling = list(o, "/status/conditions")
+                .iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Dangling"));
+            json!(dangling.map(|c| s(c, "/status")).unwrap_or("?"))
+        },
+    ),
 ];
 
 const PRIORITY_LEVELS: &[Column] = &[
     NAME,
-    col("Type", "string", "`type` indicates whether this priority level is subject to limitation on request execution.", |o| json!(s(o, "/spec/type"))),
-    col("NominalConcurrencyShares", "string", "`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) of this level.", |o| or_unset(o, "/spec/limited/nominalConcurrencyShares", "<none>")),
-    col("Queues", "string", "`queues` is the number of queues for this priority level.", |o| or_unset(o, "/spec/limited/limitResponse/queuing/queues", "<none>")),
-    col("HandSize", "string", "`handSize` is a small positive number that configures the shuffle sharding of requests into queues.", |o| or_unset(o, "/spec/limited/limitResponse/queuing/handSize", "<none>")),
-    col("QueueLengthLimit", "string", "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue of this priority level at a time.", |o| or_unset(o, "/spec/limited/limitResponse/queuing/queueLengthLimit", "<none>")),
+    col(
+        "Type",
+        "string",
+        "`type` indicates whether this priority level is subject to \
+         limitation on request execution.",
+        |o| json!(s(o, "/spec/type")),
+    ),
+    col(
+        "NominalConcurrencyShares",
+        "string",
+        "`nominalConcurrencyShares` (NCS) contributes to the \
+         computation of the NominalConcurrencyLimit (NominalCL) of \
+         this level.",
+        |o| or_unset(o, "/spec/limited/nominalConcurrencyShares", "<none>"),
+    ),
+    col(
+        "Queues",
+        "string",
+        "`queues` is the number of queues for this priority level.",
+        |o| or_unset(o, "/spec/limited/limitResponse/queuing/queues", "<none>"),
+    ),
+    col(
+        "HandSize",
+        "string",
+        "`handSize` is a small positive number that configures the \
+         shuffle sharding of requests into queues.",
+        |o| or_unset(o, "/spec/limited/limitResponse/queuing/handSize", "<none>"),
+    ),
+    col(
+        "QueueLengthLimit",
+        "string",
+        "`queueLengthLimit` is the maximum number of requests allowed \
+         to be waiting in a given queue of this priority level at a \
+         time.",
+        |o| {
+            or_unset(
+                o,
+                "/spec/limited/limitResponse/queuing/queueLengthLimit",
+                "<none>",
+            )
+        },
+    ),
     AGE,
 ];
 
@@ -1836,13 +2416,15 @@ const RESOURCE_SLICES: &[Column] = &[
     col(
         "Node",
         "string",
-        "NodeName identifies the node which provides the resources in this pool.",
+        "NodeName identifies the node which provides the resources in \
+         this pool.",
         |o| json!(s(o, "/spec/nodeName")),
     ),
     col(
         "Driver",
         "string",
-        "Driver identifies the DRA driver providing the capacity information.",
+        "Driver identifies the DRA driver providing the capacity \
+         information.",
         |o| json!(s(o, "/spec/driver")),
     ),
     col(
@@ -1856,13 +2438,32 @@ const RESOURCE_SLICES: &[Column] = &[
 
 const ROLE_BINDINGS: &[Column] = &[
     NAME,
-    col("Role", "string", "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace.", |o| {
-        json!(format!("{}/{}", s(o, "/roleRef/kind"), s(o, "/roleRef/name")))
-    }),
+    col(
+        "Role",
+        "string",
+        "RoleRef can reference a Role in the current namespace or a \
+         ClusterRole in the global namespace.",
+        |o| {
+            json!(format!(
+                "{}/{}",
+                s(o, "/roleRef/kind"),
+                s(o, "/roleRef/name")
+            ))
+        },
+    ),
     AGE,
-    wide("Users", "string", "Users in the roleBinding", |o| subjects(o, "User")),
-    wide("Groups", "string", "Groups in the roleBinding", |o| subjects(o, "Group")),
-    wide("ServiceAccounts", "string", "ServiceAccounts in the roleBinding", |o| subjects(o, "ServiceAccount")),
+    wide("Users", "string", "Users in the roleBinding", |o| {
+        subjects(o, "User")
+    }),
+    wide("Groups", "string", "Groups in the roleBinding", |o| {
+        subjects(o, "Group")
+    }),
+    wide(
+        "ServiceAccounts",
+        "string",
+        "ServiceAccounts in the roleBinding",
+        |o| subjects(o, "ServiceAccount"),
+    ),
 ];
 
 /// kube's `SubjectsStrings`: the subjects of one kind, service accounts as `namespace/name`.
