@@ -2536,6 +2536,23 @@ mod tests {
     }
 
     #[test]
+    fn every_printer_is_for_a_served_kind_and_names_its_rows() {
+        for (group, resource, cols) in PRINTERS {
+            assert!(
+                crate::builtin::RESOURCES
+                    .iter()
+                    .any(|b| b.group == *group && b.resource == *resource),
+                "{group}/{resource} is not served"
+            );
+            assert_eq!(
+                cols.iter().filter(|c| c.format == "name").count(),
+                1 + usize::from(*resource == "volumeattachments"),
+                "{group}/{resource}"
+            );
+        }
+    }
+
+    #[test]
     fn unknown_kinds_print_name_and_age() {
         assert_eq!(header("example.com", "widgets"), ["Name", "Age"]);
         assert_eq!(

@@ -292,6 +292,18 @@ mod tests {
     }
 
     #[test]
+    fn every_entry_is_a_served_kind() {
+        for (group, resource, _) in KINDS {
+            assert!(
+                crate::builtin::RESOURCES
+                    .iter()
+                    .any(|b| b.group == *group && b.resource == *resource),
+                "{group}/{resource} is not served"
+            );
+        }
+    }
+
+    #[test]
     fn each_kind_accepts_what_its_conversion_accepts() {
         let names = |g: &str, r: &str| selectable(g, r).names().collect::<Vec<_>>();
         assert_eq!(
