@@ -2539,9 +2539,7 @@ mod tests {
     fn every_printer_is_for_a_served_kind_and_names_its_rows() {
         for (group, resource, cols) in PRINTERS {
             assert!(
-                crate::builtin::RESOURCES
-                    .iter()
-                    .any(|b| b.group == *group && b.resource == *resource),
+                crate::builtin::find(group, resource).is_some(),
                 "{group}/{resource} is not served"
             );
             assert_eq!(

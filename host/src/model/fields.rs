@@ -295,9 +295,7 @@ mod tests {
     fn every_entry_is_a_served_kind() {
         for (group, resource, _) in KINDS {
             assert!(
-                crate::builtin::RESOURCES
-                    .iter()
-                    .any(|b| b.group == *group && b.resource == *resource),
+                crate::builtin::find(group, resource).is_some(),
                 "{group}/{resource} is not served"
             );
         }
