@@ -50,6 +50,16 @@ metadata: {name: reader}
 rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
 "#;
 
+/// `kubectl apply -f -` of `manifest`, which must succeed.
+fn apply(s: &Server, manifest: &str) {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], manifest);
+    assert!(
+        out.status.success(),
+        "apply: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The header's words and the first row of `kubectl get <args>`.
 fn get(s: &Server, args: &[&str]) -> (Vec<String>, String) {
     let mut full = vec!["get"];
@@ -68,12 +78,7 @@ fn get(s: &Server, args: &[&str]) -> (Vec<String>, String) {
 #[test]
 fn kubectl_get_prints_kubes_columns_for_built_in_kinds() {
     let s = Server::start().expect("server starts");
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], MANIFEST);
-    assert!(
-        out.status.success(),
-        "apply: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    apply(&s, MANIFEST);
 
     let (header, row) = get(&s, &["services", "web"]);
     assert_eq!(
@@ -181,12 +186,7 @@ spec:
       restartPolicy: Never
       containers: [{name: pi, image: perl}]
 "#;
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], manifest);
-    assert!(
-        out.status.success(),
-        "apply: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    apply(&s, manifest);
     let names = |args: &[&str]| {
         let mut full = vec!["get", "-o", "name"];
         full.extend_from_slice(args);
@@ -216,6 +216,69 @@ spec:
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("field label not supported: metadata.namespace"),
+        "{err}"
+    );
+}
+
+#[test]
+fn custom_resources_select_on_their_selectable_fields() {
+    let s = Server::start().expect("server starts");
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields: [{jsonPath: .spec.color}]
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+              size: {type: integer}
+"#;
+    apply(&s, crd);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=30s",
+    ]);
+    let widgets = r#"
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: sky}
+spec: {color: blue, size: 1}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: grass}
+spec: {color: green, size: 2}
+"#;
+    apply(&s, widgets);
+    let out = s.kubectl_ok(&[
+        "get",
+        "widgets",
+        "--field-selector",
+        "spec.color=blue",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(out.trim(), "widget.example.com/sky");
+    let out = s.kubectl(&["get", "widgets", "--field-selector", "spec.size=1"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("field label not supported: spec.size"),
         "{err}"
     );
 }

@@ -227,6 +227,32 @@ const KINDS: &[(&str, &str, Selectable)] = &[
     ),
 ];
 
+/// A custom resource's field selectors, as kube's CR converter takes them: `metadata.name`,
+/// `metadata.namespace` when namespaced, and the CRD version's `selectableFields`; anything
+/// else is `field label not supported: <field>`.
+pub fn custom_names(namespaced: bool, selectable: &[String]) -> Vec<&str> {
+    let meta: &[&str] = if namespaced { NAME_NS } else { NAME_ONLY };
+    meta.iter()
+        .copied()
+        .chain(selectable.iter().map(String::as_str))
+        .collect()
+}
+
+/// kube's wording for a refused field label of a custom resource.
+pub fn custom_refusal(field: &str) -> String {
+    format!("field label not supported: {field}")
+}
+
+/// A selectable field's value (`spec.color` read at `.spec.color`): strings as they are,
+/// numbers and booleans printed, anything else or nothing as the empty string.
+pub fn custom_value(obj: &Value, field: &str) -> String {
+    match crate::crd::eval_json_path(obj, &format!(".{field}")) {
+        Some(Value::String(s)) => s,
+        Some(v @ (Value::Number(_) | Value::Bool(_))) => v.to_string(),
+        _ => String::new(),
+    }
+}
+
 /// What field selectors on `group`/`resource` accept.
 pub fn selectable(group: &str, resource: &str) -> &'static Selectable {
     KINDS
@@ -324,6 +350,29 @@ mod tests {
             ["metadata.name", "spec.signerName"]
         );
         assert!(names("", "secrets").contains(&"type"));
+    }
+
+    #[test]
+    fn custom_resources_select_on_their_selectable_fields() {
+        let fields = vec!["spec.color".to_owned(), "spec.size".to_owned()];
+        assert_eq!(
+            custom_names(true, &fields),
+            [
+                "metadata.name",
+                "metadata.namespace",
+                "spec.color",
+                "spec.size"
+            ]
+        );
+        assert_eq!(custom_names(false, &[]), ["metadata.name"]);
+        let obj = json!({"spec": {"color": "blue", "size": 3}});
+        assert_eq!(custom_value(&obj, "spec.color"), "blue");
+        assert_eq!(custom_value(&obj, "spec.size"), "3");
+        assert_eq!(custom_value(&obj, "spec.missing"), "");
+        assert_eq!(
+            custom_refusal("spec.x"),
+            "field label not supported: spec.x"
+        );
     }
 
     #[test]
