@@ -8,9 +8,9 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::model::meta::{self, metadata, metadata_mut};
-use crate::model::{ApiError, Cause, ObjectKey, ResourceInfo};
+use crate::model::{ApiError, Cause, ObjectKey, ResourceInfo, Scope};
 use crate::patch::{self, PatchType};
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector, SelectorError};
 use crate::store::{Precondition, Snapshot, Store, StoreError, StoredObject, WriteOp};
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -158,7 +158,9 @@ pub struct Filter {
     pub fields: FieldSelector,
     pub namespace: Option<String>,
     /// The kind's own field labels (beyond `metadata.name` and `metadata.namespace`).
-    field_labels: &'static [crate::model::workloads::FieldLabel],
+    field_labels: &'static [crate::model::fields::FieldLabel],
+    /// A custom resource's `selectableFields`.
+    custom_fields: Arc<[String]>,
 }
 
 impl Filter {
@@ -176,6 +178,7 @@ impl Filter {
             fields,
             namespace: namespace.map(str::to_owned),
             field_labels: &[],
+            custom_fields: Arc::from([]),
         })
     }
 
@@ -188,21 +191,36 @@ impl Filter {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> Result<Self> {
-        let field_labels = crate::model::workloads::field_labels(&ri.group, &ri.resource);
-        let supported: Vec<&str> = FIELD_SELECTORS
-            .iter()
-            .copied()
-            .chain(field_labels.iter().map(|f| f.name))
-            .collect();
+        use crate::model::fields;
         let labels = LabelSelector::parse(label_selector.unwrap_or(""))
             .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
-        let fields = FieldSelector::parse(field_selector.unwrap_or(""), &supported)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let selector = field_selector.unwrap_or("");
+        let refused = |field: &str| match &ri.custom {
+            Some(_) => fields::custom_refusal(field),
+            None => fields::selectable(&ri.group, &ri.resource).refusal(field),
+        };
+        let (supported, field_labels, custom_fields): (Vec<&str>, _, Arc<[String]>) =
+            match &ri.custom {
+                Some(c) => (
+                    fields::custom_names(ri.scope == Scope::Namespaced, &c.selectable_fields),
+                    &[][..],
+                    Arc::from(c.selectable_fields.as_slice()),
+                ),
+                None => {
+                    let s = fields::selectable(&ri.group, &ri.resource);
+                    (s.names().collect(), s.labels, Arc::from([]))
+                }
+            };
+        let fields = FieldSelector::parse(selector, &supported).map_err(|e| match e {
+            SelectorError::UnsupportedField(field) => ApiError::bad_request(refused(&field)),
+            e => ApiError::bad_request(e.to_string()),
+        })?;
         Ok(Self {
             labels,
             fields,
             namespace: namespace.map(str::to_owned),
             field_labels,
+            custom_fields,
         })
     }
 
@@ -214,7 +232,8 @@ impl Filter {
             }
         }
         let name = meta::name(obj);
-        if self.field_labels.is_empty() || self.fields.is_empty() {
+        if (self.field_labels.is_empty() && self.custom_fields.is_empty()) || self.fields.is_empty()
+        {
             return self.fields.matches(|f| match f {
                 "metadata.name" => Some(name),
                 "metadata.namespace" => Some(ns),
@@ -225,6 +244,11 @@ impl Filter {
             .field_labels
             .iter()
             .map(|f| (f.name, f.value(obj)))
+            .chain(
+                self.custom_fields
+                    .iter()
+                    .map(|f| (f.as_str(), crate::model::fields::custom_value(obj, f))),
+            )
             .collect();
         self.fields.matches(|f| match f {
             "metadata.name" => Some(name),

@@ -628,10 +628,14 @@ fn kinds_have_their_own_field_selectors() {
     // Other kinds keep only metadata.name and metadata.namespace.
     let r = http.get("/api/v1/namespaces/default/configmaps?fieldSelector=spec.nodeName%3Dn1");
     let st = assert_status(&r, 400, "BadRequest");
-    assert!(st["message"]
-        .as_str()
-        .unwrap()
-        .contains("field label not supported"));
+    assert_eq!(
+        st["message"],
+        r#""spec.nodeName" is not a known field selector: only "metadata.name", "metadata.namespace""#
+    );
+    // Kinds with a conversion of their own word it as kube's conversions do.
+    let r = http.get("/api/v1/namespaces/default/pods?fieldSelector=spec.foo%3Dx");
+    let st = assert_status(&r, 400, "BadRequest");
+    assert_eq!(st["message"], "field label not supported: spec.foo");
     // kubectl uses them too.
     let out = s.kubectl_ok(&[
         "get",

@@ -100,6 +100,13 @@ impl Builtin {
     }
 }
 
+/// The served built-in resource `group`/`resource`, if any.
+pub fn find(group: &str, resource: &str) -> Option<&'static Builtin> {
+    RESOURCES
+        .iter()
+        .find(|b| b.group == group && b.resource == resource)
+}
+
 const CORE: &str = "";
 const APPS: &str = "apps";
 const BATCH: &str = "batch";

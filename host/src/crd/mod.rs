@@ -448,6 +448,13 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                         .collect()
                 })
                 .unwrap_or_default();
+            let selectable_fields = v
+                .get("selectableFields")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|f| s(f, "/jsonPath").trim_start_matches('.').to_owned())
+                .collect();
             let scale = v.pointer("/subresources/scale").map(|sc| ScaleSubresource {
                 spec_replicas_path: s(sc, "/specReplicasPath").to_owned(),
                 status_replicas_path: s(sc, "/statusReplicasPath").to_owned(),
@@ -481,6 +488,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                     storage_version: storage_version.clone(),
                     schema,
                     printer_columns,
+                    selectable_fields,
                 })),
                 create_only: false,
             })

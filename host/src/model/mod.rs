@@ -1,6 +1,7 @@
 //! Pure types shared by every layer: what a resource is, how objects are keyed, the Kubernetes
 //! `Status` error shape, and small helpers over object metadata. No I/O happens here.
 
+pub mod fields;
 pub mod limits;
 pub mod meta;
 pub mod registry;

@@ -51,6 +51,8 @@ pub struct CustomResource {
     /// prevents).
     pub schema: Option<Arc<crate::schema::Schema>>,
     pub printer_columns: Vec<PrinterColumn>,
+    /// This version's `selectableFields`, as field selectors name them (`spec.color`).
+    pub selectable_fields: Vec<String>,
 }
 
 impl std::fmt::Debug for CustomResource {

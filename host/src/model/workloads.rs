@@ -120,89 +120,6 @@ fn image_tag(image: &str) -> Option<&str> {
     last.split_once(':').map(|(_, t)| t)
 }
 
-/// A field label a kind supports in field selectors beyond `metadata.name` and
-/// `metadata.namespace`, and where its value is read from.
-#[derive(Debug)]
-pub struct FieldLabel {
-    pub name: &'static str,
-    pointer: &'static str,
-    /// The value when the field is absent (kube compares Go zero values).
-    default: &'static str,
-}
-
-impl FieldLabel {
-    const fn new(name: &'static str, pointer: &'static str, default: &'static str) -> Self {
-        Self {
-            name,
-            pointer,
-            default,
-        }
-    }
-
-    /// The field's value as a field selector compares it.
-    pub fn value(&self, obj: &Value) -> String {
-        match obj.pointer(self.pointer) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Bool(b)) => b.to_string(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => self.default.to_owned(),
-        }
-    }
-}
-
-/// kube's field label conversions: the field selectors each built-in kind supports.
-pub fn field_labels(group: &str, resource: &str) -> &'static [FieldLabel] {
-    const PODS: &[FieldLabel] = &[
-        FieldLabel::new("spec.nodeName", "/spec/nodeName", ""),
-        FieldLabel::new("spec.restartPolicy", "/spec/restartPolicy", ""),
-        FieldLabel::new("spec.schedulerName", "/spec/schedulerName", ""),
-        FieldLabel::new("spec.serviceAccountName", "/spec/serviceAccountName", ""),
-        FieldLabel::new("spec.hostNetwork", "/spec/hostNetwork", "false"),
-        FieldLabel::new("status.phase", "/status/phase", ""),
-        FieldLabel::new("status.podIP", "/status/podIP", ""),
-        FieldLabel::new("status.nominatedNodeName", "/status/nominatedNodeName", ""),
-    ];
-    const EVENTS: &[FieldLabel] = &[
-        FieldLabel::new("involvedObject.kind", "/involvedObject/kind", ""),
-        FieldLabel::new("involvedObject.namespace", "/involvedObject/namespace", ""),
-        FieldLabel::new("involvedObject.name", "/involvedObject/name", ""),
-        FieldLabel::new("involvedObject.uid", "/involvedObject/uid", ""),
-        FieldLabel::new(
-            "involvedObject.apiVersion",
-            "/involvedObject/apiVersion",
-            "",
-        ),
-        FieldLabel::new(
-            "involvedObject.resourceVersion",
-            "/involvedObject/resourceVersion",
-            "",
-        ),
-        FieldLabel::new("involvedObject.fieldPath", "/involvedObject/fieldPath", ""),
-        FieldLabel::new("reason", "/reason", ""),
-        FieldLabel::new("reportingComponent", "/reportingComponent", ""),
-        FieldLabel::new("source", "/source/component", ""),
-        FieldLabel::new("type", "/type", ""),
-    ];
-    const SECRETS: &[FieldLabel] = &[FieldLabel::new("type", "/type", "")];
-    const NAMESPACES: &[FieldLabel] = &[FieldLabel::new("status.phase", "/status/phase", "")];
-    const NODES: &[FieldLabel] = &[FieldLabel::new(
-        "spec.unschedulable",
-        "/spec/unschedulable",
-        "false",
-    )];
-    const REPLICASETS: &[FieldLabel] =
-        &[FieldLabel::new("status.replicas", "/status/replicas", "0")];
-    match (group, resource) {
-        ("", "pods") => PODS,
-        ("", "events") => EVENTS,
-        ("", "secrets") => SECRETS,
-        ("", "namespaces") => NAMESPACES,
-        ("", "nodes") => NODES,
-        ("apps", "replicasets") => REPLICASETS,
-        _ => &[],
-    }
-}
-
 /// Validate a workload object (`old` is the stored version on update). Empty when valid.
 pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     match (group, resource) {
@@ -650,22 +567,6 @@ mod tests {
             "{}",
             causes[0].message
         );
-    }
-
-    #[test]
-    fn field_labels_read_values_and_defaults() {
-        let pod = json!({"spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
-        let get = |name: &str| {
-            field_labels("", "pods")
-                .iter()
-                .find(|f| f.name == name)
-                .map(|f| f.value(&pod))
-        };
-        assert_eq!(get("spec.nodeName").as_deref(), Some("n1"));
-        assert_eq!(get("status.phase").as_deref(), Some("Running"));
-        assert_eq!(get("spec.hostNetwork").as_deref(), Some("false"));
-        assert_eq!(get("status.podIP").as_deref(), Some(""));
-        assert!(field_labels("", "configmaps").is_empty());
     }
 
     #[test]
