@@ -6,6 +6,7 @@
 pub mod decode;
 pub mod defaults;
 pub mod definitions;
+pub mod kubernetes_service;
 pub mod protobuf;
 
 /// A served built-in resource. Singular names are the lower-cased kind, as in kube.
