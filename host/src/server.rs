@@ -20,6 +20,8 @@ pub enum ServerError {
     },
     #[error("creating the initial namespaces: {0}")]
     Bootstrap(crate::model::ApiError),
+    #[error(transparent)]
+    ServiceAccountKey(#[from] crate::auth::serviceaccount::KeyError),
     #[error("listening on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -206,6 +208,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let authn = Arc::new(
         crate::auth::Authenticator::new(&admin_token, token_files).map_err(ServerError::Auth)?,
     );
+    let issuer = crate::auth::serviceaccount::TokenIssuer::load_or_create(
+        &cfg.data_dir.join("pki"),
+        store.clone(),
+    )?;
+    authn.set_service_accounts(Arc::new(issuer));
     let authz = Arc::new(crate::auth::Authorizer::new(store.clone()));
     let tls = if cfg.tls.insecure_http {
         None

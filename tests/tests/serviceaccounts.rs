@@ -51,3 +51,89 @@ fn every_namespace_has_a_default_service_account() {
     })
     .unwrap();
 }
+
+#[test]
+fn kubectl_create_token_authenticates_as_the_service_account() {
+    let s = Server::start().unwrap();
+    poll("default SA", Duration::from_secs(5), || {
+        has_default(&s, "default")
+    })
+    .unwrap();
+    let token = s
+        .kubectl_ok(&["create", "token", "default"])
+        .trim()
+        .to_owned();
+    assert_eq!(token.split('.').count(), 3, "{token}");
+    // kube's claims.
+    use base64::Engine;
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["sub"], "system:serviceaccount:default:default");
+    assert_eq!(claims["kubernetes.io"]["namespace"], "default");
+    assert_eq!(claims["kubernetes.io"]["serviceaccount"]["name"], "default");
+    let exp = claims["exp"].as_i64().unwrap();
+    assert_eq!(exp - claims["iat"].as_i64().unwrap(), 3600);
+    // Authenticated as the account, with only its RBAC.
+    let as_sa = |args: &[&str]| s.kubectl(&[&["--token", &token][..], args].concat());
+    let who = as_sa(&["auth", "whoami", "-o", "json"]);
+    assert!(
+        who.status.success(),
+        "{}",
+        String::from_utf8_lossy(&who.stderr)
+    );
+    let who: serde_json::Value = serde_json::from_slice(&who.stdout).unwrap();
+    assert_eq!(
+        who["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:default"
+    );
+    let groups = who["status"]["userInfo"]["groups"].to_string();
+    for g in [
+        "system:serviceaccounts",
+        "system:serviceaccounts:default",
+        "system:authenticated",
+    ] {
+        assert!(groups.contains(&format!("\"{g}\"")), "{groups}");
+    }
+    let out = as_sa(&["get", "configmaps"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("system:serviceaccount:default:default"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "sa-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:default",
+    ]);
+    let out = as_sa(&["get", "configmaps"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Too short a duration: kube's message.
+    let out = s.kubectl(&["create", "token", "default", "--duration=5m"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("may not specify a duration less than 10 minutes"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Once the account is deleted the token is refused, even after `default` is re-created.
+    s.kubectl_ok(&["delete", "serviceaccount", "default"]);
+    poll("token refused", Duration::from_secs(5), || {
+        let out = as_sa(&["get", "configmaps"]);
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Unauthorized")
+            .then_some(())
+    })
+    .unwrap();
+}
