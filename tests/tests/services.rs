@@ -185,6 +185,22 @@ fn cluster_ips_node_ports_and_the_kubernetes_service() {
         "spec.ports[0].nodePort",
         "provided port is not in the valid range. The range of valid ports is 30000-32767",
     );
+    // kubectl expose of a Deployment as a NodePort Service.
+    s.kubectl_ok(&["create", "deployment", "web", "--image=nginx"]);
+    s.kubectl_ok(&[
+        "expose",
+        "deployment",
+        "web",
+        "--port=80",
+        "--type=NodePort",
+        "--name=web-np",
+    ]);
+    let exposed = s.kubectl_json(&["get", "service", "web-np"]);
+    let p = exposed["spec"]["ports"][0]["nodePort"].as_u64().unwrap();
+    assert!((30000..=32767).contains(&p), "{exposed}");
+    assert!(in_default_range(
+        exposed["spec"]["clusterIP"].as_str().unwrap()
+    ));
     // Changing np2 to ClusterIP gives its node port back.
     let r = http.patch(
         &format!("{SVCS}/np2"),
