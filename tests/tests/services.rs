@@ -225,7 +225,7 @@ fn concurrent_creates_get_distinct_ips_that_survive_kill9() {
             .map(|t| {
                 let http = &base;
                 scope.spawn(move || {
-                    (0..60)
+                    (0..125)
                         .map(|i| {
                             let name = format!("s-{t}-{i}");
                             let r = http.post_json(
@@ -250,8 +250,8 @@ fn concurrent_creates_get_distinct_ips_that_survive_kill9() {
     });
     let distinct_ips: BTreeSet<_> = ips.iter().map(|(ip, _)| ip.clone()).collect();
     let distinct_ports: BTreeSet<_> = ips.iter().map(|(_, p)| p.clone()).collect();
-    assert_eq!(distinct_ips.len(), 480);
-    assert_eq!(distinct_ports.len(), 480);
+    assert_eq!(distinct_ips.len(), 1000);
+    assert_eq!(distinct_ports.len(), 1000);
     s.kill9().unwrap();
     s.restart().unwrap();
     let http = s.http();
