@@ -12,6 +12,16 @@ fn has_default(s: &Server, ns: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// Part `i` of a JWT (0 the header, 1 the claims), decoded.
+fn jwt_part(token: &str, i: usize) -> serde_json::Value {
+    use base64::Engine;
+    let part = token.split('.').nth(i).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 #[test]
 fn every_namespace_has_a_default_service_account() {
     let s = Server::start().unwrap();
@@ -65,13 +75,7 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
         .to_owned();
     assert_eq!(token.split('.').count(), 3, "{token}");
     // kube's claims.
-    use base64::Engine;
-    let claims: serde_json::Value = serde_json::from_slice(
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(token.split('.').nth(1).unwrap())
-            .unwrap(),
-    )
-    .unwrap();
+    let claims = jwt_part(&token, 1);
     assert_eq!(claims["sub"], "system:serviceaccount:default:default");
     assert_eq!(claims["kubernetes.io"]["namespace"], "default");
     assert_eq!(claims["kubernetes.io"]["serviceaccount"]["name"], "default");
@@ -118,6 +122,19 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The issuer's discovery documents, readable by service accounts (kube's bootstrap role).
+    let http = s.http_with_token(Some(&token));
+    let config = http.get("/.well-known/openid-configuration");
+    assert_eq!(config.status, 200, "{}", config.text());
+    assert_eq!(config.json()["issuer"], claims["iss"]);
+    let jwks = http.get("/openid/v1/jwks");
+    assert_eq!(jwks.status, 200, "{}", jwks.text());
+    assert_eq!(
+        jwks.headers["content-type"].to_str().unwrap(),
+        "application/jwk-set+json"
+    );
+    let header = jwt_part(&token, 0);
+    assert_eq!(jwks.json()["keys"][0]["kid"], header["kid"]);
     // Too short a duration: kube's message.
     let out = s.kubectl(&["create", "token", "default", "--duration=5m"]);
     assert!(!out.status.success());

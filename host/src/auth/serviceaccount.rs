@@ -83,6 +83,28 @@ impl TokenIssuer {
         Ok(Self { key, kid, store })
     }
 
+    /// `/.well-known/openid-configuration`, as kube serves it (with our signing algorithm).
+    pub fn openid_configuration(&self) -> Value {
+        json!({
+            "issuer": ISSUER,
+            "jwks_uri": format!("{ISSUER}/openid/v1/jwks"),
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        })
+    }
+
+    /// `/openid/v1/jwks`: the public key as a JWK set (the uncompressed P-256 point's x and y).
+    pub fn jwks(&self) -> Value {
+        let point = self.key.public_key().as_ref();
+        let (x, y) = point
+            .get(1..)
+            .unwrap_or_default()
+            .split_at(point.len().saturating_sub(1) / 2);
+        json!({"keys": [{"use": "sig", "kty": "EC", "kid": self.kid, "crv": "P-256",
+                         "alg": "ES256", "x": B64.encode(x), "y": B64.encode(y)}]})
+    }
+
     /// A signed token for the service account `ns/name` (uid `uid`), valid for `seconds`.
     /// Returns it and its expiry (seconds since the epoch).
     pub fn issue(
@@ -234,6 +256,22 @@ mod tests {
         );
         parts[1] = &forged_claims;
         assert!(issuer.verify(&parts.join(".")).is_none());
+        // An outside verifier with only the JWKS checks the signature.
+        let jwks = issuer.jwks();
+        let jwk = &jwks["keys"][0];
+        assert_eq!(jwk["kid"], issuer.kid.as_str());
+        let mut point = vec![4u8];
+        for c in ["x", "y"] {
+            point.extend(B64.decode(jwk[c].as_str().unwrap()).unwrap());
+        }
+        let (signed, sig) = token.rsplit_once('.').unwrap();
+        signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &point)
+            .verify(signed.as_bytes(), &B64.decode(sig).unwrap())
+            .unwrap();
+        assert_eq!(
+            issuer.openid_configuration()["jwks_uri"],
+            format!("{ISSUER}/openid/v1/jwks")
+        );
         // The key is kept: a second load verifies the first one's tokens.
         let again = TokenIssuer::load_or_create(&dir.join("pki"), issuer.store.clone()).unwrap();
         assert!(again.verify(&token).is_some());
