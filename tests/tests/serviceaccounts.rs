@@ -135,6 +135,22 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
     );
     let header = jwt_part(&token, 0);
     assert_eq!(jwks.json()["keys"][0]["kid"], header["kid"]);
+    // A TokenReview accepts it.
+    let review = |token: &str| {
+        let r = s.http().post_json(
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            &serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                                "spec": {"token": token}}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        r.json()["status"].clone()
+    };
+    let status = review(&token);
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        "system:serviceaccount:default:default"
+    );
     // Too short a duration: kube's message.
     let out = s.kubectl(&["create", "token", "default", "--duration=5m"]);
     assert!(!out.status.success());
@@ -153,4 +169,5 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
             .then_some(())
     })
     .unwrap();
+    assert_ne!(review(&token)["authenticated"], true);
 }

@@ -418,6 +418,14 @@ pub const RESOURCES: &[Builtin] = &[
         CLUSTER,
     )
     .create_only(),
+    r(
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "TokenReview",
+        CLUSTER,
+    )
+    .create_only(),
     // turtles' own: the loaded controllers
     r("turtles.dev", "v1", "controllers", "Controller", CLUSTER)
         .short(&["ctrl"])
