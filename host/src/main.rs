@@ -70,6 +70,13 @@ enum Command {
         /// Static bearer tokens in kube's CSV format: token,user,uid,"group1,group2".
         #[arg(long)]
         token_auth_file: Option<PathBuf>,
+        /// The IPv4 CIDR Service cluster IPs are allocated from (kubeadm's default); its first
+        /// address is the `kubernetes` Service's.
+        #[arg(long, default_value = "10.96.0.0/12")]
+        service_cluster_ip_range: turtles::allocator::IpRange,
+        /// The node ports NodePort and LoadBalancer Services get (FIRST-LAST).
+        #[arg(long, default_value = "30000-32767")]
+        service_node_port_range: turtles::allocator::PortRange,
         /// Milliseconds one controller call (register or reconcile) may run.
         #[arg(long, default_value_t = 2000)]
         reconcile_deadline_ms: u64,
@@ -167,6 +174,8 @@ fn main() -> anyhow::Result<()> {
             tls_cert,
             tls_key,
             token_auth_file,
+            service_cluster_ip_range,
+            service_node_port_range,
             reconcile_deadline_ms,
             controller_memory_mb,
             max_requests_inflight,
@@ -206,6 +215,8 @@ fn main() -> anyhow::Result<()> {
                     key: tls_key,
                 },
                 token_auth_file,
+                service_cluster_ip_range,
+                service_node_port_range,
                 runtime: turtles::runtime::RuntimeOptions {
                     call_deadline: std::time::Duration::from_millis(reconcile_deadline_ms.max(10)),
                     memory_limit: controller_memory_mb.max(1) << 20,

@@ -20,6 +20,8 @@ pub enum ServerError {
     },
     #[error("creating the initial namespaces: {0}")]
     Bootstrap(crate::model::ApiError),
+    #[error(transparent)]
+    ServiceAccountKey(#[from] crate::auth::serviceaccount::KeyError),
     #[error("listening on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -104,6 +106,10 @@ pub struct ServeConfig {
     pub runtime: crate::runtime::RuntimeOptions,
     /// kube's static token file (`token,user,uid,"group1,group2"`).
     pub token_auth_file: Option<PathBuf>,
+    /// `--service-cluster-ip-range`
+    pub service_cluster_ip_range: crate::allocator::IpRange,
+    /// `--service-node-port-range`
+    pub service_node_port_range: crate::allocator::PortRange,
 }
 
 /// A kubeconfig kubectl uses as is: the server, the CA to verify it with, and a bearer token.
@@ -175,7 +181,12 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     })?;
     let store: Arc<dyn Store> = Arc::new(store);
     let registry = Arc::new(Registry::with_builtins());
-    let service = Arc::new(Service::new(store.clone(), registry.clone()));
+    let service = Arc::new(Service::with_service_ranges(
+        store.clone(),
+        registry.clone(),
+        cfg.service_cluster_ip_range,
+        cfg.service_node_port_range,
+    ));
     service.bootstrap().await.map_err(ServerError::Bootstrap)?;
     service
         .ensure(crate::auth::rbac::bootstrap_objects())
@@ -197,6 +208,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let authn = Arc::new(
         crate::auth::Authenticator::new(&admin_token, token_files).map_err(ServerError::Auth)?,
     );
+    let issuer = crate::auth::serviceaccount::TokenIssuer::load_or_create(
+        &cfg.data_dir.join("pki"),
+        store.clone(),
+    )?;
+    authn.set_service_accounts(Arc::new(issuer));
     let authz = Arc::new(crate::auth::Authorizer::new(store.clone()));
     let tls = if cfg.tls.insecure_http {
         None
@@ -249,6 +265,9 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         addr: cfg.listen,
         source,
     })?;
+    crate::builtin::kubernetes_service::reconcile(&state.service, addr)
+        .await
+        .map_err(ServerError::Bootstrap)?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");
     let kc_path = cfg.data_dir.join("admin.kubeconfig");

@@ -264,7 +264,11 @@ impl Filter {
 pub struct Service {
     pub store: Arc<dyn Store>,
     pub registry: Arc<crate::model::Registry>,
+    /// Service cluster IPs and node ports (`allocator`), loaded from the stored Services.
+    pub allocators: crate::allocator::Allocators,
 }
+
+pub const SERVICES: &str = "services";
 
 fn store_error(ri: &ResourceInfo, name: &str, e: StoreError) -> ApiError {
     match e {
@@ -378,7 +382,59 @@ fn same_object(a: &Value, b: &Value) -> bool {
 
 impl Service {
     pub fn new(store: Arc<dyn Store>, registry: Arc<crate::model::Registry>) -> Self {
-        Self { store, registry }
+        Self::with_service_ranges(store, registry, Default::default(), Default::default())
+    }
+
+    /// A service whose Services get cluster IPs from `ips` and node ports from `ports`; what
+    /// the stored Services hold is reserved from the start.
+    pub fn with_service_ranges(
+        store: Arc<dyn Store>,
+        registry: Arc<crate::model::Registry>,
+        ips: crate::allocator::IpRange,
+        ports: crate::allocator::PortRange,
+    ) -> Self {
+        let allocators = crate::allocator::Allocators::new(ips, ports);
+        if let Ok(snapshot) = store.list(SERVICES, None) {
+            allocators.load(snapshot.items.values().map(|o| &o.value));
+        }
+        Self {
+            store,
+            registry,
+            allocators,
+        }
+    }
+
+    fn is_services(ri: &ResourceInfo) -> bool {
+        ri.group.is_empty() && ri.resource == SERVICES
+    }
+
+    /// Reserve a Service's IPs and node ports for a write about to be stored.
+    fn allocate(
+        &self,
+        ri: &ResourceInfo,
+        obj: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<Option<crate::allocator::Txn>> {
+        if !Self::is_services(ri) {
+            return Ok(None);
+        }
+        self.allocators.allocate(obj, old).map(Some)
+    }
+
+    /// The write reserved for by `txn` happened (`true`) or did not.
+    fn settle(&self, txn: Option<crate::allocator::Txn>, written: bool) {
+        match txn {
+            Some(t) if written => self.allocators.commit(t),
+            Some(t) => self.allocators.revert(t),
+            None => {}
+        }
+    }
+
+    /// An object was removed from the store: a Service's IPs and node ports are free again.
+    fn removed(&self, ri: &ResourceInfo, obj: &StoredObject) {
+        if Self::is_services(ri) {
+            self.allocators.release_service(&obj.value);
+        }
     }
 
     fn key(ri: &ResourceInfo, ns: &str, name: &str) -> ObjectKey {
@@ -928,7 +984,27 @@ impl Service {
         }
         let warnings = Self::admit(ri, &mut obj, None, opts)?;
         Self::to_storage(ri, &mut obj);
-        // A generated name can collide; kube retries too.
+        let txn = self.allocate(ri, &mut obj, None)?;
+        let result = self
+            .create_stored(ri, ns, obj, opts, named, generate, warnings)
+            .await;
+        self.settle(txn, result.is_ok() && !opts.dry_run);
+        result
+    }
+
+    /// Store a created object, generating its name if asked (a generated name can collide;
+    /// kube retries too).
+    #[allow(clippy::too_many_arguments)]
+    async fn create_stored(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+        named: bool,
+        generate: Option<String>,
+        warnings: Vec<String>,
+    ) -> Result<Written> {
         let attempts = if named || generate.is_none() { 1 } else { 8 };
         let mut last_err = None;
         for _ in 0..attempts {
@@ -1272,51 +1348,91 @@ impl Service {
                 guard.check(ri, ns, Some(&view.value), &new)?;
             }
             let warnings = Self::admit(ri, &mut new, Some(&view.value), opts)?;
-            Self::bump_generation(ri, &view.value, &mut new);
-            Self::validate(ri, &new)?;
-            Self::check_finalizers(ri, &view.value, &new)?;
-            Self::to_storage(ri, &mut new);
-            if same_object(&new, &current.value) {
-                return Ok(Written::new(current, warnings));
-            }
-            let terminating = meta::meta_str(&new, "deletionTimestamp").is_some();
-            if opts.dry_run {
-                let mut v = new;
-                if let Some(m) = metadata_mut(&mut v) {
-                    m.insert(
-                        "resourceVersion".into(),
-                        Value::String(current.rv.to_string()),
-                    );
-                }
-                return StoredObject::unstored(v)
-                    .map(|o| Written::new(Arc::new(o), warnings))
-                    .map_err(|e| store_error(ri, name, e));
-            }
-            // A terminating object goes once its last finalizer does; a namespace only through the
-            // namespace controller, once it is empty.
-            let is_namespace = ri.group.is_empty() && ri.resource == NAMESPACES;
-            let op = if terminating && meta::finalizers(&new).is_empty() && !is_namespace {
-                WriteOp::Delete {
-                    key: key.clone(),
-                    precondition: Precondition::ResourceVersion(current.rv),
-                }
+            let txn = if sub == Subresource::Main {
+                self.allocate(ri, &mut new, Some(&view.value))?
             } else {
-                WriteOp::Put {
-                    key: key.clone(),
-                    value: new,
-                    precondition: Precondition::ResourceVersion(current.rv),
-                }
+                None
             };
-            match self.store.write(op).await {
-                Ok(o) => return Ok(Written::new(o, warnings)),
-                Err(StoreError::Conflict { .. }) if wanted_rv.is_none() => continue,
-                Err(StoreError::Conflict { .. }) => {
-                    return Err(ApiError::conflict(&ri.group, &ri.resource, name))
-                }
-                Err(e) => return Err(store_error(ri, name, e)),
+            let result = self
+                .store_update(
+                    ri, name, opts, &key, current, view, new, warnings, wanted_rv,
+                )
+                .await;
+            let written = matches!(result, Ok(Some(_))) && !opts.dry_run;
+            self.settle(txn, written);
+            match result {
+                Ok(Some(w)) => return Ok(w),
+                Ok(None) => continue,
+                Err(e) => return Err(e),
             }
         }
         Err(ApiError::conflict(&ri.group, &ri.resource, name))
+    }
+
+    /// The end of an update: validate and store `new` in place of `current` (`None`: lost a
+    /// race with another writer, to retry).
+    #[allow(clippy::too_many_arguments)]
+    async fn store_update(
+        &self,
+        ri: &ResourceInfo,
+        name: &str,
+        opts: &WriteOptions,
+        key: &ObjectKey,
+        current: Arc<StoredObject>,
+        view: Arc<StoredObject>,
+        mut new: Value,
+        warnings: Vec<String>,
+        wanted_rv: Option<u64>,
+    ) -> Result<Option<Written>> {
+        Self::bump_generation(ri, &view.value, &mut new);
+        Self::validate(ri, &new)?;
+        Self::check_finalizers(ri, &view.value, &new)?;
+        Self::to_storage(ri, &mut new);
+        if same_object(&new, &current.value) {
+            return Ok(Some(Written::new(current, warnings)));
+        }
+        let terminating = meta::meta_str(&new, "deletionTimestamp").is_some();
+        if opts.dry_run {
+            let mut v = new;
+            if let Some(m) = metadata_mut(&mut v) {
+                m.insert(
+                    "resourceVersion".into(),
+                    Value::String(current.rv.to_string()),
+                );
+            }
+            return StoredObject::unstored(v)
+                .map(|o| Some(Written::new(Arc::new(o), warnings)))
+                .map_err(|e| store_error(ri, name, e));
+        }
+        // A terminating object goes once its last finalizer does; a namespace only through the
+        // namespace controller, once it is empty.
+        let is_namespace = ri.group.is_empty() && ri.resource == NAMESPACES;
+        let op = if terminating && meta::finalizers(&new).is_empty() && !is_namespace {
+            WriteOp::Delete {
+                key: key.clone(),
+                precondition: Precondition::ResourceVersion(current.rv),
+            }
+        } else {
+            WriteOp::Put {
+                key: key.clone(),
+                value: new,
+                precondition: Precondition::ResourceVersion(current.rv),
+            }
+        };
+        let deleting = matches!(op, WriteOp::Delete { .. });
+        match self.store.write(op).await {
+            Ok(o) => {
+                if deleting {
+                    self.removed(ri, &o);
+                }
+                Ok(Some(Written::new(o, warnings)))
+            }
+            Err(StoreError::Conflict { .. }) if wanted_rv.is_none() => Ok(None),
+            Err(StoreError::Conflict { .. }) => {
+                Err(ApiError::conflict(&ri.group, &ri.resource, name))
+            }
+            Err(e) => Err(store_error(ri, name, e)),
+        }
     }
 
     /// Combine the stored object and a client's new version per kube's update strategy.
@@ -1571,7 +1687,10 @@ impl Service {
                 precondition: Precondition::ResourceVersion(current.rv),
             };
             match self.store.write(op).await {
-                Ok(o) => return Ok(Deleted::Gone(o)),
+                Ok(o) => {
+                    self.removed(ri, &o);
+                    return Ok(Deleted::Gone(o));
+                }
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(store_error(ri, name, e)),
             }

@@ -267,7 +267,8 @@ fn an_ordinary_manifest_applies_and_reapplies_unchanged() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|i| i["metadata"]["name"] != "default")
+            // The host's own: the `kubernetes` Service and `default` ServiceAccount.
+            .filter(|i| i["metadata"]["name"] != "default" && i["metadata"]["name"] != "kubernetes")
             .map(|i| {
                 (
                     format!("{}/{}", i["kind"], i["metadata"]["name"]),

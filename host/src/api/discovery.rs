@@ -37,6 +37,32 @@ pub async fn healthy() -> &'static str {
 /// `/readyz`: 500 while the store refuses writes (a full disk), in kube's format; `?verbose`
 /// lists each check. As kube, the reason is withheld (the endpoint is open to anyone; the log
 /// has it).
+/// The service account issuer's documents (`auth::serviceaccount`), with the content types kube
+/// serves them with.
+fn issuer_document(
+    state: &AppState,
+    content_type: &'static str,
+    doc: impl Fn(&crate::auth::serviceaccount::TokenIssuer) -> Value,
+) -> Response {
+    match state.authn.service_accounts() {
+        Some(issuer) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+            doc(issuer).to_string(),
+        )
+            .into_response(),
+        None => ApiError::path_not_found().into_response(),
+    }
+}
+
+pub async fn openid_configuration(State(state): State<Arc<AppState>>) -> Response {
+    issuer_document(&state, "application/json", |i| i.openid_configuration())
+}
+
+pub async fn jwks(State(state): State<Arc<AppState>>) -> Response {
+    issuer_document(&state, "application/jwk-set+json", |i| i.jwks())
+}
+
 pub async fn ready(State(state): State<Arc<AppState>>, uri: axum::http::Uri) -> Response {
     let verbose = uri.query().is_some_and(|q| {
         q.split('&')

@@ -35,6 +35,8 @@ pub struct Target {
     pub scale: bool,
     /// A Pod's `binding` subresource.
     pub binding: bool,
+    /// A ServiceAccount's `token` subresource (TokenRequest).
+    pub token: bool,
 }
 
 pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Response {
@@ -92,20 +94,18 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         return scale(state, &target, req, query).await;
     }
     if target.binding {
-        if req.method() != Method::POST {
-            return Err(ApiError::method_not_allowed(
-                "the server does not allow this method on the requested resource",
-            ));
-        }
-        let headers = req.headers().clone();
-        let body = read_body(req, state.options.request_body_timeout).await?;
-        let binding = decode_object(&headers, &body)?;
+        let binding = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
         state.service.bind_pod(&ns, &name, &binding).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201});
         return Ok(json_response(StatusCode::CREATED, status.to_string()));
+    }
+    if target.token {
+        let request = posted_object(state, req).await?;
+        let answer = token_request(state, &target, request)?;
+        return Ok(json_response(StatusCode::CREATED, answer.to_string()));
     }
     if target.ri.group == crate::runtime::controller::GROUP
         && target.ri.resource == crate::runtime::controller::RESOURCE
@@ -365,6 +365,8 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
     };
     let has_scale = ri.scale.is_some();
     let is_pods = ri.group.is_empty() && ri.resource == "pods";
+    let is_sa = ri.group.is_empty() && ri.resource == "serviceaccounts";
+    let mut token = false;
     let (name, sub, scale, binding) = match tail {
         [] => (None, Subresource::Main, false, false),
         [name] => (Some((*name).to_owned()), Subresource::Main, false, false),
@@ -375,6 +377,10 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
         [name, "binding"] if is_pods && namespace.is_some() => {
             (Some((*name).to_owned()), Subresource::Main, false, true)
         }
+        [name, "token"] if is_sa && namespace.is_some() => {
+            token = true;
+            (Some((*name).to_owned()), Subresource::Main, false, false)
+        }
         _ => return Err(ApiError::path_not_found()),
     };
     Ok(Target {
@@ -384,7 +390,96 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
         sub,
         scale,
         binding,
+        token,
     })
+}
+
+/// The body of a POST-only subresource (`binding`, `token`); another method is 405.
+async fn posted_object(state: &AppState, req: Request) -> Result<Value, ApiError> {
+    if req.method() != Method::POST {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let headers = req.headers().clone();
+    let body = read_body(req, state.options.request_body_timeout).await?;
+    decode_object(&headers, &body)
+}
+
+/// TokenRequest: a token for the service account, as kube's `serviceaccount/storage/token.go`
+/// (audiences default to the API server's; `expirationSeconds` at least 10 minutes, default an
+/// hour). `boundObjectRef` is not supported yet.
+fn token_request(state: &AppState, target: &Target, mut req: Value) -> Result<Value, ApiError> {
+    use crate::auth::serviceaccount::{DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION};
+    let ns = target.namespace.clone().unwrap_or_default();
+    let name = target.name.clone().unwrap_or_default();
+    let sa = state.service.get(&target.ri, &ns, &name)?;
+    let issuer = state
+        .authn
+        .service_accounts()
+        .ok_or_else(|| ApiError::internal("service account tokens are not configured"))?;
+    let invalid = |field: &str, msg: String| {
+        ApiError::invalid(
+            "authentication.k8s.io",
+            "TokenRequest",
+            &name,
+            vec![crate::model::Cause::new("FieldValueInvalid", field, msg)],
+        )
+    };
+    let spec = req.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let seconds = spec
+        .get("expirationSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(DEFAULT_EXPIRATION);
+    if seconds < MIN_EXPIRATION {
+        return Err(invalid(
+            "spec.expirationSeconds",
+            format!("Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
+        ));
+    }
+    if spec.get("boundObjectRef").is_some_and(|b| !b.is_null()) {
+        return Err(invalid(
+            "spec.boundObjectRef",
+            "Invalid value: \"object\": bound tokens are not supported by this server".into(),
+        ));
+    }
+    let audiences: Vec<String> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .filter(|a: &Vec<String>| !a.is_empty())
+        .unwrap_or_else(|| vec![ISSUER.to_owned()]);
+    let uid = crate::model::meta::meta_str(&sa.value, "uid").unwrap_or("");
+    let (token, exp) = issuer
+        .issue(&ns, &name, uid, &audiences, seconds)
+        .ok_or_else(|| ApiError::internal("signing the token failed"))?;
+    let expires = chrono::DateTime::from_timestamp(exp, 0)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    if let Some(m) = req.as_object_mut() {
+        m.insert("kind".into(), json!("TokenRequest"));
+        m.insert("apiVersion".into(), json!("authentication.k8s.io/v1"));
+        let meta = m.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("name".into(), json!(name));
+            meta.insert("namespace".into(), json!(ns));
+            meta.insert("creationTimestamp".into(), Value::Null);
+        }
+        m.insert(
+            "spec".into(),
+            json!({"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": null}),
+        );
+        m.insert(
+            "status".into(),
+            json!({"token": token, "expirationTimestamp": expires}),
+        );
+    }
+    Ok(req)
 }
 
 fn required_namespace(t: &Target) -> Result<String, ApiError> {

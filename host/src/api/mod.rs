@@ -79,6 +79,11 @@ pub struct AppState {
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/version", get(discovery::version))
+        .route(
+            "/.well-known/openid-configuration",
+            get(discovery::openid_configuration),
+        )
+        .route("/openid/v1/jwks", get(discovery::jwks))
         .route("/healthz", get(discovery::healthy))
         .route("/livez", get(discovery::healthy))
         .route("/readyz", get(discovery::ready))

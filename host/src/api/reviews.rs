@@ -123,6 +123,21 @@ pub fn handle(
             }
             json!({"userInfo": info})
         }
+        "tokenreviews" => {
+            // Whether the token authenticates here, and as whom (kube's TokenReview).
+            let token = s(&spec, "/token");
+            match state.authn.authenticate(&token) {
+                Some(u) => {
+                    let mut info = json!({"username": u.name, "groups": u.groups});
+                    if !u.uid.is_empty() {
+                        info["uid"] = json!(u.uid);
+                    }
+                    json!({"authenticated": true, "user": info,
+                           "audiences": [crate::auth::serviceaccount::ISSUER]})
+                }
+                None => json!({"user": {}}),
+            }
+        }
         _ => return Err(ApiError::path_not_found()),
     };
     out["status"] = status;

@@ -3,6 +3,7 @@
 
 pub mod escalation;
 pub mod rbac;
+pub mod serviceaccount;
 pub mod tls;
 pub mod tokens;
 

@@ -1133,6 +1133,19 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
                 &["/livez", "/readyz", "/healthz", "/version", "/version/"],
             )],
         ),
+        // The service account issuer's discovery documents, for service accounts.
+        role(
+            "system:service-account-issuer-discovery",
+            vec![url_rule(
+                &["get"],
+                &[
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+            )],
+        ),
         // Namespace admin: edit plus granting permissions to others.
         BootstrapRole {
             name: "admin",
@@ -1302,6 +1315,10 @@ pub fn bootstrap_objects() -> Vec<Value> {
                 group_subject(authenticated),
                 group_subject("system:unauthenticated"),
             ],
+        ),
+        cluster_binding_json(
+            "system:service-account-issuer-discovery",
+            vec![group_subject("system:serviceaccounts")],
         ),
         // kube keeps this binding without subjects (the Node authorizer took over).
         cluster_binding_json("system:node", Vec::new()),

@@ -160,6 +160,8 @@ pub struct Authenticator {
     table: Mutex<Table>,
     /// Identities the host issues to itself (controllers), in memory only.
     internal: Mutex<Vec<(Hash, UserInfo)>>,
+    /// Service account tokens (JWTs), once the server has its key.
+    service_accounts: std::sync::OnceLock<std::sync::Arc<super::serviceaccount::TokenIssuer>>,
 }
 
 /// Where minted tokens are kept.
@@ -260,6 +262,7 @@ impl Authenticator {
             files,
             table: Mutex::new(Table { stamps, entries }),
             internal: Mutex::new(Vec::new()),
+            service_accounts: std::sync::OnceLock::new(),
         })
     }
 
@@ -303,7 +306,21 @@ impl Authenticator {
     }
 
     /// The user a bearer token belongs to.
+    /// Accept (and issue) service account tokens signed by `issuer`.
+    pub fn set_service_accounts(&self, issuer: std::sync::Arc<super::serviceaccount::TokenIssuer>) {
+        let _ = self.service_accounts.set(issuer);
+    }
+
+    pub fn service_accounts(&self) -> Option<&std::sync::Arc<super::serviceaccount::TokenIssuer>> {
+        self.service_accounts.get()
+    }
+
     pub fn authenticate(&self, token: &str) -> Option<UserInfo> {
+        if token.matches('.').count() == 2 {
+            if let Some(user) = self.service_accounts().and_then(|i| i.verify(token)) {
+                return Some(user);
+            }
+        }
         let h = hash(token);
         let mut found = None;
         if bool::from(self.admin.0.ct_eq(&h)) {

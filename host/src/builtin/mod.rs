@@ -7,6 +7,7 @@ pub mod conversion;
 pub mod decode;
 pub mod defaults;
 pub mod definitions;
+pub mod kubernetes_service;
 pub mod protobuf;
 
 /// A served built-in resource. Singular names are the lower-cased kind, as in kube.
@@ -444,6 +445,14 @@ pub const RESOURCES: &[Builtin] = &[
         "v1",
         "selfsubjectreviews",
         "SelfSubjectReview",
+        CLUSTER,
+    )
+    .create_only(),
+    r(
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "TokenReview",
         CLUSTER,
     )
     .create_only(),

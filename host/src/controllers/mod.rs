@@ -1,14 +1,16 @@
-//! Built-in controllers: the garbage collector ([`gc`]) and the namespace controller
-//! ([`namespace`]). Like kube-controller-manager's, they are ordinary controllers — informers
-//! feeding a work queue, reconciles that write through the [`Service`] — and they show up as
-//! `Controller` objects (`kubectl get controllers`) next to the WebAssembly ones.
+//! Built-in controllers: the garbage collector ([`gc`]), the namespace controller
+//! ([`namespace`]) and the service account controller ([`serviceaccount`]). Like
+//! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
+//! reconciles that write through the [`Service`] — and they show up as `Controller` objects
+//! (`kubectl get controllers`) next to the WebAssembly ones.
 //!
-//! Both keep no state that is not rebuilt from the store: at start-up every informer lists its
+//! They keep no state that is not rebuilt from the store: at start-up every informer lists its
 //! kind and the work is found again (terminating namespaces, objects with owner references,
 //! owners waiting on dependents), so deletions in progress resume after a restart.
 
 pub mod gc;
 pub mod namespace;
+pub mod serviceaccount;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -25,7 +27,11 @@ use crate::service::{Service, Subresource, WriteOptions};
 use crate::store::{StoreError, StoredObject};
 
 /// Names of the built-in controllers (a controller file of that name is ignored).
-pub const BUILT_IN: &[&str] = &[gc::IDENTITY.name, namespace::IDENTITY.name];
+pub const BUILT_IN: &[&str] = &[
+    gc::IDENTITY.name,
+    namespace::IDENTITY.name,
+    serviceaccount::IDENTITY.name,
+];
 
 /// Why a built-in reconcile failed (it is retried with backoff).
 #[derive(Debug, thiserror::Error)]
@@ -145,6 +151,52 @@ pub fn spawn<K, F, Fut>(
         let _ = stop.changed().await;
         queue.shutdown();
     });
+}
+
+/// What every keyed built-in controller has: the service it writes through, its work queue and
+/// its counters.
+pub struct Base<K> {
+    pub service: Arc<Service>,
+    pub queue: Arc<WorkQueue<K>>,
+    pub stats: Arc<Stats>,
+}
+
+impl<K> Base<K>
+where
+    K: Clone + Eq + std::hash::Hash + Send + Sync + std::fmt::Debug + 'static,
+{
+    pub fn new(service: Arc<Service>) -> Self {
+        Self {
+            service,
+            queue: WorkQueue::new(),
+            stats: Arc::default(),
+        }
+    }
+
+    /// [`spawn`] the controller `this`, each key reconciled by [`Reconcile::reconcile_key`].
+    pub fn start<T: Reconcile<K>>(
+        &self,
+        id: &Identity,
+        this: Arc<T>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) {
+        spawn(
+            self.service.clone(),
+            id,
+            self.queue.clone(),
+            self.stats.clone(),
+            shutdown,
+            move |key: K| {
+                let this = this.clone();
+                async move { this.reconcile_key(&key).await }
+            },
+        );
+    }
+}
+
+/// A keyed built-in controller's reconcile of one key.
+pub trait Reconcile<K>: Send + Sync + 'static {
+    fn reconcile_key(&self, key: &K) -> impl Future<Output = Reconciled> + Send;
 }
 
 /// The `Controller` object of a built-in controller, kept current once a second.
@@ -276,17 +328,20 @@ fn deliver(ri: &ResourceInfo, followers: &[Arc<dyn Follower>], change: &Change) 
 pub async fn start(service: Arc<Service>, shutdown: tokio::sync::watch::Receiver<bool>) {
     let gc = gc::GarbageCollector::new(service.clone());
     let ns = namespace::NamespaceController::new(service.clone());
+    let sa = serviceaccount::ServiceAccountController::new(service.clone());
     follow_all(
         service.clone(),
         vec![
             gc.clone() as Arc<dyn Follower>,
             ns.clone() as Arc<dyn Follower>,
+            sa.clone() as Arc<dyn Follower>,
         ],
         shutdown.clone(),
     )
     .await;
     gc.start(shutdown.clone());
-    ns.start(shutdown);
+    ns.start(shutdown.clone());
+    sa.start(shutdown);
 }
 
 /// Update an object (or its status) to `v`, read from the store with its resourceVersion: a

@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 
 use super::{terminating, uid, Follower, Observed, Reconciled};
 use crate::model::{meta, ObjectKey, ResourceInfo};
-use crate::runtime::queue::WorkQueue;
 use crate::service::{
     DeleteOptions, Propagation, Service, Subresource, NAMESPACES, NAMESPACE_FINALIZER,
 };
@@ -31,9 +30,7 @@ const FAN_OUT: usize = 32;
 const RECHECK: Duration = Duration::from_secs(2);
 
 pub struct NamespaceController {
-    service: Arc<Service>,
-    queue: Arc<WorkQueue<String>>,
-    stats: Arc<super::Stats>,
+    base: super::Base<String>,
 }
 
 /// What is left in a namespace.
@@ -48,29 +45,17 @@ struct Remaining {
 impl NamespaceController {
     pub fn new(service: Arc<Service>) -> Arc<Self> {
         Arc::new(Self {
-            service,
-            queue: WorkQueue::new(),
-            stats: Arc::default(),
+            base: super::Base::new(service),
         })
     }
 
     pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
-        let this = self.clone();
-        super::spawn(
-            self.service.clone(),
-            &IDENTITY,
-            self.queue.clone(),
-            self.stats.clone(),
-            shutdown,
-            move |ns: String| {
-                let this = this.clone();
-                async move { this.reconcile(&ns).await }
-            },
-        );
+        self.base.start(&IDENTITY, self.clone(), shutdown);
     }
 
     fn namespace(&self, name: &str) -> Option<Arc<crate::store::StoredObject>> {
-        self.service
+        self.base
+            .service
             .store
             .get(&ObjectKey::new(NAMESPACES, "", name))
     }
@@ -80,13 +65,14 @@ impl NamespaceController {
         let prefix = format!("{ns}/");
         let mut out = Vec::new();
         for ri in self
+            .base
             .service
             .registry
             .stored_resources()
             .into_iter()
             .filter(|r| r.namespaced())
         {
-            let Ok(snap) = self.service.store.list(&ri.group_resource(), None) else {
+            let Ok(snap) = self.base.service.store.list(&ri.group_resource(), None) else {
                 continue;
             };
             let items: Vec<_> = snap
@@ -152,7 +138,7 @@ impl NamespaceController {
                     ..Default::default()
                 };
                 async move {
-                    match self.service.delete(&ri, ns, &name, &opts).await {
+                    match self.base.service.delete(&ri, ns, &name, &opts).await {
                         Ok(_) => None,
                         Err(e) if e.code == 404 || e.code == 409 => None,
                         Err(e) => Some(format!("{}/{name}: {}", ri.resource, e.message)),
@@ -170,7 +156,7 @@ impl NamespaceController {
         }
         // Empty: drop our finalizer, then the namespace (once no other finalizer remains).
         self.finalize(ns).await?;
-        if self.service.remove_namespace(ns).await? {
+        if self.base.service.remove_namespace(ns).await? {
             tracing::info!(namespace = ns, "namespace deleted");
             return Ok(None);
         }
@@ -199,10 +185,10 @@ impl NamespaceController {
             .cloned()
             .collect();
         v["spec"]["finalizers"] = json!(left);
-        let Some(ri) = self.service.registry.lookup("", "v1", NAMESPACES) else {
+        let Some(ri) = self.base.service.registry.lookup("", "v1", NAMESPACES) else {
             return Ok(());
         };
-        super::write_back(&self.service, &ri, "", ns, v, Subresource::Main).await
+        super::write_back(&self.base.service, &ri, "", ns, v, Subresource::Main).await
     }
 
     /// kube's namespace deletion conditions.
@@ -310,14 +296,20 @@ impl NamespaceController {
         }
         let mut v = current.value.clone();
         v["status"] = status;
-        let Some(ri) = self.service.registry.lookup("", "v1", NAMESPACES) else {
+        let Some(ri) = self.base.service.registry.lookup("", "v1", NAMESPACES) else {
             return Ok(());
         };
         // A conflict: the next look (an event or the recheck) writes them again.
-        match super::write_back(&self.service, &ri, "", ns, v, Subresource::Status).await {
+        match super::write_back(&self.base.service, &ri, "", ns, v, Subresource::Status).await {
             Err(super::ControllerError::Api(e)) if e.code == 409 => Ok(()),
             r => r,
         }
+    }
+}
+
+impl super::Reconcile<String> for NamespaceController {
+    fn reconcile_key(&self, ns: &String) -> impl std::future::Future<Output = Reconciled> + Send {
+        self.reconcile(ns)
     }
 }
 
@@ -332,7 +324,7 @@ impl Follower for NamespaceController {
         let v = &obj.value;
         if ri.group.is_empty() && ri.resource == NAMESPACES {
             if terminating(v) && how != Observed::Deleted {
-                self.queue.add(meta::name(v).to_owned());
+                self.base.queue.add(meta::name(v).to_owned());
             }
             return;
         }
@@ -340,7 +332,7 @@ impl Follower for NamespaceController {
         if ri.namespaced() && matches!(how, Observed::Modified | Observed::Deleted) {
             let ns = meta::namespace(v);
             if self.namespace(ns).is_some_and(|n| terminating(&n.value)) {
-                self.queue.add(ns.to_owned());
+                self.base.queue.add(ns.to_owned());
             }
         }
     }

@@ -1,0 +1,280 @@
+//! Service account tokens, as kube-apiserver issues them for TokenRequest
+//! (`POST .../serviceaccounts/NAME/token`) and accepts them: ES256 JWTs signed with a key kept in
+//! `DATA/pki/sa.key`, with kube's claims (`iss`, `sub` = `system:serviceaccount:NS:NAME`, `aud`,
+//! `exp`, `iat`, `nbf`, `jti`, and `kubernetes.io` with the namespace and the service account's
+//! name and uid). A token authenticates as the service account (groups
+//! `system:serviceaccounts`, `system:serviceaccounts:NS`) while it is within its validity, has
+//! the API server's audience and the account it names still exists with that uid.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair};
+use serde_json::{json, Value};
+
+use super::rbac::UserInfo;
+use crate::model::ObjectKey;
+use crate::store::Store;
+
+/// kube's issuer and API audience on a kubeadm cluster.
+pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+/// The validity of a token whose request names none (kube's default), and the least allowed.
+pub const DEFAULT_EXPIRATION: i64 = 3600;
+pub const MIN_EXPIRATION: i64 = 600;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("service account key {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("service account key {0}: not a P-256 PKCS#8 key")]
+    Key(PathBuf),
+}
+
+pub struct TokenIssuer {
+    key: EcdsaKeyPair,
+    kid: String,
+    store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for TokenIssuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenIssuer")
+            .field("kid", &self.kid)
+            .finish()
+    }
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+impl TokenIssuer {
+    /// The key in `pki_dir/sa.key`, made on first use (mode 0600).
+    pub fn load_or_create(pki_dir: &Path, store: Arc<dyn Store>) -> Result<Self, KeyError> {
+        let path = pki_dir.join("sa.key");
+        let io = |source| KeyError::Io {
+            path: path.clone(),
+            source,
+        };
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let der = match std::fs::read(&path) {
+            Ok(der) => der,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let doc = EcdsaKeyPair::generate_pkcs8(alg, &rng)
+                    .map_err(|_| KeyError::Key(path.clone()))?;
+                std::fs::create_dir_all(pki_dir).map_err(io)?;
+                write_private(&path, doc.as_ref()).map_err(io)?;
+                doc.as_ref().to_vec()
+            }
+            Err(e) => return Err(io(e)),
+        };
+        let key = EcdsaKeyPair::from_pkcs8(alg, &der, &rng).map_err(|_| KeyError::Key(path))?;
+        let kid = {
+            use sha2::Digest;
+            B64.encode(sha2::Sha256::digest(key.public_key().as_ref()))
+        };
+        Ok(Self { key, kid, store })
+    }
+
+    /// `/.well-known/openid-configuration`, as kube serves it (with our signing algorithm).
+    pub fn openid_configuration(&self) -> Value {
+        json!({
+            "issuer": ISSUER,
+            "jwks_uri": format!("{ISSUER}/openid/v1/jwks"),
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        })
+    }
+
+    /// `/openid/v1/jwks`: the public key as a JWK set (the uncompressed P-256 point's x and y).
+    pub fn jwks(&self) -> Value {
+        let point = self.key.public_key().as_ref();
+        let (x, y) = point
+            .get(1..)
+            .unwrap_or_default()
+            .split_at(point.len().saturating_sub(1) / 2);
+        json!({"keys": [{"use": "sig", "kty": "EC", "kid": self.kid, "crv": "P-256",
+                         "alg": "ES256", "x": B64.encode(x), "y": B64.encode(y)}]})
+    }
+
+    /// A signed token for the service account `ns/name` (uid `uid`), valid for `seconds`.
+    /// Returns it and its expiry (seconds since the epoch).
+    pub fn issue(
+        &self,
+        ns: &str,
+        name: &str,
+        uid: &str,
+        audiences: &[String],
+        seconds: i64,
+    ) -> Option<(String, i64)> {
+        let iat = now();
+        let exp = iat + seconds;
+        let header = json!({"alg": "ES256", "kid": self.kid});
+        let claims = json!({
+            "aud": audiences,
+            "exp": exp,
+            "iat": iat,
+            "iss": ISSUER,
+            "jti": uuid::Uuid::new_v4().to_string(),
+            "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name, "uid": uid}},
+            "nbf": iat,
+            "sub": format!("system:serviceaccount:{ns}:{name}"),
+        });
+        let signing_input = format!(
+            "{}.{}",
+            B64.encode(header.to_string()),
+            B64.encode(claims.to_string())
+        );
+        let sig = self
+            .key
+            .sign(&SystemRandom::new(), signing_input.as_bytes())
+            .ok()?;
+        Some((format!("{signing_input}.{}", B64.encode(sig.as_ref())), exp))
+    }
+
+    /// The service account a token of ours names, if it is valid now.
+    pub fn verify(&self, token: &str) -> Option<UserInfo> {
+        let mut parts = token.split('.');
+        let (h, c, s) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() {
+            return None;
+        }
+        let header: Value = serde_json::from_slice(&B64.decode(h).ok()?).ok()?;
+        if header["alg"] != "ES256" || header["kid"] != self.kid.as_str() {
+            return None;
+        }
+        let sig = B64.decode(s).ok()?;
+        signature::UnparsedPublicKey::new(
+            &signature::ECDSA_P256_SHA256_FIXED,
+            self.key.public_key().as_ref(),
+        )
+        .verify(format!("{h}.{c}").as_bytes(), &sig)
+        .ok()?;
+        let claims: Value = serde_json::from_slice(&B64.decode(c).ok()?).ok()?;
+        let t = now();
+        let within = claims["nbf"].as_i64().is_some_and(|n| n <= t + 60)
+            && claims["exp"].as_i64().is_some_and(|e| t < e);
+        let audience_ok = claims["aud"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x == ISSUER));
+        if !within || claims["iss"] != ISSUER || !audience_ok {
+            return None;
+        }
+        let k = &claims["kubernetes.io"];
+        let ns = k["namespace"].as_str()?;
+        let name = k["serviceaccount"]["name"].as_str()?;
+        let uid = k["serviceaccount"]["uid"].as_str()?;
+        let sa = self
+            .store
+            .get(&ObjectKey::new("serviceaccounts", ns, name))?;
+        if crate::model::meta::meta_str(&sa.value, "uid") != Some(uid) {
+            return None;
+        }
+        Some(UserInfo {
+            name: format!("system:serviceaccount:{ns}:{name}"),
+            uid: uid.to_owned(),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{ns}"),
+                super::AUTHENTICATED.into(),
+            ],
+        })
+    }
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Precondition, WriteOp};
+
+    async fn issuer_with_account(label: &str) -> (TokenIssuer, PathBuf) {
+        let (store, dir) = crate::store::sled_store::temp_store(label);
+        store
+            .write(WriteOp::Put {
+                key: ObjectKey::new("serviceaccounts", "ns", "sa"),
+                value: json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                              "metadata": {"name": "sa", "namespace": "ns", "uid": "u1"}}),
+                precondition: Precondition::MustNotExist,
+            })
+            .await
+            .unwrap();
+        let issuer = TokenIssuer::load_or_create(&dir.join("pki"), store).unwrap();
+        (issuer, dir)
+    }
+
+    #[tokio::test]
+    async fn tokens_verify_only_while_valid_and_unaltered() {
+        let (issuer, dir) = issuer_with_account("sa-tokens").await;
+        let aud = vec![ISSUER.to_owned()];
+        let (token, _) = issuer.issue("ns", "sa", "u1", &aud, 600).unwrap();
+        let user = issuer.verify(&token).unwrap();
+        assert_eq!(user.name, "system:serviceaccount:ns:sa");
+        assert_eq!(
+            user.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:ns",
+                "system:authenticated"
+            ]
+        );
+        // Expired, another audience, another uid, a forged signature: refused.
+        let (expired, _) = issuer.issue("ns", "sa", "u1", &aud, -1).unwrap();
+        assert!(issuer.verify(&expired).is_none());
+        let (other, _) = issuer
+            .issue("ns", "sa", "u1", &["vault".to_owned()], 600)
+            .unwrap();
+        assert!(issuer.verify(&other).is_none());
+        let (stale, _) = issuer.issue("ns", "sa", "u0", &aud, 600).unwrap();
+        assert!(issuer.verify(&stale).is_none());
+        let mut parts: Vec<&str> = token.split('.').collect();
+        let forged_claims = B64.encode(
+            String::from_utf8(B64.decode(parts[1]).unwrap())
+                .unwrap()
+                .replace("\"sa\"", "\"admin\""),
+        );
+        parts[1] = &forged_claims;
+        assert!(issuer.verify(&parts.join(".")).is_none());
+        // An outside verifier with only the JWKS checks the signature.
+        let jwks = issuer.jwks();
+        let jwk = &jwks["keys"][0];
+        assert_eq!(jwk["kid"], issuer.kid.as_str());
+        let mut point = vec![4u8];
+        for c in ["x", "y"] {
+            point.extend(B64.decode(jwk[c].as_str().unwrap()).unwrap());
+        }
+        let (signed, sig) = token.rsplit_once('.').unwrap();
+        signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &point)
+            .verify(signed.as_bytes(), &B64.decode(sig).unwrap())
+            .unwrap();
+        assert_eq!(
+            issuer.openid_configuration()["jwks_uri"],
+            format!("{ISSUER}/openid/v1/jwks")
+        );
+        // The key is kept: a second load verifies the first one's tokens.
+        let again = TokenIssuer::load_or_create(&dir.join("pki"), issuer.store.clone()).unwrap();
+        assert!(again.verify(&token).is_some());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

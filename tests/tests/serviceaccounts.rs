@@ -1,0 +1,173 @@
+//! ServiceAccounts as kube-controller-manager keeps them: `default` in every namespace, created
+//! when the namespace appears and again when it is deleted.
+
+use std::time::Duration;
+
+use turtles_tests::{poll, Server};
+
+fn has_default(s: &Server, ns: &str) -> Option<String> {
+    let out = s.kubectl(&["get", "serviceaccount", "default", "-n", ns, "-o", "name"]);
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// Part `i` of a JWT (0 the header, 1 the claims), decoded.
+fn jwt_part(token: &str, i: usize) -> serde_json::Value {
+    use base64::Engine;
+    let part = token.split('.').nth(i).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[test]
+fn every_namespace_has_a_default_service_account() {
+    let s = Server::start().unwrap();
+    // The namespaces that exist from the start.
+    for ns in ["default", "kube-system", "kube-public"] {
+        poll(
+            &format!("default SA in {ns}"),
+            Duration::from_secs(5),
+            || has_default(&s, ns),
+        )
+        .unwrap();
+    }
+    // A new namespace gets one within a second.
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    let got = poll("default SA in team", Duration::from_secs(1), || {
+        has_default(&s, "team")
+    })
+    .unwrap();
+    assert_eq!(got, "serviceaccount/default");
+    let uid = |s: &Server| {
+        s.kubectl_json(&["get", "serviceaccount", "default", "-n", "team"])["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = uid(&s);
+    // Deleted, it comes back (a new object).
+    s.kubectl_ok(&["delete", "serviceaccount", "default", "-n", "team"]);
+    poll("default SA re-created", Duration::from_secs(5), || {
+        has_default(&s, "team").filter(|_| uid(&s) != first)
+    })
+    .unwrap();
+    // A terminating namespace gets none back; the namespace goes.
+    s.kubectl_ok(&["delete", "namespace", "team", "--wait=false"]);
+    poll("team gone", Duration::from_secs(10), || {
+        (!s.kubectl(&["get", "namespace", "team"]).status.success()).then_some(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn kubectl_create_token_authenticates_as_the_service_account() {
+    let s = Server::start().unwrap();
+    poll("default SA", Duration::from_secs(5), || {
+        has_default(&s, "default")
+    })
+    .unwrap();
+    let token = s
+        .kubectl_ok(&["create", "token", "default"])
+        .trim()
+        .to_owned();
+    assert_eq!(token.split('.').count(), 3, "{token}");
+    // kube's claims.
+    let claims = jwt_part(&token, 1);
+    assert_eq!(claims["sub"], "system:serviceaccount:default:default");
+    assert_eq!(claims["kubernetes.io"]["namespace"], "default");
+    assert_eq!(claims["kubernetes.io"]["serviceaccount"]["name"], "default");
+    let exp = claims["exp"].as_i64().unwrap();
+    assert_eq!(exp - claims["iat"].as_i64().unwrap(), 3600);
+    // Authenticated as the account, with only its RBAC.
+    let as_sa = |args: &[&str]| s.kubectl(&[&["--token", &token][..], args].concat());
+    let who = as_sa(&["auth", "whoami", "-o", "json"]);
+    assert!(
+        who.status.success(),
+        "{}",
+        String::from_utf8_lossy(&who.stderr)
+    );
+    let who: serde_json::Value = serde_json::from_slice(&who.stdout).unwrap();
+    assert_eq!(
+        who["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:default"
+    );
+    let groups = who["status"]["userInfo"]["groups"].to_string();
+    for g in [
+        "system:serviceaccounts",
+        "system:serviceaccounts:default",
+        "system:authenticated",
+    ] {
+        assert!(groups.contains(&format!("\"{g}\"")), "{groups}");
+    }
+    let out = as_sa(&["get", "configmaps"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("system:serviceaccount:default:default"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "sa-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:default",
+    ]);
+    let out = as_sa(&["get", "configmaps"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The issuer's discovery documents, readable by service accounts (kube's bootstrap role).
+    let http = s.http_with_token(Some(&token));
+    let config = http.get("/.well-known/openid-configuration");
+    assert_eq!(config.status, 200, "{}", config.text());
+    assert_eq!(config.json()["issuer"], claims["iss"]);
+    let jwks = http.get("/openid/v1/jwks");
+    assert_eq!(jwks.status, 200, "{}", jwks.text());
+    assert_eq!(
+        jwks.headers["content-type"].to_str().unwrap(),
+        "application/jwk-set+json"
+    );
+    let header = jwt_part(&token, 0);
+    assert_eq!(jwks.json()["keys"][0]["kid"], header["kid"]);
+    // A TokenReview accepts it.
+    let review = |token: &str| {
+        let r = s.http().post_json(
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            &serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                                "spec": {"token": token}}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        r.json()["status"].clone()
+    };
+    let status = review(&token);
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["user"]["username"],
+        "system:serviceaccount:default:default"
+    );
+    // Too short a duration: kube's message.
+    let out = s.kubectl(&["create", "token", "default", "--duration=5m"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("may not specify a duration less than 10 minutes"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Once the account is deleted the token is refused, even after `default` is re-created.
+    s.kubectl_ok(&["delete", "serviceaccount", "default"]);
+    poll("token refused", Duration::from_secs(5), || {
+        let out = as_sa(&["get", "configmaps"]);
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Unauthorized")
+            .then_some(())
+    })
+    .unwrap();
+    assert_ne!(review(&token)["authenticated"], true);
+}
