@@ -17,6 +17,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::definitions::{self, Definitions};
+use crate::schema::objectmeta::go_type_name;
 
 const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
@@ -78,17 +79,6 @@ fn go_name(def: &str) -> String {
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 impl<'a> Decoder<'a> {
     /// The Go type of a schema, as `encoding/json` names it in errors.
     fn go_type(&self, schema: &Value) -> String {
@@ -141,7 +131,7 @@ impl<'a> Decoder<'a> {
                         *v = Value::String(n.to_string());
                         Ok(())
                     }
-                    other => Err(self.type_error(json_kind(other), schema_ref(QUANTITY))),
+                    other => Err(self.type_error(go_type_name(other), schema_ref(QUANTITY))),
                 };
             }
             Some(INT_OR_STRING) => {
@@ -153,7 +143,7 @@ impl<'a> Decoder<'a> {
                     Value::Number(n) => Err(DecodeError(format!(
                         "json: cannot unmarshal number {n} into Go value of type int32"
                     ))),
-                    other => Err(self.type_error(json_kind(other), schema_ref(INT_OR_STRING))),
+                    other => Err(self.type_error(go_type_name(other), schema_ref(INT_OR_STRING))),
                 };
             }
             _ => {}
@@ -248,7 +238,7 @@ impl<'a> Decoder<'a> {
             }
             (Some("number"), Value::Number(_)) | (Some("boolean"), Value::Bool(_)) => Ok(()),
             (Some(_), Value::Null) => Ok(()),
-            (Some(_), other) => Err(self.type_error(json_kind(other), reported)),
+            (Some(_), other) => Err(self.type_error(go_type_name(other), reported)),
         }
     }
 }

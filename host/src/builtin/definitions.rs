@@ -11,14 +11,15 @@ const DEFINITIONS: &str = include_str!("definitions.json");
 /// The definitions, and an index of the kinds by group, version and kind.
 pub struct Definitions {
     pub all: Map<String, Value>,
-    by_gvk: HashMap<(String, String, String), String>,
+    /// `group/version/kind` -> definition name.
+    by_gvk: HashMap<String, String>,
 }
 
 impl Definitions {
     /// The definition name (`io.k8s.api.core.v1.Pod`) of a kind.
     pub fn name_of(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
         self.by_gvk
-            .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
+            .get(gvk_key(group, version, kind).as_str())
             .map(String::as_str)
     }
 
@@ -34,6 +35,10 @@ impl Definitions {
             .strip_prefix("#/definitions/")?;
         Some((name, self.all.get(name)?))
     }
+}
+
+fn gvk_key(group: &str, version: &str, kind: &str) -> String {
+    format!("{group}/{version}/{kind}")
 }
 
 /// The definitions of kube 1.34, parsed on first use (about 1.4 MB of JSON).
@@ -56,7 +61,7 @@ pub fn get() -> &'static Definitions {
             for gvk in gvks {
                 let s = |k: &str| gvk.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
                 by_gvk
-                    .entry((s("group"), s("version"), s("kind")))
+                    .entry(gvk_key(&s("group"), &s("version"), &s("kind")))
                     .or_insert_with(|| name.clone());
             }
         }

@@ -49,7 +49,7 @@ mod default;
 mod field;
 mod format;
 mod node;
-mod objectmeta;
+pub(crate) mod objectmeta;
 mod prune;
 mod structural;
 mod validate;

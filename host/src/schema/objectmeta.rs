@@ -29,7 +29,8 @@ pub(crate) const OBJECT_META_FIELDS: &[&str] = &[
     "managedFields",
 ];
 
-fn go_type_name(v: &Value) -> &'static str {
+/// The JSON type of a value as Go's `encoding/json` names it in errors.
+pub(crate) fn go_type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",
