@@ -187,6 +187,9 @@ fn main() -> anyhow::Result<()> {
             idle_timeout,
         } => {
             let secs = |s: u64| std::time::Duration::from_secs(s.max(1));
+            // Absolute: the compile cache (wasmtime) refuses a relative directory, and the
+            // default `turtles-data` is one.
+            let data_dir = std::path::absolute(&data_dir)?;
             let cfg = turtles::server::ServeConfig {
                 data_dir,
                 listen,

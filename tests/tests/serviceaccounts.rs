@@ -12,6 +12,16 @@ fn has_default(s: &Server, ns: &str) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// A server whose `default` namespace has its `default` ServiceAccount.
+fn server_with_default_account() -> Server {
+    let s = Server::start().unwrap();
+    poll("default SA", Duration::from_secs(5), || {
+        has_default(&s, "default")
+    })
+    .unwrap();
+    s
+}
+
 /// Part `i` of a JWT (0 the header, 1 the claims), decoded.
 fn jwt_part(token: &str, i: usize) -> serde_json::Value {
     use base64::Engine;
@@ -64,11 +74,7 @@ fn every_namespace_has_a_default_service_account() {
 
 #[test]
 fn kubectl_create_token_authenticates_as_the_service_account() {
-    let s = Server::start().unwrap();
-    poll("default SA", Duration::from_secs(5), || {
-        has_default(&s, "default")
-    })
-    .unwrap();
+    let s = server_with_default_account();
     let token = s
         .kubectl_ok(&["create", "token", "default"])
         .trim()
@@ -170,4 +176,105 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
     })
     .unwrap();
     assert_ne!(review(&token)["authenticated"], true);
+}
+
+#[test]
+fn tokens_bound_to_a_pod_or_secret_die_with_it() {
+    let s = server_with_default_account();
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "sa-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:default",
+    ]);
+    s.kubectl_ok(&["run", "p", "--image=nginx"]);
+    s.kubectl_ok(&["create", "secret", "generic", "s", "--from-literal=a=b"]);
+    let pod = s.kubectl_json(&["get", "pod", "p"]);
+    let pod_uid = pod["metadata"]["uid"].as_str().unwrap().to_owned();
+    let works = |token: &str| {
+        s.kubectl(&["--token", token, "get", "configmaps"])
+            .status
+            .success()
+    };
+    let token = |args: &[&str]| {
+        s.kubectl_ok(&[&["create", "token", "default"][..], args].concat())
+            .trim()
+            .to_owned()
+    };
+
+    // Bound to the Pod (kubectl's --bound-object-*): kube's claims name it.
+    let to_pod = token(&[
+        "--bound-object-kind=Pod",
+        "--bound-object-name=p",
+        &format!("--bound-object-uid={pod_uid}"),
+    ]);
+    let claims = jwt_part(&to_pod, 1);
+    assert_eq!(
+        claims["kubernetes.io"]["pod"],
+        serde_json::json!({"name": "p", "uid": pod_uid})
+    );
+    assert!(works(&to_pod));
+    let to_secret = token(&["--bound-object-kind=Secret", "--bound-object-name=s"]);
+    let secret_uid = s.kubectl_json(&["get", "secret", "s"])["metadata"]["uid"].clone();
+    assert_eq!(
+        jwt_part(&to_secret, 1)["kubernetes.io"]["secret"]["uid"],
+        secret_uid
+    );
+    assert!(works(&to_secret));
+    let unbound = token(&[]);
+
+    // kube's refusals: a kind that cannot be bound (400), a missing object (404), a stale uid (409).
+    let refused = |args: &[&str], want: &str| {
+        let out = s.kubectl(&[&["create", "token", "default"][..], args].concat());
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{args:?}: {err}"
+        );
+    };
+    let body = |r: serde_json::Value| {
+        s.http().post_json(
+            "/api/v1/namespaces/default/serviceaccounts/default/token",
+            &serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                "spec": {"boundObjectRef": r}}),
+        )
+    };
+    let r = body(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}));
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "cannot bind token to object of type /v1, Kind=ConfigMap"
+    );
+    refused(
+        &["--bound-object-kind=Pod", "--bound-object-name=nope"],
+        "pods \"nope\" not found",
+    );
+    refused(
+        &[
+            "--bound-object-kind=Pod",
+            "--bound-object-name=p",
+            "--bound-object-uid=0000",
+        ],
+        "the UID in the bound object reference (0000) does not match the UID in record",
+    );
+
+    // Deleting the Pod ends its token (the fake kubelet is not loaded: no finalizer holds it);
+    // the Secret's and the unbound token still work, until the Secret goes too.
+    s.kubectl_ok(&["delete", "pod", "p", "--wait=false"]);
+    poll(
+        "the pod-bound token refused",
+        Duration::from_secs(10),
+        || (!works(&to_pod)).then_some(()),
+    )
+    .unwrap();
+    assert!(works(&to_secret) && works(&unbound));
+    s.kubectl_ok(&["delete", "secret", "s"]);
+    poll(
+        "the secret-bound token refused",
+        Duration::from_secs(10),
+        || (!works(&to_secret)).then_some(()),
+    )
+    .unwrap();
+    assert!(works(&unbound));
 }

@@ -1,8 +1,9 @@
 //! The workload story end to end, with the real kubectl and real guests in three languages: a
 //! Deployment (the `deployment` controller, Python) becomes a ReplicaSet (the `replicaset`
 //! controller, JavaScript) becomes Pods that a fake kubelet (the `node` controller, C) binds and
-//! runs; the garbage collector removes them with their Deployment. Plus hot reload of Python and
-//! JavaScript controllers.
+//! runs; `kubectl expose` gives them a Service whose EndpointSlice and Endpoints (the
+//! `endpointslice` controller, Rust) follow the Pods as they scale; the garbage collector removes
+//! them with their Deployment. Plus hot reload of Python and JavaScript controllers.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -43,6 +44,40 @@ fn pods(s: &Server) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// Waits until the Service `web` has exactly one EndpointSlice whose endpoints are `ips`
+/// (sorted), and returns it.
+fn wait_endpoints(s: &Server, ips: &[String]) -> Value {
+    poll("web's EndpointSlice to list the pods", DEADLINE, || {
+        let slices = s.kubectl_json(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=web",
+        ]);
+        let items = slices["items"].as_array()?;
+        if items.len() != 1 {
+            return None;
+        }
+        let mut got: Vec<String> = items[0]["endpoints"]
+            .as_array()
+            .map(|eps| {
+                eps.iter()
+                    .filter_map(|e| e["addresses"][0].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        got.sort();
+        (got == ips).then(|| items[0].clone())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}\n{}",
+            s.kubectl_ok(&["get", "endpointslices", "-o", "yaml"]),
+            s.kubectl_ok(&["get", "pods", "-o", "wide"])
+        )
+    })
+}
+
 fn controller_ref(obj: &Value) -> Value {
     obj["metadata"]["ownerReferences"]
         .as_array()
@@ -61,7 +96,7 @@ fn running(p: &Value) -> bool {
 #[test]
 fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
     let s = Server::start_with_controllers(&[]).unwrap();
-    for name in ["deployment", "replicaset", "node"] {
+    for name in ["deployment", "replicaset", "node", "endpointslice"] {
         s.drop_controller(name, &guest(name)).unwrap();
     }
     wait_running(
@@ -70,6 +105,7 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
             "deployment",
             "replicaset",
             "node",
+            "endpointslice",
             "garbage-collector",
             "namespace-controller",
         ],
@@ -161,15 +197,84 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
         "{described}"
     );
 
-    // Scale to one: one Pod left.
+    // Expose it: the endpointslice controller (Rust) fills the Service's EndpointSlice and
+    // Endpoints with the three Pods, as kube-controller-manager does.
+    s.kubectl_ok(&[
+        "expose",
+        "deployment",
+        "web",
+        "--port=80",
+        "--target-port=8080",
+    ]);
+    let service = s.kubectl_json(&["get", "service", "web"]);
+    let slice = wait_endpoints(&s, &ips);
+    assert_eq!(slice["addressType"], "IPv4");
+    assert_eq!(
+        slice["ports"],
+        json!([{"name": "", "protocol": "TCP", "port": 8080}])
+    );
+    assert_eq!(
+        slice["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"],
+        "endpointslice-controller.k8s.io"
+    );
+    assert!(slice["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("web-"));
+    assert_eq!(controller_ref(&slice)["uid"], service["metadata"]["uid"]);
+    for ep in slice["endpoints"].as_array().unwrap() {
+        assert_eq!(
+            ep["conditions"],
+            json!({"ready": true, "serving": true, "terminating": false}),
+            "{slice}"
+        );
+        assert_eq!(ep["targetRef"]["kind"], "Pod");
+        assert_eq!(ep["nodeName"], "turtle-node-1");
+    }
+    let endpoints = s.kubectl_json(&["get", "endpoints", "web"]);
+    let mut addrs: Vec<String> = endpoints["subsets"][0]["addresses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["ip"].as_str().unwrap().to_owned())
+        .collect();
+    addrs.sort();
+    assert_eq!(addrs, ips, "{endpoints}");
+    assert_eq!(
+        endpoints["subsets"][0]["ports"],
+        json!([{"port": 8080, "protocol": "TCP"}])
+    );
+    let described = s.kubectl_ok(&["describe", "service", "web"]);
+    assert!(
+        described.contains(&format!("{}:8080", ips[0])),
+        "{described}"
+    );
+
+    // Scale to one: one Pod left, and one endpoint.
     s.kubectl_ok(&["scale", "deployment", "web", "--replicas=1"]);
-    poll("one pod left", DEADLINE, || {
+    let left = poll("one pod left", DEADLINE, || {
         let ps = pods(&s);
-        (ps.len() == 1 && running(&ps[0])).then_some(())
+        (ps.len() == 1 && running(&ps[0]))
+            .then(|| ps[0]["status"]["podIP"].as_str().unwrap().to_owned())
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "pods", "-o", "wide"])));
     let out = s.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
     assert!(out.contains("successfully rolled out"), "{out}");
+    wait_endpoints(&s, &[left]);
+    // And back up to two: the new Pod joins once it runs.
+    s.kubectl_ok(&["scale", "deployment", "web", "--replicas=2"]);
+    let two = poll("two running pods", DEADLINE, || {
+        let ps = pods(&s);
+        let mut ips: Vec<String> = ps
+            .iter()
+            .filter(|p| running(p))
+            .map(|p| p["status"]["podIP"].as_str().unwrap().to_owned())
+            .collect();
+        ips.sort();
+        (ips.len() == 2).then_some(ips)
+    })
+    .unwrap();
+    wait_endpoints(&s, &two);
 
     // Delete the Deployment: the garbage collector removes its ReplicaSet and Pods.
     s.kubectl_ok(&["delete", "deployment", "web"]);
@@ -179,6 +284,26 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
         (rss["items"].as_array()?.is_empty() && ps["items"].as_array()?.is_empty()).then_some(())
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "rs,pods"])));
+    // No Pods: an empty slice; the Service deleted: its slice (owner reference) and its
+    // Endpoints (the controller) go.
+    wait_endpoints(&s, &[]);
+    s.kubectl_ok(&["delete", "service", "web"]);
+    poll("the slice and Endpoints of web to go", DEADLINE, || {
+        let slices = s.kubectl_json(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=web",
+        ]);
+        let eps = s.kubectl(&["get", "endpoints", "web"]);
+        (slices["items"].as_array()?.is_empty() && !eps.status.success()).then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            s.kubectl_ok(&["get", "endpointslices,endpoints"])
+        )
+    });
 
     // The pod watch saw each Pod added Pending, run, and deleted.
     let mut by_pod: std::collections::HashMap<String, Vec<(String, String)>> = Default::default();

@@ -53,7 +53,17 @@ fn test(extra: &[String]) -> Result<()> {
         "--check",
     ]))?;
     guests(&[])?;
-    // The guest SDKs' own unit tests, natively (their toolchains are there after `guests`).
+    // The guest SDKs' own unit tests, natively (their toolchains are there after `guests`), and
+    // the Rust examples' that have pure logic to test.
+    run(cargo().args([
+        "test",
+        "--manifest-path",
+        GUEST_RUST_MANIFEST,
+        "--target-dir",
+        GUEST_RUST_TARGET_DIR,
+        "-p",
+        "endpointslice",
+    ]))?;
     run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
     run(Command::new("python3").args([
         "-m",
@@ -65,8 +75,11 @@ fn test(extra: &[String]) -> Result<()> {
     run(Command::new("npm").args(["test", "--prefix", "guest-examples/js"]))?;
     // The client-compatibility tests drive the Python `kubernetes` client.
     python_kubernetes()?;
-    // The end-to-end tests spawn the real binary: build it first.
-    run(cargo().args(["build", "-p", "turtles"]))?;
+    // The end-to-end tests spawn the real binary: build it first, with every test target in the
+    // same invocation so that the binary and the tests share one feature resolution (a plain
+    // `build -p turtles` resolves features without the test dependencies and compiles wasmtime
+    // a second time).
+    run(cargo().args(["build", "--workspace", "--all-targets"]))?;
     cargo_test(extra)
 }
 
@@ -332,12 +345,14 @@ fn bench(extra: &[String]) -> Result<()> {
 }
 
 /// The example controllers a newcomer's host loads (the test-only guests stay out): the
-/// workload story (Deployment in Python, ReplicaSet in JavaScript, a fake kubelet in C), the
+/// workload story (Deployment in Python, ReplicaSet in JavaScript, a fake kubelet in C, the
+/// EndpointSlices of Services in Rust), the
 /// certificate story (Rust) and the labeler.
 const DEMO_CONTROLLERS: &[&str] = &[
     "deployment",
     "replicaset",
     "node",
+    "endpointslice",
     "certificate",
     "issuer",
     "issuer-ready",

@@ -408,7 +408,7 @@ async fn posted_object(state: &AppState, req: Request) -> Result<Value, ApiError
 
 /// TokenRequest: a token for the service account, as kube's `serviceaccount/storage/token.go`
 /// (audiences default to the API server's; `expirationSeconds` at least 10 minutes, default an
-/// hour). `boundObjectRef` is not supported yet.
+/// hour; `boundObjectRef` to a Pod, Secret or Node in the claims).
 fn token_request(state: &AppState, target: &Target, mut req: Value) -> Result<Value, ApiError> {
     use crate::auth::serviceaccount::{DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION};
     let ns = target.namespace.clone().unwrap_or_default();
@@ -437,12 +437,11 @@ fn token_request(state: &AppState, target: &Target, mut req: Value) -> Result<Va
             format!("Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
         ));
     }
-    if spec.get("boundObjectRef").is_some_and(|b| !b.is_null()) {
-        return Err(invalid(
-            "spec.boundObjectRef",
-            "Invalid value: \"object\": bound tokens are not supported by this server".into(),
-        ));
-    }
+    let bound_ref = spec.get("boundObjectRef").filter(|b| !b.is_null()).cloned();
+    let bound = match &bound_ref {
+        Some(r) => bind_token(state, &ns, r)?,
+        None => Default::default(),
+    };
     let audiences: Vec<String> = spec
         .get("audiences")
         .and_then(Value::as_array)
@@ -456,7 +455,7 @@ fn token_request(state: &AppState, target: &Target, mut req: Value) -> Result<Va
         .unwrap_or_else(|| vec![ISSUER.to_owned()]);
     let uid = crate::model::meta::meta_str(&sa.value, "uid").unwrap_or("");
     let (token, exp) = issuer
-        .issue(&ns, &name, uid, &audiences, seconds)
+        .issue(&ns, &name, uid, &audiences, seconds, &bound)
         .ok_or_else(|| ApiError::internal("signing the token failed"))?;
     let expires = chrono::DateTime::from_timestamp(exp, 0)
         .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
@@ -472,7 +471,7 @@ fn token_request(state: &AppState, target: &Target, mut req: Value) -> Result<Va
         }
         m.insert(
             "spec".into(),
-            json!({"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": null}),
+            json!({"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": bound_ref}),
         );
         m.insert(
             "status".into(),
@@ -480,6 +479,88 @@ fn token_request(state: &AppState, target: &Target, mut req: Value) -> Result<Va
         );
     }
     Ok(req)
+}
+
+/// The objects a TokenRequest's `boundObjectRef` binds the token to, as kube's token REST checks
+/// them: a core/v1 Pod or Secret in the account's namespace, or a Node; it must exist (404) and
+/// have the given uid if one is given (409); a Pod's Node is recorded too when it exists.
+fn bind_token(
+    state: &AppState,
+    ns: &str,
+    r: &Value,
+) -> Result<crate::auth::serviceaccount::Bound, ApiError> {
+    use crate::auth::serviceaccount::{Bound, BoundRef};
+    let api_version = r["apiVersion"].as_str().unwrap_or("");
+    let kind = r["kind"].as_str().unwrap_or("");
+    let name = r["name"].as_str().unwrap_or("");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let (resource, namespace) = match (group, kind) {
+        ("", "Pod") => ("pods", ns),
+        ("", "Secret") => ("secrets", ns),
+        ("", "Node") => ("nodes", ""),
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "cannot bind token to object of type {group}/{version}, Kind={kind}"
+            )))
+        }
+    };
+    let get = |resource: &str, namespace: &str, name: &str| {
+        state
+            .service
+            .store
+            .get(&crate::model::ObjectKey::new(resource, namespace, name))
+    };
+    let obj =
+        get(resource, namespace, name).ok_or_else(|| ApiError::not_found("", resource, name))?;
+    let uid = crate::model::meta::meta_str(&obj.value, "uid")
+        .unwrap_or("")
+        .to_owned();
+    if let Some(want) = r["uid"].as_str().filter(|u| !u.is_empty()) {
+        if want != uid {
+            return Err(ApiError::conflict_message(
+                "",
+                kind,
+                name,
+                &format!(
+                    "the UID in the bound object reference ({want}) does not match the UID in \
+                     record ({uid}). The object might have been deleted and then recreated"
+                ),
+            ));
+        }
+    }
+    let this = Some(BoundRef {
+        name: name.to_owned(),
+        uid,
+    });
+    Ok(match kind {
+        "Pod" => {
+            let node = obj
+                .value
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .and_then(|n| {
+                    let node = get("nodes", "", n)?;
+                    Some(BoundRef {
+                        name: n.to_owned(),
+                        uid: crate::model::meta::meta_str(&node.value, "uid")?.to_owned(),
+                    })
+                });
+            Bound {
+                pod: this,
+                node,
+                ..Bound::default()
+            }
+        }
+        "Secret" => Bound {
+            secret: this,
+            ..Bound::default()
+        },
+        _ => Bound {
+            node: this,
+            ..Bound::default()
+        },
+    })
 }
 
 fn required_namespace(t: &Target) -> Result<String, ApiError> {

@@ -4,7 +4,8 @@
 //! `exp`, `iat`, `nbf`, `jti`, and `kubernetes.io` with the namespace and the service account's
 //! name and uid). A token authenticates as the service account (groups
 //! `system:serviceaccounts`, `system:serviceaccounts:NS`) while it is within its validity, has
-//! the API server's audience and the account it names still exists with that uid.
+//! the API server's audience and the account it names still exists with that uid — and, for a
+//! token bound to a Pod, Secret or Node (`boundObjectRef`), while that object does too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,8 +106,9 @@ impl TokenIssuer {
                          "alg": "ES256", "x": B64.encode(x), "y": B64.encode(y)}]})
     }
 
-    /// A signed token for the service account `ns/name` (uid `uid`), valid for `seconds`.
-    /// Returns it and its expiry (seconds since the epoch).
+    /// A signed token for the service account `ns/name` (uid `uid`), valid for `seconds`,
+    /// bound to the objects in `bound` (kube's TokenRequest `boundObjectRef`). Returns it and its
+    /// expiry (seconds since the epoch).
     pub fn issue(
         &self,
         ns: &str,
@@ -114,17 +116,30 @@ impl TokenIssuer {
         uid: &str,
         audiences: &[String],
         seconds: i64,
+        bound: &Bound,
     ) -> Option<(String, i64)> {
         let iat = now();
         let exp = iat + seconds;
         let header = json!({"alg": "ES256", "kid": self.kid});
+        // kube's private claims, in its field order: namespace, serviceaccount, then the
+        // objects the token is bound to.
+        let mut k8s = json!({"namespace": ns, "serviceaccount": {"name": name, "uid": uid}});
+        for (claim, r) in [
+            ("pod", &bound.pod),
+            ("secret", &bound.secret),
+            ("node", &bound.node),
+        ] {
+            if let Some(r) = r {
+                k8s[claim] = json!({"name": r.name, "uid": r.uid});
+            }
+        }
         let claims = json!({
             "aud": audiences,
             "exp": exp,
             "iat": iat,
             "iss": ISSUER,
             "jti": uuid::Uuid::new_v4().to_string(),
-            "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name, "uid": uid}},
+            "kubernetes.io": k8s,
             "nbf": iat,
             "sub": format!("system:serviceaccount:{ns}:{name}"),
         });
@@ -172,11 +187,25 @@ impl TokenIssuer {
         let ns = k["namespace"].as_str()?;
         let name = k["serviceaccount"]["name"].as_str()?;
         let uid = k["serviceaccount"]["uid"].as_str()?;
-        let sa = self
-            .store
-            .get(&ObjectKey::new("serviceaccounts", ns, name))?;
-        if crate::model::meta::meta_str(&sa.value, "uid") != Some(uid) {
+        if !self.alive(&ObjectKey::new("serviceaccounts", ns, name), uid) {
             return None;
+        }
+        // A bound token dies with the object it is bound to (kube's claims validator: gone,
+        // recreated with another uid, or deleting for longer than the leeway).
+        for (claim, resource, namespace) in [
+            ("pod", "pods", ns),
+            ("secret", "secrets", ns),
+            ("node", "nodes", ""),
+        ] {
+            let Some(r) = k.get(claim).filter(|r| !r.is_null()) else {
+                continue;
+            };
+            let (Some(n), Some(u)) = (r["name"].as_str(), r["uid"].as_str()) else {
+                return None;
+            };
+            if !self.alive(&ObjectKey::new(resource, namespace, n), u) {
+                return None;
+            }
         }
         Some(UserInfo {
             name: format!("system:serviceaccount:{ns}:{name}"),
@@ -188,6 +217,42 @@ impl TokenIssuer {
             ],
         })
     }
+}
+
+impl TokenIssuer {
+    /// Whether the object exists with this uid and has not been deleting for longer than
+    /// kube's leeway (a minute).
+    fn alive(&self, key: &ObjectKey, uid: &str) -> bool {
+        let Some(obj) = self.store.get(key) else {
+            return false;
+        };
+        if crate::model::meta::meta_str(&obj.value, "uid") != Some(uid) {
+            return false;
+        }
+        let deleting_since = crate::model::meta::meta_str(&obj.value, "deletionTimestamp")
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp());
+        deleting_since.is_none_or(|t| t >= now() - LEEWAY)
+    }
+}
+
+/// kube's leeway (go-jose's `DefaultLeeway`) for objects being deleted.
+const LEEWAY: i64 = 60;
+
+/// One object a token is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoundRef {
+    pub name: String,
+    pub uid: String,
+}
+
+/// What a token is bound to (TokenRequest `boundObjectRef`): a Pod (and then also the Node it
+/// runs on, as kube 1.32+ records it), a Secret, or a Node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bound {
+    pub pod: Option<BoundRef>,
+    pub secret: Option<BoundRef>,
+    pub node: Option<BoundRef>,
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -228,7 +293,9 @@ mod tests {
     async fn tokens_verify_only_while_valid_and_unaltered() {
         let (issuer, dir) = issuer_with_account("sa-tokens").await;
         let aud = vec![ISSUER.to_owned()];
-        let (token, _) = issuer.issue("ns", "sa", "u1", &aud, 600).unwrap();
+        let (token, _) = issuer
+            .issue("ns", "sa", "u1", &aud, 600, &Bound::default())
+            .unwrap();
         let user = issuer.verify(&token).unwrap();
         assert_eq!(user.name, "system:serviceaccount:ns:sa");
         assert_eq!(
@@ -240,13 +307,24 @@ mod tests {
             ]
         );
         // Expired, another audience, another uid, a forged signature: refused.
-        let (expired, _) = issuer.issue("ns", "sa", "u1", &aud, -1).unwrap();
+        let (expired, _) = issuer
+            .issue("ns", "sa", "u1", &aud, -1, &Bound::default())
+            .unwrap();
         assert!(issuer.verify(&expired).is_none());
         let (other, _) = issuer
-            .issue("ns", "sa", "u1", &["vault".to_owned()], 600)
+            .issue(
+                "ns",
+                "sa",
+                "u1",
+                &["vault".to_owned()],
+                600,
+                &Bound::default(),
+            )
             .unwrap();
         assert!(issuer.verify(&other).is_none());
-        let (stale, _) = issuer.issue("ns", "sa", "u0", &aud, 600).unwrap();
+        let (stale, _) = issuer
+            .issue("ns", "sa", "u0", &aud, 600, &Bound::default())
+            .unwrap();
         assert!(issuer.verify(&stale).is_none());
         let mut parts: Vec<&str> = token.split('.').collect();
         let forged_claims = B64.encode(
