@@ -349,6 +349,29 @@ fn bodies_are_decoded_as_kube_decodes_them() {
         .as_str()
         .unwrap()
         .ends_with("cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"));
+    // Quantities are stored in kube's canonical form (numbers too); a malformed one is 400.
+    let r = http.post_json(
+        pods,
+        &json!({"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"requests": {"cpu": 0.5, "memory": "1024Mi"},
+                          "limits": {"cpu": "1000m", "memory": "1.5Gi", "ephemeral-storage": "1e3"}}}]}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json()["spec"]["containers"][0]["resources"],
+        json!({"requests": {"cpu": "500m", "memory": "1Gi"},
+               "limits": {"cpu": "1", "memory": "1536Mi", "ephemeral-storage": "1e3"}})
+    );
+    let r = http.post_json(
+        pods,
+        &json!({"metadata": {"name": "bad-q"}, "spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"requests": {"cpu": "lots"}}}]}}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "Pod in version \"v1\" cannot be handled as a Pod: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    );
     // Unknown fields: refused with Strict, warned about with Warn (the default), dropped.
     let body = json!({"metadata": {"name": "unknown"}, "bogus": 1, "data": {"k": "v"}});
     let r = http.post_json(&format!("{cms}?fieldValidation=Strict"), &body);

@@ -25,6 +25,15 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// An API object (object, list, Table, Status-like review answer) as kube's JSON serializer
+/// writes it: the bytes followed by a newline (Go's `json.Encoder`), with kube's content type.
+pub fn object_json_response(code: StatusCode, json: &[u8]) -> Response {
+    let mut body = Vec::with_capacity(json.len() + 1);
+    body.extend_from_slice(json);
+    body.push(b'\n');
+    json_response(code, body)
+}
+
 /// A JSON response with kube's content type.
 pub fn json_response(code: StatusCode, body: impl Into<axum::body::Body>) -> Response {
     let mut resp = Response::new(body.into());

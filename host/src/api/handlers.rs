@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Value};
 
-use super::error::json_response;
+use super::error::{json_response, object_json_response};
 use super::request_info::RequestInfo;
 use super::{discovery, table, watch, AppState, MAX_BODY};
 use crate::model::{ApiError, ResourceInfo};
@@ -100,12 +100,18 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         state.service.bind_pod(&ns, &name, &binding).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201});
-        return Ok(json_response(StatusCode::CREATED, status.to_string()));
+        return Ok(object_json_response(
+            StatusCode::CREATED,
+            status.to_string().as_bytes(),
+        ));
     }
     if target.token {
         let request = posted_object(state, req).await?;
         let answer = token_request(state, &target, request)?;
-        return Ok(json_response(StatusCode::CREATED, answer.to_string()));
+        return Ok(object_json_response(
+            StatusCode::CREATED,
+            answer.to_string().as_bytes(),
+        ));
     }
     if target.ri.group == crate::runtime::controller::GROUP
         && target.ri.resource == crate::runtime::controller::RESOURCE
@@ -272,7 +278,10 @@ async fn scale(
         Method::GET => {
             let obj = svc.get(ri, &ns, &name)?;
             let scale = crate::service::Service::scale_of(ri, &obj)?;
-            return Ok(json_response(StatusCode::OK, scale.to_string()));
+            return Ok(object_json_response(
+                StatusCode::OK,
+                scale.to_string().as_bytes(),
+            ));
         }
         Method::PUT => {
             let opts = write_options(query, &None)?;
@@ -304,7 +313,7 @@ async fn scale(
         }
     };
     let scale = crate::service::Service::scale_of(ri, &written.object)?;
-    let mut resp = json_response(StatusCode::OK, scale.to_string());
+    let mut resp = object_json_response(StatusCode::OK, scale.to_string().as_bytes());
     add_warnings(&mut resp, &written.warnings);
     Ok(resp)
 }
@@ -836,12 +845,14 @@ pub fn object_response(
 ) -> Response {
     let obj = Service::present(ri, obj);
     match representation(headers) {
-        Representation::Full => json_response(code, obj.json.clone()),
-        Representation::PartialMetadata => json_response(code, partial_metadata(&obj).to_string()),
+        Representation::Full => object_json_response(code, &obj.json),
+        Representation::PartialMetadata => {
+            object_json_response(code, partial_metadata(&obj).to_string().as_bytes())
+        }
         Representation::Table => {
             let rv = obj.rv.to_string();
             let t = table::render(ri, std::slice::from_ref(&obj), &rv, None, query);
-            json_response(code, t.to_string())
+            object_json_response(code, t.to_string().as_bytes())
         }
     }
 }
@@ -864,7 +875,7 @@ fn list_response(
     match representation(headers) {
         Representation::Table => {
             let t = table::render(ri, &page.items, &rv, page.continue_token.as_deref(), query);
-            json_response(StatusCode::OK, t.to_string())
+            object_json_response(StatusCode::OK, t.to_string().as_bytes())
         }
         Representation::PartialMetadata => {
             let mut meta = json!({"resourceVersion": rv});
@@ -873,7 +884,7 @@ fn list_response(
             }
             let items: Vec<Value> = page.items.iter().map(|o| partial_metadata(o)).collect();
             let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": items});
-            json_response(StatusCode::OK, body.to_string())
+            object_json_response(StatusCode::OK, body.to_string().as_bytes())
         }
         Representation::Full => {
             // Splice the stored bytes: a list never re-serializes its objects.
@@ -901,7 +912,7 @@ fn list_response(
                 }
                 buf.put_slice(&o.json);
             }
-            buf.put_slice(b"]}");
+            buf.put_slice(b"]}\n");
             json_response(StatusCode::OK, Body::from(buf.freeze()))
         }
     }

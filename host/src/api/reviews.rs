@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::error::json_response;
+use super::error::object_json_response;
 use super::AppState;
 use crate::auth::{Attributes, Decision, UserInfo};
 use crate::model::{ApiError, ResourceInfo};
@@ -141,5 +141,8 @@ pub fn handle(
         _ => return Err(ApiError::path_not_found()),
     };
     out["status"] = status;
-    Ok(json_response(StatusCode::CREATED, out.to_string()))
+    Ok(object_json_response(
+        StatusCode::CREATED,
+        out.to_string().as_bytes(),
+    ))
 }

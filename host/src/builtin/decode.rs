@@ -8,8 +8,8 @@
 //!   `spec.containers[0].bogus`), for the caller to refuse or warn per `fieldValidation`;
 //! - `null` for a field leaves it unset, as it leaves the Go field at its zero value, which is
 //!   then omitted;
-//! - a number where kube takes a `Quantity` becomes its string, as `Quantity`'s JSON decoding
-//!   accepts numbers.
+//! - a `Quantity` (a string, or a number as `Quantity`'s JSON decoding accepts them) is stored in
+//!   kube's canonical form (`0.5` -> `500m`), a malformed one refused with kube's message.
 //!
 //! Kinds turtles serves without a definition (its own `Controller`) are left as they are.
 
@@ -125,14 +125,16 @@ impl<'a> Decoder<'a> {
         };
         match def_name {
             Some(QUANTITY) => {
-                return match v {
-                    Value::String(_) => Ok(()),
-                    Value::Number(n) => {
-                        *v = Value::String(n.to_string());
-                        Ok(())
-                    }
-                    other => Err(self.type_error(go_type_name(other), schema_ref(QUANTITY))),
+                // Stored in kube's canonical form (`0.5` -> `500m`), numbers included.
+                let text = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    other => return Err(self.type_error(go_type_name(other), schema_ref(QUANTITY))),
                 };
+                let canonical =
+                    super::quantity::canonical(&text).map_err(|e| DecodeError(e.to_string()))?;
+                *v = Value::String(canonical);
+                return Ok(());
             }
             Some(INT_OR_STRING) => {
                 return match v {

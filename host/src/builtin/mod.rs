@@ -9,6 +9,7 @@ pub mod defaults;
 pub mod definitions;
 pub mod kubernetes_service;
 pub mod protobuf;
+pub mod quantity;
 
 /// A served built-in resource. Singular names are the lower-cased kind, as in kube.
 pub struct Builtin {
