@@ -1064,6 +1064,12 @@ fn openapi_follows_the_crd_schema() {
     assert!(schema["properties"]["spec"]["properties"]
         .get("keystores")
         .is_none());
+    let v2_keystores = || {
+        get_raw(&s, "/openapi/v2")["definitions"]["io.cert-manager.v1.Certificate"]["properties"]
+            ["spec"]["properties"]["keystores"]["type"]
+            .clone()
+    };
+    assert_eq!(v2_keystores(), serde_json::Value::Null);
 
     // Update the CRD with a new field: a new document under a new hash.
     let updated = CRD_YAML.replace(
@@ -1083,6 +1089,8 @@ fn openapi_follows_the_crd_schema() {
         schema["properties"]["spec"]["properties"]["keystores"]["type"], "string",
         "{doc}"
     );
+    // The v2 document (cached between changes) follows too.
+    assert_eq!(v2_keystores(), "string");
     // The new field is accepted under kubectl's strict validation, and explained.
     apply(&s, &cert_yaml("ks", "  keystores: jks\n"));
     let c = s.kubectl_json(&["get", "cert", "ks"]);

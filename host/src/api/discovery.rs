@@ -296,8 +296,7 @@ pub async fn openapi_v2(
     if !json_ok {
         return ApiError::path_not_found().into_response();
     }
-    let doc = super::openapi::document_v2(&state);
-    json_response(StatusCode::OK, doc.to_string())
+    json_response(StatusCode::OK, super::openapi::document_v2_bytes(&state))
 }
 
 /// OpenAPI v3 index: one document per group-version, addressed with a content hash.

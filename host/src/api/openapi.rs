@@ -300,6 +300,42 @@ fn build_v3(
     })
 }
 
+/// The v2 document serialized, built once per state of what is served: kept until a resource
+/// is added or removed or a CRD changes (its key names every resource and each CRD's
+/// resourceVersion), so a request costs a reference count, not 1.4 MB of definitions cloned and
+/// serialized.
+pub fn document_v2_bytes(state: &AppState) -> bytes::Bytes {
+    static CACHE: OnceLock<Mutex<Option<(String, bytes::Bytes)>>> = OnceLock::new();
+    let resources = state.registry.snapshot();
+    let mut key = String::new();
+    for r in resources.iter() {
+        key.push_str(&r.group);
+        key.push('/');
+        key.push_str(&r.version);
+        key.push('/');
+        key.push_str(&r.resource);
+        if let Some(c) = &r.custom {
+            let crd = state.service.store.get(&ObjectKey::new(
+                &format!("{}.{}", crate::crd::RESOURCE, crate::crd::GROUP),
+                "",
+                &c.crd_name,
+            ));
+            key.push('@');
+            key.push_str(&crd.map(|o| o.rv.to_string()).unwrap_or_default());
+        }
+        key.push(' ');
+    }
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((k, doc)) = cache.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if *k == key {
+            return doc.clone();
+        }
+    }
+    let doc = bytes::Bytes::from(document_v2(state).to_string());
+    *cache.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, doc.clone()));
+    doc
+}
+
 /// The v2 (swagger) document: every definition kube publishes, each custom resource's schema,
 /// and the paths of everything served.
 pub fn document_v2(state: &AppState) -> Value {
