@@ -167,40 +167,47 @@ fn patches_cannot_build_objects_too_deep_or_too_big_and_nothing_bricks_the_store
 fn objects_beyond_the_size_limit_are_refused_with_413_on_every_path() {
     let s = Server::start().unwrap();
     let mallory = tenant(&s);
+    // A ConfigMap over kube's 1 MiB of data is invalid before it reaches the store, as in kube.
     let cms = "/api/v1/namespaces/tenant/configmaps";
-    // 2 MiB: under the 3 MiB body limit, over the 1.5 MiB an object may have.
     let big = "y".repeat(2 << 20);
     let r = mallory.post_json(
         cms,
         &json!({"metadata": {"name": "big"}, "data": {"k": big}}),
     );
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "ConfigMap \"big\" is invalid: Too long: may not be more than 1048576 bytes"
+    );
+    assert_eq!(mallory.get(&format!("{cms}/big")).status, 404);
+
+    // What no kind's validation bounds, the store does: 2 MiB in a custom resource (under the
+    // 3 MiB body limit, over the 1.5 MiB an object may have).
+    let r = mallory.post_json(THINGS, &thing("big", json!({"k": big})));
     let st = assert_status(&r, 413, "RequestEntityTooLarge");
     assert!(
         st["message"].as_str().unwrap().contains("limit is 1572864"),
         "{st}"
     );
-    assert_eq!(mallory.get(&format!("{cms}/big")).status, 404);
+    assert_eq!(mallory.get(&format!("{THINGS}/big")).status, 404);
 
     // Grown by patches, 1 MiB at a time, it stops at the limit.
-    let r = mallory.post_json(
-        cms,
-        &json!({"metadata": {"name": "grow"}, "data": {"a": "z".repeat(1 << 20)}}),
-    );
+    let r = mallory.post_json(THINGS, &thing("grow", json!({"a": "z".repeat(1 << 20)})));
     assert_eq!(r.status, 201, "{}", r.text());
     let r = mallory.patch(
-        &format!("{cms}/grow"),
+        &format!("{THINGS}/grow"),
         MERGE_PATCH,
-        &json!({"data": {"b": "z".repeat(1 << 20)}}),
+        &json!({"spec": {"b": "z".repeat(1 << 20)}}),
     );
     assert_status(&r, 413, "RequestEntityTooLarge");
     let r = mallory.patch(
-        &format!("{cms}/grow"),
+        &format!("{THINGS}/grow"),
         JSON_PATCH,
-        &json!([{"op": "copy", "from": "/data/a", "path": "/data/c"}]),
+        &json!([{"op": "copy", "from": "/spec/a", "path": "/spec/c"}]),
     );
     assert_status(&r, 413, "RequestEntityTooLarge");
-    let got = mallory.get(&format!("{cms}/grow")).json();
-    assert_eq!(got["data"].as_object().unwrap().len(), 1, "nothing grew");
+    let got = mallory.get(&format!("{THINGS}/grow")).json();
+    assert_eq!(got["spec"].as_object().unwrap().len(), 1, "nothing grew");
 
     // kubectl shows the refusal.
     let file = s.data_dir.join("big.txt");
@@ -209,7 +216,10 @@ fn objects_beyond_the_size_limit_are_refused_with_413_on_every_path() {
     let out = s.kubectl(&["-n", "tenant", "create", "configmap", "big2", &from]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("too large"), "{err}");
+    assert!(
+        err.contains("Too long: may not be more than 1048576 bytes"),
+        "{err}"
+    );
 }
 
 /// Put raw bytes under an object's key in a stopped host's store.

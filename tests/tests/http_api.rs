@@ -41,11 +41,17 @@ fn oversized_body_is_rejected() {
         .post_json(CMS, &configmap("big", &[], &[("blob", &big)]));
     assert_status(&r, 413, "RequestEntityTooLarge");
     assert_eq!(s.http().get(&format!("{CMS}/big")).status, 404);
-    // Just under the body limit is read, but an object that large is not stored (etcd's limit).
+    // Just under the body limit is read, but an object that large is not stored (etcd's limit):
+    // an Event, whose message no validation bounds (a ConfigMap's data is limited to 1 MiB by
+    // kube's validation first).
+    let events = "/api/v1/namespaces/default/events";
+    let event = |name: &str, message: &str| {
+        serde_json::json!({"metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p"},
+            "message": message})
+    };
     let body_fits = "x".repeat(3 * 1024 * 1024 - 4096);
-    let r = s
-        .http()
-        .post_json(CMS, &configmap("body-fits", &[], &[("blob", &body_fits)]));
+    let r = s.http().post_json(events, &event("body-fits", &body_fits));
     let st = assert_status(&r, 413, "RequestEntityTooLarge");
     assert!(
         st["message"].as_str().unwrap().contains("limit is 1572864"),
@@ -53,9 +59,7 @@ fn oversized_body_is_rejected() {
     );
     // Just under the object limit is stored.
     let fits = "x".repeat(1536 * 1024 - 4096);
-    let r = s
-        .http()
-        .post_json(CMS, &configmap("fits", &[], &[("blob", &fits)]));
+    let r = s.http().post_json(events, &event("fits", &fits));
     assert_eq!(r.status, 201, "{}", r.text());
 }
 

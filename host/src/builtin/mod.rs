@@ -10,6 +10,7 @@ pub mod definitions;
 pub mod kubernetes_service;
 pub mod protobuf;
 pub mod quantity;
+pub mod validation;
 
 /// A served built-in resource. Singular names are the lower-cased kind, as in kube.
 pub struct Builtin {

@@ -201,7 +201,7 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
                 Vec::new()
             }
         }
-        _ => Vec::new(),
+        _ => crate::builtin::validation::validate(group, resource, obj, old),
     }
 }
 

@@ -1,0 +1,328 @@
+//! kube's validation of built-in kinds that the workload validation (`model::workloads`) does not
+//! cover: ConfigMaps and Secrets (`pkg/apis/core/validation`: `ValidateConfigMap`,
+//! `ValidateSecret` and their update rules), with kube's field paths and messages.
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::model::Cause;
+
+/// kube's `core.MaxSecretSize`: the most data a ConfigMap or Secret holds (1 MiB).
+pub const MAX_DATA_BYTES: usize = 1024 * 1024;
+
+const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
+
+/// Causes for the kinds this module knows (`old` is the stored object on update).
+pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    match (group, resource) {
+        ("", "configmaps") => config_map(obj, old),
+        ("", "secrets") => secret(obj, old),
+        _ => Vec::new(),
+    }
+}
+
+/// Go's `%q` of a string, which kube's `Invalid value` messages use.
+fn quoted(s: &str) -> String {
+    Value::String(s.to_owned()).to_string()
+}
+
+/// `validation.IsConfigMapKey`.
+fn config_key_errors(key: &str) -> Vec<&'static str> {
+    let mut errs = Vec::new();
+    if key.len() > 253 {
+        errs.push("must be no more than 253 characters");
+    }
+    if key.is_empty()
+        || !key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        errs.push(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. \
+             'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is \
+             '[-._a-zA-Z0-9]+')",
+        );
+    }
+    if key == "." {
+        errs.push("must not be '.'");
+    } else if key == ".." {
+        errs.push("must not be '..'");
+    } else if key.starts_with("..") {
+        errs.push("must not start with '..'");
+    }
+    errs
+}
+
+fn map_of<'a>(obj: &'a Value, field: &str) -> impl Iterator<Item = (&'a String, &'a Value)> {
+    obj.get(field)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+}
+
+fn key_causes(obj: &Value, field: &str, causes: &mut Vec<Cause>) {
+    for (key, _) in map_of(obj, field) {
+        for msg in config_key_errors(key) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                &format!("{field}[{key}]"),
+                format!("Invalid value: {}: {msg}", quoted(key)),
+            ));
+        }
+    }
+}
+
+/// The decoded length of a base64 value (what kube counts for `[]byte` fields).
+fn decoded_len(v: &Value) -> usize {
+    v.as_str()
+        .map(|s| {
+            base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_or(s.len(), |b| b.len())
+        })
+        .unwrap_or(0)
+}
+
+fn immutable(obj: &Value) -> bool {
+    obj.get("immutable").and_then(Value::as_bool) == Some(true)
+}
+
+/// `ValidateConfigMap` and `ValidateConfigMapUpdate`.
+fn config_map(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if let Some(old) = old.filter(|o| immutable(o)) {
+        if !immutable(obj) {
+            causes.push(Cause::new(
+                "FieldValueForbidden",
+                "immutable",
+                IMMUTABLE_SET,
+            ));
+        }
+        for field in ["data", "binaryData"] {
+            if obj.get(field) != old.get(field) {
+                causes.push(Cause::new("FieldValueForbidden", field, IMMUTABLE_SET));
+            }
+        }
+    }
+    key_causes(obj, "data", &mut causes);
+    let binary = obj.get("binaryData").and_then(Value::as_object);
+    for (key, _) in map_of(obj, "data") {
+        if binary.is_some_and(|b| b.contains_key(key)) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                &format!("data[{key}]"),
+                format!(
+                    "Invalid value: {}: duplicate of key present in binaryData",
+                    quoted(key)
+                ),
+            ));
+        }
+    }
+    key_causes(obj, "binaryData", &mut causes);
+    let size: usize = map_of(obj, "data")
+        .map(|(_, v)| v.as_str().map_or(0, str::len))
+        .sum::<usize>()
+        + map_of(obj, "binaryData")
+            .map(|(_, v)| decoded_len(v))
+            .sum::<usize>();
+    if size > MAX_DATA_BYTES {
+        causes.push(Cause::new(
+            "FieldValueTooLong",
+            "",
+            format!("Too long: may not be more than {MAX_DATA_BYTES} bytes"),
+        ));
+    }
+    causes
+}
+
+/// `ValidateSecret` and `ValidateSecretUpdate`.
+fn secret(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let ty = obj.get("type").and_then(Value::as_str).unwrap_or("");
+    if let Some(old) = old {
+        let old_ty = old.get("type").and_then(Value::as_str).unwrap_or("");
+        if ty != old_ty {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                "type",
+                format!("Invalid value: {}: field is immutable", quoted(ty)),
+            ));
+        }
+        if immutable(old) {
+            if !immutable(obj) {
+                causes.push(Cause::new(
+                    "FieldValueForbidden",
+                    "immutable",
+                    IMMUTABLE_SET,
+                ));
+            }
+            if obj.get("data") != old.get("data") {
+                causes.push(Cause::new("FieldValueForbidden", "data", IMMUTABLE_SET));
+            }
+        }
+    }
+    key_causes(obj, "data", &mut causes);
+    let size: usize = map_of(obj, "data").map(|(_, v)| decoded_len(v)).sum();
+    if size > MAX_DATA_BYTES {
+        causes.push(Cause::new(
+            "FieldValueTooLong",
+            "data",
+            format!("Too long: may not be more than {MAX_DATA_BYTES} bytes"),
+        ));
+    }
+    let data = obj.get("data").and_then(Value::as_object);
+    let has = |k: &str| data.is_some_and(|d| d.contains_key(k));
+    let required = |causes: &mut Vec<Cause>, field: String| {
+        causes.push(Cause::new("FieldValueRequired", &field, "Required value"));
+    };
+    let json_key = |causes: &mut Vec<Cause>, key: &str| {
+        let Some(v) = data.and_then(|d| d.get(key)) else {
+            required(causes, format!("data[{key}]"));
+            return;
+        };
+        let bytes = v
+            .as_str()
+            .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+            .unwrap_or_default();
+        if let Err(e) = serde_json::from_slice::<serde_json::Map<String, Value>>(&bytes) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                &format!("data[{key}]"),
+                format!("Invalid value: \"<secret contents redacted>\": {e}"),
+            ));
+        }
+    };
+    match ty {
+        "kubernetes.io/service-account-token" => {
+            let named = obj
+                .pointer("/metadata/annotations/kubernetes.io~1service-account.name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            if !named {
+                required(
+                    &mut causes,
+                    "metadata.annotations[kubernetes.io/service-account.name]".into(),
+                );
+            }
+        }
+        "kubernetes.io/dockercfg" => json_key(&mut causes, ".dockercfg"),
+        "kubernetes.io/dockerconfigjson" => json_key(&mut causes, ".dockerconfigjson"),
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            required(&mut causes, "data[username]".into());
+            required(&mut causes, "data[password]".into());
+        }
+        "kubernetes.io/ssh-auth"
+            if data
+                .and_then(|d| d.get("ssh-privatekey"))
+                .is_none_or(|v| decoded_len(v) == 0) =>
+        {
+            required(&mut causes, "data[ssh-privatekey]".into());
+        }
+        "kubernetes.io/tls" => {
+            for key in ["tls.crt", "tls.key"] {
+                if !has(key) {
+                    required(&mut causes, format!("data[{key}]"));
+                }
+            }
+        }
+        _ => {}
+    }
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn messages(causes: &[Cause]) -> Vec<String> {
+        causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    }
+
+    #[test]
+    fn config_map_keys_and_sizes_as_kube_checks_them() {
+        let ok = json!({"data": {"a.b_C-1": "x"}, "binaryData": {"bin": "AAE="}});
+        assert!(validate("", "configmaps", &ok, None).is_empty());
+        let bad =
+            json!({"data": {"a b": "x", "..x": "y", "dup": "z"}, "binaryData": {"dup": "AA=="}});
+        let m = messages(&validate("", "configmaps", &bad, None));
+        assert!(m.contains(&"data[a b]: Invalid value: \"a b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')".to_owned()), "{m:?}");
+        assert!(
+            m.contains(&"data[..x]: Invalid value: \"..x\": must not start with '..'".to_owned()),
+            "{m:?}"
+        );
+        assert!(
+            m.contains(
+                &"data[dup]: Invalid value: \"dup\": duplicate of key present in binaryData"
+                    .to_owned()
+            ),
+            "{m:?}"
+        );
+        let big = json!({"data": {"a": "x".repeat(MAX_DATA_BYTES), "b": "y"}});
+        assert_eq!(
+            messages(&validate("", "configmaps", &big, None)),
+            vec![": Too long: may not be more than 1048576 bytes"]
+        );
+    }
+
+    #[test]
+    fn immutable_config_maps_and_secrets_keep_their_data() {
+        let old = json!({"immutable": true, "data": {"a": "1"}});
+        let same =
+            json!({"immutable": true, "data": {"a": "1"}, "metadata": {"labels": {"x": "y"}}});
+        assert!(validate("", "configmaps", &same, Some(&old)).is_empty());
+        let changed = json!({"data": {"a": "2"}});
+        assert_eq!(
+            messages(&validate("", "configmaps", &changed, Some(&old))),
+            vec![
+                "immutable: Forbidden: field is immutable when `immutable` is set",
+                "data: Forbidden: field is immutable when `immutable` is set"
+            ]
+        );
+        let old = json!({"type": "Opaque", "immutable": true, "data": {"a": "MQ=="}});
+        let changed =
+            json!({"type": "kubernetes.io/tls", "immutable": true, "data": {"a": "Mg=="}});
+        assert_eq!(
+            messages(&validate("", "secrets", &changed, Some(&old))),
+            vec![
+                "type: Invalid value: \"kubernetes.io/tls\": field is immutable",
+                "data: Forbidden: field is immutable when `immutable` is set",
+                "data[tls.crt]: Required value",
+                "data[tls.key]: Required value"
+            ]
+        );
+    }
+
+    #[test]
+    fn secret_types_require_their_keys() {
+        let m = |v: Value| messages(&validate("", "secrets", &v, None));
+        assert_eq!(
+            m(json!({"type": "kubernetes.io/service-account-token"})),
+            vec!["metadata.annotations[kubernetes.io/service-account.name]: Required value"]
+        );
+        assert_eq!(
+            m(json!({"type": "kubernetes.io/basic-auth", "data": {}})),
+            vec![
+                "data[username]: Required value",
+                "data[password]: Required value"
+            ]
+        );
+        assert!(
+            m(json!({"type": "kubernetes.io/basic-auth", "data": {"password": ""}})).is_empty()
+        );
+        let bad_json = base64::engine::general_purpose::STANDARD.encode("{nope");
+        assert!(m(json!({"type": "kubernetes.io/dockerconfigjson",
+                          "data": {".dockerconfigjson": bad_json}}))[0]
+            .starts_with(
+                "data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": "
+            ));
+        assert!(
+            m(json!({"type": "kubernetes.io/ssh-auth", "data": {"ssh-privatekey": ""}}))
+                == vec!["data[ssh-privatekey]: Required value"]
+        );
+        assert!(m(json!({"type": "example.com/custom", "data": {"k": "dg=="}})).is_empty());
+    }
+}
