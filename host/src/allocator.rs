@@ -212,6 +212,18 @@ fn needs_node_port(spec: &Value) -> bool {
     matches!(str_at(spec, "type"), "NodePort" | "LoadBalancer")
 }
 
+/// kube's `NeedsHealthCheck`: a LoadBalancer that keeps traffic on the node it arrives at gets a
+/// node port for the load balancer's health checks.
+fn needs_health_check(spec: &Value) -> bool {
+    str_at(spec, "type") == "LoadBalancer" && str_at(spec, "externalTrafficPolicy") == "Local"
+}
+
+fn health_check_port(spec: &Value) -> i64 {
+    spec.get("healthCheckNodePort")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
 fn ports(spec: &Value) -> &[Value] {
     spec.get("ports")
         .and_then(Value::as_array)
@@ -311,6 +323,14 @@ fn prepare_update(spec: &mut Map<String, Value>, old: &Value) {
             }
         }
     }
+    if needs_health_check(old) {
+        let hc = health_check_port(&new_view);
+        if !needs_health_check(&new_view) && hc == health_check_port(old) {
+            spec.remove("healthCheckNodePort");
+        } else if needs_health_check(&new_view) && hc == 0 {
+            spec.insert("healthCheckNodePort".into(), json!(health_check_port(old)));
+        }
+    }
     if str_at(old, "type") != str_at(&new_view, "type")
         && !needs_node_port(&new_view)
         && old.get("externalTrafficPolicy") == spec.get("externalTrafficPolicy")
@@ -344,7 +364,8 @@ impl Allocators {
                 }
             }
         }
-        for p in node_ports(spec) {
+        let health_check = needs_health_check(spec).then(|| health_check_port(spec));
+        for p in node_ports(spec).into_iter().chain(health_check) {
             if let Ok(p) = u16::try_from(p) {
                 items.push(Item::Port(p));
             }
@@ -454,6 +475,64 @@ impl Allocators {
                 .filter_map(|&p| u16::try_from(p).ok())
                 .map(Item::Port),
         );
+        self.health_check_port(op, spec, old)
+    }
+
+    /// kube's `allocHealthCheckNodePort` / `updateHealthCheckNodePort`: a LoadBalancer with
+    /// `externalTrafficPolicy: Local` gets `healthCheckNodePort` (the requested one if it is
+    /// free, else the next free node port), kept across updates and released when no longer
+    /// needed; any other Service may not set it.
+    fn health_check_port(
+        &self,
+        op: &mut Op<'_>,
+        spec: &mut Map<String, Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let view = Value::Object(spec.clone());
+        let held = old
+            .filter(|o| needs_health_check(o))
+            .map(health_check_port)
+            .unwrap_or(0);
+        let mut kept = 0;
+        if !needs_health_check(&view) {
+            if health_check_port(&view) != 0 {
+                return Err(invalid(
+                    op.name,
+                    vec![Cause::new(
+                        "FieldValueForbidden",
+                        "spec.healthCheckNodePort",
+                        "Forbidden: may only be set when `type` is 'LoadBalancer' and \
+                         `externalTrafficPolicy` is 'Local'",
+                    )],
+                ));
+            }
+        } else {
+            let requested = health_check_port(&view);
+            if requested == 0 {
+                let port = self.next_port(op.st, op.txn).map_err(|e| {
+                    ApiError::internal(format!(
+                        "failed to allocate a HealthCheck NodePort 0: {}",
+                        e.message
+                    ))
+                })?;
+                spec.insert("healthCheckNodePort".into(), json!(port));
+                kept = port;
+            } else if requested == held {
+                kept = held;
+            } else {
+                self.reserve_port(op.st, op.txn, requested).map_err(|msg| {
+                    ApiError::internal(format!(
+                        "failed to allocate requested HealthCheck NodePort {requested}: {msg}"
+                    ))
+                })?;
+                kept = requested;
+            }
+        }
+        if held != 0 && held != kept {
+            if let Ok(p) = u16::try_from(held) {
+                op.txn.release.push(Item::Port(p));
+            }
+        }
         Ok(())
     }
 
@@ -857,6 +936,55 @@ mod tests {
         a.commit(a.allocate(&mut s, None).unwrap());
         assert!(s["spec"].get("clusterIP").is_none());
         assert_eq!(a.allocated(), (0, 0));
+    }
+
+    #[test]
+    fn health_check_node_ports_for_local_load_balancers() {
+        let a = small();
+        let lb = |hc: Value| {
+            let mut spec = json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                                  "ports": [{"port": 80}]});
+            if !hc.is_null() {
+                spec["healthCheckNodePort"] = hc;
+            }
+            spec
+        };
+        let mut s1 = svc("a", lb(Value::Null));
+        a.commit(a.allocate(&mut s1, None).unwrap());
+        let hc = s1["spec"]["healthCheckNodePort"].as_i64().unwrap();
+        assert!(
+            a.ports.contains(hc) && hc != s1["spec"]["ports"][0]["nodePort"],
+            "{s1}"
+        );
+        // A requested one that is taken: kube's internal error.
+        let mut s2 = svc("b", lb(json!(hc)));
+        let e = a.allocate(&mut s2, None).unwrap_err();
+        assert_eq!(e.code, 500);
+        assert!(e.message.contains(&format!(
+            "failed to allocate requested HealthCheck NodePort {hc}: provided port is already allocated"
+        )), "{}", e.message);
+        // An update that leaves it out keeps it; one to Cluster releases it.
+        let mut upd = svc("a", lb(Value::Null));
+        upd["spec"]["ports"] = s1["spec"]["ports"].clone();
+        a.commit(a.allocate(&mut upd, Some(&s1)).unwrap());
+        assert_eq!(upd["spec"]["healthCheckNodePort"], json!(hc));
+        let mut cluster = upd.clone();
+        cluster["spec"]["externalTrafficPolicy"] = json!("Cluster");
+        a.commit(a.allocate(&mut cluster, Some(&upd)).unwrap());
+        assert!(
+            cluster["spec"].get("healthCheckNodePort").is_none(),
+            "{cluster}"
+        );
+        let mut s2 = svc("b", lb(json!(hc)));
+        a.commit(a.allocate(&mut s2, None).unwrap());
+        // Not a local LoadBalancer: forbidden.
+        let msg = refused(
+            &a,
+            "c",
+            json!({"type": "NodePort", "healthCheckNodePort": 30100,
+                                          "ports": [{"port": 80}]}),
+        );
+        assert!(msg.contains("spec.healthCheckNodePort: Forbidden: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"), "{msg}");
     }
 
     #[test]

@@ -214,6 +214,45 @@ fn cluster_ips_node_ports_and_the_kubernetes_service() {
         r.text()
     );
     create(&http, "np3", taken);
+
+    // A LoadBalancer that keeps traffic local gets a health check node port, kept across
+    // updates and given back when the policy changes.
+    s.kubectl_ok(&["create", "service", "loadbalancer", "lb", "--tcp=80:8080"]);
+    let local = |policy: &str| {
+        let r = http.patch(
+            &format!("{SVCS}/lb"),
+            "application/merge-patch+json",
+            &json!({"spec": {"externalTrafficPolicy": policy}}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()["spec"].clone()
+    };
+    let spec = local("Local");
+    let hc = spec["healthCheckNodePort"].as_u64().unwrap();
+    assert!((30000..=32767).contains(&hc), "{spec}");
+    assert_ne!(Some(hc), spec["ports"][0]["nodePort"].as_u64());
+    let r = http.post_json(
+        SVCS,
+        &svc(
+            "lb2",
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                            "healthCheckNodePort": hc, "ports": [{"port": 80}]}),
+        ),
+    );
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert!(
+        r.text().contains("provided port is already allocated"),
+        "{}",
+        r.text()
+    );
+    assert!(local("Cluster").get("healthCheckNodePort").is_none());
+    let lb2 = create(
+        &http,
+        "lb2",
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+               "healthCheckNodePort": hc, "ports": [{"port": 80}]}),
+    );
+    assert_eq!(lb2["spec"]["healthCheckNodePort"].as_u64(), Some(hc));
 }
 
 #[test]
