@@ -22,6 +22,63 @@ fn server_with_default_account() -> Server {
     s
 }
 
+/// Whether `openssl` verifies the ES256 signature of `token` with the P-256 JWK `jwk`: the JWK
+/// becomes a PEM public key, the JWS signature (r || s) a DER ECDSA signature.
+fn openssl_verifies(s: &Server, token: &str, jwk: &serde_json::Value) -> bool {
+    use base64::Engine;
+    let b64url = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let coord = |k: &str| b64url.decode(jwk[k].as_str().unwrap()).unwrap();
+    // SubjectPublicKeyInfo of an uncompressed P-256 point.
+    let mut spki = vec![
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08,
+        0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04,
+    ];
+    spki.extend(coord("x"));
+    spki.extend(coord("y"));
+    let pem = format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(&spki)
+    );
+    let (signed, sig) = token.rsplit_once('.').unwrap();
+    let sig = b64url.decode(sig).unwrap();
+    let int = |b: &[u8]| {
+        let b: Vec<u8> = b.iter().copied().skip_while(|&x| x == 0).collect();
+        let mut v = if b.first().is_some_and(|&x| x & 0x80 != 0) {
+            vec![0]
+        } else {
+            Vec::new()
+        };
+        v.extend(b);
+        let mut out = vec![0x02, v.len() as u8];
+        out.extend(v);
+        out
+    };
+    let (r, s_) = (int(&sig[..32]), int(&sig[32..]));
+    let mut der = vec![0x30, (r.len() + s_.len()) as u8];
+    der.extend(r);
+    der.extend(s_);
+    let dir = s.data_dir.join("jwt-verify");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("key.pem"), pem).unwrap();
+    std::fs::write(dir.join("sig.der"), der).unwrap();
+    std::fs::write(dir.join("signed"), signed).unwrap();
+    std::process::Command::new("openssl")
+        .args([
+            "dgst",
+            "-sha256",
+            "-verify",
+            "key.pem",
+            "-signature",
+            "sig.der",
+            "signed",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
 /// Part `i` of a JWT (0 the header, 1 the claims), decoded.
 fn jwt_part(token: &str, i: usize) -> serde_json::Value {
     use base64::Engine;
@@ -141,6 +198,11 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
     );
     let header = jwt_part(&token, 0);
     assert_eq!(jwks.json()["keys"][0]["kid"], header["kid"]);
+    // An external verifier (openssl) checks the token's signature with the published key alone.
+    assert!(openssl_verifies(&s, &token, &jwks.json()["keys"][0]));
+    let mut forged = token.clone();
+    forged.insert_str(token.find('.').unwrap() + 1, "eyJ4IjoxfQ");
+    assert!(!openssl_verifies(&s, &forged, &jwks.json()["keys"][0]));
     // A TokenReview accepts it.
     let review = |token: &str| {
         let r = s.http().post_json(
