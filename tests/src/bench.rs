@@ -807,11 +807,11 @@ async fn controllers(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<
         format!("{rate:.0} objects/s fully reconciled"),
     ));
     // Dispatch of a reconcile that does no work: touch already-greeted objects; the guest sees
-    // the greeting and returns. Measured by the host around the call (thread hop, guest entry,
-    // the guest parsing the object), from /metrics.
+    // the greeting and returns. Measured by the host around the call (reading the object from
+    // the store, guest entry on the async worker, the guest parsing the object), from /metrics.
     let (mean_us, calls) = noop_dispatch(&c, &h.url, "labeler", "rps-", n, 500).await?;
     rows.push((
-        "no-op reconcile as the host measures it (dispatch to a warm instance incl. thread hop; guest parses ~400 B JSON), mean".into(),
+        "no-op reconcile as the host measures it (object read + call of a warm instance on the async worker; guest parses ~400 B JSON), mean".into(),
         format!("{mean_us:.1} µs over {calls:.0} calls"),
     ));
     Ok(())

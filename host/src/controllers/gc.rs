@@ -71,6 +71,12 @@ pub enum Work {
     Owner(Ref),
 }
 
+impl crate::runtime::driver::KeyText for Work {
+    fn text(&self) -> String {
+        format!("{self:?}")
+    }
+}
+
 /// One entry of `metadata.ownerReferences`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct OwnerRef {
@@ -118,7 +124,7 @@ enum OwnerState {
 pub struct GarbageCollector {
     service: Arc<Service>,
     queue: Arc<WorkQueue<Work>>,
-    stats: Arc<super::Stats>,
+    stats: Arc<crate::runtime::driver::Stats>,
     /// owner uid -> objects that reference it.
     dependents: Mutex<HashMap<String, HashSet<Ref>>>,
 }

@@ -14,14 +14,14 @@ pub mod serviceaccount;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::informer::Change;
 use crate::model::{meta, ApiError, ResourceInfo};
+use crate::runtime::driver::{self, Outcome, Reconciler, Stats};
 use crate::runtime::queue::{Action, WorkQueue};
 use crate::service::{Service, Subresource, WriteOptions};
 use crate::store::{StoreError, StoredObject};
@@ -68,43 +68,22 @@ pub trait Follower: Send + Sync + 'static {
     );
 }
 
-/// Counters a built-in controller publishes in its `Controller` object.
-#[derive(Default)]
-pub struct Stats {
-    pub reconciles: AtomicU64,
-    pub errors: AtomicU64,
-    last_error: Mutex<Option<(String, String)>>,
-}
+/// A built-in reconcile as the [`driver`] runs it: an error is retried with backoff.
+#[derive(Clone)]
+struct Keyed<F>(F);
 
-impl Stats {
-    fn record_error(&self, what: &str, e: &ControllerError) {
-        self.errors.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut g) = self.last_error.lock() {
-            *g = Some((format!("{what}: {e}"), meta::now_rfc3339()));
-        }
-    }
-}
-
-/// Run `reconcile` for keys of `queue` until it shuts down, with kube's queue discipline.
-async fn worker<K, F, Fut>(queue: Arc<WorkQueue<K>>, stats: Arc<Stats>, name: &str, f: F)
+impl<K, F, Fut> Reconciler<K> for Keyed<F>
 where
-    K: Clone + Eq + std::hash::Hash + Send + std::fmt::Debug + 'static,
-    F: Fn(K) -> Fut,
-    Fut: Future<Output = Reconciled>,
+    K: Clone + Send + Sync,
+    F: Fn(K) -> Fut + Send + Sync,
+    Fut: Future<Output = Reconciled> + Send,
 {
-    while let Some(key) = queue.next().await {
-        let r = f(key.clone()).await;
-        stats.reconciles.fetch_add(1, Ordering::Relaxed);
-        let action = match r {
-            Ok(None) => Action::Done,
-            Ok(Some(after)) => Action::RequeueAfter(after),
-            Err(e) => {
-                tracing::debug!(controller = name, key = ?key, error = %e, "reconcile failed");
-                stats.record_error(&format!("{key:?}"), &e);
-                Action::Retry
-            }
-        };
-        queue.finish(&key, action);
+    async fn reconcile(&mut self, key: &K) -> Outcome {
+        match (self.0)(key.clone()).await {
+            Ok(None) => Outcome::done(),
+            Ok(Some(after)) => Action::RequeueAfter(after).into(),
+            Err(e) => Outcome::failed(Action::Retry, e.to_string(), false),
+        }
     }
 }
 
@@ -125,25 +104,35 @@ pub fn spawn<K, F, Fut>(
     shutdown: tokio::sync::watch::Receiver<bool>,
     reconcile: F,
 ) where
-    K: Clone + Eq + std::hash::Hash + Send + Sync + std::fmt::Debug + 'static,
+    K: Clone + Eq + std::hash::Hash + Send + Sync + std::fmt::Debug + driver::KeyText + 'static,
     F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Reconciled> + Send + 'static,
 {
     for _ in 0..id.workers {
-        tokio::spawn(worker(
+        tokio::spawn(driver::worker(
             queue.clone(),
             stats.clone(),
             id.name,
-            reconcile.clone(),
+            Keyed(reconcile.clone()),
         ));
     }
     let q = queue.clone();
-    tokio::spawn(publish_status(
+    let description = id.description;
+    tokio::spawn(driver::publish_every(
         service,
         id.name,
-        id.description,
-        stats,
-        Arc::new(move || q.len()),
+        move || {
+            let mut status = json!({
+                "phase": "Running",
+                "builtIn": true,
+                "description": description,
+            });
+            if let Some(m) = status.as_object_mut() {
+                m.extend(stats.status_fields(q.len()));
+                m.insert("user".into(), json!("system:controller-manager"));
+            }
+            status
+        },
         shutdown.clone(),
     ));
     let mut stop = shutdown;
@@ -163,7 +152,7 @@ pub struct Base<K> {
 
 impl<K> Base<K>
 where
-    K: Clone + Eq + std::hash::Hash + Send + Sync + std::fmt::Debug + 'static,
+    K: Clone + Eq + std::hash::Hash + Send + Sync + std::fmt::Debug + driver::KeyText + 'static,
 {
     pub fn new(service: Arc<Service>) -> Self {
         Self {
@@ -197,36 +186,6 @@ where
 /// A keyed built-in controller's reconcile of one key.
 pub trait Reconcile<K>: Send + Sync + 'static {
     fn reconcile_key(&self, key: &K) -> impl Future<Output = Reconciled> + Send;
-}
-
-/// The `Controller` object of a built-in controller, kept current once a second.
-async fn publish_status(
-    service: Arc<Service>,
-    name: &'static str,
-    description: &'static str,
-    stats: Arc<Stats>,
-    depth: Arc<dyn Fn() -> usize + Send + Sync>,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-) {
-    loop {
-        let mut status = json!({
-            "phase": "Running",
-            "builtIn": true,
-            "description": description,
-            "reconciles": stats.reconciles.load(Ordering::Relaxed),
-            "errors": stats.errors.load(Ordering::Relaxed),
-            "queueDepth": depth(),
-            "user": "system:controller-manager",
-        });
-        if let Some((msg, at)) = stats.last_error.lock().ok().and_then(|g| g.clone()) {
-            status["lastError"] = json!({"message": msg, "time": at});
-        }
-        crate::runtime::controller::write_status(&service, name, status).await;
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            _ = shutdown.changed() => return,
-        }
-    }
 }
 
 /// Follow every stored kind (and kinds CRDs add later), feeding each change to `followers`.

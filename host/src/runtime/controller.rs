@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use wasmtime::component::Component;
 
+use super::driver::{self, Outcome, Reconciler, Stats};
 use super::queue::{Action, WorkQueue};
 use super::{wit, Host, HostCtx, Instance, RuntimeError};
 use crate::auth::UserInfo;
@@ -23,25 +24,11 @@ pub type Key = (String, String);
 pub const GROUP: &str = "turtles.dev";
 pub const RESOURCE: &str = "controllers";
 
-/// Counters shown in status and `/metrics`.
-#[derive(Default)]
-pub struct Stats {
-    pub reconciles: AtomicU64,
-    pub errors: AtomicU64,
-    pub traps: AtomicU64,
-    /// Sum and count of reconcile durations in microseconds.
-    pub latency_us: AtomicU64,
-    /// Linear memory of the most recently used instance, in bytes.
-    pub instance_memory: AtomicU64,
-    pub latency: crate::metrics::Histogram,
-}
-
 #[derive(Debug, Clone, Default)]
 pub struct StatusInfo {
     pub phase: String,
     pub file: String,
     pub sha256: String,
-    pub last_error: Option<(String, String)>,
     pub load_ms: f64,
     pub compile_ms: f64,
     pub watches: Vec<Value>,
@@ -91,7 +78,7 @@ pub struct ControllerHandle {
     /// The gate of the informers running now.
     gate: Mutex<Arc<SyncGate>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    pub stats: Stats,
+    pub stats: Arc<Stats>,
     pub status: Mutex<StatusInfo>,
     generation: AtomicU64,
     /// Bumped each time the folder hands over new bytes; a crash-loop retry stops once stale.
@@ -102,10 +89,6 @@ pub struct ControllerHandle {
 
 pub fn user_name(controller: &str) -> String {
     format!("system:controller:{controller}")
-}
-
-fn now() -> String {
-    meta::now_rfc3339()
 }
 
 fn watch_json(w: &wit::Watch) -> Value {
@@ -137,7 +120,7 @@ impl ControllerHandle {
             informers: Mutex::new(Vec::new()),
             gate: Mutex::new(SyncGate::new(0)),
             workers: Mutex::new(Vec::new()),
-            stats: Stats::default(),
+            stats: Arc::default(),
             status: Mutex::new(StatusInfo {
                 phase: "Loading".into(),
                 file: file.to_owned(),
@@ -208,12 +191,10 @@ impl ControllerHandle {
         let rt = self.host.runtime.clone();
         let comp = component.clone();
         let ctx2 = ctx.clone();
-        let registered = tokio::task::spawn_blocking(move || {
-            let mut inst = rt.instantiate(&comp, ctx2)?;
-            inst.register(&rt)
-        })
-        .await
-        .map_err(|e| RuntimeError::Guest(e.to_string()))?;
+        let registered = match rt.instantiate(&comp, ctx2).await {
+            Ok(mut inst) => inst.register().await,
+            Err(e) => Err(e),
+        };
         let registration = match registered.and_then(validate) {
             Ok(r) => r,
             Err(e) => {
@@ -270,10 +251,10 @@ impl ControllerHandle {
                 .iter()
                 .map(permission_json)
                 .collect();
-            if old.is_some() {
-                s.last_error = None;
-            }
         });
+        if old.is_some() {
+            self.stats.clear_last_error();
+        }
         tracing::info!(controller = %self.name, generation, load_ms, swapped = old.is_some(), "controller loaded");
         self.publish_status().await;
         Ok(())
@@ -289,13 +270,13 @@ impl ControllerHandle {
                     _ => "CrashLoop".into(),
                 };
             }
-            let prefix = if first_load {
-                ""
-            } else {
-                "reload failed, the previous version keeps running: "
-            };
-            s.last_error = Some((format!("{prefix}{msg}"), now()));
         });
+        let prefix = if first_load {
+            ""
+        } else {
+            "reload failed, the previous version keeps running: "
+        };
+        self.stats.set_last_error(format!("{prefix}{msg}"));
     }
 
     fn ensure_ctx(&self) -> Arc<HostCtx> {
@@ -313,7 +294,6 @@ impl ControllerHandle {
             token,
             router: self.host.router.clone(),
             service: self.host.service.clone(),
-            rt: tokio::runtime::Handle::current(),
             watches: RwLock::new(Vec::new()),
             user,
             authz: Arc::new(crate::auth::Authorizer::new(
@@ -576,115 +556,41 @@ impl ControllerHandle {
             .lock()
             .map_or_else(|p| p.into_inner().clone(), |g| g.clone());
         gate.wait().await;
-        let mut instance: Option<(u64, Instance)> = None;
-        while let Some(key) = self.queue.next().await {
-            let Some(module) = self.module() else {
-                self.queue.done(&key);
-                continue;
-            };
-            let primary = &module.registration.watches[0];
-            let object = self
-                .resource(primary)
-                .and_then(|ri| {
-                    self.host
-                        .service
-                        .get(&ri, &key.0, &key.1)
-                        .ok()
-                        .map(|o| crate::service::Service::present(&ri, o))
-                })
-                .map(|o| o.json.to_vec());
-            let current = instance.take().filter(|(g, _)| *g == module.generation);
-            let rt = self.host.runtime.clone();
-            let ctx2 = ctx.clone();
-            let wkey = wit::ObjectKey {
-                namespace: key.0.clone(),
-                name: key.1.clone(),
-            };
-            let started = Instant::now();
-            let joined = tokio::task::spawn_blocking(move || {
-                let mut inst = match current {
-                    Some((_, i)) => i,
-                    None => match rt.instantiate(&module.component, ctx2) {
-                        Ok(i) => i,
-                        Err(e) => return (None, Err(e), 0),
-                    },
-                };
-                let r = inst.reconcile(&rt, &wkey, object.as_deref());
-                let memory = inst.memory_bytes() as u64;
-                // After a fault the instance cannot be re-entered: drop it.
-                let keep = r.is_ok().then_some((module.generation, inst));
-                (keep, r, memory)
-            })
-            .await;
-            let elapsed = started.elapsed();
-            self.stats.reconciles.fetch_add(1, Ordering::Relaxed);
-            self.stats
-                .latency_us
-                .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
-            self.stats.latency.observe(elapsed);
-            let result = match joined {
-                Ok((keep, r, memory)) => {
-                    instance = keep;
-                    if memory > 0 {
-                        self.stats.instance_memory.store(memory, Ordering::Relaxed);
-                    }
-                    r
-                }
-                Err(e) => Err(RuntimeError::Guest(e.to_string())),
-            };
-            let action = match result {
-                Ok(wit::Outcome::Done) => Action::Done,
-                Ok(wit::Outcome::RequeueAfter(ms)) => {
-                    Action::RequeueAfter(Duration::from_millis(u64::from(ms)))
-                }
-                Ok(wit::Outcome::TransientError(msg)) => {
-                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                    self.record_error(&key, &msg);
-                    Action::Retry
-                }
-                Ok(wit::Outcome::TerminalError(msg)) => {
-                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                    self.record_error(&key, &format!("terminal: {msg}"));
-                    Action::GiveUp
-                }
-                Err(e) => {
-                    self.stats.traps.fetch_add(1, Ordering::Relaxed);
-                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                    self.record_error(&key, &e.to_string());
-                    Action::Retry
-                }
-            };
-            self.queue.finish(&key, action);
-        }
-    }
-
-    fn record_error(&self, key: &Key, msg: &str) {
-        tracing::warn!(controller = %self.name, namespace = %key.0, name = %key.1, error = %msg, "reconcile failed");
-        let text = format!("{}/{}: {msg}", key.0, key.1);
-        self.set_status(|s| s.last_error = Some((text, now())));
+        let (queue, stats) = (self.queue.clone(), self.stats.clone());
+        let name = self.name.clone();
+        let worker = WasmWorker {
+            handle: self,
+            ctx,
+            instance: None,
+        };
+        driver::worker(queue, stats, &name, worker).await;
     }
 
     /// The `Controller` object's status as of now.
     pub fn status_json(&self) -> Value {
         let s = self.status.lock().map(|s| s.clone()).unwrap_or_default();
-        let reconciles = self.stats.reconciles.load(Ordering::Relaxed);
         let mut st = json!({
             "phase": s.phase,
             "file": s.file,
             "sha256": s.sha256,
             "watches": s.watches,
             "permissions": s.permissions,
-            "reconciles": reconciles,
-            "errors": self.stats.errors.load(Ordering::Relaxed),
-            "traps": self.stats.traps.load(Ordering::Relaxed),
-            "queueDepth": self.queue.len(),
-            "loadMillis": (s.load_ms * 10.0).round() / 10.0,
-            "compileMillis": (s.compile_ms * 10.0).round() / 10.0,
-            "instanceMemoryBytes": self.stats.instance_memory.load(Ordering::Relaxed),
-            "user": user_name(&self.name),
         });
-        if let Some((msg, at)) = s.last_error {
-            st["lastError"] = json!({"message": msg, "time": at});
+        if let Some(m) = st.as_object_mut() {
+            m.extend(self.stats.status_fields(self.queue.len()));
+            m.insert(
+                "loadMillis".into(),
+                json!((s.load_ms * 10.0).round() / 10.0),
+            );
+            m.insert(
+                "compileMillis".into(),
+                json!((s.compile_ms * 10.0).round() / 10.0),
+            );
+            m.insert(
+                "instanceMemoryBytes".into(),
+                json!(self.stats.instance_memory.load(Ordering::Relaxed)),
+            );
+            m.insert("user".into(), json!(user_name(&self.name)));
         }
         // Whether every watched kind is being watched, as a condition kubectl can wait for.
         let watching = if s.waiting.is_empty() {
@@ -706,36 +612,7 @@ impl ControllerHandle {
 
     /// This controller's metrics in Prometheus text format.
     pub fn render_metrics(&self, out: &mut String) {
-        use std::fmt::Write;
-        let l = format!("controller=\"{}\"", self.name);
-        let st = &self.stats;
-        let _ = writeln!(
-            out,
-            "turtles_controller_reconciles_total{{{l}}} {}",
-            st.reconciles.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "turtles_controller_errors_total{{{l}}} {}",
-            st.errors.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "turtles_controller_traps_total{{{l}}} {}",
-            st.traps.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "turtles_controller_queue_depth{{{l}}} {}",
-            self.queue.len()
-        );
-        let _ = writeln!(
-            out,
-            "turtles_controller_instance_memory_bytes{{{l}}} {}",
-            st.instance_memory.load(Ordering::Relaxed)
-        );
-        st.latency
-            .render(out, "turtles_controller_reconcile_duration_seconds", &l);
+        self.stats.render_metrics(out, &self.name, self.queue.len());
     }
 
     /// Stop everything and remove the controller's objects and identity.
@@ -752,6 +629,83 @@ impl ControllerHandle {
         self.host.authn.revoke_internal(&user_name(&self.name));
         remove_identity(&self.host.service, &self.name).await;
         tracing::info!(controller = %self.name, "controller unloaded");
+    }
+}
+
+/// One worker of a Wasm controller: its warm guest instance (of the module generation it was
+/// made from; replaced after any fault or swap).
+struct WasmWorker {
+    handle: Arc<ControllerHandle>,
+    ctx: Arc<HostCtx>,
+    instance: Option<(u64, Instance)>,
+}
+
+impl Reconciler<Key> for WasmWorker {
+    async fn reconcile(&mut self, key: &Key) -> Outcome {
+        let this = &self.handle;
+        let Some(module) = this.module() else {
+            return Outcome::done();
+        };
+        let primary = &module.registration.watches[0];
+        let object = this
+            .resource(primary)
+            .and_then(|ri| {
+                this.host
+                    .service
+                    .get(&ri, &key.0, &key.1)
+                    .ok()
+                    .map(|o| crate::service::Service::present(&ri, o))
+            })
+            .map(|o| o.json.to_vec());
+        let wkey = wit::ObjectKey {
+            namespace: key.0.clone(),
+            name: key.1.clone(),
+        };
+        // The call runs right here, on this async worker (on a fiber that yields at every
+        // epoch tick): no hop to another thread.
+        let inst = match self
+            .instance
+            .take()
+            .filter(|(g, _)| *g == module.generation)
+        {
+            Some((_, i)) => Ok(i),
+            None => {
+                this.host
+                    .runtime
+                    .instantiate(&module.component, self.ctx.clone())
+                    .await
+            }
+        };
+        let result = match inst {
+            Ok(mut i) => {
+                let r = i.reconcile(&wkey, object.as_deref()).await;
+                let memory = i.memory_bytes() as u64;
+                if memory > 0 {
+                    this.stats.instance_memory.store(memory, Ordering::Relaxed);
+                }
+                // After a fault the instance cannot be re-entered: drop it.
+                if r.is_ok() {
+                    self.instance = Some((module.generation, i));
+                }
+                r
+            }
+            Err(e) => Err(e),
+        };
+        let outcome = match result {
+            Ok(wit::Outcome::Done) => Outcome::done(),
+            Ok(wit::Outcome::RequeueAfter(ms)) => {
+                Action::RequeueAfter(Duration::from_millis(u64::from(ms))).into()
+            }
+            Ok(wit::Outcome::TransientError(msg)) => Outcome::failed(Action::Retry, msg, false),
+            Ok(wit::Outcome::TerminalError(msg)) => {
+                Outcome::failed(Action::GiveUp, format!("terminal: {msg}"), false)
+            }
+            Err(e) => Outcome::failed(Action::Retry, e.to_string(), true),
+        };
+        if let Some(e) = &outcome.error {
+            tracing::warn!(controller = %this.name, namespace = %key.0, name = %key.1, error = %e, "reconcile failed");
+        }
+        outcome
     }
 }
 
@@ -952,7 +906,6 @@ mod tests {
             token: String::new(),
             router: axum::Router::new(),
             service: service.clone(),
-            rt: tokio::runtime::Handle::current(),
             watches: RwLock::new(Vec::new()),
             user,
             authz: Arc::new(crate::auth::Authorizer::new(store)),

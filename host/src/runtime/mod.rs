@@ -9,6 +9,7 @@
 
 pub mod compile;
 pub mod controller;
+pub mod driver;
 pub mod folder;
 pub mod queue;
 
@@ -32,6 +33,10 @@ mod bindings {
         path: "../wit",
         world: "controller",
         additional_derives: [PartialEq],
+        // Guests run on the async workers (on a fiber, yielding at every epoch tick); the one
+        // import that waits, the in-process API call, is async, the others answer at once.
+        imports: { "turtles:controller/host.api-call": async },
+        exports: { default: async },
     });
 }
 
@@ -40,6 +45,9 @@ use bindings::Controller;
 
 /// Epoch ticks per second (the deadline's granularity).
 const TICK: Duration = Duration::from_millis(10);
+/// Stack of the fiber a guest call runs on (wasm's own stack is capped at wasmtime's default
+/// 512 KiB; the rest is for host functions, the API call's handler included).
+const ASYNC_STACK: usize = 4 << 20;
 /// Bytes of guest stdout/stderr kept per call.
 const OUTPUT_CAP: usize = 64 * 1024;
 
@@ -94,7 +102,6 @@ pub struct HostCtx {
     pub token: String,
     pub router: axum::Router,
     pub service: Arc<Service>,
-    pub rt: tokio::runtime::Handle,
     /// What the controller registered: the informer cache serves only these kinds, filtered as
     /// the watches are (anything else goes through `api-call` and RBAC).
     pub watches: std::sync::RwLock<Vec<wit::Watch>>,
@@ -212,6 +219,9 @@ pub struct GuestState {
     limits: Limiter,
     ctx: Arc<HostCtx>,
     output: MemoryOutputPipe,
+    /// When the current call began, and how long it may run.
+    call_started: std::time::Instant,
+    call_deadline: Duration,
 }
 
 impl WasiView for GuestState {
@@ -239,6 +249,8 @@ impl Runtime {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.wasm_component_model(true);
+        // Host code runs on the guest's fiber too (the API call's handler): room for both.
+        config.async_stack_size(ASYNC_STACK);
         std::fs::create_dir_all(&options.cache_dir).map_err(|source| RuntimeError::Read {
             path: options.cache_dir.clone(),
             source,
@@ -250,7 +262,7 @@ impl Runtime {
         config.cache(Some(cache));
         let engine = Engine::new(&config).map_err(|e| RuntimeError::Engine(e.to_string()))?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| RuntimeError::Engine(e.to_string()))?;
         Controller::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError::Engine(e.to_string()))?;
@@ -274,8 +286,8 @@ impl Runtime {
         }))
     }
 
-    /// A fresh instance with its own store. Blocking.
-    pub fn instantiate(&self, component: &Component, ctx: Arc<HostCtx>) -> Result<Instance> {
+    /// A fresh instance with its own store (start functions run on a fiber, like calls).
+    pub async fn instantiate(&self, component: &Component, ctx: Arc<HostCtx>) -> Result<Instance> {
         let output = MemoryOutputPipe::new(OUTPUT_CAP);
         let mut builder = WasiCtx::builder();
         builder.stdout(output.clone()).stderr(output.clone());
@@ -291,17 +303,29 @@ impl Runtime {
             },
             ctx,
             output,
+            call_started: std::time::Instant::now(),
+            call_deadline: self.options.call_deadline,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
-        store.set_epoch_deadline(self.deadline_ticks());
-        let bindings = Controller::instantiate(&mut store, component, &self.linker)
+        // At every epoch tick the guest yields to the executor (so it holds an async worker
+        // for one tick at most), until the call's wall-clock budget is spent: then it traps.
+        store.epoch_deadline_callback(|store| {
+            let s = store.data();
+            if s.call_started.elapsed() >= s.call_deadline {
+                Ok(wasmtime::UpdateDeadline::Interrupt)
+            } else {
+                Ok(wasmtime::UpdateDeadline::YieldCustom(
+                    1,
+                    Box::pin(tokio::task::yield_now()),
+                ))
+            }
+        });
+        store.set_epoch_deadline(1);
+        let bindings = Controller::instantiate_async(&mut store, component, &self.linker)
+            .await
             .map_err(|e| RuntimeError::Instantiate(format!("{e:#}")))?;
         Ok(Instance { store, bindings })
-    }
-
-    fn deadline_ticks(&self) -> u64 {
-        (self.options.call_deadline.as_millis() / TICK.as_millis()).max(1) as u64
     }
 }
 
@@ -317,8 +341,10 @@ impl Instance {
         self.store.data().limits.memory_bytes
     }
 
-    fn arm(&mut self, rt: &Runtime) {
-        self.store.set_epoch_deadline(rt.deadline_ticks());
+    /// Start a call's clock (the epoch callback interrupts it once the budget is spent).
+    fn arm(&mut self) {
+        self.store.data_mut().call_started = std::time::Instant::now();
+        self.store.set_epoch_deadline(1);
     }
 
     /// Flush what the guest printed to the controller's log.
@@ -332,21 +358,23 @@ impl Instance {
         }
     }
 
-    pub fn register(&mut self, rt: &Runtime) -> Result<wit::Registration> {
-        self.arm(rt);
-        let r = self.bindings.call_register(&mut self.store);
+    pub async fn register(&mut self) -> Result<wit::Registration> {
+        self.arm();
+        let r = self.bindings.call_register(&mut self.store).await;
         self.drain_output();
         r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
     }
 
-    pub fn reconcile(
+    pub async fn reconcile(
         &mut self,
-        rt: &Runtime,
         key: &wit::ObjectKey,
         object: Option<&[u8]>,
     ) -> Result<wit::Outcome> {
-        self.arm(rt);
-        let r = self.bindings.call_reconcile(&mut self.store, key, object);
+        self.arm();
+        let r = self
+            .bindings
+            .call_reconcile(&mut self.store, key, object)
+            .await;
         self.drain_output();
         r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
     }
@@ -386,7 +414,7 @@ pub fn controller_name(path: &Path) -> Option<String> {
 /// In-process API calls as the controller's identity: the same router, authentication and
 /// authorization as any client.
 impl bindings::turtles::controller::host::Host for GuestState {
-    fn api_call(&mut self, request: wit::HttpRequest) -> wit::HttpResponse {
+    async fn api_call(&mut self, request: wit::HttpRequest) -> wit::HttpResponse {
         let ctx = self.ctx.clone();
         let fail = |status: u16, message: &str| wit::HttpResponse {
             status,
@@ -423,7 +451,7 @@ impl bindings::turtles::controller::host::Host for GuestState {
             Err(e) => return fail(400, &format!("malformed request: {e}")),
         };
         let router = ctx.router.clone();
-        let result = ctx.rt.block_on(async move {
+        let result = async move {
             use tower::ServiceExt;
             let resp = router.oneshot(req).await.map_err(|e| e.to_string())?;
             let status = resp.status().as_u16();
@@ -440,7 +468,8 @@ impl bindings::turtles::controller::host::Host for GuestState {
                 headers,
                 body: body.to_vec(),
             })
-        });
+        }
+        .await;
         result.unwrap_or_else(|e| fail(500, &e))
     }
 
@@ -539,4 +568,105 @@ pub struct Host {
     pub service: Arc<Service>,
     pub router: axum::Router,
     pub authn: Arc<Authenticator>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A warm guest called on the async worker: the Rust labeler's no-op reconcile (the object
+    /// is already greeted; it parses ~400 B of JSON and returns) costs a few microseconds, and
+    /// a runaway guest still traps at its deadline without holding the worker.
+    /// (One executor thread: the ticker runs only if the looping guest yields.)
+    #[tokio::test]
+    async fn a_warm_call_runs_inline_and_a_loop_still_meets_its_deadline() {
+        let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests");
+        let (Ok(labeler), Ok(looper)) = (
+            std::fs::read(wasm.join("labeler.wasm")),
+            std::fs::read(wasm.join("looper.wasm")),
+        ) else {
+            eprintln!("guests not built (cargo xtask guests): skipped");
+            return;
+        };
+        let (store, dir) = crate::store::sled_store::temp_store("dispatch");
+        let registry = Arc::new(crate::model::Registry::with_builtins());
+        let service = Arc::new(Service::new(store.clone(), registry));
+        let rt = Runtime::new(RuntimeOptions {
+            call_deadline: Duration::from_millis(300),
+            cache_dir: dir.join("cache"),
+            ..Default::default()
+        })
+        .unwrap();
+        let ctx = Arc::new(HostCtx {
+            name: "t".into(),
+            token: String::new(),
+            router: axum::Router::new(),
+            service,
+            watches: std::sync::RwLock::new(Vec::new()),
+            user: crate::auth::UserInfo {
+                name: "t".into(),
+                uid: String::new(),
+                groups: Vec::new(),
+            },
+            authz: Arc::new(crate::auth::Authorizer::new(store)),
+        });
+        let (_, component, _) = rt.compiler.compile(labeler).await.unwrap();
+        let mut inst = rt.instantiate(&component, ctx.clone()).await.unwrap();
+        inst.register().await.unwrap();
+        let key = wit::ObjectKey {
+            namespace: "default".into(),
+            name: "a".into(),
+        };
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "default", "uid": "6b9e1b8c-8f4e-4a3e-9d5e-1c2b3a4d5e6f",
+                "resourceVersion": "12345", "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"turtles.dev/greet": "true"},
+                "annotations": {"turtles.dev/greeting": "hello, a"}},
+            "data": {"k": "v", "other": "some value of a few dozen bytes, like real ones"},
+        })
+        .to_string()
+        .into_bytes();
+        let n = 2_000u32;
+        let mut best = Duration::MAX;
+        for _ in 0..3 {
+            let started = std::time::Instant::now();
+            for _ in 0..n {
+                let r = inst.reconcile(&key, Some(&object)).await.unwrap();
+                assert_eq!(r, wit::Outcome::Done);
+            }
+            best = best.min(started.elapsed() / n);
+        }
+        eprintln!("no-op reconcile of the Rust labeler, warm, inline: {best:?}");
+        // (A sanity bound only: the machine is shared; `cargo xtask bench` measures it.)
+        assert!(best < Duration::from_millis(1), "{best:?}");
+
+        // A guest that never returns traps at its deadline; meanwhile the runtime serves others.
+        let (_, component, _) = rt.compiler.compile(looper).await.unwrap();
+        let mut inst = rt.instantiate(&component, ctx).await.unwrap();
+        let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let t = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                t.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        tokio::task::yield_now().await; // the ticker is running
+        let started = std::time::Instant::now();
+        let registered = inst.register().await;
+        let e = match registered {
+            Ok(_) => inst.reconcile(&key, None).await.map(|_| ()).unwrap_err(),
+            Err(e) => e,
+        };
+        let during = ticks.load(std::sync::atomic::Ordering::Relaxed);
+        ticker.abort();
+        assert!(e.to_string().contains("deadline exceeded"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(
+            during >= 5,
+            "the other task ran only {during} times while the guest looped for 300 ms"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

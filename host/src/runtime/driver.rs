@@ -1,0 +1,267 @@
+//! The one controller driver every controller runs on, built-in or Wasm (kube-runtime's
+//! `Controller` loop): workers take keys from the [`WorkQueue`], reconcile them, and hand the
+//! queue the reconcile's [`Action`] (done, requeue after a delay, retry with backoff, give up);
+//! one [`Stats`] counts what happened, and the same fields go to every `Controller` object's
+//! status and to `/metrics`.
+//!
+//! What feeds the queue is the informer ([`crate::informer`]: watcher + reflector over the
+//! store); what a reconcile does is the controller's business ([`Reconciler`]).
+
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use super::queue::{Action, WorkQueue};
+
+/// What one reconcile came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub action: Action,
+    /// Why it failed (with [`Action::Retry`] or [`Action::GiveUp`]).
+    pub error: Option<String>,
+    /// The failure was a fault of the guest (trap, deadline, memory limit), not an error it
+    /// returned.
+    pub trap: bool,
+}
+
+impl Outcome {
+    pub fn done() -> Self {
+        Self::from(Action::Done)
+    }
+
+    pub fn failed(action: Action, error: String, trap: bool) -> Self {
+        Self {
+            action,
+            error: Some(error),
+            trap,
+        }
+    }
+}
+
+impl From<Action> for Outcome {
+    fn from(action: Action) -> Self {
+        Self {
+            action,
+            error: None,
+            trap: false,
+        }
+    }
+}
+
+/// One worker's reconcile of a key. A worker owns its reconciler, so state that must not be
+/// shared (a guest instance) lives here.
+pub trait Reconciler<K>: Send {
+    fn reconcile(&mut self, key: &K) -> impl Future<Output = Outcome> + Send;
+}
+
+/// Counters of one controller, shown in its status and in `/metrics`.
+#[derive(Default)]
+pub struct Stats {
+    pub reconciles: AtomicU64,
+    pub errors: AtomicU64,
+    pub traps: AtomicU64,
+    /// Linear memory of the most recently used guest instance, in bytes (Wasm controllers).
+    pub instance_memory: AtomicU64,
+    pub latency: crate::metrics::Histogram,
+    last_error: Mutex<Option<(String, String)>>,
+}
+
+impl Stats {
+    /// Remember `message` as the controller's last error (now).
+    pub fn set_last_error(&self, message: String) {
+        if let Ok(mut g) = self.last_error.lock() {
+            *g = Some((message, crate::model::meta::now_rfc3339()));
+        }
+    }
+
+    pub fn clear_last_error(&self) {
+        if let Ok(mut g) = self.last_error.lock() {
+            *g = None;
+        }
+    }
+
+    pub fn last_error(&self) -> Option<(String, String)> {
+        self.last_error.lock().ok().and_then(|g| g.clone())
+    }
+
+    /// Count one reconcile that took `elapsed` and came to `outcome` (for key `what`).
+    fn record(&self, what: &str, elapsed: Duration, outcome: &Outcome) {
+        self.reconciles.fetch_add(1, Ordering::Relaxed);
+        self.latency.observe(elapsed);
+        if let Some(e) = &outcome.error {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+            if outcome.trap {
+                self.traps.fetch_add(1, Ordering::Relaxed);
+            }
+            self.set_last_error(format!("{what}: {e}"));
+        }
+    }
+
+    /// The status fields every controller shows: counters, queue depth and the last error.
+    pub fn status_fields(&self, queue_depth: usize) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert(
+            "reconciles".into(),
+            json!(self.reconciles.load(Ordering::Relaxed)),
+        );
+        m.insert("errors".into(), json!(self.errors.load(Ordering::Relaxed)));
+        m.insert("traps".into(), json!(self.traps.load(Ordering::Relaxed)));
+        m.insert("queueDepth".into(), json!(queue_depth));
+        if let Some((msg, at)) = self.last_error() {
+            m.insert("lastError".into(), json!({"message": msg, "time": at}));
+        }
+        m
+    }
+
+    /// This controller's metrics in Prometheus text format.
+    pub fn render_metrics(&self, out: &mut String, name: &str, queue_depth: usize) {
+        use std::fmt::Write;
+        let l = format!("controller=\"{name}\"");
+        for (metric, v) in [
+            ("reconciles_total", self.reconciles.load(Ordering::Relaxed)),
+            ("errors_total", self.errors.load(Ordering::Relaxed)),
+            ("traps_total", self.traps.load(Ordering::Relaxed)),
+            ("queue_depth", queue_depth as u64),
+            (
+                "instance_memory_bytes",
+                self.instance_memory.load(Ordering::Relaxed),
+            ),
+        ] {
+            let _ = writeln!(out, "turtles_controller_{metric}{{{l}}} {v}");
+        }
+        self.latency
+            .render(out, "turtles_controller_reconcile_duration_seconds", &l);
+    }
+}
+
+/// One worker: reconcile keys of `queue` with `reconciler` until the queue shuts down, with
+/// kube's queue discipline (a key is never reconciled twice at once; failures back off).
+pub async fn worker<K, R>(
+    queue: Arc<WorkQueue<K>>,
+    stats: Arc<Stats>,
+    name: &str,
+    mut reconciler: R,
+) where
+    K: Clone + Eq + Hash + Send + Sync + std::fmt::Debug + KeyText + 'static,
+    R: Reconciler<K>,
+{
+    while let Some(key) = queue.next().await {
+        let started = Instant::now();
+        let outcome = reconciler.reconcile(&key).await;
+        let what = key.text();
+        stats.record(&what, started.elapsed(), &outcome);
+        if let Some(e) = &outcome.error {
+            tracing::debug!(controller = name, key = %what, error = %e, "reconcile failed");
+        }
+        queue.finish(&key, outcome.action);
+    }
+}
+
+/// How a key reads in an error message.
+pub trait KeyText {
+    fn text(&self) -> String;
+}
+
+impl KeyText for (String, String) {
+    fn text(&self) -> String {
+        if self.0.is_empty() {
+            self.1.clone()
+        } else {
+            format!("{}/{}", self.0, self.1)
+        }
+    }
+}
+
+impl KeyText for String {
+    fn text(&self) -> String {
+        self.clone()
+    }
+}
+
+/// Keep the `Controller` object `name` current: `status()` written now and once a second
+/// (nothing is written when it is unchanged) until `shutdown`.
+pub async fn publish_every(
+    service: Arc<crate::service::Service>,
+    name: &'static str,
+    status: impl Fn() -> Value + Send + 'static,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        super::controller::write_status(&service, name, status()).await;
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fails `k` once, then succeeds; requeues `r` once.
+    struct Script {
+        seen: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Reconciler<String> for Script {
+        async fn reconcile(&mut self, key: &String) -> Outcome {
+            let n = {
+                let mut s = self.seen.lock().unwrap();
+                s.push(key.clone());
+                s.iter().filter(|k| *k == key).count()
+            };
+            match (key.as_str(), n) {
+                ("k", 1) => Outcome::failed(Action::Retry, "boom".into(), true),
+                ("r", 1) => Action::RequeueAfter(Duration::from_millis(100)).into(),
+                ("t", _) => Outcome::failed(Action::GiveUp, "no".into(), false),
+                _ => Outcome::done(),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_worker_follows_each_outcome_and_counts_it() {
+        let q = WorkQueue::new();
+        let stats = Arc::new(Stats::default());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let w = tokio::spawn(worker(
+            q.clone(),
+            stats.clone(),
+            "t",
+            Script { seen: seen.clone() },
+        ));
+        for k in ["k", "r", "t"] {
+            q.add(k.to_owned());
+        }
+        let count = |k: &str| seen.lock().unwrap().iter().filter(|x| *x == k).count();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while (count("k") < 2 || count("r") < 2) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!((count("k"), count("r"), count("t")), (2, 2, 1));
+        assert_eq!(stats.reconciles.load(Ordering::Relaxed), 5);
+        assert_eq!(stats.errors.load(Ordering::Relaxed), 2);
+        assert_eq!(stats.traps.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            q.failures(&"k".to_owned()),
+            0,
+            "the success forgot the failure"
+        );
+        let f = stats.status_fields(q.len());
+        assert_eq!(f["reconciles"], 5);
+        assert_eq!(f["lastError"]["message"], "t: no");
+        let mut m = String::new();
+        stats.render_metrics(&mut m, "t", 0);
+        assert!(
+            m.contains("turtles_controller_errors_total{controller=\"t\"} 2"),
+            "{m}"
+        );
+        q.shutdown();
+        w.await.unwrap();
+    }
+}
