@@ -479,6 +479,19 @@ fn handler(path: &str, req: &Value) -> Value {
                    "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
                    "warnings": [format!("mutated by the test webhook as {}", req["userInfo"]["username"].as_str().unwrap_or(""))]})
         }
+        // Marks objects another webhook has already labelled: called again (reinvoked) after
+        // that webhook only if it asked to be.
+        "/reinvoke" => {
+            use base64::Engine;
+            if req["object"]["metadata"]["labels"]["mutated"] == "yes" {
+                let patch =
+                    json!([{"op": "add", "path": "/metadata/labels/saw-mutated", "value": "yes"}]);
+                json!({"allowed": true, "patchType": "JSONPatch",
+                       "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string())})
+            } else {
+                json!({"allowed": true})
+            }
+        }
         _ => json!({"allowed": true}),
     }
 }
@@ -583,6 +596,29 @@ fn webhooks(s: &Server) {
         "{}",
         stderr(&out)
     );
+    // Reinvocation: "a-reinvoke" runs before "add-label" (name order) and again after it.
+    apply(
+        s,
+        &webhook_config(
+            "MutatingWebhookConfiguration",
+            "a-reinvoke",
+            "reinvoke.turtles.test",
+            &format!("{}/reinvoke", wh.url),
+            &wh.ca_bundle,
+            json!({"reinvocationPolicy": "IfNeeded",
+                   "objectSelector": {"matchLabels": {"app": "reinvoke"}}}),
+        ),
+    );
+    let cm = poll("the reinvoked webhook", Duration::from_secs(10), || {
+        let name = format!("re-{}", wh.calls.load(Ordering::SeqCst));
+        let out = configmap_with(s, &name, json!({"app": "reinvoke"}), &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let cm = s.kubectl_json(&["get", "configmap", &name, "-n", "hooks"]);
+        (cm["metadata"]["labels"]["saw-mutated"] == "yes").then_some(cm)
+    })
+    .expect("reinvoked");
+    assert_eq!(cm["metadata"]["labels"]["mutated"], "yes");
+    s.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "a-reinvoke"]);
 
     // A webhook that is down: Ignore admits, Fail refuses with kube's internal error.
     let closed = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -223,6 +223,8 @@ impl Webhooks {
         compiled
     }
 
+    /// Mutating webhooks in order; then, as kube's `reinvocationPolicy: IfNeeded`, those that
+    /// ask for it are called once more if a later webhook changed the object after them.
     pub(crate) async fn mutate(
         &self,
         ctx: &Context<'_>,
@@ -231,32 +233,62 @@ impl Webhooks {
     ) -> Result<Vec<String>, ApiError> {
         let hooks = Self::hooks(ctx, MUTATING);
         let mut warnings = Vec::new();
-        for hook in &hooks {
-            match self.applies(ctx, hook, req, Some(object)) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
-                Err(_) => continue,
-            }
-            check_dry_run(hook, req)?;
-            let resp = match self.call(ctx, hook, req, Some(object)).await {
-                Ok(r) => r,
-                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e.to_string())),
-                Err(_) => continue,
-            };
-            warnings.extend(response_warnings(&resp));
-            if !allowed(&resp) {
-                return Err(denied(&hook.name, resp.get("status")));
-            }
-            if let Some(p) = resp.get("patch").and_then(Value::as_str) {
-                match apply_patch(req, object, p, resp.get("patchType")) {
-                    Ok(()) => {}
-                    Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
-                    Err(_) => {}
+        // (hook index, the object as that hook left it) of the IfNeeded hooks called.
+        let mut reinvocable: Vec<(usize, Value)> = Vec::new();
+        for (i, hook) in hooks.iter().enumerate() {
+            if self
+                .mutate_one(ctx, hook, req, object, &mut warnings)
+                .await?
+            {
+                let if_needed =
+                    hook.spec.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded");
+                if if_needed {
+                    reinvocable.push((i, object.clone()));
                 }
             }
         }
+        for (i, seen) in reinvocable {
+            if *object != seen {
+                self.mutate_one(ctx, &hooks[i], req, object, &mut warnings)
+                    .await?;
+            }
+        }
         Ok(warnings)
+    }
+
+    /// Call one mutating webhook if it applies and apply its patch; whether it was called.
+    async fn mutate_one(
+        &self,
+        ctx: &Context<'_>,
+        hook: &Hook,
+        req: &Request<'_>,
+        object: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> Result<bool, ApiError> {
+        match self.applies(ctx, hook, req, Some(object)) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
+            Err(_) => return Ok(false),
+        }
+        check_dry_run(hook, req)?;
+        let resp = match self.call(ctx, hook, req, Some(object)).await {
+            Ok(r) => r,
+            Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e.to_string())),
+            Err(_) => return Ok(true),
+        };
+        warnings.extend(response_warnings(&resp));
+        if !allowed(&resp) {
+            return Err(denied(&hook.name, resp.get("status")));
+        }
+        if let Some(p) = resp.get("patch").and_then(Value::as_str) {
+            match apply_patch(req, object, p, resp.get("patchType")) {
+                Ok(()) => {}
+                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
+                Err(_) => {}
+            }
+        }
+        Ok(true)
     }
 
     pub(crate) async fn validate(
