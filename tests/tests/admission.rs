@@ -673,6 +673,23 @@ fn webhooks(s: &Server) {
         err.contains("admission webhook \"side.turtles.test\" does not support dry run"),
         "{err}"
     );
+    // A webhook that is down and matches everything under Fail cannot lock admins out: writes
+    // of webhook configurations never go to webhooks.
+    apply(
+        s,
+        &webhook_config(
+            "ValidatingWebhookConfiguration",
+            "lockout",
+            "lockout.turtles.test",
+            &down,
+            &wh.ca_bundle,
+            json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
+                              "resources": ["*/*"]}]}),
+        ),
+    );
+    let err = until_denied(s, &["create", "configmap", "locked", "-n", "hooks"]);
+    assert!(err.contains("lockout.turtles.test"), "{err}");
+    s.kubectl_ok(&["delete", "validatingwebhookconfiguration", "lockout"]);
     for cfg in ["down-fail", "down-ignore", "side-effects", "deny-bad"] {
         s.kubectl_ok(&["delete", "validatingwebhookconfiguration", cfg]);
     }

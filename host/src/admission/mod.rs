@@ -188,6 +188,9 @@ impl Admission {
         req: &Request<'_>,
         object: &mut Value,
     ) -> Result<Vec<String>, ApiError> {
+        if exempt(req) {
+            return Ok(Vec::new());
+        }
         let ctx = self.context();
         self.webhooks.mutate(&ctx, req, object).await
     }
@@ -199,6 +202,9 @@ impl Admission {
         req: &Request<'_>,
         object: Option<&Value>,
     ) -> Result<Vec<String>, ApiError> {
+        if exempt(req) {
+            return Ok(Vec::new());
+        }
         let ctx = self.context();
         let mut warnings = policy::validate(&ctx, &self.policies, req, object)?;
         warnings.extend(self.webhooks.validate(&ctx, req, object).await?);
@@ -211,6 +217,24 @@ impl Admission {
             registry: &self.registry,
         }
     }
+}
+
+const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
+
+/// kube's `IsExemptAdmissionConfigurationResource`: webhooks are never called, and policies
+/// never evaluated, for writes of webhook configurations, policies and bindings (a broken
+/// webhook or policy could otherwise never be removed).
+fn exempt(req: &Request<'_>) -> bool {
+    req.ri.group == ADMISSION_GROUP
+        && matches!(
+            req.ri.resource.as_str(),
+            "validatingwebhookconfigurations"
+                | "mutatingwebhookconfigurations"
+                | "validatingadmissionpolicies"
+                | "validatingadmissionpolicybindings"
+                | "mutatingadmissionpolicies"
+                | "mutatingadmissionpolicybindings"
+        )
 }
 
 /// What the mechanisms read: the store's index and the served resources.
