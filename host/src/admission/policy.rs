@@ -115,6 +115,42 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// A policy that could not be compiled at all: every evaluation is an error.
+    fn unusable(obj: &Value, err: String) -> Self {
+        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        Self {
+            uid: String::new(),
+            generation: -1,
+            name: meta::name(obj).to_owned(),
+            fail: spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore"),
+            spec,
+            match_conditions: Vec::new(),
+            variables: Vec::new(),
+            validations: vec![Validation {
+                expr: Compiled {
+                    source: String::new(),
+                    expr: Err(err),
+                },
+                message: None,
+                message_expr: None,
+                reason: None,
+            }],
+        }
+    }
+
+    /// Whether every expression can be evaluated on the caller's stack.
+    fn shallow(&self) -> bool {
+        let ok = |c: &Compiled| c.expr.as_ref().map_or(true, Expression::shallow);
+        self.match_conditions.iter().all(|(_, c)| ok(c))
+            && self.variables.iter().all(|(_, c)| ok(c))
+            && self
+                .validations
+                .iter()
+                .all(|v| ok(&v.expr) && v.message_expr.as_ref().is_none_or(ok))
+    }
+}
+
 /// Compiled policies by name.
 #[derive(Debug, Default)]
 pub(crate) struct Cache {
@@ -137,7 +173,11 @@ impl Cache {
                 }
             }
         }
-        let p = Arc::new(Policy::compile(obj));
+        // The parser recurses: compile on a big stack.
+        let p = match expr::run_on_big_stack(|| Policy::compile(obj)) {
+            Ok(p) => Arc::new(p),
+            Err(e) => return Arc::new(Policy::unusable(obj, e)),
+        };
         if let Ok(mut map) = self.compiled.lock() {
             map.insert(name.to_owned(), p.clone());
         }
@@ -400,6 +440,10 @@ fn evaluate(
         }
         out
     };
+    // Shallow expressions run here; deep ones on a thread with a big stack.
+    if policy.shallow() {
+        return run();
+    }
     expr::run_on_big_stack(run).unwrap_or_else(|e| {
         if policy.fail {
             vec![Decision {

@@ -1699,6 +1699,7 @@ fn eval(expr: &IdedExpr, this: &CelValue, old: Option<&CelValue>) -> Result<CelV
 #[derive(Debug)]
 pub struct Expression {
     expr: IdedExpr,
+    shallow: bool,
 }
 
 /// A CEL value: the input and output of [`Expression::eval`].
@@ -1714,7 +1715,14 @@ impl Expression {
                 "ERROR: <input>: undeclared reference to '{f}' (in container '')"
             ));
         }
-        Ok(Self { expr })
+        let shallow = !ast_deeper_than(&expr, SHALLOW_AST_DEPTH);
+        Ok(Self { expr, shallow })
+    }
+
+    /// Whether the expression is shallow enough to evaluate on an ordinary thread's stack
+    /// (an async worker's), without [`run_on_big_stack`].
+    pub fn shallow(&self) -> bool {
+        self.shallow
     }
 
     /// The estimated cost of one evaluation when the largest collection in the input has
@@ -1740,6 +1748,10 @@ impl Expression {
         .unwrap_or_else(|_| Err("internal error: CEL evaluation panicked".to_string()))
     }
 }
+
+/// Deepest AST evaluated on the caller's stack: the interpreter recurses once per level (a few
+/// KiB each in debug builds), far from the 2 MiB of a tokio worker.
+const SHALLOW_AST_DEPTH: usize = 24;
 
 /// The first called function the interpreter does not know, if any.
 fn unknown_function(root: &IdedExpr) -> Option<String> {

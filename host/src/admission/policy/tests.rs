@@ -230,3 +230,43 @@ async fn costly_expressions_are_not_run() {
     assert!(start.elapsed() < std::time::Duration::from_secs(2));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn deep_expressions_run_on_a_big_stack() {
+    let (svc, dir) = service("vap-unit-deep").await;
+    // 40 additions: deeper than what runs on the caller's stack.
+    let deep = format!("{}1 == 0", "1+".repeat(40));
+    put(
+        &svc,
+        "validatingadmissionpolicies",
+        "admissionregistration.k8s.io",
+        policy(
+            "deep",
+            json!({"validations": [{"expression": deep, "message": "deep"}]}),
+        ),
+    )
+    .await;
+    put(
+        &svc,
+        "validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io",
+        binding("deep", "deep", &["Deny"]),
+    )
+    .await;
+    let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+    let err = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "d"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.ends_with("denied request: deep"),
+        "{}",
+        err.message
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
