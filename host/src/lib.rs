@@ -4,6 +4,7 @@
 //! Data flows one way: `api` (HTTP) -> `service` (kube semantics) -> `store` (sled), and the
 //! store publishes committed events to watchers. See `docs/architecture.md`.
 
+pub mod admission;
 pub mod allocator;
 pub mod api;
 pub mod auth;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 
+use crate::admission::Operation;
 use crate::model::meta::{self, metadata, metadata_mut};
 use crate::model::{ApiError, Cause, ObjectKey, ResourceInfo, Scope};
 use crate::patch::{self, PatchType};
@@ -48,6 +49,9 @@ pub struct WriteOptions {
     /// A check of the requesting user's rights on the object about to be stored (RBAC's
     /// escalation rules, `auth::escalation`); the host's own writes carry none.
     pub guard: Option<Arc<dyn WriteGuard>>,
+    /// Who asks, for API requests: their writes pass the admission chain (`admission`); the
+    /// host's own writes carry none.
+    pub user: Option<crate::auth::rbac::UserInfo>,
 }
 
 /// A last check on the object a write would store, given the stored object it replaces (`None`
@@ -77,6 +81,8 @@ pub struct DeleteOptions {
     pub precondition_rv: Option<String>,
     /// How dependents are treated (`propagationPolicy`; none: the default, background).
     pub propagation: Option<Propagation>,
+    /// Who asks (API requests): the delete passes validating admission.
+    pub user: Option<crate::auth::rbac::UserInfo>,
 }
 
 /// `DeleteOptions.propagationPolicy`: what happens to an object's dependents (objects whose
@@ -266,6 +272,8 @@ pub struct Service {
     pub registry: Arc<crate::model::Registry>,
     /// Service cluster IPs and node ports (`allocator`), loaded from the stored Services.
     pub allocators: crate::allocator::Allocators,
+    /// The admission chain API writes pass.
+    pub admission: Arc<crate::admission::Admission>,
 }
 
 pub const SERVICES: &str = "services";
@@ -397,10 +405,15 @@ impl Service {
         if let Ok(snapshot) = store.list(SERVICES, None) {
             allocators.load(snapshot.items.values().map(|o| &o.value));
         }
+        let admission = Arc::new(crate::admission::Admission::new(
+            store.clone(),
+            registry.clone(),
+        ));
         Self {
             store,
             registry,
             allocators,
+            admission,
         }
     }
 
@@ -717,6 +730,63 @@ impl Service {
         Ok(())
     }
 
+    /// Mutating admission of an API write (`opts.user` set); returns warnings.
+    #[allow(clippy::too_many_arguments)]
+    async fn admission(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        operation: Operation,
+        old: Option<&Value>,
+        obj: &mut Value,
+        subresource: &str,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>> {
+        let Some(user) = &opts.user else {
+            return Ok(Vec::new());
+        };
+        let name = meta::name(obj).to_owned();
+        let req = crate::admission::Request {
+            ri,
+            operation,
+            namespace: if ri.namespaced() { ns } else { "" },
+            name: &name,
+            subresource,
+            user,
+            dry_run: opts.dry_run,
+            old_object: old,
+        };
+        self.admission.mutate(&req, obj).await
+    }
+
+    /// Validating admission of an API write (`opts.user` set); returns warnings.
+    #[allow(clippy::too_many_arguments)]
+    async fn admitted(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        operation: Operation,
+        old: Option<&Value>,
+        obj: Option<&Value>,
+        subresource: &str,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>> {
+        let Some(user) = &opts.user else {
+            return Ok(Vec::new());
+        };
+        let req = crate::admission::Request {
+            ri,
+            operation,
+            namespace: if ri.namespaced() { ns } else { "" },
+            name: obj.map(meta::name).unwrap_or(""),
+            subresource,
+            user,
+            dry_run: opts.dry_run,
+            old_object: old,
+        };
+        self.admission.validate(&req, obj).await
+    }
+
     fn validate(ri: &ResourceInfo, obj: &Value) -> Result<()> {
         let name = meta::name(obj);
         let mut causes = meta::validate_name(name, ri.name_rule);
@@ -982,7 +1052,14 @@ impl Service {
         if let Some(guard) = &opts.guard {
             guard.check(ri, ns, None, &obj)?;
         }
-        let warnings = Self::admit(ri, &mut obj, None, opts)?;
+        let mut warnings = self
+            .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
+            .await?;
+        warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
+        warnings.extend(
+            self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
+                .await?,
+        );
         Self::to_storage(ri, &mut obj);
         let txn = self.allocate(ri, &mut obj, None)?;
         let result = self
@@ -1347,7 +1424,20 @@ impl Service {
             if let Some(guard) = &opts.guard {
                 guard.check(ri, ns, Some(&view.value), &new)?;
             }
-            let warnings = Self::admit(ri, &mut new, Some(&view.value), opts)?;
+            let sub_name = if sub == Subresource::Status {
+                "status"
+            } else {
+                ""
+            };
+            let old = Some(&view.value);
+            let mut warnings = self
+                .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
+                .await?;
+            warnings.extend(Self::admit(ri, &mut new, old, opts)?);
+            warnings.extend(
+                self.admitted(ri, ns, Operation::Update, old, Some(&new), sub_name, opts)
+                    .await?,
+            );
             let txn = if sub == Subresource::Main {
                 self.allocate(ri, &mut new, Some(&view.value))?
             } else {
@@ -1570,6 +1660,20 @@ impl Service {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted> {
+        if let Some(user) = &opts.user {
+            let current = self.get(ri, ns, name)?;
+            let req = crate::admission::Request {
+                ri,
+                operation: Operation::Delete,
+                namespace: if ri.namespaced() { ns } else { "" },
+                name,
+                subresource: "",
+                user,
+                dry_run: opts.dry_run,
+                old_object: Some(&current.value),
+            };
+            self.admission.validate(&req, None).await?;
+        }
         if ri.resource == NAMESPACES && ri.group.is_empty() {
             let current = self.get(ri, "", name)?;
             Self::check_delete_preconditions(ri, name, &current, opts)?;

@@ -231,6 +231,68 @@ fn widget(name: &str) -> serde_json::Value {
     })
 }
 
+/// The cost of admission: creates by one client into a namespace that one CEL
+/// ValidatingAdmissionPolicy matches vs one it does not, same host, alternating rounds.
+async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) -> Result<()> {
+    let (h, _) = Host::start(&[]).await?;
+    let c = client();
+    create_ns(&c, &h.url, "plain").await?;
+    let r = c
+        .post(format!("{}/api/v1/namespaces", h.url))
+        .json(&json!({"apiVersion": "v1", "kind": "Namespace",
+                      "metadata": {"name": "policed", "labels": {"policy": "on"}}}))
+        .send()
+        .await?;
+    if r.status().as_u16() != 201 {
+        bail!("namespace create: {}", r.status());
+    }
+    let ar = format!("{}/apis/admissionregistration.k8s.io/v1", h.url);
+    for (coll, body) in [
+        (
+            "validatingadmissionpolicies",
+            json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "bench"},
+            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                     "validations": [{"expression": "object.metadata.labels.app == 'bench' && size(object.data) < 10",
+                                      "message": "not a bench object"}]}}),
+        ),
+        (
+            "validatingadmissionpolicybindings",
+            json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "bench"},
+            "spec": {"policyName": "bench", "validationActions": ["Deny"],
+                     "matchResources": {"namespaceSelector": {"matchLabels": {"policy": "on"}}}}}),
+        ),
+    ] {
+        let r = c.post(format!("{ar}/{coll}")).json(&body).send().await?;
+        if r.status().as_u16() != 201 {
+            bail!("{coll} create: {}", r.status());
+        }
+    }
+    let (mut none, mut one) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for ns in ["plain", "policed"] {
+            let coll = format!("{}/api/v1/namespaces/{ns}/configmaps", h.url);
+            let (_, lat) = creates_of(coll, configmap, &format!("r{round}-"), 1, per).await?;
+            let p50 = percentile(&lat, 0.5).as_secs_f64() * 1e6;
+            if ns == "plain" {
+                none.push(p50);
+            } else {
+                one.push(p50);
+            }
+        }
+    }
+    let (n, o) = (median(none), median(one));
+    rows.push((
+        format!("create p50, 1 client, no policy vs one matching CEL ValidatingAdmissionPolicy, same host, {per} each, median of {rounds}"),
+        format!("{:.0} µs vs {:.0} µs (+{:.0} µs)", n, o, o - n),
+    ));
+    Ok(())
+}
+
 /// `total` creates from `clients` concurrent keep-alive clients; returns (creates/s, latencies).
 async fn creates(
     url: &str,
@@ -1200,6 +1262,7 @@ async fn api(rows: &mut Vec<(String, String)>, total: usize, rounds: usize) -> R
             gu / ga
         ),
     ));
+    admission(rows, per, rounds).await?;
     // LIST of 2,000 and watch delivery on one host.
     let (h, _) = Host::start(&[]).await?;
     let c = client();

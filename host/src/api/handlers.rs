@@ -129,6 +129,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         .extensions()
         .get::<crate::auth::Principal>()
         .map(|p| p.0.clone());
+    let user = principal.clone();
     let guard = crate::auth::escalation::guard(&state.authz, &ri, principal);
     let ns = target.namespace.clone().unwrap_or_default();
     let svc = &state.service;
@@ -148,7 +149,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
-            let opts = write_options(query, &guard)?;
+            let opts = write_options(query, &guard, &user)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.create(&ri, &ns, obj, &opts).await?;
@@ -164,7 +165,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             ))
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query, &guard)?;
+            let opts = write_options(query, &guard, &user)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
@@ -181,7 +182,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(&headers)?;
-            let opts = write_options(query, &guard)?;
+            let opts = write_options(query, &guard, &user)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut written = svc
                 .patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
@@ -199,7 +200,8 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::DELETE, Some(name)) => {
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let opts = delete_options(query, &body)?;
+            let mut opts = delete_options(query, &body)?;
+            opts.user = user.clone();
             let outcome = svc.delete(&ri, &ns, name, &opts).await?;
             if is_crd && !opts.dry_run {
                 state.crds.reconcile(name).await?;
@@ -221,7 +223,8 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::DELETE, None) => {
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let opts = delete_options(query, &body)?;
+            let mut opts = delete_options(query, &body)?;
+            opts.user = user.clone();
             let list = list_options(query)?;
             let page = svc
                 .delete_collection(&ri, target.namespace.as_deref(), &list, &opts)
@@ -284,7 +287,7 @@ async fn scale(
             ));
         }
         Method::PUT => {
-            let opts = write_options(query, &None)?;
+            let opts = write_options(query, &None, &None)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let wanted = decode_json(&body)?;
             svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
@@ -292,7 +295,7 @@ async fn scale(
         }
         Method::PATCH => {
             let pt = patch_type(&headers)?;
-            let opts = write_options(query, &None)?;
+            let opts = write_options(query, &None, &None)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let p = crate::patch::parse(pt, &body)?;
             // Scale is a built-in kind: a strategic patch of it is a merge patch.
@@ -711,11 +714,13 @@ fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
 fn write_options(
     q: &Query,
     guard: &Option<Arc<dyn crate::service::WriteGuard>>,
+    user: &Option<crate::auth::rbac::UserInfo>,
 ) -> Result<WriteOptions, ApiError> {
     Ok(WriteOptions {
         dry_run: dry_run(q)?,
         field_validation: field_validation(q)?,
         guard: guard.clone(),
+        user: user.clone(),
     })
 }
 

@@ -1690,6 +1690,176 @@ fn eval(expr: &IdedExpr, this: &CelValue, old: Option<&CelValue>) -> Result<CelV
     .unwrap_or(Err(EvalError::Panic))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Expressions outside schemas (admission policies)
+// ---------------------------------------------------------------------------------------------
+
+/// A parsed CEL expression evaluated against named variables (admission policies' `object`,
+/// `oldObject`, `request`, `params`, ...), with the same parser limits as schema rules.
+#[derive(Debug)]
+pub struct Expression {
+    expr: IdedExpr,
+    shallow: bool,
+}
+
+/// A CEL value: the input and output of [`Expression::eval`].
+pub type CelData = CelValue;
+
+impl Expression {
+    /// Parse `src` (kube's size and nesting limits; unknown functions refused). Call on a big
+    /// stack ([`run_on_big_stack`]): the parser recurses.
+    pub fn compile(src: &str) -> Result<Self, String> {
+        let expr = parse(src)?;
+        if let Some(f) = unknown_function(&expr) {
+            return Err(format!(
+                "ERROR: <input>: undeclared reference to '{f}' (in container '')"
+            ));
+        }
+        let shallow = !ast_deeper_than(&expr, SHALLOW_AST_DEPTH);
+        Ok(Self { expr, shallow })
+    }
+
+    /// Whether the expression is shallow enough to evaluate on an ordinary thread's stack
+    /// (an async worker's), without [`run_on_big_stack`].
+    pub fn shallow(&self) -> bool {
+        self.shallow
+    }
+
+    /// The estimated cost of one evaluation when the largest collection in the input has
+    /// `max_collection` elements (see the module docs).
+    pub fn cost(&self, max_collection: u64) -> u64 {
+        let env = RtEnv {
+            this: &Value::Null,
+            old: None,
+            max_coll: max_collection,
+        };
+        rt_cost(&self.expr, &env)
+    }
+
+    /// Evaluate with `vars` bound; errors worded as cel-go words them. Call on a big stack.
+    pub fn eval(&self, vars: &[(&str, &CelValue)]) -> Result<CelValue, String> {
+        catch_unwind(AssertUnwindSafe(|| {
+            let mut ctx = root_context().new_inner_scope();
+            for (name, v) in vars {
+                ctx.add_variable_from_value(*name, (*v).clone());
+            }
+            CelValue::resolve(&self.expr, &ctx).map_err(|e| exec_error(&e).1)
+        }))
+        .unwrap_or_else(|_| Err("internal error: CEL evaluation panicked".to_string()))
+    }
+}
+
+/// Deepest AST evaluated on the caller's stack: the interpreter recurses once per level (a few
+/// KiB each in debug builds), far from the 2 MiB of a tokio worker.
+const SHALLOW_AST_DEPTH: usize = 24;
+
+/// The first called function the interpreter does not know, if any.
+fn unknown_function(root: &IdedExpr) -> Option<String> {
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        match &e.expr {
+            Expr::Call(c) => {
+                let operator = c.func_name.starts_with('_')
+                    || c.func_name.starts_with('@')
+                    || c.func_name == "!_"
+                    || c.func_name == "-_";
+                let namespaced = match c.target.as_deref().map(|t| &t.expr) {
+                    Some(Expr::Ident(ns)) if NAMESPACES.contains(&ns.as_str()) => {
+                        Some(format!("{ns}.{}", c.func_name))
+                    }
+                    _ => None,
+                };
+                let known = operator
+                    || KNOWN_FUNCTIONS.contains(&c.func_name.as_str())
+                    || namespaced
+                        .as_deref()
+                        .is_some_and(|n| KNOWN_FUNCTIONS.contains(&n));
+                if !known {
+                    return Some(namespaced.unwrap_or_else(|| c.func_name.clone()));
+                }
+                stack.extend(c.target.as_deref());
+                stack.extend(c.args.iter());
+            }
+            Expr::Select(s) => stack.push(&s.operand),
+            Expr::List(l) => stack.extend(l.elements.iter()),
+            Expr::Map(m) => {
+                for en in &m.entries {
+                    match &en.expr {
+                        EntryExpr::MapEntry(me) => {
+                            stack.push(&me.key);
+                            stack.push(&me.value);
+                        }
+                        EntryExpr::StructField(sf) => stack.push(&sf.value),
+                    }
+                }
+            }
+            Expr::Comprehension(c) => {
+                stack.extend([
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ]);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A JSON value as CEL sees an object without a schema.
+pub fn json_to_cel(v: &Value) -> CelValue {
+    schemaless(v)
+}
+
+/// The largest list or map anywhere in `v` (the size used for comprehensions' cost).
+pub fn largest_collection(v: &Value) -> u64 {
+    max_collection(v)
+}
+
+/// A CEL string result, if it is one.
+pub fn as_string(v: &CelValue) -> Option<&str> {
+    match v {
+        CelValue::String(s) => Some(s.as_str()),
+        _ => None,
+    }
+}
+
+/// A CEL result as JSON (maps with string keys, lists, scalars); `None` for what JSON cannot hold.
+pub fn cel_to_json(v: &CelValue, depth: usize) -> Option<Value> {
+    if depth > crate::model::limits::MAX_DEPTH {
+        return None;
+    }
+    Some(match v {
+        CelValue::Null => Value::Null,
+        CelValue::Bool(b) => Value::Bool(*b),
+        CelValue::Int(i) => Value::from(*i),
+        CelValue::UInt(u) => Value::from(*u),
+        CelValue::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number)?,
+        CelValue::String(s) => Value::String(s.to_string()),
+        CelValue::List(l) => Value::Array(
+            l.iter()
+                .map(|x| cel_to_json(x, depth + 1))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        CelValue::Map(m) => {
+            let mut out = serde_json::Map::new();
+            for (k, x) in m.map.iter() {
+                let Key::String(k) = k else { return None };
+                out.insert(k.to_string(), cel_to_json(x, depth + 1)?);
+            }
+            Value::Object(out)
+        }
+        _ => return None,
+    })
+}
+
+/// Runs `f` on a thread with a large stack (CEL's parser and interpreter recurse deeply).
+pub fn run_on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    on_big_stack(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

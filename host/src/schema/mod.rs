@@ -59,6 +59,13 @@ use std::fmt;
 use serde_json::Value;
 
 pub use self::cel::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET, STATIC_ESTIMATED_COST_LIMIT};
+/// CEL expressions outside schemas (admission policies).
+pub mod expr {
+    pub use super::cel::{
+        as_string, cel_to_json, json_to_cel, largest_collection, run_on_big_stack, CelData,
+        Expression,
+    };
+}
 pub use self::field::ROOT_FIELD;
 use self::node::Node;
 

@@ -1,0 +1,261 @@
+//! The admission chain (kube's `k8s.io/apiserver/pkg/admission`): every write an API client sends
+//! passes mutating admission, then the kind's own validation, then validating admission, with the
+//! old and new object, the user, the operation and its options.
+//!
+//! * `policy.rs`: ValidatingAdmissionPolicy + Binding (CEL), compiled once per policy generation.
+//! * `matching.rs`: `matchConstraints` / `matchResources` (rules, selectors, exclusions).
+//! * `webhook.rs`: Validating/MutatingWebhookConfiguration over HTTPS, AdmissionReview v1.
+//!
+//! Policies and configurations are read from the store's in-memory index (the same state every
+//! informer follows), so a change applies to the next request.
+
+mod matching;
+mod policy;
+mod webhook;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::auth::rbac::UserInfo;
+use crate::model::{ApiError, Cause, Registry, ResourceInfo};
+use crate::store::Store;
+
+pub use webhook::WebhookClient;
+
+/// Errors of the admission module's own machinery (configurations that cannot be used); a
+/// denial is an [`ApiError`] with kube's wording.
+#[derive(Debug, thiserror::Error)]
+pub enum AdmissionError {
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Call(String),
+}
+
+/// kube's admission operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "CREATE",
+            Self::Update => "UPDATE",
+            Self::Delete => "DELETE",
+        }
+    }
+
+    /// The kind of the request's options object.
+    fn options_kind(self) -> &'static str {
+        match self {
+            Self::Create => "CreateOptions",
+            Self::Update => "UpdateOptions",
+            Self::Delete => "DeleteOptions",
+        }
+    }
+}
+
+/// One write as admission sees it (kube's `admission.Attributes`).
+#[derive(Debug)]
+pub struct Request<'a> {
+    pub ri: &'a ResourceInfo,
+    pub operation: Operation,
+    pub namespace: &'a str,
+    /// The object's name (empty on a create with `generateName`).
+    pub name: &'a str,
+    /// `""` or `status`.
+    pub subresource: &'a str,
+    pub user: &'a UserInfo,
+    pub dry_run: bool,
+    /// The stored object being replaced or deleted (`None` on create).
+    pub old_object: Option<&'a Value>,
+}
+
+impl Request<'_> {
+    /// The `request` variable of CEL and the body of an AdmissionReview's `request` (without
+    /// `object`/`oldObject`).
+    fn to_json(&self, uid: &str) -> Value {
+        let ri = self.ri;
+        let kind = json!({"group": ri.group, "version": ri.version, "kind": ri.kind});
+        let resource = json!({"group": ri.group, "version": ri.version, "resource": ri.resource});
+        let mut options =
+            json!({"kind": self.operation.options_kind(), "apiVersion": "meta.k8s.io/v1"});
+        if self.dry_run {
+            options["dryRun"] = json!(["All"]);
+        }
+        let mut r = json!({
+            "uid": uid,
+            "kind": kind,
+            "resource": resource,
+            "requestKind": kind,
+            "requestResource": resource,
+            "name": self.name,
+            "namespace": self.namespace,
+            "operation": self.operation.as_str(),
+            "userInfo": user_json(self.user),
+            "dryRun": self.dry_run,
+            "options": options,
+        });
+        if !self.subresource.is_empty() {
+            r["subResource"] = json!(self.subresource);
+            r["requestSubResource"] = json!(self.subresource);
+        }
+        r
+    }
+
+    /// The group-resource and name kube's `admission.NewForbidden` puts in a denial.
+    fn forbidden(&self, object: Option<&Value>, message: String, reason: &str) -> ApiError {
+        let mut name = self.name.to_owned();
+        if name.is_empty() {
+            if let Some(o) = object {
+                name = crate::model::meta::meta_str(o, "generateName")
+                    .unwrap_or("")
+                    .to_owned();
+            }
+        }
+        let ri = self.ri;
+        let gr = if ri.group.is_empty() {
+            ri.resource.clone()
+        } else {
+            format!("{}.{}", ri.resource, ri.group)
+        };
+        let text = if name.is_empty() {
+            format!("{gr} is forbidden: {message}")
+        } else {
+            format!("{gr} \"{name}\" is forbidden: {message}")
+        };
+        let (reason, code) = reason_code(reason);
+        ApiError::new(code, reason, text)
+            .with_details(&ri.group, &ri.resource, &name)
+            .with_causes(vec![Cause::new("", "", message)])
+    }
+}
+
+/// kube's `reasonToCode` for the reasons a validation may name.
+fn reason_code(reason: &str) -> (&'static str, u16) {
+    match reason {
+        "Unauthorized" => ("Unauthorized", 401),
+        "Forbidden" => ("Forbidden", 403),
+        "RequestEntityTooLarge" => ("RequestEntityTooLarge", 413),
+        _ => ("Invalid", 422),
+    }
+}
+
+fn user_json(u: &UserInfo) -> Value {
+    let mut v = json!({"username": u.name});
+    if !u.uid.is_empty() {
+        v["uid"] = json!(u.uid);
+    }
+    if !u.groups.is_empty() {
+        v["groups"] = json!(u.groups);
+    }
+    v
+}
+
+/// The chain: policies and webhooks, read from the store.
+pub struct Admission {
+    store: Arc<dyn Store>,
+    registry: Arc<Registry>,
+    policies: policy::Cache,
+    webhooks: webhook::Webhooks,
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission").finish_non_exhaustive()
+    }
+}
+
+impl Admission {
+    pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>) -> Self {
+        Self {
+            store,
+            registry,
+            policies: policy::Cache::default(),
+            webhooks: webhook::Webhooks::default(),
+        }
+    }
+
+    /// Mutating admission: mutating webhooks, in name order. Changes `object` in place; returns
+    /// warnings.
+    pub async fn mutate(
+        &self,
+        req: &Request<'_>,
+        object: &mut Value,
+    ) -> Result<Vec<String>, ApiError> {
+        if exempt(req) {
+            return Ok(Vec::new());
+        }
+        let ctx = self.context();
+        self.webhooks.mutate(&ctx, req, object).await
+    }
+
+    /// Validating admission: ValidatingAdmissionPolicies, then validating webhooks. `object` is
+    /// the object to be stored (`None` on delete). Returns warnings.
+    pub async fn validate(
+        &self,
+        req: &Request<'_>,
+        object: Option<&Value>,
+    ) -> Result<Vec<String>, ApiError> {
+        if exempt(req) {
+            return Ok(Vec::new());
+        }
+        let ctx = self.context();
+        let mut warnings = policy::validate(&ctx, &self.policies, req, object)?;
+        warnings.extend(self.webhooks.validate(&ctx, req, object).await?);
+        Ok(warnings)
+    }
+
+    fn context(&self) -> Context<'_> {
+        Context {
+            store: self.store.as_ref(),
+            registry: &self.registry,
+        }
+    }
+}
+
+const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
+
+/// kube's `IsExemptAdmissionConfigurationResource`: webhooks are never called, and policies
+/// never evaluated, for writes of webhook configurations, policies and bindings (a broken
+/// webhook or policy could otherwise never be removed).
+fn exempt(req: &Request<'_>) -> bool {
+    req.ri.group == ADMISSION_GROUP
+        && matches!(
+            req.ri.resource.as_str(),
+            "validatingwebhookconfigurations"
+                | "mutatingwebhookconfigurations"
+                | "validatingadmissionpolicies"
+                | "validatingadmissionpolicybindings"
+                | "mutatingadmissionpolicies"
+                | "mutatingadmissionpolicybindings"
+        )
+}
+
+/// What the mechanisms read: the store's index and the served resources.
+pub(crate) struct Context<'a> {
+    store: &'a dyn Store,
+    registry: &'a Registry,
+}
+
+impl Context<'_> {
+    /// Every stored object of one built-in admissionregistration resource, in name order.
+    fn configs(&self, resource: &str) -> Vec<Arc<crate::store::StoredObject>> {
+        let key = format!("{resource}.admissionregistration.k8s.io");
+        match self.store.list(&key, None) {
+            Ok(s) => s.items.values().cloned().collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The stored namespace `name`.
+    fn namespace(&self, name: &str) -> Option<Arc<crate::store::StoredObject>> {
+        self.store
+            .get(&crate::model::ObjectKey::new("namespaces", "", name))
+    }
+}

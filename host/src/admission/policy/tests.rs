@@ -1,0 +1,272 @@
+use serde_json::json;
+
+use crate::auth::rbac::UserInfo;
+use crate::service::{Service, WriteOptions};
+
+async fn service(label: &str) -> (Service, std::path::PathBuf) {
+    let (store, dir) = crate::store::sled_store::temp_store(label);
+    let registry = std::sync::Arc::new(crate::model::Registry::with_builtins());
+    let svc = Service::new(store, registry);
+    svc.bootstrap().await.unwrap();
+    (svc, dir)
+}
+
+fn as_user(name: &str) -> WriteOptions {
+    WriteOptions {
+        user: Some(UserInfo {
+            name: name.into(),
+            uid: String::new(),
+            groups: vec!["system:authenticated".into()],
+        }),
+        ..Default::default()
+    }
+}
+
+async fn put(svc: &Service, resource: &str, group: &str, obj: serde_json::Value) {
+    let ri = svc.registry.lookup(group, "v1", resource).unwrap();
+    svc.create(&ri, "", obj, &WriteOptions::default())
+        .await
+        .unwrap();
+}
+
+fn policy(name: &str, spec: serde_json::Value) -> serde_json::Value {
+    let mut spec = spec;
+    spec["matchConstraints"] = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]});
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+           "metadata": {"name": name}, "spec": spec})
+}
+
+fn binding(name: &str, policy: &str, actions: &[&str]) -> serde_json::Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+           "metadata": {"name": name}, "spec": {"policyName": policy, "validationActions": actions}})
+}
+
+#[tokio::test]
+async fn denials_errors_and_failure_policy() {
+    let (svc, dir) = service("vap-unit").await;
+    put(
+        &svc,
+        "validatingadmissionpolicies",
+        "admissionregistration.k8s.io",
+        policy(
+            "p",
+            json!({"validations": [
+                {"expression": "object.data.size() < 2"},
+                {"expression": "!has(object.data.x) || object.data.x != 'boom' || 1/0 == 1"}
+            ]}),
+        ),
+    )
+    .await;
+    put(
+        &svc,
+        "validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io",
+        binding("b", "p", &["Deny", "Warn"]),
+    )
+    .await;
+    let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+    // Host writes (no user) are not subject to admission.
+    svc.create(
+        &cms,
+        "default",
+        json!({"metadata": {"name": "host"}, "data": {"a": "1", "b": "2"}}),
+        &WriteOptions::default(),
+    )
+    .await
+    .unwrap();
+    let err = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "two"}, "data": {"a": "1", "b": "2"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "configmaps \"two\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: failed expression: object.data.size() < 2"
+    );
+    // A runtime error under failurePolicy Fail (the default) denies with the error.
+    let err = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "boom"}, "data": {"x": "boom"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains(
+            "denied request: expression '!has(object.data.x) || object.data.x != 'boom' || 1/0 == 1' resulted in error: division by zero"
+        ),
+        "{}",
+        err.message
+    );
+    svc.create(
+        &cms,
+        "default",
+        json!({"metadata": {"name": "one"}, "data": {"a": "1"}}),
+        &as_user("u"),
+    )
+    .await
+    .unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn ignore_failure_policy_and_bad_expressions() {
+    let (svc, dir) = service("vap-unit-ignore").await;
+    put(
+        &svc,
+        "validatingadmissionpolicies",
+        "admissionregistration.k8s.io",
+        policy(
+            "ignored",
+            json!({"failurePolicy": "Ignore", "validations": [
+                {"expression": "object.nope.deeper == 1"},
+                {"expression": "this is not ( CEL"}
+            ]}),
+        ),
+    )
+    .await;
+    put(
+        &svc,
+        "validatingadmissionpolicies",
+        "admissionregistration.k8s.io",
+        policy(
+            "broken",
+            json!({"validations": [{"expression": "undefinedFunction(object)"}]}),
+        ),
+    )
+    .await;
+    put(
+        &svc,
+        "validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io",
+        binding("ignored", "ignored", &["Deny"]),
+    )
+    .await;
+    let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+    let w = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "a"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap();
+    assert!(w.warnings.is_empty());
+    put(
+        &svc,
+        "validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io",
+        binding("broken", "broken", &["Warn"]),
+    )
+    .await;
+    let w = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "b"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.warnings.len(), 1, "{:?}", w.warnings);
+    assert!(
+        w.warnings[0].starts_with(
+            "Validation failed for ValidatingAdmissionPolicy 'broken' with binding 'broken': compilation failed: "
+        ),
+        "{:?}",
+        w.warnings
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn costly_expressions_are_not_run() {
+    let (svc, dir) = service("vap-unit-cost").await;
+    put(
+        &svc,
+        "validatingadmissionpolicies",
+        "admissionregistration.k8s.io",
+        policy(
+            "cost",
+            json!({"validations": [{"expression":
+                "object.data.all(a, object.data.all(b, object.data.all(c, object.data.all(d, a != 'x'))))"}]}),
+        ),
+    )
+    .await;
+    put(
+        &svc,
+        "validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io",
+        binding("cost", "cost", &["Deny"]),
+    )
+    .await;
+    let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+    let data: serde_json::Map<String, serde_json::Value> =
+        (0..100).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let start = std::time::Instant::now();
+    let err = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "big"}, "data": data}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("cost limit exceeded"),
+        "{}",
+        err.message
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn deep_expressions_run_on_a_big_stack() {
+    let (svc, dir) = service("vap-unit-deep").await;
+    // 40 additions: deeper than what runs on the caller's stack.
+    let deep = format!("{}1 == 0", "1+".repeat(40));
+    put(
+        &svc,
+        "validatingadmissionpolicies",
+        "admissionregistration.k8s.io",
+        policy(
+            "deep",
+            json!({"validations": [{"expression": deep, "message": "deep"}]}),
+        ),
+    )
+    .await;
+    put(
+        &svc,
+        "validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io",
+        binding("deep", "deep", &["Deny"]),
+    )
+    .await;
+    let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+    let err = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "d"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.ends_with("denied request: deep"),
+        "{}",
+        err.message
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

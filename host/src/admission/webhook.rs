@@ -1,0 +1,658 @@
+//! Validating and mutating admission webhooks (kube's `admission/plugin/webhook`):
+//! Validating/MutatingWebhookConfiguration, each webhook called over HTTPS (`clientConfig.url`,
+//! or a `service` reference resolved to its cluster IP) with an AdmissionReview v1, trusting
+//! `caBundle`; `rules`, `namespaceSelector`, `objectSelector`, `matchConditions`,
+//! `timeoutSeconds`, `failurePolicy`, `sideEffects` with dry runs, JSONPatch responses, warnings.
+//!
+//! Mutating webhooks run one after another in configuration-name order; validating webhooks run
+//! concurrently. Clients are kept per CA bundle.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::{matching, AdmissionError, Context, Request};
+use crate::model::ApiError;
+use crate::schema::expr::{self, CelData, Expression};
+
+const VALIDATING: &str = "validatingwebhookconfigurations";
+const MUTATING: &str = "mutatingwebhookconfigurations";
+/// Largest AdmissionReview response read from a webhook (kube reads at most 3 MiB bodies too).
+const MAX_RESPONSE_BYTES: usize = 3 * 1024 * 1024;
+/// kube's default and maximum `timeoutSeconds`.
+const DEFAULT_TIMEOUT: u64 = 10;
+const MAX_TIMEOUT: u64 = 30;
+/// Most warnings taken from one response, and the longest kept.
+const MAX_WARNINGS: usize = 100;
+const MAX_WARNING_BYTES: usize = 4096;
+
+/// HTTPS clients by CA bundle.
+#[derive(Debug, Default)]
+pub struct WebhookClient {
+    clients: Mutex<HashMap<String, reqwest::Client>>,
+}
+
+impl WebhookClient {
+    /// A client trusting `ca_bundle`; with `resolve`, one that connects to that address for
+    /// that host name.
+    fn client(
+        &self,
+        ca_bundle: &str,
+        resolve: Option<(&str, std::net::SocketAddr)>,
+    ) -> Result<reqwest::Client, AdmissionError> {
+        let key = match resolve {
+            Some((h, a)) => format!("{ca_bundle}|{h}|{a}"),
+            None => ca_bundle.to_owned(),
+        };
+        if let Ok(map) = self.clients.lock() {
+            if let Some(c) = map.get(&key) {
+                return Ok(c.clone());
+            }
+        }
+        let mut b = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy();
+        if let Some((h, a)) = resolve {
+            b = b.resolve(h, a);
+        }
+        if !ca_bundle.is_empty() {
+            let pem = base64::engine::general_purpose::STANDARD
+                .decode(ca_bundle)
+                .map_err(|e| AdmissionError::Config(format!("caBundle: {e}")))?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| AdmissionError::Config(format!("caBundle: {e}")))?
+            {
+                b = b.add_root_certificate(cert);
+            }
+        }
+        let c = b
+            .build()
+            .map_err(|e| AdmissionError::Config(format!("webhook client: {e}")))?;
+        if let Ok(mut map) = self.clients.lock() {
+            if map.len() > 64 {
+                map.clear();
+            }
+            map.insert(key, c.clone());
+        }
+        Ok(c)
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Webhooks {
+    client: WebhookClient,
+    /// Compiled matchConditions by expression text.
+    conditions: Mutex<HashMap<String, Arc<Result<Expression, String>>>>,
+}
+
+/// One webhook of a configuration.
+struct Hook {
+    name: String,
+    spec: Value,
+}
+
+impl Hook {
+    fn fail(&self) -> bool {
+        self.spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore")
+    }
+}
+
+impl Webhooks {
+    fn hooks(ctx: &Context<'_>, resource: &str) -> Vec<Hook> {
+        let mut out = Vec::new();
+        for cfg in ctx.configs(resource) {
+            for w in cfg
+                .value
+                .get("webhooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.push(Hook {
+                    name: w
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    spec: w.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether the hook applies (rules, selectors, matchConditions); `Err`: a configuration or
+    /// condition error, subject to the hook's failurePolicy.
+    fn applies(
+        &self,
+        ctx: &Context<'_>,
+        hook: &Hook,
+        req: &Request<'_>,
+        object: Option<&Value>,
+    ) -> Result<bool, String> {
+        let rules = hook.spec.get("rules").and_then(Value::as_array);
+        if !rules.is_some_and(|rs| rs.iter().any(|r| matching::rule_matches(r, req))) {
+            return Ok(false);
+        }
+        if !matching::namespace_matches(ctx, hook.spec.get("namespaceSelector"), req, object)? {
+            return Ok(false);
+        }
+        if !matching::object_matches(hook.spec.get("objectSelector"), req, object)? {
+            return Ok(false);
+        }
+        let conds = hook
+            .spec
+            .get("matchConditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if conds.is_empty() {
+            return Ok(true);
+        }
+        let compiled: Vec<(String, Arc<Result<Expression, String>>)> = conds
+            .iter()
+            .map(|c| {
+                let src = c.get("expression").and_then(Value::as_str).unwrap_or("");
+                (src.to_owned(), self.condition(src))
+            })
+            .collect();
+        let request = req.to_json("");
+        let run = || -> Result<bool, String> {
+            let object_v = object.map(expr::json_to_cel).unwrap_or(CelData::Null);
+            let old_v = req
+                .old_object
+                .map(expr::json_to_cel)
+                .unwrap_or(CelData::Null);
+            let request_v = expr::json_to_cel(&request);
+            let max = [object, req.old_object]
+                .into_iter()
+                .flatten()
+                .map(expr::largest_collection)
+                .max()
+                .unwrap_or(0);
+            for (src, c) in &compiled {
+                let e = c.as_ref().as_ref().map_err(Clone::clone)?;
+                if e.cost(max) > crate::schema::PER_CALL_LIMIT {
+                    return Err(format!(
+                        "expression '{src}' resulted in error: operation cancelled: actual cost limit exceeded"
+                    ));
+                }
+                match e.eval(&[
+                    ("object", &object_v),
+                    ("oldObject", &old_v),
+                    ("request", &request_v),
+                ]) {
+                    Ok(CelData::Bool(true)) => {}
+                    Ok(CelData::Bool(false)) => return Ok(false),
+                    Ok(_) => {
+                        return Err(format!(
+                            "expression '{src}' resulted in error: no such overload"
+                        ))
+                    }
+                    Err(err) => return Err(format!("expression '{src}' resulted in error: {err}")),
+                }
+            }
+            Ok(true)
+        };
+        expr::run_on_big_stack(run)?
+    }
+
+    fn condition(&self, src: &str) -> Arc<Result<Expression, String>> {
+        if let Ok(map) = self.conditions.lock() {
+            if let Some(c) = map.get(src) {
+                return c.clone();
+            }
+        }
+        let owned = src.to_owned();
+        let compiled = Arc::new(
+            expr::run_on_big_stack(move || Expression::compile(&owned))
+                .and_then(|r| r)
+                .map_err(|e| format!("compilation failed: {e}")),
+        );
+        if let Ok(mut map) = self.conditions.lock() {
+            if map.len() > 1024 {
+                map.clear();
+            }
+            map.insert(src.to_owned(), compiled.clone());
+        }
+        compiled
+    }
+
+    /// Mutating webhooks in order; then, as kube's `reinvocationPolicy: IfNeeded`, those that
+    /// ask for it are called once more if a later webhook changed the object after them.
+    pub(crate) async fn mutate(
+        &self,
+        ctx: &Context<'_>,
+        req: &Request<'_>,
+        object: &mut Value,
+    ) -> Result<Vec<String>, ApiError> {
+        let hooks = Self::hooks(ctx, MUTATING);
+        let mut warnings = Vec::new();
+        // (hook index, the object as that hook left it) of the IfNeeded hooks called.
+        let mut reinvocable: Vec<(usize, Value)> = Vec::new();
+        for (i, hook) in hooks.iter().enumerate() {
+            if self
+                .mutate_one(ctx, hook, req, object, &mut warnings)
+                .await?
+            {
+                let if_needed =
+                    hook.spec.get("reinvocationPolicy").and_then(Value::as_str) == Some("IfNeeded");
+                if if_needed {
+                    reinvocable.push((i, object.clone()));
+                }
+            }
+        }
+        for (i, seen) in reinvocable {
+            if *object != seen {
+                self.mutate_one(ctx, &hooks[i], req, object, &mut warnings)
+                    .await?;
+            }
+        }
+        Ok(warnings)
+    }
+
+    /// Call one mutating webhook if it applies and apply its patch; whether it was called.
+    async fn mutate_one(
+        &self,
+        ctx: &Context<'_>,
+        hook: &Hook,
+        req: &Request<'_>,
+        object: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> Result<bool, ApiError> {
+        match self.applies(ctx, hook, req, Some(object)) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
+            Err(_) => return Ok(false),
+        }
+        check_dry_run(hook, req)?;
+        let resp = match self.call(ctx, hook, req, Some(object)).await {
+            Ok(r) => r,
+            Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e.to_string())),
+            Err(_) => return Ok(true),
+        };
+        warnings.extend(response_warnings(&resp));
+        if !allowed(&resp) {
+            return Err(denied(&hook.name, resp.get("status")));
+        }
+        if let Some(p) = resp.get("patch").and_then(Value::as_str) {
+            match apply_patch(req, object, p, resp.get("patchType")) {
+                Ok(()) => {}
+                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
+                Err(_) => {}
+            }
+        }
+        Ok(true)
+    }
+
+    pub(crate) async fn validate(
+        &self,
+        ctx: &Context<'_>,
+        req: &Request<'_>,
+        object: Option<&Value>,
+    ) -> Result<Vec<String>, ApiError> {
+        let hooks = Self::hooks(ctx, VALIDATING);
+        let mut calls = Vec::new();
+        for hook in &hooks {
+            match self.applies(ctx, hook, req, object) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
+                Err(_) => continue,
+            }
+            check_dry_run(hook, req)?;
+            calls.push(async move { (hook, self.call(ctx, hook, req, object).await) });
+        }
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut warnings = Vec::new();
+        let mut first_error = None;
+        for (hook, result) in futures::future::join_all(calls).await {
+            match result {
+                Ok(resp) => {
+                    warnings.extend(response_warnings(&resp));
+                    if !allowed(&resp) && first_error.is_none() {
+                        first_error = Some(denied(&hook.name, resp.get("status")));
+                    }
+                }
+                Err(e) if hook.fail() => {
+                    if first_error.is_none() {
+                        first_error = Some(call_failed(&hook.name, &e.to_string()));
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(warnings),
+        }
+    }
+
+    /// POST the AdmissionReview; the `response` of the answer.
+    async fn call(
+        &self,
+        ctx: &Context<'_>,
+        hook: &Hook,
+        req: &Request<'_>,
+        object: Option<&Value>,
+    ) -> Result<Value, AdmissionError> {
+        let cc = hook
+            .spec
+            .get("clientConfig")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let ca = cc.get("caBundle").and_then(Value::as_str).unwrap_or("");
+        let (url, client) = match cc.get("url").and_then(Value::as_str) {
+            Some(u) => (u.to_owned(), self.client.client(ca, None)?),
+            None => {
+                let (url, host, addr) = service_target(ctx, &cc)?;
+                (url, self.client.client(ca, Some((&host, addr)))?)
+            }
+        };
+        let timeout = hook
+            .spec
+            .get("timeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_TIMEOUT)
+            .clamp(1, MAX_TIMEOUT);
+        let uid = uuid::Uuid::new_v4().to_string();
+        let mut request = req.to_json(&uid);
+        request["object"] = object.cloned().unwrap_or(Value::Null);
+        request["oldObject"] = req.old_object.cloned().unwrap_or(Value::Null);
+        let review = json!({
+            "kind": "AdmissionReview",
+            "apiVersion": "admission.k8s.io/v1",
+            "request": request,
+        });
+        let call = async {
+            let mut resp = client
+                .post(&url)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json")
+                .body(review.to_string())
+                .send()
+                .await
+                .map_err(|e| {
+                    AdmissionError::Call(format!("failed to call webhook: {}", error_chain(&e)))
+                })?;
+            let status = resp.status();
+            let mut body = Vec::new();
+            while let Some(chunk) = resp.chunk().await.map_err(|e| {
+                AdmissionError::Call(format!("failed to call webhook: {}", error_chain(&e)))
+            })? {
+                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                    return Err(AdmissionError::Call(
+                        "failed to call webhook: the response is too large".into(),
+                    ));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            if !status.is_success() {
+                return Err(AdmissionError::Call(format!(
+                    "failed to call webhook: the server responded with the status code {}",
+                    status.as_u16()
+                )));
+            }
+            Ok(body)
+        };
+        let body = tokio::time::timeout(Duration::from_secs(timeout), call)
+            .await
+            .map_err(|_| {
+                AdmissionError::Call(format!(
+                    "failed to call webhook: Post \"{url}\": context deadline exceeded"
+                ))
+            })??;
+        let answer: Value = serde_json::from_slice(&body)
+            .map_err(|e| AdmissionError::Call(format!("received invalid webhook response: {e}")))?;
+        let response = answer.get("response").cloned().ok_or_else(|| {
+            AdmissionError::Call("received invalid webhook response: response is empty".into())
+        })?;
+        if response.get("uid").and_then(Value::as_str) != Some(uid.as_str()) {
+            return Err(AdmissionError::Call(format!(
+                "expected response.uid=\"{uid}\", got \"{}\"",
+                response.get("uid").and_then(Value::as_str).unwrap_or("")
+            )));
+        }
+        Ok(response)
+    }
+}
+
+/// The error and its sources, as Go wraps them.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    let mut n = 0;
+    while let Some(x) = src {
+        s.push_str(": ");
+        s.push_str(&x.to_string());
+        src = x.source();
+        n += 1;
+        if n > 8 {
+            break;
+        }
+    }
+    s
+}
+
+/// A `service` reference, resolved as kube's service resolver does without a proxy: the URL
+/// `https://NAME.NAMESPACE.svc:PORT/PATH` (the name the serving certificate must hold), and the
+/// address of a ready endpoint from the Service's EndpointSlices (the port mapped by name).
+fn service_target(
+    ctx: &Context<'_>,
+    cc: &Value,
+) -> Result<(String, String, std::net::SocketAddr), AdmissionError> {
+    let svc = cc
+        .get("service")
+        .ok_or_else(|| AdmissionError::Config("clientConfig has neither url nor service".into()))?;
+    let ns = svc.get("namespace").and_then(Value::as_str).unwrap_or("");
+    let name = svc.get("name").and_then(Value::as_str).unwrap_or("");
+    let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443);
+    let path = svc.get("path").and_then(Value::as_str).unwrap_or("");
+    let host = format!("{name}.{ns}.svc");
+    let url = format!("https://{host}:{port}{path}");
+    let not_found = || {
+        AdmissionError::Call(format!(
+            "failed to call webhook: service \"{ns}/{name}\" not found"
+        ))
+    };
+    let stored = ctx
+        .store
+        .get(&crate::model::ObjectKey::new("services", ns, name))
+        .ok_or_else(not_found)?;
+    let port_name = stored
+        .value
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|p| p.get("port").and_then(Value::as_u64) == Some(port))
+        .map(|p| {
+            p.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        })
+        .ok_or_else(|| {
+            AdmissionError::Call(format!(
+                "failed to call webhook: service \"{ns}/{name}\" has no port {port}"
+            ))
+        })?;
+    let slices = ctx
+        .store
+        .list("endpointslices.discovery.k8s.io", None)
+        .map_err(|e| AdmissionError::Call(e.to_string()))?;
+    for slice in slices.items.values() {
+        let v = &slice.value;
+        if crate::model::meta::namespace(v) != ns
+            || v.pointer("/metadata/labels/kubernetes.io~1service-name")
+                .and_then(Value::as_str)
+                != Some(name)
+        {
+            continue;
+        }
+        let Some(target_port) = v
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
+            .and_then(|p| p.get("port").and_then(Value::as_u64))
+            .and_then(|p| u16::try_from(p).ok())
+        else {
+            continue;
+        };
+        for ep in v
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            let addr = ep
+                .get("addresses")
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+                .and_then(Value::as_str)
+                .and_then(|a| a.parse::<std::net::IpAddr>().ok());
+            if let Some(ip) = addr {
+                return Ok((url, host, std::net::SocketAddr::new(ip, target_port)));
+            }
+        }
+    }
+    Err(AdmissionError::Call(format!(
+        "failed to call webhook: service \"{ns}/{name}\" has no ready endpoints"
+    )))
+}
+
+/// kube refuses a dry run to webhooks that may have side effects.
+fn check_dry_run(hook: &Hook, req: &Request<'_>) -> Result<(), ApiError> {
+    if !req.dry_run {
+        return Ok(());
+    }
+    match hook.spec.get("sideEffects").and_then(Value::as_str) {
+        Some("None" | "NoneOnDryRun") => Ok(()),
+        _ => Err(ApiError::bad_request(format!(
+            "admission webhook \"{}\" does not support dry run",
+            hook.name
+        ))),
+    }
+}
+
+fn allowed(resp: &Value) -> bool {
+    resp.get("allowed").and_then(Value::as_bool) == Some(true)
+}
+
+fn response_warnings(resp: &Value) -> Vec<String> {
+    resp.get("warnings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .take(MAX_WARNINGS)
+        .map(|w| {
+            let mut w = w.to_owned();
+            if w.len() > MAX_WARNING_BYTES {
+                let mut end = MAX_WARNING_BYTES;
+                while !w.is_char_boundary(end) {
+                    end -= 1;
+                }
+                w.truncate(end);
+            }
+            w
+        })
+        .collect()
+}
+
+/// kube's `webhookerrors.ToStatusErr`.
+fn denied(name: &str, status: Option<&Value>) -> ApiError {
+    let by = format!("admission webhook \"{name}\" denied the request");
+    let text = |f: &str| {
+        status
+            .and_then(|s| s.get(f))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let message = text("message");
+    let reason = text("reason");
+    let message = if !message.is_empty() {
+        format!("{by}: {message}")
+    } else if !reason.is_empty() {
+        format!("{by}: {reason}")
+    } else {
+        format!("{by} without explanation")
+    };
+    let code = status
+        .and_then(|s| s.get("code"))
+        .and_then(Value::as_u64)
+        .filter(|c| (400..600).contains(c))
+        .unwrap_or(400) as u16;
+    ApiError::new(code, static_reason(&reason), message)
+}
+
+/// The `StatusReason`s kube defines (others are reported without a reason).
+fn static_reason(r: &str) -> &'static str {
+    const REASONS: &[&str] = &[
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "StoreReadError",
+        "Timeout",
+        "TooManyRequests",
+        "BadRequest",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+    ];
+    REASONS.iter().find(|x| **x == r).copied().unwrap_or("")
+}
+
+/// kube: a webhook that could not be called (or answered nonsense) under `failurePolicy: Fail`.
+fn call_failed(name: &str, err: &str) -> ApiError {
+    ApiError::internal(format!(
+        "Internal error occurred: failed calling webhook \"{name}\": {err}"
+    ))
+}
+
+/// Apply a mutating webhook's base64 JSONPatch to `object`.
+fn apply_patch(
+    req: &Request<'_>,
+    object: &mut Value,
+    patch_b64: &str,
+    patch_type: Option<&Value>,
+) -> Result<(), String> {
+    if patch_type.and_then(Value::as_str) != Some("JSONPatch") {
+        return Err("unsupported patch type".into());
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(patch_b64)
+        .map_err(|e| format!("failed to decode the patch: {e}"))?;
+    let patch =
+        crate::patch::parse(crate::patch::PatchType::Json, &bytes).map_err(|e| e.message)?;
+    let patched = crate::patch::apply(crate::patch::PatchType::Json, object, &patch, req.ri)
+        .map_err(|e| e.message)?;
+    if !patched.is_object() {
+        return Err("the patched object is not an object".into());
+    }
+    *object = patched;
+    Ok(())
+}

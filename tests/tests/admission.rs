@@ -1,0 +1,704 @@
+//! The admission chain with the real binary and the real kubectl: ValidatingAdmissionPolicies
+//! with params deny with their message and warn under `Warn`, on create, update and delete, in
+//! dry runs too (without side effects); validating and mutating webhooks served by a real HTTPS
+//! server in this process, with `failurePolicy` Ignore vs Fail when the webhook is down.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turtles_tests::{poll, Server};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn apply(s: &Server, v: &Value) {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], &v.to_string());
+    assert!(out.status.success(), "apply {v}: {}", stderr(&out));
+}
+
+/// A policy takes effect with the next request: wait until `probe` is refused.
+fn until_denied(s: &Server, args: &[&str]) -> String {
+    poll("the policy to apply", Duration::from_secs(10), || {
+        let out = s.kubectl(args);
+        (!out.status.success()).then(|| stderr(&out))
+    })
+    .expect("denied")
+}
+
+fn validating_policies(s: &Server) {
+    for (ns, env) in [("prod", "prod"), ("dev", "dev"), ("qa", "qa")] {
+        s.kubectl_ok(&["create", "namespace", ns]);
+        s.kubectl_ok(&["label", "namespace", ns, &format!("env={env}")]);
+    }
+    s.kubectl_ok(&[
+        "create",
+        "configmap",
+        "limits",
+        "-n",
+        "default",
+        "--from-literal=maxReplicas=5",
+    ]);
+    apply(
+        s,
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "replica-limit"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]
+                }]},
+                "variables": [{"name": "limit", "expression": "int(params.data.maxReplicas)"}],
+                "validations": [{
+                    "expression": "object.spec.replicas <= variables.limit",
+                    "messageExpression": "'replicas ' + string(object.spec.replicas) + ' over the limit of ' + params.data.maxReplicas"
+                }, {
+                    "expression": "!object.metadata.name.startsWith('forbidden-')",
+                    "message": "names may not start with forbidden-",
+                    "reason": "Forbidden"
+                }]
+            }
+        }),
+    );
+    let binding = |name: &str, env: &str, action: &str, param: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {
+                "policyName": "replica-limit",
+                "validationActions": [action],
+                "paramRef": {"name": param, "namespace": "default", "parameterNotFoundAction": "Deny"},
+                "matchResources": {"namespaceSelector": {"matchLabels": {"env": env}}}
+            }
+        })
+    };
+    apply(s, &binding("replica-limit-prod", "prod", "Deny", "limits"));
+    apply(s, &binding("replica-limit-dev", "dev", "Warn", "limits"));
+    apply(s, &binding("replica-limit-qa", "qa", "Deny", "missing"));
+
+    // Deny, with the message of messageExpression, in kube's words.
+    let create6 = [
+        "create",
+        "deployment",
+        "web",
+        "-n",
+        "prod",
+        "--image=nginx",
+        "--replicas=6",
+    ];
+    let err = until_denied(s, &create6);
+    assert!(
+        err.contains(
+            "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-prod' denied request: replicas 6 over the limit of 5"
+        ),
+        "{err}"
+    );
+    // The Status: 422 Invalid (no reason given), the message as a cause.
+    let http = s.http();
+    let dep = |name: &str, replicas: i64| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": name},
+               "spec": {"replicas": replicas,
+                        "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}},
+                                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    };
+    let r = http.post_json("/apis/apps/v1/namespaces/prod/deployments", &dep("web", 7));
+    assert_eq!(r.status, 422, "{}", r.text());
+    let st = r.json();
+    assert_eq!(st["reason"], "Invalid");
+    assert_eq!(st["details"]["kind"], "deployments");
+    assert_eq!(st["details"]["group"], "apps");
+    assert!(st["details"]["causes"][0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("ValidatingAdmissionPolicy 'replica-limit'"));
+    // A validation's reason sets the code.
+    let r = http.post_json(
+        "/apis/apps/v1/namespaces/prod/deployments",
+        &dep("forbidden-x", 1),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.json()["reason"], "Forbidden");
+    assert!(r.text().contains("names may not start with forbidden-"));
+
+    // Within the limit: admitted. An update over it is denied, in a dry run too, with nothing
+    // stored.
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "web",
+        "-n",
+        "prod",
+        "--image=nginx",
+        "--replicas=2",
+    ]);
+    let out = s.kubectl(&[
+        "patch",
+        "deployment",
+        "web",
+        "-n",
+        "prod",
+        "-p",
+        r#"{"spec":{"replicas":9}}"#,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("replicas 9 over the limit of 5"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl(&[
+        "patch",
+        "deployment",
+        "web",
+        "-n",
+        "prod",
+        "--dry-run=server",
+        "-p",
+        r#"{"spec":{"replicas":8}}"#,
+    ]);
+    assert!(
+        stderr(&out).contains("replicas 8 over the limit of 5"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl(&[
+        "create",
+        "deployment",
+        "dry",
+        "-n",
+        "prod",
+        "--image=nginx",
+        "--replicas=8",
+        "--dry-run=server",
+    ]);
+    assert!(
+        stderr(&out).contains("replicas 8 over the limit of 5"),
+        "{}",
+        stderr(&out)
+    );
+    // A dry run that passes admission stores nothing.
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "dry",
+        "-n",
+        "prod",
+        "--image=nginx",
+        "--replicas=3",
+        "--dry-run=server",
+    ]);
+    assert!(!s
+        .kubectl(&["get", "deployment", "dry", "-n", "prod"])
+        .status
+        .success());
+    let web = s.kubectl_json(&["get", "deployment", "web", "-n", "prod"]);
+    assert_eq!(web["spec"]["replicas"], 2);
+
+    // Params are read per request: raising the limit admits.
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "limits",
+        "-n",
+        "default",
+        "-p",
+        r#"{"data":{"maxReplicas":"10"}}"#,
+    ]);
+    s.kubectl_ok(&["scale", "deployment", "web", "-n", "prod", "--replicas=1"]);
+    s.kubectl_ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-n",
+        "prod",
+        "-p",
+        r#"{"spec":{"replicas":9}}"#,
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "limits",
+        "-n",
+        "default",
+        "-p",
+        r#"{"data":{"maxReplicas":"5"}}"#,
+    ]);
+
+    // Warn: admitted, with kube's warning.
+    let out = s.kubectl(&[
+        "create",
+        "deployment",
+        "web",
+        "-n",
+        "dev",
+        "--image=nginx",
+        "--replicas=6",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "Warning: Validation failed for ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-dev': replicas 6 over the limit of 5"
+        ),
+        "{}",
+        stderr(&out)
+    );
+
+    // A binding whose param is missing denies under parameterNotFoundAction: Deny.
+    let out = s.kubectl(&[
+        "create",
+        "deployment",
+        "web",
+        "-n",
+        "qa",
+        "--image=nginx",
+        "--replicas=1",
+    ]);
+    assert!(
+        stderr(&out).contains(
+            "ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-qa' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+        ),
+        "{}",
+        stderr(&out)
+    );
+
+    // Other namespaces and kinds are not matched.
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "big",
+        "-n",
+        "default",
+        "--image=nginx",
+        "--replicas=20",
+    ]);
+
+    // DELETE, with oldObject and a matchCondition; the request's user is visible.
+    apply(
+        s,
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "protected"},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["DELETE"], "resources": ["configmaps"]
+                }]},
+                "matchConditions": [{"name": "labelled",
+                    "expression": "has(oldObject.metadata.labels) && 'protected' in oldObject.metadata.labels"}],
+                "validations": [{
+                    "expression": "object == null && request.userInfo.username == 'nobody'",
+                    "messageExpression": "'only nobody may delete ' + oldObject.metadata.name + ', not ' + request.userInfo.username"
+                }]
+            }
+        }),
+    );
+    apply(
+        s,
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "protected"},
+            "spec": {"policyName": "protected", "validationActions": ["Deny"]}
+        }),
+    );
+    s.kubectl_ok(&["create", "configmap", "keep", "-n", "dev"]);
+    s.kubectl_ok(&["label", "configmap", "keep", "-n", "dev", "protected=yes"]);
+    s.kubectl_ok(&["create", "configmap", "free", "-n", "dev"]);
+    let err = until_denied(
+        s,
+        &[
+            "delete",
+            "configmap",
+            "keep",
+            "-n",
+            "dev",
+            "--dry-run=server",
+        ],
+    );
+    assert!(err.contains("only nobody may delete keep, not "), "{err}");
+    s.kubectl_ok(&["delete", "configmap", "free", "-n", "dev"]);
+    assert!(s
+        .kubectl(&["get", "configmap", "keep", "-n", "dev"])
+        .status
+        .success());
+
+    // Removing the binding lifts the policy.
+    s.kubectl_ok(&["delete", "validatingadmissionpolicybinding", "protected"]);
+    poll("the binding to go", Duration::from_secs(10), || {
+        s.kubectl(&["delete", "configmap", "keep", "-n", "dev"])
+            .status
+            .success()
+            .then_some(())
+    })
+    .expect("deleted");
+}
+
+/// An HTTPS admission webhook in this process: a CA, a serving certificate for 127.0.0.1, and a
+/// thread per connection answering AdmissionReviews with `handler` (by request path).
+struct Webhook {
+    url: String,
+    ca_bundle: String,
+    calls: Arc<AtomicUsize>,
+}
+
+type Handler = fn(&str, &Value) -> Value;
+
+fn start_webhook(handler: Handler) -> Webhook {
+    use base64::Engine;
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+        )
+        .unwrap();
+    let cfg = Arc::new(cfg);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let cfg = cfg.clone();
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let _ = serve_one(conn, cfg, handler, &counter);
+            });
+        }
+    });
+    Webhook {
+        url: format!("https://127.0.0.1:{port}"),
+        ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
+        calls,
+    }
+}
+
+fn serve_one(
+    conn: TcpStream,
+    cfg: Arc<rustls::ServerConfig>,
+    handler: Handler,
+    calls: &AtomicUsize,
+) -> std::io::Result<()> {
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let tls = rustls::ServerConnection::new(cfg).map_err(std::io::Error::other)?;
+    let mut stream = rustls::StreamOwned::new(tls, conn);
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let (head_end, length) = loop {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            break (i + 4, length);
+        }
+        assert!(buf.len() < 1 << 20, "request head too large");
+    };
+    while buf.len() < head_end + length {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let review: Value =
+        serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or_default();
+    calls.fetch_add(1, Ordering::SeqCst);
+    let mut response = handler(&path, &review["request"]);
+    response["uid"] = review["request"]["uid"].clone();
+    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                      "response": response})
+    .to_string();
+    let out = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(out.as_bytes())?;
+    stream.flush()?;
+    stream.conn.send_close_notify();
+    let _ = stream.flush();
+    Ok(())
+}
+
+/// `/validate`: ConfigMaps named `bad-*` are refused. `/mutate`: a `mutated=yes` label and a
+/// warning.
+fn handler(path: &str, req: &Value) -> Value {
+    match path {
+        "/validate" => {
+            let name = req["name"].as_str().unwrap_or("");
+            if name.starts_with("bad-") {
+                json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden",
+                       "message": format!("configmaps named bad-* are not allowed (dryRun={})", req["dryRun"])}})
+            } else {
+                json!({"allowed": true})
+            }
+        }
+        "/mutate" => {
+            use base64::Engine;
+            let has_labels = req["object"]["metadata"]["labels"].is_object();
+            let patch = if has_labels {
+                json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
+            };
+            json!({"allowed": true, "patchType": "JSONPatch",
+                   "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
+                   "warnings": [format!("mutated by the test webhook as {}", req["userInfo"]["username"].as_str().unwrap_or(""))]})
+        }
+        // Marks objects another webhook has already labelled: called again (reinvoked) after
+        // that webhook only if it asked to be.
+        "/reinvoke" => {
+            use base64::Engine;
+            if req["object"]["metadata"]["labels"]["mutated"] == "yes" {
+                let patch =
+                    json!([{"op": "add", "path": "/metadata/labels/saw-mutated", "value": "yes"}]);
+                json!({"allowed": true, "patchType": "JSONPatch",
+                       "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string())})
+            } else {
+                json!({"allowed": true})
+            }
+        }
+        _ => json!({"allowed": true}),
+    }
+}
+
+fn webhook_config(kind: &str, name: &str, hook: &str, url: &str, ca: &str, extra: Value) -> Value {
+    let mut w = json!({
+        "name": hook,
+        "clientConfig": {"url": url, "caBundle": ca},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                   "resources": ["configmaps"]}],
+        "namespaceSelector": {"matchLabels": {"env": "hooks"}},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 5,
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        w[k] = v.clone();
+    }
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+           "metadata": {"name": name}, "webhooks": [w]})
+}
+
+fn configmap_with(s: &Server, name: &str, labels: Value, extra: &[&str]) -> std::process::Output {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": "hooks", "labels": labels}});
+    let mut args = vec!["create", "-f", "-"];
+    args.extend_from_slice(extra);
+    s.kubectl_stdin(&args, &cm.to_string())
+}
+
+fn webhooks(s: &Server) {
+    s.kubectl_ok(&["create", "namespace", "hooks"]);
+    s.kubectl_ok(&["label", "namespace", "hooks", "env=hooks"]);
+    let wh = start_webhook(handler);
+    apply(
+        s,
+        &webhook_config(
+            "ValidatingWebhookConfiguration",
+            "deny-bad",
+            "deny.turtles.test",
+            &format!("{}/validate", wh.url),
+            &wh.ca_bundle,
+            json!({}),
+        ),
+    );
+    // Denied with the webhook's status, in kube's words.
+    let err = until_denied(s, &["create", "configmap", "bad-one", "-n", "hooks"]);
+    assert!(
+        err.contains("admission webhook \"deny.turtles.test\" denied the request: configmaps named bad-* are not allowed (dryRun=false)"),
+        "{err}"
+    );
+    let r = s.http().post_json(
+        "/api/v1/namespaces/hooks/configmaps",
+        &json!({"metadata": {"name": "bad-two"}}),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.json()["reason"], "Forbidden");
+    // A dry run reaches a webhook without side effects, flagged as one.
+    let out = s.kubectl(&[
+        "create",
+        "configmap",
+        "bad-three",
+        "-n",
+        "hooks",
+        "--dry-run=server",
+    ]);
+    assert!(stderr(&out).contains("(dryRun=true)"), "{}", stderr(&out));
+    // Other namespaces are not matched.
+    s.kubectl_ok(&["create", "configmap", "bad-elsewhere", "-n", "default"]);
+
+    // Mutating: the label is set, the warning shown; the validating webhook still runs after.
+    apply(
+        s,
+        &webhook_config(
+            "MutatingWebhookConfiguration",
+            "add-label",
+            "label.turtles.test",
+            &format!("{}/mutate", wh.url),
+            &wh.ca_bundle,
+            json!({}),
+        ),
+    );
+    let created = poll("the mutating webhook", Duration::from_secs(10), || {
+        let name = format!("good-{}", wh.calls.load(Ordering::SeqCst));
+        let out = configmap_with(s, &name, json!({"app": "x"}), &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let cm = s.kubectl_json(&["get", "configmap", &name, "-n", "hooks"]);
+        (cm["metadata"]["labels"]["mutated"] == "yes").then_some((cm, stderr(&out)))
+    })
+    .expect("mutated");
+    assert_eq!(created.0["metadata"]["labels"]["app"], "x");
+    assert!(
+        created
+            .1
+            .contains("Warning: mutated by the test webhook as admin"),
+        "{}",
+        created.1
+    );
+    let out = s.kubectl(&["create", "configmap", "bad-four", "-n", "hooks"]);
+    assert!(
+        stderr(&out).contains("denied the request"),
+        "{}",
+        stderr(&out)
+    );
+    // Reinvocation: "a-reinvoke" runs before "add-label" (name order) and again after it.
+    apply(
+        s,
+        &webhook_config(
+            "MutatingWebhookConfiguration",
+            "a-reinvoke",
+            "reinvoke.turtles.test",
+            &format!("{}/reinvoke", wh.url),
+            &wh.ca_bundle,
+            json!({"reinvocationPolicy": "IfNeeded",
+                   "objectSelector": {"matchLabels": {"app": "reinvoke"}}}),
+        ),
+    );
+    let cm = poll("the reinvoked webhook", Duration::from_secs(10), || {
+        let name = format!("re-{}", wh.calls.load(Ordering::SeqCst));
+        let out = configmap_with(s, &name, json!({"app": "reinvoke"}), &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let cm = s.kubectl_json(&["get", "configmap", &name, "-n", "hooks"]);
+        (cm["metadata"]["labels"]["saw-mutated"] == "yes").then_some(cm)
+    })
+    .expect("reinvoked");
+    assert_eq!(cm["metadata"]["labels"]["mutated"], "yes");
+    s.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "a-reinvoke"]);
+
+    // A webhook that is down: Ignore admits, Fail refuses with kube's internal error.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = format!(
+        "https://127.0.0.1:{}/validate",
+        closed.local_addr().unwrap().port()
+    );
+    drop(closed);
+    for (policy, label) in [("Ignore", "ignore"), ("Fail", "fail")] {
+        apply(
+            s,
+            &webhook_config(
+                "ValidatingWebhookConfiguration",
+                &format!("down-{label}"),
+                &format!("down-{label}.turtles.test"),
+                &down,
+                &wh.ca_bundle,
+                json!({"failurePolicy": policy,
+                       "objectSelector": {"matchLabels": {"down": label}}}),
+            ),
+        );
+    }
+    let out = configmap_with(s, "ignored", json!({"down": "ignore"}), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = poll("the Fail webhook", Duration::from_secs(10), || {
+        let out = configmap_with(s, "refused", json!({"down": "fail"}), &[]);
+        (!out.status.success()).then(|| stderr(&out))
+    })
+    .expect("refused");
+    assert!(
+        err.contains("Internal error occurred: failed calling webhook \"down-fail.turtles.test\": failed to call webhook"),
+        "{err}"
+    );
+    // A webhook with side effects refuses dry runs.
+    apply(
+        s,
+        &webhook_config(
+            "ValidatingWebhookConfiguration",
+            "side-effects",
+            "side.turtles.test",
+            &format!("{}/other", wh.url),
+            &wh.ca_bundle,
+            json!({"sideEffects": "Unknown", "objectSelector": {"matchLabels": {"side": "yes"}}}),
+        ),
+    );
+    let err = poll("the side-effect webhook", Duration::from_secs(10), || {
+        let out = configmap_with(s, "dry", json!({"side": "yes"}), &["--dry-run=server"]);
+        (!out.status.success()).then(|| stderr(&out))
+    })
+    .expect("refused");
+    assert!(
+        err.contains("admission webhook \"side.turtles.test\" does not support dry run"),
+        "{err}"
+    );
+    // A webhook that is down and matches everything under Fail cannot lock admins out: writes
+    // of webhook configurations never go to webhooks.
+    apply(
+        s,
+        &webhook_config(
+            "ValidatingWebhookConfiguration",
+            "lockout",
+            "lockout.turtles.test",
+            &down,
+            &wh.ca_bundle,
+            json!({"rules": [{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"],
+                              "resources": ["*/*"]}]}),
+        ),
+    );
+    let err = until_denied(s, &["create", "configmap", "locked", "-n", "hooks"]);
+    assert!(err.contains("lockout.turtles.test"), "{err}");
+    s.kubectl_ok(&["delete", "validatingwebhookconfiguration", "lockout"]);
+    for cfg in ["down-fail", "down-ignore", "side-effects", "deny-bad"] {
+        s.kubectl_ok(&["delete", "validatingwebhookconfiguration", cfg]);
+    }
+    s.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "add-label"]);
+}
+
+#[test]
+fn admission() {
+    let s = Server::start().expect("server starts");
+    validating_policies(&s);
+    webhooks(&s);
+}
