@@ -6,6 +6,7 @@
 
 pub mod allocator;
 pub mod api;
+pub mod apply;
 pub mod auth;
 pub mod builtin;
 pub mod controllers;
