@@ -69,11 +69,17 @@ pub trait WriteGuard: Send + Sync + std::fmt::Debug {
 pub struct Written {
     pub object: Arc<StoredObject>,
     pub warnings: Vec<String>,
+    /// A PATCH (server-side apply) that created the object (kube answers 201).
+    pub created: bool,
 }
 
 impl Written {
     fn new(object: Arc<StoredObject>, warnings: Vec<String>) -> Self {
-        Self { object, warnings }
+        Self {
+            object,
+            warnings,
+            created: false,
+        }
     }
 }
 
@@ -1192,7 +1198,12 @@ impl Service {
                 let obj = check(obj)?;
                 match self.create(ri, ns, obj, &opts).await {
                     Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
-                    r => return r,
+                    r => {
+                        return r.map(|mut w| {
+                            w.created = true;
+                            w
+                        })
+                    }
                 }
             }
             let r = self

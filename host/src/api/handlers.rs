@@ -183,13 +183,12 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             if is_crd && !opts.dry_run {
                 written.object = crd_settled(state, &ri, &written.object).await?;
             }
-            Ok(written_response(
-                &ri,
-                &headers,
-                query,
-                StatusCode::OK,
-                written,
-            ))
+            let code = if written.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok(written_response(&ri, &headers, query, code, written))
         }
         (&Method::DELETE, Some(name)) => {
             let body = read_body(req, state.options.request_body_timeout).await?;

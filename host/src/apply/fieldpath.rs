@@ -379,6 +379,26 @@ impl Set {
         Ok(out)
     }
 
+    /// structured-merge-diff's `EnsureNamedFieldsAreMembers`: every node that `named` says is
+    /// a struct's field (given its path) becomes a member.
+    pub fn ensure_named(&self, named: &dyn Fn(&[Pe]) -> bool) -> Set {
+        let mut out = self.clone();
+        let mut prefix = Vec::new();
+        out.mark_named(&mut prefix, named);
+        out
+    }
+
+    fn mark_named(&mut self, prefix: &mut Path, named: &dyn Fn(&[Pe]) -> bool) {
+        for (pe, n) in self.nodes.iter_mut() {
+            prefix.push(pe.clone());
+            if !n.member && matches!(pe, Pe::Field(_)) && named(prefix) {
+                n.member = true;
+            }
+            n.children.mark_named(prefix, named);
+            prefix.pop();
+        }
+    }
+
     /// The number of nodes, to bound work driven by stored sets.
     pub fn size(&self) -> usize {
         self.nodes.values().map(|n| 1 + n.children.size()).sum()

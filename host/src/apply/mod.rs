@@ -545,18 +545,9 @@ pub fn apply(
         .position(|e| e.same_manager(&me))
         .map(|i| entries.remove(i));
     let mut merged = merged;
-    if let Some(last) = &last {
-        let mut owned = me.set.clone();
-        for e in &entries {
-            owned.union_in(&e.set);
-        }
-        let gone = last.set.difference(&owned);
-        if !gone.is_empty() {
-            merged = t
-                .remove(&merged, &gone)
-                .map_err(|e| typed_err("merged", e))?
-                .unwrap_or_else(|| json!({}));
-        }
+    if let Some(last) = last.as_ref().filter(|l| !l.set.is_empty()) {
+        merged =
+            prune(&t, merged, &last.set, &me.set, &entries).map_err(|e| typed_err("merged", e))?;
     }
     // Conflicts: fields this apply changes that another manager owns.
     let c = t
@@ -565,6 +556,7 @@ pub fn apply(
     let changed = filter_reset(ri, sub, &c.added.union(&c.modified));
     let removed = filter_reset(ri, sub, &c.removed);
     let mut conflicts: Vec<(String, Path)> = Vec::new();
+    let force = force;
     for e in &entries {
         let overlap = e.set.intersection(&changed);
         if !overlap.is_empty() {
@@ -575,7 +567,22 @@ pub fn apply(
         }
     }
     if !conflicts.is_empty() && !force {
-        return Err(conflict_error(conflicts));
+        // kube's lastAppliedManager: kubectl moving an object from client-side apply may take
+        // the fields its last-applied configuration set, as long as they still hold that value.
+        let allowed = if who.name.starts_with("kubectl") {
+            live.and_then(|l| allowed_from_last_applied(&t, l))
+        } else {
+            None
+        };
+        let all_allowed = allowed
+            .as_ref()
+            .is_some_and(|a| conflicts.iter().all(|(_, p)| a.has(p)));
+        if !all_allowed {
+            if let Some(a) = &allowed {
+                conflicts.retain(|(_, p)| !a.has(p));
+            }
+            return Err(conflict_error(conflicts));
+        }
     }
     for e in entries.iter_mut() {
         e.set = e.set.difference(&changed).difference(&removed);
@@ -588,8 +595,86 @@ pub fn apply(
     };
     entries.push(me);
     let mut out = merged;
+    // kube's lastAppliedUpdater: kubectl's applies keep an existing client-side apply
+    // annotation in step, so `kubectl apply` (client-side) still works after.
+    if who.name.starts_with("kubectl") && live.is_some_and(|l| last_applied(l).is_some()) {
+        let mut cfg = config.clone();
+        if let Some(a) = cfg
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+        {
+            a.remove(LAST_APPLIED);
+        }
+        let text = cfg.to_string();
+        if let Some(m) = crate::model::meta::metadata_mut(&mut out) {
+            let a = m.entry("annotations").or_insert_with(|| json!({}));
+            if let Some(a) = a.as_object_mut() {
+                if text.len() <= MAX_LAST_APPLIED_BYTES {
+                    a.insert(LAST_APPLIED.into(), Value::String(text));
+                } else {
+                    a.remove(LAST_APPLIED);
+                }
+            }
+        }
+    }
     set_managed(&mut out, encode(entries));
     Ok(out)
+}
+
+/// kubectl's client-side apply annotation.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// kube drops the annotation rather than keep one this large (`totalAnnotationSizeLimitB`).
+const MAX_LAST_APPLIED_BYTES: usize = 256 * 1024;
+
+fn last_applied(live: &Value) -> Option<&str> {
+    live.pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// kube's `allowedConflictsFromLastApplied`: the fields of the last-applied configuration whose
+/// value the live object still has.
+fn allowed_from_last_applied(t: &Typer<'_>, live: &Value) -> Option<Set> {
+    let text = last_applied(live)?;
+    let last: Value = serde_json::from_str(text).ok()?;
+    if !last.is_object() || !crate::model::limits::within_depth(&last) {
+        return None;
+    }
+    let set = t.to_set(&last).ok()?;
+    let c = t.compare(&last, &without_managed(live)).ok()?;
+    Some(set.difference(&c.modified))
+}
+
+/// structured-merge-diff's `prune`: remove from `merged` what the applier applied last time
+/// (`last`) unless a manager (the applier with its new configuration `mine` included) still
+/// owns it; struct fields count as owned when something below them is (`addBackOwnedItems`),
+/// and only what was in `last` goes (`addBackDanglingItems`).
+fn prune(
+    t: &Typer<'_>,
+    merged: Value,
+    last: &Set,
+    mine: &Set,
+    others: &[Entry],
+) -> Result<Value, ApplyError> {
+    let remove = |v: &Value, s: &Set| -> Result<Value, ApplyError> {
+        Ok(t.remove(v, s)?.unwrap_or_else(|| json!({})))
+    };
+    let last = t.named(last);
+    let mut owned = mine.clone();
+    for e in others {
+        owned.union_in(&e.set);
+    }
+    let owned = t.named(&owned);
+    let merged_set = t.named(&t.to_set(&merged)?);
+    let pruned = remove(&merged, &last)?;
+    let pruned_set = t.named(&t.to_set(&pruned)?);
+    let pruned = remove(&merged, &merged_set.difference(&pruned_set.union(&owned)))?;
+    let pruned_set = t.named(&t.to_set(&pruned)?);
+    remove(
+        &merged,
+        &merged_set.difference(&pruned_set).intersection(&last),
+    )
 }
 
 /// kube's `NewConflictError`: 409 Conflict, a cause per conflicting field, and the message of

@@ -223,6 +223,38 @@ pub struct Comparison {
 }
 
 impl<'a> Typer<'a> {
+    /// Whether the last element of `path` is a declared field of a struct.
+    pub fn is_named(&self, path: &[Pe]) -> bool {
+        let mut ty = self.root;
+        for (i, pe) in path.iter().enumerate() {
+            let last = i + 1 == path.len();
+            match pe {
+                Pe::Field(k) => {
+                    let (ft, declared) = field(ty, k);
+                    if last {
+                        return declared;
+                    }
+                    ty = ft;
+                }
+                _ => {
+                    if last {
+                        return false;
+                    }
+                    ty = match schema_of(ty).and_then(|s| s.get("items")) {
+                        Some(i) if i.is_object() => Ty::Schema(i),
+                        _ => Ty::Deduced,
+                    };
+                }
+            }
+        }
+        false
+    }
+
+    /// [`Set::ensure_named`] with this schema.
+    pub fn named(&self, set: &Set) -> Set {
+        set.ensure_named(&|p| self.is_named(p))
+    }
+
     /// structured-merge-diff's `ToFieldSet`: the leaves, list items, map entries (not struct
     /// fields), and null or empty-map fields of a value.
     pub fn to_set(&self, v: &Value) -> Result<Set, ApplyError> {
