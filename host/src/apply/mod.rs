@@ -660,7 +660,9 @@ fn prune(
     let remove = |v: &Value, s: &Set| -> Result<Value, ApplyError> {
         Ok(t.remove(v, s)?.unwrap_or_else(|| json!({})))
     };
-    let last = t.named(last);
+    // The object's identity is never pruned (kube's applied sets never hold it: stripmeta).
+    let mut last = t.named(last);
+    strip_meta(&mut last);
     let mut owned = mine.clone();
     for e in others {
         owned.union_in(&e.set);

@@ -255,3 +255,34 @@ fn applied_configuration_is_checked() {
         e.message
     );
 }
+
+#[test]
+fn kubectl_moving_from_client_side_apply_keeps_the_data() {
+    let ri = crate::model::Registry::with_builtins()
+        .lookup("", "v1", "configmaps")
+        .unwrap()
+        .as_ref()
+        .clone();
+    let last = r#"{"apiVersion":"v1","data":{"a":"1","b":"2"},"kind":"ConfigMap","metadata":{"annotations":{},"name":"csa","namespace":"default"}}"#;
+    let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "csa", "namespace": "default",
+            "annotations": {LAST_APPLIED: last}},
+        "data": {"a": "1", "b": "2"}});
+    track(&ri, None, &mut obj, None, &who("kubectl-client-side-apply"));
+    // kubectl's csaupgrade: the client-side applier's entry becomes kubectl's Apply entry.
+    let mut mf = obj["metadata"]["managedFields"].clone();
+    mf[0]["manager"] = json!("kubectl");
+    mf[0]["operation"] = json!("Apply");
+    obj["metadata"]["managedFields"] = mf;
+    let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "csa", "namespace": "default"}, "data": {"a": "1", "b": "3"}});
+    let out = apply(&ri, Some(&obj), &cfg, &who("kubectl"), false).unwrap();
+    assert_eq!(out["data"], json!({"a": "1", "b": "3"}), "{out}");
+    assert_eq!(out["metadata"]["name"], "csa", "{out}");
+    // Without the migration: the client-side applier's fields are no conflict either.
+    let mut plain = obj.clone();
+    plain["metadata"]["managedFields"][0]["manager"] = json!("kubectl-client-side-apply");
+    plain["metadata"]["managedFields"][0]["operation"] = json!("Update");
+    let out = apply(&ri, Some(&plain), &cfg, &who("kubectl"), false).unwrap();
+    assert_eq!(out["data"], json!({"a": "1", "b": "3"}), "{out}");
+}
