@@ -7,6 +7,7 @@
 pub mod admission;
 pub mod allocator;
 pub mod api;
+pub mod apply;
 pub mod auth;
 pub mod builtin;
 pub mod controllers;

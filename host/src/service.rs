@@ -52,6 +52,13 @@ pub struct WriteOptions {
     /// Who asks, for API requests: their writes pass the admission chain (`admission`); the
     /// host's own writes carry none.
     pub user: Option<crate::auth::rbac::UserInfo>,
+    /// Who the write's fields are recorded for in `metadata.managedFields` (`fieldManager`, else
+    /// derived from the User-Agent); `None`: the host's own write.
+    pub manager: Option<String>,
+    /// `force` of a server-side apply: take fields other managers own.
+    pub force: bool,
+    /// Set by the apply path: `metadata.managedFields` of the built object are final.
+    pub(crate) applied: bool,
 }
 
 /// A last check on the object a write would store, given the stored object it replaces (`None`
@@ -66,11 +73,17 @@ pub trait WriteGuard: Send + Sync + std::fmt::Debug {
 pub struct Written {
     pub object: Arc<StoredObject>,
     pub warnings: Vec<String>,
+    /// A PATCH (server-side apply) that created the object (kube answers 201).
+    pub created: bool,
 }
 
 impl Written {
     fn new(object: Arc<StoredObject>, warnings: Vec<String>) -> Self {
-        Self { object, warnings }
+        Self {
+            object,
+            warnings,
+            created: false,
+        }
     }
 }
 
@@ -1044,7 +1057,7 @@ impl Service {
         m.remove("resourceVersion");
         m.remove("deletionTimestamp");
         m.remove("deletionGracePeriodSeconds");
-        m.remove("managedFields");
+        let supplied = m.remove("managedFields");
         m.remove("selfLink");
         Self::defaults_on_create(ri, &mut obj);
         self.check_namespace_usable(ri, ns, meta::name(&obj))?;
@@ -1056,6 +1069,7 @@ impl Service {
             .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
             .await?;
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
+        Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);
         warnings.extend(
             self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
                 .await?,
@@ -1179,6 +1193,9 @@ impl Service {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<Written> {
+        if patch_type == PatchType::Apply {
+            return self.apply(ri, ns, name, body, sub, opts).await;
+        }
         if ri.is_custom() && patch_type == PatchType::Strategic {
             return Err(ApiError::unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
@@ -1206,6 +1223,107 @@ impl Service {
             Ok(out)
         })
         .await
+    }
+
+    /// Server-side apply (`application/apply-patch+yaml`): merge the applied configuration into
+    /// the live object as its manager (`crate::apply`), creating the object if it does not exist.
+    async fn apply(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<Written> {
+        let config = crate::apply::parse_config(ri, body)?;
+        let manager = opts.manager.clone().unwrap_or_default();
+        let who = crate::apply::Manager {
+            name: &manager,
+            sub,
+        };
+        let opts = WriteOptions {
+            applied: true,
+            ..opts.clone()
+        };
+        let wanted_rv = config
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(|s| parse_rv(s).map_err(|_| ApiError::conflict(&ri.group, &ri.resource, name)))
+            .transpose()?;
+        let check = |mut out: Value| -> Result<Value> {
+            Self::check_type(ri, &mut out)?;
+            if meta::name(&out) != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({}) does not match the name on the URL ({name})",
+                    meta::name(&out)
+                )));
+            }
+            Self::check_scope(ri, ns, &mut out)?;
+            Ok(out)
+        };
+        for _ in 0..CONFLICT_RETRIES {
+            if sub == Subresource::Main && self.store.get(&Self::key(ri, ns, name)).is_none() {
+                if wanted_rv.is_some() {
+                    return Err(ApiError::not_found(&ri.group, &ri.resource, name));
+                }
+                let mut obj = crate::apply::apply(ri, None, &config, &who, opts.force)?;
+                if let Some(m) = metadata_mut(&mut obj) {
+                    m.entry("name")
+                        .or_insert_with(|| Value::String(name.to_owned()));
+                }
+                let obj = check(obj)?;
+                match self.create(ri, ns, obj, &opts).await {
+                    Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
+                    r => {
+                        return r.map(|mut w| {
+                            w.created = true;
+                            w
+                        })
+                    }
+                }
+            }
+            let r = self
+                .update_with(ri, ns, name, wanted_rv, &opts, sub, |current| {
+                    check(crate::apply::apply(
+                        ri,
+                        Some(&current.value),
+                        &config,
+                        &who,
+                        opts.force,
+                    )?)
+                })
+                .await;
+            match r {
+                Err(e) if e.code == 404 && sub == Subresource::Main => continue,
+                r => return r,
+            }
+        }
+        Err(ApiError::conflict(&ri.group, &ri.resource, name))
+    }
+
+    /// Records the write in `metadata.managedFields` (`crate::apply::track`), unless the apply
+    /// path already did.
+    fn track_fields(
+        ri: &ResourceInfo,
+        live: Option<&Value>,
+        new: &mut Value,
+        supplied: Option<Value>,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) {
+        if opts.applied {
+            if let (Some(m), Some(v)) = (metadata_mut(new), supplied) {
+                m.insert("managedFields".into(), v);
+            }
+            return;
+        }
+        let name = opts
+            .manager
+            .as_deref()
+            .unwrap_or(crate::apply::HOST_MANAGER);
+        let who = crate::apply::Manager { name, sub };
+        crate::apply::track(ri, live, new, supplied, &who);
     }
 
     /// The autoscaling/v1 `Scale` of an object whose resource has a scale subresource.
@@ -1409,7 +1527,8 @@ impl Service {
             }
             // Work in the requested version; store in the storage version.
             let view = Self::present(ri, current.clone());
-            let body = build(&view)?;
+            let mut body = build(&view)?;
+            let supplied = crate::apply::take(&mut body);
             // Whatever built it (a patch, say), nothing recursive walks a value nested deeper
             // than the limit; it is taken apart without recursion.
             if !crate::model::limits::within_depth(&body) {
@@ -1434,6 +1553,7 @@ impl Service {
                 .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
                 .await?;
             warnings.extend(Self::admit(ri, &mut new, old, opts)?);
+            Self::track_fields(ri, old, &mut new, supplied, sub, opts);
             warnings.extend(
                 self.admitted(ri, ns, Operation::Update, old, Some(&new), sub_name, opts)
                     .await?,

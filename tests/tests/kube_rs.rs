@@ -150,5 +150,53 @@ fn kube_rs_typed_apis_round_trip_every_kind() {
             rbac::ClusterRole,
             rbac::ClusterRoleBinding,
         );
+
+        // Server-side apply as a kube-rs controller writes: `Patch::Apply` with
+        // `PatchParams::apply(manager).force()`, creating, then changing a field another
+        // manager set.
+        let cms: Api<core::ConfigMap> = Api::namespaced(c.clone(), NS);
+        let cm = |v: &str| -> core::ConfigMap {
+            serde_json::from_value(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "ssa"}, "data": {"a": v}}))
+            .unwrap()
+        };
+        let pp = PatchParams::apply("kube-rs-ctrl").force();
+        let out = cms
+            .patch("ssa", &pp, &Patch::Apply(&cm("1")))
+            .await
+            .unwrap();
+        assert_eq!(out.data.unwrap()["a"], "1");
+        let mf = out.metadata.managed_fields.unwrap();
+        assert_eq!(mf.len(), 1);
+        assert_eq!(mf[0].manager.as_deref(), Some("kube-rs-ctrl"));
+        assert_eq!(mf[0].operation.as_deref(), Some("Apply"));
+        let other = PatchParams::apply("other");
+        let err = cms
+            .patch("ssa", &other, &Patch::Apply(&cm("2")))
+            .await
+            .unwrap_err();
+        match err {
+            kube::Error::Api(e) => {
+                assert_eq!(e.code, 409);
+                assert_eq!(
+                    e.message,
+                    "Apply failed with 1 conflict: conflict with \"kube-rs-ctrl\": .data.a"
+                );
+            }
+            e => panic!("expected a conflict: {e}"),
+        }
+        let out = cms
+            .patch("ssa", &other.force(), &Patch::Apply(&cm("2")))
+            .await
+            .unwrap();
+        assert_eq!(out.data.unwrap()["a"], "2");
+        let managers: Vec<_> = out
+            .metadata
+            .managed_fields
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| e.manager)
+            .collect();
+        assert_eq!(managers, ["other"]);
     });
 }

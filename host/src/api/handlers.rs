@@ -149,7 +149,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
-            let opts = write_options(query, &guard, &user)?;
+            let opts = write_options(query, &guard, &user, &headers, Write::Create)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.create(&ri, &ns, obj, &opts).await?;
@@ -165,7 +165,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             ))
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query, &guard, &user)?;
+            let opts = write_options(query, &guard, &user, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
@@ -182,7 +182,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(&headers)?;
-            let opts = write_options(query, &guard, &user)?;
+            let opts = write_options(query, &guard, &user, &headers, Write::Patch(patch_type))?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut written = svc
                 .patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
@@ -190,13 +190,12 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             if is_crd && !opts.dry_run {
                 written.object = crd_settled(state, &ri, &written.object).await?;
             }
-            Ok(written_response(
-                &ri,
-                &headers,
-                query,
-                StatusCode::OK,
-                written,
-            ))
+            let code = if written.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok(written_response(&ri, &headers, query, code, written))
         }
         (&Method::DELETE, Some(name)) => {
             let body = read_body(req, state.options.request_body_timeout).await?;
@@ -287,7 +286,7 @@ async fn scale(
             ));
         }
         Method::PUT => {
-            let opts = write_options(query, &None, &None)?;
+            let opts = write_options(query, &None, &None, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let wanted = decode_json(&body)?;
             svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
@@ -295,7 +294,12 @@ async fn scale(
         }
         Method::PATCH => {
             let pt = patch_type(&headers)?;
-            let opts = write_options(query, &None, &None)?;
+            if pt == PatchType::Apply {
+                return Err(ApiError::unsupported_media_type(
+                    "server-side apply of the scale subresource of a custom resource is not supported",
+                ));
+            }
+            let opts = write_options(query, &None, &None, &headers, Write::Patch(pt))?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let p = crate::patch::parse(pt, &body)?;
             // Scale is a built-in kind: a strategic patch of it is a merge patch.
@@ -715,13 +719,47 @@ fn write_options(
     q: &Query,
     guard: &Option<Arc<dyn crate::service::WriteGuard>>,
     user: &Option<crate::auth::rbac::UserInfo>,
+    headers: &HeaderMap,
+    write: Write,
 ) -> Result<WriteOptions, ApiError> {
+    let field_manager = q.get("fieldManager").map(String::as_str);
+    let force = match q.get("force").map(String::as_str) {
+        None => None,
+        Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Some(true),
+        Some("" | "0" | "f" | "F" | "false" | "FALSE" | "False") => Some(false),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "force: Invalid value: \"{other}\": not a boolean"
+            )))
+        }
+    };
+    let (kind, apply) = match write {
+        Write::Create => ("CreateOptions", false),
+        Write::Update => ("UpdateOptions", false),
+        Write::Patch(pt) => ("PatchOptions", pt == PatchType::Apply),
+    };
+    crate::apply::validate_options(kind, field_manager, apply, force)?;
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     Ok(WriteOptions {
         dry_run: dry_run(q)?,
         field_validation: field_validation(q)?,
         guard: guard.clone(),
         user: user.clone(),
+        manager: Some(crate::apply::manager_name(field_manager, user_agent)),
+        force: force.unwrap_or(false),
+        ..Default::default()
     })
+}
+
+/// Which write a request is, for its options.
+#[derive(Clone, Copy)]
+enum Write {
+    Create,
+    Update,
+    Patch(PatchType),
 }
 
 pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {

@@ -12,9 +12,11 @@ pub enum PatchType {
     Json,
     Merge,
     Strategic,
+    /// Server-side apply (`application/apply-patch+yaml`): handled by `apply`, not here.
+    Apply,
 }
 
-pub const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json";
+pub const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml";
 
 impl PatchType {
     /// From a request's Content-Type (parameters ignored).
@@ -29,11 +31,7 @@ impl PatchType {
             "application/json-patch+json" => Ok(Self::Json),
             "application/merge-patch+json" => Ok(Self::Merge),
             "application/strategic-merge-patch+json" => Ok(Self::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
-                Err(ApiError::unsupported_media_type(format!(
-                    "the body of the request was in an unknown format - accepted media types include: {ACCEPTED} (server-side apply is not supported yet; use client-side kubectl apply)"
-                )))
-            }
+            "application/apply-patch+yaml" => Ok(Self::Apply),
             _ => Err(ApiError::unsupported_media_type(format!(
                 "the body of the request was in an unknown format - accepted media types include: {ACCEPTED}"
             ))),
@@ -49,7 +47,7 @@ pub fn parse(t: PatchType, body: &[u8]) -> Result<Value, ApiError> {
         PatchType::Json if !v.is_array() => Err(ApiError::bad_request(
             "json patch must be an array of operations",
         )),
-        PatchType::Merge | PatchType::Strategic if !v.is_object() => {
+        PatchType::Merge | PatchType::Strategic | PatchType::Apply if !v.is_object() => {
             Err(ApiError::bad_request("merge patch must be a JSON object"))
         }
         _ => Ok(v),
@@ -74,6 +72,9 @@ pub fn apply(
             json_patch::merge(&mut doc, patch);
             Ok(doc)
         }
+        PatchType::Apply => Err(ApiError::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
+        )),
         PatchType::Strategic => {
             let schema = strategic::PatchSchema::for_kind(&ri.group, &ri.kind);
             strategic::apply(current, patch, &schema).map_err(|e| {

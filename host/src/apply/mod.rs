@@ -1,0 +1,791 @@
+//! Server-side apply and field management, after kube's `fieldmanager` and
+//! structured-merge-diff: who owns which fields of an object (`metadata.managedFields`, one
+//! entry per manager, operation, API version (for updates) and subresource, in `FieldsV1`),
+//! updated on every write, and `PATCH` with `application/apply-patch+yaml`: merge an applied
+//! configuration into the live object by the schema's merge rules, remove what the applier
+//! stopped applying and nobody else owns, and refuse to change fields another manager owns
+//! (409) unless forced.
+//!
+//! Pure functions over JSON values; `service.rs` calls [`apply`] from its PATCH path and
+//! [`track`] on every create and update.
+
+pub mod fieldpath;
+pub mod typed;
+
+use serde_json::{json, Map, Value};
+
+use crate::model::{ApiError, Cause, ResourceInfo};
+use fieldpath::{Path, Pe, Set};
+use typed::{Ty, Typer};
+
+/// kube's `DefaultMaxUpdateManagers`: beyond this many `Update` entries the oldest are merged
+/// into one `ancient-changes` entry.
+pub const MAX_UPDATE_MANAGERS: usize = 10;
+/// kube's `FieldManagerMaxLength`.
+pub const MAX_MANAGER_LENGTH: usize = 128;
+/// At most this many conflicts are listed in a 409 (kube lists all; a bound keeps a hostile
+/// object from making a huge answer).
+const MAX_CONFLICTS: usize = 1000;
+/// The manager of the host's own writes (its controllers), where kube's would be named after
+/// kube-controller-manager's user agent.
+pub const HOST_MANAGER: &str = "turtles";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// A value that does not fit its schema's merge rules (a list item without its keys...).
+    #[error("{0}")]
+    Typed(String),
+    /// `metadata.managedFields` that cannot be read.
+    #[error("{0}")]
+    ManagedFields(String),
+}
+
+impl ApplyError {
+    fn at(self, path: &str) -> Self {
+        match self {
+            ApplyError::Typed(m) if !path.is_empty() => ApplyError::Typed(format!("{path}: {m}")),
+            e => e,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Apply,
+    Update,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Operation::Apply => "Apply",
+            Operation::Update => "Update",
+        }
+    }
+}
+
+/// One `managedFields` entry.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub manager: String,
+    pub operation: Operation,
+    pub api_version: String,
+    pub time: Option<String>,
+    pub subresource: String,
+    pub set: Set,
+}
+
+impl Entry {
+    /// kube's manager identifier: manager, operation, subresource, and the API version of
+    /// updates (an applier is one manager whatever version it applies in).
+    fn same_manager(&self, other: &Entry) -> bool {
+        self.manager == other.manager
+            && self.operation == other.operation
+            && self.subresource == other.subresource
+            && (self.operation == Operation::Apply || self.api_version == other.api_version)
+    }
+
+    fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("manager".into(), self.manager.clone().into());
+        m.insert("operation".into(), self.operation.as_str().into());
+        m.insert("apiVersion".into(), self.api_version.clone().into());
+        if let Some(t) = &self.time {
+            m.insert("time".into(), t.clone().into());
+        }
+        m.insert("fieldsType".into(), "FieldsV1".into());
+        m.insert("fieldsV1".into(), self.set.to_fields_v1());
+        if !self.subresource.is_empty() {
+            m.insert("subresource".into(), self.subresource.clone().into());
+        }
+        Value::Object(m)
+    }
+
+    /// kube's `printManager`, for conflict messages.
+    fn describe(&self) -> String {
+        let mut s = format!("{:?}", self.manager);
+        if !self.subresource.is_empty() {
+            s = format!("{s} with subresource {:?}", self.subresource);
+        }
+        if self.operation == Operation::Update {
+            s = format!("{s} using {}", self.api_version);
+        }
+        s
+    }
+}
+
+/// Reads `metadata.managedFields` as kube's `DecodeManagedFields` does.
+pub fn decode(v: &Value) -> Result<Vec<Entry>, ApplyError> {
+    let Some(list) = v.as_array() else {
+        return Err(ApplyError::ManagedFields(
+            "managedFields must be a list".into(),
+        ));
+    };
+    let mut out: Vec<Entry> = Vec::with_capacity(list.len());
+    for (i, e) in list.iter().enumerate() {
+        let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
+        let operation = match s("operation") {
+            "Apply" => Operation::Apply,
+            "Update" => Operation::Update,
+            _ => {
+                return Err(ApplyError::ManagedFields(
+                    "operation must be `Apply` or `Update`".into(),
+                ))
+            }
+        };
+        if s("apiVersion").is_empty() {
+            return Err(ApplyError::ManagedFields(
+                "apiVersion must not be empty".into(),
+            ));
+        }
+        match s("fieldsType") {
+            "FieldsV1" => {}
+            "" => {
+                return Err(ApplyError::ManagedFields(format!(
+                    "missing fieldsType in managed fields entry {i}"
+                )))
+            }
+            t => {
+                return Err(ApplyError::ManagedFields(format!(
+                    "invalid fieldsType {t:?} in managed fields entry {i}"
+                )))
+            }
+        }
+        let set = match e.get("fieldsV1") {
+            Some(f) => Set::from_fields_v1(f)?,
+            None => Set::new(),
+        };
+        let entry = Entry {
+            manager: s("manager").to_owned(),
+            operation,
+            api_version: s("apiVersion").to_owned(),
+            time: e.get("time").and_then(Value::as_str).map(str::to_owned),
+            subresource: s("subresource").to_owned(),
+            set,
+        };
+        // Duplicate identifiers: the last one wins, as in kube's map.
+        out.retain(|o| !o.same_manager(&entry));
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+/// kube's `sortEncodedManagedFields`: Apply before Update, then by time, manager, API version
+/// and subresource.
+fn encode(mut entries: Vec<Entry>) -> Option<Value> {
+    entries.retain(|e| !e.set.is_empty());
+    if entries.is_empty() {
+        return None;
+    }
+    entries.sort_by(|p, q| {
+        p.operation
+            .as_str()
+            .cmp(q.operation.as_str())
+            .then_with(|| seconds(&p.time).cmp(&seconds(&q.time)))
+            .then_with(|| p.manager.cmp(&q.manager))
+            .then_with(|| p.api_version.cmp(&q.api_version))
+            .then_with(|| p.subresource.cmp(&q.subresource))
+    });
+    Some(Value::Array(entries.iter().map(Entry::to_json).collect()))
+}
+
+fn seconds(t: &Option<String>) -> i64 {
+    t.as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|d| d.timestamp())
+        .unwrap_or(0)
+}
+
+/// The server-owned metadata kube strips from every manager's set (`stripmeta`).
+fn strip_meta(set: &mut Set) {
+    for p in [
+        &["apiVersion"][..],
+        &["kind"],
+        &["metadata"],
+        &["metadata", "name"],
+        &["metadata", "namespace"],
+        &["metadata", "creationTimestamp"],
+        &["metadata", "selfLink"],
+        &["metadata", "uid"],
+        &["metadata", "clusterName"],
+        &["metadata", "generation"],
+        &["metadata", "managedFields"],
+        &["metadata", "resourceVersion"],
+    ] {
+        let path: Path = p.iter().map(|s| Pe::Field((*s).to_owned())).collect();
+        set.remove_member(&path);
+    }
+}
+
+/// The fields a write through `sub` cannot change (kube's reset fields): `status` for the main
+/// resource of kinds with a status subresource; everything but `status` for `/status`.
+fn filter_reset(ri: &ResourceInfo, subresource: &str, set: &Set) -> Set {
+    match subresource {
+        "status" => set.filter_top("status", true),
+        _ if ri.status_subresource => set.filter_top("status", false),
+        _ => set.clone(),
+    }
+}
+
+/// The schema walks for a resource: its built-in definition, its CRD schema, or none.
+pub fn typer(ri: &ResourceInfo) -> Typer<'_> {
+    if let Some(cr) = &ri.custom {
+        if let Some(s) = &cr.schema {
+            return Typer {
+                root: Ty::Root(s.raw()),
+                builtin: false,
+            };
+        }
+        return Typer {
+            root: Ty::Deduced,
+            builtin: false,
+        };
+    }
+    let defs = crate::builtin::definitions::get();
+    match defs
+        .name_of(&ri.group, &ri.version, &ri.kind)
+        .and_then(|n| defs.get(n))
+    {
+        Some(d) => Typer {
+            root: Ty::Root(d),
+            builtin: true,
+        },
+        None => Typer {
+            root: Ty::Deduced,
+            builtin: true,
+        },
+    }
+}
+
+fn group_version(ri: &ResourceInfo) -> String {
+    if ri.group.is_empty() {
+        ri.version.clone()
+    } else {
+        format!("{}/{}", ri.group, ri.version)
+    }
+}
+
+fn subresource_name(sub: crate::service::Subresource) -> &'static str {
+    match sub {
+        crate::service::Subresource::Main => "",
+        crate::service::Subresource::Status => "status",
+    }
+}
+
+/// Takes `metadata.managedFields` out of an object.
+pub fn take(obj: &mut Value) -> Option<Value> {
+    crate::model::meta::metadata_mut(obj).and_then(|m| m.remove("managedFields"))
+}
+
+fn set_managed(obj: &mut Value, managed: Option<Value>) {
+    if let Some(m) = crate::model::meta::metadata_mut(obj) {
+        m.remove("managedFields");
+        if let Some(v) = managed {
+            m.insert("managedFields".into(), v);
+        }
+    }
+}
+
+/// kube's `isResetManagedFields`: `[]` or `[{}]`.
+fn is_reset(v: &Value) -> bool {
+    match v.as_array().map(Vec::as_slice) {
+        Some([]) => true,
+        Some([Value::Object(o)]) => o.is_empty(),
+        _ => false,
+    }
+}
+
+/// The managed fields an update starts from (kube's `decodeManagedFields`): those the request
+/// carries if it resets them or they are valid and not empty (never through a subresource),
+/// else the live object's.
+fn base_entries(live: Option<&Value>, supplied: Option<&Value>, sub: &str) -> Vec<Entry> {
+    let from_live = || {
+        live.and_then(|l| l.pointer("/metadata/managedFields"))
+            .and_then(|v| decode(v).ok())
+            .unwrap_or_default()
+    };
+    if !sub.is_empty() {
+        return from_live();
+    }
+    match supplied {
+        Some(v) if is_reset(v) => Vec::new(),
+        Some(v) => match decode(v) {
+            Ok(e) if !e.is_empty() => e,
+            _ => from_live(),
+        },
+        None => from_live(),
+    }
+}
+
+/// How a write is attributed.
+#[derive(Debug, Clone)]
+pub struct Manager<'a> {
+    pub name: &'a str,
+    pub sub: crate::service::Subresource,
+}
+
+/// Records an update (create, update, non-apply patch) in `new`'s managed fields, as kube's
+/// `FieldManager.UpdateNoErrors`: fields the write added or changed become the manager's (and
+/// no longer anyone else's), fields it removed no longer anyone's. `live` is `None` on create.
+/// `supplied` is what the request carried in `metadata.managedFields`. Never fails: managed
+/// fields that cannot be computed are dropped, as kube drops them.
+pub fn track(
+    ri: &ResourceInfo,
+    live: Option<&Value>,
+    new: &mut Value,
+    supplied: Option<Value>,
+    who: &Manager<'_>,
+) {
+    let sub = subresource_name(who.sub);
+    match track_update(ri, live, new, supplied.as_ref(), who.name, sub) {
+        Ok(v) => set_managed(new, v),
+        Err(e) => {
+            tracing::debug!(error = %e, "managed fields dropped");
+            set_managed(new, None);
+        }
+    }
+}
+
+fn track_update(
+    ri: &ResourceInfo,
+    live: Option<&Value>,
+    new: &Value,
+    supplied: Option<&Value>,
+    manager: &str,
+    sub: &str,
+) -> Result<Option<Value>, ApplyError> {
+    let mut entries = base_entries(live, supplied, sub);
+    let t = typer(ri);
+    let stripped_live;
+    let lhs = match live {
+        Some(l) => {
+            stripped_live = without_managed(l);
+            &stripped_live
+        }
+        None => {
+            stripped_live = typed::zero_object(&t);
+            &stripped_live
+        }
+    };
+    let rhs = without_managed(new);
+    let c = t.compare(lhs, &rhs)?;
+    let changed = filter_reset(ri, sub, &c.added.union(&c.modified));
+    let removed = filter_reset(ri, sub, &c.removed);
+    for e in entries.iter_mut() {
+        e.set = e.set.difference(&changed).difference(&removed);
+    }
+    let mut mine = changed;
+    strip_meta(&mut mine);
+    let gv = group_version(ri);
+    if !mine.is_empty() {
+        let me = Entry {
+            manager: manager.to_owned(),
+            operation: Operation::Update,
+            api_version: gv,
+            time: Some(crate::model::meta::now_rfc3339()),
+            subresource: sub.to_owned(),
+            set: mine,
+        };
+        match entries.iter_mut().find(|e| e.same_manager(&me)) {
+            Some(prev) => {
+                prev.set = prev.set.union(&me.set);
+                prev.time = me.time;
+            }
+            None => entries.push(me),
+        }
+    }
+    cap_managers(&mut entries);
+    Ok(encode(entries))
+}
+
+/// kube's `capManagers`: at most [`MAX_UPDATE_MANAGERS`] `Update` entries; the oldest are
+/// merged into `ancient-changes`.
+fn cap_managers(entries: &mut Vec<Entry>) {
+    const ANCIENT: &str = "ancient-changes";
+    loop {
+        let updates = entries
+            .iter()
+            .filter(|e| e.operation == Operation::Update)
+            .count();
+        if updates <= MAX_UPDATE_MANAGERS {
+            return;
+        }
+        // The oldest update that is not the bucket itself goes into the bucket.
+        let Some((idx, _)) = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.operation == Operation::Update && e.manager != ANCIENT)
+            .min_by_key(|(_, e)| seconds(&e.time))
+        else {
+            return;
+        };
+        let old = entries.remove(idx);
+        match entries
+            .iter_mut()
+            .find(|e| e.manager == ANCIENT && e.operation == Operation::Update)
+        {
+            Some(b) => b.set = b.set.union(&old.set),
+            None => entries.push(Entry {
+                manager: ANCIENT.into(),
+                operation: Operation::Update,
+                api_version: old.api_version,
+                time: old.time,
+                subresource: String::new(),
+                set: old.set,
+            }),
+        }
+    }
+}
+
+fn without_managed(v: &Value) -> Value {
+    let mut v = v.clone();
+    take(&mut v);
+    v
+}
+
+/// The applied configuration of a `PATCH` with `application/apply-patch+yaml`: JSON (what
+/// kubectl, client-go, kube-rs and the Python client send) or YAML; checked as kube checks it.
+pub fn parse_config(ri: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> {
+    let v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(ApiError::bad_request(format!(
+                "error decoding YAML: error converting YAML to JSON: {e}"
+            )))
+        }
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "error decoding YAML: json: cannot unmarshal into Go value of type map[string]interface {}",
+        ));
+    }
+    let gv = group_version(ri);
+    let pv = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if pv != gv {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {pv}, expected: {gv}"
+        )));
+    }
+    if v.pointer("/metadata/managedFields")
+        .is_some_and(|m| !m.is_null())
+    {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    Ok(v)
+}
+
+/// Apply `config` as `manager` to `live` (`None`: the object does not exist, create it):
+/// kube's `structuredMergeManager.Apply` and structured-merge-diff's `Updater.Apply`. Returns
+/// the new object with its managed fields.
+pub fn apply(
+    ri: &ResourceInfo,
+    live: Option<&Value>,
+    config: &Value,
+    who: &Manager<'_>,
+    force: bool,
+) -> Result<Value, ApiError> {
+    let sub = subresource_name(who.sub);
+    let t = typer(ri);
+    let mut entries = match live.and_then(|l| l.pointer("/metadata/managedFields")) {
+        Some(m) => decode(m)
+            .map_err(|e| ApiError::internal(format!("failed to decode managed fields: {e}")))?,
+        None => Vec::new(),
+    };
+    let live_value = match live {
+        Some(l) => without_managed(l),
+        None => {
+            let mut z = typed::zero_object(&t);
+            if let (Some(o), Some(c)) = (z.as_object_mut(), config.as_object()) {
+                for k in ["apiVersion", "kind"] {
+                    if let Some(v) = c.get(k) {
+                        o.insert(k.into(), v.clone());
+                    }
+                }
+                let name = config.pointer("/metadata/name").cloned();
+                let ns = config.pointer("/metadata/namespace").cloned();
+                let m = o.entry("metadata").or_insert_with(|| json!({}));
+                if let Some(m) = m.as_object_mut() {
+                    if let Some(n) = name {
+                        m.insert("name".into(), n);
+                    }
+                    if let Some(n) = ns {
+                        m.insert("namespace".into(), n);
+                    }
+                }
+            }
+            z
+        }
+    };
+    let typed_err = |what: &str, e: ApplyError| {
+        ApiError::internal(format!(
+            "failed to create typed {what} object ({}, Kind={}) {}: {e}",
+            group_version(ri),
+            ri.kind,
+            crate::model::meta::name(config)
+        ))
+    };
+    let mut applied = t.to_set(config).map_err(|e| typed_err("patch", e))?;
+    strip_meta(&mut applied);
+    let applied = filter_reset(ri, sub, &applied);
+    let merged = t
+        .merge(&live_value, config)
+        .map_err(|e| typed_err("patch", e))?;
+    let me = Entry {
+        manager: who.name.to_owned(),
+        operation: Operation::Apply,
+        api_version: group_version(ri),
+        time: None,
+        subresource: sub.to_owned(),
+        set: applied,
+    };
+    // Prune: what the applier applied last time and no manager (the applier included, with
+    // its new configuration) owns any more goes.
+    let last = entries
+        .iter()
+        .position(|e| e.same_manager(&me))
+        .map(|i| entries.remove(i));
+    let mut merged = merged;
+    if let Some(last) = last.as_ref().filter(|l| !l.set.is_empty()) {
+        merged =
+            prune(&t, merged, &last.set, &me.set, &entries).map_err(|e| typed_err("merged", e))?;
+    }
+    // Conflicts: fields this apply changes that another manager owns.
+    let c = t
+        .compare(&live_value, &merged)
+        .map_err(|e| typed_err("merged", e))?;
+    let changed = filter_reset(ri, sub, &c.added.union(&c.modified));
+    let removed = filter_reset(ri, sub, &c.removed);
+    let mut conflicts: Vec<(String, Path)> = Vec::new();
+    let force = force;
+    for e in &entries {
+        let overlap = e.set.intersection(&changed);
+        if !overlap.is_empty() {
+            let left = MAX_CONFLICTS.saturating_sub(conflicts.len());
+            for p in overlap.paths(left) {
+                conflicts.push((e.describe(), p));
+            }
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        // kube's lastAppliedManager: kubectl moving an object from client-side apply may take
+        // the fields its last-applied configuration set, as long as they still hold that value.
+        let allowed = if who.name.starts_with("kubectl") {
+            live.and_then(|l| allowed_from_last_applied(&t, l))
+        } else {
+            None
+        };
+        let all_allowed = allowed
+            .as_ref()
+            .is_some_and(|a| conflicts.iter().all(|(_, p)| a.has(p)));
+        if !all_allowed {
+            if let Some(a) = &allowed {
+                conflicts.retain(|(_, p)| !a.has(p));
+            }
+            return Err(conflict_error(conflicts));
+        }
+    }
+    for e in entries.iter_mut() {
+        e.set = e.set.difference(&changed).difference(&removed);
+    }
+    let unchanged = live.is_some() && merged == live_value;
+    let mut me = me;
+    me.time = match (&last, unchanged) {
+        (Some(l), true) => l.time.clone(),
+        _ => Some(crate::model::meta::now_rfc3339()),
+    };
+    entries.push(me);
+    let mut out = merged;
+    // kube's lastAppliedUpdater: kubectl's applies keep an existing client-side apply
+    // annotation in step, so `kubectl apply` (client-side) still works after.
+    if who.name.starts_with("kubectl") && live.is_some_and(|l| last_applied(l).is_some()) {
+        let mut cfg = config.clone();
+        if let Some(a) = cfg
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+        {
+            a.remove(LAST_APPLIED);
+        }
+        let text = cfg.to_string();
+        if let Some(m) = crate::model::meta::metadata_mut(&mut out) {
+            let a = m.entry("annotations").or_insert_with(|| json!({}));
+            if let Some(a) = a.as_object_mut() {
+                if text.len() <= MAX_LAST_APPLIED_BYTES {
+                    a.insert(LAST_APPLIED.into(), Value::String(text));
+                } else {
+                    a.remove(LAST_APPLIED);
+                }
+            }
+        }
+    }
+    set_managed(&mut out, encode(entries));
+    Ok(out)
+}
+
+/// kubectl's client-side apply annotation.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// kube drops the annotation rather than keep one this large (`totalAnnotationSizeLimitB`).
+const MAX_LAST_APPLIED_BYTES: usize = 256 * 1024;
+
+fn last_applied(live: &Value) -> Option<&str> {
+    live.pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// kube's `allowedConflictsFromLastApplied`: the fields of the last-applied configuration whose
+/// value the live object still has.
+fn allowed_from_last_applied(t: &Typer<'_>, live: &Value) -> Option<Set> {
+    let text = last_applied(live)?;
+    let last: Value = serde_json::from_str(text).ok()?;
+    if !last.is_object() || !crate::model::limits::within_depth(&last) {
+        return None;
+    }
+    let set = t.to_set(&last).ok()?;
+    let c = t.compare(&last, &without_managed(live)).ok()?;
+    Some(set.difference(&c.modified))
+}
+
+/// structured-merge-diff's `prune`: remove from `merged` what the applier applied last time
+/// (`last`) unless a manager (the applier with its new configuration `mine` included) still
+/// owns it; struct fields count as owned when something below them is (`addBackOwnedItems`),
+/// and only what was in `last` goes (`addBackDanglingItems`).
+fn prune(
+    t: &Typer<'_>,
+    merged: Value,
+    last: &Set,
+    mine: &Set,
+    others: &[Entry],
+) -> Result<Value, ApplyError> {
+    let remove = |v: &Value, s: &Set| -> Result<Value, ApplyError> {
+        Ok(t.remove(v, s)?.unwrap_or_else(|| json!({})))
+    };
+    // The object's identity is never pruned (kube's applied sets never hold it: stripmeta).
+    let mut last = t.named(last);
+    strip_meta(&mut last);
+    let mut owned = mine.clone();
+    for e in others {
+        owned.union_in(&e.set);
+    }
+    let owned = t.named(&owned);
+    let merged_set = t.named(&t.to_set(&merged)?);
+    let pruned = remove(&merged, &last)?;
+    let pruned_set = t.named(&t.to_set(&pruned)?);
+    let pruned = remove(&merged, &merged_set.difference(&pruned_set.union(&owned)))?;
+    let pruned_set = t.named(&t.to_set(&pruned)?);
+    remove(
+        &merged,
+        &merged_set.difference(&pruned_set).intersection(&last),
+    )
+}
+
+/// kube's `NewConflictError`: 409 Conflict, a cause per conflicting field, and the message of
+/// `getConflictMessage`.
+fn conflict_error(conflicts: Vec<(String, Path)>) -> ApiError {
+    let causes: Vec<Cause> = conflicts
+        .iter()
+        .map(|(m, p)| {
+            Cause::new(
+                "FieldManagerConflict",
+                &fieldpath::path_string(p),
+                format!("conflict with {m}"),
+            )
+        })
+        .collect();
+    let message = if conflicts.len() == 1 {
+        format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            conflicts[0].0,
+            fieldpath::path_string(&conflicts[0].1)
+        )
+    } else {
+        let mut managers: Vec<&String> = conflicts.iter().map(|(m, _)| m).collect();
+        managers.sort();
+        managers.dedup();
+        let mut lines = Vec::new();
+        for m in managers {
+            lines.push(format!("conflicts with {m}:"));
+            for (_, p) in conflicts.iter().filter(|(n, _)| n == m) {
+                lines.push(format!("- {}", fieldpath::path_string(p)));
+            }
+        }
+        format!(
+            "Apply failed with {} conflicts: {}",
+            conflicts.len(),
+            lines.join("\n")
+        )
+    };
+    ApiError::new(409, "Conflict", message).with_causes(causes)
+}
+
+/// kube's `managerOrUserAgent`: the `fieldManager` parameter, else the user agent up to its
+/// first `/`, printable characters only, at most 128 bytes.
+pub fn manager_name(field_manager: Option<&str>, user_agent: &str) -> String {
+    if let Some(m) = field_manager.filter(|m| !m.is_empty()) {
+        return m.to_owned();
+    }
+    let prefix = user_agent.split('/').next().unwrap_or("");
+    let mut out = String::new();
+    for c in prefix.chars() {
+        if c.is_control() {
+            continue;
+        }
+        if out.len() + c.len_utf8() > MAX_MANAGER_LENGTH {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// kube's `ValidateFieldManager` (and, for apply, that one is given), as a 422 on
+/// `PatchOptions`/`CreateOptions`/`UpdateOptions`.
+pub fn validate_options(
+    kind: &str,
+    field_manager: Option<&str>,
+    apply: bool,
+    force: Option<bool>,
+) -> Result<(), ApiError> {
+    let mut causes = Vec::new();
+    if kind == "PatchOptions" {
+        if !apply && force.is_some() {
+            causes.push(Cause::new(
+                "FieldValueForbidden",
+                "force",
+                "Forbidden: may not be specified for non-apply patch",
+            ));
+        }
+        if apply && field_manager.unwrap_or("").is_empty() {
+            causes.push(Cause::new(
+                "FieldValueRequired",
+                "fieldManager",
+                "Required value: is required for apply patch",
+            ));
+        }
+    }
+    if let Some(m) = field_manager {
+        if m.len() > MAX_MANAGER_LENGTH {
+            causes.push(Cause::new(
+                "FieldValueTooLong",
+                "fieldManager",
+                format!("Too long: may not be more than {MAX_MANAGER_LENGTH} bytes"),
+            ));
+        }
+        if m.chars().any(char::is_control) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                "fieldManager",
+                format!("Invalid value: {m:?}: must only contain printable characters"),
+            ));
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let mut e = ApiError::invalid("meta.k8s.io", kind, "", causes);
+    e.message = e.message.replacen(kind, &format!("{kind}.meta.k8s.io"), 1);
+    Err(e)
+}
+
+#[cfg(test)]
+mod tests;

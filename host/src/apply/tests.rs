@@ -1,0 +1,288 @@
+use super::*;
+use crate::service::Subresource;
+use serde_json::json;
+
+fn deployments() -> ResourceInfo {
+    crate::model::Registry::with_builtins()
+        .lookup("apps", "v1", "deployments")
+        .expect("deployments are served")
+        .as_ref()
+        .clone()
+}
+
+fn who(name: &str) -> Manager<'_> {
+    Manager {
+        name,
+        sub: Subresource::Main,
+    }
+}
+
+fn deployment(replicas: i64, image: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "nginx", "image": image}]}}}})
+}
+
+fn managers(obj: &Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap_or("").to_owned(),
+                        e["operation"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn apply_creates_then_conflicts_with_another_managers_change_and_force_takes_it() {
+    let ri = deployments();
+    let created = apply(&ri, None, &deployment(1, "nginx"), &who("alice"), false).unwrap();
+    assert_eq!(created["spec"]["replicas"], 1);
+    let entry = &created["metadata"]["managedFields"][0];
+    assert_eq!(entry["manager"], "alice");
+    assert_eq!(entry["operation"], "Apply");
+    assert_eq!(entry["apiVersion"], "apps/v1");
+    assert_eq!(entry["fieldsType"], "FieldsV1");
+    assert!(entry["fieldsV1"]["f:spec"]["f:replicas"].is_object());
+    assert!(entry["fieldsV1"].get("f:apiVersion").is_none());
+
+    // bob scales with an update: replicas become his.
+    let mut scaled = created.clone();
+    scaled["spec"]["replicas"] = json!(3);
+    let supplied = take(&mut scaled);
+    track(&ri, Some(&created), &mut scaled, supplied, &who("bob"));
+    assert_eq!(
+        managers(&scaled),
+        [
+            ("alice".into(), "Apply".into()),
+            ("bob".into(), "Update".into())
+        ]
+    );
+    let alice = decode(&scaled["metadata"]["managedFields"]).unwrap();
+    assert!(!alice[0]
+        .set
+        .has(&[Pe::Field("spec".into()), Pe::Field("replicas".into())]));
+
+    // alice applies replicas 2: 409 naming bob and the field.
+    let e = apply(
+        &ri,
+        Some(&scaled),
+        &deployment(2, "nginx"),
+        &who("alice"),
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(e.code, 409);
+    assert_eq!(e.reason, "Conflict");
+    assert_eq!(
+        e.message,
+        "Apply failed with 1 conflict: conflict with \"bob\" using apps/v1: .spec.replicas"
+    );
+    assert_eq!(e.causes.len(), 1);
+    assert_eq!(e.causes[0].field, ".spec.replicas");
+    assert_eq!(e.causes[0].reason, "FieldManagerConflict");
+    assert_eq!(e.causes[0].message, "conflict with \"bob\" using apps/v1");
+
+    // Applying the value bob set is no conflict: shared ownership.
+    let shared = apply(
+        &ri,
+        Some(&scaled),
+        &deployment(3, "nginx"),
+        &who("alice"),
+        false,
+    )
+    .unwrap();
+    assert_eq!(shared["spec"]["replicas"], 3);
+
+    // Forced, alice takes replicas; bob's entry, now empty, goes.
+    let forced = apply(
+        &ri,
+        Some(&scaled),
+        &deployment(2, "nginx"),
+        &who("alice"),
+        true,
+    )
+    .unwrap();
+    assert_eq!(forced["spec"]["replicas"], 2);
+    assert_eq!(managers(&forced), [("alice".into(), "Apply".into())]);
+}
+
+#[test]
+fn a_field_the_applier_drops_goes_unless_another_manager_owns_it() {
+    let ri = deployments();
+    let mut with_label = deployment(1, "nginx");
+    with_label["metadata"]["labels"] = json!({"team": "a", "tier": "web"});
+    let live = apply(&ri, None, &with_label, &who("alice"), false).unwrap();
+    assert_eq!(live["metadata"]["labels"]["tier"], "web");
+    // carol also applies the tier label, with the same value.
+    let carol_cfg = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"tier": "web"}}});
+    let live = apply(&ri, Some(&live), &carol_cfg, &who("carol"), false).unwrap();
+    // alice drops both labels and the replicas.
+    let mut next = deployment(1, "nginx");
+    next["spec"].as_object_mut().unwrap().remove("replicas");
+    let after = apply(&ri, Some(&live), &next, &who("alice"), false).unwrap();
+    assert_eq!(after["metadata"]["labels"], json!({"tier": "web"}));
+    assert!(after["spec"].get("replicas").is_none());
+}
+
+#[test]
+fn list_map_merge_keeps_another_managers_containers_and_ports() {
+    let ri = deployments();
+    let mut cfg = deployment(1, "nginx");
+    cfg["spec"]["template"]["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80}]);
+    let live = apply(&ri, None, &cfg, &who("alice"), false).unwrap();
+    let sidecar = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "nginx", "ports": [{"containerPort": 9090, "protocol": "TCP"}]},
+            {"name": "proxy", "image": "envoy"}]}}}});
+    let live = apply(&ri, Some(&live), &sidecar, &who("bob"), false).unwrap();
+    let cs = &live["spec"]["template"]["spec"]["containers"];
+    assert_eq!(cs.as_array().unwrap().len(), 2);
+    assert_eq!(cs[0]["ports"].as_array().unwrap().len(), 2);
+    // alice re-applies her config: bob's container and port stay.
+    let live = apply(&ri, Some(&live), &cfg, &who("alice"), false).unwrap();
+    let cs = &live["spec"]["template"]["spec"]["containers"];
+    assert_eq!(cs.as_array().unwrap().len(), 2, "{cs}");
+    assert_eq!(cs[0]["ports"].as_array().unwrap().len(), 2, "{cs}");
+    // bob drops his: they go, alice's stay.
+    let bob2 = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}});
+    let live = apply(&ri, Some(&live), &bob2, &who("bob"), false).unwrap();
+    let cs = &live["spec"]["template"]["spec"]["containers"];
+    assert_eq!(cs.as_array().unwrap().len(), 1, "{cs}");
+    assert_eq!(cs[0]["ports"], json!([{"containerPort": 80}]));
+    assert_eq!(managers(&live), [("alice".into(), "Apply".into())]);
+}
+
+#[test]
+fn updates_are_recorded_per_manager_and_reset_by_an_empty_list() {
+    let ri = deployments();
+    let mut obj = deployment(1, "nginx");
+    track(&ri, None, &mut obj, None, &who("kubectl-create"));
+    let e = &obj["metadata"]["managedFields"][0];
+    assert_eq!(e["manager"], "kubectl-create");
+    assert_eq!(e["operation"], "Update");
+    // Non-pointer structs present in kube's zero Deployment carry no ".": the pod template's
+    // labels map, new in this write, does.
+    assert_eq!(
+        e["fieldsV1"]["f:spec"]["f:template"]["f:metadata"]["f:labels"],
+        json!({".": {}, "f:app": {}})
+    );
+    assert!(e["fieldsV1"]["f:spec"].get(".").is_none());
+    assert!(e["time"].is_string());
+    // A no-op leaves the entries as they are.
+    let mut same = obj.clone();
+    let supplied = take(&mut same);
+    track(&ri, Some(&obj), &mut same, supplied, &who("other"));
+    assert_eq!(
+        same["metadata"]["managedFields"],
+        obj["metadata"]["managedFields"]
+    );
+    // `[]` resets: nothing is recorded for a write that changes nothing else.
+    let mut reset = obj.clone();
+    reset["metadata"]["managedFields"] = json!([]);
+    let supplied = take(&mut reset);
+    track(&ri, Some(&obj), &mut reset, supplied, &who("other"));
+    assert!(reset["metadata"].get("managedFields").is_none());
+}
+
+#[test]
+fn update_managers_are_capped_as_kube_caps_them() {
+    let ri = deployments();
+    let mut obj = deployment(1, "nginx");
+    for i in 0..12 {
+        let live = obj.clone();
+        obj["metadata"]["annotations"] = json!({ format!("a{i}"): "x" });
+        let supplied = take(&mut obj);
+        let name = format!("m{i}");
+        track(&ri, Some(&live), &mut obj, supplied, &who(&name));
+    }
+    let entries = decode(&obj["metadata"]["managedFields"]).unwrap();
+    assert!(entries.len() <= MAX_UPDATE_MANAGERS);
+}
+
+#[test]
+fn apply_options_are_validated_as_kube_validates_them() {
+    let e = validate_options("PatchOptions", None, true, None).unwrap_err();
+    assert_eq!(e.code, 422);
+    assert_eq!(
+        e.message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+    let e = validate_options("PatchOptions", Some("m"), false, Some(true)).unwrap_err();
+    assert!(e
+        .message
+        .contains("force: Forbidden: may not be specified for non-apply patch"));
+    assert!(validate_options("PatchOptions", Some("m"), true, Some(true)).is_ok());
+    assert_eq!(
+        manager_name(None, "kubectl/v1.34.0 (linux/amd64)"),
+        "kubectl"
+    );
+    assert_eq!(manager_name(Some("x"), "kubectl/v1.34.0"), "x");
+}
+
+#[test]
+fn applied_configuration_is_checked() {
+    let ri = deployments();
+    let e = parse_config(&ri, br#"{"apiVersion": "v1", "kind": "Deployment"}"#).unwrap_err();
+    assert_eq!(
+        e.message,
+        "Incorrect version specified in apply patch. Specified patch version: v1, expected: apps/v1"
+    );
+    let e = parse_config(
+        &ri,
+        br#"{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"managedFields": []}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(e.message, "metadata.managedFields must be nil");
+    // A container without its key is an error, not a panic.
+    let bad = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}});
+    let e = apply(&ri, None, &bad, &who("a"), false).unwrap_err();
+    assert_eq!(e.code, 500);
+    assert!(
+        e.message.contains("omits key field \"name\""),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn kubectl_moving_from_client_side_apply_keeps_the_data() {
+    let ri = crate::model::Registry::with_builtins()
+        .lookup("", "v1", "configmaps")
+        .unwrap()
+        .as_ref()
+        .clone();
+    let last = r#"{"apiVersion":"v1","data":{"a":"1","b":"2"},"kind":"ConfigMap","metadata":{"annotations":{},"name":"csa","namespace":"default"}}"#;
+    let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "csa", "namespace": "default",
+            "annotations": {LAST_APPLIED: last}},
+        "data": {"a": "1", "b": "2"}});
+    track(&ri, None, &mut obj, None, &who("kubectl-client-side-apply"));
+    // kubectl's csaupgrade: the client-side applier's entry becomes kubectl's Apply entry.
+    let mut mf = obj["metadata"]["managedFields"].clone();
+    mf[0]["manager"] = json!("kubectl");
+    mf[0]["operation"] = json!("Apply");
+    obj["metadata"]["managedFields"] = mf;
+    let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "csa", "namespace": "default"}, "data": {"a": "1", "b": "3"}});
+    let out = apply(&ri, Some(&obj), &cfg, &who("kubectl"), false).unwrap();
+    assert_eq!(out["data"], json!({"a": "1", "b": "3"}), "{out}");
+    assert_eq!(out["metadata"]["name"], "csa", "{out}");
+    // Without the migration: the client-side applier's fields are no conflict either.
+    let mut plain = obj.clone();
+    plain["metadata"]["managedFields"][0]["manager"] = json!("kubectl-client-side-apply");
+    plain["metadata"]["managedFields"][0]["operation"] = json!("Update");
+    let out = apply(&ri, Some(&plain), &cfg, &who("kubectl"), false).unwrap();
+    assert_eq!(out["data"], json!({"a": "1", "b": "3"}), "{out}");
+}

@@ -1,0 +1,538 @@
+//! Server-side apply and managed fields with real clients: kubectl's `apply --server-side`
+//! (conflicts, `--force-conflicts`, removal of dropped fields, list-map merges), a CRD with
+//! `x-kubernetes-list-type: map`, client-side ↔ server-side apply migration, and byte-level
+//! `managedFields` of raw requests. One server for the whole file.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turtles_tests::{poll, Server};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn apply_ok(s: &Server, args: &[&str], yaml: &str) -> String {
+    let out = s.kubectl_stdin(args, yaml);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}",
+        stderr(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn deployment(replicas: u32, labels: &str, extra_port: bool) -> String {
+    let port = if extra_port {
+        "\n        - containerPort: 443"
+    } else {
+        ""
+    };
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+  labels:{labels}
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports:
+        - containerPort: 80{port}
+"#
+    )
+}
+
+/// `(manager, operation)` of each managedFields entry, in order.
+fn managers(obj: &Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap_or("").to_owned(),
+                        e["operation"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn pair(m: &str, op: &str) -> (String, String) {
+    (m.to_owned(), op.to_owned())
+}
+
+/// The issue's scenario with the real kubectl, and the managed fields it leaves.
+fn kubectl_deployment(s: &Server) {
+    let ssa = ["apply", "--server-side", "-f", "-"];
+    let out = apply_ok(
+        s,
+        &ssa,
+        &deployment(1, "\n    team: a\n    tier: web", false),
+    );
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    let d = s.kubectl_json(&["get", "deploy", "web", "--show-managed-fields"]);
+    assert_eq!(managers(&d), [pair("kubectl", "Apply")], "{d}");
+    let fields = &d["metadata"]["managedFields"][0]["fieldsV1"];
+    // What kube records for this manifest: every field the manifest sets, list items by key
+    // (containers by name, ports by containerPort and protocol, defaulted to TCP).
+    assert_eq!(
+        fields["f:spec"]["f:template"]["f:spec"]["f:containers"][r#"k:{"name":"nginx"}"#]
+            ["f:ports"],
+        json!({r#"k:{"containerPort":80,"protocol":"TCP"}"#: {".": {}, "f:containerPort": {}}}),
+        "{fields}"
+    );
+    // kubectl hides them unless asked.
+    let plain = s.kubectl_json(&["get", "deploy", "web"]);
+    assert!(plain["metadata"].get("managedFields").is_none());
+
+    // A second manager changes replicas.
+    s.kubectl_ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--field-manager=scaler",
+        "-p",
+        r#"{"spec":{"replicas":3}}"#,
+    ]);
+    let d = s.kubectl_json(&["get", "deploy", "web", "--show-managed-fields"]);
+    assert_eq!(
+        managers(&d),
+        [pair("kubectl", "Apply"), pair("scaler", "Update")],
+        "{d}"
+    );
+
+    // Applying another replicas count conflicts, with kube's message.
+    let out = s.kubectl_stdin(&ssa, &deployment(2, "\n    team: a\n    tier: web", false));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            r#"Apply failed with 1 conflict: conflict with "scaler" using apps/v1: .spec.replicas"#
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        s.kubectl_json(&["get", "deploy", "web"])["spec"]["replicas"],
+        3
+    );
+
+    // --force-conflicts takes it: the scaler's entry, left with nothing, goes.
+    let forced = ["apply", "--server-side", "--force-conflicts", "-f", "-"];
+    apply_ok(
+        s,
+        &forced,
+        &deployment(2, "\n    team: a\n    tier: web", false),
+    );
+    let d = s.kubectl_json(&["get", "deploy", "web", "--show-managed-fields"]);
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(managers(&d), [pair("kubectl", "Apply")], "{d}");
+
+    // Another manager adds a container and a port to nginx (list-map items).
+    let sidecar = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  template:
+    spec:
+      containers:
+      - name: nginx
+        ports:
+        - containerPort: 9090
+      - name: proxy
+        image: envoy:1
+"#;
+    apply_ok(
+        s,
+        &["apply", "--server-side", "--field-manager=mesh", "-f", "-"],
+        sidecar,
+    );
+    // The first manager drops a label and the replicas: they go, the mesh's entries stay.
+    let mut dropped = deployment(2, "\n    team: a", false);
+    dropped = dropped.replace("  replicas: 2\n", "");
+    apply_ok(s, &ssa, &dropped);
+    let d = s.kubectl_json(&["get", "deploy", "web"]);
+    assert_eq!(d["metadata"]["labels"], json!({"team": "a"}), "{d}");
+    // replicas is defaulted again once nobody sets it.
+    assert_eq!(d["spec"]["replicas"], 1, "{d}");
+    let containers = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["nginx", "proxy"], "{d}");
+    let ports: Vec<i64> = containers[0]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["containerPort"].as_i64())
+        .collect();
+    assert_eq!(ports, [80, 9090], "{d}");
+    // Dry run changes nothing.
+    apply_ok(
+        s,
+        &["apply", "--server-side", "--dry-run=server", "-f", "-"],
+        &deployment(5, "\n    team: a", true),
+    );
+    assert_eq!(
+        s.kubectl_json(&["get", "deploy", "web"])["spec"]["replicas"],
+        1
+    );
+}
+
+const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: routes.mesh.example.com
+spec:
+  group: mesh.example.com
+  scope: Namespaced
+  names: {plural: routes, singular: route, kind: Route}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              hosts:
+                type: array
+                x-kubernetes-list-type: set
+                items: {type: string}
+              backends:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    weight: {type: integer}
+          status:
+            type: object
+            properties:
+              ready: {type: boolean}
+"#;
+
+fn crd_list_map(s: &Server) {
+    apply_ok(s, &["apply", "--server-side", "-f", "-"], CRD);
+    s.kubectl_ok(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=30s",
+        "crd/routes.mesh.example.com",
+    ]);
+    let route = |backends: &str, hosts: &str| {
+        format!(
+            "apiVersion: mesh.example.com/v1\nkind: Route\nmetadata:\n  name: r\n  namespace: default\nspec:\n  hosts: [{hosts}]\n  backends:\n{backends}"
+        )
+    };
+    // The CRD may take a moment to be served to kubectl's discovery.
+    poll("routes served", Duration::from_secs(20), || {
+        s.kubectl_stdin(
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=team-a",
+                "-f",
+                "-",
+            ],
+            &route("  - {name: a, weight: 1}\n", "a.example.com"),
+        )
+        .status
+        .success()
+        .then_some(())
+    })
+    .unwrap();
+    apply_ok(
+        s,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=team-b",
+            "-f",
+            "-",
+        ],
+        &route("  - {name: b, weight: 2}\n", "b.example.com"),
+    );
+    let r = s.kubectl_json(&["get", "route", "r", "--show-managed-fields"]);
+    assert_eq!(
+        r["spec"]["backends"],
+        json!([{"name": "a", "weight": 1}, {"name": "b", "weight": 2}]),
+        "{r}"
+    );
+    assert_eq!(
+        r["spec"]["hosts"],
+        json!(["a.example.com", "b.example.com"])
+    );
+    // team-b owns its item and its host (a set list: items by value).
+    let b = r["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "team-b")
+        .unwrap();
+    assert_eq!(
+        b["fieldsV1"],
+        json!({"f:spec": {"f:backends": {r#"k:{"name":"b"}"#: {".": {}, "f:name": {}, "f:weight": {}}},
+                          "f:hosts": {r#"v:"b.example.com""#: {}}}}),
+        "{b}"
+    );
+    // team-a changing b's weight conflicts.
+    let out = s.kubectl_stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=team-a",
+            "-f",
+            "-",
+        ],
+        &route(
+            "  - {name: a, weight: 1}\n  - {name: b, weight: 5}\n",
+            "a.example.com",
+        ),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            r#"Apply failed with 1 conflict: conflict with "team-b": .spec.backends[name="b"].weight"#
+        ),
+        "{}",
+        stderr(&out)
+    );
+    // Status through the status subresource, by its own manager; spec in it is ignored.
+    let http = s.http();
+    let r = http.request(
+        "PATCH",
+        "/apis/mesh.example.com/v1/namespaces/default/routes/r/status?fieldManager=ctrl&force=true",
+        Some("application/apply-patch+yaml"),
+        Some(
+            json!({"apiVersion": "mesh.example.com/v1", "kind": "Route",
+                   "metadata": {"name": "r"}, "status": {"ready": true},
+                   "spec": {"hosts": ["x"]}})
+            .to_string()
+            .into_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let obj = r.json();
+    assert_eq!(obj["status"]["ready"], true);
+    assert_eq!(
+        obj["spec"]["hosts"],
+        json!(["a.example.com", "b.example.com"])
+    );
+    let ctrl = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "ctrl")
+        .cloned()
+        .unwrap();
+    assert_eq!(ctrl["subresource"], "status");
+    assert_eq!(ctrl["fieldsV1"], json!({"f:status": {"f:ready": {}}}));
+    // team-b leaves: its backend and host go, team-a's stay.
+    apply_ok(
+        s,
+        &["apply", "--server-side", "--field-manager=team-b", "-f", "-"],
+        "apiVersion: mesh.example.com/v1\nkind: Route\nmetadata:\n  name: r\n  namespace: default\n",
+    );
+    let r = s.kubectl_json(&["get", "route", "r"]);
+    assert_eq!(r["spec"]["backends"], json!([{"name": "a", "weight": 1}]));
+    assert_eq!(r["spec"]["hosts"], json!(["a.example.com"]));
+}
+
+/// `kubectl apply` (client-side) → `kubectl apply --server-side` → `kubectl apply` again.
+fn client_side_migration(s: &Server) {
+    let cm = |data: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: csa\n  namespace: default\ndata:\n{data}")
+    };
+    apply_ok(s, &["apply", "-f", "-"], &cm("  a: \"1\"\n  b: \"2\"\n"));
+    let c = s.kubectl_json(&["get", "cm", "csa", "--show-managed-fields"]);
+    assert_eq!(
+        managers(&c),
+        [pair("kubectl-client-side-apply", "Update")],
+        "{c}"
+    );
+    // Server-side now, changing b: no conflict with the client-side applier's fields.
+    apply_ok(
+        s,
+        &["apply", "--server-side", "-f", "-"],
+        &cm("  a: \"1\"\n  b: \"3\"\n"),
+    );
+    let c = s.kubectl_json(&["get", "cm", "csa", "--show-managed-fields"]);
+    assert_eq!(c["data"], json!({"a": "1", "b": "3"}), "{c}");
+    assert!(managers(&c).contains(&pair("kubectl", "Apply")), "{c}");
+    // The last-applied annotation follows the server-side apply...
+    let last: Value = serde_json::from_str(
+        c["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(last["data"], json!({"a": "1", "b": "3"}), "{last}");
+    // ...so client-side apply works again after, dropping b.
+    apply_ok(s, &["apply", "-f", "-"], &cm("  a: \"4\"\n"));
+    let c = s.kubectl_json(&["get", "cm", "csa"]);
+    assert_eq!(c["data"], json!({"a": "4"}), "{c}");
+}
+
+/// Raw requests, compared byte for byte with what kube-apiserver 1.34 answers for the same
+/// requests. The expected values follow kube's field manager: an Update entry holds the fields
+/// the write added or changed, a map or list item that appeared carries `.` (structured-merge-
+/// diff's `Compare` marks a non-leaf as added when it was absent); an Apply entry holds the
+/// applied configuration's fields (`ToFieldSet`), without server-owned metadata (`stripmeta`:
+/// apiVersion, kind, metadata.name...); entries are ordered Apply first, then by time
+/// (`sortEncodedManagedFields`); fields of an entry in `ManagedFieldsEntry`'s order.
+fn byte_level(s: &Server) {
+    let http = s.http();
+    let base = "/api/v1/namespaces/default/configmaps";
+    let r = http.request(
+        "POST",
+        &format!("{base}?fieldManager=creator"),
+        Some("application/json"),
+        Some(
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "bytes", "labels": {"test-label": "test"}},
+                   "data": {"key": "some value"}})
+            .to_string()
+            .into_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let obj = r.json();
+    let mf = &obj["metadata"]["managedFields"];
+    let time = mf[0]["time"].as_str().unwrap().to_owned();
+    assert_eq!(time.len(), "2026-12-01T22:10:00Z".len(), "{time}");
+    assert_eq!(
+        mf.to_string(),
+        format!(
+            concat!(
+                r#"[{{"manager":"creator","operation":"Update","apiVersion":"v1","time":"{}","#,
+                r#""fieldsType":"FieldsV1","fieldsV1":{{"f:data":{{".":{{}},"f:key":{{}}}},"#,
+                r#""f:metadata":{{"f:labels":{{".":{{}},"f:test-label":{{}}}}}}}}}}]"#
+            ),
+            time
+        )
+    );
+    // kube's documented Apply entry for this configuration (server-side apply docs, "Field
+    // management"): `f:data: {f:key: {}}`, `f:metadata: {f:labels: {f:test-label: {}}}`.
+    let r = http.request(
+        "PATCH",
+        &format!("{base}/bytes?fieldManager=kubectl"),
+        Some("application/apply-patch+yaml"),
+        Some(
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "bytes", "labels": {"test-label": "test"}},
+                   "data": {"key": "some value"}})
+            .to_string()
+            .into_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mf = r.json()["metadata"]["managedFields"].clone();
+    let apply_time = mf[0]["time"].as_str().unwrap().to_owned();
+    assert_eq!(
+        mf.to_string(),
+        format!(
+            concat!(
+                r#"[{{"manager":"kubectl","operation":"Apply","apiVersion":"v1","time":"{}","#,
+                r#""fieldsType":"FieldsV1","fieldsV1":{{"f:data":{{"f:key":{{}}}},"#,
+                r#""f:metadata":{{"f:labels":{{"f:test-label":{{}}}}}}}}}},"#,
+                r#"{{"manager":"creator","operation":"Update","apiVersion":"v1","time":"{}","#,
+                r#""fieldsType":"FieldsV1","fieldsV1":{{"f:data":{{".":{{}},"f:key":{{}}}},"#,
+                r#""f:metadata":{{"f:labels":{{".":{{}},"f:test-label":{{}}}}}}}}}}]"#
+            ),
+            apply_time, time
+        )
+    );
+    // Apply without fieldManager: kube's 422.
+    let r = http.request(
+        "PATCH",
+        &format!("{base}/bytes"),
+        Some("application/apply-patch+yaml"),
+        Some(b"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}".to_vec()),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+    // Writing `[]` resets them.
+    let r = http.patch(
+        &format!("{base}/bytes"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"managedFields": []}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.json()["metadata"].get("managedFields").is_none(),
+        "{}",
+        r.text()
+    );
+    // An update without fieldManager is attributed to the user agent's first word.
+    let r = http.patch(
+        &format!("{base}/bytes"),
+        "application/merge-patch+json",
+        &json!({"data": {"other": "x"}}),
+    );
+    let obj = r.json();
+    assert_eq!(
+        obj["metadata"]["managedFields"].as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(obj["metadata"]["managedFields"][0]["operation"], "Update");
+    assert_eq!(
+        obj["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({"f:data": {"f:other": {}}})
+    );
+    // Create on apply.
+    let r = http.request(
+        "PATCH",
+        &format!("{base}/fresh?fieldManager=m1"),
+        Some("application/apply-patch+yaml"),
+        Some(
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "fresh"}, "data": {"a": "b"}})
+            .to_string()
+            .into_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["data"]["a"], "b");
+}
+
+#[test]
+fn server_side_apply_with_real_clients() {
+    let s = Server::start().unwrap();
+    kubectl_deployment(&s);
+    crd_list_map(&s);
+    client_side_migration(&s);
+    byte_level(&s);
+}
