@@ -556,7 +556,6 @@ pub fn apply(
     let changed = filter_reset(ri, sub, &c.added.union(&c.modified));
     let removed = filter_reset(ri, sub, &c.removed);
     let mut conflicts: Vec<(String, Path)> = Vec::new();
-    let force = force;
     for e in &entries {
         let overlap = e.set.intersection(&changed);
         if !overlap.is_empty() {
