@@ -446,6 +446,21 @@ impl Allocators {
         } else {
             self.cluster_ip(op, spec, old, &old_ips)?;
         }
+        // A requested health check port is reserved before the service ports draw theirs, so
+        // that none of them is handed the port it asks for (kube draws the service ports first).
+        let held_hc = old
+            .filter(|o| needs_health_check(o))
+            .map(health_check_port)
+            .unwrap_or(0);
+        let requested_hc = health_check_port(&view);
+        if needs_health_check(&view) && requested_hc != 0 && requested_hc != held_hc {
+            self.reserve_port(op.st, op.txn, requested_hc)
+                .map_err(|msg| {
+                    ApiError::internal(format!(
+                        "failed to allocate requested HealthCheck NodePort {requested_hc}: {msg}"
+                    ))
+                })?;
+        }
         let old_ports = old.map(node_ports).unwrap_or_default();
         let mut new_ports = BTreeSet::new();
         if needs_node_port(&view) {
@@ -517,14 +532,8 @@ impl Allocators {
                 })?;
                 spec.insert("healthCheckNodePort".into(), json!(port));
                 kept = port;
-            } else if requested == held {
-                kept = held;
             } else {
-                self.reserve_port(op.st, op.txn, requested).map_err(|msg| {
-                    ApiError::internal(format!(
-                        "failed to allocate requested HealthCheck NodePort {requested}: {msg}"
-                    ))
-                })?;
+                // The old one, or reserved by `allocate_locked` before the service ports.
                 kept = requested;
             }
         }
@@ -1028,11 +1037,17 @@ mod tests {
         assert!(c["spec"]["ports"][2].get("nodePort").is_none());
         assert_eq!(a.allocated(), (1, 0));
         // clusterIP is immutable.
+        // (Another address than the one drawn at random for it.)
+        let other = if c["spec"]["clusterIP"] == "10.0.0.6" {
+            "10.0.0.5"
+        } else {
+            "10.0.0.6"
+        };
         let mut d = c.clone();
-        d["spec"]["clusterIP"] = json!("10.0.0.6");
-        d["spec"]["clusterIPs"] = json!(["10.0.0.6"]);
+        d["spec"]["clusterIP"] = json!(other);
+        d["spec"]["clusterIPs"] = json!([other]);
         let e = a.allocate(&mut d, Some(&c)).unwrap_err();
-        assert!(e.message.contains("spec.clusterIPs[0]: Invalid value: []string{\"10.0.0.6\"}: may not change once set"), "{}", e.message);
+        assert!(e.message.contains(&format!("spec.clusterIPs[0]: Invalid value: []string{{\"{other}\"}}: may not change once set")), "{}", e.message);
         // A nodePort on a ClusterIP Service is refused.
         let forbidden = json!({"type": "ClusterIP", "ports": [{"port": 1, "nodePort": 30000}]});
         let forbidden_msg =
