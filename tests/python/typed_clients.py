@@ -2,6 +2,7 @@
 
 Usage: typed_clients.py KUBECONFIG. Prints "ok" when every check holds; raises otherwise.
 """
+import json
 import sys
 
 from kubernetes import client, config
@@ -140,5 +141,40 @@ try:
     raise AssertionError("a wrong-typed ConfigMap was stored")
 except client.exceptions.ApiException as e:
     assert e.status == 400 and "cannot unmarshal number" in e.body, e.body
+
+# Server-side apply through the dynamic client's server_side_apply (an apply-patch PATCH).
+from kubernetes import dynamic
+
+dyn = dynamic.DynamicClient(client.ApiClient())
+deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
+manifest = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "applied", "namespace": NS},
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "applied"}},
+        "template": {
+            "metadata": {"labels": {"app": "applied"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+        },
+    },
+}
+out = deployments.server_side_apply(body=manifest, namespace=NS, field_manager="py-apply")
+assert out.spec.replicas == 2, out.spec
+assert [(m.manager, m.operation) for m in out.metadata.managedFields] == [("py-apply", "Apply")], out.metadata
+scaled = dict(manifest, spec={"replicas": 5, "selector": manifest["spec"]["selector"],
+                              "template": manifest["spec"]["template"]})
+try:
+    deployments.server_side_apply(body=scaled, namespace=NS, field_manager="py-other")
+    raise AssertionError("a conflicting apply was accepted")
+except dynamic.exceptions.ConflictError as e:
+    status = json.loads(e.body)
+    assert status["message"] == 'Apply failed with 1 conflict: conflict with "py-apply": .spec.replicas', status
+out = deployments.server_side_apply(body=scaled, namespace=NS, field_manager="py-other", force_conflicts=True)
+assert out.spec.replicas == 5, out.spec
+# Typed reads see the managed fields kube-style.
+typed = apps.read_namespaced_deployment("applied", NS)
+assert {m.manager for m in typed.metadata.managed_fields} == {"py-apply", "py-other"}, typed.metadata.managed_fields
 
 print("ok")

@@ -1,7 +1,7 @@
 //! Real clients' typed APIs against the real binary: the Python `kubernetes` client (installed
 //! by `cargo xtask test` under `target/toolchains`) creating, reading, patching and deleting
 //! built-in kinds through its generated models, which fail when an answer does not have the shape
-//! kube gives it.
+//! kube gives it, and server-side apply through its dynamic client (create, 409 conflict, force).
 
 use std::process::Command;
 

@@ -198,5 +198,110 @@ fn kube_rs_typed_apis_round_trip_every_kind() {
             .filter_map(|e| e.manager)
             .collect();
         assert_eq!(managers, ["other"]);
+
+        // The same on a custom resource and on its status subresource, through kube-rs's
+        // dynamic API: apply creates it, a second apply of the status is recorded as its own
+        // `Apply` entry with `subresource: status`.
+        let crds: Api<apiextensions::CustomResourceDefinition> = Api::all(c.clone());
+        let crd: apiextensions::CustomResourceDefinition =
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "gadgets.ssa.example.com"},
+                "spec": {"group": "ssa.example.com", "scope": "Namespaced",
+                    "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                            "spec": {"type": "object", "properties": {
+                                "size": {"type": "integer"},
+                                "parts": {"type": "array", "x-kubernetes-list-type": "map",
+                                    "x-kubernetes-list-map-keys": ["name"],
+                                    "items": {"type": "object", "required": ["name"],
+                                        "properties": {"name": {"type": "string"},
+                                                       "count": {"type": "integer"}}}}}},
+                            "status": {"type": "object", "properties": {
+                                "phase": {"type": "string"}}}}}}}]}}))
+            .unwrap();
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+        let gvk = kube::core::GroupVersionKind::gvk("ssa.example.com", "v1", "Gadget");
+        let ar = kube::core::ApiResource::from_gvk_with_plural(&gvk, "gadgets");
+        let gadgets: Api<kube::core::DynamicObject> = Api::namespaced_with(c.clone(), NS, &ar);
+        let gadget = |spec: serde_json::Value| -> kube::core::DynamicObject {
+            serde_json::from_value(serde_json::json!({"apiVersion": "ssa.example.com/v1",
+                "kind": "Gadget", "metadata": {"name": "g"}, "spec": spec}))
+            .unwrap()
+        };
+        let pp = PatchParams::apply("gadget-ctrl").force();
+        let mut applied = None;
+        // The CRD's endpoints appear once it is established: retry its first apply until then.
+        for _ in 0..100 {
+            match gadgets
+                .patch(
+                    "g",
+                    &pp,
+                    &Patch::Apply(&gadget(serde_json::json!({"size": 1,
+                    "parts": [{"name": "a", "count": 1}]}))),
+                )
+                .await
+            {
+                Ok(o) => {
+                    applied = Some(o);
+                    break;
+                }
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let applied = applied.expect("the Gadget CRD established");
+        assert_eq!(applied.data["spec"]["size"], 1);
+        // Another manager adds a list-map entry; the first one's entry stays.
+        let other = PatchParams::apply("parts-ctrl");
+        let merged = gadgets
+            .patch(
+                "g",
+                &other,
+                &Patch::Apply(&gadget(serde_json::json!({
+                "parts": [{"name": "b", "count": 2}]}))),
+            )
+            .await
+            .unwrap();
+        let parts: Vec<&str> = merged.data["spec"]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(parts, ["a", "b"]);
+        // The status, applied through the subresource.
+        let status: kube::core::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "ssa.example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
+            "status": {"phase": "Ready"}}))
+        .unwrap();
+        let out = gadgets
+            .patch_status("g", &pp, &Patch::Apply(&status))
+            .await
+            .unwrap();
+        assert_eq!(out.data["status"]["phase"], "Ready");
+        let entries: Vec<(String, String, String)> = out
+            .metadata
+            .managed_fields
+            .unwrap()
+            .into_iter()
+            .map(|e| {
+                (
+                    e.manager.unwrap_or_default(),
+                    e.operation.unwrap_or_default(),
+                    e.subresource.unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert!(
+            entries.contains(&("gadget-ctrl".into(), "Apply".into(), "status".into()))
+                && entries.contains(&("gadget-ctrl".into(), "Apply".into(), String::new()))
+                && entries.contains(&("parts-ctrl".into(), "Apply".into(), String::new())),
+            "{entries:?}"
+        );
     });
 }
