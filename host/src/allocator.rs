@@ -490,27 +490,24 @@ impl Allocators {
                 .filter_map(|&p| u16::try_from(p).ok())
                 .map(Item::Port),
         );
-        self.health_check_port(op, spec, old)
+        self.health_check_port(op, spec, &view, held_hc)
     }
 
     /// kube's `allocHealthCheckNodePort` / `updateHealthCheckNodePort`: a LoadBalancer with
     /// `externalTrafficPolicy: Local` gets `healthCheckNodePort` (the requested one if it is
     /// free, else the next free node port), kept across updates and released when no longer
     /// needed; any other Service may not set it.
+    /// `view` is the spec as requested, `held` the port the stored Service held (0: none).
     fn health_check_port(
         &self,
         op: &mut Op<'_>,
         spec: &mut Map<String, Value>,
-        old: Option<&Value>,
+        view: &Value,
+        held: i64,
     ) -> Result<(), ApiError> {
-        let view = Value::Object(spec.clone());
-        let held = old
-            .filter(|o| needs_health_check(o))
-            .map(health_check_port)
-            .unwrap_or(0);
         let mut kept = 0;
-        if !needs_health_check(&view) {
-            if health_check_port(&view) != 0 {
+        if !needs_health_check(view) {
+            if health_check_port(view) != 0 {
                 return Err(invalid(
                     op.name,
                     vec![Cause::new(
@@ -522,7 +519,7 @@ impl Allocators {
                 ));
             }
         } else {
-            let requested = health_check_port(&view);
+            let requested = health_check_port(view);
             if requested == 0 {
                 let port = self.next_port(op.st, op.txn).map_err(|e| {
                     ApiError::internal(format!(
