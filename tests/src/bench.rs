@@ -231,21 +231,26 @@ fn widget(name: &str) -> serde_json::Value {
     })
 }
 
-/// The cost of admission: creates by one client into a namespace that one CEL
-/// ValidatingAdmissionPolicy matches vs one it does not, same host, alternating rounds.
+/// The cost of admission: creates by one client into a namespace no policy matches, one that
+/// one CEL ValidatingAdmissionPolicy matches and one that one MutatingAdmissionPolicy (an
+/// ApplyConfiguration setting a label) matches, same host, alternating rounds.
 async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) -> Result<()> {
     let (h, _) = Host::start(&[]).await?;
     let c = client();
     create_ns(&c, &h.url, "plain").await?;
-    let r = c
-        .post(format!("{}/api/v1/namespaces", h.url))
-        .json(&json!({"apiVersion": "v1", "kind": "Namespace",
-                      "metadata": {"name": "policed", "labels": {"policy": "on"}}}))
-        .send()
-        .await?;
-    if r.status().as_u16() != 201 {
-        bail!("namespace create: {}", r.status());
+    for (ns, label) in [("policed", "on"), ("mutated", "mutate")] {
+        let r = c
+            .post(format!("{}/api/v1/namespaces", h.url))
+            .json(&json!({"apiVersion": "v1", "kind": "Namespace",
+                          "metadata": {"name": ns, "labels": {"policy": label}}}))
+            .send()
+            .await?;
+        if r.status().as_u16() != 201 {
+            bail!("namespace create: {}", r.status());
+        }
     }
+    let rules = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["configmaps"]}]});
     let ar = format!("{}/apis/admissionregistration.k8s.io/v1", h.url);
     for (coll, body) in [
         (
@@ -253,8 +258,7 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
             json!({
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
             "metadata": {"name": "bench"},
-            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                        "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "spec": {"matchConstraints": rules,
                      "validations": [{"expression": "object.metadata.labels.app == 'bench' && size(object.data) < 10",
                                       "message": "not a bench object"}]}}),
         ),
@@ -266,29 +270,67 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
             "spec": {"policyName": "bench", "validationActions": ["Deny"],
                      "matchResources": {"namespaceSelector": {"matchLabels": {"policy": "on"}}}}}),
         ),
+        (
+            "mutatingadmissionpolicies",
+            json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": "bench"},
+            "spec": {"matchConstraints": rules,
+                     "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                        "expression": "Object{metadata: Object.metadata{labels: {'mutated': object.metadata.labels.app}}}"}}]}}),
+        ),
+        (
+            "mutatingadmissionpolicybindings",
+            json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": {"name": "bench"},
+            "spec": {"policyName": "bench",
+                     "matchResources": {"namespaceSelector": {"matchLabels": {"policy": "mutate"}}}}}),
+        ),
     ] {
         let r = c.post(format!("{ar}/{coll}")).json(&body).send().await?;
         if r.status().as_u16() != 201 {
             bail!("{coll} create: {}", r.status());
         }
     }
-    let (mut none, mut one) = (Vec::new(), Vec::new());
+    // The mutation happened (else the row would measure nothing).
+    let r = c
+        .post(format!("{}/api/v1/namespaces/mutated/configmaps", h.url))
+        .json(&configmap("probe"))
+        .send()
+        .await?;
+    let probe: serde_json::Value = r.json().await?;
+    if probe
+        .pointer("/metadata/labels/mutated")
+        .and_then(|v| v.as_str())
+        != Some("bench")
+    {
+        bail!("the MutatingAdmissionPolicy did not apply: {probe}");
+    }
+    const NAMESPACES: [&str; 3] = ["plain", "policed", "mutated"];
+    let mut p50s: [Vec<f64>; 3] = Default::default();
+    let mut rates: [Vec<f64>; 3] = Default::default();
     for round in 0..rounds {
-        for ns in ["plain", "policed"] {
+        for (i, ns) in NAMESPACES.iter().enumerate() {
             let coll = format!("{}/api/v1/namespaces/{ns}/configmaps", h.url);
-            let (_, lat) = creates_of(coll, configmap, &format!("r{round}-"), 1, per).await?;
-            let p50 = percentile(&lat, 0.5).as_secs_f64() * 1e6;
-            if ns == "plain" {
-                none.push(p50);
-            } else {
-                one.push(p50);
-            }
+            let (rate, lat) = creates_of(coll, configmap, &format!("r{round}-"), 1, per).await?;
+            p50s[i].push(percentile(&lat, 0.5).as_secs_f64() * 1e6);
+            rates[i].push(rate);
         }
     }
-    let (n, o) = (median(none), median(one));
+    let [p_none, p_vap, p_map] = p50s.map(median);
+    let [r_none, r_vap, r_map] = rates.map(median);
     rows.push((
-        format!("create p50, 1 client, no policy vs one matching CEL ValidatingAdmissionPolicy, same host, {per} each, median of {rounds}"),
-        format!("{:.0} µs vs {:.0} µs (+{:.0} µs)", n, o, o - n),
+        format!("create p50, 1 client, no policy vs one matching CEL ValidatingAdmissionPolicy vs one matching MutatingAdmissionPolicy (ApplyConfiguration), same host, {per} each, median of {rounds}"),
+        format!(
+            "{p_none:.0} µs vs {p_vap:.0} µs (+{:.0} µs) vs {p_map:.0} µs (+{:.0} µs)",
+            p_vap - p_none,
+            p_map - p_none
+        ),
+    ));
+    rows.push((
+        "creates/s, 1 client, no policy vs VAP vs MAP (as above)".to_owned(),
+        format!("{r_none:.0}/s vs {r_vap:.0}/s vs {r_map:.0}/s"),
     ));
     Ok(())
 }
@@ -1469,6 +1511,11 @@ async fn main() -> Result<()> {
     let section = |name: &str| only.is_empty() || only.split(',').any(|s| s == name);
     if section("api") {
         api(&mut rows, total, rounds).await?;
+    }
+    if section("admission") && !section("api") {
+        // Alone (`BENCH_ONLY=admission`); the api section runs it too.
+        let per = (total / 10).max(10);
+        admission(&mut rows, per, rounds).await?;
     }
     if section("gc") {
         collection(&mut rows, rounds).await?;

@@ -1,7 +1,9 @@
 //! The admission chain with the real binary and the real kubectl: ValidatingAdmissionPolicies
 //! with params deny with their message and warn under `Warn`, on create, update and delete, in
 //! dry runs too (without side effects); validating and mutating webhooks served by a real HTTPS
-//! server in this process, with `failurePolicy` Ignore vs Fail when the webhook is down.
+//! server in this process, with `failurePolicy` Ignore vs Fail when the webhook is down;
+//! MutatingAdmissionPolicies (ApplyConfiguration with params, JSONPatch, matchConditions,
+//! failurePolicy, dry runs, reinvocation).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -701,4 +703,258 @@ fn admission() {
     let s = Server::start().expect("server starts");
     validating_policies(&s);
     webhooks(&s);
+    mutating_policies(&s);
+}
+
+/// A MutatingAdmissionPolicy on `resource` (CREATE) with its binding `<name>` limited to the
+/// namespaces labelled `env=maps`.
+fn mutating_policy(
+    s: &Server,
+    name: &str,
+    group: &str,
+    resource: &str,
+    spec: Value,
+    binding: Value,
+) {
+    let mut spec = spec;
+    spec["matchConstraints"] = json!({"resourceRules": [{"apiGroups": [group], "apiVersions": ["v1"],
+        "operations": ["CREATE"], "resources": [resource]}]});
+    apply(
+        s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+                "metadata": {"name": name}, "spec": spec}),
+    );
+    let mut bspec = json!({"policyName": name,
+        "matchResources": {"namespaceSelector": {"matchLabels": {"env": "maps"}}}});
+    for (k, v) in binding.as_object().unwrap() {
+        bspec[k] = v.clone();
+    }
+    apply(
+        s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+                "metadata": {"name": name}, "spec": bspec}),
+    );
+}
+
+fn mutation(patch_type: &str, expr: &str) -> Value {
+    match patch_type {
+        "ApplyConfiguration" => {
+            json!({"patchType": patch_type, "applyConfiguration": {"expression": expr}})
+        }
+        _ => json!({"patchType": patch_type, "jsonPatch": {"expression": expr}}),
+    }
+}
+
+/// Only objects with label `case=<c>` (the policies below each test one case).
+fn only_case(c: &str) -> Value {
+    json!([{"name": "case", "expression": format!(
+        "has(object.metadata.labels) && 'case' in object.metadata.labels && object.metadata.labels['case'] == '{c}'")}])
+}
+
+fn configmap_in_maps(
+    s: &Server,
+    name: &str,
+    labels: Value,
+    extra: &[&str],
+) -> std::process::Output {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": "maps", "labels": labels}});
+    let mut args = vec!["create", "-o", "json", "-f", "-"];
+    args.extend_from_slice(extra);
+    s.kubectl_stdin(&args, &cm.to_string())
+}
+
+fn stdout_json(o: &std::process::Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(o)))
+}
+
+fn mutating_policies(s: &Server) {
+    s.kubectl_ok(&["create", "namespace", "maps"]);
+    s.kubectl_ok(&["label", "namespace", "maps", "env=maps"]);
+    s.kubectl_ok(&[
+        "create",
+        "configmap",
+        "team-defaults",
+        "-n",
+        "maps",
+        "--from-literal=team=blue",
+    ]);
+    // ApplyConfiguration with params: the team label from the binding's ConfigMap; names
+    // starting with `raw-` are left alone (matchConditions).
+    mutating_policy(
+        s,
+        "team-label",
+        "",
+        "configmaps",
+        json!({
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConditions": [{"name": "not-raw", "expression": "!object.metadata.name.startsWith('raw-') && object.metadata.name != 'team-defaults'"}],
+            "variables": [{"name": "team", "expression": "params.data.team"}],
+            "mutations": [mutation("ApplyConfiguration",
+                "Object{metadata: Object.metadata{labels: {'team': variables.team}}}")]
+        }),
+        json!({"paramRef": {"name": "team-defaults", "parameterNotFoundAction": "Deny"}}),
+    );
+    let cm = poll("the policy to apply", Duration::from_secs(10), || {
+        let out = configmap_in_maps(s, "labelled", json!({"app": "web"}), &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let cm = stdout_json(&out);
+        let labelled = cm["metadata"]["labels"].get("team").is_some();
+        s.kubectl_ok(&["delete", "configmap", "labelled", "-n", "maps"]);
+        labelled.then_some(cm)
+    })
+    .expect("labelled");
+    assert_eq!(
+        cm["metadata"]["labels"],
+        json!({"app": "web", "team": "blue"})
+    );
+    let got: Value = serde_json::from_str(&s.kubectl_ok(&[
+        "get",
+        "mutatingadmissionpolicy",
+        "team-label",
+        "-o",
+        "json",
+    ]))
+    .expect("json");
+    assert_eq!(got["spec"]["failurePolicy"], "Fail");
+    let table = s.kubectl_ok(&["get", "mutatingadmissionpolicies"]);
+    assert!(
+        table.contains("MUTATIONS") && table.contains("v1/ConfigMap"),
+        "{table}"
+    );
+    // matchConditions false: not mutated.
+    let out = configmap_in_maps(s, "raw-one", json!({"app": "web"}), &[]);
+    assert_eq!(
+        stdout_json(&out)["metadata"]["labels"],
+        json!({"app": "web"})
+    );
+    // --dry-run=server runs the policy and stores nothing.
+    let out = configmap_in_maps(s, "dry", json!({}), &["--dry-run=server"]);
+    assert_eq!(stdout_json(&out)["metadata"]["labels"]["team"], "blue");
+    let out = s.kubectl(&["get", "configmap", "dry", "-n", "maps"]);
+    assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
+
+    // JSONPatch: an annotation (a key escaped with jsonpatch.escapeKey) and a container's env.
+    mutating_policy(
+        s,
+        "env-patch",
+        "apps",
+        "deployments",
+        json!({"mutations": [mutation("JSONPatch", r#"[
+            JSONPatch{op: "add", path: "/metadata/annotations", value: {}},
+            JSONPatch{op: "add", path: "/metadata/annotations/" + jsonpatch.escapeKey("example.com/patched"), value: "yes"},
+            JSONPatch{op: "add", path: "/spec/template/spec/containers/0/env", value: [
+                Object.spec.template.spec.containers.env{name: "MODE", value: "maps"}]}
+        ]"#)]}),
+        json!({}),
+    );
+    let dep = poll(
+        "the JSONPatch policy to apply",
+        Duration::from_secs(10),
+        || {
+            let out = s.kubectl(&[
+                "create",
+                "deployment",
+                "web",
+                "-n",
+                "maps",
+                "--image=nginx",
+                "-o",
+                "json",
+            ]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let d = stdout_json(&out);
+            let patched = d["metadata"].get("annotations").is_some();
+            s.kubectl_ok(&["delete", "deployment", "web", "-n", "maps"]);
+            patched.then_some(d)
+        },
+    )
+    .expect("patched");
+    assert_eq!(dep["metadata"]["annotations"]["example.com/patched"], "yes");
+    assert_eq!(
+        dep["spec"]["template"]["spec"]["containers"][0]["env"],
+        json!([{"name": "MODE", "value": "maps"}])
+    );
+
+    // A failing expression: failurePolicy Fail denies, Ignore admits unchanged.
+    for fp in ["Fail", "Ignore"] {
+        mutating_policy(
+            s,
+            &format!("broken-{}", fp.to_lowercase()),
+            "",
+            "configmaps",
+            json!({"failurePolicy": fp, "matchConditions": only_case(&fp.to_lowercase()),
+                   "mutations": [mutation("ApplyConfiguration", "Object{data: {'x': string(1/0)}}")]}),
+            json!({}),
+        );
+    }
+    let err = poll(
+        "the failing policy to apply",
+        Duration::from_secs(10),
+        || {
+            let out = configmap_in_maps(s, "broken", json!({"case": "fail"}), &[]);
+            if out.status.success() {
+                s.kubectl_ok(&["delete", "configmap", "broken", "-n", "maps"]);
+                return None;
+            }
+            Some(stderr(&out))
+        },
+    )
+    .expect("denied");
+    assert!(
+        err.contains("policy 'broken-fail' with binding 'broken-fail' denied request: expression 'Object{data: {'x': string(1/0)}}' resulted in error"),
+        "{err}"
+    );
+    let r = s.http().post_json(
+        "/api/v1/namespaces/maps/configmaps",
+        &json!({"metadata": {"name": "broken", "labels": {"case": "fail"}}}),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.json()["reason"], "Invalid");
+    let out = configmap_in_maps(s, "ignored", json!({"case": "ignore"}), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout_json(&out).get("data").is_none());
+
+    // reinvocationPolicy IfNeeded: `a-copy` runs before `b-source` and copies the label it
+    // sets, so it needs the reinvocation.
+    mutating_policy(
+        s,
+        "a-copy",
+        "",
+        "configmaps",
+        json!({"reinvocationPolicy": "IfNeeded", "matchConditions": only_case("reinvoke"),
+               "mutations": [mutation("ApplyConfiguration",
+                "'src' in object.metadata.labels ? Object{metadata: Object.metadata{labels: {'copy': object.metadata.labels['src']}}} : Object{}")]}),
+        json!({}),
+    );
+    mutating_policy(
+        s,
+        "b-source",
+        "",
+        "configmaps",
+        json!({"matchConditions": only_case("reinvoke"),
+               "mutations": [mutation("ApplyConfiguration", "Object{metadata: Object.metadata{labels: {'src': 'b'}}}")]}),
+        json!({}),
+    );
+    let cm = poll("both policies to apply", Duration::from_secs(10), || {
+        let out = configmap_in_maps(s, "reinvoked", json!({"case": "reinvoke"}), &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let cm = stdout_json(&out);
+        s.kubectl_ok(&["delete", "configmap", "reinvoked", "-n", "maps"]);
+        cm["metadata"]["labels"].get("src").is_some().then_some(cm)
+    })
+    .expect("mutated");
+    assert_eq!(cm["metadata"]["labels"]["copy"], "b", "{cm}");
+
+    for p in [
+        "team-label",
+        "env-patch",
+        "broken-fail",
+        "broken-ignore",
+        "a-copy",
+        "b-source",
+    ] {
+        s.kubectl_ok(&["delete", "mutatingadmissionpolicybinding", p]);
+        s.kubectl_ok(&["delete", "mutatingadmissionpolicy", p]);
+    }
 }

@@ -3,6 +3,8 @@
 //! old and new object, the user, the operation and its options.
 //!
 //! * `policy.rs`: ValidatingAdmissionPolicy + Binding (CEL), compiled once per policy generation.
+//! * `mutating_policy.rs`: MutatingAdmissionPolicy + Binding (CEL `ApplyConfiguration` and
+//!   `JSONPatch` mutations), sharing the policy machinery (matching, params).
 //! * `matching.rs`: `matchConstraints` / `matchResources` (rules, selectors, exclusions).
 //! * `webhook.rs`: Validating/MutatingWebhookConfiguration over HTTPS, AdmissionReview v1.
 //!
@@ -10,6 +12,7 @@
 //! informer follows), so a change applies to the next request.
 
 mod matching;
+mod mutating_policy;
 mod policy;
 mod webhook;
 
@@ -162,6 +165,7 @@ pub struct Admission {
     store: Arc<dyn Store>,
     registry: Arc<Registry>,
     policies: policy::Cache,
+    mutating_policies: mutating_policy::Cache,
     webhooks: webhook::Webhooks,
 }
 
@@ -177,12 +181,15 @@ impl Admission {
             store,
             registry,
             policies: policy::Cache::default(),
+            mutating_policies: mutating_policy::Cache::default(),
             webhooks: webhook::Webhooks::default(),
         }
     }
 
-    /// Mutating admission: mutating webhooks, in name order. Changes `object` in place; returns
-    /// warnings.
+    /// Mutating admission: MutatingAdmissionPolicies, then mutating webhooks, in name order;
+    /// then, if the object changed, the policies with `reinvocationPolicy: IfNeeded` that a
+    /// later mutation changed the object after are run once more (kube's reinvocation).
+    /// Changes `object` in place; returns warnings.
     pub async fn mutate(
         &self,
         req: &Request<'_>,
@@ -192,7 +199,23 @@ impl Admission {
             return Ok(Vec::new());
         }
         let ctx = self.context();
-        self.webhooks.mutate(&ctx, req, object).await
+        let mut round = mutating_policy::Round::default();
+        mutating_policy::mutate(
+            &ctx,
+            &self.mutating_policies,
+            req,
+            object,
+            &mut round,
+            false,
+        )?;
+        // Only `IfNeeded` invocations are ever reinvoked: without one, nothing to remember.
+        let before_webhooks = round.reinvocable().then(|| object.clone());
+        let warnings = self.webhooks.mutate(&ctx, req, object).await?;
+        // kube reinvokes the chain when any mutating plugin changed the object.
+        if before_webhooks.is_some_and(|b| round.changed || b != *object) {
+            mutating_policy::mutate(&ctx, &self.mutating_policies, req, object, &mut round, true)?;
+        }
+        Ok(warnings)
     }
 
     /// Validating admission: ValidatingAdmissionPolicies, then validating webhooks. `object` is

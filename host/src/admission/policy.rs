@@ -27,16 +27,25 @@ const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
 /// One compiled expression (or why it does not compile).
 #[derive(Debug)]
-struct Compiled {
-    source: String,
-    expr: Result<Expression, String>,
+pub(super) struct Compiled {
+    pub(super) source: String,
+    pub(super) expr: Result<Expression, String>,
 }
 
 impl Compiled {
-    fn new(source: &str) -> Self {
+    pub(super) fn new(source: &str) -> Self {
         Self {
             source: source.to_owned(),
             expr: Expression::compile(source).map_err(|e| format!("compilation failed: {e}")),
+        }
+    }
+
+    /// An expression of a MutatingAdmissionPolicy's mutation (object and JSONPatch literals).
+    pub(super) fn mutation(source: &str) -> Self {
+        Self {
+            source: source.to_owned(),
+            expr: Expression::compile_mutation(source)
+                .map_err(|e| format!("compilation failed: {e}")),
         }
     }
 }
@@ -318,7 +327,7 @@ pub(crate) fn validate(
 
 /// The params a binding evaluates its policy with: `[None]` without a `paramKind`, else the
 /// objects its `paramRef` names (possibly none).
-fn collect_params(
+pub(super) fn collect_params(
     ctx: &Context<'_>,
     spec: &Value,
     bspec: &Value,
@@ -458,7 +467,7 @@ fn evaluate(
 
 /// kube's `CreateNamespaceObject`: the namespace's metadata (without managed fields), spec and
 /// status.
-fn namespace_object(ns: &Value) -> Value {
+pub(super) fn namespace_object(ns: &Value) -> Value {
     let mut n = ns.clone();
     if let Some(m) = n.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("managedFields");
@@ -585,7 +594,7 @@ fn evaluate_one(
     let _ = req;
 }
 
-fn variables_value(vars: &HashMap<String, CelData>) -> CelData {
+pub(super) fn variables_value(vars: &HashMap<String, CelData>) -> CelData {
     let m: serde_json::Map<String, Value> = serde_json::Map::new();
     let mut base = expr::json_to_cel(&Value::Object(m));
     if let CelData::Map(map) = &mut base {

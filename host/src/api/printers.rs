@@ -193,6 +193,16 @@ const PRINTERS: &[(&str, &str, &[Column])] = &[
         "validatingadmissionpolicybindings",
         ADMISSION_POLICY_BINDINGS,
     ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicies",
+        MUTATING_ADMISSION_POLICIES,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+        ADMISSION_POLICY_BINDINGS,
+    ),
     ("storage.k8s.io", "csidrivers", CSI_DRIVERS),
     ("resource.k8s.io", "resourceclaims", RESOURCE_CLAIMS),
     ("flowcontrol.apiserver.k8s.io", "flowschemas", FLOW_SCHEMAS),
@@ -2147,6 +2157,30 @@ const ADMISSION_POLICIES: &[Column] = &[
         "Validations indicates the number of validation rules defined \
          in this configuration",
         |o| json!(list(o, "/spec/validations").len()),
+    ),
+    col(
+        "ParamKind",
+        "string",
+        "ParamKind specifies the kind of resources used to \
+         parameterize this policy",
+        |o| {
+            json!(match o.pointer("/spec/paramKind") {
+                Some(k) => format!("{}/{}", s(k, "/apiVersion"), s(k, "/kind")),
+                None => "<unset>".to_owned(),
+            })
+        },
+    ),
+    AGE,
+];
+
+const MUTATING_ADMISSION_POLICIES: &[Column] = &[
+    NAME,
+    col(
+        "Mutations",
+        "integer",
+        "Mutations indicates the number of mutations rules defined \
+         in this configuration",
+        |o| json!(list(o, "/spec/mutations").len()),
     ),
     col(
         "ParamKind",

@@ -479,6 +479,49 @@ impl<'a> Typer<'a> {
         }
     }
 
+    /// kube's `findAtomics` (MutatingAdmissionPolicy's `ApplyConfiguration`): the paths
+    /// (`.spec.selector`, `.spec.list[0]`) of the atomic maps, structs and lists in `v`,
+    /// following declared fields only.
+    pub fn atomics(&self, v: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![(self.root, v, String::new())];
+        while let Some((ty, v, path)) = stack.pop() {
+            let Some(s) = schema_of(ty) else { continue };
+            if s.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            let typ = s.get("type").and_then(Value::as_str);
+            match v {
+                Value::Object(m) if matches!(typ, None | Some("object")) => {
+                    if s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic") {
+                        out.push(path.clone());
+                    }
+                    let ty = match ty {
+                        Ty::Root(r) => Ty::Root(r),
+                        _ => Ty::Schema(s),
+                    };
+                    for (k, x) in m.iter().rev() {
+                        if let (ft, true) = field(ty, k) {
+                            stack.push((ft, x, format!("{path}.{k}")));
+                        }
+                    }
+                }
+                Value::Array(items) if matches!(typ, None | Some("array")) => {
+                    if list_kind(s).is_none() {
+                        out.push(path.clone());
+                    }
+                    if let Some(it) = s.get("items").filter(|i| i.is_object()) {
+                        for (i, x) in items.iter().enumerate().rev() {
+                            stack.push((Ty::Schema(it), x, format!("{path}[{i}]")));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
     /// structured-merge-diff's `RemoveItems`: the value without the members of `set` (a member
     /// goes with everything below it); `None` when nothing is left of a map or list.
     pub fn remove(&self, v: &Value, set: &Set) -> Result<Option<Value>, ApplyError> {

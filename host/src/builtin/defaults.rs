@@ -102,6 +102,25 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
                 }
             }
         }
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies") => {
+            if let Some(spec) = spec_of(obj) {
+                spec.entry("failurePolicy").or_insert(json!("Fail"));
+                if let Some(mc) = spec
+                    .get_mut("matchConstraints")
+                    .and_then(Value::as_object_mut)
+                {
+                    match_resources(mc);
+                }
+            }
+        }
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings") => {
+            if let Some(mr) = spec_of(obj)
+                .and_then(|s| s.get_mut("matchResources"))
+                .and_then(Value::as_object_mut)
+            {
+                match_resources(mr);
+            }
+        }
         ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
             if let Some(mr) = spec_of(obj)
                 .and_then(|s| s.get_mut("matchResources"))

@@ -361,6 +361,24 @@ pub const RESOURCES: &[Builtin] = &[
         CLUSTER,
     )
     .generation(),
+    // MutatingAdmissionPolicy: v1 (GA in kube 1.36, the only version a 1.36 cluster serves by
+    // default; v1beta1 is off by default there).
+    r(
+        ADMISSION,
+        "v1",
+        "mutatingadmissionpolicies",
+        "MutatingAdmissionPolicy",
+        CLUSTER,
+    )
+    .generation(),
+    r(
+        ADMISSION,
+        "v1",
+        "mutatingadmissionpolicybindings",
+        "MutatingAdmissionPolicyBinding",
+        CLUSTER,
+    )
+    .generation(),
     // apiregistration.k8s.io/v1
     r(
         "apiregistration.k8s.io",

@@ -105,6 +105,27 @@ fn apply_json_patch(
     current: &Value,
     ops: &[json_patch::PatchOperation],
 ) -> Result<Value, ApiError> {
+    apply_json_ops(current, ops, &mut false)
+}
+
+/// Apply JSON Patch operations as a MutatingAdmissionPolicy's `JSONPatch` mutation does:
+/// `Ok(None)` when a `test` operation fails (kube then leaves the object as it was).
+pub fn apply_json_patch_tested(current: &Value, ops: &Value) -> Result<Option<Value>, ApiError> {
+    let ops: json_patch::Patch = serde_json::from_value(ops.clone())
+        .map_err(|e| ApiError::bad_request(format!("error decoding json patch: {e}")))?;
+    let mut test_failed = false;
+    match apply_json_ops(current, &ops.0, &mut test_failed) {
+        Ok(v) => Ok(Some(v)),
+        Err(_) if test_failed => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn apply_json_ops(
+    current: &Value,
+    ops: &[json_patch::PatchOperation],
+    test_failed: &mut bool,
+) -> Result<Value, ApiError> {
     use json_patch::PatchOperation as Op;
     if ops.len() > limits::JSON_PATCH_MAX_OPERATIONS {
         return Err(ApiError::too_large(format!(
@@ -134,8 +155,15 @@ fn apply_json_patch(
                 }
                 (&o.path, source_depth(&doc, &o.from))
             }
-            Op::Remove(_) | Op::Test(_) => {
+            Op::Remove(_) => {
                 apply_one(&mut doc, op, i)?;
+                continue;
+            }
+            Op::Test(_) => {
+                if let Err(e) = apply_one(&mut doc, op, i) {
+                    *test_failed = true;
+                    return Err(e);
+                }
                 continue;
             }
         };

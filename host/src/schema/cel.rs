@@ -1709,7 +1709,19 @@ impl Expression {
     /// Parse `src` (kube's size and nesting limits; unknown functions refused). Call on a big
     /// stack ([`run_on_big_stack`]): the parser recurses.
     pub fn compile(src: &str) -> Result<Self, String> {
-        let expr = parse(src)?;
+        Self::compile_with(src, false)
+    }
+
+    /// Like [`Expression::compile`], with kube's mutation types (MutatingAdmissionPolicy):
+    /// object literals `Object{...}`, `Object.<field path>{...}` and `JSONPatch{...}` evaluate
+    /// to maps with their fields as string keys.
+    pub fn compile_mutation(src: &str) -> Result<Self, String> {
+        Self::compile_with(src, true)
+    }
+
+    fn compile_with(src: &str, mutation: bool) -> Result<Self, String> {
+        let mut expr = parse(src)?;
+        literal_structs(&mut expr, mutation)?;
         if let Some(f) = unknown_function(&expr) {
             return Err(format!(
                 "ERROR: <input>: undeclared reference to '{f}' (in container '')"
@@ -1752,6 +1764,117 @@ impl Expression {
 /// Deepest AST evaluated on the caller's stack: the interpreter recurses once per level (a few
 /// KiB each in debug builds), far from the 2 MiB of a tokio worker.
 const SHALLOW_AST_DEPTH: usize = 24;
+
+/// The JSONPatch type's fields (kube's `mutation/unstructured` `JSONPatchType`).
+const JSON_PATCH_FIELDS: &[&str] = &["op", "path", "from", "value"];
+
+/// Rewrites struct literals as map literals (the interpreter has no struct values): with
+/// `mutation`, kube's `Object`, `Object.<path>` and `JSONPatch` types, whose fields become
+/// string keys; without, every struct literal is an undeclared type. As kube's
+/// `CheckTypeNamesMatchFieldPathNames` does, an `Object` literal nested directly in another's
+/// field (or in a list or map there) must be named by that field's path.
+fn literal_structs(root: &mut IdedExpr, mutation: bool) -> Result<(), String> {
+    let mut stack: Vec<(&mut IdedExpr, Option<String>)> = vec![(root, None)];
+    while let Some((e, expected)) = stack.pop() {
+        if let Expr::Struct(st) = &mut e.expr {
+            let name = std::mem::take(&mut st.type_name);
+            let object = name == "Object" || name.starts_with("Object.");
+            if !mutation || !(object || name == "JSONPatch") {
+                return Err(format!(
+                    "ERROR: <input>: undeclared reference to '{name}' (in container '')"
+                ));
+            }
+            if let Some(want) = expected.filter(|_| object) {
+                if name != want {
+                    return Err(format!(
+                        "type mismatch: unexpected type name \"{name}\", expected \"{want}\", which matches field name path from root Object type"
+                    ));
+                }
+            }
+            let mut entries = Vec::with_capacity(st.entries.len());
+            for en in std::mem::take(&mut st.entries) {
+                let EntryExpr::StructField(f) = en.expr else {
+                    return Err(format!("ERROR: <input>: invalid entry in '{name}'"));
+                };
+                if !object && !JSON_PATCH_FIELDS.contains(&f.field.as_str()) {
+                    return Err(format!(
+                        "ERROR: <input>: undefined field '{}' in type '{name}'",
+                        f.field
+                    ));
+                }
+                let key = IdedExpr {
+                    id: en.id,
+                    expr: Expr::Literal(LiteralValue::String(f.field.clone().into())),
+                };
+                entries.push((
+                    en.id,
+                    key,
+                    f.value,
+                    f.optional,
+                    object.then(|| format!("{name}.{}", f.field)),
+                ));
+            }
+            let mut map = kube_cel::cel::common::ast::MapExpr {
+                entries: Vec::with_capacity(entries.len()),
+            };
+            let mut wants = Vec::with_capacity(entries.len());
+            for (id, key, value, optional, want) in entries {
+                map.entries.push(kube_cel::cel::common::ast::IdedEntryExpr {
+                    id,
+                    expr: EntryExpr::MapEntry(kube_cel::cel::common::ast::MapEntryExpr {
+                        key,
+                        value,
+                        optional,
+                    }),
+                });
+                wants.push(want);
+            }
+            e.expr = Expr::Map(map);
+            let Expr::Map(m) = &mut e.expr else {
+                continue;
+            };
+            for (en, want) in m.entries.iter_mut().zip(wants) {
+                if let EntryExpr::MapEntry(me) = &mut en.expr {
+                    stack.push((&mut me.value, want));
+                }
+            }
+            continue;
+        }
+        match &mut e.expr {
+            Expr::Call(c) => {
+                if let Some(t) = c.target.as_deref_mut() {
+                    stack.push((t, None));
+                }
+                stack.extend(c.args.iter_mut().map(|a| (a, None)));
+            }
+            Expr::Select(s) => stack.push((&mut *s.operand, None)),
+            // List items and map values keep the type their container's field expects.
+            Expr::List(l) => {
+                stack.extend(l.elements.iter_mut().map(|x| (x, expected.clone())));
+            }
+            Expr::Map(m) => {
+                for en in &mut m.entries {
+                    if let EntryExpr::MapEntry(me) = &mut en.expr {
+                        stack.push((&mut me.key, None));
+                        stack.push((&mut me.value, expected.clone()));
+                    }
+                }
+            }
+            Expr::Comprehension(c) => {
+                let c = &mut **c;
+                stack.extend([
+                    (&mut c.iter_range, None),
+                    (&mut c.accu_init, None),
+                    (&mut c.loop_cond, None),
+                    (&mut c.loop_step, None),
+                    (&mut c.result, None),
+                ]);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
 
 /// The first called function the interpreter does not know, if any.
 fn unknown_function(root: &IdedExpr) -> Option<String> {
@@ -2065,6 +2188,46 @@ mod tests {
             inner.map.contains_key(&key("a-b")),
             "map keys are not escaped"
         );
+    }
+
+    #[test]
+    fn mutation_literals_are_maps() {
+        let eval = |src: &str| {
+            let src = src.to_owned();
+            on_big_stack(move || {
+                let e = Expression::compile_mutation(&src)?;
+                let obj = json_to_cel(&json!({"metadata": {"name": "n"}}));
+                e.eval(&[("object", &obj)])
+                    .map(|v| cel_to_json(&v, 0).unwrap_or(Value::Null))
+            })
+            .unwrap()
+        };
+        assert_eq!(
+            eval("Object{metadata: Object.metadata{labels: {'a': object.metadata.name}}, spec: Object.spec{containers: [Object.spec.containers{name: 'c'}]}}"),
+            Ok(json!({"metadata": {"labels": {"a": "n"}}, "spec": {"containers": [{"name": "c"}]}}))
+        );
+        assert_eq!(
+            eval("[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('a/b~c'), value: Object.spec.x{y: 1}}]"),
+            Ok(json!([{"op": "add", "path": "/metadata/labels/a~1b~0c", "value": {"y": 1}}]))
+        );
+        let err = eval("Object{spec: Object.spec{selector: Object.spec.wrong{}}}").unwrap_err();
+        assert!(
+            err.contains(
+                "unexpected type name \"Object.spec.wrong\", expected \"Object.spec.selector\""
+            ),
+            "{err}"
+        );
+        assert!(eval("JSONPatch{nope: 1}")
+            .unwrap_err()
+            .contains("undefined field 'nope'"));
+        assert!(eval("Other{a: 1}")
+            .unwrap_err()
+            .contains("undeclared reference to 'Other'"));
+        // Outside mutations, struct literals are undeclared types (not an interpreter panic).
+        let err = on_big_stack(|| Expression::compile("Object{a: 1}").map(|_| ()))
+            .unwrap()
+            .unwrap_err();
+        assert!(err.contains("undeclared reference to 'Object'"), "{err}");
     }
 
     #[test]
