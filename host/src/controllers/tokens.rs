@@ -117,7 +117,7 @@ impl TokenController {
                 ns,
                 name,
                 updated,
-                Subresource::None,
+                Subresource::Main,
             )
             .await?;
         }
@@ -190,7 +190,7 @@ impl TokenController {
                 name,
                 PatchType::Merge,
                 patch.to_string().as_bytes(),
-                Subresource::None,
+                Subresource::Main,
                 &WriteOptions::default(),
             )
             .await
