@@ -242,9 +242,10 @@ impl Follower for TokenController {
             self.base
                 .queue
                 .add((ns.to_owned(), meta::name(v).to_owned()));
-        } else if ri.resource == SERVICEACCOUNTS && how != Observed::Listed {
-            // An account that goes takes its tokens along; one that comes (or changes) may
-            // complete Secrets written before it.
+        } else if ri.resource == SERVICEACCOUNTS && how == Observed::Deleted {
+            // An account that goes takes its tokens along (kube's syncServiceAccount acts only
+            // then). Not on every change: each scan reads every Secret, and a tenant may patch
+            // an account in a loop.
             for secret in self.secrets_of(ns, meta::name(v)) {
                 self.base.queue.add((ns.to_owned(), secret));
             }
