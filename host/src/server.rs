@@ -200,7 +200,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         .await
         .map_err(ServerError::Bootstrap)?;
     // The garbage collector and the namespace controller, once every kind is listed.
-    crate::controllers::start(service.clone(), shutdown_rx.clone()).await;
+    let builtin_controllers = crate::controllers::start(service.clone(), shutdown_rx.clone()).await;
     // Identity: the admin token, minted tokens, the operator's static token file.
     let admin_token = crate::auth::tokens::admin_token(&cfg.data_dir).map_err(ServerError::Auth)?;
     let mut token_files = vec![crate::auth::tokens::minted_file(&cfg.data_dir)];
@@ -237,6 +237,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         shutdown: shutdown_rx,
         metrics: Default::default(),
         controllers: Default::default(),
+        builtin_controllers,
     });
     let router = api::router(state.clone());
     if let Some(dir) = &cfg.controllers {

@@ -95,7 +95,7 @@ pub struct Identity {
 }
 
 /// Start a built-in controller: its workers running `reconcile` over `queue`, its `Controller`
-/// object, and the queue's shutdown with the host.
+/// object, and the queue's shutdown with the host. Returns its metrics for `/metrics`.
 pub fn spawn<K, F, Fut>(
     service: Arc<Service>,
     id: &Identity,
@@ -103,7 +103,8 @@ pub fn spawn<K, F, Fut>(
     stats: Arc<Stats>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     reconcile: F,
-) where
+) -> driver::MetricsSource
+where
     K: Clone + Eq + std::hash::Hash + Send + Sync + std::fmt::Debug + driver::KeyText + 'static,
     F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Reconciled> + Send + 'static,
@@ -118,6 +119,14 @@ pub fn spawn<K, F, Fut>(
     }
     let q = queue.clone();
     let description = id.description;
+    let metered = {
+        let (stats, queue, name) = (stats.clone(), queue.clone(), id.name);
+        Arc::new(move || driver::Metered {
+            name: name.to_owned(),
+            stats: stats.clone(),
+            queue_depth: queue.len(),
+        })
+    };
     tokio::spawn(driver::publish_every(
         service,
         id.name,
@@ -140,6 +149,7 @@ pub fn spawn<K, F, Fut>(
         let _ = stop.changed().await;
         queue.shutdown();
     });
+    metered
 }
 
 /// What every keyed built-in controller has: the service it writes through, its work queue and
@@ -168,7 +178,7 @@ where
         id: &Identity,
         this: Arc<T>,
         shutdown: tokio::sync::watch::Receiver<bool>,
-    ) {
+    ) -> driver::MetricsSource {
         spawn(
             self.service.clone(),
             id,
@@ -179,7 +189,7 @@ where
                 let this = this.clone();
                 async move { this.reconcile_key(&key).await }
             },
-        );
+        )
     }
 }
 
@@ -283,8 +293,12 @@ fn deliver(ri: &ResourceInfo, followers: &[Arc<dyn Follower>], change: &Change) 
     }
 }
 
-/// Start the built-in controllers: informers over every kind, then the workers.
-pub async fn start(service: Arc<Service>, shutdown: tokio::sync::watch::Receiver<bool>) {
+/// Start the built-in controllers: informers over every kind, then the workers. Returns their
+/// metrics for `/metrics`.
+pub async fn start(
+    service: Arc<Service>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> Vec<driver::MetricsSource> {
     let gc = gc::GarbageCollector::new(service.clone());
     let ns = namespace::NamespaceController::new(service.clone());
     let sa = serviceaccount::ServiceAccountController::new(service.clone());
@@ -298,9 +312,11 @@ pub async fn start(service: Arc<Service>, shutdown: tokio::sync::watch::Receiver
         shutdown.clone(),
     )
     .await;
-    gc.start(shutdown.clone());
-    ns.start(shutdown.clone());
-    sa.start(shutdown);
+    vec![
+        gc.start(shutdown.clone()),
+        ns.start(shutdown.clone()),
+        sa.start(shutdown),
+    ]
 }
 
 /// Update an object (or its status) to `v`, read from the store with its resourceVersion: a
