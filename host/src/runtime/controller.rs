@@ -287,6 +287,7 @@ impl ControllerHandle {
             name: user_name(&self.name),
             uid: String::new(),
             groups: vec![crate::auth::AUTHENTICATED.to_owned()],
+            extra: Default::default(),
         };
         let token = self.host.authn.issue_internal(user.clone());
         let ctx = Arc::new(HostCtx {
@@ -904,6 +905,7 @@ mod tests {
             name: user_name("t"),
             uid: String::new(),
             groups: vec![crate::auth::AUTHENTICATED.to_owned()],
+            extra: Default::default(),
         };
         let ctx = HostCtx {
             name: "t".into(),

@@ -607,6 +607,7 @@ mod tests {
                 name: "t".into(),
                 uid: String::new(),
                 groups: Vec::new(),
+                extra: Default::default(),
             },
             authz: Arc::new(crate::auth::Authorizer::new(store)),
         });
