@@ -43,7 +43,9 @@ pub enum Event {
     InitApply(Obj),
     /// The list is complete.
     InitDone,
-    /// Created or changed (or now matching the filter).
+    /// Created (or now matching the filter).
+    Added(Obj),
+    /// Changed.
     Apply(Obj),
     /// Deleted (or no longer matching the filter): its last state.
     Delete(Obj),
@@ -85,12 +87,27 @@ enum State {
     Done,
 }
 
+/// What a watcher does when what it missed has left the history (the store's 410).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// List again (`Init ... InitDone`): informers.
+    Relist,
+    /// End (`next` gives `None`, [`Watcher::expired`] says why): HTTP watches, whose client
+    /// relists itself.
+    End,
+}
+
 /// A list + watch of one resource as a stream of [`Event`]s (see the module docs).
 pub struct Watcher<S> {
     source: S,
     filter: Option<Filter>,
     state: State,
-    pending: VecDeque<Event>,
+    /// Events to yield, each with the revision the stream is at once it is yielded.
+    pending: VecDeque<(u64, Event)>,
+    /// The revision of the last event yielded from `pending`.
+    yielded: u64,
+    expiry: Expiry,
+    expired: Option<StoreError>,
 }
 
 impl<S: Source> Watcher<S> {
@@ -100,15 +117,61 @@ impl<S: Source> Watcher<S> {
             filter,
             state: State::Empty,
             pending: VecDeque::new(),
+            yielded: 0,
+            expiry: Expiry::Relist,
+            expired: None,
         }
     }
 
-    /// A watcher that continues after revision `rv` of a list the caller made (and seeded its
-    /// reflector with, [`Reflector::seed`]) instead of listing first.
+    /// A watcher that continues after revision `rv` (of a list the caller made and seeded its
+    /// reflector with, [`Reflector::seed`], or that an HTTP client names) instead of listing
+    /// first.
     pub fn resume(source: S, filter: Option<Filter>, rv: u64) -> Self {
         Self {
             state: State::Resume(rv),
+            yielded: rv,
             ..Self::new(source, filter)
+        }
+    }
+
+    /// What to do when the history no longer has what the watcher missed.
+    pub fn on_expiry(mut self, expiry: Expiry) -> Self {
+        self.expiry = expiry;
+        self
+    }
+
+    /// Make the first list or watch now rather than at the first [`Watcher::next`]: a resume
+    /// from a revision the history no longer has fails here (with [`StoreError::TooOld`]).
+    pub fn start(&mut self) -> Result<(), StoreError> {
+        match self.state {
+            State::Empty => {
+                let start = self.source.watch(WatchFrom::Now)?;
+                self.started(start, true);
+            }
+            State::Resume(last) => {
+                let start = self.source.watch(WatchFrom::After(last))?;
+                self.started(start, false);
+            }
+            State::Watching { .. } | State::Done => {}
+        }
+        Ok(())
+    }
+
+    /// Why the stream ended, if it ended because the history had lost what it missed
+    /// ([`Expiry::End`]).
+    pub fn expired(&self) -> Option<&StoreError> {
+        self.expired.as_ref()
+    }
+
+    /// The revision up to which every event has been yielded (or filtered out): what a bookmark
+    /// may claim.
+    pub fn revision(&self) -> u64 {
+        if !self.pending.is_empty() {
+            return self.yielded;
+        }
+        match &self.state {
+            State::Watching { last, .. } | State::Resume(last) => *last,
+            State::Empty | State::Done => self.yielded,
         }
     }
 
@@ -116,16 +179,22 @@ impl<S: Source> Watcher<S> {
         self.filter.as_ref().is_none_or(|f| f.matches(&obj.value))
     }
 
-    /// A store event as the filter sees it.
+    /// A store event as the filter sees it: an object that starts matching is added, one that
+    /// stops matching is deleted.
     fn translate(&self, ev: &crate::store::Event) -> Option<Event> {
-        let now = self.matches(&ev.object);
+        let now = ev.kind != EventType::Deleted && self.matches(&ev.object);
         let before = ev.prev.as_deref().is_some_and(|p| self.matches(p));
-        match ev.kind {
-            EventType::Deleted if now || before => Some(Event::Delete(ev.object.clone())),
-            EventType::Deleted => None,
-            _ if now => Some(Event::Apply(ev.object.clone())),
-            _ if before => Some(Event::Delete(ev.object.clone())),
-            _ => None,
+        match (ev.kind, before, now) {
+            (EventType::Deleted, true, _) => Some(Event::Delete(ev.object.clone())),
+            (EventType::Deleted, false, _) => {
+                // No previous state recorded: judge by the final one.
+                (ev.prev.is_none() && self.matches(&ev.object))
+                    .then(|| Event::Delete(ev.object.clone()))
+            }
+            (_, false, true) => Some(Event::Added(ev.object.clone())),
+            (_, true, true) => Some(Event::Apply(ev.object.clone())),
+            (_, true, false) => Some(Event::Delete(ev.object.clone())),
+            (_, false, false) => None,
         }
     }
 
@@ -133,18 +202,19 @@ impl<S: Source> Watcher<S> {
     fn started(&mut self, start: WatchStart, relist: bool) {
         let mut last = start.rv;
         if relist {
-            self.pending.push_back(Event::Init);
+            self.pending.push_back((self.yielded, Event::Init));
             for obj in start.snapshot.iter().flat_map(|s| s.items.values()) {
                 if self.matches(obj) {
-                    self.pending.push_back(Event::InitApply(obj.clone()));
+                    self.pending
+                        .push_back((self.yielded, Event::InitApply(obj.clone())));
                 }
             }
-            self.pending.push_back(Event::InitDone);
+            self.pending.push_back((start.rv, Event::InitDone));
         }
         for ev in &start.backlog {
             last = last.max(ev.rv);
             if let Some(e) = self.translate(ev) {
-                self.pending.push_back(e);
+                self.pending.push_back((ev.rv, e));
             }
         }
         self.state = State::Watching {
@@ -153,10 +223,12 @@ impl<S: Source> Watcher<S> {
         };
     }
 
-    /// The next event, or `None` once the store closed (or failed: logged). Cancel-safe.
+    /// The next event, or `None` once the store closed (or failed: logged), or with
+    /// [`Expiry::End`] once the history lost what the watcher missed. Cancel-safe.
     pub async fn next(&mut self) -> Option<Event> {
         loop {
-            if let Some(e) = self.pending.pop_front() {
+            if let Some((rv, e)) = self.pending.pop_front() {
+                self.yielded = rv;
                 return Some(e);
             }
             match &mut self.state {
@@ -167,22 +239,48 @@ impl<S: Source> Watcher<S> {
                 },
                 State::Resume(last) => match self.source.watch(WatchFrom::After(*last)) {
                     Ok(start) => self.started(start, false),
-                    // What it missed is no longer in the history: list again.
-                    Err(StoreError::TooOld { .. }) => self.state = State::Empty,
+                    // What it missed is no longer in the history: list again (or end).
+                    Err(e @ StoreError::TooOld { .. }) => {
+                        if self.expiry == Expiry::End {
+                            self.state = State::Done;
+                            self.expired = Some(e);
+                            return None;
+                        }
+                        tracing::info!(resource = %self.source.resource(), error = %e, "watch expired (410): relisting");
+                        self.state = State::Empty;
+                    }
                     Err(e) => return self.fail(e),
                 },
-                State::Watching { live, last } => match live.recv().await {
-                    Ok(ev) => {
-                        if ev.rv > *last {
-                            *last = ev.rv;
-                            if let Some(e) = self.translate(&ev) {
-                                return Some(e);
+                State::Watching { live, last } => {
+                    let received = match hold::held() {
+                        // The test knob: a held watcher stops reading its feed, as if it lagged.
+                        Some(mut held) => tokio::select! {
+                            biased;
+                            _ = held.wait_for(|h| *h) => None,
+                            r = live.recv() => Some(r),
+                        },
+                        None => Some(live.recv().await),
+                    };
+                    match received {
+                        Some(Ok(ev)) => {
+                            if ev.rv > *last {
+                                *last = ev.rv;
+                                if let Some(e) = self.translate(&ev) {
+                                    return Some(e);
+                                }
                             }
                         }
+                        // Fell behind the live feed: go on from the history.
+                        Some(Err(RecvError::Lagged(_))) => self.state = State::Resume(*last),
+                        Some(Err(RecvError::Closed)) => self.state = State::Done,
+                        None => {
+                            let last = *last;
+                            self.state = State::Resume(last);
+                            tracing::info!(resource = %self.source.resource(), after = last, "watcher held (test knob)");
+                            hold::released().await;
+                        }
                     }
-                    Err(RecvError::Lagged(_)) => self.state = State::Resume(*last),
-                    Err(RecvError::Closed) => self.state = State::Done,
-                },
+                }
             }
         }
     }
@@ -197,6 +295,61 @@ impl<S: Source> Watcher<S> {
         }
         self.state = State::Done;
         None
+    }
+}
+
+/// A test-only knob (`turtles serve --test-hold-watchers-on-signal`): SIGUSR1 holds every
+/// in-process watcher, SIGUSR2 releases them. A held watcher stops reading its live feed and
+/// drops it, exactly as one that fell behind does; released, it resumes from the last revision
+/// it saw, and relists if that has left the history (the store's 410). With a small
+/// `--watch-history` and writes while held, that is the real relist path, made deterministic
+/// for the end-to-end tests. Without the flag nothing is installed and watchers never check.
+pub mod hold {
+    use std::sync::OnceLock;
+    use tokio::sync::watch;
+
+    static HOLD: OnceLock<watch::Sender<bool>> = OnceLock::new();
+
+    /// The hold flag, if the knob is installed.
+    pub(super) fn held() -> Option<watch::Receiver<bool>> {
+        HOLD.get().map(watch::Sender::subscribe)
+    }
+
+    /// Resolves once the watchers are released (at once if the knob is not installed).
+    pub(super) async fn released() {
+        if let Some(mut rx) = held() {
+            let _ = rx.wait_for(|h| !*h).await;
+        }
+    }
+
+    /// Hold (`true`) or release (`false`) every watcher; installs the knob on first use.
+    pub fn set(on: bool) {
+        HOLD.get_or_init(|| watch::Sender::new(false))
+            .send_replace(on);
+    }
+
+    /// Install the knob and follow SIGUSR1 (hold) and SIGUSR2 (release) until the process ends.
+    pub fn install_signals() -> std::io::Result<()> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hold = signal(SignalKind::user_defined1())?;
+        let mut release = signal(SignalKind::user_defined2())?;
+        set(false);
+        tokio::spawn(async move {
+            loop {
+                let on = tokio::select! {
+                    Some(()) = hold.recv() => true,
+                    Some(()) = release.recv() => false,
+                    else => return,
+                };
+                set(on);
+                tracing::warn!(
+                    held = on,
+                    "test knob: in-process watchers {}",
+                    if on { "held" } else { "released" }
+                );
+            }
+        });
+        Ok(())
     }
 }
 
@@ -307,7 +460,7 @@ impl Reflector {
                 self.synced.send_replace(true);
                 changes
             }
-            Event::Apply(object) => {
+            Event::Added(object) | Event::Apply(object) => {
                 let prev = self.write().insert(key(&object), object.clone());
                 vec![Change::Applied { object, prev }]
             }
@@ -624,6 +777,75 @@ mod tests {
             [WatchFrom::Now, WatchFrom::After(1)]
         );
         drop(tx2);
+    }
+
+    /// HTTP watch serving's way: resume after a client's revision, added told from changed,
+    /// the revision a bookmark may claim, and the end (no relist) once the history lost its
+    /// place, at the start or after a lag.
+    #[tokio::test]
+    async fn an_http_watcher_resumes_tells_kinds_and_ends_on_expiry() {
+        let (tx, live) = broadcast::channel(1);
+        let resumed = WatchStart {
+            rv: 3,
+            snapshot: None,
+            backlog: vec![
+                event(EventType::Added, obj("b", 2, json!({})), None),
+                event(
+                    EventType::Modified,
+                    obj("a", 3, json!({})),
+                    Some(obj("a", 1, json!({}))),
+                ),
+            ],
+            live,
+        };
+        let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
+        let script = Script {
+            replies: [
+                Ok(resumed),
+                Err(StoreError::TooOld {
+                    requested: 3,
+                    oldest: 9,
+                }),
+            ]
+            .into(),
+            calls: calls.clone(),
+        };
+        let mut w = Watcher::resume(script, None, 1).on_expiry(Expiry::End);
+        w.start().unwrap();
+        assert_eq!(w.revision(), 1, "nothing yielded yet");
+        assert!(matches!(next(&mut w).await, Some(Event::Added(_))));
+        assert_eq!(w.revision(), 2);
+        assert!(matches!(next(&mut w).await, Some(Event::Apply(_))));
+        assert_eq!(w.revision(), 3);
+        // Two events into a feed of one: it lags; the history no longer goes back to 3.
+        tx.send(event(EventType::Added, obj("c", 4, json!({})), None))
+            .unwrap();
+        tx.send(event(EventType::Added, obj("d", 5, json!({})), None))
+            .unwrap();
+        assert!(
+            next(&mut w).await.is_none(),
+            "an HTTP watcher never relists"
+        );
+        assert!(matches!(w.expired(), Some(StoreError::TooOld { .. })));
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [WatchFrom::After(1), WatchFrom::After(3)]
+        );
+        // Too old already at the start: `start` says so.
+        let mut w = Watcher::resume(
+            Script {
+                replies: [Err(StoreError::TooOld {
+                    requested: 1,
+                    oldest: 9,
+                })]
+                .into(),
+                calls: Arc::default(),
+            },
+            None,
+            1,
+        )
+        .on_expiry(Expiry::End);
+        assert!(matches!(w.start(), Err(StoreError::TooOld { .. })));
     }
 
     #[tokio::test]

@@ -106,6 +106,10 @@ enum Command {
         /// Seconds a connection with no request in flight stays open.
         #[arg(long, default_value_t = 90)]
         idle_timeout: u64,
+        /// Test only: SIGUSR1 holds every in-process watcher (controllers' informers), SIGUSR2
+        /// releases them; released, they resume or relist as after a lag (see docs/api.md).
+        #[arg(long, hide = true)]
+        test_hold_watchers_on_signal: bool,
     },
     /// Mint a bearer token for a user and print a kubeconfig for it (or revoke the user's tokens).
     Kubeconfig {
@@ -185,6 +189,7 @@ fn main() -> anyhow::Result<()> {
             header_read_timeout,
             request_body_timeout,
             idle_timeout,
+            test_hold_watchers_on_signal,
         } => {
             let secs = |s: u64| std::time::Duration::from_secs(s.max(1));
             // Absolute: the compile cache (wasmtime) refuses a relative directory, and the
@@ -229,7 +234,13 @@ fn main() -> anyhow::Result<()> {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(turtles::server::serve(cfg))?;
+            rt.block_on(async {
+                if test_hold_watchers_on_signal {
+                    turtles::informer::hold::install_signals()?;
+                }
+                turtles::server::serve(cfg).await?;
+                anyhow::Ok(())
+            })?;
         }
         Command::Kubeconfig {
             data_dir,

@@ -223,7 +223,8 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     // The built-in controllers (garbage collector, namespaces, service accounts, tokens), once
     // every kind is listed.
     let root_ca = tls.as_ref().map(|t| Arc::from(t.ca_pem.as_str()));
-    crate::controllers::start(service.clone(), issuer, root_ca, shutdown_rx.clone()).await;
+    let builtin_controllers =
+        crate::controllers::start(service.clone(), issuer, root_ca, shutdown_rx.clone()).await;
     let authz = Arc::new(crate::auth::Authorizer::new(store.clone()));
     let state = Arc::new(AppState {
         authn,
@@ -239,6 +240,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         shutdown: shutdown_rx,
         metrics: Default::default(),
         controllers: Default::default(),
+        builtin_controllers,
     });
     let router = api::router(state.clone());
     if let Some(dir) = &cfg.controllers {

@@ -803,6 +803,230 @@ fn labeled(name: &str) -> serde_json::Value {
         "metadata": {"name": name, "labels": {"turtles.dev/greet": "true"}}, "data": {"k": "v"}})
 }
 
+/// Event -> reconcile -> write visible: POST `count` labelled ConfigMaps (`prefix0`...) one at a
+/// time, each time waiting for the labeler's patch on a watch. Includes the create's durable
+/// write, the dispatch, the guest's API call and its durable write.
+async fn event_to_write(
+    c: &reqwest::Client,
+    url: &str,
+    prefix: &str,
+    count: usize,
+) -> Result<Vec<Duration>> {
+    let coll = format!("{url}/api/v1/namespaces/default/configmaps");
+    let list: serde_json::Value = c.get(&coll).send().await?.json().await?;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_owned();
+    let resp = c
+        .get(format!("{coll}?watch=true&resourceVersion={rv}"))
+        .send()
+        .await?;
+    let mut stream = resp.bytes_stream();
+    let mut buf = Vec::new();
+    let mut lat = Vec::new();
+    for i in 0..count {
+        let name = format!("{prefix}{i}");
+        let t = Instant::now();
+        let r = c.post(&coll).json(&labeled(&name)).send().await?;
+        if r.status().as_u16() != 201 {
+            bail!("create: {}", r.status());
+        }
+        'wait: loop {
+            let Some(chunk) = stream.next().await else {
+                bail!("watch ended")
+            };
+            buf.extend_from_slice(&chunk?);
+            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=pos).collect();
+                let v: serde_json::Value = serde_json::from_slice(&line)?;
+                if v["object"]["metadata"]["name"] == name.as_str()
+                    && v["object"]["metadata"]["annotations"]["turtles.dev/greeting"].is_string()
+                {
+                    lat.push(t.elapsed());
+                    break 'wait;
+                }
+            }
+        }
+    }
+    Ok(lat)
+}
+
+/// The cumulative buckets `(le, count)` of a histogram in /metrics text (without `+Inf`).
+fn buckets(metrics: &str, name: &str, labels: &str) -> Vec<(f64, f64)> {
+    let prefix = format!("{name}_bucket{{{labels},le=\"");
+    metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|rest| {
+            let (le, v) = rest.split_once("\"} ")?;
+            Some((le.parse().ok()?, v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The `q` quantile of the observations between two snapshots of a histogram's buckets, by
+/// linear interpolation within the bucket it falls in (as Prometheus' `histogram_quantile`).
+fn bucket_quantile(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> f64 {
+    let delta: Vec<(f64, f64)> = after
+        .iter()
+        .map(|(le, n)| {
+            let was = before
+                .iter()
+                .find(|(l, _)| l == le)
+                .map_or(0.0, |(_, n)| *n);
+            (*le, n - was)
+        })
+        .collect();
+    let Some(total) = delta.last().map(|(_, n)| *n).filter(|n| *n > 0.0) else {
+        return f64::NAN;
+    };
+    let rank = q * total;
+    let (mut lo, mut below) = (0.0, 0.0);
+    for (le, n) in delta {
+        if n >= rank {
+            return lo + (le - lo) * ((rank - below) / (n - below).max(1e-9));
+        }
+        (lo, below) = (le, n);
+    }
+    lo
+}
+
+/// Issue 12's dispatch figures. Per guest language, a no-op reconcile (the object is already
+/// greeted; the guest reads it and returns) as the host measures it around the call: mean and
+/// p50 over at least `BENCH_DISPATCH_CALLS` (1,000) calls, from the reconcile histogram's
+/// 1 µs..5 s buckets. Then event -> reconcile -> write visible (Rust labeler), and the time
+/// from dropping the 16 example components on a cold compile cache until every Rust and C one
+/// is `Running`.
+async fn dispatch(rows: &mut Vec<(String, String)>) -> Result<()> {
+    let wanted: f64 = std::env::var("BENCH_DISPATCH_CALLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000.0);
+    let hist = "turtles_controller_reconcile_duration_seconds";
+    for (lang, name) in [
+        ("Rust", "labeler"),
+        ("Python", "py-greeter"),
+        ("JavaScript", "js-greeter"),
+    ] {
+        let (h, _) = Host::start_inner(&[], true).await?;
+        let c = client();
+        drop_file(&h.dir.join("controllers"), name, &guest_bytes(name)?)?;
+        wait_running(&c, &h.url, name).await?;
+        let coll = format!("{}/api/v1/namespaces/default/configmaps", h.url);
+        let n = 50;
+        creates_of(coll.clone(), labeled, "d-", 4, n).await?;
+        wait_greeted(&c, &coll, "d-", n).await?;
+        let label = format!("controller=\"{name}\"");
+        let metrics = || async {
+            let m = c
+                .get(format!("{}/metrics", h.url))
+                .send()
+                .await?
+                .text()
+                .await?;
+            Ok::<_, anyhow::Error>(m)
+        };
+        let m0 = metrics().await?;
+        let (s0, n0) = histogram(&m0, hist, &label);
+        let b0 = buckets(&m0, hist, &label);
+        let mut calls = 0.0;
+        while calls < wanted {
+            let (_, got) = noop_dispatch(&c, &h.url, name, "d-", n, 500).await?;
+            if got <= 0.0 {
+                bail!("{name}: touches caused no reconcile");
+            }
+            calls += got;
+        }
+        let m1 = metrics().await?;
+        let (s1, n1) = histogram(&m1, hist, &label);
+        let b1 = buckets(&m1, hist, &label);
+        let mean_us = (s1 - s0) / (n1 - n0).max(1.0) * 1e6;
+        let p50_us = bucket_quantile(&b0, &b1, 0.5) * 1e6;
+        rows.push((
+            format!("{lang} guest (`{name}`): no-op reconcile as the host measures it, mean / p50 over {:.0} calls", n1 - n0),
+            format!("{mean_us:.1} µs / {p50_us:.1} µs"),
+        ));
+        if lang == "Rust" {
+            let mut lat = event_to_write(&c, &h.url, "lat-", 200).await?;
+            lat.sort_unstable();
+            rows.push((
+                "event -> reconcile -> the controller's write visible on a watch (Rust labeler), p50 / p99 of 200".into(),
+                format!("{} / {}", ms(percentile(&lat, 0.5)), ms(percentile(&lat, 0.99))),
+            ));
+        }
+    }
+    // 16 components dropped at once on a cold compile cache.
+    const SMALL: &[&str] = &[
+        "labeler",
+        "labeler-v2",
+        "looper",
+        "trapper",
+        "hog",
+        "trespasser",
+        "certificate",
+        "issuer",
+        "node",
+        "c-greeter",
+    ];
+    const BIG: &[&str] = &[
+        "deployment",
+        "py-greeter",
+        "py-greeter-v2",
+        "replicaset",
+        "js-greeter",
+        "js-greeter-v2",
+    ];
+    let (h, _) = Host::start_inner(&[], true).await?;
+    let c = client();
+    let dir = h.dir.join("controllers");
+    for name in SMALL.iter().chain(BIG) {
+        std::fs::write(dir.join(format!(".{name}.tmp")), guest_bytes(name)?)?;
+    }
+    let dropped = Instant::now();
+    for name in SMALL.iter().chain(BIG) {
+        std::fs::rename(
+            dir.join(format!(".{name}.tmp")),
+            dir.join(format!("{name}.wasm")),
+        )?;
+    }
+    let deadline = dropped + Duration::from_secs(300);
+    let (small, compiling) = loop {
+        let list: serde_json::Value = c
+            .get(format!("{}/apis/turtles.dev/v1/controllers", h.url))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let running: Vec<&str> = list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| o["status"]["phase"] == "Running")
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect();
+        if SMALL.iter().all(|n| running.contains(n)) {
+            break (
+                dropped.elapsed(),
+                BIG.iter().filter(|n| !running.contains(*n)).count(),
+            );
+        }
+        if Instant::now() > deadline {
+            bail!("the Rust and C controllers did not all start: {running:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    rows.push((
+        "16 example components dropped at once, cold compile cache: every Rust and C one `Running`"
+            .into(),
+        format!(
+            "{} ({compiling} of 6 Python/JavaScript still compiling)",
+            ms(small)
+        ),
+    ));
+    Ok(())
+}
+
 /// WebAssembly controllers: load time with a cold and a warm compile cache, memory per loaded
 /// controller, event -> reconcile latency, reconciles/s, and the cost of dispatching a reconcile
 /// that does no work.
@@ -852,45 +1076,7 @@ async fn controllers(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<
     drop_file(&dir, "labeler", &labeler)?;
     wait_running(&c, &h.url, "labeler").await?;
     let coll = format!("{}/api/v1/namespaces/default/configmaps", h.url);
-    // Event -> reconcile: POST a labelled ConfigMap, then wait for the controller's patch on a
-    // watch. Includes the create's durable write, the dispatch, the guest's API call and its
-    // durable write.
-    let list: serde_json::Value = c.get(&coll).send().await?.json().await?;
-    let rv = list["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or("0")
-        .to_owned();
-    let resp = c
-        .get(format!("{coll}?watch=true&resourceVersion={rv}"))
-        .send()
-        .await?;
-    let mut stream = resp.bytes_stream();
-    let mut buf = Vec::new();
-    let mut lat = Vec::new();
-    for i in 0..200 {
-        let name = format!("lat-{i}");
-        let t = Instant::now();
-        let r = c.post(&coll).json(&labeled(&name)).send().await?;
-        if r.status().as_u16() != 201 {
-            bail!("create: {}", r.status());
-        }
-        'wait: loop {
-            let Some(chunk) = stream.next().await else {
-                bail!("watch ended")
-            };
-            buf.extend_from_slice(&chunk?);
-            while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buf.drain(..=pos).collect();
-                let v: serde_json::Value = serde_json::from_slice(&line)?;
-                if v["object"]["metadata"]["name"] == name.as_str()
-                    && v["object"]["metadata"]["annotations"]["turtles.dev/greeting"].is_string()
-                {
-                    lat.push(t.elapsed());
-                    break 'wait;
-                }
-            }
-        }
-    }
+    let mut lat = event_to_write(&c, &h.url, "lat-", 200).await?;
     lat.sort_unstable();
     rows.push((
         "event -> reconcile -> the controller's write visible on a watch, p50 / p99 of 200".into(),
@@ -1533,6 +1719,9 @@ async fn main() -> Result<()> {
     }
     if section("workload") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
         workload(&mut rows, rounds).await?;
+    }
+    if section("dispatch") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
+        dispatch(&mut rows).await?;
     }
     println!();
     println!("| measure | turtles |");

@@ -136,6 +136,29 @@ fn background_cascade_deletes_dependents_whose_owners_are_all_gone() {
         "other-owner"
     );
     assert!(exists(&s, &format!("{CMS}/other-owner")));
+    // The collector's work shows on /metrics as a Wasm controller's does.
+    let m = metric(
+        &s,
+        "turtles_controller_reconciles_total",
+        "garbage-collector",
+    );
+    assert!(m >= 5.0, "{m}");
+    let m = metric(
+        &s,
+        "turtles_controller_reconcile_duration_seconds_count",
+        "garbage-collector",
+    );
+    assert!(m >= 5.0, "{m}");
+}
+
+/// One sample of a controller's metric on /metrics.
+fn metric(s: &Server, name: &str, controller: &str) -> f64 {
+    let text = s.http().get("/metrics").text();
+    let prefix = format!("{name}{{controller=\"{controller}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
 }
 
 #[test]
@@ -331,6 +354,20 @@ fn namespace_deletion_empties_it_waits_for_finalizers_then_removes_it() {
     s.kubectl_ok(&["create", "namespace", "doomed"]);
     let again = s.kubectl_json(&["get", "namespace", "doomed"]);
     assert_eq!(again["status"]["phase"], "Active");
+    // Both controllers' work shows on /metrics, in the families the Wasm controllers use.
+    for c in ["namespace-controller", "serviceaccount-controller"] {
+        let m = metric(&s, "turtles_controller_reconciles_total", c);
+        assert!(m >= 1.0, "{c}: {m}");
+        metric(&s, "turtles_controller_errors_total", c);
+        metric(&s, "turtles_controller_queue_depth", c);
+    }
+    let text = s.http().get("/metrics").text();
+    assert_eq!(
+        text.matches("# TYPE turtles_controller_reconciles_total counter")
+            .count(),
+        1,
+        "{text}"
+    );
 }
 
 #[test]

@@ -73,6 +73,8 @@ pub struct AppState {
     pub metrics: crate::metrics::ApiMetrics,
     /// The controllers folder, once the runtime is up.
     pub controllers: std::sync::OnceLock<Arc<crate::runtime::folder::Folder>>,
+    /// The built-in controllers' metrics (garbage collector, namespace, service account).
+    pub builtin_controllers: Vec<crate::runtime::driver::MetricsSource>,
 }
 
 /// The whole API as a router, so tests can drive it without a socket.
@@ -117,11 +119,14 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>
             "# HELP turtles_component_compiles_total Components compiled (identical bytes share one compile).\n# TYPE turtles_component_compiles_total counter\nturtles_component_compiles_total {}\n",
             folder.compiles()
         ));
-        out.push_str("# HELP turtles_controller_reconciles_total Reconcile calls.\n# TYPE turtles_controller_reconciles_total counter\n");
-        for h in folder.handles().await {
-            h.render_metrics(&mut out);
-        }
     }
+    // Every controller, built-in or Wasm, in the same families.
+    let mut controllers: Vec<crate::runtime::driver::Metered> =
+        state.builtin_controllers.iter().map(|m| m()).collect();
+    if let Some(folder) = state.controllers.get() {
+        controllers.extend(folder.handles().await.iter().map(|h| h.metered()));
+    }
+    crate::runtime::driver::render_metrics(&mut out, &controllers);
     let mut resp = Response::new(axum::body::Body::from(out));
     resp.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,

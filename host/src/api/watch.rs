@@ -1,14 +1,17 @@
 //! `?watch=true`: a chunked stream of newline-delimited JSON events.
 //!
-//! Each watch is one task that reads the store's live feed (a bounded broadcast) and queues the
-//! events for the HTTP body, which encodes them as the connection takes them. The queue holds the
-//! stored objects themselves (shared with the store, not copies) and is bounded by bytes
-//! (`--watch-buffer-bytes`, counted as the objects' serialized size). A watch is closed, and its
-//! queue dropped, when:
+//! Each watch is one task that follows the one watcher of `informer.rs` (the same list/watch
+//! loop the controllers' informers run: the initial list or the backlog after a
+//! resourceVersion, then the store's live feed, with label/field selector transitions; on a lag
+//! it goes on from the history) and queues the events for the HTTP body, which encodes them as
+//! the connection takes them. The queue holds the stored objects themselves (shared with the
+//! store, not copies) and is bounded by bytes (`--watch-buffer-bytes`, counted as the objects'
+//! serialized size). A watch is closed, and its queue dropped, when:
 //! - its client is over that bound and takes nothing for [`FULL_WAIT`] (kube's watch cache
 //!   likewise closes a watcher whose buffer stays full after a short blocking timeout);
 //! - events have waited and its client has taken nothing for [`STALL`];
-//! - it falls [`LIVE_BUFFER`](crate::store::index::LIVE_BUFFER) events behind the live feed;
+//! - it fell behind the store's live feed and the history no longer has what it missed (the
+//!   watcher ends instead of relisting: the client resumes and gets its 410);
 //! - `timeoutSeconds` (or the default 30-60 minutes) passes, whether the client reads or not;
 //! - the server shuts down.
 //!
@@ -29,15 +32,16 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::json;
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::error::json_response;
 use super::handlers::{Query, Representation, Target};
 use super::AppState;
-use crate::model::{ApiError, EventType, ResourceInfo};
+use crate::informer::{Event, Expiry, StoreSource, Watcher};
+use crate::model::{ApiError, ResourceInfo};
 use crate::service::{Filter, Service};
-use crate::store::{Event, StoreError, StoredObject, WatchFrom, WatchStart};
+use crate::store::{StoreError, StoredObject};
 
 /// Default `--watch-buffer-bytes`: how far (serialized bytes of queued events) one watch may
 /// fall behind its client.
@@ -111,21 +115,6 @@ impl Encoder {
                 line(kind, t.to_string().as_bytes())
             }
         }
-    }
-}
-
-/// The event to send for one store event, if any, applying filter transitions: an object that
-/// starts matching is ADDED, one that stops matching is DELETED.
-fn translate(filter: &Filter, ev: &Event) -> Option<(&'static str, Arc<StoredObject>)> {
-    let now = ev.kind != EventType::Deleted && filter.matches(&ev.object.value);
-    let before = ev.prev.as_ref().is_some_and(|p| filter.matches(&p.value));
-    match (ev.kind, before, now) {
-        (EventType::Deleted, true, _) => Some(("DELETED", ev.object.clone())),
-        (EventType::Deleted, false, _) => None,
-        (_, false, true) => Some(("ADDED", ev.object.clone())),
-        (_, true, true) => Some(("MODIFIED", ev.object.clone())),
-        (_, true, false) => Some(("DELETED", ev.object.clone())),
-        (_, false, false) => None,
     }
 }
 
@@ -425,13 +414,6 @@ pub async fn serve(
         })?),
     };
     let store = state.service.store.clone();
-    // Where the stream starts, and whether it opens with the current state.
-    let (from, initial_end) = match (send_initial, requested) {
-        (Some(true), _) => (WatchFrom::Now, true),
-        (Some(false), None) => (WatchFrom::After(store.revision()), false),
-        (Some(false), Some(n)) | (None, Some(n)) => (WatchFrom::After(n), false),
-        (None, None) => (WatchFrom::Now, false),
-    };
     if let Some(n) = requested {
         if n > store.revision() && !store.wait_for_revision(n, TOO_NEW_WAIT).await {
             return Err(ApiError::timeout(format!(
@@ -444,15 +426,33 @@ pub async fn serve(
         Some(t) if t > 0 => Duration::from_secs(t),
         _ => Duration::from_secs(1800 + rand::random::<u64>() % 1800),
     };
-    let start = match store.watch(&ri.group_resource(), from) {
-        Ok(s) => s,
+    // Where the stream starts, and whether it opens with the current state: the one watcher
+    // (`informer.rs`), which ends rather than relists when the history has lost its place.
+    let source = StoreSource {
+        store: store.clone(),
+        resource: ri.group_resource(),
+    };
+    let (mut watcher, initial_end) = match (send_initial, requested) {
+        (Some(true), _) => (Watcher::new(source, Some(filter)), true),
+        (Some(false), None) => (
+            Watcher::resume(source, Some(filter), store.revision()),
+            false,
+        ),
+        (Some(false), Some(n)) | (None, Some(n)) => {
+            (Watcher::resume(source, Some(filter), n), false)
+        }
+        (None, None) => (Watcher::new(source, Some(filter)), false),
+    };
+    watcher = watcher.on_expiry(Expiry::End);
+    match watcher.start() {
+        Ok(()) => {}
         Err(StoreError::TooOld { requested, oldest }) => {
             // kube answers 200 and one ERROR event; clients relist on exactly this.
             let e = ApiError::expired(format!("too old resource version: {requested} ({oldest})"));
             return Ok(json_response(StatusCode::OK, error_line(&e)));
         }
         Err(e) => return Err(ApiError::internal(format!("watch failed: {e}"))),
-    };
+    }
     let queue = Arc::new(Queue::new(state.metrics.watches.clone()));
     let body = WatchBody {
         queue: queue.clone(),
@@ -474,7 +474,7 @@ pub async fn serve(
     tokio::spawn(async move {
         let queue = feeder.queue.clone();
         let resource = ri.resource.clone();
-        let stop = run(feeder, ri, filter, start, bookmarks, initial_end, interval).await;
+        let stop = run(feeder, ri, watcher, bookmarks, initial_end, interval).await;
         match stop {
             Stop::Gone => {}
             // Unless `run` ended the stream gracefully, what is queued is dropped.
@@ -502,70 +502,51 @@ pub async fn serve(
     Ok(resp)
 }
 
-/// The watch task: the initial state or backlog, then live events and bookmarks until something
-/// ends it. Every wait races the deadline and shutdown, so `timeoutSeconds` holds even when the
-/// client reads nothing.
+/// The watch task: the watcher's events (the initial state or backlog, then live events) and
+/// bookmarks until something ends it. Every wait races the deadline and shutdown, so
+/// `timeoutSeconds` holds even when the client reads nothing.
 async fn run(
     mut feeder: Feeder,
     ri: Arc<ResourceInfo>,
-    filter: Filter,
-    start: WatchStart,
+    mut watcher: Watcher<StoreSource>,
     bookmarks: bool,
     initial_end: bool,
     interval: Duration,
 ) -> Stop {
-    let mut last_rv = start.rv;
-    // Initial state, then the backlog.
-    if let Some(snap) = &start.snapshot {
-        for obj in snap.items.values() {
-            if filter.matches(&obj.value) {
-                if let Err(stop) = feeder.send(Item::Event("ADDED", obj.clone())).await {
-                    return stop;
-                }
-            }
-        }
-    }
-    if initial_end {
-        if let Err(stop) = feeder.send(Item::Line(bookmark(&ri, start.rv, true))).await {
-            return stop;
-        }
-    }
-    for ev in &start.backlog {
-        if let Some((kind, obj)) = translate(&filter, ev) {
-            if let Err(stop) = feeder.send(Item::Event(kind, obj)).await {
-                return stop;
-            }
-        }
-        last_rv = last_rv.max(ev.rv);
-    }
-    let mut live = start.live;
-    drop(start.snapshot);
-    drop(start.backlog);
+    // Periodic bookmarks only once the initial state (if any) is out.
+    let mut listing = false;
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
     let mut watchdog = tokio::time::interval(STALL / 6);
     watchdog.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let sent = tokio::select! {
-            ev = live.recv() => match ev {
-                Ok(ev) => {
-                    if ev.rv <= last_rv {
-                        continue;
-                    }
-                    let sent = match translate(&filter, &ev) {
-                        Some((kind, obj)) => feeder.send(Item::Event(kind, obj)).await,
-                        None => Ok(()),
-                    };
-                    // A bookmark may only claim what is queued.
-                    if sent.is_ok() {
-                        last_rv = ev.rv;
-                    }
-                    sent
+            ev = watcher.next() => match ev {
+                Some(Event::Init) => {
+                    listing = true;
+                    Ok(())
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => Err(Stop::Lagged),
-                Err(broadcast::error::RecvError::Closed) => Err(Stop::Shutdown),
+                Some(Event::InitApply(obj) | Event::Added(obj)) => {
+                    feeder.send(Item::Event("ADDED", obj)).await
+                }
+                Some(Event::Apply(obj)) => feeder.send(Item::Event("MODIFIED", obj)).await,
+                Some(Event::Delete(obj)) => feeder.send(Item::Event("DELETED", obj)).await,
+                Some(Event::InitDone) => {
+                    listing = false;
+                    if initial_end {
+                        feeder
+                            .send(Item::Line(bookmark(&ri, watcher.revision(), true)))
+                            .await
+                    } else {
+                        Ok(())
+                    }
+                }
+                // The history lost what the watch missed (it fell behind): the client resumes
+                // and gets its 410 then.
+                None if watcher.expired().is_some() => Err(Stop::Lagged),
+                None => Err(Stop::Shutdown),
             },
-            _ = ticker.tick(), if bookmarks => {
-                feeder.send(Item::Line(bookmark(&ri, last_rv, false))).await
+            _ = ticker.tick(), if bookmarks && !listing => {
+                feeder.send(Item::Line(bookmark(&ri, watcher.revision(), false))).await
             }
             _ = watchdog.tick() => {
                 if feeder.queue.gone() {
@@ -588,10 +569,11 @@ async fn run(
                 // A client that has everything gets a last bookmark (kube sends one just before
                 // the timeout); one that is behind loses what is queued and resumes from the
                 // last event it saw.
-                if bookmarks && feeder.queue.is_empty() {
-                    let _ = feeder
-                        .queue
-                        .try_push(Item::Line(bookmark(&ri, last_rv, false)), usize::MAX);
+                if bookmarks && !listing && feeder.queue.is_empty() {
+                    let _ = feeder.queue.try_push(
+                        Item::Line(bookmark(&ri, watcher.revision(), false)),
+                        usize::MAX,
+                    );
                     feeder.queue.close(false);
                 } else {
                     feeder.queue.close(!feeder.queue.is_empty());

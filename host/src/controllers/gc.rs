@@ -139,7 +139,10 @@ impl GarbageCollector {
         })
     }
 
-    pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
+    pub fn start(
+        self: &Arc<Self>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> crate::runtime::driver::MetricsSource {
         let this = self.clone();
         super::spawn(
             self.service.clone(),
@@ -151,7 +154,7 @@ impl GarbageCollector {
                 let this = this.clone();
                 async move { this.reconcile(w).await }
             },
-        );
+        )
     }
 
     fn index(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<Ref>>> {

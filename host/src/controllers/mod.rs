@@ -98,7 +98,7 @@ pub struct Identity {
 }
 
 /// Start a built-in controller: its workers running `reconcile` over `queue`, its `Controller`
-/// object, and the queue's shutdown with the host.
+/// object, and the queue's shutdown with the host. Returns its metrics for `/metrics`.
 pub fn spawn<K, F, Fut>(
     service: Arc<Service>,
     id: &Identity,
@@ -106,7 +106,8 @@ pub fn spawn<K, F, Fut>(
     stats: Arc<Stats>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     reconcile: F,
-) where
+) -> driver::MetricsSource
+where
     K: Clone + Eq + std::hash::Hash + Send + Sync + std::fmt::Debug + driver::KeyText + 'static,
     F: Fn(K) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Reconciled> + Send + 'static,
@@ -121,6 +122,14 @@ pub fn spawn<K, F, Fut>(
     }
     let q = queue.clone();
     let description = id.description;
+    let metered = {
+        let (stats, queue, name) = (stats.clone(), queue.clone(), id.name);
+        Arc::new(move || driver::Metered {
+            name: name.to_owned(),
+            stats: stats.clone(),
+            queue_depth: queue.len(),
+        })
+    };
     tokio::spawn(driver::publish_every(
         service,
         id.name,
@@ -143,6 +152,7 @@ pub fn spawn<K, F, Fut>(
         let _ = stop.changed().await;
         queue.shutdown();
     });
+    metered
 }
 
 /// What every keyed built-in controller has: the service it writes through, its work queue and
@@ -171,7 +181,7 @@ where
         id: &Identity,
         this: Arc<T>,
         shutdown: tokio::sync::watch::Receiver<bool>,
-    ) {
+    ) -> driver::MetricsSource {
         spawn(
             self.service.clone(),
             id,
@@ -182,7 +192,7 @@ where
                 let this = this.clone();
                 async move { this.reconcile_key(&key).await }
             },
-        );
+        )
     }
 }
 
@@ -287,13 +297,14 @@ fn deliver(ri: &ResourceInfo, followers: &[Arc<dyn Follower>], change: &Change) 
 }
 
 /// Start the built-in controllers: informers over every kind, then the workers. The token
-/// controller signs with `issuer` and hands out `root_ca` (PEM; none without TLS).
+/// controller signs with `issuer` and hands out `root_ca` (PEM; none without TLS). Returns their
+/// metrics for `/metrics`.
 pub async fn start(
     service: Arc<Service>,
     issuer: Arc<crate::auth::serviceaccount::TokenIssuer>,
     root_ca: Option<Arc<str>>,
     shutdown: tokio::sync::watch::Receiver<bool>,
-) {
+) -> Vec<driver::MetricsSource> {
     let gc = gc::GarbageCollector::new(service.clone());
     let ns = namespace::NamespaceController::new(service.clone());
     let sa = serviceaccount::ServiceAccountController::new(service.clone());
@@ -309,10 +320,12 @@ pub async fn start(
         shutdown.clone(),
     )
     .await;
-    gc.start(shutdown.clone());
-    ns.start(shutdown.clone());
-    sa.start(shutdown.clone());
-    tokens.start(shutdown);
+    vec![
+        gc.start(shutdown.clone()),
+        ns.start(shutdown.clone()),
+        sa.start(shutdown.clone()),
+        tokens.start(shutdown),
+    ]
 }
 
 /// Update an object (or its status) to `v`, read from the store with its resourceVersion: a

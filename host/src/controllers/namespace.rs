@@ -49,8 +49,11 @@ impl NamespaceController {
         })
     }
 
-    pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
-        self.base.start(&IDENTITY, self.clone(), shutdown);
+    pub fn start(
+        self: &Arc<Self>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> crate::runtime::driver::MetricsSource {
+        self.base.start(&IDENTITY, self.clone(), shutdown)
     }
 
     fn namespace(&self, name: &str) -> Option<Arc<crate::store::StoredObject>> {

@@ -31,8 +31,11 @@ impl ServiceAccountController {
         })
     }
 
-    pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
-        self.base.start(&IDENTITY, self.clone(), shutdown);
+    pub fn start(
+        self: &Arc<Self>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> crate::runtime::driver::MetricsSource {
+        self.base.start(&IDENTITY, self.clone(), shutdown)
     }
 
     /// Whether `ns` exists and is not being deleted.

@@ -67,8 +67,11 @@ impl TokenController {
         this
     }
 
-    pub fn start(self: &Arc<Self>, shutdown: tokio::sync::watch::Receiver<bool>) {
-        self.base.start(&IDENTITY, self.clone(), shutdown);
+    pub fn start(
+        self: &Arc<Self>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> crate::runtime::driver::MetricsSource {
+        self.base.start(&IDENTITY, self.clone(), shutdown)
     }
 
     fn resource(&self, resource: &str) -> Option<Arc<ResourceInfo>> {

@@ -611,9 +611,13 @@ impl ControllerHandle {
         write_status(&self.host.service, &self.name, self.status_json()).await;
     }
 
-    /// This controller's metrics in Prometheus text format.
-    pub fn render_metrics(&self, out: &mut String) {
-        self.stats.render_metrics(out, &self.name, self.queue.len());
+    /// This controller as `/metrics` shows it.
+    pub fn metered(&self) -> driver::Metered {
+        driver::Metered {
+            name: self.name.clone(),
+            stats: self.stats.clone(),
+            queue_depth: self.queue.len(),
+        }
     }
 
     /// Stop everything and remove the controller's objects and identity.

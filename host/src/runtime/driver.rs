@@ -116,25 +116,72 @@ impl Stats {
         }
         m
     }
+}
 
-    /// This controller's metrics in Prometheus text format.
-    pub fn render_metrics(&self, out: &mut String, name: &str, queue_depth: usize) {
-        use std::fmt::Write;
-        let l = format!("controller=\"{name}\"");
-        for (metric, v) in [
-            ("reconciles_total", self.reconciles.load(Ordering::Relaxed)),
-            ("errors_total", self.errors.load(Ordering::Relaxed)),
-            ("traps_total", self.traps.load(Ordering::Relaxed)),
-            ("queue_depth", queue_depth as u64),
-            (
-                "instance_memory_bytes",
-                self.instance_memory.load(Ordering::Relaxed),
-            ),
-        ] {
-            let _ = writeln!(out, "turtles_controller_{metric}{{{l}}} {v}");
+/// One controller as `/metrics` shows it: its name, counters and current queue depth.
+pub struct Metered {
+    pub name: String,
+    pub stats: Arc<Stats>,
+    pub queue_depth: usize,
+}
+
+/// A controller's [`Metered`] as of now (built-in controllers register one with the API).
+pub type MetricsSource = Arc<dyn Fn() -> Metered + Send + Sync>;
+
+/// The `turtles_controller_*` families for these controllers, built-in and Wasm alike, each
+/// family one group with its `# HELP` and `# TYPE` (the text format wants a family's samples
+/// together), every sample labelled with its `controller`.
+pub fn render_metrics(out: &mut String, controllers: &[Metered]) {
+    use std::fmt::Write;
+    type Get = fn(&Metered) -> u64;
+    let families: [(&str, &str, &str, Get); 5] = [
+        ("reconciles_total", "counter", "Reconcile calls.", |m| {
+            m.stats.reconciles.load(Ordering::Relaxed)
+        }),
+        (
+            "errors_total",
+            "counter",
+            "Reconciles that failed (an error returned, or a fault).",
+            |m| m.stats.errors.load(Ordering::Relaxed),
+        ),
+        (
+            "traps_total",
+            "counter",
+            "Reconciles a guest fault ended (trap, deadline, memory limit).",
+            |m| m.stats.traps.load(Ordering::Relaxed),
+        ),
+        ("queue_depth", "gauge", "Keys waiting in the work queue.", |m| {
+            m.queue_depth as u64
+        }),
+        (
+            "instance_memory_bytes",
+            "gauge",
+            "Linear memory of the controller's most recently used instance (0: not a Wasm controller).",
+            |m| m.stats.instance_memory.load(Ordering::Relaxed),
+        ),
+    ];
+    if controllers.is_empty() {
+        return;
+    }
+    for (metric, kind, help, get) in families {
+        let _ = writeln!(out, "# HELP turtles_controller_{metric} {help}");
+        let _ = writeln!(out, "# TYPE turtles_controller_{metric} {kind}");
+        for m in controllers {
+            let _ = writeln!(
+                out,
+                "turtles_controller_{metric}{{controller=\"{}\"}} {}",
+                m.name,
+                get(m)
+            );
         }
-        self.latency
-            .render(out, "turtles_controller_reconcile_duration_seconds", &l);
+    }
+    let name = "turtles_controller_reconcile_duration_seconds";
+    let _ = writeln!(out, "# HELP {name} Time one reconcile took.");
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for m in controllers {
+        m.stats
+            .latency
+            .render(out, name, &format!("controller=\"{}\"", m.name));
     }
 }
 
@@ -256,10 +303,45 @@ mod tests {
         assert_eq!(f["reconciles"], 5);
         assert_eq!(f["lastError"]["message"], "t: no");
         let mut m = String::new();
-        stats.render_metrics(&mut m, "t", 0);
+        render_metrics(
+            &mut m,
+            &[
+                Metered {
+                    name: "t".into(),
+                    stats: stats.clone(),
+                    queue_depth: 0,
+                },
+                Metered {
+                    name: "u".into(),
+                    stats: Arc::default(),
+                    queue_depth: 3,
+                },
+            ],
+        );
         assert!(
             m.contains("turtles_controller_errors_total{controller=\"t\"} 2"),
             "{m}"
+        );
+        // Each family is one group, with its HELP and TYPE once.
+        let lines: Vec<&str> = m.lines().collect();
+        let at = |l: &str| {
+            lines
+                .iter()
+                .position(|x| *x == l)
+                .unwrap_or_else(|| panic!("{l} in {m}"))
+        };
+        assert_eq!(
+            at("turtles_controller_queue_depth{controller=\"u\"} 3"),
+            at("turtles_controller_queue_depth{controller=\"t\"} 0") + 1
+        );
+        assert_eq!(
+            m.matches("# TYPE turtles_controller_reconciles_total counter")
+                .count(),
+            1
+        );
+        assert!(m.contains("# TYPE turtles_controller_reconcile_duration_seconds histogram"));
+        assert!(
+            m.contains("turtles_controller_reconcile_duration_seconds_count{controller=\"t\"} 5")
         );
         q.shutdown();
         w.await.unwrap();
