@@ -137,3 +137,50 @@ impl host::Host for GuestState {
         super::bindings::turtles::controller::host::Host::log(self, level, message, fields)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 0.1.0 registration means the same in 0.2.0: no initial keys, its own identity.
+    #[test]
+    fn a_0_1_0_registration_reads_as_0_2_0_without_the_new_fields() {
+        let old_reg = old::Registration {
+            watches: vec![old::Watch {
+                group: "apps".into(),
+                version: "v1".into(),
+                resource: "replicasets".into(),
+                namespace: Some("ns".into()),
+                label_selector: Some("a=b".into()),
+                mapping: old::KeyMapping::Owner(old::OwnerKind {
+                    group: "apps".into(),
+                    kind: "Deployment".into(),
+                }),
+            }],
+            max_concurrent_reconciles: 3,
+            resync_seconds: Some(30),
+            permissions: vec![old::Permission {
+                api_groups: vec!["".into()],
+                resources: vec!["pods".into()],
+                verbs: vec!["get".into()],
+            }],
+        };
+        let new: wit::Registration = old_reg.into();
+        assert_eq!(new.watches[0].namespace.as_deref(), Some("ns"));
+        assert_eq!(new.watches[0].label_selector.as_deref(), Some("a=b"));
+        assert_eq!(
+            new.watches[0].mapping,
+            wit::KeyMapping::Owner(wit::OwnerKind {
+                group: "apps".into(),
+                kind: "Deployment".into()
+            })
+        );
+        assert_eq!(new.max_concurrent_reconciles, 3);
+        assert_eq!(new.resync_seconds, Some(30));
+        assert_eq!(new.permissions[0].resources, vec!["pods".to_string()]);
+        assert!(new.initial_keys.is_empty());
+        assert_eq!(new.service_account, None);
+        let outcome: wit::Outcome = old::Outcome::RequeueAfter(5).into();
+        assert_eq!(outcome, wit::Outcome::RequeueAfter(5));
+    }
+}
