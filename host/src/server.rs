@@ -199,8 +199,6 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     crds.start(shutdown_rx.clone())
         .await
         .map_err(ServerError::Bootstrap)?;
-    // The garbage collector and the namespace controller, once every kind is listed.
-    crate::controllers::start(service.clone(), shutdown_rx.clone()).await;
     // Identity: the admin token, minted tokens, the operator's static token file.
     let admin_token = crate::auth::tokens::admin_token(&cfg.data_dir).map_err(ServerError::Auth)?;
     let mut token_files = vec![crate::auth::tokens::minted_file(&cfg.data_dir)];
@@ -208,12 +206,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let authn = Arc::new(
         crate::auth::Authenticator::new(&admin_token, token_files).map_err(ServerError::Auth)?,
     );
-    let issuer = crate::auth::serviceaccount::TokenIssuer::load_or_create(
+    let issuer = Arc::new(crate::auth::serviceaccount::TokenIssuer::load_or_create(
         &cfg.data_dir.join("pki"),
         store.clone(),
-    )?;
-    authn.set_service_accounts(Arc::new(issuer));
-    let authz = Arc::new(crate::auth::Authorizer::new(store.clone()));
+    )?);
+    authn.set_service_accounts(issuer.clone());
     let tls = if cfg.tls.insecure_http {
         None
     } else {
@@ -223,6 +220,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         };
         Some(material.map_err(ServerError::Tls)?)
     };
+    // The built-in controllers (garbage collector, namespaces, service accounts, tokens), once
+    // every kind is listed.
+    let root_ca = tls.as_ref().map(|t| Arc::from(t.ca_pem.as_str()));
+    crate::controllers::start(service.clone(), issuer, root_ca, shutdown_rx.clone()).await;
+    let authz = Arc::new(crate::auth::Authorizer::new(store.clone()));
     let state = Arc::new(AppState {
         authn,
         authz,

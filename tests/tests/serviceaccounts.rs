@@ -277,6 +277,17 @@ fn tokens_bound_to_a_pod_or_secret_die_with_it() {
         serde_json::json!({"name": "p", "uid": pod_uid})
     );
     assert!(works(&to_pod));
+    // kube's `ServiceAccountInfo.UserInfo`: the Pod and the token's id in the user's extra.
+    let who = s.kubectl_json(&["--token", &to_pod, "auth", "whoami"]);
+    assert_eq!(
+        who["status"]["userInfo"]["extra"],
+        serde_json::json!({
+            "authentication.kubernetes.io/credential-id": [format!("JTI={}", claims["jti"].as_str().unwrap())],
+            "authentication.kubernetes.io/pod-name": ["p"],
+            "authentication.kubernetes.io/pod-uid": [pod_uid],
+        }),
+        "{who}"
+    );
     let to_secret = token(&["--bound-object-kind=Secret", "--bound-object-name=s"]);
     let secret_uid = s.kubectl_json(&["get", "secret", "s"])["metadata"]["uid"].clone();
     assert_eq!(
@@ -339,4 +350,139 @@ fn tokens_bound_to_a_pod_or_secret_die_with_it() {
     )
     .unwrap();
     assert!(works(&unbound));
+}
+
+/// Legacy token Secrets, as kube's token controller fills them: a
+/// `kubernetes.io/service-account-token` Secret naming an account gets a token (issuer
+/// `kubernetes/serviceaccount`, kube's legacy claims), the cluster CA and the namespace; the token
+/// authenticates as the account while the Secret holds it and is not labelled invalid, and its use
+/// is stamped on the Secret; a Secret for an account that does not exist, and the Secrets of an
+/// account that is deleted, are deleted.
+#[test]
+fn legacy_token_secrets_are_populated_and_authenticate() {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let s = server_with_default_account();
+    s.kubectl_ok(&["create", "serviceaccount", "robot"]);
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "robot-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:robot",
+    ]);
+    let sa_uid = s.kubectl_json(&["get", "sa", "robot"])["metadata"]["uid"].clone();
+    let secret = |name: &str, account: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  annotations:\n    \
+             kubernetes.io/service-account.name: {account}\ntype: kubernetes.io/service-account-token\n"
+        )
+    };
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], &secret("robot-token", "robot"));
+    assert!(out.status.success(), "{out:?}");
+    let filled = poll("the token secret filled", Duration::from_secs(10), || {
+        let v = s.kubectl_json(&["get", "secret", "robot-token"]);
+        v["data"]["token"].is_string().then_some(v)
+    })
+    .unwrap();
+    let field = |k: &str| {
+        String::from_utf8(b64.decode(filled["data"][k].as_str().unwrap()).unwrap()).unwrap()
+    };
+    assert_eq!(field("namespace"), "default");
+    assert_eq!(Some(field("ca.crt")), s.ca_pem, "ca.crt is the cluster CA");
+    assert_eq!(
+        filled["metadata"]["annotations"]["kubernetes.io/service-account.uid"],
+        sa_uid
+    );
+    let token = field("token");
+    // kube's LegacyClaims (pkg/serviceaccount/legacy.go): no audience, no expiry.
+    let claims = jwt_part(&token, 1);
+    assert_eq!(
+        claims,
+        serde_json::json!({
+            "iss": "kubernetes/serviceaccount",
+            "kubernetes.io/serviceaccount/namespace": "default",
+            "kubernetes.io/serviceaccount/secret.name": "robot-token",
+            "kubernetes.io/serviceaccount/service-account.name": "robot",
+            "kubernetes.io/serviceaccount/service-account.uid": sa_uid,
+            "sub": "system:serviceaccount:default:robot",
+        })
+    );
+    let works = |token: &str| {
+        s.kubectl(&["--token", token, "get", "configmaps"])
+            .status
+            .success()
+    };
+    assert!(works(&token));
+    let who = s.kubectl_json(&["--token", &token, "auth", "whoami"]);
+    assert_eq!(
+        who["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+    // Its use is stamped on the Secret (kube's legacy-token-last-used, today in UTC).
+    let today = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .unwrap();
+    let today = String::from_utf8_lossy(&today.stdout).trim().to_owned();
+    poll("last-used stamped", Duration::from_secs(10), || {
+        let v = s.kubectl_json(&["get", "secret", "robot-token"]);
+        let used = v["metadata"]["labels"]["kubernetes.io/legacy-token-last-used"].clone();
+        (used == today.as_str()).then_some(())
+    })
+    .unwrap();
+    // Labelled invalid: refused until the label goes (kube's legacy-token-invalid-since).
+    s.kubectl_ok(&[
+        "label",
+        "secret",
+        "robot-token",
+        "kubernetes.io/legacy-token-invalid-since=2026-01-01",
+    ]);
+    assert!(!works(&token));
+    s.kubectl_ok(&[
+        "label",
+        "secret",
+        "robot-token",
+        "kubernetes.io/legacy-token-invalid-since-",
+    ]);
+    assert!(works(&token));
+    // A token the Secret no longer holds is refused (kube: "does not match server's copy").
+    let other = s.kubectl_stdin(&["apply", "-f", "-"], &secret("robot-token-2", "robot"));
+    assert!(other.status.success(), "{other:?}");
+    let second = poll("the second secret filled", Duration::from_secs(10), || {
+        let v = s.kubectl_json(&["get", "secret", "robot-token-2"]);
+        v["data"]["token"].as_str().map(str::to_owned)
+    })
+    .unwrap();
+    let second = String::from_utf8(b64.decode(second).unwrap()).unwrap();
+    assert!(works(&second));
+    let patch = serde_json::json!({"data": {"token": b64.encode(&token)}}).to_string();
+    s.kubectl_ok(&["patch", "secret", "robot-token-2", "-p", &patch]);
+    assert!(!works(&second), "a token its Secret no longer holds");
+    // A Secret naming an account that does not exist is deleted.
+    let ghost = s.kubectl_stdin(&["apply", "-f", "-"], &secret("ghost-token", "ghost"));
+    assert!(ghost.status.success(), "{ghost:?}");
+    poll(
+        "the ghost's secret deleted",
+        Duration::from_secs(10),
+        || {
+            (!s.kubectl(&["get", "secret", "ghost-token"])
+                .status
+                .success())
+            .then_some(())
+        },
+    )
+    .unwrap();
+    // Deleting the account deletes its token Secrets; the token stops working.
+    s.kubectl_ok(&["delete", "serviceaccount", "robot"]);
+    poll(
+        "the account's secrets deleted",
+        Duration::from_secs(10),
+        || {
+            let out = s.kubectl_ok(&["get", "secrets", "-o", "name"]);
+            (!out.contains("robot-token")).then_some(())
+        },
+    )
+    .unwrap();
+    assert!(!works(&token));
 }

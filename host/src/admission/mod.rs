@@ -97,7 +97,7 @@ impl Request<'_> {
             "name": self.name,
             "namespace": self.namespace,
             "operation": self.operation.as_str(),
-            "userInfo": user_json(self.user),
+            "userInfo": self.user.to_json(),
             "dryRun": self.dry_run,
             "options": options,
         });
@@ -144,17 +144,6 @@ fn reason_code(reason: &str) -> (&'static str, u16) {
         "RequestEntityTooLarge" => ("RequestEntityTooLarge", 413),
         _ => ("Invalid", 422),
     }
-}
-
-fn user_json(u: &UserInfo) -> Value {
-    let mut v = json!({"username": u.name});
-    if !u.uid.is_empty() {
-        v["uid"] = json!(u.uid);
-    }
-    if !u.groups.is_empty() {
-        v["groups"] = json!(u.groups);
-    }
-    v
 }
 
 /// The chain: policies and webhooks, read from the store.

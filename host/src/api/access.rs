@@ -93,6 +93,7 @@ fn impersonate(
         name: target.to_owned(),
         uid: String::new(),
         groups: as_groups,
+        extra: Default::default(),
     })
 }
 

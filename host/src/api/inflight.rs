@@ -70,6 +70,7 @@ mod tests {
             name: "u".into(),
             uid: String::new(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            extra: Default::default(),
         }
     }
 

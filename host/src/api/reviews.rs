@@ -108,6 +108,10 @@ pub fn handle(
                 name,
                 uid: s(&spec, "/uid"),
                 groups,
+                extra: spec
+                    .get("extra")
+                    .and_then(|e| serde_json::from_value(e.clone()).ok())
+                    .unwrap_or_default(),
             };
             access_status(state, &subject, &attributes(&spec)?)
         }
@@ -117,24 +121,14 @@ pub fn handle(
             json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": incomplete})
         }
         "selfsubjectreviews" => {
-            let mut info = json!({"username": user.name, "groups": user.groups});
-            if !user.uid.is_empty() {
-                info["uid"] = json!(user.uid);
-            }
-            json!({"userInfo": info})
+            json!({"userInfo": user.to_json()})
         }
         "tokenreviews" => {
             // Whether the token authenticates here, and as whom (kube's TokenReview).
             let token = s(&spec, "/token");
             match state.authn.authenticate(&token) {
-                Some(u) => {
-                    let mut info = json!({"username": u.name, "groups": u.groups});
-                    if !u.uid.is_empty() {
-                        info["uid"] = json!(u.uid);
-                    }
-                    json!({"authenticated": true, "user": info,
-                           "audiences": [crate::auth::serviceaccount::ISSUER]})
-                }
+                Some(u) => json!({"authenticated": true, "user": u.to_json(),
+                                  "audiences": [crate::auth::serviceaccount::ISSUER]}),
                 None => json!({"user": {}}),
             }
         }

@@ -80,6 +80,27 @@ pub struct UserInfo {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    /// kube's `user.Info` extra: e.g. the Pod a service account token is bound to
+    /// (`authentication.kubernetes.io/pod-name`) and the token's `credential-id`.
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// kube's JSON of a `UserInfo` (TokenReview, SelfSubjectReview, AdmissionReview), in its
+    /// field order; uid, groups and extra only when set (`omitempty`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut info = serde_json::json!({"username": self.name});
+        if !self.uid.is_empty() {
+            info["uid"] = serde_json::json!(self.uid);
+        }
+        if !self.groups.is_empty() {
+            info["groups"] = serde_json::json!(self.groups);
+        }
+        if !self.extra.is_empty() {
+            info["extra"] = serde_json::json!(self.extra);
+        }
+        info
+    }
 }
 
 /// What is asked (kube's `authorizer.Attributes`).
@@ -1410,6 +1431,7 @@ mod tests {
             name: name.to_owned(),
             uid: format!("uid-{name}"),
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            extra: Default::default(),
         }
     }
 

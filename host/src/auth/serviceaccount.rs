@@ -25,6 +25,15 @@ pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 /// The validity of a token whose request names none (kube's default), and the least allowed.
 pub const DEFAULT_EXPIRATION: i64 = 3600;
 pub const MIN_EXPIRATION: i64 = 600;
+/// The issuer of legacy (Secret) tokens (kube's `serviceaccount.LegacyIssuer`).
+pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
+/// The date a legacy token was last used, on its Secret (kube's `LastUsedLabelKey`).
+pub const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
+/// A legacy token whose Secret has this label does not authenticate (kube's
+/// `InvalidSinceLabelKey`).
+pub const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
+/// Prefix of the `extra` keys of a service account's user (kube's `authentication.kubernetes.io/`).
+const EXTRA_PREFIX: &str = "authentication.kubernetes.io/";
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -41,7 +50,11 @@ pub struct TokenIssuer {
     key: EcdsaKeyPair,
     kid: String,
     store: Arc<dyn Store>,
+    legacy_used: std::sync::OnceLock<LegacyUse>,
 }
+
+/// Told of a legacy token's use (the Secret's namespace and name).
+type LegacyUse = Box<dyn Fn(&str, &str) + Send + Sync>;
 
 impl std::fmt::Debug for TokenIssuer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -81,7 +94,12 @@ impl TokenIssuer {
             use sha2::Digest;
             B64.encode(sha2::Sha256::digest(key.public_key().as_ref()))
         };
-        Ok(Self { key, kid, store })
+        Ok(Self {
+            key,
+            kid,
+            store,
+            legacy_used: Default::default(),
+        })
     }
 
     /// `/.well-known/openid-configuration`, as kube serves it (with our signing algorithm).
@@ -120,7 +138,6 @@ impl TokenIssuer {
     ) -> Option<(String, i64)> {
         let iat = now();
         let exp = iat + seconds;
-        let header = json!({"alg": "ES256", "kid": self.kid});
         // kube's private claims, in its field order: namespace, serviceaccount, then the
         // objects the token is bound to.
         let mut k8s = json!({"namespace": ns, "serviceaccount": {"name": name, "uid": uid}});
@@ -143,6 +160,26 @@ impl TokenIssuer {
             "nbf": iat,
             "sub": format!("system:serviceaccount:{ns}:{name}"),
         });
+        Some((self.sign(&claims)?, exp))
+    }
+
+    /// A legacy token for the Secret `secret` of the service account `ns/name` (uid `uid`), as
+    /// kube's token controller puts into `kubernetes.io/service-account-token` Secrets: no
+    /// audience and no expiry, issuer `kubernetes/serviceaccount`, kube's `LegacyClaims`.
+    pub fn issue_legacy(&self, ns: &str, name: &str, uid: &str, secret: &str) -> Option<String> {
+        let claims = json!({
+            "iss": LEGACY_ISSUER,
+            "kubernetes.io/serviceaccount/namespace": ns,
+            "kubernetes.io/serviceaccount/secret.name": secret,
+            "kubernetes.io/serviceaccount/service-account.name": name,
+            "kubernetes.io/serviceaccount/service-account.uid": uid,
+            "sub": format!("system:serviceaccount:{ns}:{name}"),
+        });
+        self.sign(&claims)
+    }
+
+    fn sign(&self, claims: &Value) -> Option<String> {
+        let header = json!({"alg": "ES256", "kid": self.kid});
         let signing_input = format!(
             "{}.{}",
             B64.encode(header.to_string()),
@@ -152,7 +189,13 @@ impl TokenIssuer {
             .key
             .sign(&SystemRandom::new(), signing_input.as_bytes())
             .ok()?;
-        Some((format!("{signing_input}.{}", B64.encode(sig.as_ref())), exp))
+        Some(format!("{signing_input}.{}", B64.encode(sig.as_ref())))
+    }
+
+    /// Be told of each use of a legacy token's Secret (`namespace`, `name`) whose
+    /// `kubernetes.io/legacy-token-last-used` label is not today's (the token controller stamps it).
+    pub fn on_legacy_use(&self, f: impl Fn(&str, &str) + Send + Sync + 'static) {
+        let _ = self.legacy_used.set(Box::new(f));
     }
 
     /// The service account a token of ours names, if it is valid now.
@@ -174,6 +217,9 @@ impl TokenIssuer {
         .verify(format!("{h}.{c}").as_bytes(), &sig)
         .ok()?;
         let claims: Value = serde_json::from_slice(&B64.decode(c).ok()?).ok()?;
+        if claims["iss"] == LEGACY_ISSUER {
+            return self.verify_legacy(token, &claims);
+        }
         let t = now();
         let within = claims["nbf"].as_i64().is_some_and(|n| n <= t + 60)
             && claims["exp"].as_i64().is_some_and(|e| t < e);
@@ -192,6 +238,7 @@ impl TokenIssuer {
         }
         // A bound token dies with the object it is bound to (kube's claims validator: gone,
         // recreated with another uid, or deleting for longer than the leeway).
+        let mut extra = std::collections::BTreeMap::new();
         for (claim, resource, namespace) in [
             ("pod", "pods", ns),
             ("secret", "secrets", ns),
@@ -206,17 +253,101 @@ impl TokenIssuer {
             if !self.alive(&ObjectKey::new(resource, namespace, n), u) {
                 return None;
             }
+            // kube's `ServiceAccountInfo.UserInfo`: the Pod and Node a token is bound to.
+            if claim != "secret" {
+                extra.insert(format!("{EXTRA_PREFIX}{claim}-name"), vec![n.to_owned()]);
+                extra.insert(format!("{EXTRA_PREFIX}{claim}-uid"), vec![u.to_owned()]);
+            }
         }
-        Some(UserInfo {
-            name: format!("system:serviceaccount:{ns}:{name}"),
-            uid: uid.to_owned(),
-            groups: vec![
-                "system:serviceaccounts".into(),
-                format!("system:serviceaccounts:{ns}"),
-                super::AUTHENTICATED.into(),
-            ],
-        })
+        if let Some(jti) = claims["jti"].as_str() {
+            extra.insert(
+                format!("{EXTRA_PREFIX}credential-id"),
+                vec![format!("JTI={jti}")],
+            );
+        }
+        let mut user = service_account_user(ns, name, uid);
+        user.extra = extra;
+        Some(user)
     }
+
+    /// kube's `legacyValidator.Validate`: the claims are complete and agree with each other, the
+    /// Secret exists, is not being deleted, still holds exactly this token and is not labelled
+    /// invalid; the service account exists with the uid the token names and is not being deleted.
+    fn verify_legacy(&self, token: &str, claims: &Value) -> Option<UserInfo> {
+        let claim = |k: &str| {
+            claims[format!("kubernetes.io/serviceaccount/{k}")]
+                .as_str()
+                .filter(|v| !v.is_empty())
+        };
+        let (ns, secret_name) = (claim("namespace")?, claim("secret.name")?);
+        let (name, uid) = (
+            claim("service-account.name")?,
+            claim("service-account.uid")?,
+        );
+        if claims["sub"].as_str()? != format!("system:serviceaccount:{ns}:{name}") {
+            return None;
+        }
+        let secret = self
+            .store
+            .get(&ObjectKey::new("secrets", ns, secret_name))?;
+        let meta_str =
+            |obj: &Value, k: &str| crate::model::meta::meta_str(obj, k).map(str::to_owned);
+        if meta_str(&secret.value, "deletionTimestamp").is_some() {
+            return None;
+        }
+        let stored = secret.value["data"]["token"]
+            .as_str()
+            .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok())?;
+        if !constant_time_eq(&stored, token.as_bytes()) {
+            return None;
+        }
+        let sa = self
+            .store
+            .get(&ObjectKey::new("serviceaccounts", ns, name))?;
+        if meta_str(&sa.value, "deletionTimestamp").is_some()
+            || meta_str(&sa.value, "uid").as_deref() != Some(uid)
+        {
+            return None;
+        }
+        let labels = &secret.value["metadata"]["labels"];
+        let today = chrono::Utc::now().date_naive();
+        let last_used = labels[LAST_USED_LABEL].as_str().unwrap_or("");
+        let fresh = [today, today + chrono::Days::new(1)]
+            .iter()
+            .any(|d| d.format("%Y-%m-%d").to_string() == last_used);
+        if !fresh {
+            if let Some(f) = self.legacy_used.get() {
+                f(ns, secret_name);
+            }
+        }
+        if labels
+            .get(INVALID_SINCE_LABEL)
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty())
+        {
+            return None;
+        }
+        Some(service_account_user(ns, name, uid))
+    }
+}
+
+/// The user a service account authenticates as (kube's `ServiceAccountInfo.UserInfo`).
+fn service_account_user(ns: &str, name: &str, uid: &str) -> UserInfo {
+    UserInfo {
+        name: format!("system:serviceaccount:{ns}:{name}"),
+        uid: uid.to_owned(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{ns}"),
+            super::AUTHENTICATED.into(),
+        ],
+        extra: Default::default(),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
 impl TokenIssuer {

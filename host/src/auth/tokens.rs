@@ -98,6 +98,7 @@ fn user_with_groups(name: &str, uid: &str, groups: &str) -> UserInfo {
         name: name.to_owned(),
         uid: uid.to_owned(),
         groups,
+        extra: Default::default(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Built-in controllers: the garbage collector ([`gc`]), the namespace controller
-//! ([`namespace`]) and the service account controller ([`serviceaccount`]). Like
+//! ([`namespace`]), the service account controller ([`serviceaccount`]) and the token
+//! controller ([`tokens`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -11,6 +12,7 @@
 pub mod gc;
 pub mod namespace;
 pub mod serviceaccount;
+pub mod tokens;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -31,6 +33,7 @@ pub const BUILT_IN: &[&str] = &[
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
     serviceaccount::IDENTITY.name,
+    tokens::IDENTITY.name,
 ];
 
 /// Why a built-in reconcile failed (it is retried with backoff).
@@ -283,24 +286,33 @@ fn deliver(ri: &ResourceInfo, followers: &[Arc<dyn Follower>], change: &Change) 
     }
 }
 
-/// Start the built-in controllers: informers over every kind, then the workers.
-pub async fn start(service: Arc<Service>, shutdown: tokio::sync::watch::Receiver<bool>) {
+/// Start the built-in controllers: informers over every kind, then the workers. The token
+/// controller signs with `issuer` and hands out `root_ca` (PEM; none without TLS).
+pub async fn start(
+    service: Arc<Service>,
+    issuer: Arc<crate::auth::serviceaccount::TokenIssuer>,
+    root_ca: Option<Arc<str>>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) {
     let gc = gc::GarbageCollector::new(service.clone());
     let ns = namespace::NamespaceController::new(service.clone());
     let sa = serviceaccount::ServiceAccountController::new(service.clone());
+    let tokens = tokens::TokenController::new(service.clone(), issuer, root_ca);
     follow_all(
         service.clone(),
         vec![
             gc.clone() as Arc<dyn Follower>,
             ns.clone() as Arc<dyn Follower>,
             sa.clone() as Arc<dyn Follower>,
+            tokens.clone() as Arc<dyn Follower>,
         ],
         shutdown.clone(),
     )
     .await;
     gc.start(shutdown.clone());
     ns.start(shutdown.clone());
-    sa.start(shutdown);
+    sa.start(shutdown.clone());
+    tokens.start(shutdown);
 }
 
 /// Update an object (or its status) to `v`, read from the store with its resourceVersion: a

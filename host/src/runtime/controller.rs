@@ -371,6 +371,7 @@ impl ControllerHandle {
                 format!("system:serviceaccounts:{ns}"),
                 crate::auth::AUTHENTICATED.into(),
             ],
+            extra: Default::default(),
         };
         let same = {
             let cur = ctx.identity();
@@ -860,6 +861,7 @@ fn controller_user(name: &str) -> UserInfo {
         name: user_name(name),
         uid: String::new(),
         groups: vec![crate::auth::AUTHENTICATED.to_owned()],
+        extra: Default::default(),
     }
 }
 
@@ -1051,6 +1053,7 @@ mod tests {
             name: user_name("t"),
             uid: String::new(),
             groups: vec![crate::auth::AUTHENTICATED.to_owned()],
+            extra: Default::default(),
         };
         let ctx = HostCtx {
             name: "t".into(),

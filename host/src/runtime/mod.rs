@@ -723,6 +723,7 @@ mod tests {
                     name: "t".into(),
                     uid: String::new(),
                     groups: Vec::new(),
+                    extra: Default::default(),
                 },
                 token: String::new(),
                 service_account: None,

@@ -30,6 +30,7 @@ fn me() -> UserInfo {
         name: "me".into(),
         uid: String::new(),
         groups: vec!["devs".into(), "system:authenticated".into()],
+        extra: Default::default(),
     }
 }
 
@@ -268,6 +269,7 @@ fn user(name: &str, groups: &[&str]) -> UserInfo {
         name: name.into(),
         uid: String::new(),
         groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        extra: Default::default(),
     }
 }
 
