@@ -405,3 +405,217 @@ fn identical_components_share_one_compile() {
     wait_phase(&s, "other", "Running");
     assert_eq!(compiles(), Some(2));
 }
+
+/// `turtles:controller@0.2.0` next to 0.1.0 on one server: a 0.1.0 component (wit-bindgen on
+/// `wit/0.1.0`, no SDK) and a 0.2.0 one of the same controller both reconcile; the `announcer`
+/// (0.2.0) acts as a ServiceAccount: named in its status, said missing until it exists, refused
+/// until a RoleBinding grants the account, then it applies its initial key's ConfigMap (no
+/// watched change names it) and records an Event that `kubectl describe` shows, counted again
+/// on a repeat rather than duplicated.
+#[test]
+fn wit_0_1_0_and_0_2_0_components_load_side_by_side_and_0_2_0_acts_as_a_service_account() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    s.drop_controller("labeler", &guest("labeler")).unwrap();
+    s.drop_controller("labeler-v01", &guest("labeler-v01"))
+        .unwrap();
+    let new = wait_phase(&s, "labeler", "Running");
+    let old = wait_phase(&s, "labeler-v01", "Running");
+    assert_eq!(new["status"]["wit"], "turtles:controller@0.2.0");
+    assert_eq!(old["status"]["wit"], "turtles:controller@0.1.0");
+    assert_eq!(old["status"]["user"], "system:controller:labeler-v01");
+    // The C node controller registers its Node from its initial key: no pod exists.
+    s.drop_controller("node", &guest("node")).unwrap();
+    let node = wait_phase(&s, "node", "Running");
+    assert_eq!(node["status"]["wit"], "turtles:controller@0.2.0");
+    poll(
+        "the Node registered with no pod",
+        Duration::from_secs(30),
+        || (s.http().get("/api/v1/nodes/turtle-node-1").status == 200).then_some(()),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    assert_eq!(
+        s.http().get("/api/v1/pods").json()["items"],
+        json!([]),
+        "no pod was needed"
+    );
+    let described = poll("the RegisteredNode event", Duration::from_secs(30), || {
+        let d = s.kubectl_ok(&["describe", "node", "turtle-node-1"]);
+        d.contains("RegisteredNode").then_some(d)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    assert!(
+        described.contains("Registered Node turtle-node-1 in Controller"),
+        "{described}"
+    );
+    create_cm(&s, "greet-new", json!({"turtles.dev/greet": "true"}));
+    create_cm(&s, "greet-old", json!({"turtles.dev/greet-v01": "true"}));
+    wait_annotation(&s, "greet-new", "turtles.dev/greeting", "hello, greet-new");
+    wait_annotation(&s, "greet-old", "turtles.dev/greeting", "hello, greet-old");
+
+    // The ServiceAccount does not exist yet: the status says so, and nothing runs as it.
+    s.drop_controller("announcer", &guest("announcer")).unwrap();
+    let c = poll(
+        "the announcer's status to name its missing ServiceAccount",
+        Duration::from_secs(30),
+        || {
+            controller(&s, "announcer").filter(|c| {
+                c["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k["type"] == "ServiceAccount" && k["status"] == "False")
+            })
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    let cond = c["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["type"] == "ServiceAccount")
+        .unwrap()
+        .clone();
+    assert_eq!(cond["reason"], "NotFound");
+    assert!(
+        cond["message"]
+            .as_str()
+            .unwrap()
+            .contains("serviceaccount \"announcer\" not found in namespace \"default\""),
+        "{cond}"
+    );
+    assert_ne!(c["status"]["phase"], "Running");
+
+    // The account, allowed to list and watch ConfigMaps (its informer): it runs as the account.
+    s.kubectl_ok(&["create", "serviceaccount", "announcer"]);
+    s.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "announcer-read",
+        "--verb=list,watch",
+        "--resource=configmaps",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "announcer-read",
+        "--clusterrole=announcer-read",
+        "--serviceaccount=default:announcer",
+    ]);
+    let c = wait_phase(&s, "announcer", "Running");
+    assert_eq!(
+        c["status"]["user"],
+        "system:serviceaccount:default:announcer"
+    );
+    assert_eq!(
+        c["status"]["serviceAccount"],
+        json!({"namespace": "default", "name": "announcer"})
+    );
+    // The host granted nothing to the controller user, nor to the account.
+    let crb = s
+        .http()
+        .get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:controller:announcer");
+    assert_eq!(crb.status, 404);
+    // The initial key reconciles at once and is refused: the account may not patch.
+    let c = poll(
+        "the announcer refused as its ServiceAccount",
+        Duration::from_secs(30),
+        || {
+            controller(&s, "announcer").filter(|c| {
+                c["status"]["lastError"].as_str().is_some_and(|e| {
+                    e.contains("system:serviceaccount:default:announcer")
+                        && e.contains("cannot patch resource \"configmaps\"")
+                })
+            })
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    assert!(
+        s.http().get(&format!("{CMS}/announcer-ready")).status == 404,
+        "{c}"
+    );
+
+    // A RoleBinding grants the account what it needs in `default`: it succeeds.
+    s.kubectl_ok(&[
+        "create",
+        "role",
+        "announcer",
+        "--verb=get,patch,create",
+        "--resource=configmaps,events",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "announcer",
+        "--role=announcer",
+        "--serviceaccount=default:announcer",
+    ]);
+    let ready = poll(
+        "the initial key's ConfigMap applied",
+        Duration::from_secs(60),
+        || {
+            let r = s.http().get(&format!("{CMS}/announcer-ready"));
+            (r.status == 200).then(|| r.json())
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    assert_eq!(ready["data"]["ready"], "true");
+    assert_eq!(
+        ready["metadata"]["managedFields"][0]["manager"], "announcer",
+        "{ready}"
+    );
+    assert_eq!(ready["metadata"]["managedFields"][0]["operation"], "Apply");
+
+    // An Event, as the account, shown by kubectl describe.
+    create_cm(&s, "news", json!({"turtles.dev/announce": "true"}));
+    wait_annotation(&s, "news", "turtles.dev/announced", "true");
+    let events = poll("the Announced event", Duration::from_secs(30), || {
+        let v = s.kubectl_json(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=news",
+            "-o",
+            "json",
+        ]);
+        let items = v["items"].as_array().cloned().unwrap_or_default();
+        (!items.is_empty()).then_some(items)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    let ev = &events[0];
+    assert_eq!(ev["reason"], "Announced");
+    assert_eq!(ev["type"], "Normal");
+    assert_eq!(ev["message"], "announced default/news");
+    assert_eq!(ev["involvedObject"]["kind"], "ConfigMap");
+    assert_eq!(ev["source"]["component"], "announcer");
+    assert_eq!(ev["count"], 1);
+    let described = s.kubectl_ok(&["describe", "configmap", "news"]);
+    assert!(
+        described.contains("Announced") && described.contains("announced default/news"),
+        "{described}"
+    );
+    // The same event again (the annotation removed, so it announces again): counted, not added.
+    let r = s.http().request(
+        "PATCH",
+        &format!("{CMS}/news"),
+        Some("application/merge-patch+json"),
+        Some(
+            json!({"metadata": {"annotations": {"turtles.dev/announced": null}}})
+                .to_string()
+                .into_bytes(),
+        ),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    poll("the event counted twice", Duration::from_secs(30), || {
+        let v = s.kubectl_json(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=news",
+            "-o",
+            "json",
+        ]);
+        let items = v["items"].as_array().cloned().unwrap_or_default();
+        (items.len() == 1 && items[0]["count"] == 2).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+}

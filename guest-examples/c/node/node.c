@@ -1,8 +1,10 @@
 /* node: a kwok-style fake kubelet for turtles, written in C.
  *
  * - Keeps a Node `turtle-node-1` (Ready, InternalIP 10.0.0.1, capacity, nodeInfo) in existence:
- *   checked on every reconcile, and recreated when it is deleted (nodes are a secondary watch
- *   with self-key mapping, so a node event reconciles the cluster-scoped key "", NAME).
+ *   registered at start (the initial key "", NAME: no pod needed), checked on every reconcile,
+ *   and recreated when it is deleted (nodes are a secondary watch with self-key mapping, so a
+ *   node event reconciles the cluster-scoped key "", NAME). Registering it records the Event
+ *   `RegisteredNode`; binding a pod records `Scheduled`, as kube's scheduler does.
  * - Binds every Pod without spec.nodeName to it, as a scheduler does: the finalizer
  *   turtles.dev/kubelet (a merge patch), then POST pods/NAME/binding (which sets the otherwise
  *   immutable spec.nodeName and PodScheduled); then "starts" it in two status writes, one per
@@ -33,6 +35,17 @@ void turtles_register(turtles_registration *reg) {
     turtles_permission_add(reg, "", "pods/binding", "create");
     turtles_permission_add(reg, "", "nodes", "get,list,watch,create,patch,update");
     turtles_permission_add(reg, "", "nodes/status", "patch,update");
+    turtles_permission_add(reg, "", "events", "create,patch");
+    turtles_initial_key(reg, "", NODE_NAME); /* register the node at start, before any pod */
+}
+
+/* An Event about obj; a failure is logged, not fatal (events are best effort, as in kube). */
+static void event(const json *obj, const char *reason, const char *note) {
+    char *error = NULL;
+    if (!turtles_record_event(obj, "Normal", reason, "", note, &error)) {
+        turtles_warn("event %s not recorded: %s", reason, error ? error : "");
+        free(error);
+    }
 }
 
 /* ---- the node ------------------------------------------------------------------------- */
@@ -98,6 +111,7 @@ static bool ensure_node(turtles_outcome *err) {
         json_free(node);
         if (status == 201 || status == 200) {
             turtles_info("created node %s", NODE_NAME);
+            event(resp, "RegisteredNode", "Node " NODE_NAME " event: Registered Node " NODE_NAME " in Controller");
             ready = node_ready(resp); /* whether the create kept the status */
         } else if (status != 409) {  /* 409: someone (an earlier call) was faster: fine */
             *err = turtles_api_error("create node " NODE_NAME, status, resp);
@@ -188,6 +202,9 @@ static turtles_outcome bind(const turtles_key *key, const json *pod) {
             return err;
         }
         json_free(resp);
+        char *note = turtles_strf("Successfully assigned %s/%s to %s", key->namespace_, key->name, NODE_NAME);
+        event(pod, "Scheduled", note);
+        free(note);
     }
     turtles_info("bound pod %s/%s to %s", key->namespace_, key->name, NODE_NAME);
     return turtles_requeue_after(NEXT_STEP_MS);

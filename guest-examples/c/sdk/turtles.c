@@ -26,6 +26,11 @@ struct turtles_watch {
     struct turtles_watch *next;
 };
 
+typedef struct key_node {
+    char *ns, *name;
+    struct key_node *next;
+} key_node;
+
 typedef struct perm {
     char *groups, *resources, *verbs;
     struct perm *next;
@@ -39,6 +44,9 @@ struct turtles_registration {
     uint32_t max_concurrent;
     bool has_resync;
     uint32_t resync;
+    key_node *keys, *keys_tail;
+    size_t n_keys;
+    char *sa_ns, *sa_name;
 };
 
 static void *xmalloc(size_t n) {
@@ -142,6 +150,26 @@ void turtles_resync_seconds(turtles_registration *reg, uint32_t seconds) {
     reg->resync = seconds;
 }
 
+void turtles_initial_key(turtles_registration *reg, const char *ns, const char *name) {
+    key_node *k = xmalloc(sizeof *k);
+    k->ns = xstrdup(ns ? ns : "");
+    k->name = xstrdup(name ? name : "");
+    k->next = NULL;
+    if (reg->keys_tail)
+        reg->keys_tail->next = k;
+    else
+        reg->keys = k;
+    reg->keys_tail = k;
+    reg->n_keys++;
+}
+
+void turtles_service_account(turtles_registration *reg, const char *ns, const char *name) {
+    free(reg->sa_ns);
+    free(reg->sa_name);
+    reg->sa_ns = xstrdup(ns ? ns : "");
+    reg->sa_name = xstrdup(name ? name : "");
+}
+
 /* "a, b,c" -> ["a","b","c"]; "" -> [""] (the core group); spaces around items are dropped. */
 static controller_list_string_t split_list(const char *csv) {
     size_t n = 1;
@@ -223,6 +251,26 @@ void exports_controller_register(controller_registration_t *ret) {
         free(p->resources);
         free(p->verbs);
         free(p);
+    }
+    if (reg.n_keys) {
+        ret->initial_keys.ptr = xmalloc(reg.n_keys * sizeof(controller_object_key_t));
+        ret->initial_keys.len = reg.n_keys;
+    }
+    i = 0;
+    for (key_node *k = reg.keys, *next; k; k = next, i++) {
+        ret->initial_keys.ptr[i].namespace_ = owned(k->ns);
+        ret->initial_keys.ptr[i].name = owned(k->name);
+        next = k->next;
+        free(k->ns);
+        free(k->name);
+        free(k);
+    }
+    if (reg.sa_name) {
+        ret->service_account.is_some = true;
+        ret->service_account.val.namespace_ = owned(reg.sa_ns);
+        ret->service_account.val.name = owned(reg.sa_name);
+        free(reg.sa_ns);
+        free(reg.sa_name);
     }
 }
 
@@ -359,6 +407,49 @@ json *turtles_patch_json(const char *path, const json *ops, int *status) {
     return turtles_api_ct("PATCH", path, "application/json-patch+json", ops, status);
 }
 json *turtles_delete(const char *path, int *status) { return turtles_api("DELETE", path, NULL, status); }
+
+char *turtles_apply_path(const char *path, const char *field_manager, bool force) {
+    char *manager = turtles_query_escape(field_manager ? field_manager : "");
+    char *p = turtles_strf("%s%cfieldManager=%s%s", path, strchr(path, '?') ? '&' : '?', manager,
+                           force ? "&force=true" : "");
+    free(manager);
+    return p;
+}
+
+json *turtles_apply(const char *path, const json *object, const char *field_manager, bool force, int *status) {
+    char *p = turtles_apply_path(path, field_manager, force);
+    json *out = turtles_api_ct("PATCH", p, "application/apply-patch+yaml", object, status);
+    free(p);
+    return out;
+}
+
+/* ---- events --------------------------------------------------------------------------- */
+
+bool turtles_record_event(const json *regarding, const char *type, const char *reason, const char *action,
+                          const char *note, char **error) {
+    turtles_controller_host_event_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.regarding.api_version = borrow(json_pstr(regarding, "/apiVersion", ""));
+    ev.regarding.kind = borrow(json_pstr(regarding, "/kind", ""));
+    ev.regarding.namespace_ = borrow(json_pstr(regarding, "/metadata/namespace", ""));
+    ev.regarding.name = borrow(json_pstr(regarding, "/metadata/name", ""));
+    ev.regarding.uid = borrow(json_pstr(regarding, "/metadata/uid", ""));
+    ev.type = (type && strcmp(type, "Warning") == 0) ? TURTLES_CONTROLLER_TYPES_EVENT_TYPE_WARNING
+                                                     : TURTLES_CONTROLLER_TYPES_EVENT_TYPE_NORMAL;
+    ev.reason = borrow(reason);
+    ev.action = borrow(action);
+    ev.note = borrow(note);
+    controller_string_t err;
+    memset(&err, 0, sizeof err);
+    bool ok = turtles_controller_host_record_event(&ev, &err);
+    if (!ok) {
+        if (error) *error = cstr(&err);
+        controller_string_free(&err);
+    } else if (error) {
+        *error = NULL;
+    }
+    return ok;
+}
 
 /* ---- cache ---------------------------------------------------------------------------- */
 

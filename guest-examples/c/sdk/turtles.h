@@ -80,6 +80,13 @@ void turtles_permission_add(turtles_registration *reg, const char *api_groups, c
 void turtles_max_concurrent_reconciles(turtles_registration *reg, uint32_t n);
 /* Reconcile every cached primary this often (default: only on changes). */
 void turtles_resync_seconds(turtles_registration *reg, uint32_t seconds);
+/* Reconcile this key once at start, after the informers' initial lists, even if no watched
+ * change names it (ns "" for a cluster-scoped object), e.g. a Node the controller registers. */
+void turtles_initial_key(turtles_registration *reg, const char *ns, const char *name);
+/* Act as the ServiceAccount ns/name: API calls and cache reads are authorized by that account's
+ * RoleBindings and ClusterRoleBindings; the host grants it nothing (the permissions above are
+ * then documentation only). */
+void turtles_service_account(turtles_registration *reg, const char *ns, const char *name);
 
 /* ---- outcomes ------------------------------------------------------------------------- */
 
@@ -110,6 +117,24 @@ json *turtles_update(const char *path, const json *object, int *status);
 json *turtles_patch_merge(const char *path, const json *patch, int *status);
 json *turtles_patch_json(const char *path, const json *ops, int *status);
 json *turtles_delete(const char *path, int *status);
+/* Server-side apply: PATCH `object` (the fields this manager owns, with apiVersion, kind and
+ * metadata.name) to its object path as application/apply-patch+yaml, with
+ * ?fieldManager=MANAGER (and &force=true when force: take over fields others own instead of a
+ * 409). Creates the object if it does not exist. */
+json *turtles_apply(const char *path, const json *object, const char *field_manager, bool force, int *status);
+/* The path turtles_apply calls (malloc'ed). */
+char *turtles_apply_path(const char *path, const char *field_manager, bool force);
+
+/* ---- events ---------------------------------------------------------------------------- */
+
+/* Record an Event about `regarding` (the object's JSON: apiVersion, kind, metadata namespace,
+ * name and uid are taken from it), as `kubectl describe` shows them. type: "Normal" or
+ * "Warning"; reason: UpperCamelCase (at most 128 bytes); action may be ""; note is cut at 1024
+ * bytes. The same event again is counted on the existing Event. Needs create and patch on
+ * events. Returns true when recorded; otherwise, if error is not NULL, *error is the reason
+ * (malloc'ed, the caller frees it). */
+bool turtles_record_event(const json *regarding, const char *type, const char *reason, const char *action,
+                          const char *note, char **error);
 
 static inline bool turtles_ok(int status) { return status >= 200 && status < 300; }
 /* The `message` of a Status body ("" when there is none). */

@@ -12,6 +12,7 @@
 
 #include "controller.h"
 #include "json.h"
+#include "turtles.h"
 
 #include "check.h"
 
@@ -213,6 +214,33 @@ void __wasm_import_turtles_controller_host_cache_list(uint8_t *g, size_t gl, uin
     json_free(empty);
 }
 
+/* record-event: the Event record is lowered to memory (17 pointer-sized slots: five strings of
+ * the reference, the type, reason, action, note); the result<_, string> goes to ret (which may be
+ * the same memory: everything is read first). A reason "Refused" is refused, like a 403. */
+static json *events; /* array of {kind, name, type, reason, action, note} */
+
+void __wasm_import_turtles_controller_host_record_event(uint8_t *p, uint8_t *ret) {
+    size_t w = sizeof(void *);
+#define FIELD(i) str(*(uint8_t **)(p + (i) * w), *(size_t *)(p + ((i) + 1) * w))
+    char *kind = FIELD(2), *name = FIELD(6), *reason = FIELD(11), *action = FIELD(13), *note = FIELD(15);
+#undef FIELD
+    int type = *(int8_t *)(p + 10 * w);
+    if (verbose) printf("  event %s/%s %s: %s\n", kind, name, reason, note);
+    if (!strcmp(reason, "Refused")) {
+        static const char msg[] = "events is forbidden";
+        char *copy = malloc(sizeof msg - 1);
+        memcpy(copy, msg, sizeof msg - 1);
+        ret[0] = 1;
+        *(char **)(ret + w) = copy;
+        *(size_t *)(ret + 2 * w) = sizeof msg - 1;
+    } else {
+        json_push(events, json_build("{\"kind\":%s,\"name\":%s,\"type\":%s,\"reason\":%s,\"action\":%s,\"note\":%s}",
+                                     kind, name, type ? "Warning" : "Normal", reason, action, note));
+        ret[0] = 0;
+    }
+    free(kind), free(name), free(reason), free(action), free(note);
+}
+
 void __wasm_import_turtles_controller_host_log(int32_t level, uint8_t *m, size_t ml, uint8_t *f, size_t fl) {
     (void)f, (void)fl;
     if (verbose) printf("  log[%d] %.*s\n", level, (int)ml, (const char *)m);
@@ -273,6 +301,7 @@ static void add_pod(const char *name, const char *image) {
 int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     pods = json_new_array();
+    events = json_new_array();
 
     /* register: what the SDK hands to the host, then freed as the post-return would */
     controller_registration_t reg;
@@ -281,16 +310,31 @@ int main(int argc, char **argv) {
     CHECK(reg.watches.ptr[0].resource.len == 4 && !memcmp(reg.watches.ptr[0].resource.ptr, "pods", 4));
     CHECK(reg.watches.ptr[0].mapping.tag == TURTLES_CONTROLLER_TYPES_KEY_MAPPING_SELF_KEY);
     CHECK(!reg.watches.ptr[0].namespace_.is_some);
-    CHECK(reg.permissions.len == 5);
+    CHECK(reg.permissions.len == 6);
+    CHECK(reg.initial_keys.len == 1 && reg.initial_keys.ptr[0].namespace_.len == 0 &&
+          reg.initial_keys.ptr[0].name.len == 13 && !memcmp(reg.initial_keys.ptr[0].name.ptr, "turtle-node-1", 13));
+    CHECK(!reg.service_account.is_some);
     CHECK(reg.permissions.ptr[0].verbs.len == 5 && reg.permissions.ptr[0].api_groups.len == 1 &&
           reg.permissions.ptr[0].api_groups.ptr[0].len == 0);
     CHECK(reg.max_concurrent_reconciles == 1);
     controller_registration_free(&reg);
 
-    /* a pod: bound, ContainerCreating, Running */
+    /* the initial key, before any pod: the node is registered, with an Event */
+    CHECK(reconcile("", "turtle-node-1", NULL) == 0);
+    CHECK(node != NULL);
+    CHECK(json_len(events) == 1);
+    CHECK(!strcmp(json_pstr(events, "/0/kind", ""), "Node") && !strcmp(json_pstr(events, "/0/reason", ""), "RegisteredNode"));
+    json_free(node);
+    node = NULL;
+
+    /* a pod: bound (with a Scheduled event), ContainerCreating, Running */
     add_pod("a", "nginx:1.27");
     uint32_t ms = 0;
     CHECK(reconcile("default", "a", &ms) == 1 && ms > 0); /* node created, pod bound */
+    CHECK(json_len(events) == 3);
+    CHECK(!strcmp(json_pstr(events, "/2/reason", ""), "Scheduled"));
+    CHECK(!strcmp(json_pstr(events, "/2/note", ""), "Successfully assigned default/a to turtle-node-1"));
+    CHECK(!strcmp(json_pstr(events, "/2/type", ""), "Normal"));
     CHECK(node && !strcmp(json_pstr(node, "/status/conditions/3/type", ""), "Ready"));
     CHECK(!strcmp(json_pstr(node, "/status/addresses/0/address", ""), "10.0.0.1"));
     json *a = find_pod("default", "a");
@@ -365,11 +409,31 @@ int main(int argc, char **argv) {
     __wasm_export_exports_controller_reconcile_post_return(r);
     CHECK(settle("default", "f") == 3);
 
+    /* the SDK's event error path and the server-side apply path */
+    char *error = NULL;
+    CHECK(!turtles_record_event(node, "Warning", "Refused", "", "x", &error));
+    CHECK(error && !strcmp(error, "events is forbidden"));
+    free(error);
+    size_t before = json_len(events);
+    CHECK(turtles_record_event(node, "Warning", "Checked", "Checking", "ok", NULL));
+    CHECK(json_len(events) == before + 1);
+    char last[32];
+    snprintf(last, sizeof last, "/%zu", before);
+    json *ev = json_pointer(events, last);
+    CHECK(!strcmp(json_pstr(ev, "/type", ""), "Warning") && !strcmp(json_pstr(ev, "/action", ""), "Checking"));
+    char *ap = turtles_apply_path("/api/v1/nodes/n", "my manager", true);
+    CHECK(!strcmp(ap, "/api/v1/nodes/n?fieldManager=my%20manager&force=true"));
+    free(ap);
+    ap = turtles_apply_path("/api/v1/nodes/n?dryRun=All", "m", false);
+    CHECK(!strcmp(ap, "/api/v1/nodes/n?dryRun=All&fieldManager=m"));
+    free(ap);
+
     /* many reconciles: steady memory (LeakSanitizer reports anything left at exit) */
     for (int i = 0; i < 2000; i++) reconcile("default", "b", NULL);
 
     json_free(pods);
     json_free(node);
+    json_free(events);
     if (failures) {
         fprintf(stderr, "node_test: %d of %d checks failed\n", failures, checks);
         return 1;

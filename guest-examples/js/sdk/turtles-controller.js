@@ -24,7 +24,7 @@
 // Objects cross the component boundary as JSON bytes; everything here takes and returns plain
 // parsed objects. See docs/guests/javascript.md for the full reference.
 
-import { apiCall, cacheGet, cacheList, log as hostLog } from 'turtles:controller/host@0.1.0';
+import { apiCall, cacheGet, cacheList, log as hostLog, recordEvent } from 'turtles:controller/host@0.2.0';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -133,11 +133,16 @@ function toWitRegistration(reg) {
     return watch(w, w); // a plain { group, version, resource, namespace, labelSelector, ownedBy }
   });
   const resync = reg.resyncSeconds;
+  const key = (k) => ({ namespace: String(k.namespace ?? ''), name: String(k.name) });
   return {
     watches,
     maxConcurrentReconciles: Math.max(1, Math.floor(reg.maxConcurrentReconciles ?? 1)),
     resyncSeconds: resync === undefined || resync === null ? undefined : clampU32(resync),
     permissions: (reg.permissions ?? []).map((p) => permission(p.apiGroups, p.resources, p.verbs)),
+    // Reconciled once at start, even if no watched change names them.
+    initialKeys: (reg.initialKeys ?? []).map(key),
+    // Act as this ServiceAccount: its RoleBindings and ClusterRoleBindings decide.
+    serviceAccount: reg.serviceAccount ? key(reg.serviceAccount) : undefined,
   };
 }
 
@@ -198,7 +203,9 @@ function errorOutcome(err) {
  * `reconcile(key, object)` into the component's exports:
  * `export const { register, reconcile } = controller(impl)`.
  *
- * `register()` returns `{ watches, permissions, maxConcurrentReconciles?, resyncSeconds? }`.
+ * `register()` returns `{ watches, permissions, maxConcurrentReconciles?, resyncSeconds?,
+ * initialKeys?, serviceAccount? }` (`initialKeys`: `[{ namespace, name }]` reconciled once at
+ * start; `serviceAccount`: `{ namespace, name }` to act as).
  * `reconcile(key, object)` gets `key = { namespace, name }` and the cached primary as a parsed
  * object (undefined when it no longer exists), and returns an outcome (`done()`,
  * `requeueAfter(ms)`, `transientError(msg)`, `terminalError(msg)`) or nothing (done). A thrown
@@ -387,6 +394,54 @@ export const api = Object.freeze({
   /** Merge-patch the `/status` subresource: `patchStatus(path, { status: { ready: 1 } })`. */
   patchStatus: (path, patch) =>
     request('PATCH', `${path}/status`, { body: patch, contentType: 'application/merge-patch+json' }),
+  /**
+   * Server-side apply: PATCH `object` (the fields this manager owns, with apiVersion, kind and
+   * metadata.name) to its object path as `application/apply-patch+yaml` (JSON is YAML), owned
+   * by `fieldManager`; `force: true` takes over fields other managers own instead of a 409.
+   * Creates the object if it does not exist; returns the result.
+   */
+  apply: (path, object, fieldManager, { force = false } = {}) =>
+    request('PATCH', path, {
+      body: object,
+      contentType: 'application/apply-patch+yaml',
+      query: { fieldManager, force: force ? 'true' : undefined },
+    }),
+});
+
+/**
+ * Events, as `kubectl describe` shows them: the host records them (WIT `record-event`) as the
+ * controller's identity, so the controller needs `permission('', 'events', ['create', 'patch'])`;
+ * the same event again is counted on the existing Event. Best effort, as in kube: a failure is
+ * logged and `record` returns false.
+ */
+export const events = Object.freeze({
+  /** An Event about `object` (its apiVersion, kind, namespace, name, uid); type 'Normal' or 'Warning'. */
+  record(object, type, reason, note, action = '') {
+    const m = object?.metadata ?? {};
+    try {
+      recordEvent({
+        regarding: {
+          apiVersion: String(object?.apiVersion ?? ''),
+          kind: String(object?.kind ?? ''),
+          namespace: String(m.namespace ?? ''),
+          name: String(m.name ?? ''),
+          uid: String(m.uid ?? ''),
+        },
+        type: type === 'Warning' ? 'warning' : 'normal',
+        reason: String(reason),
+        action: String(action),
+        note: String(note),
+      });
+      return true;
+    } catch (e) {
+      // componentize-js throws a result's error as an Error whose `payload` is the string.
+      const why = e && e.payload !== undefined ? String(e.payload) : errorMessage(e);
+      log.warn('event not recorded', { reason: String(reason), error: why });
+      return false;
+    }
+  },
+  normal: (object, reason, note, action) => events.record(object, 'Normal', reason, note, action),
+  warning: (object, reason, note, action) => events.record(object, 'Warning', reason, note, action),
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -73,6 +73,7 @@ test('registration: the watches and permissions of the brief', () => {
   assert.deepEqual(reg.permissions, [
     { apiGroups: ['apps'], resources: ['replicasets', 'replicasets/status'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
     { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
+    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   ]);
   assert.equal(reg.maxConcurrentReconciles, 1);
 });
@@ -84,6 +85,11 @@ test('creates the missing pods from the template, then writes status, idempotent
   assert.deepEqual(h.reconcile('web'), { tag: 'requeue-after', val: 1000 });
   const pods = h.pods();
   assert.equal(pods.length, 3);
+  // An Event per pod, as kube's ReplicaSet controller records them.
+  assert.deepEqual(
+    h.cl.events.map((e) => [e.involvedObject.kind, e.involvedObject.name, e.type, e.reason, e.message]).sort(),
+    pods.map((p) => ['ReplicaSet', 'web', 'Normal', 'SuccessfulCreate', `Created pod: ${p.metadata.name}`]).sort(),
+  );
   for (const p of pods) {
     assert.ok(p.metadata.name.startsWith('web-'));
     assert.equal(p.metadata.generateName, 'web-');

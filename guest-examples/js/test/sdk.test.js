@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { setHost } from '../testing/fake-host.js';
 import { FakeCluster } from '../testing/fake-cluster.js';
 import {
-  api, cache, controller, done, formatSelector, gvr, log, meta, permission, requeueAfter,
+  api, cache, controller, done, events, formatSelector, gvr, log, meta, permission, requeueAfter,
   selectorMatches, terminalError, transientError, watch, ApiError, TerminalError, CONFIGMAPS, PODS, REPLICASETS,
 } from '../sdk/turtles-controller.js';
 
@@ -40,7 +40,15 @@ test('registration has the WIT shape', () => {
     maxConcurrentReconciles: 1,
     resyncSeconds: 30,
     permissions: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }],
+    initialKeys: [],
+    serviceAccount: undefined,
   });
+  const sa = controller({
+    register: () => ({ watches: [watch(PODS)], initialKeys: [{ name: 'singleton' }], serviceAccount: { namespace: 'ops', name: 'op' } }),
+    reconcile() {},
+  }).register();
+  assert.deepEqual(sa.initialKeys, [{ namespace: '', name: 'singleton' }]);
+  assert.deepEqual(sa.serviceAccount, { namespace: 'ops', name: 'op' });
   assert.throws(() => controller({ register: () => ({ watches: [] }), reconcile() {} }).register(), TypeError);
 });
 
@@ -183,4 +191,36 @@ test('meta helpers', () => {
   assert.ok(meta.isDeleting(pod));
   assert.equal(meta.label(pod, 'a'), 'b');
   assert.deepEqual(meta.annotations(pod), {});
+});
+
+test('server-side apply: content type, fieldManager and force; creates what is missing', () => {
+  const c = new FakeCluster();
+  setHost(c);
+  const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', namespace: 'ns' }, data: { k: 'v' } };
+  const created = api.apply(CONFIGMAPS.objectPath('ns', 'a'), cm, 'my manager');
+  assert.equal(created.data.k, 'v');
+  api.apply(CONFIGMAPS.objectPath('ns', 'a'), { ...cm, data: { k2: 'w' } }, 'mgr', { force: true });
+  assert.deepEqual(c.object('', 'configmaps', 'ns', 'a').data, { k: 'v', k2: 'w' });
+  assert.deepEqual(c.requests.map((r) => r.path), [
+    '/api/v1/namespaces/ns/configmaps/a?fieldManager=my%20manager',
+    '/api/v1/namespaces/ns/configmaps/a?fieldManager=mgr&force=true',
+  ]);
+});
+
+test('events go to the host, repeats are counted, a refusal is logged not thrown', () => {
+  const c = new FakeCluster();
+  setHost(c);
+  const rs = { apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: { name: 'web', namespace: 'ns', uid: 'u1' } };
+  assert.equal(events.normal(rs, 'SuccessfulCreate', 'Created pod: web-1'), true);
+  assert.equal(events.normal(rs, 'SuccessfulCreate', 'Created pod: web-1'), true);
+  assert.equal(events.warning(rs, 'FailedCreate', 'Error creating: x', 'Create'), true);
+  assert.equal(c.events.length, 2);
+  assert.equal(c.events[0].count, 2);
+  assert.deepEqual(c.events[0].involvedObject, { apiVersion: 'apps/v1', kind: 'ReplicaSet', namespace: 'ns', name: 'web', uid: 'u1' });
+  assert.equal(c.events[1].type, 'Warning');
+  assert.equal(c.events[1].action, 'Create');
+  assert.equal(c.requests.length, 0);
+  c.refuseEvents = 'events is forbidden';
+  assert.equal(events.normal(rs, 'X', 'y'), false);
+  assert.ok(c.logs.some((l) => l.message === 'event not recorded' && l.fields.error === 'events is forbidden'));
 });

@@ -132,6 +132,45 @@ export class FakeCluster {
     this.logs = [];
     /** Optional hook: `(req) => response | undefined` to inject failures. */
     this.intercept = undefined;
+    /** Every Event recorded (record-event), as the host stores it, repeats counted. */
+    this.events = [];
+    /** When set, record-event fails with this message (like a 403). */
+    this.refuseEvents = undefined;
+  }
+
+  /** record-event, as the host does it: a v1 Event; the same event again bumps its count. */
+  recordEvent(e) {
+    if (this.refuseEvents !== undefined) return this.refuseEvents;
+    const r = e.regarding;
+    if (!r.apiVersion || !r.kind || !r.name || !e.reason) {
+      return 'invalid event: regarding needs apiVersion, kind and name, and a reason';
+    }
+    const type = e.type === 'warning' ? 'Warning' : 'Normal';
+    const same = this.events.find(
+      (x) =>
+        x.involvedObject.uid === r.uid && x.involvedObject.name === r.name && x.involvedObject.kind === r.kind &&
+        x.type === type && x.reason === e.reason && x.action === e.action && x.message === e.note,
+    );
+    if (same) {
+      same.count += 1;
+      same.lastTimestamp = this.now();
+      return undefined;
+    }
+    const now = this.now();
+    this.events.push({
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { namespace: r.namespace || 'default', name: `${r.name}.${this.events.length}` },
+      involvedObject: { apiVersion: r.apiVersion, kind: r.kind, namespace: r.namespace || undefined, name: r.name, uid: r.uid },
+      type,
+      reason: e.reason,
+      action: e.action,
+      message: e.note.slice(0, 1024),
+      count: 1,
+      firstTimestamp: now,
+      lastTimestamp: now,
+    });
+    return undefined;
   }
 
   table(group, resource) {
@@ -219,7 +258,8 @@ export class FakeCluster {
       [code, out] = injected;
     } else {
       try {
-        [code, out] = this.serve(req.method, req.path, body);
+        const ct = (req.headers.find(([k]) => k.toLowerCase() === 'content-type') ?? [])[1] ?? '';
+        [code, out] = this.serve(req.method, req.path, body, ct);
       } catch (e) {
         [code, out] = [e.status ?? 500, status(e.status ?? 500, e.status === 422 ? 'Invalid' : 'InternalError', e.message)];
       }
@@ -231,7 +271,7 @@ export class FakeCluster {
     };
   }
 
-  serve(method, path, body) {
+  serve(method, path, body, contentType = '') {
     const p = parsePath(path);
     const table = this.table(p.group, p.resource);
     const key = `${p.namespace}/${p.name}`;
@@ -267,6 +307,13 @@ export class FakeCluster {
     }
 
     const current = table.get(key);
+    const applying = method === 'PATCH' && contentType.startsWith('application/apply-patch+yaml');
+    if (!current && applying && !p.subresource) {
+      // Server-side apply creates what does not exist.
+      const o = clone(body);
+      o.metadata = { ...o.metadata, namespace: p.namespace || undefined };
+      return [201, this.put(o)];
+    }
     if (!current) return notFound();
     const onStatus = p.subresource === 'status';
     const apply = (next) => {

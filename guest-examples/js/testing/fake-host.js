@@ -1,4 +1,4 @@
-// Stand-in for the host interface `turtles:controller/host@0.1.0` under plain node (tests).
+// Stand-in for the host interface `turtles:controller/host@0.2.0` under plain node (tests).
 // The functions have the shapes componentize-js gives the real imports; they delegate to the
 // implementation set with setHost() (e.g. a FakeCluster from ./fake-cluster.js).
 
@@ -22,6 +22,13 @@ export function cacheGet(group, version, resource, namespace, name) {
 }
 export function cacheList(group, version, resource, namespace) {
   return current().cacheList(group, version, resource, namespace);
+}
+export function recordEvent(event) {
+  const h = current();
+  if (!h.recordEvent) return;
+  const err = h.recordEvent(event);
+  // As componentize-js surfaces a result's error: thrown, with the value as `payload`.
+  if (err !== undefined) throw Object.assign(new Error(String(err)), { payload: err });
 }
 export function log(level, message, fields) {
   const h = current();

@@ -116,6 +116,8 @@ class ExportTest(unittest.TestCase):
             permissions=[Permission.group("apps", "replicasets", "*")],
             max_concurrent_reconciles=3,
             resync_seconds=60,
+            initial_keys=[("", "singleton")],
+            service_account=("ops", "operator"),
         )
         seen = []
 
@@ -129,7 +131,10 @@ class ExportTest(unittest.TestCase):
             [("Watch", ("apps", "v1", "deployments", "ns", None, ("KeyMapping_SelfKey", ()))),
              ("Watch", ("apps", "v1", "replicasets", None, "a=b",
                         ("KeyMapping_Owner", (("OwnerKind", ("apps", "Deployment")),))))],
-            3, 60, [("Permission", (["apps"], ["replicasets"], ["*"]))])))
+            3, 60, [("Permission", (["apps"], ["replicasets"], ["*"]))],
+            [("ObjectKey", ("", "singleton"))], ("ObjectKey", ("ops", "operator")))))
+        plain = Controller(Watch("v1/configmaps")).export()().register()
+        self.assertEqual(plain[1][4:], ([], None))
 
         class WitKey:
             namespace, name = "ns", "d"
@@ -143,6 +148,46 @@ class ExportTest(unittest.TestCase):
         c.reconcile(lambda k, o: TransientError("t"))
         self.assertEqual(world.reconcile(WitKey, None), ("Outcome_TransientError", ("t",)))
         self.assertIs(c.export().controller, c)
+
+
+class ApplyAndEventsTest(unittest.TestCase):
+    def test_server_side_apply(self):
+        self.assertEqual(
+            api.apply_path(CONFIGMAPS, "ns", "a", "my manager", force=True),
+            "/api/v1/namespaces/ns/configmaps/a?fieldManager=my%20manager&force=true",
+        )
+        with FakeCluster() as c:
+            cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"},
+                  "data": {"k": "v"}}
+            created = api.apply(CONFIGMAPS, cm, "mgr")
+            self.assertEqual(created["data"], {"k": "v"})
+            api.apply(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": "a", "namespace": "ns"}, "data": {"k2": "w"}}, "mgr", force=True)
+            self.assertEqual(c.get(CONFIGMAPS, "ns", "a")["data"], {"k": "v", "k2": "w"})
+            self.assertEqual([m for m, _p in c.calls], ["PATCH", "PATCH"])
+            self.assertEqual(c.calls[1][1], "/api/v1/namespaces/ns/configmaps/a?fieldManager=mgr&force=true")
+            self.assertEqual(len(c.applies), 2)
+
+    def test_events_are_recorded_by_the_host_and_counted(self):
+        from turtles_controller import events
+
+        with FakeCluster() as c:
+            obj = {"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "web", "namespace": "ns", "uid": "u1"}}
+            self.assertTrue(events.record(obj, "Normal", "ScalingReplicaSet", "Scaled up", action="Scale"))
+            self.assertTrue(events.record(obj, "Normal", "ScalingReplicaSet", "Scaled up", action="Scale"))
+            self.assertTrue(events.record(obj, "Warning", "Failed", "no"))
+            evs = c.events("ns")
+            self.assertEqual(len(evs), 2)
+            scaled = next(e for e in evs if e["reason"] == "ScalingReplicaSet")
+            self.assertEqual(scaled["count"], 2)
+            self.assertEqual(scaled["involvedObject"],
+                             {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "ns", "uid": "u1"})
+            self.assertEqual(scaled["action"], "Scale")
+            self.assertEqual(c.calls, [])  # the host writes them, not an API call of the guest
+            c.refuse_events = 'events is forbidden: User "x" cannot create resource "events"'
+            self.assertFalse(events.record(obj, "Normal", "X", "y"))
+            self.assertIn("event not recorded", [m for _l, m, _f in c.logs])
 
 
 class ApiTest(unittest.TestCase):

@@ -159,8 +159,9 @@ pub struct Authenticator {
     admin: (Hash, UserInfo),
     files: Vec<PathBuf>,
     table: Mutex<Table>,
-    /// Identities the host issues to itself (controllers), in memory only.
-    internal: Mutex<Vec<(Hash, UserInfo)>>,
+    /// Identities the host issues to itself (controllers), in memory only: (token hash, owner,
+    /// user). Keyed by owner: two controllers may act as the same ServiceAccount.
+    internal: Mutex<Vec<(Hash, String, UserInfo)>>,
     /// Service account tokens (JWTs), once the server has its key.
     service_accounts: std::sync::OnceLock<std::sync::Arc<super::serviceaccount::TokenIssuer>>,
 }
@@ -267,22 +268,22 @@ impl Authenticator {
         })
     }
 
-    /// Issue an in-memory token for `user` (replacing any earlier one of the same name).
-    pub fn issue_internal(&self, user: UserInfo) -> String {
+    /// Issue an in-memory token for `user`, held by `owner` (replacing the owner's earlier one).
+    pub fn issue_internal(&self, owner: &str, user: UserInfo) -> String {
         let token = new_token();
         let mut internal = match self.internal.lock() {
             Ok(t) => t,
             Err(p) => p.into_inner(),
         };
-        internal.retain(|(_, u)| u.name != user.name);
-        internal.push((hash(&token), user));
+        internal.retain(|(_, o, _)| o != owner);
+        internal.push((hash(&token), owner.to_owned(), user));
         token
     }
 
-    /// Withdraw the in-memory token of `name`.
-    pub fn revoke_internal(&self, name: &str) {
+    /// Withdraw the in-memory token `owner` holds.
+    pub fn revoke_internal(&self, owner: &str) {
         if let Ok(mut internal) = self.internal.lock() {
-            internal.retain(|(_, u)| u.name != name);
+            internal.retain(|(_, o, _)| o != owner);
         }
     }
 
@@ -339,7 +340,7 @@ impl Authenticator {
         }
         drop(table);
         if let Ok(internal) = self.internal.lock() {
-            for (eh, user) in internal.iter() {
+            for (eh, _, user) in internal.iter() {
                 if bool::from(eh.ct_eq(&h)) && found.is_none() {
                     found = Some(user.clone());
                 }

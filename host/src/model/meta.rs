@@ -78,7 +78,7 @@ fn is_dns_label(s: &str) -> bool {
         && b[b.len() - 1] != b'-'
 }
 
-fn is_dns_subdomain(s: &str) -> bool {
+pub fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 

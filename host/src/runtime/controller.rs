@@ -23,6 +23,8 @@ pub type Key = (String, String);
 
 pub const GROUP: &str = "turtles.dev";
 pub const RESOURCE: &str = "controllers";
+/// Most initial keys a registration may name.
+const MAX_INITIAL_KEYS: usize = 1000;
 
 #[derive(Debug, Clone, Default)]
 pub struct StatusInfo {
@@ -35,6 +37,12 @@ pub struct StatusInfo {
     pub permissions: Vec<Value>,
     /// Watched kinds not served (yet, or any more), with why: `group/version/resource` -> message.
     pub waiting: std::collections::BTreeMap<String, String>,
+    /// Who the controller acts as (empty: not decided yet, `system:controller:NAME`).
+    pub user: String,
+    /// The ServiceAccount the registration names: (namespace, name, why it is not usable).
+    pub service_account: Option<(String, String, Option<String>)>,
+    /// The WIT package the component was built against, e.g. `turtles:controller@0.2.0`.
+    pub wit: String,
 }
 
 /// A compiled module and what it registered.
@@ -192,17 +200,19 @@ impl ControllerHandle {
         let comp = component.clone();
         let ctx2 = ctx.clone();
         let registered = match rt.instantiate(&comp, ctx2).await {
-            Ok(mut inst) => inst.register().await,
+            Ok(mut inst) => inst.register().await.map(|r| (r, inst.wit_version())),
             Err(e) => Err(e),
         };
-        let registration = match registered.and_then(validate) {
-            Ok(r) => r,
-            Err(e) => {
-                self.fail(&e, self.module().is_none());
-                return Err(e);
-            }
-        };
-        if let Err(e) = self.ensure_rbac(&registration).await {
+        let (registration, wit_version) =
+            match registered.and_then(|(r, v)| validate(r).map(|r| (r, v))) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.fail(&e, self.module().is_none());
+                    return Err(e);
+                }
+            };
+        self.set_status(|s| s.wit = format!("turtles:controller@{wit_version}"));
+        if let Err(e) = self.set_identity(&ctx, &registration).await {
             self.fail(&e, self.module().is_none());
             return Err(e);
         }
@@ -234,6 +244,11 @@ impl ControllerHandle {
         }
         if watches_changed {
             self.start_informers(&module);
+        }
+        // Initial keys: queued now, dispatched once the informers' initial lists are in (the
+        // workers wait for that), at every load.
+        for k in &module.registration.initial_keys {
+            self.queue.add((k.namespace.clone(), k.name.clone()));
         }
         if workers_changed {
             self.start_workers(&module, ctx);
@@ -283,20 +298,21 @@ impl ControllerHandle {
         if let Some(c) = self.host_ctx() {
             return c;
         }
-        let user = UserInfo {
-            name: user_name(&self.name),
-            uid: String::new(),
-            groups: vec![crate::auth::AUTHENTICATED.to_owned()],
-            extra: Default::default(),
-        };
-        let token = self.host.authn.issue_internal(user.clone());
+        let user = controller_user(&self.name);
+        let token = self
+            .host
+            .authn
+            .issue_internal(&user_name(&self.name), user.clone());
         let ctx = Arc::new(HostCtx {
             name: self.name.clone(),
-            token,
+            identity: RwLock::new(super::Identity {
+                user,
+                token,
+                service_account: None,
+            }),
             router: self.host.router.clone(),
             service: self.host.service.clone(),
             watches: RwLock::new(Vec::new()),
-            user,
             authz: Arc::new(crate::auth::Authorizer::new(
                 self.host.service.store.clone(),
             )),
@@ -305,6 +321,78 @@ impl ControllerHandle {
             *c = Some(ctx.clone());
         }
         ctx
+    }
+
+    /// Who the controller acts as, from its registration: its own `system:controller:NAME`
+    /// (granted the declared permissions through a host-managed ClusterRole and binding), or the
+    /// ServiceAccount it names, which must exist and is granted nothing by the host (the
+    /// controller ClusterRole and binding of an earlier version are removed).
+    async fn set_identity(
+        &self,
+        ctx: &HostCtx,
+        reg: &wit::Registration,
+    ) -> Result<(), RuntimeError> {
+        let owner = user_name(&self.name);
+        let Some(sa) = &reg.service_account else {
+            if ctx.identity().service_account.is_some() {
+                let user = controller_user(&self.name);
+                let token = self.host.authn.issue_internal(&owner, user.clone());
+                if let Ok(mut i) = ctx.identity.write() {
+                    *i = super::Identity {
+                        user,
+                        token,
+                        service_account: None,
+                    };
+                }
+            }
+            self.set_status(|s| {
+                s.user = owner.clone();
+                s.service_account = None;
+            });
+            return self.ensure_rbac(reg).await;
+        };
+        let (ns, name) = (sa.namespace.clone(), sa.name.clone());
+        let Some(account) = super::service_account(&self.host.service, &ns, &name) else {
+            let why = format!(
+                "serviceaccount \"{name}\" not found in namespace \"{ns}\": the controller cannot act as it until it is created"
+            );
+            self.set_status(|s| {
+                s.service_account = Some((ns.clone(), name.clone(), Some(why.clone())))
+            });
+            return Err(RuntimeError::ServiceAccount(why));
+        };
+        let user = UserInfo {
+            name: format!("system:serviceaccount:{ns}:{name}"),
+            uid: meta::meta_str(&account.value, "uid")
+                .unwrap_or_default()
+                .to_owned(),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{ns}"),
+                crate::auth::AUTHENTICATED.into(),
+            ],
+            extra: Default::default(),
+        };
+        let same = {
+            let cur = ctx.identity();
+            cur.user.name == user.name && cur.user.uid == user.uid
+        };
+        if !same {
+            let token = self.host.authn.issue_internal(&owner, user.clone());
+            if let Ok(mut i) = ctx.identity.write() {
+                *i = super::Identity {
+                    user: user.clone(),
+                    token,
+                    service_account: Some((ns.clone(), name.clone())),
+                };
+            }
+        }
+        self.set_status(|s| {
+            s.user = user.name.clone();
+            s.service_account = Some((ns, name, None));
+        });
+        remove_rbac(&self.host.service, &self.name).await;
+        Ok(())
     }
 
     /// The declared permissions as a host-managed ClusterRole and binding.
@@ -591,7 +679,21 @@ impl ControllerHandle {
                 "instanceMemoryBytes".into(),
                 json!(self.stats.instance_memory.load(Ordering::Relaxed)),
             );
-            m.insert("user".into(), json!(user_name(&self.name)));
+            let user = if s.user.is_empty() {
+                user_name(&self.name)
+            } else {
+                s.user.clone()
+            };
+            m.insert("user".into(), json!(user));
+            if !s.wit.is_empty() {
+                m.insert("wit".into(), json!(s.wit));
+            }
+            if let Some((ns, name, _)) = &s.service_account {
+                m.insert(
+                    "serviceAccount".into(),
+                    json!({"namespace": ns, "name": name}),
+                );
+            }
         }
         // Whether every watched kind is being watched, as a condition kubectl can wait for.
         let watching = if s.waiting.is_empty() {
@@ -602,7 +704,22 @@ impl ControllerHandle {
             json!({"type": "Watching", "status": "False", "reason": "ResourceNotServed",
                    "message": msg.join("; ")})
         };
-        st["conditions"] = json!([watching]);
+        let mut conditions = vec![watching];
+        if let Some((ns, name, why)) = &s.service_account {
+            // Still there? (it may have been deleted since the load: its calls are refused then)
+            let why = why.clone().or_else(|| {
+                super::service_account(&self.host.service, ns, name).is_none().then(|| {
+                    format!("serviceaccount \"{name}\" not found in namespace \"{ns}\": the controller's calls are refused until it is created")
+                })
+            });
+            conditions.push(match why {
+                None => json!({"type": "ServiceAccount", "status": "True", "reason": "Found",
+                               "message": format!("acting as system:serviceaccount:{ns}:{name}")}),
+                Some(m) => json!({"type": "ServiceAccount", "status": "False",
+                                  "reason": "NotFound", "message": m}),
+            });
+        }
+        st["conditions"] = json!(conditions);
         st
     }
 
@@ -742,19 +859,36 @@ pub async fn write_status(svc: &crate::service::Service, name: &str, status: Val
     }
 }
 
+/// `system:controller:NAME`, as its API calls authenticate.
+fn controller_user(name: &str) -> UserInfo {
+    UserInfo {
+        name: user_name(name),
+        uid: String::new(),
+        groups: vec![crate::auth::AUTHENTICATED.to_owned()],
+        extra: Default::default(),
+    }
+}
+
+/// Delete the ClusterRoleBinding and ClusterRole the host made for `system:controller:NAME`.
+async fn remove_rbac(svc: &crate::service::Service, name: &str) {
+    let user = user_name(name);
+    for resource in ["clusterrolebindings", "clusterroles"] {
+        if let Some(ri) = svc
+            .registry
+            .lookup("rbac.authorization.k8s.io", "v1", resource)
+        {
+            if svc.get(&ri, "", &user).is_ok() {
+                let _ = svc.delete(&ri, "", &user, &Default::default()).await;
+            }
+        }
+    }
+}
+
 /// Delete what the host created for a controller: its ClusterRoleBinding and ClusterRole
 /// (`system:controller:NAME`) and its `Controller` object.
 pub async fn remove_identity(svc: &crate::service::Service, name: &str) {
-    let user = user_name(name);
-    for (group, resource, n) in [
-        (
-            "rbac.authorization.k8s.io",
-            "clusterrolebindings",
-            user.as_str(),
-        ),
-        ("rbac.authorization.k8s.io", "clusterroles", user.as_str()),
-        (GROUP, RESOURCE, name),
-    ] {
+    remove_rbac(svc, name).await;
+    for (group, resource, n) in [(GROUP, RESOURCE, name)] {
         if let Some(ri) = svc.registry.lookup(group, "v1", resource) {
             let _ = svc.delete(&ri, "", n, &Default::default()).await;
         }
@@ -782,11 +916,12 @@ pub fn role_rules(reg: &wit::Registration) -> Vec<Value> {
 /// a watch RBAC does not allow fails the load (the status's `lastError` names it) instead of
 /// feeding the controller what it may not read.
 fn check_watches(ctx: &HostCtx, reg: &wit::Registration) -> Result<(), RuntimeError> {
+    let user = ctx.user();
     for w in &reg.watches {
         let ns = w.namespace.as_deref().unwrap_or("");
         for verb in ["list", "watch"] {
             let attrs = crate::auth::Attributes::resource(verb, &w.group, &w.resource, ns, "");
-            if !ctx.authz.authorize(&ctx.user, &attrs).is_allowed() {
+            if !ctx.authz.authorize(&user, &attrs).is_allowed() {
                 return Err(RuntimeError::Registration(format!(
                     "watching {} needs list and watch: {}",
                     if w.group.is_empty() {
@@ -794,7 +929,7 @@ fn check_watches(ctx: &HostCtx, reg: &wit::Registration) -> Result<(), RuntimeEr
                     } else {
                         format!("{}.{}", w.resource, w.group)
                     },
-                    crate::auth::rbac::forbidden_message(&ctx.user, &attrs)
+                    crate::auth::rbac::forbidden_message(&user, &attrs)
                 )));
             }
         }
@@ -812,6 +947,21 @@ fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
         return Err(RuntimeError::Registration(
             "the first watch is the primary kind: its mapping must be self-key".into(),
         ));
+    }
+    if reg.initial_keys.len() > MAX_INITIAL_KEYS {
+        return Err(RuntimeError::Registration(format!(
+            "at most {MAX_INITIAL_KEYS} initial keys (got {})",
+            reg.initial_keys.len()
+        )));
+    }
+    if let Some(sa) = &reg.service_account {
+        for (what, v) in [("namespace", &sa.namespace), ("name", &sa.name)] {
+            if !!v.is_empty() && meta::is_dns_subdomain(v) {
+                return Err(RuntimeError::Registration(format!(
+                    "service-account {what} {v:?} is not a valid name"
+                )));
+            }
+        }
     }
     Ok(reg)
 }
@@ -840,6 +990,8 @@ mod tests {
             max_concurrent_reconciles: 1,
             resync_seconds: None,
             permissions,
+            initial_keys: Vec::new(),
+            service_account: None,
         }
     }
 
@@ -909,11 +1061,14 @@ mod tests {
         };
         let ctx = HostCtx {
             name: "t".into(),
-            token: String::new(),
+            identity: RwLock::new(super::super::Identity {
+                user,
+                token: String::new(),
+                service_account: None,
+            }),
             router: axum::Router::new(),
             service: service.clone(),
             watches: RwLock::new(Vec::new()),
-            user,
             authz: Arc::new(crate::auth::Authorizer::new(store)),
         };
         let cms = registry.lookup("", "v1", "configmaps").unwrap();

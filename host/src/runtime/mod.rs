@@ -22,26 +22,50 @@ use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, UserInfo};
 use crate::model::ResourceInfo;
 use crate::service::Service;
 
-/// Generated from `wit/controller.wit` (in its own module: the WIT package is also named
-/// `turtles`).
+/// Generated from `wit/controller.wit` (`turtles:controller@0.2.0`; in its own module: the WIT
+/// package is also named `turtles`).
 mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "controller",
         additional_derives: [PartialEq],
-        // Guests run on the async workers (on a fiber, yielding at every epoch tick); the one
-        // import that waits, the in-process API call, is async, the others answer at once.
+        // Guests run on the async workers (on a fiber, yielding at every epoch tick); the imports
+        // that wait, the in-process API call and recording an Event, are async, the others
+        // answer at once.
+        imports: {
+            "turtles:controller/host.api-call": async,
+            "turtles:controller/host.record-event": async,
+        },
+        exports: { default: async },
+    });
+}
+
+/// Generated from `wit/0.1.0/controller.wit`: components built against 0.1.0 keep loading
+/// unchanged; their calls are converted to and from the 0.2.0 types at the boundary.
+mod bindings_v01 {
+    wasmtime::component::bindgen!({
+        path: "../wit/0.1.0",
+        world: "controller",
         imports: { "turtles:controller/host.api-call": async },
         exports: { default: async },
     });
 }
 
+pub mod events;
+mod v01;
+
 pub use bindings::turtles::controller::types as wit;
-use bindings::Controller;
+
+/// The world a component was built against, picked by its exports' types when it is
+/// instantiated (a 0.1.0 registration is a different record than a 0.2.0 one).
+enum Bindings {
+    V02(bindings::Controller),
+    V01(bindings_v01::Controller),
+}
 
 /// Epoch ticks per second (the deadline's granularity).
 const TICK: Duration = Duration::from_millis(10);
@@ -70,6 +94,8 @@ pub enum RuntimeError {
     Registration(String),
     #[error("setting up the controller's identity: {0}")]
     Identity(crate::model::ApiError),
+    #[error("{0}")]
+    ServiceAccount(String),
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
@@ -99,19 +125,51 @@ impl Default for RuntimeOptions {
 /// the store to read the informer cache from.
 pub struct HostCtx {
     pub name: String,
-    pub token: String,
+    /// Who the controller acts as: `system:controller:NAME`, or the ServiceAccount its
+    /// registration names (set at each load, before the workers run).
+    pub identity: std::sync::RwLock<Identity>,
     pub router: axum::Router,
     pub service: Arc<Service>,
     /// What the controller registered: the informer cache serves only these kinds, filtered as
     /// the watches are (anything else goes through `api-call` and RBAC).
     pub watches: std::sync::RwLock<Vec<wit::Watch>>,
-    /// The controller's identity (`system:controller:NAME`) and the RBAC authorizer its cache
-    /// reads are checked with, as its API calls are.
-    pub user: crate::auth::UserInfo,
+    /// The RBAC authorizer the cache reads are checked with, as the API calls are.
     pub authz: Arc<crate::auth::Authorizer>,
 }
 
+/// A controller's user and the in-memory token its API calls carry.
+#[derive(Clone)]
+pub struct Identity {
+    pub user: UserInfo,
+    pub token: String,
+    /// The ServiceAccount (namespace, name) the controller acts as, if it does.
+    pub service_account: Option<(String, String)>,
+}
+
 impl HostCtx {
+    pub fn user(&self) -> UserInfo {
+        self.identity
+            .read()
+            .map(|i| i.user.clone())
+            .unwrap_or_else(|p| p.into_inner().user.clone())
+    }
+
+    pub fn identity(&self) -> Identity {
+        self.identity
+            .read()
+            .map(|i| i.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Whether the identity is usable: always for `system:controller:NAME`; for a
+    /// ServiceAccount, while the account exists (kube refuses a deleted account's tokens).
+    pub fn account_exists(&self) -> bool {
+        match self.identity().service_account {
+            None => true,
+            Some((ns, name)) => service_account(&self.service, &ns, &name).is_some(),
+        }
+    }
+
     /// Whether the controller's identity may read from the cache what `verb` names: `get` of
     /// one object (holding `list` on the kind there is enough too: a list shows every object,
     /// as client-go's listers read their informer's list) or `list` of a namespace (`""`: all).
@@ -119,8 +177,11 @@ impl HostCtx {
         let attrs = |verb: &str, name: &str| {
             crate::auth::Attributes::resource(verb, &ri.group, &ri.resource, namespace, name)
         };
-        let allowed =
-            |a: crate::auth::Attributes| self.authz.authorize(&self.user, &a).is_allowed();
+        let user = self.user();
+        if !self.account_exists() {
+            return false;
+        }
+        let allowed = |a: crate::auth::Attributes| self.authz.authorize(&user, &a).is_allowed();
         let ok = match verb {
             "get" => allowed(attrs("get", name)) || allowed(attrs("list", "")),
             _ => allowed(attrs("list", "")),
@@ -129,7 +190,7 @@ impl HostCtx {
             tracing::warn!(
                 controller = %self.name,
                 "{}",
-                crate::auth::rbac::forbidden_message(&self.user, &attrs(verb, name))
+                crate::auth::rbac::forbidden_message(&user, &attrs(verb, name))
             );
         }
         ok
@@ -264,8 +325,13 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| RuntimeError::Engine(e.to_string()))?;
-        Controller::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
+        bindings::Controller::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError::Engine(e.to_string()))?;
+        bindings_v01::Controller::add_to_linker::<GuestState, HasSelf<GuestState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| RuntimeError::Engine(e.to_string()))?;
         // The epoch ticker: ends with the engine.
         let weak = engine.weak();
         std::thread::Builder::new()
@@ -322,9 +388,20 @@ impl Runtime {
             }
         });
         store.set_epoch_deadline(1);
-        let bindings = Controller::instantiate_async(&mut store, component, &self.linker)
-            .await
-            .map_err(|e| RuntimeError::Instantiate(format!("{e:#}")))?;
+        let instantiate = |e: wasmtime::Error| RuntimeError::Instantiate(format!("{e:#}"));
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(instantiate)?;
+        // 0.2.0 first; a component whose exports do not type-check against it is tried as 0.1.0
+        // (if neither fits, the 0.2.0 error says why).
+        let bindings = match bindings::ControllerPre::new(pre.clone()) {
+            Ok(p) => Bindings::V02(p.instantiate_async(&mut store).await.map_err(instantiate)?),
+            Err(e) => match bindings_v01::ControllerPre::new(pre) {
+                Ok(p) => Bindings::V01(p.instantiate_async(&mut store).await.map_err(instantiate)?),
+                Err(_) => return Err(instantiate(e)),
+            },
+        };
         Ok(Instance { store, bindings })
     }
 }
@@ -332,7 +409,7 @@ impl Runtime {
 /// One live guest instance.
 pub struct Instance {
     store: Store<GuestState>,
-    bindings: Controller,
+    bindings: Bindings,
 }
 
 impl Instance {
@@ -358,9 +435,20 @@ impl Instance {
         }
     }
 
+    /// The WIT package version the component was built against.
+    pub fn wit_version(&self) -> &'static str {
+        match self.bindings {
+            Bindings::V02(_) => "0.2.0",
+            Bindings::V01(_) => "0.1.0",
+        }
+    }
+
     pub async fn register(&mut self) -> Result<wit::Registration> {
         self.arm();
-        let r = self.bindings.call_register(&mut self.store).await;
+        let r = match &self.bindings {
+            Bindings::V02(b) => b.call_register(&mut self.store).await,
+            Bindings::V01(b) => b.call_register(&mut self.store).await.map(Into::into),
+        };
         self.drain_output();
         r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
     }
@@ -371,10 +459,13 @@ impl Instance {
         object: Option<&[u8]>,
     ) -> Result<wit::Outcome> {
         self.arm();
-        let r = self
-            .bindings
-            .call_reconcile(&mut self.store, key, object)
-            .await;
+        let r = match &self.bindings {
+            Bindings::V02(b) => b.call_reconcile(&mut self.store, key, object).await,
+            Bindings::V01(b) => b
+                .call_reconcile(&mut self.store, &key.clone().into(), object)
+                .await
+                .map(Into::into),
+        };
         self.drain_output();
         r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
     }
@@ -396,6 +487,16 @@ fn describe_trap(e: &wasmtime::Error) -> String {
     text
 }
 
+/// The ServiceAccount `namespace/name`, if it exists.
+pub fn service_account(
+    service: &Service,
+    namespace: &str,
+    name: &str,
+) -> Option<Arc<crate::store::StoredObject>> {
+    let ri = service.registry.lookup("", "v1", "serviceaccounts")?;
+    service.get(&ri, namespace, name).ok()
+}
+
 /// sha256 of a file's bytes, hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
@@ -411,66 +512,84 @@ pub fn controller_name(path: &Path) -> Option<String> {
     Some(stem.to_owned())
 }
 
-/// In-process API calls as the controller's identity: the same router, authentication and
+/// One in-process API call as the controller's identity: the same router, authentication and
 /// authorization as any client.
+pub(crate) async fn call_api(ctx: &HostCtx, request: wit::HttpRequest) -> wit::HttpResponse {
+    let fail = |status: u16, message: &str| wit::HttpResponse {
+        status,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: crate::model::ApiError::new(
+            status,
+            match status {
+                400 => "BadRequest",
+                401 => "Unauthorized",
+                _ => "InternalError",
+            },
+            message,
+        )
+        .to_status()
+        .to_string()
+        .into_bytes(),
+    };
+    if request.path.contains("watch=true") || request.path.contains("watch=1") {
+        return fail(
+            400,
+            "controllers receive changes through their registration's watches, not watch requests",
+        );
+    }
+    let identity = ctx.identity();
+    if !ctx.account_exists() {
+        // What kube answers a token whose ServiceAccount is gone.
+        return fail(401, "Unauthorized");
+    }
+    let mut builder = axum::http::Request::builder()
+        .method(request.method.as_str())
+        .uri(request.path.as_str());
+    for (k, v) in &request.headers {
+        if !k.eq_ignore_ascii_case("authorization")
+            && !k.to_ascii_lowercase().starts_with("impersonate-")
+        {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+    }
+    builder = builder.header("authorization", format!("Bearer {}", identity.token));
+    let req = match builder.body(axum::body::Body::from(request.body)) {
+        Ok(r) => r,
+        Err(e) => return fail(400, &format!("malformed request: {e}")),
+    };
+    let router = ctx.router.clone();
+    let result = async move {
+        use tower::ServiceExt;
+        let resp = router.oneshot(req).await.map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let headers: Vec<(String, String)> = resp
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_owned())))
+            .collect();
+        let body = axum::body::to_bytes(resp.into_body(), 64 << 20)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(wit::HttpResponse {
+            status,
+            headers,
+            body: body.to_vec(),
+        })
+    }
+    .await;
+    result.unwrap_or_else(|e| fail(500, &e))
+}
+
+/// The host imports of 0.2.0 (0.1.0's, in `v01`, are these without `record-event`).
 impl bindings::turtles::controller::host::Host for GuestState {
     async fn api_call(&mut self, request: wit::HttpRequest) -> wit::HttpResponse {
         let ctx = self.ctx.clone();
-        let fail = |status: u16, message: &str| wit::HttpResponse {
-            status,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: crate::model::ApiError::new(
-                status,
-                if status == 400 {
-                    "BadRequest"
-                } else {
-                    "InternalError"
-                },
-                message,
-            )
-            .to_status()
-            .to_string()
-            .into_bytes(),
-        };
-        if request.path.contains("watch=true") || request.path.contains("watch=1") {
-            return fail(400, "controllers receive changes through their registration's watches, not watch requests");
-        }
-        let mut builder = axum::http::Request::builder()
-            .method(request.method.as_str())
-            .uri(request.path.as_str());
-        for (k, v) in &request.headers {
-            if !k.eq_ignore_ascii_case("authorization")
-                && !k.to_ascii_lowercase().starts_with("impersonate-")
-            {
-                builder = builder.header(k.as_str(), v.as_str());
-            }
-        }
-        builder = builder.header("authorization", format!("Bearer {}", ctx.token));
-        let req = match builder.body(axum::body::Body::from(request.body)) {
-            Ok(r) => r,
-            Err(e) => return fail(400, &format!("malformed request: {e}")),
-        };
-        let router = ctx.router.clone();
-        let result = async move {
-            use tower::ServiceExt;
-            let resp = router.oneshot(req).await.map_err(|e| e.to_string())?;
-            let status = resp.status().as_u16();
-            let headers: Vec<(String, String)> = resp
-                .headers()
-                .iter()
-                .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_owned())))
-                .collect();
-            let body = axum::body::to_bytes(resp.into_body(), 64 << 20)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok::<_, String>(wit::HttpResponse {
-                status,
-                headers,
-                body: body.to_vec(),
-            })
-        }
-        .await;
-        result.unwrap_or_else(|e| fail(500, &e))
+        call_api(&ctx, request).await
+    }
+
+    async fn record_event(&mut self, event: wit::Event) -> std::result::Result<(), String> {
+        let ctx = self.ctx.clone();
+        events::record(&ctx, event).await
     }
 
     fn cache_get(
@@ -599,16 +718,19 @@ mod tests {
         .unwrap();
         let ctx = Arc::new(HostCtx {
             name: "t".into(),
-            token: String::new(),
+            identity: std::sync::RwLock::new(Identity {
+                user: crate::auth::UserInfo {
+                    name: "t".into(),
+                    uid: String::new(),
+                    groups: Vec::new(),
+                    extra: Default::default(),
+                },
+                token: String::new(),
+                service_account: None,
+            }),
             router: axum::Router::new(),
             service,
             watches: std::sync::RwLock::new(Vec::new()),
-            user: crate::auth::UserInfo {
-                name: "t".into(),
-                uid: String::new(),
-                groups: Vec::new(),
-                extra: Default::default(),
-            },
             authz: Arc::new(crate::auth::Authorizer::new(store)),
         });
         let (_, component, _) = rt.compiler.compile(labeler).await.unwrap();

@@ -14,6 +14,7 @@
 
 import {
   api,
+  events,
   log,
   cache,
   meta,
@@ -293,6 +294,7 @@ export function replicaSetController({ now = () => Date.now(), burst = BURST } =
         permissions: [
           permission('apps', ['replicasets', 'replicasets/status'], ['get', 'list', 'watch', 'update', 'patch']),
           permission('', 'pods', ['get', 'list', 'watch', 'create', 'delete', 'patch']),
+          permission('', 'events', ['create', 'patch']),
         ],
       };
     },
@@ -365,8 +367,11 @@ export function replicaSetController({ now = () => Date.now(), burst = BURST } =
             const pod = api.create(PODS.path(ns), body);
             expectations.entry(uid, keyStr, t).adds.add(pod.metadata.name);
             log.info('created pod', { replicaset: keyStr, pod: pod.metadata.name });
+            // As kube's ReplicaSet controller records it (kubectl describe rs shows it).
+            events.normal(rs, 'SuccessfulCreate', `Created pod: ${pod.metadata.name}`);
           } catch (e) {
             if (isNamespaceTerminating(e)) break; // nothing to do until the namespace is gone
+            events.warning(rs, 'FailedCreate', `Error creating: ${e.statusMessage ?? e.message}`);
             createError = e.message;
             manageError = e;
             break; // like kube's slow start: stop at the first failure
@@ -380,6 +385,7 @@ export function replicaSetController({ now = () => Date.now(), burst = BURST } =
             api.delete(PODS.objectPath(ns, pod.metadata.name), { preconditions: { uid: pod.metadata.uid } });
             expectations.entry(uid, keyStr, t).dels.add(pod.metadata.uid);
             log.info('deleted pod', { replicaset: keyStr, pod: pod.metadata.name });
+            events.normal(rs, 'SuccessfulDelete', `Deleted pod: ${pod.metadata.name}`);
           } catch (e) {
             // 404: already gone; 409: the name now belongs to another Pod (ours is gone). Either
             // way the cache will show it gone: nothing to expect.

@@ -24,7 +24,6 @@ from turtles_controller import (
     meta,
 )
 
-COMPONENT = "deployment-controller"
 
 controller = Controller(
     Watch(DEPLOYMENTS),
@@ -115,7 +114,7 @@ def _create_replicaset(d, old_rss, revision):
     log.info("created replicaset", deployment=meta.name(d), replicaset=meta.name(created), replicas=replicas)
     if replicas:
         events.record(d, "Normal", "ScalingReplicaSet",
-                      f"Scaled up replica set {meta.name(created)} from 0 to {replicas}", COMPONENT)
+                      f"Scaled up replica set {meta.name(created)} from 0 to {replicas}")
     return created
 
 
@@ -137,7 +136,7 @@ def _scale(d, namespace, name, replicas, before):
     if replicas != before:
         way = "up" if replicas > before else "down"
         events.record(d, "Normal", "ScalingReplicaSet",
-                      f"Scaled {way} replica set {name} from {before} to {replicas}", COMPONENT)
+                      f"Scaled {way} replica set {name} from {before} to {replicas}")
 
 
 def _patch_deployment(d, patch, status_subresource=False):

@@ -29,6 +29,16 @@ class _ComponentBackend:
     def log(self, level, message, fields):
         _wit_host.log(wit.LogLevel(level), message, fields)
 
+    def record_event(self, regarding, type_, reason, action, note):
+        """regarding: (api_version, kind, namespace, name, uid). None when recorded, else why not."""
+        ref = wit.ObjectReference(*regarding)
+        kind = wit.EventType(1 if type_ == "Warning" else 0)  # normal, warning
+        try:
+            _wit_host.record_event(wit.Event(ref, kind, reason, action, note))
+        except Exception as e:  # componentize-py raises result errors as `Err`
+            return str(getattr(e, "value", e))
+        return None
+
 
 class _NoBackend:
     """Outside a component, before a test installed a backend."""
@@ -39,7 +49,7 @@ class _NoBackend:
             "turtles_controller.testing.FakeCluster().install()"
         )
 
-    api_call = cache_get = cache_list = _fail
+    api_call = cache_get = cache_list = record_event = _fail
 
     def log(self, level, message, fields):
         names = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")

@@ -17,6 +17,7 @@ JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class ApiError(Exception):
@@ -142,6 +143,24 @@ def patch_status(resource, namespace, name, patch):
     """Merge-patch the /status subresource: patch_status(r, ns, n, {"status": {...}})."""
     path = _resource(resource).object_path(namespace, name, "status")
     return request("PATCH", path, patch, MERGE_PATCH)
+
+
+def apply_path(resource, namespace, name, field_manager, force=False):
+    """The path of a server-side apply: the object's path with ?fieldManager= (and &force=true)."""
+    path = _resource(resource).object_path(namespace, name)
+    path += "?fieldManager=" + quote(field_manager, safe="")
+    if force:
+        path += "&force=true"
+    return path
+
+
+def apply(resource, obj, field_manager, force=False, namespace=None):
+    """Server-side apply: PATCH `obj` (the fields this manager owns, with apiVersion, kind and
+    metadata.name) as application/apply-patch+yaml (JSON is YAML) to its object path, owned by
+    `field_manager`; force=True takes over fields other managers own instead of a 409 conflict.
+    Creates the object if it does not exist; returns the result."""
+    ns, name = _where(obj, namespace)
+    return request("PATCH", apply_path(resource, ns, name, field_manager, force), obj, APPLY_PATCH)
 
 
 def delete(resource, namespace, name, uid=None, resource_version=None):

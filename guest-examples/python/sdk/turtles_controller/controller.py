@@ -64,11 +64,27 @@ class Permission:
 
 
 class Registration:
-    """What register() answers: watches (first = primary), concurrency, resync, permissions."""
+    """What register() answers: watches (first = primary), concurrency, resync, permissions,
+    keys to reconcile at start, and the ServiceAccount to act as (namespace, name) if any."""
 
-    __slots__ = ("watches", "permissions", "max_concurrent_reconciles", "resync_seconds")
+    __slots__ = (
+        "watches",
+        "permissions",
+        "max_concurrent_reconciles",
+        "resync_seconds",
+        "initial_keys",
+        "service_account",
+    )
 
-    def __init__(self, watches, permissions=(), max_concurrent_reconciles=1, resync_seconds=None):
+    def __init__(
+        self,
+        watches,
+        permissions=(),
+        max_concurrent_reconciles=1,
+        resync_seconds=None,
+        initial_keys=(),
+        service_account=None,
+    ):
         self.watches = list(watches)
         if not self.watches:
             raise ValueError("a controller needs at least one watch (its primary kind)")
@@ -77,6 +93,13 @@ class Registration:
         self.permissions = list(permissions)
         self.max_concurrent_reconciles = max(1, int(max_concurrent_reconciles))
         self.resync_seconds = resync_seconds
+        # Reconciled once at start, even if no watched change names them: [(namespace, name)].
+        self.initial_keys = [Key(ns, name) for ns, name in initial_keys]
+        if service_account is not None:
+            ns, name = service_account
+            service_account = Key(ns, name)
+        # Act as this ServiceAccount: its bindings decide what the controller may do.
+        self.service_account = service_account
 
     def to_wit(self):
         wit = _host.wit
@@ -89,7 +112,10 @@ class Registration:
             r = w.resource
             watches.append(wit.Watch(r.group, r.version, r.resource, w.namespace, w.label_selector, mapping))
         perms = [wit.Permission(p.api_groups, p.resources, p.verbs) for p in self.permissions]
-        return wit.Registration(watches, self.max_concurrent_reconciles, self.resync_seconds, perms)
+        keys = [wit.ObjectKey(k.namespace, k.name) for k in self.initial_keys]
+        sa = self.service_account
+        sa = None if sa is None else wit.ObjectKey(sa.namespace, sa.name)
+        return wit.Registration(watches, self.max_concurrent_reconciles, self.resync_seconds, perms, keys, sa)
 
 
 class Key(namedtuple("Key", ["namespace", "name"])):
@@ -120,8 +146,18 @@ class Controller:
     TerminalError(msg) for one a retry cannot fix.
     """
 
-    def __init__(self, *watches, permissions=(), max_concurrent_reconciles=1, resync_seconds=None):
-        self.registration = Registration(watches, permissions, max_concurrent_reconciles, resync_seconds)
+    def __init__(
+        self,
+        *watches,
+        permissions=(),
+        max_concurrent_reconciles=1,
+        resync_seconds=None,
+        initial_keys=(),
+        service_account=None,
+    ):
+        self.registration = Registration(
+            watches, permissions, max_concurrent_reconciles, resync_seconds, initial_keys, service_account
+        )
         self._reconcile = None
 
     def reconcile(self, fn):

@@ -1,40 +1,27 @@
 """Events about objects, as kube's controllers record them (`kubectl describe` shows them, and
-`kubectl get events` lists them). Needs the permission `Permission.core("events", ["create"])`.
+`kubectl get events` lists them). The host writes them (WIT `record-event`) as the controller's
+identity, so the controller needs `Permission.core("events", ["create", "patch"])`; the same
+event again is counted on the existing Event (`count`, `lastTimestamp`) instead of adding one.
 
     events.record(deployment, "Normal", "ScalingReplicaSet", "Scaled up replica set web-1 from 0 to 3")
 
-Recording is best effort, as in kube: a failure is logged, never raised.
+Recording is best effort, as in kube: a failure is logged, never raised (record returns False).
 """
 
-from . import api, log, meta
-from .resources import EVENTS
+from . import _host, log, meta
 
 
-def record(obj, type_, reason, message, component="turtles-controller"):
-    """Record a `v1 Event` about `obj` (type_: "Normal" or "Warning")."""
-    now = meta.now()
-    event = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{meta.name(obj)}.", "namespace": meta.namespace(obj) or "default"},
-        "involvedObject": {
-            "apiVersion": obj.get("apiVersion", ""),
-            "kind": obj.get("kind", ""),
-            "name": meta.name(obj),
-            "namespace": meta.namespace(obj),
-            "uid": meta.uid(obj),
-            "resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", ""),
-        },
-        "reason": reason,
-        "message": message,
-        "type": type_,
-        "source": {"component": component},
-        "reportingComponent": component,
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    }
-    try:
-        api.create(EVENTS, event)
-    except api.ApiError as e:
-        log.warn("event not recorded", reason=reason, error=str(e))
+def record(obj, type_, reason, message, action=""):
+    """Record an Event about `obj` (type_: "Normal" or "Warning"); True when recorded."""
+    regarding = (
+        obj.get("apiVersion", ""),
+        obj.get("kind", ""),
+        meta.namespace(obj) or "",
+        meta.name(obj) or "",
+        meta.uid(obj) or "",
+    )
+    error = _host.backend.record_event(regarding, type_, reason, action, message)
+    if error is not None:
+        log.warn("event not recorded", reason=reason, error=error)
+        return False
+    return True

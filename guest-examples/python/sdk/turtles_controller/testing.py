@@ -115,6 +115,8 @@ class FakeCluster:
         self.echo_logs = echo_logs
         self._rv = itertools.count(1)
         self._previous = None
+        self.refuse_events = None  # a message: record-event fails with it (like a 403)
+        self.applies = []  # (path, body) of every server-side apply
 
     # -- installing -------------------------------------------------------------------------
     def install(self):
@@ -188,6 +190,51 @@ class FakeCluster:
         if self.echo_logs:
             print(("TRACE", "DEBUG", "INFO", "WARN", "ERROR")[level], message, dict(fields))
 
+    def record_event(self, regarding, type_, reason, action, note):
+        """What the host does for record-event: a v1 Event, a repeat counted on the same one.
+        Refused (like a 403) when `refuse_events` is set."""
+        if self.refuse_events:
+            return self.refuse_events
+        api_version, kind, namespace, name, uid = regarding
+        if not (api_version and kind and name) or not reason:
+            return "invalid event: regarding needs apiVersion, kind and name, and a reason"
+        ns = namespace or "default"
+        key = ("", "v1", "events", ns, f"{name}.{abs(hash((kind, name, uid, type_, reason, action, note)))}")
+        current = self.objects.get(key)
+        if current is not None:
+            current["count"] += 1
+            current["lastTimestamp"] = self._now()
+            return None
+        involved = {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid}
+        if namespace:
+            involved["namespace"] = namespace
+        self._create(
+            ("", "v1", "events"),
+            ns,
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": key[4]},
+                "involvedObject": involved,
+                "type": type_,
+                "reason": reason,
+                "action": action,
+                "message": note[:1024],
+                "count": 1,
+                "firstTimestamp": self._now(),
+                "lastTimestamp": self._now(),
+            },
+        )
+        return None
+
+    def events(self, namespace=None):
+        """The Events recorded (in a namespace, or all)."""
+        return [
+            o
+            for (g, v, r, ns, _n), o in sorted(self.objects.items())
+            if (g, v, r) == ("", "v1", "events") and (namespace is None or ns == namespace)
+        ]
+
     def api_call(self, method, path, headers, body):
         self.calls.append((method, path))
         try:
@@ -246,6 +293,12 @@ class FakeCluster:
                 return 201, self._create((g, v, r), ns, data)
             raise _Fail(405, "MethodNotAllowed", f"{method} on a collection")
         current = self.objects.get(key)
+        if current is None and method == "PATCH" and headers.get("content-type", "").startswith(
+            "application/apply-patch+yaml"
+        ):
+            # Server-side apply creates what does not exist.
+            self.applies.append((path, data))
+            return 201, self._create((g, v, r), ns, copy.deepcopy(data))
         if current is None:
             raise _Fail(404, "NotFound", f'{r} "{name}" not found')
         if method == "GET":
@@ -274,6 +327,10 @@ class FakeCluster:
                 new = _merge_patch(current, data)
             elif ctype.startswith("application/json-patch+json"):
                 new = _json_patch(current, data)
+            elif ctype.startswith("application/apply-patch+yaml"):
+                # Server-side apply, roughly: the applied fields merged in (no field ownership).
+                self.applies.append((path, data))
+                new = _merge_patch(current, data)
             else:
                 raise _Fail(415, "UnsupportedMediaType", f"fake cluster: unsupported patch type {ctype}")
         else:

@@ -47,8 +47,8 @@ pub mod bindings {
 
 use bindings::turtles::controller::host;
 pub use bindings::turtles::controller::types::{
-    HttpRequest, HttpResponse, KeyMapping, LogLevel, ObjectKey, Outcome, OwnerKind, Permission,
-    Registration, Watch,
+    Event, EventType, HttpRequest, HttpResponse, KeyMapping, LogLevel, ObjectKey, ObjectReference,
+    Outcome, OwnerKind, Permission, Registration, Watch,
 };
 pub use serde_json::{self, json, Value};
 
@@ -255,7 +255,29 @@ impl Registration {
             max_concurrent_reconciles: 1,
             resync_seconds: None,
             permissions: Vec::new(),
+            initial_keys: Vec::new(),
+            service_account: None,
         }
+    }
+
+    /// Reconcile this key once at start, after the informers' initial lists, even if no
+    /// watched change names it (e.g. a Node the controller registers).
+    pub fn initial_key(mut self, namespace: &str, name: &str) -> Self {
+        self.initial_keys.push(ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        });
+        self
+    }
+
+    /// Act as the ServiceAccount `namespace/name`: the controller's calls are authorized by
+    /// that account's RoleBindings and ClusterRoleBindings (the host grants it nothing).
+    pub fn service_account(mut self, namespace: &str, name: &str) -> Self {
+        self.service_account = Some(ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        });
+        self
     }
 
     /// Also watch this kind (usually with [`Watch::owned_by`]).
@@ -432,6 +454,103 @@ pub mod api {
     /// DELETE an object; returns what the server answered (the object or a Status).
     pub fn delete(path: &str) -> Result<Value, ApiError> {
         request("DELETE", path, "", None)
+    }
+
+    /// The path of a server-side apply of the object at `path`: `?fieldManager=...` and
+    /// `&force=true` when `force` (take over fields other managers own instead of a 409).
+    pub fn apply_path(path: &str, field_manager: &str, force: bool) -> String {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let mut p = format!(
+            "{path}{sep}fieldManager={}",
+            super::query_escape(field_manager)
+        );
+        if force {
+            p.push_str("&force=true");
+        }
+        p
+    }
+
+    /// Server-side apply: PATCH `object` (the fields this manager wants, with apiVersion, kind
+    /// and metadata.name) to its object path as `application/apply-patch+yaml` (JSON is YAML),
+    /// owned by `field_manager`. Creates the object if it does not exist; returns the result.
+    pub fn apply(
+        path: &str,
+        object: &Value,
+        field_manager: &str,
+        force: bool,
+    ) -> Result<Value, ApiError> {
+        request(
+            "PATCH",
+            &apply_path(path, field_manager, force),
+            "application/apply-patch+yaml",
+            Some(object),
+        )
+    }
+}
+
+/// Events, as `kubectl describe` shows them: recorded by the host as the controller's identity
+/// (which needs `create` and `patch` on `events`); repeats are counted on one Event.
+pub mod events {
+    use super::{host, Event, EventType, ObjectReference, Value};
+
+    impl ObjectReference {
+        /// The reference to an object from its JSON (apiVersion, kind, namespace, name, uid).
+        pub fn to(object: &Value) -> Self {
+            let s = |p: &str| {
+                object
+                    .pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            ObjectReference {
+                api_version: s("/apiVersion"),
+                kind: s("/kind"),
+                namespace: s("/metadata/namespace"),
+                name: s("/metadata/name"),
+                uid: s("/metadata/uid"),
+            }
+        }
+    }
+
+    /// Record an event about `regarding` (see [`ObjectReference::to`]). Err: why it was not
+    /// recorded (e.g. the Status message of a 403).
+    pub fn record(
+        regarding: ObjectReference,
+        event_type: EventType,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) -> Result<(), String> {
+        host::record_event(&Event {
+            regarding,
+            type_: event_type,
+            reason: reason.into(),
+            action: action.into(),
+            note: note.into(),
+        })
+    }
+
+    /// A `Normal` event about `object`.
+    pub fn normal(object: &Value, reason: &str, note: &str) -> Result<(), String> {
+        record(
+            ObjectReference::to(object),
+            EventType::Normal,
+            reason,
+            "",
+            note,
+        )
+    }
+
+    /// A `Warning` event about `object`.
+    pub fn warning(object: &Value, reason: &str, note: &str) -> Result<(), String> {
+        record(
+            ObjectReference::to(object),
+            EventType::Warning,
+            reason,
+            "",
+            note,
+        )
     }
 }
 

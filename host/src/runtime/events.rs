@@ -1,0 +1,291 @@
+//! `record-event`: a controller's Event, written as client-go's recorder writes core v1 Events
+//! (`kubectl describe` lists them), through the API as the controller's identity (so RBAC
+//! decides: `create` and `patch` on `events`), and aggregated: the same event again (same
+//! object, type, reason, action and note, from the same controller) bumps the existing Event's
+//! `count` and `lastTimestamp` instead of adding one.
+//!
+//! Unlike client-go (which names Events `OBJECT.<unix nanos>` and finds repeats in an in-memory
+//! cache), the name is `OBJECT.<hash of the event>`: a repeat is the same name, so aggregation
+//! survives restarts and needs no cache; the Event's `count` is read back from the first patch.
+
+use serde_json::{json, Value};
+
+use super::{call_api, wit, HostCtx};
+
+/// Longest reason and action (events.k8s.io's validation).
+const MAX_REASON: usize = 128;
+/// Where a note is cut (events.k8s.io's `note` limit).
+const MAX_NOTE: usize = 1024;
+/// Longest object name kept in the Event's name (a DNS subdomain: 253 with the suffix).
+const MAX_NAME_PREFIX: usize = 253 - 17;
+/// Attempts at bumping the count when another writer got there first.
+const BUMP_ATTEMPTS: usize = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    #[error("invalid event: {0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Api(String),
+}
+
+/// The longest prefix of `s` of at most `max` bytes on a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The Event's namespace (cluster-scoped objects' Events go to `default`, as client-go does)
+/// and name.
+fn placement(controller: &str, e: &wit::Event, note: &str) -> (String, String) {
+    let r = &e.regarding;
+    let ns = if r.namespace.is_empty() {
+        "default".to_owned()
+    } else {
+        r.namespace.clone()
+    };
+    let ty = type_name(&e.type_);
+    let key = [
+        controller,
+        &r.api_version,
+        &r.kind,
+        &r.namespace,
+        &r.name,
+        &r.uid,
+        ty,
+        &e.reason,
+        &e.action,
+        note,
+    ]
+    .join("\0");
+    let hash = super::sha256_hex(key.as_bytes());
+    (
+        ns,
+        format!("{}.{}", cut(&r.name, MAX_NAME_PREFIX), &hash[..16]),
+    )
+}
+
+fn type_name(t: &wit::EventType) -> &'static str {
+    match t {
+        wit::EventType::Normal => "Normal",
+        wit::EventType::Warning => "Warning",
+    }
+}
+
+fn validate(e: &wit::Event) -> Result<(), EventError> {
+    let r = &e.regarding;
+    if r.name.is_empty() || r.kind.is_empty() || r.api_version.is_empty() {
+        return Err(EventError::Invalid(
+            "regarding needs apiVersion, kind and name".into(),
+        ));
+    }
+    if e.reason.is_empty() || e.reason.len() > MAX_REASON {
+        return Err(EventError::Invalid(format!(
+            "reason must be 1 to {MAX_REASON} bytes"
+        )));
+    }
+    if e.action.len() > MAX_REASON {
+        return Err(EventError::Invalid(format!(
+            "action must be at most {MAX_REASON} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The Event as created the first time.
+fn new_event(
+    controller: &str,
+    e: &wit::Event,
+    ns: &str,
+    name: &str,
+    note: &str,
+    now: &str,
+) -> Value {
+    let r = &e.regarding;
+    let mut involved = json!({"kind": r.kind, "name": r.name, "apiVersion": r.api_version});
+    if !r.namespace.is_empty() {
+        involved["namespace"] = json!(r.namespace);
+    }
+    if !r.uid.is_empty() {
+        involved["uid"] = json!(r.uid);
+    }
+    let mut ev = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": ns},
+        "involvedObject": involved,
+        "reason": e.reason,
+        "message": note,
+        "source": {"component": controller},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+        "type": type_name(&e.type_),
+        "reportingComponent": controller,
+        "reportingInstance": "",
+    });
+    if !e.action.is_empty() {
+        ev["action"] = json!(e.action);
+    }
+    ev
+}
+
+async fn write(ctx: &HostCtx, method: &str, path: &str, ct: &str, body: &Value) -> (u16, Value) {
+    let resp = call_api(
+        ctx,
+        wit::HttpRequest {
+            method: method.into(),
+            path: path.into(),
+            headers: vec![
+                ("content-type".into(), ct.into()),
+                ("accept".into(), "application/json".into()),
+            ],
+            body: body.to_string().into_bytes(),
+        },
+    )
+    .await;
+    let v = serde_json::from_slice(&resp.body).unwrap_or(Value::Null);
+    (resp.status, v)
+}
+
+fn api_error(status: u16, v: &Value) -> EventError {
+    EventError::Api(
+        v.get("message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("the API answered {status}")),
+    )
+}
+
+/// Record `e` for the controller behind `ctx`.
+pub async fn record(ctx: &HostCtx, e: wit::Event) -> Result<(), String> {
+    record_inner(ctx, &e).await.map_err(|err| {
+        tracing::debug!(controller = %ctx.name, error = %err, "event not recorded");
+        err.to_string()
+    })
+}
+
+async fn record_inner(ctx: &HostCtx, e: &wit::Event) -> Result<(), EventError> {
+    validate(e)?;
+    let note = cut(&e.note, MAX_NOTE);
+    let (ns, name) = placement(&ctx.name, e, note);
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let collection = format!("/api/v1/namespaces/{ns}/events");
+    let body = new_event(&ctx.name, e, &ns, &name, note, &now);
+    let (status, v) = write(ctx, "POST", &collection, "application/json", &body).await;
+    match status {
+        200..=299 => return Ok(()),
+        409 => {}
+        _ => return Err(api_error(status, &v)),
+    }
+    // A repeat: bump the count (the first patch reads it; the second is conditional on the
+    // resourceVersion it read, so concurrent repeats are each counted).
+    let path = format!("{collection}/{name}");
+    const MERGE: &str = "application/merge-patch+json";
+    for _ in 0..BUMP_ATTEMPTS {
+        let (status, cur) = write(ctx, "PATCH", &path, MERGE, &json!({"lastTimestamp": now})).await;
+        if status == 404 {
+            // Deleted in between: start over with a fresh one.
+            let (status, v) = write(ctx, "POST", &collection, "application/json", &body).await;
+            return match status {
+                200..=299 | 409 => Ok(()),
+                _ => Err(api_error(status, &v)),
+            };
+        }
+        if !(200..300).contains(&status) {
+            return Err(api_error(status, &cur));
+        }
+        let count = cur.get("count").and_then(Value::as_i64).unwrap_or(1);
+        let rv = cur
+            .pointer("/metadata/resourceVersion")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let bump = json!({"metadata": {"resourceVersion": rv}, "count": count.saturating_add(1)});
+        let (status, v) = write(ctx, "PATCH", &path, MERGE, &bump).await;
+        match status {
+            200..=299 => return Ok(()),
+            409 => continue,
+            _ => return Err(api_error(status, &v)),
+        }
+    }
+    Err(EventError::Api(format!(
+        "event {ns}/{name} kept changing while its count was bumped"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(note: &str) -> wit::Event {
+        wit::Event {
+            regarding: wit::ObjectReference {
+                api_version: "v1".into(),
+                kind: "Node".into(),
+                namespace: String::new(),
+                name: "n1".into(),
+                uid: "u".into(),
+            },
+            type_: wit::EventType::Normal,
+            reason: "Registered".into(),
+            action: String::new(),
+            note: note.into(),
+        }
+    }
+
+    #[test]
+    fn the_same_event_gets_the_same_name_in_default_for_cluster_scoped_objects() {
+        let (ns, a) = placement("c", &event("hi"), "hi");
+        assert_eq!(ns, "default");
+        assert!(a.starts_with("n1.") && a.len() == 3 + 16, "{a}");
+        assert_eq!(placement("c", &event("hi"), "hi").1, a);
+        assert_ne!(placement("c", &event("ho"), "ho").1, a);
+        assert_ne!(placement("other", &event("hi"), "hi").1, a);
+        let mut long = event("x");
+        long.regarding.name = "a".repeat(253);
+        assert_eq!(placement("c", &long, "x").1.len(), 253);
+    }
+
+    #[test]
+    fn invalid_events_are_refused_and_notes_cut_on_a_char_boundary() {
+        let mut e = event("x");
+        e.reason = String::new();
+        assert!(validate(&e).is_err());
+        e.reason = "R".repeat(129);
+        assert!(validate(&e).is_err());
+        e.reason = "R".into();
+        e.regarding.kind = String::new();
+        assert!(validate(&e).is_err());
+        assert!(validate(&event("x")).is_ok());
+        let note = "é".repeat(600);
+        let c = cut(&note, MAX_NOTE);
+        assert_eq!(c.len(), 1024);
+        assert_eq!(cut("ab", 1), "a");
+        assert_eq!(cut("é", 1), "");
+    }
+
+    #[test]
+    fn a_new_event_looks_like_client_gos() {
+        let ev = new_event(
+            "c",
+            &event("hi"),
+            "default",
+            "n1.x",
+            "hi",
+            "2026-01-01T00:00:00Z",
+        );
+        assert_eq!(
+            ev["involvedObject"],
+            json!({"kind": "Node", "name": "n1", "apiVersion": "v1", "uid": "u"})
+        );
+        assert_eq!(ev["count"], 1);
+        assert_eq!(ev["type"], "Normal");
+        assert_eq!(ev["source"]["component"], "c");
+        assert!(ev.get("action").is_none());
+    }
+}
