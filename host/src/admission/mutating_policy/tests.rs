@@ -19,6 +19,7 @@ fn as_user(name: &str) -> WriteOptions {
             name: name.into(),
             uid: String::new(),
             groups: vec!["system:authenticated".into()],
+            extra: Default::default(),
         }),
         ..Default::default()
     }
