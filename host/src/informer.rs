@@ -108,6 +108,8 @@ pub struct Watcher<S> {
     yielded: u64,
     expiry: Expiry,
     expired: Option<StoreError>,
+    /// With [`Expiry::End`]: the stream ended because it fell behind the live feed.
+    lagged: bool,
 }
 
 impl<S: Source> Watcher<S> {
@@ -120,6 +122,7 @@ impl<S: Source> Watcher<S> {
             yielded: 0,
             expiry: Expiry::Relist,
             expired: None,
+            lagged: false,
         }
     }
 
@@ -161,6 +164,12 @@ impl<S: Source> Watcher<S> {
     /// ([`Expiry::End`]).
     pub fn expired(&self) -> Option<&StoreError> {
         self.expired.as_ref()
+    }
+
+    /// With [`Expiry::End`]: whether the stream ended because the watcher fell behind (the live
+    /// feed overflowed, or the history lost what it missed).
+    pub fn fell_behind(&self) -> bool {
+        self.lagged || self.expired.is_some()
     }
 
     /// The revision up to which every event has been yielded (or filtered out): what a bookmark
@@ -237,7 +246,12 @@ impl<S: Source> Watcher<S> {
                     Ok(start) => self.started(start, true),
                     Err(e) => return self.fail(e),
                 },
-                State::Resume(last) => match self.source.watch(WatchFrom::After(*last)) {
+                State::Resume(last) => match {
+                    // A held watcher stays held even if a cancelled `next` left it here.
+                    let last = *last;
+                    hold::released().await;
+                    self.source.watch(WatchFrom::After(last))
+                } {
                     Ok(start) => self.started(start, false),
                     // What it missed is no longer in the history: list again (or end).
                     Err(e @ StoreError::TooOld { .. }) => {
@@ -266,15 +280,29 @@ impl<S: Source> Watcher<S> {
                             if ev.rv > *last {
                                 *last = ev.rv;
                                 if let Some(e) = self.translate(&ev) {
+                                    self.yielded = ev.rv;
                                     return Some(e);
                                 }
                             }
                         }
-                        // Fell behind the live feed: go on from the history.
-                        Some(Err(RecvError::Lagged(_))) => self.state = State::Resume(*last),
+                        // Fell behind the live feed. An HTTP watch ends (its client resumes from
+                        // the last revision it read, as kube's cacher closes a watcher that cannot
+                        // keep up): carrying on from the history would pin that backlog per
+                        // watcher, outside the watch buffer's byte budget. An informer goes on
+                        // from the history.
+                        Some(Err(RecvError::Lagged(_))) if self.expiry == Expiry::End => {
+                            self.state = State::Done;
+                            self.lagged = true;
+                            return None;
+                        }
+                        Some(Err(RecvError::Lagged(_))) => {
+                            self.yielded = *last;
+                            self.state = State::Resume(*last);
+                        }
                         Some(Err(RecvError::Closed)) => self.state = State::Done,
                         None => {
                             let last = *last;
+                            self.yielded = last;
                             self.state = State::Resume(last);
                             tracing::info!(resource = %self.source.resource(), after = last, "watcher held (test knob)");
                             hold::released().await;
@@ -323,7 +351,7 @@ pub mod hold {
     }
 
     /// Hold (`true`) or release (`false`) every watcher; installs the knob on first use.
-    pub fn set(on: bool) {
+    pub(crate) fn set(on: bool) {
         HOLD.get_or_init(|| watch::Sender::new(false))
             .send_replace(on);
     }
@@ -770,7 +798,13 @@ mod tests {
         feed.send(event(EventType::Added, obj("c", 3, json!({})), None))
             .unwrap();
         let mut changes = r.apply(next(&mut w).await.unwrap());
+        assert_eq!(
+            w.revision(),
+            2,
+            "a bookmark never claims less than what was yielded"
+        );
         changes.extend(r.apply(next(&mut w).await.unwrap()));
+        assert_eq!(w.revision(), 3);
         assert_eq!(names(&changes), ["applied b", "applied c"]);
         assert_eq!(
             *calls.lock().unwrap(),
@@ -780,8 +814,8 @@ mod tests {
     }
 
     /// HTTP watch serving's way: resume after a client's revision, added told from changed,
-    /// the revision a bookmark may claim, and the end (no relist) once the history lost its
-    /// place, at the start or after a lag.
+    /// the revision a bookmark may claim, the end after a lag (no resume, no relist), and the
+    /// end at the start when the history lost its place.
     #[tokio::test]
     async fn an_http_watcher_resumes_tells_kinds_and_ends_on_expiry() {
         let (tx, live) = broadcast::channel(1);
@@ -800,14 +834,7 @@ mod tests {
         };
         let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
         let script = Script {
-            replies: [
-                Ok(resumed),
-                Err(StoreError::TooOld {
-                    requested: 3,
-                    oldest: 9,
-                }),
-            ]
-            .into(),
+            replies: [Ok(resumed)].into(),
             calls: calls.clone(),
         };
         let mut w = Watcher::resume(script, None, 1).on_expiry(Expiry::End);
@@ -817,20 +844,19 @@ mod tests {
         assert_eq!(w.revision(), 2);
         assert!(matches!(next(&mut w).await, Some(Event::Apply(_))));
         assert_eq!(w.revision(), 3);
-        // Two events into a feed of one: it lags; the history no longer goes back to 3.
+        // Two events into a feed of one: it lags, and an HTTP watcher ends there (its client
+        // resumes from 3) rather than pinning a backlog from the history.
         tx.send(event(EventType::Added, obj("c", 4, json!({})), None))
             .unwrap();
         tx.send(event(EventType::Added, obj("d", 5, json!({})), None))
             .unwrap();
         assert!(
             next(&mut w).await.is_none(),
-            "an HTTP watcher never relists"
+            "an HTTP watcher never carries on after a lag"
         );
-        assert!(matches!(w.expired(), Some(StoreError::TooOld { .. })));
-        assert_eq!(
-            *calls.lock().unwrap(),
-            [WatchFrom::After(1), WatchFrom::After(3)]
-        );
+        assert!(w.fell_behind() && w.expired().is_none());
+        assert_eq!(w.revision(), 3);
+        assert_eq!(*calls.lock().unwrap(), [WatchFrom::After(1)]);
         // Too old already at the start: `start` says so.
         let mut w = Watcher::resume(
             Script {

@@ -106,7 +106,7 @@ enum Command {
         /// Seconds a connection with no request in flight stays open.
         #[arg(long, default_value_t = 90)]
         idle_timeout: u64,
-        /// Test only: SIGUSR1 holds every in-process watcher (controllers' informers), SIGUSR2
+        /// Test only: SIGUSR1 holds every in-process watcher (informers and HTTP watches), SIGUSR2
         /// releases them; released, they resume or relist as after a lag (see docs/api.md).
         #[arg(long, hide = true)]
         test_hold_watchers_on_signal: bool,

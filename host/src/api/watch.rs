@@ -540,9 +540,9 @@ async fn run(
                         Ok(())
                     }
                 }
-                // The history lost what the watch missed (it fell behind): the client resumes
-                // and gets its 410 then.
-                None if watcher.expired().is_some() => Err(Stop::Lagged),
+                // It fell behind the live feed (or the history lost what it missed): the client
+                // resumes from the last revision it read (and gets its 410 then, if that is gone).
+                None if watcher.fell_behind() => Err(Stop::Lagged),
                 None => Err(Stop::Shutdown),
             },
             _ = ticker.tick(), if bookmarks && !listing => {

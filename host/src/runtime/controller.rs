@@ -217,6 +217,12 @@ impl ControllerHandle {
             return Err(e);
         }
         if let Err(e) = check_watches(&ctx, &registration) {
+            // The previous version keeps running: as whom it ran before.
+            if let Some(old) = self.module() {
+                if let Err(e) = self.set_identity(&ctx, &old.registration).await {
+                    tracing::warn!(controller = %self.name, error = %e, "restoring the running version's identity");
+                }
+            }
             self.fail(&e, self.module().is_none());
             return Err(e);
         }
@@ -316,6 +322,7 @@ impl ControllerHandle {
             authz: Arc::new(crate::auth::Authorizer::new(
                 self.host.service.store.clone(),
             )),
+            events: Default::default(),
         });
         if let Ok(mut c) = self.ctx.write() {
             *c = Some(ctx.clone());
@@ -769,6 +776,9 @@ impl Reconciler<Key> for WasmWorker {
             return Outcome::done();
         };
         let primary = &module.registration.watches[0];
+        // Only what the primary watch would have shown: a key can come from the guest's
+        // initial keys, and those must not reach objects outside the watch's namespace or
+        // selector (which the controller's identity was checked to list and watch at load).
         let object = this
             .resource(primary)
             .and_then(|ri| {
@@ -776,6 +786,7 @@ impl Reconciler<Key> for WasmWorker {
                     .service
                     .get(&ri, &key.0, &key.1)
                     .ok()
+                    .filter(|o| watched_by(primary, &o.value))
                     .map(|o| crate::service::Service::present(&ri, o))
             })
             .map(|o| o.json.to_vec());
@@ -954,16 +965,53 @@ fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
             reg.initial_keys.len()
         )));
     }
-    if let Some(sa) = &reg.service_account {
-        for (what, v) in [("namespace", &sa.namespace), ("name", &sa.name)] {
-            if !!v.is_empty() && meta::is_dns_subdomain(v) {
+    let primary = &reg.watches[0];
+    for k in &reg.initial_keys {
+        if k.name.is_empty() || k.name.len() > 253 || k.namespace.len() > 63 {
+            return Err(RuntimeError::Registration(format!(
+                "initial key {}/{} is not a valid object key",
+                k.namespace, k.name
+            )));
+        }
+        if let Some(ns) = primary.namespace.as_deref() {
+            if k.namespace != ns {
                 return Err(RuntimeError::Registration(format!(
-                    "service-account {what} {v:?} is not a valid name"
+                    "initial key {}/{} is outside the primary watch's namespace {ns:?}",
+                    k.namespace, k.name
                 )));
             }
         }
     }
+    if let Some(sa) = &reg.service_account {
+        if !meta::is_dns_label(&sa.namespace) {
+            return Err(RuntimeError::Registration(format!(
+                "service-account namespace {:?} is not a valid namespace name",
+                sa.namespace
+            )));
+        }
+        if !meta::is_dns_subdomain(&sa.name) {
+            return Err(RuntimeError::Registration(format!(
+                "service-account name {:?} is not a valid name",
+                sa.name
+            )));
+        }
+    }
     Ok(reg)
+}
+
+/// Whether `obj` is inside `watch`'s namespace and label selector.
+fn watched_by(watch: &wit::Watch, obj: &serde_json::Value) -> bool {
+    if let Some(ns) = watch.namespace.as_deref() {
+        if meta::meta_str(obj, "namespace").unwrap_or("") != ns {
+            return false;
+        }
+    }
+    match watch.label_selector.as_deref() {
+        None | Some("") => true,
+        Some(sel) => {
+            crate::service::Filter::new(None, Some(sel), None).is_ok_and(|f| f.matches(obj))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1070,6 +1118,7 @@ mod tests {
             service: service.clone(),
             watches: RwLock::new(Vec::new()),
             authz: Arc::new(crate::auth::Authorizer::new(store)),
+            events: Default::default(),
         };
         let cms = registry.lookup("", "v1", "configmaps").unwrap();
         let rbac = |r: &str| {

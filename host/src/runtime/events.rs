@@ -20,6 +20,43 @@ const MAX_NOTE: usize = 1024;
 const MAX_NAME_PREFIX: usize = 253 - 17;
 /// Attempts at bumping the count when another writer got there first.
 const BUMP_ATTEMPTS: usize = 3;
+/// Events a controller may record at once, and per second after that (a token bucket per
+/// controller, in the spirit of client-go's spam filter): a guest that records an Event per
+/// reconcile with a changing note cannot flood the store.
+const EVENT_BURST: f64 = 100.0;
+const EVENTS_PER_SECOND: f64 = 10.0;
+
+/// A controller's token bucket of Events.
+pub struct Limiter(std::sync::Mutex<(f64, std::time::Instant)>);
+
+impl Default for Limiter {
+    fn default() -> Self {
+        Self(std::sync::Mutex::new((
+            EVENT_BURST,
+            std::time::Instant::now(),
+        )))
+    }
+}
+
+impl Limiter {
+    /// Take one token, if there is one.
+    fn take(&self) -> bool {
+        let mut g = match self.0.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let now = std::time::Instant::now();
+        let (tokens, at) = *g;
+        let tokens =
+            (tokens + now.duration_since(at).as_secs_f64() * EVENTS_PER_SECOND).min(EVENT_BURST);
+        if tokens < 1.0 {
+            *g = (tokens, now);
+            return false;
+        }
+        *g = (tokens - 1.0, now);
+        true
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EventError {
@@ -65,10 +102,30 @@ fn placement(controller: &str, e: &wit::Event, note: &str) -> (String, String) {
     ]
     .join("\0");
     let hash = super::sha256_hex(key.as_bytes());
-    (
-        ns,
-        format!("{}.{}", cut(&r.name, MAX_NAME_PREFIX), &hash[..16]),
-    )
+    (ns, format!("{}.{}", name_prefix(&r.name), &hash[..16]))
+}
+
+/// The object's name as the start of a DNS-subdomain Event name: cut, lowercased, any other
+/// character (a ClusterRole's `:`) as `-`, no `.` or `-` at either end.
+fn name_prefix(name: &str) -> String {
+    let s: String = cut(name, MAX_NAME_PREFIX)
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '.' | '-') => c,
+            _ => '-',
+        })
+        .collect();
+    // Each dot-separated label starts and ends with a letter or digit.
+    let labels: Vec<&str> = s
+        .split('.')
+        .map(|l| l.trim_matches('-'))
+        .filter(|l| !l.is_empty())
+        .collect();
+    if labels.is_empty() {
+        "event".to_owned()
+    } else {
+        labels.join(".")
+    }
 }
 
 fn type_name(t: &wit::EventType) -> &'static str {
@@ -83,6 +140,22 @@ fn validate(e: &wit::Event) -> Result<(), EventError> {
     if r.name.is_empty() || r.kind.is_empty() || r.api_version.is_empty() {
         return Err(EventError::Invalid(
             "regarding needs apiVersion, kind and name".into(),
+        ));
+    }
+    if !r.namespace.is_empty() && !crate::model::meta::is_dns_label(&r.namespace) {
+        return Err(EventError::Invalid(format!(
+            "regarding.namespace {:?} is not a valid namespace name",
+            r.namespace
+        )));
+    }
+    if r.name.len() > 253
+        || r.kind.len() > 63
+        || r.api_version.len() > 253
+        || r.uid.len() > 128
+        || r.name.contains('/')
+    {
+        return Err(EventError::Invalid(
+            "regarding: name (at most 253 bytes, no '/'), kind (63), apiVersion (253) or uid (128) too long or invalid".into(),
         ));
     }
     if e.reason.is_empty() || e.reason.len() > MAX_REASON {
@@ -172,6 +245,11 @@ pub async fn record(ctx: &HostCtx, e: wit::Event) -> Result<(), String> {
 
 async fn record_inner(ctx: &HostCtx, e: &wit::Event) -> Result<(), EventError> {
     validate(e)?;
+    if !ctx.events.take() {
+        return Err(EventError::Api(format!(
+            "event dropped: more than {EVENT_BURST} events at once or {EVENTS_PER_SECOND} per second from this controller"
+        )));
+    }
     let note = cut(&e.note, MAX_NOTE);
     let (ns, name) = placement(&ctx.name, e, note);
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -267,6 +345,39 @@ mod tests {
         assert_eq!(c.len(), 1024);
         assert_eq!(cut("ab", 1), "a");
         assert_eq!(cut("é", 1), "");
+        let mut e = event("x");
+        e.regarding.namespace = "../kube-system".into();
+        assert!(validate(&e).is_err());
+        let mut e = event("x");
+        e.regarding.name = "a/b".into();
+        assert!(validate(&e).is_err());
+        let mut e = event("x");
+        e.regarding.uid = "u".repeat(129);
+        assert!(validate(&e).is_err());
+    }
+
+    #[test]
+    fn event_names_are_dns_subdomains_for_any_object_name() {
+        for (name, prefix) in [
+            ("system:controller:gc", "system-controller-gc"),
+            ("Web.-x-.", "web.x"),
+            ("::", "event"),
+            ("a..b", "a.b"),
+        ] {
+            let mut e = event("x");
+            e.regarding.name = name.into();
+            let (_, n) = placement("c", &e, "x");
+            assert_eq!(n.rsplit_once('.').unwrap().0, prefix, "{name}");
+            assert!(crate::model::meta::is_dns_subdomain(&n), "{n}");
+        }
+    }
+
+    #[test]
+    fn a_controller_records_a_burst_then_a_steady_rate() {
+        let l = Limiter::default();
+        let burst = (0..1000).take_while(|_| l.take()).count();
+        assert_eq!(burst, EVENT_BURST as usize);
+        assert!(!l.take());
     }
 
     #[test]

@@ -135,6 +135,8 @@ pub struct HostCtx {
     pub watches: std::sync::RwLock<Vec<wit::Watch>>,
     /// The RBAC authorizer the cache reads are checked with, as the API calls are.
     pub authz: Arc<crate::auth::Authorizer>,
+    /// `record-event`'s rate limit.
+    pub events: events::Limiter,
 }
 
 /// A controller's user and the in-memory token its API calls carry.
@@ -164,9 +166,13 @@ impl HostCtx {
     /// Whether the identity is usable: always for `system:controller:NAME`; for a
     /// ServiceAccount, while the account exists (kube refuses a deleted account's tokens).
     pub fn account_exists(&self) -> bool {
-        match self.identity().service_account {
+        let id = self.identity();
+        match id.service_account {
             None => true,
-            Some((ns, name)) => service_account(&self.service, &ns, &name).is_some(),
+            // The same account: one deleted and re-created has another uid.
+            Some((ns, name)) => service_account(&self.service, &ns, &name).is_some_and(|a| {
+                crate::model::meta::meta_str(&a.value, "uid").unwrap_or("") == id.user.uid
+            }),
         }
     }
 
@@ -732,6 +738,7 @@ mod tests {
             service,
             watches: std::sync::RwLock::new(Vec::new()),
             authz: Arc::new(crate::auth::Authorizer::new(store)),
+            events: Default::default(),
         });
         let (_, component, _) = rt.compiler.compile(labeler).await.unwrap();
         let mut inst = rt.instantiate(&component, ctx.clone()).await.unwrap();
