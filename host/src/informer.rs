@@ -246,25 +246,25 @@ impl<S: Source> Watcher<S> {
                     Ok(start) => self.started(start, true),
                     Err(e) => return self.fail(e),
                 },
-                State::Resume(last) => match {
+                State::Resume(last) => {
                     // A held watcher stays held even if a cancelled `next` left it here.
                     let last = *last;
                     hold::released().await;
-                    self.source.watch(WatchFrom::After(last))
-                } {
-                    Ok(start) => self.started(start, false),
-                    // What it missed is no longer in the history: list again (or end).
-                    Err(e @ StoreError::TooOld { .. }) => {
-                        if self.expiry == Expiry::End {
-                            self.state = State::Done;
-                            self.expired = Some(e);
-                            return None;
+                    match self.source.watch(WatchFrom::After(last)) {
+                        Ok(start) => self.started(start, false),
+                        // What it missed is no longer in the history: list again (or end).
+                        Err(e @ StoreError::TooOld { .. }) => {
+                            if self.expiry == Expiry::End {
+                                self.state = State::Done;
+                                self.expired = Some(e);
+                                return None;
+                            }
+                            tracing::info!(resource = %self.source.resource(), error = %e, "watch expired (410): relisting");
+                            self.state = State::Empty;
                         }
-                        tracing::info!(resource = %self.source.resource(), error = %e, "watch expired (410): relisting");
-                        self.state = State::Empty;
+                        Err(e) => return self.fail(e),
                     }
-                    Err(e) => return self.fail(e),
-                },
+                }
                 State::Watching { live, last } => {
                     let received = match hold::held() {
                         // The test knob: a held watcher stops reading its feed, as if it lagged.
