@@ -521,14 +521,14 @@ fn wit_0_1_0_and_0_2_0_components_load_side_by_side_and_0_2_0_acts_as_a_service_
         Duration::from_secs(30),
         || {
             controller(&s, "announcer").filter(|c| {
-                c["status"]["lastError"].as_str().is_some_and(|e| {
+                c["status"]["lastError"]["message"].as_str().is_some_and(|e| {
                     e.contains("system:serviceaccount:default:announcer")
                         && e.contains("cannot patch resource \"configmaps\"")
                 })
             })
         },
     )
-    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    .unwrap_or_else(|e| panic!("{e}\n{:?}\n{}", controller(&s, "announcer"), s.log()));
     assert!(
         s.http().get(&format!("{CMS}/announcer-ready")).status == 404,
         "{c}"
