@@ -335,6 +335,46 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
     Ok(())
 }
 
+/// Server-side apply against create, on one host per round, 8 clients: ConfigMap creates
+/// (POST), the same number created by apply (PATCH `application/apply-patch+yaml` of an object
+/// that does not exist), and re-applies of those objects with a changed value (an update as the
+/// same manager). Medians of `rounds`, and apply's ratio to create.
+async fn apply_vs_create(rows: &mut Vec<(String, String)>, total: usize, rounds: usize) -> Result<()> {
+    let (mut created, mut applied, mut reapplied) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (h, _) = Host::start(&[]).await?;
+        let c = client();
+        create_ns(&c, &h.url, "create").await?;
+        create_ns(&c, &h.url, "apply").await?;
+        let (rate, _) = creates(&h.url, "create", 8, total).await?;
+        created.push(rate);
+        for (value, expect, out) in [("1", 201, &mut applied), ("2", 200, &mut reapplied)] {
+            let coll = format!("{}/api/v1/namespaces/apply/configmaps", h.url);
+            let (rate, _) = drive(8, total, expect, move |http, i| {
+                let name = format!("obj-{i}");
+                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "labels": {"app": "bench"}},
+                    "data": {"key": value, "other": "some value of a few bytes"}});
+                http.patch(format!("{coll}/{name}?fieldManager=bench"))
+                    .header("content-type", "application/apply-patch+yaml")
+                    .body(body.to_string())
+            })
+            .await?;
+            out.push(rate);
+        }
+    }
+    let (c, a, r) = (median(created), median(applied), median(reapplied));
+    rows.push((
+        format!("server-side apply vs create: ConfigMaps/s, 8 clients, {total} each, median of {rounds}"),
+        format!(
+            "create {c:.0}/s; apply creating {a:.0}/s (ratio {:.2}); apply updating {r:.0}/s (ratio {:.2})",
+            a / c,
+            r / c
+        ),
+    ));
+    Ok(())
+}
+
 /// `total` creates from `clients` concurrent keep-alive clients; returns (creates/s, latencies).
 async fn creates(
     url: &str,
@@ -1705,6 +1745,9 @@ async fn main() -> Result<()> {
     }
     if section("gc") {
         collection(&mut rows, rounds).await?;
+    }
+    if section("apply") {
+        apply_vs_create(&mut rows, total, rounds).await?;
     }
     if let Ok(base) = std::env::var("BENCH_BASELINE") {
         if section("baseline") {

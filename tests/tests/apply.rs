@@ -528,6 +528,129 @@ fn byte_level(s: &Server) {
     assert_eq!(r.json()["data"]["a"], "b");
 }
 
+/// Apply bodies in YAML (what the content type names; kubectl and the clients send JSON, which is
+/// YAML too), and apply on the `scale` subresource: a Scale applied by another manager conflicts
+/// with the owner of the object's replicas, takes them with `force`, and is recorded as a
+/// `scale` entry, as kube's ScaleHandler records it.
+fn yaml_and_scale(s: &Server) {
+    let http = s.http();
+    let deploy = "/apis/apps/v1/namespaces/default/deployments/scaled";
+    const APPLY: Option<&str> = Some("application/apply-patch+yaml");
+    let yaml = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: scaled
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: scaled}}
+  template:
+    metadata: {labels: {app: scaled}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+";
+    let r = http.request(
+        "PATCH",
+        &format!("{deploy}?fieldManager=deployer"),
+        APPLY,
+        Some(yaml.as_bytes().to_vec()),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let d = r.json();
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(managers(&d), [pair("deployer", "Apply")]);
+    assert_eq!(
+        d["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:replicas"],
+        json!({})
+    );
+    // Not YAML: kube's 400.
+    let r = http.request(
+        "PATCH",
+        &format!("{deploy}?fieldManager=deployer"),
+        APPLY,
+        Some(b"spec: [unclosed".to_vec()),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("error decoding YAML: error converting YAML to JSON: yaml: "),
+        "{}",
+        r.text()
+    );
+
+    let scale = |replicas: u32| {
+        format!("apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: scaled\nspec:\n  replicas: {replicas}\n")
+    };
+    // Another manager applies 5 replicas through the Scale: the deployer owns them.
+    let r = http.request(
+        "PATCH",
+        &format!("{deploy}/scale?fieldManager=hpa"),
+        APPLY,
+        Some(scale(5).into_bytes()),
+    );
+    assert_eq!(r.status, 409, "{}", r.text());
+    let msg = r.json()["message"].as_str().unwrap().to_owned();
+    assert_eq!(
+        msg,
+        "Apply failed with 1 conflict: conflict with \"deployer\": .spec.replicas",
+    );
+    // The Scale's own version is checked.
+    let r = http.request(
+        "PATCH",
+        &format!("{deploy}/scale?fieldManager=hpa"),
+        APPLY,
+        Some(scale(5).replace("autoscaling/v1", "apps/v1").into_bytes()),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "Incorrect version specified in apply patch. Specified patch version: apps/v1, expected: autoscaling/v1"
+    );
+    // With force it takes them: the answer is the Scale, the object has 5 replicas, owned by
+    // hpa's `scale` entry and no longer by the deployer.
+    let r = http.request(
+        "PATCH",
+        &format!("{deploy}/scale?fieldManager=hpa&force=true"),
+        APPLY,
+        Some(scale(5).into_bytes()),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let sc = r.json();
+    assert_eq!((sc["kind"].as_str(), sc["spec"]["replicas"].as_i64()), (Some("Scale"), Some(5)));
+    let d = http.get(deploy).json();
+    assert_eq!(d["spec"]["replicas"], 5);
+    let entries = d["metadata"]["managedFields"].as_array().unwrap().clone();
+    let hpa = entries
+        .iter()
+        .find(|e| e["manager"] == "hpa")
+        .unwrap_or_else(|| panic!("no hpa entry: {d}"));
+    assert_eq!(hpa["operation"], "Apply");
+    assert_eq!(hpa["subresource"], "scale");
+    assert_eq!(hpa["fieldsV1"]["f:spec"], json!({"f:replicas": {}}), "{hpa}");
+    let deployer = entries.iter().find(|e| e["manager"] == "deployer").unwrap();
+    assert!(
+        deployer["fieldsV1"]["f:spec"].get("f:replicas").is_none(),
+        "{deployer}"
+    );
+    assert_eq!(deployer["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"].is_object(), true);
+    // kubectl scale (an update through the Scale) is recorded as a `scale` Update entry.
+    s.kubectl_ok(&["scale", "deployment", "scaled", "--replicas=1"]);
+    let d = http.get(deploy).json();
+    assert_eq!(d["spec"]["replicas"], 1);
+    assert!(
+        d["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["operation"] == "Update" && e["subresource"] == "scale"),
+        "{}",
+        d["metadata"]["managedFields"]
+    );
+}
+
 #[test]
 fn server_side_apply_with_real_clients() {
     let s = Server::start().unwrap();
@@ -535,4 +658,5 @@ fn server_side_apply_with_real_clients() {
     crd_list_map(&s);
     client_side_migration(&s);
     byte_level(&s);
+    yaml_and_scale(&s);
 }

@@ -294,13 +294,15 @@ async fn scale(
         }
         Method::PATCH => {
             let pt = patch_type(&headers)?;
-            if pt == PatchType::Apply {
-                return Err(ApiError::unsupported_media_type(
-                    "server-side apply of the scale subresource of a custom resource is not supported",
-                ));
-            }
             let opts = write_options(query, &None, &None, &headers, Write::Patch(pt))?;
             let body = read_body(req, state.options.request_body_timeout).await?;
+            if pt == PatchType::Apply {
+                let written = svc.apply_scale(ri, &ns, &name, &body, &opts).await?;
+                let scale = crate::service::Service::scale_of(ri, &written.object)?;
+                let mut resp = object_json_response(StatusCode::OK, scale.to_string().as_bytes());
+                add_warnings(&mut resp, &written.warnings);
+                return Ok(resp);
+            }
             let p = crate::patch::parse(pt, &body)?;
             // Scale is a built-in kind: a strategic patch of it is a merge patch.
             let pt = if pt == PatchType::Strategic {

@@ -266,10 +266,7 @@ fn group_version(ri: &ResourceInfo) -> String {
 }
 
 fn subresource_name(sub: crate::service::Subresource) -> &'static str {
-    match sub {
-        crate::service::Subresource::Main => "",
-        crate::service::Subresource::Status => "status",
-    }
+    sub.name()
 }
 
 /// Takes `metadata.managedFields` out of an object.
@@ -446,20 +443,25 @@ fn without_managed(v: &Value) -> Value {
 /// The applied configuration of a `PATCH` with `application/apply-patch+yaml`: JSON (what
 /// kubectl, client-go, kube-rs and the Python client send) or YAML; checked as kube checks it.
 pub fn parse_config(ri: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> {
+    parse_config_as(&group_version(ri), body)
+}
+
+/// [`parse_config`] for an applied object of the group/version `gv` (a Scale's `autoscaling/v1`).
+pub fn parse_config_as(gv: &str, body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
-        Err(e) => {
-            return Err(ApiError::bad_request(format!(
-                "error decoding YAML: error converting YAML to JSON: {e}"
-            )))
-        }
+        // Not JSON: YAML, converted to JSON as kube's `yaml.Unmarshal` does (sigs.k8s.io/yaml).
+        Err(_) => yaml_to_json(body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "error decoding YAML: error converting YAML to JSON: yaml: {e}"
+            ))
+        })?,
     };
     if !v.is_object() {
         return Err(ApiError::bad_request(
             "error decoding YAML: json: cannot unmarshal into Go value of type map[string]interface {}",
         ));
     }
-    let gv = group_version(ri);
     let pv = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     if pv != gv {
         return Err(ApiError::bad_request(format!(
@@ -472,6 +474,57 @@ pub fn parse_config(ri: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
     Ok(v)
+}
+
+/// A YAML document as JSON: mapping keys that are numbers or booleans become strings (as
+/// sigs.k8s.io/yaml converts them), tags are dropped, and values JSON cannot hold (NaN, infinity,
+/// a collection as a key) are errors. serde_yaml bounds nesting (128) and alias expansion (the
+/// "billion laughs" document), and the request body is bounded before this.
+fn yaml_to_json(body: &[u8]) -> Result<Value, String> {
+    let y: serde_yaml::Value = serde_yaml::from_slice(body).map_err(|e| e.to_string())?;
+    convert_yaml(y)
+}
+
+fn convert_yaml(y: serde_yaml::Value) -> Result<Value, String> {
+    use serde_yaml::Value as Y;
+    Ok(match y {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                serde_json::Number::from_f64(f)
+                    .map(Value::Number)
+                    .ok_or_else(|| format!("json: unsupported value: {f}"))?
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(
+            items
+                .into_iter()
+                .map(convert_yaml)
+                .collect::<Result<_, _>>()?,
+        ),
+        Y::Mapping(m) => {
+            let mut out = serde_json::Map::with_capacity(m.len());
+            for (k, v) in m {
+                let key = match k {
+                    Y::String(s) => s,
+                    Y::Bool(b) => b.to_string(),
+                    Y::Number(n) => n.to_string(),
+                    Y::Null => "null".to_owned(),
+                    _ => return Err("invalid map key: a collection".to_owned()),
+                };
+                out.insert(key, convert_yaml(v)?);
+            }
+            Value::Object(out)
+        }
+        Y::Tagged(t) => convert_yaml(t.value)?,
+    })
 }
 
 /// Apply `config` as `manager` to `live` (`None`: the object does not exist, create it):

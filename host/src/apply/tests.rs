@@ -257,6 +257,60 @@ fn applied_configuration_is_checked() {
 }
 
 #[test]
+fn applied_configuration_may_be_yaml() {
+    let ri = deployments();
+    let yaml = b"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {tier: front, 1: one, true: yes}
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports: [{containerPort: 80}]
+";
+    let v = parse_config(&ri, yaml).unwrap();
+    assert_eq!(
+        v,
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"tier": "front", "1": "one", "true": "yes"}},
+            "spec": {"replicas": 3, "template": {"spec": {"containers": [
+                {"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]}}}})
+    );
+    // The same checks as for JSON.
+    let e = parse_config(&ri, b"apiVersion: v1\nkind: Deployment\n").unwrap_err();
+    assert!(e.message.starts_with("Incorrect version specified"), "{}", e.message);
+    // Neither JSON nor YAML; values JSON cannot hold; a bomb of aliases.
+    for bad in [
+        &b"apiVersion: [unclosed"[..],
+        b"apiVersion: apps/v1\nx: .nan\n",
+        b"apiVersion: apps/v1\n? [a]\n: b\n",
+    ] {
+        let e = parse_config(&ri, bad).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert!(
+            e.message.starts_with("error decoding YAML: error converting YAML to JSON: yaml: "),
+            "{}",
+            e.message
+        );
+    }
+    let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        bomb.push_str(&format!(
+            "{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n",
+            n = (b'a' + i) as char,
+            p = (b'a' + i - 1) as char
+        ));
+    }
+    let e = parse_config(&ri, bomb.as_bytes()).unwrap_err();
+    assert_eq!(e.code, 400, "{}", e.message);
+}
+
+#[test]
 fn kubectl_moving_from_client_side_apply_keeps_the_data() {
     let ri = crate::model::Registry::with_builtins()
         .lookup("", "v1", "configmaps")
