@@ -339,7 +339,11 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
 /// (POST), the same number created by apply (PATCH `application/apply-patch+yaml` of an object
 /// that does not exist), and re-applies of those objects with a changed value (an update as the
 /// same manager). Medians of `rounds`, and apply's ratio to create.
-async fn apply_vs_create(rows: &mut Vec<(String, String)>, total: usize, rounds: usize) -> Result<()> {
+async fn apply_vs_create(
+    rows: &mut Vec<(String, String)>,
+    total: usize,
+    rounds: usize,
+) -> Result<()> {
     let (mut created, mut applied, mut reapplied) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let (h, _) = Host::start(&[]).await?;

@@ -619,7 +619,10 @@ spec:
     );
     assert_eq!(r.status, 200, "{}", r.text());
     let sc = r.json();
-    assert_eq!((sc["kind"].as_str(), sc["spec"]["replicas"].as_i64()), (Some("Scale"), Some(5)));
+    assert_eq!(
+        (sc["kind"].as_str(), sc["spec"]["replicas"].as_i64()),
+        (Some("Scale"), Some(5))
+    );
     let d = http.get(deploy).json();
     assert_eq!(d["spec"]["replicas"], 5);
     let entries = d["metadata"]["managedFields"].as_array().unwrap().clone();
@@ -629,13 +632,17 @@ spec:
         .unwrap_or_else(|| panic!("no hpa entry: {d}"));
     assert_eq!(hpa["operation"], "Apply");
     assert_eq!(hpa["subresource"], "scale");
-    assert_eq!(hpa["fieldsV1"]["f:spec"], json!({"f:replicas": {}}), "{hpa}");
+    assert_eq!(
+        hpa["fieldsV1"]["f:spec"],
+        json!({"f:replicas": {}}),
+        "{hpa}"
+    );
     let deployer = entries.iter().find(|e| e["manager"] == "deployer").unwrap();
     assert!(
         deployer["fieldsV1"]["f:spec"].get("f:replicas").is_none(),
         "{deployer}"
     );
-    assert_eq!(deployer["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"].is_object(), true);
+    assert!(deployer["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"].is_object());
     // kubectl scale (an update through the Scale) is recorded as a `scale` Update entry.
     s.kubectl_ok(&["scale", "deployment", "scaled", "--replicas=1"]);
     let d = http.get(deploy).json();

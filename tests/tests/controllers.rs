@@ -521,10 +521,12 @@ fn wit_0_1_0_and_0_2_0_components_load_side_by_side_and_0_2_0_acts_as_a_service_
         Duration::from_secs(30),
         || {
             controller(&s, "announcer").filter(|c| {
-                c["status"]["lastError"]["message"].as_str().is_some_and(|e| {
-                    e.contains("system:serviceaccount:default:announcer")
-                        && e.contains("cannot patch resource \"configmaps\"")
-                })
+                c["status"]["lastError"]["message"]
+                    .as_str()
+                    .is_some_and(|e| {
+                        e.contains("system:serviceaccount:default:announcer")
+                            && e.contains("cannot patch resource \"configmaps\"")
+                    })
             })
         },
     )

@@ -283,7 +283,11 @@ spec:
     );
     // The same checks as for JSON.
     let e = parse_config(&ri, b"apiVersion: v1\nkind: Deployment\n").unwrap_err();
-    assert!(e.message.starts_with("Incorrect version specified"), "{}", e.message);
+    assert!(
+        e.message.starts_with("Incorrect version specified"),
+        "{}",
+        e.message
+    );
     // Neither JSON nor YAML; values JSON cannot hold; a bomb of aliases.
     for bad in [
         &b"apiVersion: [unclosed"[..],
@@ -293,7 +297,8 @@ spec:
         let e = parse_config(&ri, bad).unwrap_err();
         assert_eq!(e.code, 400);
         assert!(
-            e.message.starts_with("error decoding YAML: error converting YAML to JSON: yaml: "),
+            e.message
+                .starts_with("error decoding YAML: error converting YAML to JSON: yaml: "),
             "{}",
             e.message
         );
