@@ -219,6 +219,55 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
         status["user"]["username"],
         "system:serviceaccount:default:default"
     );
+    assert_eq!(
+        status["audiences"],
+        serde_json::json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    // Audiences, as kube's TokenReview checks them: a token for `vault` is good for a review
+    // that asks for `vault` (and says so), not for the API server itself nor for a review that
+    // asks for the API's audience; the API's token is not good for `vault`; an audience-agnostic
+    // token (the admin's) holds only the API server's audience.
+    let review_for = |token: &str, audiences: serde_json::Value| {
+        let r = s.http().post_json(
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            &serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                                "spec": {"token": token, "audiences": audiences}}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        r.json()["status"].clone()
+    };
+    let vault = s
+        .kubectl_ok(&["create", "token", "default", "--audience=vault", "--audience=other"])
+        .trim()
+        .to_owned();
+    let status = review_for(&vault, serde_json::json!(["nomad", "vault"]));
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(status["audiences"], serde_json::json!(["vault"]));
+    assert_ne!(review(&vault)["authenticated"], true);
+    let out = s.kubectl(&["--token", &vault, "get", "configmaps"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Unauthorized"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(
+        review_for(&token, serde_json::json!(["vault"]))["authenticated"],
+        true
+    );
+    let admin = s.token.clone();
+    assert_ne!(
+        review_for(&admin, serde_json::json!(["vault"]))["authenticated"],
+        true
+    );
+    let status = review_for(
+        &admin,
+        serde_json::json!(["vault", "https://kubernetes.default.svc.cluster.local"]),
+    );
+    assert_eq!(status["authenticated"], true, "{status}");
+    assert_eq!(
+        status["audiences"],
+        serde_json::json!(["https://kubernetes.default.svc.cluster.local"])
+    );
     // Too short a duration: kube's message.
     let out = s.kubectl(&["create", "token", "default", "--duration=5m"]);
     assert!(!out.status.success());

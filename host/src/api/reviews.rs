@@ -125,10 +125,22 @@ pub fn handle(
         }
         "tokenreviews" => {
             // Whether the token authenticates here, and as whom (kube's TokenReview).
+            // `spec.audiences` (default: the API server's) must meet the token's audiences;
+            // `status.audiences` is where they meet (kube's tokenreview REST storage).
             let token = s(&spec, "/token");
-            match state.authn.authenticate(&token) {
-                Some(u) => json!({"authenticated": true, "user": u.to_json(),
-                                  "audiences": [crate::auth::serviceaccount::ISSUER]}),
+            let asked: Vec<String> = spec
+                .get("audiences")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .filter(|a: &Vec<String>| !a.is_empty())
+                .unwrap_or_else(|| vec![crate::auth::serviceaccount::ISSUER.to_owned()]);
+            match state.authn.authenticate_for(&token, &asked) {
+                Some((u, auds)) => json!({"authenticated": true, "user": u.to_json(),
+                                          "audiences": auds}),
                 None => json!({"user": {}}),
             }
         }

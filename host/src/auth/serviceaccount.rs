@@ -198,8 +198,21 @@ impl TokenIssuer {
         let _ = self.legacy_used.set(Box::new(f));
     }
 
-    /// The service account a token of ours names, if it is valid now.
+    /// The service account a token of ours names, if it is valid now for the API server's
+    /// audience.
     pub fn verify(&self, token: &str) -> Option<UserInfo> {
+        self.verify_for(token, &[ISSUER]).map(|(user, _)| user)
+    }
+
+    /// The service account a token of ours names, if it is valid now for one of `audiences`
+    /// (kube's authenticator with audiences in the context, as a TokenReview asks), and the
+    /// audiences it is valid for: the token's `aud` that were asked for; a legacy token (no
+    /// `aud`) counts as holding the API server's audience, kube's implicit audiences.
+    pub fn verify_for<A: AsRef<str>>(
+        &self,
+        token: &str,
+        audiences: &[A],
+    ) -> Option<(UserInfo, Vec<String>)> {
         let mut parts = token.split('.');
         let (h, c, s) = (parts.next()?, parts.next()?, parts.next()?);
         if parts.next().is_some() {
@@ -218,15 +231,29 @@ impl TokenIssuer {
         .ok()?;
         let claims: Value = serde_json::from_slice(&B64.decode(c).ok()?).ok()?;
         if claims["iss"] == LEGACY_ISSUER {
-            return self.verify_legacy(token, &claims);
+            if !audiences.iter().any(|a| a.as_ref() == ISSUER) {
+                return None;
+            }
+            return self
+                .verify_legacy(token, &claims)
+                .map(|u| (u, vec![ISSUER.to_owned()]));
         }
         let t = now();
         let within = claims["nbf"].as_i64().is_some_and(|n| n <= t + 60)
             && claims["exp"].as_i64().is_some_and(|e| t < e);
-        let audience_ok = claims["aud"]
+        // kube's `Audiences.Intersect`: the asked-for audiences the token holds, in the order
+        // asked.
+        let held: Vec<&str> = claims["aud"]
             .as_array()
-            .is_some_and(|a| a.iter().any(|x| x == ISSUER));
-        if !within || claims["iss"] != ISSUER || !audience_ok {
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let granted: Vec<String> = audiences
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|a| held.contains(a))
+            .map(str::to_owned)
+            .collect();
+        if !within || claims["iss"] != ISSUER || granted.is_empty() {
             return None;
         }
         let k = &claims["kubernetes.io"];
@@ -267,7 +294,7 @@ impl TokenIssuer {
         }
         let mut user = service_account_user(ns, name, uid);
         user.extra = extra;
-        Some(user)
+        Some((user, granted))
     }
 
     /// kube's `legacyValidator.Validate`: the claims are complete and agree with each other, the

@@ -317,12 +317,43 @@ impl Authenticator {
         self.service_accounts.get()
     }
 
+    /// The user a token belongs to, for the API server's own audience.
     pub fn authenticate(&self, token: &str) -> Option<UserInfo> {
         if token.matches('.').count() == 2 {
             if let Some(user) = self.service_accounts().and_then(|i| i.verify(token)) {
                 return Some(user);
             }
         }
+        self.authenticate_plain(token)
+    }
+
+    /// kube's TokenReview authentication: the user a token belongs to if it is valid for one of
+    /// `audiences`, and the audiences it is valid for. Service account tokens carry theirs;
+    /// every other token here (admin, minted, static file, in-memory) is audience-agnostic and
+    /// holds only the API server's (`authenticator.WrapAudienceAgnosticToken`).
+    pub fn authenticate_for(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Option<(UserInfo, Vec<String>)> {
+        if token.matches('.').count() == 2 {
+            if let Some(found) = self
+                .service_accounts()
+                .and_then(|i| i.verify_for(token, audiences))
+            {
+                return Some(found);
+            }
+        }
+        let api = super::serviceaccount::ISSUER;
+        if !audiences.iter().any(|a| a == api) {
+            return None;
+        }
+        self.authenticate_plain(token)
+            .map(|u| (u, vec![api.to_owned()]))
+    }
+
+    /// The user of a token that is not a service account token.
+    fn authenticate_plain(&self, token: &str) -> Option<UserInfo> {
         let h = hash(token);
         let mut found = None;
         if bool::from(self.admin.0.ct_eq(&h)) {
