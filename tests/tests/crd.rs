@@ -604,6 +604,34 @@ fn scale_subresource() {
     );
     assert_status(&r, 422, "Invalid");
     assert_eq!(get_raw(&s, &format!("{CERTS}/sc"))["spec"]["replicas"], 3);
+    // Server-side apply of the Scale (YAML): the custom resource's specReplicasPath is set, the
+    // schema still holds, and the manager's entry is a `scale` one.
+    let apply_scale = |replicas: u32| {
+        s.http().request(
+            "PATCH",
+            &format!("{CERTS}/sc/scale?fieldManager=autoscaler&force=true"),
+            Some("application/apply-patch+yaml"),
+            Some(
+                format!("apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: sc\nspec:\n  replicas: {replicas}\n")
+                    .into_bytes(),
+            ),
+        )
+    };
+    let r = apply_scale(7);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["spec"]["replicas"], 7);
+    let c = get_raw(&s, &format!("{CERTS}/sc"));
+    assert_eq!(c["spec"]["replicas"], 7);
+    let entry = c["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "autoscaler")
+        .cloned()
+        .unwrap_or_else(|| panic!("{c}"));
+    assert_eq!(entry["subresource"], "scale");
+    assert_eq!(entry["operation"], "Apply");
+    assert_status(&apply_scale(500), 422, "Invalid");
     // A certificate missing: 404.
     assert_status(
         &s.http().get(&format!("{CERTS}/ghost/scale")),
