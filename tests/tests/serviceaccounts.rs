@@ -237,7 +237,13 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
         r.json()["status"].clone()
     };
     let vault = s
-        .kubectl_ok(&["create", "token", "default", "--audience=vault", "--audience=other"])
+        .kubectl_ok(&[
+            "create",
+            "token",
+            "default",
+            "--audience=vault",
+            "--audience=other",
+        ])
         .trim()
         .to_owned();
     let status = review_for(&vault, serde_json::json!(["nomad", "vault"]));
