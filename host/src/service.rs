@@ -366,6 +366,24 @@ pub(crate) fn decode_continue(token: &str) -> Result<(u64, String)> {
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
 /// `.spec.replicas` -> `/spec/replicas`.
+/// A Scale's `spec.replicas`: a non-negative integer, else kube's 422.
+fn scale_replicas(v: Option<&Value>, name: &str) -> Result<i64> {
+    v.and_then(Value::as_i64)
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                name,
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    "spec.replicas",
+                    "Invalid value: must be a non-negative integer",
+                )],
+            )
+        })
+}
+
 fn json_pointer(path: &str) -> String {
     path.split('.')
         .filter(|p| !p.is_empty())
@@ -1402,22 +1420,7 @@ impl Service {
                     return Err(ApiError::conflict(&ri.group, &ri.resource, name));
                 }
             }
-            let replicas = wanted
-                .pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .filter(|r| *r >= 0)
-                .ok_or_else(|| {
-                    ApiError::invalid(
-                        "autoscaling",
-                        "Scale",
-                        name,
-                        vec![Cause::new(
-                            "FieldValueInvalid",
-                            "spec.replicas",
-                            "Invalid value: must be a non-negative integer",
-                        )],
-                    )
-                })?;
+            let replicas = scale_replicas(wanted.pointer("/spec/replicas"), name)?;
             let mut v = current.value.clone();
             set_pointer(&mut v, &spec_path, json!(replicas));
             Ok(v)
@@ -1454,19 +1457,8 @@ impl Service {
         }
         match scale.pointer("/spec/replicas") {
             None | Some(Value::Null) => {}
-            Some(r) => {
-                let replicas = r.as_i64().filter(|r| *r >= 0).ok_or_else(|| {
-                    ApiError::invalid(
-                        "autoscaling",
-                        "Scale",
-                        name,
-                        vec![Cause::new(
-                            "FieldValueInvalid",
-                            "spec.replicas",
-                            "Invalid value: must be a non-negative integer",
-                        )],
-                    )
-                })?;
+            r => {
+                let replicas = scale_replicas(r, name)?;
                 set_pointer(&mut parent, &spec_path, json!(replicas));
             }
         }
