@@ -137,14 +137,39 @@ fn parse_object_key(raw: &[u8]) -> Option<ObjectKey> {
     Some(ObjectKey::new(parts.next()?, parts.next()?, parts.next()?))
 }
 
+/// How long [`open_db`] waits for sled's lock on the data dir. A store shut down in this process
+/// releases it only when sled's own background threads have let go of the database, a moment
+/// after the last handle is dropped; another process holding it is reported once this is over.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
 fn open_db(dir: &Path) -> Result<sled::Db> {
-    Ok(sled::Config::new()
-        .path(dir)
-        .mode(sled::Mode::HighThroughput)
-        // Reads are served from the in-memory index; sled's page cache only helps writes.
-        .cache_capacity(SLED_CACHE_BYTES)
-        .flush_every_ms(None)
-        .open()?)
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        let opened = sled::Config::new()
+            .path(dir)
+            .mode(sled::Mode::HighThroughput)
+            // Reads are served from the in-memory index; sled's page cache only helps writes.
+            .cache_capacity(SLED_CACHE_BYTES)
+            .flush_every_ms(None)
+            .open();
+        match opened {
+            Err(sled::Error::Io(e)) if is_lock_busy(&e) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(StoreError::Unavailable(format!(
+                        "the data dir {} is in use by another process (or another store in this one): {e}",
+                        dir.display()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+/// sled's answer when another handle holds the exclusive lock on its files.
+fn is_lock_busy(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::Other && e.to_string().starts_with("could not acquire lock")
 }
 
 fn read_rv(db: &sled::Db) -> Result<u64> {
@@ -688,6 +713,32 @@ mod tests {
             .unwrap();
         assert_eq!(next.rv, 5);
         store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_data_dir_reopens_at_once_after_shutdown_and_refuses_a_second_store() {
+        let dir = temp_dir("reopen");
+        // sled's background threads let go of the lock a moment after shutdown: reopening
+        // straight away must wait for them, not fail.
+        for i in 0..20u64 {
+            let store = SledStore::open(opts(&dir)).unwrap();
+            assert_eq!(store.revision(), i);
+            store
+                .write(put(&format!("o{i}"), "1", Precondition::MustNotExist))
+                .await
+                .unwrap();
+            store.shutdown().unwrap();
+        }
+        let held = SledStore::open(opts(&dir)).unwrap();
+        let Err(err) = SledStore::open(opts(&dir)) else {
+            panic!("a second store opened a data dir that is in use");
+        };
+        assert!(
+            matches!(&err, StoreError::Unavailable(m) if m.contains("is in use")),
+            "{err}"
+        );
+        held.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
 
