@@ -11,6 +11,7 @@ pub mod compile;
 pub mod controller;
 pub mod driver;
 pub mod folder;
+mod output;
 pub mod queue;
 
 use std::path::{Path, PathBuf};
@@ -19,12 +20,12 @@ use std::time::Duration;
 
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::auth::{Authenticator, UserInfo};
 use crate::model::ResourceInfo;
 use crate::service::Service;
+use output::GuestOutput;
 
 /// Generated from `wit/controller.wit` (`turtles:controller@0.2.0`; in its own module: the WIT
 /// package is also named `turtles`).
@@ -72,7 +73,7 @@ const TICK: Duration = Duration::from_millis(10);
 /// Stack of the fiber a guest call runs on (wasm's own stack is capped at wasmtime's default
 /// 512 KiB; the rest is for host functions, the API call's handler included).
 const ASYNC_STACK: usize = 4 << 20;
-/// Bytes of guest stdout/stderr kept per call.
+/// Bytes of guest stdout/stderr kept per call (the rest is counted and dropped).
 const OUTPUT_CAP: usize = 64 * 1024;
 
 #[derive(Debug, thiserror::Error)]
@@ -285,7 +286,9 @@ pub struct GuestState {
     table: ResourceTable,
     limits: Limiter,
     ctx: Arc<HostCtx>,
-    output: MemoryOutputPipe,
+    output: GuestOutput,
+    /// Bytes of output logged over the instance's life.
+    printed: u64,
     /// When the current call began, and how long it may run.
     call_started: std::time::Instant,
     call_deadline: Duration,
@@ -360,7 +363,7 @@ impl Runtime {
 
     /// A fresh instance with its own store (start functions run on a fiber, like calls).
     pub async fn instantiate(&self, component: &Component, ctx: Arc<HostCtx>) -> Result<Instance> {
-        let output = MemoryOutputPipe::new(OUTPUT_CAP);
+        let output = GuestOutput::new(OUTPUT_CAP);
         let mut builder = WasiCtx::builder();
         builder.stdout(output.clone()).stderr(output.clone());
         let state = GuestState {
@@ -375,6 +378,7 @@ impl Runtime {
             },
             ctx,
             output,
+            printed: 0,
             call_started: std::time::Instant::now(),
             call_deadline: self.options.call_deadline,
         };
@@ -432,12 +436,21 @@ impl Instance {
 
     /// Flush what the guest printed to the controller's log.
     fn drain_output(&mut self) {
-        let out = self.store.data().output.contents();
-        if !out.is_empty() {
-            let name = self.store.data().ctx.name.clone();
-            for line in String::from_utf8_lossy(&out).lines() {
-                tracing::info!(controller = %name, "guest: {line}");
-            }
+        let printed = self.store.data().output.take();
+        if printed.bytes.is_empty() && printed.dropped == 0 {
+            return;
+        }
+        self.store.data_mut().printed += printed.bytes.len() as u64;
+        let name = &self.store.data().ctx.name;
+        for line in String::from_utf8_lossy(&printed.bytes).lines() {
+            tracing::info!(controller = %name, "guest: {line}");
+        }
+        if printed.dropped > 0 {
+            tracing::warn!(
+                controller = %name,
+                dropped = printed.dropped,
+                "guest printed more than {OUTPUT_CAP} bytes in one call; the rest is not logged"
+            );
         }
     }
 
@@ -713,33 +726,7 @@ mod tests {
             eprintln!("guests not built (cargo xtask guests): skipped");
             return;
         };
-        let (store, dir) = crate::store::sled_store::temp_store("dispatch");
-        let registry = Arc::new(crate::model::Registry::with_builtins());
-        let service = Arc::new(Service::new(store.clone(), registry));
-        let rt = Runtime::new(RuntimeOptions {
-            call_deadline: Duration::from_millis(300),
-            cache_dir: dir.join("cache"),
-            ..Default::default()
-        })
-        .unwrap();
-        let ctx = Arc::new(HostCtx {
-            name: "t".into(),
-            identity: std::sync::RwLock::new(Identity {
-                user: crate::auth::UserInfo {
-                    name: "t".into(),
-                    uid: String::new(),
-                    groups: Vec::new(),
-                    extra: Default::default(),
-                },
-                token: String::new(),
-                service_account: None,
-            }),
-            router: axum::Router::new(),
-            service,
-            watches: std::sync::RwLock::new(Vec::new()),
-            authz: Arc::new(crate::auth::Authorizer::new(store)),
-            events: Default::default(),
-        });
+        let (rt, ctx, dir) = test_runtime("dispatch");
         let (_, component, _) = rt.compiler.compile(labeler).await.unwrap();
         let mut inst = rt.instantiate(&component, ctx.clone()).await.unwrap();
         inst.register().await.unwrap();
@@ -797,6 +784,66 @@ mod tests {
             during >= 5,
             "the other task ran only {during} times while the guest looped for 300 ms"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A runtime (300 ms call deadline) and a controller context over a fresh store.
+    fn test_runtime(name: &str) -> (Arc<Runtime>, Arc<HostCtx>, PathBuf) {
+        let (store, dir) = crate::store::sled_store::temp_store(name);
+        let registry = Arc::new(crate::model::Registry::with_builtins());
+        let service = Arc::new(Service::new(store.clone(), registry));
+        let rt = Runtime::new(RuntimeOptions {
+            call_deadline: Duration::from_millis(300),
+            cache_dir: dir.join("cache"),
+            ..Default::default()
+        })
+        .unwrap();
+        let ctx = Arc::new(HostCtx {
+            name: "t".into(),
+            identity: std::sync::RwLock::new(Identity {
+                user: crate::auth::UserInfo {
+                    name: "t".into(),
+                    uid: String::new(),
+                    groups: Vec::new(),
+                    extra: Default::default(),
+                },
+                token: String::new(),
+                service_account: None,
+            }),
+            router: axum::Router::new(),
+            service,
+            watches: std::sync::RwLock::new(Vec::new()),
+            authz: Arc::new(crate::auth::Authorizer::new(store)),
+            events: Default::default(),
+        });
+        (rt, ctx, dir)
+    }
+
+    /// A guest that prints 8 KiB on every call goes on working long past the per-call bound,
+    /// and each call's output is handed over once (the buffer is emptied after every call).
+    #[tokio::test]
+    async fn a_guest_that_prints_on_every_call_keeps_working() {
+        let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests/chatter.wasm");
+        let chatter = std::fs::read(&wasm).expect("cargo xtask guests builds chatter.wasm");
+        let (rt, ctx, dir) = test_runtime("chatter");
+        let (_, component, _) = rt.compiler.compile(chatter).await.unwrap();
+        let mut inst = rt.instantiate(&component, ctx).await.unwrap();
+        inst.register().await.unwrap();
+        let key = wit::ObjectKey {
+            namespace: "default".into(),
+            name: "a".into(),
+        };
+        // 8 KiB a call: 64 calls print 8 times the per-call bound in all.
+        for i in 0..64 {
+            let r = inst.reconcile(&key, None).await;
+            assert_eq!(r.unwrap(), wit::Outcome::Done, "call {i}");
+            assert!(
+                inst.store.data().output.take().bytes.is_empty(),
+                "call {i}: the output was not handed over"
+            );
+        }
+        let printed = inst.store.data().printed;
+        assert!(printed > 64 * 8192, "only {printed} bytes were logged");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
