@@ -198,13 +198,41 @@ pub async fn worker<K, R>(
 {
     while let Some(key) = queue.next().await {
         let started = Instant::now();
+        let interrupted = Interrupted {
+            queue: &queue,
+            key: Some(&key),
+        };
         let outcome = reconciler.reconcile(&key).await;
+        interrupted.disarm();
         let what = key.text();
         stats.record(&what, started.elapsed(), &outcome);
         if let Some(e) = &outcome.error {
             tracing::debug!(controller = name, key = %what, error = %e, "reconcile failed");
         }
         queue.finish(&key, outcome.action);
+    }
+}
+
+/// A reconcile in progress. If the worker is stopped before it ends (a reload or a change of
+/// worker settings aborts the task), the key is released and queued again, so the workers that
+/// follow reconcile it; without this it stayed active and was never reconciled again.
+struct Interrupted<'a, K: Clone + Eq + Hash + Send + 'static> {
+    queue: &'a Arc<WorkQueue<K>>,
+    key: Option<&'a K>,
+}
+
+impl<K: Clone + Eq + Hash + Send + 'static> Interrupted<'_, K> {
+    fn disarm(mut self) {
+        self.key = None;
+    }
+}
+
+impl<K: Clone + Eq + Hash + Send + 'static> Drop for Interrupted<'_, K> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.queue.add(key.clone());
+            self.queue.done(key);
+        }
     }
 }
 
@@ -269,6 +297,38 @@ mod tests {
                 _ => Outcome::done(),
             }
         }
+    }
+
+    /// Never finishes reconciling `stuck`; tells when it started.
+    struct Stuck {
+        started: Arc<tokio::sync::Notify>,
+    }
+
+    impl Reconciler<String> for Stuck {
+        async fn reconcile(&mut self, _key: &String) -> Outcome {
+            self.started.notify_one();
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_worker_stopped_mid_reconcile_gives_the_key_back() {
+        let q = WorkQueue::new();
+        let started = Arc::new(tokio::sync::Notify::new());
+        let w = tokio::spawn(worker(
+            q.clone(),
+            Arc::new(Stats::default()),
+            "t",
+            Stuck {
+                started: started.clone(),
+            },
+        ));
+        q.add("stuck".to_owned());
+        started.notified().await;
+        w.abort();
+        assert!(w.await.unwrap_err().is_cancelled());
+        let next = tokio::time::timeout(Duration::from_secs(10), q.next()).await;
+        assert_eq!(next.ok().flatten().as_deref(), Some("stuck"));
     }
 
     #[tokio::test(start_paused = true)]
