@@ -53,6 +53,10 @@ pub struct Module {
     pub registration: wit::Registration,
     pub sha256: String,
     pub generation: u64,
+    /// Open once every informer this version's watches need has its initial list in: the
+    /// version's workers dispatch nothing before (its initial keys included). Shared with the
+    /// previous version when the watches did not change (its informers go on).
+    gate: Arc<SyncGate>,
 }
 
 /// Workers dispatch only once every informer has its initial list in (or waits for its kind to
@@ -72,6 +76,9 @@ impl SyncGate {
     }
 
     async fn wait(&self) {
+        if *self.0.borrow() == 0 {
+            return;
+        }
         let _ = self.0.subscribe().wait_for(|n| *n == 0).await;
     }
 }
@@ -83,8 +90,6 @@ pub struct ControllerHandle {
     module: RwLock<Option<Arc<Module>>>,
     ctx: RwLock<Option<Arc<HostCtx>>>,
     informers: Mutex<Vec<JoinHandle<()>>>,
-    /// The gate of the informers running now.
-    gate: Mutex<Arc<SyncGate>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     pub stats: Arc<Stats>,
     pub status: Mutex<StatusInfo>,
@@ -126,7 +131,6 @@ impl ControllerHandle {
             module: RwLock::new(None),
             ctx: RwLock::new(None),
             informers: Mutex::new(Vec::new()),
-            gate: Mutex::new(SyncGate::new(0)),
             workers: Mutex::new(Vec::new()),
             stats: Arc::default(),
             status: Mutex::new(StatusInfo {
@@ -236,23 +240,32 @@ impl ControllerHandle {
             .is_none_or(|m| m.registration.watches != registration.watches);
         let workers_changed = old.as_ref().is_none_or(|m| {
             m.registration.max_concurrent_reconciles != registration.max_concurrent_reconciles
-                || m.registration.resync_seconds != registration.resync_seconds
         });
+        // The resync timer runs with the informers: a new period restarts them too.
+        let informers_changed = watches_changed
+            || old
+                .as_ref()
+                .is_some_and(|m| m.registration.resync_seconds != registration.resync_seconds);
+        let gate = match old.as_ref().filter(|_| !informers_changed) {
+            Some(m) => m.gate.clone(),
+            None => SyncGate::new(registration.watches.len()),
+        };
         let module = Arc::new(Module {
             component,
             artifact,
             registration,
             sha256: sha.clone(),
             generation,
+            gate,
         });
         if let Ok(mut m) = self.module.write() {
             *m = Some(module.clone());
         }
-        if watches_changed {
+        if informers_changed {
             self.start_informers(&module);
         }
-        // Initial keys: queued now, dispatched once the informers' initial lists are in (the
-        // workers wait for that), at every load.
+        // Initial keys: queued now, dispatched once this version's informers have their initial
+        // lists in (a worker waits for the gate of the version it calls), at every load.
         for k in &module.registration.initial_keys {
             self.queue.add((k.namespace.clone(), k.name.clone()));
         }
@@ -459,13 +472,9 @@ impl ControllerHandle {
         for t in tasks.drain(..) {
             t.abort();
         }
-        let gate = SyncGate::new(module.registration.watches.len());
-        if let Ok(mut g) = self.gate.lock() {
-            *g = gate.clone();
-        }
         for w in module.registration.watches.iter().cloned() {
             let this = self.clone();
-            let gate = gate.clone();
+            let gate = module.gate.clone();
             tasks.push(tokio::spawn(async move { this.informer(w, &gate).await }));
         }
         if let Some(secs) = module.registration.resync_seconds.filter(|s| *s > 0) {
@@ -646,12 +655,6 @@ impl ControllerHandle {
     }
 
     async fn worker(self: Arc<Self>, ctx: Arc<HostCtx>) {
-        // No dispatch before every informer's initial list is queued.
-        let gate = self
-            .gate
-            .lock()
-            .map_or_else(|p| p.into_inner().clone(), |g| g.clone());
-        gate.wait().await;
         let (queue, stats) = (self.queue.clone(), self.stats.clone());
         let name = self.name.clone();
         let worker = WasmWorker {
@@ -775,6 +778,10 @@ impl Reconciler<Key> for WasmWorker {
         let Some(module) = this.module() else {
             return Outcome::done();
         };
+        // No dispatch before every informer of this version has its initial list in (open at
+        // once in the steady state; closed after a load that changed the watches, until the
+        // new informers have listed).
+        module.gate.wait().await;
         let primary = &module.registration.watches[0];
         // Only what the primary watch would have shown: a key can come from the guest's
         // initial keys, and those must not reach objects outside the watch's namespace or
