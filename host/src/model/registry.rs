@@ -231,6 +231,12 @@ impl Registry {
         self.changed.send_modify(|n| *n += 1);
     }
 
+    /// How many times the set of served resources has changed (what a cached lookup is valid
+    /// for).
+    pub fn revision(&self) -> u64 {
+        *self.changed.borrow()
+    }
+
     /// Notified whenever the set of served resources changes.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changed.subscribe()

@@ -661,6 +661,7 @@ impl ControllerHandle {
             handle: self,
             ctx,
             instance: None,
+            primary: None,
         };
         driver::worker(queue, stats, &name, worker).await;
     }
@@ -770,11 +771,69 @@ struct WasmWorker {
     handle: Arc<ControllerHandle>,
     ctx: Arc<HostCtx>,
     instance: Option<(u64, Instance)>,
+    primary: Option<Arc<Primary>>,
+}
+
+/// The primary watch of one module version, resolved once: its served resource and its parsed
+/// selector (not looked up and parsed again on every call).
+struct Primary {
+    generation: u64,
+    registry_revision: u64,
+    ri: Option<Arc<ResourceInfo>>,
+    namespace: Option<String>,
+    /// `None`: every object; `Some(Err)`: a selector that does not parse shows nothing.
+    selector: Option<Result<crate::service::Filter, ()>>,
+}
+
+impl Primary {
+    /// Would the primary watch show this object?
+    fn shows(&self, obj: &Value) -> bool {
+        if let Some(ns) = self.namespace.as_deref() {
+            if meta::meta_str(obj, "namespace").unwrap_or("") != ns {
+                return false;
+            }
+        }
+        match &self.selector {
+            None => true,
+            Some(Ok(f)) => f.matches(obj),
+            Some(Err(())) => false,
+        }
+    }
+}
+
+impl WasmWorker {
+    /// The primary watch of `module`, resolved again only when the module version or the set of
+    /// served resources changed.
+    fn primary(&mut self, module: &Module) -> Arc<Primary> {
+        let revision = self.handle.host.service.registry.revision();
+        if let Some(p) = self
+            .primary
+            .as_ref()
+            .filter(|p| p.generation == module.generation && p.registry_revision == revision)
+        {
+            return p.clone();
+        }
+        let w = &module.registration.watches[0];
+        let p = Arc::new(Primary {
+            generation: module.generation,
+            registry_revision: revision,
+            ri: self.handle.resource(w),
+            namespace: w.namespace.clone(),
+            selector: match w.label_selector.as_deref() {
+                None | Some("") => None,
+                Some(sel) => {
+                    Some(crate::service::Filter::new(None, Some(sel), None).map_err(|_| ()))
+                }
+            },
+        });
+        self.primary = Some(p.clone());
+        p
+    }
 }
 
 impl Reconciler<Key> for WasmWorker {
     async fn reconcile(&mut self, key: &Key) -> Outcome {
-        let this = &self.handle;
+        let this = self.handle.clone();
         let Some(module) = this.module() else {
             return Outcome::done();
         };
@@ -782,21 +841,18 @@ impl Reconciler<Key> for WasmWorker {
         // once in the steady state; closed after a load that changed the watches, until the
         // new informers have listed).
         module.gate.wait().await;
-        let primary = &module.registration.watches[0];
         // Only what the primary watch would have shown: a key can come from the guest's
         // initial keys, and those must not reach objects outside the watch's namespace or
         // selector (which the controller's identity was checked to list and watch at load).
-        let object = this
-            .resource(primary)
-            .and_then(|ri| {
-                this.host
-                    .service
-                    .get(&ri, &key.0, &key.1)
-                    .ok()
-                    .filter(|o| watched_by(primary, &o.value))
-                    .map(|o| crate::service::Service::present(&ri, o))
-            })
-            .map(|o| o.json.to_vec());
+        let primary = self.primary(&module);
+        let object = primary.ri.as_ref().and_then(|ri| {
+            this.host
+                .service
+                .get(ri, &key.0, &key.1)
+                .ok()
+                .filter(|o| primary.shows(&o.value))
+                .map(|o| crate::service::Service::present(ri, o).lean_json().clone())
+        });
         let wkey = wit::ObjectKey {
             namespace: key.0.clone(),
             name: key.1.clone(),
@@ -818,7 +874,9 @@ impl Reconciler<Key> for WasmWorker {
         };
         let result = match inst {
             Ok(mut i) => {
+                let called = std::time::Instant::now();
                 let r = i.reconcile(&wkey, object.as_deref()).await;
+                this.stats.guest_call.observe(called.elapsed());
                 let memory = i.memory_bytes() as u64;
                 if memory > 0 {
                     this.stats.instance_memory.store(memory, Ordering::Relaxed);
@@ -1004,21 +1062,6 @@ fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
         }
     }
     Ok(reg)
-}
-
-/// Whether `obj` is inside `watch`'s namespace and label selector.
-fn watched_by(watch: &wit::Watch, obj: &serde_json::Value) -> bool {
-    if let Some(ns) = watch.namespace.as_deref() {
-        if meta::meta_str(obj, "namespace").unwrap_or("") != ns {
-            return false;
-        }
-    }
-    match watch.label_selector.as_deref() {
-        None | Some("") => true,
-        Some(sel) => {
-            crate::service::Filter::new(None, Some(sel), None).is_ok_and(|f| f.matches(obj))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -67,6 +67,9 @@ pub struct Stats {
     /// Linear memory of the most recently used guest instance, in bytes (Wasm controllers).
     pub instance_memory: AtomicU64,
     pub latency: crate::metrics::Histogram,
+    /// Of each reconcile of a Wasm controller, the call into the guest alone (arguments lowered,
+    /// the guest's code, the result lifted); the rest of `latency` is the host's preparation.
+    pub guest_call: crate::metrics::Histogram,
     last_error: Mutex<Option<(String, String)>>,
 }
 
@@ -181,6 +184,17 @@ pub fn render_metrics(out: &mut String, controllers: &[Metered]) {
     for m in controllers {
         m.stats
             .latency
+            .render(out, name, &format!("controller=\"{}\"", m.name));
+    }
+    let name = "turtles_controller_guest_call_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Of one reconcile of a Wasm controller, the call into the guest alone."
+    );
+    let _ = writeln!(out, "# TYPE {name} histogram");
+    for m in controllers {
+        m.stats
+            .guest_call
             .render(out, name, &format!("controller=\"{}\"", m.name));
     }
 }

@@ -634,7 +634,7 @@ impl bindings::turtles::controller::host::Host for GuestState {
         if !self.ctx.cached(&group, &version, &resource, &obj.value) {
             return None;
         }
-        Some(Service::present(&ri, obj).json.to_vec())
+        Some(Service::present(&ri, obj).lean_json().to_vec())
     }
 
     fn cache_list(
@@ -680,7 +680,7 @@ impl bindings::turtles::controller::host::Host for GuestState {
                 out.push(b',');
             }
             first = false;
-            out.extend_from_slice(&Service::present(&ri, obj.clone()).json);
+            out.extend_from_slice(Service::present(&ri, obj.clone()).lean_json());
         }
         out.push(b']');
         out

@@ -27,6 +27,9 @@ pub struct StoredObject {
     pub rv: u64,
     pub value: Value,
     pub json: Bytes,
+    /// `json` without `metadata.managedFields`, made on first use (what a controller's
+    /// reconcile is handed; see [`StoredObject::lean_json`]).
+    lean: std::sync::OnceLock<Bytes>,
 }
 
 impl StoredObject {
@@ -36,13 +39,77 @@ impl StoredObject {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
         let json = Bytes::from(serde_json::to_vec(&value).map_err(StoreError::Encode)?);
-        Ok(Self { rv, value, json })
+        Ok(Self::from_parts(rv, value, json))
     }
 
     /// An object that was never stored (a dry run): its `resourceVersion` is left as given.
     pub fn unstored(value: Value) -> Result<Self> {
         let json = Bytes::from(serde_json::to_vec(&value).map_err(StoreError::Encode)?);
-        Ok(Self { rv: 0, value, json })
+        Ok(Self::from_parts(0, value, json))
+    }
+
+    /// From a value and its serialized form (which must be the same object).
+    pub fn from_parts(rv: u64, value: Value, json: Bytes) -> Self {
+        Self {
+            rv,
+            value,
+            json,
+            lean: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The JSON without `metadata.managedFields`: what informers hand controllers (kube's
+    /// controller-manager strips managedFields from its informers' caches the same way; a
+    /// reconcile parses half the bytes). Made once per stored version, shared by every reader.
+    pub fn lean_json(&self) -> &Bytes {
+        self.lean.get_or_init(|| {
+            let has_managed = self
+                .value
+                .get("metadata")
+                .and_then(|m| m.get("managedFields"))
+                .is_some();
+            if !has_managed {
+                return self.json.clone();
+            }
+            serde_json::to_vec(&WithoutManagedFields(&self.value))
+                .map(Bytes::from)
+                .unwrap_or_else(|_| self.json.clone())
+        })
+    }
+}
+
+/// Serializes an object as is, except `metadata.managedFields`.
+struct WithoutManagedFields<'a>(&'a Value);
+
+impl serde::Serialize for WithoutManagedFields<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(top) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let mut map = s.serialize_map(Some(top.len()))?;
+        for (k, v) in top {
+            match v {
+                Value::Object(meta) if k == "metadata" => {
+                    map.serialize_entry(k, &MetadataWithout(meta))?;
+                }
+                _ => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
+    }
+}
+
+struct MetadataWithout<'a>(&'a serde_json::Map<String, Value>);
+
+impl serde::Serialize for MetadataWithout<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.0.iter().filter(|(k, _)| *k != "managedFields") {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
     }
 }
 
@@ -188,4 +255,35 @@ pub struct Health {
     pub unavailable: Option<String>,
     /// Stored objects that could not be read at start-up and were set aside (not served).
     pub quarantined: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lean_json_leaves_out_managed_fields_and_nothing_else() {
+        let v = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "n", "labels": {"x": "y"},
+                         "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
+            "data": {"k": "v"},
+        });
+        let o = StoredObject::new(7, v).unwrap();
+        let lean: Value = serde_json::from_slice(o.lean_json()).unwrap();
+        let mut want = o.value.clone();
+        want["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(lean, want);
+        assert_eq!(lean["metadata"]["resourceVersion"], "7");
+        // Made once: the same bytes every time.
+        assert_eq!(o.lean_json().as_ptr(), o.lean_json().as_ptr());
+
+        // Without managed fields the stored bytes are handed out as they are.
+        let plain = StoredObject::new(8, json!({"metadata": {"name": "b"}})).unwrap();
+        assert_eq!(plain.lean_json().as_ptr(), plain.json.as_ptr());
+    }
 }

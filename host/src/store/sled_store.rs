@@ -198,11 +198,7 @@ fn load_object(
     let obj_rv = crate::model::meta::meta_str(&value, "resourceVersion")
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let obj = StoredObject {
-        rv: obj_rv,
-        value,
-        json: bytes::Bytes::from(raw.to_vec()),
-    };
+    let obj = StoredObject::from_parts(obj_rv, value, bytes::Bytes::from(raw.to_vec()));
     Ok((key, obj))
 }
 
