@@ -129,6 +129,13 @@ impl Policy {
         }
     }
 
+    /// Whether any expression names variable `name` (else its value is never converted).
+    fn references(&self, name: &str) -> bool {
+        self.match_conditions.iter().any(|c| c.references(name))
+            || self.variables.iter().any(|(_, c)| c.references(name))
+            || self.mutations.iter().any(|m| m.expr.references(name))
+    }
+
     fn shallow(&self) -> bool {
         let ok = |c: &Compiled| c.expr.as_ref().map_or(true, expr::Expression::shallow);
         self.match_conditions.iter().all(ok)
@@ -369,7 +376,9 @@ fn invoke(
     object: &mut Value,
     param: Option<&Value>,
 ) -> Result<(), String> {
-    let ns_obj = if req.namespace.is_empty()
+    // Only what the policy's expressions name is built and converted for them.
+    let ns_obj = if !policy.references("namespaceObject")
+        || req.namespace.is_empty()
         || (req.ri.group.is_empty() && req.ri.resource == "namespaces")
     {
         None
@@ -377,10 +386,14 @@ fn invoke(
         ctx.namespace(req.namespace)
             .map(|n| policy::namespace_object(&n.value))
     };
-    let request = req.to_json("");
+    let request = if policy.references("request") {
+        req.to_json("")
+    } else {
+        Value::Null
+    };
     let mut run = || -> Result<(), String> {
         let mut budget = RUNTIME_COST_BUDGET;
-        let mut env = Env::new(req, object, param, ns_obj.as_ref(), &request);
+        let mut env = Env::new(policy, req, object, param, ns_obj.as_ref(), &request);
         for c in &policy.match_conditions {
             match env.eval(c, &mut budget)? {
                 CelData::Bool(true) => {}
@@ -422,6 +435,8 @@ fn invoke(
 
 /// The variables an invocation's expressions see; `object` follows the mutations.
 struct Env<'a> {
+    /// Whether the policy's expressions name `object` (else it is not converted).
+    uses_object: bool,
     req: &'a Request<'a>,
     object_json: Value,
     object: CelData,
@@ -435,21 +450,26 @@ struct Env<'a> {
 
 impl<'a> Env<'a> {
     fn new(
+        policy: &Policy,
         req: &'a Request<'a>,
         object: &Value,
         param: Option<&Value>,
         ns_obj: Option<&Value>,
         request: &Value,
     ) -> Self {
-        let cel = |v: Option<&Value>| v.map(expr::json_to_cel).unwrap_or(CelData::Null);
+        let cel = |name: &str, v: Option<&Value>| match v {
+            Some(v) if policy.references(name) => expr::json_to_cel(v),
+            _ => CelData::Null,
+        };
         let mut env = Self {
+            uses_object: policy.references("object"),
             req,
             object_json: Value::Null,
             object: CelData::Null,
-            old: cel(req.old_object),
-            params: cel(param),
-            namespace: cel(ns_obj),
-            request: expr::json_to_cel(request),
+            old: cel("oldObject", req.old_object),
+            params: cel("params", param),
+            namespace: cel("namespaceObject", ns_obj),
+            request: cel("request", Some(request)),
             max_coll: 0,
             variables: HashMap::new(),
         };
@@ -458,7 +478,9 @@ impl<'a> Env<'a> {
     }
 
     fn set_object(&mut self, object: Value) {
-        self.object = expr::json_to_cel(&object);
+        if self.uses_object {
+            self.object = expr::json_to_cel(&object);
+        }
         self.max_coll = [Some(&object), self.req.old_object]
             .into_iter()
             .flatten()
@@ -481,7 +503,11 @@ impl<'a> Env<'a> {
             return Err("validation failed due to running out of cost budget, no further validation rules will be run".into());
         }
         *budget -= cost;
-        let vars = policy::variables_value(&self.variables);
+        let vars = if e.references("variables") {
+            policy::variables_value(&self.variables)
+        } else {
+            CelData::Null
+        };
         e.eval(&[
             ("object", &self.object),
             ("oldObject", &self.old),

@@ -48,6 +48,11 @@ impl Compiled {
                 .map_err(|e| format!("compilation failed: {e}")),
         }
     }
+
+    /// Whether the expression names variable `name` (one that does not compile names none).
+    pub(super) fn references(&self, name: &str) -> bool {
+        self.expr.as_ref().is_ok_and(|e| e.references(name))
+    }
 }
 
 #[derive(Debug)]
@@ -146,6 +151,18 @@ impl Policy {
                 reason: None,
             }],
         }
+    }
+
+    /// Whether any expression names variable `name` (else its value is never converted).
+    fn references(&self, name: &str) -> bool {
+        self.match_conditions
+            .iter()
+            .any(|(_, c)| c.references(name))
+            || self.variables.iter().any(|(_, c)| c.references(name))
+            || self.validations.iter().any(|v| {
+                v.expr.references(name)
+                    || v.message_expr.as_ref().is_some_and(|m| m.references(name))
+            })
     }
 
     /// Whether every expression can be evaluated on the caller's stack.
@@ -425,7 +442,9 @@ fn evaluate(
     if params.is_empty() {
         return Vec::new();
     }
-    let ns_obj = if req.namespace.is_empty()
+    // Only what the policy's expressions name is built and converted for them.
+    let ns_obj = if !policy.references("namespaceObject")
+        || req.namespace.is_empty()
         || (req.ri.group.is_empty() && req.ri.resource == "namespaces")
     {
         None
@@ -433,7 +452,11 @@ fn evaluate(
         ctx.namespace(req.namespace)
             .map(|n| namespace_object(&n.value))
     };
-    let request = req.to_json("");
+    let request = if policy.references("request") {
+        req.to_json("")
+    } else {
+        Value::Null
+    };
     let run = || {
         let mut out = Vec::new();
         for p in params {
@@ -484,12 +507,15 @@ fn evaluate_one(
     request: &Value,
     out: &mut Vec<Decision>,
 ) {
-    let cel = |v: Option<&Value>| v.map(expr::json_to_cel).unwrap_or(CelData::Null);
-    let object_v = cel(object);
-    let old_v = cel(req.old_object);
-    let params_v = cel(param);
-    let ns_v = cel(ns_obj);
-    let request_v = expr::json_to_cel(request);
+    let cel = |name: &str, v: Option<&Value>| match v {
+        Some(v) if policy.references(name) => expr::json_to_cel(v),
+        _ => CelData::Null,
+    };
+    let object_v = cel("object", object);
+    let old_v = cel("oldObject", req.old_object);
+    let params_v = cel("params", param);
+    let ns_v = cel("namespaceObject", ns_obj);
+    let request_v = cel("request", Some(request));
     let max_coll = [object, req.old_object, param]
         .into_iter()
         .flatten()
@@ -522,7 +548,11 @@ fn evaluate_one(
             return Err("validation failed due to running out of cost budget, no further validation rules will be run".into());
         }
         budget -= cost;
-        let vars_v = variables_value(variables);
+        let vars_v = if e.references("variables") {
+            variables_value(variables)
+        } else {
+            CelData::Null
+        };
         e.eval(&[
             ("object", &object_v),
             ("oldObject", &old_v),

@@ -1700,6 +1700,10 @@ fn eval(expr: &IdedExpr, this: &CelValue, old: Option<&CelValue>) -> Result<CelV
 pub struct Expression {
     expr: IdedExpr,
     shallow: bool,
+    /// Every identifier the expression names (variables, comprehension variables): only those
+    /// of the variables passed to [`Expression::eval`] are bound (each binding converts its
+    /// whole value into the interpreter's own representation).
+    idents: Vec<String>,
 }
 
 /// A CEL value: the input and output of [`Expression::eval`].
@@ -1728,7 +1732,17 @@ impl Expression {
             ));
         }
         let shallow = !ast_deeper_than(&expr, SHALLOW_AST_DEPTH);
-        Ok(Self { expr, shallow })
+        let idents = identifiers(&expr);
+        Ok(Self {
+            expr,
+            shallow,
+            idents,
+        })
+    }
+
+    /// Whether the expression names the variable `name` (so evaluating it needs `name` bound).
+    pub fn references(&self, name: &str) -> bool {
+        self.idents.iter().any(|i| i == name)
     }
 
     /// Whether the expression is shallow enough to evaluate on an ordinary thread's stack
@@ -1752,7 +1766,7 @@ impl Expression {
     pub fn eval(&self, vars: &[(&str, &CelValue)]) -> Result<CelValue, String> {
         catch_unwind(AssertUnwindSafe(|| {
             let mut ctx = root_context().new_inner_scope();
-            for (name, v) in vars {
+            for (name, v) in vars.iter().filter(|(n, _)| self.references(n)) {
                 ctx.add_variable_from_value(*name, (*v).clone());
             }
             CelValue::resolve(&self.expr, &ctx).map_err(|e| exec_error(&e).1)
@@ -1931,6 +1945,56 @@ fn unknown_function(root: &IdedExpr) -> Option<String> {
     None
 }
 
+/// The identifiers `root` names, each once.
+fn identifiers(root: &IdedExpr) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        match &e.expr {
+            Expr::Ident(name) if !out.contains(name) => out.push(name.clone()),
+            Expr::Call(c) => {
+                stack.extend(c.target.as_deref());
+                stack.extend(c.args.iter());
+            }
+            Expr::Select(s) => stack.push(&s.operand),
+            Expr::List(l) => stack.extend(l.elements.iter()),
+            Expr::Map(m) => {
+                for en in &m.entries {
+                    match &en.expr {
+                        EntryExpr::MapEntry(me) => {
+                            stack.push(&me.key);
+                            stack.push(&me.value);
+                        }
+                        EntryExpr::StructField(sf) => stack.push(&sf.value),
+                    }
+                }
+            }
+            Expr::Struct(st) => {
+                for en in &st.entries {
+                    match &en.expr {
+                        EntryExpr::MapEntry(me) => {
+                            stack.push(&me.key);
+                            stack.push(&me.value);
+                        }
+                        EntryExpr::StructField(sf) => stack.push(&sf.value),
+                    }
+                }
+            }
+            Expr::Comprehension(c) => {
+                stack.extend([
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ]);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// A JSON value as CEL sees an object without a schema.
 pub fn json_to_cel(v: &Value) -> CelValue {
     schemaless(v)
@@ -1994,6 +2058,33 @@ mod tests {
         assert!(errs.is_empty(), "{errs:?}");
         compile_tree(&mut n).expect("compile");
         n
+    }
+
+    #[test]
+    fn only_the_variables_an_expression_names_are_bound() {
+        let e = Expression::compile(
+            "object.a == params.b && [1].all(x, x > 0) && has(oldObject.c) && {'k': variables.v}.k",
+        )
+        .unwrap();
+        for name in ["object", "params", "x", "oldObject", "variables"] {
+            assert!(e.references(name), "{name}");
+        }
+        for name in ["request", "namespaceObject", "a", "b", "k"] {
+            assert!(!e.references(name), "{name}");
+        }
+        // An unnamed variable is not bound (and not needed); a named one still is.
+        let e = Expression::compile("object.a == 1").unwrap();
+        let obj = json_to_cel(&json!({"a": 1}));
+        let big = json_to_cel(&json!({"n": (0..1000).collect::<Vec<_>>()}));
+        assert_eq!(
+            e.eval(&[("object", &obj), ("request", &big)]).unwrap(),
+            CelValue::Bool(true)
+        );
+        let e = Expression::compile("request.n.size() == 1000").unwrap();
+        assert_eq!(
+            e.eval(&[("object", &obj), ("request", &big)]).unwrap(),
+            CelValue::Bool(true)
+        );
     }
 
     #[test]
