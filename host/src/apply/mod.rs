@@ -334,6 +334,9 @@ pub fn track(
     who: &Manager<'_>,
 ) {
     let sub = subresource_name(who.sub);
+    // The result replaces whatever managed fields `new` carries: out with them first, so the
+    // comparison reads `new` as it is (no copy of the whole object without them).
+    take(new);
     match track_update(ri, live, new, supplied.as_ref(), who.name, sub) {
         Ok(v) => set_managed(new, v),
         Err(e) => {
@@ -343,6 +346,7 @@ pub fn track(
     }
 }
 
+/// `new` carries no managed fields.
 fn track_update(
     ri: &ResourceInfo,
     live: Option<&Value>,
@@ -364,8 +368,7 @@ fn track_update(
             &stripped_live
         }
     };
-    let rhs = without_managed(new);
-    let c = t.compare(lhs, &rhs)?;
+    let c = t.compare(lhs, new)?;
     let changed = filter_reset(ri, sub, &c.added.union(&c.modified));
     let removed = filter_reset(ri, sub, &c.removed);
     for e in entries.iter_mut() {

@@ -52,7 +52,20 @@ pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
 
 /// RFC 3339 with seconds, UTC, as kube writes `metav1.Time`.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    // Formatted once per second per thread: every write stamps times (creation, managed
+    // fields), and chrono's formatter costs a few microseconds each time.
+    thread_local! {
+        static LAST: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((i64::MIN, String::new())) };
+    }
+    let now = chrono::Utc::now();
+    let secs = now.timestamp();
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != secs {
+            *last = (secs, now.format("%Y-%m-%dT%H:%M:%SZ").to_string());
+        }
+        last.1.clone()
+    })
 }
 
 /// Random suffix for generateName, from kube's alphabet (no vowels, no confusable digits).
@@ -258,6 +271,18 @@ pub fn validate_common(obj: &Value) -> Vec<Cause> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn now_is_rfc3339_seconds_utc_and_current() {
+        for _ in 0..3 {
+            let s = now_rfc3339();
+            assert_eq!(s.len(), 20, "{s}");
+            assert!(s.ends_with('Z'), "{s}");
+            let t = chrono::DateTime::parse_from_rfc3339(&s).unwrap();
+            let age = chrono::Utc::now().timestamp() - t.timestamp();
+            assert!((0..=1).contains(&age), "{s} is {age} s old");
+        }
+    }
 
     #[test]
     fn names() {
