@@ -1151,18 +1151,23 @@ impl Service {
                     .map(|o| Written::new(Arc::new(o), warnings))
                     .map_err(|e| store_error(ri, &name, e));
             }
+            let key = Self::key(ri, ns, &name);
+            // A generated name already taken: another one, without a write. The write below
+            // takes the object, so it is the last attempt (losing the race for a fresh random
+            // name to a concurrent create is answered 409, as any taken name).
+            if !named && self.store.get(&key).is_some() {
+                last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
+                continue;
+            }
             let op = WriteOp::Put {
-                key: Self::key(ri, ns, &name),
-                value: obj.clone(),
+                key,
+                value: std::mem::take(&mut obj),
                 precondition: Precondition::MustNotExist,
             };
-            match self.store.write(op).await {
-                Ok(o) => return Ok(Written::new(o, warnings)),
-                Err(StoreError::AlreadyExists) if !named => {
-                    last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
-                }
-                Err(e) => return Err(store_error(ri, &name, e)),
-            }
+            return match self.store.write(op).await {
+                Ok(o) => Ok(Written::new(o, warnings)),
+                Err(e) => Err(store_error(ri, &name, e)),
+            };
         }
         Err(last_err.unwrap_or_else(|| ApiError::internal("could not generate a unique name")))
     }

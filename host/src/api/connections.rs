@@ -165,15 +165,17 @@ impl GateAcceptor {
     }
 }
 
-impl<I, S> axum_server::accept::Accept<I, S> for GateAcceptor
-where
-    I: AsyncRead + AsyncWrite + Unpin,
-{
-    type Stream = GatedStream<I>;
+impl<S> axum_server::accept::Accept<tokio::net::TcpStream, S> for GateAcceptor {
+    type Stream = GatedStream<tokio::net::TcpStream>;
     type Service = GatedService<S>;
     type Future = std::future::Ready<io::Result<(Self::Stream, Self::Service)>>;
 
-    fn accept(&self, stream: I, service: S) -> Self::Future {
+    fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
+        // As Go's net/http (and so kube-apiserver) does: no Nagle delay. Without it, a response
+        // whose last segment is small waits for the client's delayed ACK (up to 40 ms).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
         let conn = self.gate.admit();
         let gate = self.gate.inner.clone();
         let idle = Box::pin(tokio::time::sleep(gate.opts.idle_timeout));

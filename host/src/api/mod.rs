@@ -114,6 +114,7 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>
         health.quarantined,
         u8::from(health.unavailable.is_none())
     ));
+    state.service.store.render_metrics(&mut out);
     if let Some(folder) = state.controllers.get() {
         out.push_str(&format!(
             "# HELP turtles_component_compiles_total Components compiled (identical bytes share one compile).\n# TYPE turtles_component_compiles_total counter\nturtles_component_compiles_total {}\n",

@@ -285,15 +285,10 @@ impl Set {
     }
 
     /// Keeps only what lies under the top-level field `name` (or drops it, `keep == false`).
-    pub fn filter_top(&self, name: &str, keep: bool) -> Set {
+    pub fn filter_top(mut self, name: &str, keep: bool) -> Set {
         let pe = Pe::Field(name.to_owned());
-        let mut out = Set::new();
-        for (p, n) in &self.nodes {
-            if (*p == pe) == keep {
-                out.nodes.insert(p.clone(), n.clone());
-            }
-        }
-        out
+        self.nodes.retain(|p, _| (*p == pe) == keep);
+        self
     }
 
     /// Removes paths (members only; children stay), as structured-merge-diff's stripping of

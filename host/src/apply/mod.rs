@@ -198,32 +198,38 @@ fn seconds(t: &Option<String>) -> i64 {
 
 /// The server-owned metadata kube strips from every manager's set (`stripmeta`).
 fn strip_meta(set: &mut Set) {
-    for p in [
-        &["apiVersion"][..],
-        &["kind"],
-        &["metadata"],
-        &["metadata", "name"],
-        &["metadata", "namespace"],
-        &["metadata", "creationTimestamp"],
-        &["metadata", "selfLink"],
-        &["metadata", "uid"],
-        &["metadata", "clusterName"],
-        &["metadata", "generation"],
-        &["metadata", "managedFields"],
-        &["metadata", "resourceVersion"],
-    ] {
-        let path: Path = p.iter().map(|s| Pe::Field((*s).to_owned())).collect();
-        set.remove_member(&path);
+    static PATHS: std::sync::OnceLock<Vec<Path>> = std::sync::OnceLock::new();
+    let paths = PATHS.get_or_init(|| {
+        [
+            &["apiVersion"][..],
+            &["kind"],
+            &["metadata"],
+            &["metadata", "name"],
+            &["metadata", "namespace"],
+            &["metadata", "creationTimestamp"],
+            &["metadata", "selfLink"],
+            &["metadata", "uid"],
+            &["metadata", "clusterName"],
+            &["metadata", "generation"],
+            &["metadata", "managedFields"],
+            &["metadata", "resourceVersion"],
+        ]
+        .iter()
+        .map(|p| p.iter().map(|s| Pe::Field((*s).to_owned())).collect())
+        .collect()
+    });
+    for path in paths {
+        set.remove_member(path);
     }
 }
 
 /// The fields a write through `sub` cannot change (kube's reset fields): `status` for the main
 /// resource of kinds with a status subresource; everything but `status` for `/status`.
-fn filter_reset(ri: &ResourceInfo, subresource: &str, set: &Set) -> Set {
+fn filter_reset(ri: &ResourceInfo, subresource: &str, set: Set) -> Set {
     match subresource {
         "status" => set.filter_top("status", true),
         _ if ri.status_subresource => set.filter_top("status", false),
-        _ => set.clone(),
+        _ => set,
     }
 }
 
@@ -369,10 +375,15 @@ fn track_update(
         }
     };
     let c = t.compare(lhs, new)?;
-    let changed = filter_reset(ri, sub, &c.added.union(&c.modified));
-    let removed = filter_reset(ri, sub, &c.removed);
+    let mut changed = c.added;
+    changed.union_in(&c.modified);
+    let changed = filter_reset(ri, sub, changed);
+    let removed = filter_reset(ri, sub, c.removed);
     for e in entries.iter_mut() {
-        e.set = e.set.difference(&changed).difference(&removed);
+        e.set = e.set.difference(&changed);
+        if !removed.is_empty() {
+            e.set = e.set.difference(&removed);
+        }
     }
     let mut mine = changed;
     strip_meta(&mut mine);
@@ -582,7 +593,7 @@ pub fn apply(
     };
     let mut applied = t.to_set(config).map_err(|e| typed_err("patch", e))?;
     strip_meta(&mut applied);
-    let applied = filter_reset(ri, sub, &applied);
+    let applied = filter_reset(ri, sub, applied);
     let merged = t
         .merge(&live_value, config)
         .map_err(|e| typed_err("patch", e))?;
@@ -609,8 +620,10 @@ pub fn apply(
     let c = t
         .compare(&live_value, &merged)
         .map_err(|e| typed_err("merged", e))?;
-    let changed = filter_reset(ri, sub, &c.added.union(&c.modified));
-    let removed = filter_reset(ri, sub, &c.removed);
+    let mut changed = c.added;
+    changed.union_in(&c.modified);
+    let changed = filter_reset(ri, sub, changed);
+    let removed = filter_reset(ri, sub, c.removed);
     let mut conflicts: Vec<(String, Path)> = Vec::new();
     for e in &entries {
         let overlap = e.set.intersection(&changed);

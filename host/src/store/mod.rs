@@ -78,6 +78,119 @@ impl StoredObject {
     }
 }
 
+/// An object serialized before its revision is known: the JSON with `metadata.resourceVersion`
+/// an empty string whose digits go in at `slot`. Writers prepare their object on their own task,
+/// so the store's single writer thread only splices the revision in (no clone, no serialization
+/// of whole objects on the one thread every write goes through).
+#[derive(Debug)]
+pub struct Prepared {
+    value: Value,
+    json: Vec<u8>,
+    /// Where the revision's digits go; `None` when the value has no metadata object (it is
+    /// serialized again once the revision is known, as [`StoredObject::new`] does).
+    slot: Option<usize>,
+}
+
+impl Prepared {
+    /// Serialize `value` with an empty `metadata.resourceVersion`, in the field order
+    /// [`StoredObject::new`] gives it (an existing key keeps its place, a new one goes last).
+    pub fn new(mut value: Value) -> Result<Self> {
+        let Some(meta) = crate::model::meta::metadata_mut(&mut value) else {
+            let json = serde_json::to_vec(&value).map_err(StoreError::Encode)?;
+            return Ok(Self {
+                value,
+                json,
+                slot: None,
+            });
+        };
+        meta.insert("resourceVersion".into(), Value::String(String::new()));
+        let mut json = Vec::with_capacity(256);
+        let slot = write_with_rv_slot(&mut json, &value)?;
+        Ok(Self {
+            value,
+            json,
+            slot: Some(slot),
+        })
+    }
+
+    /// Bytes of the serialized object without its revision.
+    pub fn len(&self) -> usize {
+        self.json.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.json.is_empty()
+    }
+
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The stored object at revision `rv`.
+    pub fn stored(self, rv: u64) -> Result<StoredObject> {
+        let Some(slot) = self.slot else {
+            return StoredObject::new(rv, self.value);
+        };
+        let mut value = self.value;
+        let digits = rv.to_string();
+        let mut json = Vec::with_capacity(self.json.len() + digits.len());
+        json.extend_from_slice(&self.json[..slot]);
+        json.extend_from_slice(digits.as_bytes());
+        json.extend_from_slice(&self.json[slot..]);
+        if let Some(meta) = crate::model::meta::metadata_mut(&mut value) {
+            meta.insert("resourceVersion".into(), Value::String(digits));
+        }
+        Ok(StoredObject::from_parts(rv, value, Bytes::from(json)))
+    }
+}
+
+/// Write `value` (an object whose `metadata` is an object holding `resourceVersion: ""`) as
+/// compact JSON, exactly as `serde_json::to_vec` would; returns the offset just inside the quotes
+/// of `metadata.resourceVersion`.
+fn write_with_rv_slot(out: &mut Vec<u8>, value: &Value) -> Result<usize> {
+    let Value::Object(top) = value else {
+        return Err(StoreError::Encode(serde::ser::Error::custom(
+            "not an object",
+        )));
+    };
+    let mut slot = None;
+    out.push(b'{');
+    for (i, (k, v)) in top.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, k).map_err(StoreError::Encode)?;
+        out.push(b':');
+        match v {
+            Value::Object(meta) if k == "metadata" => {
+                out.push(b'{');
+                for (j, (mk, mv)) in meta.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut *out, mk).map_err(StoreError::Encode)?;
+                    out.push(b':');
+                    if mk == "resourceVersion" {
+                        out.push(b'"');
+                        slot = Some(out.len());
+                        out.push(b'"');
+                    } else {
+                        serde_json::to_writer(&mut *out, mv).map_err(StoreError::Encode)?;
+                    }
+                }
+                out.push(b'}');
+            }
+            _ => serde_json::to_writer(&mut *out, v).map_err(StoreError::Encode)?,
+        }
+    }
+    out.push(b'}');
+    slot.ok_or_else(|| {
+        StoreError::Encode(serde::ser::Error::custom(
+            "metadata.resourceVersion missing",
+        ))
+    })
+}
+
 /// Serializes an object as is, except `metadata.managedFields`.
 struct WithoutManagedFields<'a>(&'a Value);
 
@@ -246,6 +359,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether writes work, and what was set aside at start-up.
     fn health(&self) -> Health;
+
+    /// Append the store's own metrics (Prometheus text) to `out`.
+    fn render_metrics(&self, _out: &mut String) {}
 }
 
 /// What `/readyz` and `/metrics` report about the store.
@@ -261,6 +377,36 @@ pub struct Health {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn prepared_objects_store_exactly_what_a_stored_object_serializes() {
+        let cases = [
+            // resourceVersion absent: it goes last in metadata.
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}, "data": {"k": "v"}}),
+            // present: it keeps its place, whatever it held.
+            json!({"metadata": {"resourceVersion": "99", "name": "b", "labels": {"resourceVersion": "x"}}, "kind": "K"}),
+            // metadata not first; keys and strings that need escaping; nested metadata elsewhere.
+            json!({"kind": "K\"\n\u{0}", "spec": {"metadata": {"resourceVersion": ""}}, "metadata": {"name": "c\"", "annotations": {"a\u{1}": "é\\"}}, "z": [1, 2.5, null, true, {"metadata": {}}]}),
+            // no metadata object: serialized once the revision is known.
+            json!({"kind": "K"}),
+            json!({"kind": "K", "metadata": "not an object"}),
+        ];
+        for (i, v) in cases.into_iter().enumerate() {
+            for rv in [1, 42, 1_000_000_007, u64::MAX] {
+                let want = StoredObject::new(rv, v.clone()).unwrap();
+                let got = Prepared::new(v.clone()).unwrap().stored(rv).unwrap();
+                assert_eq!(
+                    std::str::from_utf8(&got.json).unwrap(),
+                    std::str::from_utf8(&want.json).unwrap(),
+                    "case {i} at {rv}"
+                );
+                assert_eq!(got.value, want.value, "case {i}");
+                assert_eq!(got.rv, rv);
+                let reparsed: Value = serde_json::from_slice(&got.json).unwrap();
+                assert_eq!(reparsed, got.value, "case {i}: bytes and value agree");
+            }
+        }
+    }
 
     #[test]
     fn lean_json_leaves_out_managed_fields_and_nothing_else() {
