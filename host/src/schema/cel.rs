@@ -1894,53 +1894,27 @@ fn literal_structs(root: &mut IdedExpr, mutation: bool) -> Result<(), String> {
 fn unknown_function(root: &IdedExpr) -> Option<String> {
     let mut stack = vec![root];
     while let Some(e) = stack.pop() {
-        match &e.expr {
-            Expr::Call(c) => {
-                let operator = c.func_name.starts_with('_')
-                    || c.func_name.starts_with('@')
-                    || c.func_name == "!_"
-                    || c.func_name == "-_";
-                let namespaced = match c.target.as_deref().map(|t| &t.expr) {
-                    Some(Expr::Ident(ns)) if NAMESPACES.contains(&ns.as_str()) => {
-                        Some(format!("{ns}.{}", c.func_name))
-                    }
-                    _ => None,
-                };
-                let known = operator
-                    || KNOWN_FUNCTIONS.contains(&c.func_name.as_str())
-                    || namespaced
-                        .as_deref()
-                        .is_some_and(|n| KNOWN_FUNCTIONS.contains(&n));
-                if !known {
-                    return Some(namespaced.unwrap_or_else(|| c.func_name.clone()));
+        if let Expr::Call(c) = &e.expr {
+            let operator = c.func_name.starts_with('_')
+                || c.func_name.starts_with('@')
+                || c.func_name == "!_"
+                || c.func_name == "-_";
+            let namespaced = match c.target.as_deref().map(|t| &t.expr) {
+                Some(Expr::Ident(ns)) if NAMESPACES.contains(&ns.as_str()) => {
+                    Some(format!("{ns}.{}", c.func_name))
                 }
-                stack.extend(c.target.as_deref());
-                stack.extend(c.args.iter());
+                _ => None,
+            };
+            let known = operator
+                || KNOWN_FUNCTIONS.contains(&c.func_name.as_str())
+                || namespaced
+                    .as_deref()
+                    .is_some_and(|n| KNOWN_FUNCTIONS.contains(&n));
+            if !known {
+                return Some(namespaced.unwrap_or_else(|| c.func_name.clone()));
             }
-            Expr::Select(s) => stack.push(&s.operand),
-            Expr::List(l) => stack.extend(l.elements.iter()),
-            Expr::Map(m) => {
-                for en in &m.entries {
-                    match &en.expr {
-                        EntryExpr::MapEntry(me) => {
-                            stack.push(&me.key);
-                            stack.push(&me.value);
-                        }
-                        EntryExpr::StructField(sf) => stack.push(&sf.value),
-                    }
-                }
-            }
-            Expr::Comprehension(c) => {
-                stack.extend([
-                    &c.iter_range,
-                    &c.accu_init,
-                    &c.loop_cond,
-                    &c.loop_step,
-                    &c.result,
-                ]);
-            }
-            _ => {}
         }
+        push_children(e, &mut stack);
     }
     None
 }
@@ -1950,49 +1924,53 @@ fn identifiers(root: &IdedExpr) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut stack = vec![root];
     while let Some(e) = stack.pop() {
-        match &e.expr {
-            Expr::Ident(name) if !out.contains(name) => out.push(name.clone()),
-            Expr::Call(c) => {
-                stack.extend(c.target.as_deref());
-                stack.extend(c.args.iter());
+        if let Expr::Ident(name) = &e.expr {
+            if !out.contains(name) {
+                out.push(name.clone());
             }
-            Expr::Select(s) => stack.push(&s.operand),
-            Expr::List(l) => stack.extend(l.elements.iter()),
-            Expr::Map(m) => {
-                for en in &m.entries {
-                    match &en.expr {
-                        EntryExpr::MapEntry(me) => {
-                            stack.push(&me.key);
-                            stack.push(&me.value);
-                        }
-                        EntryExpr::StructField(sf) => stack.push(&sf.value),
-                    }
-                }
-            }
-            Expr::Struct(st) => {
-                for en in &st.entries {
-                    match &en.expr {
-                        EntryExpr::MapEntry(me) => {
-                            stack.push(&me.key);
-                            stack.push(&me.value);
-                        }
-                        EntryExpr::StructField(sf) => stack.push(&sf.value),
-                    }
-                }
-            }
-            Expr::Comprehension(c) => {
-                stack.extend([
-                    &c.iter_range,
-                    &c.accu_init,
-                    &c.loop_cond,
-                    &c.loop_step,
-                    &c.result,
-                ]);
-            }
-            _ => {}
         }
+        push_children(e, &mut stack);
     }
     out
+}
+
+/// Push the direct subexpressions of `e` (for the walks over an AST without recursion).
+fn push_children<'a>(e: &'a IdedExpr, stack: &mut Vec<&'a IdedExpr>) {
+    match &e.expr {
+        Expr::Call(c) => {
+            stack.extend(c.target.as_deref());
+            stack.extend(c.args.iter());
+        }
+        Expr::Select(s) => stack.push(&s.operand),
+        Expr::List(l) => stack.extend(l.elements.iter()),
+        Expr::Map(m) => push_entries(&m.entries, stack),
+        Expr::Struct(st) => push_entries(&st.entries, stack),
+        Expr::Comprehension(c) => {
+            stack.extend([
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ]);
+        }
+        _ => {}
+    }
+}
+
+fn push_entries<'a>(
+    entries: &'a [kube_cel::cel::common::ast::IdedEntryExpr],
+    stack: &mut Vec<&'a IdedExpr>,
+) {
+    for en in entries {
+        match &en.expr {
+            EntryExpr::MapEntry(me) => {
+                stack.push(&me.key);
+                stack.push(&me.value);
+            }
+            EntryExpr::StructField(sf) => stack.push(&sf.value),
+        }
+    }
 }
 
 /// A JSON value as CEL sees an object without a schema.
