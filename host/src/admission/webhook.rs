@@ -161,14 +161,24 @@ impl Webhooks {
                 (src.to_owned(), self.condition(src))
             })
             .collect();
-        let request = req.to_json("");
+        // Only the variables the conditions name are built and converted.
+        let uses = |name: &str| {
+            compiled
+                .iter()
+                .any(|(_, c)| c.as_ref().as_ref().is_ok_and(|e| e.references(name)))
+        };
+        let cel = |name: &str, v: Option<&Value>| match v {
+            Some(v) if uses(name) => expr::json_to_cel(v),
+            _ => CelData::Null,
+        };
+        let request = uses("request").then(|| req.to_json(""));
+        let shallow = compiled
+            .iter()
+            .all(|(_, c)| c.as_ref().as_ref().map_or(true, Expression::shallow));
         let run = || -> Result<bool, String> {
-            let object_v = object.map(expr::json_to_cel).unwrap_or(CelData::Null);
-            let old_v = req
-                .old_object
-                .map(expr::json_to_cel)
-                .unwrap_or(CelData::Null);
-            let request_v = expr::json_to_cel(&request);
+            let object_v = cel("object", object);
+            let old_v = cel("oldObject", req.old_object);
+            let request_v = cel("request", request.as_ref());
             let max = [object, req.old_object]
                 .into_iter()
                 .flatten()
@@ -199,6 +209,10 @@ impl Webhooks {
             }
             Ok(true)
         };
+        // Shallow conditions run here; deep ones on a thread with a big stack.
+        if shallow {
+            return run();
+        }
         expr::run_on_big_stack(run)?
     }
 
