@@ -128,8 +128,8 @@ for name in "${names[@]}"; do
     [[ -d $here/examples/$name ]] || die "no example $name in $here/examples"
     core="$build_dir/$name.core.wasm"
     start=$(date +%s%N)
-    # -s -w: no symbol table, name section or DWARF (smaller; a trap's backtrace shows function indices).
-    (cd "$here/examples" && GOOS=wasip1 GOARCH=wasm "$GO" build -trimpath -ldflags='-s -w' -buildmode=c-shared \
+    # The name section stays (85 KB; `-ldflags=-s` would drop it): trap backtraces name Go functions.
+    (cd "$here/examples" && GOOS=wasip1 GOARCH=wasm "$GO" build -trimpath -buildmode=c-shared \
         -o "$core" "./$name") || die "go build of $name failed"
     "$WASM_TOOLS" component embed "$root/wit" --world controller "$core" -o "$build_dir/$name.embed.wasm"
     # The adapter takes its state from the module's cabi_realloc_adapter (a static area), not
