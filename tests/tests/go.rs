@@ -235,3 +235,125 @@ fn go_job_controller_runs_a_job_to_completion() {
     assert!(described.contains("SuccessfulCreate"), "{described}");
     assert!(described.contains("Completed"), "{described}");
 }
+
+/// With the C `node` controller as the kubelet, a Job's Pods run and finish by themselves (their
+/// annotations `turtles.dev/run-seconds` / `turtles.dev/exit-code`, defaults 1 s and 0): `kubectl
+/// create job` completes, and a Job whose Pods fail reaches `Failed` after `backoffLimit`.
+#[test]
+fn go_job_controller_with_the_node_controller_completes_and_fails_jobs() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    s.drop_controller("node", &guest("node")).unwrap();
+    s.drop_controller("job", &guest("job")).unwrap();
+    wait_running(&s, "node");
+    wait_running(&s, "job");
+
+    s.kubectl_ok(&[
+        "create",
+        "job",
+        "pi",
+        "--image=perl",
+        "--",
+        "perl",
+        "-e",
+        "1",
+    ]);
+    // backoffLimit 1: the second failed Pod fails the Job (after kube's 10 s pod back-off).
+    let r = s.http().post_json(
+        "/apis/batch/v1/namespaces/default/jobs",
+        &json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "bad"},
+            "spec": {
+                "backoffLimit": 1,
+                "template": {
+                    "metadata": {"annotations": {"turtles.dev/exit-code": "1", "turtles.dev/run-seconds": "0"}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox", "command": ["false"]}]
+                    }
+                }
+            }
+        }),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    let out = s.kubectl(&[
+        "wait",
+        "--for=condition=complete",
+        "job/pi",
+        "--timeout=120s",
+    ]);
+    assert!(
+        out.status.success(),
+        "kubectl wait complete: {}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.kubectl_ok(&["get", "jobs,pods", "-o", "yaml"]),
+        s.log()
+    );
+    let job = s
+        .http()
+        .get("/apis/batch/v1/namespaces/default/jobs/pi")
+        .json();
+    assert_eq!(job["status"]["succeeded"], 1, "{job}");
+    assert_eq!(job["status"]["failed"], 0, "{job}");
+    let pods = job_pods(&s, "pi");
+    assert_eq!(pods.len(), 1, "{pods:?}");
+    assert_eq!(pods[0]["status"]["phase"], "Succeeded", "{pods:?}");
+    assert_eq!(
+        pods[0]["status"]["containerStatuses"][0]["state"]["terminated"]["reason"],
+        "Completed"
+    );
+
+    let out = s.kubectl(&[
+        "wait",
+        "--for=condition=failed",
+        "job/bad",
+        "--timeout=120s",
+    ]);
+    assert!(
+        out.status.success(),
+        "kubectl wait failed: {}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.kubectl_ok(&["get", "jobs,pods", "-o", "yaml"]),
+        s.log()
+    );
+    let job = s
+        .http()
+        .get("/apis/batch/v1/namespaces/default/jobs/bad")
+        .json();
+    assert_eq!(job["status"]["failed"], 2, "{job}");
+    assert_eq!(job["status"]["succeeded"], 0, "{job}");
+    assert_eq!(job["status"]["active"], 0, "{job}");
+    let failed = job["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "True")
+        .map(|c| {
+            format!(
+                "{}/{}/{}",
+                c["type"].as_str().unwrap_or_default(),
+                c["reason"].as_str().unwrap_or_default(),
+                c["message"].as_str().unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(
+        failed,
+        [
+            "FailureTarget/BackoffLimitExceeded/Job has reached the specified backoff limit",
+            "Failed/BackoffLimitExceeded/Job has reached the specified backoff limit"
+        ],
+        "{job}"
+    );
+    assert!(job["status"]["completionTime"].is_null(), "{job}");
+    let pods = job_pods(&s, "bad");
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    assert!(
+        pods.iter().all(|p| p["status"]["phase"] == "Failed"),
+        "{pods:?}"
+    );
+    let described = s.kubectl_ok(&["describe", "job", "bad"]);
+    assert!(described.contains("BackoffLimitExceeded"), "{described}");
+}
