@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -58,7 +59,8 @@ type Result struct {
 }
 
 // Reconciler brings the object named by the request to its desired state. A returned error is
-// retried with exponential backoff by the host, unless it wraps a TerminalError.
+// retried with exponential backoff by the host, unless it wraps a TerminalError. A panic is
+// recovered and retried like an error (its stack is logged).
 type Reconciler interface {
 	Reconcile(ctx context.Context, req Request) (Result, error)
 }
@@ -315,8 +317,19 @@ func reconcileKey(key NamespacedName, present bool, object []byte) outcome {
 		}
 		req.Object = obj
 	}
-	res, err := current.r.Reconcile(context.Background(), req)
-	return toOutcome(res, err)
+	return toOutcome(callReconciler(req))
+}
+
+// callReconciler runs the reconciler, turning a panic into an error (retried with backoff), as
+// controller-runtime's RecoverPanic does; the stack goes to the log.
+func callReconciler(req Request) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			Error(fmt.Errorf("panic: %v", p), "reconcile panicked", "key", req.NamespacedName.String(), "stack", string(debug.Stack()))
+			res, err = Result{}, fmt.Errorf("panic: %v [recovered]", p)
+		}
+	}()
+	return current.r.Reconcile(context.Background(), req)
 }
 
 func toOutcome(res Result, err error) outcome {

@@ -211,3 +211,21 @@ func TestReconcileForTestParsesAndRuns(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestPanicIsRecoveredAsATransientError(t *testing.T) {
+	h := fake.New()
+	defer h.Install()()
+	turtles.NewControllerManagedBy().For(turtles.ConfigMaps).Complete(turtles.ReconcilerFunc(
+		func(ctx context.Context, req turtles.Request) (turtles.Result, error) {
+			var m map[string]int
+			m["x"] = 1 // nil map: panics
+			return turtles.Result{}, nil
+		}))
+	got := turtles.ReconcileForTest(turtles.NamespacedName{Name: "a"}, obj(`{"metadata":{"name":"a"}}`))
+	if got != "transient-error: panic: assignment to entry in nil map [recovered]" {
+		t.Fatal(got)
+	}
+	if l := h.Logs[len(h.Logs)-1]; l.Message != "reconcile panicked" || !strings.Contains(fmt.Sprint(l.Fields), "TestPanicIsRecovered") {
+		t.Fatalf("log %+v", l)
+	}
+}
