@@ -40,13 +40,16 @@ const (
 )
 
 type jobController struct {
-	// Pods created but not yet seen in the informer cache, by Job uid: counted as active so a
-	// lagging cache never makes a Job create too many (kube's expectations).
-	expected map[string]map[string]bool
+	// Pods created but not yet seen in the informer cache (name -> when), by Job uid: counted
+	// as active so a lagging cache never makes a Job create too many (kube's expectations, which
+	// also expire after 5 minutes).
+	expected map[string]map[string]time.Time
 }
 
+const expectationsTTL = 5 * time.Minute
+
 func newController() *jobController {
-	return &jobController{expected: map[string]map[string]bool{}}
+	return &jobController{expected: map[string]map[string]time.Time{}}
 }
 
 func init() {
@@ -135,8 +138,8 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 		}
 	}
 	pending := 0
-	for name := range c.expected[uid] {
-		if seen[name] {
+	for name, at := range c.expected[uid] {
+		if seen[name] || now.Sub(at) > expectationsTTL {
 			delete(c.expected[uid], name)
 		} else {
 			pending++
@@ -230,9 +233,9 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 						return turtles.Result{}, err
 					}
 					if c.expected[uid] == nil {
-						c.expected[uid] = map[string]bool{}
+						c.expected[uid] = map[string]time.Time{}
 					}
-					c.expected[uid][created.GetName()] = true
+					c.expected[uid][created.GetName()] = now
 					pending++
 				}
 			}

@@ -277,6 +277,12 @@ func TestLaggingCacheDoesNotCreateTooMany(t *testing.T) {
 	if n := len(h.CallsOf("POST")); n != 2 || num(job, "status", "active") != 2 {
 		t.Fatalf("%d creates, status %v", n, job["status"])
 	}
+	// Pods the cache never shows (deleted before it saw them) stop counting after 5 minutes.
+	turtles.Now = func() time.Time { return t0.Add(5*time.Minute + time.Second) }
+	reconcile(t, h)
+	if n := len(h.CallsOf("POST")); n != 4 {
+		t.Fatalf("expired expectations: %d creates, want 4", n)
+	}
 }
 
 func TestDeletedJobIsLeftToTheGarbageCollector(t *testing.T) {
