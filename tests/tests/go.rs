@@ -72,10 +72,11 @@ fn job_pods(s: &Server, job: &str) -> Vec<Value> {
     ));
     assert_eq!(list.status, 200, "{}", list.text());
     let mut items = list.json()["items"].as_array().cloned().unwrap_or_default();
-    items.sort_by(|a, b| {
-        a["metadata"]["name"]
+    items.sort_by_key(|p| {
+        p["metadata"]["name"]
             .as_str()
-            .cmp(&b["metadata"]["name"].as_str())
+            .unwrap_or_default()
+            .to_owned()
     });
     items
 }
