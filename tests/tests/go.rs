@@ -358,3 +358,100 @@ fn go_job_controller_with_the_node_controller_completes_and_fails_jobs() {
     let described = s.kubectl_ok(&["describe", "job", "bad"]);
     assert!(described.contains("BackoffLimitExceeded"), "{described}");
 }
+
+/// The Go `cronjob` controller with `job` and `node`: `kubectl create cronjob` makes a Job for
+/// the next minute (named as kube names it, owned by the CronJob) within 61 s, the Job runs to
+/// completion, and the CronJob records it (`lastScheduleTime`, then `lastSuccessfulTime` and an
+/// empty `active`).
+#[test]
+fn go_cronjob_controller_creates_a_job_each_minute() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    for name in ["node", "job", "cronjob"] {
+        s.drop_controller(name, &guest(name)).unwrap();
+    }
+    for name in ["node", "job", "cronjob"] {
+        wait_running(&s, name);
+    }
+    s.kubectl_ok(&[
+        "create",
+        "cronjob",
+        "tick",
+        "--image=busybox",
+        "--schedule=*/1 * * * *",
+    ]);
+    let cj = s
+        .http()
+        .get("/apis/batch/v1/namespaces/default/cronjobs/tick")
+        .json();
+    let cj_uid = cj["metadata"]["uid"].as_str().unwrap().to_owned();
+    let job = poll(
+        "a Job of the CronJob within 61 s",
+        Duration::from_secs(61),
+        || {
+            let jobs = s
+                .http()
+                .get("/apis/batch/v1/namespaces/default/jobs")
+                .json();
+            jobs["items"]
+                .as_array()?
+                .iter()
+                .find(|j| j["metadata"]["ownerReferences"][0]["uid"] == cj_uid.as_str())
+                .cloned()
+        },
+    )
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}\n{}",
+            s.kubectl_ok(&["get", "cronjobs,jobs", "-o", "yaml"]),
+            s.log()
+        )
+    });
+    let name = job["metadata"]["name"].as_str().unwrap().to_owned();
+    let scheduled = job["metadata"]["annotations"]
+        ["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no scheduled-timestamp annotation: {job}"))
+        .to_owned();
+    // kube's name: the CronJob's and the scheduled time in minutes since the epoch.
+    let minutes: i64 = name
+        .strip_prefix("tick-")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("job name {name}"));
+    assert!(scheduled.ends_with(":00Z"), "{scheduled}");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "CronJob");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["controller"], true);
+    let out = s.kubectl(&[
+        "wait",
+        "--for=condition=complete",
+        &format!("job/{name}"),
+        "--timeout=60s",
+    ]);
+    assert!(
+        out.status.success(),
+        "kubectl wait: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        s.kubectl_ok(&["get", "cronjobs,jobs,pods", "-o", "yaml"])
+    );
+    let cj = poll("the CronJob to record the finished Job", DEADLINE, || {
+        let cj = s
+            .http()
+            .get("/apis/batch/v1/namespaces/default/cronjobs/tick")
+            .json();
+        (cj["status"]["lastSuccessfulTime"].is_string()
+            && cj["status"]["active"]
+                .as_array()
+                .is_none_or(|a| a.iter().all(|r| r["name"] != name.as_str())))
+        .then_some(cj)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "cronjobs", "-o", "yaml"])));
+    let last = cj["status"]["lastScheduleTime"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(last.ends_with(":00Z"), "{cj}");
+    // lastScheduleTime is the scheduled time of this Job or of a later one.
+    assert!(last >= scheduled.as_str(), "{cj}");
+    assert!(minutes * 60 > 1_700_000_000, "{name}");
+    let described = s.kubectl_ok(&["describe", "cronjob", "tick"]);
+    assert!(described.contains("SuccessfulCreate"), "{described}");
+    assert!(described.contains("SawCompletedJob"), "{described}");
+}
