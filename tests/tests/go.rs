@@ -1,10 +1,10 @@
 //! Go controllers (issue 18), with the real binary and the real components built by
 //! `guest-examples/go/build.sh` (`cargo xtask guests --lang go`): the `go-greeter` loads and
-//! reconciles like the other languages' greeters, and the Go `job` controller runs a batch/v1
-//! Job as kube's does (Pods up to `parallelism`, owned by the Job; counted against
-//! `completions`; `kubectl wait --for=condition=complete` returns). Nothing runs Pods here, so the
-//! test finishes them itself through the `/status` subresource, as a kubelet would.
-
+//! reconciles like the other languages' greeters; the Go `job` controller runs a batch/v1 Job as
+//! kube's does (Pods up to `parallelism`, owned by the Job, counted against `completions`;
+//! `kubectl wait --for=condition=complete` returns), first with the test finishing the Pods
+//! through `/status`, then with the C `node` controller finishing them (a failing Job reaches
+//! `Failed` after `backoffLimit`); and the Go `cronjob` controller makes a Job each minute.
 use std::time::Duration;
 
 use serde_json::{json, Value};
