@@ -367,6 +367,8 @@ const DEMO_CONTROLLERS: &[&str] = &[
     "issuer",
     "issuer-ready",
     "labeler",
+    "job",
+    "cronjob",
 ];
 
 /// Build the host and the guests, put the example controllers into `turtles-data/controllers`,
@@ -428,13 +430,16 @@ fn demo(extra: &[String]) -> Result<()> {
 turtles is running with the example controllers. In another terminal:
 
   export KUBECONFIG={}
-  kubectl get controllers                  # every controller Running (Python, JavaScript, C, Rust, built-in)
+  kubectl get controllers                  # every controller Running (Python, JavaScript, C, Rust, Go, built-in)
   kubectl create deployment web --image=nginx:1.27 --replicas=3
   kubectl get pods -w                      # Pending -> ContainerCreating -> Running (Ctrl-C to stop)
   kubectl rollout status deployment/web
   kubectl get deploy,rs,pods,nodes -o wide
   kubectl scale deployment web --replicas=1
   kubectl delete deployment web            # the garbage collector removes its ReplicaSet and Pods
+  kubectl create job pi --image=perl -- perl -e 1
+  kubectl wait --for=condition=complete job/pi   # the Go job controller; the node finishes Pods in 1 s
+  kubectl create cronjob tick --image=busybox --schedule="*/1 * * * *"   # a Job every minute
 
 Press Ctrl-C here to stop the host.
 "#,
