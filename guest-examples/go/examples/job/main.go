@@ -10,7 +10,10 @@
 // DeadlineExceeded past spec.activeDeadlineSeconds; the active Pods are deleted first). A failed
 // Pod is replaced after kube's back-off (10 s doubling per consecutive failure, at most 6 min).
 //
-// Not (yet) done: suspend, indexed completion, podFailurePolicy, successPolicy,
+// spec.suspend deletes the active Pods and sets the Suspended condition (JobSuspended); resuming
+// sets it False (JobResumed) and restarts startTime.
+//
+// Not (yet) done: indexed completion, podFailurePolicy, successPolicy,
 // podReplacementPolicy, ttlSecondsAfterFinished, the batch.kubernetes.io/job-tracking finalizer
 // (Pods deleted by someone else before they were counted are not counted), and counting
 // container restarts of restartPolicy: OnFailure Pods toward backoffLimit.
@@ -159,8 +162,16 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 	completions, hasCompletions := turtles.NestedInt64(job, "spec", "completions")
 	backoffLimit := intField(job, defaultBackoffLimit, "spec", "backoffLimit")
 
+	// spec.suspend: no Pods, no startTime (the activeDeadlineSeconds timer stops); resuming sets
+	// startTime anew, as kube does.
+	suspended, _ := turtles.NestedBool(job, "spec", "suspend")
 	startTime, started := turtles.ParseTimestamp(turtles.NestedString(job, "status", "startTime"))
-	if !started {
+	if !suspended && hasTrue(job, "Suspended") {
+		setConditionStatus(next, "Suspended", "False", "JobResumed", "Job resumed", now)
+		_ = turtles.Event(job, turtles.EventNormal, "Resumed", "Job resumed")
+		started = false
+	}
+	if !started && !suspended {
 		startTime = now
 		turtles.SetNestedField(next, turtles.Timestamp(now), "status", "startTime")
 	}
@@ -168,7 +179,9 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 	var requeue time.Duration
 	// Failure first, as kube: the backoff limit, then the deadline.
 	failReason, failMessage := "", ""
-	if ft, ok := turtles.FindCondition(job, "FailureTarget"); ok && ft.Status == "True" {
+	if suspended {
+		// Neither the backoff limit nor the deadline is checked while suspended.
+	} else if ft, ok := turtles.FindCondition(job, "FailureTarget"); ok && ft.Status == "True" {
 		failReason, failMessage = ft.Reason, ft.Message
 	} else if failed > backoffLimit {
 		failReason, failMessage = reasonBackoffLimitExceeded, messageBackoffLimit
@@ -182,7 +195,7 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 	}
 
 	complete := false
-	if failReason == "" {
+	if failReason == "" && !suspended {
 		if hasCompletions {
 			complete = succeeded >= completions
 		} else {
@@ -191,6 +204,19 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 	}
 
 	switch {
+	case suspended:
+		for _, p := range active {
+			if err := c.deletePod(ctx, job, p); err != nil {
+				return turtles.Result{}, err
+			}
+		}
+		active = nil
+		pending = 0
+		delete(c.expected, uid)
+		if !hasTrue(job, "Suspended") {
+			setConditionStatus(next, "Suspended", "True", "JobSuspended", "Job suspended", now)
+			_ = turtles.Event(job, turtles.EventNormal, "Suspended", "Job suspended")
+		}
 	case failReason != "":
 		setCondition(next, "FailureTarget", failReason, failMessage, now)
 		// Terminate the active Pods, then mark the Job Failed.
@@ -320,21 +346,25 @@ func (c *jobController) backoff(failed, succeeded []turtles.Object, now time.Tim
 
 // setCondition adds a condition of this type with status True (kept as is when already True).
 func setCondition(job turtles.Object, condType, reason, message string, now time.Time) {
+	setConditionStatus(job, condType, "True", reason, message, now)
+}
+
+// setConditionStatus sets a condition (kept as is when it already has this status).
+func setConditionStatus(job turtles.Object, condType, status, reason, message string, now time.Time) {
+	cond := turtles.Condition{Type: condType, Status: status, Reason: reason, Message: message,
+		LastProbeTime: turtles.Timestamp(now), LastTransitionTime: turtles.Timestamp(now)}
 	cs := turtles.GetConditions(job)
 	for i, c := range cs {
 		if c.Type == condType {
-			if c.Status == "True" {
+			if c.Status == status {
 				return
 			}
-			cs[i] = turtles.Condition{Type: condType, Status: "True", Reason: reason, Message: message,
-				LastProbeTime: turtles.Timestamp(now), LastTransitionTime: turtles.Timestamp(now)}
+			cs[i] = cond
 			turtles.SetConditions(job, cs)
 			return
 		}
 	}
-	cs = append(cs, turtles.Condition{Type: condType, Status: "True", Reason: reason, Message: message,
-		LastProbeTime: turtles.Timestamp(now), LastTransitionTime: turtles.Timestamp(now)})
-	turtles.SetConditions(job, cs)
+	turtles.SetConditions(job, append(cs, cond))
 }
 
 // createPod makes one Pod from the Job's template, as kube's pod control does.

@@ -291,3 +291,38 @@ func TestDeletedJobIsLeftToTheGarbageCollector(t *testing.T) {
 		t.Fatal(out)
 	}
 }
+
+func TestSuspendAndResume(t *testing.T) {
+	h := setup(t)
+	addJob(h, map[string]any{"completions": 2, "parallelism": 2, "backoffLimit": 6, "suspend": true, "activeDeadlineSeconds": 5})
+	_, job := reconcile(t, h)
+	if len(pods(h)) != 0 || turtles.NestedString(job, "status", "startTime") != "" {
+		t.Fatalf("suspended: %d pods, status %v", len(pods(h)), job["status"])
+	}
+	c, _ := turtles.FindCondition(job, "Suspended")
+	if c.Status != "True" || c.Reason != "JobSuspended" || c.Message != "Job suspended" {
+		t.Fatalf("condition %+v", c)
+	}
+	// Resumed an hour later: the deadline counts from now, not from the creation.
+	turtles.Now = func() time.Time { return t0.Add(time.Hour) }
+	turtles.SetNestedField(job, false, "spec", "suspend")
+	h.Add(turtles.Jobs, job)
+	out, job := reconcile(t, h)
+	if out != "requeue-after 5000ms" || len(pods(h)) != 2 || turtles.NestedString(job, "status", "startTime") != turtles.Timestamp(t0.Add(time.Hour)) {
+		t.Fatalf("resumed: %s, %d pods, status %v", out, len(pods(h)), job["status"])
+	}
+	c, _ = turtles.FindCondition(job, "Suspended")
+	if c.Status != "False" || c.Reason != "JobResumed" {
+		t.Fatalf("condition %+v", c)
+	}
+	// Suspended again: the active Pods go.
+	turtles.SetNestedField(job, true, "spec", "suspend")
+	h.Add(turtles.Jobs, job)
+	_, job = reconcile(t, h)
+	if len(pods(h)) != 0 || num(job, "status", "active") != 0 {
+		t.Fatalf("suspended again: %d pods, status %v", len(pods(h)), job["status"])
+	}
+	if r := strings.Join(h.EventReasons(), ","); !strings.HasPrefix(r, "Suspended,Resumed,SuccessfulCreate,SuccessfulCreate") || !strings.HasSuffix(r, "SuccessfulDelete,SuccessfulDelete,Suspended") {
+		t.Fatalf("events %s", r)
+	}
+}
