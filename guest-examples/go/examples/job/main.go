@@ -13,8 +13,11 @@
 // spec.suspend deletes the active Pods and sets the Suspended condition (JobSuspended); resuming
 // sets it False (JobResumed) and restarts startTime.
 //
+// spec.ttlSecondsAfterFinished deletes a finished Job that long after it finished (kube's
+// TTL-after-finished controller).
+//
 // Not (yet) done: indexed completion, podFailurePolicy, successPolicy,
-// podReplacementPolicy, ttlSecondsAfterFinished, the batch.kubernetes.io/job-tracking finalizer
+// podReplacementPolicy, the batch.kubernetes.io/job-tracking finalizer
 // (Pods deleted by someone else before they were counted are not counted), and counting
 // container restarts of restartPolicy: OnFailure Pods toward backoffLimit.
 package main
@@ -60,7 +63,7 @@ func init() {
 		For(turtles.Jobs).
 		Owns(turtles.Pods).
 		WithPermission(
-			turtles.Group("batch", "jobs").Allow("get", "list", "watch"),
+			turtles.Group("batch", "jobs").Allow("get", "list", "watch", "delete"),
 			turtles.Group("batch", "jobs/status").Allow("get", "update", "patch"),
 			turtles.Core("pods").Allow("get", "list", "watch", "create", "delete"),
 			turtles.Core("events").Allow("create", "patch"),
@@ -114,11 +117,15 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 		return turtles.Result{}, nil // deleted: the garbage collector removes its Pods
 	}
 	uid := job.GetUID()
-	if hasTrue(job, "Complete") || hasTrue(job, "Failed") || job.IsDeleting() {
+	if job.IsDeleting() {
 		delete(c.expected, uid)
-		return turtles.Result{}, nil // finished
+		return turtles.Result{}, nil
 	}
 	now := turtles.Now().UTC().Truncate(time.Second)
+	if hasTrue(job, "Complete") || hasTrue(job, "Failed") {
+		delete(c.expected, uid)
+		return ttlAfterFinished(ctx, job, now) // finished
+	}
 
 	// The Job's Pods: those whose controller reference is this Job.
 	var active, succeededPods, failedPods []turtles.Object
@@ -300,9 +307,35 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 	}
 	if hasTrue(next, "Complete") || hasTrue(next, "Failed") {
 		delete(c.expected, uid)
-		return turtles.Result{}, nil
+		return ttlAfterFinished(ctx, next, now)
 	}
 	return turtles.Result{RequeueAfter: requeue}, nil
+}
+
+// ttlAfterFinished is kube's TTL-after-finished controller for one finished Job: with
+// spec.ttlSecondsAfterFinished, the Job is deleted (propagation Foreground, precondition on its
+// uid) that long after it finished (completionTime, or the Failed condition's transition).
+func ttlAfterFinished(ctx context.Context, job turtles.Object, now time.Time) (turtles.Result, error) {
+	ttl, ok := turtles.NestedInt64(job, "spec", "ttlSecondsAfterFinished")
+	if !ok {
+		return turtles.Result{}, nil
+	}
+	finished, ok := turtles.ParseTimestamp(turtles.NestedString(job, "status", "completionTime"))
+	if !ok {
+		c, _ := turtles.FindCondition(job, "Failed")
+		if finished, ok = turtles.ParseTimestamp(c.LastTransitionTime); !ok {
+			return turtles.Result{}, nil
+		}
+	}
+	if expires := finished.Add(time.Duration(ttl) * time.Second); now.Before(expires) {
+		return turtles.Result{RequeueAfter: expires.Sub(now)}, nil
+	}
+	err := turtles.Delete(ctx, turtles.Jobs, job.GetNamespace(), job.GetName(),
+		turtles.DeleteOptions{PropagationPolicy: "Foreground", UID: job.GetUID()})
+	if err != nil && !turtles.IsNotFound(err) && !turtles.IsConflict(err) {
+		return turtles.Result{}, fmt.Errorf("deleting job %s/%s after its TTL: %w", job.GetNamespace(), job.GetName(), err)
+	}
+	return turtles.Result{}, nil
 }
 
 func minPositive(a, b time.Duration) time.Duration {

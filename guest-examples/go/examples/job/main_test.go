@@ -326,3 +326,31 @@ func TestSuspendAndResume(t *testing.T) {
 		t.Fatalf("events %s", r)
 	}
 }
+
+func TestTTLSecondsAfterFinished(t *testing.T) {
+	h := setup(t)
+	addJob(h, map[string]any{"completions": 1, "parallelism": 1, "backoffLimit": 6, "ttlSecondsAfterFinished": 100})
+	reconcile(t, h)
+	setPhase(h, pods(h)[0], "Succeeded", t0)
+	out, _ := reconcile(t, h)
+	if out != "requeue-after 100000ms" {
+		t.Fatalf("just completed: %s", out)
+	}
+	turtles.Now = func() time.Time { return t0.Add(99 * time.Second) }
+	if out, _ := reconcile(t, h); out != "requeue-after 1000ms" {
+		t.Fatalf("1 s to go: %s", out)
+	}
+	turtles.Now = func() time.Time { return t0.Add(100 * time.Second) }
+	job, _ := h.Get(turtles.Jobs, "default", "pi")
+	if out := turtles.ReconcileForTest(job.GetKey(), job); out != "done" {
+		t.Fatal(out)
+	}
+	if _, still := h.Get(turtles.Jobs, "default", "pi"); still {
+		t.Fatal("the job outlived its TTL")
+	}
+	del := h.CallsOf("DELETE")
+	if len(del) != 1 || !strings.Contains(string(del[0].Body), `"propagationPolicy":"Foreground"`) ||
+		!strings.Contains(string(del[0].Body), `"uid":"job-uid"`) {
+		t.Fatalf("delete %v", del)
+	}
+}
