@@ -47,7 +47,8 @@ type Host struct {
 	Calls  []Call
 	Events []turtles.EventRecord
 	Logs   []LogLine
-	// Fail makes the next calls matching METHOD (e.g. "POST") answer with this error code.
+	// Fail makes every call with this method (e.g. "POST") answer with this error code (a Status
+	// with reason InternalError) until the entry is removed.
 	Fail map[string]int
 }
 
