@@ -1221,6 +1221,7 @@ async fn languages(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<()
         ("C", "c-greeter"),
         ("Python", "py-greeter"),
         ("JavaScript", "js-greeter"),
+        ("Go", "go-greeter"),
     ] {
         let bytes = guest_bytes(name)?;
         let (mut cold, mut warm, mut compile) = (Vec::new(), Vec::new(), Vec::new());

@@ -73,6 +73,8 @@ fn test(extra: &[String]) -> Result<()> {
         "guest-examples/python/tests",
     ]))?;
     run(Command::new("npm").args(["test", "--prefix", "guest-examples/js"]))?;
+    // gofmt, go vet (native and wasip1) and go test of the Go SDK and examples, against the fake host.
+    run(Command::new("bash").args(["guest-examples/go/build.sh", "--test"]))?;
     // The client-compatibility tests drive the Python `kubernetes` client.
     python_kubernetes()?;
     // The end-to-end tests spawn the real binary: build it first, with every test target in the
@@ -161,6 +163,7 @@ const LANGS: &[(&str, &[&str])] = &[
     ("c", &[]),
     ("python", &["py"]),
     ("javascript", &["js"]),
+    ("go", &["golang"]),
 ];
 
 /// `cargo xtask guests [--lang L]...`: build every example controller of every language (or of
@@ -175,7 +178,7 @@ fn guests(extra: &[String]) -> Result<()> {
             other => match other.strip_prefix("--lang=") {
                 Some(lang) => langs.push(lang.to_string()),
                 None => bail!(
-                    "guests: unknown argument {other:?} (usage: guests [--lang rust|c|python|javascript]...)"
+                    "guests: unknown argument {other:?} (usage: guests [--lang rust|c|python|javascript|go]...)"
                 ),
             },
         }
@@ -186,7 +189,7 @@ fn guests(extra: &[String]) -> Result<()> {
             .iter()
             .find(|(n, aliases)| n == lang || aliases.contains(&lang.as_str()))
         else {
-            bail!("guests: unknown language {lang:?} (languages: rust, c, python, javascript)");
+            bail!("guests: unknown language {lang:?} (languages: rust, c, python, javascript, go)");
         };
         chosen.push(*name);
     }
@@ -211,6 +214,13 @@ fn guests(extra: &[String]) -> Result<()> {
             "javascript" => run(Command::new("bash")
                 .arg("guest-examples/js/build.sh")
                 .arg(&out))?,
+            "go" => {
+                let adapter = wasi_adapter()?;
+                run(Command::new("bash")
+                    .arg("guest-examples/go/build.sh")
+                    .arg(&out)
+                    .env("TURTLES_WASI_ADAPTER", adapter))?
+            }
             _ => unreachable!("LANGS lists every language"),
         }
     }
@@ -357,6 +367,8 @@ const DEMO_CONTROLLERS: &[&str] = &[
     "issuer",
     "issuer-ready",
     "labeler",
+    "job",
+    "cronjob",
 ];
 
 /// Build the host and the guests, put the example controllers into `turtles-data/controllers`,
@@ -418,13 +430,16 @@ fn demo(extra: &[String]) -> Result<()> {
 turtles is running with the example controllers. In another terminal:
 
   export KUBECONFIG={}
-  kubectl get controllers                  # every controller Running (Python, JavaScript, C, Rust, built-in)
+  kubectl get controllers                  # every controller Running (Python, JavaScript, C, Rust, Go, built-in)
   kubectl create deployment web --image=nginx:1.27 --replicas=3
   kubectl get pods -w                      # Pending -> ContainerCreating -> Running (Ctrl-C to stop)
   kubectl rollout status deployment/web
   kubectl get deploy,rs,pods,nodes -o wide
   kubectl scale deployment web --replicas=1
   kubectl delete deployment web            # the garbage collector removes its ReplicaSet and Pods
+  kubectl create job pi --image=perl -- perl -e 1
+  kubectl wait --for=condition=complete job/pi   # the Go job controller; the node finishes Pods in 1 s
+  kubectl create cronjob tick --image=busybox --schedule="*/1 * * * *"   # a Job every minute
 
 Press Ctrl-C here to stop the host.
 "#,
@@ -488,7 +503,7 @@ fn main() -> Result<()> {
             openapi::import(&rest, &root().join("host/src/builtin/definitions.json"))
         }
         _ => {
-            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz|import-openapi|import-protobuf> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...\n  import-openapi DIR  refresh host/src/builtin/definitions.json from kubernetes-json-schema\n  import-protobuf [DIR]  refresh host/src/builtin/protobuf.json from the k8s-pb crate's source");
+            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz|import-openapi|import-protobuf> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript|go]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...\n  import-openapi DIR  refresh host/src/builtin/definitions.json from kubernetes-json-schema\n  import-protobuf [DIR]  refresh host/src/builtin/protobuf.json from the k8s-pb crate's source");
             std::process::exit(2);
         }
     }

@@ -12,11 +12,20 @@
  *     ADDED Pending -> MODIFIED (finalizer) -> MODIFIED bound -> MODIFIED Pending/ContainerCreating
  *     -> MODIFIED Running
  *   The Running status gets a unique pod IP 10.244.X.Y (the lowest one no other pod uses).
+ * - A Pod that runs to completion (spec.restartPolicy Never or OnFailure) finishes once it has
+ *   been Running for the annotation turtles.dev/run-seconds (default 1; may be fractional), with
+ *   the exit code of the annotation turtles.dev/exit-code (default 0): phase Succeeded (containers
+ *   terminated, reason Completed) for 0, Failed (reason Error) otherwise, Ready False with reason
+ *   PodCompleted, as a kubelet writes them. Both annotations are for tests (a Job's
+ *   spec.template.metadata.annotations reach its Pods). A real kubelet restarts the failed
+ *   container of an OnFailure Pod in place; this one fails the Pod. Pods of restartPolicy Always
+ *   (the default) run forever.
  * - A Pod being deleted loses the finalizer (JSON patch, test + remove), so it goes away.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "turtles.h"
 
@@ -24,6 +33,8 @@
 #define NODE_IP "10.0.0.1"
 #define FINALIZER "turtles.dev/kubelet"
 #define KUBELET_VERSION "v1.33.0-turtles"
+#define RUN_SECONDS_ANNOTATION "turtles.dev/run-seconds"
+#define EXIT_CODE_ANNOTATION "turtles.dev/exit-code"
 /* After each write the pod's own watch event reconciles it again; the requeue is a fallback. */
 #define NEXT_STEP_MS 100
 
@@ -337,6 +348,72 @@ static turtles_outcome running(const turtles_key *key, const json *pod) {
     return ok ? turtles_done() : err;
 }
 
+/* Seconds since the epoch of an RFC 3339 UTC time as the API writes them ("2025-01-02T03:04:05Z",
+ * fractions ignored); -1 when it is not one. */
+static double parse_time(const char *s) {
+    int y, mo, d, h, mi, sec;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec) != 6) return -1;
+    /* days from 1970-01-01 of the civil date (Howard Hinnant's algorithm) */
+    y -= mo <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    long yoe = y - era * 400;
+    long doy = (153L * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    long days = era * 146097 + doe - 719468;
+    return (double)days * 86400 + h * 3600 + mi * 60 + sec;
+}
+
+static const char *annotation(const json *pod, const char *key) {
+    return json_string(json_get(json_pointer(pod, "/metadata/annotations"), key));
+}
+
+/* A Running pod of restartPolicy Never/OnFailure: finished after its run time, else requeued. */
+static turtles_outcome run_to_completion(const turtles_key *key, const json *pod) {
+    const char *run_text = annotation(pod, RUN_SECONDS_ANNOTATION);
+    const char *exit_text = annotation(pod, EXIT_CODE_ANNOTATION);
+    double run = run_text ? atof(run_text) : 1.0;
+    long exit_code = exit_text ? atol(exit_text) : 0;
+    double started = parse_time(json_pstr(pod, "/status/containerStatuses/0/state/running/startedAt", NULL));
+    if (started < 0) started = parse_time(json_pstr(pod, "/status/startTime", NULL));
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC); /* C11 */
+    double now_s = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    if (started >= 0 && now_s < started + run) {
+        double wait_ms = (started + run - now_s) * 1000 + 1;
+        return turtles_requeue_after(wait_ms > 3600000 ? 3600000 : (uint32_t)wait_ms);
+    }
+    char now[32];
+    turtles_now(now);
+    const char *reason = exit_code == 0 ? "Completed" : "Error";
+    json *statuses = json_new_array();
+    for (json *c = json_first(json_pointer(pod, "/spec/containers")); c; c = json_next(c)) {
+        const char *name = json_pstr(c, "/name", "");
+        char *id = container_id(pod, name);
+        char path[64];
+        snprintf(path, sizeof path, "/status/containerStatuses/%zu/state/running/startedAt", json_len(statuses));
+        json_push(statuses,
+                  json_build("{\"name\":%s,\"image\":%s,\"imageID\":%s,\"containerID\":%s,\"ready\":false,"
+                             "\"started\":false,\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":%d,"
+                             "\"reason\":%s,\"startedAt\":%s,\"finishedAt\":%s,\"containerID\":%s}}}",
+                             name, json_pstr(c, "/image", ""), json_pstr(c, "/image", ""), id, (int)exit_code, reason,
+                             json_pstr(pod, path, now), now, id));
+        free(id);
+    }
+    json *conditions = json_new_array();
+    json_push(conditions, condition(pod, "PodReadyToStartContainers", "False", NULL, now));
+    json_push(conditions, condition(pod, "Initialized", "True", NULL, now));
+    json_push(conditions, condition(pod, "Ready", "False", "PodCompleted", now));
+    json_push(conditions, condition(pod, "ContainersReady", "False", "PodCompleted", now));
+    json_push(conditions, condition(pod, "PodScheduled", "True", NULL, now));
+    const char *phase = exit_code == 0 ? "Succeeded" : "Failed";
+    json *patch = json_build("{\"status\":{\"phase\":%s,\"conditions\":%J,\"containerStatuses\":%J}}", phase,
+                             conditions, statuses);
+    turtles_outcome err;
+    if (!patch_pod(key, "/status", patch, "status finished of", &err)) return err;
+    turtles_info("pod %s/%s %s (exit code %ld)", key->namespace_, key->name, phase, exit_code);
+    return turtles_done();
+}
+
 /* Whether every container status is in the given state ("waiting" / "running"). */
 static bool containers_in(const json *pod, const char *state) {
     json *statuses = json_pointer(pod, "/status/containerStatuses");
@@ -358,8 +435,11 @@ turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
 
     const char *phase = json_pstr(pod, "/status/phase", "");
     if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) return turtles_done();
-    if (strcmp(phase, "Running") == 0 && containers_in(pod, "running") && json_pstr(pod, "/status/podIP", NULL))
-        return turtles_done(); /* already up */
+    if (strcmp(phase, "Running") == 0 && containers_in(pod, "running") && json_pstr(pod, "/status/podIP", NULL)) {
+        const char *restart = json_pstr(pod, "/spec/restartPolicy", "Always");
+        if (strcmp(restart, "Never") == 0 || strcmp(restart, "OnFailure") == 0) return run_to_completion(key, pod);
+        return turtles_done(); /* already up, for good */
+    }
     if (strcmp(phase, "Pending") == 0 && containers_in(pod, "waiting")) return running(key, pod);
     return container_creating(key, pod);
 }

@@ -2,7 +2,8 @@
  * a fake host implements the four raw imports (`__wasm_import_*`, the functions the generated
  * controller.c calls) over a tiny in-memory object store, and the test calls the raw exports and
  * their post-return functions exactly as the component model does. It checks the pod lifecycle
- * (bind -> ContainerCreating -> Running with a unique IP -> finalizer released on delete), the
+ * (bind -> ContainerCreating -> Running with a unique IP -> finalizer released on delete; Pods of
+ * restartPolicy Never/OnFailure finishing as their annotations say), the
  * node (created, recreated after deletion) and, through LeakSanitizer, that nothing leaks.
  *
  * Built and run by `build.sh --test` (needs wit-bindgen for controller.c). */
@@ -427,6 +428,51 @@ int main(int argc, char **argv) {
     ap = turtles_apply_path("/api/v1/nodes/n?dryRun=All", "m", false);
     CHECK(!strcmp(ap, "/api/v1/nodes/n?dryRun=All&fieldManager=m"));
     free(ap);
+
+    /* pods that run to completion: restartPolicy Never/OnFailure finish after turtles.dev/run-seconds
+     * with turtles.dev/exit-code; Always (the default, pods b, c, d above) run on */
+    add_pod("g", "perl");
+    json_set_str(json_get(find_pod("default", "g"), "spec"), "restartPolicy", "Never");
+    json *ga = json_set_object(json_get(find_pod("default", "g"), "metadata"), "annotations");
+    json_set_str(ga, "turtles.dev/run-seconds", "0");
+    CHECK(settle("default", "g") == 3);
+    CHECK(!strcmp(json_pstr(find_pod("default", "g"), "/status/phase", ""), "Running"));
+    CHECK(reconcile("default", "g", NULL) == 0);
+    json *g = find_pod("default", "g");
+    CHECK(!strcmp(json_pstr(g, "/status/phase", ""), "Succeeded"));
+    CHECK(json_pint(g, "/status/containerStatuses/0/state/terminated/exitCode", -1) == 0);
+    CHECK(!strcmp(json_pstr(g, "/status/containerStatuses/0/state/terminated/reason", ""), "Completed"));
+    CHECK(!json_pbool(g, "/status/containerStatuses/0/ready", true));
+    CHECK(!strcmp(json_pstr(g, "/status/conditions/2/type", ""), "Ready"));
+    CHECK(!strcmp(json_pstr(g, "/status/conditions/2/status", ""), "False"));
+    CHECK(!strcmp(json_pstr(g, "/status/conditions/2/reason", ""), "PodCompleted"));
+    CHECK(!strncmp(json_pstr(g, "/status/podIP", ""), "10.244.", 7)); /* kept */
+    writes = api_writes;
+    CHECK(reconcile("default", "g", NULL) == 0 && api_writes == writes); /* finished: left alone */
+
+    add_pod("h", "perl");
+    json_set_str(json_get(find_pod("default", "h"), "spec"), "restartPolicy", "OnFailure");
+    json *ha = json_set_object(json_get(find_pod("default", "h"), "metadata"), "annotations");
+    json_set_str(ha, "turtles.dev/run-seconds", "0");
+    json_set_str(ha, "turtles.dev/exit-code", "3");
+    CHECK(settle("default", "h") == 3);
+    CHECK(reconcile("default", "h", NULL) == 0);
+    json *h = find_pod("default", "h");
+    CHECK(!strcmp(json_pstr(h, "/status/phase", ""), "Failed"));
+    CHECK(json_pint(h, "/status/containerStatuses/0/state/terminated/exitCode", -1) == 3);
+    CHECK(!strcmp(json_pstr(h, "/status/containerStatuses/0/state/terminated/reason", ""), "Error"));
+
+    /* not yet: requeued for the rest of its run time (default 1 s; here an hour) */
+    add_pod("i", "perl");
+    json_set_str(json_get(find_pod("default", "i"), "spec"), "restartPolicy", "Never");
+    json_set_str(json_set_object(json_get(find_pod("default", "i"), "metadata"), "annotations"),
+                 "turtles.dev/run-seconds", "3600");
+    CHECK(settle("default", "i") == 3);
+    writes = api_writes;
+    ms = 0;
+    CHECK(reconcile("default", "i", &ms) == 1 && ms > 3590000 && ms <= 3600000);
+    CHECK(api_writes == writes);
+    CHECK(!strcmp(json_pstr(find_pod("default", "i"), "/status/phase", ""), "Running"));
 
     /* many reconciles: steady memory (LeakSanitizer reports anything left at exit) */
     for (int i = 0; i < 2000; i++) reconcile("default", "b", NULL);

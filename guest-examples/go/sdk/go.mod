@@ -1,0 +1,3 @@
+module turtles.dev/go/turtles
+
+go 1.24
