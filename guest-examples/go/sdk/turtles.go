@@ -356,7 +356,11 @@ func toOutcome(res Result, err error) outcome {
 // Outcome is what the host would be told for a Reconcile result (for tests): "done",
 // "requeue-after 5000ms", "transient-error: ..." or "terminal-error: ...".
 func Outcome(res Result, err error) string {
-	o := toOutcome(res, err)
+	return o2s(toOutcome(res, err))
+}
+
+// o2s renders an outcome as Outcome documents.
+func o2s(o outcome) string {
 	switch o.kind {
 	case outcomeRequeueAfter:
 		return fmt.Sprintf("requeue-after %dms", o.ms)
@@ -375,16 +379,7 @@ func ReconcileForTest(key NamespacedName, object Object) string {
 	if object != nil {
 		raw = object.JSON()
 	}
-	o := reconcileKey(key, object != nil, raw)
-	switch o.kind {
-	case outcomeRequeueAfter:
-		return fmt.Sprintf("requeue-after %dms", o.ms)
-	case outcomeTransient:
-		return "transient-error: " + o.message
-	case outcomeTerminal:
-		return "terminal-error: " + o.message
-	}
-	return "done"
+	return o2s(reconcileKey(key, object != nil, raw))
 }
 
 // RegisteredForTest is the registration the component would return from `register`.

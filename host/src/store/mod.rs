@@ -153,23 +153,24 @@ fn write_with_rv_slot(out: &mut Vec<u8>, value: &Value) -> Result<usize> {
             "not an object",
         )));
     };
-    let mut slot = None;
-    out.push(b'{');
-    for (i, (k, v)) in top.iter().enumerate() {
-        if i > 0 {
+    /// `,"key":` (no comma before the first entry).
+    fn key(out: &mut Vec<u8>, first: bool, k: &str) -> Result<()> {
+        if !first {
             out.push(b',');
         }
         serde_json::to_writer(&mut *out, k).map_err(StoreError::Encode)?;
         out.push(b':');
+        Ok(())
+    }
+    let mut slot = None;
+    out.push(b'{');
+    for (i, (k, v)) in top.iter().enumerate() {
+        key(out, i == 0, k)?;
         match v {
             Value::Object(meta) if k == "metadata" => {
                 out.push(b'{');
                 for (j, (mk, mv)) in meta.iter().enumerate() {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    serde_json::to_writer(&mut *out, mk).map_err(StoreError::Encode)?;
-                    out.push(b':');
+                    key(out, j == 0, mk)?;
                     if mk == "resourceVersion" {
                         out.push(b'"');
                         slot = Some(out.len());
