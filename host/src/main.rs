@@ -111,6 +111,52 @@ enum Command {
         #[arg(long, hide = true)]
         test_hold_watchers_on_signal: bool,
     },
+    /// Scaffold a controller project: its source, a unit test, a README and turtles.toml; the
+    /// SDK is referenced where this binary extracts it ($TURTLES_HOME/sdk/...), not copied.
+    New {
+        /// The guest language: rust, go, python, js or c.
+        #[arg(long)]
+        lang: String,
+        /// The controller's name (its NAME.wasm and its Controller object): a DNS-1123 label.
+        name: String,
+        /// The project's folder (default: ./NAME); must not exist or be empty.
+        dir: Option<PathBuf>,
+    },
+    /// Build a project into a component with its language's toolchain (installed on first use
+    /// into $TURTLES_TOOLCHAINS, default $TURTLES_HOME/toolchains).
+    Build {
+        /// The project's folder (holds turtles.toml).
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Where to write the component (default: DIR/NAME.wasm).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Build a project into a controllers folder, and again on every source change: the host
+    /// serving that folder swaps the controller in place.
+    Dev {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// The controllers folder of a running `turtles serve`.
+        #[arg(long)]
+        controllers: PathBuf,
+    },
+    /// Show a controller's log lines (GET /apis/turtles.dev/v1/controllers/NAME/log).
+    Logs {
+        name: String,
+        /// Stream new lines as they are logged.
+        #[arg(long, short)]
+        follow: bool,
+        /// Only the last N lines.
+        #[arg(long)]
+        tail: Option<usize>,
+        /// Prefix each line with when it was logged (RFC 3339).
+        #[arg(long)]
+        timestamps: bool,
+        /// The kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+    },
     /// Mint a bearer token for a user and print a kubeconfig for it (or revoke the user's tokens).
     Kubeconfig {
         /// The data directory of the host the kubeconfig is for.
@@ -241,6 +287,54 @@ fn main() -> anyhow::Result<()> {
                 turtles::server::serve(cfg).await?;
                 anyhow::Ok(())
             })?;
+        }
+        Command::New { lang, name, dir } => {
+            use turtles::project;
+            let home = project::bundle::Home::from_env()?;
+            let lang = project::Lang::parse(&lang)?;
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            let files = project::new_project(&home, lang, &name, &dir)?;
+            for f in &files {
+                eprintln!("  {}", f.display());
+            }
+            eprintln!(
+                "created the {} controller {name} in {d}; build it with `turtles build {d}`, or run `turtles dev {d} --controllers FOLDER` beside a host serving FOLDER",
+                lang.name(),
+                d = dir.display(),
+            );
+        }
+        Command::Build { dir, out } => {
+            use turtles::project;
+            let home = project::bundle::Home::from_env()?;
+            let p = project::Project::open(&dir)?;
+            let out = out.unwrap_or_else(|| p.default_output());
+            let took = p.build(&home, &out)?;
+            eprintln!("built {} in {} ms: {}", p.name, took.as_millis(), out.display());
+        }
+        Command::Dev { dir, controllers } => {
+            use turtles::project;
+            let home = project::bundle::Home::from_env()?;
+            let p = project::Project::open(&dir)?;
+            project::dev::run(&home, &p, &controllers)?;
+        }
+        Command::Logs {
+            name,
+            follow,
+            tail,
+            timestamps,
+            kubeconfig,
+        } => {
+            let opts = turtles::project::logs::LogOptions {
+                follow,
+                tail,
+                timestamps,
+            };
+            turtles::project::logs::show(
+                kubeconfig.as_deref(),
+                &name,
+                &opts,
+                &mut std::io::stdout().lock(),
+            )?;
         }
         Command::Kubeconfig {
             data_dir,

@@ -4,7 +4,8 @@
 //! kube's does (Pods up to `parallelism`, owned by the Job, counted against `completions`;
 //! `kubectl wait --for=condition=complete` returns), first with the test finishing the Pods
 //! through `/status`, then with the C `node` controller finishing them (a failing Job reaches
-//! `Failed` after `backoffLimit`); and the Go `cronjob` controller makes a Job each minute.
+//! `Failed` after `backoffLimit`); and the Go `cronjob` controller makes a Job each minute and
+//! keeps `successfulJobsHistoryLimit` of them.
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -454,4 +455,33 @@ fn go_cronjob_controller_creates_a_job_each_minute() {
     let described = s.kubectl_ok(&["describe", "cronjob", "tick"]);
     assert!(described.contains("SuccessfulCreate"), "{described}");
     assert!(described.contains("SawCompletedJob"), "{described}");
+
+    // successfulJobsHistoryLimit 1: once the next minute's Job has completed, this one goes.
+    s.kubectl_ok(&[
+        "patch",
+        "cronjob",
+        "tick",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"successfulJobsHistoryLimit":1}}"#,
+    ]);
+    let kept = poll(
+        "the first Job removed by the history limit",
+        Duration::from_secs(150),
+        || {
+            let jobs = s
+                .http()
+                .get("/apis/batch/v1/namespaces/default/jobs")
+                .json();
+            let names: Vec<String> = jobs["items"]
+                .as_array()?
+                .iter()
+                .filter(|j| j["metadata"]["ownerReferences"][0]["uid"] == cj_uid.as_str())
+                .filter_map(|j| j["metadata"]["name"].as_str().map(str::to_owned))
+                .collect();
+            (!names.contains(&name) && !names.is_empty()).then_some(names)
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "cronjobs,jobs", "-o", "yaml"])));
+    assert!(kept.iter().all(|n| n.as_str() > name.as_str()), "{kept:?} after {name}");
 }

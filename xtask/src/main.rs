@@ -65,13 +65,11 @@ fn test(extra: &[String]) -> Result<()> {
         "endpointslice",
     ]))?;
     run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
-    run(Command::new("python3").args([
-        "-m",
-        "unittest",
-        "discover",
-        "-s",
-        "guest-examples/python/tests",
-    ]))?;
+    // No __pycache__ in the SDK folder: `turtles` embeds that folder (host/build.rs) and would
+    // be rebuilt for it.
+    run(Command::new("python3")
+        .args(["-m", "unittest", "discover", "-s", "guest-examples/python/tests"])
+        .env("PYTHONDONTWRITEBYTECODE", "1"))?;
     run(Command::new("npm").args(["test", "--prefix", "guest-examples/js"]))?;
     // gofmt, go vet (native and wasip1) and go test of the Go SDK and examples, against the fake host.
     run(Command::new("bash").args(["guest-examples/go/build.sh", "--test"]))?;
@@ -441,9 +439,17 @@ turtles is running with the example controllers. In another terminal:
   kubectl wait --for=condition=complete job/pi   # the Go job controller; the node finishes Pods in 1 s
   kubectl create cronjob tick --image=busybox --schedule="*/1 * * * *"   # a Job every minute
 
+Your own controller, hot-swapped on every save:
+
+  {bin} new --lang go hello /tmp/hello     # rust | go | python | js | c
+  {bin} dev /tmp/hello --controllers {dir}
+  {bin} logs hello -f
+
 Press Ctrl-C here to stop the host.
 "#,
-        kubeconfig.display()
+        kubeconfig.display(),
+        bin = bin.display(),
+        dir = dir.display(),
     );
     let status = host.wait()?;
     if !status.success() && status.code().is_some() {

@@ -117,6 +117,9 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                     if r.group.is_empty() && r.resource == "pods" {
                         subs.push(json!({"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"}, "verbs": ["create"]}));
                     }
+                    if r.is_controllers() {
+                        subs.push(json!({"subresource": "log", "responseKind": kind, "verbs": ["get"]}));
+                    }
                     if r.scale.is_some() {
                         subs.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
                     }
@@ -241,6 +244,15 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "namespaced": true,
                 "kind": "Binding",
                 "verbs": ["create"],
+            }));
+        }
+        if r.is_controllers() {
+            list.push(json!({
+                "name": "controllers/log",
+                "singularName": "",
+                "namespaced": false,
+                "kind": r.kind,
+                "verbs": ["get"],
             }));
         }
         if r.scale.is_some() {

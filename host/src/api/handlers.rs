@@ -37,6 +37,8 @@ pub struct Target {
     pub binding: bool,
     /// A ServiceAccount's `token` subresource (TokenRequest).
     pub token: bool,
+    /// A Controller's `log` subresource.
+    pub log: bool,
 }
 
 pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Response {
@@ -105,6 +107,10 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             status.to_string().as_bytes(),
         ));
     }
+    if target.log {
+        only_get(req.method())?;
+        return controller_log(state, &target, query);
+    }
     if target.token {
         let request = posted_object(state, req).await?;
         let answer = token_request(state, &target, request)?;
@@ -113,9 +119,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             answer.to_string().as_bytes(),
         ));
     }
-    if target.ri.group == crate::runtime::controller::GROUP
-        && target.ri.resource == crate::runtime::controller::RESOURCE
-        && req.method() != Method::GET
+    if target.ri.is_controllers() && req.method() != Method::GET
     {
         return Err(ApiError::method_not_allowed(
             "controllers are managed by the host: add, replace or remove a .wasm file in the controllers folder",
@@ -384,7 +388,9 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
     let has_scale = ri.scale.is_some();
     let is_pods = ri.group.is_empty() && ri.resource == "pods";
     let is_sa = ri.group.is_empty() && ri.resource == "serviceaccounts";
+    let is_controllers = ri.is_controllers();
     let mut token = false;
+    let mut log = false;
     let (name, sub, scale, binding) = match tail {
         [] => (None, Subresource::Main, false, false),
         [name] => (Some((*name).to_owned()), Subresource::Main, false, false),
@@ -399,6 +405,10 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
             token = true;
             (Some((*name).to_owned()), Subresource::Main, false, false)
         }
+        [name, "log"] if is_controllers => {
+            log = true;
+            (Some((*name).to_owned()), Subresource::Main, false, false)
+        }
         _ => return Err(ApiError::path_not_found()),
     };
     Ok(Target {
@@ -409,7 +419,129 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
         scale,
         binding,
         token,
+        log,
     })
+}
+
+/// `GET .../controllers/NAME/log`: the controller's recent log lines as `text/plain`, with a
+/// Pod log's options: `tailLines`, `limitBytes`, `timestamps`, and `follow` (streams new lines
+/// until the client goes, the limit is reached, the controller is unloaded or the server stops).
+fn controller_log(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &super::request_info::Query,
+) -> Result<Response, ApiError> {
+    let name = target.name.clone().unwrap_or_default();
+    // The Controller must exist, as a Pod must for its log.
+    state.service.get(&target.ri, "", &name)?;
+    let number = |param: &str| -> Result<Option<usize>, ApiError> {
+        match query.get(param) {
+            None => Ok(None),
+            Some(v) => v.parse::<usize>().map(Some).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "{param}: Invalid value: {v:?}: must be a non-negative integer"
+                ))
+            }),
+        }
+    };
+    let tail = number("tailLines")?;
+    let mut remaining = number("limitBytes")?.unwrap_or(usize::MAX);
+    if remaining == 0 {
+        return Err(ApiError::bad_request(
+            "limitBytes: Invalid value: 0: must be greater than 0",
+        ));
+    }
+    // Go's strconv.ParseBool, as kube reads the options.
+    let flag = |param: &str| -> Result<bool, ApiError> {
+        match query.get(param).map(String::as_str) {
+            None | Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(false),
+            Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(true),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "{param}: Invalid value: {v:?}: must be a boolean"
+            ))),
+        }
+    };
+    let timestamps = flag("timestamps")?;
+    let follow = flag("follow")?;
+    let Some(folder) = state.controllers.get() else {
+        return Ok(text_response(Body::empty()));
+    };
+    let logs = &folder.host().runtime.logs;
+    // Made here if the controller has logged nothing yet (still compiling): bounded, as the
+    // Controller object exists.
+    let buffer = logs.buffer(&name);
+    let (lines, rx) = buffer.snapshot(tail);
+    let mut text = String::new();
+    for line in &lines {
+        line.render(timestamps, &mut text);
+    }
+    let first = cap(text, &mut remaining);
+    if !follow || remaining == 0 {
+        return Ok(text_response(Body::from(first)));
+    }
+    let permit = logs.follow_permit().ok_or_else(|| {
+        ApiError::new(
+            429,
+            "TooManyRequests",
+            format!(
+                "too many controller log streams are open (at most {})",
+                crate::runtime::logs::MAX_FOLLOWERS
+            ),
+        )
+    })?;
+    let stop = state.shutdown.clone();
+    let closed = Box::pin(buffer.closed());
+    let stream = futures::stream::unfold(
+        (Some(first), rx, closed, stop, remaining, permit),
+        move |(first, mut rx, mut closed, mut stop, mut remaining, permit)| async move {
+            if let Some(first) = first.filter(|f| !f.is_empty()) {
+                let next = (None, rx, closed, stop, remaining, permit);
+                return Some((Ok::<_, std::convert::Infallible>(first), next));
+            }
+            if remaining == 0 {
+                return None;
+            }
+            let mut text = String::new();
+            tokio::select! {
+                r = rx.recv() => match r {
+                    Ok(line) => line.render(timestamps, &mut text),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        crate::runtime::logs::Line {
+                            time: chrono::Utc::now(),
+                            text: format!("... {n} lines skipped: this reader fell behind").into(),
+                        }
+                        .render(timestamps, &mut text);
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                },
+                _ = &mut closed => return None,
+                _ = stop.wait_for(|s| *s) => return None,
+            }
+            let chunk = cap(text, &mut remaining);
+            Some((Ok(chunk), (None, rx, closed, stop, remaining, permit)))
+        },
+    );
+    Ok(text_response(Body::from_stream(stream)))
+}
+
+/// `text` as bytes, cut to what `limitBytes` leaves (and that much less left).
+fn cap(text: String, remaining: &mut usize) -> Bytes {
+    let mut bytes = Bytes::from(text);
+    if bytes.len() >= *remaining {
+        bytes.truncate(*remaining);
+        *remaining = 0;
+    } else {
+        *remaining -= bytes.len();
+    }
+    bytes
+}
+
+fn text_response(body: Body) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 /// The body of a POST-only subresource (`binding`, `token`); another method is 405.

@@ -1224,7 +1224,7 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
                 ),
                 // Reading namespaces at namespace scope means reading *this* namespace.
                 rule(READ, &[LEGACY], &["namespaces"]),
-                rule(READ, &[TURTLES], &["controllers"]),
+                rule(READ, &[TURTLES], &["controllers", "controllers/log"]),
             ],
         },
         // Authentication/authorization delegation.

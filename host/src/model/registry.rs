@@ -120,6 +120,13 @@ impl ResourceInfo {
         }
     }
 
+    /// turtles' `Controller` kind (`turtles.dev/v1 controllers`), read-only to clients, with
+    /// its `log` subresource.
+    pub fn is_controllers(&self) -> bool {
+        self.group == crate::runtime::controller::GROUP
+            && self.resource == crate::runtime::controller::RESOURCE
+    }
+
     pub fn namespaced(&self) -> bool {
         self.scope == Scope::Namespaced
     }

@@ -336,6 +336,7 @@ impl ControllerHandle {
                 self.host.service.store.clone(),
             )),
             events: Default::default(),
+            log: self.host.runtime.logs.buffer(&self.name),
         });
         if let Ok(mut c) = self.ctx.write() {
             *c = Some(ctx.clone());
@@ -761,6 +762,7 @@ impl ControllerHandle {
         self.queue.shutdown();
         self.host.authn.revoke_internal(&user_name(&self.name));
         remove_identity(&self.host.service, &self.name).await;
+        self.host.runtime.logs.remove(&self.name);
         tracing::info!(controller = %self.name, "controller unloaded");
     }
 }
@@ -1169,6 +1171,7 @@ mod tests {
             watches: RwLock::new(Vec::new()),
             authz: Arc::new(crate::auth::Authorizer::new(store)),
             events: Default::default(),
+            log: Default::default(),
         };
         let cms = registry.lookup("", "v1", "configmaps").unwrap();
         let rbac = |r: &str| {

@@ -59,6 +59,11 @@ impl Folder {
         self.host.runtime.compiler.compiles()
     }
 
+    /// The host every controller of the folder shares.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
     pub async fn handles(&self) -> Vec<Arc<ControllerHandle>> {
         self.entries
             .lock()

@@ -11,6 +11,7 @@ pub mod compile;
 pub mod controller;
 pub mod driver;
 pub mod folder;
+pub mod logs;
 mod output;
 pub mod queue;
 
@@ -138,6 +139,8 @@ pub struct HostCtx {
     pub authz: Arc<crate::auth::Authorizer>,
     /// `record-event`'s rate limit.
     pub events: events::Limiter,
+    /// The controller's recent log lines (`controllers/NAME/log`).
+    pub log: Arc<logs::LogBuffer>,
 }
 
 /// A controller's user and the in-memory token its API calls carry.
@@ -312,6 +315,8 @@ pub struct Runtime {
     pub options: RuntimeOptions,
     /// Background compiles (lanes by size, identical bytes compiled once).
     pub compiler: compile::Compiler,
+    /// Every controller's recent log lines.
+    pub logs: logs::Logs,
 }
 
 impl Runtime {
@@ -358,6 +363,7 @@ impl Runtime {
             engine,
             linker,
             options,
+            logs: Default::default(),
         }))
     }
 
@@ -441,11 +447,17 @@ impl Instance {
             return;
         }
         self.store.data_mut().printed += printed.bytes.len() as u64;
-        let name = &self.store.data().ctx.name;
+        let ctx = &self.store.data().ctx;
+        let name = &ctx.name;
         for line in String::from_utf8_lossy(&printed.bytes).lines() {
             tracing::info!(controller = %name, "guest: {line}");
+            ctx.log.push(format!("OUTPUT {line}"));
         }
         if printed.dropped > 0 {
+            ctx.log.push(format!(
+                "WARN printed more than {OUTPUT_CAP} bytes in one call; {} bytes not logged",
+                printed.dropped
+            ));
             tracing::warn!(
                 controller = %name,
                 dropped = printed.dropped,
@@ -688,14 +700,38 @@ impl bindings::turtles::controller::host::Host for GuestState {
 
     fn log(&mut self, level: wit::LogLevel, message: String, fields: Vec<(String, String)>) {
         let name = &self.ctx.name;
-        let fields: String = fields.iter().map(|(k, v)| format!(" {k}={v}")).collect();
-        match level {
-            wit::LogLevel::Trace => tracing::trace!(controller = %name, "{message}{fields}"),
-            wit::LogLevel::Debug => tracing::debug!(controller = %name, "{message}{fields}"),
-            wit::LogLevel::Info => tracing::info!(controller = %name, "{message}{fields}"),
-            wit::LogLevel::Warn => tracing::warn!(controller = %name, "{message}{fields}"),
-            wit::LogLevel::Error => tracing::error!(controller = %name, "{message}{fields}"),
+        // One line, cut before anything copies it: a guest's message may be huge.
+        let mut line = message;
+        for (k, v) in &fields {
+            if line.len() > logs::MAX_LINE {
+                break;
+            }
+            line.push_str(&format!(" {k}={v}"));
         }
+        logs::cut(&mut line);
+        let tag = match level {
+            wit::LogLevel::Trace => {
+                tracing::trace!(controller = %name, "{line}");
+                "TRACE"
+            }
+            wit::LogLevel::Debug => {
+                tracing::debug!(controller = %name, "{line}");
+                "DEBUG"
+            }
+            wit::LogLevel::Info => {
+                tracing::info!(controller = %name, "{line}");
+                "INFO"
+            }
+            wit::LogLevel::Warn => {
+                tracing::warn!(controller = %name, "{line}");
+                "WARN"
+            }
+            wit::LogLevel::Error => {
+                tracing::error!(controller = %name, "{line}");
+                "ERROR"
+            }
+        };
+        self.ctx.log.push(format!("{tag} {line}"));
     }
 }
 
@@ -815,6 +851,7 @@ mod tests {
             watches: std::sync::RwLock::new(Vec::new()),
             authz: Arc::new(crate::auth::Authorizer::new(store)),
             events: Default::default(),
+            log: Default::default(),
         });
         (rt, ctx, dir)
     }
