@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 /// Per language folder under `guest-examples/`: the files and folders of the bundle.
 const BUNDLE: &[(&str, &[&str])] = &[
-    ("rust", &["build.sh", "turtles-controller", "template", "Cargo.lock"]),
+    (
+        "rust",
+        &["build.sh", "turtles-controller", "template", "Cargo.lock"],
+    ),
     ("c", &["build.sh", "sdk", "template"]),
     ("python", &["build.sh", "sdk", "template"]),
     (
@@ -30,13 +33,20 @@ const SKIP_DIRS: &[&str] = &["node_modules", "build", "target", "__pycache__"];
 
 fn main() {
     let host = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let root = host.parent().expect("the host crate sits in the repository").to_path_buf();
+    let root = host
+        .parent()
+        .expect("the host crate sits in the repository")
+        .to_path_buf();
     let mut files = Vec::new();
     add(&root, Path::new("wit"), &mut files);
     for (lang, entries) in BUNDLE {
         for entry in *entries {
             // Watched even while missing: the build script runs again once it appears.
-            add(&root, &Path::new("guest-examples").join(lang).join(entry), &mut files);
+            add(
+                &root,
+                &Path::new("guest-examples").join(lang).join(entry),
+                &mut files,
+            );
         }
     }
     files.sort();
@@ -55,7 +65,8 @@ fn main() {
     }
     out.push_str("];\n");
     writeln!(out, "pub const HASH: &str = \"{hash:016x}\";").expect("string");
-    let dest = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("sdk_bundle.rs");
+    let dest =
+        PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it")).join("sdk_bundle.rs");
     std::fs::write(dest, out).expect("OUT_DIR is writable");
 }
 

@@ -309,7 +309,12 @@ fn main() -> anyhow::Result<()> {
             let p = project::Project::open(&dir)?;
             let out = out.unwrap_or_else(|| p.default_output());
             let took = p.build(&home, &out)?;
-            eprintln!("built {} in {} ms: {}", p.name, took.as_millis(), out.display());
+            eprintln!(
+                "built {} in {} ms: {}",
+                p.name,
+                took.as_millis(),
+                out.display()
+            );
         }
         Command::Dev { dir, controllers } => {
             use turtles::project;

@@ -49,10 +49,7 @@ fn turtles(args: &[&str]) -> Command {
         // same profile): only the project itself and its SDK crate compile.
         .env(
             "CARGO_TARGET_DIR",
-            target
-                .parent()
-                .unwrap()
-                .join("guest-examples/rust/target"),
+            target.parent().unwrap().join("guest-examples/rust/target"),
         )
         .stdin(Stdio::null());
     cmd
@@ -85,7 +82,9 @@ fn annotation(s: &Server, cm: &str, key: &str) -> Option<String> {
         .http()
         .get(&format!("/api/v1/namespaces/default/configmaps/{cm}"))
         .json();
-    cm["metadata"]["annotations"][key].as_str().map(str::to_owned)
+    cm["metadata"]["annotations"][key]
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// new -> build -> drop -> reconcile -> logs, for one language.
@@ -99,7 +98,12 @@ fn new_build_drop_reconcile(lang: &str) {
     assert!(dir.join("turtles.toml").is_file());
     assert!(dir.join("README.md").is_file());
     // The project references the SDK; it does not carry a copy of it.
-    let sdk_files = ["turtles.go", "turtles.h", "turtles-controller.js", "Cargo.toml"];
+    let sdk_files = [
+        "turtles.go",
+        "turtles.h",
+        "turtles-controller.js",
+        "Cargo.toml",
+    ];
     for entry in std::fs::read_dir(&dir).unwrap().flatten() {
         let f = entry.file_name();
         assert!(
@@ -111,7 +115,11 @@ fn new_build_drop_reconcile(lang: &str) {
     let wasm = dir.join(format!("{name}.wasm"));
     let bytes = std::fs::read(&wasm).unwrap_or_else(|e| panic!("{e}: {built}"));
     // A component, not a core module: the component-model layer in the header.
-    assert_eq!(&bytes[..8], b"\0asm\x0d\x00\x01\x00", "{lang}: not a component");
+    assert_eq!(
+        &bytes[..8],
+        b"\0asm\x0d\x00\x01\x00",
+        "{lang}: not a component"
+    );
 
     let s = Server::start_with_controllers(&[]).unwrap();
     let r = s.http().post_json(
@@ -286,8 +294,7 @@ fn turtles_dev_rebuilds_on_an_edit_and_the_host_swaps_it_in() {
     std::fs::write(&source, text.replace("hello from", "howdy from")).unwrap();
     let (built_at, build_ms) = next_build(&rx, &mut seen);
     let reconciled = poll("the edit reconciling", LOAD_DEADLINE, || {
-        (annotation(&s, "edited", &key).as_deref() == Some("howdy from dev-c"))
-            .then(Instant::now)
+        (annotation(&s, "edited", &key).as_deref() == Some("howdy from dev-c")).then(Instant::now)
     })
     .unwrap_or_else(|e| panic!("{e}\n{}\n{}", seen.join("\n"), s.log()));
     let total = reconciled - edited;

@@ -482,6 +482,14 @@ fn go_cronjob_controller_creates_a_job_each_minute() {
             (!names.contains(&name) && !names.is_empty()).then_some(names)
         },
     )
-    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "cronjobs,jobs", "-o", "yaml"])));
-    assert!(kept.iter().all(|n| n.as_str() > name.as_str()), "{kept:?} after {name}");
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            s.kubectl_ok(&["get", "cronjobs,jobs", "-o", "yaml"])
+        )
+    });
+    assert!(
+        kept.iter().all(|n| n.as_str() > name.as_str()),
+        "{kept:?} after {name}"
+    );
 }

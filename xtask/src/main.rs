@@ -68,7 +68,13 @@ fn test(extra: &[String]) -> Result<()> {
     // No __pycache__ in the SDK folder: `turtles` embeds that folder (host/build.rs) and would
     // be rebuilt for it.
     run(Command::new("python3")
-        .args(["-m", "unittest", "discover", "-s", "guest-examples/python/tests"])
+        .args([
+            "-m",
+            "unittest",
+            "discover",
+            "-s",
+            "guest-examples/python/tests",
+        ])
         .env("PYTHONDONTWRITEBYTECODE", "1"))?;
     run(Command::new("npm").args(["test", "--prefix", "guest-examples/js"]))?;
     // gofmt, go vet (native and wasip1) and go test of the Go SDK and examples, against the fake host.

@@ -119,8 +119,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             answer.to_string().as_bytes(),
         ));
     }
-    if target.ri.is_controllers() && req.method() != Method::GET
-    {
+    if target.ri.is_controllers() && req.method() != Method::GET {
         return Err(ApiError::method_not_allowed(
             "controllers are managed by the host: add, replace or remove a .wasm file in the controllers folder",
         ));

@@ -32,7 +32,11 @@ pub struct Home {
 
 impl Home {
     pub fn from_env() -> Result<Self> {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let root = var("TURTLES_HOME")
             .or_else(|| var("XDG_DATA_HOME").map(|d| d.join("turtles")))
             .or_else(|| var("HOME").map(|h| h.join(".local/share/turtles")))
@@ -52,11 +56,9 @@ impl Home {
 
     /// This binary's bundle folder (not necessarily extracted yet).
     pub fn sdk_dir(&self) -> PathBuf {
-        self.root.join("sdk").join(format!(
-            "{}-{}",
-            env!("CARGO_PKG_VERSION"),
-            generated::HASH
-        ))
+        self.root
+            .join("sdk")
+            .join(format!("{}-{}", env!("CARGO_PKG_VERSION"), generated::HASH))
     }
 
     /// Toolchains every project shares: `$TURTLES_TOOLCHAINS`, else `HOME/toolchains`.
@@ -142,16 +144,24 @@ mod tests {
             assert!(names.contains(&build.as_str()), "no {build}");
         }
         assert!(
-            !names.iter().any(|n| n.contains("node_modules/") || n.contains("/build/")),
+            !names
+                .iter()
+                .any(|n| n.contains("node_modules/") || n.contains("/build/")),
             "build output bundled"
         );
         let root = std::env::temp_dir().join(format!("turtles-bundle-{}", std::process::id()));
         let home = Home::at(root.clone());
         let dir = home.extract().unwrap();
         assert!(dir.join("wit/controller.wit").is_file());
-        let stamp = std::fs::metadata(dir.join(".complete")).unwrap().modified().unwrap();
+        let stamp = std::fs::metadata(dir.join(".complete"))
+            .unwrap()
+            .modified()
+            .unwrap();
         assert_eq!(home.extract().unwrap(), dir);
-        let again = std::fs::metadata(dir.join(".complete")).unwrap().modified().unwrap();
+        let again = std::fs::metadata(dir.join(".complete"))
+            .unwrap()
+            .modified()
+            .unwrap();
         assert_eq!(stamp, again, "extracted twice");
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -161,8 +161,8 @@ pub fn show(
     // Line by line as they arrive: the body is copied in chunks as the server sends them.
     let mut buf = [0u8; 8192];
     loop {
-        let n = std::io::Read::read(&mut resp, &mut buf)
-            .map_err(|e| LogsError::Http(e.to_string()))?;
+        let n =
+            std::io::Read::read(&mut resp, &mut buf).map_err(|e| LogsError::Http(e.to_string()))?;
         if n == 0 {
             return Ok(());
         }

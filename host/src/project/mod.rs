@@ -30,7 +30,9 @@ pub enum ProjectError {
     InvalidName(String),
     #[error("{0} exists and is not empty")]
     NotEmpty(PathBuf),
-    #[error("{0}: not a turtles project (no turtles.toml with name and lang; `turtles new` makes one)")]
+    #[error(
+        "{0}: not a turtles project (no turtles.toml with name and lang; `turtles new` makes one)"
+    )]
     NotAProject(PathBuf),
     #[error("no home folder for the SDK bundle: set TURTLES_HOME (or HOME)")]
     NoHome,
@@ -149,7 +151,10 @@ impl Project {
         let start = Instant::now();
         // The toolchains' stdout joins their stderr: this process's stdout stays clean, and
         // whoever reads the build's messages (`turtles dev`'s caller) gets all of them.
-        let stderr = std::io::stderr().as_fd().try_clone_to_owned().map_err(io(&script))?;
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(io(&script))?;
         let status = Command::new("bash")
             .arg(&script)
             .arg("--project")

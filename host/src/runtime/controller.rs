@@ -263,6 +263,12 @@ impl ControllerHandle {
         }
         if informers_changed {
             self.start_informers(&module);
+        } else {
+            // The same informers go on, but new code reconciles every object again, as a
+            // restarted controller does after its relist (the queue drops duplicates).
+            for w in &module.registration.watches {
+                self.enqueue_all(w);
+            }
         }
         // Initial keys: queued now, dispatched once this version's informers have their initial
         // lists in (a worker waits for the gate of the version it calls), at every load.

@@ -201,7 +201,9 @@ mod tests {
     #[test]
     fn followers_are_bounded() {
         let logs = Logs::default();
-        let permits: Vec<_> = (0..MAX_FOLLOWERS).map_while(|_| logs.follow_permit()).collect();
+        let permits: Vec<_> = (0..MAX_FOLLOWERS)
+            .map_while(|_| logs.follow_permit())
+            .collect();
         assert_eq!(permits.len(), MAX_FOLLOWERS);
         assert!(logs.follow_permit().is_none());
         drop(permits);
