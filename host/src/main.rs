@@ -5,6 +5,11 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of glibc malloc: measured in `docs/benchmarks.md` (the host allocates and
+/// frees a parsed tree per request on several threads, where glibc spent ~20% of the CPU).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "turtles",

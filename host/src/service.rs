@@ -1130,7 +1130,7 @@ impl Service {
     ) -> Result<Written> {
         let attempts = if named || generate.is_none() { 1 } else { 8 };
         let mut last_err = None;
-        for _ in 0..attempts {
+        for attempt in 1..=attempts {
             if !named {
                 if let (Some(prefix), Some(m)) = (&generate, metadata_mut(&mut obj)) {
                     let mut p = prefix.clone();
@@ -1152,22 +1152,28 @@ impl Service {
                     .map_err(|e| store_error(ri, &name, e));
             }
             let key = Self::key(ri, ns, &name);
-            // A generated name already taken: another one, without a write. The write below
-            // takes the object, so it is the last attempt (losing the race for a fresh random
-            // name to a concurrent create is answered 409, as any taken name).
+            // A generated name already taken: another one, without a write.
             if !named && self.store.get(&key).is_some() {
                 last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
                 continue;
             }
+            // The write takes the object. A generated name can still lose a race with a
+            // concurrent create of the same name after the check above: kube then retries with
+            // another name (up to 8 attempts), so such a write keeps a copy to retry with.
+            let retry = (!named && attempt < attempts).then(|| obj.clone());
             let op = WriteOp::Put {
                 key,
                 value: std::mem::take(&mut obj),
                 precondition: Precondition::MustNotExist,
             };
-            return match self.store.write(op).await {
-                Ok(o) => Ok(Written::new(o, warnings)),
-                Err(e) => Err(store_error(ri, &name, e)),
-            };
+            match (self.store.write(op).await, retry) {
+                (Ok(o), _) => return Ok(Written::new(o, warnings)),
+                (Err(StoreError::AlreadyExists), Some(again)) => {
+                    last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
+                    obj = again;
+                }
+                (Err(e), _) => return Err(store_error(ri, &name, e)),
+            }
         }
         Err(last_err.unwrap_or_else(|| ApiError::internal("could not generate a unique name")))
     }

@@ -15,6 +15,8 @@ use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::Mutex;
 
+mod load;
+
 struct Host {
     child: Child,
     url: String,
@@ -33,8 +35,28 @@ impl Host {
         Self::start_bin(&bin, extra, controllers).await
     }
 
+    /// The binary under test, on the CPUs `pin` names (`taskset -c`), if any.
+    async fn start_pinned(extra: &[&str], pin: Option<&str>) -> Result<(Self, Duration)> {
+        let bin =
+            std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
+        Self::spawn(&bin, extra, false, pin).await
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Start `bin` (the binary under test, or a baseline to compare with).
     async fn start_bin(bin: &str, extra: &[&str], controllers: bool) -> Result<(Self, Duration)> {
+        Self::spawn(bin, extra, controllers, None).await
+    }
+
+    async fn spawn(
+        bin: &str,
+        extra: &[&str],
+        controllers: bool,
+        pin: Option<&str>,
+    ) -> Result<(Self, Duration)> {
         let dir = std::env::temp_dir().join(format!(
             "turtles-bench-{}-{}",
             std::process::id(),
@@ -42,7 +64,15 @@ impl Host {
         ));
         std::fs::create_dir_all(&dir)?;
         let start = Instant::now();
-        let mut cmd = Command::new(bin);
+        // taskset execs the binary: the child's pid is the host's.
+        let mut cmd = match pin {
+            Some(cpus) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpus, bin]);
+                c
+            }
+            None => Command::new(bin),
+        };
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(&dir)
             .args(extra);
@@ -559,14 +589,21 @@ async fn baseline(
 async fn list_latency(url: &str, ns: &str, rounds: usize, expect: usize) -> Result<Vec<Duration>> {
     let http = client();
     let mut out = Vec::with_capacity(rounds);
+    // One body buffer for every round: what is measured is the server and the connection, not
+    // the client's allocator (reading a fresh 1 MiB body cost a new mmap and its page faults on
+    // some rounds and not on others, which made the figures of both binaries bimodal).
+    let mut body: Vec<u8> = Vec::new();
     for _ in 0..rounds {
+        body.clear();
         let t = Instant::now();
-        let body = http
+        let mut stream = http
             .get(format!("{url}/api/v1/namespaces/{ns}/configmaps"))
             .send()
             .await?
-            .bytes()
-            .await?;
+            .bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            body.extend_from_slice(&chunk?);
+        }
         out.push(t.elapsed());
         let v: serde_json::Value = serde_json::from_slice(&body)?;
         let n = v["items"].as_array().map(Vec::len).unwrap_or(0);
@@ -1808,6 +1845,9 @@ async fn main() -> Result<()> {
         // Alone (`BENCH_ONLY=admission`); the api section runs it too.
         let per = (total / 10).max(10);
         admission(&mut rows, per, rounds).await?;
+    }
+    if section("load") {
+        load::load(&mut rows, total, rounds).await?;
     }
     if section("gc") {
         collection(&mut rows, rounds).await?;

@@ -1,0 +1,239 @@
+//! Issue 20's load generator (`BENCH_ONLY=load`): durable `generateName` ConfigMap creates (what
+//! the wrk comparison with kube-apiserver sent) over 8 and 64 connections, HTTP/1.1 keep-alive and
+//! HTTP/2, each connection with one request in flight. Per row: creates/s, latency p50/p99, and the
+//! CPU time per create of the server and of this client (from `/proc/PID/stat`), so a figure says
+//! whose CPU bounded it. With 4 or more cores the server runs on the first half of them and the
+//! client on the other half (`taskset`); on fewer they share the cores, and the row says so.
+//!
+//! HTTP/1.1 goes through reqwest, as the rest of the bench. HTTP/2 uses hyper's client connection
+//! directly (TLS with ALPN `h2` only): enabling reqwest's `http2` feature would switch every test
+//! client of this crate to HTTP/2 as well.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use serde_json::json;
+
+use crate::{client, create_ns, median, percentile, Host, CREDENTIALS};
+
+/// A `generateName` ConfigMap of ~300 bytes.
+fn generated() -> serde_json::Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"generateName": "load-", "labels": {"app": "bench", "tier": "load"}},
+        "data": {"key": "value-0123456789", "other": "a somewhat longer value to make ~300 bytes of JSON"},
+    })
+}
+
+/// User plus system CPU time of a process so far (`/proc/PID/stat` counts in USER_HZ, 100/s).
+fn cpu_time(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name may hold spaces: the fields that follow start after its ')'.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("malformed /proc stat")?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After ')': state is field 3 of the man page, utime 14, stime 15.
+    let ticks = |i: usize| -> Result<u64> {
+        f.get(i - 3)
+            .context("short /proc stat")?
+            .parse::<u64>()
+            .context("/proc stat field")
+    };
+    Ok(Duration::from_millis((ticks(14)? + ticks(15)?) * 10))
+}
+
+/// One HTTP/2 connection to the host under test.
+struct H2 {
+    send: hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    uri: String,
+    auth: String,
+}
+
+impl H2 {
+    async fn connect(url: &str, path: &str) -> Result<Self> {
+        let (ca, token) = CREDENTIALS
+            .lock()
+            .ok()
+            .and_then(|c| c.clone())
+            .context("no host credentials")?;
+        let mut roots = rustls::RootCertStore::empty();
+        if let Some(pem) = ca {
+            use rustls::pki_types::pem::PemObject;
+            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()) {
+                roots.add(cert?)?;
+            }
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        cfg.alpn_protocols = vec![b"h2".to_vec()];
+        let hostport = url.strip_prefix("https://").context("an https URL")?;
+        let host = hostport.rsplit_once(':').map_or(hostport, |(h, _)| h);
+        let name = rustls::pki_types::ServerName::try_from(host.to_owned())?;
+        let tcp = tokio::net::TcpStream::connect(hostport).await?;
+        tcp.set_nodelay(true)?;
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+            .connect(name, tcp)
+            .await?;
+        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+            bail!("the server did not choose HTTP/2");
+        }
+        let (send, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tls),
+        )
+        .await?;
+        tokio::spawn(conn);
+        Ok(Self {
+            send,
+            uri: format!("{url}{path}"),
+            auth: format!("Bearer {token}"),
+        })
+    }
+
+    /// POST `body`; the status once the whole answer is read.
+    async fn post(&mut self, body: Bytes) -> Result<u16> {
+        let req = hyper::Request::post(&self.uri)
+            .header("authorization", &self.auth)
+            .header("content-type", "application/json")
+            .body(Full::new(body))?;
+        self.send.ready().await?;
+        let resp = self.send.send_request(req).await?;
+        let code = resp.status().as_u16();
+        resp.into_body().collect().await?;
+        Ok(code)
+    }
+}
+
+/// `total` creates over `conns` connections; (creates/s, sorted latencies).
+async fn drive(url: &str, conns: usize, total: usize, h2: bool) -> Result<(f64, Vec<Duration>)> {
+    let path = "/api/v1/namespaces/load/configmaps";
+    let body = Bytes::from(generated().to_string());
+    // Connections first (TLS handshakes are not creates).
+    let mut h2s = Vec::new();
+    let mut h1s = Vec::new();
+    for _ in 0..conns {
+        if h2 {
+            h2s.push(H2::connect(url, path).await?);
+        } else {
+            h1s.push(client());
+        }
+    }
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..conns {
+        let n = (c..total).step_by(conns).count();
+        let body = body.clone();
+        let mut conn = h2s.pop();
+        let http = h1s.pop();
+        let uri = format!("{url}{path}");
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::with_capacity(n);
+            for _ in 0..n {
+                let t = Instant::now();
+                let code = match (&mut conn, &http) {
+                    (Some(h2), _) => h2.post(body.clone()).await?,
+                    (None, Some(http)) => {
+                        let r = http
+                            .post(&uri)
+                            .header("content-type", "application/json")
+                            .body(body.clone())
+                            .send()
+                            .await?;
+                        let code = r.status().as_u16();
+                        r.bytes().await?;
+                        code
+                    }
+                    (None, None) => bail!("no connection"),
+                };
+                if code != 201 {
+                    bail!("a create answered {code}");
+                }
+                lat.push(t.elapsed());
+            }
+            Ok::<_, anyhow::Error>(lat)
+        }));
+    }
+    let mut lat = Vec::with_capacity(total);
+    for t in tasks {
+        lat.extend(t.await??);
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    Ok((rate, lat))
+}
+
+/// Pin this process (every thread) to `cpus` with `taskset`, when there are cores to split.
+fn pin_self(cpus: &str) -> Result<()> {
+    let ok = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus, &std::process::id().to_string()])
+        .stdout(std::process::Stdio::null())
+        .status()?
+        .success();
+    if !ok {
+        bail!("taskset failed");
+    }
+    Ok(())
+}
+
+pub async fn load(rows: &mut Vec<(String, String)>, total: usize, rounds: usize) -> Result<()> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let split = cores >= 4;
+    let placement = if split {
+        let half = cores / 2;
+        pin_self(&format!("{half}-{}", cores - 1))?;
+        format!(
+            "server on cores 0-{}, client on {half}-{}",
+            half - 1,
+            cores - 1
+        )
+    } else {
+        format!("server and client share the {cores} cores")
+    };
+    for h2 in [false, true] {
+        for conns in [8usize, 64] {
+            let (mut rate, mut p50, mut p99, mut server, mut mine) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                let pin = split.then(|| format!("0-{}", cores / 2 - 1));
+                let (h, _) = Host::start_pinned(&[], pin.as_deref()).await?;
+                create_ns(&client(), &h.url, "load").await?;
+                let (s0, m0) = (cpu_time(h.pid())?, cpu_time(std::process::id())?);
+                let (r, lat) = drive(&h.url, conns, total, h2).await?;
+                let (s1, m1) = (cpu_time(h.pid())?, cpu_time(std::process::id())?);
+                rate.push(r);
+                p50.push(percentile(&lat, 0.5).as_secs_f64() * 1e3);
+                p99.push(percentile(&lat, 0.99).as_secs_f64() * 1e3);
+                server.push((s1 - s0).as_secs_f64() * 1e6 / total as f64);
+                mine.push((m1 - m0).as_secs_f64() * 1e6 / total as f64);
+                eprintln!(
+                    "load {} x{conns}: {r:.0} creates/s, server {:.0} µs/create",
+                    if h2 { "HTTP/2" } else { "HTTP/1.1" },
+                    server.last().copied().unwrap_or_default()
+                );
+            }
+            rows.push((
+                format!(
+                    "load: durable generateName ConfigMap creates, {} x {conns} connections, {total} per round, median of {rounds} ({placement})",
+                    if h2 { "HTTP/2" } else { "HTTP/1.1 keep-alive" },
+                ),
+                format!(
+                    "{:.0}/s, p50 {:.2} ms / p99 {:.2} ms; CPU per create: server {:.0} µs, bench client {:.0} µs",
+                    median(rate),
+                    median(p50),
+                    median(p99),
+                    median(server),
+                    median(mine)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
