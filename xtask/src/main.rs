@@ -53,14 +53,16 @@ fn test(extra: &[String]) -> Result<()> {
         "--check",
     ]))?;
     guests(&[])?;
-    // The guest SDKs' own unit tests, natively (their toolchains are there after `guests`), and
-    // the Rust examples' that have pure logic to test.
+    // The guest SDKs' own unit tests, natively (their toolchains are there after `guests`; the
+    // Rust SDK's too), and the Rust examples' that have pure logic to test.
     run(cargo().args([
         "test",
         "--manifest-path",
         GUEST_RUST_MANIFEST,
         "--target-dir",
         GUEST_RUST_TARGET_DIR,
+        "-p",
+        "turtles-controller",
         "-p",
         "endpointslice",
     ]))?;

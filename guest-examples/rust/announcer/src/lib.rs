@@ -10,8 +10,8 @@
 //!   `Announced` Event that `kubectl describe configmap` shows.
 
 use turtles_controller::{
-    api, events, info, json, meta, Controller, Gvr, ObjectKey, Outcome, Permission, Registration,
-    Value, Watch,
+    api, events, info, json, meta, Controller, Gvr, Object, ObjectKey, Outcome, Permission,
+    Registration, Watch,
 };
 
 const MANAGER: &str = "announcer";
@@ -32,7 +32,7 @@ impl Controller for Announcer {
             .permission(Permission::core(&["events"], &["create", "patch"]))
     }
 
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome {
+    fn reconcile(key: ObjectKey, object: Option<Object>) -> Outcome {
         let path = Gvr::CONFIGMAPS.object_path(&key.namespace, &key.name);
         if key.name == READY {
             let ready = json!({

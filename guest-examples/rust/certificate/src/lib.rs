@@ -18,8 +18,8 @@
 //! edited Secret) reconcile it. It never signs anything itself: issuers do, through the API.
 
 use turtles_controller::{
-    api, cache, export, info, json, meta, warn, ApiError, Controller, Gvr, ObjectKey, Outcome,
-    Permission, Registration, Value, Watch,
+    api, cache, export, info, json, meta, warn, ApiError, Controller, Gvr, Object, ObjectKey,
+    Outcome, Permission, Registration, Value, Watch,
 };
 
 use pki::{Error, KeyAlgorithm, KeyEncoding, Names, PrivateKey, GROUP};
@@ -55,7 +55,7 @@ impl Controller for CertificateController {
             .permission(Permission::core(&["secrets"], &["create", "patch"]))
     }
 
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome {
+    fn reconcile(key: ObjectKey, object: Option<Object>) -> Outcome {
         let Some(cert) = object else {
             return Outcome::Done; // gone: what it owned is the garbage collector's
         };

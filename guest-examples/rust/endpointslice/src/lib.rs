@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use turtles_controller::{
-    api, export, json, meta, ApiError, Controller, Gvr, ObjectKey, Outcome, Permission,
+    api, export, json, meta, ApiError, Controller, Gvr, Object, ObjectKey, Outcome, Permission,
     Registration, Value, Watch,
 };
 
@@ -67,7 +67,7 @@ impl Controller for EndpointSliceController {
             ))
     }
 
-    fn reconcile(key: ObjectKey, service: Option<Value>) -> Outcome {
+    fn reconcile(key: ObjectKey, service: Option<Object>) -> Outcome {
         let mut outcome = Outcome::Done;
         let mut synced = BTreeSet::new();
         match &service {

@@ -1,7 +1,9 @@
 //! `hog`: reconciling a ConfigMap labelled `turtles.dev/test=hog` allocates and touches 1 GiB.
 //! The host's memory cap must make it trap instead of taking the server's memory.
 
-use turtles_controller::{export, Controller, Gvr, ObjectKey, Outcome, Registration, Value, Watch};
+use turtles_controller::{
+    export, Controller, Gvr, Object, ObjectKey, Outcome, Registration, Watch,
+};
 
 struct Hog;
 
@@ -10,7 +12,7 @@ impl Controller for Hog {
         Registration::new(Watch::of(Gvr::CONFIGMAPS).label_selector("turtles.dev/test=hog"))
     }
 
-    fn reconcile(_key: ObjectKey, _object: Option<Value>) -> Outcome {
+    fn reconcile(_key: ObjectKey, _object: Option<Object>) -> Outcome {
         let mut hog = std::hint::black_box(vec![1u8; 1 << 30]);
         // Touch every page so nothing is left lazily unallocated.
         for i in (0..hog.len()).step_by(4096) {

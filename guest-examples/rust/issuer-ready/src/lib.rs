@@ -13,8 +13,8 @@
 //! ClusterIssuer (Issuers always have one).
 
 use turtles_controller::{
-    api, cache, export, json, meta, ApiError, Controller, Gvr, ObjectKey, Outcome, Permission,
-    Registration, Value, Watch,
+    api, cache, export, json, meta, ApiError, Controller, Gvr, Object, ObjectKey, Outcome,
+    Permission, Registration, Value, Watch,
 };
 
 use pki::{CaError, CLUSTER_ISSUERS, GROUP, ISSUERS};
@@ -37,12 +37,16 @@ impl Controller for IssuerReady {
             .permission(Permission::core(&["secrets"], &["get"]))
     }
 
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome {
+    fn reconcile(key: ObjectKey, object: Option<Object>) -> Outcome {
         let (gvr, secret_ns, issuer) = if key.namespace.is_empty() {
             let issuer = cache::get(CLUSTER_ISSUERS, "", &key.name);
             (CLUSTER_ISSUERS, pki::CLUSTER_RESOURCE_NAMESPACE, issuer)
         } else {
-            (ISSUERS, key.namespace.as_str(), object)
+            (
+                ISSUERS,
+                key.namespace.as_str(),
+                object.map(Object::into_value),
+            )
         };
         let Some(issuer) = issuer else {
             return Outcome::Done;

@@ -16,8 +16,8 @@
 //! `Pending` (the issuer or its Secret is missing or unusable: retried).
 
 use turtles_controller::{
-    api, export, info, json, meta, warn, ApiError, Controller, Gvr, ObjectKey, Outcome, Permission,
-    Registration, Value, Watch,
+    api, export, info, json, meta, warn, ApiError, Controller, Gvr, Object, ObjectKey, Outcome,
+    Permission, Registration, Value, Watch,
 };
 
 use pki::{IssuerKind, IssuerRef, GROUP};
@@ -47,7 +47,7 @@ impl Controller for Issuer {
             .permission(Permission::core(&["secrets"], &["get"]))
     }
 
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome {
+    fn reconcile(key: ObjectKey, object: Option<Object>) -> Outcome {
         let Some(request) = object else {
             return Outcome::Done;
         };

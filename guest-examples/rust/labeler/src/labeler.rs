@@ -2,7 +2,7 @@
 //! `GREETING`, defined by the including crate).
 
 use turtles_controller::{
-    api, info, json, meta, Controller, Gvr, ObjectKey, Outcome, Permission, Registration, Value,
+    api, info, json, meta, Controller, Gvr, Object, ObjectKey, Outcome, Permission, Registration,
     Watch,
 };
 
@@ -19,7 +19,7 @@ impl Controller for Labeler {
             ))
     }
 
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome {
+    fn reconcile(key: ObjectKey, object: Option<Object>) -> Outcome {
         let Some(object) = object else {
             return Outcome::Done; // gone: nothing to do
         };

@@ -1,7 +1,9 @@
 //! `looper`: reconciling a ConfigMap labelled `turtles.dev/test=looper` never returns. The host
 //! must interrupt it (epoch deadline) and keep serving everything else.
 
-use turtles_controller::{export, Controller, Gvr, ObjectKey, Outcome, Registration, Value, Watch};
+use turtles_controller::{
+    export, Controller, Gvr, Object, ObjectKey, Outcome, Registration, Watch,
+};
 
 struct Looper;
 
@@ -10,7 +12,7 @@ impl Controller for Looper {
         Registration::new(Watch::of(Gvr::CONFIGMAPS).label_selector("turtles.dev/test=looper"))
     }
 
-    fn reconcile(_key: ObjectKey, _object: Option<Value>) -> Outcome {
+    fn reconcile(_key: ObjectKey, _object: Option<Object>) -> Outcome {
         let mut n: u64 = 0;
         loop {
             // black_box: the optimizer may not remove (or prove the end of) this loop.

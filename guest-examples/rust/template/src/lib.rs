@@ -2,8 +2,8 @@
 //! `turtles.dev/{{name}}`, written with a merge patch when it is missing or differs.
 
 use turtles_controller::{
-    api, export, info, json, meta, Controller, Gvr, ObjectKey, Outcome, Permission, Registration,
-    Value, Watch,
+    api, export, info, json, meta, Controller, Gvr, Object, ObjectKey, Outcome, Permission,
+    Registration, Value, Watch,
 };
 
 /// The annotation this controller owns.
@@ -34,8 +34,8 @@ impl Controller for App {
     }
 
     /// Called with each changed ConfigMap's key and, from the informer cache, the object
-    /// (`None` once it is gone).
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome {
+    /// (`None` once it is gone; its JSON is parsed the first time it is looked at).
+    fn reconcile(key: ObjectKey, object: Option<Object>) -> Outcome {
         let Some(object) = object else {
             return Outcome::Done;
         };

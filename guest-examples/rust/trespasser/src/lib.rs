@@ -3,7 +3,7 @@
 //! annotation `turtles.dev/attempt` on the ConfigMap.
 
 use turtles_controller::{
-    api, export, json, warn, Controller, Gvr, ObjectKey, Outcome, Permission, Registration, Value,
+    api, export, json, warn, Controller, Gvr, Object, ObjectKey, Outcome, Permission, Registration,
     Watch,
 };
 
@@ -19,7 +19,7 @@ impl Controller for Trespasser {
             ))
     }
 
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome {
+    fn reconcile(key: ObjectKey, object: Option<Object>) -> Outcome {
         if object.is_none() {
             return Outcome::Done;
         }

@@ -5,8 +5,8 @@
 //! plus one [`export!`] line, built as a `cdylib` for `wasm32-wasip2`:
 //!
 //! ```ignore
-//! use turtles_controller::{api, export, Controller, Gvr, ObjectKey, Outcome, Permission,
-//!     Registration, Value, Watch};
+//! use turtles_controller::{api, export, Controller, Gvr, Object, ObjectKey, Outcome,
+//!     Permission, Registration, Watch};
 //!
 //! struct Greeter;
 //!
@@ -16,7 +16,7 @@
 //!             .permission(Permission::core(&["configmaps"], &["get", "list", "watch", "patch"]))
 //!     }
 //!
-//!     fn reconcile(key: ObjectKey, obj: Option<Value>) -> Outcome {
+//!     fn reconcile(key: ObjectKey, obj: Option<Object>) -> Outcome {
 //!         let Some(_) = obj else { return Outcome::Done };
 //!         let patch = serde_json::json!({"metadata": {"annotations": {"hi": key.name}}});
 //!         api::patch_merge(&Gvr::CONFIGMAPS.object_path(&key.namespace, &key.name), &patch)
@@ -60,8 +60,91 @@ pub trait Controller {
     fn register() -> Registration;
 
     /// Bring the object named by `key` to its desired state. `object` is the cached primary
-    /// (parsed JSON), or `None` if it no longer exists.
-    fn reconcile(key: ObjectKey, object: Option<Value>) -> Outcome;
+    /// (its JSON, parsed on first use), or `None` if it no longer exists.
+    fn reconcile(key: ObjectKey, object: Option<Object>) -> Outcome;
+}
+
+/// The object a reconcile is called with: the JSON the host handed over, parsed into a
+/// [`Value`] the first time it is looked at (through `Deref`, so `object["metadata"]`,
+/// `object.get(..)` and `&object` as a `&Value` all work). A reconcile that needs only its key
+/// never pays for the parse; one that wants a typed view can deserialize [`Object::json`]
+/// directly (`serde_json::from_slice::<MyType>(object.json())`) without building a `Value`.
+pub struct Object {
+    json: Vec<u8>,
+    parsed: std::cell::OnceCell<Value>,
+}
+
+impl Object {
+    /// An object from its JSON (as the host passes it). Not parsed yet.
+    pub fn from_json(json: Vec<u8>) -> Self {
+        Object {
+            json,
+            parsed: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The JSON as the host passed it.
+    pub fn json(&self) -> &[u8] {
+        &self.json
+    }
+
+    /// The parsed object (parsed on the first call). The host always passes a JSON object; bytes
+    /// that do not parse read as `Value::Null`.
+    pub fn value(&self) -> &Value {
+        self.parsed
+            .get_or_init(|| serde_json::from_slice(&self.json).unwrap_or(Value::Null))
+    }
+
+    /// The parsed object, owned (for building a changed copy).
+    pub fn into_value(self) -> Value {
+        match self.parsed.into_inner() {
+            Some(v) => v,
+            None => serde_json::from_slice(&self.json).unwrap_or(Value::Null),
+        }
+    }
+}
+
+impl From<Value> for Object {
+    fn from(v: Value) -> Self {
+        let json = serde_json::to_vec(&v).unwrap_or_default();
+        let parsed = std::cell::OnceCell::new();
+        let _ = parsed.set(v);
+        Object { json, parsed }
+    }
+}
+
+impl std::ops::Deref for Object {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl AsRef<Value> for Object {
+    fn as_ref(&self) -> &Value {
+        self.value()
+    }
+}
+
+impl Clone for Object {
+    fn clone(&self) -> Self {
+        Object {
+            json: self.json.clone(),
+            parsed: self.parsed.clone(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Object {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.value(), f)
+    }
+}
+
+impl PartialEq<Value> for Object {
+    fn eq(&self, other: &Value) -> bool {
+        self.value() == other
+    }
 }
 
 /// Adapts a [`Controller`] to the generated `Guest` trait. Used by [`export!`]; not for direct use.
@@ -74,16 +157,7 @@ impl<T: Controller> bindings::Guest for Adapter<T> {
     }
 
     fn reconcile(key: ObjectKey, object: Option<Vec<u8>>) -> Outcome {
-        let object = match object.as_deref().map(serde_json::from_slice::<Value>) {
-            None => None,
-            Some(Ok(v)) => Some(v),
-            Some(Err(e)) => {
-                return Outcome::TerminalError(format!(
-                    "the host passed an object that is not JSON: {e}"
-                ))
-            }
-        };
-        T::reconcile(key, object)
+        T::reconcile(key, object.map(Object::from_json))
     }
 }
 
@@ -661,5 +735,28 @@ pub mod meta {
     pub fn is_deleting(obj: &Value) -> bool {
         obj.pointer("/metadata/deletionTimestamp")
             .is_some_and(|v| !v.is_null())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_parses_on_first_use_and_reads_like_a_value() {
+        let o = Object::from_json(br#"{"metadata":{"name":"a","annotations":{"k":"v"}}}"#.to_vec());
+        assert!(o.parsed.get().is_none(), "parsed before it was looked at");
+        assert_eq!(meta::name(&o), Some("a"));
+        assert_eq!(o["metadata"]["annotations"]["k"], "v");
+        assert!(o.parsed.get().is_some());
+        assert_eq!(o.clone().into_value()["metadata"]["name"], "a");
+        // Owned without having been parsed: parsed then.
+        let fresh = Object::from_json(o.json().to_vec());
+        assert_eq!(fresh.into_value(), *o.value());
+        // Bytes that are not JSON read as null (the host always passes JSON).
+        assert_eq!(*Object::from_json(b"not json".to_vec()), Value::Null);
+        let from: Object = json!({"x": 1}).into();
+        assert_eq!(from.json(), br#"{"x":1}"#);
+        assert!(from == json!({"x": 1}));
     }
 }
