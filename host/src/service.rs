@@ -347,9 +347,32 @@ pub(crate) fn parse_rv(s: &str) -> Result<u64> {
 }
 
 /// Continue tokens: the snapshot revision and the last key returned, base64 JSON like kube's.
-fn encode_continue(rv: u64, start: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(json!({"v": "turtles/1", "rv": rv, "start": start}).to_string())
+/// A continue token: the snapshot's revision and the last key returned; for a list without
+/// selectors also how many items follow `start` in that snapshot and the scope (resource and
+/// namespace) they were counted in, so the next page's `remainingItemCount` is a subtraction
+/// rather than a count of everything after it (which made walking a million objects in pages
+/// quadratic).
+fn encode_continue(rv: u64, start: &str, left: Option<(usize, &str)>) -> String {
+    let mut t = json!({"v": "turtles/1", "rv": rv, "start": start});
+    if let Some((n, scope)) = left {
+        t["left"] = json!(n);
+        t["scope"] = json!(scope);
+    }
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(t.to_string())
+}
+
+/// The count of items after the token's `start`, if the token carries one for `scope`.
+fn continue_left(token: &str, scope: &str) -> Option<usize> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()?;
+    let v: Value = serde_json::from_slice(&raw).ok()?;
+    if v.get("scope").and_then(Value::as_str) != Some(scope) {
+        return None;
+    }
+    v.get("left")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 pub(crate) fn decode_continue(token: &str) -> Result<(u64, String)> {
@@ -660,6 +683,14 @@ impl Service {
             Some(ns) => std::ops::Bound::Excluded(format!("{ns}0")),
             None => std::ops::Bound::Unbounded,
         };
+        let unfiltered = filter.labels.is_empty() && filter.fields.is_empty();
+        let scope = format!("{}/{}", ri.group_resource(), ns.unwrap_or(""));
+        // What the previous page counted after its last key (same snapshot, same scope).
+        let left = opts
+            .continue_token
+            .as_deref()
+            .filter(|_| unfiltered)
+            .and_then(|t| continue_left(t, &scope));
         let mut iter = snap.items.range((lower, upper));
         for (key, obj) in iter.by_ref() {
             if !filter.matches(&obj.value) {
@@ -667,15 +698,19 @@ impl Service {
             }
             items.push(obj.clone());
             if limit.is_some_and(|l| items.len() >= l) {
-                let more = if filter.labels.is_empty() && filter.fields.is_empty() {
-                    let n = iter.clone().count();
+                let more = if unfiltered {
+                    let n = match left {
+                        Some(left) => left.saturating_sub(items.len()),
+                        None => iter.clone().count(),
+                    };
                     remaining = (n > 0).then_some(n);
                     n > 0
                 } else {
                     iter.clone().any(|(_, o)| filter.matches(&o.value))
                 };
                 if more {
-                    continue_token = Some(encode_continue(snap.rv, key));
+                    let left = remaining.map(|n| (n, scope.as_str()));
+                    continue_token = Some(encode_continue(snap.rv, key, left));
                 }
                 break;
             }

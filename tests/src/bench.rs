@@ -16,6 +16,7 @@ use serde_json::json;
 use tokio::sync::Mutex;
 
 mod load;
+mod scale;
 
 struct Host {
     child: Child,
@@ -63,6 +64,33 @@ impl Host {
             rand_tag()
         ));
         std::fs::create_dir_all(&dir)?;
+        let (child, url, ready) = Self::launch(bin, &dir, extra, controllers, pin).await?;
+        Ok((Host { child, url, dir }, ready))
+    }
+
+    /// Kill the host and start the binary under test again on the same data dir; returns the
+    /// time from the start to `/readyz` 200.
+    async fn restart(&mut self) -> Result<Duration> {
+        let bin =
+            std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The new process listens on a new port and writes a new kubeconfig.
+        let _ = std::fs::remove_file(self.dir.join("admin.kubeconfig"));
+        let (child, url, ready) = Self::launch(&bin, &self.dir, &[], false, None).await?;
+        self.child = child;
+        self.url = url;
+        Ok(ready)
+    }
+
+    /// Start `bin` on `dir` and wait until it is ready.
+    async fn launch(
+        bin: &str,
+        dir: &std::path::Path,
+        extra: &[&str],
+        controllers: bool,
+        pin: Option<&str>,
+    ) -> Result<(Child, String, Duration)> {
         let start = Instant::now();
         // taskset execs the binary: the child's pid is the host's.
         let mut cmd = match pin {
@@ -74,7 +102,7 @@ impl Host {
             None => Command::new(bin),
         };
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(&dir)
+            .arg(dir)
             .args(extra);
         if controllers {
             let cdir = dir.join("controllers");
@@ -115,8 +143,7 @@ impl Host {
             }
             tokio::time::sleep(Duration::from_micros(200)).await;
         }
-        let ready = start.elapsed();
-        Ok((Host { child, url, dir }, ready))
+        Ok((child, url, start.elapsed()))
     }
 
     fn rss_mib(&self) -> f64 {
@@ -1909,6 +1936,10 @@ async fn main() -> Result<()> {
     }
     if section("dispatch") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
         dispatch(&mut rows).await?;
+    }
+    // Only when named: a million objects take minutes.
+    if only.split(',').any(|s| s == "scale") {
+        scale::scale(&mut rows).await?;
     }
     println!();
     println!("| measure | turtles |");
