@@ -112,47 +112,36 @@ impl H2 {
     }
 }
 
-/// `total` creates over `conns` connections; (creates/s, sorted latencies).
+/// `total` creates over `conns` connections; (creates/s, sorted latencies). HTTP/1.1 is the
+/// bench's own driver (one reqwest client per connection); HTTP/2 opens its connections first.
 async fn drive(url: &str, conns: usize, total: usize, h2: bool) -> Result<(f64, Vec<Duration>)> {
     let path = "/api/v1/namespaces/load/configmaps";
     let body = Bytes::from(generated().to_string());
+    if !h2 {
+        let uri = format!("{url}{path}");
+        return crate::drive(conns, total, 201, move |http, _| {
+            http.post(&uri)
+                .header("content-type", "application/json")
+                .body(body.clone())
+        })
+        .await;
+    }
     // Connections first (TLS handshakes are not creates).
     let mut h2s = Vec::new();
-    let mut h1s = Vec::new();
     for _ in 0..conns {
-        if h2 {
-            h2s.push(H2::connect(url, path).await?);
-        } else {
-            h1s.push(client());
-        }
+        h2s.push(H2::connect(url, path).await?);
     }
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..conns {
         let n = (c..total).step_by(conns).count();
         let body = body.clone();
-        let mut conn = h2s.pop();
-        let http = h1s.pop();
-        let uri = format!("{url}{path}");
+        let mut conn = h2s.pop().context("a connection per task")?;
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::with_capacity(n);
             for _ in 0..n {
                 let t = Instant::now();
-                let code = match (&mut conn, &http) {
-                    (Some(h2), _) => h2.post(body.clone()).await?,
-                    (None, Some(http)) => {
-                        let r = http
-                            .post(&uri)
-                            .header("content-type", "application/json")
-                            .body(body.clone())
-                            .send()
-                            .await?;
-                        let code = r.status().as_u16();
-                        r.bytes().await?;
-                        code
-                    }
-                    (None, None) => bail!("no connection"),
-                };
+                let code = conn.post(body.clone()).await?;
                 if code != 201 {
                     bail!("a create answered {code}");
                 }
