@@ -346,12 +346,11 @@ pub(crate) fn parse_rv(s: &str) -> Result<u64> {
     })
 }
 
-/// Continue tokens: the snapshot revision and the last key returned, base64 JSON like kube's.
-/// A continue token: the snapshot's revision and the last key returned; for a list without
-/// selectors also how many items follow `start` in that snapshot and the scope (resource and
-/// namespace) they were counted in, so the next page's `remainingItemCount` is a subtraction
-/// rather than a count of everything after it (which made walking a million objects in pages
-/// quadratic).
+/// A continue token (base64 JSON, opaque like kube's): the snapshot's revision and the last key
+/// returned; for a list without selectors also how many items follow `start` in that snapshot
+/// and the scope (resource and namespace) they were counted in, so the next page's
+/// `remainingItemCount` is a subtraction rather than a count of everything after it (which made
+/// walking a million objects in pages quadratic).
 fn encode_continue(rv: u64, start: &str, left: Option<(usize, &str)>) -> String {
     let mut t = json!({"v": "turtles/1", "rv": rv, "start": start});
     if let Some((n, scope)) = left {
