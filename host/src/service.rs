@@ -360,21 +360,27 @@ fn encode_continue(rv: u64, start: &str, left: Option<(usize, &str)>) -> String 
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(t.to_string())
 }
 
-/// The count of items after the token's `start`, if the token carries one for `scope`.
-fn continue_left(token: &str, scope: &str) -> Option<usize> {
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .ok()?;
-    let v: Value = serde_json::from_slice(&raw).ok()?;
-    if v.get("scope").and_then(Value::as_str) != Some(scope) {
-        return None;
-    }
-    v.get("left")
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok())
+/// A decoded continue token.
+#[derive(Debug)]
+pub(crate) struct Continue {
+    rv: u64,
+    /// The last key the previous page returned.
+    start: String,
+    /// How many items followed `start` in the snapshot, and the scope they were counted in.
+    left: Option<(usize, String)>,
 }
 
-pub(crate) fn decode_continue(token: &str) -> Result<(u64, String)> {
+impl Continue {
+    /// The count of items after `start`, if it was counted for `scope`.
+    fn left_in(&self, scope: &str) -> Option<usize> {
+        self.left
+            .as_ref()
+            .filter(|(_, s)| s == scope)
+            .map(|(n, _)| *n)
+    }
+}
+
+pub(crate) fn decode_continue(token: &str) -> Result<Continue> {
     let bad = || ApiError::bad_request("continue key is not valid: malformed continue token");
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
@@ -382,7 +388,16 @@ pub(crate) fn decode_continue(token: &str) -> Result<(u64, String)> {
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
     let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
     let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
-    Ok((rv, start.to_owned()))
+    let left = v
+        .get("left")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .zip(v.get("scope").and_then(Value::as_str).map(str::to_owned));
+    Ok(Continue {
+        rv,
+        start: start.to_owned(),
+        left,
+    })
 }
 
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
@@ -589,7 +604,7 @@ impl Service {
         &self,
         ri: &ResourceInfo,
         opts: &ListOptions,
-    ) -> Result<(Snapshot, Option<String>)> {
+    ) -> Result<(Snapshot, Option<Continue>)> {
         let resource = ri.group_resource();
         if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
             if opts
@@ -601,12 +616,15 @@ impl Service {
                     "specifying resource version is not allowed when using continue",
                 ));
             }
-            let (rv, start) = decode_continue(token)?;
-            let snap = self.store.list(&resource, Some(rv)).map_err(|e| match e {
-                StoreError::TooOld { .. } => ApiError::expired(CONTINUE_EXPIRED),
-                other => store_error(ri, "", other),
-            })?;
-            return Ok((snap, Some(start)));
+            let cont = decode_continue(token)?;
+            let snap = self
+                .store
+                .list(&resource, Some(cont.rv))
+                .map_err(|e| match e {
+                    StoreError::TooOld { .. } => ApiError::expired(CONTINUE_EXPIRED),
+                    other => store_error(ri, "", other),
+                })?;
+            return Ok((snap, Some(cont)));
         }
         let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty());
         let exact = match opts.resource_version_match.as_deref().filter(|s| !s.is_empty()) {
@@ -667,14 +685,14 @@ impl Service {
             opts.label_selector.as_deref(),
             opts.field_selector.as_deref(),
         )?;
-        let (snap, start_after) = self.list_snapshot(ri, opts).await?;
+        let (snap, cont) = self.list_snapshot(ri, opts).await?;
         let limit = opts.limit.filter(|l| *l > 0);
         let mut items = Vec::new();
         let mut continue_token = None;
         let mut remaining = None;
         // Narrow the scan: a namespace is one contiguous key range.
-        let lower = match (&start_after, ns) {
-            (Some(s), _) => std::ops::Bound::Excluded(s.clone()),
+        let lower = match (&cont, ns) {
+            (Some(c), _) => std::ops::Bound::Excluded(c.start.clone()),
             (None, Some(ns)) => std::ops::Bound::Included(format!("{ns}/")),
             (None, None) => std::ops::Bound::Unbounded,
         };
@@ -683,13 +701,14 @@ impl Service {
             None => std::ops::Bound::Unbounded,
         };
         let unfiltered = filter.labels.is_empty() && filter.fields.is_empty();
-        let scope = format!("{}/{}", ri.group_resource(), ns.unwrap_or(""));
+        // Where a count of what follows a page is kept, for a paged list without selectors.
+        let scope = (unfiltered && limit.is_some())
+            .then(|| format!("{}/{}", ri.group_resource(), ns.unwrap_or("")));
         // What the previous page counted after its last key (same snapshot, same scope).
-        let left = opts
-            .continue_token
-            .as_deref()
-            .filter(|_| unfiltered)
-            .and_then(|t| continue_left(t, &scope));
+        let left = cont
+            .as_ref()
+            .zip(scope.as_deref())
+            .and_then(|(c, scope)| c.left_in(scope));
         let mut iter = snap.items.range((lower, upper));
         for (key, obj) in iter.by_ref() {
             if !filter.matches(&obj.value) {
@@ -708,7 +727,7 @@ impl Service {
                     iter.clone().any(|(_, o)| filter.matches(&o.value))
                 };
                 if more {
-                    let left = remaining.map(|n| (n, scope.as_str()));
+                    let left = remaining.zip(scope.as_deref());
                     continue_token = Some(encode_continue(snap.rv, key, left));
                 }
                 break;

@@ -69,6 +69,7 @@ pub trait Controller {
 /// `object.get(..)` and `&object` as a `&Value` all work). A reconcile that needs only its key
 /// never pays for the parse; one that wants a typed view can deserialize [`Object::json`]
 /// directly (`serde_json::from_slice::<MyType>(object.json())`) without building a `Value`.
+#[derive(Clone)]
 pub struct Object {
     json: Vec<u8>,
     parsed: std::cell::OnceCell<Value>,
@@ -123,15 +124,6 @@ impl std::ops::Deref for Object {
 impl AsRef<Value> for Object {
     fn as_ref(&self) -> &Value {
         self.value()
-    }
-}
-
-impl Clone for Object {
-    fn clone(&self) -> Self {
-        Object {
-            json: self.json.clone(),
-            parsed: self.parsed.clone(),
-        }
     }
 }
 
