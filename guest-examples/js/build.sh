@@ -5,6 +5,12 @@
 # Every examples/NAME.js (or just the NAMEs given) becomes OUT_DIR/NAME.wasm, a component of the
 # world `controller` in the repository's wit/, made by componentize-js (SpiderMonkey). Installs
 # the pinned toolchain into guest-examples/js/node_modules with `npm ci` when it is missing.
+#
+# Another world: a file whose first 30 lines hold the marker line
+#   // @turtles-world WIT_DIR WORLD
+# is built against the world WORLD of the WIT package in WIT_DIR (relative to the repository,
+# under wit/). Admission policies (sdk/turtles-admission.js, e.g. examples/js-owner-policy.js)
+# carry `// @turtles-world wit/admission policy`. No marker: `wit controller`.
 # Needs: node >= 20.6 and npm (Debian: apt-get install nodejs npm); the npm registry the first
 # time only.
 #
@@ -49,6 +55,29 @@ else
   shift
 fi
 [ -f "$wit/controller.wit" ] || die "no WIT at $wit/controller.wit"
+
+# The WIT folder and world an entry file targets, into entry_wit (absolute) and entry_world: from
+# its marker line `// @turtles-world WIT_DIR WORLD` (see the header), else the controller world.
+world_of() {
+  local head spec dir world
+  head=$(head -n 30 "$1")
+  if ! grep -qE '^//[[:space:]]*@turtles-world' <<<"$head"; then
+    entry_wit=$wit
+    entry_world=controller
+    return
+  fi
+  spec=$(sed -nE 's#^//[[:space:]]*@turtles-world[[:space:]]+([^[:space:]]+)[[:space:]]+([^[:space:]]+)[[:space:]]*$#\1 \2#p' <<<"$head" | head -n 1)
+  [ -n "$spec" ] || die "$1: malformed marker: want a line \`// @turtles-world WIT_DIR WORLD\` (e.g. wit/admission policy)"
+  dir=${spec% *}
+  world=${spec#* }
+  dir=${dir%/}
+  [[ $dir =~ ^wit(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$ ]] && [[ $dir != *..* ]] ||
+    die "$1: the marker's WIT_DIR $dir is not a folder under wit/ (e.g. wit/admission)"
+  compgen -G "$root/$dir/*.wit" >/dev/null || die "$1: the marker's WIT_DIR $root/$dir holds no .wit file"
+  [[ $world =~ ^[a-z][a-z0-9-]*$ ]] || die "$1: the marker's WORLD $world is not a WIT world name"
+  entry_wit=$root/$dir
+  entry_world=$world
+}
 
 command -v node >/dev/null 2>&1 || die "node is missing: install Node.js >= 20.6 (Debian: apt-get install nodejs npm)"
 command -v npm >/dev/null 2>&1 || die "npm is missing: install it (Debian: apt-get install npm)"
@@ -100,7 +129,8 @@ if [ -n "$project" ]; then
   # From build/stage/, './turtles-sdk/turtles-controller.js' is the staged SDK. (componentize-js
   # maps the current directory to /, but its loader cannot read absolute specifiers: relative
   # ones only.)
-  if ! (cd "$stage" && node "$cjs/src/cli.js" controller.js --wit "$wit" --world-name controller \
+  world_of "$project/controller.js"
+  if ! (cd "$stage" && node "$cjs/src/cli.js" controller.js --wit "$entry_wit" --world-name "$entry_world" \
     -d http fetch-event -o "$tmp"); then
     # componentize-js does not say where a syntax error is: node does.
     while IFS= read -r -d '' f; do
@@ -143,8 +173,9 @@ for name in "${names[@]}"; do
   [ -f "$src" ] || die "no such example: $here/$src"
   tmp="$out/.$name.wasm.tmp"
   rm -f "$tmp"
+  world_of "$src"
   start=$(date +%s)
-  if ! node "$cjs/src/cli.js" "$src" --wit "$wit" --world-name controller \
+  if ! node "$cjs/src/cli.js" "$src" --wit "$entry_wit" --world-name "$entry_world" \
     -d http fetch-event -o "$tmp"; then
     rm -f "$tmp"
     die "componentize-js failed for $src"

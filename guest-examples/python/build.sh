@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
-# Builds the Python example controllers into WebAssembly components.
+# Builds the Python example controllers and admission policies into WebAssembly components.
 #
 #   guest-examples/python/build.sh OUT_DIR [NAME...]
 #   guest-examples/python/build.sh --project PROJECT_DIR OUT_FILE
 #
 # Every folder examples/NAME/ with an app.py becomes OUT_DIR/NAME.wasm (only the NAMEs given, if
-# any), built by componentize-py against the repo's wit/ (world `controller`) with sdk/ (the
-# turtles_controller package), examples/lib/ (code shared by examples) and examples/NAME/ on the
-# Python path. The pinned componentize-py is installed on first use (pip install --target) under
-# $TURTLES_TOOLCHAINS (default: target/toolchains in the repo root). An example whose inputs did
-# not change since its last build is skipped. Outputs are written to a temporary name and renamed
-# into place, so OUT_DIR may be a live controllers folder.
+# any), built by componentize-py with sdk/ (the turtles_controller and turtles_admission
+# packages), examples/lib/ (code shared by examples) and examples/NAME/ on the Python path, against
+# the world its app.py names on a line of its own (the first such line counts):
+#   none, or `# turtles-world: controller`: the repo's wit/, world `controller` (a controller);
+#   `# turtles-world: policy`: wit/admission/, world `policy` (an admission policy, written
+#   with turtles_admission; e.g. examples/py-defaults).
+# Any other world is an error. The pinned componentize-py is installed on first use (pip install
+# --target) under $TURTLES_TOOLCHAINS (default: target/toolchains in the repo root). An example
+# whose inputs did not change since its last build is skipped. Outputs are written to a temporary
+# name and renamed into place, so OUT_DIR may be a live controllers folder.
 #
 # --project builds a standalone project made by `turtles new --lang python` (PROJECT_DIR/app.py and
 # the modules beside it) into OUT_FILE, with this script's own sdk/ and ../../wit (the SDK bundle it
-# sits in), never the project's. The project's *.py files (not tests: test_*.py, *_test.py, tests/)
-# are staged in PROJECT_DIR/build/py/, so nothing else in the project is packed into the component.
-# The build is skipped when nothing changed since it last wrote OUT_FILE (FORCE=1 rebuilds); OUT_FILE
-# is written next to itself under a temporary name and renamed into place.
+# sits in), never the project's; its app.py's `# turtles-world:` line picks the world as above
+# (`turtles new` scaffolds controllers only). The project's *.py files (not tests: test_*.py,
+# *_test.py, tests/) are staged in PROJECT_DIR/build/py/, so nothing else in the project is packed
+# into the component. The build is skipped when nothing changed since it last wrote OUT_FILE
+# (FORCE=1 rebuilds); OUT_FILE is written next to itself under a temporary name and renamed into
+# place.
 #
 # Needs: Python >= 3.9 with pip (Debian: apt-get install python3 python3-pip), and PyPI the first
 # time. Environment: PYTHON (default python3), TURTLES_TOOLCHAINS, FORCE=1 rebuilds everything.
@@ -45,13 +51,29 @@ if [[ $1 == --project ]]; then
     project=$(cd "$2" && pwd)
     [[ -f $project/app.py ]] ||
         die "$project has no app.py: not a Python controller project (make one with: turtles new --lang python NAME DIR)"
-    [[ -f $root/wit/controller.wit ]] || die "no WIT at $root/wit/controller.wit (an incomplete SDK bundle?)"
-    [[ -d $here/sdk/turtles_controller ]] || die "no SDK at $here/sdk/turtles_controller (an incomplete SDK bundle?)"
     out_file=$3
     [[ $out_file == */ || -d $out_file ]] && die "OUT_FILE $out_file is a folder: give the .wasm file to write"
 else
     out=$1
     shift
+fi
+
+# Sets wit_dir, world and package (the SDK package it is written with) from an app.py's
+# `# turtles-world: WORLD` line (the first such line counts; none: a controller).
+world_of() {
+    local w
+    w=$(sed -n -E 's/^#[[:space:]]*turtles-world:[[:space:]]*([^[:space:]]*).*/\1/p' "$1" | head -n 1)
+    case $w in
+    "" | controller) wit_dir=$root/wit world=controller package=turtles_controller ;;
+    policy) wit_dir=$root/wit/admission world=policy package=turtles_admission ;;
+    *) die "$1: unknown world '$w' on its '# turtles-world:' line (controller or policy)" ;;
+    esac
+    compgen -G "$wit_dir/*.wit" >/dev/null || die "no WIT in $wit_dir for world $world (an incomplete SDK bundle?)"
+    [[ -d $here/sdk/$package ]] || die "no SDK at $here/sdk/$package (an incomplete SDK bundle?)"
+}
+
+if [[ -n $project ]]; then
+    world_of "$project/app.py"
 fi
 
 python=${PYTHON:-python3}
@@ -120,7 +142,7 @@ if [[ -n $project ]]; then
     tmp="$(dirname "$target")/.$(basename "$target").tmp.$$"
     trap 'rm -f "$tmp"' EXIT
     rm -f "$stamp"
-    componentize_py -q -d "$root/wit" -w controller componentize -p "$stage" -p "$here/sdk" app -o "$tmp" ||
+    componentize_py -q -d "$wit_dir" -w "$world" componentize -p "$stage" -p "$here/sdk" app -o "$tmp" ||
         die "componentize-py failed for $project/app.py"
     mv -f "$tmp" "$target"
     echo "$inputs $(stat -c '%s %y' "$target")" >"$stamp"
@@ -144,6 +166,7 @@ skipped=0
 for name in "${names[@]}"; do
     dir="$here/examples/$name"
     [[ -f $dir/app.py ]] || die "no example '$name' (want $dir/app.py)"
+    world_of "$dir/app.py"
     target="$out/$name.wasm"
     stamp="$out/.$name.wasm.inputs"
     inputs="$version $common $(digest "$dir")"
@@ -152,14 +175,14 @@ for name in "${names[@]}"; do
         skipped=$((skipped + 1))
         continue
     fi
-    echo "build.sh: $name -> $target" >&2
+    echo "build.sh: $name ($world) -> $target" >&2
     tmp="$out/.$name.wasm.tmp.$$"
     trap 'rm -f "$tmp"' EXIT
-    componentize_py -q -d "$root/wit" -w controller componentize \
+    componentize_py -q -d "$wit_dir" -w "$world" componentize \
         -p "$dir" -p "$here/examples/lib" -p "$here/sdk" app -o "$tmp" ||
         die "componentize-py failed for $name"
     mv -f "$tmp" "$target"
-    echo "$inputs" >"$stamp"
+    echo "$inputs $(stat -c '%s %y' "$target")" >"$stamp"
     built=$((built + 1))
 done
 echo "build.sh: $built built, $skipped up to date, in $out" >&2

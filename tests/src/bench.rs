@@ -289,13 +289,20 @@ fn widget(name: &str) -> serde_json::Value {
 }
 
 /// The cost of admission: creates by one client into a namespace no policy matches, one that
-/// one CEL ValidatingAdmissionPolicy matches and one that one MutatingAdmissionPolicy (an
-/// ApplyConfiguration setting a label) matches, same host, alternating rounds.
+/// one CEL ValidatingAdmissionPolicy matches, one that one MutatingAdmissionPolicy (an
+/// ApplyConfiguration setting a label) matches and one that one Wasm validating policy (the Rust
+/// `bench-policy`, the same check as the CEL one) matches, same host, alternating rounds.
 async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) -> Result<()> {
-    let (h, _) = Host::start(&[]).await?;
+    let (h, _) = Host::start_inner(&[], true).await?;
     let c = client();
     create_ns(&c, &h.url, "plain").await?;
-    for (ns, label) in [("policed", "on"), ("mutated", "mutate")] {
+    drop_file(
+        &h.dir.join("controllers"),
+        "bench-policy",
+        &guest_bytes("bench-policy")?,
+    )?;
+    wait_running(&c, &h.url, "bench-policy").await?;
+    for (ns, label) in [("policed", "on"), ("mutated", "mutate"), ("wasm", "wasm")] {
         let r = c
             .post(format!("{}/api/v1/namespaces", h.url))
             .json(&json!({"apiVersion": "v1", "kind": "Namespace",
@@ -364,9 +371,18 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
     {
         bail!("the MutatingAdmissionPolicy did not apply: {probe}");
     }
-    const NAMESPACES: [&str; 3] = ["plain", "policed", "mutated"];
-    let mut p50s: [Vec<f64>; 3] = Default::default();
-    let mut rates: [Vec<f64>; 3] = Default::default();
+    // The Wasm policy denies what is not a bench object (else the row would measure nothing).
+    let r = c
+        .post(format!("{}/api/v1/namespaces/wasm/configmaps", h.url))
+        .json(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stranger"}}))
+        .send()
+        .await?;
+    if r.status().as_u16() != 403 {
+        bail!("the Wasm policy did not deny: {}", r.status());
+    }
+    const NAMESPACES: [&str; 4] = ["plain", "policed", "mutated", "wasm"];
+    let mut p50s: [Vec<f64>; 4] = Default::default();
+    let mut rates: [Vec<f64>; 4] = Default::default();
     for round in 0..rounds {
         for (i, ns) in NAMESPACES.iter().enumerate() {
             let coll = format!("{}/api/v1/namespaces/{ns}/configmaps", h.url);
@@ -375,19 +391,20 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
             rates[i].push(rate);
         }
     }
-    let [p_none, p_vap, p_map] = p50s.map(median);
-    let [r_none, r_vap, r_map] = rates.map(median);
+    let [p_none, p_vap, p_map, p_wasm] = p50s.map(median);
+    let [r_none, r_vap, r_map, r_wasm] = rates.map(median);
     rows.push((
-        format!("create p50, 1 client, no policy vs one matching CEL ValidatingAdmissionPolicy vs one matching MutatingAdmissionPolicy (ApplyConfiguration), same host, {per} each, median of {rounds}"),
+        format!("create p50, 1 client, no policy vs one matching CEL ValidatingAdmissionPolicy vs one matching MutatingAdmissionPolicy (ApplyConfiguration) vs one matching Wasm validating policy (Rust), same host, {per} each, median of {rounds}"),
         format!(
-            "{p_none:.0} µs vs {p_vap:.0} µs (+{:.0} µs) vs {p_map:.0} µs (+{:.0} µs)",
+            "{p_none:.0} µs vs {p_vap:.0} µs (+{:.0} µs) vs {p_map:.0} µs (+{:.0} µs) vs {p_wasm:.0} µs (+{:.0} µs)",
             p_vap - p_none,
-            p_map - p_none
+            p_map - p_none,
+            p_wasm - p_none
         ),
     ));
     rows.push((
-        "creates/s, 1 client, no policy vs VAP vs MAP (as above)".to_owned(),
-        format!("{r_none:.0}/s vs {r_vap:.0}/s vs {r_map:.0}/s"),
+        "creates/s, 1 client, no policy vs VAP vs MAP vs Wasm (as above)".to_owned(),
+        format!("{r_none:.0}/s vs {r_vap:.0}/s vs {r_map:.0}/s vs {r_wasm:.0}/s"),
     ));
     Ok(())
 }

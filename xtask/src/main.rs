@@ -65,6 +65,8 @@ fn test(extra: &[String]) -> Result<()> {
         "turtles-controller",
         "-p",
         "endpointslice",
+        "-p",
+        "registry-policy",
     ]))?;
     run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
     // No __pycache__ in the SDK folder: `turtles` embeds that folder (host/build.rs) and would

@@ -68,20 +68,29 @@ pub(crate) fn namespace_matches(
     req: &Request<'_>,
     object: Option<&Value>,
 ) -> Result<bool, String> {
-    let sel = selector(sel)?;
+    Ok(namespace_matches_with(ctx, &selector(sel)?, req, object))
+}
+
+/// [`namespace_matches`] with a parsed selector.
+pub(crate) fn namespace_matches_with(
+    ctx: &Context<'_>,
+    sel: &LabelSelector,
+    req: &Request<'_>,
+    object: Option<&Value>,
+) -> bool {
     if sel.is_empty() {
-        return Ok(true);
+        return true;
     }
     let is_namespace = req.ri.group.is_empty() && req.ri.resource == "namespaces";
     if is_namespace {
         let l = labels(object).or_else(|| labels(req.old_object));
-        return Ok(sel.matches_json(l));
+        return sel.matches_json(l);
     }
     if req.namespace.is_empty() {
-        return Ok(true);
+        return true;
     }
     let ns = ctx.namespace(req.namespace);
-    Ok(sel.matches_json(ns.as_ref().and_then(|n| labels(Some(&n.value)))))
+    sel.matches_json(ns.as_ref().and_then(|n| labels(Some(&n.value))))
 }
 
 /// kube's object selector: the new or the old object's labels match.
@@ -90,14 +99,22 @@ pub(crate) fn object_matches(
     req: &Request<'_>,
     object: Option<&Value>,
 ) -> Result<bool, String> {
-    let sel = selector(sel)?;
+    Ok(object_matches_with(&selector(sel)?, req, object))
+}
+
+/// [`object_matches`] with a parsed selector.
+pub(crate) fn object_matches_with(
+    sel: &LabelSelector,
+    req: &Request<'_>,
+    object: Option<&Value>,
+) -> bool {
     if sel.is_empty() {
-        return Ok(true);
+        return true;
     }
-    Ok(object.is_some_and(|o| sel.matches_json(labels(Some(o))))
+    object.is_some_and(|o| sel.matches_json(labels(Some(o))))
         || req
             .old_object
-            .is_some_and(|o| sel.matches_json(labels(Some(o)))))
+            .is_some_and(|o| sel.matches_json(labels(Some(o))))
 }
 
 /// A `MatchResources` (a policy's `matchConstraints`, a binding's `matchResources`); `None`

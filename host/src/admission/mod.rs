@@ -7,6 +7,7 @@
 //!   `JSONPatch` mutations), sharing the policy machinery (matching, params).
 //! * `matching.rs`: `matchConstraints` / `matchResources` (rules, selectors, exclusions).
 //! * `webhook.rs`: Validating/MutatingWebhookConfiguration over HTTPS, AdmissionReview v1.
+//! * `wasm.rs`: Wasm admission policies (`turtles:admission`), loaded by `runtime::policy`.
 //!
 //! Policies and configurations are read from the store's in-memory index (the same state every
 //! informer follows), so a change applies to the next request.
@@ -14,6 +15,7 @@
 mod matching;
 mod mutating_policy;
 mod policy;
+mod wasm;
 mod webhook;
 
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use crate::auth::rbac::UserInfo;
 use crate::model::{ApiError, Cause, Registry, ResourceInfo};
 use crate::store::Store;
 
+pub use wasm::{Answer, CallFuture, Denial, Patch, Phase, PolicyVersion, Spec, WasmPolicies};
 pub use webhook::WebhookClient;
 
 /// Errors of the admission module's own machinery (configurations that cannot be used); a
@@ -156,6 +159,8 @@ pub struct Admission {
     policies: policy::Cache,
     mutating_policies: mutating_policy::Cache,
     webhooks: webhook::Webhooks,
+    /// The Wasm policies the controllers folder loaded.
+    pub wasm: Arc<WasmPolicies>,
 }
 
 impl std::fmt::Debug for Admission {
@@ -172,10 +177,12 @@ impl Admission {
             policies: policy::Cache::default(),
             mutating_policies: mutating_policy::Cache::default(),
             webhooks: webhook::Webhooks::default(),
+            wasm: Arc::default(),
         }
     }
 
-    /// Mutating admission: MutatingAdmissionPolicies, then mutating webhooks, in name order;
+    /// Mutating admission: MutatingAdmissionPolicies, then Wasm policies, then mutating
+    /// webhooks, in name order;
     /// then, if the object changed, the policies with `reinvocationPolicy: IfNeeded` that a
     /// later mutation changed the object after are run once more (kube's reinvocation).
     /// Changes `object` in place; returns warnings.
@@ -199,7 +206,8 @@ impl Admission {
         )?;
         // Only `IfNeeded` invocations are ever reinvoked: without one, nothing to remember.
         let before_webhooks = round.reinvocable().then(|| object.clone());
-        let warnings = self.webhooks.mutate(&ctx, req, object).await?;
+        let mut warnings = self.wasm.mutate(&ctx, req, object).await?;
+        warnings.extend(self.webhooks.mutate(&ctx, req, object).await?);
         // kube reinvokes the chain when any mutating plugin changed the object.
         if before_webhooks.is_some_and(|b| round.changed || b != *object) {
             mutating_policy::mutate(&ctx, &self.mutating_policies, req, object, &mut round, true)?;
@@ -207,7 +215,8 @@ impl Admission {
         Ok(warnings)
     }
 
-    /// Validating admission: ValidatingAdmissionPolicies, then validating webhooks. `object` is
+    /// Validating admission: ValidatingAdmissionPolicies, then Wasm policies, then validating
+    /// webhooks. `object` is
     /// the object to be stored (`None` on delete). Returns warnings.
     pub async fn validate(
         &self,
@@ -219,6 +228,7 @@ impl Admission {
         }
         let ctx = self.context();
         let mut warnings = policy::validate(&ctx, &self.policies, req, object)?;
+        warnings.extend(self.wasm.validate(&ctx, req, object).await?);
         warnings.extend(self.webhooks.validate(&ctx, req, object).await?);
         Ok(warnings)
     }

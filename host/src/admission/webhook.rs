@@ -567,14 +567,23 @@ fn allowed(resp: &Value) -> bool {
 }
 
 fn response_warnings(resp: &Value) -> Vec<String> {
-    resp.get("warnings")
-        .and_then(Value::as_array)
+    cap_warnings(
+        resp.get("warnings")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned),
+    )
+}
+
+/// At most [`MAX_WARNINGS`] warnings, each cut to [`MAX_WARNING_BYTES`] (kube's limits on what
+/// one admission plugin may add).
+pub(crate) fn cap_warnings(warnings: impl IntoIterator<Item = String>) -> Vec<String> {
+    warnings
         .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
         .take(MAX_WARNINGS)
-        .map(|w| {
-            let mut w = w.to_owned();
+        .map(|mut w| {
             if w.len() > MAX_WARNING_BYTES {
                 let mut end = MAX_WARNING_BYTES;
                 while !w.is_char_boundary(end) {
@@ -615,7 +624,7 @@ fn denied(name: &str, status: Option<&Value>) -> ApiError {
 }
 
 /// The `StatusReason`s kube defines (others are reported without a reason).
-fn static_reason(r: &str) -> &'static str {
+pub(crate) fn static_reason(r: &str) -> &'static str {
     const REASONS: &[&str] = &[
         "Unauthorized",
         "Forbidden",
@@ -648,7 +657,7 @@ fn call_failed(name: &str, err: &str) -> ApiError {
 }
 
 /// Apply a mutating webhook's base64 JSONPatch to `object`.
-fn apply_patch(
+pub(crate) fn apply_patch(
     req: &Request<'_>,
     object: &mut Value,
     patch_b64: &str,

@@ -125,7 +125,7 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>
     let mut controllers: Vec<crate::runtime::driver::Metered> =
         state.builtin_controllers.iter().map(|m| m()).collect();
     if let Some(folder) = state.controllers.get() {
-        controllers.extend(folder.handles().await.iter().map(|h| h.metered()));
+        controllers.extend(folder.metered().await);
     }
     crate::runtime::driver::render_metrics(&mut out, &controllers);
     let mut resp = Response::new(axum::body::Body::from(out));

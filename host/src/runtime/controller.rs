@@ -424,44 +424,7 @@ impl ControllerHandle {
 
     /// The declared permissions as a host-managed ClusterRole and binding.
     async fn ensure_rbac(&self, reg: &wit::Registration) -> Result<(), RuntimeError> {
-        let user = user_name(&self.name);
-        let labels =
-            json!({"turtles.dev/managed-by": "turtles", "turtles.dev/controller": self.name});
-        let rules = role_rules(reg);
-        let role = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": user, "labels": labels},
-            "rules": rules,
-        });
-        let binding = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": user, "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
-            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}],
-        });
-        self.upsert("clusterroles", role).await?;
-        self.upsert("clusterrolebindings", binding).await
-    }
-
-    async fn upsert(&self, resource: &str, obj: Value) -> Result<(), RuntimeError> {
-        let svc = &self.host.service;
-        let ri = svc
-            .registry
-            .lookup("rbac.authorization.k8s.io", "v1", resource)
-            .ok_or_else(|| {
-                RuntimeError::Identity(crate::model::ApiError::internal("RBAC is not served"))
-            })?;
-        let name = meta::name(&obj).to_owned();
-        let opts = WriteOptions::default();
-        match svc.create(&ri, "", obj.clone(), &opts).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.code == 409 => svc
-                .update(&ri, "", &name, obj, Subresource::Main, &opts)
-                .await
-                .map(|_| ())
-                .map_err(RuntimeError::Identity),
-            Err(e) => Err(RuntimeError::Identity(e)),
-        }
+        grant(&self.host.service, &self.name, role_rules(reg)).await
     }
 
     fn resource(&self, w: &wit::Watch) -> Option<Arc<ResourceInfo>> {
@@ -940,6 +903,54 @@ pub async fn write_status(svc: &crate::service::Service, name: &str, status: Val
     };
     if let Err(e) = r {
         tracing::debug!(controller = %name, error = %e, "status not written");
+    }
+}
+
+/// `rules` as the host-managed ClusterRole `system:controller:NAME` and its binding to that
+/// user (created, or updated in place).
+pub(crate) async fn grant(
+    svc: &crate::service::Service,
+    name: &str,
+    rules: Vec<Value>,
+) -> Result<(), RuntimeError> {
+    let user = user_name(name);
+    let labels = json!({"turtles.dev/managed-by": "turtles", "turtles.dev/controller": name});
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": user, "labels": labels},
+        "rules": rules,
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": user, "labels": labels},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}],
+    });
+    upsert(svc, "clusterroles", role).await?;
+    upsert(svc, "clusterrolebindings", binding).await
+}
+
+async fn upsert(
+    svc: &crate::service::Service,
+    resource: &str,
+    obj: Value,
+) -> Result<(), RuntimeError> {
+    let ri = svc
+        .registry
+        .lookup("rbac.authorization.k8s.io", "v1", resource)
+        .ok_or_else(|| {
+            RuntimeError::Identity(crate::model::ApiError::internal("RBAC is not served"))
+        })?;
+    let name = meta::name(&obj).to_owned();
+    let opts = WriteOptions::default();
+    match svc.create(&ri, "", obj.clone(), &opts).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => svc
+            .update(&ri, "", &name, obj, Subresource::Main, &opts)
+            .await
+            .map(|_| ())
+            .map_err(RuntimeError::Identity),
+        Err(e) => Err(RuntimeError::Identity(e)),
     }
 }
 

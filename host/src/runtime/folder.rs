@@ -1,4 +1,5 @@
-//! The controllers folder: every `*.wasm` file is a controller named after its stem. New files
+//! The controllers folder: every `*.wasm` file is a controller (or, when it exports the
+//! `turtles:admission` world, an admission policy: `policy.rs`) named after its stem. New files
 //! load, changed files are swapped in place, removed files unload. Dotfiles and temporary names
 //! are ignored, and a file is only read once its size and modification time have held still
 //! across two scans, so a half-written file is never loaded (write-then-rename is the supported
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::controller::ControllerHandle;
+use super::policy::PolicyHandle;
 use super::Host;
 
 /// How often the folder is scanned.
@@ -32,8 +34,31 @@ pub fn is_controller_file(path: &Path) -> bool {
     !name.starts_with('.') && name.ends_with(".wasm") && name.len() > ".wasm".len()
 }
 
+/// What a file of the folder is.
+#[derive(Clone)]
+enum Handle {
+    Controller(Arc<ControllerHandle>),
+    Policy(Arc<PolicyHandle>),
+}
+
+impl Handle {
+    async fn unload(&self) {
+        match self {
+            Self::Controller(h) => h.unload().await,
+            Self::Policy(h) => h.unload().await,
+        }
+    }
+
+    async fn publish_status(&self) {
+        match self {
+            Self::Controller(h) => h.publish_status().await,
+            Self::Policy(h) => h.publish_status().await,
+        }
+    }
+}
+
 struct Entry {
-    handle: Arc<ControllerHandle>,
+    handle: Handle,
     /// The stamp of the bytes last handed to the controller.
     loaded: Stamp,
 }
@@ -64,12 +89,29 @@ impl Folder {
         &self.host
     }
 
+    /// The controllers (not the admission policies) of the folder.
     pub async fn handles(&self) -> Vec<Arc<ControllerHandle>> {
         self.entries
             .lock()
             .await
             .values()
-            .map(|e| e.handle.clone())
+            .filter_map(|e| match &e.handle {
+                Handle::Controller(h) => Some(h.clone()),
+                Handle::Policy(_) => None,
+            })
+            .collect()
+    }
+
+    /// Every controller and admission policy of the folder as `/metrics` shows it.
+    pub async fn metered(&self) -> Vec<super::driver::Metered> {
+        self.entries
+            .lock()
+            .await
+            .values()
+            .map(|e| match &e.handle {
+                Handle::Controller(h) => h.metered(),
+                Handle::Policy(h) => h.metered(),
+            })
             .collect()
     }
 
@@ -157,10 +199,25 @@ impl Folder {
                     // Changed while we read it: next scan.
                     continue;
                 }
-                let handle = match entries.get(name) {
-                    Some(e) => e.handle.clone(),
-                    None => {
-                        ControllerHandle::new(name, self.host.clone(), &path.display().to_string())
+                let policy = super::policy::is_policy(&bytes);
+                let file = path.display().to_string();
+                let handle = match entries.get(name).map(|e| e.handle.clone()) {
+                    Some(h @ Handle::Controller(_)) if !policy => h,
+                    Some(h @ Handle::Policy(_)) if policy => h,
+                    other => {
+                        // New, or a controller replaced by a policy (or back): the old one goes.
+                        if let Some(old) = other {
+                            old.unload().await;
+                        }
+                        if policy {
+                            Handle::Policy(PolicyHandle::new(name, self.host.clone(), &file))
+                        } else {
+                            Handle::Controller(ControllerHandle::new(
+                                name,
+                                self.host.clone(),
+                                &file,
+                            ))
+                        }
                     }
                 };
                 entries.insert(
@@ -172,7 +229,10 @@ impl Folder {
                 );
                 // Compile in the background; the old version (if any) serves meanwhile.
                 tokio::spawn(async move {
-                    handle.load_from_folder(bytes).await;
+                    match &handle {
+                        Handle::Controller(h) => h.load_from_folder(bytes).await,
+                        Handle::Policy(h) => h.load_from_folder(bytes).await,
+                    }
                     handle.publish_status().await;
                 });
             }

@@ -13,6 +13,7 @@ pub mod driver;
 pub mod folder;
 pub mod logs;
 mod output;
+pub mod policy;
 pub mod queue;
 
 use std::path::{Path, PathBuf};
@@ -57,10 +58,20 @@ mod bindings_v01 {
     });
 }
 
+/// Generated from `wit/admission/admission.wit` (`turtles:admission@0.1.0`): admission policies.
+mod bindings_admission {
+    wasmtime::component::bindgen!({
+        path: "../wit/admission",
+        world: "policy",
+        exports: { default: async },
+    });
+}
+
 pub mod events;
 mod v01;
 
 pub use bindings::turtles::controller::types as wit;
+pub use bindings_admission::turtles::admission::types as wit_admission;
 
 /// The world a component was built against, picked by its exports' types when it is
 /// instantiated (a 0.1.0 registration is a different record than a 0.2.0 one).
@@ -346,6 +357,11 @@ impl Runtime {
             |s| s,
         )
         .map_err(|e| RuntimeError::Engine(e.to_string()))?;
+        bindings_admission::Policy::add_to_linker::<GuestState, HasSelf<GuestState>>(
+            &mut linker,
+            |s| s,
+        )
+        .map_err(|e| RuntimeError::Engine(e.to_string()))?;
         // The epoch ticker: ends with the engine.
         let weak = engine.weak();
         std::thread::Builder::new()
@@ -369,6 +385,48 @@ impl Runtime {
 
     /// A fresh instance with its own store (start functions run on a fiber, like calls).
     pub async fn instantiate(&self, component: &Component, ctx: Arc<HostCtx>) -> Result<Instance> {
+        let mut store = self.store(ctx, self.options.call_deadline);
+        let instantiate = |e: wasmtime::Error| RuntimeError::Instantiate(format!("{e:#}"));
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(instantiate)?;
+        // 0.2.0 first; a component whose exports do not type-check against it is tried as 0.1.0
+        // (if neither fits, the 0.2.0 error says why).
+        let bindings = match bindings::ControllerPre::new(pre.clone()) {
+            Ok(p) => Bindings::V02(p.instantiate_async(&mut store).await.map_err(instantiate)?),
+            Err(e) => match bindings_v01::ControllerPre::new(pre) {
+                Ok(p) => Bindings::V01(p.instantiate_async(&mut store).await.map_err(instantiate)?),
+                Err(_) => return Err(instantiate(e)),
+            },
+        };
+        Ok(Instance { store, bindings })
+    }
+
+    /// A fresh instance of an admission policy (`turtles:admission`), each call of which may
+    /// run for `deadline` (never more than the runtime's call deadline).
+    pub async fn instantiate_policy(
+        &self,
+        component: &Component,
+        ctx: Arc<HostCtx>,
+        deadline: Duration,
+    ) -> Result<policy::PolicyInstance> {
+        let mut store = self.store(ctx, deadline.min(self.options.call_deadline));
+        let instantiate = |e: wasmtime::Error| RuntimeError::Instantiate(format!("{e:#}"));
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(instantiate)?;
+        let bindings = bindings_admission::PolicyPre::new(pre)
+            .map_err(instantiate)?
+            .instantiate_async(&mut store)
+            .await
+            .map_err(instantiate)?;
+        Ok(policy::PolicyInstance::new(store, bindings))
+    }
+
+    /// A guest's store: WASI with nothing granted, the memory cap, the epoch deadline.
+    fn store(&self, ctx: Arc<HostCtx>, call_deadline: Duration) -> Store<GuestState> {
         let output = GuestOutput::new(OUTPUT_CAP);
         let mut builder = WasiCtx::builder();
         builder.stdout(output.clone()).stderr(output.clone());
@@ -386,7 +444,7 @@ impl Runtime {
             output,
             printed: 0,
             call_started: std::time::Instant::now(),
-            call_deadline: self.options.call_deadline,
+            call_deadline,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -404,21 +462,7 @@ impl Runtime {
             }
         });
         store.set_epoch_deadline(1);
-        let instantiate = |e: wasmtime::Error| RuntimeError::Instantiate(format!("{e:#}"));
-        let pre = self
-            .linker
-            .instantiate_pre(component)
-            .map_err(instantiate)?;
-        // 0.2.0 first; a component whose exports do not type-check against it is tried as 0.1.0
-        // (if neither fits, the 0.2.0 error says why).
-        let bindings = match bindings::ControllerPre::new(pre.clone()) {
-            Ok(p) => Bindings::V02(p.instantiate_async(&mut store).await.map_err(instantiate)?),
-            Err(e) => match bindings_v01::ControllerPre::new(pre) {
-                Ok(p) => Bindings::V01(p.instantiate_async(&mut store).await.map_err(instantiate)?),
-                Err(_) => return Err(instantiate(e)),
-            },
-        };
-        Ok(Instance { store, bindings })
+        store
     }
 }
 
@@ -436,34 +480,12 @@ impl Instance {
 
     /// Start a call's clock (the epoch callback interrupts it once the budget is spent).
     fn arm(&mut self) {
-        self.store.data_mut().call_started = std::time::Instant::now();
-        self.store.set_epoch_deadline(1);
+        arm(&mut self.store);
     }
 
     /// Flush what the guest printed to the controller's log.
     fn drain_output(&mut self) {
-        let printed = self.store.data().output.take();
-        if printed.bytes.is_empty() && printed.dropped == 0 {
-            return;
-        }
-        self.store.data_mut().printed += printed.bytes.len() as u64;
-        let ctx = &self.store.data().ctx;
-        let name = &ctx.name;
-        for line in String::from_utf8_lossy(&printed.bytes).lines() {
-            tracing::info!(controller = %name, "guest: {line}");
-            ctx.log.push(format!("OUTPUT {line}"));
-        }
-        if printed.dropped > 0 {
-            ctx.log.push(format!(
-                "WARN printed more than {OUTPUT_CAP} bytes in one call; {} bytes not logged",
-                printed.dropped
-            ));
-            tracing::warn!(
-                controller = %name,
-                dropped = printed.dropped,
-                "guest printed more than {OUTPUT_CAP} bytes in one call; the rest is not logged"
-            );
-        }
+        drain_output(&mut self.store);
     }
 
     /// The WIT package version the component was built against.
@@ -499,6 +521,38 @@ impl Instance {
         };
         self.drain_output();
         r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
+    }
+}
+
+/// Start a call's clock (the epoch callback interrupts it once the budget is spent).
+fn arm(store: &mut Store<GuestState>) {
+    store.data_mut().call_started = std::time::Instant::now();
+    store.set_epoch_deadline(1);
+}
+
+/// Flush what the guest printed to the controller's log.
+fn drain_output(store: &mut Store<GuestState>) {
+    let printed = store.data().output.take();
+    if printed.bytes.is_empty() && printed.dropped == 0 {
+        return;
+    }
+    store.data_mut().printed += printed.bytes.len() as u64;
+    let ctx = &store.data().ctx;
+    let name = &ctx.name;
+    for line in String::from_utf8_lossy(&printed.bytes).lines() {
+        tracing::info!(controller = %name, "guest: {line}");
+        ctx.log.push(format!("OUTPUT {line}"));
+    }
+    if printed.dropped > 0 {
+        ctx.log.push(format!(
+            "WARN printed more than {OUTPUT_CAP} bytes in one call; {} bytes not logged",
+            printed.dropped
+        ));
+        tracing::warn!(
+            controller = %name,
+            dropped = printed.dropped,
+            "guest printed more than {OUTPUT_CAP} bytes in one call; the rest is not logged"
+        );
     }
 }
 
@@ -673,29 +727,9 @@ impl bindings::turtles::controller::host::Host for GuestState {
         {
             return b"[]".to_vec();
         }
-        let Ok(snap) = self.ctx.service.store.list(&ri.group_resource(), None) else {
-            return b"[]".to_vec();
-        };
-        let mut out = Vec::with_capacity(snap.items.len() * 256 + 2);
-        out.push(b'[');
-        let mut first = true;
-        for obj in snap.items.values() {
-            if let Some(ns) = &namespace {
-                if crate::model::meta::namespace(&obj.value) != ns {
-                    continue;
-                }
-            }
-            if !self.ctx.cached(&group, &version, &resource, &obj.value) {
-                continue;
-            }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.extend_from_slice(Service::present(&ri, obj.clone()).lean_json());
-        }
-        out.push(b']');
-        out
+        list_json(&self.ctx.service, &ri, namespace.as_deref(), |obj| {
+            self.ctx.cached(&group, &version, &resource, obj)
+        })
     }
 
     fn log(&mut self, level: wit::LogLevel, message: String, fields: Vec<(String, String)>) {
@@ -733,6 +767,37 @@ impl bindings::turtles::controller::host::Host for GuestState {
         };
         self.ctx.log.push(format!("{tag} {line}"));
     }
+}
+
+/// The stored objects of `ri` (in `namespace`, or all) that `keep` keeps, as a JSON array of
+/// their lean JSON (what `cache-list` answers controllers and admission policies).
+pub(crate) fn list_json(
+    service: &Service,
+    ri: &ResourceInfo,
+    namespace: Option<&str>,
+    keep: impl Fn(&serde_json::Value) -> bool,
+) -> Vec<u8> {
+    let Ok(snap) = service.store.list(&ri.group_resource(), None) else {
+        return b"[]".to_vec();
+    };
+    let mut out = Vec::with_capacity(snap.items.len() * 256 + 2);
+    out.push(b'[');
+    let mut first = true;
+    for obj in snap.items.values() {
+        if namespace.is_some_and(|ns| crate::model::meta::namespace(&obj.value) != ns) {
+            continue;
+        }
+        if !keep(&obj.value) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(Service::present(ri, obj.clone()).lean_json());
+    }
+    out.push(b']');
+    out
 }
 
 /// Shared by every controller: the runtime, the service, the router to call, and the

@@ -26,6 +26,9 @@
 //!
 //! export!(Greeter);
 //! ```
+//!
+//! An admission policy (world `turtles:admission/policy`) is written the same way with
+//! [`admission::Policy`] and [`export_policy!`]; see [`admission`].
 
 #![warn(missing_docs)]
 
@@ -53,6 +56,8 @@ pub use bindings::turtles::controller::types::{
 pub use serde_json::{self, json, Value};
 
 use std::marker::PhantomData;
+
+pub mod admission;
 
 /// What a controller implements. [`export!`] turns it into the component's exports.
 pub trait Controller {
