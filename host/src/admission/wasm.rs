@@ -168,6 +168,13 @@ impl WasmPolicies {
                 continue;
             }
             let answer = p.call(Phase::Mutate, req, Some(object)).await;
+            // A denial is a denial: its patch (if any) is never applied.
+            if let Ok(Answer {
+                denied: Some(d), ..
+            }) = &answer
+            {
+                return Err(denied(&spec.name, d, req, Some(object)));
+            }
             let applied = answer.and_then(|a| {
                 if let Some(patch) = &a.patch {
                     apply(req, object, patch)?;
@@ -175,12 +182,7 @@ impl WasmPolicies {
                 Ok(a)
             });
             match applied {
-                Ok(a) => {
-                    warnings.extend(webhook::cap_warnings(a.warnings));
-                    if let Some(d) = a.denied {
-                        return Err(denied(&spec.name, &d, req, Some(object)));
-                    }
-                }
+                Ok(a) => warnings.extend(webhook::cap_warnings(a.warnings)),
                 Err(e) => failed(spec, &e)?,
             }
         }
@@ -204,17 +206,25 @@ fn failed(spec: &Spec, err: &str) -> Result<(), ApiError> {
 /// form (`configmaps "x" is forbidden: ...`), any other code with its reason, as a webhook's.
 fn denied(name: &str, d: &Denial, req: &Request<'_>, object: Option<&Value>) -> ApiError {
     let by = format!("admission policy \"{name}\" denied the request");
-    let message = if d.message.is_empty() {
+    // A guest's message may be as large as its memory: cut as a warning is.
+    let text = webhook::cap_warnings([d.message.clone()])
+        .pop()
+        .unwrap_or_default();
+    let message = if text.is_empty() {
         format!("{by} without explanation")
     } else {
-        format!("{by}: {}", d.message)
+        format!("{by}: {text}")
     };
+    let named = webhook::static_reason(&d.reason);
     let code = if (400..600).contains(&d.code) {
         d.code
+    } else if !named.is_empty() {
+        // No code but a reason: the code kube pairs with it.
+        code_of(named)
     } else {
         403
     };
-    let reason = match webhook::static_reason(&d.reason) {
+    let reason = match named {
         "" => reason_of(code),
         r => r,
     };
@@ -222,6 +232,17 @@ fn denied(name: &str, d: &Denial, req: &Request<'_>, object: Option<&Value>) -> 
         return req.forbidden(object, message, "Forbidden");
     }
     ApiError::new(code, reason, message)
+}
+
+/// The code kube pairs with a `StatusReason`.
+fn code_of(reason: &str) -> u16 {
+    (400..600)
+        .find(|c| reason_of(*c) == reason)
+        .unwrap_or(match reason {
+            "Expired" => 410,
+            "StoreReadError" => 500,
+            _ => 403,
+        })
 }
 
 /// The `StatusReason` kube pairs with a code.
@@ -264,6 +285,15 @@ fn apply(req: &Request<'_>, object: &mut Value, patch: &Patch) -> Result<(), Str
         if patched.get(field) != object.get(field) {
             return Err(format!("a mutation may not change {field}"));
         }
+    }
+    // The object's key: its namespace, and its name once it has one (a `generateName` create
+    // gets its name after admission).
+    let meta = |o: &Value, f: &str| o.pointer(&format!("/metadata/{f}")).cloned();
+    if meta(&patched, "namespace") != meta(object, "namespace") {
+        return Err("a mutation may not change metadata.namespace".into());
+    }
+    if !req.name.is_empty() && meta(&patched, "name") != meta(object, "name") {
+        return Err("a mutation may not change metadata.name".into());
     }
     *object = patched;
     Ok(())

@@ -199,17 +199,20 @@ impl Folder {
                     // Changed while we read it: next scan.
                     continue;
                 }
-                let policy = super::policy::is_policy(&bytes);
+                use super::policy::Exports;
+                let exports = super::policy::exports(&bytes);
                 let file = path.display().to_string();
                 let handle = match entries.get(name).map(|e| e.handle.clone()) {
-                    Some(h @ Handle::Controller(_)) if !policy => h,
-                    Some(h @ Handle::Policy(_)) if policy => h,
+                    // Bytes that are neither (truncated, corrupt) never switch the kind: their
+                    // load fails and the running version stays in force.
+                    Some(h @ Handle::Controller(_)) if exports != Exports::Policy => h,
+                    Some(h @ Handle::Policy(_)) if exports != Exports::Controller => h,
                     other => {
                         // New, or a controller replaced by a policy (or back): the old one goes.
                         if let Some(old) = other {
                             old.unload().await;
                         }
-                        if policy {
+                        if exports == Exports::Policy {
                             Handle::Policy(PolicyHandle::new(name, self.host.clone(), &file))
                         } else {
                             Handle::Controller(ControllerHandle::new(

@@ -27,23 +27,35 @@ use crate::service::Service;
 
 /// Warm instances kept per version (calls beyond run on fresh ones).
 const MAX_IDLE: usize = 4;
+/// Calls of one policy at once (all its versions); more wait, up to the call's budget.
+const MAX_CALLS: usize = 16;
 /// The WIT package policies are built against.
 pub const WIT: &str = "turtles:admission@0.1.0";
 
-/// Whether a component's top-level exports are an admission policy's (`validate` or `mutate`)
-/// rather than a controller's: read from the bytes, without compiling.
-pub fn is_policy(bytes: &[u8]) -> bool {
-    // Any file may be dropped into the folder: whatever the parser makes of it, the folder goes on.
-    std::panic::catch_unwind(|| exports_policy(bytes)).unwrap_or(false)
+/// What a component's top-level exports make it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exports {
+    /// `validate` or `mutate`: an admission policy.
+    Policy,
+    /// `reconcile`: a controller.
+    Controller,
+    /// Neither (not a component, truncated, corrupt).
+    Unknown,
 }
 
-fn exports_policy(bytes: &[u8]) -> bool {
+/// What a component is, by its top-level exports, read from the bytes without compiling.
+pub fn exports(bytes: &[u8]) -> Exports {
+    // Any file may be dropped into the folder: whatever the parser makes of it, the folder goes on.
+    std::panic::catch_unwind(|| read_exports(bytes)).unwrap_or(Exports::Unknown)
+}
+
+fn read_exports(bytes: &[u8]) -> Exports {
     use wasmparser::{Chunk, Parser, Payload};
     let mut parser = Parser::new(0);
     let mut rest = bytes;
     loop {
         let Ok(Chunk::Parsed { consumed, payload }) = parser.parse(rest, true) else {
-            return false;
+            return Exports::Unknown;
         };
         rest = &rest[consumed..];
         match payload {
@@ -57,18 +69,20 @@ fn exports_policy(bytes: &[u8]) -> bool {
                 // The outer parser goes on after the nested one's bytes.
                 let len = unchecked_range.end - unchecked_range.start;
                 if len > rest.len() {
-                    return false;
+                    return Exports::Unknown;
                 }
                 rest = &rest[len..];
             }
             Payload::ComponentExportSection(exports) => {
                 for e in exports.into_iter().flatten() {
-                    if matches!(e.name.name, "validate" | "mutate") {
-                        return true;
+                    match e.name.name {
+                        "validate" | "mutate" => return Exports::Policy,
+                        "reconcile" => return Exports::Controller,
+                        _ => {}
                     }
                 }
             }
-            Payload::End(_) => return false,
+            Payload::End(_) => return Exports::Unknown,
             _ => {}
         }
     }
@@ -162,6 +176,7 @@ struct Version {
     ctx: Arc<HostCtx>,
     stats: Arc<Stats>,
     counters: Arc<Counters>,
+    calls: Arc<tokio::sync::Semaphore>,
 }
 
 impl Version {
@@ -185,6 +200,13 @@ impl Version {
         object: Option<&Value>,
     ) -> Result<Answer, String> {
         let started = Instant::now();
+        let permit = tokio::time::timeout(self.deadline, self.calls.clone().acquire_owned()).await;
+        let Ok(Ok(_permit)) = permit else {
+            self.stats.errors.fetch_add(1, Ordering::Relaxed);
+            return Err(format!(
+                "{MAX_CALLS} calls already running for longer than the call budget"
+            ));
+        };
         let request = to_wit(req, object);
         let result = match self.instance().await {
             Ok(mut inst) => {
@@ -392,6 +414,11 @@ pub struct PolicyHandle {
     load_lock: tokio::sync::Mutex<()>,
     /// Set (under `current`'s lock) once unloaded: a load finishing later puts nothing in force.
     unloaded: std::sync::atomic::AtomicBool,
+    /// Held while the status object is written, and by `unload` while it removes it: a status
+    /// write never lands after the removal.
+    status_write: tokio::sync::Mutex<()>,
+    /// At most this many calls at once (each holds an instance of up to the memory cap).
+    calls: Arc<tokio::sync::Semaphore>,
 }
 
 impl PolicyHandle {
@@ -432,6 +459,8 @@ impl PolicyHandle {
             requested: AtomicU64::new(0),
             load_lock: tokio::sync::Mutex::new(()),
             unloaded: Default::default(),
+            status_write: tokio::sync::Mutex::new(()),
+            calls: Arc::new(tokio::sync::Semaphore::new(MAX_CALLS)),
         })
     }
 
@@ -501,9 +530,7 @@ impl PolicyHandle {
             s.load_ms = load_ms;
             s.registration = registration;
         });
-        if !first {
-            self.stats.clear_last_error();
-        }
+        self.stats.clear_last_error();
         tracing::info!(policy = %self.name, load_ms, swapped = !first, "admission policy loaded");
         self.publish_status().await;
         Ok(())
@@ -527,6 +554,11 @@ impl PolicyHandle {
         // milliseconds to make), with the policy's own budget.
         inst.limit_deadline(deadline);
         self.grant(&registration).await?;
+        if self.unloaded.load(Ordering::SeqCst) {
+            // Removed while it loaded: what `grant` just wrote goes too.
+            remove_identity(&self.host.service, &self.name).await;
+            return Err(RuntimeError::Registration("unloaded while loading".into()));
+        }
         Ok((
             Version {
                 spec,
@@ -539,6 +571,7 @@ impl PolicyHandle {
                 ctx: self.ctx.clone(),
                 stats: self.stats.clone(),
                 counters: self.counters.clone(),
+                calls: self.calls.clone(),
             },
             sha,
             compile_time,
@@ -628,6 +661,7 @@ impl PolicyHandle {
     }
 
     pub async fn publish_status(&self) {
+        let _writing = self.status_write.lock().await;
         if self.unloaded.load(Ordering::SeqCst) {
             return;
         }
@@ -651,6 +685,7 @@ impl PolicyHandle {
             self.host.service.admission.wasm.remove(&self.name);
             *c = None;
         }
+        let _writing = self.status_write.lock().await;
         remove_identity(&self.host.service, &self.name).await;
         self.host.runtime.logs.remove(&self.name);
         tracing::info!(policy = %self.name, "admission policy unloaded");
@@ -715,15 +750,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_controller_is_not_a_policy_and_garbage_is_neither() {
+    fn a_controller_is_not_a_policy_and_a_truncated_file_is_neither() {
         let wasm = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests");
         if let Ok(labeler) = std::fs::read(wasm.join("labeler.wasm")) {
-            assert!(!is_policy(&labeler));
+            assert_eq!(exports(&labeler), Exports::Controller);
+            assert_eq!(exports(&labeler[..labeler.len() / 2]), Exports::Unknown);
         }
         if let Ok(policy) = std::fs::read(wasm.join("registry-policy.wasm")) {
-            assert!(is_policy(&policy));
+            assert_eq!(exports(&policy), Exports::Policy);
         }
-        assert!(!is_policy(b"not wasm at all"));
-        assert!(!is_policy(&[]));
+        assert_eq!(exports(b"not wasm at all"), Exports::Unknown);
+        assert_eq!(exports(&[]), Exports::Unknown);
     }
 }
