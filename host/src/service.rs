@@ -1044,6 +1044,33 @@ impl Service {
     }
 
     /// Kind-specific defaults on create, as kube's strategies set them.
+    /// kube's `FillObjectMetaSystemFields` and the fields `BeforeCreate` clears.
+    fn system_fields_on_create(ri: &ResourceInfo, obj: &mut Value) -> Result<()> {
+        let m = metadata_mut(obj)
+            .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
+        m.insert(
+            "uid".into(),
+            Value::String(uuid::Uuid::new_v4().to_string()),
+        );
+        m.insert(
+            "creationTimestamp".into(),
+            Value::String(meta::now_rfc3339()),
+        );
+        if ri.generation {
+            m.insert("generation".into(), json!(1));
+        }
+        for field in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "managedFields",
+            "selfLink",
+        ] {
+            m.remove(field);
+        }
+        Ok(())
+    }
+
     fn defaults_on_create(ri: &ResourceInfo, obj: &mut Value) {
         let Some(map) = obj.as_object_mut() else {
             return;
@@ -1128,23 +1155,9 @@ impl Service {
             .get("name")
             .and_then(Value::as_str)
             .is_some_and(|n| !n.is_empty());
-        m.insert(
-            "uid".into(),
-            Value::String(uuid::Uuid::new_v4().to_string()),
-        );
-        m.insert(
-            "creationTimestamp".into(),
-            Value::String(meta::now_rfc3339()),
-        );
-        if ri.generation {
-            m.insert("generation".into(), json!(1));
-        }
         m.remove("resourceVersion");
-        m.remove("deletionTimestamp");
-        m.remove("deletionGracePeriodSeconds");
         let supplied = m.remove("managedFields");
         m.remove("selfLink");
-        Self::defaults_on_create(ri, &mut obj);
         self.check_namespace_usable(ri, ns, meta::name(&obj))?;
         self.check_crd_active(ri)?;
         if let Some(guard) = &opts.guard {
@@ -1153,6 +1166,10 @@ impl Service {
         let mut warnings = self
             .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
             .await?;
+        // kube's `BeforeCreate`, after mutating admission: what admission set there does not
+        // stick (the system fields, the kind's start state).
+        Self::system_fields_on_create(ri, &mut obj)?;
+        Self::defaults_on_create(ri, &mut obj);
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
         Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);
         warnings.extend(
@@ -1669,6 +1686,7 @@ impl Service {
             let mut warnings = self
                 .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
                 .await?;
+            let mut new = Self::restore_after_admission(ri, &view.value, new, sub)?;
             warnings.extend(Self::admit(ri, &mut new, old, opts)?);
             Self::track_fields(ri, old, &mut new, supplied, sub, opts);
             warnings.extend(
@@ -1763,6 +1781,49 @@ impl Service {
     }
 
     /// Combine the stored object and a client's new version per kube's update strategy.
+    /// kube's `BeforeUpdate` runs after mutating admission: what a mutation changed of the
+    /// fields an update may not change is put back as [`Service::merge_update`] leaves them.
+    fn restore_after_admission(
+        ri: &ResourceInfo,
+        current: &Value,
+        new: Value,
+        sub: Subresource,
+    ) -> Result<Value> {
+        let untouched = if sub == Subresource::Status {
+            match (current.as_object(), new.as_object()) {
+                (Some(c), Some(n)) => {
+                    c.iter()
+                        .filter(|(k, _)| *k != "status")
+                        .all(|(k, v)| n.get(k) == Some(v))
+                        && n.keys().all(|k| k == "status" || c.contains_key(k))
+                }
+                _ => false,
+            }
+        } else {
+            let (cm, nm) = (metadata(current), metadata(&new));
+            [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generateName",
+                "generation",
+                "resourceVersion",
+            ]
+            .iter()
+            .all(|f| cm.and_then(|m| m.get(*f)) == nm.and_then(|m| m.get(*f)))
+                && ["managedFields", "selfLink"]
+                    .iter()
+                    .all(|f| nm.is_none_or(|m| !m.contains_key(*f)))
+                && (!ri.status_subresource || current.get("status") == new.get("status"))
+        };
+        if untouched {
+            Ok(new)
+        } else {
+            Self::merge_update(ri, current, new, sub)
+        }
+    }
+
     fn merge_update(
         ri: &ResourceInfo,
         current: &Value,
@@ -1897,6 +1958,18 @@ impl Service {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted> {
+        Ok(self.delete_warned(ri, ns, name, opts).await?.0)
+    }
+
+    /// [`Service::delete`], with the warnings validating admission gave.
+    pub async fn delete_warned(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Deleted, Vec<String>)> {
+        let mut warnings = Vec::new();
         if let Some(user) = &opts.user {
             let current = self.get(ri, ns, name)?;
             let req = crate::admission::Request {
@@ -1909,14 +1982,16 @@ impl Service {
                 dry_run: opts.dry_run,
                 old_object: Some(&current.value),
             };
-            self.admission.validate(&req, None).await?;
+            warnings = self.admission.validate(&req, None).await?;
         }
-        if ri.resource == NAMESPACES && ri.group.is_empty() {
+        let deleted = if ri.resource == NAMESPACES && ri.group.is_empty() {
             let current = self.get(ri, "", name)?;
             Self::check_delete_preconditions(ri, name, &current, opts)?;
-            return self.delete_namespace(ri, name, current, opts).await;
-        }
-        self.delete_object(ri, ns, name, opts).await
+            self.delete_namespace(ri, name, current, opts).await?
+        } else {
+            self.delete_object(ri, ns, name, opts).await?
+        };
+        Ok((deleted, warnings))
     }
 
     fn check_delete_preconditions(

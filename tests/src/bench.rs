@@ -288,10 +288,12 @@ fn widget(name: &str) -> serde_json::Value {
     })
 }
 
-/// The cost of admission: creates by one client into a namespace no policy matches, one that
-/// one CEL ValidatingAdmissionPolicy matches, one that one MutatingAdmissionPolicy (an
-/// ApplyConfiguration setting a label) matches and one that one Wasm validating policy (the Rust
-/// `bench-policy`, the same check as the CEL one) matches, same host, alternating rounds.
+/// The cost of admission: creates by one client into a namespace nothing matches, and into
+/// namespaces matched by one CEL ValidatingAdmissionPolicy, one MutatingAdmissionPolicy (an
+/// ApplyConfiguration setting a label), one Wasm validating policy (the Rust `bench-policy`, the
+/// same check as the CEL one) and one validating webhook (HTTPS on loopback, keep-alive, admits
+/// all), same host. The requests of a round go to the namespaces in turn (request `i` to
+/// namespace `i % 5`), so every row sees the same machine state; p50 per round, median of rounds.
 async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) -> Result<()> {
     let (h, _) = Host::start_inner(&[], true).await?;
     let c = client();
@@ -302,7 +304,13 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
         &guest_bytes("bench-policy")?,
     )?;
     wait_running(&c, &h.url, "bench-policy").await?;
-    for (ns, label) in [("policed", "on"), ("mutated", "mutate"), ("wasm", "wasm")] {
+    let hook = turtles_tests::webhook::start(|_, _| json!({"allowed": true}))?;
+    for (ns, label) in [
+        ("policed", "on"),
+        ("mutated", "mutate"),
+        ("wasm", "wasm"),
+        ("hooked", "webhook"),
+    ] {
         let r = c
             .post(format!("{}/api/v1/namespaces", h.url))
             .json(&json!({"apiVersion": "v1", "kind": "Namespace",
@@ -351,10 +359,21 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
             "spec": {"policyName": "bench",
                      "matchResources": {"namespaceSelector": {"matchLabels": {"policy": "mutate"}}}}}),
         ),
+        (
+            "validatingwebhookconfigurations",
+            json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "bench"},
+            "webhooks": [{"name": "bench.turtles.dev", "admissionReviewVersions": ["v1"],
+                          "sideEffects": "None", "failurePolicy": "Fail",
+                          "clientConfig": {"url": format!("{}/validate", hook.url), "caBundle": hook.ca_bundle},
+                          "rules": rules["resourceRules"],
+                          "namespaceSelector": {"matchLabels": {"policy": "webhook"}}}]}),
+        ),
     ] {
         let r = c.post(format!("{ar}/{coll}")).json(&body).send().await?;
         if r.status().as_u16() != 201 {
-            bail!("{coll} create: {}", r.status());
+            bail!("{coll} create: {}: {}", r.status(), r.text().await?);
         }
     }
     // The mutation happened (else the row would measure nothing).
@@ -371,40 +390,108 @@ async fn admission(rows: &mut Vec<(String, String)>, per: usize, rounds: usize) 
     {
         bail!("the MutatingAdmissionPolicy did not apply: {probe}");
     }
-    // The Wasm policy denies what is not a bench object (else the row would measure nothing).
-    let r = c
-        .post(format!("{}/api/v1/namespaces/wasm/configmaps", h.url))
-        .json(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stranger"}}))
-        .send()
-        .await?;
-    if r.status().as_u16() != 403 {
-        bail!("the Wasm policy did not deny: {}", r.status());
-    }
-    const NAMESPACES: [&str; 4] = ["plain", "policed", "mutated", "wasm"];
-    let mut p50s: [Vec<f64>; 4] = Default::default();
-    let mut rates: [Vec<f64>; 4] = Default::default();
-    for round in 0..rounds {
-        for (i, ns) in NAMESPACES.iter().enumerate() {
-            let coll = format!("{}/api/v1/namespaces/{ns}/configmaps", h.url);
-            let (rate, lat) = creates_of(coll, configmap, &format!("r{round}-"), 1, per).await?;
-            p50s[i].push(percentile(&lat, 0.5).as_secs_f64() * 1e6);
-            rates[i].push(rate);
+    // The Wasm and CEL policies deny what is not a bench object (else the rows would measure
+    // nothing).
+    for ns in ["wasm", "policed"] {
+        let r = c
+            .post(format!("{}/api/v1/namespaces/{ns}/configmaps", h.url))
+            .json(
+                &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stranger"}}),
+            )
+            .send()
+            .await?;
+        if !matches!(r.status().as_u16(), 403 | 422) {
+            bail!("the policy of {ns} did not deny: {}", r.status());
         }
     }
-    let [p_none, p_vap, p_map, p_wasm] = p50s.map(median);
-    let [r_none, r_vap, r_map, r_wasm] = rates.map(median);
-    rows.push((
-        format!("create p50, 1 client, no policy vs one matching CEL ValidatingAdmissionPolicy vs one matching MutatingAdmissionPolicy (ApplyConfiguration) vs one matching Wasm validating policy (Rust), same host, {per} each, median of {rounds}"),
-        format!(
-            "{p_none:.0} µs vs {p_vap:.0} µs (+{:.0} µs) vs {p_map:.0} µs (+{:.0} µs) vs {p_wasm:.0} µs (+{:.0} µs)",
-            p_vap - p_none,
-            p_map - p_none,
-            p_wasm - p_none
+    const NAMESPACES: [&str; 5] = ["plain", "policed", "mutated", "wasm", "hooked"];
+    let n = NAMESPACES.len();
+    // [real creates, dry runs] x namespace: p50 per round, and creates/s.
+    let mut p50s: [[Vec<f64>; 5]; 2] = Default::default();
+    let mut rates: [Vec<f64>; 5] = Default::default();
+    let http = client();
+    for round in 0..rounds {
+        for (pass, query) in ["", "?dryRun=All"].into_iter().enumerate() {
+            let mut lat: [Vec<Duration>; 5] = Default::default();
+            let mut busy = [Duration::ZERO; 5];
+            for i in 0..per * n {
+                let k = i % n;
+                let url = format!(
+                    "{}/api/v1/namespaces/{}/configmaps{query}",
+                    h.url, NAMESPACES[k]
+                );
+                let t = Instant::now();
+                let r = http
+                    .post(url)
+                    .json(&configmap(&format!("r{round}-{pass}-{i}")))
+                    .send()
+                    .await?;
+                let code = r.status().as_u16();
+                let _ = r.bytes().await?;
+                if code != 201 {
+                    bail!("create in {} answered {code}", NAMESPACES[k]);
+                }
+                let d = t.elapsed();
+                lat[k].push(d);
+                busy[k] += d;
+            }
+            for k in 0..n {
+                lat[k].sort();
+                p50s[pass][k].push(percentile(&lat[k], 0.5).as_secs_f64() * 1e6);
+                if pass == 0 {
+                    rates[k].push(per as f64 / busy[k].as_secs_f64());
+                }
+            }
+        }
+    }
+    let [real, dry] = p50s;
+    for (what, p) in [
+        ("create", real),
+        (
+            "dry-run create (dryRun=All: the whole chain, no write)",
+            dry,
         ),
-    ));
+    ] {
+        let [p_none, p_vap, p_map, p_wasm, p_hook] = p.map(median);
+        rows.push((
+            format!("{what} p50, 1 client: no policy vs one matching CEL ValidatingAdmissionPolicy vs one matching MutatingAdmissionPolicy (ApplyConfiguration) vs one matching Wasm validating policy (Rust) vs one matching validating webhook (HTTPS, loopback), same host, requests to the five namespaces in turn, {per} each, median of {rounds}"),
+            format!(
+                "{p_none:.0} µs vs {p_vap:.0} µs (+{:.0} µs) vs {p_map:.0} µs (+{:.0} µs) vs {p_wasm:.0} µs (+{:.0} µs) vs {p_hook:.0} µs (+{:.0} µs)",
+                p_vap - p_none,
+                p_map - p_none,
+                p_wasm - p_none,
+                p_hook - p_none
+            ),
+        ));
+    }
+    // The floor for the webhook: the same AdmissionReview round trip from here, keep-alive.
+    let direct = reqwest::Client::builder()
+        .use_rustls_tls()
+        .add_root_certificate(reqwest::Certificate::from_pem(hook.ca_pem.as_bytes())?)
+        .build()?;
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                    "operation": "CREATE", "namespace": "hooked", "object": configmap("x")}});
+    let mut trips = Vec::with_capacity(per);
+    for _ in 0..per {
+        let t = Instant::now();
+        let r = direct
+            .post(format!("{}/validate", hook.url))
+            .json(&review)
+            .send()
+            .await?;
+        let _ = r.bytes().await?;
+        trips.push(t.elapsed());
+    }
+    trips.sort();
     rows.push((
-        "creates/s, 1 client, no policy vs VAP vs MAP vs Wasm (as above)".to_owned(),
-        format!("{r_none:.0}/s vs {r_vap:.0}/s vs {r_map:.0}/s vs {r_wasm:.0}/s"),
+        format!("the webhook's own round trip (the same AdmissionReview POSTed by the bench, HTTPS keep-alive, loopback), p50 of {per}"),
+        format!("{:.0} µs", percentile(&trips, 0.5).as_secs_f64() * 1e6),
+    ));
+    let [r_none, r_vap, r_map, r_wasm, r_hook] = rates.map(median);
+    rows.push((
+        "creates/s, 1 client, no policy vs VAP vs MAP vs Wasm vs webhook (as above)".to_owned(),
+        format!("{r_none:.0}/s vs {r_vap:.0}/s vs {r_map:.0}/s vs {r_wasm:.0}/s vs {r_hook:.0}/s"),
     ));
     Ok(())
 }

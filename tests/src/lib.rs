@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+pub mod webhook;
+
 /// The `turtles` binary under test: `$TURTLES_BIN`, else `target/<profile>/turtles` beside the
 /// test executable (`cargo xtask test` builds it first).
 pub fn turtles_bin() -> PathBuf {
@@ -89,8 +91,20 @@ impl Server {
     /// Start with an (empty) controllers folder and a compile cache of its own, empty: every
     /// component really compiles (other tests share one warm cache).
     pub fn start_with_controllers_cold(extra_args: &[&str]) -> Result<Self> {
+        Self::start_cold_with_folder(&[], extra_args)
+    }
+
+    /// Like [`Server::start_with_controllers_cold`], with `files` (name, bytes) in the controllers
+    /// folder before the host starts.
+    pub fn start_cold_with_folder(files: &[(&str, &[u8])], extra_args: &[&str]) -> Result<Self> {
         let data_dir = Self::fresh_dir();
         std::fs::create_dir_all(data_dir.join("controllers"))?;
+        for (name, bytes) in files {
+            std::fs::write(
+                data_dir.join("controllers").join(format!("{name}.wasm")),
+                bytes,
+            )?;
+        }
         let mut args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
         args.push("--controllers".into());
         args.push(data_dir.join("controllers").display().to_string());

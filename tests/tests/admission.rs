@@ -5,13 +5,12 @@
 //! MutatingAdmissionPolicies (ApplyConfiguration with params, JSONPatch, matchConditions,
 //! failurePolicy, dry runs, reinvocation).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::net::TcpListener;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use turtles_tests::webhook::start as start_webhook;
 use turtles_tests::{poll, Server};
 
 fn stderr(o: &std::process::Output) -> String {
@@ -30,6 +29,69 @@ fn until_denied(s: &Server, args: &[&str]) -> String {
         (!out.status.success()).then(|| stderr(&out))
     })
     .expect("denied")
+}
+
+/// The status controller type-checks each policy against the kinds it matches (kube's
+/// `status.typeChecking`, worded as cel-go words it).
+fn type_checking(s: &Server) {
+    let status = |name: &str| {
+        poll(
+            &format!("{name}'s type checking"),
+            Duration::from_secs(10),
+            || {
+                let v = s.kubectl_json(&["get", "validatingadmissionpolicy", name, "-o", "json"]);
+                v["status"]
+                    .get("typeChecking")
+                    .is_some()
+                    .then(|| v["status"].clone())
+            },
+        )
+        .expect("type checked")
+    };
+    let st = status("replica-limit");
+    assert_eq!(st["observedGeneration"], 1, "{st}");
+    assert_eq!(st["typeChecking"], json!({}), "{st}");
+    apply(
+        s,
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "typo"},
+            "spec": {
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["deployments", "replicasets"]
+                }]},
+                "validations": [
+                    {"expression": "object.spec.replicas >= 0"},
+                    {"expression": "object.spec.replicaz > 1",
+                     "messageExpression": "'too many: ' + string(object.spec.replica)"}
+                ]
+            }
+        }),
+    );
+    let st = status("typo");
+    let warnings = st["typeChecking"]["expressionWarnings"]
+        .as_array()
+        .expect("warnings");
+    assert_eq!(warnings.len(), 2, "{st}");
+    assert_eq!(warnings[0]["fieldRef"], "spec.validations[1].expression");
+    assert_eq!(
+        warnings[0]["warning"],
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz > 1\n | ...........^\n\napps/v1, Kind=ReplicaSet: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz > 1\n | ...........^\n"
+    );
+    assert_eq!(
+        warnings[1]["fieldRef"],
+        "spec.validations[1].messageExpression"
+    );
+    assert!(
+        warnings[1]["warning"]
+            .as_str()
+            .unwrap()
+            .contains("undefined field 'replica'"),
+        "{st}"
+    );
+    s.kubectl_ok(&["delete", "validatingadmissionpolicy", "typo"]);
 }
 
 fn validating_policies(s: &Server) {
@@ -70,6 +132,7 @@ fn validating_policies(s: &Server) {
             }
         }),
     );
+    type_checking(s);
     let binding = |name: &str, env: &str, action: &str, param: &str| {
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -347,115 +410,6 @@ fn validating_policies(s: &Server) {
     .expect("deleted");
 }
 
-/// An HTTPS admission webhook in this process: a CA, a serving certificate for 127.0.0.1, and a
-/// thread per connection answering AdmissionReviews with `handler` (by request path).
-struct Webhook {
-    url: String,
-    ca_bundle: String,
-    calls: Arc<AtomicUsize>,
-}
-
-type Handler = fn(&str, &Value) -> Value;
-
-fn start_webhook(handler: Handler) -> Webhook {
-    use base64::Engine;
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
-        )
-        .unwrap();
-    let cfg = Arc::new(cfg);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counter = calls.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            let cfg = cfg.clone();
-            let counter = counter.clone();
-            std::thread::spawn(move || {
-                let _ = serve_one(conn, cfg, handler, &counter);
-            });
-        }
-    });
-    Webhook {
-        url: format!("https://127.0.0.1:{port}"),
-        ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
-        calls,
-    }
-}
-
-fn serve_one(
-    conn: TcpStream,
-    cfg: Arc<rustls::ServerConfig>,
-    handler: Handler,
-    calls: &AtomicUsize,
-) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let tls = rustls::ServerConnection::new(cfg).map_err(std::io::Error::other)?;
-    let mut stream = rustls::StreamOwned::new(tls, conn);
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let (head_end, length) = loop {
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            break (i + 4, length);
-        }
-        assert!(buf.len() < 1 << 20, "request head too large");
-    };
-    while buf.len() < head_end + length {
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-    let review: Value =
-        serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or_default();
-    calls.fetch_add(1, Ordering::SeqCst);
-    let mut response = handler(&path, &review["request"]);
-    response["uid"] = review["request"]["uid"].clone();
-    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                      "response": response})
-    .to_string();
-    let out = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(out.as_bytes())?;
-    stream.flush()?;
-    stream.conn.send_close_notify();
-    let _ = stream.flush();
-    Ok(())
-}
-
 /// `/validate`: ConfigMaps named `bad-*` are refused. `/mutate`: a `mutated=yes` label and a
 /// warning.
 fn handler(path: &str, req: &Value) -> Value {
@@ -472,11 +426,23 @@ fn handler(path: &str, req: &Value) -> Value {
         "/mutate" => {
             use base64::Engine;
             let has_labels = req["object"]["metadata"]["labels"].is_object();
-            let patch = if has_labels {
+            let mut patch = if has_labels {
                 json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}])
             } else {
                 json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}])
             };
+            // Fields a write cannot set: as in kube, what a webhook puts there does not stick
+            // (and on a create it sees none yet).
+            if req["operation"] == "CREATE" && req["object"]["metadata"]["uid"].is_null() {
+                for (field, value) in [
+                    ("uid", "tampered"),
+                    ("creationTimestamp", "2001-01-01T00:00:00Z"),
+                ] {
+                    patch.as_array_mut().unwrap().push(
+                        json!({"op": "add", "path": format!("/metadata/{field}"), "value": value}),
+                    );
+                }
+            }
             json!({"allowed": true, "patchType": "JSONPatch",
                    "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
                    "warnings": [format!("mutated by the test webhook as {}", req["userInfo"]["username"].as_str().unwrap_or(""))]})
@@ -527,7 +493,7 @@ fn configmap_with(s: &Server, name: &str, labels: Value, extra: &[&str]) -> std:
 fn webhooks(s: &Server) {
     s.kubectl_ok(&["create", "namespace", "hooks"]);
     s.kubectl_ok(&["label", "namespace", "hooks", "env=hooks"]);
-    let wh = start_webhook(handler);
+    let wh = start_webhook(handler).expect("webhook starts");
     apply(
         s,
         &webhook_config(
@@ -585,6 +551,15 @@ fn webhooks(s: &Server) {
     })
     .expect("mutated");
     assert_eq!(created.0["metadata"]["labels"]["app"], "x");
+    let meta = &created.0["metadata"];
+    assert_eq!(meta["uid"].as_str().unwrap().len(), 36, "{meta}");
+    assert!(
+        !meta["creationTimestamp"]
+            .as_str()
+            .unwrap()
+            .starts_with("2001"),
+        "{meta}"
+    );
     assert!(
         created
             .1

@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use turtles_tests::{guest, poll, Server};
@@ -105,6 +105,43 @@ fn wasm_admission_policies() {
     dry_run(&s);
     hot_swap(&s);
     unload(&s);
+}
+
+/// A policy in the folder when the host starts is in force from the first request: until its
+/// first load is done, the writes admission sees wait (and are refused after 10 s with kube's
+/// "not yet ready to handle request"); none gets through without it. The Python policy compiles
+/// cold here (seconds), so the first request comes long before it is loaded.
+#[test]
+fn policies_in_force_from_the_first_request() {
+    let bytes = guest("py-defaults");
+    let s = Server::start_cold_with_folder(&[("py-defaults", &bytes)], &[]).expect("server starts");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let out = create(&s, &pod("early", &["registry.k8s.io/pause:3.10"]), &[]);
+        if out.status.success() {
+            break;
+        }
+        let err = stderr(&out);
+        assert!(
+            err.contains("pods \"early\" is forbidden: not yet ready to handle request"),
+            "{err}"
+        );
+        assert!(Instant::now() < deadline, "never loaded: {}", s.log());
+    }
+    let stored = s.kubectl_json(&["get", "pod", "early", "-n", "default"]);
+    assert_eq!(
+        stored["metadata"]["labels"]["team"], "unassigned",
+        "created without the policy: {stored}"
+    );
+    let ready = s.http().get("/readyz?verbose");
+    assert_eq!(ready.status, 200, "{}", ready.text());
+    assert!(
+        ready
+            .text()
+            .contains("[+]wasm-admission-policies-synced ok"),
+        "{}",
+        ready.text()
+    );
 }
 
 /// The Rust validating policy: images from allowed registries only, never `:latest`; the

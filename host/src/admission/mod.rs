@@ -8,6 +8,8 @@
 //! * `matching.rs`: `matchConstraints` / `matchResources` (rules, selectors, exclusions).
 //! * `webhook.rs`: Validating/MutatingWebhookConfiguration over HTTPS, AdmissionReview v1.
 //! * `wasm.rs`: Wasm admission policies (`turtles:admission`), loaded by `runtime::policy`.
+//! * `typecheck.rs`: a ValidatingAdmissionPolicy's `status.typeChecking` (written by the
+//!   built-in `controllers::policystatus`).
 //!
 //! Policies and configurations are read from the store's in-memory index (the same state every
 //! informer follows), so a change applies to the next request.
@@ -15,6 +17,7 @@
 mod matching;
 mod mutating_policy;
 mod policy;
+mod typecheck;
 mod wasm;
 mod webhook;
 
@@ -26,7 +29,10 @@ use crate::auth::rbac::UserInfo;
 use crate::model::{ApiError, Cause, Registry, ResourceInfo};
 use crate::store::Store;
 
-pub use wasm::{Answer, CallFuture, Denial, Patch, Phase, PolicyVersion, Spec, WasmPolicies};
+pub(crate) use typecheck::status as type_checking_status;
+pub use wasm::{
+    Answer, CallFuture, Denial, Patch, Phase, PolicyVersion, Spec, StartupHold, WasmPolicies,
+};
 pub use webhook::WebhookClient;
 
 /// Errors of the admission module's own machinery (configurations that cannot be used); a

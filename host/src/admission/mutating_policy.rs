@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::policy::{self, Compiled};
 use super::{matching, Context, Request};
 use crate::model::{meta, ApiError, Cause};
-use crate::schema::expr::{self, CelData};
+use crate::schema::expr::{self, CelData, Var};
 use crate::schema::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
 
 const POLICIES: &str = "mutatingadmissionpolicies";
@@ -439,7 +439,8 @@ struct Env<'a> {
     uses_object: bool,
     req: &'a Request<'a>,
     object_json: Value,
-    object: CelData,
+    /// `object_json` converted whole, if an expression needs it so.
+    object: std::cell::OnceCell<CelData>,
     old: CelData,
     params: CelData,
     namespace: CelData,
@@ -465,7 +466,7 @@ impl<'a> Env<'a> {
             uses_object: policy.references("object"),
             req,
             object_json: Value::Null,
-            object: CelData::Null,
+            object: std::cell::OnceCell::new(),
             old: cel("oldObject", req.old_object),
             params: cel("params", param),
             namespace: cel("namespaceObject", ns_obj),
@@ -478,9 +479,7 @@ impl<'a> Env<'a> {
     }
 
     fn set_object(&mut self, object: Value) {
-        if self.uses_object {
-            self.object = expr::json_to_cel(&object);
-        }
+        self.object = std::cell::OnceCell::new();
         self.max_coll = [Some(&object), self.req.old_object]
             .into_iter()
             .flatten()
@@ -508,13 +507,14 @@ impl<'a> Env<'a> {
         } else {
             CelData::Null
         };
-        e.eval(&[
-            ("object", &self.object),
-            ("oldObject", &self.old),
-            ("params", &self.params),
-            ("namespaceObject", &self.namespace),
-            ("request", &self.request),
-            ("variables", &vars),
+        let object = self.uses_object.then_some(&self.object_json);
+        e.eval_lazy(&[
+            ("object", Var::Json(object, &self.object)),
+            ("oldObject", Var::Cel(&self.old)),
+            ("params", Var::Cel(&self.params)),
+            ("namespaceObject", Var::Cel(&self.namespace)),
+            ("request", Var::Cel(&self.request)),
+            ("variables", Var::Cel(&vars)),
         ])
         .map_err(|err| format!("expression '{}' resulted in error: {err}", c.source))
     }

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::{matching, Context, Request};
 use crate::model::meta;
 use crate::model::ApiError;
-use crate::schema::expr::{self, CelData, Expression};
+use crate::schema::expr::{self, CelData, Expression, LazyVar, Var};
 use crate::schema::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
 
 const POLICIES: &str = "validatingadmissionpolicies";
@@ -74,6 +74,8 @@ pub(crate) struct Policy {
     match_conditions: Vec<(String, Compiled)>,
     variables: Vec<(String, Compiled)>,
     validations: Vec<Validation>,
+    /// `auditAnnotations`: (key, valueExpression).
+    audit_annotations: Vec<(String, Compiled)>,
 }
 
 impl Policy {
@@ -113,6 +115,15 @@ impl Policy {
                 reason: text(v, "reason"),
             })
             .collect();
+        let audit_annotations = items("auditAnnotations")
+            .iter()
+            .map(|a| {
+                (
+                    text(a, "key").unwrap_or_default(),
+                    Compiled::new(&text(a, "valueExpression").unwrap_or_default()),
+                )
+            })
+            .collect();
         Self {
             uid: meta::meta_str(obj, "uid").unwrap_or("").to_owned(),
             generation: obj
@@ -125,6 +136,7 @@ impl Policy {
             match_conditions,
             variables,
             validations,
+            audit_annotations,
         }
     }
 }
@@ -150,6 +162,7 @@ impl Policy {
                 message_expr: None,
                 reason: None,
             }],
+            audit_annotations: Vec::new(),
         }
     }
 
@@ -159,6 +172,10 @@ impl Policy {
             .iter()
             .any(|(_, c)| c.references(name))
             || self.variables.iter().any(|(_, c)| c.references(name))
+            || self
+                .audit_annotations
+                .iter()
+                .any(|(_, c)| c.references(name))
             || self.validations.iter().any(|v| {
                 v.expr.references(name)
                     || v.message_expr.as_ref().is_some_and(|m| m.references(name))
@@ -170,6 +187,7 @@ impl Policy {
         let ok = |c: &Compiled| c.expr.as_ref().map_or(true, Expression::shallow);
         self.match_conditions.iter().all(|(_, c)| ok(c))
             && self.variables.iter().all(|(_, c)| ok(c))
+            && self.audit_annotations.iter().all(|(_, c)| ok(c))
             && self
                 .validations
                 .iter()
@@ -247,6 +265,9 @@ pub(crate) fn validate(
     }
     let mut denied: Vec<Denial> = Vec::new();
     let mut warnings = Vec::new();
+    // Audit annotations by key (`policy/key`), and the failures of `Audit` bindings.
+    let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
+    let mut failures: Vec<Value> = Vec::new();
     for stored in &policies {
         let policy = cache.get(&stored.value);
         let constraints = policy.spec.get("matchConstraints");
@@ -306,8 +327,25 @@ pub(crate) fn validate(
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            let decisions = evaluate(ctx, &policy, req, object, &params);
-            for d in decisions {
+            let outcome = evaluate(ctx, &policy, req, object, &params);
+            for (key, value) in outcome.annotations {
+                let key = format!("{}/{key}", policy.name);
+                match annotations.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, values)) if !values.contains(&value) => values.push(value),
+                    Some(_) => {}
+                    None => annotations.push((key, vec![value])),
+                }
+            }
+            for d in outcome.decisions {
+                if d.always_deny {
+                    denied.push(Denial {
+                        policy: policy.name.clone(),
+                        binding: Some(bname.clone()),
+                        message: d.message,
+                        reason: d.reason,
+                    });
+                    continue;
+                }
                 for action in &actions {
                     match *action {
                         "Deny" => denied.push(Denial {
@@ -320,12 +358,18 @@ pub(crate) fn validate(
                             "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
                             policy.name, bname, d.message
                         )),
+                        "Audit" => failures.push(serde_json::json!({
+                            "message": d.message, "policy": policy.name,
+                            "binding": bname, "expressionIndex": 0,
+                            "validationActions": actions,
+                        })),
                         _ => {}
                     }
                 }
             }
         }
     }
+    audit(req, &annotations, &failures);
     if let Some(d) = denied.into_iter().next() {
         let message = match &d.binding {
             Some(b) => format!(
@@ -340,6 +384,27 @@ pub(crate) fn validate(
         return Err(req.forbidden(object, message, &d.reason));
     }
     Ok(warnings)
+}
+
+/// turtles has no audit log: what kube adds to the request's audit event (the audit annotations
+/// under `policy/key`, and `validation.policy.admission.k8s.io/validation_failure` for the
+/// failures of `Audit` bindings) goes to the host's log, target `turtles::audit`.
+fn audit(req: &Request<'_>, annotations: &[(String, Vec<String>)], failures: &[Value]) {
+    if annotations.is_empty() && failures.is_empty() {
+        return;
+    }
+    let user = req.user.name.as_str();
+    for (key, values) in annotations {
+        tracing::info!(target: "turtles::audit", user, verb = req.operation.as_str(),
+            resource = %req.ri.resource, namespace = req.namespace, name = req.name,
+            annotation = %key, value = %values.join(", "), "audit annotation");
+    }
+    if !failures.is_empty() {
+        tracing::info!(target: "turtles::audit", user, verb = req.operation.as_str(),
+            resource = %req.ri.resource, namespace = req.namespace, name = req.name,
+            annotation = "validation.policy.admission.k8s.io/validation_failure",
+            value = %serde_json::Value::Array(failures.to_vec()), "audit annotation");
+    }
 }
 
 /// The params a binding evaluates its policy with: `[None]` without a `paramKind`, else the
@@ -428,6 +493,19 @@ pub(super) fn collect_params(
 struct Decision {
     message: String,
     reason: String,
+    /// An audit annotation that failed: kube denies whatever the binding's actions are.
+    always_deny: bool,
+}
+
+/// kube's `maxAuditAnnotationValueLength`.
+const MAX_AUDIT_VALUE_BYTES: usize = 10 * 1024;
+
+/// What one policy evaluation found.
+#[derive(Default)]
+struct Outcome {
+    decisions: Vec<Decision>,
+    /// Audit annotations to publish: (key, value).
+    annotations: Vec<(String, String)>,
 }
 
 /// Evaluate the policy once per param; the denials (failed validations, and errors under
@@ -438,9 +516,9 @@ fn evaluate(
     req: &Request<'_>,
     object: Option<&Value>,
     params: &[Option<Value>],
-) -> Vec<Decision> {
+) -> Outcome {
     if params.is_empty() {
-        return Vec::new();
+        return Outcome::default();
     }
     // Only what the policy's expressions name is built and converted for them.
     let ns_obj = if !policy.references("namespaceObject")
@@ -458,7 +536,7 @@ fn evaluate(
         Value::Null
     };
     let run = || {
-        let mut out = Vec::new();
+        let mut out = Outcome::default();
         for p in params {
             evaluate_one(
                 policy,
@@ -476,15 +554,17 @@ fn evaluate(
     if policy.shallow() {
         return run();
     }
-    expr::run_on_big_stack(run).unwrap_or_else(|e| {
-        if policy.fail {
-            vec![Decision {
+    expr::run_on_big_stack(run).unwrap_or_else(|e| Outcome {
+        decisions: policy
+            .fail
+            .then(|| Decision {
                 message: e,
                 reason: String::new(),
-            }]
-        } else {
-            Vec::new()
-        }
+                always_deny: false,
+            })
+            .into_iter()
+            .collect(),
+        annotations: Vec::new(),
     })
 }
 
@@ -505,17 +585,14 @@ fn evaluate_one(
     param: Option<&Value>,
     ns_obj: Option<&Value>,
     request: &Value,
-    out: &mut Vec<Decision>,
+    out: &mut Outcome,
 ) {
-    let cel = |name: &str, v: Option<&Value>| match v {
-        Some(v) if policy.references(name) => expr::json_to_cel(v),
-        _ => CelData::Null,
-    };
-    let object_v = cel("object", object);
-    let old_v = cel("oldObject", req.old_object);
-    let params_v = cel("params", param);
-    let ns_v = cel("namespaceObject", ns_obj);
-    let request_v = cel("request", Some(request));
+    // Converted for the interpreter only as far as the expressions use them.
+    let object_v = LazyVar::new(object);
+    let old_v = LazyVar::new(req.old_object);
+    let params_v = LazyVar::new(param);
+    let ns_v = LazyVar::new(ns_obj);
+    let request_v = LazyVar::new(Some(request));
     let max_coll = [object, req.old_object, param]
         .into_iter()
         .flatten()
@@ -524,11 +601,12 @@ fn evaluate_one(
         .unwrap_or(0);
     let mut budget = RUNTIME_COST_BUDGET;
     let mut variables: HashMap<String, CelData> = HashMap::new();
-    let fail = |out: &mut Vec<Decision>, message: String| {
+    let fail = |out: &mut Outcome, message: String| {
         if policy.fail {
-            out.push(Decision {
+            out.decisions.push(Decision {
                 message,
                 reason: String::new(),
+                always_deny: false,
             });
         }
     };
@@ -553,13 +631,13 @@ fn evaluate_one(
         } else {
             CelData::Null
         };
-        e.eval(&[
-            ("object", &object_v),
-            ("oldObject", &old_v),
-            ("params", &params_v),
-            ("namespaceObject", &ns_v),
-            ("request", &request_v),
-            ("variables", &vars_v),
+        e.eval_lazy(&[
+            ("object", object_v.var()),
+            ("oldObject", old_v.var()),
+            ("params", params_v.var()),
+            ("namespaceObject", ns_v.var()),
+            ("request", request_v.var()),
+            ("variables", Var::Cel(&vars_v)),
         ])
         .map_err(|err| format!("expression '{}' resulted in error: {err}", c.source))
     };
@@ -613,13 +691,46 @@ fn evaluate_one(
                 if message.is_empty() {
                     message = format!("failed expression: {}", v.expr.source.trim());
                 }
-                out.push(Decision {
+                out.decisions.push(Decision {
                     message,
                     reason: v.reason.clone().unwrap_or_default(),
+                    always_deny: false,
                 });
             }
             Err(e) => fail(out, e),
         }
+    }
+    // kube's audit annotations: a string (trimmed, not empty) is published, null is not; an
+    // error denies under `failurePolicy: Fail`, a result of another type always.
+    for (key, c) in &policy.audit_annotations {
+        let error = match eval(c, &variables) {
+            Ok(CelData::Null) => continue,
+            Ok(v) => match expr::as_string(&v) {
+                Some(s) => {
+                    let s = s.trim();
+                    if !s.is_empty() {
+                        let mut end = s.len().min(MAX_AUDIT_VALUE_BYTES);
+                        while !s.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        out.annotations.push((key.clone(), s[..end].to_owned()));
+                    }
+                    continue;
+                }
+                None => format!(
+                    "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                    c.source,
+                    expr::type_name(&v)
+                ),
+            },
+            Err(e) if policy.fail => e,
+            Err(_) => continue,
+        };
+        out.decisions.push(Decision {
+            message: error,
+            reason: String::new(),
+            always_deny: true,
+        });
     }
     let _ = req;
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -86,10 +87,35 @@ pub trait PolicyVersion: Send + Sync {
     ) -> CallFuture<'a>;
 }
 
+/// How long a request waits for the policies found at start-up to load before it is refused
+/// (kube's webhook and policy plugins wait 10 s for their informers, then refuse).
+const READY_WAIT: Duration = Duration::from_secs(10);
+
 /// The loaded policies by name.
-#[derive(Default)]
 pub struct WasmPolicies {
     set: RwLock<BTreeMap<String, Arc<dyn PolicyVersion>>>,
+    /// Start-up loads not done yet ([`StartupHold`]s alive): the controllers folder's first scan
+    /// and the first load of each policy file it found. Until they are done, which policies are
+    /// in force is not known, and writes subject to admission wait, then are refused.
+    starting: tokio::sync::watch::Sender<usize>,
+}
+
+impl Default for WasmPolicies {
+    fn default() -> Self {
+        Self {
+            set: RwLock::default(),
+            starting: tokio::sync::watch::Sender::new(0),
+        }
+    }
+}
+
+/// One start-up load not done yet; dropping it marks it done.
+pub struct StartupHold(Arc<WasmPolicies>);
+
+impl Drop for StartupHold {
+    fn drop(&mut self) {
+        self.0.starting.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 impl std::fmt::Debug for WasmPolicies {
@@ -110,6 +136,37 @@ impl WasmPolicies {
     pub fn remove(&self, name: &str) {
         if let Ok(mut s) = self.set.write() {
             s.remove(name);
+        }
+    }
+
+    /// A start-up load that requests must wait for until the hold is dropped.
+    pub fn hold(self: &Arc<Self>) -> StartupHold {
+        self.starting.send_modify(|n| *n += 1);
+        StartupHold(self.clone())
+    }
+
+    /// Whether every start-up load is done.
+    pub fn synced(&self) -> bool {
+        *self.starting.borrow() == 0
+    }
+
+    /// Wait (up to [`READY_WAIT`]) for the start-up loads; kube's "not yet ready to handle
+    /// request" if they are not done by then.
+    async fn ready(&self, req: &Request<'_>, object: Option<&Value>) -> Result<(), ApiError> {
+        if self.synced() {
+            return Ok(());
+        }
+        let mut rx = self.starting.subscribe();
+        let synced = tokio::time::timeout(READY_WAIT, rx.wait_for(|n| *n == 0))
+            .await
+            .is_ok_and(|r| r.is_ok());
+        match synced {
+            true => Ok(()),
+            false => Err(req.forbidden(
+                object,
+                "not yet ready to handle request".to_owned(),
+                "Forbidden",
+            )),
         }
     }
 
@@ -134,6 +191,7 @@ impl WasmPolicies {
         req: &Request<'_>,
         object: Option<&Value>,
     ) -> Result<Vec<String>, ApiError> {
+        self.ready(req, object).await?;
         let mut warnings = Vec::new();
         for p in self.in_force(Phase::Validate) {
             let spec = p.spec();
@@ -161,6 +219,7 @@ impl WasmPolicies {
         req: &Request<'_>,
         object: &mut Value,
     ) -> Result<Vec<String>, ApiError> {
+        self.ready(req, Some(object)).await?;
         let mut warnings = Vec::new();
         for p in self.in_force(Phase::Mutate) {
             let spec = p.spec();

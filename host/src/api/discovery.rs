@@ -68,17 +68,31 @@ pub async fn ready(State(state): State<Arc<AppState>>, uri: axum::http::Uri) -> 
         q.split('&')
             .any(|p| p == "verbose" || p.starts_with("verbose="))
     });
-    let health = state.service.store.health();
-    let (code, body) = match health.unavailable {
-        None if verbose => (
-            StatusCode::OK,
-            "[+]ping ok\n[+]storage ok\nreadyz check passed\n".to_owned(),
-        ),
-        None => (StatusCode::OK, "ok".to_owned()),
-        Some(_) => (
+    let storage = state.service.store.health().unavailable.is_none();
+    // The admission policies in the controllers folder at start-up have had their first load.
+    let policies = state.service.admission.wasm.synced();
+    let check = |name: &str, ok: bool| {
+        if ok {
+            format!("[+]{name} ok\n")
+        } else {
+            format!("[-]{name} failed: reason withheld\n")
+        }
+    };
+    let mut text = String::from("[+]ping ok\n");
+    text.push_str(&check("storage", storage));
+    text.push_str(&check("wasm-admission-policies-synced", policies));
+    let (code, body) = if storage && policies {
+        let body = if verbose {
+            text + "readyz check passed\n"
+        } else {
+            "ok".to_owned()
+        };
+        (StatusCode::OK, body)
+    } else {
+        (
             StatusCode::INTERNAL_SERVER_ERROR,
-            "[+]ping ok\n[-]storage failed: reason withheld\nreadyz check failed\n".to_owned(),
-        ),
+            text + "readyz check failed\n",
+        )
     };
     (code, body).into_response()
 }

@@ -204,24 +204,24 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut opts = delete_options(query, &body)?;
             opts.user = user.clone();
-            let outcome = svc.delete(&ri, &ns, name, &opts).await?;
+            let (outcome, warnings) = svc.delete_warned(&ri, &ns, name, &opts).await?;
             if is_crd && !opts.dry_run {
                 state.crds.reconcile(name).await?;
             }
-            match outcome {
-                Deleted::Pending(obj) => {
-                    Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
-                }
+            let mut resp = match outcome {
+                Deleted::Pending(obj) => object_response(&ri, &headers, query, StatusCode::OK, obj),
                 Deleted::Gone(obj) if ri.delete_returns_object => {
-                    Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
+                    object_response(&ri, &headers, query, StatusCode::OK, obj)
                 }
                 Deleted::Gone(obj) => {
                     let uid = crate::model::meta::meta_str(&obj.value, "uid").unwrap_or("");
                     let status =
                         crate::model::status::success_status(&ri.group, &ri.resource, name, uid);
-                    Ok(json_response(StatusCode::OK, format!("{status}\n")))
+                    json_response(StatusCode::OK, format!("{status}\n"))
                 }
-            }
+            };
+            add_warnings(&mut resp, &warnings);
+            Ok(resp)
         }
         (&Method::DELETE, None) => {
             let body = read_body(req, state.options.request_body_timeout).await?;
@@ -331,12 +331,71 @@ async fn scale(
 }
 
 fn add_warnings(resp: &mut Response, warnings: &[String]) {
-    for w in warnings {
-        let text = format!("299 - {}", serde_json::Value::String(w.clone()));
+    for w in warning_texts(warnings) {
+        let text = format!("299 - {}", serde_json::Value::String(w));
         if let Ok(v) = header::HeaderValue::from_str(&text) {
             resp.headers_mut().append(header::WARNING, v);
         }
     }
+}
+
+/// kube's warning recorder (`endpoints/filters/warning.go`): at most 4 Ki characters of warning
+/// text per response; once over, every warning is cut to 256 characters and those that no
+/// longer fit are left out. The same text is sent once.
+const WARNINGS_TOTAL_CHARS: usize = 4 * 1024;
+const WARNING_ITEM_CHARS: usize = 256;
+
+fn warning_texts(warnings: &[String]) -> Vec<String> {
+    let cut = |w: &str| -> (String, usize) {
+        let n = w.chars().count();
+        if n > WARNING_ITEM_CHARS {
+            (
+                w.chars().take(WARNING_ITEM_CHARS).collect(),
+                WARNING_ITEM_CHARS,
+            )
+        } else {
+            (w.to_owned(), n)
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut ordered: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    let (mut written, mut truncating) = (0, false);
+    for w in warnings.iter().map(String::as_str) {
+        if truncating && written >= WARNINGS_TOTAL_CHARS {
+            break;
+        }
+        if w.is_empty() || !seen.insert(w) {
+            continue;
+        }
+        ordered.push(w);
+        let (text, n) = if truncating {
+            cut(w)
+        } else {
+            (w.to_owned(), w.chars().count())
+        };
+        if written + n <= WARNINGS_TOTAL_CHARS {
+            written += n;
+            out.push(text);
+            continue;
+        }
+        if truncating {
+            continue;
+        }
+        // Over the limit for the first time: start again with every warning cut.
+        truncating = true;
+        written = 0;
+        out.clear();
+        for o in &ordered {
+            let (text, n) = cut(o);
+            written += n;
+            out.push(text);
+            if written >= WARNINGS_TOTAL_CHARS {
+                break;
+            }
+        }
+    }
+    out
 }
 
 fn written_response(
@@ -1109,5 +1168,29 @@ mod tests {
             body_timeout(d(60_000)).message,
             "Timeout: request did not complete within 1m0s"
         );
+    }
+
+    #[test]
+    fn warnings_follow_kubes_recorder() {
+        let w = |s: &str| s.to_owned();
+        // Under the limit: all of them, each once, in order.
+        assert_eq!(
+            warning_texts(&[w("a"), w(""), w("b"), w("a")]),
+            vec![w("a"), w("b")]
+        );
+        // Over it: every warning cut to 256 characters, until 4 Ki are written.
+        let long: Vec<String> = (0..40)
+            .map(|i| format!("{i:03}{}", "é".repeat(400)))
+            .collect();
+        let out = warning_texts(&long);
+        assert_eq!(out.len(), 16);
+        assert!(out.iter().all(|t| t.chars().count() == 256));
+        assert!(out[0].starts_with("000") && out[15].starts_with("015"));
+        // One long warning among short ones: the short ones stay whole.
+        let mut mixed = vec![w("first"), "x".repeat(5000), w("last")];
+        let out = warning_texts(&mixed);
+        assert_eq!(out, vec![w("first"), "x".repeat(256), w("last")]);
+        mixed.truncate(1);
+        assert_eq!(warning_texts(&mixed), vec![w("first")]);
     }
 }

@@ -1,6 +1,7 @@
 //! Built-in controllers: the garbage collector ([`gc`]), the namespace controller
-//! ([`namespace`]), the service account controller ([`serviceaccount`]) and the token
-//! controller ([`tokens`]). Like
+//! ([`namespace`]), the service account controller ([`serviceaccount`]), the token
+//! controller ([`tokens`]) and the ValidatingAdmissionPolicy status controller
+//! ([`policystatus`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -11,6 +12,7 @@
 
 pub mod gc;
 pub mod namespace;
+pub mod policystatus;
 pub mod serviceaccount;
 pub mod tokens;
 
@@ -32,6 +34,7 @@ use crate::store::{StoreError, StoredObject};
 pub const BUILT_IN: &[&str] = &[
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
+    policystatus::IDENTITY.name,
     serviceaccount::IDENTITY.name,
     tokens::IDENTITY.name,
 ];
@@ -309,6 +312,7 @@ pub async fn start(
     let ns = namespace::NamespaceController::new(service.clone());
     let sa = serviceaccount::ServiceAccountController::new(service.clone());
     let tokens = tokens::TokenController::new(service.clone(), issuer, root_ca);
+    let vap = policystatus::PolicyStatusController::new(service.clone());
     follow_all(
         service.clone(),
         vec![
@@ -316,6 +320,7 @@ pub async fn start(
             ns.clone() as Arc<dyn Follower>,
             sa.clone() as Arc<dyn Follower>,
             tokens.clone() as Arc<dyn Follower>,
+            vap.clone() as Arc<dyn Follower>,
         ],
         shutdown.clone(),
     )
@@ -324,7 +329,8 @@ pub async fn start(
         gc.start(shutdown.clone()),
         ns.start(shutdown.clone()),
         sa.start(shutdown.clone()),
-        tokens.start(shutdown),
+        tokens.start(shutdown.clone()),
+        vap.start(shutdown),
     ]
 }
 

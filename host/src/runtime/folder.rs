@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use super::controller::ControllerHandle;
 use super::policy::PolicyHandle;
 use super::Host;
+use crate::admission::StartupHold;
 
 /// How often the folder is scanned.
 pub const SCAN: Duration = Duration::from_millis(25);
@@ -68,18 +69,29 @@ pub struct Folder {
     dir: PathBuf,
     host: Arc<Host>,
     entries: tokio::sync::Mutex<HashMap<String, Entry>>,
+    /// Held until the first scan handed every file to its handle: until then, which admission
+    /// policies are in force is not known (see `admission::wasm::StartupHold`).
+    first_scan: std::sync::Mutex<Option<StartupHold>>,
 }
 
 impl Folder {
     pub fn new(dir: PathBuf, host: Arc<Host>) -> Arc<Self> {
+        let hold = host.service.admission.wasm.hold();
         Arc::new(Self {
             dir,
             host,
             entries: tokio::sync::Mutex::new(HashMap::new()),
+            first_scan: std::sync::Mutex::new(Some(hold)),
         })
     }
 
     /// Components compiled so far (identical bytes share one compile).
+    fn first_scan_done(&self) {
+        if let Ok(mut h) = self.first_scan.lock() {
+            drop(h.take());
+        }
+    }
+
     pub fn compiles(&self) -> u64 {
         self.host.runtime.compiler.compiles()
     }
@@ -136,6 +148,7 @@ impl Folder {
     pub async fn run(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
         if let Err(e) = std::fs::create_dir_all(&self.dir) {
             tracing::error!(dir = %self.dir.display(), error = %e, "controllers folder unusable");
+            self.first_scan_done();
             return;
         }
         tracing::info!(dir = %self.dir.display(), "watching the controllers folder");
@@ -230,11 +243,14 @@ impl Folder {
                         loaded: *st,
                     },
                 );
+                // A policy found at start-up holds back admission until its first load.
+                let hold = (first && matches!(handle, Handle::Policy(_)))
+                    .then(|| self.host.service.admission.wasm.hold());
                 // Compile in the background; the old version (if any) serves meanwhile.
                 tokio::spawn(async move {
                     match &handle {
                         Handle::Controller(h) => h.load_from_folder(bytes).await,
-                        Handle::Policy(h) => h.load_from_folder(bytes).await,
+                        Handle::Policy(h) => h.load_from_folder(bytes, hold).await,
                     }
                     handle.publish_status().await;
                 });
@@ -246,6 +262,9 @@ impl Folder {
                 }
             }
             drop(entries);
+            if first {
+                self.first_scan_done();
+            }
             first = false;
             tokio::select! {
                 _ = tokio::time::sleep(SCAN) => {}

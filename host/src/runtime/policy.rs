@@ -476,7 +476,13 @@ impl PolicyHandle {
 
     /// Load new bytes from the folder; a first load whose guest fails to start is retried with
     /// crash-loop backoff (1 s doubling to 60 s) until it starts or the file changes.
-    pub async fn load_from_folder(self: &Arc<Self>, bytes: Vec<u8>) {
+    /// `hold` (a policy found at start-up) is released after the first attempt, whatever its
+    /// outcome: requests wait for it, not for retries.
+    pub async fn load_from_folder(
+        self: &Arc<Self>,
+        bytes: Vec<u8>,
+        mut hold: Option<crate::admission::StartupHold>,
+    ) {
         let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
         let mut delay = Duration::from_secs(1);
         loop {
@@ -485,7 +491,9 @@ impl PolicyHandle {
                 if self.requested.load(Ordering::SeqCst) != ticket {
                     return;
                 }
-                match self.load(bytes.clone()).await {
+                let r = self.load(bytes.clone()).await;
+                drop(hold.take());
+                match r {
                     Ok(()) => return,
                     Err(RuntimeError::Compile(_)) | Err(RuntimeError::Registration(_)) => return,
                     Err(_) if self.current().is_some() => return,

@@ -1704,6 +1704,193 @@ pub struct Expression {
     /// of the variables passed to [`Expression::eval`] are bound (each binding converts its
     /// whole value into the interpreter's own representation).
     idents: Vec<String>,
+    /// The same expression with each field path from a variable (`object.metadata.labels.app`)
+    /// read by the host before the interpreter runs (see [`Expression::eval_lazy`]).
+    paths: Option<Paths>,
+}
+
+/// An expression whose field paths from variables are bound as variables of their own.
+#[derive(Debug)]
+struct Paths {
+    expr: IdedExpr,
+    idents: Vec<String>,
+    /// `@p<i>` stands for variable `.0`'s field path `.1`.
+    paths: Vec<(String, Vec<String>)>,
+}
+
+/// The variables whose field paths [`Expression::eval_lazy`] reads itself.
+const PATH_ROOTS: &[&str] = &[
+    "object",
+    "oldObject",
+    "params",
+    "namespaceObject",
+    "request",
+];
+
+/// A variable given as JSON, converted for the interpreter only if it is used whole.
+pub struct LazyVar<'a> {
+    json: Option<&'a Value>,
+    cel: std::cell::OnceCell<CelValue>,
+}
+
+impl<'a> LazyVar<'a> {
+    pub fn new(json: Option<&'a Value>) -> Self {
+        Self {
+            json,
+            cel: std::cell::OnceCell::new(),
+        }
+    }
+}
+
+impl LazyVar<'_> {
+    pub fn var(&self) -> Var<'_> {
+        Var::Json(self.json, &self.cel)
+    }
+}
+
+/// One variable for [`Expression::eval_lazy`]: JSON (converted whole into the cell on first
+/// need), or a value already converted.
+pub enum Var<'a> {
+    Json(Option<&'a Value>, &'a std::cell::OnceCell<CelValue>),
+    Cel(&'a CelValue),
+}
+
+impl Var<'_> {
+    fn whole(&self) -> CelValue {
+        match self {
+            Var::Json(json, cel) => cel
+                .get_or_init(|| json.map_or(CelValue::Null, json_to_cel))
+                .clone(),
+            Var::Cel(c) => (*c).clone(),
+        }
+    }
+
+    /// The value at field path `fields`, if every step is a map that has the field.
+    fn at(&self, fields: &[String]) -> Option<CelValue> {
+        match self {
+            Var::Json(json, _) => {
+                let mut v = (*json)?;
+                for f in fields {
+                    v = v.as_object()?.get(f.as_str())?;
+                }
+                Some(json_to_cel(v))
+            }
+            Var::Cel(c) => {
+                let mut v: &CelValue = c;
+                for f in fields {
+                    let CelValue::Map(m) = v else { return None };
+                    v = m.map.get(&Key::String(Arc::new(f.clone())))?;
+                }
+                Some(v.clone())
+            }
+        }
+    }
+}
+
+/// Replace each longest field selection from a [`PATH_ROOTS`] variable by a variable `@p<i>`;
+/// `None` if there is none, or a comprehension variable shadows a root.
+fn path_variables(expr: &IdedExpr) -> Option<Paths> {
+    let mut shadowed = false;
+    let mut stack = vec![expr];
+    while let Some(e) = stack.pop() {
+        if let Expr::Comprehension(c) = &e.expr {
+            shadowed |= [Some(&c.iter_var), c.iter_var2.as_ref(), Some(&c.accu_var)]
+                .into_iter()
+                .flatten()
+                .any(|v| PATH_ROOTS.contains(&v.as_str()));
+        }
+        push_children(e, &mut stack);
+    }
+    if shadowed {
+        return None;
+    }
+    let mut out = expr.clone();
+    let mut paths: Vec<(String, Vec<String>)> = Vec::new();
+    let mut stack: Vec<&mut IdedExpr> = vec![&mut out];
+    while let Some(e) = stack.pop() {
+        if let Some((root, fields)) = select_path(e) {
+            let i = match paths.iter().position(|(r, f)| *r == root && *f == fields) {
+                Some(i) => i,
+                None => {
+                    paths.push((root, fields));
+                    paths.len() - 1
+                }
+            };
+            e.expr = Expr::Ident(format!("@p{i}"));
+            continue;
+        }
+        push_children_mut(e, &mut stack);
+    }
+    if paths.is_empty() {
+        return None;
+    }
+    let idents = identifiers(&out);
+    Some(Paths {
+        expr: out,
+        idents,
+        paths,
+    })
+}
+
+/// `root.f1.f2...` (plain selections down to a root variable): the root and the fields.
+fn select_path(e: &IdedExpr) -> Option<(String, Vec<String>)> {
+    let mut fields = Vec::new();
+    let mut cur = e;
+    loop {
+        match &cur.expr {
+            Expr::Select(s) if !s.test => {
+                fields.push(s.field.clone());
+                cur = &s.operand;
+            }
+            Expr::Ident(name) if !fields.is_empty() && PATH_ROOTS.contains(&name.as_str()) => {
+                fields.reverse();
+                return Some((name.clone(), fields));
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// [`push_children`] for a walk that changes the AST.
+fn push_children_mut<'a>(e: &'a mut IdedExpr, stack: &mut Vec<&'a mut IdedExpr>) {
+    match &mut e.expr {
+        Expr::Call(c) => {
+            stack.extend(c.target.as_deref_mut());
+            stack.extend(c.args.iter_mut());
+        }
+        Expr::Select(s) => stack.push(&mut s.operand),
+        Expr::List(l) => stack.extend(l.elements.iter_mut()),
+        Expr::Map(m) => {
+            for en in &mut m.entries {
+                if let EntryExpr::MapEntry(me) = &mut en.expr {
+                    stack.push(&mut me.key);
+                    stack.push(&mut me.value);
+                }
+            }
+        }
+        Expr::Struct(st) => {
+            for en in &mut st.entries {
+                match &mut en.expr {
+                    EntryExpr::MapEntry(me) => {
+                        stack.push(&mut me.key);
+                        stack.push(&mut me.value);
+                    }
+                    EntryExpr::StructField(f) => stack.push(&mut f.value),
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            let c = &mut **c;
+            stack.extend([
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ]);
+        }
+        _ => {}
+    }
 }
 
 /// A CEL value: the input and output of [`Expression::eval`].
@@ -1733,11 +1920,18 @@ impl Expression {
         }
         let shallow = !ast_deeper_than(&expr, SHALLOW_AST_DEPTH);
         let idents = identifiers(&expr);
+        let paths = path_variables(&expr);
         Ok(Self {
             expr,
             shallow,
             idents,
+            paths,
         })
+    }
+
+    /// The parsed expression (struct literals already rewritten).
+    pub fn ast(&self) -> &IdedExpr {
+        &self.expr
     }
 
     /// Whether the expression names the variable `name` (so evaluating it needs `name` bound).
@@ -1760,6 +1954,45 @@ impl Expression {
             max_coll: max_collection,
         };
         rt_cost(&self.expr, &env)
+    }
+
+    /// Like [`Expression::eval`], with variables that may be given as JSON. Each field path from
+    /// `object`, `oldObject`, `params`, `namespaceObject` or `request` is read by the host and
+    /// only what it selects is converted for the interpreter (which would convert, and copy at
+    /// each selection, the whole object); a variable is converted whole only if the expression
+    /// uses it otherwise. If a path does not lead anywhere (a missing field, a selection from
+    /// something that is not a map), the expression runs as written, so errors and
+    /// short-circuits are the interpreter's own.
+    pub fn eval_lazy(&self, vars: &[(&str, Var<'_>)]) -> Result<CelValue, String> {
+        let var = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v);
+        if let Some(p) = &self.paths {
+            let values: Option<Vec<CelValue>> = p
+                .paths
+                .iter()
+                .map(|(root, fields)| var(root)?.at(fields))
+                .collect();
+            if let Some(values) = values {
+                return catch_unwind(AssertUnwindSafe(|| {
+                    let mut ctx = root_context().new_inner_scope();
+                    for (i, v) in values.into_iter().enumerate() {
+                        ctx.add_variable_from_value(format!("@p{i}"), v);
+                    }
+                    for (name, v) in vars.iter().filter(|(n, _)| p.idents.iter().any(|i| i == n)) {
+                        ctx.add_variable_from_value(*name, v.whole());
+                    }
+                    CelValue::resolve(&p.expr, &ctx).map_err(|e| exec_error(&e).1)
+                }))
+                .unwrap_or_else(|_| Err("internal error: CEL evaluation panicked".to_string()));
+            }
+        }
+        catch_unwind(AssertUnwindSafe(|| {
+            let mut ctx = root_context().new_inner_scope();
+            for (name, v) in vars.iter().filter(|(n, _)| self.references(n)) {
+                ctx.add_variable_from_value(*name, v.whole());
+            }
+            CelValue::resolve(&self.expr, &ctx).map_err(|e| exec_error(&e).1)
+        }))
+        .unwrap_or_else(|_| Err("internal error: CEL evaluation panicked".to_string()))
     }
 
     /// Evaluate with `vars` bound; errors worded as cel-go words them. Call on a big stack.
@@ -1983,6 +2216,25 @@ pub fn largest_collection(v: &Value) -> u64 {
     max_collection(v)
 }
 
+/// The name cel-go gives the type of `v` (`int`, `map`, `google.protobuf.Timestamp`, ...).
+pub fn type_name(v: &CelValue) -> &'static str {
+    match v {
+        CelValue::List(_) => "list",
+        CelValue::Map(_) => "map",
+        CelValue::Function(..) => "function",
+        CelValue::Int(_) => "int",
+        CelValue::UInt(_) => "uint",
+        CelValue::Float(_) => "double",
+        CelValue::String(_) => "string",
+        CelValue::Bytes(_) => "bytes",
+        CelValue::Bool(_) => "bool",
+        CelValue::Duration(_) => "google.protobuf.Duration",
+        CelValue::Timestamp(_) => "google.protobuf.Timestamp",
+        CelValue::Opaque(_) => "opaque",
+        CelValue::Null => "null_type",
+    }
+}
+
 /// A CEL string result, if it is one.
 pub fn as_string(v: &CelValue) -> Option<&str> {
     match v {
@@ -2062,6 +2314,61 @@ mod tests {
         assert_eq!(
             e.eval(&[("object", &obj), ("request", &big)]).unwrap(),
             CelValue::Bool(true)
+        );
+    }
+
+    /// The host reads field paths itself; results and errors are the interpreter's.
+    #[test]
+    fn lazy_paths_evaluate_as_written() {
+        let object = json!({"metadata": {"name": "n", "labels": {"app": "web"}},
+                            "data": {"a": "1", "b": "2"}, "n": 3});
+        let old = json!({"data": {"a": "0"}});
+        let run = |src: &str| {
+            let e = Expression::compile(src).unwrap();
+            let (o, p) = (LazyVar::new(Some(&object)), LazyVar::new(Some(&old)));
+            let lazy = e.eval_lazy(&[("object", o.var()), ("oldObject", p.var())]);
+            let (oc, pc) = (json_to_cel(&object), json_to_cel(&old));
+            let plain = e.eval(&[("object", &oc), ("oldObject", &pc)]);
+            assert_eq!(lazy, plain, "{src}");
+            lazy
+        };
+        assert!(Expression::compile("object.metadata.labels.app == 'web'")
+            .unwrap()
+            .paths
+            .is_some());
+        assert_eq!(
+            run("object.metadata.labels.app == 'web' && size(object.data) < 10"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(
+            run("object.data.a != oldObject.data.a"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(
+            run("has(object.data.c) || object.n == 3"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(
+            run("object.data.all(k, k != 'c')"),
+            Ok(CelValue::Bool(true))
+        );
+        assert_eq!(
+            run("object != null && object.metadata.name == 'n'"),
+            Ok(CelValue::Bool(true))
+        );
+        // A missing field: the interpreter's error; a short-circuit still wins over it.
+        assert!(run("object.spec.replicas > 1").is_err());
+        assert_eq!(
+            run("false && object.spec.replicas > 1"),
+            Ok(CelValue::Bool(false))
+        );
+        assert_eq!(run("object.n.x"), run("object.n.x"));
+        // A comprehension variable named like a root: the expression runs as written.
+        let e = Expression::compile("[{'a': 1}].all(object, object.a == 1)").unwrap();
+        assert!(e.paths.is_none());
+        assert_eq!(
+            run("[{'a': 1}].all(object, object.a == 1)"),
+            Ok(CelValue::Bool(true))
         );
     }
 

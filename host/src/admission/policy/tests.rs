@@ -271,3 +271,72 @@ async fn deep_expressions_run_on_a_big_stack() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn audit_annotations() {
+    let (svc, dir) = service("vap-unit-audit").await;
+    put(
+        &svc,
+        "validatingadmissionpolicies",
+        "admissionregistration.k8s.io",
+        policy(
+            "audited",
+            json!({"validations": [{"expression": "true"}], "auditAnnotations": [
+                {"key": "who", "valueExpression": "'created by ' + request.userInfo.username"},
+                {"key": "nothing", "valueExpression": "null"},
+                {"key": "blank", "valueExpression": "'  '"},
+                {"key": "bad", "valueExpression": "has(object.data.bad) ? 1 : null"},
+                {"key": "boom", "valueExpression": "has(object.data.boom) ? object.data.missing : null"}
+            ]}),
+        ),
+    )
+    .await;
+    put(
+        &svc,
+        "validatingadmissionpolicybindings",
+        "admissionregistration.k8s.io",
+        binding("b", "audited", &["Audit"]),
+    )
+    .await;
+    let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+    // Strings and nulls are published or left out; the request goes on.
+    svc.create(
+        &cms,
+        "default",
+        json!({"metadata": {"name": "fine"}, "data": {}}),
+        &as_user("u"),
+    )
+    .await
+    .unwrap();
+    // A result of another type denies, whatever the binding's actions (kube's dispatcher).
+    let err = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "typed"}, "data": {"bad": "1"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, 422, "{}", err.message);
+    assert_eq!(
+        err.message,
+        "configmaps \"typed\" is forbidden: ValidatingAdmissionPolicy 'audited' with binding 'b' denied request: valueExpression 'has(object.data.bad) ? 1 : null' resulted in unsupported return type: int. Return type must be either string or null."
+    );
+    // An evaluation error denies under failurePolicy Fail.
+    let err = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"name": "error"}, "data": {"boom": "1"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("no such key: missing"),
+        "{}",
+        err.message
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
