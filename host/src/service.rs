@@ -1094,8 +1094,21 @@ impl Service {
         match (ri.group.as_str(), ri.resource.as_str()) {
             ("", "namespaces") => {
                 map.insert("status".into(), json!({"phase": "Active"}));
-                // The namespace controller's finalizer: it empties the namespace before it goes.
-                map.insert("spec".into(), json!({"finalizers": [NAMESPACE_FINALIZER]}));
+                // The namespace controller's finalizer (it empties the namespace before it
+                // goes), after any others, as kube's PrepareForCreate appends it.
+                let spec = map.entry("spec").or_insert_with(|| json!({}));
+                if !spec.is_object() {
+                    *spec = json!({});
+                }
+                let list = &mut spec["finalizers"];
+                if !list.is_array() {
+                    *list = json!([]);
+                }
+                if let Some(l) = list.as_array_mut() {
+                    if !l.iter().any(|f| f == NAMESPACE_FINALIZER) {
+                        l.push(json!(NAMESPACE_FINALIZER));
+                    }
+                }
             }
             ("", "pods") => {
                 let status = map.entry("status").or_insert_with(|| json!({}));
@@ -1106,24 +1119,31 @@ impl Service {
             ("", "persistentvolumes" | "persistentvolumeclaims") => {
                 map.insert("status".into(), json!({"phase": "Pending"}));
             }
-            ("", "secrets") => {
-                map.entry("type").or_insert_with(|| "Opaque".into());
-                // stringData is write-only: merged into data, base64-encoded.
-                if let Some(Value::Object(sd)) = map.remove("stringData") {
-                    let data = map.entry("data").or_insert_with(|| json!({}));
-                    if let Some(d) = data.as_object_mut() {
-                        for (k, v) in sd {
-                            if let Some(s) = v.as_str() {
-                                d.insert(
-                                    k,
-                                    base64::engine::general_purpose::STANDARD.encode(s).into(),
-                                );
-                            }
+            _ => {}
+        }
+    }
+
+    /// What kube does when it decodes a created object, before admission sees it: a Secret's
+    /// default type, and its write-only `stringData` merged into `data`, base64-encoded.
+    fn defaults_on_decode(ri: &ResourceInfo, obj: &mut Value) {
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
+        if (ri.group.as_str(), ri.resource.as_str()) == ("", "secrets") {
+            map.entry("type").or_insert_with(|| "Opaque".into());
+            if let Some(Value::Object(sd)) = map.remove("stringData") {
+                let data = map.entry("data").or_insert_with(|| json!({}));
+                if let Some(d) = data.as_object_mut() {
+                    for (k, v) in sd {
+                        if let Some(s) = v.as_str() {
+                            d.insert(
+                                k,
+                                base64::engine::general_purpose::STANDARD.encode(s).into(),
+                            );
                         }
                     }
                 }
             }
-            _ => {}
         }
     }
 
@@ -1146,18 +1166,10 @@ impl Service {
                 "resourceVersion should not be set on objects to be created",
             ));
         }
-        let generate = m
-            .get("generateName")
-            .and_then(Value::as_str)
-            .filter(|g| !g.is_empty())
-            .map(str::to_owned);
-        let named = m
-            .get("name")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.is_empty());
         m.remove("resourceVersion");
         let supplied = m.remove("managedFields");
         m.remove("selfLink");
+        Self::defaults_on_decode(ri, &mut obj);
         self.check_namespace_usable(ri, ns, meta::name(&obj))?;
         self.check_crd_active(ri)?;
         if let Some(guard) = &opts.guard {
@@ -1170,6 +1182,11 @@ impl Service {
         // stick (the system fields, the kind's start state).
         Self::system_fields_on_create(ri, &mut obj)?;
         Self::defaults_on_create(ri, &mut obj);
+        // A name is generated only if the object still has none after admission.
+        let generate = meta::meta_str(&obj, "generateName")
+            .filter(|g| !g.is_empty())
+            .map(str::to_owned);
+        let named = !meta::name(&obj).is_empty();
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
         Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);
         warnings.extend(
@@ -1818,10 +1835,24 @@ impl Service {
                 && (!ri.status_subresource || current.get("status") == new.get("status"))
         };
         if untouched {
-            Ok(new)
-        } else {
-            Self::merge_update(ri, current, new, sub)
+            return Ok(new);
         }
+        // kube's ValidateObjectMetaUpdate: a mutation may not change the uid.
+        let uid = |v: &Value| meta::meta_str(v, "uid").unwrap_or("").to_owned();
+        let (was, now) = (uid(current), uid(&new));
+        if sub != Subresource::Status && !now.is_empty() && now != was {
+            return Err(ApiError::invalid(
+                &ri.group,
+                &ri.kind,
+                meta::name(current),
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    "metadata.uid",
+                    format!("Invalid value: \"{now}\": field is immutable"),
+                )],
+            ));
+        }
+        Self::merge_update(ri, current, new, sub)
     }
 
     fn merge_update(

@@ -360,7 +360,7 @@ pub(crate) fn validate(
                         )),
                         "Audit" => failures.push(serde_json::json!({
                             "message": d.message, "policy": policy.name,
-                            "binding": bname, "expressionIndex": 0,
+                            "binding": bname, "expressionIndex": d.index,
                             "validationActions": actions,
                         })),
                         _ => {}
@@ -495,6 +495,8 @@ struct Decision {
     reason: String,
     /// An audit annotation that failed: kube denies whatever the binding's actions are.
     always_deny: bool,
+    /// The validation's index (for an `Audit` binding's failure record).
+    index: usize,
 }
 
 /// kube's `maxAuditAnnotationValueLength`.
@@ -561,6 +563,7 @@ fn evaluate(
                 message: e,
                 reason: String::new(),
                 always_deny: false,
+                index: 0,
             })
             .into_iter()
             .collect(),
@@ -607,6 +610,7 @@ fn evaluate_one(
                 message,
                 reason: String::new(),
                 always_deny: false,
+                index: 0,
             });
         }
     };
@@ -663,7 +667,7 @@ fn evaluate_one(
             variables.insert(name.clone(), v);
         }
     }
-    for v in &policy.validations {
+    for (index, v) in policy.validations.iter().enumerate() {
         match eval(&v.expr, &variables) {
             Ok(CelData::Bool(true)) => {}
             Ok(_) => {
@@ -695,6 +699,7 @@ fn evaluate_one(
                     message,
                     reason: v.reason.clone().unwrap_or_default(),
                     always_deny: false,
+                    index,
                 });
             }
             Err(e) => fail(out, e),
@@ -730,6 +735,7 @@ fn evaluate_one(
             message: error,
             reason: String::new(),
             always_deny: true,
+            index: 0,
         });
     }
     let _ = req;

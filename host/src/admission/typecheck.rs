@@ -18,6 +18,7 @@ use kube_cel::cel::common::ast::{Expr, IdedExpr};
 use serde_json::{json, Value};
 
 use crate::model::{ObjectKey, Registry, ResourceInfo};
+use crate::schema::cel;
 use crate::schema::expr::Expression;
 use crate::store::Store;
 
@@ -374,6 +375,7 @@ impl<'e, 'a> Checker<'e, 'a> {
                     "variables" => Ty::Variables,
                     "authorizer" => Ty::Dyn,
                     _ if name.starts_with('@') => Ty::Dyn,
+                    _ if cel::TYPE_NAMES.contains(&name.as_str()) => Ty::Dyn,
                     _ => {
                         let offset = find_ident(self.src, name, k);
                         self.issues.push(Issue {
@@ -389,7 +391,16 @@ impl<'e, 'a> Checker<'e, 'a> {
                 self.select(operand, &s.field)
             }
             Expr::Call(c) => {
-                let target = c.target.as_ref().map(|t| self.ty(t, scope));
+                // `math.greatest(...)` and the like: the target names a function namespace.
+                let namespaced = c.target.as_ref().is_some_and(|t| {
+                    matches!(&t.expr, Expr::Ident(n) if cel::NAMESPACES.contains(&n.as_str())
+                        && !scope.iter().any(|(v, _)| v == n))
+                });
+                let target = c
+                    .target
+                    .as_ref()
+                    .filter(|_| !namespaced)
+                    .map(|t| self.ty(t, scope));
                 let args: Vec<Ty<'a>> = c.args.iter().map(|a| self.ty(a, scope)).collect();
                 match (c.func_name.as_str(), target, args.as_slice()) {
                     ("_[_]", None, [base, _]) => element(*base),
@@ -647,6 +658,14 @@ mod tests {
         );
         assert!(
             check("request.usrInfo.username == ''", deploy).contains("undefined field 'usrInfo'")
+        );
+        // Function namespaces and type names are not identifiers to declare.
+        assert_eq!(
+            check(
+                "math.greatest(1, 2) == 2 && sets.contains([1], [1]) && strings.quote('a') != ''",
+                deploy
+            ),
+            ""
         );
     }
 }

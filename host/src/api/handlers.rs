@@ -339,9 +339,10 @@ fn add_warnings(resp: &mut Response, warnings: &[String]) {
     }
 }
 
-/// kube's warning recorder (`endpoints/filters/warning.go`): at most 4 Ki characters of warning
-/// text per response; once over, every warning is cut to 256 characters and those that no
-/// longer fit are left out. The same text is sent once.
+/// kube's warning recorder (`endpoints/filters/warning.go`): warnings are sent whole while the
+/// text stays within 4 Ki characters; the first that does not fit turns on truncation: every
+/// warning so far is sent again cut to 256 characters, and later ones (cut) are added until 4 Ki
+/// are written. The same text is sent once.
 const WARNINGS_TOTAL_CHARS: usize = 4 * 1024;
 const WARNING_ITEM_CHARS: usize = 256;
 
@@ -374,12 +375,9 @@ fn warning_texts(warnings: &[String]) -> Vec<String> {
         } else {
             (w.to_owned(), w.chars().count())
         };
-        if written + n <= WARNINGS_TOTAL_CHARS {
+        if written + n <= WARNINGS_TOTAL_CHARS || truncating {
             written += n;
             out.push(text);
-            continue;
-        }
-        if truncating {
             continue;
         }
         // Over the limit for the first time: start again with every warning cut.
@@ -390,9 +388,6 @@ fn warning_texts(warnings: &[String]) -> Vec<String> {
             let (text, n) = cut(o);
             written += n;
             out.push(text);
-            if written >= WARNINGS_TOTAL_CHARS {
-                break;
-            }
         }
     }
     out

@@ -69,10 +69,15 @@ impl PolicyStatusController {
                 svc.registry.clone(),
                 svc.store.clone(),
             );
+            // The checker recurses over the expressions' trees: on a big stack.
             tokio::task::spawn_blocking(move || {
-                crate::admission::type_checking_status(&policy, &registry, store.as_ref())
+                crate::schema::expr::run_on_big_stack(move || {
+                    crate::admission::type_checking_status(&policy, &registry, store.as_ref())
+                })
             })
             .await
+            .ok()
+            .and_then(Result::ok)
             .unwrap_or(Value::Null)
         };
         if status.is_null() {

@@ -86,12 +86,6 @@ impl Folder {
     }
 
     /// Components compiled so far (identical bytes share one compile).
-    fn first_scan_done(&self) {
-        if let Ok(mut h) = self.first_scan.lock() {
-            drop(h.take());
-        }
-    }
-
     pub fn compiles(&self) -> u64 {
         self.host.runtime.compiler.compiles()
     }
@@ -146,9 +140,10 @@ impl Folder {
 
     /// Load what is there, then follow the folder until `shutdown`.
     pub async fn run(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        // Held here so that any way out of this function (an early return, a panic) lets go.
+        let mut first_hold = self.first_scan.lock().ok().and_then(|mut h| h.take());
         if let Err(e) = std::fs::create_dir_all(&self.dir) {
             tracing::error!(dir = %self.dir.display(), error = %e, "controllers folder unusable");
-            self.first_scan_done();
             return;
         }
         tracing::info!(dir = %self.dir.display(), "watching the controllers folder");
@@ -262,9 +257,7 @@ impl Folder {
                 }
             }
             drop(entries);
-            if first {
-                self.first_scan_done();
-            }
+            first_hold.take();
             first = false;
             tokio::select! {
                 _ = tokio::time::sleep(SCAN) => {}

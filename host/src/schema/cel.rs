@@ -49,7 +49,7 @@ const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES: usize = 5 * 1024;
 const CEL_STACK_SIZE: usize = 64 << 20;
 
 /// Identifier prefixes of namespaced functions (`sets.contains(...)` parses as a call on `sets`).
-const NAMESPACES: &[&str] = &[
+pub(crate) const NAMESPACES: &[&str] = &[
     "base64",
     "format",
     "ip",
@@ -61,7 +61,7 @@ const NAMESPACES: &[&str] = &[
     "strings",
 ];
 /// Type identifiers that are valid expressions in cel-go.
-const TYPE_NAMES: &[&str] = &[
+pub(crate) const TYPE_NAMES: &[&str] = &[
     "bool",
     "bytes",
     "double",

@@ -44,7 +44,7 @@
 //! Rule compilation and evaluation run on a short-lived thread with a large (virtual) stack, as the
 //! `cel` crate's parser and interpreter recurse deeply.
 
-mod cel;
+pub(crate) mod cel;
 mod default;
 mod field;
 mod format;

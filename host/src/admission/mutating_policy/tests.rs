@@ -282,3 +282,49 @@ async fn params_come_from_the_binding() {
     assert_eq!(cm["metadata"]["labels"], json!({"team": "red"}));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// kube's `BeforeCreate` runs after mutating admission: a mutation cannot set the system fields,
+/// a name it sets is kept over `generateName`, and a Namespace keeps the finalizers it added.
+#[tokio::test]
+async fn system_fields_are_set_after_mutation() {
+    let (svc, dir) = service("map-unit-system").await;
+    policy(
+        &svc,
+        "tamper",
+        json!({"mutations": [patch(
+            "[JSONPatch{op: 'add', path: '/metadata/uid', value: 'tampered'}, JSONPatch{op: 'add', path: '/metadata/name', value: 'chosen'}]"
+        )]}),
+    )
+    .await;
+    let cm = create_cm(&svc, json!({"metadata": {"generateName": "gen-"}}))
+        .await
+        .unwrap();
+    assert_eq!(cm["metadata"]["name"], "chosen", "{cm}");
+    assert_ne!(cm["metadata"]["uid"], "tampered", "{cm}");
+    assert_eq!(cm["metadata"]["uid"].as_str().unwrap().len(), 36, "{cm}");
+    policy_on(
+        &svc,
+        "ns-finalizer",
+        "",
+        "namespaces",
+        json!({"mutations": [patch(
+            "[JSONPatch{op: 'add', path: '/spec', value: {'finalizers': ['example.com/keep']}}]"
+        )]}),
+    )
+    .await;
+    let namespaces = svc.registry.lookup("", "v1", "namespaces").unwrap();
+    let ns = svc
+        .create(
+            &namespaces,
+            "",
+            json!({"metadata": {"name": "fin"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ns.object.value["spec"]["finalizers"],
+        json!(["example.com/keep", "kubernetes"])
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
