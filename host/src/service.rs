@@ -1129,6 +1129,10 @@ impl Service {
         let Some(map) = obj.as_object_mut() else {
             return;
         };
+        if (ri.group.as_str(), ri.resource.as_str()) == ("", "namespaces") {
+            crate::builtin::defaults::namespace_name_label(obj);
+            return;
+        }
         if (ri.group.as_str(), ri.resource.as_str()) == ("", "secrets") {
             map.entry("type").or_insert_with(|| "Opaque".into());
             if let Some(Value::Object(sd)) = map.remove("stringData") {
@@ -1226,6 +1230,9 @@ impl Service {
                         "name".into(),
                         Value::String(format!("{p}{}", meta::random_suffix())),
                     );
+                    if (ri.group.as_str(), ri.resource.as_str()) == ("", "namespaces") {
+                        crate::builtin::defaults::namespace_name_label(&mut obj);
+                    }
                 }
             }
             Self::validate(ri, &obj)?;

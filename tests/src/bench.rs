@@ -109,11 +109,23 @@ impl Host {
             std::fs::create_dir_all(&cdir)?;
             cmd.arg("--controllers").arg(cdir);
         }
+        // `BENCH_HOST_LOG=FILTER`: the hosts' logs, at that filter, appended to
+        // `$TMPDIR/turtles-bench-host.log` (the data dirs go when the bench ends).
+        let (filter, log) = match std::env::var("BENCH_HOST_LOG") {
+            Ok(f) => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(std::env::temp_dir().join("turtles-bench-host.log"))?;
+                (f, Stdio::from(file))
+            }
+            Err(_) => ("warn".to_owned(), Stdio::null()),
+        };
         let child = cmd
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", filter)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()?;
         let kc = dir.join("admin.kubeconfig");
         let url = loop {

@@ -25,15 +25,36 @@ pub struct Webhook {
     pub calls: Arc<AtomicUsize>,
 }
 
+/// A webhook serving a certificate for 127.0.0.1 issued by its own CA.
 pub fn start(handler: Handler) -> Result<Webhook> {
+    start_with(handler, false)
+}
+
+/// A webhook serving a self-signed certificate marked as a CA (what `openssl req -x509` makes),
+/// which is its own `caBundle`.
+pub fn start_self_signed(handler: Handler) -> Result<Webhook> {
+    start_with(handler, true)
+}
+
+fn start_with(handler: Handler, self_signed: bool) -> Result<Webhook> {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    let mut ca_params = CertificateParams::new(if self_signed {
+        vec!["127.0.0.1".to_string()]
+    } else {
+        Vec::new()
+    })?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate()?;
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])?.signed_by(&key, &issuer)?;
+    let (cert, key) = if self_signed {
+        (ca_cert.clone(), ca_key)
+    } else {
+        let issuer = Issuer::new(ca_params, ca_key);
+        let key = KeyPair::generate()?;
+        let cert =
+            CertificateParams::new(vec!["127.0.0.1".to_string()])?.signed_by(&key, &issuer)?;
+        (cert, key)
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?

@@ -460,6 +460,8 @@ fn handler(path: &str, req: &Value) -> Value {
                 json!({"allowed": true})
             }
         }
+        "/deny-all" => json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden",
+                              "message": "denied by the self-signed webhook"}}),
         _ => json!({"allowed": true}),
     }
 }
@@ -667,6 +669,53 @@ fn webhooks(s: &Server) {
     let err = until_denied(s, &["create", "configmap", "locked", "-n", "hooks"]);
     assert!(err.contains("lockout.turtles.test"), "{err}");
     s.kubectl_ok(&["delete", "validatingwebhookconfiguration", "lockout"]);
+    // A webhook serving a self-signed certificate marked as a CA, which is its own caBundle (what
+    // `openssl req -x509` makes): Go's TLS client, so kube, trusts it; and the same server is
+    // not trusted under another CA.
+    let own = turtles_tests::webhook::start_self_signed(handler).expect("webhook starts");
+    for (name, ca, label) in [
+        ("self-signed", &own.ca_bundle, "own"),
+        ("self-signed-other-ca", &wh.ca_bundle, "other"),
+    ] {
+        apply(
+            s,
+            &webhook_config(
+                "ValidatingWebhookConfiguration",
+                name,
+                &format!("{name}.turtles.test"),
+                &format!("{}/deny-all", own.url),
+                ca,
+                json!({"objectSelector": {"matchLabels": {"self": label}}}),
+            ),
+        );
+    }
+    let err = poll("the self-signed webhook", Duration::from_secs(10), || {
+        let out = configmap_with(s, "self-own", json!({"self": "own"}), &[]);
+        (!out.status.success()).then(|| stderr(&out))
+    })
+    .expect("refused");
+    assert!(
+        err.contains("admission webhook \"self-signed.turtles.test\" denied the request: denied by the self-signed webhook"),
+        "{err}"
+    );
+    let err = poll(
+        "the webhook under another CA",
+        Duration::from_secs(10),
+        || {
+            let out = configmap_with(s, "self-other", json!({"self": "other"}), &[]);
+            (!out.status.success()).then(|| stderr(&out))
+        },
+    )
+    .expect("refused");
+    assert!(
+        err.contains(
+            "failed calling webhook \"self-signed-other-ca.turtles.test\": failed to call webhook"
+        ),
+        "{err}"
+    );
+    for cfg in ["self-signed", "self-signed-other-ca"] {
+        s.kubectl_ok(&["delete", "validatingwebhookconfiguration", cfg]);
+    }
     for cfg in ["down-fail", "down-ignore", "side-effects", "deny-bad"] {
         s.kubectl_ok(&["delete", "validatingwebhookconfiguration", cfg]);
     }

@@ -14,6 +14,7 @@
 //! Policies and configurations are read from the store's in-memory index (the same state every
 //! informer follows), so a change applies to the next request.
 
+mod hook_client;
 mod matching;
 mod mutating_policy;
 mod policy;
@@ -33,7 +34,6 @@ pub(crate) use typecheck::status as type_checking_status;
 pub use wasm::{
     Answer, CallFuture, Denial, Patch, Phase, PolicyVersion, Spec, StartupHold, WasmPolicies,
 };
-pub use webhook::WebhookClient;
 
 /// Errors of the admission module's own machinery (configurations that cannot be used); a
 /// denial is an [`ApiError`] with kube's wording.

@@ -14,6 +14,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 
+use super::hook_client::HookClientError;
 use super::{matching, AdmissionError, Context, Request};
 use crate::model::ApiError;
 use crate::schema::expr::{self, CelData, Expression};
@@ -29,63 +30,9 @@ const MAX_TIMEOUT: u64 = 30;
 const MAX_WARNINGS: usize = 100;
 const MAX_WARNING_BYTES: usize = 4096;
 
-/// HTTPS clients by CA bundle.
-#[derive(Debug, Default)]
-pub struct WebhookClient {
-    clients: Mutex<HashMap<String, reqwest::Client>>,
-}
-
-impl WebhookClient {
-    /// A client trusting `ca_bundle`; with `resolve`, one that connects to that address for
-    /// that host name.
-    fn client(
-        &self,
-        ca_bundle: &str,
-        resolve: Option<(&str, std::net::SocketAddr)>,
-    ) -> Result<reqwest::Client, AdmissionError> {
-        let key = match resolve {
-            Some((h, a)) => format!("{ca_bundle}|{h}|{a}"),
-            None => ca_bundle.to_owned(),
-        };
-        if let Ok(map) = self.clients.lock() {
-            if let Some(c) = map.get(&key) {
-                return Ok(c.clone());
-            }
-        }
-        let mut b = reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy();
-        if let Some((h, a)) = resolve {
-            b = b.resolve(h, a);
-        }
-        if !ca_bundle.is_empty() {
-            let pem = base64::engine::general_purpose::STANDARD
-                .decode(ca_bundle)
-                .map_err(|e| AdmissionError::Config(format!("caBundle: {e}")))?;
-            for cert in reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| AdmissionError::Config(format!("caBundle: {e}")))?
-            {
-                b = b.add_root_certificate(cert);
-            }
-        }
-        let c = b
-            .build()
-            .map_err(|e| AdmissionError::Config(format!("webhook client: {e}")))?;
-        if let Ok(mut map) = self.clients.lock() {
-            if map.len() > 64 {
-                map.clear();
-            }
-            map.insert(key, c.clone());
-        }
-        Ok(c)
-    }
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct Webhooks {
-    client: WebhookClient,
+    client: super::hook_client::HookClient,
     /// Compiled matchConditions by expression text.
     conditions: Mutex<HashMap<String, Arc<Result<Expression, String>>>>,
 }
@@ -364,11 +311,11 @@ impl Webhooks {
             .cloned()
             .unwrap_or(Value::Null);
         let ca = cc.get("caBundle").and_then(Value::as_str).unwrap_or("");
-        let (url, client) = match cc.get("url").and_then(Value::as_str) {
-            Some(u) => (u.to_owned(), self.client.client(ca, None)?),
+        let (url, resolve) = match cc.get("url").and_then(Value::as_str) {
+            Some(u) => (u.to_owned(), None),
             None => {
-                let (url, host, addr) = service_target(ctx, &cc)?;
-                (url, self.client.client(ca, Some((&host, addr)))?)
+                let (url, _host, addr) = service_target(ctx, &cc)?;
+                (url, Some(addr))
             }
         };
         let timeout = hook
@@ -386,44 +333,30 @@ impl Webhooks {
             "apiVersion": "admission.k8s.io/v1",
             "request": request,
         });
-        let call = async {
-            let mut resp = client
-                .post(&url)
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json")
-                .body(review.to_string())
-                .send()
-                .await
-                .map_err(|e| {
-                    AdmissionError::Call(format!("failed to call webhook: {}", error_chain(&e)))
-                })?;
-            let status = resp.status();
-            let mut body = Vec::new();
-            while let Some(chunk) = resp.chunk().await.map_err(|e| {
-                AdmissionError::Call(format!("failed to call webhook: {}", error_chain(&e)))
-            })? {
-                if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                    return Err(AdmissionError::Call(
-                        "failed to call webhook: the response is too large".into(),
-                    ));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            if !status.is_success() {
-                return Err(AdmissionError::Call(format!(
-                    "failed to call webhook: the server responded with the status code {}",
-                    status.as_u16()
-                )));
-            }
-            Ok(body)
-        };
-        let body = tokio::time::timeout(Duration::from_secs(timeout), call)
-            .await
-            .map_err(|_| {
-                AdmissionError::Call(format!(
-                    "failed to call webhook: Post \"{url}\": context deadline exceeded"
-                ))
-            })??;
+        let body = serde_json::to_vec(&review)
+            .map_err(|e| AdmissionError::Call(format!("failed to call webhook: {e}")))?;
+        let answer = tokio::time::timeout(
+            Duration::from_secs(timeout),
+            self.client
+                .post(ca, &url, resolve, body, MAX_RESPONSE_BYTES),
+        )
+        .await
+        .map_err(|_| {
+            AdmissionError::Call(format!(
+                "failed to call webhook: Post \"{url}\": context deadline exceeded"
+            ))
+        })?
+        .map_err(|e| match e {
+            HookClientError::Config(m) => AdmissionError::Config(m),
+            e => AdmissionError::Call(format!("failed to call webhook: {e}")),
+        })?;
+        if !(200..300).contains(&answer.status) {
+            return Err(AdmissionError::Call(format!(
+                "failed to call webhook: the server responded with the status code {}",
+                answer.status
+            )));
+        }
+        let body = answer.body;
         let answer: Value = serde_json::from_slice(&body)
             .map_err(|e| AdmissionError::Call(format!("received invalid webhook response: {e}")))?;
         let response = answer.get("response").cloned().ok_or_else(|| {
@@ -437,23 +370,6 @@ impl Webhooks {
         }
         Ok(response)
     }
-}
-
-/// The error and its sources, as Go wraps them.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    let mut n = 0;
-    while let Some(x) = src {
-        s.push_str(": ");
-        s.push_str(&x.to_string());
-        src = x.source();
-        n += 1;
-        if n > 8 {
-            break;
-        }
-    }
-    s
 }
 
 /// A `service` reference, resolved as kube's service resolver does without a proxy: the URL

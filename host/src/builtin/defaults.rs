@@ -10,6 +10,7 @@ use crate::model::workloads::default_pod_spec;
 /// Apply kube's defaults to an object of `group`/`resource` (decoded already).
 pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
     match (group, resource) {
+        ("", "namespaces") => namespace_name_label(obj),
         ("", "services") => service(obj),
         ("", "replicationcontrollers") => replication_controller(obj),
         ("", "podtemplates") => {
@@ -130,6 +131,31 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
             }
         }
         _ => {}
+    }
+}
+
+/// The label kube puts on every Namespace (`SetDefaults_Namespace` and the strategy's
+/// `Canonicalize`): `kubernetes.io/metadata.name` is the namespace's name, whatever was sent, so
+/// selectors can pick namespaces by name. A namespace without a name yet (generateName) gets it
+/// once its name is generated.
+pub fn namespace_name_label(obj: &mut Value) {
+    let Some(name) = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+    else {
+        return;
+    };
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    if let Some(l) = labels.as_object_mut() {
+        l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
     }
 }
 

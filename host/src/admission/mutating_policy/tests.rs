@@ -328,3 +328,67 @@ async fn system_fields_are_set_after_mutation() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// kube's `SetDefaults_Namespace` and the namespace strategy's `Canonicalize`: every Namespace
+/// carries `kubernetes.io/metadata.name: <name>`, whatever the client or a mutation sent, set
+/// after admission, on generated names too, and kept on update.
+#[tokio::test]
+async fn namespaces_carry_their_name_as_a_label() {
+    let (svc, dir) = service("map-unit-nslabel").await;
+    let label = |v: &Value| v["metadata"]["labels"]["kubernetes.io/metadata.name"].clone();
+    let default = svc
+        .store
+        .get(&crate::model::ObjectKey::new("namespaces", "", "default"))
+        .unwrap();
+    assert_eq!(label(&default.value), "default", "{}", default.value);
+    policy_on(
+        &svc,
+        "relabel",
+        "",
+        "namespaces",
+        json!({"mutations": [patch(
+            "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'kubernetes.io/metadata.name': 'forged', 'team': 'a'}}]"
+        )]}),
+    )
+    .await;
+    let namespaces = svc.registry.lookup("", "v1", "namespaces").unwrap();
+    let ns = svc
+        .create(
+            &namespaces,
+            "",
+            json!({"metadata": {"name": "named", "labels": {"kubernetes.io/metadata.name": "other"}}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ns.object.value["metadata"]["labels"],
+        json!({"kubernetes.io/metadata.name": "named", "team": "a"})
+    );
+    let generated = svc
+        .create(
+            &namespaces,
+            "",
+            json!({"metadata": {"generateName": "gen-"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap();
+    let name = generated.object.value["metadata"]["name"].clone();
+    assert!(name.as_str().unwrap().starts_with("gen-"), "{name}");
+    assert_eq!(label(&generated.object.value), name);
+    let updated = svc
+        .update(
+            &namespaces,
+            "",
+            "named",
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "named", "labels": {"kubernetes.io/metadata.name": "x"}}}),
+            crate::service::Subresource::Main,
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(label(&updated.object.value), "named");
+    std::fs::remove_dir_all(dir).ok();
+}
