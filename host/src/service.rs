@@ -557,6 +557,42 @@ impl Service {
                 }
             }
         }
+        // Namespaces stored before turtles set `kubernetes.io/metadata.name` get it now (kube
+        // applies it whenever it decodes one; turtles, on writes).
+        let stored = self
+            .store
+            .list(NAMESPACES, None)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        for ns in stored.items.values() {
+            let name = meta::name(&ns.value);
+            let label = ns
+                .value
+                .pointer("/metadata/labels/kubernetes.io~1metadata.name")
+                .and_then(Value::as_str);
+            if name.is_empty() || label == Some(name) {
+                continue;
+            }
+            let mut obj = ns.value.clone();
+            crate::builtin::defaults::namespace_name_label(&mut obj);
+            let name = name.to_owned();
+            match self
+                .update(
+                    &ri,
+                    "",
+                    &name,
+                    obj,
+                    Subresource::Main,
+                    &WriteOptions::default(),
+                )
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if matches!(e.code, 404 | 409) => {}
+                Err(e) => {
+                    tracing::warn!(namespace = %name, error = %e.message, "could not label the namespace with its name")
+                }
+            }
+        }
         Ok(())
     }
 

@@ -690,7 +690,7 @@ fn webhooks(s: &Server) {
         );
     }
     let err = poll("the self-signed webhook", Duration::from_secs(10), || {
-        let out = configmap_with(s, "self-own", json!({"self": "own"}), &[]);
+        let out = configmap_with(s, "self-own", json!({"self": "own"}), &["--dry-run=server"]);
         (!out.status.success()).then(|| stderr(&out))
     })
     .expect("refused");
@@ -702,7 +702,12 @@ fn webhooks(s: &Server) {
         "the webhook under another CA",
         Duration::from_secs(10),
         || {
-            let out = configmap_with(s, "self-other", json!({"self": "other"}), &[]);
+            let out = configmap_with(
+                s,
+                "self-other",
+                json!({"self": "other"}),
+                &["--dry-run=server"],
+            );
             (!out.status.success()).then(|| stderr(&out))
         },
     )

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use base64::Engine;
@@ -28,6 +28,8 @@ type Io = TokioIo<TlsStream<TcpStream>>;
 /// Idle connections kept per endpoint, and endpoints kept at most.
 const IDLE_PER_ENDPOINT: usize = 16;
 const MAX_ENDPOINTS: usize = 64;
+/// How long a connection is kept idle (Go's `http.Transport` default `IdleConnTimeout`).
+const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HookClientError {
@@ -62,7 +64,8 @@ struct Endpoint {
 pub(crate) struct HookClient {
     /// TLS configurations by CA bundle.
     tls: Mutex<HashMap<String, Arc<rustls::ClientConfig>>>,
-    idle: Mutex<HashMap<Endpoint, Vec<Conn>>>,
+    /// Idle connections with the time each went idle.
+    idle: Mutex<HashMap<Endpoint, Vec<(std::time::Instant, Conn)>>>,
 }
 
 impl std::fmt::Debug for HookClient {
@@ -146,8 +149,16 @@ impl HookClient {
                 .body(Full::new(body.clone()))
                 .map_err(|e| HookClientError::Config(format!("invalid URL {url:?}: {e}")))
         };
-        // A kept connection the server closed while idle fails before any answer: the call is
-        // made again once, on a new connection (as Go's transport retries on a reused one).
+        let in_go_words = |f: Failure| match f {
+            Failure::Unsent => HookClientError::Call(format!("Post \"{url}\": EOF")),
+            Failure::Other(HookClientError::Call(m)) => {
+                HookClientError::Call(format!("Post \"{url}\": {m}"))
+            }
+            Failure::Other(e) => e,
+        };
+        // A kept connection the server closed while it was idle, noticed only as the request
+        // was to be written: the request was never sent, so it is sent once more on a new
+        // connection (as Go's transport does). A request that was written is never sent twice.
         if let Some(conn) = self.checkout(&endpoint) {
             match exchange(conn, request()?, limit).await {
                 Ok((answer, conn)) => {
@@ -156,8 +167,8 @@ impl HookClient {
                     }
                     return Ok(answer);
                 }
-                Err(Failure::Stale) => {}
-                Err(Failure::Other(e)) => return Err(e),
+                Err(Failure::Unsent) => {}
+                Err(f) => return Err(in_go_words(f)),
             }
         }
         let conn = self.connect(&endpoint, url).await?;
@@ -168,38 +179,46 @@ impl HookClient {
                 }
                 Ok(answer)
             }
-            Err(Failure::Stale) => Err(HookClientError::Call(format!("Post \"{url}\": EOF"))),
-            Err(Failure::Other(e)) => Err(e),
+            Err(f) => Err(in_go_words(f)),
         }
     }
 
     /// An idle connection to `endpoint` that is still open.
     fn checkout(&self, endpoint: &Endpoint) -> Option<Conn> {
-        let mut idle = self.idle.lock().ok()?;
-        let list = idle.get_mut(endpoint)?;
-        while let Some(mut c) = list.pop() {
+        loop {
+            // Taken out under the lock, looked at outside it.
+            let (since, mut c) = {
+                let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+                idle.get_mut(endpoint)?.pop()?
+            };
+            if since.elapsed() > IDLE_TIMEOUT || c.sender.is_closed() {
+                continue;
+            }
             // Polled once without a task: a connection whose peer has gone is done now.
             let mut cx = Context::from_waker(std::task::Waker::noop());
-            if c.sender.is_closed() || c.conn.as_mut().poll(&mut cx).is_ready() {
+            if c.conn.as_mut().poll(&mut cx).is_ready() {
                 continue;
             }
             return Some(c);
         }
-        None
     }
 
     fn checkin(&self, endpoint: Endpoint, conn: Conn) {
         if conn.sender.is_closed() {
             return;
         }
-        if let Ok(mut idle) = self.idle.lock() {
-            if idle.len() >= MAX_ENDPOINTS && !idle.contains_key(&endpoint) {
-                idle.clear();
-            }
-            let list = idle.entry(endpoint).or_default();
-            if list.len() < IDLE_PER_ENDPOINT {
-                list.push(conn);
-            }
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        // Connections idle too long go (closing them) whenever any is put back.
+        for list in idle.values_mut() {
+            list.retain(|(since, _)| since.elapsed() <= IDLE_TIMEOUT);
+        }
+        idle.retain(|_, list| !list.is_empty());
+        if idle.len() >= MAX_ENDPOINTS && !idle.contains_key(&endpoint) {
+            idle.clear();
+        }
+        let list = idle.entry(endpoint).or_default();
+        if list.len() < IDLE_PER_ENDPOINT {
+            list.push((std::time::Instant::now(), conn));
         }
     }
 
@@ -219,9 +238,7 @@ impl HookClient {
         let stream = tokio_rustls::TlsConnector::from(tls)
             .connect(name, tcp)
             .await
-            .map_err(|e| {
-                HookClientError::Call(format!("Post \"{url}\": tls: {}", error_chain(&e)))
-            })?;
+            .map_err(|e| HookClientError::Call(format!("Post \"{url}\": {}", tls_error(&e))))?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| HookClientError::Call(format!("Post \"{url}\": {}", error_chain(&e))))?;
@@ -344,21 +361,28 @@ impl rustls::client::danger::ServerCertVerifier for RootsVerifier {
         }
         let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
         rustls::client::verify_server_name(&parsed, server_name)?;
-        let valid = x509_parser::parse_x509_certificate(end_entity.as_ref())
-            .ok()
-            .map(|(_, c)| {
-                let t = now.as_secs() as i64;
-                c.validity().not_before.timestamp() <= t && t <= c.validity().not_after.timestamp()
-            });
-        match valid {
-            Some(true) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
-            Some(false) => Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::Expired,
-            )),
-            None => Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::BadEncoding,
-            )),
+        // Go also requires the extended key usage, when present, to allow serving.
+        let (_, cert) = x509_parser::parse_x509_certificate(end_entity.as_ref()).map_err(|_| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
+        })?;
+        let serves = match cert.extended_key_usage() {
+            Ok(Some(eku)) => eku.value.any || eku.value.server_auth,
+            Ok(None) => true,
+            Err(_) => false,
+        };
+        if !serves {
+            return Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::InvalidPurpose,
+            ));
         }
+        let t = now.as_secs() as i64;
+        let validity = cert.validity();
+        if t < validity.not_before.timestamp() || validity.not_after.timestamp() < t {
+            return Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::Expired,
+            ));
+        }
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
@@ -397,8 +421,9 @@ impl rustls::client::danger::ServerCertVerifier for RootsVerifier {
 }
 
 enum Failure {
-    /// The connection ended before any answer came (a kept connection closed by its server).
-    Stale,
+    /// The request was never written: the connection had ended (a kept connection closed by its
+    /// server while idle).
+    Unsent,
     Other(HookClientError),
 }
 
@@ -428,11 +453,16 @@ async fn exchange(
         }
         match sent.as_mut().poll(cx) {
             Poll::Ready(Ok(r)) => Poll::Ready(Ok(r)),
-            Poll::Ready(Err(e)) if e.is_canceled() || e.is_incomplete_message() => {
-                Poll::Ready(Err(Failure::Stale))
+            // hyper's "canceled": the request was not written.
+            Poll::Ready(Err(e)) if e.is_canceled() => Poll::Ready(Err(Failure::Unsent)),
+            Poll::Ready(Err(e)) if e.is_incomplete_message() => {
+                Poll::Ready(Err(Failure::Other(HookClientError::Call("EOF".into()))))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(Failure::Other(call_error(&e)))),
-            Poll::Pending if done => Poll::Ready(Err(Failure::Stale)),
+            // The connection ended without answering: whether it took the request is unknown.
+            Poll::Pending if done => {
+                Poll::Ready(Err(Failure::Other(HookClientError::Call("EOF".into()))))
+            }
             Poll::Pending => Poll::Pending,
         }
     })
@@ -476,6 +506,28 @@ async fn exchange(
     };
     // A connection the server closed after answering is not kept.
     Ok((answer, (!done).then_some(Conn { sender, conn })))
+}
+
+/// A failed TLS handshake as Go words the common cases.
+fn tls_error(e: &std::io::Error) -> String {
+    let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+    match inner {
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)) => {
+            "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+                .into()
+        }
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Expired)) => {
+            "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
+                .into()
+        }
+        Some(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidForName
+            | rustls::CertificateError::NotValidForNameContext { .. },
+        )) => {
+            "tls: failed to verify certificate: x509: certificate is not valid for this name".into()
+        }
+        _ => format!("tls: {}", error_chain(e)),
+    }
 }
 
 fn call_error(e: &hyper::Error) -> HookClientError {

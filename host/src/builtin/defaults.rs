@@ -139,23 +139,32 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
 /// selectors can pick namespaces by name. A namespace without a name yet (generateName) gets it
 /// once its name is generated.
 pub fn namespace_name_label(obj: &mut Value) {
-    let Some(name) = obj
+    const LABEL: &str = "kubernetes.io/metadata.name";
+    let name = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-        .map(str::to_owned)
-    else {
-        return;
-    };
+        .unwrap_or("")
+        .to_owned();
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
-    let labels = meta.entry("labels").or_insert_with(|| json!({}));
-    if !labels.is_object() {
-        *labels = json!({});
+    if name.is_empty() {
+        // Not named yet: no label a client chose may pass for the name meanwhile (kube has
+        // the generated name by the time validating admission runs; turtles later).
+        if let Some(l) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+            l.remove(LABEL);
+        }
+        return;
     }
-    if let Some(l) = labels.as_object_mut() {
-        l.insert("kubernetes.io/metadata.name".into(), Value::String(name));
+    // Labels that are not an object are left for decoding to refuse.
+    match meta.entry("labels").or_insert_with(|| json!({})) {
+        Value::Object(l) => {
+            l.insert(LABEL.into(), Value::String(name));
+        }
+        Value::Null => {
+            meta.insert("labels".into(), json!({ LABEL: name }));
+        }
+        _ => {}
     }
 }
 
