@@ -88,6 +88,10 @@ enum Command {
         /// Memory one controller instance may use, in MiB.
         #[arg(long, default_value_t = 128)]
         controller_memory_mb: usize,
+        /// Run a new component on baseline (Winch) code while its optimized (Cranelift) code
+        /// compiles in the background (false: wait for the optimized code).
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        baseline_compile: bool,
         /// Read-only requests served at once; beyond it 429 (watches are not counted; 0: no
         /// limit).
         #[arg(long, default_value_t = 400)]
@@ -233,6 +237,7 @@ fn main() -> anyhow::Result<()> {
             service_node_port_range,
             reconcile_deadline_ms,
             controller_memory_mb,
+            baseline_compile,
             max_requests_inflight,
             max_mutating_requests_inflight,
             max_unauthenticated_connections,
@@ -280,6 +285,7 @@ fn main() -> anyhow::Result<()> {
                     call_deadline: std::time::Duration::from_millis(reconcile_deadline_ms.max(10)),
                     memory_limit: controller_memory_mb.max(1) << 20,
                     cache_dir: PathBuf::new(),
+                    baseline: baseline_compile,
                 },
             };
             let rt = tokio::runtime::Builder::new_multi_thread()

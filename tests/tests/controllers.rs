@@ -378,6 +378,57 @@ fn each_component_runs_as_soon_as_its_own_compile_is_done() {
     );
 }
 
+fn metric(s: &Server, name: &str) -> Option<u64> {
+    let m = s.http().get("/metrics").text();
+    m.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// Two tiers of code: a component new to the host is `Running` on baseline (Winch) code, swaps
+/// to its optimized (Cranelift) code when the background compile is done and goes on
+/// reconciling on it; identical bytes loaded afterwards start on the optimized code; with
+/// `--baseline-compile=false` a component starts optimized.
+#[test]
+fn a_new_component_starts_on_baseline_code_and_swaps_to_optimized_in_place() {
+    let s = Server::start_with_controllers_cold(&[]).unwrap();
+    let greet = || json!({"turtles.dev/greet": "true"});
+    s.drop_controller("labeler", &guest("labeler")).unwrap();
+    wait_phase(&s, "labeler", "Running");
+    create_cm(&s, "before", greet());
+    wait_annotation(&s, "before", "turtles.dev/greeting", "hello, before");
+    let optimized = poll(
+        "the labeler on optimized code",
+        Duration::from_secs(120),
+        || controller(&s, "labeler").filter(|c| c["status"]["codeTier"] == "Optimized"),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    // It got there by a swap (the baseline ran first): one compile, one tier-up.
+    assert_eq!(metric(&s, "turtles_component_compiles_total"), Some(1));
+    assert_eq!(metric(&s, "turtles_component_tier_ups_total"), Some(1));
+    assert_eq!(optimized["status"]["phase"], "Running");
+    // The same controller goes on, on the new code (the queue and informers were kept).
+    create_cm(&s, "after", greet());
+    wait_annotation(&s, "after", "turtles.dev/greeting", "hello, after");
+    let after = controller(&s, "labeler").unwrap();
+    assert_eq!(after["status"]["codeTier"], "Optimized");
+    assert!(after["status"].get("lastError").is_none(), "{after}");
+    // Identical bytes under another name: the shared artifact's optimized code from the start.
+    s.drop_controller("twin", &guest("labeler")).unwrap();
+    let twin = wait_phase(&s, "twin", "Running");
+    assert_eq!(twin["status"]["codeTier"], "Optimized", "{twin}");
+    assert_eq!(metric(&s, "turtles_component_compiles_total"), Some(1));
+
+    // Without the baseline tier: optimized at once, no tier-up.
+    let s = Server::start_with_controllers_cold(&["--baseline-compile=false"]).unwrap();
+    s.drop_controller("labeler", &guest("labeler")).unwrap();
+    let c = wait_phase(&s, "labeler", "Running");
+    assert_eq!(c["status"]["codeTier"], "Optimized", "{c}");
+    create_cm(&s, "plain", greet());
+    wait_annotation(&s, "plain", "turtles.dev/greeting", "hello, plain");
+    assert_eq!(metric(&s, "turtles_component_tier_ups_total"), Some(0));
+}
+
 /// Identical bytes under two names: both controllers run on one compiled artifact.
 #[test]
 fn identical_components_share_one_compile() {

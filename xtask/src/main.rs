@@ -359,7 +359,27 @@ fn bench(extra: &[String]) -> Result<()> {
     let target = root().join("target").join("release");
     run(Command::new(target.join("turtles-bench"))
         .env("TURTLES_BIN", target.join("turtles"))
-        .args(extra))
+        .args(extra))?;
+    // The guests' own entry cost, next to the dispatch figures: warm calls in a tight loop
+    // (an ignored host test: it needs the release build and the guests).
+    let dispatch = match std::env::var("BENCH_ONLY") {
+        Ok(only) if !only.is_empty() => only.split(',').any(|s| s.trim() == "dispatch"),
+        _ => true,
+    };
+    if dispatch {
+        run(cargo().args([
+            "test",
+            "--release",
+            "-p",
+            "turtles",
+            "--lib",
+            "entry_cost",
+            "--",
+            "--ignored",
+            "--nocapture",
+        ]))?;
+    }
+    Ok(())
 }
 
 /// The example controllers a newcomer's host loads (the test-only guests stay out): the

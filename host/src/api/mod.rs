@@ -117,8 +117,9 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>
     state.service.store.render_metrics(&mut out);
     if let Some(folder) = state.controllers.get() {
         out.push_str(&format!(
-            "# HELP turtles_component_compiles_total Components compiled (identical bytes share one compile).\n# TYPE turtles_component_compiles_total counter\nturtles_component_compiles_total {}\n",
-            folder.compiles()
+            "# HELP turtles_component_compiles_total Components compiled (identical bytes share one compile).\n# TYPE turtles_component_compiles_total counter\nturtles_component_compiles_total {}\n# HELP turtles_component_tier_ups_total Components compiled optimized in the background after starting on baseline code.\n# TYPE turtles_component_tier_ups_total counter\nturtles_component_tier_ups_total {}\n",
+            folder.compiles(),
+            folder.tier_ups()
         ));
     }
     // Every controller, built-in or Wasm, in the same families.

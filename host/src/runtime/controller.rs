@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
-use wasmtime::component::Component;
 
+use super::compile::{Code, Tier};
 use super::driver::{self, Outcome, Reconciler, Stats};
 use super::queue::{Action, WorkQueue};
 use super::{wit, Host, HostCtx, Instance, RuntimeError};
@@ -47,7 +47,8 @@ pub struct StatusInfo {
 
 /// A compiled module and what it registered.
 pub struct Module {
-    pub component: Component,
+    /// Baseline code at first for a new component, swapped to the optimized code in place.
+    pub code: Arc<Code>,
     /// Keeps the compiled artifact shared with other controllers of identical bytes.
     pub artifact: Arc<super::compile::Artifact>,
     pub registration: wit::Registration,
@@ -189,21 +190,18 @@ impl ControllerHandle {
     /// the queue (and backoff state) and, when the watches are unchanged, the informers.
     pub async fn load(self: &Arc<Self>, bytes: Vec<u8>) -> Result<(), RuntimeError> {
         let started = Instant::now();
-        let (artifact, component, compile_time) =
-            match self.host.runtime.compiler.compile(bytes).await {
-                Ok(c) => c,
-                Err(e) => {
-                    self.fail(&e, self.module().is_none());
-                    return Err(e);
-                }
-            };
+        let (artifact, compiled) = match self.host.runtime.compiler.compile(bytes).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.fail(&e, self.module().is_none());
+                return Err(e);
+            }
+        };
         let sha = artifact.sha256.clone();
         // Identity first: register() may not call the API, but reconcile will.
         let ctx = self.ensure_ctx();
         let rt = self.host.runtime.clone();
-        let comp = component.clone();
-        let ctx2 = ctx.clone();
-        let registered = match rt.instantiate(&comp, ctx2).await {
+        let registered = match rt.instantiate(&compiled.component, ctx.clone()).await {
             Ok(mut inst) => inst.register().await.map(|r| (r, inst.wit_version())),
             Err(e) => Err(e),
         };
@@ -250,8 +248,10 @@ impl ControllerHandle {
             Some(m) => m.gate.clone(),
             None => SyncGate::new(registration.watches.len()),
         };
+        let compile_time = compiled.took;
+        let baseline = compiled.tier == Tier::Baseline;
         let module = Arc::new(Module {
-            component,
+            code: Code::new(compiled),
             artifact,
             registration,
             sha256: sha.clone(),
@@ -297,7 +297,27 @@ impl ControllerHandle {
         }
         tracing::info!(controller = %self.name, generation, load_ms, swapped = old.is_some(), "controller loaded");
         self.publish_status().await;
+        if baseline {
+            self.tier_up(&module);
+        }
         Ok(())
+    }
+
+    /// Once the optimized code of `module` is compiled, its workers swap to it (each makes a
+    /// new instance at its next call) and the status says so.
+    fn tier_up(self: &Arc<Self>, module: &Arc<Module>) {
+        let (code, artifact) = (Arc::downgrade(&module.code), module.artifact.clone());
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let Some(took) = Code::tier_up(code, artifact).await else {
+                return;
+            };
+            let Some(this) = this.upgrade() else {
+                return;
+            };
+            tracing::info!(controller = %this.name, optimize_ms = took.as_millis() as u64, "controller runs optimized code");
+            this.publish_status().await;
+        });
     }
 
     fn fail(&self, e: &RuntimeError, first_load: bool) {
@@ -656,6 +676,9 @@ impl ControllerHandle {
                 "compileMillis".into(),
                 json!((s.compile_ms * 10.0).round() / 10.0),
             );
+            if let Some(module) = self.module() {
+                m.insert("codeTier".into(), json!(module.code.tier().as_str()));
+            }
             m.insert(
                 "instanceMemoryBytes".into(),
                 json!(self.stats.instance_memory.load(Ordering::Relaxed)),
@@ -741,7 +764,8 @@ impl ControllerHandle {
 struct WasmWorker {
     handle: Arc<ControllerHandle>,
     ctx: Arc<HostCtx>,
-    instance: Option<(u64, Instance)>,
+    /// The instance, made from which module generation and code version.
+    instance: Option<((u64, u64), Instance)>,
     primary: Option<Arc<Primary>>,
 }
 
@@ -830,21 +854,21 @@ impl Reconciler<Key> for WasmWorker {
         };
         // The call runs right here, on this async worker (on a fiber that yields at every
         // epoch tick): no hop to another thread.
-        let inst = match self
-            .instance
-            .take()
-            .filter(|(g, _)| *g == module.generation)
-        {
-            Some((_, i)) => Ok(i),
+        // An instance of this version's current code (a new one once the optimized code is in).
+        let version = (module.generation, module.code.version());
+        let inst = match self.instance.take().filter(|(v, _)| *v == version) {
+            Some(kept) => Ok(kept),
             None => {
+                let (code_version, component) = module.code.get();
                 this.host
                     .runtime
-                    .instantiate(&module.component, self.ctx.clone())
+                    .instantiate(&component, self.ctx.clone())
                     .await
+                    .map(|i| ((module.generation, code_version), i))
             }
         };
         let result = match inst {
-            Ok(mut i) => {
+            Ok((version, mut i)) => {
                 let called = std::time::Instant::now();
                 let r = i.reconcile(&wkey, object.as_deref()).await;
                 this.stats.guest_call.observe(called.elapsed());
@@ -854,7 +878,7 @@ impl Reconciler<Key> for WasmWorker {
                 }
                 // After a fault the instance cannot be re-entered: drop it.
                 if r.is_ok() {
-                    self.instance = Some((module.generation, i));
+                    self.instance = Some((version, i));
                 }
                 r
             }

@@ -90,6 +90,11 @@ impl Folder {
         self.host.runtime.compiler.compiles()
     }
 
+    /// Components compiled optimized in the background after starting on baseline code.
+    pub fn tier_ups(&self) -> u64 {
+        self.host.runtime.compiler.tier_ups()
+    }
+
     /// The host every controller of the folder shares.
     pub fn host(&self) -> &Arc<Host> {
         &self.host

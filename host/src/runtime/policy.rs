@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use wasmtime::component::Component;
 use wasmtime::Store;
 
 use super::bindings_admission::Policy as Bindings;
+use super::compile::{Code, Tier};
 use super::controller::{remove_identity, user_name, write_status};
 use super::driver::{Metered, Stats};
 use super::{wit_admission as wit, GuestState, Host, HostCtx, RuntimeError};
@@ -167,11 +167,13 @@ struct Counters {
 struct Version {
     spec: Spec,
     registration: wit::Registration,
-    component: Component,
+    /// Baseline code at first for a new component, swapped to the optimized code in place.
+    code: Arc<Code>,
     /// Keeps the compiled artifact shared with other components of identical bytes.
-    _artifact: Arc<super::compile::Artifact>,
+    artifact: Arc<super::compile::Artifact>,
     deadline: Duration,
-    idle: Mutex<Vec<PolicyInstance>>,
+    /// Idle instances, with the code version each was made from.
+    idle: Mutex<Vec<(u64, PolicyInstance)>>,
     host: Arc<Host>,
     ctx: Arc<HostCtx>,
     stats: Arc<Stats>,
@@ -180,15 +182,23 @@ struct Version {
 }
 
 impl Version {
-    async fn instance(&self) -> Result<PolicyInstance, RuntimeError> {
-        let idle = self.idle.lock().ok().and_then(|mut i| i.pop());
+    /// An idle instance of the current code, or a new one (idle instances of the code before a
+    /// swap to the optimized code are dropped).
+    async fn instance(&self) -> Result<(u64, PolicyInstance), RuntimeError> {
+        let current = self.code.version();
+        let idle = self.idle.lock().ok().and_then(|mut idle| {
+            idle.retain(|(v, _)| *v == current);
+            idle.pop()
+        });
         match idle {
             Some(i) => Ok(i),
             None => {
+                let (version, component) = self.code.get();
                 self.host
                     .runtime
-                    .instantiate_policy(&self.component, self.ctx.clone(), self.deadline)
+                    .instantiate_policy(&component, self.ctx.clone(), self.deadline)
                     .await
+                    .map(|i| (version, i))
             }
         }
     }
@@ -209,7 +219,7 @@ impl Version {
         };
         let request = to_wit(req, object);
         let result = match self.instance().await {
-            Ok(mut inst) => {
+            Ok((version, mut inst)) => {
                 let r = inst.call(phase, &request).await;
                 self.stats
                     .instance_memory
@@ -217,7 +227,7 @@ impl Version {
                 if r.is_ok() {
                     if let Ok(mut idle) = self.idle.lock() {
                         if idle.len() < MAX_IDLE {
-                            idle.push(inst);
+                            idle.push((version, inst));
                         }
                     }
                 }
@@ -528,7 +538,11 @@ impl PolicyHandle {
                 return Ok(());
             }
             *c = Some(version.clone());
-            self.host.service.admission.wasm.insert(&self.name, version);
+            self.host
+                .service
+                .admission
+                .wasm
+                .insert(&self.name, version.clone());
         }
         let load_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.set_status(|s| {
@@ -541,17 +555,30 @@ impl PolicyHandle {
         self.stats.clear_last_error();
         tracing::info!(policy = %self.name, load_ms, swapped = !first, "admission policy loaded");
         self.publish_status().await;
+        if version.code.tier() == Tier::Baseline {
+            // Once the optimized code is compiled, new calls get instances of it.
+            let (code, artifact) = (Arc::downgrade(&version.code), version.artifact.clone());
+            let this = Arc::downgrade(self);
+            tokio::spawn(async move {
+                if Code::tier_up(code, artifact).await.is_some() {
+                    if let Some(this) = this.upgrade() {
+                        tracing::info!(policy = %this.name, "admission policy runs optimized code");
+                        this.publish_status().await;
+                    }
+                }
+            });
+        }
         Ok(())
     }
 
     async fn prepare(&self, bytes: Vec<u8>) -> Result<(Version, String, Duration), RuntimeError> {
-        let (artifact, component, compile_time) = self.host.runtime.compiler.compile(bytes).await?;
+        let (artifact, compiled) = self.host.runtime.compiler.compile(bytes).await?;
         let sha = artifact.sha256.clone();
         let deadline = self.host.runtime.options.call_deadline;
         let mut inst = self
             .host
             .runtime
-            .instantiate_policy(&component, self.ctx.clone(), deadline)
+            .instantiate_policy(&compiled.component, self.ctx.clone(), deadline)
             .await?;
         let registration = inst.register().await?;
         let spec = spec(&self.name, &registration)?;
@@ -567,14 +594,16 @@ impl PolicyHandle {
             remove_identity(&self.host.service, &self.name).await;
             return Err(RuntimeError::Registration("unloaded while loading".into()));
         }
+        let compile_time = compiled.took;
+        let code = Code::new(compiled);
         Ok((
             Version {
                 spec,
                 registration,
-                component,
-                _artifact: artifact,
+                idle: Mutex::new(vec![(code.version(), inst)]),
+                code,
+                artifact,
                 deadline,
-                idle: Mutex::new(vec![inst]),
                 host: self.host.clone(),
                 ctx: self.ctx.clone(),
                 stats: self.stats.clone(),
@@ -650,6 +679,9 @@ impl PolicyHandle {
             );
             if let Some((msg, at)) = self.stats.last_error() {
                 m.insert("lastError".into(), json!({"message": msg, "time": at}));
+            }
+            if let Some(v) = self.current() {
+                m.insert("codeTier".into(), json!(v.code.tier().as_str()));
             }
             m.insert(
                 "loadMillis".into(),
