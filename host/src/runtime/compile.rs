@@ -138,11 +138,18 @@ impl Code {
 
     /// Runs `code` on the optimized code of `artifact` once it is compiled; returns whether it
     /// swapped (not when the code was optimized already, the compile failed, or `code` went).
+    /// Holds the artifact only weakly while it waits: an artifact nobody loads any more is
+    /// dropped, and its queued optimize compile skipped.
     pub async fn tier_up(code: Weak<Code>, artifact: Arc<Artifact>) -> Option<Duration> {
         if code.upgrade()?.tier() == Tier::Optimized {
             return None;
         }
-        let optimized = artifact.optimized().await?;
+        let mut rx = artifact.optimized.subscribe();
+        drop(artifact);
+        let optimized = {
+            let done = rx.wait_for(Option::is_some).await.ok()?;
+            done.as_ref().and_then(|r| r.as_ref().ok()).cloned()?
+        };
         let took = optimized.took;
         code.upgrade()?.swap(optimized);
         Some(took)
@@ -396,9 +403,14 @@ impl Compiler {
             let r = rx
                 .await
                 .unwrap_or_else(|_| Err("not compiled: nothing uses the component".into()));
-            if r.is_ok() {
-                tier_ups.fetch_add(1, Ordering::Relaxed);
-                write_marker(marker);
+            match &r {
+                Ok(_) => {
+                    tier_ups.fetch_add(1, Ordering::Relaxed);
+                    write_marker(marker);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the optimized compile failed: the component stays on baseline code")
+                }
             }
             if let Some(a) = weak.upgrade() {
                 a.optimized.send_replace(Some(r));
@@ -406,8 +418,18 @@ impl Compiler {
         });
     }
 
+    /// The marker of `sha`'s optimized code, for this build of the optimizing engine (its
+    /// compatibility hash: wasmtime's version and settings, as its cache key has them).
     fn marker(&self, sha: &str) -> Option<PathBuf> {
-        self.markers.as_ref().map(|d| d.join(sha))
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.engines
+            .optimizing
+            .precompile_compatibility_hash()
+            .hash(&mut h);
+        self.markers
+            .as_ref()
+            .map(|d| d.join(format!("{sha}-{:016x}", h.finish())))
     }
 
     async fn run(&self, lane: usize, tier: Tier, bytes: Arc<Vec<u8>>) -> Outcome {
@@ -516,7 +538,14 @@ fn drain(lane: &Lane, engines: &Engines) {
         let engine = engines.get(job.tier);
         let r = lane
             .pool
-            .install(|| Component::from_binary(engine, &job.bytes))
+            .install(|| {
+                // A compiler panic fails this compile, not the lane (its thread would be gone
+                // with `running` still counting it).
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    Component::from_binary(engine, &job.bytes)
+                }))
+                .unwrap_or_else(|_| Err(wasmtime::format_err!("the compiler panicked")))
+            })
             .map(|component| Compiled {
                 component,
                 tier: job.tier,
@@ -616,7 +645,7 @@ mod tests {
         assert!(Code::tier_up(Arc::downgrade(&code), artifact.clone())
             .await
             .is_none());
-        assert!(dir.join(&artifact.sha256).exists());
+        assert!(c.marker(&artifact.sha256).unwrap().exists());
         // A later load of the same bytes, while the artifact lives: its optimized code at once.
         let (shared, later) = c.compile(EMPTY.to_vec()).await.unwrap();
         assert!(Arc::ptr_eq(&shared, &artifact));

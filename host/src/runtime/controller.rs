@@ -308,6 +308,7 @@ impl ControllerHandle {
     fn tier_up(self: &Arc<Self>, module: &Arc<Module>) {
         let (code, artifact) = (Arc::downgrade(&module.code), module.artifact.clone());
         let this = Arc::downgrade(self);
+        let requested = self.requested.load(Ordering::SeqCst);
         tokio::spawn(async move {
             let Some(took) = Code::tier_up(code, artifact).await else {
                 return;
@@ -315,6 +316,9 @@ impl ControllerHandle {
             let Some(this) = this.upgrade() else {
                 return;
             };
+            if this.requested.load(Ordering::SeqCst) != requested {
+                return; // unloaded or replaced meanwhile: its status is another load's
+            }
             tracing::info!(controller = %this.name, optimize_ms = took.as_millis() as u64, "controller runs optimized code");
             this.publish_status().await;
         });
