@@ -1227,6 +1227,12 @@ impl Service {
             .filter(|g| !g.is_empty())
             .map(str::to_owned);
         let named = !meta::name(&obj).is_empty();
+        // kube's `BeforeCreate` generates the name before validating admission, so validating
+        // policies and webhooks see it (a retry after a collision takes another without
+        // running admission again).
+        if let (false, Some(prefix)) = (named, &generate) {
+            Self::generate_name(ri, &mut obj, prefix);
+        }
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
         Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);
         warnings.extend(
@@ -1240,6 +1246,25 @@ impl Service {
             .await;
         self.settle(txn, result.is_ok() && !opts.dry_run);
         result
+    }
+
+    /// `metadata.name` from `generateName` (cut to 58 bytes) and a random suffix, as kube's
+    /// `SimpleNameGenerator`; a Namespace gets its name label with it.
+    fn generate_name(ri: &ResourceInfo, obj: &mut Value, prefix: &str) {
+        let Some(m) = metadata_mut(obj) else { return };
+        let mut p = prefix.to_owned();
+        let mut cut = p.len().min(58);
+        while !p.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        p.truncate(cut);
+        m.insert(
+            "name".into(),
+            Value::String(format!("{p}{}", meta::random_suffix())),
+        );
+        if (ri.group.as_str(), ri.resource.as_str()) == ("", "namespaces") {
+            crate::builtin::defaults::namespace_name_label(obj);
+        }
     }
 
     /// Store a created object, generating its name if asked (a generated name can collide;
@@ -1258,18 +1283,9 @@ impl Service {
         let attempts = if named || generate.is_none() { 1 } else { 8 };
         let mut last_err = None;
         for attempt in 1..=attempts {
-            if !named {
-                if let (Some(prefix), Some(m)) = (&generate, metadata_mut(&mut obj)) {
-                    let mut p = prefix.clone();
-                    p.truncate(58);
-                    m.insert(
-                        "name".into(),
-                        Value::String(format!("{p}{}", meta::random_suffix())),
-                    );
-                    if (ri.group.as_str(), ri.resource.as_str()) == ("", "namespaces") {
-                        crate::builtin::defaults::namespace_name_label(&mut obj);
-                    }
-                }
+            // The first generated name was set before validating admission.
+            if let (false, true, Some(prefix)) = (named, attempt > 1, &generate) {
+                Self::generate_name(ri, &mut obj, prefix);
             }
             Self::validate(ri, &obj)?;
             let name = meta::name(&obj).to_owned();

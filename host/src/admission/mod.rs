@@ -28,6 +28,8 @@ use serde_json::{json, Value};
 
 use crate::auth::rbac::UserInfo;
 use crate::model::{ApiError, Cause, Registry, ResourceInfo};
+use crate::schema::cel_authz::{self, AccessCheck};
+use crate::schema::expr::CelData;
 use crate::store::Store;
 
 pub(crate) use typecheck::status as type_checking_status;
@@ -78,7 +80,8 @@ pub struct Request<'a> {
     pub ri: &'a ResourceInfo,
     pub operation: Operation,
     pub namespace: &'a str,
-    /// The object's name (empty on a create with `generateName`).
+    /// The object's name (on a create with `generateName`: empty in mutating admission, the
+    /// generated name in validating admission, as in kube).
     pub name: &'a str,
     /// `""` or `status`.
     pub subresource: &'a str,
@@ -167,6 +170,8 @@ pub struct Admission {
     webhooks: webhook::Webhooks,
     /// The Wasm policies the controllers folder loaded.
     pub wasm: Arc<WasmPolicies>,
+    /// What CEL's `authorizer` asks: RBAC over the same store.
+    authz: Arc<dyn AccessCheck>,
 }
 
 impl std::fmt::Debug for Admission {
@@ -178,6 +183,7 @@ impl std::fmt::Debug for Admission {
 impl Admission {
     pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>) -> Self {
         Self {
+            authz: Arc::new(crate::auth::Authorizer::new(store.clone())),
             store,
             registry,
             policies: policy::Cache::default(),
@@ -243,6 +249,7 @@ impl Admission {
         Context {
             store: self.store.as_ref(),
             registry: &self.registry,
+            authz: &self.authz,
         }
     }
 }
@@ -269,6 +276,8 @@ fn exempt(req: &Request<'_>) -> bool {
 pub(crate) struct Context<'a> {
     store: &'a dyn Store,
     registry: &'a Registry,
+    /// What CEL's `authorizer` asks.
+    authz: &'a Arc<dyn AccessCheck>,
 }
 
 impl Context<'_> {
@@ -285,5 +294,24 @@ impl Context<'_> {
     fn namespace(&self, name: &str) -> Option<Arc<crate::store::StoredObject>> {
         self.store
             .get(&crate::model::ObjectKey::new("namespaces", "", name))
+    }
+
+    /// CEL's `authorizer` and `authorizer.requestResource` for `req`, as its user (built only
+    /// when `uses` says an expression names them).
+    fn authorizer_vars(&self, req: &Request<'_>, uses: bool) -> [CelData; 2] {
+        if !uses {
+            return [CelData::Null, CelData::Null];
+        }
+        let rr = cel_authz::RequestResource {
+            group: &req.ri.group,
+            resource: &req.ri.resource,
+            subresource: req.subresource,
+            namespace: req.namespace,
+            name: req.name,
+        };
+        [
+            cel_authz::authorizer(req.user, self.authz.clone()),
+            cel_authz::request_resource(req.user, self.authz.clone(), &rr),
+        ]
     }
 }

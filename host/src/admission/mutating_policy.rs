@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use super::policy::{self, Compiled};
 use super::{matching, Context, Request};
 use crate::model::{meta, ApiError, Cause};
+use crate::schema::cel_authz;
 use crate::schema::expr::{self, CelData, Var};
 use crate::schema::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
 
@@ -391,9 +392,14 @@ fn invoke(
     } else {
         Value::Null
     };
+    let authorizer = ctx.authorizer_vars(
+        req,
+        policy.references("authorizer") || policy.references(cel_authz::REQUEST_RESOURCE),
+    );
     let mut run = || -> Result<(), String> {
         let mut budget = RUNTIME_COST_BUDGET;
         let mut env = Env::new(policy, req, object, param, ns_obj.as_ref(), &request);
+        env.authorizer = authorizer.clone();
         for c in &policy.match_conditions {
             match env.eval(c, &mut budget)? {
                 CelData::Bool(true) => {}
@@ -445,6 +451,8 @@ struct Env<'a> {
     params: CelData,
     namespace: CelData,
     request: CelData,
+    /// `authorizer` and `authorizer.requestResource` (null unless an expression names them).
+    authorizer: [CelData; 2],
     max_coll: u64,
     variables: HashMap<String, CelData>,
 }
@@ -471,6 +479,7 @@ impl<'a> Env<'a> {
             params: cel("params", param),
             namespace: cel("namespaceObject", ns_obj),
             request: cel("request", Some(request)),
+            authorizer: [CelData::Null, CelData::Null],
             max_coll: 0,
             variables: HashMap::new(),
         };
@@ -515,6 +524,8 @@ impl<'a> Env<'a> {
             ("namespaceObject", Var::Cel(&self.namespace)),
             ("request", Var::Cel(&self.request)),
             ("variables", Var::Cel(&vars)),
+            ("authorizer", Var::Cel(&self.authorizer[0])),
+            (cel_authz::REQUEST_RESOURCE, Var::Cel(&self.authorizer[1])),
         ])
         .map_err(|err| format!("expression '{}' resulted in error: {err}", c.source))
     }

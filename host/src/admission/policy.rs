@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::{matching, Context, Request};
 use crate::model::meta;
 use crate::model::ApiError;
+use crate::schema::cel_authz;
 use crate::schema::expr::{self, CelData, Expression, LazyVar, Var};
 use crate::schema::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET};
 
@@ -537,6 +538,10 @@ fn evaluate(
     } else {
         Value::Null
     };
+    let authorizer = ctx.authorizer_vars(
+        req,
+        policy.references("authorizer") || policy.references(cel_authz::REQUEST_RESOURCE),
+    );
     let run = || {
         let mut out = Outcome::default();
         for p in params {
@@ -547,6 +552,7 @@ fn evaluate(
                 p.as_ref(),
                 ns_obj.as_ref(),
                 &request,
+                &authorizer,
                 &mut out,
             );
         }
@@ -581,6 +587,7 @@ pub(super) fn namespace_object(ns: &Value) -> Value {
     n
 }
 
+#[allow(clippy::too_many_arguments)]
 fn evaluate_one(
     policy: &Policy,
     req: &Request<'_>,
@@ -588,6 +595,7 @@ fn evaluate_one(
     param: Option<&Value>,
     ns_obj: Option<&Value>,
     request: &Value,
+    authorizer: &[CelData; 2],
     out: &mut Outcome,
 ) {
     // Converted for the interpreter only as far as the expressions use them.
@@ -642,6 +650,8 @@ fn evaluate_one(
             ("namespaceObject", ns_v.var()),
             ("request", request_v.var()),
             ("variables", Var::Cel(&vars_v)),
+            ("authorizer", Var::Cel(&authorizer[0])),
+            (cel_authz::REQUEST_RESOURCE, Var::Cel(&authorizer[1])),
         ])
         .map_err(|err| format!("expression '{}' resulted in error: {err}", c.source))
     };

@@ -373,7 +373,7 @@ impl<'e, 'a> Checker<'e, 'a> {
                     "namespaceObject" => self.env.namespace,
                     "request" => Ty::Request,
                     "variables" => Ty::Variables,
-                    "authorizer" => Ty::Dyn,
+                    "authorizer" | crate::schema::cel_authz::REQUEST_RESOURCE => Ty::Dyn,
                     _ if name.starts_with('@') => Ty::Dyn,
                     _ if cel::TYPE_NAMES.contains(&name.as_str()) => Ty::Dyn,
                     _ => {
@@ -663,6 +663,14 @@ mod tests {
         assert_eq!(
             check(
                 "math.greatest(1, 2) == 2 && sets.contains([1], [1]) && strings.quote('a') != ''",
+                deploy
+            ),
+            ""
+        );
+        // kube's authorizer library: `authorizer` and `authorizer.requestResource` are declared.
+        assert_eq!(
+            check(
+                "authorizer.group('apps').resource('deployments').check('get').allowed() && authorizer.requestResource.check('patch').reason() != ''",
                 deploy
             ),
             ""

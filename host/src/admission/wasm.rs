@@ -346,7 +346,7 @@ fn apply(req: &Request<'_>, object: &mut Value, patch: &Patch) -> Result<(), Str
         }
     }
     // The object's key: its namespace, and its name once it has one (a `generateName` create
-    // gets its name after admission).
+    // gets its name after mutating admission).
     let meta = |o: &Value, f: &str| o.pointer(&format!("/metadata/{f}")).cloned();
     if meta(&patched, "namespace") != meta(object, "namespace") {
         return Err("a mutation may not change metadata.namespace".into());

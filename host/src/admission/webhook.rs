@@ -119,6 +119,10 @@ impl Webhooks {
             _ => CelData::Null,
         };
         let request = uses("request").then(|| req.to_json(""));
+        let authorizer = ctx.authorizer_vars(
+            req,
+            uses("authorizer") || uses(crate::schema::cel_authz::REQUEST_RESOURCE),
+        );
         let shallow = compiled
             .iter()
             .all(|(_, c)| c.as_ref().as_ref().map_or(true, Expression::shallow));
@@ -143,6 +147,8 @@ impl Webhooks {
                     ("object", &object_v),
                     ("oldObject", &old_v),
                     ("request", &request_v),
+                    ("authorizer", &authorizer[0]),
+                    (crate::schema::cel_authz::REQUEST_RESOURCE, &authorizer[1]),
                 ]) {
                     Ok(CelData::Bool(true)) => {}
                     Ok(CelData::Bool(false)) => return Ok(false),

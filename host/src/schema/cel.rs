@@ -1262,6 +1262,7 @@ fn root_context() -> &'static Context<'static> {
     CTX.get_or_init(|| {
         let mut ctx = Context::default().with_all();
         ctx.add_function("dyn", dyn_identity);
+        super::cel_authz::register(&mut ctx);
         ctx
     })
 }
@@ -1913,6 +1914,7 @@ impl Expression {
     fn compile_with(src: &str, mutation: bool) -> Result<Self, String> {
         let mut expr = parse(src)?;
         literal_structs(&mut expr, mutation)?;
+        request_resource_variable(&mut expr);
         if let Some(f) = unknown_function(&expr) {
             return Err(format!(
                 "ERROR: <input>: undeclared reference to '{f}' (in container '')"
@@ -2140,6 +2142,8 @@ fn unknown_function(root: &IdedExpr) -> Option<String> {
             };
             let known = operator
                 || KNOWN_FUNCTIONS.contains(&c.func_name.as_str())
+                || (c.target.is_some()
+                    && super::cel_authz::FUNCTIONS.contains(&c.func_name.as_str()))
                 || namespaced
                     .as_deref()
                     .is_some_and(|n| KNOWN_FUNCTIONS.contains(&n));
@@ -2150,6 +2154,23 @@ fn unknown_function(root: &IdedExpr) -> Option<String> {
         push_children(e, &mut stack);
     }
     None
+}
+
+/// `authorizer.requestResource` as one variable ([`super::cel_authz::REQUEST_RESOURCE`]): the
+/// interpreter selects fields only from maps, and `authorizer` is not one. (A comprehension
+/// variable named `authorizer` would shadow it; kube's type checker refuses that name there.)
+fn request_resource_variable(root: &mut IdedExpr) {
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        let hit = matches!(&e.expr, Expr::Select(s) if !s.test
+            && s.field == "requestResource"
+            && matches!(&s.operand.expr, Expr::Ident(n) if n == "authorizer"));
+        if hit {
+            e.expr = Expr::Ident(super::cel_authz::REQUEST_RESOURCE.to_owned());
+            continue;
+        }
+        push_children_mut(e, &mut stack);
+    }
 }
 
 /// The identifiers `root` names, each once.

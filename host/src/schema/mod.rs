@@ -45,6 +45,7 @@
 //! `cel` crate's parser and interpreter recurse deeply.
 
 pub(crate) mod cel;
+pub(crate) mod cel_authz;
 mod default;
 mod field;
 mod format;

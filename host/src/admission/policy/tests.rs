@@ -30,6 +30,13 @@ async fn put(svc: &Service, resource: &str, group: &str, obj: serde_json::Value)
         .unwrap();
 }
 
+/// A policy and its binding.
+async fn install(svc: &Service, policy: serde_json::Value, binding: serde_json::Value) {
+    let group = "admissionregistration.k8s.io";
+    put(svc, "validatingadmissionpolicies", group, policy).await;
+    put(svc, "validatingadmissionpolicybindings", group, binding).await;
+}
+
 fn policy(name: &str, spec: serde_json::Value) -> serde_json::Value {
     let mut spec = spec;
     spec["matchConstraints"] = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
@@ -337,6 +344,187 @@ async fn audit_annotations() {
         err.message.contains("no such key: missing"),
         "{}",
         err.message
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// kube's CEL `authorizer`: checks as the request's user (or a named service account) against
+/// the same RBAC as any request, `authorizer.requestResource` is the request's own resource.
+#[tokio::test]
+async fn the_authorizer_checks_as_the_requests_user() {
+    let (svc, dir) = service("vap-authz").await;
+    // A role and its binding to one subject.
+    let grant = |scope: &str, name: &str, rules: serde_json::Value, subject: serde_json::Value| {
+        let kind = if scope.is_empty() {
+            "ClusterRole"
+        } else {
+            "Role"
+        };
+        let plural = |k: &str| format!("{}s", k.to_lowercase());
+        let role = json!({"metadata": {"name": name}, "rules": rules});
+        let binding = json!({"metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+            "subjects": [subject]});
+        let (svc, scope) = (&svc, scope.to_owned());
+        async move {
+            for (resource, obj) in [
+                (plural(kind), role),
+                (plural(&format!("{kind}Binding")), binding),
+            ] {
+                let ri = svc
+                    .registry
+                    .lookup("rbac.authorization.k8s.io", "v1", &resource)
+                    .unwrap();
+                svc.create(&ri, &scope, obj, &WriteOptions::default())
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    let user =
+        |name: &str| json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name});
+    // alice may read the secret "mine" and patch configmaps in default; the service account
+    // default/builder may create deployments anywhere; bob may do nothing; every
+    // authenticated user may get /healthz.
+    grant(
+        "default",
+        "alice",
+        json!([{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["mine"], "verbs": ["get"]},
+               {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}]),
+        user("alice"),
+    )
+    .await;
+    grant(
+        "",
+        "deployer",
+        json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["create"]}]),
+        json!({"kind": "ServiceAccount", "namespace": "default", "name": "builder"}),
+    )
+    .await;
+    grant(
+        "",
+        "health",
+        json!([{"nonResourceURLs": ["/healthz"], "verbs": ["get"]}]),
+        json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}),
+    )
+    .await;
+    install(
+        &svc,
+        policy(
+            "p",
+            json!({
+                "variables": [{"name": "builderMayDeploy", "expression":
+                    "authorizer.serviceAccount('default', 'builder').group('apps').resource('deployments').namespace('x').check('create').allowed()"}],
+                "validations": [
+                {"expression": "!has(object.data.secret) || authorizer.group('').resource('secrets').namespace(object.metadata.namespace).name(object.data.secret).check('get').allowed()",
+                 "messageExpression": "'may not name secret ' + object.data.secret"},
+                {"expression": "authorizer.requestResource.check('patch').allowed()",
+                 "message": "must be allowed to patch what it creates"},
+                {"expression": "variables.builderMayDeploy && !authorizer.serviceAccount('default', 'other').group('apps').resource('deployments').check('create').allowed()"},
+                {"expression": "authorizer.requestResource.subresource('status').check('patch').allowed() == false && authorizer.requestResource.check('patch').errored() == false && authorizer.requestResource.check('patch').error() == ''"},
+                {"expression": "!has(object.data.path) || authorizer.path(object.data.path).check('get').allowed()"}
+            ]}),
+        ),
+        binding("b", "p", &["Deny"]),
+    )
+    .await;
+    let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+    let create = |user: &str, name: &str, data: serde_json::Value| {
+        let (svc, cms) = (&svc, cms.clone());
+        let (user, name) = (user.to_owned(), name.to_owned());
+        async move {
+            svc.create(
+                &cms,
+                "default",
+                json!({"metadata": {"name": name}, "data": data}),
+                &as_user(&user),
+            )
+            .await
+        }
+    };
+    create("alice", "a1", json!({"secret": "mine"}))
+        .await
+        .unwrap();
+    let err = create("alice", "a2", json!({"secret": "theirs"}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "configmaps \"a2\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: may not name secret theirs"
+    );
+    let err = create("bob", "b1", json!({})).await.unwrap_err();
+    assert!(
+        err.message
+            .ends_with("denied request: must be allowed to patch what it creates"),
+        "{}",
+        err.message
+    );
+    // An empty path is kube's error, under failurePolicy Fail a denial.
+    let err = create("alice", "a3", json!({"path": " "}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message
+            .ends_with("resulted in error: path must not be empty"),
+        "{}",
+        err.message
+    );
+    // Every authenticated user may get /healthz; nobody /secret.
+    create("alice", "a4", json!({"path": "/healthz"}))
+        .await
+        .unwrap();
+    let err = create("alice", "a5", json!({"path": "/secret"}))
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("failed expression"), "{}", err.message);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// kube's `BeforeCreate` generates the name before validating admission: a policy sees it in
+/// the object and in `request.name`, and its denial names it.
+#[tokio::test]
+async fn validating_admission_sees_the_generated_name() {
+    let (svc, dir) = service("vap-genname").await;
+    install(
+        &svc,
+        policy(
+            "p",
+            json!({"validations": [
+                {"expression": "object.metadata.name.startsWith(object.metadata.generateName) && object.metadata.name.size() == object.metadata.generateName.size() + 5 && request.name == object.metadata.name"},
+                {"expression": "!has(object.data.deny)", "messageExpression": "'no: ' + request.name"}
+            ]}),
+        ),
+        binding("b", "p", &["Deny"]),
+    )
+    .await;
+    let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+    let made = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"generateName": "gen-"}, "data": {"a": "1"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap();
+    assert!(made.object.value["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("gen-"));
+    let err = svc
+        .create(
+            &cms,
+            "default",
+            json!({"metadata": {"generateName": "gen-"}, "data": {"deny": "1"}}),
+            &as_user("u"),
+        )
+        .await
+        .unwrap_err();
+    let name = err.details.as_ref().unwrap().name.clone();
+    assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
+    assert_eq!(
+        err.message,
+        format!("configmaps \"{name}\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no: {name}")
     );
     let _ = std::fs::remove_dir_all(dir);
 }
