@@ -1228,8 +1228,8 @@ impl Service {
             .map(str::to_owned);
         let named = !meta::name(&obj).is_empty();
         // kube's `BeforeCreate` generates the name before validating admission, so validating
-        // policies and webhooks see it (a retry after a collision takes another without
-        // running admission again).
+        // policies and webhooks see it. (A name that collides is replaced by another without
+        // running validating admission again, where kube runs it again: see docs/admission.md.)
         if let (false, Some(prefix)) = (named, &generate) {
             Self::generate_name(ri, &mut obj, prefix);
         }
@@ -1291,7 +1291,12 @@ impl Service {
             let name = meta::name(&obj).to_owned();
             if opts.dry_run {
                 if self.store.get(&Self::key(ri, ns, &name)).is_some() {
-                    return Err(ApiError::already_exists(&ri.group, &ri.resource, &name));
+                    last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
+                    // A generated name taken: another one, as for a real create.
+                    if !named {
+                        continue;
+                    }
+                    break;
                 }
                 return StoredObject::unstored(obj)
                     .map(|o| Written::new(Arc::new(o), warnings))

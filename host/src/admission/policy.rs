@@ -41,6 +41,15 @@ impl Compiled {
         }
     }
 
+    /// A `messageExpression`: compiled, as kube does, without the `authorizer` variable.
+    fn message(source: &str) -> Self {
+        let mut c = Self::new(source);
+        if c.references("authorizer") || c.references(cel_authz::REQUEST_RESOURCE) {
+            c.expr = Err("compilation failed: ERROR: <input>: undeclared reference to 'authorizer' (in container '')".to_owned());
+        }
+        c
+    }
+
     /// An expression of a MutatingAdmissionPolicy's mutation (object and JSONPatch literals).
     pub(super) fn mutation(source: &str) -> Self {
         Self {
@@ -112,7 +121,7 @@ impl Policy {
             .map(|v| Validation {
                 expr: Compiled::new(&text(v, "expression").unwrap_or_default()),
                 message: text(v, "message"),
-                message_expr: text(v, "messageExpression").map(|m| Compiled::new(&m)),
+                message_expr: text(v, "messageExpression").map(|m| Compiled::message(&m)),
                 reason: text(v, "reason"),
             })
             .collect();

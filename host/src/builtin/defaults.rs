@@ -149,8 +149,8 @@ pub fn namespace_name_label(obj: &mut Value) {
         return;
     };
     if name.is_empty() {
-        // Not named yet: no label a client chose may pass for the name meanwhile (kube has
-        // the generated name by the time validating admission runs; turtles later).
+        // Not named yet (mutating admission of a generateName create): no label a client
+        // chose may pass for the name meanwhile.
         if let Some(l) = meta.get_mut("labels").and_then(Value::as_object_mut) {
             l.remove(LABEL);
         }

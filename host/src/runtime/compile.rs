@@ -83,13 +83,47 @@ type Outcome = Result<Compiled, String>;
 pub struct Artifact {
     pub sha256: String,
     /// The first code that can run (baseline, or optimized when that was cheap), or why the
-    /// component does not compile.
-    first: tokio::sync::OnceCell<Outcome>,
+    /// component does not compile. A baseline is let go once the optimized code is in (its
+    /// memory is freed when the last instance of it goes).
+    first: tokio::sync::OnceCell<Result<Mutex<Option<Compiled>>, String>>,
     /// The optimized code once compiled (`Some(Err)`: it never will be).
     optimized: tokio::sync::watch::Sender<Option<Outcome>>,
 }
 
 impl Artifact {
+    /// The optimized code if it is compiled by now.
+    fn optimized_now(&self) -> Option<Compiled> {
+        self.optimized
+            .borrow()
+            .as_ref()
+            .and_then(|r| r.as_ref().ok())
+            .cloned()
+    }
+
+    /// Let the baseline code go if the optimized code is in: nothing new is made from it (every
+    /// [`Code`] swaps, and later loads get the optimized code).
+    fn forget_baseline(&self) {
+        if self.optimized_now().is_none() {
+            return;
+        }
+        if let Some(Ok(slot)) = self.first.get() {
+            let mut kept = slot.lock().unwrap_or_else(|p| p.into_inner());
+            if kept.as_ref().is_some_and(|c| c.tier == Tier::Baseline) {
+                *kept = None;
+            }
+        }
+    }
+
+    /// Whether the artifact still keeps baseline code.
+    #[cfg(test)]
+    fn keeps_baseline(&self) -> bool {
+        matches!(self.first.get(), Some(Ok(slot)) if slot
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|c| c.tier == Tier::Baseline))
+    }
+
     /// The optimized code, once the optimize lane has it (at once if it is there already);
     /// `None` if it failed to compile.
     pub async fn optimized(&self) -> Option<Compiled> {
@@ -145,6 +179,7 @@ impl Code {
             return None;
         }
         let mut rx = artifact.optimized.subscribe();
+        let weak = Arc::downgrade(&artifact);
         drop(artifact);
         let optimized = {
             let done = rx.wait_for(Option::is_some).await.ok()?;
@@ -152,6 +187,9 @@ impl Code {
         };
         let took = optimized.took;
         code.upgrade()?.swap(optimized);
+        if let Some(a) = weak.upgrade() {
+            a.forget_baseline();
+        }
         Some(took)
     }
 }
@@ -323,23 +361,33 @@ impl Compiler {
             .await
             .map_err(|e| RuntimeError::Compile(e.to_string()))?;
         let artifact = self.artifact(sha);
-        let result = artifact
+        let first = artifact
             .first
-            .get_or_init(|| self.first_compile(&artifact, bytes))
-            .await
-            .clone();
-        match result {
-            Ok(compiled) => {
-                // The optimized code, if it is there by now (a later load of the same bytes).
-                let optimized = artifact
-                    .optimized
-                    .borrow()
-                    .as_ref()
-                    .and_then(|r| r.as_ref().ok())
-                    .cloned();
-                Ok((artifact, optimized.unwrap_or(compiled)))
+            .get_or_init(|| async {
+                self.first_compile(&artifact, bytes)
+                    .await
+                    .map(|c| Mutex::new(Some(c)))
+            })
+            .await;
+        let slot = match first {
+            Ok(slot) => slot,
+            Err(e) => return Err(RuntimeError::Compile(e.clone())),
+        };
+        // The optimized code, if it is there by now (a later load of the same bytes); else the
+        // baseline (let go only once the optimized code is in: look again).
+        let kept = slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let compiled = match artifact.optimized_now() {
+            Some(optimized) => {
+                artifact.forget_baseline();
+                Some(optimized)
             }
-            Err(e) => Err(RuntimeError::Compile(e)),
+            None => kept.or_else(|| artifact.optimized_now()),
+        };
+        match compiled {
+            Some(c) => Ok((artifact, c)),
+            None => Err(RuntimeError::Compile(
+                "the compiled code went away".to_owned(),
+            )),
         }
     }
 
@@ -414,6 +462,7 @@ impl Compiler {
             }
             if let Some(a) = weak.upgrade() {
                 a.optimized.send_replace(Some(r));
+                a.forget_baseline();
             }
         });
     }
@@ -637,6 +686,8 @@ mod tests {
         let (v0, _) = code.get();
         let swapped = Code::tier_up(Arc::downgrade(&code), artifact.clone()).await;
         assert!(swapped.is_some());
+        // Swapped: the baseline code is not kept for later loads.
+        assert!(!artifact.keeps_baseline());
         assert_eq!(code.tier(), Tier::Optimized);
         assert!(code.version() > v0);
         assert!(Engine::same(code.get().1.engine(), &c.engines.optimizing));

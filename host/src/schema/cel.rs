@@ -1354,6 +1354,10 @@ fn rt_cost(e: &IdedExpr, env: &RtEnv) -> u64 {
             let mut cost: u64 = 1;
             if let Some(t) = &c.target {
                 cost = cost.saturating_add(rt_cost(t, env));
+                // kube's cost of an authorization check (at most two fit in one call's limit).
+                if c.func_name == "check" {
+                    cost = cost.saturating_add(super::cel_authz::CHECK_COST);
+                }
             }
             for a in &c.args {
                 cost = cost.saturating_add(rt_cost(a, env));

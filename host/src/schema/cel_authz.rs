@@ -15,8 +15,9 @@
 //! interpreter selects fields only from maps, so `authorizer.requestResource` is rewritten to the
 //! variable [`REQUEST_RESOURCE`] when the expression is compiled.
 //!
-//! Differences from kube: `fieldSelector` and `labelSelector` are accepted and kept, but RBAC (the
-//! only authorizer here) never looks at selectors, as kube's RBAC does not.
+//! A `check` costs [`CHECK_COST`], as in kube. Differences from kube: `fieldSelector` and
+//! `labelSelector` are accepted and kept, but RBAC (the only authorizer here) never looks at
+//! selectors, as kube's RBAC does not.
 
 use std::fmt;
 use std::sync::Arc;
@@ -26,6 +27,9 @@ use kube_cel::cel::objects::Opaque;
 use kube_cel::cel::{Context, ExecutionError, Value as CelValue};
 
 use crate::auth::rbac::{Attributes, Decision, UserInfo, SERVICE_ACCOUNT_USERNAME_PREFIX};
+
+/// What one `check` costs (kube's `authzCheckCost`): an expression may make at most two.
+pub const CHECK_COST: u64 = 350_000;
 
 /// The variable `authorizer.requestResource` becomes when compiled.
 pub const REQUEST_RESOURCE: &str = "authorizer.requestResource";

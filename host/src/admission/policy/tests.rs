@@ -421,8 +421,11 @@ async fn the_authorizer_checks_as_the_requests_user() {
                 {"expression": "authorizer.requestResource.check('patch').allowed()",
                  "message": "must be allowed to patch what it creates"},
                 {"expression": "variables.builderMayDeploy && !authorizer.serviceAccount('default', 'other').group('apps').resource('deployments').check('create').allowed()"},
-                {"expression": "authorizer.requestResource.subresource('status').check('patch').allowed() == false && authorizer.requestResource.check('patch').errored() == false && authorizer.requestResource.check('patch').error() == ''"},
-                {"expression": "!has(object.data.path) || authorizer.path(object.data.path).check('get').allowed()"}
+                {"expression": "authorizer.requestResource.subresource('status').check('patch').allowed() == false"},
+                {"expression": "authorizer.requestResource.check('patch').errored() == false && authorizer.requestResource.check('patch').error() == ''"},
+                {"expression": "!has(object.data.path) || authorizer.path(object.data.path).check('get').allowed()"},
+                {"expression": "!has(object.data.static) || authorizer.requestResource.check('get').reason() != ''",
+                 "messageExpression": "authorizer.path('/').check('get').reason()", "message": "static"}
             ]}),
         ),
         binding("b", "p", &["Deny"]),
@@ -477,6 +480,35 @@ async fn the_authorizer_checks_as_the_requests_user() {
         .await
         .unwrap_err();
     assert!(err.message.contains("failed expression"), "{}", err.message);
+    // A messageExpression has no `authorizer` (kube compiles it without): the static message.
+    let err = create("alice", "a6", json!({"static": "1"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.ends_with("denied request: static"),
+        "{}",
+        err.message
+    );
+    // A check costs kube's 350,000: three in one expression exceed the per-call limit.
+    install(
+        &svc,
+        policy(
+            "three",
+            json!({"validations": [{"expression":
+                "[1, 2, 3].all(i, authorizer.group('').resource('pods').check('get').allowed())"}]}),
+        ),
+        binding("b3", "three", &["Deny"]),
+    )
+    .await;
+    let err = create("alice", "a7", json!({"secret": "mine"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message
+            .ends_with("operation cancelled: actual cost limit exceeded"),
+        "{}",
+        err.message
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
