@@ -60,6 +60,8 @@ struct Env<'a> {
     params: Option<Ty<'a>>,
     namespace: Ty<'a>,
     variables: HashMap<&'a str, Ty<'a>>,
+    /// Whether `authorizer` is declared (not in a `messageExpression`, as in kube).
+    authorizer: bool,
 }
 
 /// One problem: its byte offset in the source and cel-go's message.
@@ -148,6 +150,7 @@ pub(crate) fn status(policy: &Value, registry: &Registry, store: &dyn Store) -> 
                 params: has_params.then(|| params_schema.as_ref().map_or(Ty::Dyn, Ty::Schema)),
                 namespace,
                 variables: HashMap::new(),
+                authorizer: !field_ref.ends_with(".messageExpression"),
             };
             for (name, vexpr) in &variables {
                 let ty = match vexpr {
@@ -373,10 +376,20 @@ impl<'e, 'a> Checker<'e, 'a> {
                     "namespaceObject" => self.env.namespace,
                     "request" => Ty::Request,
                     "variables" => Ty::Variables,
-                    "authorizer" | crate::schema::cel_authz::REQUEST_RESOURCE => Ty::Dyn,
+                    "authorizer" | crate::schema::cel_authz::REQUEST_RESOURCE
+                        if self.env.authorizer =>
+                    {
+                        Ty::Dyn
+                    }
                     _ if name.starts_with('@') => Ty::Dyn,
                     _ if cel::TYPE_NAMES.contains(&name.as_str()) => Ty::Dyn,
                     _ => {
+                        // `authorizer.requestResource` is one variable here, `authorizer` to kube.
+                        let name = if name == crate::schema::cel_authz::REQUEST_RESOURCE {
+                            "authorizer"
+                        } else {
+                            name.as_str()
+                        };
                         let offset = find_ident(self.src, name, k);
                         self.issues.push(Issue {
                             offset,
@@ -594,6 +607,10 @@ mod tests {
     use super::*;
 
     fn check(expr: &str, kind: (&str, &str, &str)) -> String {
+        check_with(expr, kind, true)
+    }
+
+    fn check_with(expr: &str, kind: (&str, &str, &str), authorizer: bool) -> String {
         let defs = crate::builtin::definitions::get();
         let name = defs.name_of(kind.0, kind.1, kind.2).unwrap();
         let schema = defs.get(name).unwrap();
@@ -602,6 +619,7 @@ mod tests {
             params: None,
             namespace: Ty::Dyn,
             variables: HashMap::new(),
+            authorizer,
         };
         let e = Expression::compile(expr).unwrap();
         let mut issues = Vec::new();
@@ -674,6 +692,11 @@ mod tests {
                 deploy
             ),
             ""
+        );
+        // Not in a messageExpression, as in kube.
+        assert_eq!(
+            check_with("authorizer.requestResource.check('get').reason()", deploy, false),
+            "ERROR: <input>:1:1: undeclared reference to 'authorizer' (in container '')\n | authorizer.requestResource.check('get').reason()\n | ^"
         );
     }
 }
