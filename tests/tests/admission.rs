@@ -3,7 +3,7 @@
 //! dry runs too (without side effects); validating and mutating webhooks served by a real HTTPS
 //! server in this process, with `failurePolicy` Ignore vs Fail when the webhook is down;
 //! MutatingAdmissionPolicies (ApplyConfiguration with params, JSONPatch, matchConditions,
-//! failurePolicy, dry runs, reinvocation).
+//! failurePolicy, dry runs, reinvocation); the CEL `authorizer` checking as the requesting user.
 
 use std::net::TcpListener;
 use std::sync::atomic::Ordering;
@@ -727,9 +727,127 @@ fn webhooks(s: &Server) {
     s.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "add-label"]);
 }
 
+/// kube's CEL `authorizer`: a policy asks RBAC whether the requesting user (kubectl `--as`) may
+/// read the secret a ConfigMap names.
+fn authorizer_in_policies(s: &Server) {
+    s.kubectl_ok(&["create", "namespace", "authz"]);
+    s.kubectl_ok(&[
+        "-n",
+        "authz",
+        "create",
+        "role",
+        "alice",
+        "--verb=create",
+        "--resource=configmaps",
+    ]);
+    s.kubectl_ok(&[
+        "-n",
+        "authz",
+        "create",
+        "role",
+        "shared-secret",
+        "--verb=get",
+        "--resource=secrets",
+        "--resource-name=shared",
+    ]);
+    for role in ["alice", "shared-secret"] {
+        s.kubectl_ok(&[
+            "-n",
+            "authz",
+            "create",
+            "rolebinding",
+            role,
+            "--role",
+            role,
+            "--user=alice",
+        ]);
+    }
+    // A policy on ConfigMap creates.
+    let mut policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "secret-refs"},
+        "spec": {"validations": [{
+            "expression": "!has(object.data.secretRef) || authorizer.group('').resource('secrets').namespace(object.metadata.namespace).name(object.data.secretRef).check('get').allowed()",
+            "message": "may only name secrets its creator can read"
+        }]}
+    });
+    policy["spec"]["matchConstraints"] = json!({"resourceRules": [{"apiGroups": [""],
+        "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}]});
+    apply(s, &policy);
+    apply(
+        s,
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "secret-refs"},
+            "spec": {
+                "policyName": "secret-refs", "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "authz"}}}
+            }
+        }),
+    );
+    let err = until_denied(
+        s,
+        &[
+            "--as",
+            "alice",
+            "-n",
+            "authz",
+            "create",
+            "configmap",
+            "theirs",
+            "--from-literal=secretRef=other",
+        ],
+    );
+    assert!(
+        err.contains("configmaps \"theirs\" is forbidden: ValidatingAdmissionPolicy 'secret-refs' with binding 'secret-refs' denied request: may only name secrets its creator can read"),
+        "{err}"
+    );
+    s.kubectl_ok(&[
+        "--as",
+        "alice",
+        "-n",
+        "authz",
+        "create",
+        "configmap",
+        "mine",
+        "--from-literal=secretRef=shared",
+    ]);
+    // The same object by a user who may create ConfigMaps but not read that secret.
+    s.kubectl_ok(&[
+        "-n",
+        "authz",
+        "create",
+        "rolebinding",
+        "bob",
+        "--role",
+        "alice",
+        "--user=bob",
+    ]);
+    let out = s.kubectl(&[
+        "--as",
+        "bob",
+        "-n",
+        "authz",
+        "create",
+        "configmap",
+        "bobs",
+        "--from-literal=secretRef=shared",
+    ]);
+    assert!(
+        stderr(&out).contains("denied request: may only name secrets its creator can read"),
+        "{}",
+        stderr(&out)
+    );
+    s.kubectl_ok(&["delete", "validatingadmissionpolicybinding", "secret-refs"]);
+    s.kubectl_ok(&["delete", "validatingadmissionpolicy", "secret-refs"]);
+}
+
 #[test]
 fn admission() {
     let s = Server::start().expect("server starts");
+    authorizer_in_policies(&s);
     validating_policies(&s);
     webhooks(&s);
     mutating_policies(&s);
