@@ -297,9 +297,9 @@ impl Context<'_> {
     }
 
     /// CEL's `authorizer` and `authorizer.requestResource` for `req`, as its user (built only
-    /// when `uses` says an expression names them).
-    fn authorizer_vars(&self, req: &Request<'_>, uses: bool) -> [CelData; 2] {
-        if !uses {
+    /// when `uses` says an expression names one of them).
+    fn authorizer_vars(&self, req: &Request<'_>, uses: impl Fn(&str) -> bool) -> [CelData; 2] {
+        if !uses("authorizer") && !uses(cel_authz::REQUEST_RESOURCE) {
             return [CelData::Null, CelData::Null];
         }
         let rr = cel_authz::RequestResource {

@@ -392,10 +392,7 @@ fn invoke(
     } else {
         Value::Null
     };
-    let authorizer = ctx.authorizer_vars(
-        req,
-        policy.references("authorizer") || policy.references(cel_authz::REQUEST_RESOURCE),
-    );
+    let authorizer = ctx.authorizer_vars(req, |name| policy.references(name));
     let mut run = || -> Result<(), String> {
         let mut budget = RUNTIME_COST_BUDGET;
         let mut env = Env::new(policy, req, object, param, ns_obj.as_ref(), &request);

@@ -547,10 +547,7 @@ fn evaluate(
     } else {
         Value::Null
     };
-    let authorizer = ctx.authorizer_vars(
-        req,
-        policy.references("authorizer") || policy.references(cel_authz::REQUEST_RESOURCE),
-    );
+    let authorizer = ctx.authorizer_vars(req, |name| policy.references(name));
     let run = || {
         let mut out = Outcome::default();
         for p in params {

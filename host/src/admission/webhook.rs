@@ -119,10 +119,7 @@ impl Webhooks {
             _ => CelData::Null,
         };
         let request = uses("request").then(|| req.to_json(""));
-        let authorizer = ctx.authorizer_vars(
-            req,
-            uses("authorizer") || uses(crate::schema::cel_authz::REQUEST_RESOURCE),
-        );
+        let authorizer = ctx.authorizer_vars(req, uses);
         let shallow = compiled
             .iter()
             .all(|(_, c)| c.as_ref().as_ref().map_or(true, Expression::shallow));

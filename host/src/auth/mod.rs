@@ -172,10 +172,13 @@ impl Authorizer {
                 .map(rbac::PolicyRule::from_json)
                 .collect(),
         );
-        // Remember them only if no role or binding changed while they were computed.
+        // Remember them only if no role or binding changed while they were computed, and only
+        // for a name a namespace can have (at most 63 bytes): a longer one, which a CEL
+        // `authorizer` check can take from an object, could otherwise make each cache key
+        // as big as an object.
         let after = self.rbac_maps();
         if let Ok(mut c) = self.cache.lock() {
-            if same(&before, &after) && same(&c.maps, &after) {
+            if namespace.len() <= 63 && same(&before, &after) && same(&c.maps, &after) {
                 if c.rules.len() >= RULES_CACHE_MAX {
                     c.rules.clear();
                 }
