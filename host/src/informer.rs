@@ -299,7 +299,16 @@ impl<S: Source> Watcher<S> {
                             self.yielded = *last;
                             self.state = State::Resume(*last);
                         }
-                        Some(Err(RecvError::Closed)) => self.state = State::Done,
+                        Some(Err(RecvError::Closed)) if self.expiry == Expiry::End => {
+                            self.state = State::Done
+                        }
+                        // The store started its index over (the etcd backend, after etcd
+                        // compacted revisions it still needed): resume, which gets 410 and
+                        // relists.
+                        Some(Err(RecvError::Closed)) => {
+                            self.yielded = *last;
+                            self.state = State::Resume(*last);
+                        }
                         None => {
                             let last = *last;
                             self.yielded = last;
@@ -668,6 +677,49 @@ mod tests {
         assert_eq!(reader.get("ns", "a").map(|o| o.rv), Some(3));
         drop(feed);
         assert!(next(&mut w).await.is_none(), "the store closed");
+    }
+
+    #[tokio::test]
+    async fn an_informer_whose_feed_closes_resumes_and_relists() {
+        // The etcd backend starts its index over after a compaction: the old feeds close.
+        let (a, b) = (obj("a", 1, json!({})), obj("b", 2, json!({})));
+        let (first, feed) = listed(2, &[a.clone(), b.clone()], 16);
+        let (second, _feed2) = listed(9, std::slice::from_ref(&a), 16);
+        let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
+        let script = Script {
+            replies: [
+                Ok(first),
+                Err(StoreError::TooOld {
+                    requested: 2,
+                    oldest: 9,
+                }),
+                Ok(second),
+            ]
+            .into(),
+            calls: calls.clone(),
+        };
+        let mut w = Watcher::new(script, None);
+        let mut r = Reflector::new();
+        for _ in 0..4 {
+            r.apply(next(&mut w).await.unwrap());
+        }
+        drop(feed);
+        let mut changes = Vec::new();
+        loop {
+            let e = next(&mut w).await.expect("the informer goes on");
+            let done = matches!(e, Event::InitDone);
+            changes.extend(r.apply(e));
+            if done {
+                break;
+            }
+        }
+        assert_eq!(
+            *calls.lock().unwrap(),
+            [WatchFrom::Now, WatchFrom::After(2), WatchFrom::Now]
+        );
+        let mut got = names(&changes);
+        got.sort();
+        assert_eq!(got, ["deleted b", "listed a"]);
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod controllers;
 pub mod crd;
 pub mod informer;
+pub mod leader;
 pub mod metrics;
 pub mod model;
 pub mod patch;

@@ -115,6 +115,41 @@ enum Command {
         /// Seconds a connection with no request in flight stays open.
         #[arg(long, default_value_t = 90)]
         idle_timeout: u64,
+        /// Where objects are kept: `sled` (embedded, in --data-dir) or `etcd` (an etcd v3
+        /// cluster shared by any number of hosts; see docs/scale-out.md).
+        #[arg(long, default_value = "sled", value_parser = ["sled", "etcd"])]
+        store: String,
+        /// etcd client URLs, comma-separated (http:// or https://), for --store etcd.
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+        etcd_endpoints: Vec<String>,
+        /// Every etcd key starts with this (kube's --etcd-prefix); hosts that share it serve one
+        /// cluster.
+        #[arg(long, default_value = "/registry/")]
+        etcd_prefix: String,
+        /// CA certificate (PEM) that etcd's serving certificate is verified with.
+        #[arg(long)]
+        etcd_cafile: Option<PathBuf>,
+        /// Client certificate (PEM) presented to etcd; needs --etcd-keyfile.
+        #[arg(long, requires = "etcd_keyfile")]
+        etcd_certfile: Option<PathBuf>,
+        /// The private key (PEM) of --etcd-certfile.
+        #[arg(long, requires = "etcd_certfile")]
+        etcd_keyfile: Option<PathBuf>,
+        /// With --store etcd: run the controllers on one host at a time, elected through the
+        /// Lease kube-system/turtles-controllers (false: every host runs them).
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        leader_elect: bool,
+        /// How long a non-leader waits, after it last saw the Lease change, before taking it
+        /// over (kube's 15s). Units ms, s or m.
+        #[arg(long, default_value = "15s", value_parser = parse_duration)]
+        leader_elect_lease_duration: std::time::Duration,
+        /// How long the leader keeps trying to renew before it stops its controllers (kube's
+        /// 10s; shorter than the lease duration).
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        leader_elect_renew_deadline: std::time::Duration,
+        /// Between attempts to acquire or renew the Lease (kube's 2s).
+        #[arg(long, default_value = "2s", value_parser = parse_duration)]
+        leader_elect_retry_period: std::time::Duration,
         /// Test only: SIGUSR1 holds every in-process watcher (informers and HTTP watches), SIGUSR2
         /// releases them; released, they resume or relist as after a lag (see docs/api.md).
         #[arg(long, hide = true)]
@@ -185,6 +220,28 @@ enum Command {
 
 /// A byte count: digits with an optional binary suffix (`Ki`, `Mi`, `Gi`), as kube writes
 /// quantities.
+/// `15s`, `500ms`, `1m` (or bare seconds).
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (like 15s, 500ms, 1m)"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("{s:?} must be a positive duration"));
+    }
+    Ok(std::time::Duration::from_secs_f64(v * scale))
+}
+
 fn parse_bytes(s: &str) -> Result<usize, String> {
     let (digits, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => s.split_at(i),
@@ -246,12 +303,45 @@ fn main() -> anyhow::Result<()> {
             request_body_timeout,
             idle_timeout,
             test_hold_watchers_on_signal,
+            store,
+            etcd_endpoints,
+            etcd_prefix,
+            etcd_cafile,
+            etcd_certfile,
+            etcd_keyfile,
+            leader_elect,
+            leader_elect_lease_duration,
+            leader_elect_renew_deadline,
+            leader_elect_retry_period,
         } => {
+            if leader_elect && leader_elect_renew_deadline >= leader_elect_lease_duration {
+                anyhow::bail!("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
+            }
+            let leader_election = leader_elect.then(|| turtles::leader::LeaderOptions {
+                lease_duration: leader_elect_lease_duration,
+                renew_deadline: leader_elect_renew_deadline,
+                retry_period: leader_elect_retry_period,
+                identity: turtles::leader::default_identity(),
+            });
             let secs = |s: u64| std::time::Duration::from_secs(s.max(1));
             // Absolute: the compile cache (wasmtime) refuses a relative directory, and the
             // default `turtles-data` is one.
             let data_dir = std::path::absolute(&data_dir)?;
+            let store = match store.as_str() {
+                "etcd" => turtles::server::StoreBackend::Etcd {
+                    endpoints: etcd_endpoints,
+                    prefix: etcd_prefix,
+                    tls: turtles::store::etcd_store::EtcdTls {
+                        ca: etcd_cafile,
+                        cert: etcd_certfile,
+                        key: etcd_keyfile,
+                    },
+                },
+                _ => turtles::server::StoreBackend::Sled,
+            };
             let cfg = turtles::server::ServeConfig {
+                store,
+                leader_election,
                 data_dir,
                 listen,
                 controllers,

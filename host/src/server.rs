@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::api::{self, ApiOptions, AppState};
 use crate::model::Registry;
 use crate::service::Service;
+use crate::store::etcd_store::{EtcdOptions, EtcdStore};
 use crate::store::{SledStore, Store, StoreOptions};
 
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +19,13 @@ pub enum ServerError {
         dir: PathBuf,
         source: crate::store::StoreError,
     },
+    #[error("opening the etcd store at {endpoints}: {source}")]
+    Etcd {
+        endpoints: String,
+        source: crate::store::StoreError,
+    },
+    #[error("sharing {name} with the other hosts through etcd: {why}")]
+    Shared { name: String, why: String },
     #[error("creating the initial namespaces: {0}")]
     Bootstrap(crate::model::ApiError),
     #[error(transparent)]
@@ -93,6 +101,11 @@ pub struct ServeConfig {
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
     pub controllers: Option<PathBuf>,
+    /// Where objects are kept.
+    pub store: StoreBackend,
+    /// With `--store etcd`: elect the host that runs the controllers (`None`: every host runs
+    /// them, `--leader-elect=false`).
+    pub leader_election: Option<crate::leader::LeaderOptions>,
     pub watch_history: usize,
     /// Bytes of old object versions the watch history may keep (see `StoreOptions`).
     pub watch_history_bytes: usize,
@@ -112,6 +125,104 @@ pub struct ServeConfig {
     pub service_node_port_range: crate::allocator::PortRange,
 }
 
+/// `--store`: the embedded sled store in the data dir, or a shared etcd cluster.
+#[derive(Debug, Clone, Default)]
+pub enum StoreBackend {
+    #[default]
+    Sled,
+    Etcd {
+        endpoints: Vec<String>,
+        prefix: String,
+        tls: crate::store::etcd_store::EtcdTls,
+    },
+}
+
+/// The files (under the data dir) every host on one etcd prefix shares, so that a kubeconfig or
+/// a token of one host is good on all: the CA, the service-account signing key, the admin token.
+/// Each host keeps its own serving certificate, signed by the shared CA. They are stored as one
+/// bundle (one etcd key, written once), so a host never takes some without the others.
+const SHARED_FILES: [&str; 4] = ["pki/ca.crt", "pki/ca.key", "pki/sa.key", "auth/admin.token"];
+const IDENTITY: &str = "identity";
+
+fn shared_error(why: impl std::fmt::Display) -> ServerError {
+    ServerError::Shared {
+        name: IDENTITY.to_owned(),
+        why: why.to_string(),
+    }
+}
+
+/// The bundle: file name -> base64 of its bytes, as JSON.
+fn identity_bundle(data_dir: &Path) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let mut files = serde_json::Map::new();
+    for name in SHARED_FILES {
+        let bytes = std::fs::read(data_dir.join(name)).ok()?;
+        files.insert(
+            name.to_owned(),
+            serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        );
+    }
+    serde_json::to_vec(&files).ok()
+}
+
+/// Before this host makes its identity: take what another host of the cluster made, all of it.
+async fn pull_shared_files(etcd: &EtcdStore, data_dir: &Path) -> Result<(), ServerError> {
+    use base64::Engine;
+    let Some(stored) = etcd.shared_file(IDENTITY).await.map_err(shared_error)? else {
+        return Ok(());
+    };
+    let files: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&stored).map_err(shared_error)?;
+    let mut decoded = Vec::new();
+    for name in SHARED_FILES {
+        let bytes = files
+            .get(name)
+            .and_then(serde_json::Value::as_str)
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .ok_or_else(|| shared_error(format!("the stored bundle has no readable {name}")))?;
+        decoded.push((name, bytes));
+    }
+    for (name, bytes) in decoded {
+        let path = data_dir.join(name);
+        if std::fs::read(&path).ok().as_deref() == Some(&bytes[..]) {
+            continue;
+        }
+        let io = |source| ServerError::Kubeconfig {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        write_private_bytes(&path, &bytes).map_err(io)?;
+        if name == "pki/ca.crt" {
+            // Issued by another CA: made again, by the shared one.
+            let _ = std::fs::remove_file(data_dir.join("pki/server.crt"));
+        }
+        tracing::info!(file = name, "using the cluster's shared copy");
+    }
+    Ok(())
+}
+
+/// After: offer this host's files; if another host offered different ones in the meantime (two
+/// first hosts started at once), this one cannot serve with its own and must start again.
+async fn offer_shared_files(etcd: &EtcdStore, data_dir: &Path) -> Result<(), ServerError> {
+    let Some(mine) = identity_bundle(data_dir) else {
+        // Not all of them here (a host serving --tls-cert has no CA of its own): nothing to offer.
+        return Ok(());
+    };
+    let stored = etcd
+        .offer_shared_file(IDENTITY, &mine)
+        .await
+        .map_err(shared_error)?;
+    if stored != mine {
+        return Err(shared_error(
+            "another host of this cluster made its own at the same time; start this host again to use that one",
+        ));
+    }
+    Ok(())
+}
+
 /// A kubeconfig kubectl uses as is: the server, the CA to verify it with, and a bearer token.
 pub fn kubeconfig(server: &str, ca_pem: Option<&str>, user: &str, token: &str) -> String {
     use base64::Engine;
@@ -129,6 +240,10 @@ pub fn kubeconfig(server: &str, ca_pem: Option<&str>, user: &str, token: &str) -
 }
 
 fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    write_private_bytes(path, contents.as_bytes())
+}
+
+fn write_private_bytes(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
@@ -138,7 +253,7 @@ fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
         .write(true)
         .mode(0o600)
         .open(&tmp)?;
-    f.write_all(contents.as_bytes())?;
+    f.write_all(contents)?;
     f.sync_all()?;
     std::fs::rename(&tmp, path)
 }
@@ -168,25 +283,64 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let started = Instant::now();
     raise_fd_limit();
     let store_dir = cfg.data_dir.join("store");
-    let store = SledStore::open(StoreOptions {
-        dir: store_dir.clone(),
-        watch_history: cfg.watch_history,
-        watch_history_bytes: cfg.watch_history_bytes,
-        fsync: cfg.fsync,
-        max_object_bytes: cfg.max_object_bytes,
-    })
-    .map_err(|source| ServerError::Store {
-        dir: store_dir,
-        source,
-    })?;
-    let store: Arc<dyn Store> = Arc::new(store);
+    let mut etcd = None;
+    let store: Arc<dyn Store> = match &cfg.store {
+        StoreBackend::Sled => Arc::new(
+            SledStore::open(StoreOptions {
+                dir: store_dir.clone(),
+                watch_history: cfg.watch_history,
+                watch_history_bytes: cfg.watch_history_bytes,
+                fsync: cfg.fsync,
+                max_object_bytes: cfg.max_object_bytes,
+            })
+            .map_err(|source| ServerError::Store {
+                dir: store_dir,
+                source,
+            })?,
+        ),
+        StoreBackend::Etcd {
+            endpoints,
+            prefix,
+            tls,
+        } => {
+            let store = Arc::new(
+                EtcdStore::open(EtcdOptions {
+                    endpoints: endpoints.clone(),
+                    prefix: prefix.clone(),
+                    tls: tls.clone(),
+                    watch_history: cfg.watch_history,
+                    watch_history_bytes: cfg.watch_history_bytes,
+                    max_object_bytes: cfg.max_object_bytes,
+                })
+                .await
+                .map_err(|source| ServerError::Etcd {
+                    endpoints: endpoints.join(","),
+                    source,
+                })?,
+            );
+            // One identity for the cluster: what an earlier host made is used here too.
+            pull_shared_files(&store, &cfg.data_dir).await?;
+            etcd = Some(store.clone());
+            store
+        }
+    };
     let registry = Arc::new(Registry::with_builtins());
-    let service = Arc::new(Service::with_service_ranges(
+    let mut service = Service::with_service_ranges(
         store.clone(),
         registry.clone(),
         cfg.service_cluster_ip_range,
         cfg.service_node_port_range,
-    ));
+    );
+    // One host on sled always runs the controllers; hosts sharing etcd elect one.
+    let campaign = match (&cfg.store, &cfg.leader_election) {
+        (StoreBackend::Etcd { .. }, Some(opts)) => {
+            let (leadership, lead) = crate::leader::elected(opts);
+            service.leadership = leadership;
+            Some((opts.clone(), lead))
+        }
+        _ => None,
+    };
+    let service = Arc::new(service);
     service.bootstrap().await.map_err(ServerError::Bootstrap)?;
     service
         .ensure(crate::auth::rbac::bootstrap_objects())
@@ -220,6 +374,18 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         };
         Some(material.map_err(ServerError::Tls)?)
     };
+    if let Some(etcd) = &etcd {
+        offer_shared_files(etcd, &cfg.data_dir).await?;
+    }
+    // Campaign only once this host can serve (a start that fails holds no Lease).
+    let campaign = campaign.map(|(opts, lead)| {
+        tokio::spawn(crate::leader::campaign(
+            service.clone(),
+            opts,
+            lead,
+            shutdown_rx.clone(),
+        ))
+    });
     // The built-in controllers (garbage collector, namespaces, service accounts, tokens), once
     // every kind is listed.
     let root_ca = tls.as_ref().map(|t| Arc::from(t.ca_pem.as_str()));
@@ -341,6 +507,10 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             Err(e) => Err(e),
         },
     };
+    // The Lease is given up (through the store) before the store closes.
+    if let Some(c) = campaign {
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, c).await;
+    }
     let flushed = tokio::task::spawn_blocking(move || store.shutdown())
         .await
         .unwrap_or(Ok(()));

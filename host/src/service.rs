@@ -301,11 +301,14 @@ pub struct Service {
     pub allocators: crate::allocator::Allocators,
     /// The admission chain API writes pass.
     pub admission: Arc<crate::admission::Admission>,
+    /// Whether this host runs the controllers now (`leader`): always with one host; with
+    /// several on one etcd, only the one holding the Lease.
+    pub leadership: crate::leader::Leadership,
 }
 
 pub const SERVICES: &str = "services";
 
-fn store_error(ri: &ResourceInfo, name: &str, e: StoreError) -> ApiError {
+pub(crate) fn store_error(ri: &ResourceInfo, name: &str, e: StoreError) -> ApiError {
     match e {
         StoreError::AlreadyExists => ApiError::already_exists(&ri.group, &ri.resource, name),
         StoreError::NotFound => ApiError::not_found(&ri.group, &ri.resource, name),
@@ -496,6 +499,7 @@ impl Service {
             registry,
             allocators,
             admission,
+            leadership: crate::leader::Leadership::always(),
         }
     }
 
@@ -683,6 +687,11 @@ impl Service {
             ));
         }
         let Some(rv) = rv else {
+            // Unset: a consistent read.
+            self.store
+                .sync()
+                .await
+                .map_err(|e| store_error(ri, "", e))?;
             let snap = self
                 .store
                 .list(&resource, None)
@@ -1210,6 +1219,20 @@ impl Service {
         let supplied = m.remove("managedFields");
         m.remove("selfLink");
         Self::defaults_on_decode(ri, &mut obj);
+        if ri.namespaced()
+            && self
+                .store
+                .get(&ObjectKey::new(NAMESPACES, "", ns))
+                .is_none()
+        {
+            // Not in this host's view: on a store shared by several hosts it may have been
+            // created through another a moment ago (kube's NamespaceLifecycle looks it up live
+            // on a miss the same way).
+            self.store
+                .sync()
+                .await
+                .map_err(|e| store_error(ri, meta::name(&obj), e))?;
+        }
         self.check_namespace_usable(ri, ns, meta::name(&obj))?;
         self.check_crd_active(ri)?;
         if let Some(guard) = &opts.guard {

@@ -729,6 +729,83 @@ async fn baseline(
     Ok(())
 }
 
+/// `--store etcd` next to sled, in one run: durable creates/s from 8 clients and the p50 of a LIST
+/// of 2,000 ConfigMaps, on sled, on a three-member etcd (on this same machine) through one host,
+/// and through three hosts with the clients spread over them. Medians of `rounds`, each setup
+/// fresh in each round.
+async fn etcd(rows: &mut Vec<(String, String)>, total: usize, rounds: usize) -> Result<()> {
+    let bin = std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
+    const SETUPS: [&str; 3] = ["sled", "etcd, 1 host", "etcd, 3 hosts"];
+    let mut rates: [Vec<f64>; 3] = Default::default();
+    let mut p99s: [Vec<f64>; 3] = Default::default();
+    let mut lists: [Vec<f64>; 3] = Default::default();
+    for r in 0..rounds {
+        for (i, setup) in SETUPS.iter().enumerate() {
+            let cluster = if i > 0 {
+                Some(turtles_tests::etcd::EtcdCluster::start(3)?)
+            } else {
+                None
+            };
+            let prefix = format!("/bench-{}/", rand_tag());
+            let endpoints = cluster.as_ref().map(|c| c.endpoints()).unwrap_or_default();
+            let args: Vec<&str> = match &cluster {
+                Some(_) => vec![
+                    "--store",
+                    "etcd",
+                    "--etcd-endpoints",
+                    &endpoints,
+                    "--etcd-prefix",
+                    &prefix,
+                ],
+                None => vec![],
+            };
+            let mut hosts = Vec::new();
+            for _ in 0..if i == 2 { 3 } else { 1 } {
+                hosts.push(Host::start_bin(&bin, &args, false).await?.0);
+            }
+            // The hosts of one cluster share their CA and admin token: one client for all.
+            let urls: Vec<String> = hosts.iter().map(|h| h.url.clone()).collect();
+            let c = client();
+            create_ns(&c, &urls[0], "bench").await?;
+            let spread = urls.clone();
+            let (rate, lat) = drive(8, total, 201, move |http, n| {
+                http.post(format!(
+                    "{}/api/v1/namespaces/bench/configmaps",
+                    spread[n % spread.len()]
+                ))
+                .json(&configmap(&format!("obj-{n}")))
+            })
+            .await?;
+            create_ns(&c, &urls[0], "list").await?;
+            fill(&urls[0], "list", 2000, None).await?;
+            let l = list_latency(&urls[urls.len() - 1], "list", 50, 2000).await?;
+            let p50 = percentile(&l, 0.5).as_secs_f64() * 1000.0;
+            let p99 = percentile(&lat, 0.99).as_secs_f64() * 1000.0;
+            eprintln!("etcd round {r} {setup}: {rate:.0} creates/s (p99 {p99:.2} ms), LIST p50 {p50:.2} ms");
+            rates[i].push(rate);
+            p99s[i].push(p99);
+            lists[i].push(p50);
+            drop(hosts);
+            drop(cluster);
+        }
+    }
+    for (i, setup) in SETUPS.iter().enumerate() {
+        rows.push((
+            format!("{setup}: durable creates/s, 8 clients, {total} each, median of {rounds} (create p99)"),
+            format!(
+                "{:.0}/s ({:.2} ms)",
+                median(rates[i].clone()),
+                median(p99s[i].clone())
+            ),
+        ));
+        rows.push((
+            format!("{setup}: LIST 2,000 ConfigMaps p50, median of {rounds}"),
+            format!("{:.2} ms", median(lists[i].clone())),
+        ));
+    }
+    Ok(())
+}
+
 async fn list_latency(url: &str, ns: &str, rounds: usize, expect: usize) -> Result<Vec<Duration>> {
     let http = client();
     let mut out = Vec::with_capacity(rounds);
@@ -2079,6 +2156,14 @@ async fn main() -> Result<()> {
     }
     if section("dispatch") && std::env::var("BENCH_SKIP_CONTROLLERS").is_err() {
         dispatch(&mut rows).await?;
+    }
+    if section("etcd") {
+        // Needs the `etcd` binary (Debian's etcd-server); without it the row says so.
+        if Command::new("etcd").arg("--version").output().is_ok() {
+            etcd(&mut rows, total, rounds).await?;
+        } else {
+            rows.push(("etcd".into(), "skipped: no `etcd` on PATH".into()));
+        }
     }
     // Only when named: a million objects take minutes.
     if only.split(',').any(|s| s == "scale") {

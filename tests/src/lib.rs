@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
+pub mod etcd;
 pub mod webhook;
 
 /// The `turtles` binary under test: `$TURTLES_BIN`, else `target/<profile>/turtles` beside the

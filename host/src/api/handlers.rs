@@ -147,6 +147,13 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             Ok(list_response(&ri, &headers, query, page))
         }
         (&Method::GET, Some(name)) => {
+            if query.get("resourceVersion").is_none_or(|rv| rv.is_empty()) {
+                // Unset: a consistent read (kube's quorum read).
+                svc.store
+                    .sync()
+                    .await
+                    .map_err(|e| crate::service::store_error(&ri, name, e))?;
+            }
             let obj = svc.get(&ri, &ns, name)?;
             Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
         }

@@ -414,6 +414,14 @@ pub async fn serve(
         })?),
     };
     let store = state.service.store.clone();
+    if rv_param.is_none() {
+        // Unset: the most recent state, read consistently (a store shared by several hosts may
+        // lag behind the others' writes until it has caught up).
+        store
+            .sync()
+            .await
+            .map_err(|e| crate::service::store_error(&ri, "", e))?;
+    }
     if let Some(n) = requested {
         if n > store.revision() && !store.wait_for_revision(n, TOO_NEW_WAIT).await {
             return Err(ApiError::timeout(format!(

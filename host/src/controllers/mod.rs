@@ -120,6 +120,7 @@ where
             queue.clone(),
             stats.clone(),
             id.name,
+            service.leadership.receiver(),
             Keyed(reconcile.clone()),
         ));
     }

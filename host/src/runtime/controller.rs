@@ -651,13 +651,14 @@ impl ControllerHandle {
     async fn worker(self: Arc<Self>, ctx: Arc<HostCtx>) {
         let (queue, stats) = (self.queue.clone(), self.stats.clone());
         let name = self.name.clone();
+        let leading = self.host.service.leadership.receiver();
         let worker = WasmWorker {
             handle: self,
             ctx,
             instance: None,
             primary: None,
         };
-        driver::worker(queue, stats, &name, worker).await;
+        driver::worker(queue, stats, &name, leading, worker).await;
     }
 
     /// The `Controller` object's status as of now.
@@ -908,7 +909,19 @@ impl Reconciler<Key> for WasmWorker {
 
 /// Write `status` to the `Controller` object `name` (created on first use; nothing is written
 /// when it is unchanged). Every controller's status goes through here, built-in or Wasm.
-pub async fn write_status(svc: &crate::service::Service, name: &str, status: Value) {
+pub async fn write_status(svc: &crate::service::Service, name: &str, mut status: Value) {
+    // The host that runs the controllers reports on them; a standby host writes nothing.
+    if !svc.leadership.is_leading() {
+        return;
+    }
+    if !svc.leadership.identity().is_empty() {
+        if let Some(s) = status.as_object_mut() {
+            s.insert(
+                "holderIdentity".into(),
+                Value::String(svc.leadership.identity().to_owned()),
+            );
+        }
+    }
     let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
         return;
     };
@@ -1010,6 +1023,11 @@ async fn remove_rbac(svc: &crate::service::Service, name: &str) {
 /// Delete what the host created for a controller: its ClusterRoleBinding and ClusterRole
 /// (`system:controller:NAME`) and its `Controller` object.
 pub async fn remove_identity(svc: &crate::service::Service, name: &str) {
+    // Only the host that runs the controllers cleans up after one (a standby host's folder may
+    // simply lack a file the leader has).
+    if !svc.leadership.is_leading() {
+        return;
+    }
     remove_rbac(svc, name).await;
     for (group, resource, n) in [(GROUP, RESOURCE, name)] {
         if let Some(ri) = svc.registry.lookup(group, "v1", resource) {

@@ -201,16 +201,32 @@ pub fn render_metrics(out: &mut String, controllers: &[Metered]) {
 
 /// One worker: reconcile keys of `queue` with `reconciler` until the queue shuts down, with
 /// kube's queue discipline (a key is never reconciled twice at once; failures back off).
+///
+/// Keys are taken only while this host leads the controllers (`leading`, see `leader.rs`); on a
+/// standby host they wait in the queue (deduplicated) until it takes over.
 pub async fn worker<K, R>(
     queue: Arc<WorkQueue<K>>,
     stats: Arc<Stats>,
     name: &str,
+    mut leading: tokio::sync::watch::Receiver<bool>,
     mut reconciler: R,
 ) where
     K: Clone + Eq + Hash + Send + Sync + std::fmt::Debug + KeyText + 'static,
     R: Reconciler<K>,
 {
-    while let Some(key) = queue.next().await {
+    loop {
+        if leading.wait_for(|l| *l).await.is_err() {
+            return;
+        }
+        let Some(key) = queue.next().await else {
+            return;
+        };
+        if !*leading.borrow() {
+            // Lost the lead while waiting for this key: leave it for whoever leads.
+            queue.add(key.clone());
+            queue.done(&key);
+            continue;
+        }
         let started = Instant::now();
         let interrupted = Interrupted {
             queue: &queue,
@@ -325,6 +341,40 @@ mod tests {
         }
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_standby_worker_takes_keys_only_while_it_leads() {
+        let q = WorkQueue::new();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (lead, leading) = tokio::sync::watch::channel(false);
+        let w = tokio::spawn(worker(
+            q.clone(),
+            Arc::new(Stats::default()),
+            "t",
+            leading,
+            Script { seen: seen.clone() },
+        ));
+        q.add("a".to_owned());
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "a standby reconciles nothing"
+        );
+        lead.send_replace(true);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while seen.lock().unwrap().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(*seen.lock().unwrap(), ["a"]);
+        // Lost again: later keys wait in the queue.
+        lead.send_replace(false);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        q.add("b".to_owned());
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(*seen.lock().unwrap(), ["a"]);
+        assert_eq!(q.len(), 1, "b still queued");
+        w.abort();
+    }
+
     #[tokio::test]
     async fn a_worker_stopped_mid_reconcile_gives_the_key_back() {
         let q = WorkQueue::new();
@@ -333,6 +383,7 @@ mod tests {
             q.clone(),
             Arc::new(Stats::default()),
             "t",
+            crate::leader::Leadership::always().receiver(),
             Stuck {
                 started: started.clone(),
             },
@@ -354,6 +405,7 @@ mod tests {
             q.clone(),
             stats.clone(),
             "t",
+            crate::leader::Leadership::always().receiver(),
             Script { seen: seen.clone() },
         ));
         for k in ["k", "r", "t"] {

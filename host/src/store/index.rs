@@ -96,7 +96,9 @@ impl Index {
                 map.insert(event.key.item_key(), event.object.clone());
             }
         }
-        self.rv = event.rv;
+        // Never backwards: a backend that learned a later revision without an event (an etcd
+        // progress notification) keeps it.
+        self.rv = self.rv.max(event.rv);
         let event = Arc::new(event);
         if let Some(tx) = self.feeds.get(&event.key.resource) {
             // An error only means nobody listens right now.

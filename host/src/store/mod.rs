@@ -5,6 +5,7 @@
 //! recent past revision; and an ordered stream of change events that a watcher can resume from any
 //! revision still in the history window. A second backend on etcd would map revisions 1:1.
 
+pub mod etcd_store;
 mod index;
 pub mod sled_store;
 
@@ -78,6 +79,20 @@ impl StoredObject {
     }
 }
 
+/// A put's object checked for nesting (before anything recursive walks it) and serialized on the
+/// writing task ([`Prepared`]); `None` for a delete. Every backend's `write` starts here.
+pub fn prepare(op: &mut WriteOp) -> Result<Option<Prepared>> {
+    match op {
+        WriteOp::Put { value, .. } => {
+            if !crate::model::limits::within_depth(value) {
+                return Err(StoreError::TooDeep(crate::model::limits::MAX_DEPTH));
+            }
+            Prepared::new(std::mem::take(value)).map(Some)
+        }
+        WriteOp::Delete { .. } => Ok(None),
+    }
+}
+
 /// An object serialized before its revision is known: the JSON with `metadata.resourceVersion`
 /// an empty string whose digits go in at `slot`. Writers prepare their object on their own task,
 /// so the store's single writer thread only splices the revision in (no clone, no serialization
@@ -111,6 +126,12 @@ impl Prepared {
             json,
             slot: Some(slot),
         })
+    }
+
+    /// The serialized object with `metadata.resourceVersion` an empty string: what a backend
+    /// that learns the revision only from its own commit keeps (etcd).
+    pub fn unversioned_json(&self) -> &[u8] {
+        &self.json
     }
 
     /// Bytes of the serialized object without its revision.
@@ -354,6 +375,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Resolves `true` once the latest revision is at least `rv`, `false` after `timeout`.
     fn wait_for_revision(&self, rv: u64, timeout: std::time::Duration) -> BoxFuture<bool>;
+
+    /// Resolves once this store's view holds every write committed before the call: what a
+    /// consistent read (`resourceVersion` unset) waits for. A store that is the only writer of
+    /// its data is always caught up; a view kept from a shared database (etcd) may lag it.
+    fn sync(&self) -> BoxFuture<Result<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 
     /// Stop accepting writes, commit what was accepted, flush, and release the files.
     fn shutdown(&self) -> Result<()>;

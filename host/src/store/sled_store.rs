@@ -583,20 +583,9 @@ impl Store for SledStore {
         let tx = self.tx.lock().ok().and_then(|g| g.clone());
         // A put's object is checked and serialized here, on the writing task: the writer thread
         // only splices its revision in.
-        let prepared = match &mut op {
-            WriteOp::Put { value, .. } => {
-                // Bounded before anything recursive (serialize) walks it.
-                if !crate::model::limits::within_depth(value) {
-                    return Box::pin(std::future::ready(Err(StoreError::TooDeep(
-                        crate::model::limits::MAX_DEPTH,
-                    ))));
-                }
-                match Prepared::new(std::mem::take(value)) {
-                    Ok(p) => Some(p),
-                    Err(e) => return Box::pin(std::future::ready(Err(e))),
-                }
-            }
-            WriteOp::Delete { .. } => None,
+        let prepared = match super::prepare(&mut op) {
+            Ok(p) => p,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
         };
         Box::pin(async move {
             let tx = tx.ok_or(StoreError::Closed)?;

@@ -1,0 +1,115 @@
+//! A real etcd cluster on loopback ports for the tests of `--store etcd` (the `etcd` binary of
+//! Debian's `etcd-server` package, which `.ci/run` installs). Members are killed and their data
+//! directories removed on drop.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::{poll, uuid_like};
+
+pub struct Member {
+    pub name: String,
+    pub client_url: String,
+    peer_url: String,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+pub struct EtcdCluster {
+    pub members: Vec<Member>,
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+impl EtcdCluster {
+    /// Start `n` members and wait until the cluster answers a linearizable read.
+    pub fn start(n: usize) -> Result<Self> {
+        let run = uuid_like();
+        let mut members = Vec::new();
+        for i in 0..n {
+            members.push(Member {
+                name: format!("m{i}"),
+                client_url: format!("http://127.0.0.1:{}", free_port()?),
+                peer_url: format!("http://127.0.0.1:{}", free_port()?),
+                dir: std::env::temp_dir().join(format!("turtles-etcd-{run}-m{i}")),
+                child: None,
+            });
+        }
+        let initial = members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url))
+            .collect::<Vec<_>>()
+            .join(",");
+        for m in &mut members {
+            let log = std::fs::File::create(
+                std::env::temp_dir().join(format!("turtles-etcd-{run}-{}.log", m.name)),
+            )?;
+            let child = Command::new("etcd")
+                .args(["--name", &m.name, "--data-dir"])
+                .arg(&m.dir)
+                .args(["--listen-client-urls", &m.client_url])
+                .args(["--advertise-client-urls", &m.client_url])
+                .args(["--listen-peer-urls", &m.peer_url])
+                .args(["--initial-advertise-peer-urls", &m.peer_url])
+                .args(["--initial-cluster", &initial])
+                .args(["--initial-cluster-token", &run])
+                .args(["--initial-cluster-state", "new"])
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .context("starting etcd (Debian package etcd-server)")?;
+            m.child = Some(child);
+        }
+        let cluster = EtcdCluster { members };
+        let http = reqwest::blocking::Client::new();
+        for m in &cluster.members {
+            let url = format!("{}/health", m.client_url);
+            poll(
+                &format!("etcd member {} healthy", m.name),
+                Duration::from_secs(60),
+                || {
+                    let body = http.get(&url).send().ok()?.text().ok()?;
+                    body.contains("\"health\":\"true\"").then_some(())
+                },
+            )?;
+        }
+        Ok(cluster)
+    }
+
+    /// `--etcd-endpoints` for every member.
+    pub fn endpoints(&self) -> String {
+        self.members
+            .iter()
+            .map(|m| m.client_url.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// SIGKILL one member.
+    pub fn kill9(&mut self, i: usize) -> Result<()> {
+        if let Some(mut c) = self.members[i].child.take() {
+            c.kill()?;
+            c.wait()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            if let Some(mut c) = m.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            let _ = std::fs::remove_dir_all(&m.dir);
+        }
+    }
+}
