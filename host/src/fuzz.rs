@@ -528,7 +528,7 @@ fn json_body_runner() -> Runner {
             Some("app in (web,db),!canary"),
             Some("spec.nodeName=node-1,status.phase!=Failed"),
         ) {
-            let _ = f.matches(&obj);
+            let _ = f.matches_value(&obj);
         }
         workloads::apply_defaults("", "pods", &mut obj);
         true
@@ -821,7 +821,7 @@ fn field_selector_runner() -> Runner {
                 if let Ok(f) = Filter::for_resource(ri, ns, None, Some(&s)) {
                     accepted = true;
                     for o in &objs {
-                        let _ = f.matches(o);
+                        let _ = f.matches_value(o);
                     }
                 }
             }

@@ -185,7 +185,7 @@ impl<S: Source> Watcher<S> {
     }
 
     fn matches(&self, obj: &StoredObject) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.matches(&obj.value))
+        self.filter.as_ref().is_none_or(|f| f.matches(obj))
     }
 
     /// A store event as the filter sees it: an object that starts matching is added, one that
@@ -417,8 +417,8 @@ type Cache = HashMap<(String, String), Obj>;
 
 fn key(obj: &StoredObject) -> (String, String) {
     (
-        meta::namespace(&obj.value).to_owned(),
-        meta::name(&obj.value).to_owned(),
+        meta::namespace(obj.head()).to_owned(),
+        meta::name(obj.head()).to_owned(),
     )
 }
 
@@ -576,7 +576,7 @@ mod tests {
         Arc::new(crate::store::Event {
             rv: object.rv,
             kind,
-            key: ObjectKey::new("things", "ns", crate::model::meta::name(&object.value)),
+            key: ObjectKey::new("things", "ns", crate::model::meta::name(object.head())),
             object,
             prev,
         })
@@ -605,7 +605,7 @@ mod tests {
         let (tx, live) = broadcast::channel(capacity);
         let items = items
             .iter()
-            .map(|o| (crate::model::meta::name(&o.value).to_owned(), o.clone()))
+            .map(|o| (crate::model::meta::name(o.head()).to_owned(), o.clone()))
             .collect();
         let start = WatchStart {
             rv,
@@ -625,7 +625,7 @@ mod tests {
                     Change::Applied { .. } => "applied",
                     Change::Deleted { .. } => "deleted",
                 };
-                format!("{tag} {}", crate::model::meta::name(&c.object().value))
+                format!("{tag} {}", crate::model::meta::name(c.object().value()))
             })
             .collect()
     }
@@ -782,7 +782,7 @@ mod tests {
         let mut cached: Vec<String> = reader
             .list()
             .iter()
-            .map(|o| crate::model::meta::name(&o.value).to_owned())
+            .map(|o| crate::model::meta::name(o.head()).to_owned())
             .collect();
         cached.sort();
         assert_eq!(cached, ["a", "c"]);

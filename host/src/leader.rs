@@ -168,7 +168,7 @@ async fn try_acquire_or_renew(
             Err(_) => Round::Failed,
         };
     };
-    let spec = current.value.get("spec").cloned().unwrap_or(json!({}));
+    let spec = current.value().get("spec").cloned().unwrap_or(json!({}));
     if observed.as_ref().map(|o| &o.spec) != Some(&spec) {
         *observed = Some(Observed {
             spec: spec.clone(),
@@ -188,7 +188,7 @@ async fn try_acquire_or_renew(
     if !holder.is_empty() && !ours && !expired {
         return Round::Other;
     }
-    let mut next = current.value.clone();
+    let mut next = current.value().clone();
     let transitions = spec
         .get("leaseTransitions")
         .and_then(Value::as_i64)
@@ -203,7 +203,7 @@ async fn try_acquire_or_renew(
     match write_at(svc, &ri, next, current.rv).await {
         Ok(w) => {
             *observed = Some(Observed {
-                spec: w.object.value.get("spec").cloned().unwrap_or(json!({})),
+                spec: w.object.value().get("spec").cloned().unwrap_or(json!({})),
                 at: Instant::now(),
             });
             Round::Held
@@ -219,16 +219,16 @@ async fn release(svc: &Service, opts: &LeaderOptions) {
     let Ok(current) = svc.get(&ri, LEASE_NAMESPACE, LEASE_NAME) else {
         return;
     };
-    if meta::name(&current.value).is_empty()
+    if meta::name(current.head()).is_empty()
         || current
-            .value
+            .value()
             .pointer("/spec/holderIdentity")
             .and_then(Value::as_str)
             != Some(opts.identity.as_str())
     {
         return;
     }
-    let mut next = current.value.clone();
+    let mut next = current.value().clone();
     next["spec"]["holderIdentity"] = json!("");
     next["spec"]["leaseDurationSeconds"] = json!(1);
     next["spec"]["renewTime"] = json!(now_micro());
@@ -350,7 +350,7 @@ mod tests {
     fn holder(svc: &Service) -> Option<String> {
         let ri = lease_ri(svc)?;
         let l = svc.get(&ri, LEASE_NAMESPACE, LEASE_NAME).ok()?;
-        l.value
+        l.value()
             .pointer("/spec/holderIdentity")
             .and_then(Value::as_str)
             .map(str::to_owned)
@@ -391,7 +391,7 @@ mod tests {
         assert_eq!(holder(&b).as_deref(), Some("b"));
         let ri = lease_ri(&b).unwrap();
         let lease = b.get(&ri, LEASE_NAMESPACE, LEASE_NAME).unwrap();
-        assert_eq!(lease.value["spec"]["leaseTransitions"], 1);
+        assert_eq!(lease.value()["spec"]["leaseTransitions"], 1);
         drop(a_stop);
 
         // b shuts down: it releases the Lease, so a new campaigner need not wait it out.

@@ -581,6 +581,13 @@ impl FieldSelector {
             .all(|t| (field(&t.field).unwrap_or("") == t.value) == t.equal)
     }
 
+    /// Whether every term is on `metadata.name` or `metadata.namespace`.
+    pub fn only_name_and_namespace(&self) -> bool {
+        self.terms
+            .iter()
+            .all(|t| t.field == "metadata.name" || t.field == "metadata.namespace")
+    }
+
     /// If the selector pins `field` with `=` or `==`, return that value (used to
     /// narrow a list to one name/namespace).
     pub fn exact(&self, field: &str) -> Option<&str> {

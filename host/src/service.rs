@@ -257,7 +257,17 @@ impl Filter {
         })
     }
 
-    pub fn matches(&self, obj: &Value) -> bool {
+    /// Whether a stored object passes: judged on its head (see [`StoredObject::head`]) unless
+    /// a field selector names a field only the whole object has (then it is parsed, not kept).
+    pub fn matches(&self, obj: &StoredObject) -> bool {
+        if self.fields.only_name_and_namespace() {
+            return self.matches_value(obj.head());
+        }
+        self.matches_value(&obj.parse())
+    }
+
+    /// Whether an object passes.
+    pub fn matches_value(&self, obj: &Value) -> bool {
         let ns = meta::namespace(obj);
         if let Some(want) = &self.namespace {
             if ns != want {
@@ -292,6 +302,14 @@ impl Filter {
                 .map(|(_, v)| v.as_str()),
         }) && self.labels.matches_json(meta::labels(obj))
     }
+}
+
+/// The object an update replaces, parsed once for the request: as served in the request's
+/// version (`view`) and as stored (`current`; the same when no conversion applies).
+#[derive(Clone, Copy)]
+struct Versions<'a> {
+    view: &'a Value,
+    current: &'a Value,
 }
 
 pub struct Service {
@@ -488,7 +506,8 @@ impl Service {
     ) -> Self {
         let allocators = crate::allocator::Allocators::new(ips, ports);
         if let Ok(snapshot) = store.list(SERVICES, None) {
-            allocators.load(snapshot.items.values().map(|o| &o.value));
+            let services: Vec<_> = snapshot.items.values().map(|o| o.parse()).collect();
+            allocators.load(services.iter().map(|v| &**v));
         }
         let admission = Arc::new(crate::admission::Admission::new(
             store.clone(),
@@ -532,7 +551,7 @@ impl Service {
     /// An object was removed from the store: a Service's IPs and node ports are free again.
     fn removed(&self, ri: &ResourceInfo, obj: &StoredObject) {
         if Self::is_services(ri) {
-            self.allocators.release_service(&obj.value);
+            self.allocators.release_service(&obj.parse());
         }
     }
 
@@ -568,15 +587,15 @@ impl Service {
             .list(NAMESPACES, None)
             .map_err(|e| ApiError::internal(e.to_string()))?;
         for ns in stored.items.values() {
-            let name = meta::name(&ns.value);
+            let name = meta::name(ns.head());
             let label = ns
-                .value
+                .value()
                 .pointer("/metadata/labels/kubernetes.io~1metadata.name")
                 .and_then(Value::as_str);
             if name.is_empty() || label == Some(name) {
                 continue;
             }
-            let mut obj = ns.value.clone();
+            let mut obj = ns.value().clone();
             crate::builtin::defaults::namespace_name_label(&mut obj);
             let name = name.to_owned();
             match self
@@ -756,7 +775,7 @@ impl Service {
             .and_then(|(c, scope)| c.left_in(scope));
         let mut iter = snap.items.range((lower, upper));
         for (key, obj) in iter.by_ref() {
-            if !filter.matches(&obj.value) {
+            if !filter.matches(obj) {
                 continue;
             }
             items.push(obj.clone());
@@ -769,7 +788,7 @@ impl Service {
                     remaining = (n > 0).then_some(n);
                     n > 0
                 } else {
-                    iter.clone().any(|(_, o)| filter.matches(&o.value))
+                    iter.clone().any(|(_, o)| filter.matches(o))
                 };
                 if more {
                     let left = remaining.zip(scope.as_deref());
@@ -794,7 +813,7 @@ impl Service {
         let Some(nso) = self.store.get(&key) else {
             return Err(ApiError::not_found("", NAMESPACES, ns));
         };
-        if meta::meta_str(&nso.value, "deletionTimestamp").is_some() {
+        if meta::meta_str(nso.head(), "deletionTimestamp").is_some() {
             return Err(ApiError::forbidden(format!(
                 "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                 ri.resource,
@@ -1026,7 +1045,7 @@ impl Service {
     /// rewrites apiVersion).
     pub fn present(ri: &ResourceInfo, obj: Arc<StoredObject>) -> Arc<StoredObject> {
         if let Some(c) = ri.conversion {
-            let mut v = obj.value.clone();
+            let mut v = obj.parse().into_owned();
             if let Some(m) = v.as_object_mut() {
                 (c.from_storage)(m);
                 m.insert("apiVersion".into(), Value::String(ri.api_version()));
@@ -1043,10 +1062,10 @@ impl Service {
             return obj;
         }
         let want = ri.api_version();
-        if obj.value.get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
+        if obj.head().get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
             return obj;
         }
-        let mut v = obj.value.clone();
+        let mut v = obj.parse().into_owned();
         v["apiVersion"] = Value::String(want);
         match StoredObject::unstored(v) {
             Ok(mut o) => {
@@ -1081,7 +1100,7 @@ impl Service {
             &c.crd_name,
         );
         match self.store.get(&key) {
-            Some(crd) if meta::meta_str(&crd.value, "deletionTimestamp").is_none() => Ok(()),
+            Some(crd) if meta::meta_str(crd.head(), "deletionTimestamp").is_none() => Ok(()),
             _ => Err(ApiError::method_not_allowed(
                 "create not allowed while custom resource definition is terminating",
             )),
@@ -1392,10 +1411,8 @@ impl Service {
                 )],
             ));
         }
-        self.update_with(ri, ns, name, wanted_rv, opts, sub, |_current| {
-            Ok(obj.clone())
-        })
-        .await
+        self.update_with(ri, ns, name, wanted_rv, opts, sub, |_, _| Ok(obj.clone()))
+            .await
     }
 
     /// PATCH: apply a patch to the latest state (retrying on write races).
@@ -1426,8 +1443,8 @@ impl Service {
             .and_then(Value::as_str)
             .map(|s| parse_rv(s).map_err(|_| ApiError::conflict(&ri.group, &ri.resource, name)))
             .transpose()?;
-        self.update_with(ri, ns, name, wanted_rv, opts, sub, |current| {
-            let mut out = patch::apply(patch_type, &current.value, &patch_value, ri)?;
+        self.update_with(ri, ns, name, wanted_rv, opts, sub, |_, current| {
+            let mut out = patch::apply(patch_type, current, &patch_value, ri)?;
             // A patch cannot move an object between namespaces or names.
             Self::check_type(ri, &mut out)?;
             if meta::name(&out) != name {
@@ -1501,10 +1518,10 @@ impl Service {
                 }
             }
             let r = self
-                .update_with(ri, ns, name, wanted_rv, &opts, sub, |current| {
+                .update_with(ri, ns, name, wanted_rv, &opts, sub, |_, current| {
                     check(crate::apply::apply(
                         ri,
-                        Some(&current.value),
+                        Some(current),
                         &config,
                         &who,
                         opts.force,
@@ -1546,8 +1563,9 @@ impl Service {
     /// The autoscaling/v1 `Scale` of an object whose resource has a scale subresource.
     pub fn scale_of(ri: &ResourceInfo, obj: &StoredObject) -> Result<Value> {
         let sc = ri.scale.as_ref().ok_or_else(ApiError::path_not_found)?;
-        let at = |path: &str| obj.value.pointer(&json_pointer(path)).cloned();
-        let m = metadata(&obj.value).cloned().unwrap_or_default();
+        let whole = obj.parse();
+        let at = |path: &str| whole.pointer(&json_pointer(path)).cloned();
+        let m = metadata(&whole).cloned().unwrap_or_default();
         let mut meta_out = serde_json::Map::new();
         for f in [
             "name",
@@ -1594,22 +1612,30 @@ impl Service {
             .as_ref()
             .map(|sc| json_pointer(&sc.spec_replicas_path))
             .ok_or_else(ApiError::path_not_found)?;
-        self.update_with(ri, ns, name, None, opts, Subresource::Scale, |current| {
-            let scale = Self::scale_of(ri, current)?;
-            let wanted = build(&scale)?;
-            if let Some(rv) = wanted
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-            {
-                if !rv.is_empty() && rv != current.rv.to_string() {
-                    return Err(ApiError::conflict(&ri.group, &ri.resource, name));
+        self.update_with(
+            ri,
+            ns,
+            name,
+            None,
+            opts,
+            Subresource::Scale,
+            |current, value| {
+                let scale = Self::scale_of(ri, current)?;
+                let wanted = build(&scale)?;
+                if let Some(rv) = wanted
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                {
+                    if !rv.is_empty() && rv != current.rv.to_string() {
+                        return Err(ApiError::conflict(&ri.group, &ri.resource, name));
+                    }
                 }
-            }
-            let replicas = scale_replicas(wanted.pointer("/spec/replicas"), name)?;
-            let mut v = current.value.clone();
-            set_pointer(&mut v, &spec_path, json!(replicas));
-            Ok(v)
-        })
+                let replicas = scale_replicas(wanted.pointer("/spec/replicas"), name)?;
+                let mut v = value.clone();
+                set_pointer(&mut v, &spec_path, json!(replicas));
+                Ok(v)
+            },
+        )
         .await
     }
 
@@ -1696,8 +1722,8 @@ impl Service {
                 .store
                 .get(&key)
                 .ok_or_else(|| ApiError::not_found("", "pods", name))?;
-            let already = current
-                .value
+            let whole = current.parse().into_owned();
+            let already = whole
                 .pointer("/spec/nodeName")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty());
@@ -1709,7 +1735,7 @@ impl Service {
                     &format!("pod {name} is already assigned to node \"{assigned}\""),
                 ));
             }
-            if meta::meta_str(&current.value, "deletionTimestamp").is_some() {
+            if meta::meta_str(current.head(), "deletionTimestamp").is_some() {
                 return Err(ApiError::conflict_message(
                     "",
                     "pods/binding",
@@ -1717,7 +1743,7 @@ impl Service {
                     &format!("pod {name} is being deleted, cannot be assigned to a host"),
                 ));
             }
-            let mut v = current.value.clone();
+            let mut v = whole;
             v["spec"]["nodeName"] = json!(node);
             let status = v
                 .as_object_mut()
@@ -1756,7 +1782,7 @@ impl Service {
         wanted_rv: Option<u64>,
         opts: &WriteOptions,
         sub: Subresource,
-        build: impl Fn(&StoredObject) -> Result<Value>,
+        build: impl Fn(&StoredObject, &Value) -> Result<Value>,
     ) -> Result<Written> {
         let key = Self::key(ri, ns, name);
         for _ in 0..CONFLICT_RETRIES {
@@ -1769,7 +1795,12 @@ impl Service {
             }
             // Work in the requested version; store in the storage version.
             let view = Self::present(ri, current.clone());
-            let mut body = build(&view)?;
+            // Parsed for this request and not kept with the stored version (which history may
+            // hold for a long time as an event's `prev`).
+            let view_value = view.parse().into_owned();
+            let current_value =
+                (!Arc::ptr_eq(&view, &current)).then(|| current.parse().into_owned());
+            let mut body = build(&view, &view_value)?;
             let supplied = crate::apply::take(&mut body);
             // Whatever built it (a patch, say), nothing recursive walks a value nested deeper
             // than the limit; it is taken apart without recursion.
@@ -1781,16 +1812,16 @@ impl Service {
                     crate::model::limits::too_deep_message(),
                 ));
             }
-            let mut new = Self::merge_update(ri, &view.value, body, sub)?;
+            let mut new = Self::merge_update(ri, &view_value, body, sub)?;
             if let Some(guard) = &opts.guard {
-                guard.check(ri, ns, Some(&view.value), &new)?;
+                guard.check(ri, ns, Some(&view_value), &new)?;
             }
             let sub_name = sub.name();
-            let old = Some(&view.value);
+            let old = Some(&view_value);
             let mut warnings = self
                 .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
                 .await?;
-            let mut new = Self::restore_after_admission(ri, &view.value, new, sub)?;
+            let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
             warnings.extend(Self::admit(ri, &mut new, old, opts)?);
             Self::track_fields(ri, old, &mut new, supplied, sub, opts);
             warnings.extend(
@@ -1798,13 +1829,24 @@ impl Service {
                     .await?,
             );
             let txn = if sub == Subresource::Main {
-                self.allocate(ri, &mut new, Some(&view.value))?
+                self.allocate(ri, &mut new, Some(&view_value))?
             } else {
                 None
             };
             let result = self
                 .store_update(
-                    ri, name, opts, &key, current, view, new, warnings, wanted_rv,
+                    ri,
+                    name,
+                    opts,
+                    &key,
+                    current,
+                    Versions {
+                        view: &view_value,
+                        current: current_value.as_ref().unwrap_or(&view_value),
+                    },
+                    new,
+                    warnings,
+                    wanted_rv,
                 )
                 .await;
             let written = matches!(result, Ok(Some(_))) && !opts.dry_run;
@@ -1828,16 +1870,16 @@ impl Service {
         opts: &WriteOptions,
         key: &ObjectKey,
         current: Arc<StoredObject>,
-        view: Arc<StoredObject>,
+        old: Versions<'_>,
         mut new: Value,
         warnings: Vec<String>,
         wanted_rv: Option<u64>,
     ) -> Result<Option<Written>> {
-        Self::bump_generation(ri, &view.value, &mut new);
+        Self::bump_generation(ri, old.view, &mut new);
         Self::validate(ri, &new)?;
-        Self::check_finalizers(ri, &view.value, &new)?;
+        Self::check_finalizers(ri, old.view, &new)?;
         Self::to_storage(ri, &mut new);
-        if same_object(&new, &current.value) {
+        if same_object(&new, old.current) {
             return Ok(Some(Written::new(current, warnings)));
         }
         let terminating = meta::meta_str(&new, "deletionTimestamp").is_some();
@@ -2090,6 +2132,7 @@ impl Service {
         let mut warnings = Vec::new();
         if let Some(user) = &opts.user {
             let current = self.get(ri, ns, name)?;
+            let old = current.parse();
             let req = crate::admission::Request {
                 ri,
                 operation: Operation::Delete,
@@ -2098,7 +2141,7 @@ impl Service {
                 subresource: "",
                 user,
                 dry_run: opts.dry_run,
-                old_object: Some(&current.value),
+                old_object: Some(&old),
             };
             warnings = self.admission.validate(&req, None).await?;
         }
@@ -2118,7 +2161,7 @@ impl Service {
         current: &StoredObject,
         opts: &DeleteOptions,
     ) -> Result<()> {
-        let uid = meta::meta_str(&current.value, "uid").unwrap_or("");
+        let uid = meta::meta_str(current.head(), "uid").unwrap_or("");
         if let Some(want) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty()) {
             if want != uid {
                 return Err(ApiError::conflict_message(
@@ -2162,8 +2205,8 @@ impl Service {
                 .get(&key)
                 .ok_or_else(|| ApiError::not_found(&ri.group, &ri.resource, name))?;
             Self::check_delete_preconditions(ri, name, &current, opts)?;
-            let mut finalizers = meta::finalizers(&current.value);
-            let terminating = meta::meta_str(&current.value, "deletionTimestamp").is_some();
+            let mut finalizers = meta::finalizers(current.head());
+            let terminating = meta::meta_str(current.head(), "deletionTimestamp").is_some();
             // A later delete may switch an object's propagation (kube updates the GC finalizers).
             let mut changed = false;
             if let Some(f) = gc_finalizer {
@@ -2186,7 +2229,7 @@ impl Service {
                 if terminating && !changed {
                     return Ok(Deleted::Pending(current));
                 }
-                let mut v = current.value.clone();
+                let mut v = current.parse().into_owned();
                 if let Some(m) = metadata_mut(&mut v) {
                     if !terminating {
                         m.insert(
@@ -2247,7 +2290,7 @@ impl Service {
             ))
             .with_details("", NAMESPACES, name));
         }
-        let mut v = current.value.clone();
+        let mut v = current.value().clone();
         if let Some(m) = metadata_mut(&mut v) {
             m.entry("deletionTimestamp")
                 .or_insert_with(|| Value::String(meta::now_rfc3339()));
@@ -2264,7 +2307,7 @@ impl Service {
                 .map(|o| Deleted::Pending(Arc::new(o)))
                 .map_err(|e| store_error(ri, name, e));
         }
-        if same_object(&v, &current.value) {
+        if same_object(&v, current.value()) {
             return Ok(Deleted::Pending(current));
         }
         self.store
@@ -2289,12 +2332,12 @@ impl Service {
             return Ok(true);
         };
         let spec_finalizers = current
-            .value
+            .value()
             .pointer("/spec/finalizers")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty());
-        if meta::meta_str(&current.value, "deletionTimestamp").is_none()
-            || !meta::finalizers(&current.value).is_empty()
+        if meta::meta_str(current.head(), "deletionTimestamp").is_none()
+            || !meta::finalizers(current.head()).is_empty()
             || spec_finalizers
         {
             return Ok(false);
@@ -2334,8 +2377,8 @@ impl Service {
             .await?;
         let mut out = Vec::with_capacity(page.items.len());
         for obj in page.items.drain(..) {
-            let n = meta::name(&obj.value).to_owned();
-            let o_ns = meta::namespace(&obj.value).to_owned();
+            let n = meta::name(obj.head()).to_owned();
+            let o_ns = meta::namespace(obj.head()).to_owned();
             match self.delete(ri, &o_ns, &n, opts).await {
                 Ok(Deleted::Gone(o) | Deleted::Pending(o)) => out.push(o),
                 Err(e) if e.code == 404 => {}

@@ -235,7 +235,7 @@ pub(crate) fn mutate(
         return Ok(());
     }
     let policies = ctx.configs(POLICIES);
-    let names: Vec<&str> = policies.iter().map(|p| meta::name(&p.value)).collect();
+    let names: Vec<&str> = policies.iter().map(|p| meta::name(p.head())).collect();
     cache.retain(&names);
     if policies.is_empty() {
         return Ok(());
@@ -246,7 +246,7 @@ pub(crate) fn mutate(
     }
     let mut errors: Vec<PolicyError> = Vec::new();
     for stored in &policies {
-        let policy = cache.get(&stored.value);
+        let policy = cache.get(stored.value());
         let constraints = policy.spec.get("matchConstraints");
         let config_error = |errors: &mut Vec<PolicyError>, binding: Option<&str>, err: String| {
             if policy.fail {
@@ -277,11 +277,11 @@ pub(crate) fn mutate(
             continue;
         }
         for b in &bindings {
-            let bspec = b.value.get("spec").cloned().unwrap_or(Value::Null);
+            let bspec = b.value().get("spec").cloned().unwrap_or(Value::Null);
             if bspec.get("policyName").and_then(Value::as_str) != Some(policy.name.as_str()) {
                 continue;
             }
-            let bname = meta::name(&b.value).to_owned();
+            let bname = meta::name(b.head()).to_owned();
             match matching::resources_match(ctx, bspec.get("matchResources"), req, Some(&*object)) {
                 Ok(true) => {}
                 Ok(false) => continue,
@@ -385,7 +385,7 @@ fn invoke(
         None
     } else {
         ctx.namespace(req.namespace)
-            .map(|n| policy::namespace_object(&n.value))
+            .map(|n| policy::namespace_object(n.value()))
     };
     let request = if policy.references("request") {
         req.to_json("")

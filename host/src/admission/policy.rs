@@ -268,7 +268,7 @@ pub(crate) fn validate(
         return Ok(Vec::new());
     }
     let policies = ctx.configs(POLICIES);
-    let names: Vec<&str> = policies.iter().map(|p| meta::name(&p.value)).collect();
+    let names: Vec<&str> = policies.iter().map(|p| meta::name(p.head())).collect();
     cache.retain(&names);
     if policies.is_empty() {
         return Ok(Vec::new());
@@ -279,7 +279,7 @@ pub(crate) fn validate(
     let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
     let mut failures: Vec<Value> = Vec::new();
     for stored in &policies {
-        let policy = cache.get(&stored.value);
+        let policy = cache.get(stored.value());
         let constraints = policy.spec.get("matchConstraints");
         let config_error = |denied: &mut Vec<Denial>, binding: Option<&str>, err: String| {
             if policy.fail {
@@ -312,11 +312,11 @@ pub(crate) fn validate(
             continue;
         }
         for b in &bindings {
-            let bspec = b.value.get("spec").cloned().unwrap_or(Value::Null);
+            let bspec = b.value().get("spec").cloned().unwrap_or(Value::Null);
             if bspec.get("policyName").and_then(Value::as_str) != Some(policy.name.as_str()) {
                 continue;
             }
-            let bname = meta::name(&b.value).to_owned();
+            let bname = meta::name(b.head()).to_owned();
             match matching::resources_match(ctx, bspec.get("matchResources"), req, object) {
                 Ok(true) => {}
                 Ok(false) => continue,
@@ -465,7 +465,7 @@ pub(super) fn collect_params(
     if !name.is_empty() {
         let key = crate::model::ObjectKey::new(&ri.group_resource(), &namespace, name);
         if let Some(o) = ctx.store.get(&key) {
-            found.push(Some(o.value.clone()));
+            found.push(Some(o.value().clone()));
         }
     } else {
         let sel = matching::selector(pref.get("selector"))?;
@@ -474,9 +474,9 @@ pub(super) fn collect_params(
             .list(&ri.group_resource(), None)
             .map_err(|e| e.to_string())?;
         for o in snap.items.values() {
-            if meta::namespace(&o.value) == namespace
+            if meta::namespace(o.head()) == namespace
                 && sel.matches_json(
-                    o.value
+                    o.head()
                         .pointer("/metadata/labels")
                         .and_then(Value::as_object),
                 )
@@ -484,7 +484,7 @@ pub(super) fn collect_params(
                 if found.len() >= MAX_PARAMS {
                     return Err(format!("more than {MAX_PARAMS} params match paramRef"));
                 }
-                found.push(Some(o.value.clone()));
+                found.push(Some(o.parse().into_owned()));
             }
         }
     }
@@ -540,7 +540,7 @@ fn evaluate(
         None
     } else {
         ctx.namespace(req.namespace)
-            .map(|n| namespace_object(&n.value))
+            .map(|n| namespace_object(n.value()))
     };
     let request = if policy.references("request") {
         req.to_json("")

@@ -243,7 +243,7 @@ fn kind_schema(ri: &ResourceInfo, store: &dyn Store) -> Option<Value> {
             &custom.crd_name,
         ))?;
         let mut schema = crd
-            .value
+            .value()
             .pointer("/spec/versions")?
             .as_array()?
             .iter()

@@ -54,7 +54,7 @@ impl Webhooks {
         let mut out = Vec::new();
         for cfg in ctx.configs(resource) {
             for w in cfg
-                .value
+                .value()
                 .get("webhooks")
                 .and_then(Value::as_array)
                 .into_iter()
@@ -401,7 +401,7 @@ fn service_target(
         .get(&crate::model::ObjectKey::new("services", ns, name))
         .ok_or_else(not_found)?;
     let port_name = stored
-        .value
+        .value()
         .pointer("/spec/ports")
         .and_then(Value::as_array)
         .into_iter()
@@ -423,14 +423,17 @@ fn service_target(
         .list("endpointslices.discovery.k8s.io", None)
         .map_err(|e| AdmissionError::Call(e.to_string()))?;
     for slice in slices.items.values() {
-        let v = &slice.value;
-        if crate::model::meta::namespace(v) != ns
-            || v.pointer("/metadata/labels/kubernetes.io~1service-name")
+        let head = slice.head();
+        if crate::model::meta::namespace(head) != ns
+            || head
+                .pointer("/metadata/labels/kubernetes.io~1service-name")
                 .and_then(Value::as_str)
                 != Some(name)
         {
             continue;
         }
+        let whole = slice.parse();
+        let v = &*whole;
         let Some(target_port) = v
             .get("ports")
             .and_then(Value::as_array)

@@ -221,7 +221,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                     object_response(&ri, &headers, query, StatusCode::OK, obj)
                 }
                 Deleted::Gone(obj) => {
-                    let uid = crate::model::meta::meta_str(&obj.value, "uid").unwrap_or("");
+                    let uid = crate::model::meta::meta_str(obj.head(), "uid").unwrap_or("");
                     let status =
                         crate::model::status::success_status(&ri.group, &ri.resource, name, uid);
                     json_response(StatusCode::OK, format!("{status}\n"))
@@ -242,7 +242,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 for o in &page.items {
                     state
                         .crds
-                        .reconcile(crate::model::meta::name(&o.value))
+                        .reconcile(crate::model::meta::name(o.head()))
                         .await?;
                 }
             }
@@ -268,7 +268,7 @@ async fn crd_settled(
     ri: &ResourceInfo,
     obj: &StoredObject,
 ) -> Result<Arc<StoredObject>, ApiError> {
-    let name = crate::model::meta::name(&obj.value).to_owned();
+    let name = crate::model::meta::name(obj.head()).to_owned();
     state.crds.reconcile(&name).await?;
     state.service.get(ri, "", &name)
 }
@@ -663,7 +663,7 @@ fn token_request(state: &AppState, target: &Target, mut req: Value) -> Result<Va
         })
         .filter(|a: &Vec<String>| !a.is_empty())
         .unwrap_or_else(|| vec![ISSUER.to_owned()]);
-    let uid = crate::model::meta::meta_str(&sa.value, "uid").unwrap_or("");
+    let uid = crate::model::meta::meta_str(sa.head(), "uid").unwrap_or("");
     let (token, exp) = issuer
         .issue(&ns, &name, uid, &audiences, seconds, &bound)
         .ok_or_else(|| ApiError::internal("signing the token failed"))?;
@@ -722,7 +722,7 @@ fn bind_token(
     };
     let obj =
         get(resource, namespace, name).ok_or_else(|| ApiError::not_found("", resource, name))?;
-    let uid = crate::model::meta::meta_str(&obj.value, "uid")
+    let uid = crate::model::meta::meta_str(obj.head(), "uid")
         .unwrap_or("")
         .to_owned();
     if let Some(want) = r["uid"].as_str().filter(|u| !u.is_empty()) {
@@ -745,7 +745,7 @@ fn bind_token(
     Ok(match kind {
         "Pod" => {
             let node = obj
-                .value
+                .value()
                 .pointer("/spec/nodeName")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
@@ -753,7 +753,7 @@ fn bind_token(
                     let node = get("nodes", "", n)?;
                     Some(BoundRef {
                         name: n.to_owned(),
-                        uid: crate::model::meta::meta_str(&node.value, "uid")?.to_owned(),
+                        uid: crate::model::meta::meta_str(node.head(), "uid")?.to_owned(),
                     })
                 });
             Bound {
@@ -1069,7 +1069,7 @@ fn partial_metadata(obj: &StoredObject) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+        "metadata": obj.parse().get("metadata").cloned().unwrap_or_else(|| json!({})),
     })
 }
 

@@ -37,7 +37,7 @@ fn custom_schema(state: &AppState, r: &ResourceInfo) -> Option<Value> {
         "",
         &c.crd_name,
     ))?;
-    crd.value
+    crd.value()
         .pointer("/spec/versions")?
         .as_array()?
         .iter()

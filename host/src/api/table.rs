@@ -87,7 +87,8 @@ pub fn render(
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
-            let cells: Vec<Value> = cols.iter().map(|c| (c.cell)(&o.value)).collect();
+            let whole = o.parse();
+            let cells: Vec<Value> = cols.iter().map(|c| (c.cell)(&whole)).collect();
             row(cells, o, include)
         })
         .collect();
@@ -98,12 +99,12 @@ fn row(cells: Vec<Value>, o: &StoredObject, include: &str) -> Value {
     let mut row = json!({"cells": cells});
     match include {
         "None" => {}
-        "Object" => row["object"] = o.value.clone(),
+        "Object" => row["object"] = o.parse().into_owned(),
         _ => {
             row["object"] = json!({
                 "kind": "PartialObjectMetadata",
                 "apiVersion": "meta.k8s.io/v1",
-                "metadata": o.value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+                "metadata": o.parse().get("metadata").cloned().unwrap_or_else(|| json!({})),
             })
         }
     }
@@ -152,8 +153,9 @@ fn render_custom(
     let rows = items
         .iter()
         .map(|o| {
-            let mut cells = vec![json!(crate::model::meta::name(&o.value))];
-            cells.extend(cols.iter().map(|c| custom_cell(c, &o.value)));
+            let mut cells = vec![json!(crate::model::meta::name(o.head()))];
+            let whole = o.parse();
+            cells.extend(cols.iter().map(|c| custom_cell(c, &whole)));
             row(cells, o, include)
         })
         .collect();

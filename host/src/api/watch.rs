@@ -100,7 +100,7 @@ impl Encoder {
                 json!({
                     "kind": "PartialObjectMetadata",
                     "apiVersion": "meta.k8s.io/v1",
-                    "metadata": obj.value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+                    "metadata": obj.parse().get("metadata").cloned().unwrap_or_else(|| json!({})),
                 })
                 .to_string()
                 .as_bytes(),

@@ -62,26 +62,26 @@ impl rbac::RbacObjects for StoreObjects<'_> {
     fn cluster_role(&self, name: &str) -> Option<serde_json::Value> {
         self.store
             .get(&ObjectKey::new(&key("clusterroles"), "", name))
-            .map(|o| o.value.clone())
+            .map(|o| o.value().clone())
     }
 
     fn role(&self, namespace: &str, name: &str) -> Option<serde_json::Value> {
         self.store
             .get(&ObjectKey::new(&key("roles"), namespace, name))
-            .map(|o| o.value.clone())
+            .map(|o| o.value().clone())
     }
 
     fn cluster_roles(&self) -> Vec<serde_json::Value> {
         self.store
             .list(&key("clusterroles"), None)
-            .map(|s| s.items.values().map(|o| o.value.clone()).collect())
+            .map(|s| s.items.values().map(|o| o.value().clone()).collect())
             .unwrap_or_default()
     }
 
     fn cluster_role_bindings(&self) -> Vec<serde_json::Value> {
         self.store
             .list(&key("clusterrolebindings"), None)
-            .map(|s| s.items.values().map(|o| o.value.clone()).collect())
+            .map(|s| s.items.values().map(|o| o.value().clone()).collect())
             .unwrap_or_default()
     }
 
@@ -93,7 +93,7 @@ impl rbac::RbacObjects for StoreObjects<'_> {
                 s.items
                     .range(prefix.clone()..)
                     .take_while(|(k, _)| k.starts_with(&prefix))
-                    .map(|(_, o)| o.value.clone())
+                    .map(|(_, o)| o.value().clone())
                     .collect()
             })
             .unwrap_or_default()

@@ -319,10 +319,10 @@ impl TokenIssuer {
             .get(&ObjectKey::new("secrets", ns, secret_name))?;
         let meta_str =
             |obj: &Value, k: &str| crate::model::meta::meta_str(obj, k).map(str::to_owned);
-        if meta_str(&secret.value, "deletionTimestamp").is_some() {
+        if meta_str(secret.head(), "deletionTimestamp").is_some() {
             return None;
         }
-        let stored = secret.value["data"]["token"]
+        let stored = secret.value()["data"]["token"]
             .as_str()
             .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok())?;
         if !constant_time_eq(&stored, token.as_bytes()) {
@@ -331,12 +331,12 @@ impl TokenIssuer {
         let sa = self
             .store
             .get(&ObjectKey::new("serviceaccounts", ns, name))?;
-        if meta_str(&sa.value, "deletionTimestamp").is_some()
-            || meta_str(&sa.value, "uid").as_deref() != Some(uid)
+        if meta_str(sa.head(), "deletionTimestamp").is_some()
+            || meta_str(sa.head(), "uid").as_deref() != Some(uid)
         {
             return None;
         }
-        let labels = &secret.value["metadata"]["labels"];
+        let labels = &secret.value()["metadata"]["labels"];
         let today = chrono::Utc::now().date_naive();
         let last_used = labels[LAST_USED_LABEL].as_str().unwrap_or("");
         let fresh = [today, today + chrono::Days::new(1)]
@@ -384,10 +384,10 @@ impl TokenIssuer {
         let Some(obj) = self.store.get(key) else {
             return false;
         };
-        if crate::model::meta::meta_str(&obj.value, "uid") != Some(uid) {
+        if crate::model::meta::meta_str(obj.head(), "uid") != Some(uid) {
             return false;
         }
-        let deleting_since = crate::model::meta::meta_str(&obj.value, "deletionTimestamp")
+        let deleting_since = crate::model::meta::meta_str(obj.head(), "deletionTimestamp")
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
             .map(|t| t.timestamp());
         deleting_since.is_none_or(|t| t >= now() - LEEWAY)

@@ -79,7 +79,7 @@ pub async fn reconcile(service: &Service, addr: SocketAddr) -> Result<(), ApiErr
                 Err(e) => return Err(e),
             }
         };
-        let mut next = current.value.clone();
+        let mut next = current.value().clone();
         let mut changed = false;
         for pointer in owned {
             if let (Some(have), Some(want)) = (next.pointer_mut(pointer), obj.pointer(pointer)) {

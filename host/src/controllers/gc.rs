@@ -205,8 +205,8 @@ impl GarbageCollector {
             return Ok(OwnerState::Dangling);
         }
         Ok(match self.service.store.get(&at.key()) {
-            Some(o) if uid(&o.value) == r.uid => {
-                if terminating(&o.value) && has_finalizer(&o.value, FOREGROUND_FINALIZER) {
+            Some(o) if uid(o.head()) == r.uid => {
+                if terminating(o.head()) && has_finalizer(o.head(), FOREGROUND_FINALIZER) {
                     OwnerState::Waiting
                 } else {
                     OwnerState::Solid
@@ -229,13 +229,13 @@ impl GarbageCollector {
         let Some(obj) = self.service.store.get(&r.key()) else {
             return Ok(None);
         };
-        let refs = owner_refs(&obj.value);
+        let refs = owner_refs(obj.head());
         if refs.is_empty() {
             return Ok(None);
         }
         let (mut solid, mut gone, mut waiting) = (0, HashSet::new(), 0);
         for o in &refs {
-            match self.owner_state(o, &obj.value)? {
+            match self.owner_state(o, obj.head())? {
                 OwnerState::Solid => solid += 1,
                 OwnerState::Waiting => {
                     waiting += 1;
@@ -256,15 +256,15 @@ impl GarbageCollector {
             self.remove_owner_refs(&ri, r, &gone).await?;
             return Ok(None);
         }
-        if terminating(&obj.value) {
+        if terminating(obj.head()) {
             return Ok(None); // already on its way; its own finalizers decide
         }
-        let propagation = if waiting > 0 && self.has_dependents(uid(&obj.value)) {
+        let propagation = if waiting > 0 && self.has_dependents(uid(obj.head())) {
             Propagation::Foreground
         } else {
             Propagation::Background
         };
-        self.delete(&ri, r, uid(&obj.value), propagation).await?;
+        self.delete(&ri, r, uid(obj.head()), propagation).await?;
         Ok(None)
     }
 
@@ -301,7 +301,7 @@ impl GarbageCollector {
         let Some(obj) = self.service.store.get(&r.key()) else {
             return Ok(());
         };
-        let mut v = obj.value.clone();
+        let mut v = obj.parse().into_owned();
         let Some(list) = v
             .pointer_mut("/metadata/ownerReferences")
             .and_then(Value::as_array_mut)
@@ -348,7 +348,7 @@ impl GarbageCollector {
         let Some(obj) = self.service.store.get(&r.key()) else {
             return Ok(());
         };
-        let mut v = obj.value.clone();
+        let mut v = obj.parse().into_owned();
         let left: Vec<String> = meta::finalizers(&v)
             .into_iter()
             .filter(|f| f != finalizer)
@@ -364,26 +364,26 @@ impl GarbageCollector {
         let Some(obj) = self.service.store.get(&r.key()) else {
             return Ok(None);
         };
-        if !terminating(&obj.value) {
+        if !terminating(obj.head()) {
             return Ok(None);
         }
         let Some(ri) = stored_resource(&self.service, &r.resource) else {
             return Ok(None);
         };
-        let owner_uid = uid(&obj.value).to_owned();
+        let owner_uid = uid(obj.head()).to_owned();
         // The dependents that really reference this owner now.
         let deps: Vec<(Ref, Arc<crate::store::StoredObject>)> = self
             .dependents_of(&owner_uid)
             .into_iter()
             .filter_map(|d| {
                 let o = self.service.store.get(&d.key())?;
-                owner_refs(&o.value)
+                owner_refs(o.head())
                     .iter()
                     .any(|x| x.uid == owner_uid)
                     .then_some((d, o))
             })
             .collect();
-        if has_finalizer(&obj.value, ORPHAN_FINALIZER) {
+        if has_finalizer(obj.head(), ORPHAN_FINALIZER) {
             let uids: HashSet<String> = [owner_uid.clone()].into();
             let results: Vec<Result<(), ControllerError>> =
                 futures::stream::iter(deps.into_iter().map(|(d, _)| {
@@ -402,22 +402,22 @@ impl GarbageCollector {
             self.remove_finalizer(&ri, r, ORPHAN_FINALIZER).await?;
             return Ok(None);
         }
-        if !has_finalizer(&obj.value, FOREGROUND_FINALIZER) {
+        if !has_finalizer(obj.head(), FOREGROUND_FINALIZER) {
             return Ok(None);
         }
         let owner_uid = owner_uid.as_str();
         let results: Vec<Result<bool, ControllerError>> =
             futures::stream::iter(deps.into_iter().map(|(d, o)| async move {
-                let block = owner_refs(&o.value)
+                let block = owner_refs(o.head())
                     .iter()
                     .any(|x| x.uid == owner_uid && x.block);
-                if terminating(&o.value) {
+                if terminating(o.head()) {
                     return Ok(block);
                 }
                 let Some(dri) = stored_resource(&self.service, &d.resource) else {
                     return Ok(false);
                 };
-                let dep_uid = uid(&o.value);
+                let dep_uid = uid(o.head());
                 let propagation = if self.has_dependents(dep_uid) {
                     Propagation::Foreground
                 } else {
@@ -450,9 +450,9 @@ impl GarbageCollector {
             return;
         };
         if let Some(owner) = self.service.store.get(&at.key()) {
-            if uid(&owner.value) == o.uid
-                && terminating(&owner.value)
-                && has_finalizer(&owner.value, FOREGROUND_FINALIZER)
+            if uid(owner.head()) == o.uid
+                && terminating(owner.head())
+                && has_finalizer(owner.head(), FOREGROUND_FINALIZER)
             {
                 self.queue.add(Work::Owner(at));
             }
@@ -468,10 +468,10 @@ impl Follower for GarbageCollector {
         prev: Option<&crate::store::StoredObject>,
         how: Observed,
     ) {
-        let v = &obj.value;
+        let v = obj.head();
         let me = Ref::of(ri, v);
         let now = owner_refs(v);
-        let before = prev.map(|p| owner_refs(&p.value)).unwrap_or_default();
+        let before = prev.map(|p| owner_refs(p.head())).unwrap_or_default();
         let ns = meta::namespace(v);
         if how == Observed::Deleted {
             {
@@ -521,7 +521,7 @@ impl Follower for GarbageCollector {
         }
         // A dependent that started terminating or changed blockOwnerDeletion: wake its owner.
         if how == Observed::Modified && !now.is_empty() {
-            let started = terminating(v) && !prev.is_some_and(|p| terminating(&p.value));
+            let started = terminating(v) && !prev.is_some_and(|p| terminating(p.head()));
             if started || now != before {
                 for o in &now {
                     self.wake_waiting_owner(o, ns);

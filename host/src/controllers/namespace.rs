@@ -101,7 +101,7 @@ impl NamespaceController {
             };
             r.objects.insert(gr, items.len());
             for o in &items {
-                for f in meta::finalizers(&o.value) {
+                for f in meta::finalizers(o.head()) {
                     *r.finalizers.entry(f).or_default() += 1;
                 }
             }
@@ -113,7 +113,7 @@ impl NamespaceController {
         let Some(current) = self.namespace(ns) else {
             return Ok(None);
         };
-        if !terminating(&current.value) {
+        if !terminating(current.head()) {
             return Ok(None);
         }
         // Delete what is not already on its way out.
@@ -123,12 +123,12 @@ impl NamespaceController {
             .flat_map(|(ri, items)| {
                 items
                     .into_iter()
-                    .filter(|o| !terminating(&o.value))
+                    .filter(|o| !terminating(o.head()))
                     .map(move |o| {
                         (
                             ri.clone(),
-                            meta::name(&o.value).to_owned(),
-                            uid(&o.value).to_owned(),
+                            meta::name(o.head()).to_owned(),
+                            uid(o.head()).to_owned(),
                         )
                     })
             })
@@ -172,7 +172,7 @@ impl NamespaceController {
             return Ok(());
         };
         let Some(list) = current
-            .value
+            .value()
             .pointer("/spec/finalizers")
             .and_then(Value::as_array)
         else {
@@ -181,7 +181,7 @@ impl NamespaceController {
         if !list.iter().any(|f| f == NAMESPACE_FINALIZER) {
             return Ok(());
         }
-        let mut v = current.value.clone();
+        let mut v = current.value().clone();
         let left: Vec<Value> = list
             .iter()
             .filter(|f| *f != NAMESPACE_FINALIZER)
@@ -204,7 +204,7 @@ impl NamespaceController {
         let Some(current) = self.namespace(ns) else {
             return Ok(());
         };
-        let old = current.value.pointer("/status/conditions");
+        let old = current.value().pointer("/status/conditions");
         let cond = |kind: &str, status: bool, reason: &str, message: String| {
             let status_s = if status { "True" } else { "False" };
             let ltt = old
@@ -294,10 +294,10 @@ impl NamespaceController {
                 finalizers,
             ],
         });
-        if current.value.get("status") == Some(&status) {
+        if current.value().get("status") == Some(&status) {
             return Ok(());
         }
-        let mut v = current.value.clone();
+        let mut v = current.value().clone();
         v["status"] = status;
         let Some(ri) = self.base.service.registry.lookup("", "v1", NAMESPACES) else {
             return Ok(());
@@ -324,7 +324,7 @@ impl Follower for NamespaceController {
         _prev: Option<&crate::store::StoredObject>,
         how: Observed,
     ) {
-        let v = &obj.value;
+        let v = obj.head();
         if ri.group.is_empty() && ri.resource == NAMESPACES {
             if terminating(v) && how != Observed::Deleted {
                 self.base.queue.add(meta::name(v).to_owned());
@@ -334,7 +334,7 @@ impl Follower for NamespaceController {
         // Content of a terminating namespace changed (a finalizer went, an object went).
         if ri.namespaced() && matches!(how, Observed::Modified | Observed::Deleted) {
             let ns = meta::namespace(v);
-            if self.namespace(ns).is_some_and(|n| terminating(&n.value)) {
+            if self.namespace(ns).is_some_and(|n| terminating(n.head())) {
                 self.base.queue.add(ns.to_owned());
             }
         }

@@ -60,12 +60,12 @@ impl PolicyStatusController {
         else {
             return Ok(None);
         };
-        if !stale(&current.value) {
+        if !stale(current.value()) {
             return Ok(None);
         }
         let status = {
             let (policy, registry, store) = (
-                current.value.clone(),
+                current.value().clone(),
                 svc.registry.clone(),
                 svc.store.clone(),
             );
@@ -83,7 +83,7 @@ impl PolicyStatusController {
         if status.is_null() {
             return Ok(None);
         }
-        let mut v = current.value.clone();
+        let mut v = current.value().clone();
         if let Some(o) = v.as_object_mut() {
             o.insert("status".into(), status);
         }
@@ -109,8 +109,8 @@ impl Follower for PolicyStatusController {
         if ri.group != GROUP || ri.resource != POLICIES || how == Observed::Deleted {
             return;
         }
-        if stale(&obj.value) {
-            self.base.queue.add(meta::name(&obj.value).to_owned());
+        if stale(obj.value()) {
+            self.base.queue.add(meta::name(obj.head()).to_owned());
         }
     }
 }

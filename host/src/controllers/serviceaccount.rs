@@ -44,7 +44,7 @@ impl ServiceAccountController {
             .service
             .store
             .get(&ObjectKey::new(NAMESPACES, "", ns))
-            .is_some_and(|n| !terminating(&n.value))
+            .is_some_and(|n| !terminating(n.head()))
     }
 
     async fn reconcile(&self, ns: &str) -> Reconciled {
@@ -88,7 +88,7 @@ impl Follower for ServiceAccountController {
         _prev: Option<&crate::store::StoredObject>,
         how: Observed,
     ) {
-        let v = &obj.value;
+        let v = obj.head();
         if !ri.group.is_empty() || (how == Observed::Deleted && ri.resource == NAMESPACES) {
             return;
         }

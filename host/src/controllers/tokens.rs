@@ -86,7 +86,7 @@ impl TokenController {
         let Some(secret) = store.get(&ObjectKey::new(SECRETS, ns, name)) else {
             return Ok(None);
         };
-        let secret = &secret.value;
+        let secret = &secret.value();
         if secret["type"] != TOKEN_SECRET_TYPE || terminating(secret) {
             return Ok(None);
         }
@@ -99,7 +99,7 @@ impl TokenController {
         }
         let sa = store
             .get(&ObjectKey::new(SERVICEACCOUNTS, ns, sa_name))
-            .filter(|sa| want_uid.is_empty() || uid(&sa.value) == want_uid);
+            .filter(|sa| want_uid.is_empty() || uid(sa.head()) == want_uid);
         let Some(sa) = sa else {
             // kube's syncSecret: no such account (or another one by that name) -> delete the
             // token, guarded by the Secret's uid.
@@ -113,7 +113,7 @@ impl TokenController {
                 Err(e) => Err(e.into()),
             };
         };
-        if let Some(updated) = self.populated(secret, &sa.value) {
+        if let Some(updated) = self.populated(secret, sa.value()) {
             super::write_back(
                 &self.base.service,
                 &ri,
@@ -211,10 +211,13 @@ impl TokenController {
         };
         snap.items
             .values()
-            .map(|o| &o.value)
-            .filter(|s| meta::namespace(s) == ns && s["type"] == TOKEN_SECRET_TYPE)
-            .filter(|s| s["metadata"]["annotations"][SA_NAME_ANNOTATION] == sa)
-            .map(|s| meta::name(s).to_owned())
+            .filter(|o| meta::namespace(o.head()) == ns)
+            .filter(|o| {
+                let s = o.parse();
+                s["type"] == TOKEN_SECRET_TYPE
+                    && s["metadata"]["annotations"][SA_NAME_ANNOTATION] == sa
+            })
+            .map(|o| meta::name(o.head()).to_owned())
             .collect()
     }
 }
@@ -236,12 +239,15 @@ impl Follower for TokenController {
         _prev: Option<&crate::store::StoredObject>,
         how: Observed,
     ) {
-        let v = &obj.value;
+        let v = obj.head();
         if !ri.group.is_empty() {
             return;
         }
         let ns = meta::namespace(v);
-        if ri.resource == SECRETS && how != Observed::Deleted && v["type"] == TOKEN_SECRET_TYPE {
+        if ri.resource == SECRETS
+            && how != Observed::Deleted
+            && obj.parse()["type"] == TOKEN_SECRET_TYPE
+        {
             self.base
                 .queue
                 .add((ns.to_owned(), meta::name(v).to_owned()));

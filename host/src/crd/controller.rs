@@ -76,7 +76,7 @@ impl CrdController {
             .list(&Self::storage_key(), None)
             .map_err(|e| ApiError::internal(format!("listing CRDs: {e}")))?;
         for obj in snap.items.values() {
-            self.reconcile_logged(meta::name(&obj.value)).await;
+            self.reconcile_logged(meta::name(obj.head())).await;
         }
         let this = self.clone();
         tokio::spawn(async move { this.follow(snap, shutdown).await });
@@ -118,7 +118,7 @@ impl CrdController {
                         return;
                     };
                     for change in reflector.apply(ev) {
-                        self.reconcile_logged(meta::name(&change.object().value)).await;
+                        self.reconcile_logged(meta::name(change.object().value())).await;
                     }
                 }
                 Some(name) = requeued.recv() => self.reconcile_logged(&name).await,
@@ -139,7 +139,7 @@ impl CrdController {
             self.service.registry.remove_custom(name);
             return Ok(());
         };
-        let mut crd = obj.value.clone();
+        let mut crd = obj.value().clone();
         if meta::meta_str(&crd, "deletionTimestamp").is_some() {
             return self.cleanup(&ri, name, crd).await;
         }
@@ -162,7 +162,7 @@ impl CrdController {
                 )
                 .await?
                 .object
-                .value
+                .value()
                 .clone();
         }
         let all = self
@@ -173,8 +173,8 @@ impl CrdController {
         let others: Vec<&Value> = all
             .items
             .values()
-            .filter(|o| meta::name(&o.value) != name)
-            .map(|o| &o.value)
+            .filter(|o| meta::name(o.head()) != name)
+            .map(|o| o.value())
             .collect();
         let verdict = check_names(&crd, &others);
         let old_conditions = crd.pointer("/status/conditions");
@@ -261,7 +261,7 @@ impl CrdController {
                     .service
                     .store
                     .get(&ObjectKey::new(&Self::storage_key(), "", name))
-                    .map(|o| o.value.clone())
+                    .map(|o| o.value().clone())
                     .unwrap_or(crd);
                 self.service.registry.set_custom(name, resources(&current));
             }
@@ -324,8 +324,8 @@ impl CrdController {
             .list(&cri, None, &ListOptions::default())
             .await?;
         for obj in &page.items {
-            let ns = meta::namespace(&obj.value).to_owned();
-            let n = meta::name(&obj.value).to_owned();
+            let ns = meta::namespace(obj.head()).to_owned();
+            let n = meta::name(obj.head()).to_owned();
             match self
                 .service
                 .delete(&cri, &ns, &n, &DeleteOptions::default())
@@ -397,7 +397,7 @@ impl CrdController {
     async fn release(&self, ri: &ResourceInfo, name: &str) -> Result<(), ApiError> {
         let key = ObjectKey::new(&Self::storage_key(), "", name);
         if let Some(obj) = self.service.store.get(&key) {
-            let remaining: Vec<String> = meta::finalizers(&obj.value)
+            let remaining: Vec<String> = meta::finalizers(obj.head())
                 .into_iter()
                 .filter(|f| f != CLEANUP_FINALIZER)
                 .collect();

@@ -414,7 +414,7 @@ impl ControllerHandle {
         };
         let user = UserInfo {
             name: format!("system:serviceaccount:{ns}:{name}"),
-            uid: meta::meta_str(&account.value, "uid")
+            uid: meta::meta_str(account.head(), "uid")
                 .unwrap_or_default()
                 .to_owned(),
             groups: vec![
@@ -496,8 +496,8 @@ impl ControllerHandle {
         };
         if let Ok(snap) = self.host.service.store.list(&ri.group_resource(), None) {
             for obj in snap.items.values() {
-                if filter.matches(&obj.value) {
-                    self.enqueue_for(w, &obj.value);
+                if filter.matches(obj) {
+                    self.enqueue_for(w, obj.head());
                 }
             }
         }
@@ -621,12 +621,12 @@ impl ControllerHandle {
     fn on_change(&self, w: &wit::Watch, change: &Change) {
         match change {
             Change::Listed { object, .. } | Change::Deleted { object, .. } => {
-                self.enqueue_for(w, &object.value)
+                self.enqueue_for(w, object.head())
             }
             Change::Applied { object, prev } => {
-                self.enqueue_for(w, &object.value);
+                self.enqueue_for(w, object.head());
                 if let (wit::KeyMapping::Owner(_), Some(p)) = (&w.mapping, prev) {
-                    self.enqueue_for(w, &p.value);
+                    self.enqueue_for(w, p.head());
                 }
             }
         }
@@ -795,7 +795,7 @@ impl Primary {
         }
         match &self.selector {
             None => true,
-            Some(Ok(f)) => f.matches(obj),
+            Some(Ok(f)) => f.matches_value(obj),
             Some(Err(())) => false,
         }
     }
@@ -850,7 +850,7 @@ impl Reconciler<Key> for WasmWorker {
                 .service
                 .get(ri, &key.0, &key.1)
                 .ok()
-                .filter(|o| primary.shows(&o.value))
+                .filter(|o| primary.shows(o.head()))
                 .map(|o| crate::service::Service::present(ri, o).lean_json().clone())
         });
         let wkey = wit::ObjectKey {
@@ -926,7 +926,7 @@ pub async fn write_status(svc: &crate::service::Service, name: &str, mut status:
         return;
     };
     let current = svc.get(&ri, "", name).ok();
-    if current.as_ref().and_then(|c| c.value.get("status")) == Some(&status) {
+    if current.as_ref().and_then(|c| c.value().get("status")) == Some(&status) {
         return;
     }
     let obj = json!({

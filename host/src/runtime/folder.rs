@@ -283,8 +283,9 @@ pub async fn remove_stale(svc: &crate::service::Service, present: impl Fn(&str) 
         return;
     };
     for obj in snap.items.values() {
-        let name = crate::model::meta::name(&obj.value);
-        let builtin = obj.value.pointer("/status/builtIn") == Some(&serde_json::Value::Bool(true));
+        let name = crate::model::meta::name(obj.head());
+        let builtin =
+            obj.value().pointer("/status/builtIn") == Some(&serde_json::Value::Bool(true));
         if builtin || present(name) {
             continue;
         }

@@ -189,7 +189,7 @@ impl HostCtx {
             None => true,
             // The same account: one deleted and re-created has another uid.
             Some((ns, name)) => service_account(&self.service, &ns, &name).is_some_and(|a| {
-                crate::model::meta::meta_str(&a.value, "uid").unwrap_or("") == id.user.uid
+                crate::model::meta::meta_str(a.head(), "uid").unwrap_or("") == id.user.uid
             }),
         }
     }
@@ -234,7 +234,7 @@ impl HostCtx {
                     w.label_selector.as_deref(),
                     None,
                 )
-                .is_ok_and(|f| f.matches(obj))
+                .is_ok_and(|f| f.matches_value(obj))
         })
     }
 
@@ -744,7 +744,7 @@ impl bindings::turtles::controller::host::Host for GuestState {
             return None;
         }
         let obj = self.ctx.service.get(&ri, &namespace, &name).ok()?;
-        if !self.ctx.cached(&group, &version, &resource, &obj.value) {
+        if !self.ctx.cached(&group, &version, &resource, obj.head()) {
             return None;
         }
         Some(Service::present(&ri, obj).lean_json().to_vec())
@@ -831,10 +831,10 @@ pub(crate) fn list_json(
     out.push(b'[');
     let mut first = true;
     for obj in snap.items.values() {
-        if namespace.is_some_and(|ns| crate::model::meta::namespace(&obj.value) != ns) {
+        if namespace.is_some_and(|ns| crate::model::meta::namespace(obj.head()) != ns) {
             continue;
         }
-        if !keep(&obj.value) {
+        if !keep(obj.head()) {
             continue;
         }
         if !first {

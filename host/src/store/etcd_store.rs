@@ -676,7 +676,7 @@ fn apply(shared: &Shared, prefix: &[u8], resp: WatchResponse) {
                     index.rv = index.rv.max(rv);
                     continue;
                 };
-                let object = match StoredObject::new(rv, last.value.clone()) {
+                let object = match StoredObject::new(rv, last.parse().into_owned()) {
                     Ok(o) => Arc::new(o),
                     Err(_) => last.clone(),
                 };
@@ -983,7 +983,7 @@ mod tests {
         assert!(created.rv > 0);
         assert_eq!(a.get(&key).unwrap().rv, created.rv);
         assert_eq!(
-            created.value["metadata"]["resourceVersion"],
+            created.value()["metadata"]["resourceVersion"],
             created.rv.to_string()
         );
         // The object keeps its fields' order: resourceVersion where the writer had it.
@@ -1025,9 +1025,9 @@ mod tests {
             .await
             .unwrap();
         assert!(deleted.rv > updated.rv);
-        assert_eq!(deleted.value["data"]["k"], "2", "the last state, stamped");
+        assert_eq!(deleted.value()["data"]["k"], "2", "the last state, stamped");
         assert_eq!(
-            deleted.value["metadata"]["resourceVersion"],
+            deleted.value()["metadata"]["resourceVersion"],
             deleted.rv.to_string()
         );
         assert!(a.get(&key).is_none());
@@ -1052,7 +1052,10 @@ mod tests {
         // Past revisions are served from the history, as with sled.
         b.sync().await.unwrap();
         let past = b.list("configmaps", Some(created.rv)).unwrap();
-        assert_eq!(past.items.values().next().unwrap().value["data"]["k"], "1");
+        assert_eq!(
+            past.items.values().next().unwrap().value()["data"]["k"],
+            "1"
+        );
 
         // A third view opened now loads what is there.
         a.write(put("b", "1", Precondition::MustNotExist))

@@ -22,7 +22,8 @@ const EVENT_OVERHEAD: usize = 128;
 /// that later event holds it as its `prev` (consecutive events of one object share the same
 /// `Arc`). So the old versions history holds are exactly the events' `prev`s, plus the final
 /// state stamped with the deletion's revision that a delete event carries. Counted as serialized
-/// JSON; the parsed copy kept beside it is not counted.
+/// JSON; the small parsed head kept beside it is not counted (nor a whole tree, kept only for an
+/// object a request or an internal controller has read whole: see `StoredObject::value`).
 fn cost(ev: &Event) -> usize {
     let prev = ev.prev.as_ref().map_or(0, |p| p.json.len());
     let own = match ev.kind {

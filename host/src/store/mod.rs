@@ -21,17 +21,41 @@ use crate::model::{EventType, ObjectKey};
 
 pub use sled_store::{SledStore, StoreOptions};
 
-/// One stored version of an object: the JSON (with `metadata.resourceVersion` set to `rv`) both
-/// parsed and serialized, so reads never re-serialize and filters never re-parse.
+/// One stored version of an object: its serialized JSON (with `metadata.resourceVersion` set to
+/// `rv`) and a small parsed *head* (see [`HEAD_FIELDS`]): what reads, watches and the
+/// every-object paths (selectors, the garbage collector's owner index, informers) need. The full
+/// parsed tree is not kept with every object: it costs ~10 times the JSON, and a million objects
+/// would need gigabytes for it. [`StoredObject::value`] parses it on first use and keeps it (for
+/// the one object a request reads, or the small internal kinds); [`StoredObject::parse`] parses
+/// without keeping.
 #[derive(Debug)]
 pub struct StoredObject {
     pub rv: u64,
-    pub value: Value,
     pub json: Bytes,
+    /// `apiVersion`, `kind` and the [`HEAD_METADATA`] fields of `metadata`, as stored.
+    head: Value,
+    /// The whole object, parsed on first use of [`StoredObject::value`].
+    parsed: std::sync::OnceLock<Value>,
     /// `json` without `metadata.managedFields`, made on first use (what a controller's
     /// reconcile is handed; see [`StoredObject::lean_json`]).
     lean: std::sync::OnceLock<Bytes>,
 }
+
+/// Top-level fields a [`StoredObject`]'s head keeps.
+pub const HEAD_FIELDS: &[&str] = &["apiVersion", "kind"];
+/// Fields of `metadata` a [`StoredObject`]'s head keeps: what list and watch filters, owner
+/// references, finalization and informers' keys read on every object. Not `annotations` or
+/// `managedFields` (the large ones).
+pub const HEAD_METADATA: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "labels",
+    "ownerReferences",
+    "finalizers",
+    "deletionTimestamp",
+];
 
 impl StoredObject {
     /// Build from a value whose `metadata.resourceVersion` is (or will be treated as) `rv`.
@@ -40,23 +64,82 @@ impl StoredObject {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
         let json = Bytes::from(serde_json::to_vec(&value).map_err(StoreError::Encode)?);
-        Ok(Self::from_parts(rv, value, json))
+        Ok(Self::from_parts(rv, &value, json))
     }
 
     /// An object that was never stored (a dry run): its `resourceVersion` is left as given.
     pub fn unstored(value: Value) -> Result<Self> {
         let json = Bytes::from(serde_json::to_vec(&value).map_err(StoreError::Encode)?);
-        Ok(Self::from_parts(0, value, json))
+        Ok(Self::from_parts(0, &value, json))
     }
 
-    /// From a value and its serialized form (which must be the same object).
-    pub fn from_parts(rv: u64, value: Value, json: Bytes) -> Self {
+    /// From a value and its serialized form (which must be the same object). The value is not
+    /// kept: only its head.
+    pub fn from_parts(rv: u64, value: &Value, json: Bytes) -> Self {
+        Self::from_head(rv, head_of(value), json)
+    }
+
+    fn from_head(rv: u64, head: Value, json: Bytes) -> Self {
         Self {
             rv,
-            value,
             json,
+            head,
+            parsed: std::sync::OnceLock::new(),
             lean: std::sync::OnceLock::new(),
         }
+    }
+
+    /// From stored bytes alone (a load at start-up, an etcd read): only the head is parsed, and
+    /// `rv` is the object's own `metadata.resourceVersion` (0 if it has none). Fails when the
+    /// bytes are not a JSON object.
+    pub fn from_json(json: Bytes) -> Result<Self> {
+        let head = match read_head(&json) {
+            Some(head) => head,
+            None => {
+                // Not an object, or `metadata` is not one: parse it whole, for the error or
+                // for the head a parsed object gives.
+                let value: Value = serde_json::from_slice(&json).map_err(StoreError::Decode)?;
+                if !value.is_object() {
+                    return Err(StoreError::Decode(serde::de::Error::custom(
+                        "not a JSON object",
+                    )));
+                }
+                head_of(&value)
+            }
+        };
+        let rv = crate::model::meta::meta_str(&head, "resourceVersion")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        Ok(Self::from_head(rv, head, json))
+    }
+
+    /// `apiVersion`, `kind` and the [`HEAD_METADATA`] fields: enough for the `model::meta`
+    /// helpers that read names, labels, owners and finalizers, without parsing the object.
+    pub fn head(&self) -> &Value {
+        &self.head
+    }
+
+    /// The whole object, parsed on first use and kept with this version. Every-object paths use
+    /// [`StoredObject::head`] or [`StoredObject::parse`] instead, so a large store does not end
+    /// up holding a tree per object.
+    pub fn value(&self) -> &Value {
+        self.parsed.get_or_init(|| self.decode())
+    }
+
+    /// The whole object: the kept tree if there is one, else parsed now and not kept.
+    pub fn parse(&self) -> std::borrow::Cow<'_, Value> {
+        match self.parsed.get() {
+            Some(v) => std::borrow::Cow::Borrowed(v),
+            None => std::borrow::Cow::Owned(self.decode()),
+        }
+    }
+
+    fn decode(&self) -> Value {
+        // The bytes were written by this process or checked when read from the backend.
+        serde_json::from_slice(&self.json).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "stored object does not parse");
+            Value::Null
+        })
     }
 
     /// The JSON without `metadata.managedFields`: what informers hand controllers (kube's
@@ -64,18 +147,110 @@ impl StoredObject {
     /// reconcile parses half the bytes). Made once per stored version, shared by every reader.
     pub fn lean_json(&self) -> &Bytes {
         self.lean.get_or_init(|| {
-            let has_managed = self
-                .value
+            const NEEDLE: &[u8] = b"\"managedFields\"";
+            if !self.json.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
+                return self.json.clone();
+            }
+            let value = self.parse();
+            let value = &*value;
+            let has_managed = value
                 .get("metadata")
                 .and_then(|m| m.get("managedFields"))
                 .is_some();
             if !has_managed {
                 return self.json.clone();
             }
-            serde_json::to_vec(&WithoutManagedFields(&self.value))
+            serde_json::to_vec(&WithoutManagedFields(value))
                 .map(Bytes::from)
                 .unwrap_or_else(|_| self.json.clone())
         })
+    }
+}
+
+/// The head of a parsed object (see [`StoredObject::head`]).
+fn head_of(value: &Value) -> Value {
+    let mut top = serde_json::Map::new();
+    let Value::Object(obj) = value else {
+        return Value::Object(top);
+    };
+    for k in HEAD_FIELDS {
+        if let Some(v) = obj.get(*k) {
+            top.insert((*k).to_owned(), v.clone());
+        }
+    }
+    if let Some(Value::Object(meta)) = obj.get("metadata") {
+        let mut m = serde_json::Map::new();
+        for k in HEAD_METADATA {
+            if let Some(v) = meta.get(*k) {
+                m.insert((*k).to_owned(), v.clone());
+            }
+        }
+        top.insert("metadata".into(), Value::Object(m));
+    }
+    Value::Object(top)
+}
+
+/// The head read straight from JSON, skipping everything else without building it; `None`
+/// when the JSON is not an object whose `metadata` (if any) is an object.
+fn read_head(json: &[u8]) -> Option<Value> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let head = Pick {
+        keys: HEAD_FIELDS,
+        nested: Some(("metadata", HEAD_METADATA)),
+    }
+    .deserialize(&mut de)
+    .ok()?;
+    de.end().ok()?;
+    Some(Value::Object(head))
+}
+
+/// Deserializes a JSON object keeping only `keys` (and `nested`'s object, itself picked);
+/// everything else is skipped unparsed.
+struct Pick<'a> {
+    keys: &'a [&'a str],
+    nested: Option<(&'a str, &'a [&'a str])>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Pick<'_> {
+    type Value = serde_json::Map<String, Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Pick<'_> {
+    type Value = serde_json::Map<String, Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        // A key given twice: the last one wins, as when the whole object is parsed.
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match self.nested {
+                Some((name, keys)) if key == name => {
+                    let inner = map.next_value_seed(Pick { keys, nested: None })?;
+                    out.insert(key.into_owned(), Value::Object(inner));
+                }
+                _ if self.keys.contains(&&*key) => {
+                    out.insert(key.into_owned(), map.next_value::<Value>()?);
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -99,11 +274,14 @@ pub fn prepare(op: &mut WriteOp) -> Result<Option<Prepared>> {
 /// of whole objects on the one thread every write goes through).
 #[derive(Debug)]
 pub struct Prepared {
-    value: Value,
+    /// The object's head (see [`StoredObject::head`]), its `resourceVersion` empty.
+    head: Value,
     json: Vec<u8>,
     /// Where the revision's digits go; `None` when the value has no metadata object (it is
-    /// serialized again once the revision is known, as [`StoredObject::new`] does).
+    /// serialized again once the revision is known, as [`StoredObject::new`] does, from
+    /// `whole`).
     slot: Option<usize>,
+    whole: Option<Value>,
 }
 
 impl Prepared {
@@ -113,18 +291,20 @@ impl Prepared {
         let Some(meta) = crate::model::meta::metadata_mut(&mut value) else {
             let json = serde_json::to_vec(&value).map_err(StoreError::Encode)?;
             return Ok(Self {
-                value,
+                head: head_of(&value),
                 json,
                 slot: None,
+                whole: Some(value),
             });
         };
         meta.insert("resourceVersion".into(), Value::String(String::new()));
         let mut json = Vec::with_capacity(256);
         let slot = write_with_rv_slot(&mut json, &value)?;
         Ok(Self {
-            value,
+            head: head_of(&value),
             json,
             slot: Some(slot),
+            whole: None,
         })
     }
 
@@ -143,25 +323,22 @@ impl Prepared {
         self.json.is_empty()
     }
 
-    pub fn value(&self) -> &Value {
-        &self.value
-    }
-
     /// The stored object at revision `rv`.
     pub fn stored(self, rv: u64) -> Result<StoredObject> {
-        let Some(slot) = self.slot else {
-            return StoredObject::new(rv, self.value);
+        let slot = match (self.slot, self.whole) {
+            (Some(slot), None) => slot,
+            (_, whole) => return StoredObject::new(rv, whole.unwrap_or_default()),
         };
-        let mut value = self.value;
+        let mut head = self.head;
         let digits = rv.to_string();
         let mut json = Vec::with_capacity(self.json.len() + digits.len());
         json.extend_from_slice(&self.json[..slot]);
         json.extend_from_slice(digits.as_bytes());
         json.extend_from_slice(&self.json[slot..]);
-        if let Some(meta) = crate::model::meta::metadata_mut(&mut value) {
+        if let Some(meta) = crate::model::meta::metadata_mut(&mut head) {
             meta.insert("resourceVersion".into(), Value::String(digits));
         }
-        Ok(StoredObject::from_parts(rv, value, Bytes::from(json)))
+        Ok(StoredObject::from_head(rv, head, Bytes::from(json)))
     }
 }
 
@@ -408,6 +585,67 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_head_read_from_bytes_is_the_head_of_the_parsed_object() {
+        let cases: &[&str] = &[
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"7","labels":{"x":"1"},"annotations":{"big":"..."},"managedFields":[{"manager":"m"}]},"data":{"k":"v"}}"#,
+            // owners, finalizers, deletion; escaped keys and values; metadata not first.
+            r#"{"data":{"metadata":{"name":"not me"}},"metadata":{"ownerReferences":[{"uid":"o","kind":"K","name":"p"}],"finalizers":["f"],"deletionTimestamp":"2026-01-01T00:00:00Z","na\u006de":"esc\"aped"},"kind":"K"}"#,
+            // a key given twice: the last one wins, in metadata and at the top.
+            r#"{"kind":"A","kind":"B","metadata":{"name":"first","name":"second"}}"#,
+            r#"{"metadata":{"name":"gone"},"metadata":{"namespace":"kept"}}"#,
+            // metadata that is not an object: no metadata in the head.
+            r#"{"kind":"K","metadata":"nope"}"#,
+            r#"{"kind":"K","metadata":null}"#,
+            r#"{"kind":"K"}"#,
+            // nulls are kept as given.
+            r#"{"metadata":{"name":null,"labels":null,"deletionTimestamp":null}}"#,
+        ];
+        for (i, raw) in cases.iter().enumerate() {
+            let parsed: Value = serde_json::from_slice(raw.as_bytes()).unwrap();
+            let obj = StoredObject::from_json(Bytes::from(raw.as_bytes().to_vec())).unwrap();
+            assert_eq!(obj.head(), &head_of(&parsed), "case {i}");
+            assert_eq!(obj.value(), &parsed, "case {i}");
+        }
+        let obj = StoredObject::from_json(Bytes::from_static(CASE0)).unwrap();
+        assert_eq!(obj.rv, 7, "the revision is the object's own");
+        assert_eq!(
+            obj.head(),
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n", "uid": "u", "resourceVersion": "7", "labels": {"x": "1"}}}),
+            "no annotations, managedFields or data in the head"
+        );
+        assert!(
+            obj.parsed.get().is_none(),
+            "reading the head parses nothing more"
+        );
+        assert!(matches!(obj.parse(), std::borrow::Cow::Owned(_)));
+        assert!(obj.parsed.get().is_none(), "parse() keeps nothing");
+        for bad in [&b"[1]"[..], b"\"s\"", b"{", b"{\"metadata\":{} } x"] {
+            assert!(StoredObject::from_json(Bytes::from(bad.to_vec())).is_err());
+        }
+    }
+
+    const CASE0: &[u8] = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","uid":"u","resourceVersion":"7","labels":{"x":"1"},"annotations":{"big":"..."},"managedFields":[{"manager":"m"}]},"data":{"k":"v"}}"#;
+
+    #[test]
+    fn stored_versions_keep_no_parsed_tree_until_one_is_read_whole() {
+        let p = Prepared::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"l": "v"}, "managedFields": [{"manager": "m"}]}, "data": {"k": "v"}})).unwrap();
+        let obj = p.stored(42).unwrap();
+        assert!(obj.parsed.get().is_none());
+        assert_eq!(obj.head()["metadata"]["resourceVersion"], "42");
+        assert_eq!(obj.head()["metadata"]["labels"]["l"], "v");
+        assert_eq!(
+            obj.lean_json().as_ref(),
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"l":"v"},"resourceVersion":"42"},"data":{"k":"v"}}"#
+        );
+        assert!(
+            obj.parsed.get().is_none(),
+            "the lean copy is made without keeping the tree"
+        );
+        assert_eq!(obj.value()["data"]["k"], "v");
+        assert!(obj.parsed.get().is_some());
+    }
+
+    #[test]
     fn prepared_objects_store_exactly_what_a_stored_object_serializes() {
         let cases = [
             // resourceVersion absent: it goes last in metadata.
@@ -429,10 +667,10 @@ mod tests {
                     std::str::from_utf8(&want.json).unwrap(),
                     "case {i} at {rv}"
                 );
-                assert_eq!(got.value, want.value, "case {i}");
+                assert_eq!(got.value(), want.value(), "case {i}");
                 assert_eq!(got.rv, rv);
                 let reparsed: Value = serde_json::from_slice(&got.json).unwrap();
-                assert_eq!(reparsed, got.value, "case {i}: bytes and value agree");
+                assert_eq!(&reparsed, got.value(), "case {i}: bytes and value agree");
             }
         }
     }
@@ -447,7 +685,7 @@ mod tests {
         });
         let o = StoredObject::new(7, v).unwrap();
         let lean: Value = serde_json::from_slice(o.lean_json()).unwrap();
-        let mut want = o.value.clone();
+        let mut want = o.value().clone();
         want["metadata"]
             .as_object_mut()
             .unwrap()

@@ -195,20 +195,17 @@ fn read_rv(db: &sled::Db) -> Result<u64> {
     })
 }
 
-/// Decode one stored object, or say why it cannot be served.
+/// Decode one stored object (its head only: see [`StoredObject::head`]), or say why it cannot
+/// be served.
 fn load_object(
     raw_key: &[u8],
     raw: &[u8],
 ) -> std::result::Result<(ObjectKey, StoredObject), String> {
     let key = parse_object_key(raw_key).ok_or("the key is not resource\\0namespace\\0name")?;
-    let value: serde_json::Value = serde_json::from_slice(raw).map_err(|e| e.to_string())?;
-    if !value.is_object() {
-        return Err("not a JSON object".into());
-    }
-    let obj_rv = crate::model::meta::meta_str(&value, "resourceVersion")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let obj = StoredObject::from_parts(obj_rv, value, bytes::Bytes::from(raw.to_vec()));
+    let obj = StoredObject::from_json(bytes::Bytes::from(raw.to_vec())).map_err(|e| match e {
+        StoreError::Decode(e) => e.to_string(),
+        e => e.to_string(),
+    })?;
     Ok((key, obj))
 }
 
@@ -553,7 +550,7 @@ fn plan(
             let Some(cur) = current else {
                 return Err(StoreError::NotFound);
             };
-            let obj = Arc::new(StoredObject::new(next_rv, cur.value.clone())?);
+            let obj = Arc::new(StoredObject::new(next_rv, cur.parse().into_owned())?);
             let ev = Event {
                 rv: next_rv,
                 kind: EventType::Deleted,
@@ -725,7 +722,7 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(a2.rv, 2);
-            assert_eq!(a2.value["metadata"]["resourceVersion"], "2");
+            assert_eq!(a2.value()["metadata"]["resourceVersion"], "2");
             store
                 .write(put("b", "1", Precondition::MustNotExist))
                 .await
@@ -748,7 +745,7 @@ mod tests {
             4,
             "revision survives restart, deletes included"
         );
-        assert_eq!(store.get(&key).unwrap().value["data"]["k"], "2");
+        assert_eq!(store.get(&key).unwrap().value()["data"]["k"], "2");
         let next = store
             .write(put("c", "1", Precondition::MustNotExist))
             .await

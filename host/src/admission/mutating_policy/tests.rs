@@ -71,7 +71,7 @@ async fn create_cm(svc: &Service, obj: Value) -> Result<Value, crate::model::Api
     let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
     svc.create(&cms, "default", obj, &as_user("u"))
         .await
-        .map(|w| w.object.value.clone())
+        .map(|w| w.object.value().clone())
 }
 
 #[tokio::test]
@@ -323,7 +323,7 @@ async fn system_fields_are_set_after_mutation() {
         .await
         .unwrap();
     assert_eq!(
-        ns.object.value["spec"]["finalizers"],
+        ns.object.value()["spec"]["finalizers"],
         json!(["example.com/keep", "kubernetes"])
     );
     std::fs::remove_dir_all(dir).ok();
@@ -340,7 +340,7 @@ async fn namespaces_carry_their_name_as_a_label() {
         .store
         .get(&crate::model::ObjectKey::new("namespaces", "", "default"))
         .unwrap();
-    assert_eq!(label(&default.value), "default", "{}", default.value);
+    assert_eq!(label(default.value()), "default", "{}", default.value());
     policy_on(
         &svc,
         "relabel",
@@ -362,7 +362,7 @@ async fn namespaces_carry_their_name_as_a_label() {
         .await
         .unwrap();
     assert_eq!(
-        ns.object.value["metadata"]["labels"],
+        ns.object.value()["metadata"]["labels"],
         json!({"kubernetes.io/metadata.name": "named", "team": "a"})
     );
     let generated = svc
@@ -374,9 +374,9 @@ async fn namespaces_carry_their_name_as_a_label() {
         )
         .await
         .unwrap();
-    let name = generated.object.value["metadata"]["name"].clone();
+    let name = generated.object.value()["metadata"]["name"].clone();
     assert!(name.as_str().unwrap().starts_with("gen-"), "{name}");
-    assert_eq!(label(&generated.object.value), name);
+    assert_eq!(label(generated.object.value()), name);
     let updated = svc
         .update(
             &namespaces,
@@ -389,6 +389,6 @@ async fn namespaces_carry_their_name_as_a_label() {
         )
         .await
         .unwrap();
-    assert_eq!(label(&updated.object.value), "named");
+    assert_eq!(label(updated.object.value()), "named");
     std::fs::remove_dir_all(dir).ok();
 }

@@ -539,7 +539,7 @@ async fn validating_admission_sees_the_generated_name() {
         )
         .await
         .unwrap();
-    assert!(made.object.value["metadata"]["name"]
+    assert!(made.object.value()["metadata"]["name"]
         .as_str()
         .unwrap()
         .starts_with("gen-"));

@@ -542,7 +542,7 @@ async fn bind_escalate_masters_and_aggregation() {
 
     // An update touching only finalizers is not checked; one changing roleRef is 422 for all.
     let ri = f.ri("clusterrolebindings");
-    let stored = f.service.get(&ri, "", "x").unwrap().value.clone();
+    let stored = f.service.get(&ri, "", "x").unwrap().value().clone();
     let mut gc = stored.clone();
     gc["metadata"]["finalizers"] = json!(["example.com/keep"]);
     let dave = user("dave", &["system:authenticated"]);
@@ -551,7 +551,7 @@ async fn bind_escalate_masters_and_aggregation() {
     f.update_as(&dave, "clusterrolebindings", "", gc)
         .await
         .unwrap();
-    let mut changed = f.service.get(&ri, "", "x").unwrap().value.clone();
+    let mut changed = f.service.get(&ri, "", "x").unwrap().value().clone();
     changed["roleRef"]["name"] = json!("view");
     let e = f
         .update_as(&root, "clusterrolebindings", "", changed)
