@@ -10,6 +10,8 @@
 //! - merge-patch update latency p50/p99 (8 clients, 10,000 updates);
 //! - restart to ready (kill, start on the same data dir, `/readyz` 200) and the RSS after it.
 //!
+//! `BENCH_SCALE_HOST_ARGS` passes extra flags to the host (e.g. `--watch-history 1000`).
+//!
 //! The latencies are compared with the Kubernetes API call latency SLO (mutating calls p99 ≤ 1 s,
 //! list calls p99 ≤ 30 s).
 
@@ -100,8 +102,12 @@ pub async fn scale(rows: &mut Vec<(String, String)>) -> Result<()> {
     let objects = env_or("BENCH_SCALE_OBJECTS", 1_000_000);
     let namespaces = env_or("BENCH_SCALE_NAMESPACES", 1_000).max(1);
     let watchers = env_or("BENCH_SCALE_WATCHERS", 1_000);
-    let (mut h, _) = Host::start(&[]).await?;
+    // Extra flags for the host (e.g. `--watch-history 1000`, to see what history costs).
+    let host_args = std::env::var("BENCH_SCALE_HOST_ARGS").unwrap_or_default();
+    let host_args: Vec<&str> = host_args.split_whitespace().collect();
+    let (mut h, _) = Host::start(&host_args).await?;
     let url = h.url.clone();
+    let idle_rss = h.rss_mib();
 
     // Namespaces, then the objects spread over them.
     let ns_url = format!("{url}/api/v1/namespaces");
@@ -134,13 +140,23 @@ pub async fn scale(rows: &mut Vec<(String, String)>) -> Result<()> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss = h.rss_mib();
     let disk = disk_bytes(&h.dir) as f64;
+    // What one object is as stored (its JSON, as a GET returns it).
+    let one = client()
+        .get(format!("{url}/api/v1/namespaces/scale-0/configmaps/cm-0"))
+        .send()
+        .await?
+        .bytes()
+        .await?
+        .len();
     rows.push((
-        format!("scale: RSS and disk with {objects} objects (per object)"),
+        format!("scale: RSS and disk with {objects} objects (per object); RSS above the idle host per object, against one object's JSON"),
         format!(
-            "{rss:.0} MiB ({:.2} KiB), {:.0} MiB on disk ({:.2} KiB)",
+            "{rss:.0} MiB ({:.2} KiB), {:.0} MiB on disk ({:.2} KiB); {:.0} B above idle ({idle_rss:.0} MiB) per object, JSON {one} B ({:.1}x)",
             rss * 1024.0 / objects as f64,
             disk / (1 << 20) as f64,
-            disk / 1024.0 / objects as f64
+            disk / 1024.0 / objects as f64,
+            (rss - idle_rss) * 1048576.0 / objects as f64,
+            (rss - idle_rss) * 1048576.0 / objects as f64 / one as f64,
         ),
     ));
 

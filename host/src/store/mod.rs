@@ -32,7 +32,7 @@ pub use sled_store::{SledStore, StoreOptions};
 pub struct StoredObject {
     pub rv: u64,
     pub json: Bytes,
-    /// `apiVersion`, `kind` and the [`HEAD_METADATA`] fields of `metadata`, as stored.
+    /// `apiVersion` and the [`HEAD_METADATA`] fields of `metadata`, as stored.
     head: Value,
     /// The whole object, parsed on first use of [`StoredObject::value`].
     parsed: std::sync::OnceLock<Value>,
@@ -41,20 +41,29 @@ pub struct StoredObject {
     lean: std::sync::OnceLock<Bytes>,
 }
 
-/// Top-level fields a [`StoredObject`]'s head keeps.
-pub const HEAD_FIELDS: &[&str] = &["apiVersion", "kind"];
+/// Top-level fields a [`StoredObject`]'s head keeps (`apiVersion`: the version a custom resource
+/// is stored in).
+pub const HEAD_FIELDS: &[&str] = &["apiVersion"];
 /// Fields of `metadata` a [`StoredObject`]'s head keeps: what list and watch filters, owner
 /// references, finalization and informers' keys read on every object. Not `annotations` or
-/// `managedFields` (the large ones).
-pub const HEAD_METADATA: &[&str] = &[
+/// `managedFields` (the large ones), nor `resourceVersion` (the version's `rv`). Every field
+/// kept is paid for by every object in memory: add one only for an every-object reader.
+pub const HEAD_METADATA: &[&str] = match READ_METADATA.split_last() {
+    Some((_, head)) => head,
+    None => &[],
+};
+
+/// What the head reader takes from `metadata`: [`HEAD_METADATA`], then `resourceVersion` (read
+/// for the version's `rv`, not kept).
+const READ_METADATA: &[&str] = &[
     "name",
     "namespace",
     "uid",
-    "resourceVersion",
     "labels",
     "ownerReferences",
     "finalizers",
     "deletionTimestamp",
+    "resourceVersion",
 ];
 
 impl StoredObject {
@@ -93,8 +102,8 @@ impl StoredObject {
     /// `rv` is the object's own `metadata.resourceVersion` (0 if it has none). Fails when the
     /// bytes are not a JSON object.
     pub fn from_json(json: Bytes) -> Result<Self> {
-        let head = match read_head(&json) {
-            Some(head) => head,
+        let (head, rv) = match read_head(&json) {
+            Some(read) => read,
             None => {
                 // Not an object, or `metadata` is not one: parse it whole, for the error or
                 // for the head a parsed object gives.
@@ -104,16 +113,13 @@ impl StoredObject {
                         "not a JSON object",
                     )));
                 }
-                head_of(&value)
+                (head_of(&value), rv_of(&value))
             }
         };
-        let rv = crate::model::meta::meta_str(&head, "resourceVersion")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
         Ok(Self::from_head(rv, head, json))
     }
 
-    /// `apiVersion`, `kind` and the [`HEAD_METADATA`] fields: enough for the `model::meta`
+    /// `apiVersion` and the [`HEAD_METADATA`] fields: enough for the `model::meta`
     /// helpers that read names, labels, owners and finalizers, without parsing the object.
     pub fn head(&self) -> &Value {
         &self.head
@@ -190,19 +196,32 @@ fn head_of(value: &Value) -> Value {
     Value::Object(top)
 }
 
-/// The head read straight from JSON, skipping everything else without building it; `None`
-/// when the JSON is not an object whose `metadata` (if any) is an object.
-fn read_head(json: &[u8]) -> Option<Value> {
+/// An object's own `metadata.resourceVersion` as a number (0 if it has none).
+fn rv_of(value: &Value) -> u64 {
+    crate::model::meta::meta_str(value, "resourceVersion")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The head and the object's own revision read straight from JSON, skipping everything else
+/// without building it; `None` when the JSON is not an object whose `metadata` (if any) is an
+/// object.
+fn read_head(json: &[u8]) -> Option<(Value, u64)> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_slice(json);
     let head = Pick {
         keys: HEAD_FIELDS,
-        nested: Some(("metadata", HEAD_METADATA)),
+        nested: Some(("metadata", READ_METADATA)),
     }
     .deserialize(&mut de)
     .ok()?;
     de.end().ok()?;
-    Some(Value::Object(head))
+    let mut head = Value::Object(head);
+    let rv = rv_of(&head);
+    if let Some(Value::Object(meta)) = head.get_mut("metadata") {
+        meta.shift_remove("resourceVersion");
+    }
+    Some((head, rv))
 }
 
 /// Deserializes a JSON object keeping only `keys` (and `nested`'s object, itself picked);
@@ -329,15 +348,12 @@ impl Prepared {
             (Some(slot), None) => slot,
             (_, whole) => return StoredObject::new(rv, whole.unwrap_or_default()),
         };
-        let mut head = self.head;
+        let head = self.head;
         let digits = rv.to_string();
         let mut json = Vec::with_capacity(self.json.len() + digits.len());
         json.extend_from_slice(&self.json[..slot]);
         json.extend_from_slice(digits.as_bytes());
         json.extend_from_slice(&self.json[slot..]);
-        if let Some(meta) = crate::model::meta::metadata_mut(&mut head) {
-            meta.insert("resourceVersion".into(), Value::String(digits));
-        }
         Ok(StoredObject::from_head(rv, head, Bytes::from(json)))
     }
 }
@@ -610,8 +626,8 @@ mod tests {
         assert_eq!(obj.rv, 7, "the revision is the object's own");
         assert_eq!(
             obj.head(),
-            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n", "uid": "u", "resourceVersion": "7", "labels": {"x": "1"}}}),
-            "no annotations, managedFields or data in the head"
+            &json!({"apiVersion": "v1", "metadata": {"name": "a", "namespace": "n", "uid": "u", "labels": {"x": "1"}}}),
+            "no kind, resourceVersion, annotations, managedFields or data in the head"
         );
         assert!(
             obj.parsed.get().is_none(),
@@ -631,7 +647,9 @@ mod tests {
         let p = Prepared::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"l": "v"}, "managedFields": [{"manager": "m"}]}, "data": {"k": "v"}})).unwrap();
         let obj = p.stored(42).unwrap();
         assert!(obj.parsed.get().is_none());
-        assert_eq!(obj.head()["metadata"]["resourceVersion"], "42");
+        assert_eq!(obj.rv, 42);
+        assert_eq!(obj.parse()["metadata"]["resourceVersion"], "42");
+        assert!(obj.head()["metadata"].get("resourceVersion").is_none());
         assert_eq!(obj.head()["metadata"]["labels"]["l"], "v");
         assert_eq!(
             obj.lean_json().as_ref(),
