@@ -311,6 +311,16 @@ fn one_host_runs_the_controllers_and_another_takes_over_within_the_lease_when_it
         s.drop_controller("labeler", &turtles_tests::guest("labeler"))
             .unwrap();
     }
+    // And one only the holder's folder has: it runs there, and nowhere once the holder is gone.
+    a.drop_controller("noop", &turtles_tests::guest("noop"))
+        .unwrap();
+    const NOOP: &str = "/apis/turtles.dev/v1/controllers/noop";
+    poll(
+        "the holder's noop Controller",
+        Duration::from_secs(60),
+        || (b.http().get(NOOP).status == 200).then_some(()),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", a.log()));
     let greet = |name: &str| configmap(name, &[("turtles.dev/greet", "true")], &[("k", "v")]);
     assert_eq!(b.http().post_json(CMS, &greet("first")).status, 201);
     poll("first greeted", Duration::from_secs(60), || {
@@ -351,6 +361,13 @@ fn one_host_runs_the_controllers_and_another_takes_over_within_the_lease_when_it
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", b.log()));
     assert!(reconciles(&b, "labeler") >= 1);
+    // The new leader's folder has no noop: its Controller object goes with it.
+    poll(
+        "noop's Controller removed by b",
+        Duration::from_secs(30),
+        || (b.http().get(NOOP).status == 404).then_some(()),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", b.log()));
 }
 
 /// The host whose log says it took the Lease as `identity`.

@@ -154,6 +154,7 @@ impl Folder {
         tracing::info!(dir = %self.dir.display(), "watching the controllers folder");
         let mut pending: HashMap<String, Stamp> = HashMap::new();
         let mut first = true;
+        let mut was_leading = false;
         let mut last_status = std::time::Instant::now();
         loop {
             let mut seen = self.scan_dir();
@@ -165,9 +166,13 @@ impl Folder {
                     );
                 }
             }
-            if first {
+            // At start, and whenever this host becomes the one that runs the controllers (with
+            // etcd no host leads yet at start; a new leader's folder is what runs from now on).
+            let leading = self.host.service.leadership.is_leading();
+            if first || (leading && !was_leading) {
                 remove_stale(&self.host.service, |name| seen.contains_key(name)).await;
             }
+            was_leading = leading;
             let mut entries = self.entries.lock().await;
             // Removed files unload.
             let gone: Vec<String> = entries
@@ -272,8 +277,10 @@ impl Folder {
     }
 }
 
-/// At start-up: forget the controllers whose files are gone (removed while the host was down, or
-/// no folder at all): their `Controller` objects, roles and bindings. Built-in controllers stay.
+/// At start-up and when this host starts leading: forget the controllers whose files are gone
+/// (removed while the host was down, or not in the new leader's folder): their `Controller`
+/// objects, roles and bindings. Built-in controllers stay. Only a leading host removes anything
+/// (see `remove_identity`).
 pub async fn remove_stale(svc: &crate::service::Service, present: impl Fn(&str) -> bool) {
     use super::controller::{remove_identity, GROUP, RESOURCE};
     let Some(ri) = svc.registry.lookup(GROUP, "v1", RESOURCE) else {
