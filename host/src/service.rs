@@ -275,7 +275,8 @@ impl Filter {
             }
         }
         let name = meta::name(obj);
-        if (self.field_labels.is_empty() && self.custom_fields.is_empty()) || self.fields.is_empty()
+        if (self.field_labels.is_empty() && self.custom_fields.is_empty())
+            || self.fields.only_name_and_namespace()
         {
             return self.fields.matches(|f| match f {
                 "metadata.name" => Some(name),
@@ -589,13 +590,13 @@ impl Service {
         for ns in stored.items.values() {
             let name = meta::name(ns.head());
             let label = ns
-                .value()
+                .head()
                 .pointer("/metadata/labels/kubernetes.io~1metadata.name")
                 .and_then(Value::as_str);
             if name.is_empty() || label == Some(name) {
                 continue;
             }
-            let mut obj = ns.value().clone();
+            let mut obj = ns.parse().into_owned();
             crate::builtin::defaults::namespace_name_label(&mut obj);
             let name = name.to_owned();
             match self

@@ -90,7 +90,7 @@ pub(crate) fn namespace_matches_with(
         return true;
     }
     let ns = ctx.namespace(req.namespace);
-    sel.matches_json(ns.as_ref().and_then(|n| labels(Some(n.value()))))
+    sel.matches_json(ns.as_ref().and_then(|n| labels(Some(n.head()))))
 }
 
 /// kube's object selector: the new or the old object's labels match.

@@ -745,7 +745,7 @@ fn bind_token(
     Ok(match kind {
         "Pod" => {
             let node = obj
-                .value()
+                .parse()
                 .pointer("/spec/nodeName")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())

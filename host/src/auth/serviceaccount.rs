@@ -322,7 +322,8 @@ impl TokenIssuer {
         if meta_str(secret.head(), "deletionTimestamp").is_some() {
             return None;
         }
-        let stored = secret.value()["data"]["token"]
+        let whole = secret.parse();
+        let stored = whole["data"]["token"]
             .as_str()
             .and_then(|t| base64::engine::general_purpose::STANDARD.decode(t).ok())?;
         if !constant_time_eq(&stored, token.as_bytes()) {
@@ -336,7 +337,7 @@ impl TokenIssuer {
         {
             return None;
         }
-        let labels = &secret.value()["metadata"]["labels"];
+        let labels = &whole["metadata"]["labels"];
         let today = chrono::Utc::now().date_naive();
         let last_used = labels[LAST_USED_LABEL].as_str().unwrap_or("");
         let fresh = [today, today + chrono::Days::new(1)]

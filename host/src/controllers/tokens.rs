@@ -86,7 +86,7 @@ impl TokenController {
         let Some(secret) = store.get(&ObjectKey::new(SECRETS, ns, name)) else {
             return Ok(None);
         };
-        let secret = &secret.value();
+        let secret = &*secret.parse();
         if secret["type"] != TOKEN_SECRET_TYPE || terminating(secret) {
             return Ok(None);
         }
@@ -113,7 +113,7 @@ impl TokenController {
                 Err(e) => Err(e.into()),
             };
         };
-        if let Some(updated) = self.populated(secret, sa.value()) {
+        if let Some(updated) = self.populated(secret, &sa.parse()) {
             super::write_back(
                 &self.base.service,
                 &ri,

@@ -264,12 +264,73 @@ impl<'de> serde::de::Visitor<'de> for Pick<'_> {
                 _ if self.keys.contains(&&*key) => {
                     out.insert(key.into_owned(), map.next_value::<Value>()?);
                 }
-                _ => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
+                _ => map.next_value_seed(Skip)?,
             }
         }
         Ok(out)
+    }
+}
+
+/// Reads one JSON value and keeps nothing, checking it as parsing it whole would (UTF-8,
+/// escapes, numbers, nesting depth): bytes that would not parse are not served. (serde's
+/// `IgnoredAny` lets serde_json skip strings without checking them.)
+struct Skip;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Skip {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(Skip)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Skip {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<(), A::Error> {
+        while seq.next_element_seed(Skip)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<(), A::Error> {
+        while map.next_key_seed(Skip)?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
     }
 }
 
@@ -637,6 +698,22 @@ mod tests {
         assert!(obj.parsed.get().is_none(), "parse() keeps nothing");
         for bad in [&b"[1]"[..], b"\"s\"", b"{", b"{\"metadata\":{} } x"] {
             assert!(StoredObject::from_json(Bytes::from(bad.to_vec())).is_err());
+        }
+        // What parsing the whole object refuses is refused in the parts the head skips too.
+        let deep = format!("{{\"data\":{}1{}}}", "[".repeat(200), "]".repeat(200));
+        for bad in [
+            &b"{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"\\ud800\"}}"[..],
+            b"{\"metadata\":{\"name\":\"a\"},\"data\":{\"k\":\"\xff\"}}",
+            b"{\"metadata\":{\"annotations\":{\"\xff\":\"\"}}}",
+            b"{\"spec\":{\"n\":1e400}}",
+            deep.as_bytes(),
+        ] {
+            let what = String::from_utf8_lossy(bad);
+            assert!(serde_json::from_slice::<Value>(bad).is_err(), "{what}");
+            assert!(
+                StoredObject::from_json(Bytes::from(bad.to_vec())).is_err(),
+                "{what}"
+            );
         }
     }
 
