@@ -8,7 +8,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::admission::Operation;
-use crate::model::meta::{self, metadata, metadata_mut};
+use crate::model::meta::{self, metadata, metadata_mut, Meta};
 use crate::model::{ApiError, Cause, ObjectKey, ResourceInfo, Scope};
 use crate::patch::{self, PatchType};
 use crate::selector::{FieldSelector, LabelSelector, SelectorError};
@@ -260,30 +260,43 @@ impl Filter {
     /// Whether a stored object passes: judged on its head (see [`StoredObject::head`]) unless
     /// a field selector names a field only the whole object has (then it is parsed, not kept).
     pub fn matches(&self, obj: &StoredObject) -> bool {
-        if self.fields.only_name_and_namespace() {
-            return self.matches_value(obj.head());
+        if self.needs_whole() {
+            return self.matches_value(&obj.parse());
         }
-        self.matches_value(&obj.parse())
+        self.matches_meta(obj.head())
+    }
+
+    /// Whether judging an object takes more than its name, namespace and labels.
+    fn needs_whole(&self) -> bool {
+        !((self.field_labels.is_empty() && self.custom_fields.is_empty())
+            || self.fields.only_name_and_namespace())
+    }
+
+    /// Whether an object passes on its name, namespace and labels (all a filter reads unless
+    /// [`Filter::needs_whole`]).
+    fn matches_meta(&self, obj: &impl Meta) -> bool {
+        let ns = meta::namespace(obj);
+        if self.namespace.as_deref().is_some_and(|want| ns != want) {
+            return false;
+        }
+        let name = meta::name(obj);
+        self.fields.matches(|f| match f {
+            "metadata.name" => Some(name),
+            "metadata.namespace" => Some(ns),
+            _ => None,
+        }) && self.labels.matches(|k| obj.label(k))
     }
 
     /// Whether an object passes.
     pub fn matches_value(&self, obj: &Value) -> bool {
+        if !self.needs_whole() {
+            return self.matches_meta(obj);
+        }
         let ns = meta::namespace(obj);
-        if let Some(want) = &self.namespace {
-            if ns != want {
-                return false;
-            }
+        if self.namespace.as_deref().is_some_and(|want| ns != want) {
+            return false;
         }
         let name = meta::name(obj);
-        if (self.field_labels.is_empty() && self.custom_fields.is_empty())
-            || self.fields.only_name_and_namespace()
-        {
-            return self.fields.matches(|f| match f {
-                "metadata.name" => Some(name),
-                "metadata.namespace" => Some(ns),
-                _ => None,
-            }) && self.labels.matches_json(meta::labels(obj));
-        }
         let values: Vec<(&str, String)> = self
             .field_labels
             .iter()
@@ -589,10 +602,7 @@ impl Service {
             .map_err(|e| ApiError::internal(e.to_string()))?;
         for ns in stored.items.values() {
             let name = meta::name(ns.head());
-            let label = ns
-                .head()
-                .pointer("/metadata/labels/kubernetes.io~1metadata.name")
-                .and_then(Value::as_str);
+            let label = ns.head().label("kubernetes.io/metadata.name");
             if name.is_empty() || label == Some(name) {
                 continue;
             }
@@ -1063,7 +1073,7 @@ impl Service {
             return obj;
         }
         let want = ri.api_version();
-        if obj.head().get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
+        if obj.head().api_version() == want {
             return obj;
         }
         let mut v = obj.parse().into_owned();

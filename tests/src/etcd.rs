@@ -20,6 +20,10 @@ pub struct Member {
 
 pub struct EtcdCluster {
     pub members: Vec<Member>,
+    /// `--initial-cluster` and `--initial-cluster-token` (a restarted member is given them
+    /// again; etcd reads them only for an empty data directory).
+    initial: String,
+    token: String,
 }
 
 fn free_port() -> Result<u16> {
@@ -47,29 +51,45 @@ impl EtcdCluster {
             .map(|m| format!("{}={}", m.name, m.peer_url))
             .collect::<Vec<_>>()
             .join(",");
-        for m in &mut members {
-            let log = std::fs::File::create(
-                std::env::temp_dir().join(format!("turtles-etcd-{run}-{}.log", m.name)),
-            )?;
-            let child = Command::new("etcd")
-                .args(["--name", &m.name, "--data-dir"])
-                .arg(&m.dir)
-                .args(["--listen-client-urls", &m.client_url])
-                .args(["--advertise-client-urls", &m.client_url])
-                .args(["--listen-peer-urls", &m.peer_url])
-                .args(["--initial-advertise-peer-urls", &m.peer_url])
-                .args(["--initial-cluster", &initial])
-                .args(["--initial-cluster-token", &run])
-                .args(["--initial-cluster-state", "new"])
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .context("starting etcd (Debian package etcd-server)")?;
-            m.child = Some(child);
+        let mut cluster = EtcdCluster {
+            members,
+            initial,
+            token: run,
+        };
+        for i in 0..n {
+            cluster.spawn(i)?;
         }
-        let cluster = EtcdCluster { members };
+        cluster.wait_healthy()?;
+        Ok(cluster)
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<()> {
+        let m = &self.members[i];
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(
+            std::env::temp_dir().join(format!("turtles-etcd-{}-{}.log", self.token, m.name)),
+        )?;
+        let child = Command::new("etcd")
+            .args(["--name", &m.name, "--data-dir"])
+            .arg(&m.dir)
+            .args(["--listen-client-urls", &m.client_url])
+            .args(["--advertise-client-urls", &m.client_url])
+            .args(["--listen-peer-urls", &m.peer_url])
+            .args(["--initial-advertise-peer-urls", &m.peer_url])
+            .args(["--initial-cluster", &self.initial])
+            .args(["--initial-cluster-token", &self.token])
+            .args(["--initial-cluster-state", "new"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context("starting etcd (Debian package etcd-server)")?;
+        self.members[i].child = Some(child);
+        Ok(())
+    }
+
+    /// Wait until every running member reports itself healthy (which needs a leader).
+    fn wait_healthy(&self) -> Result<()> {
         let http = reqwest::blocking::Client::new();
-        for m in &cluster.members {
+        for m in self.members.iter().filter(|m| m.child.is_some()) {
             let url = format!("{}/health", m.client_url);
             poll(
                 &format!("etcd member {} healthy", m.name),
@@ -80,7 +100,18 @@ impl EtcdCluster {
                 },
             )?;
         }
-        Ok(cluster)
+        Ok(())
+    }
+
+    /// Start every killed member again on its data directory, and wait until the cluster is
+    /// healthy.
+    pub fn restart_killed(&mut self) -> Result<()> {
+        for i in 0..self.members.len() {
+            if self.members[i].child.is_none() {
+                self.spawn(i)?;
+            }
+        }
+        self.wait_healthy()
     }
 
     /// `--etcd-endpoints` for every member.

@@ -90,7 +90,10 @@ pub(crate) fn namespace_matches_with(
         return true;
     }
     let ns = ctx.namespace(req.namespace);
-    sel.matches_json(ns.as_ref().and_then(|n| labels(Some(n.head()))))
+    match ns {
+        Some(n) => sel.matches(|k| crate::model::meta::Meta::label(n.head(), k)),
+        None => sel.matches_json(None),
+    }
 }
 
 /// kube's object selector: the new or the old object's labels match.

@@ -475,11 +475,7 @@ pub(super) fn collect_params(
             .map_err(|e| e.to_string())?;
         for o in snap.items.values() {
             if meta::namespace(o.head()) == namespace
-                && sel.matches_json(
-                    o.head()
-                        .pointer("/metadata/labels")
-                        .and_then(Value::as_object),
-                )
+                && sel.matches(|k| meta::Meta::label(o.head(), k))
             {
                 if found.len() >= MAX_PARAMS {
                     return Err(format!("more than {MAX_PARAMS} params match paramRef"));

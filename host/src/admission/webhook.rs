@@ -425,10 +425,7 @@ fn service_target(
     for slice in slices.items.values() {
         let head = slice.head();
         if crate::model::meta::namespace(head) != ns
-            || head
-                .pointer("/metadata/labels/kubernetes.io~1service-name")
-                .and_then(Value::as_str)
-                != Some(name)
+            || crate::model::meta::Meta::label(head, "kubernetes.io/service-name") != Some(name)
         {
             continue;
         }

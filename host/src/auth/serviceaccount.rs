@@ -317,8 +317,9 @@ impl TokenIssuer {
         let secret = self
             .store
             .get(&ObjectKey::new("secrets", ns, secret_name))?;
-        let meta_str =
-            |obj: &Value, k: &str| crate::model::meta::meta_str(obj, k).map(str::to_owned);
+        let meta_str = |obj: &crate::store::Head, k: &str| {
+            crate::model::meta::meta_str(obj, k).map(str::to_owned)
+        };
         if meta_str(secret.head(), "deletionTimestamp").is_some() {
             return None;
         }

@@ -21,7 +21,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::{stored_resource, terminating, uid, ControllerError, Follower, Observed, Reconciled};
-use crate::model::{meta, ObjectKey, ResourceInfo};
+use crate::model::meta::{self, Meta};
+use crate::model::{ObjectKey, ResourceInfo};
 use crate::runtime::queue::WorkQueue;
 use crate::service::{
     DeleteOptions, Deleted, Propagation, Service, Subresource, FOREGROUND_FINALIZER,
@@ -49,7 +50,7 @@ pub struct Ref {
 }
 
 impl Ref {
-    fn of(ri: &ResourceInfo, obj: &Value) -> Self {
+    fn of(ri: &ResourceInfo, obj: &impl Meta) -> Self {
         Self {
             resource: ri.group_resource(),
             namespace: meta::namespace(obj).to_owned(),
@@ -87,28 +88,21 @@ struct OwnerRef {
     block: bool,
 }
 
-fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|r| {
-                    let s = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("").to_owned();
-                    OwnerRef {
-                        api_version: s("apiVersion"),
-                        kind: s("kind"),
-                        name: s("name"),
-                        uid: s("uid"),
-                        block: r.get("blockOwnerDeletion") == Some(&Value::Bool(true)),
-                    }
-                })
-                .collect()
+fn owner_refs(obj: &impl Meta) -> Vec<OwnerRef> {
+    obj.owner_references()
+        .into_iter()
+        .map(|r| OwnerRef {
+            api_version: r.api_version.to_owned(),
+            kind: r.kind.to_owned(),
+            name: r.name.to_owned(),
+            uid: r.uid.to_owned(),
+            block: r.block_owner_deletion,
         })
-        .unwrap_or_default()
+        .collect()
 }
 
-fn has_finalizer(obj: &Value, f: &str) -> bool {
-    meta::finalizers(obj).iter().any(|x| x == f)
+fn has_finalizer(obj: &impl Meta, f: &str) -> bool {
+    obj.finalizer_names().contains(&f)
 }
 
 /// What became of one owner reference.
@@ -197,7 +191,11 @@ impl GarbageCollector {
         Ok((ri, at))
     }
 
-    fn owner_state(&self, r: &OwnerRef, dependent: &Value) -> Result<OwnerState, ControllerError> {
+    fn owner_state(
+        &self,
+        r: &OwnerRef,
+        dependent: &impl Meta,
+    ) -> Result<OwnerState, ControllerError> {
         let ns = meta::namespace(dependent);
         let (ri, at) = self.resolve(r, ns)?;
         // A cluster-scoped dependent cannot have a namespaced owner: kube treats it as absent.

@@ -364,10 +364,10 @@ fn stored_resource(service: &Service, group_resource: &str) -> Option<Arc<Resour
         .find(|r| r.group_resource() == group_resource)
 }
 
-fn terminating(obj: &Value) -> bool {
+fn terminating(obj: &impl meta::Meta) -> bool {
     meta::meta_str(obj, "deletionTimestamp").is_some()
 }
 
-fn uid(obj: &Value) -> &str {
+fn uid(obj: &impl meta::Meta) -> &str {
     meta::meta_str(obj, "uid").unwrap_or("")
 }

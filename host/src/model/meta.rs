@@ -22,28 +22,90 @@ pub fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     m.as_object_mut()
 }
 
-pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    metadata(obj)?.get(field)?.as_str()
+/// What the every-object paths read of an object's metadata: a whole object ([`Value`]) and a
+/// stored version's head (`store::Head`) both answer it, so a helper written once serves both.
+pub trait Meta {
+    /// A string field of `metadata` (`None` if absent or not a string). A head keeps only
+    /// `name`, `namespace`, `uid` and `deletionTimestamp`.
+    fn meta_str(&self, field: &str) -> Option<&str>;
+    /// A label's value (`None` if absent or not a string).
+    fn label(&self, key: &str) -> Option<&str>;
+    /// `metadata.finalizers` (its strings).
+    fn finalizer_names(&self) -> Vec<&str>;
+    /// `metadata.ownerReferences` (its objects).
+    fn owner_references(&self) -> Vec<OwnerRefView<'_>>;
 }
 
-pub fn name(obj: &Value) -> &str {
-    meta_str(obj, "name").unwrap_or("")
+/// One entry of `metadata.ownerReferences` (absent strings read as "").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerRefView<'a> {
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub controller: bool,
+    pub block_owner_deletion: bool,
 }
 
-pub fn namespace(obj: &Value) -> &str {
-    meta_str(obj, "namespace").unwrap_or("")
+impl Meta for Value {
+    fn meta_str(&self, field: &str) -> Option<&str> {
+        metadata(self)?.get(field)?.as_str()
+    }
+
+    fn label(&self, key: &str) -> Option<&str> {
+        labels(self)?.get(key)?.as_str()
+    }
+
+    fn finalizer_names(&self) -> Vec<&str> {
+        metadata(self)
+            .and_then(|m| m.get("finalizers"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    fn owner_references(&self) -> Vec<OwnerRefView<'_>> {
+        metadata(self)
+            .and_then(|m| m.get("ownerReferences"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_object)
+                    .map(|r| {
+                        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+                        let b = |k: &str| r.get(k) == Some(&Value::Bool(true));
+                        OwnerRefView {
+                            api_version: s("apiVersion"),
+                            kind: s("kind"),
+                            name: s("name"),
+                            uid: s("uid"),
+                            controller: b("controller"),
+                            block_owner_deletion: b("blockOwnerDeletion"),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
 }
 
-pub fn finalizers(obj: &Value) -> Vec<String> {
-    metadata(obj)
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+pub fn meta_str<'a>(obj: &'a impl Meta, field: &str) -> Option<&'a str> {
+    obj.meta_str(field)
+}
+
+pub fn name(obj: &impl Meta) -> &str {
+    obj.meta_str("name").unwrap_or("")
+}
+
+pub fn namespace(obj: &impl Meta) -> &str {
+    obj.meta_str("namespace").unwrap_or("")
+}
+
+pub fn finalizers(obj: &impl Meta) -> Vec<String> {
+    obj.finalizer_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
 }
 
 pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {

@@ -503,25 +503,17 @@ impl ControllerHandle {
         }
     }
 
-    fn enqueue_for(&self, w: &wit::Watch, obj: &Value) {
+    fn enqueue_for(&self, w: &wit::Watch, obj: &impl meta::Meta) {
         match &w.mapping {
             wit::KeyMapping::SelfKey => self
                 .queue
                 .add((meta::namespace(obj).to_owned(), meta::name(obj).to_owned())),
             wit::KeyMapping::Owner(owner) => {
-                let refs = meta::metadata(obj)
-                    .and_then(|m| m.get("ownerReferences"))
-                    .and_then(Value::as_array);
-                for r in refs.into_iter().flatten() {
-                    let kind_ok =
-                        r.get("kind").and_then(Value::as_str) == Some(owner.kind.as_str());
-                    let av = r.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-                    let group = av.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-                    if kind_ok && group == owner.group {
-                        if let Some(n) = r.get("name").and_then(Value::as_str) {
-                            self.queue
-                                .add((meta::namespace(obj).to_owned(), n.to_owned()));
-                        }
+                for r in obj.owner_references() {
+                    let group = r.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+                    if r.kind == owner.kind && group == owner.group && !r.name.is_empty() {
+                        self.queue
+                            .add((meta::namespace(obj).to_owned(), r.name.to_owned()));
                     }
                 }
             }
@@ -787,15 +779,15 @@ struct Primary {
 
 impl Primary {
     /// Would the primary watch show this object?
-    fn shows(&self, obj: &Value) -> bool {
+    fn shows(&self, obj: &crate::store::StoredObject) -> bool {
         if let Some(ns) = self.namespace.as_deref() {
-            if meta::meta_str(obj, "namespace").unwrap_or("") != ns {
+            if meta::namespace(obj.head()) != ns {
                 return false;
             }
         }
         match &self.selector {
             None => true,
-            Some(Ok(f)) => f.matches_value(obj),
+            Some(Ok(f)) => f.matches(obj),
             Some(Err(())) => false,
         }
     }
@@ -850,7 +842,7 @@ impl Reconciler<Key> for WasmWorker {
                 .service
                 .get(ri, &key.0, &key.1)
                 .ok()
-                .filter(|o| primary.shows(o.head()))
+                .filter(|o| primary.shows(o))
                 .map(|o| crate::service::Service::present(ri, o).lean_json().clone())
         });
         let wkey = wit::ObjectKey {

@@ -221,7 +221,13 @@ impl HostCtx {
     }
 
     /// The watch that makes `obj` of this kind visible in the cache, if any.
-    fn cached(&self, group: &str, version: &str, resource: &str, obj: &serde_json::Value) -> bool {
+    fn cached(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+        obj: &crate::store::StoredObject,
+    ) -> bool {
         let Ok(watches) = self.watches.read() else {
             return false;
         };
@@ -234,7 +240,7 @@ impl HostCtx {
                     w.label_selector.as_deref(),
                     None,
                 )
-                .is_ok_and(|f| f.matches_value(obj))
+                .is_ok_and(|f| f.matches(obj))
         })
     }
 
@@ -744,7 +750,7 @@ impl bindings::turtles::controller::host::Host for GuestState {
             return None;
         }
         let obj = self.ctx.service.get(&ri, &namespace, &name).ok()?;
-        if !self.ctx.cached(&group, &version, &resource, obj.head()) {
+        if !self.ctx.cached(&group, &version, &resource, &obj) {
             return None;
         }
         Some(Service::present(&ri, obj).lean_json().to_vec())
@@ -822,7 +828,7 @@ pub(crate) fn list_json(
     service: &Service,
     ri: &ResourceInfo,
     namespace: Option<&str>,
-    keep: impl Fn(&serde_json::Value) -> bool,
+    keep: impl Fn(&crate::store::StoredObject) -> bool,
 ) -> Vec<u8> {
     let Ok(snap) = service.store.list(&ri.group_resource(), None) else {
         return b"[]".to_vec();
@@ -834,7 +840,7 @@ pub(crate) fn list_json(
         if namespace.is_some_and(|ns| crate::model::meta::namespace(obj.head()) != ns) {
             continue;
         }
-        if !keep(obj.head()) {
+        if !keep(obj) {
             continue;
         }
         if !first {

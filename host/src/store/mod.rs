@@ -6,6 +6,7 @@
 //! revision still in the history window. A second backend on etcd would map revisions 1:1.
 
 pub mod etcd_store;
+mod head;
 mod index;
 pub mod sled_store;
 
@@ -19,6 +20,7 @@ use tokio::sync::broadcast;
 
 use crate::model::{EventType, ObjectKey};
 
+pub use head::{Head, OwnerRef};
 pub use sled_store::{SledStore, StoreOptions};
 
 /// One stored version of an object: its serialized JSON (with `metadata.resourceVersion` set to
@@ -33,12 +35,13 @@ pub struct StoredObject {
     pub rv: u64,
     pub json: Bytes,
     /// `apiVersion` and the [`HEAD_METADATA`] fields of `metadata`, as stored.
-    head: Value,
-    /// The whole object, parsed on first use of [`StoredObject::value`].
-    parsed: std::sync::OnceLock<Value>,
+    head: Head,
+    /// The whole object, parsed on first use of [`StoredObject::value`] (boxed: most versions
+    /// never have one, and an empty box is 8 bytes where an empty `Value` is 80).
+    parsed: std::sync::OnceLock<Box<Value>>,
     /// `json` without `metadata.managedFields`, made on first use (what a controller's
-    /// reconcile is handed; see [`StoredObject::lean_json`]).
-    lean: std::sync::OnceLock<Bytes>,
+    /// reconcile is handed; see [`StoredObject::lean_json`]); boxed for the same reason.
+    lean: std::sync::OnceLock<Box<Bytes>>,
 }
 
 /// Top-level fields a [`StoredObject`]'s head keeps (`apiVersion`: the version a custom resource
@@ -88,7 +91,7 @@ impl StoredObject {
         Self::from_head(rv, head_of(value), json)
     }
 
-    fn from_head(rv: u64, head: Value, json: Bytes) -> Self {
+    fn from_head(rv: u64, head: Head, json: Bytes) -> Self {
         Self {
             rv,
             json,
@@ -121,7 +124,7 @@ impl StoredObject {
 
     /// `apiVersion` and the [`HEAD_METADATA`] fields: enough for the `model::meta`
     /// helpers that read names, labels, owners and finalizers, without parsing the object.
-    pub fn head(&self) -> &Value {
+    pub fn head(&self) -> &Head {
         &self.head
     }
 
@@ -129,13 +132,13 @@ impl StoredObject {
     /// [`StoredObject::head`] or [`StoredObject::parse`] instead, so a large store does not end
     /// up holding a tree per object.
     pub fn value(&self) -> &Value {
-        self.parsed.get_or_init(|| self.decode())
+        self.parsed.get_or_init(|| Box::new(self.decode()))
     }
 
     /// The whole object: the kept tree if there is one, else parsed now and not kept.
     pub fn parse(&self) -> std::borrow::Cow<'_, Value> {
         match self.parsed.get() {
-            Some(v) => std::borrow::Cow::Borrowed(v),
+            Some(v) => std::borrow::Cow::Borrowed(&**v),
             None => std::borrow::Cow::Owned(self.decode()),
         }
     }
@@ -152,7 +155,11 @@ impl StoredObject {
     /// controller-manager strips managedFields from its informers' caches the same way; a
     /// reconcile parses half the bytes). Made once per stored version, shared by every reader.
     pub fn lean_json(&self) -> &Bytes {
-        self.lean.get_or_init(|| {
+        self.lean.get_or_init(|| Box::new(self.make_lean()))
+    }
+
+    fn make_lean(&self) -> Bytes {
+        {
             const NEEDLE: &[u8] = b"\"managedFields\"";
             if !self.json.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
                 return self.json.clone();
@@ -169,31 +176,13 @@ impl StoredObject {
             serde_json::to_vec(&WithoutManagedFields(value))
                 .map(Bytes::from)
                 .unwrap_or_else(|_| self.json.clone())
-        })
+        }
     }
 }
 
 /// The head of a parsed object (see [`StoredObject::head`]).
-fn head_of(value: &Value) -> Value {
-    let mut top = serde_json::Map::new();
-    let Value::Object(obj) = value else {
-        return Value::Object(top);
-    };
-    for k in HEAD_FIELDS {
-        if let Some(v) = obj.get(*k) {
-            top.insert((*k).to_owned(), v.clone());
-        }
-    }
-    if let Some(Value::Object(meta)) = obj.get("metadata") {
-        let mut m = serde_json::Map::new();
-        for k in HEAD_METADATA {
-            if let Some(v) = meta.get(*k) {
-                m.insert((*k).to_owned(), v.clone());
-            }
-        }
-        top.insert("metadata".into(), Value::Object(m));
-    }
-    Value::Object(top)
+fn head_of(value: &Value) -> Head {
+    Head::of(value)
 }
 
 /// An object's own `metadata.resourceVersion` as a number (0 if it has none).
@@ -206,7 +195,7 @@ fn rv_of(value: &Value) -> u64 {
 /// The head and the object's own revision read straight from JSON, skipping everything else
 /// without building it; `None` when the JSON is not an object whose `metadata` (if any) is an
 /// object.
-fn read_head(json: &[u8]) -> Option<(Value, u64)> {
+fn read_head(json: &[u8]) -> Option<(Head, u64)> {
     use serde::de::DeserializeSeed;
     let mut de = serde_json::Deserializer::from_slice(json);
     let head = Pick {
@@ -216,12 +205,8 @@ fn read_head(json: &[u8]) -> Option<(Value, u64)> {
     .deserialize(&mut de)
     .ok()?;
     de.end().ok()?;
-    let mut head = Value::Object(head);
-    let rv = rv_of(&head);
-    if let Some(Value::Object(meta)) = head.get_mut("metadata") {
-        meta.shift_remove("resourceVersion");
-    }
-    Some((head, rv))
+    let head = Value::Object(head);
+    Some((Head::of(&head), rv_of(&head)))
 }
 
 /// Deserializes a JSON object keeping only `keys` (and `nested`'s object, itself picked);
@@ -354,8 +339,8 @@ pub fn prepare(op: &mut WriteOp) -> Result<Option<Prepared>> {
 /// of whole objects on the one thread every write goes through).
 #[derive(Debug)]
 pub struct Prepared {
-    /// The object's head (see [`StoredObject::head`]), its `resourceVersion` empty.
-    head: Value,
+    /// The object's head (see [`StoredObject::head`]).
+    head: Head,
     json: Vec<u8>,
     /// Where the revision's digits go; `None` when the value has no metadata object (it is
     /// serialized again once the revision is known, as [`StoredObject::new`] does, from
@@ -659,6 +644,7 @@ pub struct Health {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::meta::Meta;
     use serde_json::json;
 
     #[test]
@@ -687,7 +673,9 @@ mod tests {
         assert_eq!(obj.rv, 7, "the revision is the object's own");
         assert_eq!(
             obj.head(),
-            &json!({"apiVersion": "v1", "metadata": {"name": "a", "namespace": "n", "uid": "u", "labels": {"x": "1"}}}),
+            &Head::of(
+                &json!({"apiVersion": "v1", "metadata": {"name": "a", "namespace": "n", "uid": "u", "labels": {"x": "1"}}})
+            ),
             "no kind, resourceVersion, annotations, managedFields or data in the head"
         );
         assert!(
@@ -726,8 +714,7 @@ mod tests {
         assert!(obj.parsed.get().is_none());
         assert_eq!(obj.rv, 42);
         assert_eq!(obj.parse()["metadata"]["resourceVersion"], "42");
-        assert!(obj.head()["metadata"].get("resourceVersion").is_none());
-        assert_eq!(obj.head()["metadata"]["labels"]["l"], "v");
+        assert_eq!(obj.head().label("l"), Some("v"));
         assert_eq!(
             obj.lean_json().as_ref(),
             br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"l":"v"},"resourceVersion":"42"},"data":{"k":"v"}}"#
