@@ -131,11 +131,16 @@ impl Default for PortRange {
     }
 }
 
+/// One allocated value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Item {
+pub enum Item {
     Ip(u32),
     Port(u16),
 }
+
+/// The holder recorded for a value a claim in the store shows another host (or an IPAddress
+/// made by hand) holds: never released by this host's Services.
+const ELSEWHERE: &str = "";
 
 /// What one write reserved (to release if the write fails) and what it gives up (to release
 /// once it succeeded), for the Service with `uid`.
@@ -145,6 +150,21 @@ pub struct Txn {
     uid: String,
     allocated: Vec<Item>,
     release: Vec<Item>,
+    /// The values in `allocated` were claimed in the store (`crate::claims`): undo the claims
+    /// if the write does not happen.
+    pub(crate) claimed: bool,
+}
+
+impl Txn {
+    /// The values this write takes that the Service did not hold before.
+    pub fn taken(&self) -> &[Item] {
+        &self.allocated
+    }
+
+    /// The values the Service gives up if the write happens.
+    pub fn given_up(&self) -> &[Item] {
+        &self.release
+    }
 }
 
 /// One allocation under the lock: the state, the transaction, the Service's name.
@@ -352,7 +372,8 @@ impl Allocators {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn items_of(&self, svc: &Value) -> Vec<Item> {
+    /// The values a Service holds.
+    pub fn items_of(&self, svc: &Value) -> Vec<Item> {
         let Some(spec) = svc.get("spec") else {
             return Vec::new();
         };
@@ -382,6 +403,16 @@ impl Allocators {
                 st.held.entry(item).or_insert_with(|| uid.clone());
             }
         }
+    }
+
+    /// A claim in the store shows `item` held by a Service this host did not allocate it for
+    /// (another host's): never hand it out. (Freed only by a restart, which reloads from the
+    /// store; a stale entry costs a value, never a duplicate.)
+    pub fn taken_elsewhere(&self, item: Item) {
+        self.lock()
+            .held
+            .entry(item)
+            .or_insert_with(|| ELSEWHERE.to_owned());
     }
 
     /// Whether a value is held (by anyone); for tests and metrics.

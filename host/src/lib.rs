@@ -10,6 +10,7 @@ pub mod api;
 pub mod apply;
 pub mod auth;
 pub mod builtin;
+pub mod claims;
 pub mod controllers;
 pub mod crd;
 pub mod informer;

@@ -279,6 +279,10 @@ pub fn recorded_server(data_dir: &Path) -> Option<(String, Option<String>)> {
 }
 
 /// Run the server until SIGINT or SIGTERM.
+/// How old a claim of a Service IP or node port whose Service does not hold it must be before a
+/// starting host removes it (younger ones may belong to a create under way on another host).
+const CLAIM_GRACE: Duration = Duration::from_secs(60);
+
 pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let started = Instant::now();
     raise_fd_limit();
@@ -342,6 +346,9 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     };
     let service = Arc::new(service);
     service.bootstrap().await.map_err(ServerError::Bootstrap)?;
+    // Claims of Service IPs and node ports: made for Services stored before claims existed,
+    // removed where a host died between a claim and its Service's write.
+    crate::claims::repair(&*store, &service.allocators, CLAIM_GRACE).await;
     service
         .ensure(crate::auth::rbac::bootstrap_objects())
         .await

@@ -523,6 +523,10 @@ impl Service {
             let services: Vec<_> = snapshot.items.values().map(|o| o.parse()).collect();
             allocators.load(services.iter().map(|v| &**v));
         }
+        // What other hosts' Services (or IPAddresses made by hand) claimed.
+        for item in crate::claims::claimed(&*store) {
+            allocators.taken_elsewhere(item);
+        }
         let admission = Arc::new(crate::admission::Admission::new(
             store.clone(),
             registry.clone(),
@@ -540,32 +544,71 @@ impl Service {
         ri.group.is_empty() && ri.resource == SERVICES
     }
 
-    /// Reserve a Service's IPs and node ports for a write about to be stored.
-    fn allocate(
+    /// Reserve a Service's IPs and node ports for a write about to be stored, and claim the new
+    /// ones in the store (`crate::claims`; not for a dry run). A value another host's Service
+    /// claimed meanwhile is marked held and the allocation starts again from the object as it
+    /// was asked for: a requested value is then refused as allocated, a drawn one drawn again.
+    async fn allocate(
         &self,
         ri: &ResourceInfo,
         obj: &mut Value,
         old: Option<&Value>,
+        dry_run: bool,
     ) -> Result<Option<crate::allocator::Txn>> {
+        /// Each attempt learns one value held elsewhere; give up after this many.
+        const ATTEMPTS: usize = 16;
         if !Self::is_services(ri) {
             return Ok(None);
         }
-        self.allocators.allocate(obj, old).map(Some)
+        let asked = obj.clone();
+        for _ in 0..ATTEMPTS {
+            let mut txn = self.allocators.allocate(obj, old)?;
+            if dry_run || txn.taken().is_empty() {
+                return Ok(Some(txn));
+            }
+            match crate::claims::claim(&*self.store, &txn, obj).await {
+                Ok(()) => {
+                    txn.claimed = true;
+                    return Ok(Some(txn));
+                }
+                Err(crate::claims::ClaimError::Taken(item)) => {
+                    self.allocators.revert(txn);
+                    self.allocators.taken_elsewhere(item);
+                    *obj = asked.clone();
+                }
+                Err(crate::claims::ClaimError::Store(e)) => {
+                    self.allocators.revert(txn);
+                    return Err(store_error(ri, meta::name(&asked), e));
+                }
+            }
+        }
+        Err(ApiError::internal(format!(
+            "failed to allocate the Service's cluster IP and node ports: {ATTEMPTS} values in a row were claimed by other hosts"
+        )))
     }
 
-    /// The write reserved for by `txn` happened (`true`) or did not.
-    fn settle(&self, txn: Option<crate::allocator::Txn>, written: bool) {
-        match txn {
-            Some(t) if written => self.allocators.commit(t),
-            Some(t) => self.allocators.revert(t),
-            None => {}
+    /// The write reserved for by `txn` (for Service `svc`) happened (`true`) or did not.
+    async fn settle(&self, txn: Option<crate::allocator::Txn>, svc: &Value, written: bool) {
+        let Some(t) = txn else { return };
+        if written {
+            crate::claims::release(&*self.store, t.given_up(), svc).await;
+        } else if t.claimed {
+            crate::claims::release(&*self.store, t.taken(), svc).await;
+        }
+        if written {
+            self.allocators.commit(t);
+        } else {
+            self.allocators.revert(t);
         }
     }
 
-    /// An object was removed from the store: a Service's IPs and node ports are free again.
-    fn removed(&self, ri: &ResourceInfo, obj: &StoredObject) {
+    /// An object was removed from the store: a Service's IPs and node ports are free again,
+    /// and their claims go.
+    async fn removed(&self, ri: &ResourceInfo, obj: &StoredObject) {
         if Self::is_services(ri) {
-            self.allocators.release_service(&obj.parse());
+            let svc = obj.parse();
+            crate::claims::release(&*self.store, &self.allocators.items_of(&svc), &svc).await;
+            self.allocators.release_service(&svc);
         }
     }
 
@@ -1293,11 +1336,29 @@ impl Service {
                 .await?,
         );
         Self::to_storage(ri, &mut obj);
-        let txn = self.allocate(ri, &mut obj, None)?;
+        let txn = self.allocate(ri, &mut obj, None, opts.dry_run).await?;
+        let svc = txn.as_ref().map(|_| obj.clone());
         let result = self
             .create_stored(ri, ns, obj, opts, named, generate, warnings)
             .await;
-        self.settle(txn, result.is_ok() && !opts.dry_run);
+        if let Some(mut svc) = svc {
+            if let (Ok(w), Some(t)) = (&result, &txn) {
+                // A generated name that collided was replaced: the claims follow the name.
+                let stored = meta::name(w.object.head());
+                if t.claimed && stored != meta::name(&svc) {
+                    let from = (
+                        meta::namespace(&svc).to_owned(),
+                        meta::name(&svc).to_owned(),
+                    );
+                    if let Some(m) = metadata_mut(&mut svc) {
+                        m.insert("name".into(), Value::String(stored.to_owned()));
+                    }
+                    crate::claims::adopt(&*self.store, t.taken(), (&from.0, &from.1), &svc).await;
+                }
+            }
+            self.settle(txn, &svc, result.is_ok() && !opts.dry_run)
+                .await;
+        }
         result
     }
 
@@ -1840,10 +1901,12 @@ impl Service {
                     .await?,
             );
             let txn = if sub == Subresource::Main {
-                self.allocate(ri, &mut new, Some(&view_value))?
+                self.allocate(ri, &mut new, Some(&view_value), opts.dry_run)
+                    .await?
             } else {
                 None
             };
+            let svc = txn.as_ref().map(|_| new.clone());
             let result = self
                 .store_update(
                     ri,
@@ -1861,7 +1924,9 @@ impl Service {
                 )
                 .await;
             let written = matches!(result, Ok(Some(_))) && !opts.dry_run;
-            self.settle(txn, written);
+            if let Some(svc) = svc {
+                self.settle(txn, &svc, written).await;
+            }
             match result {
                 Ok(Some(w)) => return Ok(w),
                 Ok(None) => continue,
@@ -1925,7 +1990,7 @@ impl Service {
         match self.store.write(op).await {
             Ok(o) => {
                 if deleting {
-                    self.removed(ri, &o);
+                    self.removed(ri, &o).await;
                 }
                 Ok(Some(Written::new(o, warnings)))
             }
@@ -2276,7 +2341,7 @@ impl Service {
             };
             match self.store.write(op).await {
                 Ok(o) => {
-                    self.removed(ri, &o);
+                    self.removed(ri, &o).await;
                     return Ok(Deleted::Gone(o));
                 }
                 Err(StoreError::Conflict { .. }) => continue,

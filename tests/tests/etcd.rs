@@ -9,25 +9,37 @@ use turtles_tests::{configmap, poll, rv, uuid_like, Server};
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 fn host(etcd: &EtcdCluster, prefix: &str) -> Server {
+    host_with(etcd, prefix, &[])
+}
+
+fn host_with(etcd: &EtcdCluster, prefix: &str, extra: &[&str]) -> Server {
     let endpoints = etcd.endpoints();
-    Server::start_with(&[
+    let mut args = vec![
         "--store",
         "etcd",
         "--etcd-endpoints",
         &endpoints,
         "--etcd-prefix",
         prefix,
-    ])
-    .unwrap()
+    ];
+    args.extend_from_slice(extra);
+    Server::start_with(&args).unwrap()
 }
 
 #[test]
 fn hosts_on_one_etcd_see_each_others_writes_crds_and_survive_a_member_and_a_host_dying() {
     let mut etcd = EtcdCluster::start(3).unwrap();
     let prefix = format!("/turtles-{}/", uuid_like());
-    let mut a = host(&etcd, &prefix);
-    let b = host(&etcd, &prefix);
-    let c = host(&etcd, &prefix);
+    // 14 cluster IPs (the `kubernetes` Service takes one) and 8 node ports for the whole cluster.
+    let ranges = [
+        "--service-cluster-ip-range",
+        "10.0.0.0/28",
+        "--service-node-port-range",
+        "30000-30007",
+    ];
+    let mut a = host_with(&etcd, &prefix, &ranges);
+    let b = host_with(&etcd, &prefix, &ranges);
+    let c = host_with(&etcd, &prefix, &ranges);
     let (ha, hb, hc) = (a.http(), b.http(), c.http());
 
     // One identity for the cluster: every host serves with a certificate of the same CA and
@@ -146,6 +158,80 @@ fn hosts_on_one_etcd_see_each_others_writes_crds_and_survive_a_member_and_a_host
     assert_eq!(bad.status, 422, "{}", bad.text());
     assert_eq!(ha.get(&format!("{widgets}/w")).json()["spec"]["size"], 3);
     assert_eq!(hc.get(&format!("{widgets}/w")).json()["spec"]["size"], 3);
+
+    // Services created through all three hosts at once never share a cluster IP or a node
+    // port, though each host allocates from its own memory: each value is claimed in etcd
+    // (an IPAddress per address, as kube does), and a host that finds one claimed draws again.
+    let created: Vec<Value> = std::thread::scope(|scope| {
+        let workers: Vec<_> = [&ha, &hb, &hc]
+            .into_iter()
+            .enumerate()
+            .map(|(h, http)| {
+                scope.spawn(move || {
+                    (0..4)
+                        .map(|i| {
+                            let name = format!("svc-{h}-{i}");
+                            let ty = if i % 2 == 0 { "NodePort" } else { "ClusterIP" };
+                            let r = http.post_json(
+                                "/api/v1/namespaces/default/services",
+                                &json!({"apiVersion": "v1", "kind": "Service",
+                                        "metadata": {"name": name},
+                                        "spec": {"type": ty, "ports": [{"port": 80}]}}),
+                            );
+                            assert_eq!(r.status, 201, "{}", r.text());
+                            r.json()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    assert_eq!(created.len(), 12);
+    let ips: std::collections::BTreeSet<&str> = created
+        .iter()
+        .map(|s| s["spec"]["clusterIP"].as_str().unwrap())
+        .collect();
+    assert_eq!(ips.len(), 12, "{ips:?}");
+    assert!(
+        !ips.contains("10.0.0.1"),
+        "the kubernetes Service's address"
+    );
+    let ports: std::collections::BTreeSet<i64> = created
+        .iter()
+        .filter_map(|s| s["spec"]["ports"][0]["nodePort"].as_i64())
+        .collect();
+    assert_eq!(ports.len(), 6, "{ports:?}");
+    // The addresses are kube's IPAddress objects, whichever host is asked.
+    let first = &created[0];
+    let parent = c.kubectl_ok(&[
+        "get",
+        "ipaddress",
+        first["spec"]["clusterIP"].as_str().unwrap(),
+        "-o",
+        "jsonpath={.spec.parentRef.name}",
+    ]);
+    assert_eq!(parent, first["metadata"]["name"].as_str().unwrap());
+    // One address left: one more Service gets it, and then every host says the range is full.
+    let last = hb.post_json(
+        "/api/v1/namespaces/default/services",
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc-last"},
+                "spec": {"ports": [{"port": 80}]}}),
+    );
+    assert_eq!(last.status, 201, "{}", last.text());
+    assert!(!ips.contains(last.json()["spec"]["clusterIP"].as_str().unwrap()));
+    for h in [&ha, &hb, &hc] {
+        let r = h.post_json(
+            "/api/v1/namespaces/default/services",
+            &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc-full"},
+                    "spec": {"ports": [{"port": 80}]}}),
+        );
+        assert_eq!(r.status, 500, "{}", r.text());
+        assert!(r.text().contains("range is full"), "{}", r.text());
+    }
 
     // One etcd member dies: both hosts keep serving writes and reads (the client moves to the
     // others; a request that was on the dead member may fail once).
