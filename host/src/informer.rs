@@ -15,7 +15,7 @@
 //! The watcher reads its events from a [`Source`]: the store in the host, scripted in-memory
 //! streams in the tests.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -413,13 +413,66 @@ impl Change {
     }
 }
 
-type Cache = HashMap<(String, String), Obj>;
+/// Objects by namespace and name, found through the objects' own heads: the cache holds no key
+/// strings of its own (an informer over a large kind would otherwise add two allocations per
+/// object to what the store already holds; one pointer per object is what it costs now).
+#[derive(Default)]
+struct Cache {
+    table: hashbrown::HashTable<Obj>,
+    hasher: std::hash::RandomState,
+}
 
-fn key(obj: &StoredObject) -> (String, String) {
-    (
-        meta::namespace(obj.head()).to_owned(),
-        meta::name(obj.head()).to_owned(),
-    )
+fn key(obj: &StoredObject) -> (&str, &str) {
+    (meta::namespace(obj.head()), meta::name(obj.head()))
+}
+
+impl Cache {
+    fn hash(hasher: &std::hash::RandomState, k: (&str, &str)) -> u64 {
+        use std::hash::BuildHasher;
+        hasher.hash_one(k)
+    }
+
+    fn get(&self, k: (&str, &str)) -> Option<&Obj> {
+        self.table
+            .find(Self::hash(&self.hasher, k), |o| key(o) == k)
+    }
+
+    fn contains(&self, k: (&str, &str)) -> bool {
+        self.get(k).is_some()
+    }
+
+    /// Insert or replace; returns the object it replaced.
+    fn insert(&mut self, obj: Obj) -> Option<Obj> {
+        let Cache { table, hasher } = self;
+        let h = Self::hash(hasher, key(&obj));
+        if let Some(slot) = table.find_mut(h, |o| key(o) == key(&obj)) {
+            return Some(std::mem::replace(slot, obj));
+        }
+        table.insert_unique(h, obj, |o| Self::hash(hasher, key(o)));
+        None
+    }
+
+    fn remove(&mut self, k: (&str, &str)) -> Option<Obj> {
+        let h = Self::hash(&self.hasher, k);
+        match self.table.find_entry(h, |o| key(o) == k) {
+            Ok(e) => Some(e.remove().0),
+            Err(_) => None,
+        }
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Obj> {
+        self.table.iter()
+    }
+}
+
+impl FromIterator<Obj> for Cache {
+    fn from_iter<I: IntoIterator<Item = Obj>>(iter: I) -> Self {
+        let mut c = Cache::default();
+        for o in iter {
+            c.insert(o);
+        }
+        c
+    }
 }
 
 /// The cache a watcher's events build (the writer side; see [`Reader`]).
@@ -478,19 +531,22 @@ impl Reflector {
             }
             Event::InitDone => {
                 let listed = self.buffer.take().unwrap_or_default();
-                let fresh: Cache = listed.iter().map(|o| (key(o), o.clone())).collect();
+                let fresh: Cache = listed.iter().cloned().collect();
                 let old = std::mem::replace(&mut *self.write(), fresh);
                 let mut changes: Vec<Change> = listed
                     .into_iter()
                     .map(|object| Change::Listed {
-                        prev: old.get(&key(&object)).cloned(),
+                        prev: old.get(key(&object)).cloned(),
                         object,
                     })
                     .collect();
                 let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
-                for (k, object) in old {
-                    if !cache.contains_key(&k) {
-                        changes.push(Change::Deleted { object, prev: None });
+                for object in old.values() {
+                    if !cache.contains(key(object)) {
+                        changes.push(Change::Deleted {
+                            object: object.clone(),
+                            prev: None,
+                        });
                     }
                 }
                 drop(cache);
@@ -498,11 +554,11 @@ impl Reflector {
                 changes
             }
             Event::Added(object) | Event::Apply(object) => {
-                let prev = self.write().insert(key(&object), object.clone());
+                let prev = self.write().insert(object.clone());
                 vec![Change::Applied { object, prev }]
             }
             Event::Delete(object) => {
-                let prev = self.write().remove(&key(&object));
+                let prev = self.write().remove(key(&object));
                 vec![Change::Deleted { object, prev }]
             }
         }
@@ -522,9 +578,7 @@ impl Reader {
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<Obj> {
-        self.read()
-            .get(&(namespace.to_owned(), name.to_owned()))
-            .cloned()
+        self.read().get((namespace, name)).cloned()
     }
 
     pub fn list(&self) -> Vec<Obj> {

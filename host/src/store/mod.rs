@@ -36,12 +36,20 @@ pub struct StoredObject {
     pub json: Bytes,
     /// `apiVersion` and the [`HEAD_METADATA`] fields of `metadata`, as stored.
     head: Head,
-    /// The whole object, parsed on first use of [`StoredObject::value`] (boxed: most versions
-    /// never have one, and an empty box is 8 bytes where an empty `Value` is 80).
+    /// What is made on first use, boxed (most versions never have any of it, and an empty box is
+    /// one word where the empty parts are 15).
+    lazy: std::sync::OnceLock<Box<Lazy>>,
+}
+
+/// The parts of a [`StoredObject`] made on first use.
+#[derive(Debug, Default)]
+struct Lazy {
+    /// The whole object (see [`StoredObject::value`]); boxed, as the lean JSON is made for
+    /// many objects that are never parsed whole.
     parsed: std::sync::OnceLock<Box<Value>>,
-    /// `json` without `metadata.managedFields`, made on first use (what a controller's
-    /// reconcile is handed; see [`StoredObject::lean_json`]); boxed for the same reason.
-    lean: std::sync::OnceLock<Box<Bytes>>,
+    /// `json` without `metadata.managedFields` (what a controller's reconcile is handed; see
+    /// [`StoredObject::lean_json`]).
+    lean: std::sync::OnceLock<Bytes>,
 }
 
 /// Top-level fields a [`StoredObject`]'s head keeps (`apiVersion`: the version a custom resource
@@ -96,8 +104,7 @@ impl StoredObject {
             rv,
             json,
             head,
-            parsed: std::sync::OnceLock::new(),
-            lean: std::sync::OnceLock::new(),
+            lazy: std::sync::OnceLock::new(),
         }
     }
 
@@ -132,13 +139,13 @@ impl StoredObject {
     /// [`StoredObject::head`] or [`StoredObject::parse`] instead, so a large store does not end
     /// up holding a tree per object.
     pub fn value(&self) -> &Value {
-        self.parsed.get_or_init(|| Box::new(self.decode()))
+        self.lazy().parsed.get_or_init(|| Box::new(self.decode()))
     }
 
     /// The whole object: the kept tree if there is one, else parsed now and not kept.
     pub fn parse(&self) -> std::borrow::Cow<'_, Value> {
-        match self.parsed.get() {
-            Some(v) => std::borrow::Cow::Borrowed(&**v),
+        match self.parsed() {
+            Some(v) => std::borrow::Cow::Borrowed(v),
             None => std::borrow::Cow::Owned(self.decode()),
         }
     }
@@ -155,7 +162,16 @@ impl StoredObject {
     /// controller-manager strips managedFields from its informers' caches the same way; a
     /// reconcile parses half the bytes). Made once per stored version, shared by every reader.
     pub fn lean_json(&self) -> &Bytes {
-        self.lean.get_or_init(|| Box::new(self.make_lean()))
+        self.lazy().lean.get_or_init(|| self.make_lean())
+    }
+
+    fn lazy(&self) -> &Lazy {
+        self.lazy.get_or_init(Box::default)
+    }
+
+    /// The kept tree, if one was made.
+    fn parsed(&self) -> Option<&Value> {
+        self.lazy.get()?.parsed.get().map(|v| &**v)
     }
 
     fn make_lean(&self) -> Bytes {
@@ -679,11 +695,11 @@ mod tests {
             "no kind, resourceVersion, annotations, managedFields or data in the head"
         );
         assert!(
-            obj.parsed.get().is_none(),
+            obj.parsed().is_none(),
             "reading the head parses nothing more"
         );
         assert!(matches!(obj.parse(), std::borrow::Cow::Owned(_)));
-        assert!(obj.parsed.get().is_none(), "parse() keeps nothing");
+        assert!(obj.parsed().is_none(), "parse() keeps nothing");
         for bad in [&b"[1]"[..], b"\"s\"", b"{", b"{\"metadata\":{} } x"] {
             assert!(StoredObject::from_json(Bytes::from(bad.to_vec())).is_err());
         }
@@ -711,7 +727,7 @@ mod tests {
     fn stored_versions_keep_no_parsed_tree_until_one_is_read_whole() {
         let p = Prepared::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"l": "v"}, "managedFields": [{"manager": "m"}]}, "data": {"k": "v"}})).unwrap();
         let obj = p.stored(42).unwrap();
-        assert!(obj.parsed.get().is_none());
+        assert!(obj.parsed().is_none());
         assert_eq!(obj.rv, 42);
         assert_eq!(obj.parse()["metadata"]["resourceVersion"], "42");
         assert_eq!(obj.head().label("l"), Some("v"));
@@ -720,11 +736,11 @@ mod tests {
             br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"l":"v"},"resourceVersion":"42"},"data":{"k":"v"}}"#
         );
         assert!(
-            obj.parsed.get().is_none(),
+            obj.parsed().is_none(),
             "the lean copy is made without keeping the tree"
         );
         assert_eq!(obj.value()["data"]["k"], "v");
-        assert!(obj.parsed.get().is_some());
+        assert!(obj.parsed().is_some());
     }
 
     #[test]
