@@ -442,9 +442,28 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         addr: cfg.listen,
         source,
     })?;
-    crate::builtin::kubernetes_service::reconcile(&state.service, addr)
-        .await
-        .map_err(ServerError::Bootstrap)?;
+    // The `kubernetes` Service and its endpoints: this host alone, or (hosts on etcd) every
+    // live host, kept up to date until this one stops.
+    let endpoints = match &etcd {
+        None => {
+            use crate::builtin::kubernetes_service::{only, reconcile};
+            reconcile(&state.service, addr.port(), &only(addr))
+                .await
+                .map_err(ServerError::Bootstrap)?;
+            None
+        }
+        Some(_) => {
+            use crate::builtin::kubernetes_service::{keep, renew};
+            renew(&state.service, addr, true)
+                .await
+                .map_err(ServerError::Bootstrap)?;
+            Some(tokio::spawn(keep(
+                state.service.clone(),
+                addr,
+                state.shutdown.clone(),
+            )))
+        }
+    };
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");
     let kc_path = cfg.data_dir.join("admin.kubeconfig");
@@ -514,9 +533,10 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             Err(e) => Err(e),
         },
     };
-    // The Lease is given up (through the store) before the store closes.
-    if let Some(c) = campaign {
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, c).await;
+    // The Lease is given up, and this host leaves the `kubernetes` endpoints (through the
+    // store), before the store closes.
+    for task in [campaign, endpoints].into_iter().flatten() {
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, task).await;
     }
     let flushed = tokio::task::spawn_blocking(move || store.shutdown())
         .await

@@ -26,6 +26,40 @@ fn host_with(etcd: &EtcdCluster, prefix: &str, extra: &[&str]) -> Server {
     Server::start_with(&args).unwrap()
 }
 
+/// The `address:port` pairs the `kubernetes` Endpoints name.
+fn apiserver_endpoints(h: &turtles_tests::Http) -> std::collections::BTreeSet<String> {
+    let e = h
+        .get("/api/v1/namespaces/default/endpoints/kubernetes")
+        .json();
+    let mut out = std::collections::BTreeSet::new();
+    for s in e["subsets"].as_array().into_iter().flatten() {
+        for p in s["ports"].as_array().into_iter().flatten() {
+            for a in s["addresses"].as_array().into_iter().flatten() {
+                out.insert(format!("{}:{}", a["ip"].as_str().unwrap_or(""), p["port"]));
+            }
+        }
+    }
+    out
+}
+
+/// `address:port` of a host.
+fn authority(s: &Server) -> String {
+    s.url.trim_start_matches("https://").to_owned()
+}
+
+/// The names of the `kubernetes` Service's EndpointSlices.
+fn apiserver_slices(h: &turtles_tests::Http) -> std::collections::BTreeSet<String> {
+    let l = h
+        .get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes")
+        .json();
+    l["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
 #[test]
 fn hosts_on_one_etcd_see_each_others_writes_crds_and_survive_a_member_and_a_host_dying() {
     let mut etcd = EtcdCluster::start(3).unwrap();
@@ -41,6 +75,23 @@ fn hosts_on_one_etcd_see_each_others_writes_crds_and_survive_a_member_and_a_host
     let b = host_with(&etcd, &prefix, &ranges);
     let c = host_with(&etcd, &prefix, &ranges);
     let (ha, hb, hc) = (a.http(), b.http(), c.http());
+
+    // The `kubernetes` endpoints name every host (each keeps a lease and writes them from all
+    // live leases, as kube-apiservers do); these hosts listen on one address with different
+    // ports, so each port has its own subset and EndpointSlice.
+    let all: std::collections::BTreeSet<String> = [&a, &b, &c].map(authority).into();
+    poll(
+        "every host in the endpoints",
+        Duration::from_secs(30),
+        || (apiserver_endpoints(&hc) == all).then_some(()),
+    )
+    .unwrap();
+    assert_eq!(
+        apiserver_slices(&ha).len(),
+        3,
+        "{:?}",
+        apiserver_slices(&ha)
+    );
 
     // One identity for the cluster: every host serves with a certificate of the same CA and
     // takes the same admin token, so a's kubeconfig works against b; a service-account token
@@ -292,6 +343,16 @@ fn hosts_on_one_etcd_see_each_others_writes_crds_and_survive_a_member_and_a_host
     a.restart().unwrap();
     let again = a.http().get(&format!("{CMS}/acked-49"));
     assert_eq!(again.status, 200, "{}", again.text());
+    // The killed host's lease ran out (15 s unrenewed, then the next renewal of another host
+    // removes it), and the restarted one (another port) is in.
+    let now: std::collections::BTreeSet<String> = [&a, &b, &c].map(authority).into();
+    assert_ne!(now, all);
+    poll(
+        "the dead host out of the endpoints",
+        Duration::from_secs(60),
+        || (apiserver_endpoints(&hb) == now && apiserver_slices(&hb).len() == 3).then_some(()),
+    )
+    .unwrap();
 }
 
 #[test]

@@ -3,16 +3,30 @@
 //! Endpoints and an EndpointSlice (both named `kubernetes`) with the host's listen address.
 //! Reconciled at every start (the address or port may have changed); a listen address of
 //! 0.0.0.0 or :: is advertised as the loopback address.
+//!
+//! Hosts sharing one etcd ([`keep`]) do what kube-apiserver's lease endpoint reconciler does:
+//! each keeps a lease of its own (a hidden object named by its address, renewed every
+//! [`INTERVAL`], dead after [`TTL`]; kube's `/masterleases/`), and writes the endpoints from every
+//! live lease, so they name every host; a host that stops removes itself.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::model::ApiError;
+use crate::model::{meta, ApiError, ObjectKey};
 use crate::service::{Service, Subresource, WriteOptions};
+use crate::store::{Precondition, WriteOp};
 
 pub const NAME: &str = "kubernetes";
 pub const NAMESPACE: &str = "default";
+/// The hosts' leases (not a served resource: a CRD's resource cannot contain `~`).
+pub const LEASES: &str = "~apiserverleases";
+/// How often a host renews its lease and rewrites the endpoints (kube's `EndpointInterval`).
+pub const INTERVAL: Duration = Duration::from_secs(10);
+/// A lease not renewed for this long is dead (kube's master lease TTL).
+pub const TTL: Duration = Duration::from_secs(15);
 
 /// The address the `kubernetes` endpoints advertise for a listen address.
 pub fn advertised(addr: SocketAddr) -> IpAddr {
@@ -23,12 +37,54 @@ pub fn advertised(addr: SocketAddr) -> IpAddr {
     }
 }
 
-/// The three objects, for a server listening on `addr` with service IP `cluster_ip`.
-pub fn objects(addr: SocketAddr, cluster_ip: Ipv4Addr) -> [Value; 3] {
-    let ip = advertised(addr);
-    let port = addr.port();
-    let address_type = if ip.is_ipv4() { "IPv4" } else { "IPv6" };
-    [
+/// The serving hosts: their advertised addresses, grouped by port (hosts of one cluster normally
+/// share a port, as kube-apiservers do).
+pub type Hosts = BTreeMap<u16, Vec<IpAddr>>;
+
+/// One host.
+pub fn only(addr: SocketAddr) -> Hosts {
+    BTreeMap::from([(addr.port(), vec![advertised(addr)])])
+}
+
+fn https(port: u16) -> Value {
+    json!([{"name": "https", "port": port, "protocol": "TCP"}])
+}
+
+/// The EndpointSlices for `hosts`: `kubernetes` for the first port, `kubernetes-PORT` for each
+/// other one (an EndpointSlice has one list of ports).
+fn slices(hosts: &Hosts) -> Vec<Value> {
+    hosts
+        .iter()
+        .enumerate()
+        .map(|(i, (port, ips))| {
+            let name = if i == 0 {
+                NAME.to_owned()
+            } else {
+                format!("{NAME}-{port}")
+            };
+            let address_type = if ips.first().is_none_or(IpAddr::is_ipv4) {
+                "IPv4"
+            } else {
+                "IPv6"
+            };
+            json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": name, "namespace": NAMESPACE,
+                             "labels": {"kubernetes.io/service-name": NAME}},
+                "addressType": address_type,
+                "endpoints": ips.iter()
+                    .map(|ip| json!({"addresses": [ip.to_string()], "conditions": {"ready": true}}))
+                    .collect::<Vec<_>>(),
+                "ports": https(*port),
+            })
+        })
+        .collect()
+}
+
+/// The Service (its target port `port`), the Endpoints and the EndpointSlices, for `hosts`,
+/// with service IP `cluster_ip`.
+pub fn objects(port: u16, hosts: &Hosts, cluster_ip: Ipv4Addr) -> Vec<Value> {
+    let mut out = vec![
         json!({
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": NAME, "namespace": NAMESPACE,
@@ -41,29 +97,33 @@ pub fn objects(addr: SocketAddr, cluster_ip: Ipv4Addr) -> [Value; 3] {
             "apiVersion": "v1", "kind": "Endpoints",
             "metadata": {"name": NAME, "namespace": NAMESPACE,
                          "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-            "subsets": [{"addresses": [{"ip": ip.to_string()}],
-                         "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]
+            "subsets": hosts.iter()
+                .map(|(port, ips)| json!({
+                    "addresses": ips.iter().map(|ip| json!({"ip": ip.to_string()})).collect::<Vec<_>>(),
+                    "ports": https(*port),
+                }))
+                .collect::<Vec<_>>(),
         }),
-        json!({
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": NAME, "namespace": NAMESPACE,
-                         "labels": {"kubernetes.io/service-name": NAME}},
-            "addressType": address_type,
-            "endpoints": [{"addresses": [ip.to_string()], "conditions": {"ready": true}}],
-            "ports": [{"name": "https", "port": port, "protocol": "TCP"}]
-        }),
-    ]
+    ];
+    out.extend(slices(hosts));
+    out
 }
 
-/// Create the three objects, or bring the parts this server owns (ports, addresses) back to
-/// what they should be.
-pub async fn reconcile(service: &Service, addr: SocketAddr) -> Result<(), ApiError> {
-    let wanted = objects(addr, service.allocators.ips.first_ip());
-    for (obj, owned) in wanted.into_iter().zip([
-        &["/spec/ports"][..],
-        &["/subsets"][..],
-        &["/addressType", "/endpoints", "/ports"][..],
-    ]) {
+/// The fields of each object this host owns (brought back to what they should be).
+fn owned(obj: &Value) -> &'static [&'static str] {
+    match obj["kind"].as_str() {
+        Some("Service") => &["/spec/ports"],
+        Some("Endpoints") => &["/subsets"],
+        _ => &["/addressType", "/endpoints", "/ports"],
+    }
+}
+
+/// Create the objects, or bring the parts this server owns (ports, addresses) back to what they
+/// should be; EndpointSlices of ports no host serves any more go.
+pub async fn reconcile(service: &Service, port: u16, hosts: &Hosts) -> Result<(), ApiError> {
+    let wanted = objects(port, hosts, service.allocators.ips.first_ip());
+    let mut slice_names = Vec::new();
+    for obj in wanted {
         let av = obj["apiVersion"].as_str().unwrap_or("");
         let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
         let kind = obj["kind"].as_str().unwrap_or("");
@@ -71,17 +131,21 @@ pub async fn reconcile(service: &Service, addr: SocketAddr) -> Result<(), ApiErr
             .registry
             .lookup_kind(group, version, kind)
             .ok_or_else(|| ApiError::internal(format!("{kind} is not served")))?;
+        let name = meta::name(&obj).to_owned();
+        if kind == "EndpointSlice" {
+            slice_names.push(name.clone());
+        }
         let opts = WriteOptions::default();
-        let Ok(current) = service.get(&ri, NAMESPACE, NAME) else {
+        let Ok(current) = service.get(&ri, NAMESPACE, &name) else {
             match service.create(&ri, NAMESPACE, obj, &opts).await {
                 Ok(_) => continue,
                 Err(e) if e.code == 409 => continue,
                 Err(e) => return Err(e),
             }
         };
-        let mut next = current.value().clone();
+        let mut next = current.parse().into_owned();
         let mut changed = false;
-        for pointer in owned {
+        for pointer in owned(&obj) {
             if let (Some(have), Some(want)) = (next.pointer_mut(pointer), obj.pointer(pointer)) {
                 if have != want {
                     *have = want.clone();
@@ -91,9 +155,130 @@ pub async fn reconcile(service: &Service, addr: SocketAddr) -> Result<(), ApiErr
         }
         if changed {
             service
-                .update(&ri, NAMESPACE, NAME, next, Subresource::Main, &opts)
+                .update(&ri, NAMESPACE, &name, next, Subresource::Main, &opts)
                 .await?;
         }
     }
+    // `kubernetes-PORT` slices of a port no host serves any more.
+    if let Some(ri) = service
+        .registry
+        .lookup_kind("discovery.k8s.io", "v1", "EndpointSlice")
+    {
+        let prefix = format!("{NAME}-");
+        let stale: Vec<String> = service
+            .store
+            .list(&ri.group_resource(), None)
+            .map(|snap| {
+                snap.items
+                    .values()
+                    .map(|o| meta::name(o.head()).to_owned())
+                    .filter(|n| {
+                        n.strip_prefix(&prefix)
+                            .is_some_and(|p| p.parse::<u16>().is_ok())
+                            && !slice_names.contains(n)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for n in stale {
+            let _ = service
+                .delete(&ri, NAMESPACE, &n, &Default::default())
+                .await;
+        }
+    }
     Ok(())
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Renew (or, `alive` false, remove) this host's lease, drop leases dead for [`TTL`], and write
+/// the endpoints from the live ones.
+pub async fn renew(service: &Service, addr: SocketAddr, alive: bool) -> Result<(), ApiError> {
+    let ip = advertised(addr);
+    let me = SocketAddr::new(ip, addr.port()).to_string();
+    let key = ObjectKey::new(LEASES, "", &me);
+    let store = &*service.store;
+    let current = store.get(&key);
+    let op = match (alive, &current) {
+        (true, _) => WriteOp::Put {
+            key: key.clone(),
+            value: json!({"metadata": {"name": me}, "ip": ip.to_string(), "port": addr.port(),
+                          "renewedAtMs": now_ms()}),
+            precondition: current.as_ref().map_or(Precondition::MustNotExist, |c| {
+                Precondition::ResourceVersion(c.rv)
+            }),
+        },
+        (false, Some(c)) => WriteOp::Delete {
+            key: key.clone(),
+            precondition: Precondition::ResourceVersion(c.rv),
+        },
+        (false, None) => WriteOp::Delete {
+            key: key.clone(),
+            precondition: Precondition::Exists,
+        },
+    };
+    if let Err(e) = store.write(op).await {
+        tracing::debug!(error = %e, "the host's lease was not written");
+    }
+    let now = now_ms();
+    let ttl = TTL.as_millis() as u64;
+    let mut hosts = Hosts::new();
+    if alive {
+        hosts.entry(addr.port()).or_default().push(ip);
+    }
+    let leases = store
+        .list(LEASES, None)
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    for lease in leases.items.values() {
+        let l = lease.parse();
+        let renewed = l["renewedAtMs"].as_u64().unwrap_or(0);
+        let host = l["ip"].as_str().and_then(|i| i.parse::<IpAddr>().ok());
+        let port = l["port"].as_u64().and_then(|p| u16::try_from(p).ok());
+        match (host, port) {
+            (Some(h), Some(p)) if now.saturating_sub(renewed) <= ttl => {
+                if meta::name(lease.head()) != me || alive {
+                    let ips = hosts.entry(p).or_default();
+                    if !ips.contains(&h) {
+                        ips.push(h);
+                    }
+                }
+            }
+            _ => {
+                let op = WriteOp::Delete {
+                    key: ObjectKey::new(LEASES, "", meta::name(lease.head())),
+                    precondition: Precondition::ResourceVersion(lease.rv),
+                };
+                let _ = store.write(op).await;
+            }
+        }
+    }
+    for ips in hosts.values_mut() {
+        ips.sort();
+    }
+    reconcile(service, addr.port(), &hosts).await
+}
+
+/// Hosts on etcd: renew this host's lease and the endpoints every [`INTERVAL`] until shutdown,
+/// then remove this host from them.
+pub async fn keep(
+    service: std::sync::Arc<Service>,
+    addr: SocketAddr,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        if let Err(e) = renew(&service, addr, true).await {
+            tracing::warn!(error = %e.message, "the kubernetes endpoints were not renewed");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(INTERVAL) => {}
+            _ = shutdown.changed() => break,
+        }
+    }
+    if let Err(e) = renew(&service, addr, false).await {
+        tracing::warn!(error = %e.message, "this host was not removed from the kubernetes endpoints");
+    }
 }
