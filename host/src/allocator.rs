@@ -178,6 +178,8 @@ struct Op<'a> {
 struct State {
     /// Allocated value → the uid of the Service holding it.
     held: HashMap<Item, String>,
+    /// Values reserved by writes not yet settled (committed or reverted).
+    pending: std::collections::HashSet<Item>,
 }
 
 #[derive(Debug, Default)]
@@ -450,6 +452,7 @@ impl Allocators {
         };
         let result = self.allocate_locked(&mut op, spec, old_spec);
         if let Err(e) = result {
+            Self::settled(&mut st, &txn.allocated);
             Self::release(&mut st, &txn.uid, &txn.allocated);
             return Err(e);
         }
@@ -737,6 +740,7 @@ impl Allocators {
             ip
         };
         st.held.insert(Item::Ip(ip), txn.uid.clone());
+        st.pending.insert(Item::Ip(ip));
         txn.allocated.push(Item::Ip(ip));
         let text = Ipv4Addr::from(ip).to_string();
         spec.insert("clusterIP".into(), json!(text));
@@ -822,6 +826,7 @@ impl Allocators {
             return Err("provided port is already allocated".into());
         }
         st.held.insert(item, txn.uid.clone());
+        st.pending.insert(item);
         txn.allocated.push(item);
         Ok(port)
     }
@@ -835,6 +840,7 @@ impl Allocators {
         .ok_or_else(|| ApiError::internal("failed to allocate a nodePort: range is full"))?;
         let port = first + i as u16;
         st.held.insert(Item::Port(port), txn.uid.clone());
+        st.pending.insert(Item::Port(port));
         txn.allocated.push(Item::Port(port));
         Ok(i64::from(port))
     }
@@ -849,12 +855,33 @@ impl Allocators {
 
     /// The write happened: release what the update gave up.
     pub fn commit(&self, txn: Txn) {
-        Self::release(&mut self.lock(), &txn.uid, &txn.release);
+        let mut st = self.lock();
+        Self::settled(&mut st, &txn.allocated);
+        Self::release(&mut st, &txn.uid, &txn.release);
     }
 
     /// The write did not happen (or was a dry run): release what was reserved for it.
     pub fn revert(&self, txn: Txn) {
-        Self::release(&mut self.lock(), &txn.uid, &txn.allocated);
+        let mut st = self.lock();
+        Self::settled(&mut st, &txn.allocated);
+        Self::release(&mut st, &txn.uid, &txn.allocated);
+    }
+
+    fn settled(st: &mut State, items: &[Item]) {
+        for item in items {
+            st.pending.remove(item);
+        }
+    }
+
+    /// The store's claim of `item` went (another host's Service let it go, or a start-up repair
+    /// removed an orphan): free it here too, unless a write of this host is reserving it now.
+    /// Wrongly freeing a value costs at most a retry (its claim still guards it); never freeing
+    /// one would leak it.
+    pub fn unclaimed(&self, item: Item) {
+        let mut st = self.lock();
+        if !st.pending.contains(&item) {
+            st.held.remove(&item);
+        }
     }
 
     /// A Service was deleted: release everything it held.

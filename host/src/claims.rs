@@ -236,7 +236,14 @@ pub async fn repair(
             let owned = item
                 .and_then(|i| held.get(&i))
                 .is_some_and(|(hns, hname)| hns == ns && hname == name);
-            if managed && old && !owned {
+            // The Services were listed before the claims: one created since then (on another
+            // host) holds its claim now, however old the claim is.
+            let holds_now = || {
+                let svc = store.get(&ObjectKey::new("services", ns, name));
+                svc.zip(item)
+                    .is_some_and(|(s, i)| allocators.items_of(&s.parse()).contains(&i))
+            };
+            if managed && old && !owned && !holds_now() {
                 let op = WriteOp::Delete {
                     key: ObjectKey::new(resource, "", meta::name(&*claim)),
                     precondition: Precondition::ResourceVersion(o.rv),
@@ -246,6 +253,44 @@ pub async fn repair(
                 }
             }
         }
+    }
+}
+
+/// Keep this host's allocator in step with the claims every host makes and removes, until
+/// shutdown: a value claimed elsewhere is held here, and one whose claim went (its Service was
+/// deleted or gave it up through another host) is free here again.
+pub async fn follow(
+    service: std::sync::Arc<crate::service::Service>,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    use crate::informer::{Change, Reflector, StoreSource, Watcher};
+    let follow_one = |resource: &'static str| {
+        let watcher = Watcher::new(
+            StoreSource {
+                store: service.store.clone(),
+                resource: resource.to_owned(),
+            },
+            None,
+        );
+        let allocators = &service.allocators;
+        crate::informer::run(watcher, Reflector::new(), move |change| {
+            let (object, gone) = match &change {
+                Change::Listed { object, .. } | Change::Applied { object, .. } => (object, false),
+                Change::Deleted { object, .. } => (object, true),
+            };
+            let Some(item) = claimed_item(resource, meta::name(object.head())) else {
+                return;
+            };
+            if gone {
+                allocators.unclaimed(item);
+            } else {
+                allocators.taken_elsewhere(item);
+            }
+        })
+    };
+    tokio::select! {
+        () = async { tokio::join!(follow_one(IP_ADDRESSES), follow_one(NODE_PORTS)); } => {}
+        _ = shutdown.changed() => {}
     }
 }
 
@@ -420,6 +465,52 @@ mod tests {
             false,
         );
         assert_eq!(again.await.unwrap()["spec"]["clusterIP"], ip.as_str());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    async fn until(what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !f() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_host_follows_what_other_hosts_claim_and_release() {
+        let (a, b, dir) = two_hosts("claims-follow").await;
+        let b = Arc::new(b);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let follower = tokio::spawn(follow(b.clone(), stopped));
+        let np = json!({"type": "NodePort", "ports": [{"port": 80}]});
+        let svc = create(&a, "web", np, false).await.unwrap();
+        until("b holds what a claimed", || {
+            b.allocators.allocated() == (1, 1)
+        })
+        .await;
+        // Released through a: b frees it too (without following, b would hold it for good and,
+        // with a small range, run out).
+        let ri = a.registry.lookup("", "v1", "services").unwrap();
+        a.delete(&ri, "default", "web", &Default::default())
+            .await
+            .unwrap();
+        until("b frees what a released", || {
+            b.allocators.allocated() == (0, 0)
+        })
+        .await;
+        let ip = svc["spec"]["clusterIP"].as_str().unwrap();
+        let again = create(
+            &b,
+            "again",
+            json!({"clusterIP": ip, "ports": [{"port": 80}]}),
+            false,
+        );
+        assert_eq!(again.await.unwrap()["spec"]["clusterIP"], ip);
+        let _ = stop.send(true);
+        follower.await.unwrap();
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -278,11 +278,11 @@ pub fn recorded_server(data_dir: &Path) -> Option<(String, Option<String>)> {
     Some((server, ca))
 }
 
-/// Run the server until SIGINT or SIGTERM.
 /// How old a claim of a Service IP or node port whose Service does not hold it must be before a
 /// starting host removes it (younger ones may belong to a create under way on another host).
 const CLAIM_GRACE: Duration = Duration::from_secs(60);
 
+/// Run the server until SIGINT or SIGTERM.
 pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let started = Instant::now();
     raise_fd_limit();
@@ -349,12 +349,13 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     // Claims of Service IPs and node ports: made for Services stored before claims existed,
     // removed where a host died between a claim and its Service's write.
     crate::claims::repair(&*store, &service.allocators, CLAIM_GRACE).await;
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(crate::claims::follow(service.clone(), shutdown_rx.clone()));
     service
         .ensure(crate::auth::rbac::bootstrap_objects())
         .await
         .map_err(ServerError::Bootstrap)?;
 
-    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     // Every stored CRD is served before the server answers.
     let crds = crate::crd::controller::CrdController::new(service.clone());
     crds.start(shutdown_rx.clone())
@@ -447,19 +448,23 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let endpoints = match &etcd {
         None => {
             use crate::builtin::kubernetes_service::{only, reconcile};
-            reconcile(&state.service, addr.port(), &only(addr))
+            reconcile(&state.service, addr.port(), &only(addr), true)
                 .await
                 .map_err(ServerError::Bootstrap)?;
             None
         }
         Some(_) => {
-            use crate::builtin::kubernetes_service::{keep, renew};
-            renew(&state.service, addr, true)
+            use crate::builtin::kubernetes_service::{keep, renew, Renewal, Seen};
+            let identity = uuid::Uuid::new_v4().to_string();
+            let mut seen = Seen::default();
+            renew(&state.service, &identity, addr, Renewal::Start, &mut seen)
                 .await
                 .map_err(ServerError::Bootstrap)?;
             Some(tokio::spawn(keep(
                 state.service.clone(),
+                identity,
                 addr,
+                seen,
                 state.shutdown.clone(),
             )))
         }
@@ -535,9 +540,8 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     };
     // The Lease is given up, and this host leaves the `kubernetes` endpoints (through the
     // store), before the store closes.
-    for task in [campaign, endpoints].into_iter().flatten() {
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, task).await;
-    }
+    let tasks = futures::future::join_all([campaign, endpoints].into_iter().flatten());
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, tasks).await;
     let flushed = tokio::task::spawn_blocking(move || store.shutdown())
         .await
         .unwrap_or(Ok(()));

@@ -587,12 +587,22 @@ impl Service {
         )))
     }
 
-    /// The write reserved for by `txn` (for Service `svc`) happened (`true`) or did not.
-    async fn settle(&self, txn: Option<crate::allocator::Txn>, svc: &Value, written: bool) {
+    /// The write reserved for by `txn` (for Service `svc`) happened (`written`) or did not. When
+    /// it failed in a way that leaves its outcome unknown (`known` false: the store timed out or
+    /// lost its connection, so the write may yet have committed), its claims stay: a claim left
+    /// behind costs a value until a start-up repair, a claim removed under a stored Service
+    /// would let another host hand its value out again.
+    async fn settle(
+        &self,
+        txn: Option<crate::allocator::Txn>,
+        svc: &Value,
+        written: bool,
+        known: bool,
+    ) {
         let Some(t) = txn else { return };
         if written {
             crate::claims::release(&*self.store, t.given_up(), svc).await;
-        } else if t.claimed {
+        } else if t.claimed && known {
             crate::claims::release(&*self.store, t.taken(), svc).await;
         }
         if written {
@@ -1356,7 +1366,8 @@ impl Service {
                     crate::claims::adopt(&*self.store, t.taken(), (&from.0, &from.1), &svc).await;
                 }
             }
-            self.settle(txn, &svc, result.is_ok() && !opts.dry_run)
+            let known = result.as_ref().map_or_else(|e| e.code < 500, |_| true);
+            self.settle(txn, &svc, result.is_ok() && !opts.dry_run, known)
                 .await;
         }
         result
@@ -1925,7 +1936,8 @@ impl Service {
                 .await;
             let written = matches!(result, Ok(Some(_))) && !opts.dry_run;
             if let Some(svc) = svc {
-                self.settle(txn, &svc, written).await;
+                let known = result.as_ref().map_or_else(|e| e.code < 500, |_| true);
+                self.settle(txn, &svc, written, known).await;
             }
             match result {
                 Ok(Some(w)) => return Ok(w),

@@ -22,6 +22,8 @@ struct Host {
     child: Child,
     url: String,
     dir: PathBuf,
+    /// The flags it was started with (a restart passes them again).
+    extra: Vec<String>,
 }
 
 impl Host {
@@ -65,11 +67,20 @@ impl Host {
         ));
         std::fs::create_dir_all(&dir)?;
         let (child, url, ready) = Self::launch(bin, &dir, extra, controllers, pin).await?;
-        Ok((Host { child, url, dir }, ready))
+        let extra = extra.iter().map(|a| (*a).to_owned()).collect();
+        Ok((
+            Host {
+                child,
+                url,
+                dir,
+                extra,
+            },
+            ready,
+        ))
     }
 
-    /// Kill the host and start the binary under test again on the same data dir; returns the
-    /// time from the start to `/readyz` 200.
+    /// Kill the host and start the binary under test again on the same data dir and flags;
+    /// returns the time from the start to `/readyz` 200.
     async fn restart(&mut self) -> Result<Duration> {
         let bin =
             std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
@@ -77,7 +88,8 @@ impl Host {
         let _ = self.child.wait();
         // The new process listens on a new port and writes a new kubeconfig.
         let _ = std::fs::remove_file(self.dir.join("admin.kubeconfig"));
-        let (child, url, ready) = Self::launch(&bin, &self.dir, &[], false, None).await?;
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        let (child, url, ready) = Self::launch(&bin, &self.dir, &extra, false, None).await?;
         self.child = child;
         self.url = url;
         Ok(ready)

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::{poll, uuid_like};
+use crate::uuid_like;
 
 pub struct Member {
     pub name: String,
@@ -33,8 +33,22 @@ fn free_port() -> Result<u16> {
 }
 
 impl EtcdCluster {
-    /// Start `n` members and wait until the cluster answers a linearizable read.
+    /// Start `n` members and wait until the cluster answers a linearizable read. Ports are
+    /// picked free and then handed to etcd, so another process can take one in between (the
+    /// member then exits with "address already in use"): the cluster is started again on other
+    /// ports, up to three times.
     pub fn start(n: usize) -> Result<Self> {
+        let mut last = None;
+        for _ in 0..3 {
+            match Self::try_start(n) {
+                Ok(c) => return Ok(c),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("etcd did not start")))
+    }
+
+    fn try_start(n: usize) -> Result<Self> {
         let run = uuid_like();
         let mut members = Vec::new();
         for i in 0..n {
@@ -59,6 +73,7 @@ impl EtcdCluster {
         for i in 0..n {
             cluster.spawn(i)?;
         }
+        // Dropped on failure: every member is killed and its directory removed.
         cluster.wait_healthy()?;
         Ok(cluster)
     }
@@ -86,21 +101,40 @@ impl EtcdCluster {
         Ok(())
     }
 
-    /// Wait until every running member reports itself healthy (which needs a leader).
-    fn wait_healthy(&self) -> Result<()> {
+    /// Wait until every running member reports itself healthy (which needs a leader); fails at
+    /// once if a member exits.
+    fn wait_healthy(&mut self) -> Result<()> {
         let http = reqwest::blocking::Client::new();
-        for m in self.members.iter().filter(|m| m.child.is_some()) {
-            let url = format!("{}/health", m.client_url);
-            poll(
-                &format!("etcd member {} healthy", m.name),
-                Duration::from_secs(60),
-                || {
-                    let body = http.get(&url).send().ok()?.text().ok()?;
-                    body.contains("\"health\":\"true\"").then_some(())
-                },
-            )?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut healthy = 0;
+            let mut running = 0;
+            for m in &mut self.members {
+                let Some(child) = m.child.as_mut() else {
+                    continue;
+                };
+                if let Some(status) = child.try_wait()? {
+                    anyhow::bail!("etcd member {} exited: {status}", m.name);
+                }
+                running += 1;
+                let url = format!("{}/health", m.client_url);
+                let ok = http
+                    .get(&url)
+                    .timeout(Duration::from_secs(2))
+                    .send()
+                    .ok()
+                    .and_then(|r| r.text().ok())
+                    .is_some_and(|b| b.contains("\"health\":\"true\""));
+                healthy += usize::from(ok);
+            }
+            if healthy == running {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                anyhow::bail!("timed out after 60s waiting for etcd to be healthy");
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(())
     }
 
     /// Start every killed member again on its data directory, and wait until the cluster is

@@ -129,6 +129,31 @@ fn hosts_on_one_etcd_see_each_others_writes_crds_and_survive_a_member_and_a_host
         review.json()["status"]["userInfo"]["username"],
         "system:serviceaccount:default:default"
     );
+    // An RBAC change through b is in force on c: the account may not list Secrets until a Role
+    // and a RoleBinding created through b allow it.
+    let sa = c.http_with_token(Some(sa_token.trim()));
+    let secrets = "/api/v1/namespaces/default/secrets";
+    assert_eq!(sa.get(secrets).status, 403);
+    b.kubectl_ok(&[
+        "create",
+        "role",
+        "read-secrets",
+        "--verb=list",
+        "--resource=secrets",
+    ]);
+    b.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "read-secrets",
+        "--role=read-secrets",
+        "--serviceaccount=default:default",
+    ]);
+    poll(
+        "c lets the account list Secrets",
+        Duration::from_secs(30),
+        || (sa.get(secrets).status == 200).then_some(()),
+    )
+    .unwrap();
 
     // A watch on b sees a write through a.
     let start = rv(&hb.get(CMS).json());

@@ -5,9 +5,11 @@
 //! 0.0.0.0 or :: is advertised as the loopback address.
 //!
 //! Hosts sharing one etcd ([`keep`]) do what kube-apiserver's lease endpoint reconciler does:
-//! each keeps a lease of its own (a hidden object named by its address, renewed every
-//! [`INTERVAL`], dead after [`TTL`]; kube's `/masterleases/`), and writes the endpoints from every
-//! live lease, so they name every host; a host that stops removes itself.
+//! each keeps a lease of its own (a hidden object named by the host's identity, holding its
+//! advertised address and port, renewed every [`INTERVAL`]; kube's `/masterleases/`), and writes
+//! the endpoints from every live lease, so they name every host; a host that stops removes
+//! itself. A lease is dead once a host has seen it unchanged for [`TTL`] by its own clock (kube
+//! uses etcd's lease TTLs; the store has none, and clocks of two machines are not compared).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -15,7 +17,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::model::{meta, ApiError, ObjectKey};
+use crate::model::meta::{self, Meta};
+use crate::model::{ApiError, ObjectKey};
 use crate::service::{Service, Subresource, WriteOptions};
 use crate::store::{Precondition, WriteOp};
 
@@ -25,7 +28,7 @@ pub const NAMESPACE: &str = "default";
 pub const LEASES: &str = "~apiserverleases";
 /// How often a host renews its lease and rewrites the endpoints (kube's `EndpointInterval`).
 pub const INTERVAL: Duration = Duration::from_secs(10);
-/// A lease not renewed for this long is dead (kube's master lease TTL).
+/// A lease seen unchanged for this long is dead (kube's master lease TTL).
 pub const TTL: Duration = Duration::from_secs(15);
 
 /// The address the `kubernetes` endpoints advertise for a listen address.
@@ -51,8 +54,11 @@ fn https(port: u16) -> Value {
 }
 
 /// The EndpointSlices for `hosts`: `kubernetes` for the first port, `kubernetes-PORT` for each
-/// other one (an EndpointSlice has one list of ports).
-fn slices(hosts: &Hosts) -> Vec<Value> {
+/// other one (an EndpointSlice has one list of ports); with no host at all, an empty `kubernetes`
+/// on `port`.
+fn slices(port: u16, hosts: &Hosts) -> Vec<Value> {
+    let none = Hosts::from([(port, Vec::new())]);
+    let hosts = if hosts.is_empty() { &none } else { hosts };
     hosts
         .iter()
         .enumerate()
@@ -105,7 +111,7 @@ pub fn objects(port: u16, hosts: &Hosts, cluster_ip: Ipv4Addr) -> Vec<Value> {
                 .collect::<Vec<_>>(),
         }),
     ];
-    out.extend(slices(hosts));
+    out.extend(slices(port, hosts));
     out
 }
 
@@ -119,17 +125,24 @@ fn owned(obj: &Value) -> &'static [&'static str] {
 }
 
 /// Create the objects, or bring the parts this server owns (ports, addresses) back to what they
-/// should be; EndpointSlices of ports no host serves any more go.
-pub async fn reconcile(service: &Service, port: u16, hosts: &Hosts) -> Result<(), ApiError> {
+/// should be; EndpointSlices of ports no host serves any more go. With `service` false the
+/// Service is only created if missing (hosts on different ports would otherwise take its target
+/// port from each other at every renewal).
+pub async fn reconcile(
+    service: &Service,
+    port: u16,
+    hosts: &Hosts,
+    with_service: bool,
+) -> Result<(), ApiError> {
     let wanted = objects(port, hosts, service.allocators.ips.first_ip());
     let mut slice_names = Vec::new();
     for obj in wanted {
         let av = obj["apiVersion"].as_str().unwrap_or("");
         let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
-        let kind = obj["kind"].as_str().unwrap_or("");
+        let kind = obj["kind"].as_str().unwrap_or("").to_owned();
         let ri = service
             .registry
-            .lookup_kind(group, version, kind)
+            .lookup_kind(group, version, &kind)
             .ok_or_else(|| ApiError::internal(format!("{kind} is not served")))?;
         let name = meta::name(&obj).to_owned();
         if kind == "EndpointSlice" {
@@ -140,9 +153,15 @@ pub async fn reconcile(service: &Service, port: u16, hosts: &Hosts) -> Result<()
             match service.create(&ri, NAMESPACE, obj, &opts).await {
                 Ok(_) => continue,
                 Err(e) if e.code == 409 => continue,
+                // Another host is creating the Service at the same moment: its claim on the
+                // first address came first.
+                Err(e) if e.code == 422 && kind == "Service" => continue,
                 Err(e) => return Err(e),
             }
         };
+        if kind == "Service" && !with_service {
+            continue;
+        }
         let mut next = current.parse().into_owned();
         let mut changed = false;
         for pointer in owned(&obj) {
@@ -159,7 +178,7 @@ pub async fn reconcile(service: &Service, port: u16, hosts: &Hosts) -> Result<()
                 .await?;
         }
     }
-    // `kubernetes-PORT` slices of a port no host serves any more.
+    // `kubernetes-PORT` slices of the `kubernetes` Service for a port no host serves any more.
     if let Some(ri) = service
         .registry
         .lookup_kind("discovery.k8s.io", "v1", "EndpointSlice")
@@ -171,7 +190,12 @@ pub async fn reconcile(service: &Service, port: u16, hosts: &Hosts) -> Result<()
             .map(|snap| {
                 snap.items
                     .values()
-                    .map(|o| meta::name(o.head()).to_owned())
+                    .map(|o| o.head())
+                    .filter(|h| {
+                        meta::namespace(*h) == NAMESPACE
+                            && h.label("kubernetes.io/service-name") == Some(NAME)
+                    })
+                    .map(|h| meta::name(h).to_owned())
                     .filter(|n| {
                         n.strip_prefix(&prefix)
                             .is_some_and(|p| p.parse::<u16>().is_ok())
@@ -189,43 +213,60 @@ pub async fn reconcile(service: &Service, port: u16, hosts: &Hosts) -> Result<()
     Ok(())
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+/// One host's lease as this host has seen it: its revision and when (by this host's clock)
+/// that revision was first seen. A lease is live while its revision keeps changing: liveness is
+/// judged by this host's own clock, never by comparing clocks of two machines.
+#[derive(Debug, Default)]
+pub struct Seen {
+    leases: std::collections::HashMap<String, (u64, std::time::Instant)>,
 }
 
-/// Renew (or, `alive` false, remove) this host's lease, drop leases dead for [`TTL`], and write
-/// the endpoints from the live ones.
-pub async fn renew(service: &Service, addr: SocketAddr, alive: bool) -> Result<(), ApiError> {
+/// What [`renew`] does with this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// The host starts: its lease, the endpoints, and the Service's target port.
+    Start,
+    /// The lease and the endpoints.
+    Renew,
+    /// The host stops: its lease goes and the endpoints lose it.
+    Leave,
+}
+
+/// Renew (or remove) this host's lease (`identity`), drop leases not renewed for [`TTL`] (as
+/// this host has seen them), and write the endpoints from the live ones.
+pub async fn renew(
+    service: &Service,
+    identity: &str,
+    addr: SocketAddr,
+    how: Renewal,
+    seen: &mut Seen,
+) -> Result<(), ApiError> {
+    let alive = how != Renewal::Leave;
     let ip = advertised(addr);
-    let me = SocketAddr::new(ip, addr.port()).to_string();
-    let key = ObjectKey::new(LEASES, "", &me);
+    let key = ObjectKey::new(LEASES, "", identity);
     let store = &*service.store;
     let current = store.get(&key);
     let op = match (alive, &current) {
-        (true, _) => WriteOp::Put {
+        (true, _) => Some(WriteOp::Put {
             key: key.clone(),
-            value: json!({"metadata": {"name": me}, "ip": ip.to_string(), "port": addr.port(),
-                          "renewedAtMs": now_ms()}),
+            value: json!({"metadata": {"name": identity}, "ip": ip.to_string(),
+                          "port": addr.port()}),
             precondition: current.as_ref().map_or(Precondition::MustNotExist, |c| {
                 Precondition::ResourceVersion(c.rv)
             }),
-        },
-        (false, Some(c)) => WriteOp::Delete {
+        }),
+        (false, Some(c)) => Some(WriteOp::Delete {
             key: key.clone(),
             precondition: Precondition::ResourceVersion(c.rv),
-        },
-        (false, None) => WriteOp::Delete {
-            key: key.clone(),
-            precondition: Precondition::Exists,
-        },
+        }),
+        (false, None) => None,
     };
-    if let Err(e) = store.write(op).await {
-        tracing::debug!(error = %e, "the host's lease was not written");
+    if let Some(op) = op {
+        if let Err(e) = store.write(op).await {
+            tracing::debug!(error = %e, "the host's lease was not written");
+        }
     }
-    let now = now_ms();
-    let ttl = TTL.as_millis() as u64;
+    let now = std::time::Instant::now();
     let mut hosts = Hosts::new();
     if alive {
         hosts.entry(addr.port()).or_default().push(ip);
@@ -233,52 +274,63 @@ pub async fn renew(service: &Service, addr: SocketAddr, alive: bool) -> Result<(
     let leases = store
         .list(LEASES, None)
         .map_err(|e| ApiError::internal(e.to_string()))?;
+    let mut listed = std::collections::HashSet::new();
     for lease in leases.items.values() {
+        let name = meta::name(lease.head()).to_owned();
+        let first_seen = match seen.leases.get(&name) {
+            Some((rv, at)) if *rv == lease.rv => *at,
+            _ => now,
+        };
+        seen.leases.insert(name.clone(), (lease.rv, first_seen));
+        listed.insert(name.clone());
+        if name == identity {
+            continue;
+        }
         let l = lease.parse();
-        let renewed = l["renewedAtMs"].as_u64().unwrap_or(0);
         let host = l["ip"].as_str().and_then(|i| i.parse::<IpAddr>().ok());
         let port = l["port"].as_u64().and_then(|p| u16::try_from(p).ok());
         match (host, port) {
-            (Some(h), Some(p)) if now.saturating_sub(renewed) <= ttl => {
-                if meta::name(lease.head()) != me || alive {
-                    let ips = hosts.entry(p).or_default();
-                    if !ips.contains(&h) {
-                        ips.push(h);
-                    }
+            (Some(h), Some(p)) if now.duration_since(first_seen) <= TTL => {
+                let ips = hosts.entry(p).or_default();
+                if !ips.contains(&h) {
+                    ips.push(h);
                 }
             }
             _ => {
                 let op = WriteOp::Delete {
-                    key: ObjectKey::new(LEASES, "", meta::name(lease.head())),
+                    key: ObjectKey::new(LEASES, "", &name),
                     precondition: Precondition::ResourceVersion(lease.rv),
                 };
                 let _ = store.write(op).await;
             }
         }
     }
+    seen.leases.retain(|n, _| listed.contains(n));
     for ips in hosts.values_mut() {
         ips.sort();
     }
-    reconcile(service, addr.port(), &hosts).await
+    reconcile(service, addr.port(), &hosts, how == Renewal::Start).await
 }
 
 /// Hosts on etcd: renew this host's lease and the endpoints every [`INTERVAL`] until shutdown,
-/// then remove this host from them.
+/// then remove this host from them. The first renewal is the caller's ([`renew`] at start).
 pub async fn keep(
     service: std::sync::Arc<Service>,
+    identity: String,
     addr: SocketAddr,
+    mut seen: Seen,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     loop {
-        if let Err(e) = renew(&service, addr, true).await {
-            tracing::warn!(error = %e.message, "the kubernetes endpoints were not renewed");
-        }
         tokio::select! {
             _ = tokio::time::sleep(INTERVAL) => {}
             _ = shutdown.changed() => break,
         }
+        if let Err(e) = renew(&service, &identity, addr, Renewal::Renew, &mut seen).await {
+            tracing::warn!(error = %e.message, "the kubernetes endpoints were not renewed");
+        }
     }
-    if let Err(e) = renew(&service, addr, false).await {
+    if let Err(e) = renew(&service, &identity, addr, Renewal::Leave, &mut seen).await {
         tracing::warn!(error = %e.message, "this host was not removed from the kubernetes endpoints");
     }
 }
