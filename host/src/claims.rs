@@ -178,7 +178,31 @@ pub fn claimed(store: &dyn Store) -> Vec<Item> {
     out
 }
 
-/// kube's repair loops, once at start: every stored Service's values are claimed (Services
+/// How often the controllers' leader repairs the claims (kube's repair interval for Service IPs
+/// and node ports).
+pub const REPAIR_INTERVAL: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// [`repair`] every [`REPAIR_INTERVAL`] on the host that leads the controllers, until shutdown
+/// (a claim orphaned by a host that died, or by a request cancelled between its claim and its
+/// write, goes within minutes).
+pub async fn repair_periodically(
+    service: std::sync::Arc<crate::service::Service>,
+    grace: std::time::Duration,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(REPAIR_INTERVAL) => {}
+            _ = shutdown.changed() => return,
+        }
+        if service.leadership.is_leading() {
+            repair(&*service.store, &service.allocators, grace).await;
+        }
+    }
+}
+
+/// kube's repair loops (at start, and on the leader every [`REPAIR_INTERVAL`]): every stored
+/// Service's values are claimed (Services
 /// stored before claims existed), and a claim of the allocator's whose Service is gone or holds
 /// another value is removed once it is older than `grace` (a claim younger than that may belong
 /// to a write still under way on another host).
@@ -201,6 +225,9 @@ pub async fn repair(
                     meta::name(&*svc).to_owned(),
                 ),
             );
+            if store.get(&key(item)).is_some() {
+                continue;
+            }
             let op = WriteOp::Put {
                 key: key(item),
                 value: claim_object(item, &svc),
@@ -551,8 +578,13 @@ mod tests {
             store.get(&okey).is_some(),
             "a young orphan may be a create under way"
         );
+        let claimed_at = store.get(&k).unwrap().rv;
         repair(&*store, &a.allocators, std::time::Duration::ZERO).await;
-        assert!(store.get(&k).is_some());
+        assert_eq!(
+            store.get(&k).map(|c| c.rv),
+            Some(claimed_at),
+            "a claim that is there is left as it is"
+        );
         assert!(store.get(&okey).is_none(), "an old orphan goes");
         let _ = std::fs::remove_dir_all(dir);
     }

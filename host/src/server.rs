@@ -279,7 +279,7 @@ pub fn recorded_server(data_dir: &Path) -> Option<(String, Option<String>)> {
 }
 
 /// How old a claim of a Service IP or node port whose Service does not hold it must be before a
-/// starting host removes it (younger ones may belong to a create under way on another host).
+/// repair removes it (younger ones may belong to a create under way on another host).
 const CLAIM_GRACE: Duration = Duration::from_secs(60);
 
 /// Run the server until SIGINT or SIGTERM.
@@ -351,6 +351,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     crate::claims::repair(&*store, &service.allocators, CLAIM_GRACE).await;
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     tokio::spawn(crate::claims::follow(service.clone(), shutdown_rx.clone()));
+    tokio::spawn(crate::claims::repair_periodically(
+        service.clone(),
+        CLAIM_GRACE,
+        shutdown_rx.clone(),
+    ));
     service
         .ensure(crate::auth::rbac::bootstrap_objects())
         .await
