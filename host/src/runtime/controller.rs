@@ -91,6 +91,11 @@ pub struct ControllerHandle {
     module: RwLock<Option<Arc<Module>>>,
     ctx: RwLock<Option<Arc<HostCtx>>>,
     informers: Mutex<Vec<JoinHandle<()>>>,
+    /// The cache of the running informers' primary watch, which reconciles read their object
+    /// from, as kube-runtime's reconcilers read theirs from the reflector's store (not the
+    /// store itself, whose index the API's writes lock). `None` while the primary kind is not
+    /// served. Tagged with the informers' start (see [`PrimaryCache`]).
+    primary_cache: RwLock<PrimaryCache>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     pub stats: Arc<Stats>,
     pub status: Mutex<StatusInfo>,
@@ -99,6 +104,15 @@ pub struct ControllerHandle {
     requested: AtomicU64,
     /// One load at a time, so a file replaced twice quickly ends with its last bytes.
     load_lock: tokio::sync::Mutex<()>,
+}
+
+/// The primary watch's cache, and which start of the informers it belongs to: a start bumps
+/// `started` and empties the slot, and an informer fills it only while its start is the latest,
+/// so an informer aborted by a reload can never leave its frozen cache behind.
+#[derive(Default)]
+struct PrimaryCache {
+    started: u64,
+    reader: Option<crate::informer::Reader>,
 }
 
 pub fn user_name(controller: &str) -> String {
@@ -132,6 +146,7 @@ impl ControllerHandle {
             module: RwLock::new(None),
             ctx: RwLock::new(None),
             informers: Mutex::new(Vec::new()),
+            primary_cache: RwLock::new(PrimaryCache::default()),
             workers: Mutex::new(Vec::new()),
             stats: Arc::default(),
             status: Mutex::new(StatusInfo {
@@ -463,13 +478,22 @@ impl ControllerHandle {
             Ok(t) => t,
             Err(p) => p.into_inner(),
         };
+        let started = {
+            let mut slot = self.primary_cache_mut();
+            slot.started += 1;
+            slot.reader = None;
+            slot.started
+        };
         for t in tasks.drain(..) {
             t.abort();
         }
-        for w in module.registration.watches.iter().cloned() {
+        for (i, w) in module.registration.watches.iter().cloned().enumerate() {
             let this = self.clone();
             let gate = module.gate.clone();
-            tasks.push(tokio::spawn(async move { this.informer(w, &gate).await }));
+            let primary = (i == 0).then_some(started);
+            tasks.push(tokio::spawn(async move {
+                this.informer(w, &gate, primary).await
+            }));
         }
         if let Some(secs) = module.registration.resync_seconds.filter(|s| *s > 0) {
             let this = self.clone();
@@ -541,11 +565,37 @@ impl ControllerHandle {
         }
     }
 
+    fn primary_cache_mut(&self) -> std::sync::RwLockWriteGuard<'_, PrimaryCache> {
+        self.primary_cache
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Put (or take away) the primary watch's cache, if the informers of start `started` are
+    /// still the latest.
+    fn set_primary_cache(&self, started: Option<u64>, reader: Option<crate::informer::Reader>) {
+        let Some(started) = started else {
+            return;
+        };
+        let mut slot = self.primary_cache_mut();
+        if slot.started == started {
+            slot.reader = reader;
+        }
+    }
+
+    /// The primary object `key` as the primary watch's cache has it (`Some(None)`: not there);
+    /// `None` when there is no cache to ask.
+    fn primary_cached(&self, key: &Key) -> Option<Option<crate::informer::Obj>> {
+        let slot = self.primary_cache.read().ok()?;
+        slot.reader.as_ref().map(|r| r.get(&key.0, &key.1))
+    }
+
     /// One kind for as long as the controller runs: wait until it is served (a CRD may come
     /// after the controller), list + watch it, and when it stops being served (its CRD deleted)
     /// wait again; the status says what it waits for. The gate opens for this informer once its
-    /// first list is queued, or when it starts waiting for its kind.
-    async fn informer(self: Arc<Self>, w: wit::Watch, gate: &SyncGate) {
+    /// first list is queued, or when it starts waiting for its kind. The primary watch's
+    /// informer (`primary`: the start it belongs to) also hands its cache to the reconciles.
+    async fn informer(self: Arc<Self>, w: wit::Watch, gate: &SyncGate, primary: Option<u64>) {
         let Some(filter) = Self::filter(&w) else {
             tracing::warn!(controller = %self.name, resource = %w.resource, "invalid watch");
             gate.ready(&mut false);
@@ -588,6 +638,7 @@ impl ControllerHandle {
             );
             let reflector = Reflector::new();
             let mut reader = reflector.reader();
+            self.set_primary_cache(primary, Some(reader.clone()));
             let run = crate::informer::run(watcher, reflector, |c| self.on_change(&w, &c));
             let synced = async {
                 reader.wait_synced().await;
@@ -598,6 +649,7 @@ impl ControllerHandle {
                 () = run => return,
                 () = synced => {}
                 () = gone => {
+                    self.set_primary_cache(primary, None);
                     why = format!(
                         "{} is no longer served (its CustomResourceDefinition was deleted); waiting for it to be served again",
                         Self::watch_name(&w)
@@ -838,12 +890,18 @@ impl Reconciler<Key> for WasmWorker {
         // selector (which the controller's identity was checked to list and watch at load).
         let primary = self.primary(&module);
         let object = primary.ri.as_ref().and_then(|ri| {
-            this.host
-                .service
-                .get(ri, &key.0, &key.1)
-                .ok()
-                .filter(|o| primary.shows(o))
-                .map(|o| crate::service::Service::present(ri, o).lean_json().clone())
+            // The informer's cache holds what the primary watch shows (its filter is the
+            // watch's); without one, the store, filtered here.
+            let stored = match this.primary_cached(key) {
+                Some(cached) => cached,
+                None => this
+                    .host
+                    .service
+                    .get(ri, &key.0, &key.1)
+                    .ok()
+                    .filter(|o| primary.shows(o)),
+            };
+            stored.map(|o| crate::service::Service::present(ri, o).lean_json().clone())
         });
         let wkey = wit::ObjectKey {
             namespace: key.0.clone(),

@@ -91,8 +91,8 @@ impl Stats {
         self.last_error.lock().ok().and_then(|g| g.clone())
     }
 
-    /// Count one reconcile that took `elapsed` and came to `outcome` (for key `what`).
-    fn record(&self, what: &str, elapsed: Duration, outcome: &Outcome) {
+    /// Count one reconcile of `key` that took `elapsed` and came to `outcome`.
+    fn record(&self, key: &impl KeyText, elapsed: Duration, outcome: &Outcome) {
         self.reconciles.fetch_add(1, Ordering::Relaxed);
         self.latency.observe(elapsed);
         if let Some(e) = &outcome.error {
@@ -100,7 +100,7 @@ impl Stats {
             if outcome.trap {
                 self.traps.fetch_add(1, Ordering::Relaxed);
             }
-            self.set_last_error(format!("{what}: {e}"));
+            self.set_last_error(format!("{}: {e}", key.text()));
         }
     }
 
@@ -233,11 +233,11 @@ pub async fn worker<K, R>(
             key: Some(&key),
         };
         let outcome = reconciler.reconcile(&key).await;
+        let took = started.elapsed();
         interrupted.disarm();
-        let what = key.text();
-        stats.record(&what, started.elapsed(), &outcome);
+        stats.record(&key, took, &outcome);
         if let Some(e) = &outcome.error {
-            tracing::debug!(controller = name, key = %what, error = %e, "reconcile failed");
+            tracing::debug!(controller = name, key = %key.text(), error = %e, "reconcile failed");
         }
         queue.finish(&key, outcome.action);
     }

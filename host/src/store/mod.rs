@@ -8,6 +8,7 @@
 pub mod etcd_store;
 mod head;
 mod index;
+mod lean;
 pub mod sled_store;
 
 use std::future::Future;
@@ -175,24 +176,37 @@ impl StoredObject {
     }
 
     fn make_lean(&self) -> Bytes {
-        {
-            const NEEDLE: &[u8] = b"\"managedFields\"";
-            if !self.json.windows(NEEDLE.len()).any(|w| w == NEEDLE) {
-                return self.json.clone();
+        match lean::managed_fields(&self.json) {
+            lean::Cut::None => self.json.clone(),
+            lean::Cut::Range(cut) => {
+                if let (Some(before), Some(after)) =
+                    (self.json.get(..cut.start), self.json.get(cut.end..))
+                {
+                    let mut out = Vec::with_capacity(before.len() + after.len());
+                    out.extend_from_slice(before);
+                    out.extend_from_slice(after);
+                    return Bytes::from(out);
+                }
+                self.make_lean_parsed()
             }
-            let value = self.parse();
-            let value = &*value;
-            let has_managed = value
-                .get("metadata")
-                .and_then(|m| m.get("managedFields"))
-                .is_some();
-            if !has_managed {
-                return self.json.clone();
-            }
-            serde_json::to_vec(&WithoutManagedFields(value))
-                .map(Bytes::from)
-                .unwrap_or_else(|_| self.json.clone())
+            lean::Cut::Unsure => self.make_lean_parsed(),
         }
+    }
+
+    /// The lean JSON by parsing and serializing again without the entry.
+    fn make_lean_parsed(&self) -> Bytes {
+        let value = self.parse();
+        let value = &*value;
+        let has_managed = value
+            .get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .is_some();
+        if !has_managed {
+            return self.json.clone();
+        }
+        serde_json::to_vec(&WithoutManagedFields(value))
+            .map(Bytes::from)
+            .unwrap_or_else(|_| self.json.clone())
     }
 }
 
