@@ -303,9 +303,16 @@ pub fn group(state: &AppState, group: &str) -> Result<Response, ApiError> {
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
-/// OpenAPI v2 (swagger) as JSON. kube also serves it as protobuf (gnostic's `openapi_v2`);
-/// turtles does not yet, and answers a request that accepts only protobuf (client-go's
-/// `OpenAPISchema`) with 404, as before v2 was served at all: kubectl then goes without it.
+/// The media type of gnostic's protobuf encoding of OpenAPI v2, what client-go's
+/// `OpenAPISchema` asks for, and the dotted form kube-openapi answers with (Go's
+/// `mime.ParseMediaType` rejects the `@`) and also accepts.
+const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+const OPENAPI_V2_PROTOBUF_DOTTED: &str =
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// OpenAPI v2 (swagger): JSON, or gnostic's protobuf for a client that asks for it (client-go;
+/// kubectl validates a `kind: List` with it). The first acceptable type in `Accept` wins; a
+/// request that accepts neither gets a bare 406, as kube-openapi answers.
 pub async fn openapi_v2(
     State(state): State<Arc<AppState>>,
     headers: axum::http::HeaderMap,
@@ -314,15 +321,33 @@ pub async fn openapi_v2(
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let json_ok = accept.is_empty()
-        || accept.split(',').any(|a| {
-            let a = a.split(';').next().unwrap_or("").trim();
-            a == "application/json" || a == "*/*" || a == "application/*"
-        });
-    if !json_ok {
-        return ApiError::path_not_found().into_response();
+    let chosen = accept.split(',').find_map(|a| {
+        let a = a.split(';').next().unwrap_or("").trim();
+        if a == "application/json" || a == "*/*" || a == "application/*" {
+            Some(false)
+        } else if a == OPENAPI_V2_PROTOBUF || a == OPENAPI_V2_PROTOBUF_DOTTED {
+            Some(true)
+        } else {
+            None
+        }
+    });
+    match (accept.trim().is_empty(), chosen) {
+        (true, _) | (false, Some(false)) => {
+            json_response(StatusCode::OK, super::openapi::document_v2_bytes(&state))
+        }
+        (false, Some(true)) => {
+            let mut r = Response::new(axum::body::Body::from(
+                super::openapi::document_v2_protobuf(&state),
+            ));
+            r.headers_mut().insert(
+                axum::http::header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static(OPENAPI_V2_PROTOBUF_DOTTED),
+            );
+            r
+        }
+        // kube-openapi answers a bare 406.
+        (false, None) => StatusCode::NOT_ACCEPTABLE.into_response(),
     }
-    json_response(StatusCode::OK, super::openapi::document_v2_bytes(&state))
 }
 
 /// OpenAPI v3 index: one document per group-version, addressed with a content hash.

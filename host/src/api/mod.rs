@@ -8,6 +8,7 @@ mod error;
 pub(crate) mod handlers;
 pub mod inflight;
 mod openapi;
+mod openapi_pb;
 mod printers;
 pub mod protobuf;
 pub mod request_info;

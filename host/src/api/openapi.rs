@@ -306,6 +306,21 @@ fn build_v3(
 /// serialized.
 pub fn document_v2_bytes(state: &AppState) -> bytes::Bytes {
     static CACHE: OnceLock<Mutex<Option<(String, bytes::Bytes)>>> = OnceLock::new();
+    cached_v2(&CACHE, state, |doc| doc.to_string().into_bytes())
+}
+
+/// The v2 document as gnostic's protobuf (see `openapi_pb`), kept as the JSON is.
+pub fn document_v2_protobuf(state: &AppState) -> bytes::Bytes {
+    static CACHE: OnceLock<Mutex<Option<(String, bytes::Bytes)>>> = OnceLock::new();
+    cached_v2(&CACHE, state, super::openapi_pb::document)
+}
+
+/// The v2 document encoded by `encode`, from `cache` while what is served is unchanged.
+fn cached_v2(
+    cache: &'static OnceLock<Mutex<Option<(String, bytes::Bytes)>>>,
+    state: &AppState,
+    encode: fn(&Value) -> Vec<u8>,
+) -> bytes::Bytes {
     let resources = state.registry.snapshot();
     let mut key = String::new();
     for r in resources.iter() {
@@ -325,13 +340,13 @@ pub fn document_v2_bytes(state: &AppState) -> bytes::Bytes {
         }
         key.push(' ');
     }
-    let cache = CACHE.get_or_init(Default::default);
+    let cache = cache.get_or_init(Default::default);
     if let Some((k, doc)) = cache.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
         if *k == key {
             return doc.clone();
         }
     }
-    let doc = bytes::Bytes::from(document_v2(state).to_string());
+    let doc = bytes::Bytes::from(encode(&document_v2(state)));
     *cache.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, doc.clone()));
     doc
 }
