@@ -837,9 +837,20 @@ impl Service {
             .as_ref()
             .zip(scope.as_deref())
             .and_then(|(c, scope)| c.left_in(scope));
+        // Without selectors the filter is the namespace, which an item's key starts with
+        // (`NS/NAME`): no object needs looking at. (The key is checked, not only the range: a
+        // continue token's start is the client's to forge.)
+        let key_prefix = ns.map(|ns| format!("{ns}/"));
+        let shown = |key: &str, obj: &StoredObject| {
+            if unfiltered {
+                key_prefix.as_deref().is_none_or(|p| key.starts_with(p))
+            } else {
+                filter.matches(obj)
+            }
+        };
         let mut iter = snap.items.range((lower, upper));
         for (key, obj) in iter.by_ref() {
-            if !filter.matches(obj) {
+            if !shown(key, obj) {
                 continue;
             }
             items.push(obj.clone());
@@ -852,7 +863,7 @@ impl Service {
                     remaining = (n > 0).then_some(n);
                     n > 0
                 } else {
-                    iter.clone().any(|(_, o)| filter.matches(o))
+                    iter.clone().any(|(k, o)| shown(k, o))
                 };
                 if more {
                     let left = remaining.zip(scope.as_deref());

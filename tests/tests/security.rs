@@ -665,3 +665,42 @@ fn bind_and_escalate_are_the_explicit_ways_to_delegate() {
     assert!(out.status.success(), "{}", stderr(&out));
     s.kubectl_ok(&["get", "clusterrole", "gathered"]);
 }
+
+/// A continue token is the client's to forge: one whose start key lies in another namespace
+/// (before this one in key order) must not page through the namespaces in between. A list
+/// without selectors judges items by their keys alone, so the key is checked, not only the range.
+#[test]
+fn a_forged_continue_token_does_not_cross_namespaces() {
+    use base64::Engine;
+    let s = Server::start().unwrap();
+    let h = s.http();
+    for (ns, name) in [("aaa", "secret-a"), ("mmm", "secret-m"), ("zzz", "mine")] {
+        let r = h.post_json("/api/v1/namespaces", &json!({"metadata": {"name": ns}}));
+        assert_eq!(r.status, 201, "{}", r.text());
+        let cm = json!({"metadata": {"name": name}, "data": {"k": "v"}});
+        let r = h.post_json(&format!("/api/v1/namespaces/{ns}/configmaps"), &cm);
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let list = h.get("/api/v1/namespaces/zzz/configmaps").json();
+    let rv: u64 = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(json!({"v": "turtles/1", "rv": rv, "start": "aaa/"}).to_string());
+    for query in ["limit=10&", ""] {
+        let page = h
+            .get(&format!(
+                "/api/v1/namespaces/zzz/configmaps?{query}continue={token}"
+            ))
+            .json();
+        let names: Vec<&str> = page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["mine"], "{page}");
+    }
+}
