@@ -1417,7 +1417,7 @@ async fn dispatch(rows: &mut Vec<(String, String)>) -> Result<()> {
         let (s1, n1) = histogram(&m1, hist, &label);
         let b1 = buckets(&m1, hist, &label);
         rows.push((
-            format!("{lang} guest (`{name}`): no-op reconciles of a backlog (loaded again over {:.0} objects), as the host measures them, mean / p50 (the mean includes the first call's instantiation)", n1 - n0),
+            format!("{lang} guest (`{name}`): no-op reconciles of a backlog (loaded again over {} objects: {:.0} reconciles back to back), as the host measures them, mean / p50 (the mean includes the first call's instantiation)", n + backlog, n1 - n0),
             format!(
                 "{:.1} µs / {:.1} µs",
                 (s1 - s0) / (n1 - n0).max(1.0) * 1e6,

@@ -493,4 +493,34 @@ fn a_list_file_round_trips_and_is_validated_with_openapi_v2() {
             && err.contains(r#"invalid type for io.k8s.api.core.v1.ConfigMap.data: got "string", expected "map""#),
         "{err}"
     );
+
+    // The negotiation, as kube-openapi's: by q, the dotted type in the answer, Vary: Accept,
+    // and a bare 406 for what it cannot serve.
+    let h = s.http();
+    let get = |accept: &str| {
+        h.client
+            .get(format!("{}/openapi/v2", h.base))
+            .header("Accept", accept)
+            .send()
+            .unwrap()
+    };
+    let pb = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+    for (accept, want) in [
+        (
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+            pb,
+        ),
+        (
+            "application/json;q=0.5, application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+            pb,
+        ),
+        (&format!("{pb};q=0.4, application/json"), "application/json"),
+        ("application/json", "application/json"),
+    ] {
+        let r = get(accept);
+        assert_eq!(r.status().as_u16(), 200, "{accept}");
+        assert_eq!(r.headers()["content-type"], want, "{accept}");
+        assert_eq!(r.headers()["vary"], "Accept");
+    }
+    assert_eq!(get("text/html").status().as_u16(), 406);
 }

@@ -321,17 +321,32 @@ pub async fn openapi_v2(
         .get(axum::http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let chosen = accept.split(',').find_map(|a| {
-        let a = a.split(';').next().unwrap_or("").trim();
-        if a == "application/json" || a == "*/*" || a == "application/*" {
+    // Clauses by `q`, highest first (a stable sort keeps the header's order among equals), as
+    // kube-openapi's `goautoneg.ParseAccept` orders them; `q=0` is never acceptable.
+    let mut clauses: Vec<(f32, &str)> = accept
+        .split(',')
+        .map(|a| {
+            let mut parts = a.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0);
+            (q, media)
+        })
+        .filter(|(q, _)| *q > 0.0)
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let chosen = clauses.iter().find_map(|(_, a)| {
+        if *a == "application/json" || *a == "*/*" || *a == "application/*" {
             Some(false)
-        } else if a == OPENAPI_V2_PROTOBUF || a == OPENAPI_V2_PROTOBUF_DOTTED {
+        } else if *a == OPENAPI_V2_PROTOBUF || *a == OPENAPI_V2_PROTOBUF_DOTTED {
             Some(true)
         } else {
             None
         }
     });
-    match (accept.trim().is_empty(), chosen) {
+    let mut r = match (accept.trim().is_empty(), chosen) {
         (true, _) | (false, Some(false)) => {
             json_response(StatusCode::OK, super::openapi::document_v2_bytes(&state))
         }
@@ -347,7 +362,12 @@ pub async fn openapi_v2(
         }
         // kube-openapi answers a bare 406.
         (false, None) => StatusCode::NOT_ACCEPTABLE.into_response(),
-    }
+    };
+    r.headers_mut().insert(
+        axum::http::header::VARY,
+        axum::http::HeaderValue::from_static("Accept"),
+    );
+    r
 }
 
 /// OpenAPI v3 index: one document per group-version, addressed with a content hash.

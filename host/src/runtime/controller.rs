@@ -112,7 +112,8 @@ pub struct ControllerHandle {
 #[derive(Default)]
 struct PrimaryCache {
     started: u64,
-    reader: Option<crate::informer::Reader>,
+    /// The cache, and the watch it follows.
+    reader: Option<(wit::Watch, crate::informer::Reader)>,
 }
 
 pub fn user_name(controller: &str) -> String {
@@ -573,7 +574,11 @@ impl ControllerHandle {
 
     /// Put (or take away) the primary watch's cache, if the informers of start `started` are
     /// still the latest.
-    fn set_primary_cache(&self, started: Option<u64>, reader: Option<crate::informer::Reader>) {
+    fn set_primary_cache(
+        &self,
+        started: Option<u64>,
+        reader: Option<(wit::Watch, crate::informer::Reader)>,
+    ) {
         let Some(started) = started else {
             return;
         };
@@ -583,11 +588,25 @@ impl ControllerHandle {
         }
     }
 
-    /// The primary object `key` as the primary watch's cache has it (`Some(None)`: not there);
-    /// `None` when there is no cache to ask.
-    fn primary_cached(&self, key: &Key) -> Option<Option<crate::informer::Obj>> {
+    /// The primary object `key` as the cache of `watch` (the calling version's primary watch,
+    /// of resource `ri`) has it (`Some(None)`: not there); `None` when there is no such cache
+    /// with its first list in (a reload that changed the primary watch races this call, or the
+    /// informer is still listing): then the store is asked.
+    fn primary_cached(
+        &self,
+        watch: &wit::Watch,
+        ri: &ResourceInfo,
+        key: &Key,
+    ) -> Option<Option<crate::informer::Obj>> {
         let slot = self.primary_cache.read().ok()?;
-        slot.reader.as_ref().map(|r| r.get(&key.0, &key.1))
+        let (w, reader) = slot.reader.as_ref()?;
+        if w != watch || !reader.is_synced() {
+            return None;
+        }
+        // A cluster-scoped object's key has no namespace (an owner's key may carry its
+        // dependent's), as the store's lookup ignores it.
+        let namespace = if ri.namespaced() { key.0.as_str() } else { "" };
+        Some(reader.get(namespace, &key.1))
     }
 
     /// One kind for as long as the controller runs: wait until it is served (a CRD may come
@@ -638,7 +657,7 @@ impl ControllerHandle {
             );
             let reflector = Reflector::new();
             let mut reader = reflector.reader();
-            self.set_primary_cache(primary, Some(reader.clone()));
+            self.set_primary_cache(primary, Some((w.clone(), reader.clone())));
             let run = crate::informer::run(watcher, reflector, |c| self.on_change(&w, &c));
             let synced = async {
                 reader.wait_synced().await;
@@ -800,6 +819,11 @@ impl ControllerHandle {
                 }
             }
         }
+        {
+            let mut slot = self.primary_cache_mut();
+            slot.started += 1;
+            slot.reader = None;
+        }
         self.queue.shutdown();
         self.host.authn.revoke_internal(&user_name(&self.name));
         remove_identity(&self.host.service, &self.name).await;
@@ -892,7 +916,7 @@ impl Reconciler<Key> for WasmWorker {
         let object = primary.ri.as_ref().and_then(|ri| {
             // The informer's cache holds what the primary watch shows (its filter is the
             // watch's); without one, the store, filtered here.
-            let stored = match this.primary_cached(key) {
+            let stored = match this.primary_cached(&module.registration.watches[0], ri, key) {
                 Some(cached) => cached,
                 None => this
                     .host
