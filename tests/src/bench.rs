@@ -992,7 +992,7 @@ fn drop_file(dir: &std::path::Path, name: &str, bytes: &[u8]) -> Result<()> {
 
 async fn wait_running(c: &reqwest::Client, url: &str, name: &str) -> Result<()> {
     wait_status(c, url, name, Duration::from_secs(120), |s| {
-        s["phase"] == "Running"
+        s.is_some_and(|s| s["phase"] == "Running")
     })
     .await
 }
@@ -1001,35 +1001,23 @@ async fn wait_running(c: &reqwest::Client, url: &str, name: &str) -> Result<()> 
 /// dispatch figure is about; a new component starts on baseline code).
 async fn wait_optimized(c: &reqwest::Client, url: &str, name: &str) -> Result<()> {
     wait_status(c, url, name, Duration::from_secs(600), |s| {
-        s["phase"] == "Running" && s["codeTier"] == "Optimized"
+        s.is_some_and(|s| s["phase"] == "Running" && s["codeTier"] == "Optimized")
     })
     .await
 }
 
 /// Until the controller `name` is unloaded (its `Controller` object gone).
 async fn wait_gone(c: &reqwest::Client, url: &str, name: &str) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let r = c
-            .get(format!("{url}/apis/turtles.dev/v1/controllers/{name}"))
-            .send()
-            .await?;
-        if r.status().as_u16() == 404 {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("{name}: still loaded 60 s after its file was removed");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_status(c, url, name, Duration::from_secs(60), |s| s.is_none()).await
 }
 
+/// Until `done` holds of the controller's status (`None`: there is no such controller).
 async fn wait_status(
     c: &reqwest::Client,
     url: &str,
     name: &str,
     within: Duration,
-    done: impl Fn(&serde_json::Value) -> bool,
+    done: impl Fn(Option<&serde_json::Value>) -> bool,
 ) -> Result<()> {
     let deadline = Instant::now() + within;
     loop {
@@ -1037,11 +1025,15 @@ async fn wait_status(
             .get(format!("{url}/apis/turtles.dev/v1/controllers/{name}"))
             .send()
             .await?;
-        if r.status().as_u16() == 200 {
-            let v: serde_json::Value = r.json().await?;
-            if done(&v["status"]) {
-                return Ok(());
+        match r.status().as_u16() {
+            200 => {
+                let v: serde_json::Value = r.json().await?;
+                if done(Some(&v["status"])) {
+                    return Ok(());
+                }
             }
+            404 if done(None) => return Ok(()),
+            _ => {}
         }
         if Instant::now() > deadline {
             bail!("controller {name} did not get there within {within:?}");

@@ -27,22 +27,10 @@ pub fn document(doc: &Value) -> Vec<u8> {
         m.message(2, i);
     }
     if let Some(paths) = doc.get("paths").and_then(Value::as_object) {
-        let mut p = Msg::default();
-        for (path, item) in paths {
-            if path.starts_with("x-") {
-                p.message(1, named_any(path, item));
-            } else {
-                p.message(2, named(path, path_item(item)));
-            }
-        }
-        m.message(8, p);
+        m.message(8, named_map(paths, 2, Some(1), path_item));
     }
     if let Some(defs) = doc.get("definitions").and_then(Value::as_object) {
-        let mut d = Msg::default();
-        for (name, s) in defs {
-            d.message(1, named(name, schema(s)));
-        }
-        m.message(9, d);
+        m.message(9, named_map(defs, 1, None, schema));
     }
     extensions(&mut m, 16, doc);
     m.0
@@ -249,7 +237,7 @@ fn schema(v: &Value) -> Msg {
         m.message(24, schema(s));
     }
     if let Some(props) = o.get("properties").and_then(Value::as_object) {
-        m.message(25, properties(props));
+        m.message(25, named_map(props, 1, None, schema));
     }
     m.string_of(26, v, "discriminator");
     m.bool_of(27, v, "readOnly");
@@ -261,12 +249,23 @@ fn schema(v: &Value) -> Msg {
     m
 }
 
-fn properties(props: &Map<String, Value>) -> Msg {
-    let mut p = Msg::default();
-    for (name, s) in props {
-        p.message(1, named(name, schema(s)));
+/// A map as gnostic writes one: each entry a `Named*` pair of `entry(value)` in field `pairs`;
+/// with `extensions`, the `x-` keys are vendor extensions (`NamedAny`) in that field instead
+/// (where they are not: a property or definition may be named `x-…`).
+fn named_map(
+    map: &Map<String, Value>,
+    pairs: u32,
+    extensions: Option<u32>,
+    entry: fn(&Value) -> Msg,
+) -> Msg {
+    let mut m = Msg::default();
+    for (name, v) in map {
+        match extensions.filter(|_| name.starts_with("x-")) {
+            Some(field) => m.message(field, named_any(name, v)),
+            None => m.message(pairs, named(name, entry(v))),
+        }
     }
-    p
+    m
 }
 
 fn external_docs(v: &Value) -> Msg {
@@ -325,15 +324,7 @@ fn operation(v: &Value) -> Msg {
         m.message(8, parameters_item(p));
     }
     if let Some(rs) = v.get("responses").and_then(Value::as_object) {
-        let mut r = Msg::default();
-        for (code, resp) in rs {
-            if code.starts_with("x-") {
-                r.message(2, named_any(code, resp));
-            } else {
-                r.message(1, named(code, response_value(resp)));
-            }
-        }
-        m.message(9, r);
+        m.message(9, named_map(rs, 1, Some(2), response_value));
     }
     m.strings_of(10, v, "schemes");
     m.bool_of(11, v, "deprecated");
