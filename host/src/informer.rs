@@ -16,7 +16,8 @@
 //! streams in the tests.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use tokio::sync::broadcast::{self, error::RecvError};
 
@@ -110,6 +111,9 @@ pub struct Watcher<S> {
     expired: Option<StoreError>,
     /// With [`Expiry::End`]: the stream ended because it fell behind the live feed.
     lagged: bool,
+    /// The store's counter of the revision last published for this resource (from the first
+    /// start on; the store keeps one per resource).
+    published: Option<Arc<AtomicU64>>,
 }
 
 impl<S: Source> Watcher<S> {
@@ -123,6 +127,7 @@ impl<S: Source> Watcher<S> {
             expiry: Expiry::Relist,
             expired: None,
             lagged: false,
+            published: None,
         }
     }
 
@@ -184,6 +189,12 @@ impl<S: Source> Watcher<S> {
         }
     }
 
+    /// The store's revision of the latest event published for this resource, once started:
+    /// with [`Watcher::revision`] at or past it, every change the store has was yielded.
+    pub fn published(&self) -> Option<&Arc<AtomicU64>> {
+        self.published.as_ref()
+    }
+
     fn matches(&self, obj: &StoredObject) -> bool {
         self.filter.as_ref().is_none_or(|f| f.matches(obj))
     }
@@ -209,6 +220,7 @@ impl<S: Source> Watcher<S> {
 
     /// Queue a started watch's list (or backlog) and keep its live feed.
     fn started(&mut self, start: WatchStart, relist: bool) {
+        self.published = Some(start.published);
         let mut last = start.rv;
         if relist {
             self.pending.push_back((self.yielded, Event::Init));
@@ -481,6 +493,17 @@ pub struct Reflector {
     /// The list in progress, in list order.
     buffer: Option<Vec<Obj>>,
     synced: tokio::sync::watch::Sender<bool>,
+    current: Arc<Current>,
+}
+
+/// How far a reflector's cache has come, against how far the store has: see
+/// [`Reader::is_current`].
+#[derive(Default)]
+struct Current {
+    /// Every event up to this revision is in the cache.
+    applied: AtomicU64,
+    /// The store's counter for the resource (see [`Watcher::published`]).
+    published: OnceLock<Arc<AtomicU64>>,
 }
 
 impl Default for Reflector {
@@ -495,6 +518,7 @@ impl Reflector {
             cache: Arc::default(),
             buffer: None,
             synced: tokio::sync::watch::Sender::new(false),
+            current: Arc::default(),
         }
     }
 
@@ -511,7 +535,17 @@ impl Reflector {
         Reader {
             cache: self.cache.clone(),
             synced: self.synced.subscribe(),
+            current: self.current.clone(),
         }
+    }
+
+    /// Every event of the watcher up to `revision` is applied (its [`Watcher::revision`] after
+    /// the last [`Reflector::apply`]); `published` is the watcher's [`Watcher::published`].
+    pub fn applied(&self, revision: u64, published: Option<&Arc<AtomicU64>>) {
+        if let Some(p) = published {
+            let _ = self.current.published.set(p.clone());
+        }
+        self.current.applied.store(revision, Ordering::Release);
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Cache> {
@@ -570,6 +604,7 @@ impl Reflector {
 pub struct Reader {
     cache: Arc<RwLock<Cache>>,
     synced: tokio::sync::watch::Receiver<bool>,
+    current: Arc<Current>,
 }
 
 impl Reader {
@@ -589,6 +624,20 @@ impl Reader {
         *self.synced.borrow()
     }
 
+    /// Whether the cache has every change the store has published for its resource right now
+    /// (as [`run`] keeps it): then a read of it is as good as a read of the store. A cache
+    /// behind the store (an event on its way, a relist) is not, and neither is one whose
+    /// watcher last skipped an event its filter did not match (the store's counter moved past
+    /// what the watcher yielded).
+    pub fn is_current(&self) -> bool {
+        let Some(published) = self.current.published.get() else {
+            return false;
+        };
+        // The store's counter first: the cache then has at least that much.
+        let published = published.load(Ordering::Acquire);
+        self.is_synced() && self.current.applied.load(Ordering::Acquire) >= published
+    }
+
     /// Resolves once the first list is in the cache (or the reflector is gone).
     pub async fn wait_synced(&mut self) {
         let _ = self.synced.wait_for(|s| *s).await;
@@ -603,7 +652,10 @@ pub async fn run<S: Source>(
     mut on_change: impl FnMut(Change),
 ) {
     while let Some(event) = watcher.next().await {
-        for change in reflector.apply(event) {
+        let changes = reflector.apply(event);
+        // Before the changes are handed on: a reconcile they cause finds the cache current.
+        reflector.applied(watcher.revision(), watcher.published());
+        for change in changes {
             on_change(change);
         }
     }
@@ -643,6 +695,16 @@ mod tests {
         calls: Arc<std::sync::Mutex<Vec<WatchFrom>>>,
     }
 
+    impl Script {
+        /// One reply: this start.
+        fn once(start: WatchStart) -> Self {
+            Self {
+                replies: [Ok(start)].into(),
+                calls: Arc::default(),
+            }
+        }
+    }
+
     impl Source for Script {
         fn watch(&mut self, from: WatchFrom) -> Result<WatchStart, StoreError> {
             self.calls.lock().unwrap().push(from);
@@ -666,6 +728,7 @@ mod tests {
             snapshot: Some(Snapshot { rv, items }),
             backlog: Vec::new(),
             live,
+            published: Default::default(),
         };
         (start, tx)
     }
@@ -731,6 +794,65 @@ mod tests {
         assert_eq!(reader.get("ns", "a").map(|o| o.rv), Some(3));
         drop(feed);
         assert!(next(&mut w).await.is_none(), "the store closed");
+    }
+
+    /// A cache is as good as the store only while it has every event the store published for
+    /// its resource: not before its list is in, not while an event is on its way, not after
+    /// its filter skipped one; again once the next event it yields is applied.
+    #[tokio::test]
+    async fn a_cache_is_current_only_with_every_event_the_store_published() {
+        let (mut start, feed) = listed(2, &[obj("a", 1, json!({"app": "web"}))], 16);
+        let published = Arc::new(AtomicU64::new(2));
+        start.published = published.clone();
+        let filter = Filter::new(None, Some("app=web"), None).unwrap();
+        let mut w = Watcher::new(Script::once(start), Some(filter));
+        let mut r = Reflector::new();
+        let reader = r.reader();
+        // As `run` does it.
+        async fn step<S: Source>(w: &mut Watcher<S>, r: &mut Reflector) {
+            let e = next(w).await.unwrap();
+            r.apply(e);
+            r.applied(w.revision(), w.published());
+        }
+        assert!(!reader.is_current(), "nothing listed yet");
+        for _ in 0..2 {
+            step(&mut w, &mut r).await; // Init, InitApply
+            assert!(!reader.is_current(), "a list half in");
+        }
+        step(&mut w, &mut r).await; // InitDone
+        assert!(reader.is_current());
+        // The store publishes rv 3: until the watcher has yielded it, the cache is behind.
+        let a3 = obj("a", 3, json!({"app": "web"}));
+        published.store(3, Ordering::Release);
+        feed.send(event(
+            EventType::Modified,
+            a3,
+            Some(obj("a", 1, json!({"app": "web"}))),
+        ))
+        .unwrap();
+        assert!(!reader.is_current(), "an event on its way");
+        step(&mut w, &mut r).await;
+        assert!(reader.is_current());
+        // An object the filter skips moves the store's counter past the watcher's: behind,
+        // until the next event it yields.
+        published.store(4, Ordering::Release);
+        feed.send(event(
+            EventType::Added,
+            obj("b", 4, json!({"app": "db"})),
+            None,
+        ))
+        .unwrap();
+        published.store(5, Ordering::Release);
+        feed.send(event(
+            EventType::Added,
+            obj("c", 5, json!({"app": "web"})),
+            None,
+        ))
+        .unwrap();
+        assert!(!reader.is_current());
+        step(&mut w, &mut r).await;
+        assert!(reader.is_current());
+        assert_eq!(reader.list().len(), 2, "a and c");
     }
 
     #[tokio::test]
@@ -886,6 +1008,7 @@ mod tests {
                 event(EventType::Added, obj("c", 3, json!({})), None),
             ],
             live: live2,
+            published: Default::default(),
         };
         let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
         let mut w = Watcher::new(
@@ -937,6 +1060,7 @@ mod tests {
                 ),
             ],
             live,
+            published: Default::default(),
         };
         let calls: Arc<std::sync::Mutex<Vec<WatchFrom>>> = Arc::default();
         let script = Script {
@@ -988,13 +1112,7 @@ mod tests {
             &[obj("in", 1, json!({"app": "x"})), obj("out", 2, json!({}))],
             16,
         );
-        let mut w = Watcher::new(
-            Script {
-                replies: [Ok(start)].into(),
-                calls: Arc::default(),
-            },
-            Some(filter),
-        );
+        let mut w = Watcher::new(Script::once(start), Some(filter));
         let mut r = Reflector::new();
         let mut changes = Vec::new();
         for _ in 0..3 {

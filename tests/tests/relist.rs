@@ -79,6 +79,29 @@ fn wait_log(s: &Server, what: &str, count: usize) {
     .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
 }
 
+/// Wait until the labeler has greeted `name` and reconciled its create (which patches) and its
+/// own patch; its reconciles so far.
+fn greeted(s: &Server, name: &str) -> u64 {
+    let want = format!("hello, {name}");
+    poll(
+        &format!("{name} to be greeted"),
+        Duration::from_secs(60),
+        || get(s, name).filter(|c| c["metadata"]["annotations"]["turtles.dev/greeting"] == *want),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    poll("the labeler's two reconciles", DEADLINE, || {
+        (reconciles(s, "labeler") >= 2).then_some(())
+    })
+    .unwrap();
+    reconciles(s, "labeler")
+}
+
+/// Hold every in-process watcher (the test knob).
+fn hold(s: &Server) {
+    signal(s, "-USR1");
+    wait_log(s, "test knob: in-process watchers held", 1);
+}
+
 #[test]
 fn a_relist_after_410_forgets_what_was_deleted_meanwhile() {
     let s = Server::start_with_controllers(&[
@@ -122,21 +145,10 @@ fn a_relist_after_410_forgets_what_was_deleted_meanwhile() {
             json!({"turtles.dev/greet": "true"}),
         ),
     );
-    poll("greeted to be greeted", DEADLINE, || {
-        get(&s, "greeted")
-            .filter(|c| c["metadata"]["annotations"]["turtles.dev/greeting"] == "hello, greeted")
-    })
-    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
-    // Its reconcile of the create (which patches) and of its own patch.
-    poll("the labeler's two reconciles", DEADLINE, || {
-        (reconciles(&s, "labeler") >= 2).then_some(())
-    })
-    .unwrap();
-    let before = reconciles(&s, "labeler");
+    let before = greeted(&s, "greeted");
 
     // Hold every in-process watcher, delete, and write past the history.
-    signal(&s, "-USR1");
-    wait_log(&s, "test knob: in-process watchers held", 1);
+    hold(&s);
     for name in ["leaf", "greeted"] {
         let r = s.http().delete(&format!("{CMS}/{name}"));
         assert_eq!(r.status, 200, "{}", r.text());
@@ -188,4 +200,67 @@ fn a_relist_after_410_forgets_what_was_deleted_meanwhile() {
         json!(["example.com/hold"]),
         "{mid}"
     );
+}
+
+/// A reconcile's object is never older than what the controller's own reads see (the store):
+/// while its informer is behind, the host reads the store instead of the informer's cache.
+/// Had it read the cache, a ReplicaSet the garbage collector had just deleted, still cached,
+/// next to its Pods already gone, would make the ReplicaSet controller create Pods again.
+///
+/// The labeler's watchers are held (so its cache keeps the old object), the object is changed
+/// to what `labeler-v2` would write, and `labeler-v2` is dropped in: its load reconciles every
+/// cached key. From the store it sees its greeting already there and writes nothing; from the
+/// held cache it would see `labeler`'s greeting and patch.
+#[test]
+fn a_reconcile_never_sees_an_object_older_than_the_store() {
+    let s = Server::start_with_controllers(&["--test-hold-watchers-on-signal"]).unwrap();
+    s.drop_controller("labeler", &guest("labeler")).unwrap();
+    create(
+        &s,
+        cm("x", json!([]), &[], json!({"turtles.dev/greet": "true"})),
+    );
+    let before = greeted(&s, "x");
+
+    hold(&s);
+    let r = s.http().patch(
+        &format!("{CMS}/x"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"annotations": {"turtles.dev/greeting": "hello again, x"}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let rv = r.json()["metadata"]["resourceVersion"].clone();
+    assert_eq!(
+        reconciles(&s, "labeler"),
+        before,
+        "a held watcher delivered an event"
+    );
+    let greeted = s.log().matches("greeted default/x").count();
+
+    s.drop_controller("labeler", &guest("labeler-v2")).unwrap();
+    poll("labeler-v2's reconcile of x", DEADLINE, || {
+        (reconciles(&s, "labeler") > before).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
+    assert_eq!(
+        s.log().matches("greeted default/x").count(),
+        greeted,
+        "labeler-v2 patched x: it saw the cached object, not the store's\n{}",
+        s.log()
+    );
+    assert_eq!(get(&s, "x").unwrap()["metadata"]["resourceVersion"], rv);
+
+    // Released, the informer catches up and the cache serves again.
+    signal(&s, "-USR2");
+    wait_log(&s, "test knob: in-process watchers released", 1);
+    let r = s.http().patch(
+        &format!("{CMS}/x"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"annotations": {"turtles.dev/greeting": null}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    poll("x to be greeted again", DEADLINE, || {
+        get(&s, "x")
+            .filter(|c| c["metadata"]["annotations"]["turtles.dev/greeting"] == "hello again, x")
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
 }

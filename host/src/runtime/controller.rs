@@ -590,8 +590,12 @@ impl ControllerHandle {
 
     /// The primary object `key` as the cache of `watch` (the calling version's primary watch,
     /// of resource `ri`) has it (`Some(None)`: not there); `None` when there is no such cache
-    /// with its first list in (a reload that changed the primary watch races this call, or the
-    /// informer is still listing): then the store is asked.
+    /// with every change the store has (a reload that changed the primary watch races this
+    /// call, the informer is still listing, or an event is on its way to it): then the store is
+    /// asked. The guest's own reads (`cache-get`, `cache-list`, `api-call`) see the store as it
+    /// is, so its primary object must never be older than they are: a ReplicaSet the garbage
+    /// collector just deleted, still in a lagging cache, next to its Pods already gone, would
+    /// have its controller create new Pods.
     fn primary_cached(
         &self,
         watch: &wit::Watch,
@@ -600,7 +604,7 @@ impl ControllerHandle {
     ) -> Option<Option<crate::informer::Obj>> {
         let slot = self.primary_cache.read().ok()?;
         let (w, reader) = slot.reader.as_ref()?;
-        if w != watch || !reader.is_synced() {
+        if w != watch || !reader.is_current() {
             return None;
         }
         // A cluster-scoped object's key has no namespace (an owner's key may carry its

@@ -3,6 +3,7 @@
 //! watches and reading past revisions, and the per-resource live feeds.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::broadcast;
@@ -53,6 +54,10 @@ pub struct Index {
     history_bytes: usize,
     objects: HashMap<String, imbl::OrdMap<String, Arc<StoredObject>>>,
     feeds: HashMap<String, broadcast::Sender<Arc<Event>>>,
+    /// Per watched resource, the revision of its latest event published to its feed (or, before
+    /// any, the revision when it was first watched): how a watcher's cache tells it has every
+    /// change the store has (see [`WatchStart::published`]). Kept for good once made.
+    published: HashMap<String, Arc<AtomicU64>>,
 }
 
 impl Index {
@@ -68,6 +73,7 @@ impl Index {
             history_bytes: 0,
             objects: HashMap::new(),
             feeds: HashMap::new(),
+            published: HashMap::new(),
         }
     }
 
@@ -101,6 +107,10 @@ impl Index {
         // progress notification) keeps it.
         self.rv = self.rv.max(event.rv);
         let event = Arc::new(event);
+        // Before the send: a reader that sees its watcher at this revision has the event.
+        if let Some(p) = self.published.get(&event.key.resource) {
+            p.store(event.rv, Ordering::Release);
+        }
         if let Some(tx) = self.feeds.get(&event.key.resource) {
             // An error only means nobody listens right now.
             if tx.send(event.clone()).is_err() {
@@ -167,12 +177,19 @@ impl Index {
             .entry(resource.to_owned())
             .or_insert_with(|| broadcast::channel(LIVE_BUFFER).0)
             .subscribe();
+        let rv = self.rv;
+        let published = self
+            .published
+            .entry(resource.to_owned())
+            .or_insert_with(|| Arc::new(AtomicU64::new(rv)))
+            .clone();
         match from {
             WatchFrom::Now => Ok(WatchStart {
                 rv: self.rv,
                 snapshot: Some(self.snapshot(resource, None)?),
                 backlog: Vec::new(),
                 live,
+                published,
             }),
             WatchFrom::After(after) => {
                 if after >= self.rv {
@@ -181,6 +198,7 @@ impl Index {
                         snapshot: None,
                         backlog: Vec::new(),
                         live,
+                        published,
                     });
                 }
                 self.check_floor(after)?;
@@ -196,6 +214,7 @@ impl Index {
                     snapshot: None,
                     backlog,
                     live,
+                    published,
                 })
             }
         }

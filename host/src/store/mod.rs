@@ -583,6 +583,9 @@ pub struct WatchStart {
     pub snapshot: Option<Snapshot>,
     pub backlog: Vec<Arc<Event>>,
     pub live: broadcast::Receiver<Arc<Event>>,
+    /// The revision of the resource's latest event sent to `live` (one counter per resource for
+    /// the store's life): a watcher that has applied every event up to it is current.
+    pub published: Arc<std::sync::atomic::AtomicU64>,
 }
 
 #[derive(Debug, thiserror::Error)]
