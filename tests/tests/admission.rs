@@ -65,7 +65,8 @@ fn type_checking(s: &Server) {
                 "validations": [
                     {"expression": "object.spec.replicas >= 0"},
                     {"expression": "object.spec.replicaz > 1",
-                     "messageExpression": "'too many: ' + string(object.spec.replica)"}
+                     "messageExpression": "'too many: ' + string(object.spec.replica)"},
+                    {"expression": "size(object.spec.replicas) > 0"}
                 ]
             }
         }),
@@ -74,7 +75,7 @@ fn type_checking(s: &Server) {
     let warnings = st["typeChecking"]["expressionWarnings"]
         .as_array()
         .expect("warnings");
-    assert_eq!(warnings.len(), 2, "{st}");
+    assert_eq!(warnings.len(), 3, "{st}");
     assert_eq!(warnings[0]["fieldRef"], "spec.validations[1].expression");
     assert_eq!(
         warnings[0]["warning"],
@@ -90,6 +91,13 @@ fn type_checking(s: &Server) {
             .unwrap()
             .contains("undefined field 'replica'"),
         "{st}"
+    );
+    // Overloads: `size` takes no int.
+    assert_eq!(warnings[2]["fieldRef"], "spec.validations[2].expression");
+    let size = "ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'\n | size(object.spec.replicas) > 0\n | ....^\n";
+    assert_eq!(
+        warnings[2]["warning"],
+        format!("apps/v1, Kind=Deployment: {size}\napps/v1, Kind=ReplicaSet: {size}")
     );
     s.kubectl_ok(&["delete", "validatingadmissionpolicy", "typo"]);
 }

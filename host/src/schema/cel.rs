@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 
-use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, SourceInfo};
 use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::{Key, Map as CelMap, OptionalValue};
 use kube_cel::cel::parser::{ParseErrors, Parser};
@@ -358,6 +358,23 @@ const MAX_SNIPPET_CHARS: usize = 1_000;
 /// a caret), but at most [`MAX_REPORTED_PARSE_ERRORS`] of them and without quoting long lines:
 /// the crate's own `Display` quotes the whole line under every error, which for a 100,000-character
 /// line of junk is gigabytes, and panics on columns beyond 65,535.
+/// Where each expression of `src`'s parse starts, by id (`SourceInfo::offset_for`): the parser
+/// hands its positions out only with errors, so `src` is parsed again with a stray `)` on a
+/// line of its own after it, which the parser's recovery drops at the end: the tree before it,
+/// and so every id, is that of `src`'s own parse. `None` if that did not work. Call on a big
+/// stack, as [`Expression::compile`].
+pub fn source_offsets(src: &str) -> Option<Arc<SourceInfo>> {
+    let probe = format!("{src}\n)");
+    let errors = catch_unwind(AssertUnwindSafe(|| {
+        Parser::new()
+            .enable_optional_syntax(true)
+            .parse(&probe)
+            .err()
+    }))
+    .ok()??;
+    errors.errors.into_iter().find_map(|e| e.source_info)
+}
+
 fn parse_errors_text(e: &ParseErrors, src: &str) -> String {
     use std::fmt::Write as _;
     let lines: Vec<&str> = src.split('\n').collect();
