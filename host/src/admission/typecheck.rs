@@ -581,7 +581,7 @@ fn overload<'a>(
         ("size", Some(x), []) => check(sized(x), Ty::Prim(Int)),
         // Conversions.
         ("int", None, [x]) => check(
-            p(*x).is_none_or(|x| matches!(x, Int | Uint | Double | String | Timestamp))
+            p(*x).is_none_or(|x| matches!(x, Int | Uint | Double | String | Timestamp | Duration))
                 && !matches!(x, Some(Shape::List(_) | Shape::Map(_) | Shape::Object)),
             Ty::Prim(Int),
         ),
@@ -996,26 +996,32 @@ fn find_ident(src: &str, name: &str, k: usize) -> usize {
 }
 
 /// cel-go's `Errors.ToDisplayString`: sorted by position, each `ERROR: <input>:L:C: message`
-/// with the source line and a caret under the column.
+/// with the source line and a caret under the column; at most 100 (cel-go's reporting limit,
+/// then `N more errors were truncated`), and lines too long to quote are not quoted (as the
+/// parse errors' lines), so a hostile expression cannot make the status huge.
 fn format_issues(src: &str, mut issues: Vec<Issue>) -> String {
     issues.sort_by_key(|i| i.offset);
+    let total = issues.len();
+    let limit = cel::MAX_REPORTED_PARSE_ERRORS;
     let mut out = Vec::new();
-    for issue in issues {
+    for issue in issues.into_iter().take(limit) {
         let before = &src[..issue.offset.min(src.len())];
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |p| p + 1);
         let col = src[line_start..issue.offset.min(src.len())].chars().count();
         let text = src[line_start..].split('\n').next().unwrap_or("");
-        let dots: String = src[line_start..issue.offset.min(src.len())]
-            .chars()
-            .map(|c| if c.len_utf8() > 1 { '\u{ff0e}' } else { '.' })
-            .collect();
-        out.push(format!(
-            "ERROR: <input>:{line}:{}: {}\n | {}\n | {dots}^",
-            col + 1,
-            issue.message,
-            text.replace('\t', " ")
-        ));
+        let mut e = format!("ERROR: <input>:{line}:{}: {}", col + 1, issue.message);
+        if text.chars().count() <= cel::MAX_SNIPPET_CHARS {
+            let dots: String = src[line_start..issue.offset.min(src.len())]
+                .chars()
+                .map(|c| if c.len_utf8() > 1 { '\u{ff0e}' } else { '.' })
+                .collect();
+            e.push_str(&format!("\n | {}\n | {dots}^", text.replace('\t', " ")));
+        }
+        out.push(e);
+    }
+    if total > limit {
+        out.push(format!("{} more errors were truncated", total - limit));
     }
     out.join("\n")
 }
@@ -1199,6 +1205,15 @@ mod tests {
             check("// why\nobject.spec.replicas + 'a' > 1 // so", deploy),
             "ERROR: <input>:2:22: found no matching overload for '_+_' applied to '(int, string)'\n | object.spec.replicas + 'a' > 1 // so\n | .....................^"
         );
+        // At most 100 problems, as cel-go reports them.
+        let many = vec!["object.spec.replicas + 'a'"; 150].join(" == ");
+        let text = check(&many, deploy);
+        assert_eq!(text.matches("found no matching overload").count(), 100);
+        assert!(
+            text.ends_with("\n50 more errors were truncated"),
+            "{}",
+            &text[text.len() - 80..]
+        );
         // What checks.
         for ok in [
             "object.spec.replicas > 1.5 && object.spec.replicas % 2 == 0",
@@ -1215,6 +1230,7 @@ mod tests {
             "object.spec.template.spec.containers[0].resources.limits['cpu'] == '1'",
             "object.metadata.?labels.orValue({}).size() >= 0",
             "object.metadata.deletionTimestamp == null",
+            "int(duration('1s')) == 1",
         ] {
             assert_eq!(check(ok, deploy), "", "{ok}");
         }

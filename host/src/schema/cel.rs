@@ -350,9 +350,9 @@ fn parse(src: &str) -> Result<IdedExpr, String> {
 }
 
 /// cel-go's default `errorReportingLimit`.
-const MAX_REPORTED_PARSE_ERRORS: usize = 100;
+pub(crate) const MAX_REPORTED_PARSE_ERRORS: usize = 100;
 /// Longest source line quoted under an error (with a caret under the position).
-const MAX_SNIPPET_CHARS: usize = 1_000;
+pub(crate) const MAX_SNIPPET_CHARS: usize = 1_000;
 
 /// The parse errors as the `cel` crate prints them (`ERROR: <input>:1:5: msg`, the source line,
 /// a caret), but at most [`MAX_REPORTED_PARSE_ERRORS`] of them and without quoting long lines:

@@ -609,7 +609,9 @@ async fn relist(shared: &Shared, members: &Members, prefix: &[u8]) {
             Ok((rv, objects)) => {
                 let rv = rv.max(shared.read().rv);
                 let mut index = shared.write();
-                *index = fresh_index(rv, shared.limit, objects);
+                let mut fresh = fresh_index(rv, shared.limit, objects);
+                fresh.carry_counters(&mut index);
+                *index = fresh;
                 shared.applied.store(rv, Ordering::SeqCst);
                 drop(index);
                 raise(&shared.rv_tx, rv);

@@ -77,6 +77,17 @@ impl Index {
         }
     }
 
+    /// Start over from `old`'s replacement (a backend that read everything again): keep `old`'s
+    /// per-resource counters, raised to this index's revision, so a watcher's reader that kept
+    /// one sees at once that its cache is behind, and the watchers that subscribe again get the
+    /// same counters.
+    pub fn carry_counters(&mut self, old: &mut Index) {
+        for (resource, counter) in old.published.drain() {
+            counter.fetch_max(self.rv, Ordering::Release);
+            self.published.insert(resource, counter);
+        }
+    }
+
     /// Load one object at start-up (no event).
     pub fn load(&mut self, key: &ObjectKey, obj: Arc<StoredObject>) {
         self.objects
@@ -238,6 +249,27 @@ mod tests {
             object: obj(rv, &rv.to_string()),
             prev,
         }
+    }
+
+    /// A backend that starts its index over keeps the resources' counters, raised to the new
+    /// revision: a cache that followed the old index is behind until it relists.
+    #[test]
+    fn an_index_started_over_keeps_the_counters_raised() {
+        let limit = HistoryLimit {
+            events: 16,
+            bytes: usize::MAX,
+        };
+        let mut old = Index::new(0, limit);
+        let counter = old.watch("configmaps", WatchFrom::Now).unwrap().published;
+        old.apply(ev(1, EventType::Added, "a", None));
+        assert_eq!(counter.load(Ordering::Acquire), 1);
+        let mut fresh = Index::new(9, limit);
+        fresh.carry_counters(&mut old);
+        assert_eq!(counter.load(Ordering::Acquire), 9);
+        let again = fresh.watch("configmaps", WatchFrom::Now).unwrap().published;
+        assert!(Arc::ptr_eq(&counter, &again));
+        fresh.apply(ev(10, EventType::Added, "b", None));
+        assert_eq!(counter.load(Ordering::Acquire), 10);
     }
 
     #[test]
