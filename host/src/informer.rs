@@ -114,6 +114,9 @@ pub struct Watcher<S> {
     /// The store's counter of the revision last published for this resource (from the first
     /// start on; the store keeps one per resource).
     published: Option<Arc<AtomicU64>>,
+    /// A reflector's `applied` counter (see [`run`]), moved on when the filter skips a live
+    /// event: its cache then still has every change up to it.
+    skipped: Option<Arc<AtomicU64>>,
 }
 
 impl<S: Source> Watcher<S> {
@@ -128,6 +131,7 @@ impl<S: Source> Watcher<S> {
             expired: None,
             lagged: false,
             published: None,
+            skipped: None,
         }
     }
 
@@ -294,6 +298,12 @@ impl<S: Source> Watcher<S> {
                                 if let Some(e) = self.translate(&ev) {
                                     self.yielded = ev.rv;
                                     return Some(e);
+                                }
+                                // Nothing pending (it is drained before the feed is read), and
+                                // what was yielded is applied before the next call: the cache
+                                // has everything up to this event.
+                                if let Some(s) = &self.skipped {
+                                    s.store(ev.rv, Ordering::Release);
                                 }
                             }
                         }
@@ -501,7 +511,7 @@ pub struct Reflector {
 #[derive(Default)]
 struct Current {
     /// Every event up to this revision is in the cache.
-    applied: AtomicU64,
+    applied: Arc<AtomicU64>,
     /// The store's counter for the resource (see [`Watcher::published`]).
     published: OnceLock<Arc<AtomicU64>>,
 }
@@ -626,9 +636,8 @@ impl Reader {
 
     /// Whether the cache has every change the store has published for its resource right now
     /// (as [`run`] keeps it): then a read of it is as good as a read of the store. A cache
-    /// behind the store (an event on its way, a relist) is not, and neither is one whose
-    /// watcher last skipped an event its filter did not match (the store's counter moved past
-    /// what the watcher yielded).
+    /// behind the store (an event on its way, one its filter will skip included, a relist, a
+    /// lag) is not.
     pub fn is_current(&self) -> bool {
         let Some(published) = self.current.published.get() else {
             return false;
@@ -651,6 +660,7 @@ pub async fn run<S: Source>(
     mut reflector: Reflector,
     mut on_change: impl FnMut(Change),
 ) {
+    watcher.skipped = Some(reflector.current.applied.clone());
     while let Some(event) = watcher.next().await {
         let changes = reflector.apply(event);
         // Before the changes are handed on: a reconcile they cause finds the cache current.
@@ -797,8 +807,8 @@ mod tests {
     }
 
     /// A cache is as good as the store only while it has every event the store published for
-    /// its resource: not before its list is in, not while an event is on its way, not after
-    /// its filter skipped one; again once the next event it yields is applied.
+    /// its resource: not before its list is in, not while an event is on its way (one its
+    /// filter skips included, until the watcher has read it).
     #[tokio::test]
     async fn a_cache_is_current_only_with_every_event_the_store_published() {
         let (mut start, feed) = listed(2, &[obj("a", 1, json!({"app": "web"}))], 16);
@@ -833,8 +843,8 @@ mod tests {
         assert!(!reader.is_current(), "an event on its way");
         step(&mut w, &mut r).await;
         assert!(reader.is_current());
-        // An object the filter skips moves the store's counter past the watcher's: behind,
-        // until the next event it yields.
+        // An object the filter skips: behind until the watcher has read it (then the cache
+        // has everything up to it).
         published.store(4, Ordering::Release);
         feed.send(event(
             EventType::Added,
@@ -842,6 +852,11 @@ mod tests {
             None,
         ))
         .unwrap();
+        assert!(!reader.is_current());
+        w.skipped = Some(r.current.applied.clone()); // as `run` does
+        let idle = tokio::time::timeout(std::time::Duration::from_millis(50), w.next()).await;
+        assert!(idle.is_err(), "the skipped event was yielded");
+        assert!(reader.is_current(), "a skipped event read");
         published.store(5, Ordering::Release);
         feed.send(event(
             EventType::Added,
