@@ -56,7 +56,8 @@ pub struct Index {
     feeds: HashMap<String, broadcast::Sender<Arc<Event>>>,
     /// Per watched resource, the revision of its latest event published to its feed (or, before
     /// any, the revision when it was first watched): how a watcher's cache tells it has every
-    /// change the store has (see [`WatchStart::published`]). Kept for good once made.
+    /// change the store has (see [`WatchStart::published`]). Let go with the feed once no
+    /// watcher or cache holds it.
     published: HashMap<String, Arc<AtomicU64>>,
 }
 
@@ -126,6 +127,15 @@ impl Index {
             // An error only means nobody listens right now.
             if tx.send(event.clone()).is_err() {
                 self.feeds.remove(&event.key.resource);
+                // Nobody follows the resource's counter either: let it go (a later watch
+                // starts one at the then current revision).
+                if self
+                    .published
+                    .get(&event.key.resource)
+                    .is_some_and(|p| Arc::strong_count(p) == 1)
+                {
+                    self.published.remove(&event.key.resource);
+                }
             }
         }
         self.history_bytes += cost(&event);
@@ -270,6 +280,14 @@ mod tests {
         assert!(Arc::ptr_eq(&counter, &again));
         fresh.apply(ev(10, EventType::Added, "b", None));
         assert_eq!(counter.load(Ordering::Acquire), 10);
+        // Held by a cache: kept while the feed has no receiver; then let go with the feed.
+        drop(again);
+        fresh.apply(ev(11, EventType::Added, "c", None));
+        assert!(fresh.published.contains_key("configmaps"));
+        drop(counter);
+        fresh.watch("configmaps", WatchFrom::Now).unwrap();
+        fresh.apply(ev(12, EventType::Added, "d", None));
+        assert!(!fresh.published.contains_key("configmaps"));
     }
 
     #[test]
