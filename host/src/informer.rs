@@ -831,39 +831,29 @@ mod tests {
         }
         step(&mut w, &mut r).await; // InitDone
         assert!(reader.is_current());
+        // As the store's index does it: the counter first, then the feed.
+        let publish = |kind, object: Obj, prev| {
+            published.store(object.rv, Ordering::Release);
+            feed.send(event(kind, object, prev)).unwrap();
+        };
         // The store publishes rv 3: until the watcher has yielded it, the cache is behind.
-        let a3 = obj("a", 3, json!({"app": "web"}));
-        published.store(3, Ordering::Release);
-        feed.send(event(
+        publish(
             EventType::Modified,
-            a3,
+            obj("a", 3, json!({"app": "web"})),
             Some(obj("a", 1, json!({"app": "web"}))),
-        ))
-        .unwrap();
+        );
         assert!(!reader.is_current(), "an event on its way");
         step(&mut w, &mut r).await;
         assert!(reader.is_current());
         // An object the filter skips: behind until the watcher has read it (then the cache
         // has everything up to it).
-        published.store(4, Ordering::Release);
-        feed.send(event(
-            EventType::Added,
-            obj("b", 4, json!({"app": "db"})),
-            None,
-        ))
-        .unwrap();
+        publish(EventType::Added, obj("b", 4, json!({"app": "db"})), None);
         assert!(!reader.is_current());
         w.skipped = Some(r.current.applied.clone()); // as `run` does
         let idle = tokio::time::timeout(std::time::Duration::from_millis(50), w.next()).await;
         assert!(idle.is_err(), "the skipped event was yielded");
         assert!(reader.is_current(), "a skipped event read");
-        published.store(5, Ordering::Release);
-        feed.send(event(
-            EventType::Added,
-            obj("c", 5, json!({"app": "web"})),
-            None,
-        ))
-        .unwrap();
+        publish(EventType::Added, obj("c", 5, json!({"app": "web"})), None);
         assert!(!reader.is_current());
         step(&mut w, &mut r).await;
         assert!(reader.is_current());

@@ -122,8 +122,13 @@ impl Msg {
     }
 
     fn anys_of(&mut self, field: u32, v: &Value, key: &str) {
+        self.messages_of(field, v, key, any);
+    }
+
+    /// A repeated message field: `encode` of each item of the array `v[key]`.
+    fn messages_of(&mut self, field: u32, v: &Value, key: &str, encode: impl Fn(&Value) -> Msg) {
         for x in v.get(key).and_then(Value::as_array).into_iter().flatten() {
-            self.message(field, any(x));
+            self.message(field, encode(x));
         }
     }
 }
@@ -228,14 +233,7 @@ fn schema(v: &Value) -> Msg {
         }
         _ => {}
     }
-    for s in o
-        .get("allOf")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        m.message(24, schema(s));
-    }
+    m.messages_of(24, v, "allOf", schema);
     if let Some(props) = o.get("properties").and_then(Value::as_object) {
         m.message(25, named_map(props, 1, None, schema));
     }
@@ -292,14 +290,7 @@ fn path_item(v: &Value) -> Msg {
             m.message(field, operation(op));
         }
     }
-    for p in v
-        .get("parameters")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        m.message(9, parameters_item(p));
-    }
+    m.messages_of(9, v, "parameters", parameters_item);
     extensions(&mut m, 10, v);
     m
 }
@@ -315,14 +306,7 @@ fn operation(v: &Value) -> Msg {
     m.string_of(5, v, "operationId");
     m.strings_of(6, v, "produces");
     m.strings_of(7, v, "consumes");
-    for p in v
-        .get("parameters")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        m.message(8, parameters_item(p));
-    }
+    m.messages_of(8, v, "parameters", parameters_item);
     if let Some(rs) = v.get("responses").and_then(Value::as_object) {
         m.message(9, named_map(rs, 1, Some(2), response_value));
     }

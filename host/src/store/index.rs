@@ -53,12 +53,26 @@ pub struct Index {
     /// Sum of [`cost`] over `history`.
     history_bytes: usize,
     objects: HashMap<String, imbl::OrdMap<String, Arc<StoredObject>>>,
-    feeds: HashMap<String, broadcast::Sender<Arc<Event>>>,
-    /// Per watched resource, the revision of its latest event published to its feed (or, before
-    /// any, the revision when it was first watched): how a watcher's cache tells it has every
-    /// change the store has (see [`WatchStart::published`]). Let go with the feed once no
-    /// watcher or cache holds it.
-    published: HashMap<String, Arc<AtomicU64>>,
+    feeds: HashMap<String, Feed>,
+}
+
+/// A watched resource's live feed, and the revision of its latest event published to it (or,
+/// before any, the revision when it was first watched): how a watcher's cache tells it has
+/// every change the store has (see [`WatchStart::published`]). Let go once nobody listens and
+/// no watcher or cache holds the counter.
+#[derive(Debug)]
+struct Feed {
+    tx: broadcast::Sender<Arc<Event>>,
+    published: Arc<AtomicU64>,
+}
+
+impl Feed {
+    fn new(rv: u64) -> Self {
+        Self {
+            tx: broadcast::channel(LIVE_BUFFER).0,
+            published: Arc::new(AtomicU64::new(rv)),
+        }
+    }
 }
 
 impl Index {
@@ -74,18 +88,23 @@ impl Index {
             history_bytes: 0,
             objects: HashMap::new(),
             feeds: HashMap::new(),
-            published: HashMap::new(),
         }
     }
 
     /// Start over from `old`'s replacement (a backend that read everything again): keep `old`'s
     /// per-resource counters, raised to this index's revision, so a watcher's reader that kept
     /// one sees at once that its cache is behind, and the watchers that subscribe again get the
-    /// same counters.
+    /// same counters. The feeds are new: `old`'s close, and its watchers resume (and get 410).
     pub fn carry_counters(&mut self, old: &mut Index) {
-        for (resource, counter) in old.published.drain() {
-            counter.fetch_max(self.rv, Ordering::Release);
-            self.published.insert(resource, counter);
+        for (resource, feed) in old.feeds.drain() {
+            feed.published.fetch_max(self.rv, Ordering::Release);
+            self.feeds.insert(
+                resource,
+                Feed {
+                    published: feed.published,
+                    ..Feed::new(self.rv)
+                },
+            );
         }
     }
 
@@ -119,23 +138,13 @@ impl Index {
         // progress notification) keeps it.
         self.rv = self.rv.max(event.rv);
         let event = Arc::new(event);
-        // Before the send: a reader that sees its watcher at this revision has the event.
-        if let Some(p) = self.published.get(&event.key.resource) {
-            p.store(event.rv, Ordering::Release);
-        }
-        if let Some(tx) = self.feeds.get(&event.key.resource) {
-            // An error only means nobody listens right now.
-            if tx.send(event.clone()).is_err() {
+        if let Some(feed) = self.feeds.get(&event.key.resource) {
+            // Before the send: a reader that sees its watcher at this revision has the event.
+            feed.published.store(event.rv, Ordering::Release);
+            // An error only means nobody listens right now. Once nobody follows the counter
+            // either, the feed goes (a later watch starts one at the then current revision).
+            if feed.tx.send(event.clone()).is_err() && Arc::strong_count(&feed.published) == 1 {
                 self.feeds.remove(&event.key.resource);
-                // Nobody follows the resource's counter either: let it go (a later watch
-                // starts one at the then current revision).
-                if self
-                    .published
-                    .get(&event.key.resource)
-                    .is_some_and(|p| Arc::strong_count(p) == 1)
-                {
-                    self.published.remove(&event.key.resource);
-                }
             }
         }
         self.history_bytes += cost(&event);
@@ -193,17 +202,12 @@ impl Index {
     }
 
     pub fn watch(&mut self, resource: &str, from: WatchFrom) -> Result<WatchStart> {
-        let live = self
+        let rv = self.rv;
+        let feed = self
             .feeds
             .entry(resource.to_owned())
-            .or_insert_with(|| broadcast::channel(LIVE_BUFFER).0)
-            .subscribe();
-        let rv = self.rv;
-        let published = self
-            .published
-            .entry(resource.to_owned())
-            .or_insert_with(|| Arc::new(AtomicU64::new(rv)))
-            .clone();
+            .or_insert_with(|| Feed::new(rv));
+        let (live, published) = (feed.tx.subscribe(), feed.published.clone());
         match from {
             WatchFrom::Now => Ok(WatchStart {
                 rv: self.rv,
@@ -283,11 +287,11 @@ mod tests {
         // Held by a cache: kept while the feed has no receiver; then let go with the feed.
         drop(again);
         fresh.apply(ev(11, EventType::Added, "c", None));
-        assert!(fresh.published.contains_key("configmaps"));
+        assert!(fresh.feeds.contains_key("configmaps"));
         drop(counter);
         fresh.watch("configmaps", WatchFrom::Now).unwrap();
         fresh.apply(ev(12, EventType::Added, "d", None));
-        assert!(!fresh.published.contains_key("configmaps"));
+        assert!(!fresh.feeds.contains_key("configmaps"));
     }
 
     #[test]
