@@ -115,10 +115,16 @@ enum Command {
         /// Seconds a connection with no request in flight stays open.
         #[arg(long, default_value_t = 90)]
         idle_timeout: u64,
-        /// Where objects are kept: `sled` (embedded, in --data-dir) or `etcd` (an etcd v3
-        /// cluster shared by any number of hosts; see docs/scale-out.md).
-        #[arg(long, default_value = "sled", value_parser = ["sled", "etcd"])]
+        /// Where objects are kept: `sled` (embedded, in --data-dir), `wal` (a write-ahead log
+        /// and snapshots of turtles' own, in --data-dir; see docs/storage.md) or `etcd` (an
+        /// etcd v3 cluster shared by any number of hosts; see docs/scale-out.md).
+        #[arg(long, default_value = "sled", value_parser = ["sled", "wal", "etcd"])]
         store: String,
+        /// With --store wal: log bytes after which a snapshot of every object is written and the
+        /// log before it deleted (or the last snapshot's size, if larger). Accepts the suffixes
+        /// Ki, Mi, Gi.
+        #[arg(long, default_value = "64Mi", value_parser = parse_bytes)]
+        wal_snapshot_bytes: usize,
         /// etcd client URLs, comma-separated (http:// or https://), for --store etcd.
         #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
         etcd_endpoints: Vec<String>,
@@ -305,6 +311,7 @@ fn main() -> anyhow::Result<()> {
             test_hold_watchers_on_signal,
             store,
             etcd_endpoints,
+            wal_snapshot_bytes,
             etcd_prefix,
             etcd_cafile,
             etcd_certfile,
@@ -336,6 +343,9 @@ fn main() -> anyhow::Result<()> {
                         cert: etcd_certfile,
                         key: etcd_keyfile,
                     },
+                },
+                "wal" => turtles::server::StoreBackend::Wal {
+                    snapshot_after_bytes: wal_snapshot_bytes as u64,
                 },
                 _ => turtles::server::StoreBackend::Sled,
             };

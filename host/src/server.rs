@@ -10,7 +10,7 @@ use crate::api::{self, ApiOptions, AppState};
 use crate::model::Registry;
 use crate::service::Service;
 use crate::store::etcd_store::{EtcdOptions, EtcdStore};
-use crate::store::{SledStore, Store, StoreOptions};
+use crate::store::{SledStore, Store, StoreOptions, WalStore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -130,6 +130,9 @@ pub struct ServeConfig {
 pub enum StoreBackend {
     #[default]
     Sled,
+    /// The write-ahead log and snapshots of [`crate::store::wal`], in the data dir; a snapshot
+    /// once the log has grown by `snapshot_after_bytes`.
+    Wal { snapshot_after_bytes: u64 },
     Etcd {
         endpoints: Vec<String>,
         prefix: String,
@@ -289,19 +292,29 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let store_dir = cfg.data_dir.join("store");
     let mut etcd = None;
     let store: Arc<dyn Store> = match &cfg.store {
-        StoreBackend::Sled => Arc::new(
-            SledStore::open(StoreOptions {
+        StoreBackend::Sled | StoreBackend::Wal { .. } => {
+            let mut opts = StoreOptions {
                 dir: store_dir.clone(),
                 watch_history: cfg.watch_history,
                 watch_history_bytes: cfg.watch_history_bytes,
                 fsync: cfg.fsync,
                 max_object_bytes: cfg.max_object_bytes,
-            })
-            .map_err(|source| ServerError::Store {
+                ..StoreOptions::in_dir(store_dir.clone())
+            };
+            let opened: Result<Arc<dyn Store>, _> = match &cfg.store {
+                StoreBackend::Wal {
+                    snapshot_after_bytes,
+                } => {
+                    opts.snapshot_after_bytes = *snapshot_after_bytes;
+                    WalStore::open(opts).map(|s| Arc::new(s) as Arc<dyn Store>)
+                }
+                _ => SledStore::open(opts).map(|s| Arc::new(s) as Arc<dyn Store>),
+            };
+            opened.map_err(|source| ServerError::Store {
                 dir: store_dir,
                 source,
-            })?,
-        ),
+            })?
+        }
         StoreBackend::Etcd {
             endpoints,
             prefix,

@@ -321,9 +321,18 @@ fn fill(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_full_disk_refuses_writes_clearly_and_they_resume_once_space_is_back() {
+    full_disk(&[]);
+}
+
+#[test]
+fn a_full_disk_refuses_writes_clearly_and_they_resume_once_space_is_back_on_the_wal_engine() {
+    full_disk(&["--store", "wal"]);
+}
+
+fn full_disk(args: &[&str]) {
     let disk = SmallDisk::mount(48);
     let data = disk.dir.join("data");
-    let mut s = Server::start_in(data.clone(), &[]).unwrap();
+    let mut s = Server::start_in(data.clone(), args).unwrap();
     let http = s.http();
     let cms = "/api/v1/namespaces/default/configmaps";
     let cm =

@@ -116,6 +116,15 @@ impl Index {
             .insert(key.item_key(), obj);
     }
 
+    /// Every object now, per resource: O(1) clones of the persistent maps (a snapshot a disk
+    /// engine writes out while writes go on).
+    pub fn all_objects(&self) -> Vec<(String, imbl::OrdMap<String, Arc<StoredObject>>)> {
+        self.objects
+            .iter()
+            .map(|(resource, items)| (resource.clone(), items.clone()))
+            .collect()
+    }
+
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<StoredObject>> {
         self.objects
             .get(&key.resource)?

@@ -9,7 +9,9 @@ pub mod etcd_store;
 mod head;
 mod index;
 mod lean;
+pub mod local;
 pub mod sled_store;
+pub mod wal;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,6 +25,7 @@ use crate::model::{EventType, ObjectKey};
 
 pub use head::{Head, OwnerRef};
 pub use sled_store::{SledStore, StoreOptions};
+pub use wal::WalStore;
 
 /// One stored version of an object: its serialized JSON (with `metadata.resourceVersion` set to
 /// `rv`) and a small parsed *head* (see [`HEAD_FIELDS`]): what reads, watches and the

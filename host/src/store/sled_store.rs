@@ -1,151 +1,24 @@
-//! The sled backend: objects under `o\0<resource>\0<namespace>\0<name>`, the revision counter
-//! under `m\0rv`, all in one tree so a batch of writes and its counter commit atomically.
+//! The sled engine: objects under `o\0<resource>\0<namespace>\0<name>`, the revision counter
+//! under `m\0rv`, all in one tree so a batch of writes and its counter commit atomically. A
+//! commit is sled's `apply_batch`, then sled's flush, then `fdatasync` of sled's log file.
 //!
-//! One writer thread owns every mutation. It takes whatever requests are queued (up to
-//! [`MAX_BATCH`]), checks each precondition against the latest state (including earlier writes of
-//! the same batch), assigns consecutive revisions, applies the batch to sled atomically, makes it
-//! durable (sled flush, then `fdatasync` of sled's log file) and only then updates the in-memory
-//! index, publishes the events in revision order and acknowledges. Concurrent writers therefore
-//! share one flush (group commit).
+//! The rest of the store (the in-memory index, the one writer thread, group commit, events) is
+//! [`super::local`]'s, shared with the [`super::wal`] engine.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use super::local::{Change, Disk, LocalStore};
+use super::{Result, StoreError};
 
-use super::index::{HistoryLimit, Index};
-use super::{
-    BoxFuture, Event, Precondition, Prepared, Result, Snapshot, Store, StoreError, StoredObject,
-    WatchFrom, WatchStart, WriteOp,
-};
-use crate::model::{EventType, ObjectKey};
+pub use super::local::StoreOptions;
 
-/// Most writes committed by one flush.
-pub const MAX_BATCH: usize = 1024;
-const QUEUE: usize = 16 * 1024;
+/// The store on sled (`turtles serve --store sled`, the default).
+pub type SledStore = LocalStore<SledDisk>;
+
 const RV_KEY: &[u8] = b"m\0rv";
 const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
-
-#[derive(Debug, Clone)]
-pub struct StoreOptions {
-    pub dir: PathBuf,
-    /// Events kept in memory for watch resume and past-revision reads.
-    pub watch_history: usize,
-    /// Bytes of old object versions (serialized) that history may keep alive; the oldest events
-    /// are dropped beyond this, as beyond `watch_history` events.
-    pub watch_history_bytes: usize,
-    /// `fdatasync` sled's log file before acknowledging (power-loss durability).
-    pub fsync: bool,
-    /// Largest object stored, in bytes of its JSON ([`StoreError::TooLarge`] beyond).
-    pub max_object_bytes: usize,
-}
-
-impl StoreOptions {
-    /// The defaults `turtles serve` uses, in `dir`.
-    pub fn in_dir(dir: PathBuf) -> Self {
-        Self {
-            dir,
-            watch_history: 200_000,
-            watch_history_bytes: 256 << 20,
-            fsync: true,
-            max_object_bytes: crate::model::limits::DEFAULT_MAX_OBJECT_BYTES,
-        }
-    }
-
-    /// Where objects that cannot be read at start-up are copied: `quarantine/` beside the store.
-    pub fn quarantine_dir(&self) -> PathBuf {
-        self.dir.with_file_name("quarantine")
-    }
-}
-
-/// How often the writer retries a store whose disk failed a write.
-const RECOVERY_INTERVAL: Duration = Duration::from_millis(250);
-/// Free space the store's filesystem needs before sled is reopened after a failed write: opening
-/// sled on a full disk can leave a torn file behind that a later start cannot read.
-const RECOVERY_FREE_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Bytes an unprivileged process may still write on the filesystem of `dir`.
-fn free_bytes(dir: &Path) -> std::io::Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: `path` is a valid NUL-terminated string and `st` a properly sized out-parameter.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    #[allow(clippy::useless_conversion)] // u64 on 64-bit Linux, not everywhere
-    Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
-}
-
-struct Request {
-    op: WriteOp,
-    /// A put's object, serialized by the writing task ([`Prepared`]); taken when planned.
-    prepared: Option<Prepared>,
-    reply: oneshot::Sender<Result<Arc<StoredObject>>>,
-}
-
-struct Shared {
-    index: RwLock<Index>,
-    rv_tx: watch::Sender<u64>,
-    /// Why writes are refused right now (`None` while the disk works).
-    unavailable: Mutex<Option<String>>,
-    quarantined: usize,
-    /// Durable commits (one flush each) and the writes they carried: the batch size is their
-    /// ratio (group commit grows it with concurrency).
-    commits: AtomicU64,
-    committed_writes: AtomicU64,
-    /// From taking a batch off the queue to its acknowledgement (plan, sled, flush, fsync,
-    /// index, events).
-    commit_time: crate::metrics::Histogram,
-}
-
-impl Shared {
-    fn read(&self) -> RwLockReadGuard<'_, Index> {
-        self.index.read().unwrap_or_else(|p| p.into_inner())
-    }
-    fn write(&self) -> RwLockWriteGuard<'_, Index> {
-        self.index.write().unwrap_or_else(|p| p.into_inner())
-    }
-    fn set_unavailable(&self, why: Option<String>) {
-        *self.unavailable.lock().unwrap_or_else(|p| p.into_inner()) = why;
-    }
-    fn unavailable(&self) -> Option<String> {
-        self.unavailable
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
-
-pub struct SledStore {
-    shared: Arc<Shared>,
-    tx: Mutex<Option<mpsc::Sender<Request>>>,
-    writer: Mutex<Option<JoinHandle<()>>>,
-}
-
-fn object_key(key: &ObjectKey) -> Vec<u8> {
-    let mut k = Vec::with_capacity(4 + key.resource.len() + key.namespace.len() + key.name.len());
-    k.extend_from_slice(b"o\0");
-    k.extend_from_slice(key.resource.as_bytes());
-    k.push(0);
-    k.extend_from_slice(key.namespace.as_bytes());
-    k.push(0);
-    k.extend_from_slice(key.name.as_bytes());
-    k
-}
-
-fn parse_object_key(raw: &[u8]) -> Option<ObjectKey> {
-    let rest = raw.strip_prefix(b"o\0")?;
-    let s = std::str::from_utf8(rest).ok()?;
-    let mut parts = s.splitn(3, '\0');
-    Some(ObjectKey::new(parts.next()?, parts.next()?, parts.next()?))
-}
 
 /// How long [`open_db`] waits for sled's lock on the data dir. A store shut down in this process
 /// releases it only when sled's own background threads have let go of the database, a moment
@@ -195,461 +68,109 @@ fn read_rv(db: &sled::Db) -> Result<u64> {
     })
 }
 
-/// Decode one stored object (its head only: see [`StoredObject::head`]), or say why it cannot
-/// be served.
-fn load_object(
-    raw_key: &[u8],
-    raw: &[u8],
-) -> std::result::Result<(ObjectKey, StoredObject), String> {
-    let key = parse_object_key(raw_key).ok_or("the key is not resource\\0namespace\\0name")?;
-    let obj = StoredObject::from_json(bytes::Bytes::from(raw.to_vec())).map_err(|e| match e {
-        StoreError::Decode(e) => e.to_string(),
-        e => e.to_string(),
-    })?;
-    Ok((key, obj))
-}
-
-/// Copy an unreadable object to `dir` (named after its key, made safe as a file name) so the
-/// operator can inspect or restore it; it stays in the store on disk too, unserved.
-fn quarantine(dir: &Path, raw_key: &[u8], raw: &[u8], why: &str) {
-    let name: String = String::from_utf8_lossy(raw_key.strip_prefix(b"o\0").unwrap_or(raw_key))
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let path = dir.join(format!("{name}.json"));
-    let saved = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, raw));
-    tracing::error!(
-        key = %String::from_utf8_lossy(raw_key).replace('\0', "/"),
-        error = why,
-        copy = %path.display(),
-        saved = saved.is_ok(),
-        "stored object cannot be read: set aside, not served"
-    );
-}
-
-impl SledStore {
-    /// Open (or create) the store in `opts.dir` and load every object into memory. An object that
-    /// cannot be read is set aside (see [`quarantine`]); the rest is served.
-    pub fn open(opts: StoreOptions) -> Result<Self> {
-        std::fs::create_dir_all(&opts.dir)?;
-        let db = open_db(&opts.dir)?;
-        let rv = read_rv(&db)?;
-        let mut index = Index::new(
-            rv,
-            HistoryLimit {
-                events: opts.watch_history,
-                bytes: opts.watch_history_bytes,
-            },
-        );
-        let mut quarantined = 0;
-        for entry in db.scan_prefix(b"o\0") {
-            let (k, v) = entry?;
-            match load_object(&k, &v) {
-                Ok((key, obj)) => index.load(&key, Arc::new(obj)),
-                Err(why) => {
-                    quarantined += 1;
-                    quarantine(&opts.quarantine_dir(), &k, &v, &why);
-                }
-            }
-        }
-        let log = if opts.fsync {
-            Some(File::open(sled_log_path(&opts.dir))?)
-        } else {
-            None
-        };
-        let (rv_tx, _) = watch::channel(rv);
-        let shared = Arc::new(Shared {
-            index: RwLock::new(index),
-            rv_tx,
-            unavailable: Mutex::new(None),
-            quarantined,
-            commits: AtomicU64::new(0),
-            committed_writes: AtomicU64::new(0),
-            commit_time: crate::metrics::Histogram::default(),
-        });
-        let (tx, rx) = mpsc::channel(QUEUE);
-        let writer = {
-            let shared = shared.clone();
-            let disk = Disk {
-                db: Some(db),
-                log,
-                opts,
-            };
-            std::thread::Builder::new()
-                .name("store-writer".into())
-                .spawn(move || writer_loop(shared, disk, rx))?
-        };
-        Ok(Self {
-            shared,
-            tx: Mutex::new(Some(tx)),
-            writer: Mutex::new(Some(writer)),
-        })
-    }
-}
-
 fn sled_log_path(dir: &Path) -> PathBuf {
     dir.join("db")
 }
 
-/// The writer's handle on the disk: sled, and its log file for `fdatasync`.
-struct Disk {
+/// Whether `dir` holds a sled store (its `conf` and `db` files).
+pub(super) fn holds_sled(dir: &Path) -> bool {
+    dir.join("conf").exists() && sled_log_path(dir).exists()
+}
+
+/// The writer's handle on sled, and sled's log file for `fdatasync`.
+pub struct SledDisk {
     /// `None` between a failed write and a successful reopen.
     db: Option<sled::Db>,
     log: Option<File>,
-    opts: StoreOptions,
+    dir: PathBuf,
+    fsync: bool,
 }
 
-impl Disk {
-    /// Reopen sled after a failed write (sled refuses everything once a write failed) and check
-    /// that a write reaches the disk again. `failed` is the batch that failed: sled commits a
-    /// batch atomically, so after recovery it is either wholly on disk or not at all.
-    fn reopen(&mut self, shared: &Shared, failed: &mut Vec<Event>) -> Result<()> {
-        let free = free_bytes(&self.opts.dir)?;
-        if free < RECOVERY_FREE_BYTES {
+impl SledDisk {
+    fn log_file(&self) -> Result<Option<File>> {
+        Ok(if self.fsync {
+            Some(File::open(sled_log_path(&self.dir))?)
+        } else {
+            None
+        })
+    }
+}
+
+impl Disk for SledDisk {
+    fn open(opts: &StoreOptions, each: &mut dyn FnMut(&[u8], bytes::Bytes)) -> Result<(Self, u64)> {
+        std::fs::create_dir_all(&opts.dir)?;
+        if super::wal::holds_wal(&opts.dir) {
             return Err(StoreError::Unavailable(format!(
-                "{free} bytes free on the store's filesystem, waiting for {RECOVERY_FREE_BYTES}"
+                "the data dir {} holds a store of the wal engine: start with --store wal",
+                opts.dir.display()
             )));
         }
-        // sled holds a lock on its files: the old handle must be gone before the new one opens.
-        drop(self.db.take());
-        let db = open_db(&self.opts.dir)?;
-        let disk_rv = read_rv(&db)?;
-        let memory_rv = shared.read().rv;
-        if disk_rv != memory_rv {
-            let landed = failed.last().map(|e| e.rv) == Some(disk_rv);
-            if !landed {
-                return Err(StoreError::Unavailable(format!(
-                    "the store on disk is at revision {disk_rv}, the server at {memory_rv}; restart the server"
-                )));
+        let db = open_db(&opts.dir)?;
+        let rv = read_rv(&db)?;
+        for entry in db.scan_prefix(b"o\0") {
+            let (k, v) = entry?;
+            each(&k, bytes::Bytes::from(v.to_vec()));
+        }
+        let mut disk = SledDisk {
+            db: Some(db),
+            log: None,
+            dir: opts.dir.clone(),
+            fsync: opts.fsync,
+        };
+        disk.log = disk.log_file()?;
+        Ok((disk, rv))
+    }
+
+    fn commit(&mut self, changes: &[Change], rv: u64) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for c in changes {
+            match &c.json {
+                Some(json) => batch.insert(c.key.as_slice(), json.as_ref()),
+                None => batch.remove(c.key.as_slice()),
             }
         }
+        batch.insert(RV_KEY, &rv.to_be_bytes());
+        let db = self.db.as_ref().ok_or(StoreError::Closed)?;
+        db.apply_batch(batch)?;
+        db.flush()?;
+        if let Some(f) = &self.log {
+            f.sync_data()?;
+        }
+        Ok(())
+    }
+
+    /// Reopen sled (it refuses everything once a write failed) and check that a write reaches
+    /// the disk again. sled commits a batch atomically, so the failed one is either wholly on
+    /// disk or not at all.
+    fn recover(&mut self) -> Result<u64> {
+        // sled holds a lock on its files: the old handle must be gone before the new one opens.
+        drop(self.db.take());
+        let db = open_db(&self.dir)?;
+        let disk_rv = read_rv(&db)?;
         // A write that must reach the disk: the revision counter, rewritten.
         db.insert(RV_KEY, &disk_rv.to_be_bytes())?;
         db.flush()?;
-        let log = if self.opts.fsync {
-            let f = File::open(sled_log_path(&self.opts.dir))?;
+        let log = self.log_file()?;
+        if let Some(f) = &log {
             f.sync_data()?;
-            Some(f)
-        } else {
-            None
-        };
-        if disk_rv != memory_rv {
-            // The failed batch did land: its writers were told it failed, as a write that times
-            // out may still have happened; readers and watchers now see it, in order.
-            let mut index = shared.write();
-            for ev in failed.drain(..) {
-                index.apply(ev);
-            }
-            let rv = index.rv;
-            drop(index);
-            shared.rv_tx.send_replace(rv);
         }
-        failed.clear();
         self.db = Some(db);
         self.log = log;
-        Ok(())
+        Ok(disk_rv)
     }
-}
 
-fn writer_loop(shared: Arc<Shared>, mut disk: Disk, mut rx: mpsc::Receiver<Request>) {
-    let mut batch: Vec<Request> = Vec::with_capacity(MAX_BATCH);
-    // The events of a batch whose write failed, until the disk is back.
-    let mut failed: Vec<Event> = Vec::new();
-    loop {
-        if let Some(why) = shared.unavailable() {
-            // Refuse what is queued, then try the disk again.
-            loop {
-                match rx.try_recv() {
-                    Ok(r) => {
-                        let _ = r.reply.send(Err(StoreError::Unavailable(why.clone())));
-                    }
-                    Err(mpsc::error::TryRecvError::Empty) => break,
-                    Err(mpsc::error::TryRecvError::Disconnected) => return,
-                }
-            }
-            match disk.reopen(&shared, &mut failed) {
-                Ok(()) => {
-                    tracing::warn!("the disk accepts writes again: writes resume");
-                    shared.set_unavailable(None);
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "the disk still fails");
-                    std::thread::sleep(RECOVERY_INTERVAL);
-                }
-            }
-            continue;
-        }
-        let Some(first) = rx.blocking_recv() else {
-            break;
-        };
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = commit_batch(&shared, &disk, &mut batch, &mut failed) {
-            // sled or the disk failed (a full disk, say): nothing of this batch was acknowledged
-            // or published. Refuse writes until a reopened sled proves the disk works again.
-            let why = e.to_string();
-            tracing::error!(error = %why, "store write failed; refusing writes until the disk recovers");
-            shared.set_unavailable(Some(why.clone()));
-            for r in batch.drain(..) {
-                let _ = r.reply.send(Err(StoreError::Unavailable(why.clone())));
-            }
-        }
-    }
-    if let Some(Err(e)) = disk.db.as_ref().map(|db| db.flush()) {
-        tracing::error!(error = %e, "final flush failed");
-    }
-}
-
-type Outcome = Result<(Arc<StoredObject>, Option<Event>)>;
-
-fn commit_batch(
-    shared: &Shared,
-    disk: &Disk,
-    batch: &mut Vec<Request>,
-    failed: &mut Vec<Event>,
-) -> Result<()> {
-    let started = std::time::Instant::now();
-    let limit = disk.opts.max_object_bytes;
-    let mut overlay: HashMap<ObjectKey, Option<Arc<StoredObject>>> = HashMap::new();
-    let mut outcomes: Vec<Outcome> = Vec::with_capacity(batch.len());
-    let mut sled_batch = sled::Batch::default();
-    let mut rv = {
-        let index = shared.read();
-        let mut rv = index.rv;
-        for req in batch.iter_mut() {
-            let key = req.op.key();
-            let current = match overlay.get(key) {
-                Some(c) => c.clone(),
-                None => index.get(key),
-            };
-            let outcome = plan(&req.op, req.prepared.take(), current, rv + 1, limit);
-            if let Ok((obj, Some(ev))) = &outcome {
-                rv += 1;
-                match ev.kind {
-                    EventType::Deleted => {
-                        sled_batch.remove(object_key(key));
-                        overlay.insert(key.clone(), None);
-                    }
-                    _ => {
-                        sled_batch.insert(object_key(key), obj.json.to_vec());
-                        overlay.insert(key.clone(), Some(obj.clone()));
-                    }
-                }
-            }
-            outcomes.push(outcome);
-        }
-        rv
-    };
-    let changed = outcomes.iter().any(|o| matches!(o, Ok((_, Some(_)))));
-    if changed {
-        sled_batch.insert(RV_KEY, &rv.to_be_bytes());
-        let durable = (|| -> Result<()> {
-            let db = disk.db.as_ref().ok_or(StoreError::Closed)?;
-            db.apply_batch(sled_batch)?;
+    fn close(&mut self) -> Result<()> {
+        if let Some(db) = &self.db {
             db.flush()?;
-            if let Some(f) = &disk.log {
-                f.sync_data()?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = durable {
-            // Keep the batch's events: after recovery it is either on disk or not (atomic).
-            failed.clear();
-            failed.extend(
-                outcomes
-                    .iter_mut()
-                    .flatten()
-                    .filter_map(|(_, ev)| ev.take()),
-            );
-            return Err(e);
-        }
-        let mut index = shared.write();
-        for (_, ev) in outcomes.iter_mut().flatten() {
-            if let Some(ev) = ev.take() {
-                index.apply(ev);
-            }
-        }
-        rv = index.rv;
-        drop(index);
-        shared.rv_tx.send_replace(rv);
-        let writes = outcomes.iter().filter(|o| o.is_ok()).count();
-        shared.commits.fetch_add(1, Ordering::Relaxed);
-        shared
-            .committed_writes
-            .fetch_add(writes as u64, Ordering::Relaxed);
-        shared.commit_time.observe(started.elapsed());
-    }
-    for (req, outcome) in batch.drain(..).zip(outcomes) {
-        let _ = req.reply.send(outcome.map(|(obj, _)| obj));
-    }
-    Ok(())
-}
-
-/// Decide one write against the current state: the stored object and its event, or why not.
-fn plan(
-    op: &WriteOp,
-    prepared: Option<Prepared>,
-    current: Option<Arc<StoredObject>>,
-    next_rv: u64,
-    limit: usize,
-) -> Outcome {
-    let (key, precondition) = match op {
-        WriteOp::Put {
-            key, precondition, ..
-        }
-        | WriteOp::Delete {
-            key, precondition, ..
-        } => (key, *precondition),
-    };
-    match (precondition, &current) {
-        (Precondition::MustNotExist, Some(_)) => return Err(StoreError::AlreadyExists),
-        (Precondition::Exists | Precondition::ResourceVersion(_), None) => {
-            return Err(StoreError::NotFound)
-        }
-        (Precondition::ResourceVersion(want), Some(cur)) if cur.rv != want => {
-            return Err(StoreError::Conflict { current: cur.rv })
-        }
-        _ => {}
-    }
-    match op {
-        WriteOp::Put { .. } => {
-            let prepared = prepared.ok_or(StoreError::Closed)?;
-            let obj = Arc::new(prepared.stored(next_rv)?);
-            if obj.json.len() > limit {
-                return Err(StoreError::TooLarge {
-                    size: obj.json.len(),
-                    limit,
-                });
-            }
-            let kind = if current.is_some() {
-                EventType::Modified
-            } else {
-                EventType::Added
-            };
-            let ev = Event {
-                rv: next_rv,
-                kind,
-                key: key.clone(),
-                object: obj.clone(),
-                prev: current,
-            };
-            Ok((obj, Some(ev)))
-        }
-        WriteOp::Delete { .. } => {
-            let Some(cur) = current else {
-                return Err(StoreError::NotFound);
-            };
-            let obj = Arc::new(StoredObject::new(next_rv, cur.parse().into_owned())?);
-            let ev = Event {
-                rv: next_rv,
-                kind: EventType::Deleted,
-                key: key.clone(),
-                object: obj.clone(),
-                prev: Some(cur),
-            };
-            Ok((obj, Some(ev)))
-        }
-    }
-}
-
-impl Store for SledStore {
-    fn revision(&self) -> u64 {
-        self.shared.read().rv
-    }
-
-    fn get(&self, key: &ObjectKey) -> Option<Arc<StoredObject>> {
-        self.shared.read().get(key)
-    }
-
-    fn list(&self, resource: &str, at: Option<u64>) -> Result<Snapshot> {
-        self.shared.read().snapshot(resource, at)
-    }
-
-    fn write(&self, mut op: WriteOp) -> BoxFuture<Result<Arc<StoredObject>>> {
-        let tx = self.tx.lock().ok().and_then(|g| g.clone());
-        // A put's object is checked and serialized here, on the writing task: the writer thread
-        // only splices its revision in.
-        let prepared = match super::prepare(&mut op) {
-            Ok(p) => p,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
-        };
-        Box::pin(async move {
-            let tx = tx.ok_or(StoreError::Closed)?;
-            let (reply, rx) = oneshot::channel();
-            tx.send(Request {
-                op,
-                prepared,
-                reply,
-            })
-            .await
-            .map_err(|_| StoreError::Closed)?;
-            rx.await.map_err(|_| StoreError::Closed)?
-        })
-    }
-
-    fn watch(&self, resource: &str, from: WatchFrom) -> Result<WatchStart> {
-        self.shared.write().watch(resource, from)
-    }
-
-    fn wait_for_revision(&self, rv: u64, timeout: Duration) -> BoxFuture<bool> {
-        let mut rx = self.shared.rv_tx.subscribe();
-        Box::pin(async move {
-            tokio::time::timeout(timeout, rx.wait_for(|cur| *cur >= rv))
-                .await
-                .is_ok_and(|r| r.is_ok())
-        })
-    }
-
-    fn shutdown(&self) -> Result<()> {
-        // Dropping the sender ends the writer loop once it has committed what was queued.
-        if let Ok(mut tx) = self.tx.lock() {
-            tx.take();
-        }
-        let handle = self.writer.lock().ok().and_then(|mut h| h.take());
-        if let Some(h) = handle {
-            if h.join().is_err() {
-                tracing::error!("store writer thread panicked");
-            }
         }
         Ok(())
-    }
-
-    fn render_metrics(&self, out: &mut String) {
-        use std::fmt::Write;
-        let s = &self.shared;
-        let _ = write!(
-            out,
-            "# HELP turtles_store_commits_total Durable commits of the store (one flush and fsync each).\n# TYPE turtles_store_commits_total counter\nturtles_store_commits_total {}\n# HELP turtles_store_committed_writes_total Writes those commits carried (group commit: several per flush under concurrency).\n# TYPE turtles_store_committed_writes_total counter\nturtles_store_committed_writes_total {}\n# HELP turtles_store_commit_duration_seconds From a batch of writes taken off the queue to its acknowledgement.\n# TYPE turtles_store_commit_duration_seconds histogram\n",
-            s.commits.load(Ordering::Relaxed),
-            s.committed_writes.load(Ordering::Relaxed),
-        );
-        s.commit_time
-            .render(out, "turtles_store_commit_duration_seconds", "");
-    }
-
-    fn health(&self) -> super::Health {
-        super::Health {
-            unavailable: self.shared.unavailable(),
-            quarantined: self.shared.quarantined,
-        }
     }
 }
 
 /// A store in a fresh temporary directory (no fsync) for unit tests elsewhere, and that
 /// directory (the caller removes it).
 #[cfg(test)]
-pub fn temp_store(label: &str) -> (Arc<dyn super::Store>, PathBuf) {
+pub fn temp_store(label: &str) -> (std::sync::Arc<dyn super::Store>, PathBuf) {
     let dir = std::env::temp_dir().join(format!(
         "turtles-{label}-{}-{}",
         std::process::id(),
@@ -660,159 +181,5 @@ pub fn temp_store(label: &str) -> (Arc<dyn super::Store>, PathBuf) {
         ..StoreOptions::in_dir(dir.clone())
     })
     .expect("a store in a temporary directory");
-    (Arc::new(store), dir)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn opts(dir: &Path) -> StoreOptions {
-        StoreOptions {
-            dir: dir.to_path_buf(),
-            watch_history: 100,
-            watch_history_bytes: 1 << 20,
-            fsync: true,
-            max_object_bytes: crate::model::limits::DEFAULT_MAX_OBJECT_BYTES,
-        }
-    }
-
-    fn put(name: &str, data: &str, precondition: Precondition) -> WriteOp {
-        WriteOp::Put {
-            key: ObjectKey::new("configmaps", "default", name),
-            value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"k": data}}),
-            precondition,
-        }
-    }
-
-    fn temp_dir(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "turtles-store-{tag}-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    #[tokio::test]
-    async fn preconditions_revisions_and_restart() {
-        let dir = temp_dir("basic");
-        let key = ObjectKey::new("configmaps", "default", "a");
-        {
-            let store = SledStore::open(opts(&dir)).unwrap();
-            let a = store
-                .write(put("a", "1", Precondition::MustNotExist))
-                .await
-                .unwrap();
-            assert_eq!(a.rv, 1);
-            assert!(matches!(
-                store.write(put("a", "x", Precondition::MustNotExist)).await,
-                Err(StoreError::AlreadyExists)
-            ));
-            assert!(matches!(
-                store
-                    .write(put("a", "x", Precondition::ResourceVersion(7)))
-                    .await,
-                Err(StoreError::Conflict { current: 1 })
-            ));
-            let a2 = store
-                .write(put("a", "2", Precondition::ResourceVersion(1)))
-                .await
-                .unwrap();
-            assert_eq!(a2.rv, 2);
-            assert_eq!(a2.value()["metadata"]["resourceVersion"], "2");
-            store
-                .write(put("b", "1", Precondition::MustNotExist))
-                .await
-                .unwrap();
-            let del = store
-                .write(WriteOp::Delete {
-                    key: ObjectKey::new("configmaps", "default", "b"),
-                    precondition: Precondition::Exists,
-                })
-                .await
-                .unwrap();
-            assert_eq!(del.rv, 4);
-            assert_eq!(store.list("configmaps", None).unwrap().items.len(), 1);
-            assert_eq!(store.list("configmaps", Some(3)).unwrap().items.len(), 2);
-            store.shutdown().unwrap();
-        }
-        let store = SledStore::open(opts(&dir)).unwrap();
-        assert_eq!(
-            store.revision(),
-            4,
-            "revision survives restart, deletes included"
-        );
-        assert_eq!(store.get(&key).unwrap().value()["data"]["k"], "2");
-        let next = store
-            .write(put("c", "1", Precondition::MustNotExist))
-            .await
-            .unwrap();
-        assert_eq!(next.rv, 5);
-        store.shutdown().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn a_data_dir_reopens_at_once_after_shutdown_and_refuses_a_second_store() {
-        let dir = temp_dir("reopen");
-        // sled's background threads let go of the lock a moment after shutdown: reopening
-        // straight away must wait for them, not fail.
-        for i in 0..20u64 {
-            let store = SledStore::open(opts(&dir)).unwrap();
-            assert_eq!(store.revision(), i);
-            store
-                .write(put(&format!("o{i}"), "1", Precondition::MustNotExist))
-                .await
-                .unwrap();
-            store.shutdown().unwrap();
-        }
-        let held = SledStore::open(opts(&dir)).unwrap();
-        let Err(err) = SledStore::open(opts(&dir)) else {
-            panic!("a second store opened a data dir that is in use");
-        };
-        assert!(
-            matches!(&err, StoreError::Unavailable(m) if m.contains("is in use")),
-            "{err}"
-        );
-        held.shutdown().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn concurrent_writes_get_distinct_ordered_revisions() {
-        let dir = temp_dir("concurrent");
-        let store = Arc::new(SledStore::open(opts(&dir)).unwrap());
-        let mut w = store.watch("configmaps", WatchFrom::After(0)).unwrap();
-        let mut tasks = Vec::new();
-        for i in 0..200 {
-            let store = store.clone();
-            tasks.push(tokio::spawn(async move {
-                store
-                    .write(put(&format!("o{i}"), "v", Precondition::MustNotExist))
-                    .await
-                    .unwrap()
-                    .rv
-            }));
-        }
-        let mut rvs = Vec::new();
-        for t in tasks {
-            rvs.push(t.await.unwrap());
-        }
-        rvs.sort_unstable();
-        assert_eq!(rvs, (1..=200).collect::<Vec<_>>());
-        let mut seen = Vec::new();
-        for _ in 0..200 {
-            seen.push(w.live.recv().await.unwrap().rv);
-        }
-        assert_eq!(
-            seen,
-            (1..=200).collect::<Vec<_>>(),
-            "events arrive in revision order"
-        );
-        store.shutdown().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    (std::sync::Arc::new(store), dir)
 }

@@ -1,0 +1,991 @@
+//! The wal engine (`turtles serve --store wal`): a write-ahead log of our own, and snapshots.
+//!
+//! Every object already lives in memory ([`super::index::Index`]); the disk only has to make it
+//! durable and give it back at start. So a commit is one `write` of the batch at the end of the
+//! log and one `fdatasync`, with no tree, page cache or IO thread pool in between.
+//!
+//! Files in the store's directory:
+//! - `wal-<first revision, 16 hex digits>.log`: a segment of the log. It starts with
+//!   [`SEGMENT_MAGIC`] and its first revision, then frames: `len: u32le, crc32: u32le,
+//!   payload[len]`, the payload being `first revision: u64le, count: u32le` and `count` changes
+//!   (`1, key` for a put with its JSON, `2, key` for a delete; every key and JSON is
+//!   `len: u32le, bytes`). A change takes one revision, so a frame holds revisions
+//!   `first ..= first + count - 1`. A batch is one frame unless it is very large.
+//! - `snap-<revision>.snap`: every object at that revision: [`SNAPSHOT_MAGIC`], the revision,
+//!   the count, `key, JSON` pairs, then the crc32 of everything before it and [`SNAPSHOT_END`].
+//!   Written as `.tmp`, synced and renamed, so a snapshot under its name is whole.
+//! - `wal.lock`: held with `flock` while a store has the directory open.
+//!
+//! Once the log has grown past the larger of [`SNAPSHOT_AFTER_BYTES`] and the last snapshot,
+//! the writer starts a new segment and a background thread writes a snapshot of the index at
+//! that revision (persistent maps: an O(1) clone); when it is durable, the older snapshots and
+//! segments are deleted.
+//!
+//! At start the newest whole snapshot is read and the segments after it are replayed in order.
+//! The revisions must follow one another without a gap. A frame cut short or failing its crc at
+//! the very end of the last segment (only zeros after it) is a write that never finished (it was
+//! never acknowledged): it is cut off. Anywhere else it is damage, and the store refuses to open
+//! rather than serve a history with a hole in it. Frames are synced one by one, so a crash can
+//! only cut the last.
+//!
+//! A failed commit (a full disk, say) truncates the segment back to where the batch began, so
+//! the batch is not on disk; [`Disk::recover`] truncates again and syncs before writes resume.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::local::{Change, Disk, LocalStore, ObjectMap, StoreOptions};
+use super::{Result, StoreError};
+
+/// The store on the wal engine (`turtles serve --store wal`).
+pub type WalStore = LocalStore<WalDisk>;
+
+const SEGMENT_MAGIC: &[u8; 8] = b"TRTLWAL1";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"TRTLSNP1";
+const SNAPSHOT_END: &[u8; 8] = b"TRTLEND1";
+const SEGMENT_HEADER: u64 = 16;
+const FRAME_HEADER: usize = 8;
+const LOCK_FILE: &str = "wal.lock";
+const PUT: u8 = 1;
+const DELETE: u8 = 2;
+/// A frame's payload stops taking changes past this size (one batch of very large objects
+/// becomes several frames; any frame cut short is never acknowledged, see the module docs).
+const FRAME_TARGET: usize = 16 << 20;
+/// Log bytes after which a snapshot is written (or after the last snapshot's size, if larger),
+/// by default ([`StoreOptions::snapshot_after_bytes`]).
+pub const SNAPSHOT_AFTER_BYTES: u64 = 64 << 20;
+/// How long after a failed snapshot the next one is tried.
+const SNAPSHOT_RETRY: Duration = Duration::from_secs(30);
+/// How long [`lock`] waits for the directory's lock (held by a store shutting down in this
+/// process, or by another process).
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+fn segment_name(first: u64) -> String {
+    format!("wal-{first:016x}.log")
+}
+
+fn snapshot_name(rv: u64) -> String {
+    format!("snap-{rv:016x}.snap")
+}
+
+/// The revision in a segment's or a snapshot's file name.
+fn parse_name(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
+    let hex = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
+    (hex.len() == 16)
+        .then(|| u64::from_str_radix(hex, 16).ok())
+        .flatten()
+}
+
+/// Segments and snapshots in `dir`, each sorted by revision.
+struct Files {
+    segments: Vec<(u64, PathBuf)>,
+    snapshots: Vec<(u64, PathBuf)>,
+    /// Snapshots that were being written when a host stopped.
+    unfinished: Vec<PathBuf>,
+}
+
+fn list_files(dir: &Path) -> Result<Files> {
+    let mut files = Files {
+        segments: Vec::new(),
+        snapshots: Vec::new(),
+        unfinished: Vec::new(),
+    };
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(first) = parse_name(name, "wal-", ".log") {
+            files.segments.push((first, entry.path()));
+        } else if let Some(rv) = parse_name(name, "snap-", ".snap") {
+            files.snapshots.push((rv, entry.path()));
+        } else if name.starts_with("snap-") && name.ends_with(".tmp") {
+            files.unfinished.push(entry.path());
+        }
+    }
+    files.segments.sort();
+    files.snapshots.sort();
+    Ok(files)
+}
+
+/// Whether `dir` holds a store of the wal engine.
+pub(super) fn holds_wal(dir: &Path) -> bool {
+    list_files(dir).is_ok_and(|f| !f.segments.is_empty() || !f.snapshots.is_empty())
+}
+
+/// Take the directory's lock, waiting up to [`LOCK_WAIT`] for a holder to let go.
+fn lock(dir: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        // SAFETY: flock on a file descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(file);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EWOULDBLOCK) || Instant::now() >= deadline {
+            return Err(StoreError::Unavailable(format!(
+                "the data dir {} is in use by another process (or another store in this one): {e}",
+                dir.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Make the names in `dir` durable (a new segment, a renamed snapshot, deleted files).
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn damaged(path: &Path, at: u64, why: &str) -> StoreError {
+    StoreError::Unavailable(format!(
+        "the store's log {} is damaged at byte {at}: {why}; refusing to start rather than serve a history with a hole in it",
+        path.display()
+    ))
+}
+
+/// Little-endian reads from a payload.
+struct Cursor<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.buf.len() < n {
+            return None;
+        }
+        let (head, rest) = self.buf.split_at(n);
+        self.buf = rest;
+        Some(head)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+/// Apply one frame's payload to `objects`; its first revision and count, or `None` if it does
+/// not parse.
+fn apply_payload(
+    payload: &[u8],
+    objects: &mut std::collections::HashMap<Vec<u8>, Bytes>,
+    after: u64,
+) -> Option<(u64, u64)> {
+    let mut c = Cursor { buf: payload };
+    let first = c.u64()?;
+    let count = u64::from(c.u32()?);
+    let apply = first > after;
+    for _ in 0..count {
+        let tag = c.u8()?;
+        let key = c.bytes()?;
+        match tag {
+            PUT => {
+                let json = c.bytes()?;
+                if apply {
+                    objects.insert(key.to_vec(), Bytes::copy_from_slice(json));
+                }
+            }
+            DELETE => {
+                if apply {
+                    objects.remove(key);
+                }
+            }
+            _ => return None,
+        }
+    }
+    c.buf.is_empty().then_some((first, count))
+}
+
+/// What replaying one segment found.
+enum Replayed {
+    /// Every frame was whole; the segment ends at this offset.
+    Whole(u64),
+    /// A frame at this offset was cut short or failed its check.
+    Torn { at: u64, why: String },
+}
+
+/// Replay the frames of one segment onto `objects`, skipping revisions up to `*rv` and moving
+/// `*rv` on; a gap in the revisions is an error.
+fn replay_segment(
+    path: &Path,
+    first: u64,
+    objects: &mut std::collections::HashMap<Vec<u8>, Bytes>,
+    rv: &mut u64,
+) -> Result<Replayed> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let mut header = [0u8; SEGMENT_HEADER as usize];
+    if len < SEGMENT_HEADER || r.read_exact(&mut header).is_err() {
+        return Ok(Replayed::Torn {
+            at: 0,
+            why: "the segment's header is cut short".into(),
+        });
+    }
+    if &header[..8] != SEGMENT_MAGIC || header[8..] != first.to_le_bytes() {
+        return Err(damaged(path, 0, "not a segment of this log"));
+    }
+    let mut at = SEGMENT_HEADER;
+    let mut payload = Vec::new();
+    loop {
+        if at == len {
+            return Ok(Replayed::Whole(at));
+        }
+        let mut fh = [0u8; FRAME_HEADER];
+        if len - at < FRAME_HEADER as u64 || r.read_exact(&mut fh).is_err() {
+            return Ok(Replayed::Torn {
+                at,
+                why: "a frame header cut short".into(),
+            });
+        }
+        let n = u32::from_le_bytes([fh[0], fh[1], fh[2], fh[3]]);
+        let crc = u32::from_le_bytes([fh[4], fh[5], fh[6], fh[7]]);
+        if n == 0 || len - at - (FRAME_HEADER as u64) < u64::from(n) {
+            return Ok(Replayed::Torn {
+                at,
+                why: format!("a frame of {n} bytes does not fit"),
+            });
+        }
+        payload.resize(n as usize, 0);
+        r.read_exact(&mut payload)?;
+        if crc32fast::hash(&payload) != crc {
+            // A write that never finished is the last thing in the log: only zeros (or
+            // nothing) may follow it. Anything else after it is damage.
+            let mut rest = Vec::new();
+            r.read_to_end(&mut rest)?;
+            if rest.iter().any(|b| *b != 0) {
+                return Err(damaged(path, at, "a frame fails its checksum"));
+            }
+            return Ok(Replayed::Torn {
+                at,
+                why: "a frame fails its checksum".into(),
+            });
+        }
+        let Some((frame_first, count)) = apply_payload(&payload, objects, *rv) else {
+            return Err(damaged(
+                path,
+                at,
+                "a frame with a good checksum does not parse",
+            ));
+        };
+        let last = frame_first + count - 1;
+        if last > *rv {
+            if frame_first != *rv + 1 {
+                return Err(damaged(
+                    path,
+                    at,
+                    &format!("revisions {frame_first}..={last} follow revision {}", *rv),
+                ));
+            }
+            *rv = last;
+        }
+        at += FRAME_HEADER as u64 + u64::from(n);
+    }
+}
+
+/// A snapshot's bytes, read in order and checksummed as they go.
+struct SnapshotReader {
+    r: BufReader<File>,
+    hasher: crc32fast::Hasher,
+}
+
+impl SnapshotReader {
+    fn read(&mut self, n: usize) -> std::result::Result<Vec<u8>, String> {
+        let mut b = vec![0u8; n];
+        self.r
+            .read_exact(&mut b)
+            .map_err(|e| format!("cut short: {e}"))?;
+        self.hasher.update(&b);
+        Ok(b)
+    }
+    fn u32(&mut self) -> std::result::Result<u32, String> {
+        let b = self.read(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> std::result::Result<u64, String> {
+        let b = self.read(8)?;
+        Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+    }
+}
+
+/// A snapshot's revision and its objects (raw key, JSON).
+type Snapshot = (u64, Vec<(Vec<u8>, Bytes)>);
+
+/// Read a snapshot whole, or say why it cannot be used.
+fn read_snapshot(path: &Path) -> std::result::Result<Snapshot, String> {
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut r = SnapshotReader {
+        r: BufReader::with_capacity(1 << 20, file),
+        hasher: crc32fast::Hasher::new(),
+    };
+    if r.read(8)? != SNAPSHOT_MAGIC {
+        return Err("not a snapshot".into());
+    }
+    let rv = r.u64()?;
+    let count = r.u64()?;
+    let mut objects = Vec::new();
+    let mut at = 24u64;
+    for _ in 0..count {
+        let mut field = || -> std::result::Result<Vec<u8>, String> {
+            let n = r.u32()?;
+            at += 4 + u64::from(n);
+            if at > len {
+                return Err("cut short".into());
+            }
+            r.read(n as usize)
+        };
+        let key = field()?;
+        let json = field()?;
+        objects.push((key, Bytes::from(json)));
+    }
+    let crc = r.hasher.clone().finalize();
+    let tail = r.read(12)?;
+    if tail[..4] != crc.to_le_bytes() || &tail[4..] != SNAPSHOT_END {
+        return Err("its checksum does not match".into());
+    }
+    Ok((rv, objects))
+}
+
+/// Write every object at `rv` to `dir` as a snapshot; its size.
+fn write_snapshot(dir: &Path, rv: u64, objects: &[(String, ObjectMap)]) -> std::io::Result<u64> {
+    let path = dir.join(snapshot_name(rv));
+    let tmp = dir.join(format!("{}.tmp", snapshot_name(rv)));
+    let written = (|| {
+        let file = File::create(&tmp)?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let mut hasher = crc32fast::Hasher::new();
+        let mut size = 0u64;
+        let mut put = |w: &mut BufWriter<File>, b: &[u8]| -> std::io::Result<()> {
+            hasher.update(b);
+            size += b.len() as u64;
+            w.write_all(b)
+        };
+        let count: u64 = objects.iter().map(|(_, m)| m.len() as u64).sum();
+        put(&mut w, SNAPSHOT_MAGIC)?;
+        put(&mut w, &rv.to_le_bytes())?;
+        put(&mut w, &count.to_le_bytes())?;
+        let mut key = Vec::new();
+        for (resource, items) in objects {
+            for (item, obj) in items {
+                let (ns, name) = item.split_once('/').unwrap_or(("", item));
+                key.clear();
+                key.extend_from_slice(b"o\0");
+                key.extend_from_slice(resource.as_bytes());
+                key.push(0);
+                key.extend_from_slice(ns.as_bytes());
+                key.push(0);
+                key.extend_from_slice(name.as_bytes());
+                put(&mut w, &(key.len() as u32).to_le_bytes())?;
+                put(&mut w, &key)?;
+                put(&mut w, &(obj.json.len() as u32).to_le_bytes())?;
+                put(&mut w, &obj.json)?;
+            }
+        }
+        let crc = hasher.clone().finalize();
+        w.write_all(&crc.to_le_bytes())?;
+        w.write_all(SNAPSHOT_END)?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        sync_dir(dir)?;
+        Ok(size + 12)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Delete the snapshots before `rv` and the segments that hold only revisions up to it.
+fn delete_before(dir: &Path, rv: u64) -> std::io::Result<()> {
+    let files = list_files(dir).map_err(std::io::Error::other)?;
+    for (snap_rv, path) in &files.snapshots {
+        if *snap_rv < rv {
+            std::fs::remove_file(path)?;
+        }
+    }
+    for (first, path) in &files.segments {
+        if *first <= rv {
+            std::fs::remove_file(path)?;
+        }
+    }
+    sync_dir(dir)
+}
+
+/// A snapshot being written in the background, and how the last one went.
+#[derive(Default)]
+struct Snapshots {
+    in_flight: AtomicBool,
+    /// Size of the last snapshot written.
+    last_size: AtomicU64,
+    failed_at: Mutex<Option<Instant>>,
+}
+
+/// The writer's handle on the log.
+pub struct WalDisk {
+    dir: PathBuf,
+    fsync: bool,
+    _lock: File,
+    segment: File,
+    /// Where the next frame goes (the end of what is committed).
+    end: u64,
+    /// The last revision on disk.
+    rv: u64,
+    /// Log bytes since the last snapshot began.
+    since_snapshot: u64,
+    snapshot_after: u64,
+    buf: Vec<u8>,
+    snapshots: Arc<Snapshots>,
+    snapshot_thread: Option<JoinHandle<()>>,
+}
+
+impl WalDisk {
+    /// Start a new segment whose first revision is `first` and make its name durable.
+    fn new_segment(dir: &Path, first: u64) -> std::io::Result<File> {
+        let path = dir.join(segment_name(first));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        let mut header = Vec::with_capacity(SEGMENT_HEADER as usize);
+        header.extend_from_slice(SEGMENT_MAGIC);
+        header.extend_from_slice(&first.to_le_bytes());
+        file.write_all_at(&header, 0)?;
+        file.sync_all()?;
+        sync_dir(dir)?;
+        Ok(file)
+    }
+
+    /// Write `changes` as frames from `self.end` on; the bytes written.
+    fn append(&mut self, changes: &[Change], rv: u64) -> std::io::Result<u64> {
+        let mut next = rv + 1 - changes.len() as u64;
+        let mut at = self.end;
+        let mut rest = changes;
+        while !rest.is_empty() {
+            self.buf.clear();
+            self.buf.extend_from_slice(&[0u8; FRAME_HEADER]);
+            self.buf.extend_from_slice(&next.to_le_bytes());
+            self.buf.extend_from_slice(&[0u8; 4]);
+            let mut count = 0u32;
+            while let Some((c, more)) = rest.split_first() {
+                if count > 0 && self.buf.len() >= FRAME_TARGET {
+                    break;
+                }
+                match &c.json {
+                    Some(json) => {
+                        self.buf.push(PUT);
+                        put_bytes(&mut self.buf, &c.key);
+                        put_bytes(&mut self.buf, json);
+                    }
+                    None => {
+                        self.buf.push(DELETE);
+                        put_bytes(&mut self.buf, &c.key);
+                    }
+                }
+                count += 1;
+                rest = more;
+            }
+            let payload_at = FRAME_HEADER;
+            self.buf[payload_at + 8..payload_at + 12].copy_from_slice(&count.to_le_bytes());
+            let n = (self.buf.len() - FRAME_HEADER) as u32;
+            let crc = crc32fast::hash(&self.buf[FRAME_HEADER..]);
+            self.buf[..4].copy_from_slice(&n.to_le_bytes());
+            self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
+            self.segment.write_all_at(&self.buf, at)?;
+            // Synced frame by frame, so a frame cut short by a crash is always the last one.
+            if self.fsync {
+                self.segment.sync_data()?;
+            }
+            at += self.buf.len() as u64;
+            next += u64::from(count);
+        }
+        Ok(at - self.end)
+    }
+}
+
+impl Disk for WalDisk {
+    fn open(opts: &StoreOptions, each: &mut dyn FnMut(&[u8], Bytes)) -> Result<(Self, u64)> {
+        let dir = &opts.dir;
+        std::fs::create_dir_all(dir)?;
+        let lock = lock(dir)?;
+        let files = list_files(dir)?;
+        for path in &files.unfinished {
+            std::fs::remove_file(path)?;
+        }
+        if files.segments.is_empty()
+            && files.snapshots.is_empty()
+            && super::sled_store::holds_sled(dir)
+        {
+            return Err(StoreError::Unavailable(format!(
+                "the data dir {} holds a store of the sled engine: start with --store sled",
+                dir.display()
+            )));
+        }
+        // The newest whole snapshot.
+        let mut objects: std::collections::HashMap<Vec<u8>, Bytes> =
+            std::collections::HashMap::new();
+        let mut rv = 0;
+        let mut snapshot_size = 0;
+        for (snap_rv, path) in files.snapshots.iter().rev() {
+            match read_snapshot(path) {
+                Ok((read_rv, read)) if read_rv == *snap_rv => {
+                    rv = read_rv;
+                    objects.extend(read);
+                    snapshot_size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                    break;
+                }
+                Ok(_) => {
+                    tracing::error!(file = %path.display(), "a snapshot names another revision than it holds: not used")
+                }
+                Err(why) => {
+                    tracing::error!(file = %path.display(), error = %why, "a snapshot cannot be read: not used")
+                }
+            }
+        }
+        let snapshot_rv = rv;
+        // The segments after it, in order; one that ends at or before it is skipped.
+        let segments: Vec<&(u64, PathBuf)> = files
+            .segments
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                files
+                    .segments
+                    .get(i + 1)
+                    .is_none_or(|(next, _)| *next > snapshot_rv + 1)
+            })
+            .map(|(_, s)| s)
+            .collect();
+        if let Some((first, path)) = segments.first() {
+            if *first > rv + 1 {
+                return Err(damaged(
+                    path,
+                    0,
+                    &format!("it starts at revision {first}, the snapshot before it ends at {rv}"),
+                ));
+            }
+        }
+        let mut since_snapshot = 0;
+        let mut tail: Option<(File, u64)> = None;
+        for (i, (first, path)) in segments.iter().enumerate() {
+            let last_segment = i + 1 == segments.len();
+            let end = match replay_segment(path, *first, &mut objects, &mut rv)? {
+                Replayed::Whole(end) => end,
+                Replayed::Torn { at, why } if last_segment => {
+                    let file_len = std::fs::metadata(path)?.len();
+                    tracing::warn!(
+                        file = %path.display(),
+                        at,
+                        dropped = file_len - at,
+                        reason = %why,
+                        "the log ends in a write that never finished (never acknowledged): cut off"
+                    );
+                    at
+                }
+                Replayed::Torn { at, why } => return Err(damaged(path, at, &why)),
+            };
+            since_snapshot += end;
+            if last_segment {
+                let file = OpenOptions::new().read(true).write(true).open(path)?;
+                if end < SEGMENT_HEADER {
+                    // Created, but its header never reached the disk: start it again.
+                    drop(file);
+                    tail = Some((Self::new_segment(dir, *first)?, SEGMENT_HEADER));
+                } else {
+                    file.set_len(end)?;
+                    file.sync_all()?;
+                    tail = Some((file, end));
+                }
+            }
+        }
+        let (segment, end) = match tail {
+            Some(t) => t,
+            None => (Self::new_segment(dir, rv + 1)?, SEGMENT_HEADER),
+        };
+        // What a finished snapshot made obsolete but a stop interrupted deleting.
+        if snapshot_rv > 0 {
+            if let Err(e) = delete_before(dir, snapshot_rv) {
+                tracing::warn!(error = %e, "old log files could not be deleted");
+            }
+        }
+        for (key, json) in objects {
+            each(&key, json);
+        }
+        let snapshots = Arc::new(Snapshots::default());
+        snapshots.last_size.store(snapshot_size, Ordering::Relaxed);
+        Ok((
+            WalDisk {
+                dir: dir.clone(),
+                fsync: opts.fsync,
+                _lock: lock,
+                segment,
+                end,
+                rv,
+                since_snapshot,
+                snapshot_after: opts.snapshot_after_bytes,
+                buf: Vec::new(),
+                snapshots,
+                snapshot_thread: None,
+            },
+            rv,
+        ))
+    }
+
+    fn commit(&mut self, changes: &[Change], rv: u64) -> Result<()> {
+        match self.append(changes, rv) {
+            Ok(n) => {
+                self.end += n;
+                self.since_snapshot += n;
+                self.rv = rv;
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing of this batch may stay on disk: it is refused, not acknowledged.
+                if let Err(t) = self.segment.set_len(self.end) {
+                    tracing::error!(error = %t, "a failed batch could not be cut off the log yet");
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    fn recover(&mut self) -> Result<u64> {
+        self.segment.set_len(self.end)?;
+        self.segment.sync_all()?;
+        Ok(self.rv)
+    }
+
+    fn wants_snapshot(&self) -> bool {
+        if self.snapshots.in_flight.load(Ordering::Acquire) {
+            return false;
+        }
+        let failed_recently = self
+            .snapshots
+            .failed_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|at| at.elapsed() < SNAPSHOT_RETRY);
+        let after = self
+            .snapshot_after
+            .max(self.snapshots.last_size.load(Ordering::Relaxed));
+        !failed_recently && self.since_snapshot >= after
+    }
+
+    fn snapshot(&mut self, rv: u64, objects: Vec<(String, ObjectMap)>) {
+        // The revisions after the snapshot go to a new segment, so the old ones can go whole.
+        match Self::new_segment(&self.dir, rv + 1) {
+            Ok(file) => {
+                self.segment = file;
+                self.end = SEGMENT_HEADER;
+                self.since_snapshot = 0;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a new log segment could not be started; the snapshot waits");
+                *self
+                    .snapshots
+                    .failed_at
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+                return;
+            }
+        }
+        if let Some(t) = self.snapshot_thread.take() {
+            let _ = t.join();
+        }
+        self.snapshots.in_flight.store(true, Ordering::Release);
+        let state = self.snapshots.clone();
+        let dir = self.dir.clone();
+        let spawned = std::thread::Builder::new()
+            .name("store-snapshot".into())
+            .spawn(move || {
+                let started = Instant::now();
+                match write_snapshot(&dir, rv, &objects) {
+                    Ok(size) => {
+                        state.last_size.store(size, Ordering::Relaxed);
+                        if let Err(e) = delete_before(&dir, rv) {
+                            tracing::warn!(error = %e, "old log files could not be deleted");
+                        }
+                        tracing::info!(rv, bytes = size, took = ?started.elapsed(), "store snapshot written");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, rv, "a store snapshot could not be written; the log is kept");
+                        *state.failed_at.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(Instant::now());
+                    }
+                }
+                state.in_flight.store(false, Ordering::Release);
+            });
+        match spawned {
+            Ok(t) => self.snapshot_thread = Some(t),
+            Err(e) => {
+                tracing::warn!(error = %e, "the snapshot thread could not start");
+                self.snapshots.in_flight.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    fn close(&mut self) -> Result<()> {
+        if let Some(t) = self.snapshot_thread.take() {
+            let _ = t.join();
+        }
+        self.segment.sync_all()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ObjectKey;
+    use crate::store::{Precondition, Store, WriteOp};
+    use serde_json::json;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "turtles-wal-{tag}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn opts(dir: &Path) -> StoreOptions {
+        StoreOptions {
+            watch_history: 100,
+            ..StoreOptions::in_dir(dir.to_path_buf())
+        }
+    }
+
+    fn put(name: &str, data: &str) -> WriteOp {
+        write(name, data, Precondition::MustNotExist)
+    }
+
+    fn update(name: &str, data: &str) -> WriteOp {
+        write(name, data, Precondition::Exists)
+    }
+
+    fn write(name: &str, data: &str, precondition: Precondition) -> WriteOp {
+        WriteOp::Put {
+            key: ObjectKey::new("configmaps", "default", name),
+            value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"k": data}}),
+            precondition,
+        }
+    }
+
+    fn delete(name: &str) -> WriteOp {
+        WriteOp::Delete {
+            key: ObjectKey::new("configmaps", "default", name),
+            precondition: Precondition::Exists,
+        }
+    }
+
+    fn data(store: &WalStore, name: &str) -> Option<String> {
+        let obj = store.get(&ObjectKey::new("configmaps", "default", name))?;
+        Some(obj.value()["data"]["k"].as_str()?.to_string())
+    }
+
+    fn segments(dir: &Path) -> Vec<(u64, PathBuf)> {
+        list_files(dir).unwrap().segments
+    }
+
+    #[tokio::test]
+    async fn a_write_cut_short_at_the_end_of_the_log_is_dropped_and_writes_go_on() {
+        let dir = temp_dir("torn");
+        let store = WalStore::open(opts(&dir)).unwrap();
+        for i in 0..5 {
+            store.write(put(&format!("o{i}"), "v")).await.unwrap();
+        }
+        store.shutdown().unwrap();
+        drop(store);
+        // A frame whose write never finished: its header says more than is there.
+        let (_, path) = segments(&dir).pop().unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&[200, 0, 0, 0, 1, 2, 3, 4, 9, 9]).unwrap();
+        drop(f);
+        let whole = std::fs::metadata(&path).unwrap().len() - 10;
+
+        let store = WalStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 5);
+        assert_eq!(store.list("configmaps", None).unwrap().items.len(), 5);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), whole, "cut off");
+        assert_eq!(store.write(put("o5", "v")).await.unwrap().rv, 6);
+        store.shutdown().unwrap();
+        drop(store);
+        let store = WalStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 6);
+        assert_eq!(data(&store, "o5").as_deref(), Some("v"));
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn damage_before_the_end_of_the_log_refuses_to_open() {
+        let dir = temp_dir("damaged");
+        let store = WalStore::open(opts(&dir)).unwrap();
+        store.write(put("a", "first")).await.unwrap();
+        store.write(put("b", "second")).await.unwrap();
+        store.shutdown().unwrap();
+        drop(store);
+        // Flip a byte inside the first frame's payload: a later frame follows it.
+        let (_, path) = segments(&dir).pop().unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = SEGMENT_HEADER as usize + FRAME_HEADER + 20;
+        bytes[at] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let Err(err) = WalStore::open(opts(&dir)) else {
+            panic!("a damaged log opened");
+        };
+        assert!(
+            matches!(&err, StoreError::Unavailable(m) if m.contains("damaged") && m.contains("checksum")),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn snapshots_compact_the_log_and_a_restart_reads_them_back() {
+        let dir = temp_dir("snapshot");
+        let o = StoreOptions {
+            snapshot_after_bytes: 4096,
+            ..opts(&dir)
+        };
+        let store = WalStore::open(o.clone()).unwrap();
+        for round in 0..20 {
+            for i in 0..10 {
+                let (name, data) = (format!("o{i}"), format!("r{round}"));
+                let op = if round == 0 {
+                    put(&name, &data)
+                } else {
+                    update(&name, &data)
+                };
+                store.write(op).await.unwrap();
+            }
+        }
+        store.write(delete("o3")).await.unwrap();
+        // The snapshot is written in the background: wait for the old segments to go.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let files = list_files(&dir).unwrap();
+            if !files.snapshots.is_empty() && files.segments.len() <= 2 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no snapshot: {:?}",
+                files.segments
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        store.write(put("late", "after")).await.unwrap();
+        let rv = store.revision();
+        assert_eq!(rv, 202);
+        store.shutdown().unwrap();
+        drop(store);
+        let files = list_files(&dir).unwrap();
+        assert!(files.snapshots.len() <= 2, "{:?}", files.snapshots);
+        let log: u64 = files
+            .segments
+            .iter()
+            .map(|(_, p)| std::fs::metadata(p).unwrap().len())
+            .sum();
+        assert!(log < 20 * 4096, "the log was compacted: {log} bytes");
+
+        let store = WalStore::open(o).unwrap();
+        assert_eq!(store.revision(), rv);
+        assert_eq!(store.list("configmaps", None).unwrap().items.len(), 10);
+        assert_eq!(data(&store, "o0").as_deref(), Some("r19"));
+        assert_eq!(data(&store, "o3"), None, "the delete survived");
+        assert_eq!(data(&store, "late").as_deref(), Some("after"));
+        assert_eq!(
+            store
+                .get(&ObjectKey::new("configmaps", "default", "o9"))
+                .unwrap()
+                .rv,
+            200
+        );
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_damaged_snapshot_is_not_used_and_the_log_before_it_is_kept() {
+        let dir = temp_dir("bad-snapshot");
+        let store = WalStore::open(opts(&dir)).unwrap();
+        store.write(put("a", "1")).await.unwrap();
+        store.write(put("b", "2")).await.unwrap();
+        store.shutdown().unwrap();
+        drop(store);
+        // A snapshot that claims revision 2 but fails its checksum (a disk that lied):
+        // the store reads the log instead.
+        let mut bad = Vec::new();
+        bad.extend_from_slice(SNAPSHOT_MAGIC);
+        bad.extend_from_slice(&2u64.to_le_bytes());
+        bad.extend_from_slice(&0u64.to_le_bytes());
+        bad.extend_from_slice(&[0, 0, 0, 0]);
+        bad.extend_from_slice(SNAPSHOT_END);
+        std::fs::write(dir.join(snapshot_name(2)), &bad).unwrap();
+        std::fs::write(dir.join("snap-0000000000000009.snap.tmp"), b"half").unwrap();
+        let store = WalStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 2);
+        assert_eq!(data(&store, "b").as_deref(), Some("2"));
+        assert!(!dir.join("snap-0000000000000009.snap.tmp").exists());
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn an_engine_does_not_open_the_other_engines_store() {
+        let dir = temp_dir("engines");
+        let wal = WalStore::open(opts(&dir)).unwrap();
+        wal.write(put("a", "1")).await.unwrap();
+        wal.shutdown().unwrap();
+        drop(wal);
+        let Err(err) = crate::store::SledStore::open(opts(&dir)) else {
+            panic!("sled opened a wal store");
+        };
+        assert!(err.to_string().contains("--store wal"), "{err}");
+
+        let dir2 = temp_dir("engines-sled");
+        let sled = crate::store::SledStore::open(opts(&dir2)).unwrap();
+        sled.write(put("a", "1")).await.unwrap();
+        sled.shutdown().unwrap();
+        drop(sled);
+        let Err(err) = WalStore::open(opts(&dir2)) else {
+            panic!("the wal engine opened a sled store");
+        };
+        assert!(err.to_string().contains("--store sled"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&dir2);
+    }
+}
