@@ -186,42 +186,60 @@ pub async fn load(rows: &mut Vec<(String, String)>, total: usize, rounds: usize)
     } else {
         format!("server and client share the {cores} cores")
     };
+    // The local store engines side by side, alternating round by round (`BENCH_LOAD_STORES`).
+    let stores: Vec<String> = std::env::var("BENCH_LOAD_STORES")
+        .unwrap_or_else(|_| "sled,wal".into())
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
     for h2 in [false, true] {
         for conns in [8usize, 64] {
-            let (mut rate, mut p50, mut p99, mut server, mut mine) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..rounds {
-                let pin = split.then(|| format!("0-{}", cores / 2 - 1));
-                let (h, _) = Host::start_pinned(&[], pin.as_deref()).await?;
-                create_ns(&client(), &h.url, "load").await?;
-                let (s0, m0) = (cpu_time(h.pid())?, cpu_time(std::process::id())?);
-                let (r, lat) = drive(&h.url, conns, total, h2).await?;
-                let (s1, m1) = (cpu_time(h.pid())?, cpu_time(std::process::id())?);
-                rate.push(r);
-                p50.push(percentile(&lat, 0.5).as_secs_f64() * 1e3);
-                p99.push(percentile(&lat, 0.99).as_secs_f64() * 1e3);
-                server.push((s1 - s0).as_secs_f64() * 1e6 / total as f64);
-                mine.push((m1 - m0).as_secs_f64() * 1e6 / total as f64);
-                eprintln!(
-                    "load {} x{conns}: {r:.0} creates/s, server {:.0} µs/create",
-                    if h2 { "HTTP/2" } else { "HTTP/1.1" },
-                    server.last().copied().unwrap_or_default()
-                );
+            #[derive(Default)]
+            struct Figures {
+                rate: Vec<f64>,
+                p50: Vec<f64>,
+                p99: Vec<f64>,
+                server: Vec<f64>,
+                mine: Vec<f64>,
             }
-            rows.push((
-                format!(
-                    "load: durable generateName ConfigMap creates, {} x {conns} connections, {total} per round, median of {rounds} ({placement})",
-                    if h2 { "HTTP/2" } else { "HTTP/1.1 keep-alive" },
-                ),
-                format!(
-                    "{:.0}/s, p50 {:.2} ms / p99 {:.2} ms; CPU per create: server {:.0} µs, bench client {:.0} µs",
-                    median(rate),
-                    median(p50),
-                    median(p99),
-                    median(server),
-                    median(mine)
-                ),
-            ));
+            let mut figures: Vec<Figures> = stores.iter().map(|_| Figures::default()).collect();
+            for _ in 0..rounds {
+                for (store, f) in stores.iter().zip(figures.iter_mut()) {
+                    let pin = split.then(|| format!("0-{}", cores / 2 - 1));
+                    let (h, _) = Host::start_pinned(&["--store", store], pin.as_deref()).await?;
+                    create_ns(&client(), &h.url, "load").await?;
+                    let (s0, m0) = (cpu_time(h.pid())?, cpu_time(std::process::id())?);
+                    let (r, lat) = drive(&h.url, conns, total, h2).await?;
+                    let (s1, m1) = (cpu_time(h.pid())?, cpu_time(std::process::id())?);
+                    f.rate.push(r);
+                    f.p50.push(percentile(&lat, 0.5).as_secs_f64() * 1e3);
+                    f.p99.push(percentile(&lat, 0.99).as_secs_f64() * 1e3);
+                    f.server.push((s1 - s0).as_secs_f64() * 1e6 / total as f64);
+                    f.mine.push((m1 - m0).as_secs_f64() * 1e6 / total as f64);
+                    eprintln!(
+                        "load --store {store} {} x{conns}: {r:.0} creates/s, server {:.0} µs/create",
+                        if h2 { "HTTP/2" } else { "HTTP/1.1" },
+                        f.server.last().copied().unwrap_or_default()
+                    );
+                }
+            }
+            for (store, f) in stores.iter().zip(figures) {
+                rows.push((
+                    format!(
+                        "load: durable generateName ConfigMap creates, --store {store}, {} x {conns} connections, {total} per round, median of {rounds} ({placement})",
+                        if h2 { "HTTP/2" } else { "HTTP/1.1 keep-alive" },
+                    ),
+                    format!(
+                        "{:.0}/s, p50 {:.2} ms / p99 {:.2} ms; CPU per create: server {:.0} µs, bench client {:.0} µs",
+                        median(f.rate),
+                        median(f.p50),
+                        median(f.p99),
+                        median(f.server),
+                        median(f.mine)
+                    ),
+                ));
+            }
         }
     }
     Ok(())

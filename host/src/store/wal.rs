@@ -2,7 +2,10 @@
 //!
 //! Every object already lives in memory ([`super::index::Index`]); the disk only has to make it
 //! durable and give it back at start. So a commit is one `write` of the batch at the end of the
-//! log and one `fdatasync`, with no tree, page cache or IO thread pool in between.
+//! log and one `fdatasync`, with no tree, page cache or IO thread pool in between. The segment
+//! grows in zeroed chunks ahead of the frames ([`GROW_BYTES`]), so that the `fdatasync` of a
+//! commit writes the data and not the file's size as well; a frame header of zeros is the end
+//! of what was written.
 //!
 //! Files in the store's directory:
 //! - `wal-<first revision, 16 hex digits>.log`: a segment of the log. It starts with
@@ -60,6 +63,8 @@ const DELETE: u8 = 2;
 /// A frame's payload stops taking changes past this size (one batch of very large objects
 /// becomes several frames; any frame cut short is never acknowledged, see the module docs).
 const FRAME_TARGET: usize = 16 << 20;
+/// A segment grows by this much at a time, zero-filled.
+const GROW_BYTES: u64 = 1 << 20;
 /// Log bytes after which a snapshot is written (or after the last snapshot's size, if larger),
 /// by default ([`StoreOptions::snapshot_after_bytes`]).
 pub const SNAPSHOT_AFTER_BYTES: u64 = 64 << 20;
@@ -267,7 +272,20 @@ fn replay_segment(
         }
         let n = u32::from_le_bytes([fh[0], fh[1], fh[2], fh[3]]);
         let crc = u32::from_le_bytes([fh[4], fh[5], fh[6], fh[7]]);
-        if n == 0 || len - at - (FRAME_HEADER as u64) < u64::from(n) {
+        if n == 0 {
+            // The end of what was written: the segment grows in zeroed chunks
+            // ([`GROW_BYTES`]). Only zeros may follow.
+            let mut rest = Vec::new();
+            r.read_to_end(&mut rest)?;
+            if crc == 0 && rest.iter().all(|b| *b == 0) {
+                return Ok(Replayed::Whole(at));
+            }
+            return Ok(Replayed::Torn {
+                at,
+                why: "an empty frame header before more data".into(),
+            });
+        }
+        if len - at - (FRAME_HEADER as u64) < u64::from(n) {
             return Ok(Replayed::Torn {
                 at,
                 why: format!("a frame of {n} bytes does not fit"),
@@ -457,6 +475,8 @@ pub struct WalDisk {
     segment: File,
     /// Where the next frame goes (the end of what is committed).
     end: u64,
+    /// The segment's length: zeros from `end` on ([`WalDisk::grow`]).
+    allocated: u64,
     /// The last revision on disk.
     rv: u64,
     /// Log bytes since the last snapshot began.
@@ -484,6 +504,22 @@ impl WalDisk {
         file.sync_all()?;
         sync_dir(dir)?;
         Ok(file)
+    }
+
+    /// Extend the segment with zeros past `need`, by [`GROW_BYTES`] at a time. A commit that
+    /// writes into blocks already there changes no metadata, so its `fdatasync` is one write of
+    /// the data; growing the file also writes the inode, once per chunk instead of every commit.
+    fn grow(&mut self, need: u64) -> std::io::Result<()> {
+        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        let to = need.div_ceil(GROW_BYTES) * GROW_BYTES;
+        let mut at = self.allocated;
+        while at < to {
+            let n = (to - at).min(ZEROS.len() as u64);
+            self.segment.write_all_at(&ZEROS[..n as usize], at)?;
+            at += n;
+        }
+        self.allocated = to;
+        Ok(())
     }
 
     /// Write `changes` as frames from `self.end` on; the bytes written.
@@ -521,6 +557,10 @@ impl WalDisk {
             let crc = crc32fast::hash(&self.buf[FRAME_HEADER..]);
             self.buf[..4].copy_from_slice(&n.to_le_bytes());
             self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
+            let need = at + self.buf.len() as u64;
+            if need > self.allocated {
+                self.grow(need)?;
+            }
             self.segment.write_all_at(&self.buf, at)?;
             // Synced frame by frame, so a frame cut short by a crash is always the last one.
             if self.fsync {
@@ -650,6 +690,7 @@ impl Disk for WalDisk {
                 _lock: lock,
                 segment,
                 end,
+                allocated: end,
                 rv,
                 since_snapshot,
                 snapshot_after: opts.snapshot_after_bytes,
@@ -671,8 +712,11 @@ impl Disk for WalDisk {
             }
             Err(e) => {
                 // Nothing of this batch may stay on disk: it is refused, not acknowledged.
-                if let Err(t) = self.segment.set_len(self.end) {
-                    tracing::error!(error = %t, "a failed batch could not be cut off the log yet");
+                match self.segment.set_len(self.end) {
+                    Ok(()) => self.allocated = self.end,
+                    Err(t) => {
+                        tracing::error!(error = %t, "a failed batch could not be cut off the log yet")
+                    }
                 }
                 Err(e.into())
             }
@@ -681,6 +725,7 @@ impl Disk for WalDisk {
 
     fn recover(&mut self) -> Result<u64> {
         self.segment.set_len(self.end)?;
+        self.allocated = self.end;
         self.segment.sync_all()?;
         Ok(self.rv)
     }
@@ -707,6 +752,7 @@ impl Disk for WalDisk {
             Ok(file) => {
                 self.segment = file;
                 self.end = SEGMENT_HEADER;
+                self.allocated = SEGMENT_HEADER;
                 self.since_snapshot = 0;
             }
             Err(e) => {
@@ -758,6 +804,8 @@ impl Disk for WalDisk {
         if let Some(t) = self.snapshot_thread.take() {
             let _ = t.join();
         }
+        // A stopped log ends where its last frame does (no zeroed chunk after it).
+        self.segment.set_len(self.end)?;
         self.segment.sync_all()?;
         Ok(())
     }
@@ -847,6 +895,36 @@ mod tests {
         assert_eq!(data(&store, "o5").as_deref(), Some("v"));
         store.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_running_stores_files_open_with_every_acknowledged_write() {
+        // What a crash leaves: the segment as it is while the store runs, zeroed chunk and all.
+        let dir = temp_dir("running");
+        let store = WalStore::open(opts(&dir)).unwrap();
+        for i in 0..50 {
+            store.write(put(&format!("o{i}"), "v")).await.unwrap();
+        }
+        store.write(delete("o7")).await.unwrap();
+        let (first, path) = segments(&dir).pop().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(len % GROW_BYTES, 0, "the segment grows in zeroed chunks: {len}");
+        let copy = temp_dir("running-copy");
+        std::fs::copy(&path, copy.join(segment_name(first))).unwrap();
+        store.shutdown().unwrap();
+        drop(store);
+
+        let store = WalStore::open(opts(&copy)).unwrap();
+        assert_eq!(store.revision(), 51);
+        assert_eq!(store.list("configmaps", None).unwrap().items.len(), 49);
+        assert_eq!(store.write(put("o7", "again")).await.unwrap().rv, 52);
+        store.shutdown().unwrap();
+        drop(store);
+        let store = WalStore::open(opts(&copy)).unwrap();
+        assert_eq!(data(&store, "o7").as_deref(), Some("again"));
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(&copy);
     }
 
     #[tokio::test]
