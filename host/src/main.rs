@@ -115,11 +115,12 @@ enum Command {
         /// Seconds a connection with no request in flight stays open.
         #[arg(long, default_value_t = 90)]
         idle_timeout: u64,
-        /// Where objects are kept: `sled` (embedded, in --data-dir), `wal` (a write-ahead log
-        /// and snapshots of turtles' own, in --data-dir; see docs/storage.md) or `etcd` (an
-        /// etcd v3 cluster shared by any number of hosts; see docs/scale-out.md).
-        #[arg(long, default_value = "sled", value_parser = ["sled", "wal", "etcd"])]
-        store: String,
+        /// Where objects are kept: `wal` (a write-ahead log and snapshots of turtles' own, in
+        /// --data-dir), `sled` (the sled database, in --data-dir) or `etcd` (an etcd v3 cluster
+        /// shared by any number of hosts; see docs/scale-out.md). Without it: `sled` for a data
+        /// dir that already holds a sled store, `wal` otherwise. See docs/storage.md.
+        #[arg(long, value_parser = ["sled", "wal", "etcd"])]
+        store: Option<String>,
         /// With --store wal: log bytes after which a snapshot of every object is written and the
         /// log before it deleted (or the last snapshot's size, if larger). Accepts the suffixes
         /// Ki, Mi, Gi.
@@ -334,6 +335,15 @@ fn main() -> anyhow::Result<()> {
             // Absolute: the compile cache (wasmtime) refuses a relative directory, and the
             // default `turtles-data` is one.
             let data_dir = std::path::absolute(&data_dir)?;
+            let store = store.unwrap_or_else(|| {
+                let dir = data_dir.join("store");
+                if turtles::store::sled_store::holds_sled(&dir) {
+                    tracing::info!(dir = %dir.display(), "the data dir holds a sled store: using --store sled");
+                    "sled".into()
+                } else {
+                    "wal".into()
+                }
+            });
             let store = match store.as_str() {
                 "etcd" => turtles::server::StoreBackend::Etcd {
                     endpoints: etcd_endpoints,

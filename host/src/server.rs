@@ -125,10 +125,10 @@ pub struct ServeConfig {
     pub service_node_port_range: crate::allocator::PortRange,
 }
 
-/// `--store`: the embedded sled store in the data dir, or a shared etcd cluster.
-#[derive(Debug, Clone, Default)]
+/// `--store`: a store in the data dir (the wal engine or sled), or a shared etcd cluster.
+#[derive(Debug, Clone)]
 pub enum StoreBackend {
-    #[default]
+    /// The sled database in the data dir.
     Sled,
     /// The write-ahead log and snapshots of [`crate::store::wal`], in the data dir; a snapshot
     /// once the log has grown by `snapshot_after_bytes`.

@@ -222,8 +222,8 @@ fn kill_9_under_load(s: &mut Server) -> Written {
 }
 
 #[test]
-fn acknowledged_writes_survive_kill_9() {
-    let mut s = Server::start().unwrap();
+fn acknowledged_writes_survive_kill_9_on_sled() {
+    let mut s = Server::start_with(&["--store", "sled"]).unwrap();
     let w = kill_9_under_load(&mut s);
     s.restart().unwrap();
     assert_all_present(&s, &w.acked);
@@ -348,4 +348,46 @@ fn stop_is_not_held_up_by_a_stalled_watcher() {
     s.restart().unwrap();
     let list = s.http().get(CMS).json();
     assert_eq!(list["items"].as_array().unwrap().len(), 16);
+}
+
+/// A data dir made by an older host (on sled) keeps working when the host is started without
+/// `--store`; asking for the wal engine on it is refused clearly instead of serving an empty store.
+#[test]
+fn a_sled_data_dir_stays_on_sled_unless_told_otherwise() {
+    let mut s = Server::start_with(&["--store", "sled"]).unwrap();
+    let r = s
+        .http()
+        .post_json(CMS, &configmap("kept", &[], &[("n", "1")]));
+    assert_eq!(r.status, 201, "{}", r.text());
+    s.stop().unwrap();
+    s.keep_data();
+    let dir = s.data_dir.clone();
+    drop(s);
+
+    let out = std::process::Command::new(turtles_tests::turtles_bin())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "wal",
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("holds a store of the sled engine: start with --store sled"),
+        "{err}"
+    );
+
+    let s = Server::start_in(dir, &[]).unwrap();
+    assert_eq!(s.http().get(&format!("{CMS}/kept")).status, 200);
+    assert!(
+        s.log().contains("the data dir holds a sled store"),
+        "{}",
+        s.log()
+    );
 }

@@ -1,7 +1,7 @@
 //! Hardening of what is stored: the attacks of a tenant holding `edit` in one namespace against
 //! the store (objects too deep to read back, patches that multiply nesting or size, objects
 //! beyond etcd's size limit), an unreadable object on disk, and a full disk. The real binary,
-//! real sled on disk, real kubectl.
+//! real files on disk (the wal engine, and sled), real kubectl.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -222,17 +222,76 @@ fn objects_beyond_the_size_limit_are_refused_with_413_on_every_path() {
     );
 }
 
-/// Put raw bytes under an object's key in a stopped host's store.
-fn plant(data_dir: &Path, resource: &str, ns: &str, name: &str, raw: &[u8]) {
+/// Put raw bytes under an object's key in a stopped host's sled store.
+fn plant_sled(data_dir: &Path, resource: &str, ns: &str, name: &str, raw: &[u8]) {
     let db = sled::open(data_dir.join("store")).unwrap();
     db.insert(format!("o\0{resource}\0{ns}\0{name}").as_bytes(), raw)
         .unwrap();
     db.flush().unwrap();
 }
 
+/// Put raw bytes under an object's key in a stopped host's wal store: one more frame at the end
+/// of its last log segment, in the format `host/src/store/wal.rs` documents (`len, crc32`, then
+/// the first revision, the count and the change), with the revision after the log's last one.
+fn plant_wal(data_dir: &Path, resource: &str, ns: &str, name: &str, raw: &[u8]) {
+    use std::io::Write;
+    let dir = data_dir.join("store");
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("wal-") && n.ends_with(".log")
+        })
+        .collect();
+    segments.sort();
+    let last = segments.pop().expect("a log segment");
+    let bytes = std::fs::read(&last).unwrap();
+    let le64 = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().unwrap());
+    let le32 = |b: &[u8]| u32::from_le_bytes(b[..4].try_into().unwrap());
+    // The segment's first revision, then each frame's last.
+    let mut rv = le64(&bytes[8..16]) - 1;
+    let mut at = 16;
+    while at + 8 <= bytes.len() && le32(&bytes[at..]) != 0 {
+        let n = le32(&bytes[at..]) as usize;
+        let payload = &bytes[at + 8..at + 8 + n];
+        rv = le64(payload) + u64::from(le32(&payload[8..])) - 1;
+        at += 8 + n;
+    }
+    let key = format!("o\0{resource}\0{ns}\0{name}");
+    let mut payload = Vec::new();
+    payload.extend_from_slice(&(rv + 1).to_le_bytes());
+    payload.extend_from_slice(&1u32.to_le_bytes());
+    payload.push(1);
+    payload.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    payload.extend_from_slice(key.as_bytes());
+    payload.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    payload.extend_from_slice(raw);
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    frame.extend_from_slice(&payload);
+    let mut f = std::fs::OpenOptions::new().write(true).open(&last).unwrap();
+    f.set_len(at as u64).unwrap();
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(at as u64)).unwrap();
+    f.write_all(&frame).unwrap();
+    f.sync_all().unwrap();
+}
+
 #[test]
 fn an_unreadable_stored_object_is_set_aside_and_the_rest_is_served() {
-    let mut s = Server::start().unwrap();
+    unreadable_objects(&[], plant_wal);
+}
+
+#[test]
+fn an_unreadable_stored_object_is_set_aside_and_the_rest_is_served_on_sled() {
+    unreadable_objects(&["--store", "sled"], plant_sled);
+}
+
+type Plant = fn(&Path, &str, &str, &str, &[u8]);
+
+fn unreadable_objects(args: &[&str], plant: Plant) {
+    let mut s = Server::start_with(args).unwrap();
     s.kubectl_ok(&["create", "configmap", "good", "--from-literal=a=b"]);
     s.stop().unwrap();
     // A value nested deeper than the parser reads, and one that is not JSON at all.
@@ -325,8 +384,8 @@ fn a_full_disk_refuses_writes_clearly_and_they_resume_once_space_is_back() {
 }
 
 #[test]
-fn a_full_disk_refuses_writes_clearly_and_they_resume_once_space_is_back_on_the_wal_engine() {
-    full_disk(&["--store", "wal"]);
+fn a_full_disk_refuses_writes_clearly_and_they_resume_once_space_is_back_on_sled() {
+    full_disk(&["--store", "sled"]);
 }
 
 fn full_disk(args: &[&str]) {

@@ -1,6 +1,6 @@
 //! A relist after a 410 forgets the objects deleted while the watcher was cut off, in the
 //! garbage collector's owner index and in a Wasm controller's informer alike — with the real
-//! binary, real sled and a real Wasm component.
+//! binary, a real store on disk and a real Wasm component.
 //!
 //! How the watchers fall behind: the host runs with a tiny history (`--watch-history 16`) and
 //! the test-only knob `--test-hold-watchers-on-signal`: SIGUSR1 makes every in-process watcher

@@ -73,7 +73,7 @@ fn sled_log_path(dir: &Path) -> PathBuf {
 }
 
 /// Whether `dir` holds a sled store (its `conf` and `db` files).
-pub(super) fn holds_sled(dir: &Path) -> bool {
+pub fn holds_sled(dir: &Path) -> bool {
     dir.join("conf").exists() && sled_log_path(dir).exists()
 }
 

@@ -908,7 +908,11 @@ mod tests {
         store.write(delete("o7")).await.unwrap();
         let (first, path) = segments(&dir).pop().unwrap();
         let len = std::fs::metadata(&path).unwrap().len();
-        assert_eq!(len % GROW_BYTES, 0, "the segment grows in zeroed chunks: {len}");
+        assert_eq!(
+            len % GROW_BYTES,
+            0,
+            "the segment grows in zeroed chunks: {len}"
+        );
         let copy = temp_dir("running-copy");
         std::fs::copy(&path, copy.join(segment_name(first))).unwrap();
         store.shutdown().unwrap();
