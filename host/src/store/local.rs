@@ -101,6 +101,9 @@ pub trait Disk: Send + Sized + 'static {
     /// After a failed commit: make the disk take writes again and say the revision it holds
     /// (the failed batch's last revision if it landed after all, the one before it if not).
     fn recover(&mut self) -> Result<u64>;
+    /// An object handed to `open`'s callback could not be read: it is set aside, not served,
+    /// and the engine keeps it on disk as it is.
+    fn set_aside(&mut self, _key: &[u8], _raw: bytes::Bytes) {}
     /// Whether the disk would like a snapshot of every object (see [`Disk::snapshot`]).
     fn wants_snapshot(&self) -> bool {
         false
@@ -198,7 +201,8 @@ fn load_object(
 }
 
 /// Copy an unreadable object to `dir` (named after its key, made safe as a file name) so the
-/// operator can inspect or restore it; it stays in the store on disk too, unserved.
+/// operator can inspect or restore it; it stays in the store on disk too, unserved
+/// ([`Disk::set_aside`]).
 fn quarantine(dir: &Path, raw_key: &[u8], raw: &[u8], why: &str) {
     let name: String = String::from_utf8_lossy(raw_key.strip_prefix(b"o\0").unwrap_or(raw_key))
         .chars()
@@ -226,14 +230,18 @@ impl<D: Disk> LocalStore<D> {
     /// cannot be read is set aside (see [`quarantine`]); the rest is served.
     pub fn open(opts: StoreOptions) -> Result<Self> {
         let mut objects = Vec::new();
-        let mut quarantined = 0;
-        let (disk, rv) = D::open(&opts, &mut |k, v| match load_object(k, v.clone()) {
+        let mut unreadable = Vec::new();
+        let (mut disk, rv) = D::open(&opts, &mut |k, v| match load_object(k, v.clone()) {
             Ok(loaded) => objects.push(loaded),
             Err(why) => {
-                quarantined += 1;
                 quarantine(&opts.quarantine_dir(), k, &v, &why);
+                unreadable.push((k.to_vec(), v));
             }
         })?;
+        let quarantined = unreadable.len();
+        for (key, raw) in unreadable {
+            disk.set_aside(&key, raw);
+        }
         let mut index = Index::new(
             rv,
             HistoryLimit {
@@ -329,7 +337,12 @@ fn writer_loop<D: Disk>(
                         let _ = r.reply.send(Err(StoreError::Unavailable(why.clone())));
                     }
                     Err(mpsc::error::TryRecvError::Empty) => break,
-                    Err(mpsc::error::TryRecvError::Disconnected) => return,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        if let Err(e) = disk.close() {
+                            tracing::error!(error = %e, "the store could not be closed cleanly");
+                        }
+                        return;
+                    }
                 }
             }
             match reopen(&mut disk, &dir, &shared, &mut failed) {

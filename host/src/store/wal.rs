@@ -85,9 +85,11 @@ fn snapshot_name(rv: u64) -> String {
 /// The revision in a segment's or a snapshot's file name.
 fn parse_name(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
     let hex = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
+    // Revisions are int64 in kube's API: a larger one is not a name this engine wrote.
     (hex.len() == 16)
         .then(|| u64::from_str_radix(hex, 16).ok())
         .flatten()
+        .filter(|rv| *rv <= i64::MAX as u64)
 }
 
 /// Segments and snapshots in `dir`, each sorted by revision.
@@ -206,6 +208,9 @@ fn apply_payload(
     let mut c = Cursor { buf: payload };
     let first = c.u64()?;
     let count = u64::from(c.u32()?);
+    if count == 0 {
+        return None;
+    }
     let apply = first > after;
     for _ in 0..count {
         let tag = c.u8()?;
@@ -236,13 +241,28 @@ enum Replayed {
     Torn { at: u64, why: String },
 }
 
+/// Whether `r` holds only zeros from here to its end (read in chunks).
+fn only_zeros(r: &mut impl Read) -> std::io::Result<bool> {
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = r.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        if chunk[..n].iter().any(|b| *b != 0) {
+            return Ok(false);
+        }
+    }
+}
+
 /// Replay the frames of one segment onto `objects`, skipping revisions up to `*rv` and moving
-/// `*rv` on; a gap in the revisions is an error.
+/// `*rv` on; a gap in the revisions is an error. No frame is longer than `max_frame`.
 fn replay_segment(
     path: &Path,
     first: u64,
     objects: &mut std::collections::HashMap<Vec<u8>, Bytes>,
     rv: &mut u64,
+    max_frame: u64,
 ) -> Result<Replayed> {
     let file = File::open(path)?;
     let len = file.metadata()?.len();
@@ -275,9 +295,7 @@ fn replay_segment(
         if n == 0 {
             // The end of what was written: the segment grows in zeroed chunks
             // ([`GROW_BYTES`]). Only zeros may follow.
-            let mut rest = Vec::new();
-            r.read_to_end(&mut rest)?;
-            if crc == 0 && rest.iter().all(|b| *b == 0) {
+            if crc == 0 && only_zeros(&mut r)? {
                 return Ok(Replayed::Whole(at));
             }
             return Ok(Replayed::Torn {
@@ -285,7 +303,7 @@ fn replay_segment(
                 why: "an empty frame header before more data".into(),
             });
         }
-        if len - at - (FRAME_HEADER as u64) < u64::from(n) {
+        if u64::from(n) > max_frame || len - at - (FRAME_HEADER as u64) < u64::from(n) {
             return Ok(Replayed::Torn {
                 at,
                 why: format!("a frame of {n} bytes does not fit"),
@@ -294,28 +312,22 @@ fn replay_segment(
         payload.resize(n as usize, 0);
         r.read_exact(&mut payload)?;
         if crc32fast::hash(&payload) != crc {
-            // A write that never finished is the last thing in the log: only zeros (or
-            // nothing) may follow it. Anything else after it is damage.
-            let mut rest = Vec::new();
-            r.read_to_end(&mut rest)?;
-            if rest.iter().any(|b| *b != 0) {
-                return Err(damaged(path, at, "a frame fails its checksum"));
-            }
             return Ok(Replayed::Torn {
                 at,
                 why: "a frame fails its checksum".into(),
             });
         }
-        let Some((frame_first, count)) = apply_payload(&payload, objects, *rv) else {
+        let parsed = apply_payload(&payload, objects, *rv)
+            .and_then(|(first, count)| Some((first, first.checked_add(count - 1)?)));
+        let Some((frame_first, last)) = parsed else {
             return Err(damaged(
                 path,
                 at,
                 "a frame with a good checksum does not parse",
             ));
         };
-        let last = frame_first + count - 1;
         if last > *rv {
-            if frame_first != *rv + 1 {
+            if Some(frame_first) != rv.checked_add(1) {
                 return Err(damaged(
                     path,
                     at,
@@ -326,6 +338,66 @@ fn replay_segment(
         }
         at += FRAME_HEADER as u64 + u64::from(n);
     }
+}
+
+/// Whether what follows the last whole frame of the log (at `at`, after revision `rv`) can be
+/// a write that never finished: nothing but one frame's bytes and zeros, and no whole frame
+/// after them. A crash cuts at most the last frame (frames are synced one by one); more data
+/// after a broken frame, or a good frame after it, is damage, and acknowledged writes would be
+/// lost by cutting there.
+fn check_torn_tail(path: &Path, at: u64, rv: u64, max_frame: u64) -> Result<()> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    // The end of the non-zero bytes.
+    let mut end = at;
+    let mut pos = at;
+    let mut chunk = vec![0u8; 1 << 20];
+    while pos < len {
+        let n = file.read_at(&mut chunk, pos)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(last) = chunk[..n].iter().rposition(|b| *b != 0) {
+            end = pos + last as u64 + 1;
+        }
+        pos += n as u64;
+    }
+    if end - at > max_frame + FRAME_HEADER as u64 {
+        return Err(damaged(
+            path,
+            at,
+            &format!(
+                "a broken frame with {} more bytes after it than one frame can hold",
+                end - at - max_frame - FRAME_HEADER as u64
+            ),
+        ));
+    }
+    let mut window = vec![0u8; (end - at) as usize];
+    file.read_exact_at(&mut window, at)?;
+    let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    for i in 1..window.len() {
+        let Some(h) = window.get(i..i + FRAME_HEADER + 12) else {
+            break;
+        };
+        let n = le32(h) as usize;
+        let first = u64::from_le_bytes(h[8..16].try_into().unwrap_or([0; 8]));
+        let count = u64::from(le32(&h[16..]));
+        let plausible = n >= 12
+            && i + FRAME_HEADER + n <= window.len()
+            && first > rv
+            && first - rv <= 1 << 32
+            && (1..=1 << 24).contains(&count);
+        if plausible
+            && crc32fast::hash(&window[i + FRAME_HEADER..i + FRAME_HEADER + n]) == le32(&h[4..])
+        {
+            return Err(damaged(
+                path,
+                at + i as u64,
+                &format!("a whole frame (revision {first}) follows a broken one"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A snapshot's bytes, read in order and checksummed as they go.
@@ -393,7 +465,12 @@ fn read_snapshot(path: &Path) -> std::result::Result<Snapshot, String> {
 }
 
 /// Write every object at `rv` to `dir` as a snapshot; its size.
-fn write_snapshot(dir: &Path, rv: u64, objects: &[(String, ObjectMap)]) -> std::io::Result<u64> {
+fn write_snapshot(
+    dir: &Path,
+    rv: u64,
+    objects: &[(String, ObjectMap)],
+    unreadable: &[(Vec<u8>, Bytes)],
+) -> std::io::Result<u64> {
     let path = dir.join(snapshot_name(rv));
     let tmp = dir.join(format!("{}.tmp", snapshot_name(rv)));
     let written = (|| {
@@ -406,7 +483,8 @@ fn write_snapshot(dir: &Path, rv: u64, objects: &[(String, ObjectMap)]) -> std::
             size += b.len() as u64;
             w.write_all(b)
         };
-        let count: u64 = objects.iter().map(|(_, m)| m.len() as u64).sum();
+        let count: u64 =
+            objects.iter().map(|(_, m)| m.len() as u64).sum::<u64>() + unreadable.len() as u64;
         put(&mut w, SNAPSHOT_MAGIC)?;
         put(&mut w, &rv.to_le_bytes())?;
         put(&mut w, &count.to_le_bytes())?;
@@ -427,6 +505,12 @@ fn write_snapshot(dir: &Path, rv: u64, objects: &[(String, ObjectMap)]) -> std::
                 put(&mut w, &obj.json)?;
             }
         }
+        for (key, raw) in unreadable {
+            put(&mut w, &(key.len() as u32).to_le_bytes())?;
+            put(&mut w, key)?;
+            put(&mut w, &(raw.len() as u32).to_le_bytes())?;
+            put(&mut w, raw)?;
+        }
         let crc = hasher.clone().finalize();
         w.write_all(&crc.to_le_bytes())?;
         w.write_all(SNAPSHOT_END)?;
@@ -442,7 +526,8 @@ fn write_snapshot(dir: &Path, rv: u64, objects: &[(String, ObjectMap)]) -> std::
     written
 }
 
-/// Delete the snapshots before `rv` and the segments that hold only revisions up to it.
+/// Delete the snapshots before `rv` and the segments that hold only revisions up to it: those
+/// followed by a segment that starts at or before `rv + 1`. The last segment always stays.
 fn delete_before(dir: &Path, rv: u64) -> std::io::Result<()> {
     let files = list_files(dir).map_err(std::io::Error::other)?;
     for (snap_rv, path) in &files.snapshots {
@@ -450,8 +535,9 @@ fn delete_before(dir: &Path, rv: u64) -> std::io::Result<()> {
             std::fs::remove_file(path)?;
         }
     }
-    for (first, path) in &files.segments {
-        if *first <= rv {
+    for pair in files.segments.windows(2) {
+        let ((_, path), (next, _)) = (&pair[0], &pair[1]);
+        if *next <= rv.saturating_add(1) {
             std::fs::remove_file(path)?;
         }
     }
@@ -462,6 +548,9 @@ fn delete_before(dir: &Path, rv: u64) -> std::io::Result<()> {
 #[derive(Default)]
 struct Snapshots {
     in_flight: AtomicBool,
+    /// The last snapshot failed: the next is due once [`SNAPSHOT_RETRY`] has passed, however
+    /// little the log has grown since.
+    retry: AtomicBool,
     /// Size of the last snapshot written.
     last_size: AtomicU64,
     failed_at: Mutex<Option<Instant>>,
@@ -485,6 +574,9 @@ pub struct WalDisk {
     buf: Vec<u8>,
     snapshots: Arc<Snapshots>,
     snapshot_thread: Option<JoinHandle<()>>,
+    /// Objects that could not be read at start (set aside, not served): snapshots carry them
+    /// until their key is written, as the log they came from would have.
+    unreadable: Vec<(Vec<u8>, Bytes)>,
 }
 
 impl WalDisk {
@@ -500,9 +592,17 @@ impl WalDisk {
         let mut header = Vec::with_capacity(SEGMENT_HEADER as usize);
         header.extend_from_slice(SEGMENT_MAGIC);
         header.extend_from_slice(&first.to_le_bytes());
-        file.write_all_at(&header, 0)?;
-        file.sync_all()?;
-        sync_dir(dir)?;
+        let written = file
+            .write_all_at(&header, 0)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| sync_dir(dir));
+        if let Err(e) = written {
+            // No empty segment left behind (a later start would take it for a torn one).
+            drop(file);
+            let _ = std::fs::remove_file(&path);
+            let _ = sync_dir(dir);
+            return Err(e);
+        }
         Ok(file)
     }
 
@@ -613,35 +713,37 @@ impl Disk for WalDisk {
             }
         }
         let snapshot_rv = rv;
-        // The segments after it, in order; one that ends at or before it is skipped.
-        let segments: Vec<&(u64, PathBuf)> = files
-            .segments
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| {
-                files
-                    .segments
-                    .get(i + 1)
-                    .is_none_or(|(next, _)| *next > snapshot_rv + 1)
-            })
-            .map(|(_, s)| s)
-            .collect();
-        if let Some((first, path)) = segments.first() {
-            if *first > rv + 1 {
-                return Err(damaged(
-                    path,
-                    0,
-                    &format!("it starts at revision {first}, the snapshot before it ends at {rv}"),
-                ));
+        let max_frame = (FRAME_TARGET + opts.max_object_bytes) as u64 + (64 << 10);
+        // The segments after it, in order; one that ends at or before it is skipped, and so is
+        // one that is not the last and never got its header (a rotation that failed).
+        let mut segments: Vec<&(u64, PathBuf)> = Vec::new();
+        for (i, seg) in files.segments.iter().enumerate() {
+            let next = files.segments.get(i + 1);
+            if next.is_some_and(|(next, _)| *next <= snapshot_rv.saturating_add(1)) {
+                continue;
             }
+            if next.is_some() && std::fs::metadata(&seg.1)?.len() < SEGMENT_HEADER {
+                tracing::warn!(file = %seg.1.display(), "an empty log segment (a rotation that failed): removed");
+                std::fs::remove_file(&seg.1)?;
+                continue;
+            }
+            segments.push(seg);
         }
         let mut since_snapshot = 0;
         let mut tail: Option<(File, u64)> = None;
         for (i, (first, path)) in segments.iter().enumerate() {
+            if *first > rv.saturating_add(1) {
+                return Err(damaged(
+                    path,
+                    0,
+                    &format!("it starts at revision {first}, the log before it ends at {rv}"),
+                ));
+            }
             let last_segment = i + 1 == segments.len();
-            let end = match replay_segment(path, *first, &mut objects, &mut rv)? {
+            let end = match replay_segment(path, *first, &mut objects, &mut rv, max_frame)? {
                 Replayed::Whole(end) => end,
                 Replayed::Torn { at, why } if last_segment => {
+                    check_torn_tail(path, at, rv, max_frame)?;
                     let file_len = std::fs::metadata(path)?.len();
                     tracing::warn!(
                         file = %path.display(),
@@ -670,7 +772,10 @@ impl Disk for WalDisk {
         }
         let (segment, end) = match tail {
             Some(t) => t,
-            None => (Self::new_segment(dir, rv + 1)?, SEGMENT_HEADER),
+            None => (
+                Self::new_segment(dir, rv.saturating_add(1))?,
+                SEGMENT_HEADER,
+            ),
         };
         // What a finished snapshot made obsolete but a stop interrupted deleting.
         if snapshot_rv > 0 {
@@ -697,6 +802,7 @@ impl Disk for WalDisk {
                 buf: Vec::new(),
                 snapshots,
                 snapshot_thread: None,
+                unreadable: Vec::new(),
             },
             rv,
         ))
@@ -708,11 +814,21 @@ impl Disk for WalDisk {
                 self.end += n;
                 self.since_snapshot += n;
                 self.rv = rv;
+                if !self.unreadable.is_empty() {
+                    self.unreadable
+                        .retain(|(key, _)| !changes.iter().any(|c| &c.key == key));
+                }
                 Ok(())
             }
             Err(e) => {
-                // Nothing of this batch may stay on disk: it is refused, not acknowledged.
-                match self.segment.set_len(self.end) {
+                // Nothing of this batch may stay on disk: it is refused, not acknowledged. (A
+                // crash before this cut can leave its first frames, as a write that timed out
+                // may have happened.)
+                match self
+                    .segment
+                    .set_len(self.end)
+                    .and_then(|()| self.segment.sync_all())
+                {
                     Ok(()) => self.allocated = self.end,
                     Err(t) => {
                         tracing::error!(error = %t, "a failed batch could not be cut off the log yet")
@@ -730,6 +846,10 @@ impl Disk for WalDisk {
         Ok(self.rv)
     }
 
+    fn set_aside(&mut self, key: &[u8], raw: Bytes) {
+        self.unreadable.push((key.to_vec(), raw));
+    }
+
     fn wants_snapshot(&self) -> bool {
         if self.snapshots.in_flight.load(Ordering::Acquire) {
             return false;
@@ -743,12 +863,23 @@ impl Disk for WalDisk {
         let after = self
             .snapshot_after
             .max(self.snapshots.last_size.load(Ordering::Relaxed));
-        !failed_recently && self.since_snapshot >= after
+        let due = self.since_snapshot >= after || self.snapshots.retry.load(Ordering::Relaxed);
+        !failed_recently && due
     }
 
     fn snapshot(&mut self, rv: u64, objects: Vec<(String, ObjectMap)>) {
+        let failed = |state: &Snapshots| {
+            *state.failed_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+            state.retry.store(true, Ordering::Relaxed);
+        };
         // The revisions after the snapshot go to a new segment, so the old ones can go whole.
-        match Self::new_segment(&self.dir, rv + 1) {
+        // The old one is synced first (it is already, unless --no-fsync): the rotation is a
+        // barrier, so no later segment is on disk while an earlier one is not.
+        let rotated = self
+            .segment
+            .sync_data()
+            .and_then(|()| Self::new_segment(&self.dir, rv.saturating_add(1)));
+        match rotated {
             Ok(file) => {
                 self.segment = file;
                 self.end = SEGMENT_HEADER;
@@ -757,11 +888,7 @@ impl Disk for WalDisk {
             }
             Err(e) => {
                 tracing::warn!(error = %e, "a new log segment could not be started; the snapshot waits");
-                *self
-                    .snapshots
-                    .failed_at
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+                failed(&self.snapshots);
                 return;
             }
         }
@@ -769,13 +896,23 @@ impl Disk for WalDisk {
             let _ = t.join();
         }
         self.snapshots.in_flight.store(true, Ordering::Release);
+        self.snapshots.retry.store(false, Ordering::Relaxed);
         let state = self.snapshots.clone();
         let dir = self.dir.clone();
+        let unreadable = self.unreadable.clone();
         let spawned = std::thread::Builder::new()
             .name("store-snapshot".into())
             .spawn(move || {
+                /// Clears `in_flight` however the thread ends (a panic included).
+                struct Done(Arc<Snapshots>);
+                impl Drop for Done {
+                    fn drop(&mut self) {
+                        self.0.in_flight.store(false, Ordering::Release);
+                    }
+                }
+                let _done = Done(state.clone());
                 let started = Instant::now();
-                match write_snapshot(&dir, rv, &objects) {
+                match write_snapshot(&dir, rv, &objects, &unreadable) {
                     Ok(size) => {
                         state.last_size.store(size, Ordering::Relaxed);
                         if let Err(e) = delete_before(&dir, rv) {
@@ -785,17 +922,16 @@ impl Disk for WalDisk {
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, rv, "a store snapshot could not be written; the log is kept");
-                        *state.failed_at.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some(Instant::now());
+                        failed(&state);
                     }
                 }
-                state.in_flight.store(false, Ordering::Release);
             });
         match spawned {
             Ok(t) => self.snapshot_thread = Some(t),
             Err(e) => {
                 tracing::warn!(error = %e, "the snapshot thread could not start");
                 self.snapshots.in_flight.store(false, Ordering::Release);
+                failed(&self.snapshots);
             }
         }
     }
@@ -808,6 +944,15 @@ impl Disk for WalDisk {
         self.segment.set_len(self.end)?;
         self.segment.sync_all()?;
         Ok(())
+    }
+}
+
+impl Drop for WalDisk {
+    /// The directory's lock goes with this value: a snapshot still being written finishes first.
+    fn drop(&mut self) {
+        if let Some(t) = self.snapshot_thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -949,10 +1094,115 @@ mod tests {
             panic!("a damaged log opened");
         };
         assert!(
-            matches!(&err, StoreError::Unavailable(m) if m.contains("damaged") && m.contains("checksum")),
+            matches!(&err, StoreError::Unavailable(m) if m.contains("damaged") && m.contains("a whole frame (revision 2) follows a broken one")),
             "{err}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_zeroed_frame_header_with_whole_frames_after_it_is_damage_not_a_torn_tail() {
+        let dir = temp_dir("zeroed-header");
+        let store = WalStore::open(opts(&dir)).unwrap();
+        for i in 0..3 {
+            store.write(put(&format!("o{i}"), "v")).await.unwrap();
+        }
+        store.shutdown().unwrap();
+        drop(store);
+        // Zero the second frame's header: cutting the log there would lose revisions 2 and 3.
+        let (_, path) = segments(&dir).pop().unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let first_len = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
+        let second = SEGMENT_HEADER as usize + FRAME_HEADER + first_len;
+        bytes[second..second + FRAME_HEADER].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let Err(err) = WalStore::open(opts(&dir)) else {
+            panic!("a log with a zeroed frame header in its middle opened");
+        };
+        assert!(
+            matches!(&err, StoreError::Unavailable(m) if m.contains("a whole frame (revision 3) follows a broken one")),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn an_empty_segment_from_a_failed_rotation_is_not_damage() {
+        let dir = temp_dir("empty-segment");
+        let store = WalStore::open(opts(&dir)).unwrap();
+        store.write(put("a", "1")).await.unwrap();
+        store.write(put("b", "2")).await.unwrap();
+        store.shutdown().unwrap();
+        drop(store);
+        // A rotation at revision 1 whose header never got written (the writer went on in the
+        // old segment), then one at revision 2 that worked.
+        std::fs::write(dir.join(segment_name(2)), b"").unwrap();
+        WalDisk::new_segment(&dir, 3).unwrap();
+        let store = WalStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 2);
+        assert_eq!(store.write(put("c", "3")).await.unwrap().rv, 3);
+        store.shutdown().unwrap();
+        drop(store);
+        assert!(!dir.join(segment_name(2)).exists());
+        let store = WalStore::open(opts(&dir)).unwrap();
+        assert_eq!(data(&store, "c").as_deref(), Some("3"));
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn snapshots_keep_an_object_that_could_not_be_read() {
+        let root = temp_dir("unreadable");
+        let dir = root.join("store");
+        let o = StoreOptions {
+            snapshot_after_bytes: 4096,
+            ..opts(&dir)
+        };
+        let store = WalStore::open(o.clone()).unwrap();
+        store.write(put("a", "1")).await.unwrap();
+        store.shutdown().unwrap();
+        drop(store);
+        // A frame with an object that is not JSON, as a bug or a disk could leave.
+        let (_, path) = segments(&dir).pop().unwrap();
+        let key = b"o\0configmaps\0default\0broken";
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&2u64.to_le_bytes());
+        payload.extend_from_slice(&1u32.to_le_bytes());
+        payload.push(PUT);
+        put_bytes(&mut payload, key);
+        put_bytes(&mut payload, b"{not json");
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        frame.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        frame.extend_from_slice(&payload);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&frame).unwrap();
+        drop(f);
+
+        let store = WalStore::open(o.clone()).unwrap();
+        assert_eq!(store.health().quarantined, 1);
+        for round in 0..30 {
+            store
+                .write(update("a", &format!("r{round}")))
+                .await
+                .unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while list_files(&dir).unwrap().segments.len() > 1 {
+            assert!(Instant::now() < deadline, "no snapshot");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        store.shutdown().unwrap();
+        drop(store);
+        let store = WalStore::open(o).unwrap();
+        assert_eq!(
+            store.health().quarantined,
+            1,
+            "still on disk, still set aside"
+        );
+        assert_eq!(data(&store, "a").as_deref(), Some("r29"));
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[tokio::test]
