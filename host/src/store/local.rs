@@ -113,6 +113,15 @@ pub trait Disk: Send + Sized + 'static {
     fn snapshot(&mut self, _rv: u64, _objects: Vec<(String, ObjectMap)>) {}
     /// Everything acknowledged is on disk: the store is shutting down.
     fn close(&mut self) -> Result<()>;
+    /// The engine's own metrics, rendered from any thread (taken once, at open).
+    fn metrics(&self) -> Option<Arc<dyn DiskMetrics>> {
+        None
+    }
+}
+
+/// An engine's metrics in the Prometheus text format, beside the store's own.
+pub trait DiskMetrics: Send + Sync {
+    fn render(&self, out: &mut String);
 }
 
 /// One resource's objects by [`ObjectKey::item_key`], as the index keeps them.
@@ -122,6 +131,7 @@ pub type ObjectMap = imbl::OrdMap<String, Arc<StoredObject>>;
 /// commits batches to the disk `D` (group commit), then publishes.
 pub struct LocalStore<D: Disk> {
     shared: Arc<Shared>,
+    disk_metrics: Option<Arc<dyn DiskMetrics>>,
     tx: Mutex<Option<mpsc::Sender<Request>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     _disk: std::marker::PhantomData<fn() -> D>,
@@ -242,6 +252,7 @@ impl<D: Disk> LocalStore<D> {
         for (key, raw) in unreadable {
             disk.set_aside(&key, raw);
         }
+        let disk_metrics = disk.metrics();
         let mut index = Index::new(
             rv,
             HistoryLimit {
@@ -273,6 +284,7 @@ impl<D: Disk> LocalStore<D> {
         };
         Ok(Self {
             shared,
+            disk_metrics,
             tx: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
             _disk: std::marker::PhantomData,
@@ -608,6 +620,9 @@ impl<D: Disk> Store for LocalStore<D> {
         );
         s.commit_time
             .render(out, "turtles_store_commit_duration_seconds", "");
+        if let Some(m) = &self.disk_metrics {
+            m.render(out);
+        }
     }
 
     fn health(&self) -> super::Health {

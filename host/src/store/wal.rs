@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::local::{Change, Disk, LocalStore, ObjectMap, StoreOptions};
+use super::local::{Change, Disk, DiskMetrics, LocalStore, ObjectMap, StoreOptions};
 use super::{Result, StoreError};
 
 /// The store on the wal engine (`turtles serve --store wal`).
@@ -553,6 +553,11 @@ struct Snapshots {
     retry: AtomicBool,
     /// Size of the last snapshot written.
     last_size: AtomicU64,
+    /// Snapshots written, and those that failed.
+    written: AtomicU64,
+    failed: AtomicU64,
+    /// Log bytes since the last snapshot began (the writer's count, mirrored for metrics).
+    log_bytes: AtomicU64,
     failed_at: Mutex<Option<Instant>>,
 }
 
@@ -577,6 +582,20 @@ pub struct WalDisk {
     /// Objects that could not be read at start (set aside, not served): snapshots carry them
     /// until their key is written, as the log they came from would have.
     unreadable: Vec<(Vec<u8>, Bytes)>,
+}
+
+impl DiskMetrics for Snapshots {
+    fn render(&self, out: &mut String) {
+        use std::fmt::Write;
+        let _ = write!(
+            out,
+            "# HELP turtles_store_wal_log_bytes Bytes of the wal engine's log since its last snapshot began.\n# TYPE turtles_store_wal_log_bytes gauge\nturtles_store_wal_log_bytes {}\n# HELP turtles_store_wal_snapshot_bytes Size of the wal engine's last snapshot.\n# TYPE turtles_store_wal_snapshot_bytes gauge\nturtles_store_wal_snapshot_bytes {}\n# HELP turtles_store_wal_snapshots_total Snapshots the wal engine wrote.\n# TYPE turtles_store_wal_snapshots_total counter\nturtles_store_wal_snapshots_total {}\n# HELP turtles_store_wal_snapshot_failures_total Snapshots the wal engine could not write (the log is kept; retried 30 s later).\n# TYPE turtles_store_wal_snapshot_failures_total counter\nturtles_store_wal_snapshot_failures_total {}\n",
+            self.log_bytes.load(Ordering::Relaxed),
+            self.last_size.load(Ordering::Relaxed),
+            self.written.load(Ordering::Relaxed),
+            self.failed.load(Ordering::Relaxed),
+        );
+    }
 }
 
 impl WalDisk {
@@ -788,6 +807,7 @@ impl Disk for WalDisk {
         }
         let snapshots = Arc::new(Snapshots::default());
         snapshots.last_size.store(snapshot_size, Ordering::Relaxed);
+        snapshots.log_bytes.store(since_snapshot, Ordering::Relaxed);
         Ok((
             WalDisk {
                 dir: dir.clone(),
@@ -813,6 +833,9 @@ impl Disk for WalDisk {
             Ok(n) => {
                 self.end += n;
                 self.since_snapshot += n;
+                self.snapshots
+                    .log_bytes
+                    .store(self.since_snapshot, Ordering::Relaxed);
                 self.rv = rv;
                 if !self.unreadable.is_empty() {
                     self.unreadable
@@ -846,6 +869,10 @@ impl Disk for WalDisk {
         Ok(self.rv)
     }
 
+    fn metrics(&self) -> Option<Arc<dyn DiskMetrics>> {
+        Some(self.snapshots.clone())
+    }
+
     fn set_aside(&mut self, key: &[u8], raw: Bytes) {
         self.unreadable.push((key.to_vec(), raw));
     }
@@ -871,6 +898,7 @@ impl Disk for WalDisk {
         let failed = |state: &Snapshots| {
             *state.failed_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             state.retry.store(true, Ordering::Relaxed);
+            state.failed.fetch_add(1, Ordering::Relaxed);
         };
         // The revisions after the snapshot go to a new segment, so the old ones can go whole.
         // The old one is synced first (it is already, unless --no-fsync): the rotation is a
@@ -885,6 +913,7 @@ impl Disk for WalDisk {
                 self.end = SEGMENT_HEADER;
                 self.allocated = SEGMENT_HEADER;
                 self.since_snapshot = 0;
+                self.snapshots.log_bytes.store(0, Ordering::Relaxed);
             }
             Err(e) => {
                 tracing::warn!(error = %e, "a new log segment could not be started; the snapshot waits");
@@ -915,6 +944,7 @@ impl Disk for WalDisk {
                 match write_snapshot(&dir, rv, &objects, &unreadable) {
                     Ok(size) => {
                         state.last_size.store(size, Ordering::Relaxed);
+                        state.written.fetch_add(1, Ordering::Relaxed);
                         if let Err(e) = delete_before(&dir, rv) {
                             tracing::warn!(error = %e, "old log files could not be deleted");
                         }
@@ -1239,6 +1269,18 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
+        let mut metrics = String::new();
+        store.render_metrics(&mut metrics);
+        let written: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("turtles_store_wal_snapshots_total "))
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(written >= 1, "{metrics}");
+        assert!(
+            metrics.contains("turtles_store_wal_snapshot_failures_total 0"),
+            "{metrics}"
+        );
         store.write(put("late", "after")).await.unwrap();
         let rv = store.revision();
         assert_eq!(rv, 202);
