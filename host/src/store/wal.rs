@@ -63,6 +63,8 @@ const DELETE: u8 = 2;
 /// A frame's payload stops taking changes past this size (one batch of very large objects
 /// becomes several frames; any frame cut short is never acknowledged, see the module docs).
 const FRAME_TARGET: usize = 16 << 20;
+/// The largest object the engine stores (a frame's lengths are 32-bit).
+const MAX_OBJECT_BYTES: usize = 1 << 30;
 /// A segment grows by this much at a time, zero-filled.
 const GROW_BYTES: u64 = 1 << 20;
 /// Log bytes after which a snapshot is written (or after the last snapshot's size, if larger),
@@ -256,13 +258,13 @@ fn only_zeros(r: &mut impl Read) -> std::io::Result<bool> {
 }
 
 /// Replay the frames of one segment onto `objects`, skipping revisions up to `*rv` and moving
-/// `*rv` on; a gap in the revisions is an error. No frame is longer than `max_frame`.
+/// `*rv` on; a gap in the revisions is an error. A frame is judged by its checksum, whatever
+/// its length (an earlier run may have stored larger objects than this one allows).
 fn replay_segment(
     path: &Path,
     first: u64,
     objects: &mut std::collections::HashMap<Vec<u8>, Bytes>,
     rv: &mut u64,
-    max_frame: u64,
 ) -> Result<Replayed> {
     let file = File::open(path)?;
     let len = file.metadata()?.len();
@@ -303,7 +305,7 @@ fn replay_segment(
                 why: "an empty frame header before more data".into(),
             });
         }
-        if u64::from(n) > max_frame || len - at - (FRAME_HEADER as u64) < u64::from(n) {
+        if len - at - (FRAME_HEADER as u64) < u64::from(n) {
             return Ok(Replayed::Torn {
                 at,
                 why: format!("a frame of {n} bytes does not fit"),
@@ -348,6 +350,16 @@ fn replay_segment(
 fn check_torn_tail(path: &Path, at: u64, rv: u64, max_frame: u64) -> Result<()> {
     let file = File::open(path)?;
     let len = file.metadata()?.len();
+    // The broken frame's own header may say how long it was meant to be (larger than this
+    // run's limit allows, if an earlier run allowed larger objects).
+    let mut header = [0u8; FRAME_HEADER];
+    let declared = match file.read_exact_at(&mut header, at) {
+        Ok(()) => u64::from(u32::from_le_bytes([
+            header[0], header[1], header[2], header[3],
+        ])),
+        Err(_) => 0,
+    };
+    let max_frame = max_frame.max(declared.min(len - at));
     // The end of the non-zero bytes.
     let mut end = at;
     let mut pos = at;
@@ -362,13 +374,13 @@ fn check_torn_tail(path: &Path, at: u64, rv: u64, max_frame: u64) -> Result<()> 
         }
         pos += n as u64;
     }
-    if end - at > max_frame + FRAME_HEADER as u64 {
+    if end - at > max_frame.saturating_add(FRAME_HEADER as u64) {
         return Err(damaged(
             path,
             at,
             &format!(
                 "a broken frame with {} more bytes after it than one frame can hold",
-                end - at - max_frame - FRAME_HEADER as u64
+                end - at - max_frame.saturating_add(FRAME_HEADER as u64)
             ),
         ));
     }
@@ -732,6 +744,12 @@ impl Disk for WalDisk {
             }
         }
         let snapshot_rv = rv;
+        if opts.max_object_bytes > MAX_OBJECT_BYTES {
+            return Err(StoreError::Unavailable(format!(
+                "the wal engine stores objects of up to {MAX_OBJECT_BYTES} bytes; --max-object-bytes {} is larger",
+                opts.max_object_bytes
+            )));
+        }
         let max_frame = (FRAME_TARGET + opts.max_object_bytes) as u64 + (64 << 10);
         // The segments after it, in order; one that ends at or before it is skipped, and so is
         // one that is not the last and never got its header (a rotation that failed).
@@ -759,10 +777,15 @@ impl Disk for WalDisk {
                 ));
             }
             let last_segment = i + 1 == segments.len();
-            let end = match replay_segment(path, *first, &mut objects, &mut rv, max_frame)? {
+            let end = match replay_segment(path, *first, &mut objects, &mut rv)? {
                 Replayed::Whole(end) => end,
                 Replayed::Torn { at, why } if last_segment => {
-                    check_torn_tail(path, at, rv, max_frame)?;
+                    // Without fsync the kernel may have written later frames before earlier
+                    // ones, so a power loss can leave whole frames after a broken one: they
+                    // are cut with it, as `--no-fsync` warns.
+                    if opts.fsync {
+                        check_torn_tail(path, at, rv, max_frame)?;
+                    }
                     let file_len = std::fs::metadata(path)?.len();
                     tracing::warn!(
                         file = %path.display(),
@@ -932,10 +955,16 @@ impl Disk for WalDisk {
         let spawned = std::thread::Builder::new()
             .name("store-snapshot".into())
             .spawn(move || {
-                /// Clears `in_flight` however the thread ends (a panic included).
+                /// Clears `in_flight` however the thread ends; a panic counts as a failure.
                 struct Done(Arc<Snapshots>);
                 impl Drop for Done {
                     fn drop(&mut self) {
+                        if std::thread::panicking() {
+                            *self.0.failed_at.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some(Instant::now());
+                            self.0.retry.store(true, Ordering::Relaxed);
+                            self.0.failed.fetch_add(1, Ordering::Relaxed);
+                        }
                         self.0.in_flight.store(false, Ordering::Release);
                     }
                 }
@@ -1104,6 +1133,29 @@ mod tests {
         store.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&copy);
+    }
+
+    #[tokio::test]
+    async fn a_frame_larger_than_this_runs_limit_allows_still_opens() {
+        let dir = temp_dir("big-frame");
+        let big = StoreOptions {
+            max_object_bytes: 32 << 20,
+            ..opts(&dir)
+        };
+        let store = WalStore::open(big).unwrap();
+        store
+            .write(put("big", &"x".repeat(20 << 20)))
+            .await
+            .unwrap();
+        store.write(put("small", "v")).await.unwrap();
+        store.shutdown().unwrap();
+        drop(store);
+        // Restarted with the default limit (1.5 MiB): the 20 MiB frame is whole, not damage.
+        let store = WalStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 2);
+        assert_eq!(data(&store, "big").map(|d| d.len()), Some(20 << 20));
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
