@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType as EtcdEventType,
-    GetOptions, KeyValue, TxnOp, TxnOpResponse, WatchOptions, WatchResponse,
+    GetOptions, KeyValue, SortOrder, SortTarget, TxnOp, TxnOpResponse, WatchOptions, WatchResponse,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -854,13 +854,46 @@ impl Store for EtcdStore {
                 .await
                 .map_err(etcd_error)?;
             let rv = revision_of(resp.header());
-            if catch_up(&shared.known_tx, &progress, rv, CATCH_UP).await {
-                Ok(())
-            } else {
-                Err(StoreError::Unavailable(format!(
+            let behind = |rv: u64| {
+                StoreError::Unavailable(format!(
                     "this host's view of etcd has not caught up with revision {rv} (at {})",
                     shared.read().rv
-                )))
+                ))
+            };
+            if !catch_up(&shared.known_tx, &progress, rv, CATCH_UP).await {
+                return Err(behind(rv));
+            }
+            // etcd before 3.4.25 can send a progress notification ahead of events still to
+            // come (etcd-io/etcd#15220), so the known revision may be ahead of the index. Then
+            // ask etcd for the prefix's newest change after what the index applied, up to
+            // `rv`, and wait for the index to hold it. (A delete leaves no key to find: on
+            // such an etcd it can still be seen a moment late.)
+            let applied = shared.applied.load(Ordering::SeqCst);
+            if applied >= rv {
+                return Ok(());
+            }
+            let newest = members
+                .run(|c| {
+                    let key = prefix.clone();
+                    let opts = GetOptions::new()
+                        .with_range(range_end(&prefix))
+                        .with_keys_only()
+                        .with_revision(rv as i64)
+                        .with_min_mod_revision(applied as i64 + 1)
+                        .with_sort(SortTarget::Mod, SortOrder::Descend)
+                        .with_limit(1);
+                    async move { c.kv_client().get(key, Some(opts)).await }
+                })
+                .await
+                .map_err(etcd_error)?
+                .kvs()
+                .first()
+                .map(|kv| kv.mod_revision().max(0) as u64);
+            match newest {
+                Some(newest) if !catch_up(&shared.rv_tx, &progress, newest, CATCH_UP).await => {
+                    Err(behind(newest))
+                }
+                _ => Ok(()),
             }
         })
     }
