@@ -2184,6 +2184,12 @@ async fn collection(rows: &mut Vec<(String, String)>, rounds: usize) -> Result<(
     Ok(())
 }
 
+/// mimalloc, as the host: with glibc's malloc the bench's own reading of a 1 MiB LIST body cost
+/// 1.6-4.6 ms late in a run (after the earlier sections had shaped its heap) where a fresh
+/// process reading the same LIST from the same host took 1.6 ms.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let total: usize = std::env::var("BENCH_CREATES")
