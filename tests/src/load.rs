@@ -159,6 +159,27 @@ async fn drive(url: &str, conns: usize, total: usize, h2: bool) -> Result<(f64, 
     Ok((rate, lat))
 }
 
+/// The host's durable commits and the writes they carried so far (`/metrics`): their ratio over
+/// a round is the group commit's batch.
+async fn commits(url: &str) -> Result<(f64, f64)> {
+    let text = client()
+        .get(format!("{url}/metrics"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let value = |name: &str| -> Result<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("{name} not in /metrics"))
+    };
+    Ok((
+        value("turtles_store_commits_total")?,
+        value("turtles_store_committed_writes_total")?,
+    ))
+}
+
 /// Pin this process (every thread) to `cpus` with `taskset`, when there are cores to split.
 fn pin_self(cpus: &str) -> Result<()> {
     let ok = std::process::Command::new("taskset")
@@ -202,6 +223,7 @@ pub async fn load(rows: &mut Vec<(String, String)>, total: usize, rounds: usize)
                 p99: Vec<f64>,
                 server: Vec<f64>,
                 mine: Vec<f64>,
+                batch: Vec<f64>,
             }
             let mut figures: Vec<Figures> = stores.iter().map(|_| Figures::default()).collect();
             for _ in 0..rounds {
@@ -209,9 +231,12 @@ pub async fn load(rows: &mut Vec<(String, String)>, total: usize, rounds: usize)
                     let pin = split.then(|| format!("0-{}", cores / 2 - 1));
                     let (h, _) = Host::start_pinned(&["--store", store], pin.as_deref()).await?;
                     create_ns(&client(), &h.url, "load").await?;
+                    let c0 = commits(&h.url).await?;
                     let (s0, m0) = (cpu_time(h.pid())?, cpu_time(std::process::id())?);
                     let (r, lat) = drive(&h.url, conns, total, h2).await?;
                     let (s1, m1) = (cpu_time(h.pid())?, cpu_time(std::process::id())?);
+                    let c1 = commits(&h.url).await?;
+                    f.batch.push((c1.1 - c0.1) / (c1.0 - c0.0).max(1.0));
                     f.rate.push(r);
                     f.p50.push(percentile(&lat, 0.5).as_secs_f64() * 1e3);
                     f.p99.push(percentile(&lat, 0.99).as_secs_f64() * 1e3);
@@ -231,12 +256,13 @@ pub async fn load(rows: &mut Vec<(String, String)>, total: usize, rounds: usize)
                         if h2 { "HTTP/2" } else { "HTTP/1.1 keep-alive" },
                     ),
                     format!(
-                        "{:.0}/s, p50 {:.2} ms / p99 {:.2} ms; CPU per create: server {:.0} µs, bench client {:.0} µs",
+                        "{:.0}/s, p50 {:.2} ms / p99 {:.2} ms; CPU per create: server {:.0} µs, bench client {:.0} µs; {:.1} writes per durable commit",
                         median(f.rate),
                         median(f.p50),
                         median(f.p99),
                         median(f.server),
-                        median(f.mine)
+                        median(f.mine),
+                        median(f.batch)
                     ),
                 ));
             }
