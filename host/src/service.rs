@@ -1438,28 +1438,15 @@ impl Service {
                     .map(|o| Written::new(Arc::new(o), warnings))
                     .map_err(|e| store_error(ri, &name, e));
             }
-            let key = Self::key(ri, ns, &name);
-            // A generated name already taken: another one, without a write.
-            if !named && self.store.get(&key).is_some() {
-                last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
-                continue;
-            }
-            // The write takes the object. A generated name can still lose a race with a
-            // concurrent create of the same name after the check above: kube then retries with
-            // another name (up to 8 attempts), so such a write keeps a copy to retry with.
-            let retry = (!named && attempt < attempts).then(|| obj.clone());
-            let op = WriteOp::Put {
-                key,
-                value: std::mem::take(&mut obj),
-                precondition: Precondition::MustNotExist,
-            };
-            match (self.store.write(op).await, retry) {
-                (Ok(o), _) => return Ok(Written::new(o, warnings)),
-                (Err(StoreError::AlreadyExists), Some(again)) => {
+            // A generated name already taken: kube retries with another name (up to 8
+            // attempts). The store hands the object back with its refusal, for the next one.
+            match self.store.create(Self::key(ri, ns, &name), obj).await {
+                Ok(o) => return Ok(Written::new(o, warnings)),
+                Err((StoreError::AlreadyExists, back)) if !named && attempt < attempts => {
                     last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
-                    obj = again;
+                    obj = back;
                 }
-                (Err(e), _) => return Err(store_error(ri, &name, e)),
+                Err((e, _)) => return Err(store_error(ri, &name, e)),
             }
         }
         Err(last_err.unwrap_or_else(|| ApiError::internal("could not generate a unique name")))
@@ -2490,5 +2477,61 @@ impl Service {
             continue_token: None,
             remaining: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{Service, WriteOptions};
+    use crate::model::meta::NEXT_SUFFIXES;
+
+    /// A generated name that is taken is replaced by another, up to 8 attempts, as kube's
+    /// `RetryGenerateName`; the store hands the object back with each refusal.
+    #[tokio::test]
+    async fn a_generated_name_that_is_taken_is_replaced() {
+        let (store, dir) = crate::store::sled_store::temp_store("generate-retry");
+        let svc = Service::new(
+            store,
+            std::sync::Arc::new(crate::model::Registry::with_builtins()),
+        );
+        svc.bootstrap().await.unwrap();
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let opts = WriteOptions::default();
+        let cm = |meta: serde_json::Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}});
+        for taken in ["gen-bbbbb", "gen-ccccc"] {
+            svc.create(&cms, "default", cm(json!({"name": taken})), &opts)
+                .await
+                .unwrap();
+        }
+        let queue = |names: &[&str]| {
+            NEXT_SUFFIXES.with(|q| q.borrow_mut().extend(names.iter().map(|s| s.to_string())))
+        };
+        queue(&["bbbbb", "ccccc", "ddddd"]);
+        let w = svc
+            .create(&cms, "default", cm(json!({"generateName": "gen-"})), &opts)
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(got["metadata"]["name"], "gen-ddddd", "{got}");
+        assert_eq!(got["metadata"]["generateName"], "gen-", "{got}");
+        assert_eq!(got["data"]["k"], "v", "{got}");
+        assert_eq!(
+            got["metadata"]["managedFields"].as_array().map(Vec::len),
+            Some(1),
+            "the retried object is the whole object: {got}"
+        );
+        // Eight taken names in a row: kube's AlreadyExists for the last one.
+        queue(&["bbbbb"; 8]);
+        let e = svc
+            .create(&cms, "default", cm(json!({"generateName": "gen-"})), &opts)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 409, "{e:?}");
+        assert!(e.message.contains("\"gen-bbbbb\" already exists"), "{e:?}");
+        assert_eq!(NEXT_SUFFIXES.with(|q| q.borrow().len()), 0);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -130,9 +130,21 @@ pub fn now_rfc3339() -> String {
     })
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Suffixes [`random_suffix`] hands out before random ones: a test's way to make a
+    /// generated name collide.
+    pub static NEXT_SUFFIXES: std::cell::RefCell<std::collections::VecDeque<String>> =
+        Default::default();
+}
+
 /// Random suffix for generateName, from kube's alphabet (no vowels, no confusable digits).
 pub fn random_suffix() -> String {
     use rand::Rng;
+    #[cfg(test)]
+    if let Some(s) = NEXT_SUFFIXES.with(|q| q.borrow_mut().pop_front()) {
+        return s;
+    }
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut rng = rand::rng();
     (0..5)

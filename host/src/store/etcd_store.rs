@@ -723,11 +723,11 @@ impl Store for EtcdStore {
         self.shared.read().snapshot(resource, at)
     }
 
-    fn write(&self, mut op: WriteOp) -> BoxFuture<Result<Arc<StoredObject>>> {
-        let prepared = match super::prepare(&mut op) {
-            Ok(p) => p,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
-        };
+    fn write_prepared(
+        &self,
+        op: WriteOp,
+        prepared: Option<Prepared>,
+    ) -> BoxFuture<Result<Arc<StoredObject>>> {
         // The served JSON carries the revision's digits besides the stored bytes.
         if let Some(p) = &prepared {
             let size = p.len() + (self.revision() + 1).to_string().len();

@@ -586,14 +586,14 @@ impl<D: Disk> Store for LocalStore<D> {
         self.shared.read().snapshot(resource, at)
     }
 
-    fn write(&self, mut op: WriteOp) -> BoxFuture<Result<Arc<StoredObject>>> {
+    // A put's object is checked and serialized on the writing task (`Store::write`): the writer
+    // thread only splices its revision in.
+    fn write_prepared(
+        &self,
+        op: WriteOp,
+        prepared: Option<Prepared>,
+    ) -> BoxFuture<Result<Arc<StoredObject>>> {
         let tx = self.tx.lock().ok().and_then(|g| g.clone());
-        // A put's object is checked and serialized here, on the writing task: the writer thread
-        // only splices its revision in.
-        let prepared = match super::prepare(&mut op) {
-            Ok(p) => p,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
-        };
         Box::pin(async move {
             let tx = tx.ok_or(StoreError::Closed)?;
             let (reply, rx) = oneshot::channel();
@@ -810,6 +810,28 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A create refused because the key is taken hands its object back; one that succeeds
+    /// stores it as `write` would.
+    async fn a_refused_create_hands_the_object_back<D: Disk>() {
+        let dir = temp_dir("create");
+        let store = LocalStore::<D>::open(opts(&dir)).unwrap();
+        let key = ObjectKey::new("configmaps", "default", "a");
+        let value = |data: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default"}, "data": {"k": data}});
+        let a = store.create(key.clone(), value("1")).await.unwrap();
+        assert_eq!(a.rv, 1);
+        assert_eq!(a.value()["data"]["k"], "1");
+        let Err((StoreError::AlreadyExists, back)) = store.create(key.clone(), value("2")).await
+        else {
+            panic!("a second create of the key must be refused");
+        };
+        assert_eq!(back["data"]["k"], "2", "{back}");
+        assert_eq!(back["metadata"]["name"], "a", "{back}");
+        assert_eq!(store.get(&key).unwrap().value()["data"]["k"], "1");
+        assert_eq!(store.revision(), 1);
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Each test above, on each engine.
     macro_rules! on_each_engine {
         ($($test:ident),*) => {
@@ -831,6 +853,7 @@ mod tests {
     on_each_engine!(
         preconditions_revisions_and_restart,
         a_data_dir_reopens_at_once_after_shutdown_and_refuses_a_second_store,
-        concurrent_writes_get_distinct_ordered_revisions
+        concurrent_writes_get_distinct_ordered_revisions,
+        a_refused_create_hands_the_object_back
     );
 }

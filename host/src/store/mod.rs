@@ -353,7 +353,7 @@ impl<'de> serde::de::Visitor<'de> for Skip {
 }
 
 /// A put's object checked for nesting (before anything recursive walks it) and serialized on the
-/// writing task ([`Prepared`]); `None` for a delete. Every backend's `write` starts here.
+/// writing task ([`Prepared`]); `None` for a delete. [`Store::write`] starts here.
 pub fn prepare(op: &mut WriteOp) -> Result<Option<Prepared>> {
     match op {
         WriteOp::Put { value, .. } => {
@@ -386,23 +386,44 @@ impl Prepared {
     /// Serialize `value` with an empty `metadata.resourceVersion`, in the field order
     /// [`StoredObject::new`] gives it (an existing key keeps its place, a new one goes last).
     pub fn new(mut value: Value) -> Result<Self> {
-        let Some(meta) = crate::model::meta::metadata_mut(&mut value) else {
-            let json = serde_json::to_vec(&value).map_err(StoreError::Encode)?;
-            return Ok(Self {
-                head: head_of(&value),
-                json,
-                slot: None,
-                whole: Some(value),
-            });
+        match Self::with_slot(&mut value)? {
+            Some(p) => Ok(p),
+            None => Self::whole(value),
+        }
+    }
+
+    /// As [`Prepared::new`], leaving `value` with the caller (with its empty
+    /// `metadata.resourceVersion`): what a create that may be retried under another name keeps.
+    pub fn of(value: &mut Value) -> Result<Self> {
+        match Self::with_slot(value)? {
+            Some(p) => Ok(p),
+            None => Self::whole(value.clone()),
+        }
+    }
+
+    /// `None` when `value` has no metadata object.
+    fn with_slot(value: &mut Value) -> Result<Option<Self>> {
+        let Some(meta) = crate::model::meta::metadata_mut(value) else {
+            return Ok(None);
         };
         meta.insert("resourceVersion".into(), Value::String(String::new()));
         let mut json = Vec::with_capacity(256);
-        let slot = write_with_rv_slot(&mut json, &value)?;
-        Ok(Self {
-            head: head_of(&value),
+        let slot = write_with_rv_slot(&mut json, value)?;
+        Ok(Some(Self {
+            head: head_of(value),
             json,
             slot: Some(slot),
             whole: None,
+        }))
+    }
+
+    fn whole(value: Value) -> Result<Self> {
+        let json = serde_json::to_vec(&value).map_err(StoreError::Encode)?;
+        Ok(Self {
+            head: head_of(&value),
+            json,
+            slot: None,
+            whole: Some(value),
         })
     }
 
@@ -628,6 +649,9 @@ pub enum StoreError {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// What [`Store::create`] resolves to: the stored object, or why not and the object back.
+pub type Created = std::result::Result<Arc<StoredObject>, (StoreError, Value)>;
+
 /// The storage contract the API layer is written against.
 pub trait Store: Send + Sync + 'static {
     /// The latest committed revision.
@@ -643,7 +667,41 @@ pub trait Store: Send + Sync + 'static {
     /// Commit one write. Resolves once the write is durable (see `docs/architecture.md` for the
     /// exact guarantee) and visible to readers and watchers; returns the stored object (for a
     /// delete: the last state stamped with the delete's revision).
-    fn write(&self, op: WriteOp) -> BoxFuture<Result<Arc<StoredObject>>>;
+    fn write(&self, mut op: WriteOp) -> BoxFuture<Result<Arc<StoredObject>>> {
+        match prepare(&mut op) {
+            Ok(prepared) => self.write_prepared(op, prepared),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+
+    /// [`Store::write`] once [`prepare`] has checked and serialized a put's object (`prepared`;
+    /// `None` for a delete). The op's own value is no longer read.
+    fn write_prepared(
+        &self,
+        op: WriteOp,
+        prepared: Option<Prepared>,
+    ) -> BoxFuture<Result<Arc<StoredObject>>>;
+
+    /// Create `value` at `key` (a put that must not find the key taken); when refused, the
+    /// object comes back with the error, so that a create under a generated name can retry
+    /// under another one without having kept a copy.
+    fn create(&self, key: ObjectKey, mut value: Value) -> BoxFuture<Created> {
+        if !crate::model::limits::within_depth(&value) {
+            let e = StoreError::TooDeep(crate::model::limits::MAX_DEPTH);
+            return Box::pin(std::future::ready(Err((e, value))));
+        }
+        let prepared = match Prepared::of(&mut value) {
+            Ok(p) => p,
+            Err(e) => return Box::pin(std::future::ready(Err((e, value)))),
+        };
+        let op = WriteOp::Put {
+            key,
+            value: Value::Null,
+            precondition: Precondition::MustNotExist,
+        };
+        let written = self.write_prepared(op, Some(prepared));
+        Box::pin(async move { written.await.map_err(|e| (e, value)) })
+    }
 
     /// Start watching one resource.
     fn watch(&self, resource: &str, from: WatchFrom) -> Result<WatchStart>;
