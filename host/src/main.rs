@@ -208,6 +208,16 @@ enum Command {
         #[arg(long)]
         kubeconfig: Option<PathBuf>,
     },
+    /// Convert a stopped host's store to another engine (only sled -> wal so far), keeping
+    /// every object and the revision counter; the old store stays beside it as store.sled.
+    Convert {
+        /// The data directory whose store is converted (the host must be stopped).
+        #[arg(long, default_value = "turtles-data", env = "TURTLES_DATA_DIR")]
+        data_dir: PathBuf,
+        /// The engine to convert to.
+        #[arg(long, value_parser = ["wal"])]
+        to: String,
+    },
     /// Mint a bearer token for a user and print a kubeconfig for it (or revoke the user's tokens).
     Kubeconfig {
         /// The data directory of the host the kubeconfig is for.
@@ -461,6 +471,15 @@ fn main() -> anyhow::Result<()> {
                 &opts,
                 &mut std::io::stdout().lock(),
             )?;
+        }
+        Command::Convert { data_dir, to: _ } => {
+            let done = turtles::store::convert::sled_to_wal(&data_dir)?;
+            eprintln!(
+                "converted {} objects at revision {} to the wal engine; the sled store is kept at {} (delete it once the host runs well on wal)",
+                done.objects,
+                done.revision,
+                done.kept.display()
+            );
         }
         Command::Kubeconfig {
             data_dir,

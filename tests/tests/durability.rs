@@ -391,3 +391,84 @@ fn a_sled_data_dir_stays_on_sled_unless_told_otherwise() {
         s.log()
     );
 }
+
+/// `turtles convert --to wal` moves a stopped host's sled store to the wal engine: every object
+/// with its resourceVersion, deletes stay deleted, the revision counter goes on, and the sled
+/// store is kept beside it. A running host's store is refused, and so is a second conversion.
+#[test]
+fn convert_moves_a_sled_store_to_wal_with_its_revisions() {
+    let mut s = Server::start_with(&["--store", "sled"]).unwrap();
+    let http = s.http();
+    for name in ["a", "b", "gone"] {
+        let r = http.post_json(CMS, &configmap(name, &[], &[("n", "1")]));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let mut b = http.get(&format!("{CMS}/b")).json();
+    b["data"]["n"] = json!("2");
+    assert_eq!(http.put_json(&format!("{CMS}/b"), &b).status, 200);
+    assert_eq!(http.delete(&format!("{CMS}/gone")).status, 200);
+    let before = http.get(CMS).json();
+    let list_rv = rv(&before);
+    let convert = |dir: &std::path::Path| {
+        std::process::Command::new(turtles_tests::turtles_bin())
+            .args(["convert", "--to", "wal", "--data-dir"])
+            .arg(dir)
+            .output()
+            .unwrap()
+    };
+    let dir = s.data_dir.clone();
+    // The host holds its store: the conversion waits for the lock, then gives up.
+    let busy = convert(&dir);
+    assert!(!busy.status.success());
+    let err = String::from_utf8_lossy(&busy.stderr);
+    assert!(err.contains("is in use by another process"), "{err}");
+
+    s.stop().unwrap();
+    s.keep_data();
+    drop(s);
+    let done = convert(&dir);
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{err}");
+    // The host's own writes at stop (its Lease, the `kubernetes` endpoints) come after the list.
+    let converted_rv: u64 = err
+        .split_once("at revision ")
+        .and_then(|(_, rest)| rest.split_once(" to the wal engine"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(converted_rv >= list_rv, "{err}");
+    assert!(dir.join("store.sled").is_dir());
+    let again = convert(&dir);
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("does not hold a store of the sled engine"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+
+    // No --store: the data dir is wal's now.
+    let s = Server::start_in(dir, &[]).unwrap();
+    assert!(
+        !s.log().contains("the data dir holds a sled store"),
+        "{}",
+        s.log()
+    );
+    let http = s.http();
+    let after = http.get(CMS).json();
+    let items = |list: &Value| -> BTreeMap<String, (u64, Value)> {
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let name = o["metadata"]["name"].as_str().unwrap().to_owned();
+                (name, (rv(o), o["data"].clone()))
+            })
+            .collect()
+    };
+    assert_eq!(items(&after), items(&before));
+    assert_eq!(items(&after)["b"].1, json!({"n": "2"}));
+    assert_eq!(http.get(&format!("{CMS}/gone")).status, 404);
+    let r = http.post_json(CMS, &configmap("c", &[], &[]));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(rv(&r.json()) > converted_rv, "the revision counter goes on");
+}

@@ -5,6 +5,7 @@
 //! recent past revision; and an ordered stream of change events that a watcher can resume from any
 //! revision still in the history window. A second backend on etcd would map revisions 1:1.
 
+pub mod convert;
 pub mod etcd_store;
 mod head;
 mod index;

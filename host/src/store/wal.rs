@@ -538,6 +538,16 @@ fn write_snapshot(
     written
 }
 
+/// A snapshot at `rv` of objects given as their stored keys and bytes, in an empty `dir` (`turtles
+/// convert`): what a wal store opened there holds.
+pub(super) fn write_raw_snapshot(
+    dir: &Path,
+    rv: u64,
+    objects: &[(Vec<u8>, Bytes)],
+) -> std::io::Result<u64> {
+    write_snapshot(dir, rv, &[], objects)
+}
+
 /// Delete the snapshots before `rv` and the segments that hold only revisions up to it: those
 /// followed by a segment that starts at or before `rv + 1`. The last segment always stays.
 fn delete_before(dir: &Path, rv: u64) -> std::io::Result<()> {
