@@ -1438,11 +1438,25 @@ impl Service {
                     .map(|o| Written::new(Arc::new(o), warnings))
                     .map_err(|e| store_error(ri, &name, e));
             }
+            let key = Self::key(ri, ns, &name);
+            if named || attempt == attempts {
+                // No retry after this write: the store takes the object (and frees it once
+                // serialized).
+                let op = WriteOp::Put {
+                    key,
+                    value: obj,
+                    precondition: Precondition::MustNotExist,
+                };
+                return match self.store.write(op).await {
+                    Ok(o) => Ok(Written::new(o, warnings)),
+                    Err(e) => Err(store_error(ri, &name, e)),
+                };
+            }
             // A generated name already taken: kube retries with another name (up to 8
             // attempts). The store hands the object back with its refusal, for the next one.
-            match self.store.create(Self::key(ri, ns, &name), obj).await {
+            match self.store.create(key, obj).await {
                 Ok(o) => return Ok(Written::new(o, warnings)),
-                Err((StoreError::AlreadyExists, back)) if !named && attempt < attempts => {
+                Err((StoreError::AlreadyExists, back)) => {
                     last_err = Some(ApiError::already_exists(&ri.group, &ri.resource, &name));
                     obj = back;
                 }
@@ -2488,7 +2502,8 @@ mod tests {
     use crate::model::meta::NEXT_SUFFIXES;
 
     /// A generated name that is taken is replaced by another, up to 8 attempts, as kube's
-    /// `RetryGenerateName`; the store hands the object back with each refusal.
+    /// `RetryGenerateName`; the store hands the object back with each refusal. (`NEXT_SUFFIXES`
+    /// is per thread: this runs on `tokio::test`'s single-threaded runtime.)
     #[tokio::test]
     async fn a_generated_name_that_is_taken_is_replaced() {
         let (store, dir) = crate::store::sled_store::temp_store("generate-retry");

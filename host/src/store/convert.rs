@@ -6,8 +6,10 @@
 //! snapshot at sled's revision, which is then opened as a wal store to check that it gives back
 //! as many objects at the same revision. Only then do the two directories trade places, in one
 //! atomic `renameat2(RENAME_EXCHANGE)`: a crash before it leaves the sled store in place, a crash
-//! after it leaves the wal store in place. The sled store is kept beside it (`store.sled`) until
-//! its owner deletes it.
+//! after it leaves the wal store in place (and the sled store in `store.wal-new`, where a crash
+//! before the last rename leaves it). sled stays open, holding its lock, until the swap is done,
+//! so no host can start on the sled store meanwhile. The sled store is kept beside the new one
+//! (`store.sled`) until its owner deletes it.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -68,12 +70,13 @@ pub fn sled_to_wal(data_dir: &Path) -> Result<Converted, ConvertError> {
         return Err(ConvertError::BackupExists(kept));
     }
     let mut objects: Vec<(Vec<u8>, Bytes)> = Vec::new();
+    // Open until the directories have traded places: its lock keeps a host from starting on the
+    // sled store meanwhile (and writing what the swap would then hide). Its files follow the
+    // rename.
     let (mut sled, revision) =
         SledDisk::open(&StoreOptions::in_dir(store.clone()), &mut |k, v| {
             objects.push((k.to_vec(), v))
         })?;
-    sled.close()?;
-    drop(sled);
     // A directory of ours left by a conversion that stopped before the exchange.
     let fresh = data_dir.join("store.wal-new");
     if fresh.exists() {
@@ -95,20 +98,37 @@ pub fn sled_to_wal(data_dir: &Path) -> Result<Converted, ConvertError> {
             got_rv,
         });
     }
+    // The new directory's entry is durable before it trades places.
+    sync_dir(data_dir).map_err(io(format!("syncing {}", data_dir.display())))?;
     exchange(&store, &fresh).map_err(io(format!(
         "exchanging {} and {}",
         store.display(),
         fresh.display()
     )))?;
-    std::fs::rename(&fresh, &kept).map_err(io(format!("renaming to {}", kept.display())))?;
-    std::fs::File::open(data_dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(format!("syncing {}", data_dir.display())))?;
+    // Done: the wal store is in place. What follows only names the sled store and cannot undo
+    // that, so its failures are told, not returned.
+    let kept = match std::fs::rename(&fresh, &kept) {
+        Ok(()) => kept,
+        Err(e) => {
+            tracing::warn!(error = %e, from = %fresh.display(), to = %kept.display(), "the sled store could not be renamed: it stays where it is");
+            fresh
+        }
+    };
+    if let Err(e) = sync_dir(data_dir) {
+        tracing::warn!(error = %e, dir = %data_dir.display(), "syncing the data dir after the conversion");
+    }
+    if let Err(e) = sled.close() {
+        tracing::warn!(error = %e, "closing the sled store after the conversion");
+    }
     Ok(Converted {
         objects: objects.len(),
         revision,
         kept,
     })
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Swap two directories atomically (both must exist).

@@ -27,7 +27,7 @@ use crate::model::{EventType, ObjectKey};
 /// Most writes committed by one flush.
 pub const MAX_BATCH: usize = 1024;
 /// How long the writer waits for more writes before a flush, once the previous flush carried
-/// at least [`LINGER_AFTER`] writes. Measured in `docs/benchmarks.md` ("Group commit that
+/// at least [`LINGER_AFTER`] writes (and only with fsync on). Measured in `docs/benchmarks.md` ("Group commit that
 /// waits"): at 64 connections the batches grow from ~5 to ~9 writes and the server's CPU per
 /// create drops ~4%; at 8 connections (batches of ~2) nothing changes.
 const LINGER: Duration = Duration::from_micros(100);
@@ -285,9 +285,11 @@ impl<D: Disk> LocalStore<D> {
             let shared = shared.clone();
             let dir = opts.dir.clone();
             let limit = opts.max_object_bytes;
+            // Without fsync a commit is cheap: no reason to wait for company.
+            let linger = opts.fsync;
             std::thread::Builder::new()
                 .name("store-writer".into())
-                .spawn(move || writer_loop(shared, disk, dir, limit, rx))?
+                .spawn(move || writer_loop(shared, disk, dir, limit, linger, rx))?
         };
         Ok(Self {
             shared,
@@ -342,6 +344,7 @@ fn writer_loop<D: Disk>(
     mut disk: D,
     dir: PathBuf,
     limit: usize,
+    linger: bool,
     mut rx: mpsc::Receiver<Request>,
 ) {
     let mut batch: Vec<Request> = Vec::with_capacity(MAX_BATCH);
@@ -352,6 +355,7 @@ fn writer_loop<D: Disk>(
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1_000u64, 0u64, 0u64, 0u64);
     }
+    // Writes the last commit carried (refused ones do not count).
     let mut last_batch = 0usize;
     loop {
         if let Some(why) = shared.unavailable() {
@@ -392,10 +396,10 @@ fn writer_loop<D: Disk>(
                 Err(_) => break,
             }
         }
-        // Under concurrency (the last batch carried several writes) more writes are on their
+        // Under concurrency (the last commit carried several writes) more writes are on their
         // way: wait a little for them, so one flush carries more (Postgres's `commit_delay`
         // with `commit_siblings`). A lone writer never waits.
-        if last_batch >= LINGER_AFTER && batch.len() < MAX_BATCH {
+        if linger && last_batch >= LINGER_AFTER && batch.len() < MAX_BATCH {
             std::thread::sleep(LINGER);
             while batch.len() < MAX_BATCH {
                 match rx.try_recv() {
@@ -404,16 +408,19 @@ fn writer_loop<D: Disk>(
                 }
             }
         }
-        last_batch = batch.len();
-        if let Err(e) = commit_batch(&shared, &mut disk, limit, &mut batch, &mut failed) {
-            // The engine or the disk failed (a full disk, say): nothing of this batch was
-            // acknowledged or published. Refuse writes until the engine proves the disk works
-            // again (see `reopen`).
-            let why = e.to_string();
-            tracing::error!(error = %why, "store write failed; refusing writes until the disk recovers");
-            shared.set_unavailable(Some(why.clone()));
-            for r in batch.drain(..) {
-                let _ = r.reply.send(Err(StoreError::Unavailable(why.clone())));
+        match commit_batch(&shared, &mut disk, limit, &mut batch, &mut failed) {
+            Ok(committed) => last_batch = committed,
+            Err(e) => {
+                // The engine or the disk failed (a full disk, say): nothing of this batch was
+                // acknowledged or published. Refuse writes until the engine proves the disk works
+                // again (see `reopen`).
+                let why = e.to_string();
+                tracing::error!(error = %why, "store write failed; refusing writes until the disk recovers");
+                shared.set_unavailable(Some(why.clone()));
+                for r in batch.drain(..) {
+                    let _ = r.reply.send(Err(StoreError::Unavailable(why.clone())));
+                }
+                last_batch = 0;
             }
         }
     }
@@ -424,13 +431,14 @@ fn writer_loop<D: Disk>(
 
 type Outcome = Result<(Arc<StoredObject>, Option<Event>)>;
 
+/// Plan, commit, publish and answer one batch; the number of writes it committed.
 fn commit_batch<D: Disk>(
     shared: &Shared,
     disk: &mut D,
     limit: usize,
     batch: &mut Vec<Request>,
     failed: &mut Vec<Event>,
-) -> Result<()> {
+) -> Result<usize> {
     let started = std::time::Instant::now();
     let mut overlay: HashMap<ObjectKey, Option<Arc<StoredObject>>> = HashMap::new();
     let mut outcomes: Vec<Outcome> = Vec::with_capacity(batch.len());
@@ -503,7 +511,7 @@ fn commit_batch<D: Disk>(
     for (req, outcome) in batch.drain(..).zip(outcomes) {
         let _ = req.reply.send(outcome.map(|(obj, _)| obj));
     }
-    Ok(())
+    Ok(changes.len())
 }
 
 /// Decide one write against the current state: the stored object and its event, or why not.
