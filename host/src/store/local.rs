@@ -27,9 +27,9 @@ use crate::model::{EventType, ObjectKey};
 /// Most writes committed by one flush.
 pub const MAX_BATCH: usize = 1024;
 /// How long the writer waits for more writes before a flush, once the previous flush carried
-/// at least [`LINGER_AFTER`] writes (and only with fsync on). Measured in `docs/benchmarks.md` ("Group commit that
-/// waits"): at 64 connections the batches grow from ~5 to ~9 writes and the server's CPU per
-/// create drops ~4%; at 8 connections (batches of ~2) nothing changes.
+/// at least [`LINGER_AFTER`] writes (and only with fsync on). Measured in `docs/benchmarks.md`
+/// ("a group commit that waits"): at 64 connections the batches grow from ~5 to ~9 writes and
+/// the server's CPU per create drops 2-3 µs; at 8 connections (batches of ~2) nothing changes.
 const LINGER: Duration = Duration::from_micros(100);
 const LINGER_AFTER: usize = 4;
 const QUEUE: usize = 16 * 1024;
@@ -390,23 +390,13 @@ fn writer_loop<D: Disk>(
             break;
         };
         batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) => break,
-            }
-        }
+        take_queued(&mut rx, &mut batch);
         // Under concurrency (the last commit carried several writes) more writes are on their
         // way: wait a little for them, so one flush carries more (Postgres's `commit_delay`
         // with `commit_siblings`). A lone writer never waits.
         if linger && last_batch >= LINGER_AFTER && batch.len() < MAX_BATCH {
             std::thread::sleep(LINGER);
-            while batch.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(r) => batch.push(r),
-                    Err(_) => break,
-                }
-            }
+            take_queued(&mut rx, &mut batch);
         }
         match commit_batch(&shared, &mut disk, limit, &mut batch, &mut failed) {
             Ok(committed) => last_batch = committed,
@@ -426,6 +416,16 @@ fn writer_loop<D: Disk>(
     }
     if let Err(e) = disk.close() {
         tracing::error!(error = %e, "final flush failed");
+    }
+}
+
+/// Add what is queued to `batch`, up to [`MAX_BATCH`], without waiting.
+fn take_queued(rx: &mut mpsc::Receiver<Request>, batch: &mut Vec<Request>) {
+    while batch.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(r) => batch.push(r),
+            Err(_) => break,
+        }
     }
 }
 

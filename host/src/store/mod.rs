@@ -358,12 +358,19 @@ impl<'de> serde::de::Visitor<'de> for Skip {
 pub fn prepare(op: &mut WriteOp) -> Result<Option<Prepared>> {
     match op {
         WriteOp::Put { value, .. } => {
-            if !crate::model::limits::within_depth(value) {
-                return Err(StoreError::TooDeep(crate::model::limits::MAX_DEPTH));
-            }
+            check_depth(value)?;
             Prepared::new(std::mem::take(value)).map(Some)
         }
         WriteOp::Delete { .. } => Ok(None),
+    }
+}
+
+/// A put's object is checked for nesting before anything recursive walks it.
+fn check_depth(value: &Value) -> Result<()> {
+    if crate::model::limits::within_depth(value) {
+        Ok(())
+    } else {
+        Err(StoreError::TooDeep(crate::model::limits::MAX_DEPTH))
     }
 }
 
@@ -687,11 +694,7 @@ pub trait Store: Send + Sync + 'static {
     /// object comes back with the error, so that a create under a generated name can retry
     /// under another one without having kept a copy.
     fn create(&self, key: ObjectKey, mut value: Value) -> BoxFuture<Created> {
-        if !crate::model::limits::within_depth(&value) {
-            let e = StoreError::TooDeep(crate::model::limits::MAX_DEPTH);
-            return Box::pin(std::future::ready(Err((e, value))));
-        }
-        let prepared = match Prepared::of(&mut value) {
+        let prepared = match check_depth(&value).and_then(|()| Prepared::of(&mut value)) {
             Ok(p) => p,
             Err(e) => return Box::pin(std::future::ready(Err((e, value)))),
         };

@@ -1081,15 +1081,21 @@ mod tests {
         list_files(dir).unwrap().segments
     }
 
-    #[tokio::test]
-    async fn a_write_cut_short_at_the_end_of_the_log_is_dropped_and_writes_go_on() {
-        let dir = temp_dir("torn");
+    /// A store's directory after `puts` (name, data) and a clean stop.
+    async fn stopped_after(tag: &str, puts: &[(&str, &str)]) -> PathBuf {
+        let dir = temp_dir(tag);
         let store = WalStore::open(opts(&dir)).unwrap();
-        for i in 0..5 {
-            store.write(put(&format!("o{i}"), "v")).await.unwrap();
+        for (name, data) in puts {
+            store.write(put(name, data)).await.unwrap();
         }
         store.shutdown().unwrap();
-        drop(store);
+        dir
+    }
+
+    #[tokio::test]
+    async fn a_write_cut_short_at_the_end_of_the_log_is_dropped_and_writes_go_on() {
+        let names = ["o0", "o1", "o2", "o3", "o4"];
+        let dir = stopped_after("torn", &names.map(|n| (n, "v"))).await;
         // A frame whose write never finished: its header says more than is there.
         let (_, path) = segments(&dir).pop().unwrap();
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
@@ -1170,12 +1176,7 @@ mod tests {
 
     #[tokio::test]
     async fn damage_before_the_end_of_the_log_refuses_to_open() {
-        let dir = temp_dir("damaged");
-        let store = WalStore::open(opts(&dir)).unwrap();
-        store.write(put("a", "first")).await.unwrap();
-        store.write(put("b", "second")).await.unwrap();
-        store.shutdown().unwrap();
-        drop(store);
+        let dir = stopped_after("damaged", &[("a", "first"), ("b", "second")]).await;
         // Flip a byte inside the first frame's payload: a later frame follows it.
         let (_, path) = segments(&dir).pop().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
@@ -1194,13 +1195,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_zeroed_frame_header_with_whole_frames_after_it_is_damage_not_a_torn_tail() {
-        let dir = temp_dir("zeroed-header");
-        let store = WalStore::open(opts(&dir)).unwrap();
-        for i in 0..3 {
-            store.write(put(&format!("o{i}"), "v")).await.unwrap();
-        }
-        store.shutdown().unwrap();
-        drop(store);
+        let dir = stopped_after("zeroed-header", &[("o0", "v"), ("o1", "v"), ("o2", "v")]).await;
         // Zero the second frame's header: cutting the log there would lose revisions 2 and 3.
         let (_, path) = segments(&dir).pop().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
@@ -1220,12 +1215,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_empty_segment_from_a_failed_rotation_is_not_damage() {
-        let dir = temp_dir("empty-segment");
-        let store = WalStore::open(opts(&dir)).unwrap();
-        store.write(put("a", "1")).await.unwrap();
-        store.write(put("b", "2")).await.unwrap();
-        store.shutdown().unwrap();
-        drop(store);
+        let dir = stopped_after("empty-segment", &[("a", "1"), ("b", "2")]).await;
         // A rotation at revision 1 whose header never got written (the writer went on in the
         // old segment), then one at revision 2 that worked.
         std::fs::write(dir.join(segment_name(2)), b"").unwrap();
@@ -1376,12 +1366,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_damaged_snapshot_is_not_used_and_the_log_before_it_is_kept() {
-        let dir = temp_dir("bad-snapshot");
-        let store = WalStore::open(opts(&dir)).unwrap();
-        store.write(put("a", "1")).await.unwrap();
-        store.write(put("b", "2")).await.unwrap();
-        store.shutdown().unwrap();
-        drop(store);
+        let dir = stopped_after("bad-snapshot", &[("a", "1"), ("b", "2")]).await;
         // A snapshot that claims revision 2 but fails its checksum (a disk that lied):
         // the store reads the log instead.
         let mut bad = Vec::new();
