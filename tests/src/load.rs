@@ -5,9 +5,10 @@
 //! whose CPU bounded it. With 4 or more cores the server runs on the first half of them and the
 //! client on the other half (`taskset`); on fewer they share the cores, and the row says so.
 //!
-//! HTTP/1.1 goes through reqwest, as the rest of the bench. HTTP/2 uses hyper's client connection
-//! directly (TLS with ALPN `h2` only): enabling reqwest's `http2` feature would switch every test
-//! client of this crate to HTTP/2 as well.
+//! Both protocols use hyper's client connections directly, the body serialized once, as wrk sends
+//! a fixed request: on two shared cores every µs of the client's CPU is taken from the server, and
+//! reqwest's own layers (its pool, redirects, header handling) cost this client 24 µs per create
+//! at 64 connections (see `docs/benchmarks.md`, session 26).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,15 +48,23 @@ fn cpu_time(pid: u32) -> Result<Duration> {
     Ok(Duration::from_millis((ticks(14)? + ticks(15)?) * 10))
 }
 
-/// One HTTP/2 connection to the host under test.
-struct H2 {
-    send: hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+/// One side of a client connection, either protocol.
+enum Sender {
+    H1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+}
+
+/// One connection to the host under test (HTTP/1.1 keep-alive, or HTTP/2 by ALPN `h2` only).
+struct Conn {
+    send: Sender,
+    /// The absolute URI for HTTP/2; for HTTP/1.1 the path, with `host` in its header.
     uri: String,
+    host: String,
     auth: String,
 }
 
-impl H2 {
-    async fn connect(url: &str, path: &str) -> Result<Self> {
+impl Conn {
+    async fn connect(url: &str, path: &str, h2: bool) -> Result<Self> {
         let (ca, token) = CREDENTIALS
             .lock()
             .ok()
@@ -73,7 +82,11 @@ impl H2 {
             .with_safe_default_protocol_versions()?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        cfg.alpn_protocols = vec![b"h2".to_vec()];
+        cfg.alpn_protocols = vec![if h2 {
+            b"h2".to_vec()
+        } else {
+            b"http/1.1".to_vec()
+        }];
         let hostport = url.strip_prefix("https://").context("an https URL")?;
         let host = hostport.rsplit_once(':').map_or(hostport, |(h, _)| h);
         let name = rustls::pki_types::ServerName::try_from(host.to_owned())?;
@@ -82,61 +95,72 @@ impl H2 {
         let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
             .connect(name, tcp)
             .await?;
-        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
-            bail!("the server did not choose HTTP/2");
-        }
-        let (send, conn) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(tls),
-        )
-        .await?;
-        tokio::spawn(conn);
+        let io = hyper_util::rt::TokioIo::new(tls);
+        let send = if h2 {
+            if io.inner().get_ref().1.alpn_protocol() != Some(b"h2") {
+                bail!("the server did not choose HTTP/2");
+            }
+            let (send, conn) =
+                hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
+                    .await?;
+            tokio::spawn(conn);
+            Sender::H2(send)
+        } else {
+            let (send, conn) = hyper::client::conn::http1::handshake(io).await?;
+            tokio::spawn(conn);
+            Sender::H1(send)
+        };
         Ok(Self {
             send,
-            uri: format!("{url}{path}"),
+            uri: if h2 {
+                format!("{url}{path}")
+            } else {
+                path.to_owned()
+            },
+            host: hostport.to_owned(),
             auth: format!("Bearer {token}"),
         })
     }
 
     /// POST `body`; the status once the whole answer is read.
     async fn post(&mut self, body: Bytes) -> Result<u16> {
-        let req = hyper::Request::post(&self.uri)
+        let mut req = hyper::Request::post(&self.uri)
             .header("authorization", &self.auth)
             .header("content-type", "application/json")
             .body(Full::new(body))?;
-        self.send.ready().await?;
-        let resp = self.send.send_request(req).await?;
+        let resp = match &mut self.send {
+            Sender::H1(s) => {
+                req.headers_mut()
+                    .insert(hyper::header::HOST, self.host.parse()?);
+                s.ready().await?;
+                s.send_request(req).await?
+            }
+            Sender::H2(s) => {
+                s.ready().await?;
+                s.send_request(req).await?
+            }
+        };
         let code = resp.status().as_u16();
         resp.into_body().collect().await?;
         Ok(code)
     }
 }
 
-/// `total` creates over `conns` connections; (creates/s, sorted latencies). HTTP/1.1 is the
-/// bench's own driver (one reqwest client per connection); HTTP/2 opens its connections first.
+/// `total` creates over `conns` connections, opened first (TLS handshakes are not creates);
+/// (creates/s, sorted latencies).
 async fn drive(url: &str, conns: usize, total: usize, h2: bool) -> Result<(f64, Vec<Duration>)> {
     let path = "/api/v1/namespaces/load/configmaps";
     let body = Bytes::from(generated().to_string());
-    if !h2 {
-        let uri = format!("{url}{path}");
-        return crate::drive(conns, total, 201, move |http, _| {
-            http.post(&uri)
-                .header("content-type", "application/json")
-                .body(body.clone())
-        })
-        .await;
-    }
-    // Connections first (TLS handshakes are not creates).
-    let mut h2s = Vec::new();
+    let mut opened = Vec::new();
     for _ in 0..conns {
-        h2s.push(H2::connect(url, path).await?);
+        opened.push(Conn::connect(url, path, h2).await?);
     }
     let start = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..conns {
         let n = (c..total).step_by(conns).count();
         let body = body.clone();
-        let mut conn = h2s.pop().context("a connection per task")?;
+        let mut conn = opened.pop().context("a connection per task")?;
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::with_capacity(n);
             for _ in 0..n {
