@@ -355,7 +355,7 @@ fn cached_v2(
 /// and the paths of everything served.
 pub fn document_v2(state: &AppState) -> Value {
     let defs = definitions::get();
-    let mut definitions = defs.all.clone();
+    let mut definitions = defs.to_map();
     let mut paths = Map::new();
     for r in state.registry.snapshot().iter() {
         let name = schema_name(r);
