@@ -72,6 +72,10 @@ enum Command {
         /// The private key (PEM) of --tls-cert.
         #[arg(long, requires = "tls_cert")]
         tls_key: Option<PathBuf>,
+        /// CA certificates (PEM) that client certificates must chain to; their CN is the user
+        /// and their O fields the groups (default: the generated CA; none with --tls-cert).
+        #[arg(long)]
+        client_ca_file: Option<PathBuf>,
         /// Static bearer tokens in kube's CSV format: token,user,uid,"group1,group2".
         #[arg(long)]
         token_auth_file: Option<PathBuf>,
@@ -306,6 +310,7 @@ fn main() -> anyhow::Result<()> {
             tls_san,
             tls_cert,
             tls_key,
+            client_ca_file,
             token_auth_file,
             service_cluster_ip_range,
             service_node_port_range,
@@ -397,6 +402,7 @@ fn main() -> anyhow::Result<()> {
                     sans: tls_san,
                     cert: tls_cert,
                     key: tls_key,
+                    client_ca: client_ca_file,
                 },
                 token_auth_file,
                 service_cluster_ip_range,

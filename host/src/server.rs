@@ -64,6 +64,9 @@ pub struct TlsOptions {
     /// The operator's own certificate chain and key, instead of generated ones.
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
+    /// The CAs client certificates are verified against (kube's `--client-ca-file`); without
+    /// it, the generated CA (none with `cert`).
+    pub client_ca: Option<PathBuf>,
 }
 
 /// Timeouts and limits of the HTTP layer below the handlers (kube's values where it has them).
@@ -395,8 +398,14 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         None
     } else {
         let material = match (&cfg.tls.cert, &cfg.tls.key) {
-            (Some(cert), Some(key)) => crate::auth::tls::provided(cert, key),
-            _ => crate::auth::tls::generated(&cfg.data_dir.join("pki"), &cfg.tls.sans),
+            (Some(cert), Some(key)) => {
+                crate::auth::tls::provided(cert, key, cfg.tls.client_ca.as_deref())
+            }
+            _ => crate::auth::tls::generated(
+                &cfg.data_dir.join("pki"),
+                &cfg.tls.sans,
+                cfg.tls.client_ca.as_deref(),
+            ),
         };
         Some(material.map_err(ServerError::Tls)?)
     };
@@ -530,9 +539,12 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let result = match tls {
         Some(t) => {
             let config = axum_server::tls_rustls::RustlsConfig::from_config(t.server_config);
-            let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
-                .handshake_timeout(cfg.http.tls_handshake_timeout)
-                .acceptor(api::connections::GateAcceptor::new(gate));
+            let acceptor = api::x509::PeerAcceptor::new(
+                axum_server::tls_rustls::RustlsAcceptor::new(config)
+                    .handshake_timeout(cfg.http.tls_handshake_timeout)
+                    .acceptor(api::connections::GateAcceptor::new(gate)),
+                t.client_verifier,
+            );
             match axum_server::from_tcp(listener) {
                 Ok(server) => {
                     configure(server.acceptor(acceptor), &cfg.http)

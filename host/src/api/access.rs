@@ -108,10 +108,16 @@ pub async fn authenticate_and_authorize(
     if OPEN.contains(&info.path.trim_end_matches('/')) {
         return next.run(req).await;
     }
-    let Some(user) = bearer(req.headers()).and_then(|t| state.authn.authenticate(t)) else {
+    // kube's order: a verified client certificate first, then the bearer token.
+    let user = req
+        .extensions()
+        .get::<super::x509::ClientCert>()
+        .and_then(super::x509::ClientCert::user)
+        .or_else(|| bearer(req.headers()).and_then(|t| state.authn.authenticate(t)));
+    let Some(user) = user else {
         return unauthorized().into_response();
     };
-    // The connection carried a valid token: it no longer counts as unauthenticated.
+    // The connection carried a valid credential: it no longer counts as unauthenticated.
     if let Some(conn) = req.extensions().get::<ConnectionGate>() {
         conn.authenticated();
     }

@@ -15,6 +15,7 @@ pub mod request_info;
 mod reviews;
 mod table;
 mod watch;
+pub mod x509;
 
 use std::sync::Arc;
 use std::time::Duration;

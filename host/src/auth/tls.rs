@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use rustls::server::danger::ClientCertVerifier;
+
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose,
@@ -22,6 +24,8 @@ pub enum TlsError {
     Pem { path: PathBuf, what: &'static str },
     #[error("building the TLS configuration: {0}")]
     Rustls(#[from] rustls::Error),
+    #[error("the client CA bundle {path}: {why}")]
+    ClientCa { path: PathBuf, why: String },
 }
 
 pub type Result<T, E = TlsError> = std::result::Result<T, E>;
@@ -29,6 +33,9 @@ pub type Result<T, E = TlsError> = std::result::Result<T, E>;
 /// What the server presents and what clients should trust.
 pub struct TlsMaterial {
     pub server_config: Arc<rustls::ServerConfig>,
+    /// The client CA's verifier, which the x509 authenticator verifies client certificates with
+    /// (none: no client certificate is asked for).
+    pub client_verifier: Option<Arc<dyn ClientCertVerifier>>,
     /// PEM of the certificate(s) a client should trust (our CA, or the operator's certificate).
     pub ca_pem: String,
 }
@@ -91,8 +98,13 @@ pub fn sans(extra: &[String]) -> Vec<String> {
 }
 
 /// Load or create `dir/ca.{crt,key}` and a serving certificate for `sans`; regenerates the serving
-/// certificate when the wanted SANs change.
-pub fn generated(dir: &Path, extra_sans: &[String]) -> Result<TlsMaterial> {
+/// certificate when the wanted SANs change. Client certificates are verified against `client_ca`,
+/// or against the generated CA when there is none (as kubeadm's clusters use one CA for both).
+pub fn generated(
+    dir: &Path,
+    extra_sans: &[String],
+    client_ca: Option<&Path>,
+) -> Result<TlsMaterial> {
     std::fs::create_dir_all(dir).map_err(|source| TlsError::Io {
         path: dir.to_owned(),
         source,
@@ -127,23 +139,119 @@ pub fn generated(dir: &Path, extra_sans: &[String]) -> Result<TlsMaterial> {
         write_private(&srv_sans, &wanted)?;
     }
     let ca_pem = read(&ca_crt)?;
-    let server_config = server_config(&srv_crt, &srv_key)?;
+    let client_verifier = Some(client_verifier(client_ca.unwrap_or(&ca_crt), provider())?);
+    let server_config = server_config(&srv_crt, &srv_key, client_verifier.clone())?;
     Ok(TlsMaterial {
         server_config,
+        client_verifier,
         ca_pem,
     })
 }
 
-/// The operator's own certificate chain and key; clients are told to trust that chain.
-pub fn provided(cert: &Path, key: &Path) -> Result<TlsMaterial> {
+/// The operator's own certificate chain and key; clients are told to trust that chain. Client
+/// certificates are accepted only with `client_ca`.
+pub fn provided(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<TlsMaterial> {
     let ca_pem = read(cert)?;
+    let client_verifier = client_ca
+        .map(|ca| client_verifier(ca, provider()))
+        .transpose()?;
     Ok(TlsMaterial {
-        server_config: server_config(cert, key)?,
+        server_config: server_config(cert, key, client_verifier.clone())?,
+        client_verifier,
         ca_pem,
     })
 }
 
-fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>> {
+/// kube's `--client-ca-file`: the CAs a client certificate must chain to (rustls's WebPKI
+/// verifier: the chain, the validity, the client-auth key usage).
+fn client_verifier(
+    path: &Path,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+) -> Result<Arc<dyn ClientCertVerifier>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let bad = |why: String| TlsError::ClientCa {
+        path: path.to_owned(),
+        why,
+    };
+    let mut roots = rustls::RootCertStore::empty();
+    let certs = CertificateDer::pem_file_iter(path).map_err(|e| bad(e.to_string()))?;
+    for cert in certs {
+        roots
+            .add(cert.map_err(|e| bad(e.to_string()))?)
+            .map_err(|e| bad(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(bad("no PEM certificate in it".into()));
+    }
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| bad(e.to_string()))
+}
+
+/// Go's `tls.RequestClientCert`, as kube-apiserver configures its listener: the handshake asks
+/// for a certificate (naming the client CAs) and proves the client holds its key, but accepts
+/// any certificate or none. The chain is verified afterwards, by the x509 authenticator
+/// (`api::x509`), so a certificate that does not verify gets kube's 401 rather than a failed
+/// handshake.
+#[derive(Debug)]
+struct RequestClientCert(Arc<dyn ClientCertVerifier>);
+
+impl ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.0.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn server_config(
+    cert: &Path,
+    key: &Path,
+    client_verifier: Option<Arc<dyn ClientCertVerifier>>,
+) -> Result<Arc<rustls::ServerConfig>> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
@@ -163,11 +271,13 @@ fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>> {
         path: key.to_owned(),
         what: "private key",
     })?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_verifier {
+        Some(v) => builder.with_client_cert_verifier(Arc::new(RequestClientCert(v))),
+        None => builder.with_no_client_auth(),
+    };
+    let mut cfg = builder.with_single_cert(certs, key)?;
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(cfg))
 }
@@ -179,16 +289,16 @@ mod tests {
     #[test]
     fn generates_once_and_regenerates_on_new_sans() {
         let dir = std::env::temp_dir().join(format!("turtles-pki-{}", uuid::Uuid::new_v4()));
-        let a = generated(&dir, &[]).unwrap();
+        let a = generated(&dir, &[], None).unwrap();
         let ca1 = a.ca_pem.clone();
         let crt1 = std::fs::read_to_string(dir.join("server.crt")).unwrap();
-        let b = generated(&dir, &[]).unwrap();
+        let b = generated(&dir, &[], None).unwrap();
         assert_eq!(b.ca_pem, ca1);
         assert_eq!(
             std::fs::read_to_string(dir.join("server.crt")).unwrap(),
             crt1
         );
-        generated(&dir, &["turtles.example".into()]).unwrap();
+        generated(&dir, &["turtles.example".into()], None).unwrap();
         assert_ne!(
             std::fs::read_to_string(dir.join("server.crt")).unwrap(),
             crt1

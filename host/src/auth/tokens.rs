@@ -85,12 +85,17 @@ fn csv_fields(line: &str) -> Vec<String> {
 }
 
 fn user_with_groups(name: &str, uid: &str, groups: &str) -> UserInfo {
-    let mut groups: Vec<String> = groups
+    let groups = groups
         .split(',')
         .map(str::trim)
         .filter(|g| !g.is_empty())
         .map(str::to_owned)
         .collect();
+    user_with_group_list(name, uid, groups)
+}
+
+/// An authenticated user: `groups` and `system:authenticated` (kube's authenticated-group adder).
+pub(crate) fn user_with_group_list(name: &str, uid: &str, mut groups: Vec<String>) -> UserInfo {
     if !groups.iter().any(|g| g == AUTHENTICATED) {
         groups.push(AUTHENTICATED.to_owned());
     }

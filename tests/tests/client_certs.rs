@@ -1,0 +1,294 @@
+//! Client certificates (kube's x509 authenticator), end to end: certificates made by `openssl` as
+//! kube's documentation makes them, used by the real kubectl against the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use base64::Engine;
+use serde_json::json;
+use turtles_tests::Server;
+
+fn openssl(args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `openssl req` with a new P-256 key (written to `key`) for `subject`; `args` say what it makes
+/// (`-new`: a CSR, `-x509`: a self-signed certificate), written to `out`.
+fn new_key(key: &Path, subject: &str, out: &Path, args: &[&str]) {
+    let (key, out) = (key.to_str().unwrap(), out.to_str().unwrap());
+    let mut all = vec![
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        key,
+        "-subj",
+        subject,
+        "-out",
+        out,
+    ];
+    all.extend(args);
+    openssl(&all);
+}
+
+/// A key and a client certificate for `subject`, signed by `ca` (its `.crt` and `.key`);
+/// returns the certificate's and the key's paths.
+fn client_cert(dir: &Path, name: &str, subject: &str, ca: (&Path, &Path)) -> (PathBuf, PathBuf) {
+    let (key, csr, crt, ext) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.csr")),
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.ext")),
+    );
+    std::fs::write(&ext, "extendedKeyUsage=clientAuth\n").unwrap();
+    new_key(&key, subject, &csr, &["-new"]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        csr.to_str().unwrap(),
+        "-CA",
+        ca.0.to_str().unwrap(),
+        "-CAkey",
+        ca.1.to_str().unwrap(),
+        "-set_serial",
+        "4242",
+        "-days",
+        "1",
+        "-extfile",
+        ext.to_str().unwrap(),
+        "-out",
+        crt.to_str().unwrap(),
+    ]);
+    (crt, key)
+}
+
+/// A CA of its own (not the host's).
+fn other_ca(dir: &Path) -> (PathBuf, PathBuf) {
+    let (crt, key) = (dir.join("other-ca.crt"), dir.join("other-ca.key"));
+    new_key(&key, "/CN=other-ca", &crt, &["-x509", "-days", "1"]);
+    (crt, key)
+}
+
+/// A kubeconfig for `s` whose user presents `cert` (and a bearer token, if given).
+fn kubeconfig(s: &Server, name: &str, cert: (&Path, &Path), token: Option<&str>) -> PathBuf {
+    let b64 =
+        |p: &Path| base64::engine::general_purpose::STANDARD.encode(std::fs::read(p).unwrap());
+    let ca = base64::engine::general_purpose::STANDARD.encode(s.ca_pem.as_deref().unwrap());
+    let token = token
+        .map(|t| format!("    token: {t}\n"))
+        .unwrap_or_default();
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\nusers:\n- name: {name}\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n{token}contexts:\n- name: t\n  context:\n    cluster: t\n    user: {name}\n    namespace: default\ncurrent-context: t\n",
+        s.url,
+        b64(cert.0),
+        b64(cert.1)
+    );
+    let path = s.data_dir.join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// kube's credential id of a certificate: `X509SHA256=` and the SHA-256 of its DER, in hex.
+fn credential_id(crt: &Path) -> String {
+    let out = Command::new("openssl")
+        .args(["x509", "-noout", "-fingerprint", "-sha256", "-in"])
+        .arg(crt)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let hex = text.trim().rsplit('=').next().unwrap().replace(':', "");
+    format!("X509SHA256={}", hex.to_lowercase())
+}
+
+/// kubectl failed, saying `needle`.
+fn refused(out: &std::process::Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(needle), "{err}");
+}
+
+fn whoami(s: &Server, kubeconfig: &Path) -> serde_json::Value {
+    let out = s.kubectl_with(kubeconfig, &["auth", "whoami", "-o", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_client_certificate_is_its_common_name_and_organizations() {
+    let s = Server::start().unwrap();
+    let pki = s.data_dir.join("pki");
+    let dir = s.data_dir.join("certs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = (pki.join("ca.crt"), pki.join("ca.key"));
+    let (crt, key) = client_cert(&dir, "alice", "/CN=alice/O=dev/O=ops", (&ca.0, &ca.1));
+    let alice = kubeconfig(&s, "alice", (&crt, &key), None);
+
+    // Who the certificate says, as kube's CommonNameUserConversion makes it.
+    let me = whoami(&s, &alice);
+    let info = &me["status"]["userInfo"];
+    assert_eq!(info["username"], "alice", "{me}");
+    assert_eq!(
+        info["groups"],
+        json!(["dev", "ops", "system:authenticated"])
+    );
+    assert_eq!(
+        info["extra"]["authentication.kubernetes.io/credential-id"],
+        json!([credential_id(&crt)])
+    );
+    assert!(info.get("uid").is_none(), "{info}");
+
+    // Authorized as that user and those groups.
+    let out = s.kubectl_with(&alice, &["get", "configmaps"]);
+    refused(
+        &out,
+        "User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\"",
+    );
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "ops-view",
+        "--clusterrole=view",
+        "--group=ops",
+        "-n",
+        "default",
+    ]);
+    s.kubectl_ok(&["create", "configmap", "seen", "-n", "default"]);
+    let names = turtles_tests::poll("alice may list", std::time::Duration::from_secs(10), || {
+        let out = s.kubectl_with(&alice, &["get", "configmaps", "-o", "name"]);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    })
+    .unwrap();
+    assert!(names.contains("configmap/seen"), "{names}");
+
+    // kube tries the certificate before the bearer token: with both, the request is alice's.
+    let both = kubeconfig(&s, "both", (&crt, &key), Some(&s.token));
+    assert_eq!(whoami(&s, &both)["status"]["userInfo"]["username"], "alice");
+
+    // A certificate whose subject has no common name is no user: the token decides.
+    let (crt_no_cn, key_no_cn) = client_cert(&dir, "nocn", "/O=system:masters", (&ca.0, &ca.1));
+    let no_cn = kubeconfig(&s, "nocn", (&crt_no_cn, &key_no_cn), None);
+    let out = s.kubectl_with(&no_cn, &["get", "configmaps"]);
+    refused(&out, "Unauthorized");
+    let no_cn_token = kubeconfig(&s, "nocn-token", (&crt_no_cn, &key_no_cn), Some(&s.token));
+    assert_eq!(
+        whoami(&s, &no_cn_token)["status"]["userInfo"]["username"],
+        "admin"
+    );
+
+    // A certificate from a CA the host does not trust authenticates nobody: 401, as in kube.
+    let other = other_ca(&dir);
+    let (crt_other, key_other) = client_cert(
+        &dir,
+        "mallory",
+        "/CN=admin/O=system:masters",
+        (&other.0, &other.1),
+    );
+    let mallory = kubeconfig(&s, "mallory", (&crt_other, &key_other), None);
+    let out = s.kubectl_with(&mallory, &["get", "configmaps"]);
+    refused(&out, "Unauthorized");
+}
+
+/// A client that always presents `cert` (rustls sends it whatever CAs the server names).
+fn presenting(s: &Server, cert: (&Path, &Path)) -> reqwest::blocking::Client {
+    let mut pem = std::fs::read(cert.0).unwrap();
+    pem.extend(std::fs::read(cert.1).unwrap());
+    reqwest::blocking::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(s.ca_pem.as_deref().unwrap().as_bytes()).unwrap(),
+        )
+        .identity(reqwest::Identity::from_pem(&pem).unwrap())
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_certificate_that_does_not_verify_gets_kubes_401() {
+    let s = Server::start().unwrap();
+    let dir = s.data_dir.join("certs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let path = format!("{}/apis/authentication.k8s.io/v1/selfsubjectreviews", s.url);
+    let other = other_ca(&dir);
+    let (crt, key) = client_cert(
+        &dir,
+        "mallory",
+        "/CN=admin/O=system:masters",
+        (&other.0, &other.1),
+    );
+    let r = presenting(&s, (&crt, &key))
+        .post(&path)
+        .json(&review)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let status: serde_json::Value = r.json().unwrap();
+    assert_eq!(status["reason"], "Unauthorized", "{status}");
+    // The same client with the host's CA behind its certificate is who it says.
+    let pki = s.data_dir.join("pki");
+    let (crt, key) = client_cert(
+        &dir,
+        "erin",
+        "/CN=erin",
+        (&pki.join("ca.crt"), &pki.join("ca.key")),
+    );
+    let r = presenting(&s, (&crt, &key))
+        .post(&path)
+        .json(&review)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let me: serde_json::Value = r.json().unwrap();
+    assert_eq!(me["status"]["userInfo"]["username"], "erin", "{me}");
+}
+
+#[test]
+fn client_ca_file_names_the_cas_client_certificates_chain_to() {
+    let dir =
+        std::env::temp_dir().join(format!("turtles-client-ca-{}", turtles_tests::uuid_like()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let other = other_ca(&dir);
+    let s = Server::start_with(&["--client-ca-file", other.0.to_str().unwrap()]).unwrap();
+    let (crt, key) = client_cert(&dir, "carol", "/CN=carol/O=team", (&other.0, &other.1));
+    let carol = kubeconfig(&s, "carol", (&crt, &key), None);
+    let me = whoami(&s, &carol);
+    assert_eq!(me["status"]["userInfo"]["username"], "carol", "{me}");
+    assert_eq!(
+        me["status"]["userInfo"]["groups"],
+        json!(["team", "system:authenticated"])
+    );
+    // The host's own CA is no longer trusted for client certificates.
+    let pki = s.data_dir.join("pki");
+    let (crt, key) = client_cert(
+        &dir,
+        "dave",
+        "/CN=dave",
+        (&pki.join("ca.crt"), &pki.join("ca.key")),
+    );
+    let dave = kubeconfig(&s, "dave", (&crt, &key), None);
+    let out = s.kubectl_with(&dave, &["auth", "whoami"]);
+    refused(&out, "Unauthorized");
+    // Token clients are served as before.
+    assert!(s
+        .kubectl_ok(&["get", "ns", "-o", "name"])
+        .contains("namespace/default"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
