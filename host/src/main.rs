@@ -74,7 +74,7 @@ enum Command {
         tls_key: Option<PathBuf>,
         /// CA certificates (PEM) that client certificates must chain to; their CN is the user
         /// and their O fields the groups (default: the generated CA; none with --tls-cert).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "insecure_http")]
         client_ca_file: Option<PathBuf>,
         /// Static bearer tokens in kube's CSV format: token,user,uid,"group1,group2".
         #[arg(long)]

@@ -45,32 +45,58 @@ fn new_key(key: &Path, subject: &str, out: &Path, args: &[&str]) {
 /// A key and a client certificate for `subject`, signed by `ca` (its `.crt` and `.key`);
 /// returns the certificate's and the key's paths.
 fn client_cert(dir: &Path, name: &str, subject: &str, ca: (&Path, &Path)) -> (PathBuf, PathBuf) {
+    signed(
+        dir,
+        name,
+        subject,
+        ca,
+        Some("extendedKeyUsage=clientAuth\n"),
+    )
+}
+
+/// Like [`client_cert`]; without `extensions` openssl makes an X.509 v1 certificate.
+fn signed(
+    dir: &Path,
+    name: &str,
+    subject: &str,
+    ca: (&Path, &Path),
+    extensions: Option<&str>,
+) -> (PathBuf, PathBuf) {
     let (key, csr, crt, ext) = (
         dir.join(format!("{name}.key")),
         dir.join(format!("{name}.csr")),
         dir.join(format!("{name}.crt")),
         dir.join(format!("{name}.ext")),
     );
-    std::fs::write(&ext, "extendedKeyUsage=clientAuth\n").unwrap();
     new_key(&key, subject, &csr, &["-new"]);
-    openssl(&[
+    let (csr, ca_crt, ca_key, crt_s, ext_s) = (
+        csr.to_str().unwrap(),
+        ca.0.to_str().unwrap(),
+        ca.1.to_str().unwrap(),
+        crt.to_str().unwrap(),
+        ext.to_str().unwrap(),
+    );
+    let mut args = vec![
         "x509",
         "-req",
         "-in",
-        csr.to_str().unwrap(),
+        csr,
         "-CA",
-        ca.0.to_str().unwrap(),
+        ca_crt,
         "-CAkey",
-        ca.1.to_str().unwrap(),
+        ca_key,
         "-set_serial",
         "4242",
         "-days",
         "1",
-        "-extfile",
-        ext.to_str().unwrap(),
         "-out",
-        crt.to_str().unwrap(),
-    ]);
+        crt_s,
+    ];
+    if let Some(e) = extensions {
+        std::fs::write(&ext, e).unwrap();
+        args.extend(["-extfile", ext_s]);
+    }
+    openssl(&args);
     (crt, key)
 }
 
@@ -258,6 +284,36 @@ fn a_certificate_that_does_not_verify_gets_kubes_401() {
     assert_eq!(r.status().as_u16(), 201);
     let me: serde_json::Value = r.json().unwrap();
     assert_eq!(me["status"]["userInfo"]["username"], "erin", "{me}");
+}
+
+#[test]
+fn certificates_kube_would_not_take_leave_the_token_to_decide() {
+    let s = Server::start().unwrap();
+    let pki = s.data_dir.join("pki");
+    let dir = s.data_dir.join("certs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = (pki.join("ca.crt"), pki.join("ca.key"));
+    // An X.509 v1 certificate (openssl without -extfile): the handshake completes, the chain is
+    // refused (v3 is required), and the request is the token's, or 401 without one.
+    let (crt, key) = signed(&dir, "v1", "/CN=victor", (&ca.0, &ca.1), None);
+    let v1 = kubeconfig(&s, "v1", (&crt, &key), None);
+    refused(&s.kubectl_with(&v1, &["auth", "whoami"]), "Unauthorized");
+    let v1_token = kubeconfig(&s, "v1-token", (&crt, &key), Some(&s.token));
+    assert_eq!(
+        whoami(&s, &v1_token)["status"]["userInfo"]["username"],
+        "admin"
+    );
+    // The host's own serving certificate is signed by the same CA, for servers only.
+    let server = kubeconfig(
+        &s,
+        "server",
+        (&pki.join("server.crt"), &pki.join("server.key")),
+        None,
+    );
+    refused(
+        &s.kubectl_with(&server, &["auth", "whoami"]),
+        "Unauthorized",
+    );
 }
 
 #[test]

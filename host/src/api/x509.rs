@@ -1,14 +1,17 @@
 //! kube's x509 request authenticator. The TLS handshake asks for a client certificate and proves
-//! the client holds its key (`auth::tls`); here, once per connection, the certificate's chain is
-//! verified against the client CA (`--client-ca-file`, or the generated CA). A certificate that
-//! verifies authenticates every request of its connection: the subject's common name is the user,
-//! its organizations are the groups, and the certificate's SHA-256 is the credential id, as kube's
-//! `CommonNameUserConversion` makes them. One that does not authenticates nobody (the request's
-//! token, if any, decides; else 401), as in kube. The chain's validity is checked again on each
-//! request (a connection may outlive it).
+//! the client holds its key (`auth::tls`); here the chain is verified against the client CA
+//! (`--client-ca-file`, or the generated CA) at the connection's first request. A certificate
+//! that verifies authenticates every request of its connection: the subject's (last) common name
+//! is the user, its organizations are the groups, its `1.3.6.1.4.1.57683.2` attribute the uid,
+//! and the certificate's SHA-256 the credential id, as kube 1.34's `CommonNameUserConversion`
+//! makes them. One that does not authenticates nobody (the request's token, if any, decides;
+//! else 401), as in kube. The leaf's validity is checked on each request (a connection may
+//! outlive it), and a chain that did not verify is tried again at most once a second (a
+//! certificate not valid yet when the connection opened becomes valid on it).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use axum::http::Request;
 use futures::future::BoxFuture;
@@ -19,61 +22,126 @@ use rustls::pki_types::{CertificateDer, UnixTime};
 use crate::auth::tls::ClientCertVerifier;
 use crate::auth::UserInfo;
 
-/// The identity a connection's client certificate carries, in its requests' extensions.
+/// How often a chain that did not verify is tried again.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// A connection's client certificate chain, in its requests' extensions.
 #[derive(Debug, Clone)]
-pub struct ClientCert(Arc<Identity>);
+pub struct ClientCert(Arc<Presented>);
 
 #[derive(Debug)]
+struct Presented {
+    chain: Vec<CertificateDer<'static>>,
+    verifier: Arc<dyn ClientCertVerifier>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Not verified yet (the first request verifies).
+    Fresh,
+    Verified(Identity),
+    /// It did not verify, or names nobody; tried again after [`RETRY`].
+    Refused(Instant),
+}
+
+#[derive(Debug, Clone)]
 struct Identity {
     user: UserInfo,
-    /// The certificate's validity, in seconds since the epoch.
+    /// The leaf's validity, in seconds since the epoch.
     not_before: i64,
     not_after: i64,
 }
 
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 impl ClientCert {
-    /// The user of a verified chain (DER, the leaf first); `None` when the leaf has no common
-    /// name (kube then tries the request's other credentials) or cannot be read.
-    pub fn from_chain(chain: &[&[u8]]) -> Option<Self> {
-        let (&der, rest) = chain.split_first()?;
-        let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
-        let subject = cert.subject();
-        let name = subject.iter_common_name().next()?.as_str().ok()?;
-        if name.is_empty() {
-            return None;
-        }
-        let groups = subject
-            .iter_organization()
-            .filter_map(|o| o.as_str().ok())
-            .map(str::to_owned)
-            .collect::<Vec<_>>();
-        let id = format!("X509SHA256={}", hex(&sha2::Sha256::digest(der)));
-        let mut user = crate::auth::tokens::user_with_group_list(name, "", groups);
-        user.extra.insert(CREDENTIAL_ID.to_owned(), vec![id]);
-        // The chain is valid while every certificate in it is.
-        let (mut not_before, mut not_after) = (
-            cert.validity().not_before.timestamp(),
-            cert.validity().not_after.timestamp(),
-        );
-        for der in rest {
-            let (_, c) = x509_parser::parse_x509_certificate(der).ok()?;
-            not_before = not_before.max(c.validity().not_before.timestamp());
-            not_after = not_after.min(c.validity().not_after.timestamp());
-        }
-        Some(Self(Arc::new(Identity {
-            user,
-            not_before,
-            not_after,
-        })))
+    fn new(chain: Vec<CertificateDer<'static>>, verifier: Arc<dyn ClientCertVerifier>) -> Self {
+        Self(Arc::new(Presented {
+            chain,
+            verifier,
+            state: Mutex::new(State::Fresh),
+        }))
     }
 
-    /// The user, while the certificate is valid.
+    /// The user the certificate names, if its chain verifies now.
     pub fn user(&self) -> Option<UserInfo> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        (self.0.not_before <= now && now <= self.0.not_after).then(|| self.0.user.clone())
+        let p = &self.0;
+        let mut state = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        let retry = match &*state {
+            State::Verified(id) => {
+                let now = now_secs();
+                return (id.not_before <= now && now <= id.not_after).then(|| id.user.clone());
+            }
+            State::Fresh => true,
+            State::Refused(at) => at.elapsed() >= RETRY,
+        };
+        if !retry {
+            return None;
+        }
+        let (leaf, intermediates) = p.chain.split_first()?;
+        let verified = match p
+            .verifier
+            .verify_client_cert(leaf, intermediates, UnixTime::now())
+        {
+            Ok(_) => identity(leaf.as_ref()),
+            Err(e) => {
+                tracing::debug!(error = %e, "client certificate not verified");
+                None
+            }
+        };
+        match verified {
+            Some(id) => {
+                let user = id.user.clone();
+                *state = State::Verified(id);
+                Some(user)
+            }
+            None => {
+                *state = State::Refused(Instant::now());
+                None
+            }
+        }
     }
+}
+
+/// kube's user of a verified leaf certificate (DER); `None` when it names nobody (no common
+/// name; a uid attribute that is empty or repeated), so that kube tries the request's other
+/// credentials.
+fn identity(der: &[u8]) -> Option<Identity> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    // Go's pkix.Name keeps the last of repeated attributes.
+    let name = subject.iter_common_name().last()?.as_str().ok()?;
+    if name.is_empty() {
+        return None;
+    }
+    let uid_oid = x509_parser::der_parser::oid::Oid::from(&[1, 3, 6, 1, 4, 1, 57683, 2]).ok()?;
+    let uids = subject
+        .iter_by_oid(&uid_oid)
+        .map(|a| a.as_str().ok())
+        .collect::<Option<Vec<_>>>()?;
+    let uid = match uids.as_slice() {
+        [] => "",
+        [uid] if !uid.is_empty() => uid,
+        _ => return None,
+    };
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok())
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    let id = format!("X509SHA256={}", hex(&sha2::Sha256::digest(der)));
+    let mut user = crate::auth::tokens::user_with_group_list(name, uid, groups);
+    user.extra.insert(CREDENTIAL_ID.to_owned(), vec![id]);
+    Some(Identity {
+        user,
+        not_before: cert.validity().not_before.timestamp(),
+        not_after: cert.validity().not_after.timestamp(),
+    })
 }
 
 /// kube's `user.CredentialIDKey`.
@@ -83,8 +151,8 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Wraps the TLS acceptor: after the handshake, the client certificate (if any) is verified once
-/// and its user handed to every request of the connection.
+/// Wraps the TLS acceptor: after the handshake, the client certificate chain (if any) is handed
+/// to every request of the connection.
 #[derive(Clone)]
 pub struct PeerAcceptor<A> {
     inner: A,
@@ -114,24 +182,15 @@ where
         let verifier = self.verifier.clone();
         Box::pin(async move {
             let (tls, inner) = accepted.await?;
-            let cert = match (&verifier, tls.get_ref().1.peer_certificates()) {
-                (Some(v), Some(chain)) => verified(v.as_ref(), chain),
+            let cert = match (verifier, tls.get_ref().1.peer_certificates()) {
+                (Some(v), Some(chain)) if !chain.is_empty() => Some(ClientCert::new(
+                    chain.iter().map(|c| c.clone().into_owned()).collect(),
+                    v,
+                )),
                 _ => None,
             };
             Ok((tls, WithClientCert { inner, cert }))
         })
-    }
-}
-
-/// The identity of `chain` (the leaf first) if it verifies against the client CA now.
-fn verified(verifier: &dyn ClientCertVerifier, chain: &[CertificateDer<'_>]) -> Option<ClientCert> {
-    let (leaf, intermediates) = chain.split_first()?;
-    match verifier.verify_client_cert(leaf, intermediates, UnixTime::now()) {
-        Ok(_) => ClientCert::from_chain(&chain.iter().map(|c| c.as_ref()).collect::<Vec<_>>()),
-        Err(e) => {
-            tracing::debug!(error = %e, "client certificate not verified");
-            None
-        }
     }
 }
 
@@ -165,30 +224,34 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
+    use rcgen::{
+        CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair,
+    };
 
-    fn cert(cn: &str, org: Option<&str>, expired: bool) -> Vec<u8> {
+    /// kube's uid attribute.
+    fn uid_type() -> DnType {
+        DnType::CustomDnType(vec![1, 3, 6, 1, 4, 1, 57683, 2])
+    }
+
+    fn self_signed(dn: &[(DnType, &str)]) -> Vec<u8> {
         let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-        let mut dn = DistinguishedName::new();
-        if !cn.is_empty() {
-            dn.push(DnType::CommonName, cn);
+        let mut name = DistinguishedName::new();
+        for (t, v) in dn {
+            name.push(t.clone(), *v);
         }
-        if let Some(o) = org {
-            dn.push(DnType::OrganizationName, o);
-        }
-        p.distinguished_name = dn;
-        if expired {
-            p.not_after = rcgen::date_time_ymd(2001, 1, 1);
-        }
+        p.distinguished_name = name;
         let key = KeyPair::generate().unwrap();
         p.self_signed(&key).unwrap().der().to_vec()
     }
 
     #[test]
     fn common_name_is_the_user_and_organizations_the_groups() {
-        let der = cert("alice", Some("dev"), false);
-        let c = ClientCert::from_chain(&[&der]).unwrap();
-        let user = c.user().unwrap();
+        let der = self_signed(&[
+            (DnType::CommonName, "alice"),
+            (DnType::OrganizationName, "dev"),
+        ]);
+        let user = identity(&der).unwrap().user;
         assert_eq!(user.name, "alice");
         assert_eq!(user.uid, "");
         assert_eq!(user.groups, ["dev", "system:authenticated"]);
@@ -201,14 +264,67 @@ mod tests {
     }
 
     #[test]
-    fn no_common_name_and_expired_certificates_authenticate_nobody() {
-        assert!(ClientCert::from_chain(&[&cert("", Some("dev"), false)]).is_none());
-        let expired = ClientCert::from_chain(&[&cert("bob", None, true)]).unwrap();
-        assert!(expired.user().is_none());
-        // A leaf valid today behind an expired intermediate: the chain is not.
-        let chain = ClientCert::from_chain(&[&cert("bob", None, false), &cert("ca", None, true)]);
-        assert!(chain.unwrap().user().is_none());
-        assert!(ClientCert::from_chain(&[b"not a certificate"]).is_none());
-        assert!(ClientCert::from_chain(&[]).is_none());
+    fn the_last_common_name_and_one_uid_as_go_reads_them() {
+        // Two CN attributes (rcgen keeps one per type: the second under its OID): Go's
+        // pkix.Name keeps the last.
+        let two = self_signed(&[
+            (DnType::CommonName, "alice"),
+            (DnType::CustomDnType(vec![2, 5, 4, 3]), "admin"),
+        ]);
+        assert_eq!(identity(&two).unwrap().user.name, "admin");
+        let with_uid = self_signed(&[(DnType::CommonName, "bob"), (uid_type(), "u-42")]);
+        assert_eq!(identity(&with_uid).unwrap().user.uid, "u-42");
+        // An empty uid names nobody, as does no common name.
+        assert!(identity(&self_signed(&[
+            (DnType::CommonName, "bob"),
+            (uid_type(), "")
+        ]))
+        .is_none());
+        assert!(identity(&self_signed(&[(DnType::OrganizationName, "dev")])).is_none());
+        assert!(identity(b"not a certificate").is_none());
+    }
+
+    /// A CA, its verifier (as `--client-ca-file` makes it) and a certificate it signed.
+    fn signed(usage: ExtendedKeyUsagePurpose) -> (Arc<dyn ClientCertVerifier>, Vec<u8>) {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.distinguished_name.push(DnType::CommonName, "test-ca");
+        ca.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+        let dir = std::env::temp_dir().join(format!("turtles-x509-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ca.crt"), ca_pem).unwrap();
+        let verifier =
+            crate::auth::tls::client_verifier(&dir.join("ca.crt"), crate::auth::tls::provider())
+                .unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let issuer = Issuer::new(ca, ca_key);
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(DnType::CommonName, "carol");
+        p.extended_key_usages = vec![usage];
+        let key = KeyPair::generate().unwrap();
+        (verifier, p.signed_by(&key, &issuer).unwrap().der().to_vec())
+    }
+
+    #[test]
+    fn a_chain_is_verified_at_the_first_request_and_refusals_are_remembered() {
+        let (verifier, leaf) = signed(ExtendedKeyUsagePurpose::ClientAuth);
+        let c = ClientCert::new(vec![CertificateDer::from(leaf.clone())], verifier.clone());
+        assert_eq!(c.user().unwrap().name, "carol");
+        assert!(matches!(*c.0.state.lock().unwrap(), State::Verified(_)));
+        // A server certificate of the same CA (the host's own, say) is no client.
+        let (v2, server) = signed(ExtendedKeyUsagePurpose::ServerAuth);
+        let s = ClientCert::new(vec![CertificateDer::from(server)], v2);
+        assert!(s.user().is_none());
+        assert!(matches!(*s.0.state.lock().unwrap(), State::Refused(_)));
+        assert!(
+            s.user().is_none(),
+            "refused again without a second verification"
+        );
+        // Another CA's verifier refuses carol's certificate.
+        let (other, _) = signed(ExtendedKeyUsagePurpose::ClientAuth);
+        assert!(ClientCert::new(vec![CertificateDer::from(leaf)], other)
+            .user()
+            .is_none());
     }
 }

@@ -164,7 +164,7 @@ pub fn provided(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<Tls
 
 /// kube's `--client-ca-file`: the CAs a client certificate must chain to (rustls's WebPKI
 /// verifier: the chain, the validity, the client-auth key usage).
-fn client_verifier(
+pub(crate) fn client_verifier(
     path: &Path,
     provider: Arc<rustls::crypto::CryptoProvider>,
 ) -> Result<Arc<dyn ClientCertVerifier>> {
@@ -196,7 +196,20 @@ fn client_verifier(
 /// (`api::x509`), so a certificate that does not verify gets kube's 401 rather than a failed
 /// handshake.
 #[derive(Debug)]
-struct RequestClientCert(Arc<dyn ClientCertVerifier>);
+struct RequestClientCert(
+    Arc<dyn ClientCertVerifier>,
+    rustls::crypto::WebPkiSupportedAlgorithms,
+);
+
+/// A certificate's SubjectPublicKeyInfo (DER) and its public key's bits.
+fn leaf_key(
+    cert: &rustls::pki_types::CertificateDer<'_>,
+) -> std::result::Result<(Vec<u8>, Vec<u8>), rustls::Error> {
+    let (_, c) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding))?;
+    let spki = c.public_key();
+    Ok((spki.raw.to_vec(), spki.subject_public_key.data.to_vec()))
+}
 
 impl ClientCertVerifier for RequestClientCert {
     fn offer_client_auth(&self) -> bool {
@@ -220,13 +233,35 @@ impl ClientCertVerifier for RequestClientCert {
         Ok(rustls::server::danger::ClientCertVerified::assertion())
     }
 
+    // The signature is checked against the leaf's public key as read leniently (x509-parser):
+    // webpki's own reading of the leaf refuses certificates kube accepts at the handshake (X.509
+    // v1, an unknown critical extension), which must reach the authenticator and get its 401
+    // there (or let the request's token decide), not end the connection.
     fn verify_tls12_signature(
         &self,
         message: &[u8],
         cert: &rustls::pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let (_, bits) = leaf_key(cert)?;
+        // TLS 1.2 names a scheme several algorithms may match (rustls tries each as well).
+        let algs = self
+            .1
+            .mapping
+            .iter()
+            .find(|(scheme, _)| *scheme == dss.scheme)
+            .map(|(_, algs)| *algs)
+            .unwrap_or_default();
+        if algs.iter().any(|alg| {
+            alg.verify_signature(&bits, message, dss.signature())
+                .is_ok()
+        }) {
+            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::BadSignature,
+            ))
+        }
     }
 
     fn verify_tls13_signature(
@@ -235,7 +270,13 @@ impl ClientCertVerifier for RequestClientCert {
         cert: &rustls::pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let (spki, _) = leaf_key(cert)?;
+        rustls::crypto::verify_tls13_signature_with_raw_key(
+            message,
+            &rustls::pki_types::SubjectPublicKeyInfoDer::from(spki.as_slice()),
+            dss,
+            &self.1,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
@@ -243,7 +284,7 @@ impl ClientCertVerifier for RequestClientCert {
     }
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
@@ -274,7 +315,10 @@ fn server_config(
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?;
     let builder = match client_verifier {
-        Some(v) => builder.with_client_cert_verifier(Arc::new(RequestClientCert(v))),
+        Some(v) => builder.with_client_cert_verifier(Arc::new(RequestClientCert(
+            v,
+            provider().signature_verification_algorithms,
+        ))),
         None => builder.with_no_client_auth(),
     };
     let mut cfg = builder.with_single_cert(certs, key)?;
