@@ -233,6 +233,15 @@ fn a_client_certificate_is_its_common_name_and_organizations() {
 
 /// A client that always presents `cert` (rustls sends it whatever CAs the server names).
 fn presenting(s: &Server, cert: (&Path, &Path)) -> reqwest::blocking::Client {
+    presenting_over(s, cert, reqwest::tls::Version::TLS_1_3)
+}
+
+/// Like [`presenting`], speaking TLS `version` at most.
+fn presenting_over(
+    s: &Server,
+    cert: (&Path, &Path),
+    version: reqwest::tls::Version,
+) -> reqwest::blocking::Client {
     let mut pem = std::fs::read(cert.0).unwrap();
     pem.extend(std::fs::read(cert.1).unwrap());
     reqwest::blocking::Client::builder()
@@ -242,6 +251,7 @@ fn presenting(s: &Server, cert: (&Path, &Path)) -> reqwest::blocking::Client {
             reqwest::Certificate::from_pem(s.ca_pem.as_deref().unwrap().as_bytes()).unwrap(),
         )
         .identity(reqwest::Identity::from_pem(&pem).unwrap())
+        .max_tls_version(version)
         .build()
         .unwrap()
 }
@@ -281,6 +291,12 @@ fn a_certificate_that_does_not_verify_gets_kubes_401() {
         .json(&review)
         .send()
         .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let me: serde_json::Value = r.json().unwrap();
+    assert_eq!(me["status"]["userInfo"]["username"], "erin", "{me}");
+    // TLS 1.2 proves the key its own way (a signature over the handshake's messages).
+    let tls12 = presenting_over(&s, (&crt, &key), reqwest::tls::Version::TLS_1_2);
+    let r = tls12.post(&path).json(&review).send().unwrap();
     assert_eq!(r.status().as_u16(), 201);
     let me: serde_json::Value = r.json().unwrap();
     assert_eq!(me["status"]["userInfo"]["username"], "erin", "{me}");

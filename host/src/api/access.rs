@@ -109,11 +109,13 @@ pub async fn authenticate_and_authorize(
         return next.run(req).await;
     }
     // kube's order: a verified client certificate first, then the bearer token.
-    let user = req
-        .extensions()
-        .get::<super::x509::ClientCert>()
-        .and_then(super::x509::ClientCert::user)
-        .or_else(|| bearer(req.headers()).and_then(|t| state.authn.authenticate(t)));
+    let cert = req.extensions().get::<super::x509::ClientCert>().cloned();
+    let cert_user = match cert {
+        Some(c) => c.user().await,
+        None => None,
+    };
+    let user =
+        cert_user.or_else(|| bearer(req.headers()).and_then(|t| state.authn.authenticate(t)));
     let Some(user) = user else {
         return unauthorized().into_response();
     };

@@ -9,7 +9,7 @@
 //! outlive it), and a chain that did not verify is tried again at most once a second (a
 //! certificate not valid yet when the connection opened becomes valid on it).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,11 @@ use crate::auth::UserInfo;
 
 /// How often a chain that did not verify is tried again.
 const RETRY: Duration = Duration::from_secs(1);
+/// How long a verification stands before the chain is verified again (an intermediate may expire
+/// before the leaf).
+const REVERIFY: Duration = Duration::from_secs(60);
+/// The most certificates a client may present (a longer chain is not looked at).
+const MAX_CHAIN: usize = 10;
 
 /// A connection's client certificate chain, in its requests' extensions.
 #[derive(Debug, Clone)]
@@ -33,16 +38,20 @@ pub struct ClientCert(Arc<Presented>);
 struct Presented {
     chain: Vec<CertificateDer<'static>>,
     verifier: Arc<dyn ClientCertVerifier>,
-    state: Mutex<State>,
+    /// Async: the requests of an HTTP/2 connection wait for the one that verifies, without
+    /// holding a worker thread.
+    state: tokio::sync::Mutex<State>,
 }
 
 #[derive(Debug)]
 enum State {
     /// Not verified yet (the first request verifies).
     Fresh,
-    Verified(Identity),
-    /// It did not verify, or names nobody; tried again after [`RETRY`].
+    Verified(Identity, Instant),
+    /// It did not verify; tried again after [`RETRY`].
     Refused(Instant),
+    /// It verified and names nobody (no common name, a bad uid): for good.
+    Nobody,
 }
 
 #[derive(Debug, Clone)]
@@ -53,10 +62,13 @@ struct Identity {
     not_after: i64,
 }
 
-fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
+impl Identity {
+    fn user_now(&self) -> Option<UserInfo> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        (self.not_before <= now && now <= self.not_after).then(|| self.user.clone())
+    }
 }
 
 impl ClientCert {
@@ -64,46 +76,37 @@ impl ClientCert {
         Self(Arc::new(Presented {
             chain,
             verifier,
-            state: Mutex::new(State::Fresh),
+            state: tokio::sync::Mutex::new(State::Fresh),
         }))
     }
 
-    /// The user the certificate names, if its chain verifies now.
-    pub fn user(&self) -> Option<UserInfo> {
+    /// The user the certificate names, if its chain verifies.
+    pub async fn user(&self) -> Option<UserInfo> {
         let p = &self.0;
-        let mut state = p.state.lock().unwrap_or_else(|e| e.into_inner());
-        let retry = match &*state {
-            State::Verified(id) => {
-                let now = now_secs();
-                return (id.not_before <= now && now <= id.not_after).then(|| id.user.clone());
-            }
-            State::Fresh => true,
-            State::Refused(at) => at.elapsed() >= RETRY,
-        };
-        if !retry {
-            return None;
+        let mut state = p.state.lock().await;
+        match &*state {
+            State::Nobody => return None,
+            State::Verified(id, at) if at.elapsed() < REVERIFY => return id.user_now(),
+            State::Refused(at) if at.elapsed() < RETRY => return None,
+            _ => {}
         }
         let (leaf, intermediates) = p.chain.split_first()?;
-        let verified = match p
+        *state = match p
             .verifier
             .verify_client_cert(leaf, intermediates, UnixTime::now())
         {
-            Ok(_) => identity(leaf.as_ref()),
+            Ok(_) => match identity(leaf.as_ref()) {
+                Some(id) => State::Verified(id, Instant::now()),
+                None => State::Nobody,
+            },
             Err(e) => {
                 tracing::debug!(error = %e, "client certificate not verified");
-                None
+                State::Refused(Instant::now())
             }
         };
-        match verified {
-            Some(id) => {
-                let user = id.user.clone();
-                *state = State::Verified(id);
-                Some(user)
-            }
-            None => {
-                *state = State::Refused(Instant::now());
-                None
-            }
+        match &*state {
+            State::Verified(id, _) => id.user_now(),
+            _ => None,
         }
     }
 }
@@ -114,6 +117,11 @@ impl ClientCert {
 fn identity(der: &[u8]) -> Option<Identity> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let subject = cert.subject();
+    // x509-parser stops at a name entry it cannot read (an empty set, say) where Go goes on: a
+    // subject not read to its end could name someone else to Go than to us. Refused.
+    if !read_whole(subject) {
+        return None;
+    }
     // Go's pkix.Name keeps the last of repeated attributes.
     let name = subject.iter_common_name().last()?.as_str().ok()?;
     if name.is_empty() {
@@ -146,6 +154,25 @@ fn identity(der: &[u8]) -> Option<Identity> {
 
 /// kube's `user.CredentialIDKey`.
 const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
+
+/// Whether x509-parser read every entry of `name`.
+fn read_whole(name: &x509_parser::x509::X509Name<'_>) -> bool {
+    rdn_count(name.as_raw()) == Some(name.iter().count())
+}
+
+/// How many entries (relative distinguished names) a Name's DER holds, read by their headers.
+fn rdn_count(raw: &[u8]) -> Option<usize> {
+    use x509_parser::der_parser::der::der_read_element_header;
+    let (rest, header) = der_read_element_header(raw).ok()?;
+    let mut rest = rest.get(..header.length().definite().ok()?)?;
+    let mut n = 0;
+    while !rest.is_empty() {
+        let (after, h) = der_read_element_header(rest).ok()?;
+        rest = after.get(h.length().definite().ok()?..)?;
+        n += 1;
+    }
+    Some(n)
+}
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -183,10 +210,9 @@ where
         Box::pin(async move {
             let (tls, inner) = accepted.await?;
             let cert = match (verifier, tls.get_ref().1.peer_certificates()) {
-                (Some(v), Some(chain)) if !chain.is_empty() => Some(ClientCert::new(
-                    chain.iter().map(|c| c.clone().into_owned()).collect(),
-                    v,
-                )),
+                (Some(v), Some(chain)) if !chain.is_empty() && chain.len() <= MAX_CHAIN => Some(
+                    ClientCert::new(chain.iter().map(|c| c.clone().into_owned()).collect(), v),
+                ),
                 _ => None,
             };
             Ok((tls, WithClientCert { inner, cert }))
@@ -306,25 +332,54 @@ mod tests {
         (verifier, p.signed_by(&key, &issuer).unwrap().der().to_vec())
     }
 
-    #[test]
-    fn a_chain_is_verified_at_the_first_request_and_refusals_are_remembered() {
+    #[tokio::test]
+    async fn a_chain_is_verified_at_the_first_request_and_refusals_are_remembered() {
         let (verifier, leaf) = signed(ExtendedKeyUsagePurpose::ClientAuth);
         let c = ClientCert::new(vec![CertificateDer::from(leaf.clone())], verifier.clone());
-        assert_eq!(c.user().unwrap().name, "carol");
-        assert!(matches!(*c.0.state.lock().unwrap(), State::Verified(_)));
+        assert!(matches!(*c.0.state.lock().await, State::Fresh));
+        assert_eq!(c.user().await.unwrap().name, "carol");
+        assert!(matches!(*c.0.state.lock().await, State::Verified(..)));
         // A server certificate of the same CA (the host's own, say) is no client.
         let (v2, server) = signed(ExtendedKeyUsagePurpose::ServerAuth);
         let s = ClientCert::new(vec![CertificateDer::from(server)], v2);
-        assert!(s.user().is_none());
-        assert!(matches!(*s.0.state.lock().unwrap(), State::Refused(_)));
-        assert!(
-            s.user().is_none(),
-            "refused again without a second verification"
-        );
+        assert!(s.user().await.is_none());
+        assert!(matches!(*s.0.state.lock().await, State::Refused(_)));
         // Another CA's verifier refuses carol's certificate.
         let (other, _) = signed(ExtendedKeyUsagePurpose::ClientAuth);
-        assert!(ClientCert::new(vec![CertificateDer::from(leaf)], other)
-            .user()
-            .is_none());
+        let theirs = ClientCert::new(vec![CertificateDer::from(leaf)], other);
+        assert!(theirs.user().await.is_none());
+    }
+
+    #[test]
+    fn a_subject_read_short_names_nobody() {
+        // alice's subject with an empty RDN set spliced in before its common name: x509-parser
+        // stops at the empty set, so the CN it would read is not the one Go reads.
+        let der = self_signed(&[
+            (DnType::OrganizationName, "dev"),
+            (DnType::CommonName, "alice"),
+        ]);
+        assert_eq!(identity(&der).unwrap().user.name, "alice");
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+        let name = cert.subject().as_raw();
+        // The first entry: a SET, its length in short form.
+        assert!(name[2] == 0x31 && name[3] < 0x80);
+        let first = 2 + usize::from(name[3]);
+        // The Name's header is 2 bytes here (short form); the splice keeps it short.
+        assert!(name[1] < 0x7e && name.len() == usize::from(name[1]) + 2);
+        let mut spliced = vec![name[0], name[1] + 2];
+        spliced.extend_from_slice(&name[2..2 + first]);
+        spliced.extend_from_slice(&[0x31, 0x00]);
+        spliced.extend_from_slice(&name[2 + first..]);
+        assert_eq!(rdn_count(&spliced), Some(3));
+        assert!(read_whole(cert.subject()));
+        use x509_parser::prelude::FromDer;
+        let (_, short) = x509_parser::x509::X509Name::from_der(&spliced).unwrap();
+        assert_eq!(
+            short.iter().count(),
+            1,
+            "x509-parser stops at the empty set"
+        );
+        assert!(!read_whole(&short));
+        assert_eq!(rdn_count(&[0x30, 0x05, 0x31]), None);
     }
 }

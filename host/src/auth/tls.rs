@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::CertificateDer;
 pub use rustls::server::danger::ClientCertVerifier;
 
 use rcgen::{
@@ -201,14 +203,70 @@ struct RequestClientCert(
     rustls::crypto::WebPkiSupportedAlgorithms,
 );
 
-/// A certificate's SubjectPublicKeyInfo (DER) and its public key's bits.
-fn leaf_key(
-    cert: &rustls::pki_types::CertificateDer<'_>,
-) -> std::result::Result<(Vec<u8>, Vec<u8>), rustls::Error> {
-    let (_, c) = x509_parser::parse_x509_certificate(cert.as_ref())
+/// A certificate's SubjectPublicKeyInfo (DER), read leniently (x509-parser, extensions not
+/// looked into): webpki's reading of a whole certificate refuses ones kube takes at the
+/// handshake (X.509 v1, an unknown critical extension).
+fn leaf_spki(cert: &CertificateDer<'_>) -> std::result::Result<Vec<u8>, rustls::Error> {
+    use x509_parser::nom::Parser;
+    let (_, c) = x509_parser::certificate::X509CertificateParser::new()
+        .with_deep_parse_extensions(false)
+        .parse(cert.as_ref())
         .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding))?;
-    let spki = c.public_key();
-    Ok((spki.raw.to_vec(), spki.subject_public_key.data.to_vec()))
+    Ok(c.public_key().raw.to_vec())
+}
+
+/// RFC 8446 4.2.3, as rustls reads it: no hash older than SHA-256 (none, MD5, SHA-1, SHA-224)
+/// and no anonymous, RSA PKCS#1 or DSA signature in TLS 1.3.
+fn allowed_in_tls13(scheme: rustls::SignatureScheme) -> bool {
+    let [hash, sign] = u16::from(scheme).to_be_bytes();
+    hash > 3 && sign > 2
+}
+
+/// Whether `signature` over `message` was made with the private key of `cert`'s public key,
+/// under `scheme`: TLS 1.3 uses the scheme's first algorithm, TLS 1.2 tries each algorithm the
+/// scheme may mean (as rustls does), and the key's algorithm identifier must fit the algorithm
+/// (webpki's raw-key check).
+fn signed_by_leaf(
+    tls13: bool,
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    scheme: rustls::SignatureScheme,
+    signature: &[u8],
+    supported: &rustls::crypto::WebPkiSupportedAlgorithms,
+) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+    let unadvertised = || {
+        rustls::Error::PeerMisbehaved(
+            rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme,
+        )
+    };
+    if tls13 && !allowed_in_tls13(scheme) {
+        return Err(unadvertised());
+    }
+    let algs = supported
+        .mapping
+        .iter()
+        .find(|(s, _)| *s == scheme)
+        .map(|(_, algs)| *algs)
+        .ok_or_else(unadvertised)?;
+    let algs = if tls13 {
+        &algs[..algs.len().min(1)]
+    } else {
+        algs
+    };
+    let spki = leaf_spki(cert)?;
+    let spki = rustls::pki_types::SubjectPublicKeyInfoDer::from(spki.as_slice());
+    let key = webpki::RawPublicKeyEntity::try_from(&spki)
+        .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding))?;
+    for alg in algs {
+        match key.verify_signature(*alg, message, signature) {
+            Ok(()) => return Ok(HandshakeSignatureValid::assertion()),
+            Err(webpki::Error::UnsupportedSignatureAlgorithmForPublicKeyContext(_)) => continue,
+            Err(_) => break,
+        }
+    }
+    Err(rustls::Error::InvalidCertificate(
+        rustls::CertificateError::BadSignature,
+    ))
 }
 
 impl ClientCertVerifier for RequestClientCert {
@@ -233,50 +291,25 @@ impl ClientCertVerifier for RequestClientCert {
         Ok(rustls::server::danger::ClientCertVerified::assertion())
     }
 
-    // The signature is checked against the leaf's public key as read leniently (x509-parser):
-    // webpki's own reading of the leaf refuses certificates kube accepts at the handshake (X.509
-    // v1, an unknown critical extension), which must reach the authenticator and get its 401
-    // there (or let the request's token decide), not end the connection.
+    // The signature is checked against the leaf's key as read leniently: a certificate kube takes
+    // at the handshake must reach the authenticator and get its 401 there (or let the request's
+    // token decide), not end the connection.
     fn verify_tls12_signature(
         &self,
         message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
+        cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        let (_, bits) = leaf_key(cert)?;
-        // TLS 1.2 names a scheme several algorithms may match (rustls tries each as well).
-        let algs = self
-            .1
-            .mapping
-            .iter()
-            .find(|(scheme, _)| *scheme == dss.scheme)
-            .map(|(_, algs)| *algs)
-            .unwrap_or_default();
-        if algs.iter().any(|alg| {
-            alg.verify_signature(&bits, message, dss.signature())
-                .is_ok()
-        }) {
-            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-        } else {
-            Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::BadSignature,
-            ))
-        }
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        signed_by_leaf(false, message, cert, dss.scheme, dss.signature(), &self.1)
     }
 
     fn verify_tls13_signature(
         &self,
         message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
+        cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        let (spki, _) = leaf_key(cert)?;
-        rustls::crypto::verify_tls13_signature_with_raw_key(
-            message,
-            &rustls::pki_types::SubjectPublicKeyInfoDer::from(spki.as_slice()),
-            dss,
-            &self.1,
-        )
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        signed_by_leaf(true, message, cert, dss.scheme, dss.signature(), &self.1)
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
@@ -329,6 +362,48 @@ fn server_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_handshake_signature_must_be_the_leafs_keys() {
+        use rcgen::SigningKey;
+        use rustls::SignatureScheme as S;
+        let supported = provider().signature_verification_algorithms;
+        let message = b"the handshake transcript";
+        for (alg, scheme) in [
+            (&rcgen::PKCS_ECDSA_P256_SHA256, S::ECDSA_NISTP256_SHA256),
+            (&rcgen::PKCS_ECDSA_P384_SHA384, S::ECDSA_NISTP384_SHA384),
+            (&rcgen::PKCS_ED25519, S::ED25519),
+        ] {
+            let key = KeyPair::generate_for(alg).unwrap();
+            let other = KeyPair::generate_for(alg).unwrap();
+            let cert = CertificateParams::new(vec!["x".into()])
+                .unwrap()
+                .self_signed(&key)
+                .unwrap();
+            let cert = cert.der();
+            let mine = key.sign(message).unwrap();
+            let theirs = other.sign(message).unwrap();
+            for tls13 in [true, false] {
+                let check = |scheme, sig: &[u8], msg: &[u8]| {
+                    signed_by_leaf(tls13, msg, cert, scheme, sig, &supported)
+                };
+                assert!(check(scheme, &mine, message).is_ok(), "{scheme:?} {tls13}");
+                assert!(
+                    check(scheme, &theirs, message).is_err(),
+                    "{scheme:?} {tls13}"
+                );
+                assert!(check(scheme, &mine, b"another transcript").is_err());
+                // A scheme that does not fit the key, or that was never offered.
+                assert!(check(S::RSA_PSS_SHA256, &mine, message).is_err());
+                assert!(check(S::ECDSA_SHA1_Legacy, &mine, message).is_err());
+                assert!(check(S::Unknown(0x9999), &mine, message).is_err());
+            }
+        }
+        assert!(!allowed_in_tls13(S::RSA_PKCS1_SHA256) && !allowed_in_tls13(S::ECDSA_SHA1_Legacy));
+        assert!(allowed_in_tls13(S::ED25519) && allowed_in_tls13(S::RSA_PSS_SHA256));
+        let not_a_cert = CertificateDer::from(b"junk".to_vec());
+        assert!(signed_by_leaf(true, message, &not_a_cert, S::ED25519, b"", &supported).is_err());
+    }
 
     #[test]
     fn generates_once_and_regenerates_on_new_sans() {
