@@ -20,7 +20,8 @@ use sha2::Digest;
 use rustls::pki_types::{CertificateDer, UnixTime};
 
 use crate::auth::tls::ClientCertVerifier;
-use crate::auth::UserInfo;
+use crate::auth::tokens::hex;
+use crate::auth::{UserInfo, CREDENTIAL_ID};
 
 /// How often a chain that did not verify is tried again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -152,9 +153,6 @@ fn identity(der: &[u8]) -> Option<Identity> {
     })
 }
 
-/// kube's `user.CredentialIDKey`.
-const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
-
 /// Whether x509-parser read every entry of `name`.
 fn read_whole(name: &x509_parser::x509::X509Name<'_>) -> bool {
     rdn_count(name.as_raw()) == Some(name.iter().count())
@@ -172,10 +170,6 @@ fn rdn_count(raw: &[u8]) -> Option<usize> {
         n += 1;
     }
     Some(n)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Wraps the TLS acceptor: after the handshake, the client certificate chain (if any) is handed

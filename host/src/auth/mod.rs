@@ -17,6 +17,8 @@ pub use tokens::Authenticator;
 
 /// The group every authenticated user is in.
 pub const AUTHENTICATED: &str = "system:authenticated";
+/// kube's `user.CredentialIDKey`: the extra naming the credential a user authenticated with.
+pub const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 /// Members are allowed everything, as on a cluster.
 pub const MASTERS: &str = "system:masters";
 

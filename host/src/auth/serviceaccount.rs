@@ -287,10 +287,7 @@ impl TokenIssuer {
             }
         }
         if let Some(jti) = claims["jti"].as_str() {
-            extra.insert(
-                format!("{EXTRA_PREFIX}credential-id"),
-                vec![format!("JTI={jti}")],
-            );
+            extra.insert(super::CREDENTIAL_ID.to_owned(), vec![format!("JTI={jti}")]);
         }
         let mut user = service_account_user(ns, name, uid);
         user.extra = extra;

@@ -171,7 +171,6 @@ pub(crate) fn client_verifier(
     provider: Arc<rustls::crypto::CryptoProvider>,
 ) -> Result<Arc<dyn ClientCertVerifier>> {
     use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
     let bad = |why: String| TlsError::ClientCa {
         path: path.to_owned(),
         why,
@@ -284,8 +283,8 @@ impl ClientCertVerifier for RequestClientCert {
 
     fn verify_client_cert(
         &self,
-        _end_entity: &rustls::pki_types::CertificateDer<'_>,
-        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
         _now: rustls::pki_types::UnixTime,
     ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
         Ok(rustls::server::danger::ClientCertVerified::assertion())
@@ -327,7 +326,7 @@ fn server_config(
     client_verifier: Option<Arc<dyn ClientCertVerifier>>,
 ) -> Result<Arc<rustls::ServerConfig>> {
     use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use rustls::pki_types::PrivateKeyDer;
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|_| TlsError::Pem {
             path: cert.to_owned(),
@@ -345,13 +344,12 @@ fn server_config(
         path: key.to_owned(),
         what: "private key",
     })?;
-    let builder = rustls::ServerConfig::builder_with_provider(provider())
+    let provider = provider();
+    let algorithms = provider.signature_verification_algorithms;
+    let builder = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?;
     let builder = match client_verifier {
-        Some(v) => builder.with_client_cert_verifier(Arc::new(RequestClientCert(
-            v,
-            provider().signature_verification_algorithms,
-        ))),
+        Some(v) => builder.with_client_cert_verifier(Arc::new(RequestClientCert(v, algorithms))),
         None => builder.with_no_client_auth(),
     };
     let mut cfg = builder.with_single_cert(certs, key)?;

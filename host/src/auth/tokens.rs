@@ -40,8 +40,9 @@ fn hash(token: &str) -> Hash {
     Sha256::digest(token.as_bytes()).into()
 }
 
-fn hex(h: &Hash) -> String {
-    h.iter().map(|b| format!("{b:02x}")).collect()
+/// Lower-case hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(s: &str) -> Option<Hash> {
