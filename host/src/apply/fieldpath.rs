@@ -112,7 +112,12 @@ impl Pe {
     /// The `FieldsV1` key: `f:name`, `k:{...}`, `v:...`, `i:N`.
     pub fn encode(&self) -> String {
         match self {
-            Pe::Field(n) => format!("f:{n}"),
+            Pe::Field(n) => {
+                let mut k = String::with_capacity(2 + n.len());
+                k.push_str("f:");
+                k.push_str(n);
+                k
+            }
             Pe::Key(fields) => {
                 let mut m = Map::new();
                 for (n, v) in fields {

@@ -363,17 +363,11 @@ fn track_update(
 ) -> Result<Option<Value>, ApplyError> {
     let mut entries = base_entries(live, supplied, sub);
     let t = typer(ri);
-    let stripped_live;
-    let lhs = match live {
-        Some(l) => {
-            stripped_live = without_managed(l);
-            &stripped_live
-        }
-        None => {
-            stripped_live = typed::zero_object(&t);
-            &stripped_live
-        }
+    let stripped_live = match live {
+        Some(l) => std::borrow::Cow::Owned(without_managed(l)),
+        None => typed::zero(&t),
     };
+    let lhs: &Value = &stripped_live;
     let c = t.compare(lhs, new)?;
     let mut changed = c.added;
     changed.union_in(&c.modified);

@@ -51,9 +51,16 @@ fn resolve(mut s: &Value) -> &Value {
     s
 }
 
+/// A schema node's type, its `$ref`s followed once here (a walk looks at a node several times).
+fn schema(s: &Value) -> Ty<'_> {
+    Ty::Schema(resolve(s))
+}
+
+/// The schema of a type: `Ty::Schema` holds a resolved node (made by [`schema`]), a root is a
+/// definition or a CRD's schema (which has no `$ref`s).
 fn schema_of(ty: Ty<'_>) -> Option<&Value> {
     match ty {
-        Ty::Schema(s) | Ty::Root(s) => Some(resolve(s)),
+        Ty::Schema(s) | Ty::Root(s) => Some(s),
         Ty::Deduced => None,
     }
 }
@@ -82,7 +89,7 @@ fn shape<'a>(ty: Ty<'a>, v: &Value) -> Shape<'a> {
         }
         Value::Array(_) if matches!(typ, None | Some("array")) => {
             let items = match s.get("items") {
-                Some(i) if i.is_object() => Ty::Schema(i),
+                Some(i) if i.is_object() => schema(i),
                 _ => Ty::Deduced,
             };
             match list_kind(s) {
@@ -137,7 +144,7 @@ fn field<'a>(ty: Ty<'a>, name: &str) -> (Ty<'a>, bool) {
         match name {
             "metadata" => {
                 if let Some(m) = crate::builtin::definitions::get().get(OBJECT_META) {
-                    return (Ty::Schema(m), true);
+                    return (schema(m), true);
                 }
             }
             "apiVersion" | "kind" => return (Ty::Deduced, true),
@@ -145,10 +152,10 @@ fn field<'a>(ty: Ty<'a>, name: &str) -> (Ty<'a>, bool) {
         }
     }
     if let Some(p) = s.get("properties").and_then(|p| p.get(name)) {
-        return (Ty::Schema(p), true);
+        return (schema(p), true);
     }
     match s.get("additionalProperties") {
-        Some(a) if a.is_object() => (Ty::Schema(a), false),
+        Some(a) if a.is_object() => (schema(a), false),
         _ => (Ty::Deduced, false),
     }
 }
@@ -241,7 +248,7 @@ impl<'a> Typer<'a> {
                         return false;
                     }
                     ty = match schema_of(ty).and_then(|s| s.get("items")) {
-                        Some(i) if i.is_object() => Ty::Schema(i),
+                        Some(i) if i.is_object() => schema(i),
                         _ => Ty::Deduced,
                     };
                 }
@@ -512,7 +519,7 @@ impl<'a> Typer<'a> {
                     }
                     if let Some(it) = s.get("items").filter(|i| i.is_object()) {
                         for (i, x) in items.iter().enumerate().rev() {
-                            stack.push((Ty::Schema(it), x, format!("{path}[{i}]")));
+                            stack.push((schema(it), x, format!("{path}[{i}]")));
                         }
                     }
                 }
@@ -612,7 +619,7 @@ pub fn zero_object(t: &Typer<'_>) -> Value {
                 if let Some(p) = props.get(*name) {
                     let r = resolve(p);
                     if p.get("$ref").is_some() && r.get("properties").is_some() {
-                        out.insert((*name).into(), build(Ty::Schema(p), depth + 1));
+                        out.insert((*name).into(), build(schema(p), depth + 1));
                     }
                 }
             }
@@ -623,6 +630,29 @@ pub fn zero_object(t: &Typer<'_>) -> Value {
         return Value::Object(Map::new());
     }
     build(t.root, 0)
+}
+
+/// [`zero_object`], built once per built-in kind (every create compares against it). A
+/// built-in root is one of the embedded definitions, which live as long as the process, so its
+/// address names it; the cache holds one small value per built-in kind at most.
+pub fn zero(t: &Typer<'_>) -> std::borrow::Cow<'static, Value> {
+    use std::borrow::Cow;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static ZEROS: OnceLock<Mutex<HashMap<usize, &'static Value>>> = OnceLock::new();
+    let (true, Ty::Root(root)) = (t.builtin, t.root) else {
+        return Cow::Owned(zero_object(t));
+    };
+    let key = std::ptr::from_ref(root) as usize;
+    let zeros = ZEROS.get_or_init(Default::default);
+    if let Some(z) = zeros.lock().ok().and_then(|m| m.get(&key).copied()) {
+        return Cow::Borrowed(z);
+    }
+    let built = zero_object(t);
+    match zeros.lock() {
+        Ok(mut m) => Cow::Borrowed(*m.entry(key).or_insert_with(|| Box::leak(Box::new(built)))),
+        Err(_) => Cow::Owned(built),
+    }
 }
 
 #[cfg(test)]
