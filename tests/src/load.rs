@@ -5,10 +5,11 @@
 //! whose CPU bounded it. With 4 or more cores the server runs on the first half of them and the
 //! client on the other half (`taskset`); on fewer they share the cores, and the row says so.
 //!
-//! Both protocols use hyper's client connections directly, the body serialized once, as wrk sends
-//! a fixed request: on two shared cores every µs of the client's CPU is taken from the server, and
-//! reqwest's own layers (its pool, redirects, header handling) cost this client 24 µs per create
-//! at 64 connections (see `docs/benchmarks.md`, session 26).
+//! HTTP/1.1 uses hyper's client connections directly and HTTP/2 the h2 crate, the body serialized
+//! once, as wrk sends a fixed request: on two shared cores every µs of the client's CPU is taken
+//! from the server. reqwest's own layers (its pool, redirects, header handling) cost this client
+//! 24 µs per create at 64 connections (see `docs/benchmarks.md`, session 26), and hyper's HTTP/2
+//! client a task per request (session 27).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,7 +52,9 @@ fn cpu_time(pid: u32) -> Result<Duration> {
 /// One side of a client connection, either protocol.
 enum Sender {
     H1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
-    H2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+    /// The h2 crate itself: hyper's HTTP/2 client spawns a task per request to send its body,
+    /// which cost this client ~40 µs of CPU per create, twice its HTTP/1.1 cost.
+    H2(h2::client::SendRequest<Bytes>),
 }
 
 /// One connection to the host under test (HTTP/1.1 keep-alive, or HTTP/2 by ALPN `h2` only).
@@ -95,17 +98,15 @@ impl Conn {
         let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
             .connect(name, tcp)
             .await?;
-        let io = hyper_util::rt::TokioIo::new(tls);
         let send = if h2 {
-            if io.inner().get_ref().1.alpn_protocol() != Some(b"h2") {
+            if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
                 bail!("the server did not choose HTTP/2");
             }
-            let (send, conn) =
-                hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
-                    .await?;
+            let (send, conn) = h2::client::handshake(tls).await?;
             tokio::spawn(conn);
             Sender::H2(send)
         } else {
+            let io = hyper_util::rt::TokioIo::new(tls);
             let (send, conn) = hyper::client::conn::http1::handshake(io).await?;
             tokio::spawn(conn);
             Sender::H1(send)
@@ -124,25 +125,34 @@ impl Conn {
 
     /// POST `body`; the status once the whole answer is read.
     async fn post(&mut self, body: Bytes) -> Result<u16> {
-        let mut req = hyper::Request::post(&self.uri)
+        let req = hyper::Request::post(&self.uri)
             .header("authorization", &self.auth)
-            .header("content-type", "application/json")
-            .body(Full::new(body))?;
-        let resp = match &mut self.send {
+            .header("content-type", "application/json");
+        match &mut self.send {
             Sender::H1(s) => {
-                req.headers_mut()
-                    .insert(hyper::header::HOST, self.host.parse()?);
+                let req = req
+                    .header(hyper::header::HOST, &self.host)
+                    .body(Full::new(body))?;
                 s.ready().await?;
-                s.send_request(req).await?
+                let resp = s.send_request(req).await?;
+                let code = resp.status().as_u16();
+                resp.into_body().collect().await?;
+                Ok(code)
             }
             Sender::H2(s) => {
-                s.ready().await?;
-                s.send_request(req).await?
+                std::future::poll_fn(|cx| s.poll_ready(cx)).await?;
+                let (resp, mut stream) = s.send_request(req.body(())?, false)?;
+                stream.send_data(body, true)?;
+                let resp = resp.await?;
+                let code = resp.status().as_u16();
+                let mut body = resp.into_body();
+                while let Some(chunk) = body.data().await {
+                    let chunk = chunk?;
+                    let _ = body.flow_control().release_capacity(chunk.len());
+                }
+                Ok(code)
             }
-        };
-        let code = resp.status().as_u16();
-        resp.into_body().collect().await?;
-        Ok(code)
+        }
     }
 }
 
@@ -238,8 +248,14 @@ pub async fn load(rows: &mut Vec<(String, String)>, total: usize, rounds: usize)
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
+    // One row alone, for a profile: `BENCH_LOAD_ROWS=h2x8` (or `h1x64`, comma-separated).
+    let wanted = std::env::var("BENCH_LOAD_ROWS").unwrap_or_default();
     for h2 in [false, true] {
         for conns in [8usize, 64] {
+            let row = format!("{}x{conns}", if h2 { "h2" } else { "h1" });
+            if !wanted.is_empty() && !wanted.split(',').any(|w| w.trim() == row) {
+                continue;
+            }
             #[derive(Default)]
             struct Figures {
                 rate: Vec<f64>,
