@@ -154,13 +154,33 @@ fn whoami(s: &Server, kubeconfig: &Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-#[test]
-fn a_client_certificate_is_its_common_name_and_organizations() {
-    let s = Server::start().unwrap();
+/// The host's PKI folder, a folder for the test's own certificates, and the host's CA.
+fn host_pki(s: &Server) -> (PathBuf, PathBuf, (PathBuf, PathBuf)) {
     let pki = s.data_dir.join("pki");
     let dir = s.data_dir.join("certs");
     std::fs::create_dir_all(&dir).unwrap();
     let ca = (pki.join("ca.crt"), pki.join("ca.key"));
+    (pki, dir, ca)
+}
+
+/// POST a SelfSubjectReview with `client`: the status code and the answer.
+fn review(s: &Server, client: &reqwest::blocking::Client) -> (u16, serde_json::Value) {
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let r = client
+        .post(format!(
+            "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            s.url
+        ))
+        .json(&review)
+        .send()
+        .unwrap();
+    (r.status().as_u16(), r.json().unwrap())
+}
+
+#[test]
+fn a_client_certificate_is_its_common_name_and_organizations() {
+    let s = Server::start().unwrap();
+    let (_, dir, ca) = host_pki(&s);
     let (crt, key) = client_cert(&dir, "alice", "/CN=alice/O=dev/O=ops", (&ca.0, &ca.1));
     let alice = kubeconfig(&s, "alice", (&crt, &key), None);
 
@@ -259,10 +279,7 @@ fn presenting_over(
 #[test]
 fn a_certificate_that_does_not_verify_gets_kubes_401() {
     let s = Server::start().unwrap();
-    let dir = s.data_dir.join("certs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
-    let path = format!("{}/apis/authentication.k8s.io/v1/selfsubjectreviews", s.url);
+    let (_, dir, ca) = host_pki(&s);
     let other = other_ca(&dir);
     let (crt, key) = client_cert(
         &dir,
@@ -270,45 +287,25 @@ fn a_certificate_that_does_not_verify_gets_kubes_401() {
         "/CN=admin/O=system:masters",
         (&other.0, &other.1),
     );
-    let r = presenting(&s, (&crt, &key))
-        .post(&path)
-        .json(&review)
-        .send()
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 401);
-    let status: serde_json::Value = r.json().unwrap();
+    let (code, status) = review(&s, &presenting(&s, (&crt, &key)));
+    assert_eq!(code, 401);
     assert_eq!(status["reason"], "Unauthorized", "{status}");
     // The same client with the host's CA behind its certificate is who it says.
-    let pki = s.data_dir.join("pki");
-    let (crt, key) = client_cert(
-        &dir,
-        "erin",
-        "/CN=erin",
-        (&pki.join("ca.crt"), &pki.join("ca.key")),
-    );
-    let r = presenting(&s, (&crt, &key))
-        .post(&path)
-        .json(&review)
-        .send()
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let me: serde_json::Value = r.json().unwrap();
+    let (crt, key) = client_cert(&dir, "erin", "/CN=erin", (&ca.0, &ca.1));
+    let (code, me) = review(&s, &presenting(&s, (&crt, &key)));
+    assert_eq!(code, 201);
     assert_eq!(me["status"]["userInfo"]["username"], "erin", "{me}");
     // TLS 1.2 proves the key its own way (a signature over the handshake's messages).
     let tls12 = presenting_over(&s, (&crt, &key), reqwest::tls::Version::TLS_1_2);
-    let r = tls12.post(&path).json(&review).send().unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let me: serde_json::Value = r.json().unwrap();
+    let (code, me) = review(&s, &tls12);
+    assert_eq!(code, 201);
     assert_eq!(me["status"]["userInfo"]["username"], "erin", "{me}");
 }
 
 #[test]
 fn certificates_kube_would_not_take_leave_the_token_to_decide() {
     let s = Server::start().unwrap();
-    let pki = s.data_dir.join("pki");
-    let dir = s.data_dir.join("certs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = (pki.join("ca.crt"), pki.join("ca.key"));
+    let (pki, dir, ca) = host_pki(&s);
     // An X.509 v1 certificate (openssl without -extfile): the handshake completes, the chain is
     // refused (v3 is required), and the request is the token's, or 401 without one.
     let (crt, key) = signed(&dir, "v1", "/CN=victor", (&ca.0, &ca.1), None);
