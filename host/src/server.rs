@@ -424,8 +424,15 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     // The built-in controllers (garbage collector, namespaces, service accounts, tokens), once
     // every kind is listed.
     let root_ca = tls.as_ref().map(|t| Arc::from(t.ca_pem.as_str()));
-    let builtin_controllers =
-        crate::controllers::start(service.clone(), issuer, root_ca, shutdown_rx.clone()).await;
+    let authority = tls.as_ref().and_then(|t| t.authority.clone());
+    let builtin_controllers = crate::controllers::start(
+        service.clone(),
+        issuer,
+        root_ca,
+        authority,
+        shutdown_rx.clone(),
+    )
+    .await;
     let authz = Arc::new(crate::auth::Authorizer::new(store.clone()));
     let state = Arc::new(AppState {
         authn,

@@ -33,6 +33,9 @@ pub enum Subresource {
     /// `scale`: a write of the object's replicas through its Scale (written like the main
     /// resource; recorded in managedFields and passed to admission as `scale`).
     Scale,
+    /// A CertificateSigningRequest's `approval`: only its conditions change
+    /// (`builtin::csr`).
+    Approval,
 }
 
 impl Subresource {
@@ -42,6 +45,7 @@ impl Subresource {
             Subresource::Main => "",
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Approval => "approval",
         }
     }
 }
@@ -1339,6 +1343,9 @@ impl Service {
         // stick (the system fields, the kind's start state).
         Self::system_fields_on_create(ri, &mut obj)?;
         Self::defaults_on_create(ri, &mut obj);
+        if crate::builtin::csr::is_csrs(ri) {
+            crate::builtin::csr::prepare_create(&mut obj, opts.user.as_ref());
+        }
         // A name is generated only if the object still has none after admission.
         let generate = meta::meta_str(&obj, "generateName")
             .filter(|g| !g.is_empty())
@@ -1351,6 +1358,7 @@ impl Service {
             Self::generate_name(ri, &mut obj, prefix);
         }
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
+        Self::validate_sub(ri, &obj, None, Subresource::Main)?;
         Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);
         warnings.extend(
             self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
@@ -1918,6 +1926,7 @@ impl Service {
                 .await?;
             let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
             warnings.extend(Self::admit(ri, &mut new, old, opts)?);
+            Self::validate_sub(ri, &new, old, sub)?;
             Self::track_fields(ri, old, &mut new, supplied, sub, opts);
             warnings.extend(
                 self.admitted(ri, ns, Operation::Update, old, Some(&new), sub_name, opts)
@@ -2035,7 +2044,7 @@ impl Service {
         new: Value,
         sub: Subresource,
     ) -> Result<Value> {
-        let untouched = if sub == Subresource::Status {
+        let untouched = if matches!(sub, Subresource::Status | Subresource::Approval) {
             match (current.as_object(), new.as_object()) {
                 (Some(c), Some(n)) => {
                     c.iter()
@@ -2069,7 +2078,10 @@ impl Service {
         // kube's ValidateObjectMetaUpdate: a mutation may not change the uid.
         let uid = |v: &Value| meta::meta_str(v, "uid").unwrap_or("").to_owned();
         let (was, now) = (uid(current), uid(&new));
-        if sub != Subresource::Status && !now.is_empty() && now != was {
+        if !matches!(sub, Subresource::Status | Subresource::Approval)
+            && !now.is_empty()
+            && now != was
+        {
             return Err(ApiError::invalid(
                 &ri.group,
                 &ri.kind,
@@ -2084,21 +2096,50 @@ impl Service {
         Self::merge_update(ri, current, new, sub)
     }
 
+    /// Validation that depends on the way in (`/status`, `/approval`): CertificateSigningRequests.
+    fn validate_sub(
+        ri: &ResourceInfo,
+        obj: &Value,
+        old: Option<&Value>,
+        sub: Subresource,
+    ) -> Result<()> {
+        if !crate::builtin::csr::is_csrs(ri) {
+            return Ok(());
+        }
+        let causes = crate::builtin::csr::validate(obj, old, sub);
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(ApiError::invalid(
+            &ri.group,
+            &ri.kind,
+            meta::name(obj),
+            causes,
+        ))
+    }
+
     fn merge_update(
         ri: &ResourceInfo,
         current: &Value,
         mut new: Value,
         sub: Subresource,
     ) -> Result<Value> {
-        if sub == Subresource::Status {
-            // /status: everything but status stays as stored.
+        let csr = crate::builtin::csr::is_csrs(ri);
+        if matches!(sub, Subresource::Status | Subresource::Approval) {
+            // /status: everything but status stays as stored (/approval: but the conditions).
             let mut out = current.clone();
             if let (Some(o), Some(status)) = (out.as_object_mut(), new.get("status")) {
                 o.insert("status".into(), status.clone());
             } else if let Some(o) = out.as_object_mut() {
                 o.remove("status");
             }
+            if csr {
+                crate::builtin::csr::prepare_update(sub, current, &mut out);
+            }
             return Ok(out);
+        }
+        if csr {
+            crate::builtin::csr::prepare_update(sub, current, &mut new);
         }
         if ri.status_subresource {
             match (new.as_object_mut(), current.get("status")) {

@@ -748,6 +748,9 @@ pub fn template() -> Value {
     json!({"metadata": {"labels": {"app": "ex"}}, "spec": pod_spec()})
 }
 
+/// A certificate signing request for `CN=ex` (base64 of its PEM), made by `openssl req`.
+pub const EXAMPLE_CSR: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIR01HOENBUUF3RFRFTE1Ba0dBMVVFQXd3Q1pYZ3dXVEFUQmdjcWhrak9QUUlCQmdncWhrak9QUU1CQndOQwpBQVRoUHVSTkNqYWVQSE1Ub1psVTFZWkVvSEsyZGdlbFo0RlZuMGkyaEYxUXhIZm1DbFRXU2FESmpLclZFMnJtCnI2M3pVTGhsRlE0YTZXd2FoS2Jjc09NRG9BQXdDZ1lJS29aSXpqMEVBd0lEUndBd1JBSWdLc05XNjF4TXdHd28KaE15QUtiNFpQWXpWQ0Q4OFRnN2tjVDBHM0FSbnV2QUNJQXZndzM2WlZFS2ZxNnpXdmJsM2IwK3VuSURxRzd3ZwpOc0dVWW83R2pxR3QKLS0tLS1FTkQgQ0VSVElGSUNBVEUgUkVRVUVTVC0tLS0tCg==";
+
 /// The fields beyond metadata an example of `kind` has: what kube requires of it, or what makes
 /// it an ordinary example.
 /// The fields beyond metadata an example of `kind` has.
@@ -800,7 +803,8 @@ pub fn example_fields(kind: &str) -> Value {
             "names": {"plural": "exes", "kind": "Ex"}, "scope": "Namespaced",
             "versions": [{"name": "v1", "served": true, "storage": true, "schema":
                 {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}),
-        "CertificateSigningRequest" => json!({"spec": {"request": "dg==",
+        // A real request (P-256, CN=ex), as kube validates `spec.request`.
+        "CertificateSigningRequest" => json!({"spec": {"request": EXAMPLE_CSR,
             "signerName": "example.com/ex", "usages": ["client auth"]}}),
         "Event" => {
             json!({"involvedObject": {"kind": "Pod", "name": "ex"}, "reason": "Ex", "message": "ex"})

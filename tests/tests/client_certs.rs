@@ -361,3 +361,222 @@ fn client_ca_file_names_the_cas_client_certificates_chain_to() {
         .contains("namespace/default"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A CertificateSigningRequest for `subject` (a new key in `dir`) with these usages; returns the
+/// manifest and the key's path.
+fn csr_manifest(
+    dir: &Path,
+    name: &str,
+    subject: &str,
+    usages: &[&str],
+) -> (serde_json::Value, PathBuf) {
+    let (key, csr) = (
+        dir.join(format!("{name}.key")),
+        dir.join(format!("{name}.csr")),
+    );
+    new_key(&key, subject, &csr, &["-new"]);
+    let request = base64::engine::general_purpose::STANDARD.encode(std::fs::read(&csr).unwrap());
+    let manifest = json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {
+            "request": request,
+            "signerName": "kubernetes.io/kube-apiserver-client",
+            "usages": usages,
+            "expirationSeconds": 86400,
+            // Not the requester's to say: the server fills it in.
+            "username": "mallory",
+        },
+    });
+    (manifest, key)
+}
+
+/// The CSR once `done` holds for it (the host's signer answers within seconds).
+fn csr_when(
+    s: &Server,
+    name: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    turtles_tests::poll(
+        &format!("csr {name}"),
+        std::time::Duration::from_secs(15),
+        || {
+            let v = s.kubectl_json(&["get", "csr", name, "-o", "json"]);
+            done(&v).then_some(v)
+        },
+    )
+    .unwrap()
+}
+
+fn condition<'a>(csr: &'a serde_json::Value, ty: &str) -> Option<&'a serde_json::Value> {
+    csr["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == ty)
+}
+
+#[test]
+fn an_approved_csr_is_signed_by_the_host_and_its_certificate_authenticates() {
+    let s = Server::start().unwrap();
+    let (_, dir, ca) = host_pki(&s);
+    let admin = s.kubectl_json(&["auth", "whoami", "-o", "json"]);
+    let admin_name = admin["status"]["userInfo"]["username"].clone();
+
+    // Created by the admin: pending, and the admin's whatever the body said.
+    let (manifest, key) = csr_manifest(&dir, "alice", "/CN=alice/O=dev/O=ops", &["client auth"]);
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &manifest.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let created = s.kubectl_json(&["get", "csr", "alice", "-o", "json"]);
+    assert_eq!(created["spec"]["username"], admin_name, "{created}");
+    assert_eq!(created["status"], json!({}), "{created}");
+    let table = s.kubectl_ok(&["get", "csr", "alice"]);
+    assert!(
+        table.contains("Pending") && table.contains("24h"),
+        "{table}"
+    );
+
+    // bob may read and update CSRs, approval included, but may not approve for this signer.
+    let (bob, _) = s.mint("bob", &[]).unwrap();
+    s.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "csr-user",
+        "--verb=get,list,create,update,patch",
+        "--resource=certificatesigningrequests,certificatesigningrequests/approval",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "bob-csr",
+        "--clusterrole=csr-user",
+        "--user=bob",
+    ]);
+    refused(
+        &s.kubectl_with(&bob, &["certificate", "approve", "alice"]),
+        "certificatesigningrequests.certificates.k8s.io \"alice\" is forbidden: user not permitted to approve requests with signerName \"kubernetes.io/kube-apiserver-client\"",
+    );
+    assert!(condition(
+        &s.kubectl_json(&["get", "csr", "alice", "-o", "json"]),
+        "Approved"
+    )
+    .is_none());
+
+    // The admin approves (kubectl PUTs /approval); the host's signer issues the certificate.
+    let out = s.kubectl_ok(&["certificate", "approve", "alice"]);
+    assert!(out.contains("approved"), "{out}");
+    let issued = csr_when(&s, "alice", |v| v["status"]["certificate"].is_string());
+    let approved = condition(&issued, "Approved").unwrap();
+    assert_eq!(approved["reason"], "KubectlApprove");
+    assert!(approved["lastTransitionTime"].is_string(), "{issued}");
+    assert!(s
+        .kubectl_ok(&["get", "csr", "alice"])
+        .contains("Approved,Issued"));
+    let crt = dir.join("alice.crt");
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(issued["status"]["certificate"].as_str().unwrap())
+        .unwrap();
+    std::fs::write(&crt, &pem).unwrap();
+    // A client certificate of the host's CA, as long as asked (a day, less the 5 minutes it
+    // is backdated).
+    openssl(&[
+        "verify",
+        "-CAfile",
+        ca.0.to_str().unwrap(),
+        "-purpose",
+        "sslclient",
+        crt.to_str().unwrap(),
+    ]);
+    let ends_within = |secs: &str| {
+        !Command::new("openssl")
+            .args(["x509", "-noout", "-checkend", secs, "-in"])
+            .arg(&crt)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(!ends_within("85000") && ends_within("86400"));
+
+    // kubectl with it is alice, in dev and ops.
+    let alice = kubeconfig(&s, "alice", (&crt, &key), None);
+    let me = whoami(&s, &alice);
+    assert_eq!(me["status"]["userInfo"]["username"], "alice", "{me}");
+    assert_eq!(
+        me["status"]["userInfo"]["groups"],
+        json!(["dev", "ops", "system:authenticated"])
+    );
+
+    // A usage a client certificate may not have: Failed, not issued.
+    let (srv, _) = csr_manifest(&dir, "srv", "/CN=srv", &["client auth", "server auth"]);
+    s.kubectl_stdin(&["create", "-f", "-"], &srv.to_string());
+    s.kubectl_ok(&["certificate", "approve", "srv"]);
+    let failed = csr_when(&s, "srv", |v| condition(v, "Failed").is_some());
+    let f = condition(&failed, "Failed").unwrap();
+    assert_eq!(f["reason"], "SignerValidationFailure");
+    assert_eq!(
+        f["message"],
+        "invalid usage for client certificate: server auth"
+    );
+    assert!(failed["status"].get("certificate").is_none(), "{failed}");
+    assert!(s
+        .kubectl_ok(&["get", "csr", "srv"])
+        .contains("Approved,Failed"));
+
+    // Denied: never signed. (The signer takes requests in order: once a later one is issued,
+    // the denied one has been looked at.)
+    let (carol, _) = csr_manifest(&dir, "carol", "/CN=carol", &["client auth"]);
+    s.kubectl_stdin(&["create", "-f", "-"], &carol.to_string());
+    s.kubectl_ok(&["certificate", "deny", "carol"]);
+    let (dave, _) = csr_manifest(&dir, "dave", "/CN=dave", &["client auth"]);
+    s.kubectl_stdin(&["create", "-f", "-"], &dave.to_string());
+    s.kubectl_ok(&["certificate", "approve", "dave"]);
+    csr_when(&s, "dave", |v| v["status"]["certificate"].is_string());
+    let denied = s.kubectl_json(&["get", "csr", "carol", "-o", "json"]);
+    assert_eq!(
+        condition(&denied, "Denied").unwrap()["reason"],
+        "KubectlDeny"
+    );
+    assert!(denied["status"].get("certificate").is_none(), "{denied}");
+    refused(
+        &s.kubectl(&["certificate", "approve", "carol"]),
+        "is already Denied",
+    );
+
+    // Nobody gets system:masters through this signer, not even the admin.
+    let (masters, _) = csr_manifest(&dir, "root", "/CN=root/O=system:masters", &["client auth"]);
+    refused(
+        &s.kubectl_stdin(&["create", "-f", "-"], &masters.to_string()),
+        "use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed",
+    );
+
+    // /approval is read and written, never deleted.
+    let http = s.http();
+    let approval = "/apis/certificates.k8s.io/v1/certificatesigningrequests/alice/approval";
+    assert_eq!(http.get(approval).json()["metadata"]["name"], "alice");
+    turtles_tests::assert_status(&http.delete(approval), 405, "MethodNotAllowed");
+    // Discovery lists it.
+    let resources = s.kubectl_ok(&[
+        "api-resources",
+        "--api-group=certificates.k8s.io",
+        "-o",
+        "wide",
+    ]);
+    assert!(
+        resources.contains("certificatesigningrequests"),
+        "{resources}"
+    );
+    let list = http.get("/apis/certificates.k8s.io/v1").json();
+    assert!(
+        list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "certificatesigningrequests/approval"),
+        "{list}"
+    );
+}

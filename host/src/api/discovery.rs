@@ -128,6 +128,9 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                     if r.status_subresource {
                         subs.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
                     }
+                    if crate::builtin::csr::is_csrs(r) {
+                        subs.push(json!({"subresource": "approval", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+                    }
                     if r.group.is_empty() && r.resource == "pods" {
                         subs.push(json!({"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"}, "verbs": ["create"]}));
                     }
@@ -247,6 +250,15 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "name": format!("{}/status", r.resource),
                 "singularName": "",
                 "namespaced": r.namespaced(),
+                "kind": r.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if crate::builtin::csr::is_csrs(r) {
+            list.push(json!({
+                "name": format!("{}/approval", r.resource),
+                "singularName": "",
+                "namespaced": false,
                 "kind": r.kind,
                 "verbs": ["get", "patch", "update"],
             }));

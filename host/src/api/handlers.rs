@@ -95,6 +95,14 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     if target.scale {
         return scale(state, &target, req, query).await;
     }
+    // `/status` and `/approval` are read and written, never created, deleted or watched.
+    if target.sub != Subresource::Main
+        && !matches!(*req.method(), Method::GET | Method::PUT | Method::PATCH)
+    {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
     if target.binding {
         let binding = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
@@ -133,7 +141,8 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         .get::<crate::auth::Principal>()
         .map(|p| p.0.clone());
     let user = principal.clone();
-    let guard = crate::auth::escalation::guard(&state.authz, &ri, principal);
+    let guard = crate::auth::escalation::guard(&state.authz, &ri, principal.clone())
+        .or_else(|| crate::auth::csr::guard(&state.authz, &ri, principal, target.sub));
     let ns = target.namespace.clone().unwrap_or_default();
     let svc = &state.service;
     let is_crd = ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE;
@@ -458,6 +467,12 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
             (Some((*name).to_owned()), Subresource::Status, false, false)
         }
         [name, "scale"] if has_scale => (Some((*name).to_owned()), Subresource::Main, true, false),
+        [name, "approval"] if crate::builtin::csr::is_csrs(&ri) => (
+            Some((*name).to_owned()),
+            Subresource::Approval,
+            false,
+            false,
+        ),
         [name, "binding"] if is_pods && namespace.is_some() => {
             (Some((*name).to_owned()), Subresource::Main, false, true)
         }

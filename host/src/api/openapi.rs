@@ -181,6 +181,12 @@ fn resource_paths(r: &ResourceInfo, prefix: &str, name: &str, v3: bool) -> Vec<(
             json!({"get": op("get"), "put": op("put"), "patch": op("patch")}),
         ));
     }
+    if crate::builtin::csr::is_csrs(r) {
+        out.push((
+            format!("{item}/approval"),
+            json!({"get": op("get"), "put": op("put"), "patch": op("patch")}),
+        ));
+    }
     out
 }
 

@@ -227,7 +227,9 @@ fn strip_meta(set: &mut Set) {
 /// resource of kinds with a status subresource; everything but `status` for `/status`.
 fn filter_reset(ri: &ResourceInfo, subresource: &str, set: Set) -> Set {
     match subresource {
-        "status" => set.filter_top("status", true),
+        // `/approval` of a CertificateSigningRequest changes its conditions (kube resets
+        // `spec` and `status.certificate`; the strategy keeps the certificate).
+        "status" | "approval" => set.filter_top("status", true),
         _ if ri.status_subresource => set.filter_top("status", false),
         _ => set,
     }

@@ -1,9 +1,11 @@
 //! Who is asking and may they: bearer-token authentication, RBAC
 //! authorization over the stored roles and bindings, and the TLS material the server presents.
 
+pub mod csr;
 pub mod escalation;
 pub mod rbac;
 pub mod serviceaccount;
+pub mod signer;
 pub mod tls;
 pub mod tokens;
 

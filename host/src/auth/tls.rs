@@ -40,6 +40,9 @@ pub struct TlsMaterial {
     pub client_verifier: Option<Arc<dyn ClientCertVerifier>>,
     /// PEM of the certificate(s) a client should trust (our CA, or the operator's certificate).
     pub ca_pem: String,
+    /// The CA that issues client certificates for approved CertificateSigningRequests: the
+    /// generated CA, when it is also the one client certificates are verified with.
+    pub authority: Option<Arc<crate::auth::signer::Authority>>,
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -143,10 +146,21 @@ pub fn generated(
     let ca_pem = read(&ca_crt)?;
     let client_verifier = Some(client_verifier(client_ca.unwrap_or(&ca_crt), provider())?);
     let server_config = server_config(&srv_crt, &srv_key, client_verifier.clone())?;
+    let authority = match client_ca {
+        Some(_) => None,
+        None => match crate::auth::signer::Authority::load(&ca_crt, &ca_key) {
+            Ok(a) => Some(Arc::new(a)),
+            Err(e) => {
+                tracing::warn!(error = %e, "the CSR signer is off: the CA cannot sign");
+                None
+            }
+        },
+    };
     Ok(TlsMaterial {
         server_config,
         client_verifier,
         ca_pem,
+        authority,
     })
 }
 
@@ -161,6 +175,7 @@ pub fn provided(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<Tls
         server_config: server_config(cert, key, client_verifier.clone())?,
         client_verifier,
         ca_pem,
+        authority: None,
     })
 }
 

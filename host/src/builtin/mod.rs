@@ -4,6 +4,7 @@
 //! import-openapi`), and decoding as kube decodes ([`decode`]).
 
 pub mod conversion;
+pub mod csr;
 pub mod decode;
 pub mod defaults;
 pub mod definitions;

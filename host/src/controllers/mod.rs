@@ -1,7 +1,7 @@
 //! Built-in controllers: the garbage collector ([`gc`]), the namespace controller
 //! ([`namespace`]), the service account controller ([`serviceaccount`]), the token
-//! controller ([`tokens`]) and the ValidatingAdmissionPolicy status controller
-//! ([`policystatus`]). Like
+//! controller ([`tokens`]), the ValidatingAdmissionPolicy status controller
+//! ([`policystatus`]) and the CertificateSigningRequest signer ([`csrsigning`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -10,6 +10,7 @@
 //! kind and the work is found again (terminating namespaces, objects with owner references,
 //! owners waiting on dependents), so deletions in progress resume after a restart.
 
+pub mod csrsigning;
 pub mod gc;
 pub mod namespace;
 pub mod policystatus;
@@ -48,6 +49,9 @@ pub enum ControllerError {
     Store(#[from] StoreError),
     #[error("owner reference to {0} cannot be resolved: no such kind is served")]
     UnknownKind(String),
+    /// The CSR signer's: a request it cannot read or a certificate it cannot issue.
+    #[error("{0}")]
+    Signing(String),
 }
 
 /// What a reconcile asks for next: nothing (`None`) or another look after a delay.
@@ -301,12 +305,14 @@ fn deliver(ri: &ResourceInfo, followers: &[Arc<dyn Follower>], change: &Change) 
 }
 
 /// Start the built-in controllers: informers over every kind, then the workers. The token
-/// controller signs with `issuer` and hands out `root_ca` (PEM; none without TLS). Returns their
-/// metrics for `/metrics`.
+/// controller signs with `issuer` and hands out `root_ca` (PEM; none without TLS); the CSR
+/// signer runs with `authority` (the CA client certificates are verified with, when the host
+/// holds its key). Returns their metrics for `/metrics`.
 pub async fn start(
     service: Arc<Service>,
     issuer: Arc<crate::auth::serviceaccount::TokenIssuer>,
     root_ca: Option<Arc<str>>,
+    authority: Option<Arc<crate::auth::signer::Authority>>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<driver::MetricsSource> {
     let gc = gc::GarbageCollector::new(service.clone());
@@ -314,25 +320,29 @@ pub async fn start(
     let sa = serviceaccount::ServiceAccountController::new(service.clone());
     let tokens = tokens::TokenController::new(service.clone(), issuer, root_ca);
     let vap = policystatus::PolicyStatusController::new(service.clone());
-    follow_all(
-        service.clone(),
-        vec![
-            gc.clone() as Arc<dyn Follower>,
-            ns.clone() as Arc<dyn Follower>,
-            sa.clone() as Arc<dyn Follower>,
-            tokens.clone() as Arc<dyn Follower>,
-            vap.clone() as Arc<dyn Follower>,
-        ],
-        shutdown.clone(),
-    )
-    .await;
-    vec![
+    let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
+    let mut followers = vec![
+        gc.clone() as Arc<dyn Follower>,
+        ns.clone() as Arc<dyn Follower>,
+        sa.clone() as Arc<dyn Follower>,
+        tokens.clone() as Arc<dyn Follower>,
+        vap.clone() as Arc<dyn Follower>,
+    ];
+    if let Some(s) = &signer {
+        followers.push(s.clone() as Arc<dyn Follower>);
+    }
+    follow_all(service.clone(), followers, shutdown.clone()).await;
+    let mut started = vec![
         gc.start(shutdown.clone()),
         ns.start(shutdown.clone()),
         sa.start(shutdown.clone()),
         tokens.start(shutdown.clone()),
-        vap.start(shutdown),
-    ]
+    ];
+    if let Some(s) = &signer {
+        started.push(s.start(shutdown.clone()));
+    }
+    started.push(vap.start(shutdown));
+    started
 }
 
 /// Update an object (or its status) to `v`, read from the store with its resourceVersion: a
