@@ -1359,6 +1359,7 @@ impl Service {
         }
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
         Self::validate_sub(ri, &obj, None, Subresource::Main)?;
+        Self::guard_after_admission(ri, ns, None, &obj, opts)?;
         Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);
         warnings.extend(
             self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
@@ -1927,6 +1928,7 @@ impl Service {
             let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
             warnings.extend(Self::admit(ri, &mut new, old, opts)?);
             Self::validate_sub(ri, &new, old, sub)?;
+            Self::guard_after_admission(ri, ns, old, &new, opts)?;
             Self::track_fields(ri, old, &mut new, supplied, sub, opts);
             warnings.extend(
                 self.admitted(ri, ns, Operation::Update, old, Some(&new), sub_name, opts)
@@ -2116,6 +2118,21 @@ impl Service {
             meta::name(obj),
             causes,
         ))
+    }
+
+    /// kube's CertificateSigningRequest checks (approve, sign, no `system:masters`) are
+    /// validating admission: they also see what mutating admission changed.
+    fn guard_after_admission(
+        ri: &ResourceInfo,
+        ns: &str,
+        old: Option<&Value>,
+        new: &Value,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        match &opts.guard {
+            Some(guard) if crate::builtin::csr::is_csrs(ri) => guard.check(ri, ns, old, new),
+            _ => Ok(()),
+        }
     }
 
     fn merge_update(

@@ -466,9 +466,21 @@ fn an_approved_csr_is_signed_by_the_host_and_its_certificate_authenticates() {
     )
     .is_none());
 
-    // The admin approves (kubectl PUTs /approval); the host's signer issues the certificate.
-    let out = s.kubectl_ok(&["certificate", "approve", "alice"]);
-    assert!(out.contains("approved"), "{out}");
+    // Bound to kube's approver role for this signer, bob approves (kubectl PUTs /approval);
+    // the host's signer issues the certificate.
+    s.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "bob-approves",
+        "--clusterrole=system:certificates.k8s.io:kube-apiserver-client-approver",
+        "--user=bob",
+    ]);
+    let out = s.kubectl_with(&bob, &["certificate", "approve", "alice"]);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("approved"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let issued = csr_when(&s, "alice", |v| v["status"]["certificate"].is_string());
     let approved = condition(&issued, "Approved").unwrap();
     assert_eq!(approved["reason"], "KubectlApprove");

@@ -1054,6 +1054,14 @@ fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> PolicyRule {
     }
 }
 
+/// `approve` on one signer (kube's `system:certificates.k8s.io:*-approver` roles).
+fn approver(signer: &str) -> Vec<PolicyRule> {
+    vec![PolicyRule {
+        resource_names: strings(&[signer]),
+        ..rule(&["approve"], &["certificates.k8s.io"], &["signers"])
+    }]
+}
+
 fn url_rule(verbs: &[&str], urls: &[&str]) -> PolicyRule {
     PolicyRule {
         verbs: strings(verbs),
@@ -1235,6 +1243,23 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
                 &[AUTHORIZATION],
                 &["subjectaccessreviews"],
             )],
+        ),
+        // Who may approve requests for each of kube's signers (bound to nobody, as in kube).
+        role(
+            "system:certificates.k8s.io:legacy-unknown-approver",
+            approver("kubernetes.io/legacy-unknown"),
+        ),
+        role(
+            "system:certificates.k8s.io:kubelet-serving-approver",
+            approver("kubernetes.io/kubelet-serving"),
+        ),
+        role(
+            "system:certificates.k8s.io:kube-apiserver-client-approver",
+            approver("kubernetes.io/kube-apiserver-client"),
+        ),
+        role(
+            "system:certificates.k8s.io:kube-apiserver-client-kubelet-approver",
+            approver("kubernetes.io/kube-apiserver-client-kubelet"),
         ),
         // What a node agent needs; bound to nobody (the Node authorizer's job).
         role(

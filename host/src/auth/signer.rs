@@ -45,9 +45,37 @@ pub fn parse_request(pem_bytes: &[u8]) -> std::result::Result<Request, String> {
         Ok(block) if block.tag() == "CERTIFICATE REQUEST" => block.into_contents(),
         _ => return Err(WRONG_BLOCK.into()),
     };
-    let req = Request { der };
+    const MALFORMED: &str = "x509: malformed certificate request";
+    // The subject and the public key, as exact DER elements read by their own headers: these
+    // bytes go into the certificate as they are, so they must be whole elements (x509-parser
+    // stops at the first entry of a Name it cannot read and its `raw` then ends early, under a
+    // header that still claims the whole length).
+    let (subject, spki) = strict_parts(&der).ok_or(MALFORMED)?;
+    let req = Request { der, subject, spki };
     {
         let csr = req.parsed()?;
+        let info = &csr.certification_request_info;
+        if info.subject.as_raw() != req.subject.as_slice()
+            || info.subject_pki.raw != req.spki.as_slice()
+            || !whole_name(&info.subject, &req.subject)
+        {
+            return Err(MALFORMED.into());
+        }
+        // Go reads only 4- and 16-byte IP addresses.
+        for ext in csr.requested_extensions().into_iter().flatten() {
+            if let ParsedExtension::SubjectAlternativeName(san) = ext {
+                for name in &san.general_names {
+                    if let GeneralName::IPAddress(b) = name {
+                        if b.len() != 4 && b.len() != 16 {
+                            return Err(format!(
+                                "x509: cannot parse IP address of length {}",
+                                b.len()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
         csr.verify_signature().map_err(|_| {
             match csr.certification_request_info.subject_pki.parsed() {
                 Ok(x509_parser::public_key::PublicKey::RSA(_)) => "crypto/rsa: verification error",
@@ -64,6 +92,86 @@ pub fn parse_request(pem_bytes: &[u8]) -> std::result::Result<Request, String> {
 #[derive(Debug, Clone)]
 pub struct Request {
     der: Vec<u8>,
+    /// The subject Name and the SubjectPublicKeyInfo, each one whole DER element.
+    subject: Vec<u8>,
+    spki: Vec<u8>,
+}
+
+/// One DER element at the start of `b` (definite length): the element and what follows it.
+fn element(b: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&tag, rest) = b.split_first()?;
+    if tag & 0x1f == 0x1f {
+        return None; // a high tag number: none in these structures
+    }
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 {
+            return None;
+        }
+        let (bytes, rest) = rest.split_at_checked(n)?;
+        (
+            bytes.iter().fold(0usize, |a, b| a << 8 | usize::from(*b)),
+            rest,
+        )
+    };
+    let end = (b.len() - rest.len()).checked_add(len)?;
+    (end <= b.len()).then(|| b.split_at(end))
+}
+
+/// What an element holds (after its header).
+fn contents(el: &[u8]) -> &[u8] {
+    let long = el.get(1).is_some_and(|l| l & 0x80 != 0);
+    let header = if long {
+        2 + usize::from(el[1] & 0x7f)
+    } else {
+        2
+    };
+    el.get(header..).unwrap_or_default()
+}
+
+/// The subject and SubjectPublicKeyInfo elements of a CertificationRequest, read strictly:
+/// `SEQUENCE { SEQUENCE { INTEGER, Name, SPKI, [0] ... }, ... }` with nothing after it.
+fn strict_parts(der: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let (csr, rest) = element(der)?;
+    if !rest.is_empty() || csr[0] != 0x30 {
+        return None;
+    }
+    let (info, _) = element(contents(csr))?;
+    if info[0] != 0x30 {
+        return None;
+    }
+    let (version, rest) = element(contents(info))?;
+    let (subject, rest) = element(rest)?;
+    let (spki, _) = element(rest)?;
+    (version[0] == 0x02 && subject[0] == 0x30 && spki[0] == 0x30)
+        .then(|| (subject.to_vec(), spki.to_vec()))
+}
+
+/// Whether x509-parser read every attribute of every entry of `name`, whose DER is `tlv`.
+fn whole_name(name: &x509_parser::x509::X509Name<'_>, tlv: &[u8]) -> bool {
+    let mut counts = Vec::new();
+    let mut rest = contents(tlv);
+    while !rest.is_empty() {
+        let Some((rdn, after)) = element(rest) else {
+            return false;
+        };
+        let mut n = 0;
+        let mut attrs = contents(rdn);
+        while !attrs.is_empty() {
+            let Some((_, a)) = element(attrs) else {
+                return false;
+            };
+            attrs = a;
+            n += 1;
+        }
+        counts.push(n);
+        rest = after;
+    }
+    let read: Vec<usize> = name.iter().map(|rdn| rdn.iter().count()).collect();
+    read == counts
 }
 
 type Csr<'a> = x509_parser::certification_request::X509CertificationRequest<'a>;
@@ -369,8 +477,8 @@ impl Authority {
         tbs.extend_from_slice(&self.subject);
         let validity = [time(not_before), time(not_after)].concat();
         tbs.extend(tlv(0x30, &validity));
-        tbs.extend_from_slice(info.subject.as_raw());
-        tbs.extend_from_slice(info.subject_pki.raw);
+        tbs.extend_from_slice(&issue.request.subject);
+        tbs.extend_from_slice(&issue.request.spki);
         tbs.extend(tlv(0xa3, &tlv(0x30, &extensions.concat())));
         let tbs = tlv(0x30, &tbs);
 
@@ -384,6 +492,18 @@ impl Authority {
             0x30,
             &[tbs, self.algorithm.to_vec(), tlv(0x03, &bits)].concat(),
         );
+        // What was written reads back as written: the request's subject and key, whole.
+        let read = X509Certificate::from_der(&cert).ok().filter(|(rest, c)| {
+            rest.is_empty()
+                && c.tbs_certificate.subject.as_raw() == issue.request.subject.as_slice()
+                && c.tbs_certificate.subject_pki.raw == issue.request.spki.as_slice()
+        });
+        let der = rustls::pki_types::CertificateDer::from(cert.as_slice());
+        if read.is_none() || webpki::EndEntityCert::try_from(&der).is_err() {
+            return Err(SignerError::Sign(
+                "the certificate does not read back".into(),
+            ));
+        }
         Ok(pem::encode(&pem::Pem::new("CERTIFICATE", cert)))
     }
 }
@@ -497,13 +617,18 @@ pub(crate) mod testing {
     /// A CSR with CN `alice` and two organizations, written with openssl-free DER: rcgen keeps
     /// one value per attribute type, so the subject is built by hand.
     pub fn request(key: &KeyPair, subject_der: &[u8], san_dns: &[&str]) -> String {
+        let names: Vec<u8> = san_dns
+            .iter()
+            .flat_map(|d| tlv(0x82, d.as_bytes()))
+            .collect();
+        request_names(key, subject_der, &names)
+    }
+
+    /// A CSR asking for these alternative names (GeneralNames' DER).
+    pub fn request_names(key: &KeyPair, subject_der: &[u8], names: &[u8]) -> String {
         let mut attrs = Vec::new();
-        if !san_dns.is_empty() {
-            let names: Vec<u8> = san_dns
-                .iter()
-                .flat_map(|d| tlv(0x82, d.as_bytes()))
-                .collect();
-            let ext = extension(OID_SUBJECT_ALT_NAME, false, &tlv(0x30, &names));
+        if !names.is_empty() {
+            let ext = extension(OID_SUBJECT_ALT_NAME, false, &tlv(0x30, names));
             // extensionRequest attribute: OID 1.2.840.113549.1.9.14, SET { SEQ { ext } }
             let attr = [
                 tlv(
@@ -691,6 +816,49 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.to_string(), "unrecognized usage values: [\"flying\"]");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_request_whose_subject_or_names_do_not_read_whole_is_refused() {
+        let key = KeyPair::generate().unwrap();
+        // CN=mallory, then an empty entry (x509-parser stops there), then more entries whose
+        // bytes would otherwise have been copied under the header's length.
+        let cn = tlv(
+            0x31,
+            &tlv(0x30, &[tlv(0x06, CN), tlv(0x0c, b"mallory")].concat()),
+        );
+        let masters = tlv(
+            0x31,
+            &tlv(0x30, &[tlv(0x06, O), tlv(0x0c, b"system:masters")].concat()),
+        );
+        let subject = tlv(0x30, &[cn.clone(), tlv(0x31, &[]), masters].concat());
+        let pem = testing::request(&key, &subject, &[]);
+        assert_eq!(
+            parse_request(pem.as_bytes()).unwrap_err(),
+            "x509: malformed certificate request"
+        );
+        // An IP address of 5 bytes.
+        let pem = testing::request_names(&key, &name(&[(CN, "a")]), &tlv(0x87, &[1, 2, 3, 4, 5]));
+        assert_eq!(
+            parse_request(pem.as_bytes()).unwrap_err(),
+            "x509: cannot parse IP address of length 5"
+        );
+        // Trailing bytes after the request.
+        let pem = testing::request(&key, &name(&[(CN, "a")]), &[]);
+        let mut der = pem::parse(pem.as_bytes()).unwrap().into_contents();
+        der.push(0);
+        let trailing = pem::encode(&pem::Pem::new("CERTIFICATE REQUEST", der));
+        assert_eq!(
+            parse_request(trailing.as_bytes()).unwrap_err(),
+            "x509: malformed certificate request"
+        );
+        // The strict reader on its own: lengths past the end, and a whole element.
+        assert!(element(&[0x30, 0x05, 0x00]).is_none());
+        assert!(element(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]).is_none());
+        assert_eq!(
+            element(&[0x30, 0x00, 0x01]),
+            Some((&[0x30, 0x00][..], &[0x01][..]))
+        );
     }
 
     #[test]

@@ -152,7 +152,14 @@ pub fn prepare_update(sub: Subresource, current: &Value, new: &mut Value) {
 /// status, else now.
 fn populate_timestamps(new: &mut Value, old: &Value) {
     let now = meta::now_rfc3339();
-    let old = conditions(old).to_vec();
+    // The first stored transition time per (type, status): one pass, not one per condition.
+    let mut kept: std::collections::HashMap<(&str, &str), Value> = Default::default();
+    for o in conditions(old) {
+        if !cond_str(o, "lastTransitionTime").is_empty() {
+            kept.entry((cond_str(o, "type"), cond_str(o, "status")))
+                .or_insert_with(|| o["lastTransitionTime"].clone());
+        }
+    }
     let Some(list) = new
         .pointer_mut("/status/conditions")
         .and_then(Value::as_array_mut)
@@ -173,18 +180,8 @@ fn populate_timestamps(new: &mut Value, old: &Value) {
         if unset(m, "lastTransitionTime") {
             let ty = m.get("type").and_then(Value::as_str).unwrap_or("");
             let st = m.get("status").and_then(Value::as_str).unwrap_or("");
-            let kept = old
-                .iter()
-                .find(|o| {
-                    cond_str(o, "type") == ty
-                        && cond_str(o, "status") == st
-                        && !cond_str(o, "lastTransitionTime").is_empty()
-                })
-                .map(|o| o["lastTransitionTime"].clone());
-            m.insert(
-                "lastTransitionTime".into(),
-                kept.unwrap_or_else(|| json!(now)),
-            );
+            let t = kept.get(&(ty, st)).cloned();
+            m.insert("lastTransitionTime".into(), t.unwrap_or_else(|| json!(now)));
         }
     }
 }
