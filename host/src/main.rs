@@ -222,7 +222,8 @@ enum Command {
         #[arg(long, value_parser = ["wal"])]
         to: String,
     },
-    /// Mint a bearer token for a user and print a kubeconfig for it (or revoke the user's tokens).
+    /// Mint a bearer token for a user and print a kubeconfig for it (or revoke the user's tokens),
+    /// or with `--client-cert` a client certificate from the host's CA.
     Kubeconfig {
         /// The data directory of the host the kubeconfig is for.
         #[arg(long, default_value = "turtles-data", env = "TURTLES_DATA_DIR")]
@@ -234,8 +235,12 @@ enum Command {
         #[arg(long = "group")]
         groups: Vec<String>,
         /// Revoke every token minted for the user instead.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "client_cert")]
         revoke: bool,
+        /// A client certificate (a new P-256 key; CN the user, an O per group, valid a year)
+        /// signed by the host's CA (`DATA/pki/ca.key`) instead of a token. It cannot be revoked.
+        #[arg(long)]
+        client_cert: bool,
     },
 }
 
@@ -492,6 +497,7 @@ fn main() -> anyhow::Result<()> {
             user,
             groups,
             revoke,
+            client_cert,
         } => {
             if revoke {
                 let n = turtles::auth::tokens::revoke(&data_dir, &user)?;
@@ -505,6 +511,31 @@ fn main() -> anyhow::Result<()> {
                     data_dir.display()
                 )
             })?;
+            if client_cert {
+                let pki = data_dir.join("pki");
+                let authority = turtles::auth::signer::Authority::load(
+                    &pki.join("ca.crt"),
+                    &pki.join("ca.key"),
+                )?;
+                let key = rcgen::KeyPair::generate()?;
+                let request = turtles::auth::signer::client_request(&key, &user, &groups)?;
+                let usages = ["digital signature".to_owned(), "client auth".to_owned()];
+                let cert = authority.sign(&turtles::auth::signer::Issue {
+                    request: &request,
+                    usages: &usages,
+                    ttl: turtles::controllers::csrsigning::SIGNING_DURATION,
+                    now: chrono::Utc::now().timestamp(),
+                })?;
+                let credential = turtles::server::Credential::Certificate {
+                    cert: &cert,
+                    key: &key.serialize_pem(),
+                };
+                print!(
+                    "{}",
+                    turtles::server::kubeconfig_for(&server, ca.as_deref(), &user, credential)
+                );
+                return Ok(());
+            }
             let token = turtles::auth::tokens::mint(&data_dir, &user, &groups)?;
             print!(
                 "{}",

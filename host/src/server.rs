@@ -231,7 +231,36 @@ async fn offer_shared_files(etcd: &EtcdStore, data_dir: &Path) -> Result<(), Ser
 
 /// A kubeconfig kubectl uses as is: the server, the CA to verify it with, and a bearer token.
 pub fn kubeconfig(server: &str, ca_pem: Option<&str>, user: &str, token: &str) -> String {
+    kubeconfig_for(server, ca_pem, user, Credential::Token(token))
+}
+
+/// What a kubeconfig's user presents.
+pub enum Credential<'a> {
+    Token(&'a str),
+    /// A client certificate and its key (PEM).
+    Certificate {
+        cert: &'a str,
+        key: &'a str,
+    },
+}
+
+/// A kubeconfig for `server` whose user `user` presents `credential`.
+pub fn kubeconfig_for(
+    server: &str,
+    ca_pem: Option<&str>,
+    user: &str,
+    credential: Credential<'_>,
+) -> String {
     use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let credential = match credential {
+        Credential::Token(token) => format!("    token: {token}\n"),
+        Credential::Certificate { cert, key } => format!(
+            "    client-certificate-data: {}\n    client-key-data: {}\n",
+            b64(cert),
+            b64(key)
+        ),
+    };
     let ca = ca_pem
         .map(|pem| {
             format!(
@@ -241,7 +270,7 @@ pub fn kubeconfig(server: &str, ca_pem: Option<&str>, user: &str, token: &str) -
         })
         .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: turtles\n  cluster:\n    server: {server}\n{ca}users:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: turtles\n  context:\n    cluster: turtles\n    user: {user}\n    namespace: default\ncurrent-context: turtles\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: turtles\n  cluster:\n    server: {server}\n{ca}users:\n- name: {user}\n  user:\n{credential}contexts:\n- name: turtles\n  context:\n    cluster: turtles\n    user: {user}\n    namespace: default\ncurrent-context: turtles\n"
     )
 }
 

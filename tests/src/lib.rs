@@ -205,6 +205,17 @@ impl Server {
         self.url = url;
         self.ca_pem = ca_pem;
         self.token = token;
+        // The host's root CA publisher writes `kube-root-ca.crt` into each namespace once it
+        // runs: wait for `default`'s, so what a test writes and watches comes after it. (Not on
+        // a host that does not run the controllers, or without TLS: then it may never come.)
+        if self.ca_pem.is_some() {
+            let http = self.http();
+            let path = format!("/api/v1/namespaces/default/configmaps/{ROOT_CA}");
+            let _ = poll("kube-root-ca.crt", Duration::from_secs(5), || {
+                let r = http.try_request("GET", &path, None, None).ok()?;
+                (r.status == 200).then_some(())
+            });
+        }
         Ok(())
     }
 
@@ -503,13 +514,27 @@ pub fn rv(obj: &Value) -> u64 {
         .unwrap_or_else(|| panic!("no numeric metadata.resourceVersion in {obj}"))
 }
 
-/// The `metadata.name` of every item of a list, in order.
+/// The `metadata.name` of every item of a list, in order, leaving out [`ROOT_CA`].
 pub fn item_names(list: &Value) -> Vec<String> {
     list["items"]
         .as_array()
         .unwrap_or_else(|| panic!("no items in {list}"))
         .iter()
         .map(|i| i["metadata"]["name"].as_str().unwrap_or("").to_owned())
+        .filter(|n| n != ROOT_CA)
+        .collect()
+}
+
+/// The ConfigMap the host keeps in every namespace (kube's root CA publisher): lists of a
+/// namespace's ConfigMaps hold it besides what a test made. [`item_names`] leaves it out.
+pub const ROOT_CA: &str = "kube-root-ca.crt";
+
+/// `names` without [`ROOT_CA`].
+pub fn without_root_ca<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<String> {
+    names
+        .into_iter()
+        .map(|n| n.as_ref().to_owned())
+        .filter(|n| n != ROOT_CA && n != &format!("configmap/{ROOT_CA}"))
         .collect()
 }
 

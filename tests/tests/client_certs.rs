@@ -592,3 +592,48 @@ fn an_approved_csr_is_signed_by_the_host_and_its_certificate_authenticates() {
         "{list}"
     );
 }
+
+#[test]
+fn turtles_kubeconfig_client_cert_authenticates_as_the_user_and_groups() {
+    let s = Server::start().unwrap();
+    let mint = |extra: &[&str]| {
+        Command::new(turtles_tests::turtles_bin())
+            .args(["kubeconfig", "--data-dir"])
+            .arg(&s.data_dir)
+            .args(["--user", "erin", "--group", "dev", "--group", "ops"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = mint(&["--client-cert"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("client-certificate-data: ")
+            && text.contains("client-key-data: ")
+            && !text.contains("token:"),
+        "{text}"
+    );
+    let path = s.data_dir.join("erin.kubeconfig");
+    std::fs::write(&path, &text).unwrap();
+    let me = whoami(&s, &path);
+    let info = &me["status"]["userInfo"];
+    assert_eq!(info["username"], "erin", "{me}");
+    assert_eq!(
+        info["groups"],
+        json!(["dev", "ops", "system:authenticated"])
+    );
+    assert!(
+        info["extra"]["authentication.kubernetes.io/credential-id"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("X509SHA256=")
+    );
+    // A certificate cannot be revoked: the two flags do not go together.
+    let out = mint(&["--client-cert", "--revoke"]);
+    assert!(!out.status.success());
+}

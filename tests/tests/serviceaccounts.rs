@@ -1,5 +1,6 @@
 //! ServiceAccounts as kube-controller-manager keeps them: `default` in every namespace, created
-//! when the namespace appears and again when it is deleted.
+//! when the namespace appears and again when it is deleted; and, next to them, the
+//! `kube-root-ca.crt` ConfigMap kube's root CA publisher keeps in every namespace.
 
 use std::time::Duration;
 
@@ -122,6 +123,67 @@ fn every_namespace_has_a_default_service_account() {
     })
     .unwrap();
     // A terminating namespace gets none back; the namespace goes.
+    s.kubectl_ok(&["delete", "namespace", "team", "--wait=false"]);
+    poll("team gone", Duration::from_secs(10), || {
+        (!s.kubectl(&["get", "namespace", "team"]).status.success()).then_some(())
+    })
+    .unwrap();
+}
+
+/// `kube-root-ca.crt` in `ns`, once it holds `want` (its `ca.crt`) and kube's description.
+fn root_ca(s: &Server, ns: &str, want: &str) -> serde_json::Value {
+    poll(
+        &format!("kube-root-ca.crt in {ns}"),
+        Duration::from_secs(5),
+        || {
+            let out = s.kubectl(&[
+                "get",
+                "configmap",
+                "kube-root-ca.crt",
+                "-n",
+                ns,
+                "-o",
+                "json",
+            ]);
+            let cm: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            let described = cm["metadata"]["annotations"]["kubernetes.io/description"]
+                .as_str()
+                .is_some_and(|d| {
+                    d.starts_with(
+                        "Contains a CA bundle that can be used to verify the kube-apiserver",
+                    )
+                });
+            (cm["data"] == serde_json::json!({"ca.crt": want}) && described).then_some(cm)
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn every_namespace_has_the_root_ca_config_map() {
+    let s = Server::start().unwrap();
+    let ca = s.ca_pem.clone().unwrap();
+    for ns in ["default", "kube-system", "kube-public"] {
+        root_ca(&s, ns, &ca);
+    }
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    let first = root_ca(&s, "team", &ca);
+    // (`ca_pem` is the bundle this suite's clients verify the server with.)
+    // Changed, it is put back (the same object); deleted, it comes back (a new one).
+    s.kubectl_ok(&[
+        "patch", "configmap", "kube-root-ca.crt", "-n", "team", "--type=merge",
+        "-p", r#"{"data":{"ca.crt":"mine","extra":"x"},"metadata":{"annotations":{"kubernetes.io/description":""}}}"#,
+    ]);
+    let fixed = root_ca(&s, "team", &ca);
+    assert_eq!(fixed["metadata"]["uid"], first["metadata"]["uid"]);
+    s.kubectl_ok(&["delete", "configmap", "kube-root-ca.crt", "-n", "team"]);
+    let again = poll("re-created", Duration::from_secs(5), || {
+        let cm = root_ca(&s, "team", &ca);
+        (cm["metadata"]["uid"] != first["metadata"]["uid"]).then_some(cm)
+    })
+    .unwrap();
+    assert_eq!(again["metadata"]["name"], "kube-root-ca.crt");
+    // It goes with its namespace.
     s.kubectl_ok(&["delete", "namespace", "team", "--wait=false"]);
     poll("team gone", Duration::from_secs(10), || {
         (!s.kubectl(&["get", "namespace", "team"]).status.success()).then_some(())

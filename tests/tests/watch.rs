@@ -6,6 +6,9 @@ use serde_json::{json, Value};
 use turtles_tests::{configmap, rv, Http, Server};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
+/// The same, without the namespace's own `kube-root-ca.crt` (the host's root CA publisher keeps
+/// one in every namespace): for tests that expect only their own objects.
+const OWN: &str = "fieldSelector=metadata.name%21%3Dkube-root-ca.crt";
 
 fn create(http: &Http, body: &Value) -> Value {
     let r = http.post_json(CMS, body);
@@ -87,7 +90,7 @@ fn watch_without_resource_version_starts_with_current_state() {
     let http = s.http();
     create(&http, &configmap("a", &[], &[]));
     create(&http, &configmap("b", &[], &[]));
-    let mut w = http.watch(&format!("{CMS}?watch=true"));
+    let mut w = http.watch(&format!("{CMS}?watch=true&{OWN}"));
     let mut initial = vec![
         name(&w.expect_event("ADDED")).to_owned(),
         name(&w.expect_event("ADDED")).to_owned(),
@@ -173,7 +176,7 @@ fn watch_list_sends_initial_events_then_bookmark() {
         create(&http, &configmap(n, &[], &[]));
     }
     let mut w = http.watch(&format!(
-        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&{OWN}"
     ));
     assert_eq!(w.status, 200);
     let mut initial: Vec<String> = (0..3)
@@ -214,7 +217,7 @@ fn timeout_seconds_ends_the_stream() {
     let http = s.http();
     let started = Instant::now();
     let mut w = http.watch_with_timeout(
-        &format!("{CMS}?watch=true&timeoutSeconds=1"),
+        &format!("{CMS}?watch=true&timeoutSeconds=1&{OWN}"),
         Duration::from_secs(15),
     );
     assert_eq!(w.status, 200);
@@ -228,7 +231,15 @@ fn kubectl_get_watch_sees_new_objects() {
     let s = Server::start().unwrap();
     let http = s.http();
     create(&http, &configmap("before", &[], &[]));
-    let kubectl = s.kubectl_stream(&["get", "cm", "-w", "--output-watch-events", "-o", "json"]);
+    let kubectl = s.kubectl_stream(&[
+        "get",
+        "cm",
+        "-w",
+        "--output-watch-events",
+        "-o",
+        "json",
+        "--field-selector=metadata.name!=kube-root-ca.crt",
+    ]);
     let first = kubectl
         .next(Duration::from_secs(30))
         .expect("kubectl printed the initial list");
@@ -283,7 +294,8 @@ fn bookmarks_arrive_periodically() {
 fn watches_end_when_the_server_stops() {
     let mut s = Server::start().unwrap();
     let http = s.http();
-    let mut w = http.watch_with_timeout(&format!("{CMS}?watch=true"), Duration::from_secs(20));
+    let mut w =
+        http.watch_with_timeout(&format!("{CMS}?watch=true&{OWN}"), Duration::from_secs(20));
     assert_eq!(w.status, 200);
     let status = s.stop().unwrap();
     assert!(status.success(), "{status:?}\n{}", s.log());

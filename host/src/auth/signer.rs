@@ -609,6 +609,68 @@ fn rfc3339(unix: i64) -> String {
         .to_string()
 }
 
+/// A certification request (PEM) for `key`, of `subject_der` (a Name) and asking for these
+/// alternative names (GeneralNames' DER, may be empty), signed with the key.
+fn request_pem(key: &KeyPair, subject_der: &[u8], names: &[u8]) -> Result<String> {
+    let mut attrs = Vec::new();
+    if !names.is_empty() {
+        let ext = extension(OID_SUBJECT_ALT_NAME, false, &tlv(0x30, names));
+        // extensionRequest attribute: OID 1.2.840.113549.1.9.14, SET { SEQ { ext } }
+        let attr = [
+            tlv(
+                0x06,
+                &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x0e],
+            ),
+            tlv(0x31, &tlv(0x30, &ext)),
+        ]
+        .concat();
+        attrs = tlv(0x30, &attr);
+    }
+    let info = tlv(
+        0x30,
+        &[
+            tlv(0x02, &[0]),
+            subject_der.to_vec(),
+            rcgen::PublicKeyData::subject_public_key_info(key),
+            tlv(0xa0, &attrs),
+        ]
+        .concat(),
+    );
+    let sig = key
+        .sign(&info)
+        .map_err(|e| SignerError::Sign(e.to_string()))?;
+    let mut bits = vec![0u8];
+    bits.extend(sig);
+    let alg = algorithm_identifier(key).ok_or_else(|| {
+        SignerError::Sign("a key of an algorithm this signer does not use".into())
+    })?;
+    let der = tlv(0x30, &[info, alg.to_vec(), tlv(0x03, &bits)].concat());
+    Ok(pem::encode(&pem::Pem::new("CERTIFICATE REQUEST", der)))
+}
+
+/// A Name of `orgs` (each an `O`) and then `cn` (the `CN`), as kubeadm writes a client
+/// certificate's subject: the user and groups kube's x509 authenticator reads.
+pub fn client_subject(cn: &str, orgs: &[String]) -> Vec<u8> {
+    const CN: &[u8] = &[0x55, 0x04, 0x03];
+    const O: &[u8] = &[0x55, 0x04, 0x0a];
+    let rdn = |oid: &[u8], v: &str| {
+        tlv(
+            0x31,
+            &tlv(0x30, &[tlv(0x06, oid), tlv(0x0c, v.as_bytes())].concat()),
+        )
+    };
+    let mut rdns: Vec<u8> = orgs.iter().flat_map(|o| rdn(O, o)).collect();
+    rdns.extend(rdn(CN, cn));
+    tlv(0x30, &rdns)
+}
+
+/// A request for a client certificate of `key` (signed by it), read back as [`parse_request`]
+/// reads any: `turtles kubeconfig --client-cert` issues from it without a CSR object.
+pub fn client_request(key: &KeyPair, cn: &str, orgs: &[String]) -> Result<Request> {
+    let pem = request_pem(key, &client_subject(cn, orgs), &[])?;
+    parse_request(pem.as_bytes()).map_err(SignerError::Sign)
+}
+
 /// Requests for tests, written as DER by hand (rcgen's subject keeps one value per type).
 #[cfg(test)]
 pub(crate) mod testing {
@@ -626,36 +688,7 @@ pub(crate) mod testing {
 
     /// A CSR asking for these alternative names (GeneralNames' DER).
     pub fn request_names(key: &KeyPair, subject_der: &[u8], names: &[u8]) -> String {
-        let mut attrs = Vec::new();
-        if !names.is_empty() {
-            let ext = extension(OID_SUBJECT_ALT_NAME, false, &tlv(0x30, names));
-            // extensionRequest attribute: OID 1.2.840.113549.1.9.14, SET { SEQ { ext } }
-            let attr = [
-                tlv(
-                    0x06,
-                    &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x0e],
-                ),
-                tlv(0x31, &tlv(0x30, &ext)),
-            ]
-            .concat();
-            attrs = tlv(0x30, &attr);
-        }
-        let info = tlv(
-            0x30,
-            &[
-                tlv(0x02, &[0]),
-                subject_der.to_vec(),
-                rcgen::PublicKeyData::subject_public_key_info(key),
-                tlv(0xa0, &attrs),
-            ]
-            .concat(),
-        );
-        let sig = key.sign(&info).unwrap();
-        let mut bits = vec![0u8];
-        bits.extend(sig);
-        let alg = algorithm_identifier(key).unwrap();
-        let der = tlv(0x30, &[info, alg.to_vec(), tlv(0x03, &bits)].concat());
-        pem::encode(&pem::Pem::new("CERTIFICATE REQUEST", der))
+        request_pem(key, subject_der, names).unwrap()
     }
 
     pub fn name(attrs: &[(&[u8], &str)]) -> Vec<u8> {

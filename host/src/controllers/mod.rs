@@ -1,7 +1,8 @@
 //! Built-in controllers: the garbage collector ([`gc`]), the namespace controller
 //! ([`namespace`]), the service account controller ([`serviceaccount`]), the token
 //! controller ([`tokens`]), the ValidatingAdmissionPolicy status controller
-//! ([`policystatus`]) and the CertificateSigningRequest signer ([`csrsigning`]). Like
+//! ([`policystatus`]), the CertificateSigningRequest signer ([`csrsigning`]) and the
+//! `kube-root-ca.crt` publisher ([`rootca`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -14,6 +15,7 @@ pub mod csrsigning;
 pub mod gc;
 pub mod namespace;
 pub mod policystatus;
+pub mod rootca;
 pub mod serviceaccount;
 pub mod tokens;
 
@@ -318,6 +320,9 @@ pub async fn start(
     let gc = gc::GarbageCollector::new(service.clone());
     let ns = namespace::NamespaceController::new(service.clone());
     let sa = serviceaccount::ServiceAccountController::new(service.clone());
+    let publisher = root_ca
+        .clone()
+        .map(|ca| rootca::RootCaPublisher::new(service.clone(), ca));
     let tokens = tokens::TokenController::new(service.clone(), issuer, root_ca);
     let vap = policystatus::PolicyStatusController::new(service.clone());
     let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
@@ -331,6 +336,9 @@ pub async fn start(
     if let Some(s) = &signer {
         followers.push(s.clone() as Arc<dyn Follower>);
     }
+    if let Some(p) = &publisher {
+        followers.push(p.clone() as Arc<dyn Follower>);
+    }
     follow_all(service.clone(), followers, shutdown.clone()).await;
     let mut started = vec![
         gc.start(shutdown.clone()),
@@ -340,6 +348,9 @@ pub async fn start(
     ];
     if let Some(s) = &signer {
         started.push(s.start(shutdown.clone()));
+    }
+    if let Some(p) = &publisher {
+        started.push(p.start(shutdown.clone()));
     }
     started.push(vap.start(shutdown));
     started
@@ -372,6 +383,18 @@ fn stored_resource(service: &Service, group_resource: &str) -> Option<Arc<Resour
         .stored_resources()
         .into_iter()
         .find(|r| r.group_resource() == group_resource)
+}
+
+/// Whether namespace `ns` exists and is not being deleted.
+fn namespace_active(service: &Service, ns: &str) -> bool {
+    service
+        .store
+        .get(&crate::model::ObjectKey::new(
+            crate::service::NAMESPACES,
+            "",
+            ns,
+        ))
+        .is_some_and(|n| !terminating(n.head()))
 }
 
 fn terminating(obj: &impl meta::Meta) -> bool {

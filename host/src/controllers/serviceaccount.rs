@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{terminating, Follower, Observed, Reconciled};
-use crate::model::{meta, ObjectKey, ResourceInfo};
+use crate::model::{meta, ResourceInfo};
 use crate::service::{Service, WriteOptions, NAMESPACES};
 
 pub const IDENTITY: super::Identity = super::Identity {
@@ -38,13 +38,8 @@ impl ServiceAccountController {
         self.base.start(&IDENTITY, self.clone(), shutdown)
     }
 
-    /// Whether `ns` exists and is not being deleted.
     fn active(&self, ns: &str) -> bool {
-        self.base
-            .service
-            .store
-            .get(&ObjectKey::new(NAMESPACES, "", ns))
-            .is_some_and(|n| !terminating(n.head()))
+        super::namespace_active(&self.base.service, ns)
     }
 
     async fn reconcile(&self, ns: &str) -> Reconciled {
