@@ -513,6 +513,13 @@ fn main() -> anyhow::Result<()> {
             })?;
             if client_cert {
                 let pki = data_dir.join("pki");
+                if !pki.join(turtles::server::CLIENT_CA_MARKER).exists() {
+                    anyhow::bail!(
+                        "the host of {} does not verify client certificates with {} (it runs with --client-ca-file, --tls-cert or --insecure-http): a certificate from it would not authenticate",
+                        data_dir.display(),
+                        pki.join("ca.crt").display()
+                    );
+                }
                 let authority = turtles::auth::signer::Authority::load(
                     &pki.join("ca.crt"),
                     &pki.join("ca.key"),

@@ -230,6 +230,9 @@ async fn offer_shared_files(etcd: &EtcdStore, data_dir: &Path) -> Result<(), Ser
 }
 
 /// A kubeconfig kubectl uses as is: the server, the CA to verify it with, and a bearer token.
+/// Present in `DATA/pki` while the host verifies client certificates with the generated CA.
+pub const CLIENT_CA_MARKER: &str = "ca-verifies-clients";
+
 pub fn kubeconfig(server: &str, ca_pem: Option<&str>, user: &str, token: &str) -> String {
     kubeconfig_for(server, ca_pem, user, Credential::Token(token))
 }
@@ -269,6 +272,9 @@ pub fn kubeconfig_for(
             )
         })
         .unwrap_or_default();
+    // Quoted (a JSON string is a YAML double-quoted scalar): a name like `true`, `123` or
+    // `a: b` stays a string.
+    let user = serde_json::Value::String(user.to_owned()).to_string();
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: turtles\n  cluster:\n    server: {server}\n{ca}users:\n- name: {user}\n  user:\n{credential}contexts:\n- name: turtles\n  context:\n    cluster: turtles\n    user: {user}\n    namespace: default\ncurrent-context: turtles\n"
     )
@@ -454,6 +460,14 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     // every kind is listed.
     let root_ca = tls.as_ref().map(|t| Arc::from(t.ca_pem.as_str()));
     let authority = tls.as_ref().and_then(|t| t.authority.clone());
+    // Whether the generated CA is the one client certificates are verified with, for
+    // `turtles kubeconfig --client-cert` (which signs with it) to know.
+    let marker = cfg.data_dir.join("pki").join(CLIENT_CA_MARKER);
+    if authority.is_some() {
+        let _ = write_private(&marker, "DATA/pki/ca.crt verifies client certificates\n");
+    } else {
+        let _ = std::fs::remove_file(&marker);
+    }
     let builtin_controllers = crate::controllers::start(
         service.clone(),
         issuer,

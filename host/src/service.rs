@@ -2073,6 +2073,8 @@ impl Service {
                     .iter()
                     .all(|f| nm.is_none_or(|m| !m.contains_key(*f)))
                 && (!ri.status_subresource || current.get("status") == new.get("status"))
+                // A CertificateSigningRequest's spec is fixed after create.
+                && (!crate::builtin::csr::is_csrs(ri) || current.get("spec") == new.get("spec"))
         };
         if untouched {
             return Ok(new);

@@ -177,4 +177,40 @@ assert out.spec.replicas == 5, out.spec
 typed = apps.read_namespaced_deployment("applied", NS)
 assert {m.manager for m in typed.metadata.managed_fields} == {"py-apply", "py-other"}, typed.metadata.managed_fields
 
+# A CertificateSigningRequest approved through its /approval subresource (a JSON PUT, where
+# kubectl sends protobuf), then signed by the host's signer.
+import base64
+import os
+import time
+
+certs = client.CertificatesV1Api()
+csr = certs.create_certificate_signing_request(
+    client.V1CertificateSigningRequest(
+        metadata=meta(name="py-client"),
+        spec=client.V1CertificateSigningRequestSpec(
+            request=os.environ["TURTLES_CSR"],
+            signer_name="kubernetes.io/kube-apiserver-client",
+            usages=["client auth"],
+            expiration_seconds=3600,
+        ),
+    )
+)
+assert csr.spec.username, csr.spec
+assert not csr.status.conditions and not csr.status.certificate, csr.status
+csr.status.conditions = [
+    client.V1CertificateSigningRequestCondition(type="Approved", status="True", reason="PyApprove", message="by the test")
+]
+approved = certs.replace_certificate_signing_request_approval("py-client", csr)
+cond = approved.status.conditions[0]
+assert (cond.type, cond.reason) == ("Approved", "PyApprove") and cond.last_transition_time, cond
+deadline = time.monotonic() + 15
+while True:
+    got = certs.read_certificate_signing_request("py-client")
+    if got.status.certificate:
+        break
+    assert time.monotonic() < deadline, got.status
+    time.sleep(0.05)
+pem = base64.b64decode(got.status.certificate).decode()
+assert pem.startswith("-----BEGIN CERTIFICATE-----"), pem
+
 print("ok")

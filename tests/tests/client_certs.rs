@@ -359,6 +359,22 @@ fn client_ca_file_names_the_cas_client_certificates_chain_to() {
     assert!(s
         .kubectl_ok(&["get", "ns", "-o", "name"])
         .contains("namespace/default"));
+    // `turtles kubeconfig --client-cert` would sign with a CA this host does not trust: refused.
+    let out = Command::new(turtles_tests::turtles_bin())
+        .args(["kubeconfig", "--data-dir"])
+        .arg(&s.data_dir)
+        .args(["--user", "erin", "--client-cert"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not verify client certificates"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And the CSR signer is off: an approved request stays unsigned (kube's controller-manager
+    // needs its own signing flags for that too).
+    assert!(!s.kubectl_ok(&["get", "controllers"]).contains("csrsigning"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -636,4 +652,9 @@ fn turtles_kubeconfig_client_cert_authenticates_as_the_user_and_groups() {
     // A certificate cannot be revoked: the two flags do not go together.
     let out = mint(&["--client-cert", "--revoke"]);
     assert!(!out.status.success());
+    // A user name YAML would read as something else stays a string in the kubeconfig.
+    for odd in ["true", "123", "a: b"] {
+        let (path, _) = s.mint(odd, &[]).unwrap();
+        assert_eq!(whoami(&s, &path)["status"]["userInfo"]["username"], odd);
+    }
 }

@@ -31,6 +31,7 @@ fn python_kubernetes_typed_apis_work() {
         .arg(&script)
         .arg(&s.kubeconfig)
         .env("PYTHONPATH", &client)
+        .env("TURTLES_CSR", turtles_tests::EXAMPLE_CSR)
         .output()
         .expect("python3");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -112,10 +112,12 @@ fn element(b: &[u8]) -> Option<(&[u8], &[u8])> {
             return None;
         }
         let (bytes, rest) = rest.split_at_checked(n)?;
-        (
-            bytes.iter().fold(0usize, |a, b| a << 8 | usize::from(*b)),
-            rest,
-        )
+        let len = bytes.iter().fold(0usize, |a, b| a << 8 | usize::from(*b));
+        // DER: the shortest form (no leading zero byte; the long form only from 128 on).
+        if bytes[0] == 0 || len < 0x80 {
+            return None;
+        }
+        (len, rest)
     };
     let end = (b.len() - rest.len()).checked_add(len)?;
     (end <= b.len()).then(|| b.split_at(end))
@@ -146,11 +148,16 @@ fn strict_parts(der: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let (version, rest) = element(contents(info))?;
     let (subject, rest) = element(rest)?;
     let (spki, _) = element(rest)?;
-    (version[0] == 0x02 && subject[0] == 0x30 && spki[0] == 0x30)
+    // SubjectPublicKeyInfo: exactly an AlgorithmIdentifier and a BIT STRING.
+    let (alg, key) = element(contents(spki))?;
+    let (bits, after) = element(key)?;
+    let shaped = alg[0] == 0x30 && bits[0] == 0x03 && after.is_empty();
+    (version[0] == 0x02 && subject[0] == 0x30 && spki[0] == 0x30 && shaped)
         .then(|| (subject.to_vec(), spki.to_vec()))
 }
 
-/// Whether x509-parser read every attribute of every entry of `name`, whose DER is `tlv`.
+/// Whether x509-parser read every attribute of every entry of `name`, whose DER is `tlv`, and
+/// each attribute is exactly a type and a value in DER.
 fn whole_name(name: &x509_parser::x509::X509Name<'_>, tlv: &[u8]) -> bool {
     let mut counts = Vec::new();
     let mut rest = contents(tlv);
@@ -161,9 +168,15 @@ fn whole_name(name: &x509_parser::x509::X509Name<'_>, tlv: &[u8]) -> bool {
         let mut n = 0;
         let mut attrs = contents(rdn);
         while !attrs.is_empty() {
-            let Some((_, a)) = element(attrs) else {
+            let Some((attr, a)) = element(attrs) else {
                 return false;
             };
+            let pair = element(contents(attr))
+                .and_then(|(_, value)| element(value))
+                .is_some_and(|(_, after)| after.is_empty());
+            if !pair {
+                return false;
+            }
             attrs = a;
             n += 1;
         }
@@ -885,9 +898,29 @@ mod tests {
             parse_request(trailing.as_bytes()).unwrap_err(),
             "x509: malformed certificate request"
         );
-        // The strict reader on its own: lengths past the end, and a whole element.
+        // The strict reader on its own: lengths past the end, lengths not in their shortest
+        // form, and a whole element.
         assert!(element(&[0x30, 0x05, 0x00]).is_none());
         assert!(element(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]).is_none());
+        assert!(element(&[0x04, 0x81, 0x01, 0x00]).is_none());
+        assert!(element(&[0x04, 0x82, 0x00, 0x01, 0x00]).is_none());
+        assert!(element(&[0x04, 0x80]).is_none());
+        // A subject whose CN value's length is in the long form though short: refused.
+        let long_cn = tlv(
+            0x30,
+            &tlv(
+                0x31,
+                &tlv(
+                    0x30,
+                    &[tlv(0x06, CN), vec![0x0c, 0x81, 0x01, b'a']].concat(),
+                ),
+            ),
+        );
+        let pem = testing::request(&key, &long_cn, &[]);
+        assert_eq!(
+            parse_request(pem.as_bytes()).unwrap_err(),
+            "x509: malformed certificate request"
+        );
         assert_eq!(
             element(&[0x30, 0x00, 0x01]),
             Some((&[0x30, 0x00][..], &[0x01][..]))

@@ -35,9 +35,11 @@ use crate::store::{StoreError, StoredObject};
 
 /// Names of the built-in controllers (a controller file of that name is ignored).
 pub const BUILT_IN: &[&str] = &[
+    csrsigning::IDENTITY.name,
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
     policystatus::IDENTITY.name,
+    rootca::IDENTITY.name,
     serviceaccount::IDENTITY.name,
     tokens::IDENTITY.name,
 ];

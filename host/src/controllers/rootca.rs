@@ -81,9 +81,9 @@ impl RootCaPublisher {
             return Ok(None);
         }
         let mut cm = v.clone();
+        // kube sets `data` and the annotation, and leaves anything else (`binaryData`) as is.
         if let Some(o) = cm.as_object_mut() {
             o.insert("data".into(), self.data());
-            o.remove("binaryData");
         }
         if let Some(m) = cm.get_mut("metadata").and_then(Value::as_object_mut) {
             let a = m.entry("annotations").or_insert_with(|| json!({}));
