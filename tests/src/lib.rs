@@ -206,15 +206,25 @@ impl Server {
         self.ca_pem = ca_pem;
         self.token = token;
         // The host's root CA publisher writes `kube-root-ca.crt` into each namespace once it
-        // runs: wait for `default`'s, so what a test writes and watches comes after it. (Not on
-        // a host that does not run the controllers, or without TLS: then it may never come.)
+        // runs: wait until every namespace has one, so what a test writes and watches comes
+        // after them. (Best effort: a host that does not run the controllers, or has a
+        // terminating namespace, may never get there; without TLS there is nothing to publish.)
         if self.ca_pem.is_some() {
             let http = self.http();
-            let path = format!("/api/v1/namespaces/default/configmaps/{ROOT_CA}");
-            let _ = poll("kube-root-ca.crt", Duration::from_secs(5), || {
-                let r = http.try_request("GET", &path, None, None).ok()?;
-                (r.status == 200).then_some(())
-            });
+            let count = |path: &str| -> Option<usize> {
+                let r = http.try_request("GET", path, None, None).ok()?;
+                let v: Value = serde_json::from_slice(&r.body).ok()?;
+                Some(v["items"].as_array()?.len())
+            };
+            let published = format!("/api/v1/configmaps?fieldSelector=metadata.name%3D{ROOT_CA}");
+            let _ = poll(
+                "kube-root-ca.crt everywhere",
+                Duration::from_secs(5),
+                || {
+                    let namespaces = count("/api/v1/namespaces")?;
+                    (count(&published)? >= namespaces).then_some(())
+                },
+            );
         }
         Ok(())
     }
