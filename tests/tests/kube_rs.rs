@@ -208,6 +208,46 @@ fn kube_rs_typed_apis_round_trip_every_kind() {
             .collect();
         assert_eq!(managers, ["other"]);
 
+        // A CertificateSigningRequest approved as a kube-rs controller approves one:
+        // `Api::patch_approval` (a merge PATCH of `/approval`), then issued by the host's signer.
+        let csrs: Api<certificates::CertificateSigningRequest> = Api::all(c.clone());
+        let csr: certificates::CertificateSigningRequest =
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                "metadata": {"name": "kube-rs-client"},
+                "spec": {"request": turtles_tests::EXAMPLE_CSR,
+                    "signerName": "kubernetes.io/kube-apiserver-client",
+                    "usages": ["client auth"]}}))
+            .unwrap();
+        let created = csrs.create(&PostParams::default(), &csr).await.unwrap();
+        assert!(created.spec.username.is_some_and(|u| !u.is_empty()));
+        let approval = serde_json::json!({"status": {"conditions": [{"type": "Approved",
+            "status": "True", "reason": "KubeRsApprove", "message": "by the test"}]}});
+        let approved = csrs
+            .patch_approval(
+                "kube-rs-client",
+                &PatchParams::default(),
+                &Patch::Merge(&approval),
+            )
+            .await
+            .unwrap();
+        let conds = approved.status.and_then(|s| s.conditions).unwrap();
+        assert_eq!(conds[0].reason.as_deref(), Some("KubeRsApprove"));
+        assert!(conds[0].last_transition_time.is_some());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        let issued = loop {
+            let got = csrs.get("kube-rs-client").await.unwrap();
+            if let Some(cert) = got.status.and_then(|s| s.certificate) {
+                break cert;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no certificate issued"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
+        assert!(String::from_utf8_lossy(&issued.0).starts_with("-----BEGIN CERTIFICATE-----"));
+
         // The same on a custom resource and on its status subresource, through kube-rs's
         // dynamic API: apply creates it, a second apply of the status is recorded as its own
         // `Apply` entry with `subresource: status`.
