@@ -76,6 +76,18 @@ enum Command {
         /// and their O fields the groups (default: the generated CA; none with --tls-cert).
         #[arg(long, conflicts_with = "insecure_http")]
         client_ca_file: Option<PathBuf>,
+        /// The CA certificate (PEM) the built-in CSR signer issues client certificates with
+        /// (kube-controller-manager's flag; default: the generated CA, when it verifies client
+        /// certificates). Usually the --client-ca-file CA.
+        #[arg(
+            long,
+            requires = "cluster_signing_key_file",
+            conflicts_with = "insecure_http"
+        )]
+        cluster_signing_cert_file: Option<PathBuf>,
+        /// The private key (PEM, PKCS #8) of --cluster-signing-cert-file.
+        #[arg(long, requires = "cluster_signing_cert_file")]
+        cluster_signing_key_file: Option<PathBuf>,
         /// Static bearer tokens in kube's CSV format: token,user,uid,"group1,group2".
         #[arg(long)]
         token_auth_file: Option<PathBuf>,
@@ -316,6 +328,8 @@ fn main() -> anyhow::Result<()> {
             tls_cert,
             tls_key,
             client_ca_file,
+            cluster_signing_cert_file,
+            cluster_signing_key_file,
             token_auth_file,
             service_cluster_ip_range,
             service_node_port_range,
@@ -408,6 +422,7 @@ fn main() -> anyhow::Result<()> {
                     cert: tls_cert,
                     key: tls_key,
                     client_ca: client_ca_file,
+                    cluster_signing: cluster_signing_cert_file.zip(cluster_signing_key_file),
                 },
                 token_auth_file,
                 service_cluster_ip_range,

@@ -44,6 +44,8 @@ pub enum ServerError {
     Auth(crate::auth::tokens::TokenError),
     #[error("TLS setup: {0}")]
     Tls(crate::auth::tls::TlsError),
+    #[error("the CSR signer's CA (--cluster-signing-cert-file): {0}")]
+    Signer(crate::auth::signer::SignerError),
     #[error("starting the WebAssembly runtime: {0}")]
     Runtime(crate::runtime::RuntimeError),
     #[error("serving: {0}")]
@@ -67,6 +69,10 @@ pub struct TlsOptions {
     /// The CAs client certificates are verified against (kube's `--client-ca-file`); without
     /// it, the generated CA (none with `cert`).
     pub client_ca: Option<PathBuf>,
+    /// The CA certificate and key the CSR signer issues with (kube-controller-manager's
+    /// `--cluster-signing-{cert,key}-file`); without it, the generated CA when it is the client
+    /// CA.
+    pub cluster_signing: Option<(PathBuf, PathBuf)>,
 }
 
 /// Timeouts and limits of the HTTP layer below the handlers (kube's values where it has them).
@@ -459,15 +465,21 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     // The built-in controllers (garbage collector, namespaces, service accounts, tokens), once
     // every kind is listed.
     let root_ca = tls.as_ref().map(|t| Arc::from(t.ca_pem.as_str()));
-    let authority = tls.as_ref().and_then(|t| t.authority.clone());
+    let generated = tls.as_ref().and_then(|t| t.authority.clone());
     // Whether the generated CA is the one client certificates are verified with, for
     // `turtles kubeconfig --client-cert` (which signs with it) to know.
     let marker = cfg.data_dir.join("pki").join(CLIENT_CA_MARKER);
-    if authority.is_some() {
+    if generated.is_some() {
         let _ = write_private(&marker, "DATA/pki/ca.crt verifies client certificates\n");
     } else {
         let _ = std::fs::remove_file(&marker);
     }
+    let authority = match (&cfg.tls.cluster_signing, &tls) {
+        (Some((cert, key)), Some(_)) => Some(Arc::new(
+            crate::auth::signer::Authority::load(cert, key).map_err(ServerError::Signer)?,
+        )),
+        _ => generated,
+    };
     let builtin_controllers = crate::controllers::start(
         service.clone(),
         issuer,

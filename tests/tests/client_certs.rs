@@ -658,3 +658,54 @@ fn turtles_kubeconfig_client_cert_authenticates_as_the_user_and_groups() {
         assert_eq!(whoami(&s, &path)["status"]["userInfo"]["username"], odd);
     }
 }
+
+#[test]
+fn cluster_signing_flags_give_the_signer_the_client_ca() {
+    let dir = std::env::temp_dir().join(format!("turtles-signing-{}", turtles_tests::uuid_like()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let other = other_ca(&dir);
+    let (crt, key) = (other.0.to_str().unwrap(), other.1.to_str().unwrap());
+    let s = Server::start_with(&[
+        "--client-ca-file",
+        crt,
+        "--cluster-signing-cert-file",
+        crt,
+        "--cluster-signing-key-file",
+        key,
+    ])
+    .unwrap();
+    let (manifest, key) = csr_manifest(&dir, "frank", "/CN=frank/O=qa", &["client auth"]);
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &manifest.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.kubectl_ok(&["certificate", "approve", "frank"]);
+    let issued = csr_when(&s, "frank", |v| v["status"]["certificate"].is_string());
+    let cert = dir.join("frank.crt");
+    std::fs::write(
+        &cert,
+        base64::engine::general_purpose::STANDARD
+            .decode(issued["status"]["certificate"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    // Issued by the operator's CA, and the host takes it.
+    openssl(&[
+        "verify",
+        "-CAfile",
+        crt,
+        "-purpose",
+        "sslclient",
+        cert.to_str().unwrap(),
+    ]);
+    let frank = kubeconfig(&s, "frank", (&cert, &key), None);
+    let me = whoami(&s, &frank);
+    assert_eq!(me["status"]["userInfo"]["username"], "frank", "{me}");
+    assert_eq!(
+        me["status"]["userInfo"]["groups"],
+        json!(["qa", "system:authenticated"])
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
