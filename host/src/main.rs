@@ -530,7 +530,7 @@ fn main() -> anyhow::Result<()> {
                 let pki = data_dir.join("pki");
                 if !pki.join(turtles::server::CLIENT_CA_MARKER).exists() {
                     anyhow::bail!(
-                        "the host of {} does not verify client certificates with {} (it runs with --client-ca-file, --tls-cert or --insecure-http): a certificate from it would not authenticate",
+                        "the host of {} does not verify client certificates with {} (it runs with --client-ca-file, --tls-cert or --insecure-http, or has not been started since an upgrade): a certificate from it would not authenticate",
                         data_dir.display(),
                         pki.join("ca.crt").display()
                     );

@@ -236,6 +236,29 @@ async fn offer_shared_files(etcd: &EtcdStore, data_dir: &Path) -> Result<(), Ser
 }
 
 /// A kubeconfig kubectl uses as is: the server, the CA to verify it with, and a bearer token.
+/// A warning when the CSR signer's CA (`--cluster-signing-cert-file`) is not among the CAs this
+/// host verifies client certificates with: what it issues would not authenticate here (kube
+/// allows it, and so does this host).
+fn warn_if_untrusted(signing_cert: &Path, client_ca: Option<&Path>) {
+    let ders = |p: &Path| -> Vec<Vec<u8>> {
+        std::fs::read(p)
+            .ok()
+            .and_then(|b| pem::parse_many(b).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(pem::Pem::into_contents)
+            .collect()
+    };
+    let signing = ders(signing_cert);
+    let trusted = client_ca.map(ders).unwrap_or_default();
+    if !signing.iter().any(|c| trusted.contains(c)) {
+        tracing::warn!(
+            signing_cert = %signing_cert.display(),
+            "the CSR signer's CA is not in --client-ca-file: the certificates it issues will not authenticate to this host"
+        );
+    }
+}
+
 /// Present in `DATA/pki` while the host verifies client certificates with the generated CA.
 pub const CLIENT_CA_MARKER: &str = "ca-verifies-clients";
 
@@ -450,6 +473,18 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         };
         Some(material.map_err(ServerError::Tls)?)
     };
+    // The CSR signer's CA: the operator's (`--cluster-signing-*`, loaded before anything is
+    // campaigned for, so a bad file fails the start cleanly), else the generated CA when it is
+    // the client CA.
+    let generated = tls.as_ref().and_then(|t| t.authority.clone());
+    let authority = match (&cfg.tls.cluster_signing, &tls) {
+        (Some((cert, key)), Some(_)) => {
+            let a = crate::auth::signer::Authority::load(cert, key).map_err(ServerError::Signer)?;
+            warn_if_untrusted(cert, cfg.tls.client_ca.as_deref());
+            Some(Arc::new(a))
+        }
+        _ => generated.clone(),
+    };
     if let Some(etcd) = &etcd {
         offer_shared_files(etcd, &cfg.data_dir).await?;
     }
@@ -465,7 +500,6 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     // The built-in controllers (garbage collector, namespaces, service accounts, tokens), once
     // every kind is listed.
     let root_ca = tls.as_ref().map(|t| Arc::from(t.ca_pem.as_str()));
-    let generated = tls.as_ref().and_then(|t| t.authority.clone());
     // Whether the generated CA is the one client certificates are verified with, for
     // `turtles kubeconfig --client-cert` (which signs with it) to know.
     let marker = cfg.data_dir.join("pki").join(CLIENT_CA_MARKER);
@@ -474,12 +508,6 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     } else {
         let _ = std::fs::remove_file(&marker);
     }
-    let authority = match (&cfg.tls.cluster_signing, &tls) {
-        (Some((cert, key)), Some(_)) => Some(Arc::new(
-            crate::auth::signer::Authority::load(cert, key).map_err(ServerError::Signer)?,
-        )),
-        _ => generated,
-    };
     let builtin_controllers = crate::controllers::start(
         service.clone(),
         issuer,

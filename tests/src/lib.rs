@@ -211,18 +211,26 @@ impl Server {
         // terminating namespace, may never get there; without TLS there is nothing to publish.)
         if self.ca_pem.is_some() {
             let http = self.http();
-            let count = |path: &str| -> Option<usize> {
+            let list = |path: &str| -> Option<Vec<Value>> {
                 let r = http.try_request("GET", path, None, None).ok()?;
                 let v: Value = serde_json::from_slice(&r.body).ok()?;
-                Some(v["items"].as_array()?.len())
+                v["items"].as_array().cloned()
             };
             let published = format!("/api/v1/configmaps?fieldSelector=metadata.name%3D{ROOT_CA}");
             let _ = poll(
-                "kube-root-ca.crt everywhere",
+                "kube-root-ca.crt in every active namespace",
                 Duration::from_secs(5),
                 || {
-                    let namespaces = count("/api/v1/namespaces")?;
-                    (count(&published)? >= namespaces).then_some(())
+                    let has: Vec<Value> = list(&published)?
+                        .into_iter()
+                        .map(|c| c["metadata"]["namespace"].clone())
+                        .collect();
+                    let active = list("/api/v1/namespaces")?;
+                    active
+                        .iter()
+                        .filter(|n| n["status"]["phase"] == "Active")
+                        .all(|n| has.contains(&n["metadata"]["name"]))
+                        .then_some(())
                 },
             );
         }

@@ -357,6 +357,8 @@ pub struct Authority {
     not_after: i64,
     /// The signature AlgorithmIdentifier of the CA's key (DER).
     algorithm: &'static [u8],
+    /// The CA's SubjectPublicKeyInfo (DER), to check each signature it makes.
+    ca_spki: Vec<u8>,
 }
 
 impl std::fmt::Debug for Authority {
@@ -410,7 +412,12 @@ impl Authority {
             });
         let algorithm = algorithm_identifier(&key_pair)
             .ok_or_else(|| bad(key, "a key of an algorithm this signer does not use".into()))?;
+        // The key must be the certificate's (kube refuses a mismatched pair at start).
+        if key_pair.public_key_raw() != ca.public_key().subject_public_key.data.as_ref() {
+            return Err(bad(key, format!("not the key of {}", cert.display())));
+        }
         Ok(Self {
+            ca_spki: ca.tbs_certificate.subject_pki.raw.to_vec(),
             subject: ca.tbs_certificate.subject.as_raw().to_vec(),
             key_id,
             not_after: ca.validity().not_after.timestamp(),
@@ -506,10 +513,14 @@ impl Authority {
             &[tbs, self.algorithm.to_vec(), tlv(0x03, &bits)].concat(),
         );
         // What was written reads back as written: the request's subject and key, whole.
+        let ca_key = x509_parser::x509::SubjectPublicKeyInfo::from_der(&self.ca_spki)
+            .ok()
+            .map(|(_, k)| k);
         let read = X509Certificate::from_der(&cert).ok().filter(|(rest, c)| {
             rest.is_empty()
                 && c.tbs_certificate.subject.as_raw() == issue.request.subject.as_slice()
                 && c.tbs_certificate.subject_pki.raw == issue.request.spki.as_slice()
+                && c.verify_signature(ca_key.as_ref()).is_ok()
         });
         let der = rustls::pki_types::CertificateDer::from(cert.as_slice());
         if read.is_none() || webpki::EndEntityCert::try_from(&der).is_err() {
@@ -849,6 +860,12 @@ mod tests {
         let block = pem::parse(pem.as_bytes()).unwrap();
         let (_, cert) = X509Certificate::from_der(block.contents()).unwrap();
         assert_eq!(cert.validity().not_after.timestamp(), authority.not_after);
+
+        // A key that is not the certificate's is refused when loaded.
+        let stray = dir.join("stray.key");
+        std::fs::write(&stray, KeyPair::generate().unwrap().serialize_pem()).unwrap();
+        let err = Authority::load(&c, &stray).unwrap_err().to_string();
+        assert!(err.contains("not the key of"), "{err}");
 
         // Unknown usages are refused with kube's message.
         let bad = vec!["client auth".to_owned(), "flying".to_owned()];
