@@ -65,7 +65,8 @@ pub struct WriteOptions {
     pub dry_run: bool,
     pub field_validation: FieldValidation,
     /// A check of the requesting user's rights on the object about to be stored (RBAC's
-    /// escalation rules, `auth::escalation`); the host's own writes carry none.
+    /// escalation rules, `auth::escalation`; who may approve and sign CertificateSigningRequests,
+    /// `auth::csr`); the host's own writes carry none.
     pub guard: Option<Arc<dyn WriteGuard>>,
     /// Who asks, for API requests: their writes pass the admission chain (`admission`); the
     /// host's own writes carry none.
@@ -80,9 +81,15 @@ pub struct WriteOptions {
 }
 
 /// A last check on the object a write would store, given the stored object it replaces (`None`
-/// on create), before admission; runs for dry runs too.
+/// on create); runs for dry runs too.
 pub trait WriteGuard: Send + Sync + std::fmt::Debug {
     fn check(&self, ri: &ResourceInfo, ns: &str, old: Option<&Value>, new: &Value) -> Result<()>;
+
+    /// When it runs: before admission on what the client sent (kube's RBAC storage checks), or
+    /// as validating admission does, after mutation, the kind's strategy and validation.
+    fn after_admission(&self) -> bool {
+        false
+    }
 }
 
 /// The result of a write: the object as stored (or as it would be, for a dry run) and any
@@ -1333,7 +1340,7 @@ impl Service {
         }
         self.check_namespace_usable(ri, ns, meta::name(&obj))?;
         self.check_crd_active(ri)?;
-        if let Some(guard) = &opts.guard {
+        if let Some(guard) = opts.guard.as_ref().filter(|g| !g.after_admission()) {
             guard.check(ri, ns, None, &obj)?;
         }
         let mut warnings = self
@@ -1917,7 +1924,7 @@ impl Service {
                 ));
             }
             let mut new = Self::merge_update(ri, &view_value, body, sub)?;
-            if let Some(guard) = &opts.guard {
+            if let Some(guard) = opts.guard.as_ref().filter(|g| !g.after_admission()) {
                 guard.check(ri, ns, Some(&view_value), &new)?;
             }
             let sub_name = sub.name();
@@ -2122,8 +2129,7 @@ impl Service {
         ))
     }
 
-    /// kube's CertificateSigningRequest checks (approve, sign, no `system:masters`) are
-    /// validating admission: they also see what mutating admission changed.
+    /// A guard that runs as validating admission does (see [`WriteGuard::after_admission`]).
     fn guard_after_admission(
         ri: &ResourceInfo,
         ns: &str,
@@ -2132,7 +2138,7 @@ impl Service {
         opts: &WriteOptions,
     ) -> Result<()> {
         match &opts.guard {
-            Some(guard) if crate::builtin::csr::is_csrs(ri) => guard.check(ri, ns, old, new),
+            Some(guard) if guard.after_admission() => guard.check(ri, ns, old, new),
             _ => Ok(()),
         }
     }

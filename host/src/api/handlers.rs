@@ -141,8 +141,11 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         .get::<crate::auth::Principal>()
         .map(|p| p.0.clone());
     let user = principal.clone();
-    let guard = crate::auth::escalation::guard(&state.authz, &ri, principal.clone())
-        .or_else(|| crate::auth::csr::guard(&state.authz, &ri, principal, target.sub));
+    let guard = if crate::builtin::csr::is_csrs(&ri) {
+        crate::auth::csr::guard(&state.authz, &ri, principal, target.sub)
+    } else {
+        crate::auth::escalation::guard(&state.authz, &ri, principal)
+    };
     let ns = target.namespace.clone().unwrap_or_default();
     let svc = &state.service;
     let is_crd = ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE;

@@ -120,7 +120,7 @@ fn identity(der: &[u8]) -> Option<Identity> {
     let subject = cert.subject();
     // x509-parser stops at a name entry it cannot read (an empty set, say) where Go goes on: a
     // subject not read to its end could name someone else to Go than to us. Refused.
-    if !read_whole(subject) {
+    if !crate::auth::der::whole_name(subject) {
         return None;
     }
     // Go's pkix.Name keeps the last of repeated attributes.
@@ -151,25 +151,6 @@ fn identity(der: &[u8]) -> Option<Identity> {
         not_before: cert.validity().not_before.timestamp(),
         not_after: cert.validity().not_after.timestamp(),
     })
-}
-
-/// Whether x509-parser read every entry of `name`.
-fn read_whole(name: &x509_parser::x509::X509Name<'_>) -> bool {
-    rdn_count(name.as_raw()) == Some(name.iter().count())
-}
-
-/// How many entries (relative distinguished names) a Name's DER holds, read by their headers.
-fn rdn_count(raw: &[u8]) -> Option<usize> {
-    use x509_parser::der_parser::der::der_read_element_header;
-    let (rest, header) = der_read_element_header(raw).ok()?;
-    let mut rest = rest.get(..header.length().definite().ok()?)?;
-    let mut n = 0;
-    while !rest.is_empty() {
-        let (after, h) = der_read_element_header(rest).ok()?;
-        rest = after.get(h.length().definite().ok()?..)?;
-        n += 1;
-    }
-    Some(n)
 }
 
 /// Wraps the TLS acceptor: after the handshake, the client certificate chain (if any) is handed
@@ -364,8 +345,8 @@ mod tests {
         spliced.extend_from_slice(&name[2..2 + first]);
         spliced.extend_from_slice(&[0x31, 0x00]);
         spliced.extend_from_slice(&name[2 + first..]);
-        assert_eq!(rdn_count(&spliced), Some(3));
-        assert!(read_whole(cert.subject()));
+        assert_eq!(crate::auth::der::rdn_count(&spliced), Some(3));
+        assert!(crate::auth::der::whole_name(cert.subject()));
         use x509_parser::prelude::FromDer;
         let (_, short) = x509_parser::x509::X509Name::from_der(&spliced).unwrap();
         assert_eq!(
@@ -373,7 +354,7 @@ mod tests {
             1,
             "x509-parser stops at the empty set"
         );
-        assert!(!read_whole(&short));
-        assert_eq!(rdn_count(&[0x30, 0x05, 0x31]), None);
+        assert!(!crate::auth::der::whole_name(&short));
+        assert_eq!(crate::auth::der::rdn_count(&[0x30, 0x05, 0x31]), None);
     }
 }

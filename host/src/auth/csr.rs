@@ -86,6 +86,11 @@ fn forbidden(ri: &ResourceInfo, name: &str, why: &str) -> ApiError {
 }
 
 impl WriteGuard for CsrGuard {
+    /// kube's certificate plugins are validating admission: they see what mutation changed.
+    fn after_admission(&self) -> bool {
+        true
+    }
+
     fn check(
         &self,
         ri: &ResourceInfo,
@@ -102,8 +107,7 @@ impl WriteGuard for CsrGuard {
             if csr::signer_name(new) != KUBE_APISERVER_CLIENT {
                 return Ok(());
             }
-            // A request that does not parse is refused by validation (422), which kube runs
-            // before this plugin.
+            // (A request that does not parse was refused by validation, 422, before this.)
             return match crate::auth::signer::parse_request(&csr::request(new)) {
                 Err(_) => Ok(()),
                 Ok(req) if req.organizations().iter().any(|o| o == super::MASTERS) => {

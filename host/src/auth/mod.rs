@@ -2,6 +2,7 @@
 //! authorization over the stored roles and bindings, and the TLS material the server presents.
 
 pub mod csr;
+pub mod der;
 pub mod escalation;
 pub mod rbac;
 pub mod serviceaccount;

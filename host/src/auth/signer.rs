@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rcgen::{KeyPair, SigningKey};
+
+use super::der::{contents, element, whole_name};
 use x509_parser::prelude::{FromDer, GeneralName, ParsedExtension, X509Certificate};
 
 #[derive(Debug, thiserror::Error)]
@@ -57,7 +59,7 @@ pub fn parse_request(pem_bytes: &[u8]) -> std::result::Result<Request, String> {
         let info = &csr.certification_request_info;
         if info.subject.as_raw() != req.subject.as_slice()
             || info.subject_pki.raw != req.spki.as_slice()
-            || !whole_name(&info.subject, &req.subject)
+            || !whole_name(&info.subject)
         {
             return Err(MALFORMED.into());
         }
@@ -97,43 +99,6 @@ pub struct Request {
     spki: Vec<u8>,
 }
 
-/// One DER element at the start of `b` (definite length): the element and what follows it.
-fn element(b: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (&tag, rest) = b.split_first()?;
-    if tag & 0x1f == 0x1f {
-        return None; // a high tag number: none in these structures
-    }
-    let (&first, rest) = rest.split_first()?;
-    let (len, rest) = if first < 0x80 {
-        (usize::from(first), rest)
-    } else {
-        let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 {
-            return None;
-        }
-        let (bytes, rest) = rest.split_at_checked(n)?;
-        let len = bytes.iter().fold(0usize, |a, b| a << 8 | usize::from(*b));
-        // DER: the shortest form (no leading zero byte; the long form only from 128 on).
-        if bytes[0] == 0 || len < 0x80 {
-            return None;
-        }
-        (len, rest)
-    };
-    let end = (b.len() - rest.len()).checked_add(len)?;
-    (end <= b.len()).then(|| b.split_at(end))
-}
-
-/// What an element holds (after its header).
-fn contents(el: &[u8]) -> &[u8] {
-    let long = el.get(1).is_some_and(|l| l & 0x80 != 0);
-    let header = if long {
-        2 + usize::from(el[1] & 0x7f)
-    } else {
-        2
-    };
-    el.get(header..).unwrap_or_default()
-}
-
 /// The subject and SubjectPublicKeyInfo elements of a CertificationRequest, read strictly:
 /// `SEQUENCE { SEQUENCE { INTEGER, Name, SPKI, [0] ... }, ... }` with nothing after it.
 fn strict_parts(der: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
@@ -154,37 +119,6 @@ fn strict_parts(der: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
     let shaped = alg[0] == 0x30 && bits[0] == 0x03 && after.is_empty();
     (version[0] == 0x02 && subject[0] == 0x30 && spki[0] == 0x30 && shaped)
         .then(|| (subject.to_vec(), spki.to_vec()))
-}
-
-/// Whether x509-parser read every attribute of every entry of `name`, whose DER is `tlv`, and
-/// each attribute is exactly a type and a value in DER.
-fn whole_name(name: &x509_parser::x509::X509Name<'_>, tlv: &[u8]) -> bool {
-    let mut counts = Vec::new();
-    let mut rest = contents(tlv);
-    while !rest.is_empty() {
-        let Some((rdn, after)) = element(rest) else {
-            return false;
-        };
-        let mut n = 0;
-        let mut attrs = contents(rdn);
-        while !attrs.is_empty() {
-            let Some((attr, a)) = element(attrs) else {
-                return false;
-            };
-            let pair = element(contents(attr))
-                .and_then(|(_, value)| element(value))
-                .is_some_and(|(_, after)| after.is_empty());
-            if !pair {
-                return false;
-            }
-            attrs = a;
-            n += 1;
-        }
-        counts.push(n);
-        rest = after;
-    }
-    let read: Vec<usize> = name.iter().map(|rdn| rdn.iter().count()).collect();
-    read == counts
 }
 
 type Csr<'a> = x509_parser::certification_request::X509CertificationRequest<'a>;

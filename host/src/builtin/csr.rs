@@ -260,13 +260,19 @@ fn has_duplicates<'a>(items: impl Iterator<Item = &'a str>) -> bool {
     items.into_iter().any(|i| !seen.insert(i))
 }
 
-fn options(new: &Value, old: Option<&Value>, sub: Subresource) -> Options {
+/// The certificates (decoded) of the new object and the stored one, read once per validation.
+struct Certificates {
+    new: Vec<u8>,
+    old: Vec<u8>,
+}
+
+fn options(old: Option<&Value>, sub: Subresource, certs: &Certificates) -> Options {
     let Some(old) = old else {
         return Options::default();
     };
     let types = || conditions(old).iter().map(|c| cond_str(c, "type"));
     let old_usages = usages(old);
-    let (new_cert, old_cert) = (certificate(new), certificate(old));
+    let (new_cert, old_cert) = (&certs.new, &certs.old);
     Options {
         both_approved_and_denied: count_of(old, APPROVED) > 0 && count_of(old, DENIED) > 0,
         legacy_signer: signer_name(old) == LEGACY_SIGNER,
@@ -274,7 +280,7 @@ fn options(new: &Value, old: Option<&Value>, sub: Subresource) -> Options {
         empty_condition_type: types().any(str::is_empty),
         unknown_usages: old_usages.iter().any(|u| !USAGES.contains(&u.as_str())),
         duplicate_usages: has_duplicates(old_usages.iter().map(String::as_str)),
-        arbitrary_certificate: new_cert == old_cert || certificate_error(&old_cert).is_some(),
+        arbitrary_certificate: new_cert == old_cert || certificate_error(old_cert).is_some(),
         setting_certificate: sub == Subresource::Status,
         setting_approval_conditions: sub == Subresource::Approval,
     }
@@ -282,7 +288,11 @@ fn options(new: &Value, old: Option<&Value>, sub: Subresource) -> Options {
 
 /// kube's validation of a create (`old` none) or an update through `sub`.
 pub fn validate(obj: &Value, old: Option<&Value>, sub: Subresource) -> Vec<Cause> {
-    let opts = options(obj, old, sub);
+    let certs = Certificates {
+        new: certificate(obj),
+        old: old.map(certificate).unwrap_or_default(),
+    };
+    let opts = options(old, sub, &certs);
     let mut causes = Vec::new();
     let invalid = |field: &str, value: &str, why: &str| {
         Cause::new(
@@ -426,7 +436,7 @@ pub fn validate(obj: &Value, old: Option<&Value>, sub: Subresource) -> Vec<Cause
     }
     // status.certificate
     if !opts.arbitrary_certificate {
-        if let Some(why) = certificate_error(&certificate(obj)) {
+        if let Some(why) = certificate_error(&certs.new) {
             causes.push(invalid(
                 "status.certificate",
                 "\"<certificate data>\"",
@@ -435,13 +445,13 @@ pub fn validate(obj: &Value, old: Option<&Value>, sub: Subresource) -> Vec<Cause
         }
     }
     if let Some(old) = old {
-        causes.extend(update_causes(obj, old, &opts));
+        causes.extend(update_causes(obj, old, &opts, &certs));
     }
     causes
 }
 
 /// kube's `validateCertificateSigningRequestUpdate` beyond the object's own validation.
-fn update_causes(new: &Value, old: &Value, opts: &Options) -> Vec<Cause> {
+fn update_causes(new: &Value, old: &Value, opts: &Options, certs: &Certificates) -> Vec<Cause> {
     let mut causes = Vec::new();
     let forbidden = |field: &str, why: String| {
         Cause::new("FieldValueForbidden", field, format!("Forbidden: {why}"))
@@ -459,14 +469,9 @@ fn update_causes(new: &Value, old: &Value, opts: &Options) -> Vec<Cause> {
     }
     if !opts.setting_approval_conditions {
         for ty in [APPROVED, DENIED] {
-            let pick = |v: &Value| -> Vec<Value> {
-                conditions(v)
-                    .iter()
-                    .filter(|c| cond_str(c, "type") == ty)
-                    .cloned()
-                    .collect()
-            };
-            let (n, o) = (pick(new), pick(old));
+            let of_type = |c: &&Value| cond_str(c, "type") == ty;
+            let n: Vec<&Value> = conditions(new).iter().filter(of_type).collect();
+            let o: Vec<&Value> = conditions(old).iter().filter(of_type).collect();
             if n.len() > o.len() {
                 causes.push(forbidden(
                     "status.conditions",
@@ -483,13 +488,13 @@ fn update_causes(new: &Value, old: &Value, opts: &Options) -> Vec<Cause> {
             }
         }
     }
-    if certificate(new) != certificate(old) {
+    if certs.new != certs.old {
         if !opts.setting_certificate {
             causes.push(forbidden(
                 "status.certificate",
                 "updates may not set certificate content".into(),
             ));
-        } else if !certificate(old).is_empty() {
+        } else if !certs.old.is_empty() {
             causes.push(forbidden(
                 "status.certificate",
                 "updates may not modify existing certificate content".into(),

@@ -21,6 +21,17 @@ impl Cause {
     }
 }
 
+/// `field: message` (the message alone when no field), as kube joins them into a Status.
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
 /// An error answered to a client as a `Status` object with kube's code, reason and message.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{code} {reason}: {message}")]
@@ -130,16 +141,7 @@ impl ApiError {
 
     /// 422 with one cause per violation: `ConfigMap "x" is invalid: [a, b]`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let parts: Vec<String> = causes
-            .iter()
-            .map(|c| {
-                if c.field.is_empty() {
-                    c.message.clone()
-                } else {
-                    format!("{}: {}", c.field, c.message)
-                }
-            })
-            .collect();
+        let parts: Vec<String> = causes.iter().map(ToString::to_string).collect();
         let joined = if parts.len() == 1 {
             parts[0].clone()
         } else {

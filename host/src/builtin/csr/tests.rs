@@ -26,10 +26,7 @@ fn csr(usages: &[&str]) -> Value {
 }
 
 fn messages(causes: &[Cause]) -> Vec<String> {
-    causes
-        .iter()
-        .map(|c| format!("{}: {}", c.field, c.message))
-        .collect()
+    causes.iter().map(ToString::to_string).collect()
 }
 
 #[test]
