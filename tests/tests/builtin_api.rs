@@ -280,6 +280,22 @@ fn an_ordinary_manifest_applies_and_reapplies_unchanged() {
             })
             .collect()
     };
+    // The disruption controller writes the budget's status once it has seen it; the versions
+    // are compared after that.
+    turtles_tests::poll(
+        "the budget's status",
+        std::time::Duration::from_secs(10),
+        || {
+            let pdbs = s.kubectl_json(&["get", "poddisruptionbudgets"]);
+            pdbs["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["status"]["observedGeneration"] == p["metadata"]["generation"])
+                .then_some(())
+        },
+    )
+    .unwrap();
     let before = versions(&s);
     assert_eq!(before.len(), 16, "{before:?}");
     let out = s.kubectl_stdin(&["apply", "-f", "-"], &manifest);

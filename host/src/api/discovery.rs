@@ -133,6 +133,10 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                     }
                     if r.group.is_empty() && r.resource == "pods" {
                         subs.push(json!({"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"}, "verbs": ["create"]}));
+                        subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
+                    }
+                    if r.group.is_empty() && r.resource == "serviceaccounts" {
+                        subs.push(json!({"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]}));
                     }
                     if r.is_controllers() {
                         subs.push(json!({"subresource": "log", "responseKind": kind, "verbs": ["get"]}));
@@ -269,6 +273,28 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "singularName": "",
                 "namespaced": true,
                 "kind": "Binding",
+                "verbs": ["create"],
+            }));
+            // kubectl drain looks for this entry (group and version included) before it evicts
+            // instead of deleting.
+            list.push(json!({
+                "name": "pods/eviction",
+                "singularName": "",
+                "namespaced": true,
+                "group": "policy",
+                "version": "v1",
+                "kind": "Eviction",
+                "verbs": ["create"],
+            }));
+        }
+        if r.group.is_empty() && r.resource == "serviceaccounts" {
+            list.push(json!({
+                "name": "serviceaccounts/token",
+                "singularName": "",
+                "namespaced": true,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
                 "verbs": ["create"],
             }));
         }

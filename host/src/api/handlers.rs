@@ -35,6 +35,8 @@ pub struct Target {
     pub scale: bool,
     /// A Pod's `binding` subresource.
     pub binding: bool,
+    /// A Pod's `eviction` subresource.
+    pub eviction: bool,
     /// A ServiceAccount's `token` subresource (TokenRequest).
     pub token: bool,
     /// A Controller's `log` subresource.
@@ -108,6 +110,19 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
         state.service.bind_pod(&ns, &name, &binding).await?;
+        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                            "status": "Success", "code": 201});
+        return Ok(object_json_response(
+            StatusCode::CREATED,
+            status.to_string().as_bytes(),
+        ));
+    }
+    if target.eviction {
+        let eviction = posted_object(state, req).await?;
+        let ns = target.namespace.clone().unwrap_or_default();
+        let name = target.name.clone().unwrap_or_default();
+        let opts = eviction_options(&eviction, &ns, &name, query)?;
+        crate::builtin::disruption::evict(&state.service, &ns, &name, opts).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201});
         return Ok(object_json_response(
@@ -463,6 +478,7 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
     let is_controllers = ri.is_controllers();
     let mut token = false;
     let mut log = false;
+    let mut eviction = false;
     let (name, sub, scale, binding) = match tail {
         [] => (None, Subresource::Main, false, false),
         [name] => (Some((*name).to_owned()), Subresource::Main, false, false),
@@ -478,6 +494,10 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
         ),
         [name, "binding"] if is_pods && namespace.is_some() => {
             (Some((*name).to_owned()), Subresource::Main, false, true)
+        }
+        [name, "eviction"] if is_pods && namespace.is_some() => {
+            eviction = true;
+            (Some((*name).to_owned()), Subresource::Main, false, false)
         }
         [name, "token"] if is_sa && namespace.is_some() => {
             token = true;
@@ -496,6 +516,7 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
         sub,
         scale,
         binding,
+        eviction,
         token,
         log,
     })
@@ -632,6 +653,61 @@ async fn posted_object(state: &AppState, req: Request) -> Result<Value, ApiError
     let headers = req.headers().clone();
     let body = read_body(req, state.options.request_body_timeout).await?;
     decode_object(&headers, &body)
+}
+
+/// An Eviction's checks (kube's `EvictionREST.Create` and the create handler's) and its
+/// `deleteOptions`, with the request's `dryRun` merged in as kube's `propagateDryRun` does.
+fn eviction_options(
+    eviction: &Value,
+    ns: &str,
+    name: &str,
+    query: &Query,
+) -> Result<DeleteOptions, ApiError> {
+    let api_version = eviction.get("apiVersion").and_then(Value::as_str);
+    let kind = eviction.get("kind").and_then(Value::as_str);
+    if !matches!(api_version, Some("policy/v1" | "policy/v1beta1")) || kind != Some("Eviction") {
+        return Err(ApiError::bad_request(format!(
+            "not a Eviction object: {}/{}",
+            api_version.unwrap_or_default(),
+            kind.unwrap_or_default()
+        )));
+    }
+    let body_ns = eviction
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !body_ns.is_empty() && body_ns != ns {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    if eviction.pointer("/metadata/name").and_then(Value::as_str) != Some(name) {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    let in_query = dry_run(query)?;
+    let delete = eviction
+        .get("deleteOptions")
+        .filter(|d| !d.is_null())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let in_body: Vec<&str> = delete
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if in_query && !in_body.is_empty() && in_body != ["All"] {
+        return Err(ApiError::internal(format!(
+            "Non-matching dry-run options in request and content: [All] and [{}]",
+            in_body.join(" ")
+        )));
+    }
+    let bytes = serde_json::to_vec(&delete)
+        .map_err(|e| ApiError::internal(format!("encoding deleteOptions: {e}")))?;
+    let mut opts = delete_options(&Query::default(), &bytes)?;
+    opts.dry_run |= in_query;
+    Ok(opts)
 }
 
 /// TokenRequest: a token for the service account, as kube's `serviceaccount/storage/token.go`

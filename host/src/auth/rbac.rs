@@ -1211,6 +1211,7 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
                 rule(READ, &[LEGACY], &["secrets"]),
                 rule(&["impersonate"], &[LEGACY], &["serviceaccounts"]),
                 rule(WRITE, &[LEGACY], &["pods"]),
+                rule(&["create"], &[LEGACY], &["pods/eviction"]),
                 rule(
                     WRITE,
                     &[LEGACY],
@@ -1273,6 +1274,7 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
                 rule(READ, &[LEGACY], &["pods"]),
                 rule(&["create", "delete"], &[LEGACY], &["pods"]),
                 rule(&["update", "patch"], &[LEGACY], &["pods/status"]),
+                rule(&["create"], &[LEGACY], &["pods/eviction"]),
                 rule(READ, &[LEGACY], &["secrets", "configmaps"]),
                 rule(
                     &["get", "create", "update", "patch", "delete"],

@@ -8,6 +8,7 @@ pub mod csr;
 pub mod decode;
 pub mod defaults;
 pub mod definitions;
+pub mod disruption;
 pub mod kubernetes_service;
 pub mod protobuf;
 pub mod quantity;

@@ -1,6 +1,7 @@
 //! kube's validation of built-in kinds that the workload validation (`model::workloads`) does not
 //! cover: ConfigMaps and Secrets (`pkg/apis/core/validation`: `ValidateConfigMap`,
-//! `ValidateSecret` and their update rules), with kube's field paths and messages.
+//! `ValidateSecret` and their update rules) and PodDisruptionBudgets (`builtin::disruption`),
+//! with kube's field paths and messages.
 
 use base64::Engine;
 use serde_json::Value;
@@ -17,6 +18,7 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
     match (group, resource) {
         ("", "configmaps") => config_map(obj, old),
         ("", "secrets") => secret(obj, old),
+        (super::disruption::GROUP, super::disruption::RESOURCE) => super::disruption::validate(obj),
         _ => Vec::new(),
     }
 }

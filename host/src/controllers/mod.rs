@@ -1,8 +1,9 @@
 //! Built-in controllers: the garbage collector ([`gc`]), the namespace controller
 //! ([`namespace`]), the service account controller ([`serviceaccount`]), the token
 //! controller ([`tokens`]), the ValidatingAdmissionPolicy status controller
-//! ([`policystatus`]), the CertificateSigningRequest signer ([`csrsigning`]) and the
-//! `kube-root-ca.crt` publisher ([`rootca`]). Like
+//! ([`policystatus`]), the CertificateSigningRequest signer ([`csrsigning`]), the
+//! `kube-root-ca.crt` publisher ([`rootca`]) and the PodDisruptionBudget status controller
+//! ([`disruption`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -12,6 +13,7 @@
 //! owners waiting on dependents), so deletions in progress resume after a restart.
 
 pub mod csrsigning;
+pub mod disruption;
 pub mod gc;
 pub mod namespace;
 pub mod policystatus;
@@ -36,6 +38,7 @@ use crate::store::{StoreError, StoredObject};
 /// Names of the built-in controllers (a controller file of that name is ignored).
 pub const BUILT_IN: &[&str] = &[
     csrsigning::IDENTITY.name,
+    disruption::IDENTITY.name,
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
     policystatus::IDENTITY.name,
@@ -56,6 +59,10 @@ pub enum ControllerError {
     /// The CSR signer's: a request it cannot read or a certificate it cannot issue.
     #[error("{0}")]
     Signing(String),
+    /// The disruption controller's: a budget whose status cannot be computed (kube's message,
+    /// which its `SyncFailed` condition carries).
+    #[error("{0}")]
+    Disruption(String),
 }
 
 /// What a reconcile asks for next: nothing (`None`) or another look after a delay.
@@ -328,8 +335,10 @@ pub async fn start(
     let tokens = tokens::TokenController::new(service.clone(), issuer, root_ca);
     let vap = policystatus::PolicyStatusController::new(service.clone());
     let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
+    let disruption = disruption::DisruptionController::new(service.clone());
     let mut followers = vec![
         gc.clone() as Arc<dyn Follower>,
+        disruption.clone() as Arc<dyn Follower>,
         ns.clone() as Arc<dyn Follower>,
         sa.clone() as Arc<dyn Follower>,
         tokens.clone() as Arc<dyn Follower>,
@@ -347,6 +356,7 @@ pub async fn start(
         ns.start(shutdown.clone()),
         sa.start(shutdown.clone()),
         tokens.start(shutdown.clone()),
+        disruption.start(shutdown.clone()),
     ];
     if let Some(s) = &signer {
         started.push(s.start(shutdown.clone()));

@@ -207,7 +207,10 @@ impl ApiError {
         status.insert("metadata".into(), json!({}));
         status.insert("status".into(), "Failure".into());
         status.insert("message".into(), self.message.clone().into());
-        status.insert("reason".into(), self.reason.into());
+        // kube omits an empty reason (the eviction's 500 has none).
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), self.reason.into());
+        }
         if self.details.is_some() || !self.causes.is_empty() || self.retry_after.is_some() {
             let mut details = serde_json::Map::new();
             if let Some(d) = &self.details {
@@ -228,7 +231,14 @@ impl ApiError {
                 let causes: Vec<Value> = self
                     .causes
                     .iter()
-                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .map(|c| {
+                        let mut m = json!({"reason": c.reason, "message": c.message});
+                        // `field` is omitted when empty, as kube's `StatusCause` does.
+                        if !c.field.is_empty() {
+                            m["field"] = json!(c.field);
+                        }
+                        m
+                    })
                     .collect();
                 details.insert("causes".into(), causes.into());
             }
