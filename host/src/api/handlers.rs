@@ -92,7 +92,13 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         let headers = req.headers().clone();
         let body = read_body(req, state.options.request_body_timeout).await?;
         let review = decode_object(&headers, &body)?;
-        return super::reviews::handle(state, &target.ri, &user, review);
+        return super::reviews::handle(
+            state,
+            &target.ri,
+            target.namespace.as_deref(),
+            &user,
+            review,
+        );
     }
     if target.scale {
         return scale(state, &target, req, query).await;

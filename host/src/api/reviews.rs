@@ -1,5 +1,6 @@
 //! Access reviews, answered from the same authorizer that guards every request:
-//! SelfSubjectAccessReview and SubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
+//! SelfSubjectAccessReview, SubjectAccessReview and LocalSubjectAccessReview (`kubectl auth
+//! can-i`; the local one asks within one namespace, as a namespace admin may), SelfSubjectRulesReview
 //! (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). Nothing is stored.
 
 use axum::http::StatusCode;
@@ -55,6 +56,57 @@ fn attributes(spec: &Value) -> Result<Attributes, ApiError> {
     ))
 }
 
+/// kube's checks of a LocalSubjectAccessReview: a namespace in the URL, `metadata.namespace`
+/// that (set from the URL when empty), and a question about that namespace only.
+fn local_review(out: &mut Value, spec: &Value, namespace: &str) -> Result<(), ApiError> {
+    if namespace.is_empty() {
+        return Err(ApiError::bad_request(
+            "namespace is required on this type: ",
+        ));
+    }
+    let given = s(out, "/metadata/namespace");
+    if !given.is_empty() && given != namespace {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    out["metadata"]["namespace"] = json!(namespace);
+    let mut causes = Vec::new();
+    if let Some(r) = spec.get("resourceAttributes").filter(|r| !r.is_null()) {
+        let asked = s(r, "/namespace");
+        if asked != namespace {
+            causes.push(crate::model::Cause::new(
+                "FieldValueInvalid",
+                "spec.resourceAttributes.namespace",
+                format!(
+                    "Invalid value: {}: must match metadata.namespace",
+                    json!(asked)
+                ),
+            ));
+        }
+    }
+    if spec
+        .get("nonResourceAttributes")
+        .is_some_and(|n| !n.is_null())
+    {
+        causes.push(crate::model::Cause::new(
+            "FieldValueInvalid",
+            "spec.nonResourceAttributes",
+            "Invalid value: \"object\": disallowed on this kind of request",
+        ));
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(
+            "authorization.k8s.io",
+            "LocalSubjectAccessReview",
+            "",
+            causes,
+        ))
+    }
+}
+
 fn access_status(state: &AppState, user: &UserInfo, attrs: &Attributes) -> Value {
     match state.authz.authorize(user, attrs) {
         Decision::Allow { reason } => json!({"allowed": true, "reason": reason}),
@@ -68,10 +120,12 @@ fn access_status(state: &AppState, user: &UserInfo, attrs: &Attributes) -> Value
     }
 }
 
-/// Answer a review POST by the authenticated `user`.
+/// Answer a review POST by the authenticated `user` (`namespace`: the URL's, for the
+/// namespaced LocalSubjectAccessReview).
 pub fn handle(
     state: &AppState,
     ri: &ResourceInfo,
+    namespace: Option<&str>,
     user: &UserInfo,
     body: Value,
 ) -> Result<Response, ApiError> {
@@ -90,7 +144,27 @@ pub fn handle(
     let spec = out.get("spec").cloned().unwrap_or_else(|| json!({}));
     let status = match ri.resource.as_str() {
         "selfsubjectaccessreviews" => access_status(state, user, &attributes(&spec)?),
-        "subjectaccessreviews" => {
+        "subjectaccessreviews" | "localsubjectaccessreviews" => {
+            if ri.resource == "localsubjectaccessreviews" {
+                local_review(&mut out, &spec, namespace.unwrap_or(""))?;
+            }
+            if s(&spec, "/user").is_empty()
+                && spec
+                    .get("groups")
+                    .and_then(Value::as_array)
+                    .is_none_or(Vec::is_empty)
+            {
+                return Err(ApiError::invalid(
+                    "authorization.k8s.io",
+                    &ri.kind,
+                    "",
+                    vec![crate::model::Cause::new(
+                        "FieldValueInvalid",
+                        "spec.user",
+                        "Invalid value: \"\": at least one of user or group must be specified",
+                    )],
+                ));
+            }
             let mut groups: Vec<String> = spec
                 .get("groups")
                 .and_then(Value::as_array)

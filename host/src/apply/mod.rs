@@ -846,9 +846,7 @@ pub fn validate_options(
     if causes.is_empty() {
         return Ok(());
     }
-    let mut e = ApiError::invalid("meta.k8s.io", kind, "", causes);
-    e.message = e.message.replacen(kind, &format!("{kind}.meta.k8s.io"), 1);
-    Err(e)
+    Err(ApiError::invalid("meta.k8s.io", kind, "", causes))
 }
 
 #[cfg(test)]

@@ -1015,7 +1015,7 @@ pub fn forbidden_message_with_reason(user: &UserInfo, attrs: &Attributes, reason
 }
 
 // ---------------------------------------------------------------------------
-// Bootstrap policy (bootstrappolicy/policy.go, trimmed to what turtles serves)
+// Bootstrap policy (bootstrappolicy/policy.go)
 // ---------------------------------------------------------------------------
 
 const READ: &[&str] = &["get", "list", "watch"];
@@ -1045,11 +1045,17 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// A rule as kube's `NewRule(..).RuleOrDie()` makes one: its lists sorted.
 fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> PolicyRule {
+    let sorted = |items: &[&str]| {
+        let mut v = strings(items);
+        v.sort();
+        v
+    };
     PolicyRule {
-        verbs: strings(verbs),
-        api_groups: strings(groups),
-        resources: strings(resources),
+        verbs: sorted(verbs),
+        api_groups: sorted(groups),
+        resources: sorted(resources),
         ..PolicyRule::default()
     }
 }
@@ -1063,9 +1069,13 @@ fn approver(signer: &str) -> Vec<PolicyRule> {
 }
 
 fn url_rule(verbs: &[&str], urls: &[&str]) -> PolicyRule {
+    let mut urls = strings(urls);
+    urls.sort();
+    let mut verbs = strings(verbs);
+    verbs.sort();
     PolicyRule {
-        verbs: strings(verbs),
-        non_resource_urls: strings(urls),
+        verbs,
+        non_resource_urls: urls,
         ..PolicyRule::default()
     }
 }
@@ -1200,23 +1210,102 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
             name: "system:aggregate-to-admin",
             labels: &[(AGGREGATE_TO_ADMIN, "true")],
             aggregate_from: None,
-            rules: vec![rule(READ_WRITE, &[RBAC_GROUP], &["roles", "rolebindings"])],
+            rules: vec![
+                rule(
+                    &["create"],
+                    &[AUTHORIZATION],
+                    &["localsubjectaccessreviews"],
+                ),
+                rule(READ_WRITE, &[RBAC_GROUP], &["roles", "rolebindings"]),
+            ],
         },
+        // kube's, rule for rule; turtles adds its Controllers (written by the host, so `edit`
+        // grants nothing a tenant can use but `get`).
         BootstrapRole {
             name: "system:aggregate-to-edit",
             labels: &[(AGGREGATE_TO_EDIT, "true")],
             aggregate_from: None,
             rules: vec![
                 // Read on escalating resources.
-                rule(READ, &[LEGACY], &["secrets"]),
+                rule(
+                    READ,
+                    &[LEGACY],
+                    &[
+                        "pods/attach",
+                        "pods/proxy",
+                        "pods/exec",
+                        "pods/portforward",
+                        "secrets",
+                        "services/proxy",
+                    ],
+                ),
                 rule(&["impersonate"], &[LEGACY], &["serviceaccounts"]),
-                rule(WRITE, &[LEGACY], &["pods"]),
+                rule(
+                    WRITE,
+                    &[LEGACY],
+                    &[
+                        "pods",
+                        "pods/attach",
+                        "pods/proxy",
+                        "pods/exec",
+                        "pods/portforward",
+                    ],
+                ),
                 rule(&["create"], &[LEGACY], &["pods/eviction"]),
                 rule(
                     WRITE,
                     &[LEGACY],
-                    &["serviceaccounts", "configmaps", "secrets"],
+                    &[
+                        "replicationcontrollers",
+                        "replicationcontrollers/scale",
+                        "serviceaccounts",
+                        "services",
+                        "services/proxy",
+                        "persistentvolumeclaims",
+                        "configmaps",
+                        "secrets",
+                        "events",
+                    ],
                 ),
+                rule(&["create"], &[LEGACY], &["serviceaccounts/token"]),
+                rule(
+                    WRITE,
+                    &["apps"],
+                    &[
+                        "statefulsets",
+                        "statefulsets/scale",
+                        "daemonsets",
+                        "deployments",
+                        "deployments/scale",
+                        "deployments/rollback",
+                        "replicasets",
+                        "replicasets/scale",
+                    ],
+                ),
+                rule(WRITE, &["autoscaling"], &["horizontalpodautoscalers"]),
+                rule(WRITE, &["batch"], &["jobs", "cronjobs"]),
+                rule(
+                    WRITE,
+                    &["extensions"],
+                    &[
+                        "daemonsets",
+                        "deployments",
+                        "deployments/scale",
+                        "deployments/rollback",
+                        "ingresses",
+                        "replicasets",
+                        "replicasets/scale",
+                        "replicationcontrollers/scale",
+                        "networkpolicies",
+                    ],
+                ),
+                rule(WRITE, &["policy"], &["poddisruptionbudgets"]),
+                rule(
+                    WRITE,
+                    &["networking.k8s.io"],
+                    &["networkpolicies", "ingresses"],
+                ),
+                rule(READ_WRITE, &[COORDINATION], &["leases"]),
                 rule(WRITE, &[TURTLES], &["controllers"]),
             ],
         },
@@ -1225,14 +1314,99 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
             labels: &[(AGGREGATE_TO_VIEW, "true")],
             aggregate_from: None,
             rules: vec![
-                rule(READ, &[LEGACY], &["pods", "serviceaccounts", "configmaps"]),
                 rule(
                     READ,
                     &[LEGACY],
-                    &["events", "pods/status", "namespaces/status"],
+                    &[
+                        "pods",
+                        "replicationcontrollers",
+                        "replicationcontrollers/scale",
+                        "serviceaccounts",
+                        "services",
+                        "services/status",
+                        "endpoints",
+                        "persistentvolumeclaims",
+                        "persistentvolumeclaims/status",
+                        "configmaps",
+                    ],
+                ),
+                rule(
+                    READ,
+                    &[LEGACY],
+                    &[
+                        "limitranges",
+                        "resourcequotas",
+                        "bindings",
+                        "events",
+                        "pods/status",
+                        "resourcequotas/status",
+                        "namespaces/status",
+                        "replicationcontrollers/status",
+                        "pods/log",
+                    ],
                 ),
                 // Reading namespaces at namespace scope means reading *this* namespace.
                 rule(READ, &[LEGACY], &["namespaces"]),
+                rule(READ, &["discovery.k8s.io"], &["endpointslices"]),
+                rule(
+                    READ,
+                    &["apps"],
+                    &[
+                        "controllerrevisions",
+                        "statefulsets",
+                        "statefulsets/status",
+                        "statefulsets/scale",
+                        "daemonsets",
+                        "daemonsets/status",
+                        "deployments",
+                        "deployments/status",
+                        "deployments/scale",
+                        "replicasets",
+                        "replicasets/status",
+                        "replicasets/scale",
+                    ],
+                ),
+                rule(
+                    READ,
+                    &["autoscaling"],
+                    &[
+                        "horizontalpodautoscalers",
+                        "horizontalpodautoscalers/status",
+                    ],
+                ),
+                rule(
+                    READ,
+                    &["batch"],
+                    &["jobs", "cronjobs", "cronjobs/status", "jobs/status"],
+                ),
+                rule(
+                    READ,
+                    &["extensions"],
+                    &[
+                        "daemonsets",
+                        "daemonsets/status",
+                        "deployments",
+                        "deployments/scale",
+                        "deployments/status",
+                        "ingresses",
+                        "ingresses/status",
+                        "replicasets",
+                        "replicasets/scale",
+                        "replicasets/status",
+                        "replicationcontrollers/scale",
+                        "networkpolicies",
+                    ],
+                ),
+                rule(
+                    READ,
+                    &["policy"],
+                    &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+                ),
+                rule(
+                    READ,
+                    &["networking.k8s.io"],
+                    &["networkpolicies", "ingresses", "ingresses/status"],
+                ),
                 rule(READ, &[TURTLES], &["controllers", "controllers/log"]),
             ],
         },

@@ -457,6 +457,14 @@ pub const RESOURCES: &[Builtin] = &[
     r(
         AUTHZ,
         "v1",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
+        NS,
+    )
+    .create_only(),
+    r(
+        AUTHZ,
+        "v1",
         "selfsubjectrulesreviews",
         "SelfSubjectRulesReview",
         CLUSTER,

@@ -147,10 +147,17 @@ impl ApiError {
         } else {
             format!("[{}]", parts.join(", "))
         };
+        // kube's `NewInvalid` names the kind with its group (`Deployment.apps`); kubectl
+        // prints `details.kind` instead.
+        let qualified = if group.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind}.{group}")
+        };
         let mut e = Self::new(
             422,
             "Invalid",
-            format!("{kind} \"{name}\" is invalid: {joined}"),
+            format!("{qualified} \"{name}\" is invalid: {joined}"),
         )
         .with_details(group, kind, name);
         e.causes = causes;

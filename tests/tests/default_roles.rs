@@ -1,0 +1,435 @@
+//! kube's user-facing ClusterRoles (`admin`, `edit`, `view`) as kube bootstraps them, rule for
+//! rule, and what a tenant bound to each in one namespace can do there with the real kubectl;
+//! and LocalSubjectAccessReview, the namespace admin's access question.
+
+use serde_json::{json, Value};
+use turtles_tests::Server;
+
+/// A rule as kube's bootstrap policy writes it (lists sorted, as `NewRule(..).RuleOrDie()`
+/// leaves them).
+fn r(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
+    json!({"verbs": verbs, "apiGroups": groups, "resources": resources})
+}
+
+const READ: &[&str] = &["get", "list", "watch"];
+const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
+
+/// kube's `system:aggregate-to-edit` (bootstrappolicy testdata `cluster-roles.yaml`).
+fn kube_edit() -> Vec<Value> {
+    vec![
+        r(
+            READ,
+            &[""],
+            &[
+                "pods/attach",
+                "pods/exec",
+                "pods/portforward",
+                "pods/proxy",
+                "secrets",
+                "services/proxy",
+            ],
+        ),
+        r(&["impersonate"], &[""], &["serviceaccounts"]),
+        r(
+            WRITE,
+            &[""],
+            &[
+                "pods",
+                "pods/attach",
+                "pods/exec",
+                "pods/portforward",
+                "pods/proxy",
+            ],
+        ),
+        r(&["create"], &[""], &["pods/eviction"]),
+        r(
+            WRITE,
+            &[""],
+            &[
+                "configmaps",
+                "events",
+                "persistentvolumeclaims",
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "secrets",
+                "serviceaccounts",
+                "services",
+                "services/proxy",
+            ],
+        ),
+        r(&["create"], &[""], &["serviceaccounts/token"]),
+        r(
+            WRITE,
+            &["apps"],
+            &[
+                "daemonsets",
+                "deployments",
+                "deployments/rollback",
+                "deployments/scale",
+                "replicasets",
+                "replicasets/scale",
+                "statefulsets",
+                "statefulsets/scale",
+            ],
+        ),
+        r(WRITE, &["autoscaling"], &["horizontalpodautoscalers"]),
+        r(WRITE, &["batch"], &["cronjobs", "jobs"]),
+        r(
+            WRITE,
+            &["extensions"],
+            &[
+                "daemonsets",
+                "deployments",
+                "deployments/rollback",
+                "deployments/scale",
+                "ingresses",
+                "networkpolicies",
+                "replicasets",
+                "replicasets/scale",
+                "replicationcontrollers/scale",
+            ],
+        ),
+        r(WRITE, &["policy"], &["poddisruptionbudgets"]),
+        r(
+            WRITE,
+            &["networking.k8s.io"],
+            &["ingresses", "networkpolicies"],
+        ),
+        r(
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ],
+            &["coordination.k8s.io"],
+            &["leases"],
+        ),
+    ]
+}
+
+/// kube's `system:aggregate-to-view`.
+fn kube_view() -> Vec<Value> {
+    vec![
+        r(
+            READ,
+            &[""],
+            &[
+                "configmaps",
+                "endpoints",
+                "persistentvolumeclaims",
+                "persistentvolumeclaims/status",
+                "pods",
+                "replicationcontrollers",
+                "replicationcontrollers/scale",
+                "serviceaccounts",
+                "services",
+                "services/status",
+            ],
+        ),
+        r(
+            READ,
+            &[""],
+            &[
+                "bindings",
+                "events",
+                "limitranges",
+                "namespaces/status",
+                "pods/log",
+                "pods/status",
+                "replicationcontrollers/status",
+                "resourcequotas",
+                "resourcequotas/status",
+            ],
+        ),
+        r(READ, &[""], &["namespaces"]),
+        r(READ, &["discovery.k8s.io"], &["endpointslices"]),
+        r(
+            READ,
+            &["apps"],
+            &[
+                "controllerrevisions",
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "statefulsets",
+                "statefulsets/scale",
+                "statefulsets/status",
+            ],
+        ),
+        r(
+            READ,
+            &["autoscaling"],
+            &[
+                "horizontalpodautoscalers",
+                "horizontalpodautoscalers/status",
+            ],
+        ),
+        r(
+            READ,
+            &["batch"],
+            &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
+        ),
+        r(
+            READ,
+            &["extensions"],
+            &[
+                "daemonsets",
+                "daemonsets/status",
+                "deployments",
+                "deployments/scale",
+                "deployments/status",
+                "ingresses",
+                "ingresses/status",
+                "networkpolicies",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
+                "replicationcontrollers/scale",
+            ],
+        ),
+        r(
+            READ,
+            &["policy"],
+            &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+        ),
+        r(
+            READ,
+            &["networking.k8s.io"],
+            &["ingresses", "ingresses/status", "networkpolicies"],
+        ),
+    ]
+}
+
+/// kube's `system:aggregate-to-admin`.
+fn kube_admin() -> Vec<Value> {
+    vec![
+        r(
+            &["create"],
+            &["authorization.k8s.io"],
+            &["localsubjectaccessreviews"],
+        ),
+        r(
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ],
+            &["rbac.authorization.k8s.io"],
+            &["rolebindings", "roles"],
+        ),
+    ]
+}
+
+/// The role's rules but turtles' own (its `turtles.dev` Controllers).
+fn kube_rules(s: &Server, role: &str) -> Vec<Value> {
+    let role = s.kubectl_json(&["get", "clusterrole", role]);
+    role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["apiGroups"] != json!(["turtles.dev"]))
+        .map(|r| {
+            json!({"verbs": r["verbs"], "apiGroups": r["apiGroups"], "resources": r["resources"]})
+        })
+        .collect()
+}
+
+#[test]
+fn the_aggregated_roles_are_kubes_rule_for_rule() {
+    let s = Server::start().unwrap();
+    assert_eq!(kube_rules(&s, "system:aggregate-to-edit"), kube_edit());
+    assert_eq!(kube_rules(&s, "system:aggregate-to-view"), kube_view());
+    assert_eq!(kube_rules(&s, "system:aggregate-to-admin"), kube_admin());
+    // `edit` aggregates `view` and its own; `admin` aggregates `edit` and its own.
+    let edit = kube_rules(&s, "edit");
+    for rule in kube_edit().iter().chain(kube_view().iter()) {
+        assert!(edit.contains(rule), "edit lacks {rule}");
+    }
+    let admin = kube_rules(&s, "admin");
+    for rule in kube_admin().iter().chain(kube_edit().iter()) {
+        assert!(admin.contains(rule), "admin lacks {rule}");
+    }
+}
+
+#[test]
+fn tenants_bound_in_one_namespace_can_do_what_kube_lets_them() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    s.kubectl_ok(&["create", "namespace", "other"]);
+    let (ad, _) = s.mint("ad", &[]).unwrap();
+    let (ed, _) = s.mint("ed", &[]).unwrap();
+    let (vi, _) = s.mint("vi", &[]).unwrap();
+    for (user, role) in [("ad", "admin"), ("ed", "edit"), ("vi", "view")] {
+        s.kubectl_ok(&[
+            "-n",
+            "team",
+            "create",
+            "rolebinding",
+            user,
+            &format!("--clusterrole={role}"),
+            &format!("--user={user}"),
+        ]);
+    }
+    let can = |kc: &std::path::Path, ns: &str, verb: &str, what: &str| -> bool {
+        let out = s.kubectl_with(kc, &["-n", ns, "auth", "can-i", verb, what]);
+        String::from_utf8_lossy(&out.stdout).trim() == "yes"
+    };
+    for what in [
+        "deployments.apps",
+        "statefulsets.apps",
+        "services",
+        "jobs.batch",
+        "cronjobs.batch",
+        "poddisruptionbudgets.policy",
+        "ingresses.networking.k8s.io",
+        "horizontalpodautoscalers.autoscaling",
+        "leases.coordination.k8s.io",
+        "persistentvolumeclaims",
+        "pods/eviction",
+        "serviceaccounts/token",
+    ] {
+        assert!(can(&ed, "team", "create", what), "edit: create {what}");
+        assert!(can(&ad, "team", "create", what), "admin: create {what}");
+        assert!(!can(&vi, "team", "create", what), "view: create {what}");
+        assert!(!can(&ed, "other", "create", what), "edit elsewhere: {what}");
+    }
+    assert!(can(&vi, "team", "list", "deployments.apps"));
+    assert!(can(&vi, "team", "get", "poddisruptionbudgets.policy"));
+    assert!(!can(&vi, "team", "get", "secrets"));
+    assert!(can(&ed, "team", "get", "secrets"));
+    assert!(!can(
+        &ed,
+        "team",
+        "create",
+        "roles.rbac.authorization.k8s.io"
+    ));
+    assert!(can(
+        &ad,
+        "team",
+        "create",
+        "roles.rbac.authorization.k8s.io"
+    ));
+    // And it is real: the editor applies an ordinary app.
+    let out = s.kubectl_with(
+        &ed,
+        &[
+            "-n",
+            "team",
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = s.kubectl_with(
+        &ed,
+        &[
+            "-n",
+            "team",
+            "create",
+            "service",
+            "clusterip",
+            "web",
+            "--tcp=80:80",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = s.kubectl_with(
+        &ed,
+        &[
+            "-n",
+            "team",
+            "create",
+            "pdb",
+            "web",
+            "--selector=app=web",
+            "--min-available=1",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_namespace_admin_asks_local_access_questions() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    let (_, ad_token) = s.mint("ad", &[]).unwrap();
+    let (_, ed_token) = s.mint("ed", &[]).unwrap();
+    s.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "rolebinding",
+        "ad",
+        "--clusterrole=admin",
+        "--user=ad",
+    ]);
+    s.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "rolebinding",
+        "ed",
+        "--clusterrole=edit",
+        "--user=ed",
+    ]);
+    let path = "/apis/authorization.k8s.io/v1/namespaces/team/localsubjectaccessreviews";
+    let review = |ns: &str, verb: &str, resource: &str| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+               "spec": {"user": "ed", "resourceAttributes":
+                   {"namespace": ns, "verb": verb, "group": "apps", "resource": resource}}})
+    };
+    let admin = s.http_with_token(Some(&ad_token));
+    let r = admin.post_json(path, &review("team", "create", "deployments"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let body = r.json();
+    assert_eq!(body["metadata"]["namespace"], "team");
+    assert_eq!(body["status"]["allowed"], true, "{body}");
+    let r = admin.post_json(path, &review("team", "escalate", "deployments"));
+    assert_eq!(r.json()["status"]["allowed"], false);
+    // Only about its own namespace.
+    let r = admin.post_json(path, &review("other", "create", "deployments"));
+    let st = turtles_tests::assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes.namespace: Invalid value: \"other\": must match metadata.namespace"
+    );
+    let mut no_one = review("team", "get", "deployments");
+    no_one["spec"]["user"] = json!("");
+    let r = admin.post_json(path, &no_one);
+    turtles_tests::assert_status(&r, 422, "Invalid");
+    // An editor may not ask.
+    let r = s
+        .http_with_token(Some(&ed_token))
+        .post_json(path, &review("team", "create", "deployments"));
+    turtles_tests::assert_status(&r, 403, "Forbidden");
+}
