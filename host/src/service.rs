@@ -1003,6 +1003,7 @@ impl Service {
             user,
             dry_run: opts.dry_run,
             old_object: old,
+            kind: None,
         };
         self.admission.mutate(&req, obj).await
     }
@@ -1031,6 +1032,7 @@ impl Service {
             user,
             dry_run: opts.dry_run,
             old_object: old,
+            kind: None,
         };
         self.admission.validate(&req, obj).await
     }
@@ -2308,6 +2310,7 @@ impl Service {
                 user,
                 dry_run: opts.dry_run,
                 old_object: Some(&old),
+                kind: None,
             };
             warnings = self.admission.validate(&req, None).await?;
         }

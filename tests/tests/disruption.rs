@@ -335,12 +335,17 @@ fn an_eviction_is_kubes_delete_that_asks_first() {
     assert_eq!(target["status"], "True");
     assert_eq!(target["reason"], "EvictionByEvictionAPI");
     assert_eq!(target["message"], "Eviction API: evicting");
-    // The terminating Pod no longer counts as healthy.
-    let b = wait_status(&s, "api", (2, 1, 1, 0));
-    assert!(
-        b["status"]["disruptedPods"].is_null(),
-        "a Pod being deleted leaves disruptedPods: {b}"
-    );
+    // The terminating Pod no longer counts as healthy, and leaves `disruptedPods` (the
+    // controller may first see the eviction's record, then the deletion).
+    poll(
+        "api-0 out of disruptedPods",
+        Duration::from_secs(10),
+        || {
+            let b = wait_status(&s, "api", (2, 1, 1, 0));
+            b["status"]["disruptedPods"].is_null().then_some(())
+        },
+    )
+    .unwrap();
     // A Pod already going is deleted again without asking the budget.
     let r = evict(&s, "api-0", json!({}));
     assert_eq!(r.status, 201, "{}", r.text());
@@ -452,8 +457,24 @@ fn unready_pods_and_budgets_that_cannot_be_computed() {
     let r = evict(&s, "db-3", json!({}));
     assert_eq!(r.status, 201, "{}", r.text());
 
-    // A percentage needs the scale the Pods' controllers want: a Pod controlled by a kind
-    // without one makes the status unknowable, so the budget allows nothing and says why.
+    // A percentage counts the scale the Pods' controllers want, and follows it when it
+    // changes (no Pod changes here: nothing runs the ReplicaSet).
+    s.kubectl_ok(&[
+        "patch",
+        "pdb",
+        "db",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"minAvailable":"10%"}}"#,
+    ]);
+    wait_status(&s, "db", (3, 1, 2, 1));
+    s.kubectl_ok(&["scale", "rs", "db", "--replicas=20"]);
+    wait_status(&s, "db", (20, 2, 2, 0));
+    s.kubectl_ok(&["scale", "rs", "db", "--replicas=3"]);
+    wait_status(&s, "db", (3, 1, 2, 1));
+
+    // A Pod controlled by a kind without a scale makes the status unknowable: the budget
+    // allows nothing and says why, keeping the numbers it had.
     let rev = s.http().post_json(
         &format!("/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
         &json!({"metadata": {"name": "rev"}, "revision": 1}),
@@ -468,14 +489,6 @@ fn unready_pods_and_budgets_that_cannot_be_computed() {
         Some(("ControllerRevision", "rev", &rev_uid)),
         true,
     );
-    s.kubectl_ok(&[
-        "patch",
-        "pdb",
-        "db",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"minAvailable":"10%"}}"#,
-    ]);
     let b = poll("SyncFailed", Duration::from_secs(10), || {
         let b = get_budget(&s, "db");
         (condition(&b).1 == "SyncFailed").then_some(b)
@@ -491,7 +504,11 @@ fn unready_pods_and_budgets_that_cannot_be_computed() {
     );
     assert_eq!(b["status"]["disruptionsAllowed"], 0);
     let r = evict(&s, "db-0", json!({}));
-    assert_status(&r, 429, "TooManyRequests");
+    let st = assert_status(&r, 429, "TooManyRequests");
+    assert_eq!(
+        st["details"]["causes"][0]["message"],
+        "The disruption budget db needs 1 healthy pods and has 2 currently"
+    );
 
     // Invalid budgets are refused with kube's messages.
     let out = s.kubectl_stdin(
@@ -512,82 +529,124 @@ fn unready_pods_and_budgets_that_cannot_be_computed() {
 fn evicting_is_its_own_right() {
     let s = Server::start().unwrap();
     s.kubectl_ok(&["create", "namespace", "team"]);
-    let (editor, _) = s.mint("ed", &[]).unwrap();
-    let (viewer, _) = s.mint("vi", &[]).unwrap();
+    s.kubectl_ok(&["create", "namespace", "other"]);
+    let (_, evictor) = s.mint("evictor", &[]).unwrap();
+    let (_, deleter) = s.mint("deleter", &[]).unwrap();
     s.kubectl_ok(&[
         "-n",
         "team",
         "create",
-        "rolebinding",
-        "ed",
-        "--clusterrole=edit",
-        "--user=ed",
+        "role",
+        "evict",
+        "--verb=create",
+        "--resource=pods/eviction",
+    ]);
+    s.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "role",
+        "delete",
+        "--verb=create,delete,get",
+        "--resource=pods",
     ]);
     s.kubectl_ok(&[
         "-n",
         "team",
         "create",
         "rolebinding",
-        "vi",
-        "--clusterrole=view",
-        "--user=vi",
+        "evict",
+        "--role=evict",
+        "--user=evictor",
     ]);
-    for p in ["a", "b"] {
+    s.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "rolebinding",
+        "delete",
+        "--role=delete",
+        "--user=deleter",
+    ]);
+    for (ns, p) in [("team", "a"), ("team", "b"), ("other", "c")] {
         s.kubectl_stdin(
-            &["-n", "team", "apply", "-f", "-"],
+            &["-n", ns, "apply", "-f", "-"],
             &format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {p}}}\nspec: {{containers: [{{name: c, image: nginx}}]}}\n"),
         );
     }
-    let body = |p: &str| {
-        format!(
-            r#"{{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{p}","namespace":"team"}}}}"#
+    let eviction = |ns: &str, p: &str| {
+        (
+            format!("/api/v1/namespaces/{ns}/pods/{p}/eviction"),
+            json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": p, "namespace": ns}}),
         )
     };
-    let dir = tempfile_dir(&s);
-    let ev = |p: &str| {
-        let f = dir.join(format!("{p}.json"));
-        std::fs::write(&f, body(p)).unwrap();
-        f
-    };
-    let path = |p: &str| format!("/api/v1/namespaces/team/pods/{p}/eviction");
-    let denied = s.kubectl_with(
-        &viewer,
-        &[
-            "create",
-            "--raw",
-            &path("a"),
-            "-f",
-            ev("a").to_str().unwrap(),
-        ],
+    // Deleting Pods is not evicting them.
+    let (path, body) = eviction("team", "a");
+    let r = s.http_with_token(Some(&deleter)).post_json(&path, &body);
+    assert_status(&r, 403, "Forbidden");
+    // `create pods/eviction` alone is enough, in its namespace only.
+    let (path, body) = eviction("other", "c");
+    let r = s.http_with_token(Some(&evictor)).post_json(&path, &body);
+    assert_status(&r, 403, "Forbidden");
+    let (path, body) = eviction("team", "b");
+    let r = s.http_with_token(Some(&evictor)).post_json(&path, &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let names = s.kubectl_ok(&["-n", "team", "get", "pods", "-o", "name"]);
+    assert_eq!(names.trim(), "pod/a");
+    assert_eq!(
+        s.kubectl_ok(&["-n", "other", "get", "pods", "-o", "name"])
+            .trim(),
+        "pod/c"
     );
-    assert!(!denied.status.success());
-    assert!(
-        String::from_utf8_lossy(&denied.stderr).contains("Forbidden")
-            || String::from_utf8_lossy(&denied.stderr).contains("forbidden"),
-        "{}",
-        String::from_utf8_lossy(&denied.stderr)
-    );
-    let ok = s.kubectl_with(
-        &editor,
-        &[
-            "create",
-            "--raw",
-            &path("b"),
-            "-f",
-            ev("b").to_str().unwrap(),
-        ],
-    );
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    // kube refuses a dryRun value it does not know before anything changes.
+    let (path, mut body) = eviction("team", "a");
+    body["deleteOptions"] = json!({"dryRun": ["Maybe"]});
+    let r = s.http().post_json(&path, &body);
+    assert_status(&r, 422, "Invalid");
     let names = s.kubectl_ok(&["-n", "team", "get", "pods", "-o", "name"]);
     assert_eq!(names.trim(), "pod/a");
 }
 
-fn tempfile_dir(s: &Server) -> std::path::PathBuf {
-    let d = s.data_dir.join("evictions");
-    std::fs::create_dir_all(&d).unwrap();
-    d
+#[test]
+fn admission_sees_an_eviction_as_kube_shows_it() {
+    let s = Server::start().unwrap();
+    s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: keep-protected}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["pods/eviction"]
+  validations:
+  - expression: "request.kind.group == 'policy' && request.kind.kind == 'Eviction' && request.subResource == 'eviction' && object.metadata.name != 'protected'"
+    message: protected Pods are not evicted
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: keep-protected}
+spec:
+  policyName: keep-protected
+  validationActions: [Deny]
+"#,
+    );
+    for p in ["protected", "plain"] {
+        pod(&s, p, "n1", p, None, true);
+    }
+    // Policies are read from the store on every write: in force at once.
+    let r = evict(&s, "protected", json!({}));
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(
+        r.text().contains("protected Pods are not evicted"),
+        "{}",
+        r.text()
+    );
+    let r = evict(&s, "plain", json!({}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(pod_names(&s), ["protected"]);
 }

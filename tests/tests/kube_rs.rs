@@ -248,6 +248,76 @@ fn kube_rs_typed_apis_round_trip_every_kind() {
         };
         assert!(String::from_utf8_lossy(&issued.0).starts_with("-----BEGIN CERTIFICATE-----"));
 
+        // Evictions as a kube-rs controller sends them (`Api::<Pod>::evict`): refused with 429
+        // while the budget allows no disruption, done once it allows one.
+        let pods: Api<core::Pod> = Api::namespaced(c.clone(), NS);
+        let pod: core::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "evictee", "labels": {"app": "evictee"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        let running = serde_json::json!({"status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}]}});
+        pods.patch_status("evictee", &PatchParams::default(), &Patch::Merge(&running))
+            .await
+            .unwrap();
+        let pdbs: Api<policy::PodDisruptionBudget> = Api::namespaced(c.clone(), NS);
+        let pdb: policy::PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "evictee"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "evictee"}}}}))
+        .unwrap();
+        pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let got = pdbs.get("evictee").await.unwrap();
+            if got
+                .status
+                .is_some_and(|s| s.observed_generation == Some(1) && s.current_healthy == 1)
+            {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the budget's status");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        match pods
+            .evict("evictee", &kube::api::EvictParams::default())
+            .await
+        {
+            Err(kube::Error::Api(e)) => assert_eq!(e.code, 429, "{e:?}"),
+            other => panic!("expected a 429: {other:?}"),
+        }
+        pdbs.patch(
+            "evictee",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"minAvailable": 0}})),
+        )
+        .await
+        .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            let got = pdbs.get("evictee").await.unwrap();
+            if got
+                .status
+                .is_some_and(|s| s.observed_generation == Some(2) && s.disruptions_allowed == 1)
+            {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the relaxed budget's status"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let status = pods
+            .evict("evictee", &kube::api::EvictParams::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            status.status,
+            Some(kube::core::response::StatusSummary::Success)
+        );
+        assert!(pods.get_opt("evictee").await.unwrap().is_none());
+
         // The same on a custom resource and on its status subresource, through kube-rs's
         // dynamic API: apply creates it, a second apply of the status is recorded as its own
         // `Apply` entry with `subresource: status`.

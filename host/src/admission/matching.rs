@@ -185,6 +185,7 @@ mod tests {
             user: &user,
             dry_run: false,
             old_object: None,
+            kind: None,
         };
         let rule = |ops: &str, res: &str| json!({"operations": [ops], "apiGroups": [""], "apiVersions": ["v1"], "resources": [res]});
         assert!(rule_matches(&rule("CREATE", "pods"), &req));
@@ -225,6 +226,7 @@ mod tests {
             user: &user,
             dry_run: false,
             old_object: Some(&old),
+            kind: None,
         };
         let sel = json!({"matchLabels": {"team": "a"}});
         let new = json!({"metadata": {"labels": {"team": "b"}}});

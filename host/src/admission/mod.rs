@@ -89,14 +89,24 @@ pub struct Request<'a> {
     pub dry_run: bool,
     /// The stored object being replaced or deleted (`None` on create).
     pub old_object: Option<&'a Value>,
+    /// The object's group, version and kind when they are not the resource's (a
+    /// subresource's: `pods/eviction` takes a `policy/v1` Eviction).
+    pub kind: Option<[&'a str; 3]>,
 }
 
 impl Request<'_> {
+    /// The object's group, version and kind.
+    pub fn kind(&self) -> [&str; 3] {
+        self.kind
+            .unwrap_or([&self.ri.group, &self.ri.version, &self.ri.kind])
+    }
+
     /// The `request` variable of CEL and the body of an AdmissionReview's `request` (without
     /// `object`/`oldObject`).
     fn to_json(&self, uid: &str) -> Value {
         let ri = self.ri;
-        let kind = json!({"group": ri.group, "version": ri.version, "kind": ri.kind});
+        let [group, version, kind] = self.kind();
+        let kind = json!({"group": group, "version": version, "kind": kind});
         let resource = json!({"group": ri.group, "version": ri.version, "resource": ri.resource});
         let mut options =
             json!({"kind": self.operation.options_kind(), "apiVersion": "meta.k8s.io/v1"});

@@ -124,9 +124,32 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         ));
     }
     if target.eviction {
-        let eviction = posted_object(state, req).await?;
+        let user = req
+            .extensions()
+            .get::<crate::auth::Principal>()
+            .map(|p| p.0.clone());
+        let mut eviction = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
+        let opts = eviction_options(&eviction, &ns, &name, query)?;
+        // Admission sees the Eviction as kube's create handler shows it: a CREATE of
+        // `pods/eviction` whose object is a policy/v1 Eviction.
+        if let Some(user) = &user {
+            let admission = &state.service.admission;
+            let req = crate::admission::Request {
+                ri: &target.ri,
+                operation: crate::admission::Operation::Create,
+                namespace: &ns,
+                name: &name,
+                subresource: "eviction",
+                user,
+                dry_run: opts.dry_run,
+                old_object: None,
+                kind: Some(["policy", "v1", "Eviction"]),
+            };
+            admission.mutate(&req, &mut eviction).await?;
+            admission.validate(&req, Some(&eviction)).await?;
+        }
         let opts = eviction_options(&eviction, &ns, &name, query)?;
         crate::builtin::disruption::evict(&state.service, &ns, &name, opts).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -671,7 +694,11 @@ fn eviction_options(
 ) -> Result<DeleteOptions, ApiError> {
     let api_version = eviction.get("apiVersion").and_then(Value::as_str);
     let kind = eviction.get("kind").and_then(Value::as_str);
-    if !matches!(api_version, Some("policy/v1" | "policy/v1beta1")) || kind != Some("Eviction") {
+    // Without type information the body is taken as the endpoint's kind, as kube's decoder
+    // defaults it (kube-rs sends neither).
+    if !matches!(api_version, None | Some("policy/v1" | "policy/v1beta1"))
+        || !matches!(kind, None | Some("Eviction"))
+    {
         return Err(ApiError::bad_request(format!(
             "not a Eviction object: {}/{}",
             api_version.unwrap_or_default(),
@@ -708,6 +735,20 @@ fn eviction_options(
             "Non-matching dry-run options in request and content: [All] and [{}]",
             in_body.join(" ")
         )));
+    }
+    // kube refuses an unknown value before anything changes (it would otherwise count as a
+    // dry run for the budget and fail at the delete).
+    if let Some(v) = in_body.iter().find(|v| **v != "All") {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "DeleteOptions",
+            "",
+            vec![crate::model::Cause::new(
+                "FieldValueNotSupported",
+                "dryRun",
+                format!("Unsupported value: {}: supported values: \"All\"", json!(v)),
+            )],
+        ));
     }
     let bytes = serde_json::to_vec(&delete)
         .map_err(|e| ApiError::internal(format!("encoding deleteOptions: {e}")))?;

@@ -163,9 +163,10 @@ pub fn scaled_value(v: &Value, total: i64, round_up: bool) -> Option<i64> {
         return Some(n);
     }
     let pct: i64 = v.as_str()?.strip_suffix('%')?.parse().ok()?;
-    let scaled = pct * total;
+    // Saturating: a stored percentage or a custom resource's replicas may be anything.
+    let scaled = pct.saturating_mul(total);
     Some(if round_up {
-        (scaled + 99).div_euclid(100)
+        scaled.saturating_add(99).div_euclid(100)
     } else {
         scaled.div_euclid(100)
     })
@@ -352,7 +353,9 @@ pub async fn evict(
         .is_some_and(|r| !r.is_empty());
     // A Pod that is not running, or already going, is deleted without asking any budget.
     let mut pod = None;
-    for _ in 0..RETRIES {
+    let mut last = None;
+    for attempt in 0..RETRIES {
+        backoff(attempt).await;
         let current = svc.get(&pods, ns, name)?;
         let v = current.parse().into_owned();
         let phase = v
@@ -372,12 +375,12 @@ pub async fn evict(
             o.precondition_rv = Some(current.rv.to_string());
         }
         match delete_with_condition(svc, &pods, ns, name, o).await {
-            Err(e) if e.code == 409 && !rv_given => continue,
+            Err(e) if e.code == 409 && !rv_given => last = Some(e),
             r => return r,
         }
     }
     let Some((pod_rv, pod)) = pod else {
-        return Err(ApiError::conflict("", "pods", name));
+        return Err(last.unwrap_or_else(|| ApiError::conflict("", "pods", name)));
     };
     let pdbs = svc
         .registry
@@ -435,7 +438,9 @@ async fn spend(
     mut budget: Value,
     dry_run: bool,
 ) -> Result<(), ApiError> {
+    let mut last = None;
     for attempt in 0..RETRIES {
+        backoff(attempt).await;
         if attempt > 0 {
             budget = svc.get(pdbs, ns, meta::name(&budget))?.parse().into_owned();
         }
@@ -504,14 +509,23 @@ async fn spend(
             .await
         {
             Ok(_) => return Ok(()),
-            Err(e) if e.code == 409 => continue,
+            Err(e) if e.code == 409 => last = Some(e),
             Err(e) => return Err(e),
         }
     }
-    Err(ApiError::timeout(format!(
-        "couldn't update PodDisruptionBudget \"{}\" due to conflicts",
-        meta::name(&budget)
-    )))
+    // As client-go's `RetryOnConflict`: the last conflict.
+    Err(last.unwrap_or_else(|| ApiError::conflict(GROUP, RESOURCE, meta::name(&budget))))
+}
+
+/// kube's `EvictionsRetry`: every attempt after the first waits 500 ms, give or take 10%.
+async fn backoff(attempt: usize) {
+    if attempt == 0 {
+        return;
+    }
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()) % 50);
+    tokio::time::sleep(Duration::from_millis(500 + jitter)).await;
 }
 
 /// The 429 for a budget its controller has not caught up with (kube's
@@ -538,6 +552,8 @@ async fn delete_with_condition(
 ) -> Result<(), ApiError> {
     if !opts.dry_run {
         let mut marked = false;
+        let mut last = None;
+        // As kube's `GuaranteedUpdate`: a lost race is read again at once.
         for _ in 0..RETRIES {
             let current = svc.get(pods, ns, name)?;
             let uid = meta::meta_str(current.head(), "uid").unwrap_or("");
@@ -585,12 +601,12 @@ async fn delete_with_condition(
                     marked = true;
                     break;
                 }
-                Err(e) if e.code == 409 => continue,
+                Err(e) if e.code == 409 => last = Some(e),
                 Err(e) => return Err(e),
             }
         }
         if !marked {
-            return Err(ApiError::conflict("", "pods", name));
+            return Err(last.unwrap_or_else(|| ApiError::conflict("", "pods", name)));
         }
     }
     svc.delete(pods, ns, name, &opts).await.map(|_| ())

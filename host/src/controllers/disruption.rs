@@ -31,8 +31,35 @@ pub const IDENTITY: super::Identity = super::Identity {
 };
 const PODS: &str = "pods";
 
-/// Budgets by namespace, then name, with their selectors (`None`: selects nothing).
-type Index = HashMap<String, HashMap<String, Option<LabelSelector>>>;
+/// What the index keeps of a budget.
+struct Indexed {
+    /// The Pods it counts (`None`: none).
+    selector: Option<LabelSelector>,
+    /// Its numbers depend on the scale of the Pods' controllers (a percentage or
+    /// `maxUnavailable`).
+    scaled: bool,
+}
+
+/// Budgets by namespace, then name.
+type Index = HashMap<String, HashMap<String, Indexed>>;
+
+/// The Pods a budget's status counts, as kube's `getPodsForPdb` selects them: none without a
+/// selector, every Pod of the namespace with an empty one (unlike an eviction, which matches
+/// nothing then); `Err` for one that does not parse.
+fn counted(budget: &Value) -> Result<Option<LabelSelector>, String> {
+    match budget.pointer("/spec/selector").filter(|s| !s.is_null()) {
+        None => Ok(None),
+        Some(sel) => LabelSelector::parse(&label_selector_string(sel))
+            .map(Some)
+            .map_err(|e| e.to_string()),
+    }
+}
+
+fn scaled(budget: &Value) -> bool {
+    let spec = budget.get("spec");
+    let field = |f: &str| spec.and_then(|s| s.get(f)).filter(|v| !v.is_null());
+    field("maxUnavailable").is_some() || field("minAvailable").is_some_and(Value::is_string)
+}
 
 pub struct DisruptionController {
     base: super::Base<(String, String)>,
@@ -66,6 +93,9 @@ impl DisruptionController {
         };
         match self.sync(&pdbs, ns, &budget).await {
             Ok(recheck) => Ok(recheck),
+            // A lost race (an eviction spent the allowance meanwhile) is read again, without
+            // the fail-safe (as kube's `sync`).
+            Err(ControllerError::Api(e)) if e.code == 409 => Err(ControllerError::Api(e)),
             Err(e) => {
                 // kube's `failSafe`: no disruption while the status cannot be known.
                 let mut b = budget;
@@ -104,7 +134,7 @@ impl DisruptionController {
             .registry
             .lookup("", "v1", PODS)
             .ok_or_else(|| ControllerError::UnknownKind("pods".into()))?;
-        let pods: Vec<Value> = match pdb::selector(budget) {
+        let pods: Vec<Value> = match counted(budget).map_err(ControllerError::Disruption)? {
             None => Vec::new(),
             Some(_) => {
                 let sel = budget
@@ -160,7 +190,7 @@ impl DisruptionController {
         let allowed = if expected <= 0 {
             0
         } else {
-            (healthy - desired).max(0)
+            healthy.saturating_sub(desired).max(0)
         };
         let generation = int(budget, "/metadata/generation");
         let unchanged = int(budget, "/status/currentHealthy") == healthy
@@ -212,7 +242,7 @@ impl DisruptionController {
             let expected = self.expected_scale(pods).await?;
             let max = pdb::scaled_value(max, expected, true)
                 .ok_or_else(|| invalid_int_or_percent(max))?;
-            return Ok((expected, (expected - max).max(0)));
+            return Ok((expected, expected.saturating_sub(max).max(0)));
         }
         match field("minAvailable") {
             Some(Value::Number(n)) => Ok((pods.len() as i64, n.as_i64().unwrap_or(0))),
@@ -251,7 +281,7 @@ impl DisruptionController {
                 }
             }
         }
-        Ok(scales.values().sum())
+        Ok(scales.values().fold(0i64, |a, b| a.saturating_add(*b)))
     }
 
     /// The (uid, replicas) of the controller `owner` names, if it is there with that uid: a
@@ -316,12 +346,18 @@ impl DisruptionController {
 
     /// Queue every budget in `ns` whose selector matches `labels`.
     fn queue_matching<'a>(&self, ns: &str, labels: impl Fn(&str) -> Option<&'a str> + Copy) {
+        self.queue_where(ns, |b| {
+            b.selector.as_ref().is_some_and(|s| s.matches(labels))
+        });
+    }
+
+    fn queue_where(&self, ns: &str, pick: impl Fn(&Indexed) -> bool) {
         let index = self.budgets.lock().unwrap_or_else(|e| e.into_inner());
         let Some(budgets) = index.get(ns) else {
             return;
         };
-        for (name, sel) in budgets {
-            if sel.as_ref().is_some_and(|s| s.matches(labels)) {
+        for (name, b) in budgets {
+            if pick(b) {
                 self.base.queue.add((ns.to_owned(), name.clone()));
             }
         }
@@ -390,17 +426,45 @@ impl Follower for DisruptionController {
                 }
                 return;
             }
-            let sel = pdb::selector(&obj.parse());
+            let v = obj.parse();
+            let entry = Indexed {
+                selector: counted(&v).ok().flatten(),
+                scaled: scaled(&v),
+            };
             index
                 .entry(ns.clone())
                 .or_default()
-                .insert(name.clone(), sel);
+                .insert(name.clone(), entry);
             drop(index);
             self.base.queue.add((ns, name));
             return;
         }
-        if !(ri.group.is_empty() && ri.resource == PODS) || how == Observed::Listed {
+        if how == Observed::Listed {
             // Budgets listed at start are queued themselves.
+            return;
+        }
+        if let Some(scale) = &ri.scale {
+            // A controller's scale changed, came or went: the budgets that count scales (kube's
+            // controller learns of it only through the Pods its ReplicaSet controller changes;
+            // turtles runs that one only as an example guest).
+            let any = self
+                .budgets
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&ns)
+                .is_some_and(|b| b.values().any(|b| b.scaled));
+            if !any {
+                return;
+            }
+            let path = scale.spec_replicas_path.replace('.', "/");
+            let changed = how == Observed::Deleted
+                || prev.is_none_or(|p| p.parse().pointer(&path) != obj.parse().pointer(&path));
+            if changed {
+                self.queue_where(&ns, |b| b.scaled);
+            }
+            return;
+        }
+        if !(ri.group.is_empty() && ri.resource == PODS) {
             return;
         }
         let labels = |h: &crate::store::Head| {

@@ -288,10 +288,13 @@ fn to_wit(req: &Request<'_>, object: Option<&Value>) -> wit::Request {
     let json = |v: &Value| serde_json::to_vec(v).unwrap_or_default();
     wit::Request {
         uid: uuid::Uuid::new_v4().to_string(),
-        kind: wit::GroupVersionKind {
-            group: ri.group.clone(),
-            version: ri.version.clone(),
-            kind: ri.kind.clone(),
+        kind: {
+            let [group, version, kind] = req.kind();
+            wit::GroupVersionKind {
+                group: group.to_owned(),
+                version: version.to_owned(),
+                kind: kind.to_owned(),
+            }
         },
         resource: wit::GroupVersionResource {
             group: ri.group.clone(),
