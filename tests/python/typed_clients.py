@@ -213,4 +213,35 @@ while True:
 pem = base64.b64decode(got.status.certificate).decode()
 assert pem.startswith("-----BEGIN CERTIFICATE-----"), pem
 
+# An eviction, as a Python controller sends one (create_namespaced_pod_eviction): refused with
+# 429 while the budget `web` (minAvailable 1, selecting app=py) allows no disruption.
+core.create_namespaced_pod(NS, client.V1Pod(metadata=meta(name="evictee", labels={"app": "py"}), spec=pod_spec))
+core.patch_namespaced_pod_status(
+    "evictee", NS, {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+)
+deadline = time.monotonic() + 15
+while True:
+    st = policy.read_namespaced_pod_disruption_budget("web", NS).status
+    if st and st.current_healthy == 1 and st.disruptions_allowed == 0:
+        break
+    assert time.monotonic() < deadline, st
+    time.sleep(0.05)
+eviction = client.V1Eviction(metadata=meta(name="evictee", namespace=NS))
+try:
+    core.create_namespaced_pod_eviction("evictee", NS, eviction)
+    raise AssertionError("the eviction should have been refused")
+except client.exceptions.ApiException as e:
+    assert e.status == 429, e
+    assert "disruption budget" in e.body, e.body
+policy.patch_namespaced_pod_disruption_budget("web", NS, {"spec": {"minAvailable": 0}})
+deadline = time.monotonic() + 15
+while True:
+    st = policy.read_namespaced_pod_disruption_budget("web", NS).status
+    if st.disruptions_allowed == 1:
+        break
+    assert time.monotonic() < deadline, st
+    time.sleep(0.05)
+core.create_namespaced_pod_eviction("evictee", NS, eviction)
+assert "evictee" not in [p.metadata.name for p in core.list_namespaced_pod(NS).items]
+
 print("ok")
