@@ -25,6 +25,11 @@ const CONFLICT_RETRIES: usize = 8;
 pub const NAMESPACES: &str = "namespaces";
 /// Namespaces that exist from the first start.
 pub const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+/// The namespaces kube-apiserver keeps (its `system-namespaces` controller): the initial ones
+/// and `kube-node-lease` (where kubelets renew their Leases), which may be deleted and is
+/// created again at the next start.
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subresource {
@@ -36,6 +41,9 @@ pub enum Subresource {
     /// A CertificateSigningRequest's `approval`: only its conditions change
     /// (`builtin::csr`).
     Approval,
+    /// A Namespace's `finalize`: the one way to change its `spec.finalizers` (kube's
+    /// `FinalizeREST`); its status stays.
+    Finalize,
 }
 
 impl Subresource {
@@ -46,6 +54,7 @@ impl Subresource {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
             Subresource::Approval => "approval",
+            Subresource::Finalize => "finalize",
         }
     }
 }
@@ -384,6 +393,19 @@ pub(crate) fn store_error(ri: &ResourceInfo, name: &str, e: StoreError) -> ApiEr
     }
 }
 
+/// Whether `ri` is the core Namespaces.
+fn is_namespaces(ri: &ResourceInfo) -> bool {
+    ri.group.is_empty() && ri.resource == NAMESPACES
+}
+
+/// A Namespace's `spec.finalizers`.
+fn spec_finalizers(v: &Value) -> Vec<&str> {
+    v.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
 pub(crate) fn parse_rv(s: &str) -> Result<u64> {
     s.parse::<u64>().map_err(|_| {
         ApiError::bad_request(format!(
@@ -647,7 +669,7 @@ impl Service {
             .registry
             .lookup("", "v1", NAMESPACES)
             .ok_or_else(|| ApiError::internal("namespaces are not registered"))?;
-        for ns in INITIAL_NAMESPACES {
+        for ns in SYSTEM_NAMESPACES {
             if self.store.get(&Self::key(&ri, "", ns)).is_none() {
                 let obj =
                     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -2015,10 +2037,14 @@ impl Service {
                 .map(|o| Some(Written::new(Arc::new(o), warnings)))
                 .map_err(|e| store_error(ri, name, e));
         }
-        // A terminating object goes once its last finalizer does; a namespace only through the
-        // namespace controller, once it is empty.
-        let is_namespace = ri.group.is_empty() && ri.resource == NAMESPACES;
-        let op = if terminating && meta::finalizers(&new).is_empty() && !is_namespace {
+        // A terminating object goes once its last finalizer does; a namespace once its
+        // `spec.finalizers` are gone too (kube's `ShouldDeleteNamespaceDuringUpdate`): the
+        // namespace controller's `finalize` once it emptied it, or an operator's.
+        let is_namespace = is_namespaces(ri);
+        let op = if terminating
+            && meta::finalizers(&new).is_empty()
+            && (!is_namespace || spec_finalizers(&new).is_empty())
+        {
             WriteOp::Delete {
                 key: key.clone(),
                 precondition: Precondition::ResourceVersion(current.rv),
@@ -2084,6 +2110,10 @@ impl Service {
                 && (!ri.status_subresource || current.get("status") == new.get("status"))
                 // A CertificateSigningRequest's spec is fixed after create.
                 && (!crate::builtin::csr::is_csrs(ri) || current.get("spec") == new.get("spec"))
+                // A Namespace's finalizers change only through `finalize`.
+                && (!is_namespaces(ri)
+                    || sub == Subresource::Finalize
+                    || spec_finalizers(current) == spec_finalizers(&new))
         };
         if untouched {
             return Ok(new);
@@ -2167,6 +2197,27 @@ impl Service {
         }
         if csr {
             crate::builtin::csr::prepare_update(sub, current, &mut new);
+        }
+        // kube's namespace strategy: an update keeps `spec.finalizers` as stored; only
+        // `finalize` changes them.
+        if is_namespaces(ri) && sub == Subresource::Main {
+            let kept = current.pointer("/spec/finalizers").cloned();
+            if let Some(n) = new.as_object_mut() {
+                let spec = n.entry("spec").or_insert_with(|| json!({}));
+                if !spec.is_object() {
+                    *spec = json!({});
+                }
+                if let Some(spec) = spec.as_object_mut() {
+                    match kept {
+                        Some(f) => {
+                            spec.insert("finalizers".into(), f);
+                        }
+                        None => {
+                            spec.remove("finalizers");
+                        }
+                    }
+                }
+            }
         }
         if ri.status_subresource {
             match (new.as_object_mut(), current.get("status")) {

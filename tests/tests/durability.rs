@@ -78,7 +78,7 @@ fn restart_keeps_objects_and_revisions_grow() {
     }
     // Namespaces are not created twice.
     let ns = http.get("/api/v1/namespaces").json();
-    assert_eq!(ns["items"].as_array().unwrap().len(), 3, "{ns}");
+    assert_eq!(ns["items"].as_array().unwrap().len(), 4, "{ns}");
 
     let r = http.post_json(CMS, &configmap("after", &[], &[]));
     assert_eq!(r.status, 201, "{}", r.text());

@@ -371,6 +371,70 @@ fn namespace_deletion_empties_it_waits_for_finalizers_then_removes_it() {
 }
 
 #[test]
+fn a_stuck_namespace_is_finalized_through_its_finalize_subresource() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", "stuck"]);
+    let held = s.http().post_json(
+        "/api/v1/namespaces/stuck/configmaps",
+        &json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}),
+    );
+    assert_eq!(held.status, 201, "{}", held.text());
+    s.kubectl_ok(&["delete", "namespace", "stuck", "--wait=false"]);
+    poll("the finalizer to be reported", DEADLINE, || {
+        let ns = s.kubectl_json(&["get", "namespace", "stuck"]);
+        (condition(&ns, "NamespaceFinalizersRemaining")["status"] == "True").then_some(())
+    })
+    .unwrap();
+    // An update does not change `spec.finalizers` (kube's strategy keeps them).
+    s.kubectl_ok(&[
+        "patch",
+        "namespace",
+        "stuck",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"finalizers":[]},"metadata":{"labels":{"patched":"yes"}}}"#,
+    ]);
+    let ns = s.kubectl_json(&["get", "namespace", "stuck"]);
+    assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    assert_eq!(ns["metadata"]["labels"]["patched"], "yes");
+    // `finalize` is written only, and checks the names.
+    let http = s.http();
+    let path = "/api/v1/namespaces/stuck/finalize";
+    assert_eq!(http.get(path).status, 405);
+    let r = http.patch(path, "application/merge-patch+json", &json!({}));
+    assert_eq!(r.status, 405, "{}", r.text());
+    let mut bad = ns.clone();
+    bad["spec"]["finalizers"] = json!(["kubernetes", "custom"]);
+    let r = http.put_json(path, &bad);
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["details"]["causes"][0]["message"],
+        "Invalid value: \"custom\": name is neither a standard finalizer name nor is it fully qualified"
+    );
+    // What operators do with a namespace stuck on content they gave up on: replace its
+    // finalizers through `finalize`. With none left it goes at once.
+    let mut done = ns.clone();
+    done["spec"]["finalizers"] = json!([]);
+    let file = s.data_dir.join("finalize.json");
+    std::fs::write(&file, done.to_string()).unwrap();
+    let out = s.kubectl_ok(&["replace", "--raw", path, "-f", file.to_str().unwrap()]);
+    let answered: Value = serde_json::from_str(&out).unwrap();
+    // The answer is the namespace as it was last stored, as kube's delete-on-update answers.
+    assert_eq!(answered["kind"], "Namespace");
+    assert_eq!(answered["metadata"]["name"], "stuck");
+    assert!(!exists(&s, "/api/v1/namespaces/stuck"));
+    let core = http.get("/api/v1").json();
+    let entry = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "namespaces/finalize")
+        .cloned()
+        .expect("namespaces/finalize in discovery");
+    assert_eq!(entry["verbs"], json!(["update"]));
+}
+
+#[test]
 fn initial_namespaces_cannot_be_deleted() {
     let s = Server::start().unwrap();
     for ns in ["default", "kube-system", "kube-public"] {

@@ -457,6 +457,26 @@ fn pods_are_bound_through_the_binding_subresource_only() {
         .unwrap()
         .iter()
         .any(|r| r["name"] == "pods/binding" && r["kind"] == "Binding"));
+    // The legacy collection `bindings` binds the Pod its Binding names, the same way.
+    create(&http, PODS, &pod("d"));
+    let mut legacy = binding.clone();
+    legacy["metadata"]["name"] = json!("d");
+    legacy["target"]["name"] = json!("n2");
+    let r = http.post_json("/api/v1/namespaces/default/bindings", &legacy);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(get(&http, &format!("{PODS}/d"))["spec"]["nodeName"], "n2");
+    let again = http.post_json("/api/v1/namespaces/default/bindings", &legacy);
+    assert_status(&again, 409, "Conflict");
+    assert_status(
+        &http.get("/api/v1/namespaces/default/bindings"),
+        405,
+        "MethodNotAllowed",
+    );
+    assert!(list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "bindings" && r["verbs"] == json!(["create"])));
 }
 
 #[test]

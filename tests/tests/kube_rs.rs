@@ -88,7 +88,12 @@ fn kube_rs_typed_apis_round_trip_every_kind() {
         let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
             .await
             .unwrap();
+        // kube-rs retries a 429 by default (15 times, backing off up to minutes): the evictions
+        // below go through a client that does not, to see the 429 itself.
+        let mut no_retry = config.clone();
+        no_retry.default_retry = false;
         let c = Client::try_from(config).unwrap();
+        let c_no_retry = Client::try_from(no_retry).unwrap();
         macro_rules! namespaced {
             ($($t:ty),* $(,)?) => {$(
                 round_trip::<$t>(Api::namespaced(c.clone(), NS)).await;
@@ -250,7 +255,7 @@ fn kube_rs_typed_apis_round_trip_every_kind() {
 
         // Evictions as a kube-rs controller sends them (`Api::<Pod>::evict`): refused with 429
         // while the budget allows no disruption, done once it allows one.
-        let pods: Api<core::Pod> = Api::namespaced(c.clone(), NS);
+        let pods: Api<core::Pod> = Api::namespaced(c_no_retry.clone(), NS);
         let pod: core::Pod = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "evictee", "labels": {"app": "evictee"}},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))

@@ -131,6 +131,9 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                     if crate::builtin::csr::is_csrs(r) {
                         subs.push(json!({"subresource": "approval", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
                     }
+                    if r.group.is_empty() && r.resource == "namespaces" {
+                        subs.push(json!({"subresource": "finalize", "responseKind": kind, "verbs": ["update"]}));
+                    }
                     if r.group.is_empty() && r.resource == "pods" {
                         subs.push(json!({"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"}, "verbs": ["create"]}));
                         subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
@@ -256,6 +259,15 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "namespaced": r.namespaced(),
                 "kind": r.kind,
                 "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if r.group.is_empty() && r.resource == "namespaces" {
+            list.push(json!({
+                "name": "namespaces/finalize",
+                "singularName": "",
+                "namespaced": false,
+                "kind": "Namespace",
+                "verbs": ["update"],
             }));
         }
         if crate::builtin::csr::is_csrs(r) {

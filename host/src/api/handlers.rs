@@ -92,6 +92,33 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         let headers = req.headers().clone();
         let body = read_body(req, state.options.request_body_timeout).await?;
         let review = decode_object(&headers, &body)?;
+        if target.ri.group.is_empty() && target.ri.resource == "bindings" {
+            let ns = target.namespace.clone().unwrap_or_default();
+            let name = review
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            if name.is_empty() {
+                return Err(ApiError::invalid(
+                    "",
+                    "Binding",
+                    "",
+                    vec![crate::model::Cause::new(
+                        "FieldValueRequired",
+                        "metadata.name",
+                        "Required value: name or generateName is required",
+                    )],
+                ));
+            }
+            state.service.bind_pod(&ns, &name, &review).await?;
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                "status": "Success", "code": 201});
+            return Ok(object_json_response(
+                StatusCode::CREATED,
+                status.to_string().as_bytes(),
+            ));
+        }
         return super::reviews::handle(
             state,
             &target.ri,
@@ -102,6 +129,12 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     }
     if target.scale {
         return scale(state, &target, req, query).await;
+    }
+    // `finalize` is only written (kube's FinalizeREST is an Updater alone).
+    if target.sub == Subresource::Finalize && req.method() != Method::PUT {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
     }
     // `/status` and `/approval` are read and written, never created, deleted or watched.
     if target.sub != Subresource::Main
@@ -515,6 +548,12 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
             (Some((*name).to_owned()), Subresource::Status, false, false)
         }
         [name, "scale"] if has_scale => (Some((*name).to_owned()), Subresource::Main, true, false),
+        [name, "finalize"] if ri.group.is_empty() && ri.resource == "namespaces" => (
+            Some((*name).to_owned()),
+            Subresource::Finalize,
+            false,
+            false,
+        ),
         [name, "approval"] if crate::builtin::csr::is_csrs(&ri) => (
             Some((*name).to_owned()),
             Subresource::Approval,

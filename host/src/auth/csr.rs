@@ -151,7 +151,7 @@ impl WriteGuard for CsrGuard {
                     ));
                 }
             }
-            Subresource::Main | Subresource::Scale => {}
+            Subresource::Main | Subresource::Scale | Subresource::Finalize => {}
         }
         Ok(())
     }

@@ -143,7 +143,7 @@ pub fn prepare_update(sub: Subresource, current: &Value, new: &mut Value) {
             }
             populate_timestamps(new, current);
         }
-        Subresource::Main | Subresource::Scale => {}
+        Subresource::Main | Subresource::Scale | Subresource::Finalize => {}
     }
 }
 

@@ -166,6 +166,9 @@ pub const RESOURCES: &[Builtin] = &[
         .short(&["pv"])
         .status(),
     r(CORE, "v1", "podtemplates", "PodTemplate", NS),
+    // The legacy way to bind a Pod (`POST bindings`, the Binding named as the Pod), as
+    // `pods/binding`: create only, nothing stored.
+    r(CORE, "v1", "bindings", "Binding", NS).create_only(),
     r(
         CORE,
         "v1",

@@ -18,9 +18,50 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
     match (group, resource) {
         ("", "configmaps") => config_map(obj, old),
         ("", "secrets") => secret(obj, old),
+        ("", "namespaces") => namespace_finalizers(obj),
         (super::disruption::GROUP, super::disruption::RESOURCE) => super::disruption::validate(obj),
         _ => Vec::new(),
     }
+}
+
+/// kube's `validateFinalizerName` of each of a Namespace's `spec.finalizers`: a qualified name,
+/// and one of kube's standard names unless it has a domain.
+fn namespace_finalizers(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let list = obj
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, f) in list.iter().enumerate() {
+        let name = f.as_str().unwrap_or_default();
+        let field = format!("spec.finalizers[{i}]");
+        if !crate::model::meta::is_qualified_name(name) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                &field,
+                format!(
+                    "Invalid value: {}: name part must consist of alphanumeric characters, '-', '_' \
+                     or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  \
+                     or 'my.name',  or '123-abc', regex used for validation is \
+                     '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                    quoted(name)
+                ),
+            ));
+        } else if !name.contains('/')
+            && !matches!(name, "kubernetes" | "orphan" | "foregroundDeletion")
+        {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                &field,
+                format!(
+                    "Invalid value: {}: name is neither a standard finalizer name nor is it fully qualified",
+                    quoted(name)
+                ),
+            ));
+        }
+    }
+    causes
 }
 
 /// Go's `%q` of a string, which kube's `Invalid value` messages use.

@@ -191,7 +191,9 @@ impl NamespaceController {
         let Some(ri) = self.base.service.registry.lookup("", "v1", NAMESPACES) else {
             return Ok(());
         };
-        super::write_back(&self.base.service, &ri, "", ns, v, Subresource::Main).await
+        // Through `finalize`, the one way to change them; the update deletes the namespace when
+        // no finalizer remains.
+        super::write_back(&self.base.service, &ri, "", ns, v, Subresource::Finalize).await
     }
 
     /// kube's namespace deletion conditions.

@@ -237,7 +237,7 @@ fn is_qualified_name_part(s: &str) -> bool {
 }
 
 /// A label or annotation key: `[prefix/]name`.
-fn is_qualified_name(key: &str) -> bool {
+pub(crate) fn is_qualified_name(key: &str) -> bool {
     match key.split_once('/') {
         Some((prefix, name)) => is_dns_subdomain(prefix) && is_qualified_name_part(name),
         None => is_qualified_name_part(key),
