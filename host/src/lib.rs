@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod model;
 pub mod patch;
 pub mod project;
+pub mod quota;
 pub mod runtime;
 pub mod schema;
 pub mod selector;

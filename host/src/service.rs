@@ -1396,6 +1396,10 @@ impl Service {
             self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
                 .await?,
         );
+        // kube's ResourceQuota admission, the last validating step of API writes.
+        if opts.user.is_some() {
+            crate::quota::admit(self, ri, ns, None, &obj, opts.dry_run).await?;
+        }
         Self::to_storage(ri, &mut obj);
         let txn = self.allocate(ri, &mut obj, None, opts.dry_run).await?;
         let svc = txn.as_ref().map(|_| obj.clone());
@@ -1965,6 +1969,9 @@ impl Service {
                 self.admitted(ri, ns, Operation::Update, old, Some(&new), sub_name, opts)
                     .await?,
             );
+            if opts.user.is_some() && sub == Subresource::Main {
+                crate::quota::admit(self, ri, ns, old, &new, opts.dry_run).await?;
+            }
             let txn = if sub == Subresource::Main {
                 self.allocate(ri, &mut new, Some(&view_value), opts.dry_run)
                     .await?

@@ -326,9 +326,56 @@ fn render(negative: bool, magnitude: u128, exp10: i64, format: Format) -> String
     format!("{sign}{m}{suffix}")
 }
 
+/// The value of the quantity `s` in nano units (rounded up, capped, as kube keeps it), and
+/// whether it is written with a binary suffix (`Ki`, `Mi`, ...): what quota arithmetic needs.
+pub fn nano_value(s: &str) -> Result<(i128, bool), QuantityError> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(QuantityError::Format);
+    }
+    let p = parse(s)?;
+    let (base, exponent, format) = interpret(p.suffix).ok_or(QuantityError::Suffix)?;
+    let all = format!("{}{}", p.num, p.denom);
+    let digits = all.trim_start_matches('0');
+    let mut e10 = 9 - p.denom.len() as i64 + if base == 10 { exponent } else { 0 };
+    let e2 = if base == 2 { exponent as u32 } else { 0 };
+    let nano = if digits.is_empty() {
+        0
+    } else {
+        nano_units(digits, &mut e10, e2)
+    };
+    let signed = i128::try_from(nano).unwrap_or(i128::MAX);
+    Ok((
+        if p.positive { signed } else { -signed },
+        format == Format::BinarySI,
+    ))
+}
+
+/// A quantity of `nano` nano units in kube's canonical form, binary (`Mi`) or decimal (`m`).
+pub fn from_nano(nano: i128, binary: bool) -> String {
+    let format = if binary {
+        Format::BinarySI
+    } else {
+        Format::DecimalSI
+    };
+    render(nano < 0, nano.unsigned_abs(), -9, format)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_in_nano_units_for_quota_sums() {
+        assert_eq!(nano_value("500m"), Ok((500_000_000, false)));
+        assert_eq!(nano_value("1Gi"), Ok((1_073_741_824_000_000_000, true)));
+        assert_eq!(nano_value("2"), Ok((2_000_000_000, false)));
+        assert_eq!(from_nano(1_500_000_000, false), "1500m");
+        assert_eq!(from_nano(2_000_000_000, false), "2");
+        assert_eq!(from_nano(0, false), "0");
+        assert_eq!(from_nano(3 * 1_073_741_824_000_000_000, true), "3Gi");
+        assert_eq!(from_nano(1_000_000_000, true), "1");
+    }
 
     #[track_caller]
     fn c(input: &str, want: &str) {

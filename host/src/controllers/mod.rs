@@ -2,8 +2,8 @@
 //! ([`namespace`]), the service account controller ([`serviceaccount`]), the token
 //! controller ([`tokens`]), the ValidatingAdmissionPolicy status controller
 //! ([`policystatus`]), the CertificateSigningRequest signer ([`csrsigning`]), the
-//! `kube-root-ca.crt` publisher ([`rootca`]) and the PodDisruptionBudget status controller
-//! ([`disruption`]). Like
+//! `kube-root-ca.crt` publisher ([`rootca`]), the PodDisruptionBudget status controller
+//! ([`disruption`]) and the ResourceQuota status controller ([`resourcequota`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -17,6 +17,7 @@ pub mod disruption;
 pub mod gc;
 pub mod namespace;
 pub mod policystatus;
+pub mod resourcequota;
 pub mod rootca;
 pub mod serviceaccount;
 pub mod tokens;
@@ -42,6 +43,7 @@ pub const BUILT_IN: &[&str] = &[
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
     policystatus::IDENTITY.name,
+    resourcequota::IDENTITY.name,
     rootca::IDENTITY.name,
     serviceaccount::IDENTITY.name,
     tokens::IDENTITY.name,
@@ -336,9 +338,11 @@ pub async fn start(
     let vap = policystatus::PolicyStatusController::new(service.clone());
     let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
     let disruption = disruption::DisruptionController::new(service.clone());
+    let quotas = resourcequota::ResourceQuotaController::new(service.clone());
     let mut followers = vec![
         gc.clone() as Arc<dyn Follower>,
         disruption.clone() as Arc<dyn Follower>,
+        quotas.clone() as Arc<dyn Follower>,
         ns.clone() as Arc<dyn Follower>,
         sa.clone() as Arc<dyn Follower>,
         tokens.clone() as Arc<dyn Follower>,
@@ -357,6 +361,7 @@ pub async fn start(
         sa.start(shutdown.clone()),
         tokens.start(shutdown.clone()),
         disruption.start(shutdown.clone()),
+        quotas.start(shutdown.clone()),
     ];
     if let Some(s) = &signer {
         started.push(s.start(shutdown.clone()));

@@ -1,0 +1,466 @@
+//! ResourceQuota as kube enforces it (`plugin/pkg/admission/resourcequota`,
+//! `pkg/quota/v1/evaluator/core`): what an object uses of each quota resource, and the check an
+//! API write passes before it is stored — the usage it adds must fit every quota of its
+//! namespace, whose `status.used` is raised by the same amount (a write conditional on the
+//! quota's resourceVersion) before the object is written. The resourcequota controller
+//! (`controllers::resourcequota`) recounts `status.used` from what is stored.
+//!
+//! Usage is kept in nano units (`builtin::quantity`), counts included (one object is 10^9).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::builtin::quantity::{from_nano, nano_value};
+use crate::model::{meta, ApiError, ResourceInfo};
+use crate::service::{ListOptions, Service, Subresource, WriteOptions};
+
+pub const RESOURCE: &str = "resourcequotas";
+const ONE: i128 = 1_000_000_000;
+/// Attempts at charging quotas whose status changed meanwhile.
+const RETRIES: usize = 10;
+
+/// The resources kube's pod evaluator requires every container to ask for explicitly when a
+/// quota limits them (`validationSet`).
+const EXPLICIT: &[&str] = &[
+    "cpu",
+    "memory",
+    "requests.cpu",
+    "requests.memory",
+    "limits.cpu",
+    "limits.memory",
+];
+
+/// The object-count resources kube names without `count/`.
+const LEGACY_COUNTS: &[(&str, &str)] = &[
+    ("pods", "pods"),
+    ("services", "services"),
+    ("replicationcontrollers", "replicationcontrollers"),
+    ("resourcequotas", "resourcequotas"),
+    ("secrets", "secrets"),
+    ("configmaps", "configmaps"),
+    ("persistentvolumeclaims", "persistentvolumeclaims"),
+];
+
+/// The stored kinds (group, resource) whose objects can use the quota resource `name`.
+pub fn kinds_for(name: &str) -> Vec<(String, String)> {
+    if let Some(rest) = name.strip_prefix("count/") {
+        let (resource, group) = rest.split_once('.').unwrap_or((rest, ""));
+        return vec![(group.to_owned(), resource.to_owned())];
+    }
+    if let Some((_, r)) = LEGACY_COUNTS.iter().find(|(n, _)| *n == name) {
+        return vec![(String::new(), (*r).to_owned())];
+    }
+    match name {
+        "services.nodeports" | "services.loadbalancers" => {
+            vec![(String::new(), "services".to_owned())]
+        }
+        "requests.storage" => vec![(String::new(), "persistentvolumeclaims".to_owned())],
+        _ if pod_resource(name).is_some() => vec![(String::new(), "pods".to_owned())],
+        _ => Vec::new(),
+    }
+}
+
+/// A pod compute resource: (`requests` or `limits`, the container resource).
+fn pod_resource(name: &str) -> Option<(&'static str, &str)> {
+    match name {
+        "cpu" | "memory" | "ephemeral-storage" => Some(("requests", name)),
+        _ => name
+            .strip_prefix("requests.")
+            .map(|r| ("requests", r))
+            .or_else(|| name.strip_prefix("limits.").map(|r| ("limits", r)))
+            .filter(|(_, r)| !r.is_empty() && *r != "storage"),
+    }
+}
+
+/// kube's `QuotaV1Pod`: a Pod counts until it ends or is being deleted (turtles deletes with no
+/// grace period).
+fn pod_counts(pod: &Value) -> bool {
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    !matches!(phase, "Succeeded" | "Failed") && meta::meta_str(pod, "deletionTimestamp").is_none()
+}
+
+fn quantity(v: Option<&Value>) -> i128 {
+    v.and_then(Value::as_str).map_or(0, amount)
+}
+
+/// A quantity's value in nano units (0 if it does not parse: validation keeps those out).
+fn amount(s: &str) -> i128 {
+    nano_value(s).map_or(0, |(n, _)| n)
+}
+
+/// kube's pod request (or limit) of one resource: the containers' sum, or the largest init
+/// container's when that is more, plus the Pod's overhead.
+fn pod_amount(pod: &Value, which: &str, resource: &str) -> i128 {
+    let of = |c: &Value| {
+        quantity(
+            c.get("resources")
+                .and_then(|r| r.get(which))
+                .and_then(|m| m.get(resource)),
+        )
+    };
+    let list = |f: &str| {
+        pod.pointer(&format!("/spec/{f}"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let sum = list("containers")
+        .iter()
+        .map(of)
+        .fold(0i128, i128::saturating_add);
+    let init = list("initContainers").iter().map(of).max().unwrap_or(0);
+    let overhead = quantity(pod.pointer("/spec/overhead").and_then(|o| o.get(resource)));
+    sum.max(init).saturating_add(overhead)
+}
+
+/// What `obj` (of `ri`) uses of the quota resource `name`; `None` when its kind does not use it.
+pub fn usage(ri: &ResourceInfo, obj: &Value, name: &str) -> Option<i128> {
+    let kinds = kinds_for(name);
+    if !kinds
+        .iter()
+        .any(|(g, r)| *g == ri.group && *r == ri.resource)
+    {
+        return None;
+    }
+    let is_pod = ri.group.is_empty() && ri.resource == "pods";
+    if is_pod && !pod_counts(obj) {
+        return Some(0);
+    }
+    if name.starts_with("count/") || LEGACY_COUNTS.iter().any(|(n, _)| *n == name) {
+        return Some(ONE);
+    }
+    let spec = obj.get("spec");
+    let s = |f: &str| {
+        spec.and_then(|s| s.get(f))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    match name {
+        "services.loadbalancers" => Some(if s("type") == "LoadBalancer" { ONE } else { 0 }),
+        "services.nodeports" => {
+            let ports = spec
+                .and_then(|s| s.get("ports"))
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len) as i128;
+            let allocates = match s("type") {
+                "NodePort" => true,
+                "LoadBalancer" => {
+                    spec.and_then(|s| s.get("allocateLoadBalancerNodePorts")) != Some(&json!(false))
+                }
+                _ => false,
+            };
+            Some(if allocates { ports * ONE } else { 0 })
+        }
+        "requests.storage" => Some(quantity(obj.pointer("/spec/resources/requests/storage"))),
+        _ => pod_resource(name).map(|(which, r)| pod_amount(obj, which, r)),
+    }
+}
+
+/// kube's pod evaluator `Constraints`: with cpu or memory limited, every container says how
+/// much. `Err`: kube's `must specify ...` text.
+fn pod_constraints(pod: &Value, limited: &[String]) -> Result<(), String> {
+    let required: Vec<&String> = limited
+        .iter()
+        .filter(|r| EXPLICIT.contains(&r.as_str()))
+        .collect();
+    if required.is_empty() {
+        return Ok(());
+    }
+    let mut missing: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for list in ["containers", "initContainers"] {
+        for c in pod
+            .pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let cname = c.get("name").and_then(Value::as_str).unwrap_or("");
+            for r in &required {
+                let Some((which, res)) = pod_resource(r) else {
+                    continue;
+                };
+                let has = c
+                    .get("resources")
+                    .and_then(|x| x.get(which))
+                    .and_then(|m| m.get(res))
+                    .is_some();
+                if !has {
+                    missing
+                        .entry(r.as_str())
+                        .or_default()
+                        .push(cname.to_owned());
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let parts: Vec<String> = missing
+        .into_iter()
+        .map(|(r, mut names)| {
+            names.sort();
+            names.dedup();
+            format!("{r} for: {}", names.join(","))
+        })
+        .collect();
+    Err(format!("must specify {}", parts.join("; ")))
+}
+
+fn quantities(q: &Value, field: &str) -> BTreeMap<String, String> {
+    q.pointer(field)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn is_binary(q: &str) -> bool {
+    nano_value(q).is_ok_and(|(_, b)| b)
+}
+
+/// kube's `prettyPrint`: `name=quantity` in name order, joined by commas.
+fn pretty(list: &BTreeMap<String, String>) -> String {
+    list.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The quota check of an API write of `new` (replacing `old` on update) in namespace `ns`: every
+/// quota there must have room for what it adds, and (not on a dry run) each quota's
+/// `status.used` is raised by it. `name`: the object's, for kube's `forbidden` message.
+pub async fn admit(
+    svc: &Service,
+    ri: &ResourceInfo,
+    ns: &str,
+    old: Option<&Value>,
+    new: &Value,
+    dry_run: bool,
+) -> Result<(), ApiError> {
+    if ns.is_empty() || !ri.namespaced() {
+        return Ok(());
+    }
+    let Some(quotas_ri) = svc.registry.lookup("", "v1", RESOURCE) else {
+        return Ok(());
+    };
+    let forbidden = |why: String| {
+        let gr = if ri.group.is_empty() {
+            ri.resource.clone()
+        } else {
+            format!("{}.{}", ri.resource, ri.group)
+        };
+        ApiError::forbidden(format!("{gr} \"{}\" is forbidden: {why}", meta::name(new)))
+            .with_details(&ri.group, &ri.resource, meta::name(new))
+    };
+    let mut last_conflict = None;
+    for _ in 0..RETRIES {
+        let quotas = svc
+            .list(&quotas_ri, Some(ns), &ListOptions::default())
+            .await?;
+        if quotas.items.is_empty() {
+            return Ok(());
+        }
+        let mut charges: Vec<(Value, BTreeMap<String, String>)> = Vec::new();
+        for q in &quotas.items {
+            let q = q.parse().into_owned();
+            let qname = meta::name(&q).to_owned();
+            let hard = quantities(&q, "/status/hard");
+            let used = quantities(&q, "/status/used");
+            let limited: Vec<String> = hard
+                .keys()
+                .filter(|r| usage(ri, new, r).is_some())
+                .cloned()
+                .collect();
+            if limited.is_empty() {
+                continue;
+            }
+            if ri.group.is_empty() && ri.resource == "pods" && pod_counts(new) {
+                pod_constraints(new, &limited)
+                    .map_err(|e| forbidden(format!("failed quota: {qname}: {e}")))?;
+            }
+            if limited.iter().any(|r| !used.contains_key(r)) {
+                return Err(forbidden(format!(
+                    "status unknown for quota: {qname}, resources: {}",
+                    limited.join(",")
+                )));
+            }
+            // What the write adds (an update is charged only for an increase).
+            let mut requested = BTreeMap::new();
+            let mut new_used = BTreeMap::new();
+            let mut exceeded = Vec::new();
+            for r in &limited {
+                let now = usage(ri, new, r).unwrap_or(0);
+                let before = old.and_then(|o| usage(ri, o, r)).unwrap_or(0);
+                let delta = now.saturating_sub(before).max(0);
+                if delta == 0 {
+                    continue;
+                }
+                let binary = is_binary(&hard[r]);
+                let total = used.get(r).map_or(0, |u| amount(u)).saturating_add(delta);
+                requested.insert(r.clone(), from_nano(delta, binary));
+                new_used.insert(r.clone(), from_nano(total, binary));
+                if total > amount(&hard[r]) {
+                    exceeded.push(r.clone());
+                }
+            }
+            if requested.is_empty() {
+                continue;
+            }
+            if !exceeded.is_empty() {
+                let mask = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+                    m.iter()
+                        .filter(|(k, _)| exceeded.contains(k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                };
+                return Err(forbidden(format!(
+                    "exceeded quota: {qname}, requested: {}, used: {}, limited: {}",
+                    pretty(&mask(&requested)),
+                    pretty(&mask(&used)),
+                    pretty(&mask(&hard))
+                )));
+            }
+            charges.push((q, new_used));
+        }
+        if dry_run || charges.is_empty() {
+            return Ok(());
+        }
+        let mut conflicted = false;
+        for (mut q, new_used) in charges {
+            let qname = meta::name(&q).to_owned();
+            let Some(status) = q
+                .as_object_mut()
+                .and_then(|o| o.get_mut("status"))
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            let used = status.entry("used").or_insert_with(|| json!({}));
+            if !used.is_object() {
+                *used = json!({});
+            }
+            if let Some(u) = used.as_object_mut() {
+                for (k, v) in new_used {
+                    u.insert(k, Value::String(v));
+                }
+            }
+            // Boxed: this is the write path calling itself (as the host, so without quota).
+            let host = WriteOptions::default();
+            let write = Box::pin(svc.update(&quotas_ri, ns, &qname, q, Subresource::Status, &host));
+            match write.await {
+                Ok(_) => {}
+                Err(e) if e.code == 409 => {
+                    // Another write charged it meanwhile: everything is checked again. What
+                    // was charged already stays until the controller recounts, as in kube.
+                    last_conflict = Some(e);
+                    conflicted = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if !conflicted {
+            return Ok(());
+        }
+    }
+    Err(last_conflict.unwrap_or_else(|| ApiError::conflict("", RESOURCE, ns)))
+}
+
+/// `status.used` of a quota from what `objects` (every stored object of the kinds its hard
+/// resources concern, with their kinds) use, in the quota's units.
+pub fn recount<'a>(
+    hard: &Map<String, Value>,
+    objects: impl Iterator<Item = (&'a ResourceInfo, &'a Value)> + Clone,
+) -> Map<String, Value> {
+    let mut used = Map::new();
+    for (r, h) in hard {
+        if kinds_for(r).is_empty() {
+            continue;
+        }
+        let binary = h.as_str().is_some_and(is_binary);
+        let total = objects
+            .clone()
+            .filter_map(|(ri, o)| usage(ri, o, r))
+            .fold(0i128, i128::saturating_add);
+        used.insert(r.clone(), Value::String(from_nano(total, binary)));
+    }
+    used
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Registry;
+
+    fn ri(group: &str, version: &str, resource: &str) -> std::sync::Arc<ResourceInfo> {
+        Registry::with_builtins()
+            .lookup(group, version, resource)
+            .unwrap_or_else(|| panic!("{resource}"))
+    }
+
+    #[test]
+    fn pods_use_their_containers_requests_and_count_until_they_end() {
+        let pods = ri("", "v1", "pods");
+        let pod = json!({"spec": {
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "250m"}}}],
+            "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "2"}}}]},
+            "status": {"phase": "Running"}});
+        assert_eq!(usage(&pods, &pod, "pods"), Some(ONE));
+        assert_eq!(usage(&pods, &pod, "count/pods"), Some(ONE));
+        assert_eq!(usage(&pods, &pod, "requests.cpu"), Some(2 * ONE));
+        assert_eq!(usage(&pods, &pod, "cpu"), Some(2 * ONE));
+        assert_eq!(usage(&pods, &pod, "limits.cpu"), Some(ONE));
+        assert_eq!(
+            usage(&pods, &pod, "requests.memory"),
+            Some(64 * 1024 * 1024 * ONE)
+        );
+        assert_eq!(usage(&pods, &pod, "configmaps"), None);
+        let done = json!({"spec": pod["spec"], "status": {"phase": "Succeeded"}});
+        assert_eq!(usage(&pods, &done, "pods"), Some(0));
+        assert_eq!(
+            pod_constraints(&pod, &["limits.cpu".into(), "requests.memory".into()]),
+            Err("must specify limits.cpu for: b,i; requests.memory for: b,i".into())
+        );
+    }
+
+    #[test]
+    fn services_use_node_ports_and_load_balancers() {
+        let svcs = ri("", "v1", "services");
+        let np = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 443}]}});
+        assert_eq!(usage(&svcs, &np, "services.nodeports"), Some(2 * ONE));
+        assert_eq!(usage(&svcs, &np, "services.loadbalancers"), Some(0));
+        let lb = json!({"spec": {"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false, "ports": [{"port": 80}]}});
+        assert_eq!(usage(&svcs, &lb, "services.nodeports"), Some(0));
+        assert_eq!(usage(&svcs, &lb, "services.loadbalancers"), Some(ONE));
+        let deploys = ri("apps", "v1", "deployments");
+        assert_eq!(
+            usage(&deploys, &json!({}), "count/deployments.apps"),
+            Some(ONE)
+        );
+        assert_eq!(usage(&deploys, &json!({}), "count/deployments"), None);
+    }
+
+    #[test]
+    fn recounted_usage_keeps_the_quotas_units() {
+        let pods = ri("", "v1", "pods");
+        let a = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"memory": "1Gi", "cpu": "500m"}}}]}});
+        let b = json!({"spec": {"containers": [{"name": "b", "resources": {"requests": {"memory": "512Mi", "cpu": "1"}}}]}});
+        let hard = json!({"requests.memory": "4Gi", "requests.cpu": "2", "pods": "10", "unknown.thing": "1"});
+        let objects = [(&*pods, &a), (&*pods, &b)];
+        let used = recount(hard.as_object().unwrap(), objects.iter().copied());
+        assert_eq!(
+            Value::Object(used),
+            json!({"pods": "2", "requests.cpu": "1500m", "requests.memory": "1536Mi"})
+        );
+    }
+}
