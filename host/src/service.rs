@@ -1821,7 +1821,13 @@ impl Service {
     /// `POST pods/NAME/binding`: assign a Pod to a node (what a scheduler does). Sets
     /// `spec.nodeName` — otherwise immutable — and the `PodScheduled` condition, once: a bound
     /// or terminating Pod is 409.
-    pub async fn bind_pod(&self, ns: &str, name: &str, binding: &Value) -> Result<Written> {
+    pub async fn bind_pod(
+        &self,
+        ns: &str,
+        name: &str,
+        binding: &Value,
+        dry_run: bool,
+    ) -> Result<Written> {
         let pods = self
             .registry
             .lookup("", "v1", "pods")
@@ -1895,6 +1901,15 @@ impl Service {
                                      "lastProbeTime": null,
                                      "lastTransitionTime": meta::now_rfc3339()}));
                 }
+            }
+            if dry_run {
+                let mut o = v;
+                if let Some(m) = metadata_mut(&mut o) {
+                    m.insert("resourceVersion".into(), json!(current.rv.to_string()));
+                }
+                return StoredObject::unstored(o)
+                    .map(|o| Written::new(Arc::new(o), Vec::new()))
+                    .map_err(|e| store_error(&pods, name, e));
             }
             let op = WriteOp::Put {
                 key: key.clone(),

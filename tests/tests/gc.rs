@@ -397,6 +397,13 @@ fn a_stuck_namespace_is_finalized_through_its_finalize_subresource() {
     let ns = s.kubectl_json(&["get", "namespace", "stuck"]);
     assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
     assert_eq!(ns["metadata"]["labels"]["patched"], "yes");
+    // Names are checked at create too (the field unindexed, as kube reports it there).
+    let r = s.http().post_json(
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": "odd"}, "spec": {"finalizers": ["Bad Name"]}}),
+    );
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "spec.finalizers");
     // `finalize` is written only, and checks the names.
     let http = s.http();
     let path = "/api/v1/namespaces/stuck/finalize";

@@ -467,6 +467,19 @@ fn pods_are_bound_through_the_binding_subresource_only() {
     assert_eq!(get(&http, &format!("{PODS}/d"))["spec"]["nodeName"], "n2");
     let again = http.post_json("/api/v1/namespaces/default/bindings", &legacy);
     assert_status(&again, 409, "Conflict");
+    // A dry run binds nothing; a Binding for another namespace is refused.
+    create(&http, PODS, &pod("e"));
+    let mut dry = binding.clone();
+    dry["metadata"]["name"] = json!("e");
+    let r = http.post_json(&format!("{PODS}/e/binding?dryRun=All"), &dry);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(get(&http, &format!("{PODS}/e"))["spec"]["nodeName"].is_null());
+    dry["metadata"]["namespace"] = json!("elsewhere");
+    assert_status(
+        &http.post_json(&format!("{PODS}/e/binding"), &dry),
+        400,
+        "BadRequest",
+    );
     assert_status(
         &http.get("/api/v1/namespaces/default/bindings"),
         405,

@@ -94,6 +94,8 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         let review = decode_object(&headers, &body)?;
         if target.ri.group.is_empty() && target.ri.resource == "bindings" {
             let ns = target.namespace.clone().unwrap_or_default();
+            let mut review = review;
+            same_namespace(&review, &ns)?;
             let name = review
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
@@ -111,7 +113,17 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                     )],
                 ));
             }
-            state.service.bind_pod(&ns, &name, &review).await?;
+            let dry = dry_run(&info.query)?;
+            let kind = ["", "v1", "Binding"];
+            let at = SubresourceCreate {
+                ri: &target.ri,
+                ns: &ns,
+                name: &name,
+                sub: "",
+                kind,
+            };
+            admit_subresource_create(state, &at, Some(&user), dry, &mut review).await?;
+            state.service.bind_pod(&ns, &name, &review, dry).await?;
             let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                 "status": "Success", "code": 201});
             return Ok(object_json_response(
@@ -145,10 +157,22 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         ));
     }
     if target.binding {
-        let binding = posted_object(state, req).await?;
+        let user = principal(&req);
+        let mut binding = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
-        state.service.bind_pod(&ns, &name, &binding).await?;
+        same_namespace(&binding, &ns)?;
+        let dry = dry_run(query)?;
+        let kind = ["", "v1", "Binding"];
+        let at = SubresourceCreate {
+            ri: &target.ri,
+            ns: &ns,
+            name: &name,
+            sub: "binding",
+            kind,
+        };
+        admit_subresource_create(state, &at, user.as_ref(), dry, &mut binding).await?;
+        state.service.bind_pod(&ns, &name, &binding, dry).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201});
         return Ok(object_json_response(
@@ -157,32 +181,22 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         ));
     }
     if target.eviction {
-        let user = req
-            .extensions()
-            .get::<crate::auth::Principal>()
-            .map(|p| p.0.clone());
+        let user = principal(&req);
         let mut eviction = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
         let opts = eviction_options(&eviction, &ns, &name, query)?;
         // Admission sees the Eviction as kube's create handler shows it: a CREATE of
         // `pods/eviction` whose object is a policy/v1 Eviction.
-        if let Some(user) = &user {
-            let admission = &state.service.admission;
-            let req = crate::admission::Request {
-                ri: &target.ri,
-                operation: crate::admission::Operation::Create,
-                namespace: &ns,
-                name: &name,
-                subresource: "eviction",
-                user,
-                dry_run: opts.dry_run,
-                old_object: None,
-                kind: Some(["policy", "v1", "Eviction"]),
-            };
-            admission.mutate(&req, &mut eviction).await?;
-            admission.validate(&req, Some(&eviction)).await?;
-        }
+        let kind = ["policy", "v1", "Eviction"];
+        let at = SubresourceCreate {
+            ri: &target.ri,
+            ns: &ns,
+            name: &name,
+            sub: "eviction",
+            kind,
+        };
+        admit_subresource_create(state, &at, user.as_ref(), opts.dry_run, &mut eviction).await?;
         let opts = eviction_options(&eviction, &ns, &name, query)?;
         crate::builtin::disruption::evict(&state.service, &ns, &name, opts).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -721,6 +735,66 @@ async fn posted_object(state: &AppState, req: Request) -> Result<Value, ApiError
     let headers = req.headers().clone();
     let body = read_body(req, state.options.request_body_timeout).await?;
     decode_object(&headers, &body)
+}
+
+/// The authenticated user of a request.
+fn principal(req: &Request) -> Option<crate::auth::rbac::UserInfo> {
+    req.extensions()
+        .get::<crate::auth::Principal>()
+        .map(|p| p.0.clone())
+}
+
+/// kube's create handler: an object whose `metadata.namespace` is not the URL's is refused.
+fn same_namespace(obj: &Value, ns: &str) -> Result<(), ApiError> {
+    let given = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !given.is_empty() && given != ns {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    Ok(())
+}
+
+/// Where a create-only subresource (or the `bindings` collection) is written: admission sees
+/// a CREATE of `ri`'s `sub` whose object is of `kind`.
+struct SubresourceCreate<'a> {
+    ri: &'a ResourceInfo,
+    ns: &'a str,
+    name: &'a str,
+    sub: &'a str,
+    kind: [&'a str; 3],
+}
+
+/// Mutating then validating admission of such a create, as the requesting user (the host's
+/// own writes carry none).
+async fn admit_subresource_create(
+    state: &AppState,
+    at: &SubresourceCreate<'_>,
+    user: Option<&crate::auth::rbac::UserInfo>,
+    dry_run: bool,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
+    let Some(user) = user else {
+        return Ok(());
+    };
+    let admission = &state.service.admission;
+    let req = crate::admission::Request {
+        ri: at.ri,
+        operation: crate::admission::Operation::Create,
+        namespace: at.ns,
+        name: at.name,
+        subresource: at.sub,
+        user,
+        dry_run,
+        old_object: None,
+        kind: Some(at.kind),
+    };
+    admission.mutate(&req, obj).await?;
+    admission.validate(&req, Some(obj)).await?;
+    Ok(())
 }
 
 /// An Eviction's checks (kube's `EvictionREST.Create` and the create handler's) and its

@@ -224,15 +224,23 @@ fn strip_meta(set: &mut Set) {
 }
 
 /// The fields a write through `sub` cannot change (kube's reset fields): `status` for the main
-/// resource of kinds with a status subresource; everything but `status` for `/status`.
+/// resource of kinds with a status subresource (and a Namespace's `spec.finalizers`, which only
+/// `finalize` changes); everything but `status` for `/status`.
 fn filter_reset(ri: &ResourceInfo, subresource: &str, set: Set) -> Set {
-    match subresource {
+    let mut set = match subresource {
         // `/approval` of a CertificateSigningRequest changes its conditions (kube resets
         // `spec` and `status.certificate`; the strategy keeps the certificate).
         "status" | "approval" => set.filter_top("status", true),
         _ if ri.status_subresource => set.filter_top("status", false),
         _ => set,
+    };
+    if subresource.is_empty() && ri.group.is_empty() && ri.resource == "namespaces" {
+        set.remove_member(&[
+            Pe::Field("spec".to_owned()),
+            Pe::Field("finalizers".to_owned()),
+        ]);
     }
+    set
 }
 
 /// The schema walks for a resource: its built-in definition, its CRD schema, or none.

@@ -18,39 +18,43 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
     match (group, resource) {
         ("", "configmaps") => config_map(obj, old),
         ("", "secrets") => secret(obj, old),
-        ("", "namespaces") => namespace_finalizers(obj),
+        ("", "namespaces") => namespace_finalizers(obj, old),
         (super::disruption::GROUP, super::disruption::RESOURCE) => super::disruption::validate(obj),
         _ => Vec::new(),
     }
 }
 
-/// kube's `validateFinalizerName` of each of a Namespace's `spec.finalizers`: a qualified name,
-/// and one of kube's standard names unless it has a domain.
-fn namespace_finalizers(obj: &Value) -> Vec<Cause> {
+/// kube's `validateFinalizerName` of each of a Namespace's `spec.finalizers` (on create, and
+/// on `finalize`, the only write that changes them: the field is indexed there, as kube's
+/// `ValidateNamespaceFinalizeUpdate` reports it); a write that leaves them as stored is not
+/// checked again, so a namespace stored before this check stays writable.
+fn namespace_finalizers(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let list = |v: &Value| {
+        v.pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let now = list(obj);
+    if old.is_some_and(|o| list(o) == now) {
+        return Vec::new();
+    }
     let mut causes = Vec::new();
-    let list = obj
-        .pointer("/spec/finalizers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for (i, f) in list.iter().enumerate() {
+    for (i, f) in now.iter().enumerate() {
         let name = f.as_str().unwrap_or_default();
-        let field = format!("spec.finalizers[{i}]");
-        if !crate::model::meta::is_qualified_name(name) {
+        let field = if old.is_some() {
+            format!("spec.finalizers[{i}]")
+        } else {
+            "spec.finalizers".to_owned()
+        };
+        for msg in crate::schema::objectmeta::qualified_name(name) {
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 &field,
-                format!(
-                    "Invalid value: {}: name part must consist of alphanumeric characters, '-', '_' \
-                     or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  \
-                     or 'my.name',  or '123-abc', regex used for validation is \
-                     '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
-                    quoted(name)
-                ),
+                format!("Invalid value: {}: {msg}", quoted(name)),
             ));
-        } else if !name.contains('/')
-            && !matches!(name, "kubernetes" | "orphan" | "foregroundDeletion")
-        {
+        }
+        if !name.contains('/') && !matches!(name, "kubernetes" | "orphan" | "foregroundDeletion") {
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 &field,

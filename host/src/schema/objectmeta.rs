@@ -326,7 +326,7 @@ fn is_qualified_name_part(s: &str) -> bool {
 
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
-fn qualified_name(s: &str) -> Vec<String> {
+pub(crate) fn qualified_name(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = s.split('/').collect();
     let name = match parts.as_slice() {
