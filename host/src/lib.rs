@@ -15,6 +15,7 @@ pub mod controllers;
 pub mod crd;
 pub mod informer;
 pub mod leader;
+pub mod limitrange;
 pub mod metrics;
 pub mod model;
 pub mod patch;

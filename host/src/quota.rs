@@ -83,8 +83,10 @@ fn pod_counts(pod: &Value) -> bool {
     !matches!(phase, "Succeeded" | "Failed") && meta::meta_str(pod, "deletionTimestamp").is_none()
 }
 
+/// A quantity an object uses: never negative (validation refuses negative requests; one stored
+/// before would otherwise credit its namespace).
 fn quantity(v: Option<&Value>) -> i128 {
-    v.and_then(Value::as_str).map_or(0, amount)
+    v.and_then(Value::as_str).map_or(0, amount).max(0)
 }
 
 /// A quantity's value in nano units (0 if it does not parse: validation keeps those out).
@@ -126,11 +128,16 @@ pub fn usage(ri: &ResourceInfo, obj: &Value, name: &str) -> Option<i128> {
     {
         return None;
     }
+    // `count/pods` counts every stored Pod; `pods` and the compute resources only those that
+    // have not ended (kube's pod evaluator).
+    if name.starts_with("count/") {
+        return Some(ONE);
+    }
     let is_pod = ri.group.is_empty() && ri.resource == "pods";
     if is_pod && !pod_counts(obj) {
         return Some(0);
     }
-    if name.starts_with("count/") || LEGACY_COUNTS.iter().any(|(n, _)| *n == name) {
+    if LEGACY_COUNTS.iter().any(|(n, _)| *n == name) {
         return Some(ONE);
     }
     let spec = obj.get("spec");
@@ -142,22 +149,109 @@ pub fn usage(ri: &ResourceInfo, obj: &Value, name: &str) -> Option<i128> {
     match name {
         "services.loadbalancers" => Some(if s("type") == "LoadBalancer" { ONE } else { 0 }),
         "services.nodeports" => {
-            let ports = spec
+            let ports: Vec<&Value> = spec
                 .and_then(|s| s.get("ports"))
                 .and_then(Value::as_array)
-                .map_or(0, Vec::len) as i128;
-            let allocates = match s("type") {
-                "NodePort" => true,
-                "LoadBalancer" => {
-                    spec.and_then(|s| s.get("allocateLoadBalancerNodePorts")) != Some(&json!(false))
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
+            // kube's `portsWithNodePorts`: every port of a NodePort Service, and of a
+            // LoadBalancer one that allocates them; otherwise the ports that name one.
+            let counted = match s("type") {
+                "NodePort" => ports.len(),
+                "LoadBalancer"
+                    if spec.and_then(|s| s.get("allocateLoadBalancerNodePorts"))
+                        != Some(&json!(false)) =>
+                {
+                    ports.len()
                 }
-                _ => false,
+                "LoadBalancer" => ports
+                    .iter()
+                    .filter(|p| {
+                        p.get("nodePort")
+                            .and_then(Value::as_i64)
+                            .is_some_and(|n| n != 0)
+                    })
+                    .count(),
+                _ => 0,
             };
-            Some(if allocates { ports * ONE } else { 0 })
+            Some(counted as i128 * ONE)
         }
         "requests.storage" => Some(quantity(obj.pointer("/spec/resources/requests/storage"))),
         _ => pod_resource(name).map(|(which, r)| pod_amount(obj, which, r)),
     }
+}
+
+/// Whether the quota `q` counts `obj` (of `ri`): one without scopes counts everything; a scoped
+/// one (kube's `scopes` and `scopeSelector`) only Pods in its scopes: `Terminating` (with
+/// `activeDeadlineSeconds`), `NotTerminating`, `BestEffort`, `NotBestEffort` and
+/// `PriorityClass` (`In`, `NotIn`, `Exists`, `DoesNotExist` on `priorityClassName`).
+/// `CrossNamespacePodAffinity` matches no Pod here (turtles has no affinity to look at yet).
+pub fn matches(q: &Value, ri: &ResourceInfo, obj: &Value) -> bool {
+    let mut scopes: Vec<(String, String, Vec<String>)> = q
+        .pointer("/spec/scopes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|s| (s.to_owned(), "Exists".to_owned(), Vec::new()))
+        .collect();
+    for e in q
+        .pointer("/spec/scopeSelector/matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let s = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or("").to_owned();
+        let values = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        scopes.push((s("scopeName"), s("operator"), values));
+    }
+    if scopes.is_empty() {
+        return true;
+    }
+    if !(ri.group.is_empty() && ri.resource == "pods") {
+        return false;
+    }
+    let spec = obj.get("spec");
+    let best_effort = crate::model::workloads::qos_class(spec) == "BestEffort";
+    let terminating = spec
+        .and_then(|s| s.get("activeDeadlineSeconds"))
+        .is_some_and(|v| v.as_i64().is_some_and(|n| n >= 0));
+    let class = spec
+        .and_then(|s| s.get("priorityClassName"))
+        .and_then(Value::as_str);
+    scopes.iter().all(|(scope, op, values)| {
+        let exists = op == "Exists";
+        let yes = match scope.as_str() {
+            "Terminating" => terminating,
+            "NotTerminating" => !terminating,
+            "BestEffort" => best_effort,
+            "NotBestEffort" => !best_effort,
+            "PriorityClass" => {
+                return match op.as_str() {
+                    "In" => class.is_some_and(|c| values.iter().any(|v| v == c)),
+                    "NotIn" => !class.is_some_and(|c| values.iter().any(|v| v == c)),
+                    "Exists" => class.is_some(),
+                    "DoesNotExist" => class.is_none(),
+                    _ => false,
+                }
+            }
+            _ => false,
+        };
+        if exists || op == "In" {
+            yes
+        } else {
+            !yes
+        }
+    })
 }
 
 /// kube's pod evaluator `Constraints`: with cpu or memory limited, every container says how
@@ -260,16 +354,37 @@ pub async fn admit(
         ApiError::forbidden(format!("{gr} \"{}\" is forbidden: {why}", meta::name(new)))
             .with_details(&ri.group, &ri.resource, meta::name(new))
     };
+    // kube's quota evaluator updates one namespace's quotas one request at a time; here a lock
+    // per namespace does it (held only where the namespace has quotas), so concurrent creates
+    // queue instead of conflicting.
+    if quotas_in(svc, ns).is_empty() {
+        return Ok(());
+    }
+    // Object counts and Pods are charged on create only (kube's evaluators); Services (node
+    // ports, load balancers) and claims (storage) on updates too.
+    if old.is_some()
+        && !(ri.group.is_empty()
+            && matches!(ri.resource.as_str(), "services" | "persistentvolumeclaims"))
+    {
+        return Ok(());
+    }
+    let lock = namespace_lock(ns);
+    let _held = lock.lock().await;
+    // Quotas charged already (a later one conflicted): not charged twice on the retry.
+    let mut charged: Vec<String> = Vec::new();
     let mut last_conflict = None;
-    for _ in 0..RETRIES {
-        let quotas = quotas_in(svc, ns);
-        if quotas.is_empty() {
-            return Ok(());
+    for attempt in 0..RETRIES {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10 * attempt as u64)).await;
         }
+        let quotas = quotas_in(svc, ns);
         let mut charges: Vec<(Value, BTreeMap<String, String>)> = Vec::new();
         for q in &quotas {
             let q = q.parse().into_owned();
             let qname = meta::name(&q).to_owned();
+            if charged.contains(&qname) || !matches(&q, ri, new) {
+                continue;
+            }
             let hard = quantities(&q, "/status/hard");
             let used = quantities(&q, "/status/used");
             let limited: Vec<String> = hard
@@ -354,10 +469,9 @@ pub async fn admit(
             let host = WriteOptions::default();
             let write = Box::pin(svc.update(&quotas_ri, ns, &qname, q, Subresource::Status, &host));
             match write.await {
-                Ok(_) => {}
+                Ok(_) => charged.push(qname),
                 Err(e) if e.code == 409 => {
-                    // Another write charged it meanwhile: everything is checked again. What
-                    // was charged already stays until the controller recounts, as in kube.
+                    // The controller recounted meanwhile: this quota is checked again.
                     last_conflict = Some(e);
                     conflicted = true;
                     break;
@@ -370,6 +484,24 @@ pub async fn admit(
         }
     }
     Err(last_conflict.unwrap_or_else(|| ApiError::conflict("", RESOURCE, ns)))
+}
+
+/// The lock of namespace `ns`'s quota charges (kept while anyone holds it).
+fn namespace_lock(ns: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, Weak};
+    static LOCKS: OnceLock<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let mut map = LOCKS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(l) = map.get(ns).and_then(Weak::upgrade) {
+        return l;
+    }
+    map.retain(|_, w| w.strong_count() > 0);
+    let l = Arc::new(tokio::sync::Mutex::new(()));
+    map.insert(ns.to_owned(), Arc::downgrade(&l));
+    l
 }
 
 /// The quotas of namespace `ns`, straight from the store's index: one range of an ordered map,
@@ -389,9 +521,11 @@ fn quotas_in(svc: &Service, ns: &str) -> Vec<std::sync::Arc<crate::store::Stored
 /// `status.used` of a quota from what `objects` (every stored object of the kinds its hard
 /// resources concern, with their kinds) use, in the quota's units.
 pub fn recount<'a>(
+    quota: &Value,
     hard: &Map<String, Value>,
     objects: impl Iterator<Item = (&'a ResourceInfo, &'a Value)> + Clone,
 ) -> Map<String, Value> {
+    let objects = objects.filter(move |(ri, o)| matches(quota, ri, o));
     let mut used = Map::new();
     for (r, h) in hard {
         if kinds_for(r).is_empty() {
@@ -469,7 +603,11 @@ mod tests {
         let b = json!({"spec": {"containers": [{"name": "b", "resources": {"requests": {"memory": "512Mi", "cpu": "1"}}}]}});
         let hard = json!({"requests.memory": "4Gi", "requests.cpu": "2", "pods": "10", "unknown.thing": "1"});
         let objects = [(&*pods, &a), (&*pods, &b)];
-        let used = recount(hard.as_object().unwrap(), objects.iter().copied());
+        let used = recount(
+            &json!({}),
+            hard.as_object().unwrap(),
+            objects.iter().copied(),
+        );
         assert_eq!(
             Value::Object(used),
             json!({"pods": "2", "requests.cpu": "1500m", "requests.memory": "1536Mi"})

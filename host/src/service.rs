@@ -1285,10 +1285,13 @@ impl Service {
                 }
             }
             ("", "pods") => {
-                let status = map.entry("status").or_insert_with(|| json!({}));
-                if let Some(s) = status.as_object_mut() {
-                    s.entry("phase").or_insert_with(|| "Pending".into());
-                }
+                // kube's PrepareForCreate: whatever status was sent, a Pod starts Pending with
+                // its QoS class (its kubelet, or a scheduler, reports the rest through /status).
+                let qos = crate::model::workloads::qos_class(map.get("spec"));
+                map.insert(
+                    "status".into(),
+                    json!({"phase": "Pending", "qosClass": qos}),
+                );
             }
             ("", "persistentvolumes" | "persistentvolumeclaims") => {
                 map.insert("status".into(), json!({"phase": "Pending"}));
@@ -1367,6 +1370,9 @@ impl Service {
         if let Some(guard) = opts.guard.as_ref().filter(|g| !g.after_admission()) {
             guard.check(ri, ns, None, &obj)?;
         }
+        // kube's LimitRanger, the first mutating admission plugin: a Pod's containers get the
+        // namespace's default requests and limits.
+        crate::limitrange::apply_defaults(self, ri, ns, &mut obj);
         let mut warnings = self
             .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
             .await?;
@@ -1396,7 +1402,8 @@ impl Service {
             self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
                 .await?,
         );
-        // kube's ResourceQuota admission, the last validating step of API writes.
+        // kube's LimitRanger validation, then ResourceQuota, the last validating steps.
+        crate::limitrange::validate(self, ri, ns, &obj)?;
         if opts.user.is_some() {
             crate::quota::admit(self, ri, ns, None, &obj, opts.dry_run).await?;
         }

@@ -375,7 +375,8 @@ fn bodies_are_decoded_as_kube_decodes_them() {
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(
         r.json()["spec"]["containers"][0]["resources"],
-        json!({"requests": {"cpu": "500m", "memory": "1Gi"},
+        // (A limit without a request is the request too: kube's Pod defaults.)
+        json!({"requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1e3"},
                "limits": {"cpu": "1", "memory": "1536Mi", "ephemeral-storage": "1e3"}})
     );
     let r = http.post_json(

@@ -219,3 +219,140 @@ fn pods_must_say_what_they_use_and_fit_in_it() {
         json!({"pods": "1", "requests.cpu": "600m", "limits.memory": "512Mi"}),
     );
 }
+
+#[test]
+fn what_pods_say_cannot_get_them_out_of_a_quota() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    let (_, token) = s.mint("ed", &[]).unwrap();
+    s.kubectl_ok(&[
+        "-n",
+        NS,
+        "create",
+        "rolebinding",
+        "ed",
+        "--clusterrole=edit",
+        "--user=ed",
+    ]);
+    let ed = s.http_with_token(Some(&token));
+    quota(&s, "pods", json!({"pods": "3"}));
+    let scoped = |name: &str, hard: Value, scope: &str| {
+        let q = json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name},
+            "spec": {"hard": hard, "scopes": [scope]}});
+        let r = s
+            .http()
+            .post_json(&format!("/api/v1/namespaces/{NS}/resourcequotas"), &q);
+        assert_eq!(r.status, 201, "{}", r.text());
+    };
+    scoped("best-effort", json!({"pods": "1"}), "BestEffort");
+    scoped("cpu", json!({"requests.cpu": "2"}), "NotBestEffort");
+    wait_used(&s, "pods", json!({"pods": "0"}));
+    wait_used(&s, "best-effort", json!({"pods": "0"}));
+    wait_used(&s, "cpu", json!({"requests.cpu": "0"}));
+    let pods = format!("/api/v1/namespaces/{NS}/pods");
+    let used = |name: &str| {
+        s.http()
+            .get(&format!("/api/v1/namespaces/{NS}/resourcequotas/{name}"))
+            .json()["status"]["used"]
+            .clone()
+    };
+    // A status sent with the Pod is not kept (it starts Pending, with its QoS class), so a Pod
+    // "created finished" is counted like any other, and the charge is there as the create
+    // answers. Limits alone: the requests are the limits (kube's Pod defaults).
+    let mut finished = pod(
+        "finished",
+        json!({"limits": {"cpu": "500m", "memory": "64Mi"}}),
+    );
+    finished["status"] = json!({"phase": "Succeeded"});
+    let r = ed.post_json(&pods, &finished);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let created = r.json();
+    assert_eq!(created["status"]["phase"], "Pending");
+    assert_eq!(created["status"]["qosClass"], "Guaranteed");
+    assert_eq!(
+        created["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+        "500m"
+    );
+    assert_eq!(used("pods"), json!({"pods": "1"}));
+    assert_eq!(used("cpu"), json!({"requests.cpu": "500m"}));
+    assert_eq!(used("best-effort"), json!({"pods": "0"}));
+    // Negative requests are refused before they could credit anything.
+    let r = ed.post_json(&pods, &pod("negative", json!({"requests": {"cpu": "-1"}})));
+    assert_eq!(r.status, 422, "{}", r.text());
+    // A scoped quota counts only the Pods in its scope: best-effort Pods need no cpu request
+    // (the cpu quota is NotBestEffort), and a second one is one too many for their quota.
+    let r = ed.post_json(&pods, &pod("be-1", json!({})));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["status"]["qosClass"], "BestEffort");
+    let r = ed.post_json(&pods, &pod("be-2", json!({})));
+    refused(
+        &r,
+        "pods \"be-2\" is forbidden: exceeded quota: best-effort, requested: pods=1, used: pods=1, limited: pods=1",
+    );
+    // Labelling a Pod is not charged again (kube charges Pods on create only).
+    let r = ed.patch(
+        &format!("{pods}/be-1"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"x": "y"}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    // Creates at once never share the last unit: of 4 concurrent creates, one fits.
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let ed = s.http_with_token(Some(&token));
+            let pods = pods.clone();
+            std::thread::spawn(move || {
+                ed.post_json(
+                    &pods,
+                    &pod(&format!("race-{i}"), json!({"requests": {"cpu": "100m"}})),
+                )
+                .status
+            })
+        })
+        .collect();
+    let codes: Vec<u16> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(codes.iter().filter(|c| **c == 201).count(), 1, "{codes:?}");
+    assert!(codes.iter().all(|c| *c == 201 || *c == 403), "{codes:?}");
+    assert_eq!(used("pods"), json!({"pods": "3"}));
+}
+
+#[test]
+fn limit_ranges_default_and_bound_containers() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    s.kubectl_stdin(
+        &["-n", NS, "apply", "-f", "-"],
+        "apiVersion: v1\nkind: LimitRange\nmetadata: {name: limits}\nspec:\n  limits:\n  - type: Container\n    max: {cpu: \"1\", memory: 1Gi}\n    min: {cpu: 50m}\n    default: {memory: 256Mi}\n",
+    );
+    // Stored as kube defaults it: default from max, defaultRequest from default, then min.
+    let lr = s.kubectl_json(&["-n", NS, "get", "limitrange", "limits"]);
+    let item = &lr["spec"]["limits"][0];
+    assert_eq!(item["default"], json!({"memory": "256Mi", "cpu": "1"}));
+    assert_eq!(
+        item["defaultRequest"],
+        json!({"memory": "256Mi", "cpu": "1"})
+    );
+    let pods = format!("/api/v1/namespaces/{NS}/pods");
+    let http = s.http();
+    let r = http.post_json(&pods, &pod("plain", json!({"requests": {"cpu": "100m"}})));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let p = r.json();
+    let res = &p["spec"]["containers"][0]["resources"];
+    assert_eq!(res["requests"], json!({"cpu": "100m", "memory": "256Mi"}));
+    assert_eq!(res["limits"], json!({"memory": "256Mi", "cpu": "1"}));
+    assert_eq!(
+        p["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: memory request for container c; cpu, memory limit for container c"
+    );
+    let r = http.post_json(
+        &pods,
+        &pod(
+            "big",
+            json!({"requests": {"cpu": "10m"}, "limits": {"cpu": "2", "memory": "2Gi"}}),
+        ),
+    );
+    refused(
+        &r,
+        "pods \"big\" is forbidden: [minimum cpu usage per Container is 50m, but request is 10m, maximum cpu usage per Container is 1, but limit is 2, maximum memory usage per Container is 1Gi, but limit is 2Gi]",
+    );
+}

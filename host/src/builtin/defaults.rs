@@ -13,6 +13,17 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
         ("", "namespaces") => namespace_name_label(obj),
         ("", "services") => service(obj),
         ("", "replicationcontrollers") => replication_controller(obj),
+        ("", "limitranges") => {
+            if let Some(items) = obj
+                .get_mut("spec")
+                .and_then(|s| s.get_mut("limits"))
+                .and_then(Value::as_array_mut)
+            {
+                for item in items {
+                    crate::limitrange::default_item(item);
+                }
+            }
+        }
         ("", "podtemplates") => {
             if let Some(t) = obj.get_mut("template") {
                 template(t);

@@ -92,7 +92,7 @@ impl ResourceQuotaController {
                 objects.push((ri.clone(), o.parse().into_owned()));
             }
         }
-        let used = recount(&hard, objects.iter().map(|(ri, o)| (&**ri, o)));
+        let used = recount(&quota, &hard, objects.iter().map(|(ri, o)| (&**ri, o)));
         let mut status = Map::new();
         status.insert("hard".into(), Value::Object(hard));
         status.insert("used".into(), Value::Object(used));
@@ -121,6 +121,26 @@ impl ResourceQuotaController {
     }
 }
 
+impl ResourceQuotaController {
+    fn counts_in(&self, ns: &str) -> bool {
+        self.quotas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(ns)
+    }
+}
+
+/// What of a Pod, Service or claim its usage can depend on: a change elsewhere (a label) is
+/// not recounted.
+fn counted_part(v: &Value) -> [Option<&Value>; 4] {
+    [
+        v.get("spec"),
+        v.pointer("/status/phase"),
+        v.pointer("/metadata/deletionTimestamp"),
+        v.pointer("/status/capacity"),
+    ]
+}
+
 impl super::Reconcile<(String, String)> for ResourceQuotaController {
     fn reconcile_key(
         &self,
@@ -135,7 +155,7 @@ impl Follower for ResourceQuotaController {
         &self,
         ri: &ResourceInfo,
         obj: &StoredObject,
-        _prev: Option<&StoredObject>,
+        prev: Option<&StoredObject>,
         how: Observed,
     ) {
         if !ri.namespaced() {
@@ -161,8 +181,18 @@ impl Follower for ResourceQuotaController {
                     .insert(name.clone(), kinds);
             }
             drop(index);
-            // A quota is also counted by quotas of `resourcequotas` (itself included).
-            if how != Observed::Deleted {
+            // A quota is looked at when its limits change, not when a write charges it (kube's
+            // controller the same).
+            let limits_changed = match (prev, how) {
+                (_, Observed::Deleted) => false,
+                (Some(p), Observed::Modified) => {
+                    let v = obj.parse();
+                    p.parse().pointer("/spec/hard") != v.pointer("/spec/hard")
+                        || v.pointer("/status/hard") != v.pointer("/spec/hard")
+                }
+                _ => true,
+            };
+            if limits_changed {
                 self.base.queue.add((ns.clone(), name));
             }
             if how != Observed::Listed {
@@ -180,6 +210,8 @@ impl Follower for ResourceQuotaController {
                         ri.resource.as_str(),
                         "pods" | "services" | "persistentvolumeclaims"
                     )
+                    && self.counts_in(&ns)
+                    && prev.is_none_or(|p| counted_part(&p.parse()) != counted_part(&obj.parse()))
             }
         };
         if changes_usage {

@@ -15,6 +15,7 @@ pub fn apply_defaults(group: &str, resource: &str, obj: &mut Value) {
         ("", "pods") => {
             if let Some(spec) = obj.get_mut("spec") {
                 default_pod_spec(spec);
+                requests_from_limits(spec);
             }
         }
         ("apps", "deployments") => {
@@ -62,6 +63,98 @@ fn default_template(spec: &mut Map<String, Value>) {
 }
 
 /// kube's `SetDefaults_PodSpec` and `SetDefaults_Container` for the scalar fields.
+/// kube's `GetPodQOS`: `BestEffort` without cpu or memory requests and limits, `Guaranteed`
+/// when every container limits both and each request equals its limit, else `Burstable`.
+pub fn qos_class(spec: Option<&Value>) -> &'static str {
+    use std::collections::BTreeMap;
+    let amount = |v: &Value| {
+        v.as_str()
+            .and_then(|s| crate::builtin::quantity::nano_value(s).ok())
+            .map_or(0, |(n, _)| n)
+    };
+    let (mut requests, mut limits) = (BTreeMap::new(), BTreeMap::new());
+    let mut guaranteed = true;
+    for field in ["containers", "initContainers"] {
+        for c in spec
+            .and_then(|s| s.get(field))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let res = |which: &str| {
+                c.pointer(&format!("/resources/{which}"))
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            // As after `SetDefaults_Pod`: a limit stands for a missing request.
+            let mut reqs = res("requests");
+            for (k, v) in res("limits") {
+                reqs.entry(k).or_insert(v);
+            }
+            for (k, v) in reqs {
+                let n = amount(&v);
+                if matches!(k.as_str(), "cpu" | "memory") && n > 0 {
+                    *requests.entry(k).or_insert(0i128) += n;
+                }
+            }
+            let mut found = 0;
+            for (k, v) in res("limits") {
+                let n = amount(&v);
+                if matches!(k.as_str(), "cpu" | "memory") && n > 0 {
+                    found += 1;
+                    *limits.entry(k).or_insert(0i128) += n;
+                }
+            }
+            if found < 2 {
+                guaranteed = false;
+            }
+        }
+    }
+    if requests.is_empty() && limits.is_empty() {
+        return "BestEffort";
+    }
+    if guaranteed
+        && requests.iter().all(|(k, v)| limits.get(k) == Some(v))
+        && requests.len() == limits.len()
+    {
+        return "Guaranteed";
+    }
+    "Burstable"
+}
+
+/// kube's `SetDefaults_Pod` (a Pod's, not a template's): a container with a limit but no
+/// request for a resource requests its limit.
+fn requests_from_limits(spec: &mut Value) {
+    for field in ["containers", "initContainers"] {
+        for c in spec
+            .get_mut(field)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let Some(res) = c.get_mut("resources").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() else {
+                continue;
+            };
+            if limits.is_empty() {
+                continue;
+            }
+            let requests = res.entry("requests").or_insert_with(|| json!({}));
+            if !requests.is_object() {
+                *requests = json!({});
+            }
+            if let Some(r) = requests.as_object_mut() {
+                for (k, v) in limits {
+                    r.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+}
+
 pub(crate) fn default_pod_spec(spec: &mut Value) {
     let Some(spec) = spec.as_object_mut() else {
         return;
@@ -475,6 +568,76 @@ fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
                         "Required value",
                     ));
                 }
+            }
+        }
+    }
+    for field in ["containers", "initContainers"] {
+        for (i, c) in spec
+            .get(field)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            resource_requirements(c, &format!("{path}.{field}[{i}].resources"), causes);
+        }
+    }
+    if let Some(o) = spec.get("overhead").and_then(Value::as_object) {
+        for (k, v) in o {
+            nonnegative(v, &format!("{path}.overhead[{k}]"), causes);
+        }
+    }
+}
+
+/// kube's `ValidateNonnegativeQuantity`.
+fn nonnegative(v: &Value, field: &str, causes: &mut Vec<Cause>) {
+    let n = v
+        .as_str()
+        .and_then(|s| crate::builtin::quantity::nano_value(s).ok())
+        .map_or(0, |(n, _)| n);
+    if n < 0 {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            field,
+            format!(
+                "Invalid value: \"{}\": must be greater than or equal to 0",
+                v.as_str().unwrap_or_default()
+            ),
+        ));
+    }
+}
+
+/// kube's `ValidateResourceRequirements`: quantities not negative, and no request above its
+/// limit.
+fn resource_requirements(c: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let map = |which: &str| {
+        c.pointer(&format!("/resources/{which}"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (limits, requests) = (map("limits"), map("requests"));
+    for (k, v) in &limits {
+        nonnegative(v, &format!("{path}.limits[{k}]"), causes);
+    }
+    for (k, v) in &requests {
+        nonnegative(v, &format!("{path}.requests[{k}]"), causes);
+        let amount = |v: &Value| {
+            v.as_str()
+                .and_then(|s| crate::builtin::quantity::nano_value(s).ok())
+                .map_or(0, |(n, _)| n)
+        };
+        if let Some(l) = limits.get(k) {
+            if amount(v) > amount(l) {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    &format!("{path}.requests"),
+                    format!(
+                        "Invalid value: \"{}\": must be less than or equal to {k} limit of {}",
+                        v.as_str().unwrap_or_default(),
+                        l.as_str().unwrap_or_default()
+                    ),
+                ));
             }
         }
     }
