@@ -322,32 +322,40 @@ pub fn validate(svc: &Service, ri: &ResourceInfo, ns: &str, obj: &Value) -> Resu
                     add_into(&mut req, &res(&c, "requests"), false);
                     add_into(&mut lim, &res(&c, "limits"), false);
                 }
+                // Sidecars add up; other init containers count as the largest (kube's
+                // `PodRequests`, sidecar arithmetic simplified to a sum).
                 for c in containers("initContainers") {
-                    add_into(&mut req, &res(&c, "requests"), true);
-                    add_into(&mut lim, &res(&c, "limits"), true);
+                    let sidecar = c.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+                    add_into(&mut req, &res(&c, "requests"), !sidecar);
+                    add_into(&mut lim, &res(&c, "limits"), !sidecar);
+                }
+                if let Some(o) = obj.pointer("/spec/overhead").and_then(Value::as_object) {
+                    add_into(&mut req, o, false);
+                    add_into(&mut lim, o, false);
                 }
                 constraints(kind, item, &req, &lim, &mut errs);
             }
             ("PersistentVolumeClaim", false) => {
+                // kube's `PersistentVolumeClaimValidateLimitFunc`: `min` as for containers
+                // (with no limits), `max` against the request only, and only when there is one.
                 let requests = obj
                     .pointer("/spec/resources/requests")
                     .and_then(Value::as_object)
                     .cloned()
                     .unwrap_or_default();
-                let only_storage = |m: &Map<String, Value>| {
-                    m.iter()
-                        .filter(|(k, _)| *k == "storage")
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect::<Map<String, Value>>()
-                };
-                let mut bounded = item.clone();
-                for f in ["min", "max"] {
-                    if let Some(m) = item.get(f).and_then(Value::as_object) {
-                        bounded[f] = Value::Object(only_storage(m));
+                let only_min = json!({"min": item.get("min").cloned().unwrap_or(json!({}))});
+                constraints(kind, &only_min, &requests, &Map::new(), &mut errs);
+                for (r, enforced) in list(item, "max") {
+                    if let Some(q) = requests.get(r) {
+                        if amount(q).unwrap_or(0) > amount(enforced).unwrap_or(0) {
+                            errs.push(format!(
+                                "maximum {r} usage per {kind} is {}, but request is {}",
+                                shown(Some(enforced)),
+                                shown(Some(q))
+                            ));
+                        }
                     }
                 }
-                // A claim's only quantity is its request: kube checks `max` against it too.
-                constraints(kind, &bounded, &requests, &requests, &mut errs);
             }
             _ => {}
         }

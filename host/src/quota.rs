@@ -110,11 +110,24 @@ fn pod_amount(pod: &Value, which: &str, resource: &str) -> i128 {
             .cloned()
             .unwrap_or_default()
     };
-    let sum = list("containers")
+    // kube's `PodRequests`: sidecars (init containers with `restartPolicy: Always`) run beside
+    // the containers and add up; each other init container needs its own amount on top of the
+    // sidecars started before it.
+    let mut sum = list("containers")
         .iter()
         .map(of)
         .fold(0i128, i128::saturating_add);
-    let init = list("initContainers").iter().map(of).max().unwrap_or(0);
+    let (mut sidecars, mut init) = (0i128, 0i128);
+    for c in list("initContainers") {
+        let n = of(&c);
+        if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+            sum = sum.saturating_add(n);
+            sidecars = sidecars.saturating_add(n);
+            init = init.max(sidecars);
+        } else {
+            init = init.max(n.saturating_add(sidecars));
+        }
+    }
     let overhead = quantity(pod.pointer("/spec/overhead").and_then(|o| o.get(resource)));
     sum.max(init).saturating_add(overhead)
 }
@@ -227,7 +240,8 @@ pub fn matches(q: &Value, ri: &ResourceInfo, obj: &Value) -> bool {
         .is_some_and(|v| v.as_i64().is_some_and(|n| n >= 0));
     let class = spec
         .and_then(|s| s.get("priorityClassName"))
-        .and_then(Value::as_str);
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty());
     scopes.iter().all(|(scope, op, values)| {
         let exists = op == "Exists";
         let yes = match scope.as_str() {
@@ -338,12 +352,12 @@ pub async fn admit(
     old: Option<&Value>,
     new: &Value,
     dry_run: bool,
-) -> Result<(), ApiError> {
+) -> Result<Option<Charged>, ApiError> {
     if ns.is_empty() || !ri.namespaced() {
-        return Ok(());
+        return Ok(None);
     }
     let Some(quotas_ri) = svc.registry.lookup("", "v1", RESOURCE) else {
-        return Ok(());
+        return Ok(None);
     };
     let forbidden = |why: String| {
         let gr = if ri.group.is_empty() {
@@ -358,7 +372,7 @@ pub async fn admit(
     // per namespace does it (held only where the namespace has quotas), so concurrent creates
     // queue instead of conflicting.
     if quotas_in(svc, ns).is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     // Object counts and Pods are charged on create only (kube's evaluators); Services (node
     // ports, load balancers) and claims (storage) on updates too.
@@ -366,10 +380,11 @@ pub async fn admit(
         && !(ri.group.is_empty()
             && matches!(ri.resource.as_str(), "services" | "persistentvolumeclaims"))
     {
-        return Ok(());
+        return Ok(None);
     }
-    let lock = namespace_lock(ns);
-    let _held = lock.lock().await;
+    // Held by the caller until the object is stored, so the controller never recounts between
+    // a charge and the object it is for.
+    let held = Charged(namespace_lock(ns).lock_owned().await);
     // Quotas charged already (a later one conflicted): not charged twice on the retry.
     let mut charged: Vec<String> = Vec::new();
     let mut last_conflict = None;
@@ -444,7 +459,7 @@ pub async fn admit(
             charges.push((q, new_used));
         }
         if dry_run || charges.is_empty() {
-            return Ok(());
+            return Ok(Some(held));
         }
         let mut conflicted = false;
         for (mut q, new_used) in charges {
@@ -480,14 +495,19 @@ pub async fn admit(
             }
         }
         if !conflicted {
-            return Ok(());
+            return Ok(Some(held));
         }
     }
     Err(last_conflict.unwrap_or_else(|| ApiError::conflict("", RESOURCE, ns)))
 }
 
-/// The lock of namespace `ns`'s quota charges (kept while anyone holds it).
-fn namespace_lock(ns: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+/// A namespace's quota charges held for one write: the object is stored before the controller
+/// (or another write) looks at the namespace's quotas again.
+pub struct Charged(#[allow(dead_code)] tokio::sync::OwnedMutexGuard<()>);
+
+/// The lock of namespace `ns`'s quota charges (kept while anyone holds it); the controller takes
+/// it around a recount.
+pub(crate) fn namespace_lock(ns: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock, Weak};
     static LOCKS: OnceLock<Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>> = OnceLock::new();
@@ -577,6 +597,27 @@ mod tests {
             pod_constraints(&pod, &["limits.cpu".into(), "requests.memory".into()]),
             Err("must specify limits.cpu for: b,i; requests.memory for: b,i".into())
         );
+    }
+
+    #[test]
+    fn sidecars_add_up_and_other_init_containers_count_once() {
+        let pods = ri("", "v1", "pods");
+        let c = |name: &str, cpu: &str, sidecar: bool| {
+            let mut c = json!({"name": name, "resources": {"requests": {"cpu": cpu}}});
+            if sidecar {
+                c["restartPolicy"] = json!("Always");
+            }
+            c
+        };
+        let pod = json!({"spec": {
+            "containers": [c("app", "1", false)],
+            "initContainers": [c("proxy", "500m", true), c("setup", "2", false)]}});
+        // Running: app + proxy = 1.5; during setup: proxy + setup = 2.5.
+        assert_eq!(usage(&pods, &pod, "requests.cpu"), Some(2_500_000_000));
+        let pod = json!({"spec": {
+            "containers": [c("app", "1", false)],
+            "initContainers": [c("setup", "1", false), c("proxy", "500m", true)]}});
+        assert_eq!(usage(&pods, &pod, "requests.cpu"), Some(1_500_000_000));
     }
 
     #[test]

@@ -1285,13 +1285,10 @@ impl Service {
                 }
             }
             ("", "pods") => {
-                // kube's PrepareForCreate: whatever status was sent, a Pod starts Pending with
-                // its QoS class (its kubelet, or a scheduler, reports the rest through /status).
-                let qos = crate::model::workloads::qos_class(map.get("spec"));
-                map.insert(
-                    "status".into(),
-                    json!({"phase": "Pending", "qosClass": qos}),
-                );
+                // kube's PrepareForCreate: whatever status was sent, a Pod starts Pending (its
+                // QoS class is added once its quantities are decoded; its kubelet, or a
+                // scheduler, reports the rest through /status).
+                map.insert("status".into(), json!({"phase": "Pending"}));
             }
             ("", "persistentvolumes" | "persistentvolumeclaims") => {
                 map.insert("status".into(), json!({"phase": "Pending"}));
@@ -1371,7 +1368,13 @@ impl Service {
             guard.check(ri, ns, None, &obj)?;
         }
         // kube's LimitRanger, the first mutating admission plugin: a Pod's containers get the
-        // namespace's default requests and limits.
+        // namespace's default requests and limits (after kube's own Pod defaults, which decoding
+        // applies there: a limit is the request it lacks).
+        if ri.group.is_empty() && ri.resource == "pods" {
+            if let Some(spec) = obj.get_mut("spec") {
+                crate::model::workloads::requests_from_limits(spec);
+            }
+        }
         crate::limitrange::apply_defaults(self, ri, ns, &mut obj);
         let mut warnings = self
             .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
@@ -1395,18 +1398,26 @@ impl Service {
             Self::generate_name(ri, &mut obj, prefix);
         }
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
+        if ri.group.is_empty() && ri.resource == "pods" {
+            let qos = crate::model::workloads::qos_class(obj.get("spec"));
+            if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+                status.insert("qosClass".into(), json!(qos));
+            }
+        }
         Self::validate_sub(ri, &obj, None, Subresource::Main)?;
         Self::guard_after_admission(ri, ns, None, &obj, opts)?;
         Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);
+        // kube's LimitRanger validation comes before the validating webhooks and policies;
+        // ResourceQuota last. The quota's charge is held until the object is stored.
+        crate::limitrange::validate(self, ri, ns, &obj)?;
         warnings.extend(
             self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
                 .await?,
         );
-        // kube's LimitRanger validation, then ResourceQuota, the last validating steps.
-        crate::limitrange::validate(self, ri, ns, &obj)?;
-        if opts.user.is_some() {
-            crate::quota::admit(self, ri, ns, None, &obj, opts.dry_run).await?;
-        }
+        let _charged = match opts.user {
+            Some(_) => crate::quota::admit(self, ri, ns, None, &obj, opts.dry_run).await?,
+            None => None,
+        };
         Self::to_storage(ri, &mut obj);
         let txn = self.allocate(ri, &mut obj, None, opts.dry_run).await?;
         let svc = txn.as_ref().map(|_| obj.clone());
@@ -1991,9 +2002,18 @@ impl Service {
                 self.admitted(ri, ns, Operation::Update, old, Some(&new), sub_name, opts)
                     .await?,
             );
-            if opts.user.is_some() && sub == Subresource::Main {
-                crate::quota::admit(self, ri, ns, old, &new, opts.dry_run).await?;
+            if sub == Subresource::Main
+                && ri.group.is_empty()
+                && ri.resource == "persistentvolumeclaims"
+            {
+                crate::limitrange::validate(self, ri, ns, &new)?;
             }
+            let _charged = match opts.user {
+                Some(_) if sub == Subresource::Main => {
+                    crate::quota::admit(self, ri, ns, old, &new, opts.dry_run).await?
+                }
+                _ => None,
+            };
             let txn = if sub == Subresource::Main {
                 self.allocate(ri, &mut new, Some(&view_value), opts.dry_run)
                     .await?

@@ -344,6 +344,48 @@ fn limit_ranges_default_and_bound_containers() {
         p["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
         "LimitRanger plugin set: memory request for container c; cpu, memory limit for container c"
     );
+    // A limit alone is the request (kube's Pod defaults come before LimitRanger's).
+    let r = http.post_json(&pods, &pod("limited", json!({"limits": {"cpu": "500m"}})));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json()["spec"]["containers"][0]["resources"]["requests"],
+        json!({"cpu": "500m", "memory": "256Mi"})
+    );
+    // A Pod's deadline may be lowered, not removed.
+    let r = http.post_json(
+        &pods,
+        &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "deadline"},
+            "spec": {"activeDeadlineSeconds": 60,
+                "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = http.patch(
+        &format!("{pods}/deadline"),
+        "application/merge-patch+json",
+        &json!({"spec": {"activeDeadlineSeconds": null}}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    // Claims are held to PersistentVolumeClaim items on create and on update.
+    s.kubectl_stdin(
+        &["-n", NS, "apply", "-f", "-"],
+        "apiVersion: v1\nkind: LimitRange\nmetadata: {name: storage}\nspec:\n  limits:\n  - type: PersistentVolumeClaim\n    max: {storage: 1Gi}\n",
+    );
+    let pvcs = format!("/api/v1/namespaces/{NS}/persistentvolumeclaims");
+    let claim = |size: &str| {
+        json!({"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}}}})
+    };
+    refused(
+        &http.post_json(&pvcs, &claim("2Gi")),
+        "persistentvolumeclaims \"data\" is forbidden: maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 2Gi",
+    );
+    assert_eq!(http.post_json(&pvcs, &claim("500Mi")).status, 201);
+    let r = http.patch(
+        &format!("{pvcs}/data"),
+        "application/merge-patch+json",
+        &json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}}),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
     let r = http.post_json(
         &pods,
         &pod(

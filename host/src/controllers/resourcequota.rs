@@ -76,6 +76,8 @@ impl ResourceQuotaController {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
+        // No write charges this namespace's quotas while they are recounted.
+        let _lock = crate::quota::namespace_lock(ns).lock_owned().await;
         let mut objects: Vec<(Arc<ResourceInfo>, Value)> = Vec::new();
         for (group, resource) in counted_kinds(&quota) {
             let gr = if group.is_empty() {
@@ -187,7 +189,10 @@ impl Follower for ResourceQuotaController {
                 (_, Observed::Deleted) => false,
                 (Some(p), Observed::Modified) => {
                     let v = obj.parse();
-                    p.parse().pointer("/spec/hard") != v.pointer("/spec/hard")
+                    let before = p.parse();
+                    ["/spec/hard", "/spec/scopes", "/spec/scopeSelector"]
+                        .iter()
+                        .any(|f| before.pointer(f) != v.pointer(f))
                         || v.pointer("/status/hard") != v.pointer("/spec/hard")
                 }
                 _ => true,
@@ -195,7 +200,9 @@ impl Follower for ResourceQuotaController {
             if limits_changed {
                 self.base.queue.add((ns.clone(), name));
             }
-            if how != Observed::Listed {
+            // Quotas that count quotas: only when one comes or goes (a charge, a Modified, would
+            // otherwise recount every quota of the namespace on every write).
+            if matches!(how, Observed::Added | Observed::Deleted) {
                 self.queue_counting(&ns, &ri.group, &ri.resource);
             }
             return;

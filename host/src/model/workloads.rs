@@ -125,7 +125,7 @@ pub fn qos_class(spec: Option<&Value>) -> &'static str {
 
 /// kube's `SetDefaults_Pod` (a Pod's, not a template's): a container with a limit but no
 /// request for a resource requests its limit.
-fn requests_from_limits(spec: &mut Value) {
+pub(crate) fn requests_from_limits(spec: &mut Value) {
     for field in ["containers", "initContainers"] {
         for c in spec
             .get_mut(field)
@@ -458,6 +458,26 @@ fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
     let (Some(new_spec), Some(old_spec)) = (new.get("spec"), old.get("spec")) else {
         return Vec::new();
     };
+    // kube: `activeDeadlineSeconds` may be set or lowered, never removed or raised (a Pod
+    // charged to a `Terminating` quota stays there).
+    let deadline = |s: &Value| s.get("activeDeadlineSeconds").and_then(Value::as_i64);
+    match (deadline(old_spec), deadline(new_spec)) {
+        (Some(_), None) => {
+            return vec![Cause::new(
+                "FieldValueInvalid",
+                "spec.activeDeadlineSeconds",
+                "Invalid value: \"null\": must not update from a positive integer to nil value",
+            )]
+        }
+        (Some(was), Some(now)) if now > was => {
+            return vec![Cause::new(
+                "FieldValueInvalid",
+                "spec.activeDeadlineSeconds",
+                format!("Invalid value: {now}: must be less than or equal to previous value"),
+            )]
+        }
+        _ => {}
+    }
     let mut mutated = new_spec.clone();
     let Some(m) = mutated.as_object_mut() else {
         return Vec::new();
@@ -631,7 +651,7 @@ fn resource_requirements(c: &Value, path: &str, causes: &mut Vec<Cause>) {
             if amount(v) > amount(l) {
                 causes.push(Cause::new(
                     "FieldValueInvalid",
-                    &format!("{path}.requests"),
+                    &format!("{path}.requests[{k}]"),
                     format!(
                         "Invalid value: \"{}\": must be less than or equal to {k} limit of {}",
                         v.as_str().unwrap_or_default(),
