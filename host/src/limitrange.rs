@@ -15,16 +15,11 @@ use crate::service::Service;
 pub const RESOURCE: &str = "limitranges";
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
-/// The items of every LimitRange in `ns`, from the store's index.
+/// The items of every LimitRange in `ns`.
 fn items(svc: &Service, ns: &str) -> Vec<Value> {
-    let Ok(snap) = svc.store.list(RESOURCE, None) else {
-        return Vec::new();
-    };
-    let prefix = crate::model::item_key(ns, "");
-    snap.items
-        .range(prefix.clone()..)
-        .take_while(|(k, _)| k.starts_with(&prefix))
-        .flat_map(|(_, o)| {
+    svc.stored_in(RESOURCE, ns)
+        .iter()
+        .flat_map(|o| {
             o.parse()
                 .pointer("/spec/limits")
                 .and_then(Value::as_array)

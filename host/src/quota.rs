@@ -524,18 +524,9 @@ pub(crate) fn namespace_lock(ns: &str) -> std::sync::Arc<tokio::sync::Mutex<()>>
     l
 }
 
-/// The quotas of namespace `ns`, straight from the store's index: one range of an ordered map,
-/// so a write in a namespace without quotas pays a lookup, not a list.
+/// The quotas of namespace `ns`.
 fn quotas_in(svc: &Service, ns: &str) -> Vec<std::sync::Arc<crate::store::StoredObject>> {
-    let Ok(snap) = svc.store.list(RESOURCE, None) else {
-        return Vec::new();
-    };
-    let prefix = crate::model::item_key(ns, "");
-    snap.items
-        .range(prefix.clone()..)
-        .take_while(|(k, _)| k.starts_with(&prefix))
-        .map(|(_, v)| v.clone())
-        .collect()
+    svc.stored_in(RESOURCE, ns)
 }
 
 /// `status.used` of a quota from what `objects` (every stored object of the kinds its hard

@@ -663,6 +663,20 @@ impl Service {
         )
     }
 
+    /// Every stored object of `resource` (its storage key) in namespace `ns`, straight from the
+    /// store's index: one range of an ordered map, so a namespace with none pays a lookup.
+    pub fn stored_in(&self, resource: &str, ns: &str) -> Vec<Arc<StoredObject>> {
+        let Ok(snap) = self.store.list(resource, None) else {
+            return Vec::new();
+        };
+        let prefix = crate::model::item_key(ns, "");
+        snap.items
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
     /// Create the namespaces that exist from the first start.
     pub async fn bootstrap(&self) -> Result<()> {
         let ri = self

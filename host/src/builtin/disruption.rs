@@ -92,13 +92,14 @@ pub fn set_condition(
     }));
 }
 
-/// `UpdateDisruptionAllowedCondition`: `DisruptionAllowed` True (`SufficientPods`) while a
-/// disruption is allowed, False (`InsufficientPods`) otherwise.
-pub fn update_allowed_condition(status: &mut Map<String, Value>) {
-    let allowed = status
-        .get("disruptionsAllowed")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+/// Set the budget's `DisruptionAllowed` condition in `status` to `value` with `reason` and
+/// `message`, at the status's `observedGeneration`.
+pub fn set_allowed_condition(
+    status: &mut Map<String, Value>,
+    value: &str,
+    reason: &str,
+    message: &str,
+) {
     let observed = status
         .get("observedGeneration")
         .and_then(Value::as_i64)
@@ -108,26 +109,22 @@ pub fn update_allowed_condition(status: &mut Map<String, Value>) {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if allowed > 0 {
-        set_condition(
-            &mut conditions,
-            CONDITION,
-            "True",
-            SUFFICIENT_PODS,
-            "",
-            observed,
-        );
-    } else {
-        set_condition(
-            &mut conditions,
-            CONDITION,
-            "False",
-            INSUFFICIENT_PODS,
-            "",
-            observed,
-        );
-    }
+    set_condition(&mut conditions, CONDITION, value, reason, message, observed);
     status.insert("conditions".into(), Value::Array(conditions));
+}
+
+/// `UpdateDisruptionAllowedCondition`: `DisruptionAllowed` True (`SufficientPods`) while a
+/// disruption is allowed, False (`InsufficientPods`) otherwise.
+pub fn update_allowed_condition(status: &mut Map<String, Value>) {
+    let allowed = status
+        .get("disruptionsAllowed")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if allowed > 0 {
+        set_allowed_condition(status, "True", SUFFICIENT_PODS, "");
+    } else {
+        set_allowed_condition(status, "False", INSUFFICIENT_PODS, "");
+    }
 }
 
 /// `ConditionsAreUpToDate`: the condition says what `disruptionsAllowed` says, for the budget's

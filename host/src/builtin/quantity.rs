@@ -194,20 +194,25 @@ fn fast_path(s: &str, p: &Parsed<'_>, exponent: i64, format: Format) -> Option<S
 /// kube's `inf.Dec` path: the exact value rounded up (away from zero) to nano units, capped at
 /// 2^63-1.
 fn slow_path(p: &Parsed<'_>, base: u32, exponent: i64, mut format: Format) -> String {
+    let nano = nano_of(p, base, exponent);
+    if format == Format::BinarySI && nano > 0 && nano < 1_000_000_000 {
+        format = Format::DecimalSI;
+    }
+    render(!p.positive, nano, -9, format)
+}
+
+/// The magnitude of a parsed quantity in nano units (rounded up, at most [`MAX_NANO`]).
+fn nano_of(p: &Parsed<'_>, base: u32, exponent: i64) -> u128 {
     let all = format!("{}{}", p.num, p.denom);
     let digits = all.trim_start_matches('0');
     // value = digits * 10^e10 * 2^e2, in nano units.
     let mut e10 = 9 - p.denom.len() as i64 + if base == 10 { exponent } else { 0 };
     let e2 = if base == 2 { exponent as u32 } else { 0 };
-    let nano = if digits.is_empty() {
+    if digits.is_empty() {
         0
     } else {
         nano_units(digits, &mut e10, e2)
-    };
-    if format == Format::BinarySI && nano > 0 && nano < 1_000_000_000 {
-        format = Format::DecimalSI;
     }
-    render(!p.positive, nano, -9, format)
 }
 
 /// `ceil(digits * 10^e10 * 2^e2)`, at most [`MAX_NANO`].
@@ -335,15 +340,7 @@ pub fn nano_value(s: &str) -> Result<(i128, bool), QuantityError> {
     }
     let p = parse(s)?;
     let (base, exponent, format) = interpret(p.suffix).ok_or(QuantityError::Suffix)?;
-    let all = format!("{}{}", p.num, p.denom);
-    let digits = all.trim_start_matches('0');
-    let mut e10 = 9 - p.denom.len() as i64 + if base == 10 { exponent } else { 0 };
-    let e2 = if base == 2 { exponent as u32 } else { 0 };
-    let nano = if digits.is_empty() {
-        0
-    } else {
-        nano_units(digits, &mut e10, e2)
-    };
+    let nano = nano_of(&p, base, exponent);
     let signed = i128::try_from(nano).unwrap_or(i128::MAX);
     Ok((
         if p.positive { signed } else { -signed },

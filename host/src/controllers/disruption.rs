@@ -103,24 +103,7 @@ impl DisruptionController {
                     return Err(e);
                 };
                 status.insert("disruptionsAllowed".into(), json!(0));
-                let observed = status
-                    .get("observedGeneration")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                let mut conditions = status
-                    .get("conditions")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                pdb::set_condition(
-                    &mut conditions,
-                    pdb::CONDITION,
-                    "False",
-                    pdb::SYNC_FAILED,
-                    &e.to_string(),
-                    observed,
-                );
-                status.insert("conditions".into(), Value::Array(conditions));
+                pdb::set_allowed_condition(status, "False", pdb::SYNC_FAILED, &e.to_string());
                 super::write_back(svc, &pdbs, ns, name, b, Subresource::Status).await?;
                 Err(e)
             }
