@@ -683,6 +683,25 @@ impl Service {
             .registry
             .lookup("", "v1", NAMESPACES)
             .ok_or_else(|| ApiError::internal("namespaces are not registered"))?;
+        // kube's system PriorityClasses, then its namespaces.
+        if let Some(pcs) =
+            self.registry
+                .lookup(crate::priority::GROUP, "v1", crate::priority::RESOURCE)
+        {
+            for pc in crate::priority::system_classes() {
+                if self
+                    .store
+                    .get(&Self::key(&pcs, "", meta::name(&pc)))
+                    .is_none()
+                {
+                    match self.create(&pcs, "", pc, &WriteOptions::default()).await {
+                        Ok(_) => {}
+                        Err(e) if e.code == 409 => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
         for ns in SYSTEM_NAMESPACES {
             if self.store.get(&Self::key(&ri, "", ns)).is_none() {
                 let obj =
@@ -1390,6 +1409,8 @@ impl Service {
             }
         }
         crate::limitrange::apply_defaults(self, ri, ns, &mut obj);
+        // kube's Priority plugin: a Pod's priority from its class; one default class.
+        crate::priority::admit(self, ri, &mut obj, None)?;
         let mut warnings = self
             .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
             .await?;
@@ -2008,6 +2029,9 @@ impl Service {
                 .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
                 .await?;
             let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
+            if sub == Subresource::Main {
+                crate::priority::admit(self, ri, &mut new, old)?;
+            }
             warnings.extend(Self::admit(ri, &mut new, old, opts)?);
             Self::validate_sub(ri, &new, old, sub)?;
             Self::guard_after_admission(ri, ns, old, &new, opts)?;

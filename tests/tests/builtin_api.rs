@@ -267,8 +267,12 @@ fn an_ordinary_manifest_applies_and_reapplies_unchanged() {
             .as_array()
             .unwrap()
             .iter()
-            // The host's own: the `kubernetes` Service and `default` ServiceAccount.
-            .filter(|i| i["metadata"]["name"] != "default" && i["metadata"]["name"] != "kubernetes")
+            // The host's own: the `kubernetes` Service, `default` ServiceAccount and kube's
+            // system PriorityClasses.
+            .filter(|i| {
+                let name = i["metadata"]["name"].as_str().unwrap_or("");
+                name != "default" && name != "kubernetes" && !name.starts_with("system-")
+            })
             .map(|i| {
                 (
                     format!("{}/{}", i["kind"], i["metadata"]["name"]),

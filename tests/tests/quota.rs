@@ -398,3 +398,62 @@ fn limit_ranges_default_and_bound_containers() {
         "pods \"big\" is forbidden: [minimum cpu usage per Container is 50m, but request is 10m, maximum cpu usage per Container is 1, but limit is 2, maximum memory usage per Container is 1Gi, but limit is 2Gi]",
     );
 }
+
+#[test]
+fn pods_get_their_priority_from_their_class() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    let http = s.http();
+    // kube's system classes exist from the first start.
+    let pc = s.kubectl_json(&["get", "priorityclass", "system-cluster-critical"]);
+    assert_eq!(pc["value"], 2000000000);
+    let pods = format!("/api/v1/namespaces/{NS}/pods");
+    let mut critical = pod("critical", json!({}));
+    critical["spec"]["priorityClassName"] = json!("system-cluster-critical");
+    let r = http.post_json(&pods, &critical);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let p = r.json();
+    assert_eq!(p["spec"]["priority"], 2000000000);
+    assert_eq!(p["spec"]["preemptionPolicy"], "PreemptLowerPriority");
+    // An update that leaves them out keeps them.
+    let mut again = p.clone();
+    again["spec"].as_object_mut().unwrap().remove("priority");
+    again["metadata"]["labels"] = json!({"x": "y"});
+    let r = http.put_json(&format!("{pods}/critical"), &again);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["spec"]["priority"], 2000000000);
+    // Without a class: priority 0, until a class is the default.
+    let r = http.post_json(&pods, &pod("plain", json!({})));
+    assert_eq!(r.json()["spec"]["priority"], 0, "{}", r.text());
+    let mut unknown = pod("unknown", json!({}));
+    unknown["spec"]["priorityClassName"] = json!("gold");
+    refused(
+        &http.post_json(&pods, &unknown),
+        "pods \"unknown\" is forbidden: no PriorityClass with name gold was found",
+    );
+    let mut forged = pod("forged", json!({}));
+    forged["spec"]["priority"] = json!(5);
+    refused(
+        &http.post_json(&pods, &forged),
+        "pods \"forged\" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name",
+    );
+    let classes = "/apis/scheduling.k8s.io/v1/priorityclasses";
+    let class = |name: &str, value: i64, default: bool| {
+        json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "globalDefault": default})
+    };
+    assert_eq!(
+        http.post_json(classes, &class("silver", 1000, true)).status,
+        201
+    );
+    refused(
+        &http.post_json(classes, &class("bronze", 10, true)),
+        "priorityclasses.scheduling.k8s.io \"bronze\" is forbidden: PriorityClass silver is already marked as default. Only one default can exist",
+    );
+    let r = http.post_json(classes, &class("huge", 2000000000, false));
+    assert_eq!(r.status, 422, "{}", r.text());
+    let r = http.post_json(&pods, &pod("defaulted", json!({})));
+    let p = r.json();
+    assert_eq!(p["spec"]["priorityClassName"], "silver", "{p}");
+    assert_eq!(p["spec"]["priority"], 1000);
+}

@@ -19,6 +19,7 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
         ("", "configmaps") => config_map(obj, old),
         ("", "secrets") => secret(obj, old),
         ("", "namespaces") => namespace_finalizers(obj, old),
+        (crate::priority::GROUP, crate::priority::RESOURCE) => crate::priority::validate(obj, old),
         (super::disruption::GROUP, super::disruption::RESOURCE) => super::disruption::validate(obj),
         _ => Vec::new(),
     }
