@@ -74,44 +74,69 @@ fn forbidden(ri: &ResourceInfo, obj: &Value, why: String) -> ApiError {
     } else {
         format!("{}.{}", ri.resource, ri.group)
     };
-    ApiError::forbidden(format!("{gr} \"{}\" is forbidden: {why}", meta::name(obj))).with_details(
+    // Before its name is generated, kube names an object by its `generateName`.
+    let name = match meta::name(obj) {
+        "" => meta::meta_str(obj, "generateName").unwrap_or(""),
+        n => n,
+    };
+    ApiError::forbidden(format!("{gr} \"{name}\" is forbidden: {why}")).with_details(
         &ri.group,
         &ri.resource,
-        meta::name(obj),
+        name,
     )
 }
 
-/// kube's Priority admission of a Pod create (`old` none) or update, and of PriorityClass
-/// writes (one `globalDefault`).
-pub fn admit(
+/// kube's PriorityClass storage: the system classes cannot be deleted.
+pub fn check_delete(ri: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+    if is_priority_classes(ri) && SYSTEM.iter().any(|(n, _, _)| *n == name) {
+        return Err(ApiError::forbidden(format!(
+            "priorityclasses.scheduling.k8s.io \"{name}\" is forbidden: this is a system priority class and cannot be deleted"
+        ))
+        .with_details(GROUP, RESOURCE, name));
+    }
+    Ok(())
+}
+
+/// kube's Priority plugin on a PriorityClass write (validating phase): one `globalDefault`.
+pub fn check_default(
+    svc: &Service,
+    ri: &ResourceInfo,
+    obj: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    if !is_priority_classes(ri) || obj.get("globalDefault") != Some(&json!(true)) {
+        return Ok(());
+    }
+    if let Some(d) = default_class(svc) {
+        if old.is_none() || meta::name(&d) != meta::name(obj) {
+            return Err(forbidden(
+                ri,
+                obj,
+                format!(
+                    "PriorityClass {} is already marked as default. Only one default can exist",
+                    meta::name(&d)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// kube's Priority admission of a Pod create (`old` none) or update (mutating phase).
+pub async fn admit(
     svc: &Service,
     ri: &ResourceInfo,
     obj: &mut Value,
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
-    if is_priority_classes(ri) {
-        if obj.get("globalDefault") != Some(&json!(true)) {
-            return Ok(());
-        }
-        if let Some(d) = default_class(svc) {
-            let other = meta::name(&d) != meta::name(obj);
-            if old.is_none() || other {
-                return Err(forbidden(
-                    ri,
-                    obj,
-                    format!(
-                        "PriorityClass {} is already marked as default. Only one default can exist",
-                        meta::name(&d)
-                    ),
-                ));
-            }
-        }
-        return Ok(());
-    }
     if !is_pods(ri) {
         return Ok(());
     }
-    let spec_of = |v: &Value, f: &str| v.pointer(&format!("/spec/{f}")).cloned();
+    let spec_of = |v: &Value, f: &str| {
+        v.pointer(&format!("/spec/{f}"))
+            .filter(|x| !x.is_null())
+            .cloned()
+    };
     if let Some(old) = old {
         // What admission set at create stays (validation refuses any change).
         for f in ["priority", "preemptionPolicy"] {
@@ -143,7 +168,15 @@ pub fn admit(
             None => (String::new(), 0, Some(PREEMPT_LOWER.to_owned())),
         }
     } else {
-        let Some(c) = classes(svc).into_iter().find(|c| meta::name(c) == name) else {
+        let mut found = classes(svc).into_iter().find(|c| meta::name(c) == name);
+        if found.is_none() {
+            // Not in this host's view: on a store shared by several hosts it may have been
+            // created through another a moment ago.
+            if svc.store.sync().await.is_ok() {
+                found = classes(svc).into_iter().find(|c| meta::name(c) == name);
+            }
+        }
+        let Some(c) = found else {
             return Err(forbidden(
                 ri,
                 obj,
@@ -190,32 +223,35 @@ pub fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let name = meta::name(obj);
     let value = obj.get("value").and_then(Value::as_i64).unwrap_or(0);
     let global = obj.get("globalDefault") == Some(&json!(true));
-    if name.starts_with("system-") {
-        let why = match SYSTEM.iter().find(|(n, _, _)| *n == name) {
-            None => Some(format!("{name} is not a known system priority class")),
-            Some((_, v, _)) if *v != value => {
-                Some(format!("value of {name} PriorityClass must be {v}"))
-            }
-            Some(_) if global => Some(format!(
-                "globalDefault of {name} PriorityClass must be false"
-            )),
-            Some(_) => None,
-        };
-        if let Some(why) = why {
+    // The name and value rules are the create's (kube's update validation checks only what
+    // may not change), so a class stored before them stays writable.
+    let reserved = match SYSTEM.iter().find(|(n, _, _)| *n == name) {
+        _ if !name.starts_with("system-") => None,
+        None => Some(format!("{name} is not a known system priority class")),
+        Some((_, v, _)) if *v != value => {
+            Some(format!("value of {name} PriorityClass must be {v}"))
+        }
+        Some(_) if global => Some(format!(
+            "globalDefault of {name} PriorityClass must be false"
+        )),
+        Some(_) => None,
+    };
+    if old.is_none() {
+        if let Some(why) = reserved {
             causes.push(Cause::new(
                 "FieldValueForbidden",
                 "metadata.name",
                 format!("Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: {why}"),
             ));
+        } else if value > HIGHEST_USER && !name.starts_with("system-") {
+            causes.push(Cause::new(
+                "FieldValueForbidden",
+                "value",
+                format!(
+                    "Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER}"
+                ),
+            ));
         }
-    } else if value > HIGHEST_USER {
-        causes.push(Cause::new(
-            "FieldValueForbidden",
-            "value",
-            format!(
-                "Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER}"
-            ),
-        ));
     }
     if let Some(p) = obj.get("preemptionPolicy").and_then(Value::as_str) {
         if !matches!(p, "PreemptLowerPriority" | "Never") {

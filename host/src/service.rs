@@ -1410,7 +1410,7 @@ impl Service {
         }
         crate::limitrange::apply_defaults(self, ri, ns, &mut obj);
         // kube's Priority plugin: a Pod's priority from its class; one default class.
-        crate::priority::admit(self, ri, &mut obj, None)?;
+        crate::priority::admit(self, ri, &mut obj, None).await?;
         let mut warnings = self
             .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
             .await?;
@@ -1433,6 +1433,7 @@ impl Service {
             Self::generate_name(ri, &mut obj, prefix);
         }
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
+        crate::priority::check_default(self, ri, &obj, None)?;
         if ri.group.is_empty() && ri.resource == "pods" {
             let qos = crate::model::workloads::qos_class(obj.get("spec"));
             if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
@@ -2030,9 +2031,12 @@ impl Service {
                 .await?;
             let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
             if sub == Subresource::Main {
-                crate::priority::admit(self, ri, &mut new, old)?;
+                crate::priority::admit(self, ri, &mut new, old).await?;
             }
             warnings.extend(Self::admit(ri, &mut new, old, opts)?);
+            if sub == Subresource::Main {
+                crate::priority::check_default(self, ri, &new, old)?;
+            }
             Self::validate_sub(ri, &new, old, sub)?;
             Self::guard_after_admission(ri, ns, old, &new, opts)?;
             Self::track_fields(ri, old, &mut new, supplied, sub, opts);
@@ -2435,6 +2439,7 @@ impl Service {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<(Deleted, Vec<String>)> {
+        crate::priority::check_delete(ri, name)?;
         let mut warnings = Vec::new();
         if let Some(user) = &opts.user {
             let current = self.get(ri, ns, name)?;

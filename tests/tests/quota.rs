@@ -407,6 +407,11 @@ fn pods_get_their_priority_from_their_class() {
     // kube's system classes exist from the first start.
     let pc = s.kubectl_json(&["get", "priorityclass", "system-cluster-critical"]);
     assert_eq!(pc["value"], 2000000000);
+    // ... and cannot be deleted.
+    refused(
+        &http.delete("/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical"),
+        "priorityclasses.scheduling.k8s.io \"system-node-critical\" is forbidden: this is a system priority class and cannot be deleted",
+    );
     let pods = format!("/api/v1/namespaces/{NS}/pods");
     let mut critical = pod("critical", json!({}));
     critical["spec"]["priorityClassName"] = json!("system-cluster-critical");
@@ -430,6 +435,13 @@ fn pods_get_their_priority_from_their_class() {
     refused(
         &http.post_json(&pods, &unknown),
         "pods \"unknown\" is forbidden: no PriorityClass with name gold was found",
+    );
+    let mut unnamed = pod("", json!({}));
+    unnamed["metadata"] = json!({"generateName": "anon-"});
+    unnamed["spec"]["priorityClassName"] = json!("gold");
+    refused(
+        &http.post_json(&pods, &unnamed),
+        "pods \"anon-\" is forbidden: no PriorityClass with name gold was found",
     );
     let mut forged = pod("forged", json!({}));
     forged["spec"]["priority"] = json!(5);
