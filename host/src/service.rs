@@ -663,6 +663,31 @@ impl Service {
         )
     }
 
+    /// kube's built-in mutating admission plugins on a create, in kube's order and before the
+    /// configured ones: LimitRanger (a Pod's default requests and limits, after kube's own Pod
+    /// defaults, which decoding applies there: a limit is the request it lacks), then Priority
+    /// (a Pod's priority from its class).
+    async fn builtin_mutation(&self, ri: &ResourceInfo, ns: &str, obj: &mut Value) -> Result<()> {
+        if ri.group.is_empty() && ri.resource == "pods" {
+            if let Some(spec) = obj.get_mut("spec") {
+                crate::model::workloads::requests_from_limits(spec);
+            }
+        }
+        crate::limitrange::apply_defaults(self, ri, ns, obj);
+        crate::priority::admit(self, ri, obj, None).await
+    }
+
+    /// A new Pod's QoS class (kube's PrepareForCreate), from its decoded quantities.
+    fn qos_on_create(ri: &ResourceInfo, obj: &mut Value) {
+        if !(ri.group.is_empty() && ri.resource == "pods") {
+            return;
+        }
+        let qos = crate::model::workloads::qos_class(obj.get("spec"));
+        if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+            status.insert("qosClass".into(), json!(qos));
+        }
+    }
+
     /// Every stored object of `resource` (its storage key) in namespace `ns`, straight from the
     /// store's index: one range of an ordered map, so a namespace with none pays a lookup.
     pub fn stored_in(&self, resource: &str, ns: &str) -> Vec<Arc<StoredObject>> {
@@ -1400,17 +1425,7 @@ impl Service {
         if let Some(guard) = opts.guard.as_ref().filter(|g| !g.after_admission()) {
             guard.check(ri, ns, None, &obj)?;
         }
-        // kube's LimitRanger, the first mutating admission plugin: a Pod's containers get the
-        // namespace's default requests and limits (after kube's own Pod defaults, which decoding
-        // applies there: a limit is the request it lacks).
-        if ri.group.is_empty() && ri.resource == "pods" {
-            if let Some(spec) = obj.get_mut("spec") {
-                crate::model::workloads::requests_from_limits(spec);
-            }
-        }
-        crate::limitrange::apply_defaults(self, ri, ns, &mut obj);
-        // kube's Priority plugin: a Pod's priority from its class; one default class.
-        crate::priority::admit(self, ri, &mut obj, None).await?;
+        self.builtin_mutation(ri, ns, &mut obj).await?;
         let mut warnings = self
             .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
             .await?;
@@ -1434,12 +1449,7 @@ impl Service {
         }
         warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
         crate::priority::check_default(self, ri, &obj, None)?;
-        if ri.group.is_empty() && ri.resource == "pods" {
-            let qos = crate::model::workloads::qos_class(obj.get("spec"));
-            if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
-                status.insert("qosClass".into(), json!(qos));
-            }
-        }
+        Self::qos_on_create(ri, &mut obj);
         Self::validate_sub(ri, &obj, None, Subresource::Main)?;
         Self::guard_after_admission(ri, ns, None, &obj, opts)?;
         Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);

@@ -51,10 +51,9 @@ fn pod(name: &str, resources: Value) -> Value {
         "spec": {"containers": [{"name": "c", "image": "nginx", "resources": resources}]}})
 }
 
-#[test]
-fn object_counts_hold_on_what_is_stored() {
-    let s = Server::start().unwrap();
-    s.kubectl_ok(&["create", "namespace", NS]);
+/// The user `ed`, bound to `edit` in the namespace: its token (its kubeconfig is
+/// `DATA/ed.kubeconfig`).
+fn tenant(s: &Server) -> String {
     let (_, token) = s.mint("ed", &[]).unwrap();
     s.kubectl_ok(&[
         "-n",
@@ -65,6 +64,14 @@ fn object_counts_hold_on_what_is_stored() {
         "--clusterrole=edit",
         "--user=ed",
     ]);
+    token
+}
+
+#[test]
+fn object_counts_hold_on_what_is_stored() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", NS]);
+    let token = tenant(&s);
     let ed = s.http_with_token(Some(&token));
     quota(
         &s,
@@ -224,16 +231,7 @@ fn pods_must_say_what_they_use_and_fit_in_it() {
 fn what_pods_say_cannot_get_them_out_of_a_quota() {
     let s = Server::start().unwrap();
     s.kubectl_ok(&["create", "namespace", NS]);
-    let (_, token) = s.mint("ed", &[]).unwrap();
-    s.kubectl_ok(&[
-        "-n",
-        NS,
-        "create",
-        "rolebinding",
-        "ed",
-        "--clusterrole=edit",
-        "--user=ed",
-    ]);
+    let token = tenant(&s);
     let ed = s.http_with_token(Some(&token));
     quota(&s, "pods", json!({"pods": "3"}));
     let scoped = |name: &str, hard: Value, scope: &str| {
