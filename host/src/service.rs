@@ -44,6 +44,9 @@ pub enum Subresource {
     /// A Namespace's `finalize`: the one way to change its `spec.finalizers` (kube's
     /// `FinalizeREST`); its status stays.
     Finalize,
+    /// A Pod's `ephemeralcontainers`: only `spec.ephemeralContainers` change, and only by
+    /// additions (kube's `EphemeralContainersREST`, what `kubectl debug` writes).
+    EphemeralContainers,
 }
 
 impl Subresource {
@@ -55,6 +58,7 @@ impl Subresource {
             Subresource::Scale => "scale",
             Subresource::Approval => "approval",
             Subresource::Finalize => "finalize",
+            Subresource::EphemeralContainers => "ephemeralcontainers",
         }
     }
 }
@@ -1133,6 +1137,7 @@ impl Service {
         ri: &ResourceInfo,
         obj: &mut Value,
         old: Option<&Value>,
+        sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<Vec<String>> {
         // Built-in kinds: decoded as kube decodes them into their types, then CRDs, and kube's
@@ -1154,7 +1159,7 @@ impl Service {
             } else {
                 crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
                 crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, old.is_none());
-                crate::model::workloads::validate(&ri.group, &ri.resource, obj, old)
+                crate::builtin::validation::for_write(&ri.group, &ri.resource, obj, old, sub)
             };
             causes.extend(crate::auth::escalation::role_ref_causes(ri, obj, old));
             if !causes.is_empty() {
@@ -1447,7 +1452,7 @@ impl Service {
         if let (false, Some(prefix)) = (named, &generate) {
             Self::generate_name(ri, &mut obj, prefix);
         }
-        warnings.extend(Self::admit(ri, &mut obj, None, opts)?);
+        warnings.extend(Self::admit(ri, &mut obj, None, Subresource::Main, opts)?);
         crate::priority::check_default(self, ri, &obj, None)?;
         Self::qos_on_create(ri, &mut obj);
         Self::validate_sub(ri, &obj, None, Subresource::Main)?;
@@ -2043,7 +2048,7 @@ impl Service {
             if sub == Subresource::Main {
                 crate::priority::admit(self, ri, &mut new, old).await?;
             }
-            warnings.extend(Self::admit(ri, &mut new, old, opts)?);
+            warnings.extend(Self::admit(ri, &mut new, old, sub, opts)?);
             if sub == Subresource::Main {
                 crate::priority::check_default(self, ri, &new, old)?;
             }
@@ -2247,10 +2252,13 @@ impl Service {
         old: Option<&Value>,
         sub: Subresource,
     ) -> Result<()> {
-        if !crate::builtin::csr::is_csrs(ri) {
+        let causes = if sub == Subresource::EphemeralContainers {
+            crate::builtin::validation::ephemeral_containers_update(obj, old)
+        } else if crate::builtin::csr::is_csrs(ri) {
+            crate::builtin::csr::validate(obj, old, sub)
+        } else {
             return Ok(());
-        }
-        let causes = crate::builtin::csr::validate(obj, old, sub);
+        };
         if causes.is_empty() {
             return Ok(());
         }
@@ -2283,6 +2291,29 @@ impl Service {
         sub: Subresource,
     ) -> Result<Value> {
         let csr = crate::builtin::csr::is_csrs(ri);
+        if sub == Subresource::EphemeralContainers {
+            // kube's `dropNonEphemeralContainerUpdates`: the stored Pod with the request's
+            // ephemeral containers.
+            let mut out = current.clone();
+            let wanted = new
+                .pointer("/spec/ephemeralContainers")
+                .filter(|v| !v.is_null())
+                .cloned();
+            if let Some(o) = out.as_object_mut() {
+                let spec = o.entry("spec").or_insert_with(|| json!({}));
+                if let Some(spec) = spec.as_object_mut() {
+                    match wanted {
+                        Some(e) => {
+                            spec.insert("ephemeralContainers".into(), e);
+                        }
+                        None => {
+                            spec.remove("ephemeralContainers");
+                        }
+                    }
+                }
+            }
+            return Ok(out);
+        }
         if matches!(sub, Subresource::Status | Subresource::Approval) {
             // /status: everything but status stays as stored (/approval: but the conditions).
             let mut out = current.clone();

@@ -525,3 +525,78 @@ fn a_list_file_round_trips_and_is_validated_with_openapi_v2() {
     }
     assert_eq!(get("text/html").status().as_u16(), 406);
 }
+
+/// `kubectl debug` adds an ephemeral container through `pods/ephemeralcontainers`: only
+/// additions, only that field, and an unknown subresource is kube's 404 with empty `details`
+/// (kubectl reads `details.name` of it and crashed when there were none).
+#[test]
+fn kubectl_debug_adds_an_ephemeral_container() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["run", "app", "--image=nginx:1.27", "--labels=run=app"]);
+    let out = s.kubectl(&[
+        "debug",
+        "app",
+        "--image=busybox:1.36",
+        "--container=dbg",
+        "--profile=general",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pod = s.kubectl_json(&["get", "pod", "app", "-o", "json"]);
+    let eph = &pod["spec"]["ephemeralContainers"];
+    assert_eq!(eph[0]["name"], "dbg", "{pod}");
+    assert_eq!(eph[0]["image"], "busybox:1.36");
+    assert_eq!(pod["spec"]["containers"][0]["image"], "nginx:1.27");
+
+    let http = s.http();
+    let path = "/api/v1/namespaces/default/pods/app/ephemeralcontainers";
+    let got = http.get(path);
+    assert_eq!(got.status, 200, "{}", got.text());
+    assert_eq!(got.json()["kind"], "Pod");
+    // Removing or changing an existing one is refused, as kube refuses it.
+    let mut removed = got.json();
+    removed["spec"]["ephemeralContainers"] = serde_json::json!([]);
+    let r = http.put_json(path, &removed);
+    let st = turtles_tests::assert_status(&r, 422, "Invalid");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .contains("existing ephemeral containers \"dbg\" may not be removed"),
+        "{st}"
+    );
+    // Other fields of the body are ignored: only the ephemeral containers change.
+    let mut other = got.json();
+    other["spec"]["containers"][0]["image"] = "nginx:9".into();
+    other["metadata"]["labels"]["x"] = "y".into();
+    other["spec"]["ephemeralContainers"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "dbg2", "image": "busybox:1.36"}));
+    let r = http.put_json(path, &other);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let pod = s.kubectl_json(&["get", "pod", "app", "-o", "json"]);
+    assert_eq!(pod["spec"]["containers"][0]["image"], "nginx:1.27");
+    assert!(pod["metadata"]["labels"].get("x").is_none(), "{pod}");
+    assert_eq!(pod["spec"]["ephemeralContainers"][1]["name"], "dbg2");
+    // Not through the main resource.
+    let out = s.kubectl(&[
+        "patch",
+        "pod",
+        "app",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/ephemeralContainers"}]"#,
+    ]);
+    assert!(!out.status.success());
+    // Discovery lists it, as kubectl debug's fallback checks.
+    let list = http.get("/api/v1").json();
+    assert!(list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["name"] == "pods/ephemeralcontainers"));
+    // An unknown subresource: kube's generic 404, `details` present and empty.
+    let r = http.get("/api/v1/namespaces/default/pods/app/bogus");
+    let st = turtles_tests::assert_status(&r, 404, "NotFound");
+    assert_eq!(st["details"], serde_json::json!({}), "{st}");
+}

@@ -136,6 +136,7 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                     }
                     if r.group.is_empty() && r.resource == "pods" {
                         subs.push(json!({"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"}, "verbs": ["create"]}));
+                        subs.push(json!({"subresource": "ephemeralcontainers", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
                         subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
                     }
                     if r.group.is_empty() && r.resource == "serviceaccounts" {
@@ -286,6 +287,13 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "namespaced": true,
                 "kind": "Binding",
                 "verbs": ["create"],
+            }));
+            list.push(json!({
+                "name": "pods/ephemeralcontainers",
+                "singularName": "",
+                "namespaced": true,
+                "kind": "Pod",
+                "verbs": ["get", "patch", "update"],
             }));
             // kubectl drain looks for this entry (group and version included) before it evicts
             // instead of deleting.

@@ -577,6 +577,12 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
         [name, "binding"] if is_pods && namespace.is_some() => {
             (Some((*name).to_owned()), Subresource::Main, false, true)
         }
+        [name, "ephemeralcontainers"] if is_pods && namespace.is_some() => (
+            Some((*name).to_owned()),
+            Subresource::EphemeralContainers,
+            false,
+            false,
+        ),
         [name, "eviction"] if is_pods && namespace.is_some() => {
             eviction = true;
             (Some((*name).to_owned()), Subresource::Main, false, false)

@@ -151,7 +151,10 @@ impl WriteGuard for CsrGuard {
                     ));
                 }
             }
-            Subresource::Main | Subresource::Scale | Subresource::Finalize => {}
+            Subresource::Main
+            | Subresource::Scale
+            | Subresource::Finalize
+            | Subresource::EphemeralContainers => {}
         }
         Ok(())
     }

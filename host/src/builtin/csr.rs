@@ -143,7 +143,10 @@ pub fn prepare_update(sub: Subresource, current: &Value, new: &mut Value) {
             }
             populate_timestamps(new, current);
         }
-        Subresource::Main | Subresource::Scale | Subresource::Finalize => {}
+        Subresource::Main
+            | Subresource::Scale
+            | Subresource::Finalize
+            | Subresource::EphemeralContainers => {}
     }
 }
 

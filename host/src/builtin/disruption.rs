@@ -190,7 +190,7 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
         }
     }
     if let Some(sel) = spec.get("selector").filter(|s| !s.is_null()) {
-        label_selector(sel, "spec.selector", &mut causes);
+        validate_label_selector(sel, "spec.selector", &mut causes);
     }
     if let Some(p) = spec
         .get("unhealthyPodEvictionPolicy")
@@ -277,7 +277,7 @@ fn int_or_percent(v: &Value, field: &str, causes: &mut Vec<Cause>) {
 }
 
 /// `ValidateLabelSelector`: each expression's operator and values, and the selector as a whole.
-fn label_selector(sel: &Value, field: &str, causes: &mut Vec<Cause>) {
+pub(crate) fn validate_label_selector(sel: &Value, field: &str, causes: &mut Vec<Cause>) {
     let exprs = sel
         .get("matchExpressions")
         .and_then(Value::as_array)

@@ -13,6 +13,81 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 
 const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
 
+pub(crate) mod field;
+
+/// kube's `ValidatePodEphemeralContainersUpdate` (the `ephemeralcontainers` subresource): the
+/// Pod as a whole must be valid, and ephemeral containers may be added but not removed or
+/// changed. kube appends a diff of the change to its message; turtles names the container only.
+pub fn ephemeral_containers_update(new: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = crate::model::workloads::validate("", "pods", new, None);
+    let Some(old) = old else {
+        return causes;
+    };
+    if old
+        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+        .is_some()
+    {
+        return vec![field::forbidden(
+            "",
+            "static pods do not support ephemeral containers",
+        )];
+    }
+    let path = "spec.ephemeralContainers";
+    let by_name = |pod: &Value| -> Vec<(String, Value)> {
+        field::items(pod.get("spec").unwrap_or(&Value::Null), "ephemeralContainers")
+            .iter()
+            .map(|c| (field::str_of(c, "name").to_owned(), c.clone()))
+            .collect()
+    };
+    let now = by_name(new);
+    for (name, was) in by_name(old) {
+        match now.iter().find(|(n, _)| *n == name) {
+            None => causes.push(field::forbidden(
+                path,
+                &format!(
+                    "existing ephemeral containers {} may not be removed\n",
+                    field::quoted(&name)
+                ),
+            )),
+            Some((_, c)) if *c != was => causes.push(field::forbidden(
+                &field::child(path, &name),
+                &format!(
+                    "existing ephemeral containers {} may not be changed\n",
+                    field::quoted(&name)
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+    causes
+}
+
+/// The validation of a write of a built-in kind through `sub`: kube's `ValidateX` on create,
+/// `ValidateXUpdate` on update, the status-only `ValidateXStatusUpdate` through `/status` for
+/// the kinds that have one, and nothing here for `ephemeralcontainers` (its own rule runs from
+/// [`ephemeral_containers_update`]).
+pub fn for_write(
+    group: &str,
+    resource: &str,
+    obj: &Value,
+    old: Option<&Value>,
+    sub: crate::service::Subresource,
+) -> Vec<Cause> {
+    use crate::service::Subresource;
+    match (sub, old) {
+        (Subresource::EphemeralContainers, _) => Vec::new(),
+        (Subresource::Status, Some(old)) => status_update(group, resource, obj, old)
+            .unwrap_or_else(|| crate::model::workloads::validate(group, resource, obj, Some(old))),
+        _ => crate::model::workloads::validate(group, resource, obj, old),
+    }
+}
+
+/// kube's status-update validation of the kinds whose `/status` writes are validated on
+/// their own (`None`: the kind's whole validation runs, as before these existed).
+fn status_update(_group: &str, _resource: &str, _obj: &Value, _old: &Value) -> Option<Vec<Cause>> {
+    None
+}
+
 /// Causes for the kinds this module knows (`old` is the stored object on update).
 pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     match (group, resource) {

@@ -96,13 +96,17 @@ impl ApiError {
         Self::new(404, "NotFound", message).with_details(group, resource, name)
     }
 
-    /// A path that names no resource at all.
+    /// A path that names no resource at all: kube's `NewGenericServerResponse(404)`, whose
+    /// `details` is present and empty (`"details":{}`); kubectl reads `details.name` of such a
+    /// 404 (`kubectl debug` without the `ephemeralcontainers` subresource) and crashes on none.
     pub fn path_not_found() -> Self {
-        Self::new(
+        let mut e = Self::new(
             404,
             "NotFound",
             "the server could not find the requested resource",
-        )
+        );
+        e.details = Some(Box::default());
+        e
     }
 
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
@@ -288,6 +292,13 @@ pub fn success_status(group: &str, kind_plural: &str, name: &str, uid: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_not_found_has_empty_details_as_kube() {
+        let s = ApiError::path_not_found().to_status();
+        assert_eq!(s["details"], json!({}));
+        assert_eq!(s["message"], "the server could not find the requested resource");
+    }
 
     #[test]
     fn not_found_message_matches_kube() {

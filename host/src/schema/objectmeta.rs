@@ -365,7 +365,7 @@ pub(crate) fn qualified_name(s: &str) -> Vec<String> {
     errs
 }
 
-fn label_value(s: &str) -> Vec<String> {
+pub(crate) fn label_value(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());
