@@ -412,3 +412,47 @@ fn python_controller_hot_reloads() {
 fn javascript_controller_hot_reloads() {
     hot_reload("js", "js-greeter", "js-greeter-v2");
 }
+
+/// The C node runs a Pod with requests (Burstable: the QoS class set at create stays, as kube
+/// refuses changing it) and reports a container added by `kubectl debug` running.
+#[test]
+fn kubectl_debug_on_a_running_pod_starts_its_ephemeral_container() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    s.drop_controller("node", &guest("node")).unwrap();
+    wait_running(&s, &["node"]);
+    s.kubectl_ok(&[
+        "run",
+        "app",
+        "--image=nginx:1.27",
+        "--overrides",
+        r#"{"spec":{"containers":[{"name":"app","image":"nginx:1.27","resources":{"requests":{"cpu":"100m"}}}]}}"#,
+    ]);
+    let pod = poll("the Pod to run", DEADLINE, || {
+        let p = s.kubectl_json(&["get", "pod", "app", "-o", "json"]);
+        running(&p).then_some(p)
+    })
+    .unwrap();
+    assert_eq!(pod["status"]["qosClass"], "Burstable", "{pod}");
+    s.kubectl_ok(&["debug", "app", "--image=busybox:1.36", "--container=dbg"]);
+    let pod = poll("the ephemeral container to run", DEADLINE, || {
+        let p = s.kubectl_json(&["get", "pod", "app", "-o", "json"]);
+        let st = &p["status"]["ephemeralContainerStatuses"][0];
+        (st["name"] == "dbg" && st["state"]["running"].is_object()).then_some(p)
+    })
+    .unwrap();
+    assert_eq!(pod["status"]["qosClass"], "Burstable", "{pod}");
+    // A status write may not change the class.
+    let r = s.http().patch(
+        "/api/v1/namespaces/default/pods/app/status",
+        "application/merge-patch+json",
+        &json!({"status": {"qosClass": "BestEffort"}}),
+    );
+    let st = turtles_tests::assert_status(&r, 422, "Invalid");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .contains("status.qosClass: Invalid value: \"BestEffort\": field is immutable"),
+        "{st}"
+    );
+}

@@ -20,6 +20,7 @@
  *   spec.template.metadata.annotations reach its Pods). A real kubelet restarts the failed
  *   container of an OnFailure Pod in place; this one fails the Pod. Pods of restartPolicy Always
  *   (the default) run forever.
+ * - An ephemeral container added to a Running Pod (`kubectl debug`) is reported running.
  * - A Pod being deleted loses the finalizer (JSON patch, test + remove), so it goes away.
  */
 #include <stdio.h>
@@ -335,12 +336,15 @@ static turtles_outcome running(const turtles_key *key, const json *pod) {
     json_push(conditions, condition(pod, "ContainersReady", "True", NULL, now));
     json_push(conditions, condition(pod, "PodScheduled", "True", NULL, now));
     json *status = json_build("{\"phase\":\"Running\",\"conditions\":%J,\"hostIP\":%s,\"hostIPs\":[{\"ip\":%s}],"
-                              "\"podIP\":%s,\"podIPs\":[{\"ip\":%s}],\"startTime\":%s,\"qosClass\":\"BestEffort\","
+                              "\"podIP\":%s,\"podIPs\":[{\"ip\":%s}],\"startTime\":%s,"
                               "\"containerStatuses\":%J}",
                               conditions, NODE_IP, NODE_IP, ip, ip, json_pstr(pod, "/status/startTime", now),
                               container_statuses(pod, "/spec/containers", "running", now));
     if (json_len(json_pointer(pod, "/spec/initContainers")))
         json_set(status, "initContainerStatuses", container_statuses(pod, "/spec/initContainers", "terminated", now));
+    if (json_len(json_pointer(pod, "/spec/ephemeralContainers")))
+        json_set(status, "ephemeralContainerStatuses",
+                 container_statuses(pod, "/spec/ephemeralContainers", "running", now));
     turtles_outcome err;
     bool ok = patch_pod(key, "/status", json_build("{\"status\":%J}", status), "status Running of", &err);
     if (ok) turtles_info("pod %s/%s running with IP %s", key->namespace_, key->name, ip);
@@ -414,6 +418,17 @@ static turtles_outcome run_to_completion(const turtles_key *key, const json *pod
     return turtles_done();
 }
 
+/* The ephemeral containers' statuses, each running (kubectl debug waits for its container). */
+static turtles_outcome ephemeral_started(const turtles_key *key, const json *pod) {
+    char now[32];
+    turtles_now(now);
+    json *patch = json_build("{\"status\":{\"ephemeralContainerStatuses\":%J}}",
+                             container_statuses(pod, "/spec/ephemeralContainers", "running", now));
+    turtles_outcome err;
+    if (!patch_pod(key, "/status", patch, "ephemeral container status of", &err)) return err;
+    return turtles_done();
+}
+
 /* Whether every container status is in the given state ("waiting" / "running"). */
 static bool containers_in(const json *pod, const char *state) {
     json *statuses = json_pointer(pod, "/status/containerStatuses");
@@ -436,6 +451,10 @@ turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
     const char *phase = json_pstr(pod, "/status/phase", "");
     if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) return turtles_done();
     if (strcmp(phase, "Running") == 0 && containers_in(pod, "running") && json_pstr(pod, "/status/podIP", NULL)) {
+        /* An ephemeral container added since (kubectl debug): started at once. */
+        if (json_len(json_pointer(pod, "/status/ephemeralContainerStatuses")) !=
+            json_len(json_pointer(pod, "/spec/ephemeralContainers")))
+            return ephemeral_started(key, pod);
         const char *restart = json_pstr(pod, "/spec/restartPolicy", "Always");
         if (strcmp(restart, "Never") == 0 || strcmp(restart, "OnFailure") == 0) return run_to_completion(key, pod);
         return turtles_done(); /* already up, for good */

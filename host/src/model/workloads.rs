@@ -455,6 +455,25 @@ fn validate_replicated(deployment: bool, obj: &Value, old: Option<&Value>) -> Ve
 /// `activeDeadlineSeconds`, `tolerations` and `terminationGracePeriodSeconds`, and scheduling
 /// gates can only be removed (`spec.nodeName` is set through the `binding` subresource).
 fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
+    // kube's `ValidatePodStatusUpdate`: the QoS class set at create never changes (the main
+    // resource keeps the stored status; `/status` writes are checked here).
+    let qos = |p: &Value| {
+        p.pointer("/status/qosClass")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    // (A Pod stored before turtles set the class at create may get one.)
+    if qos(new) != qos(old) && !qos(old).is_empty() {
+        return vec![Cause::new(
+            "FieldValueInvalid",
+            "status.qosClass",
+            format!(
+                "Invalid value: {}: field is immutable",
+                Value::String(qos(new))
+            ),
+        )];
+    }
     let (Some(new_spec), Some(old_spec)) = (new.get("spec"), old.get("spec")) else {
         return Vec::new();
     };
