@@ -181,6 +181,16 @@ fn resource_paths(r: &ResourceInfo, prefix: &str, name: &str, v3: bool) -> Vec<(
             json!({"get": op("get"), "put": op("put"), "patch": op("patch")}),
         ));
     }
+    // Subresources that take and answer the kind itself.
+    if r.group.is_empty() && r.resource == "namespaces" {
+        out.push((format!("{item}/finalize"), json!({"put": op("put")})));
+    }
+    if r.group.is_empty() && r.resource == "pods" {
+        out.push((
+            format!("{item}/ephemeralcontainers"),
+            json!({"get": op("get"), "put": op("put"), "patch": op("patch")}),
+        ));
+    }
     if crate::builtin::csr::is_csrs(r) {
         out.push((
             format!("{item}/approval"),
