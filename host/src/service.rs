@@ -1159,8 +1159,14 @@ impl Service {
             } else {
                 crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
                 crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, old.is_none());
+                if sub == Subresource::Main {
+                    crate::builtin::validation::prepare(&ri.group, &ri.resource, obj, old);
+                }
                 crate::builtin::validation::for_write(&ri.group, &ri.resource, obj, old, sub)
             };
+            if opts.user.is_none() {
+                causes.retain(|c| !crate::builtin::validation::host_may_store(&ri.resource, c));
+            }
             causes.extend(crate::auth::escalation::role_ref_causes(ri, obj, old));
             if !causes.is_empty() {
                 return Err(ApiError::invalid(

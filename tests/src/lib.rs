@@ -831,7 +831,13 @@ pub fn example_fields(kind: &str) -> Value {
             json!({"spec": {"defaultBackend": {"service": {"name": "ex", "port": {"number": 80}}}}})
         }
         "NetworkPolicy" => json!({"spec": {"podSelector": {}}}),
+        "IngressClass" => json!({"spec": {"controller": "example.com/ingress-controller"}}),
         "StorageClass" => json!({"provisioner": "example.com/ex"}),
+        "VolumeAttachment" => json!({"spec": {"attacher": "example.com",
+            "nodeName": "node-1", "source": {"persistentVolumeName": "pv-1"}}}),
+        "VolumeAttributesClass" => json!({"driverName": "example.com/csi",
+            "parameters": {"iops": "100"}}),
+        "EndpointSlice" => json!({"addressType": "IPv4"}),
         "PriorityClass" => json!({"value": 10}),
         "RuntimeClass" => json!({"handler": "runc"}),
         "Lease" => json!({"spec": {"holderIdentity": "me"}}),

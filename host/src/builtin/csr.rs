@@ -144,9 +144,9 @@ pub fn prepare_update(sub: Subresource, current: &Value, new: &mut Value) {
             populate_timestamps(new, current);
         }
         Subresource::Main
-            | Subresource::Scale
-            | Subresource::Finalize
-            | Subresource::EphemeralContainers => {}
+        | Subresource::Scale
+        | Subresource::Finalize
+        | Subresource::EphemeralContainers => {}
     }
 }
 

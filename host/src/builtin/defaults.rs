@@ -29,6 +29,65 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
                 template(t);
             }
         }
+        // kube's `SetDefaults_RoleBinding`/`ClusterRoleBinding` and `SetDefaults_Subject`.
+        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => {
+            if let Some(r) = obj.get_mut("roleRef").and_then(Value::as_object_mut) {
+                let empty = r
+                    .get("apiGroup")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty);
+                if empty {
+                    r.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));
+                }
+            }
+            for subject in array_mut(obj, "subjects") {
+                let Some(m) = subject.as_object_mut() else {
+                    continue;
+                };
+                let empty = m
+                    .get("apiGroup")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty);
+                let user_or_group = matches!(
+                    m.get("kind").and_then(Value::as_str),
+                    Some("User" | "Group")
+                );
+                if empty && user_or_group {
+                    m.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));
+                }
+            }
+        }
+        // kube's `SetDefaults_IngressClass`: parameters without a scope are cluster-scoped.
+        // kube's `SetDefaults_CSIDriver`.
+        ("storage.k8s.io", "csidrivers") => {
+            if let Some(o) = obj.as_object_mut() {
+                let spec = o.entry("spec").or_insert_with(|| json!({}));
+                if let Some(spec) = spec.as_object_mut() {
+                    for (k, v) in [
+                        ("attachRequired", json!(true)),
+                        ("podInfoOnMount", json!(false)),
+                        ("storageCapacity", json!(false)),
+                        ("fsGroupPolicy", json!("ReadWriteOnceWithFSType")),
+                        ("requiresRepublish", json!(false)),
+                        ("volumeLifecycleModes", json!(["Persistent"])),
+                        ("seLinuxMount", json!(false)),
+                    ] {
+                        let unset = spec.get(k).is_none_or(Value::is_null);
+                        if unset {
+                            spec.insert(k.into(), v);
+                        }
+                    }
+                }
+            }
+        }
+        ("networking.k8s.io", "ingressclasses") => {
+            if let Some(p) = spec_of(obj)
+                .and_then(|s| s.get_mut("parameters"))
+                .and_then(Value::as_object_mut)
+            {
+                p.entry("scope").or_insert(json!("Cluster"));
+            }
+        }
         ("", "persistentvolumeclaims") => {
             if let Some(spec) = spec_of(obj) {
                 spec.entry("volumeMode").or_insert(json!("Filesystem"));
@@ -192,7 +251,9 @@ fn array_mut<'a>(v: &'a mut Value, field: &str) -> impl Iterator<Item = &'a mut 
 
 fn protocol_tcp(port: &mut Value) {
     if let Some(p) = port.as_object_mut() {
-        p.entry("protocol").or_insert(json!("TCP"));
+        if p.get("protocol").is_none_or(Value::is_null) {
+            p.insert("protocol".into(), json!("TCP"));
+        }
     }
 }
 
@@ -211,8 +272,37 @@ fn spec_template(spec: &mut Map<String, Value>) {
 
 /// `SetDefaults_Service` (IP families and addresses are the allocator's, not defaults).
 fn service(obj: &mut Value) {
+    if let Some(o) = obj.as_object_mut() {
+        let spec = o.entry("spec").or_insert_with(|| json!({}));
+        if spec.is_null() {
+            *spec = json!({});
+        }
+    }
+    let lb_ingress_ip_mode = |obj: &mut Value| {
+        let ingress = obj
+            .pointer_mut("/status/loadBalancer/ingress")
+            .and_then(Value::as_array_mut);
+        for ing in ingress.into_iter().flatten() {
+            if let Some(m) = ing.as_object_mut() {
+                let has_ip = m
+                    .get("ip")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.is_empty());
+                if has_ip && m.get("ipMode").is_none_or(Value::is_null) {
+                    m.insert("ipMode".into(), json!("VIP"));
+                }
+            }
+        }
+    };
+    let load_balancer = obj.pointer("/spec/type").and_then(Value::as_str) == Some("LoadBalancer");
+    if load_balancer {
+        lb_ingress_ip_mode(obj);
+    }
     let Some(spec) = spec_of(obj) else { return };
     spec.entry("sessionAffinity").or_insert(json!("None"));
+    if spec.get("sessionAffinity").and_then(Value::as_str) == Some("None") {
+        spec.remove("sessionAffinityConfig");
+    }
     let ty = spec
         .entry("type")
         .or_insert(json!("ClusterIP"))
@@ -234,9 +324,19 @@ fn service(obj: &mut Value) {
         spec.entry("internalTrafficPolicy")
             .or_insert(json!("Cluster"));
     }
-    if matches!(ty.as_str(), "NodePort" | "LoadBalancer") {
-        spec.entry("externalTrafficPolicy")
-            .or_insert(json!("Cluster"));
+    // kube's `ExternallyAccessible`: node ports, load balancers, external IPs.
+    let external_ips = spec
+        .get("externalIPs")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if matches!(ty.as_str(), "NodePort" | "LoadBalancer") || (ty == "ClusterIP" && external_ips) {
+        let unset = spec
+            .get("externalTrafficPolicy")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty);
+        if unset {
+            spec.insert("externalTrafficPolicy".into(), json!("Cluster"));
+        }
     }
     if ty == "LoadBalancer" {
         spec.entry("allocateLoadBalancerNodePorts")

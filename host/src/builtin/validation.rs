@@ -14,6 +14,10 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
 
 pub(crate) mod field;
+mod misc;
+mod networking;
+mod service;
+mod storage;
 
 /// kube's `ValidatePodEphemeralContainersUpdate` (the `ephemeralcontainers` subresource): the
 /// Pod as a whole must be valid, and ephemeral containers may be added but not removed or
@@ -34,10 +38,13 @@ pub fn ephemeral_containers_update(new: &Value, old: Option<&Value>) -> Vec<Caus
     }
     let path = "spec.ephemeralContainers";
     let by_name = |pod: &Value| -> Vec<(String, Value)> {
-        field::items(pod.get("spec").unwrap_or(&Value::Null), "ephemeralContainers")
-            .iter()
-            .map(|c| (field::str_of(c, "name").to_owned(), c.clone()))
-            .collect()
+        field::items(
+            pod.get("spec").unwrap_or(&Value::Null),
+            "ephemeralContainers",
+        )
+        .iter()
+        .map(|c| (field::str_of(c, "name").to_owned(), c.clone()))
+        .collect()
     };
     let now = by_name(new);
     for (name, was) in by_name(old) {
@@ -82,10 +89,40 @@ pub fn for_write(
     }
 }
 
+/// Whether a cause of validating the host's own write may be let pass: the `kubernetes`
+/// Service's Endpoints and EndpointSlice advertise a loopback address when the host listens on
+/// one (kube-apiserver refuses to advertise one; turtles is often run on loopback only).
+pub fn host_may_store(resource: &str, cause: &Cause) -> bool {
+    matches!(resource, "endpoints" | "endpointslices")
+        && cause.message.contains("may not be in the loopback range")
+}
+
+/// What kube's strategies change in a write before validating it, beyond defaults: a
+/// PersistentVolumeClaim's data sources (`storage::prepare_pvc_spec`).
+pub fn prepare(group: &str, resource: &str, obj: &mut Value, old: Option<&Value>) {
+    if (group, resource) == ("", "persistentvolumeclaims") {
+        if let Some(spec) = obj.get_mut("spec") {
+            storage::prepare_pvc_spec(spec, old.and_then(|o| o.get("spec")));
+        }
+    }
+}
+
 /// kube's status-update validation of the kinds whose `/status` writes are validated on
 /// their own (`None`: the kind's whole validation runs, as before these existed).
-fn status_update(_group: &str, _resource: &str, _obj: &Value, _old: &Value) -> Option<Vec<Cause>> {
-    None
+fn status_update(group: &str, resource: &str, obj: &Value, old: &Value) -> Option<Vec<Cause>> {
+    match (group, resource) {
+        ("networking.k8s.io", _) => Some(networking::validate_status(resource, obj, old)),
+        ("autoscaling", _) | ("", "nodes" | "resourcequotas") => {
+            Some(misc::validate_status(group, resource, obj, old))
+        }
+        ("storage.k8s.io", _) | ("", "persistentvolumeclaims" | "persistentvolumes") => {
+            Some(storage::validate_status(group, resource, obj, old))
+        }
+        ("discovery.k8s.io", _) | ("", "services" | "endpoints") => {
+            Some(service::validate_status(group, resource, obj, old))
+        }
+        _ => None,
+    }
 }
 
 /// Causes for the kinds this module knows (`old` is the stored object on update).
@@ -96,6 +133,15 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
         ("", "namespaces") => namespace_finalizers(obj, old),
         (crate::priority::GROUP, crate::priority::RESOURCE) => crate::priority::validate(obj, old),
         (super::disruption::GROUP, super::disruption::RESOURCE) => super::disruption::validate(obj),
+        ("networking.k8s.io", _) => networking::validate(resource, obj, old),
+        ("storage.k8s.io", _) | ("", "persistentvolumeclaims" | "persistentvolumes") => {
+            storage::validate(group, resource, obj, old)
+        }
+        ("discovery.k8s.io", _) | ("", "services" | "endpoints") => {
+            service::validate(group, resource, obj, old)
+        }
+        ("autoscaling" | "coordination.k8s.io" | "rbac.authorization.k8s.io", _)
+        | ("", "nodes" | "resourcequotas") => misc::validate(group, resource, obj, old),
         _ => Vec::new(),
     }
 }

@@ -145,7 +145,14 @@ impl ApiError {
 
     /// 422 with one cause per violation: `ConfigMap "x" is invalid: [a, b]`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let parts: Vec<String> = causes.iter().map(ToString::to_string).collect();
+        // kube's `ToAggregate` drops repeated messages (the causes keep every one).
+        let mut parts: Vec<String> = Vec::with_capacity(causes.len());
+        for c in &causes {
+            let m = c.to_string();
+            if !parts.contains(&m) {
+                parts.push(m);
+            }
+        }
         let joined = if parts.len() == 1 {
             parts[0].clone()
         } else {
@@ -297,7 +304,10 @@ mod tests {
     fn path_not_found_has_empty_details_as_kube() {
         let s = ApiError::path_not_found().to_status();
         assert_eq!(s["details"], json!({}));
-        assert_eq!(s["message"], "the server could not find the requested resource");
+        assert_eq!(
+            s["message"],
+            "the server could not find the requested resource"
+        );
     }
 
     #[test]

@@ -272,28 +272,6 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
             );
             causes
         }
-        ("", "services") => {
-            let spec = obj.get("spec");
-            let headless = spec
-                .and_then(|s| s.get("clusterIP"))
-                .and_then(Value::as_str)
-                == Some("None");
-            let external_name =
-                spec.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("ExternalName");
-            let no_ports = spec
-                .and_then(|s| s.get("ports"))
-                .and_then(Value::as_array)
-                .is_none_or(Vec::is_empty);
-            if no_ports && !headless && !external_name {
-                vec![Cause::new(
-                    "FieldValueRequired",
-                    "spec.ports",
-                    "Required value",
-                )]
-            } else {
-                Vec::new()
-            }
-        }
         _ => crate::builtin::validation::validate(group, resource, obj, old),
     }
 }

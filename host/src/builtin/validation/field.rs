@@ -152,7 +152,9 @@ pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
 pub fn dns1123_label(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > DNS1123_LABEL_MAX {
-        errs.push(format!("must be no more than {DNS1123_LABEL_MAX} characters"));
+        errs.push(format!(
+            "must be no more than {DNS1123_LABEL_MAX} characters"
+        ));
     }
     if !is_dns1123_label(s) {
         errs.push(crate::model::meta::DNS1123_LABEL_MSG.to_owned());
@@ -223,23 +225,26 @@ pub fn port_num(port: i64) -> Vec<String> {
     }
 }
 
-/// `IsValidPortName` (an IANA_SVC_NAME).
+/// `IsValidPortName` (an IANA_SVC_NAME), with kube's messages in kube's order.
 pub fn port_name(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 15 {
         errs.push("must be no more than 15 characters".to_owned());
     }
-    if !s
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    if s.is_empty()
+        || !s
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
     {
-        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned());
-    }
-    if s.contains("--") {
-        errs.push("must not contain consecutive hyphens".to_owned());
+        errs.push(
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned(),
+        );
     }
     if !s.chars().any(|c| c.is_ascii_lowercase()) {
         errs.push("must contain at least one letter (a-z)".to_owned());
+    }
+    if s.contains("--") {
+        errs.push("must not contain consecutive hyphens".to_owned());
     }
     if s.starts_with('-') || s.ends_with('-') {
         errs.push("must not begin or end with a hyphen".to_owned());
@@ -293,7 +298,7 @@ pub fn labels(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
         }
         let v = v.as_str().unwrap_or("");
         for msg in label_value(v) {
-            out.push(invalid_str(&key(path, k), v, &msg));
+            out.push(invalid_str(path, v, &msg));
         }
     }
 }
@@ -327,7 +332,10 @@ mod tests {
         immutable(Some(&json!("b")), Some(&json!("a")), "spec.s", &mut out);
         immutable(None, Some(&Value::Null), "spec.t", &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].to_string(), "spec.s: Invalid value: \"b\": field is immutable");
+        assert_eq!(
+            out[0].to_string(),
+            "spec.s: Invalid value: \"b\": field is immutable"
+        );
     }
 
     #[test]
@@ -335,8 +343,12 @@ mod tests {
         assert!(port_name("http").is_empty());
         assert_eq!(port_name("HTTP").len(), 2);
         assert!(port_name("a--b").iter().any(|m| m.contains("consecutive")));
-        assert!(port_name("1234").iter().any(|m| m.contains("at least one letter")));
-        assert!(port_name("very-long-port-name").iter().any(|m| m.contains("15")));
+        assert!(port_name("1234")
+            .iter()
+            .any(|m| m.contains("at least one letter")));
+        assert!(port_name("very-long-port-name")
+            .iter()
+            .any(|m| m.contains("15")));
         assert!(port_num(0).len() == 1 && port_num(65535).is_empty());
         assert!(cidr("10.0.0.0/8").is_empty() && cidr("2001:db8::/64").is_empty());
         assert!(!cidr("10.0.0.0/33").is_empty() && !cidr("10.0.0.0").is_empty());
