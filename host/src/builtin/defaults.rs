@@ -133,19 +133,6 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
                 m.entry("volumeBindingMode").or_insert(json!("Immediate"));
             }
         }
-        ("storage.k8s.io", "csidrivers") => {
-            if let Some(spec) = spec_of(obj) {
-                spec.entry("attachRequired").or_insert(json!(true));
-                spec.entry("podInfoOnMount").or_insert(json!(false));
-                spec.entry("fsGroupPolicy")
-                    .or_insert(json!("ReadWriteOnceWithFSType"));
-                spec.entry("volumeLifecycleModes")
-                    .or_insert(json!(["Persistent"]));
-                spec.entry("requiresRepublish").or_insert(json!(false));
-                spec.entry("storageCapacity").or_insert(json!(false));
-                spec.entry("seLinuxMount").or_insert(json!(false));
-            }
-        }
         ("scheduling.k8s.io", "priorityclasses") => {
             if let Some(m) = obj.as_object_mut() {
                 m.entry("preemptionPolicy")

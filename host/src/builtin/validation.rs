@@ -14,8 +14,10 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
 
 pub(crate) mod field;
+mod goip;
 mod misc;
 mod networking;
+pub(crate) mod pod;
 mod service;
 mod storage;
 
@@ -23,7 +25,7 @@ mod storage;
 /// Pod as a whole must be valid, and ephemeral containers may be added but not removed or
 /// changed. kube appends a diff of the change to its message; turtles names the container only.
 pub fn ephemeral_containers_update(new: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let mut causes = crate::model::workloads::validate("", "pods", new, None);
+    let mut causes = pod::pod(new, old);
     let Some(old) = old else {
         return causes;
     };
@@ -121,6 +123,8 @@ fn status_update(group: &str, resource: &str, obj: &Value, old: &Value) -> Optio
         ("discovery.k8s.io", _) | ("", "services" | "endpoints") => {
             Some(service::validate_status(group, resource, obj, old))
         }
+        ("", "pods") => Some(crate::model::workloads::pod_status_update(obj, old)),
+        ("", "replicationcontrollers") => Some(pod::validate_status(resource, obj, old)),
         _ => None,
     }
 }
@@ -140,6 +144,7 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
         ("discovery.k8s.io", _) | ("", "services" | "endpoints") => {
             service::validate(group, resource, obj, old)
         }
+        ("", "replicationcontrollers" | "podtemplates") => pod::validate(resource, obj, old),
         ("autoscaling" | "coordination.k8s.io" | "rbac.authorization.k8s.io", _)
         | ("", "nodes" | "resourcequotas") => misc::validate(group, resource, obj, old),
         _ => Vec::new(),

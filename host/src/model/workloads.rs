@@ -6,6 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use super::Cause;
+use crate::builtin::validation::pod;
 use crate::selector::{label_selector_string, LabelSelector};
 
 /// Apply kube's defaults to an object of a workload kind (`group`, `resource`); other kinds are
@@ -217,15 +218,10 @@ fn image_tag(image: &str) -> Option<&str> {
 pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     match (group, resource) {
         ("", "pods") => {
-            let mut causes = Vec::new();
-            match obj.get("spec") {
-                Some(spec) => validate_pod_spec(spec, "spec", &mut causes),
-                None => causes.push(Cause::new(
-                    "FieldValueRequired",
-                    "spec.containers",
-                    "Required value",
-                )),
-            }
+            let mut causes = match old {
+                None => pod::pod_create(obj),
+                Some(old) => pod::pod(obj, Some(old)),
+            };
             if let Some(old) = old {
                 causes.extend(validate_pod_update(obj, old));
             }
@@ -287,7 +283,7 @@ fn validate_job_template(template: Option<&Value>, path: &str, causes: &mut Vec<
         ));
         return;
     };
-    validate_pod_spec(spec, &format!("{path}.spec"), causes);
+    pod::pod_spec(spec, &format!("{path}.spec"), causes);
     let field = format!("{path}.spec.restartPolicy");
     match spec.get("restartPolicy").and_then(Value::as_str) {
         Some("OnFailure" | "Never") => {}
@@ -380,7 +376,8 @@ fn validate_replicated(deployment: bool, obj: &Value, old: Option<&Value>) -> Ve
             }
             match t.get("spec") {
                 Some(ps) => {
-                    validate_pod_spec(ps, "spec.template.spec", &mut causes);
+                    let opts = pod::pod_opts(old.and_then(|o| o.pointer("/spec/template/spec")));
+                    pod::pod_spec_with(ps, "spec.template.spec", &opts, &mut causes);
                     if let Some(rp) = ps.get("restartPolicy").and_then(Value::as_str) {
                         if rp != "Always" {
                             causes.push(Cause::new(
@@ -433,8 +430,20 @@ fn validate_replicated(deployment: bool, obj: &Value, old: Option<&Value>) -> Ve
 /// `activeDeadlineSeconds`, `tolerations` and `terminationGracePeriodSeconds`, and scheduling
 /// gates can only be removed (`spec.nodeName` is set through the `binding` subresource).
 fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
-    // kube's `ValidatePodStatusUpdate`: the QoS class set at create never changes (the main
-    // resource keeps the stored status; `/status` writes are checked here).
+    let causes = pod_status_update(new, old);
+    if !causes.is_empty() {
+        return causes;
+    }
+    let (Some(new_spec), Some(old_spec)) = (new.get("spec"), old.get("spec")) else {
+        return Vec::new();
+    };
+    validate_pod_spec_update(new_spec, old_spec)
+}
+
+/// kube's `ValidatePodStatusUpdate` as far as turtles checks a Pod's status: the QoS class set
+/// at create never changes (the main resource keeps the stored status; `/status` writes are
+/// checked here, and only this: a status write does not validate the spec again).
+pub fn pod_status_update(new: &Value, old: &Value) -> Vec<Cause> {
     let qos = |p: &Value| {
         p.pointer("/status/qosClass")
             .and_then(Value::as_str)
@@ -452,9 +461,11 @@ fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
             ),
         )];
     }
-    let (Some(new_spec), Some(old_spec)) = (new.get("spec"), old.get("spec")) else {
-        return Vec::new();
-    };
+    Vec::new()
+}
+
+/// The spec part of kube's `ValidatePodUpdate`.
+fn validate_pod_spec_update(new_spec: &Value, old_spec: &Value) -> Vec<Cause> {
     // kube: `activeDeadlineSeconds` may be set or lowered, never removed or raised (a Pod
     // charged to a `Terminating` quota stays there).
     let deadline = |s: &Value| s.get("activeDeadlineSeconds").and_then(Value::as_i64);
@@ -540,124 +551,6 @@ fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
             changed.join(", ")
         ),
     )]
-}
-
-fn validate_pod_spec(spec: &Value, path: &str, causes: &mut Vec<Cause>) {
-    let containers = spec.get("containers").and_then(Value::as_array);
-    match containers {
-        None => causes.push(Cause::new(
-            "FieldValueRequired",
-            &format!("{path}.containers"),
-            "Required value",
-        )),
-        Some(list) if list.is_empty() => causes.push(Cause::new(
-            "FieldValueRequired",
-            &format!("{path}.containers"),
-            "Required value",
-        )),
-        Some(list) => {
-            let mut seen = std::collections::HashSet::new();
-            for (i, c) in list.iter().enumerate() {
-                let at = format!("{path}.containers[{i}]");
-                match c.get("name").and_then(Value::as_str) {
-                    None | Some("") => causes.push(Cause::new(
-                        "FieldValueRequired",
-                        &format!("{at}.name"),
-                        "Required value",
-                    )),
-                    Some(n) => {
-                        if !seen.insert(n.to_owned()) {
-                            causes.push(Cause::new(
-                                "FieldValueDuplicate",
-                                &format!("{at}.name"),
-                                format!("Duplicate value: \"{n}\""),
-                            ));
-                        }
-                    }
-                }
-                if c.get("image")
-                    .and_then(Value::as_str)
-                    .is_none_or(|s| s.trim().is_empty())
-                {
-                    causes.push(Cause::new(
-                        "FieldValueRequired",
-                        &format!("{at}.image"),
-                        "Required value",
-                    ));
-                }
-            }
-        }
-    }
-    for field in ["containers", "initContainers"] {
-        for (i, c) in spec
-            .get(field)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            resource_requirements(c, &format!("{path}.{field}[{i}].resources"), causes);
-        }
-    }
-    if let Some(o) = spec.get("overhead").and_then(Value::as_object) {
-        for (k, v) in o {
-            nonnegative(v, &format!("{path}.overhead[{k}]"), causes);
-        }
-    }
-}
-
-/// kube's `ValidateNonnegativeQuantity`.
-fn nonnegative(v: &Value, field: &str, causes: &mut Vec<Cause>) {
-    let n = v
-        .as_str()
-        .and_then(|s| crate::builtin::quantity::nano_value(s).ok())
-        .map_or(0, |(n, _)| n);
-    if n < 0 {
-        causes.push(Cause::new(
-            "FieldValueInvalid",
-            field,
-            format!(
-                "Invalid value: \"{}\": must be greater than or equal to 0",
-                v.as_str().unwrap_or_default()
-            ),
-        ));
-    }
-}
-
-/// kube's `ValidateResourceRequirements`: quantities not negative, and no request above its
-/// limit.
-fn resource_requirements(c: &Value, path: &str, causes: &mut Vec<Cause>) {
-    let map = |which: &str| {
-        c.pointer(&format!("/resources/{which}"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let (limits, requests) = (map("limits"), map("requests"));
-    for (k, v) in &limits {
-        nonnegative(v, &format!("{path}.limits[{k}]"), causes);
-    }
-    for (k, v) in &requests {
-        nonnegative(v, &format!("{path}.requests[{k}]"), causes);
-        let amount = |v: &Value| {
-            v.as_str()
-                .and_then(|s| crate::builtin::quantity::nano_value(s).ok())
-                .map_or(0, |(n, _)| n)
-        };
-        if let Some(l) = limits.get(k) {
-            if amount(v) > amount(l) {
-                causes.push(Cause::new(
-                    "FieldValueInvalid",
-                    &format!("{path}.requests[{k}]"),
-                    format!(
-                        "Invalid value: \"{}\": must be less than or equal to {k} limit of {}",
-                        v.as_str().unwrap_or_default(),
-                        l.as_str().unwrap_or_default()
-                    ),
-                ));
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use super::field::{
     items, label_value, not_supported, port_num, qualified_name, quoted, required, str_of,
     too_long, wildcard_dns1123_subdomain,
 };
+use super::goip::{is_ip_sloppy, parse_cidr_sloppy};
 use crate::model::status::Cause;
 
 static NULL: Value = Value::Null;
@@ -80,33 +81,6 @@ fn invalid_each(path: &str, value: &str, msgs: Vec<String>, out: &mut Vec<Cause>
 
 // ---- formats not in `field` (or in a different order there) ----
 
-/// `IsValidPortName`, in kube's order of messages (an empty name fails the charset check).
-fn port_name_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 15 {
-        errs.push("must be no more than 15 characters".to_owned());
-    }
-    if s.is_empty()
-        || !s
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        errs.push(
-            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned(),
-        );
-    }
-    if !s.bytes().any(|b| b.is_ascii_lowercase()) {
-        errs.push("must contain at least one letter (a-z)".to_owned());
-    }
-    if s.contains("--") {
-        errs.push("must not contain consecutive hyphens".to_owned());
-    }
-    if s.starts_with('-') || s.ends_with('-') {
-        errs.push("must not begin or end with a hyphen".to_owned());
-    }
-    errs
-}
-
 /// `IsValidPathSegmentName` (`content.IsPathSegmentName`).
 fn path_segment_name(s: &str) -> Vec<String> {
     for bad in [".", ".."] {
@@ -139,217 +113,6 @@ fn domain_prefixed_path(path: &str, value: &str, out: &mut Vec<Cause>) {
     if !rest.bytes().all(http_path_byte) {
         out.push(invalid_str(path, rest, HTTP_PATH_MSG));
     }
-}
-
-// ---- kube's sloppy IP parsing (k8s.io/utils/net ParseIPSloppy, ParseCIDRSloppy) ----
-
-/// Go's `dtoi`: the leading decimal digits of `s` as (value, digits), `None` when there is no
-/// digit or the value reaches 0xFFFFFF.
-fn dtoi(s: &[u8]) -> Option<(u32, usize)> {
-    let mut n: u32 = 0;
-    let mut used = 0;
-    for &b in s.iter().take_while(|b| b.is_ascii_digit()) {
-        n = n * 10 + u32::from(b - b'0');
-        if n >= 0xFF_FFFF {
-            return None;
-        }
-        used += 1;
-    }
-    (used > 0).then_some((n, used))
-}
-
-/// Go's `xtoi`: as `dtoi`, in hexadecimal.
-fn xtoi(s: &[u8]) -> Option<(u32, usize)> {
-    let mut n: u32 = 0;
-    let mut used = 0;
-    for &b in s {
-        let d = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            b'A'..=b'F' => b - b'A' + 10,
-            _ => break,
-        };
-        n = n * 16 + u32::from(d);
-        if n >= 0xFF_FFFF {
-            return None;
-        }
-        used += 1;
-    }
-    (used > 0).then_some((n, used))
-}
-
-/// The forked `parseIPv4`: four dot-separated decimal octets, leading zeros allowed.
-fn parse_ipv4_sloppy(s: &[u8]) -> Option<[u8; 4]> {
-    let mut rest = s;
-    let mut out = [0u8; 4];
-    for (i, slot) in out.iter_mut().enumerate() {
-        if i > 0 {
-            if rest.first() != Some(&b'.') {
-                return None;
-            }
-            rest = rest.get(1..)?;
-        }
-        let (n, used) = dtoi(rest)?;
-        *slot = u8::try_from(n).ok()?;
-        rest = rest.get(used..)?;
-    }
-    rest.is_empty().then_some(out)
-}
-
-/// The forked `parseIPv6` (no zone; a trailing dotted IPv4 part parsed as `parse_ipv4_sloppy`).
-fn parse_ipv6_sloppy(s: &[u8]) -> Option<[u8; 16]> {
-    let mut ip = [0u8; 16];
-    let mut ellipsis: Option<usize> = None;
-    let mut s = s;
-    if s.starts_with(b"::") {
-        ellipsis = Some(0);
-        s = s.get(2..)?;
-        if s.is_empty() {
-            return Some(ip);
-        }
-    }
-    let mut i = 0usize;
-    while i < 16 {
-        let (n, used) = xtoi(s)?;
-        if n > 0xFFFF {
-            return None;
-        }
-        if s.get(used) == Some(&b'.') {
-            if ellipsis.is_none() && i != 12 {
-                return None;
-            }
-            if i + 4 > 16 {
-                return None;
-            }
-            let v4 = parse_ipv4_sloppy(s)?;
-            ip.get_mut(i..i + 4)?.copy_from_slice(&v4);
-            s = &[];
-            i += 4;
-            break;
-        }
-        *ip.get_mut(i)? = (n >> 8) as u8;
-        *ip.get_mut(i + 1)? = (n & 0xFF) as u8;
-        i += 2;
-        s = s.get(used..)?;
-        if s.is_empty() {
-            break;
-        }
-        if s.first() != Some(&b':') || s.len() == 1 {
-            return None;
-        }
-        s = s.get(1..)?;
-        if s.first() == Some(&b':') {
-            if ellipsis.is_some() {
-                return None;
-            }
-            ellipsis = Some(i);
-            s = s.get(1..)?;
-            if s.is_empty() {
-                break;
-            }
-        }
-    }
-    if !s.is_empty() {
-        return None;
-    }
-    if i < 16 {
-        let e = ellipsis?;
-        let n = 16 - i;
-        if e > i {
-            return None;
-        }
-        ip.copy_within(e..i, e + n);
-        for b in ip.iter_mut().skip(e).take(n) {
-            *b = 0;
-        }
-    } else if ellipsis.is_some() {
-        return None;
-    }
-    Some(ip)
-}
-
-/// `netutils.ParseIPSloppy(s) != nil`.
-fn is_ip_sloppy(s: &str) -> bool {
-    for b in s.bytes() {
-        match b {
-            b'.' => return parse_ipv4_sloppy(s.as_bytes()).is_some(),
-            b':' => return parse_ipv6_sloppy(s.as_bytes()).is_some(),
-            _ => {}
-        }
-    }
-    false
-}
-
-/// Go's `IP.To4`: the 4-byte form of an IPv4 (or IPv4-mapped IPv6) address.
-fn to4(ip: &[u8]) -> Option<&[u8]> {
-    match ip.len() {
-        4 => Some(ip),
-        16 if ip.iter().take(10).all(|&b| b == 0)
-            && ip.get(10) == Some(&0xFF)
-            && ip.get(11) == Some(&0xFF) =>
-        {
-            ip.get(12..)
-        }
-        _ => None,
-    }
-}
-
-/// The first `ones` bits of `len` bytes set (Go's `CIDRMask`).
-fn mask_bytes(ones: usize, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| {
-            let bits = ones.saturating_sub(i * 8).min(8);
-            if bits == 0 {
-                0
-            } else {
-                (0xFFu16 << (8 - bits)) as u8
-            }
-        })
-        .collect()
-}
-
-/// A Go `*net.IPNet` as `ParseCIDRSloppy` returns it: the masked network address (4 bytes for
-/// an IPv4 CIDR, 16 for an IPv6 one, IPv4-mapped included) and the prefix length.
-struct GoNet {
-    ip: Vec<u8>,
-    ones: usize,
-}
-
-impl GoNet {
-    /// Go's `IPNet.Contains` (with its `networkNumberAndMask`).
-    fn contains(&self, ip: &[u8]) -> bool {
-        let mask = mask_bytes(self.ones, self.ip.len());
-        let (nn, m): (&[u8], &[u8]) = match to4(&self.ip) {
-            Some(v4) if mask.len() == 16 => (v4, mask.get(12..).unwrap_or_default()),
-            Some(v4) => (v4, mask.as_slice()),
-            None => (self.ip.as_slice(), mask.as_slice()),
-        };
-        let target = to4(ip).unwrap_or(ip);
-        target.len() == nn.len()
-            && m.len() == nn.len()
-            && nn
-                .iter()
-                .zip(m)
-                .zip(target)
-                .all(|((&a, &k), &b)| a & k == b & k)
-    }
-}
-
-/// `netutils.ParseCIDRSloppy`.
-fn parse_cidr_sloppy(s: &str) -> Option<GoNet> {
-    let (addr, bits) = s.split_once('/')?;
-    let ip: Vec<u8> = match parse_ipv4_sloppy(addr.as_bytes()) {
-        Some(v4) => v4.to_vec(),
-        None => parse_ipv6_sloppy(addr.as_bytes())?.to_vec(),
-    };
-    let (ones, used) = dtoi(bits.as_bytes())?;
-    let ones = ones as usize;
-    if used != bits.len() || ones > ip.len() * 8 {
-        return None;
-    }
-    let mask = mask_bytes(ones, ip.len());
-    let ip = ip.iter().zip(&mask).map(|(a, m)| a & m).collect();
-    Some(GoNet { ip, ones })
 }
 
 /// Core's `IsValidIPForLegacyField` with `StrictIPCIDRValidation` off: a value in `allowed`
@@ -658,7 +421,7 @@ fn ingress_backend(backend: &Value, path: &str, opts: IngressOpts, out: &mut Vec
                 (true, false) => invalid_each(
                     &child(&port_path, "name"),
                     port_name,
-                    port_name_errors(port_name),
+                    crate::builtin::validation::field::port_name(port_name),
                     out,
                 ),
                 (false, true) => {
@@ -1001,7 +764,12 @@ fn network_policy_port(port: &Value, path: &str, out: &mut Vec<Cause>) {
                     "may not be specified when `port` is non-numeric",
                 ));
             }
-            invalid_each(&port_path, name, port_name_errors(name), out);
+            invalid_each(
+                &port_path,
+                name,
+                crate::builtin::validation::field::port_name(name),
+                out,
+            );
         }
         _ => {
             if let Some(end) = end {

@@ -26,8 +26,8 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::field::{
-    child, dns1123_subdomain, duplicate, forbidden, index, invalid, invalid_str,
-    is_dns1123_label, items, key, label_value, not_supported, quoted, required, str_of, too_long,
+    child, dns1123_subdomain, duplicate, forbidden, index, invalid, invalid_str, is_dns1123_label,
+    items, key, label_value, not_supported, quoted, required, str_of, too_long,
 };
 use crate::model::status::Cause;
 
@@ -79,7 +79,11 @@ pub fn validate(resource: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
 pub fn validate_status(resource: &str, obj: &Value, _old: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     if resource == "replicationcontrollers" {
-        rc_status(obj.get("status").unwrap_or(&Value::Null), "status", &mut out);
+        rc_status(
+            obj.get("status").unwrap_or(&Value::Null),
+            "status",
+            &mut out,
+        );
     }
     out
 }
@@ -97,7 +101,12 @@ pub fn pod_template(template: &Value, path: &str, out: &mut Vec<Cause>) {
 
 /// kube's `ValidatePodTemplateSpec` on update, with the ratchets kube's
 /// `GetValidationOptionsFromPodTemplate(new, old)` allows from the stored template.
-pub fn pod_template_update(template: &Value, old_template: &Value, path: &str, out: &mut Vec<Cause>) {
+pub fn pod_template_update(
+    template: &Value,
+    old_template: &Value,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     let opts = pod_opts(old_template.get("spec"));
     pod_template_with(template, &opts, path, out);
 }
@@ -150,7 +159,10 @@ pub fn pod_create(p: &Value) -> Vec<Cause> {
     let null = Value::Null;
     let spec = p.get("spec").unwrap_or(&null);
     if !items(spec, "ephemeralContainers").is_empty() {
-        out.push(forbidden("spec.ephemeralContainers", "cannot be set on create"));
+        out.push(forbidden(
+            "spec.ephemeralContainers",
+            "cannot be set on create",
+        ));
     }
     if !str_of(spec, "nodeName").is_empty() && !items(spec, "schedulingGates").is_empty() {
         out.push(forbidden(
@@ -380,7 +392,11 @@ pub fn pod_spec_with(spec: &Value, path: &str, opts: &PodOpts, out: &mut Vec<Cau
         .map(|c| str_of(c, "name"))
         .filter(|n| !n.is_empty())
         .collect();
-    pod_resource_claims(items(spec, "resourceClaims"), &child(path, "resourceClaims"), out);
+    pod_resource_claims(
+        items(spec, "resourceClaims"),
+        &child(path, "resourceClaims"),
+        out,
+    );
     let ctx = Ctx {
         vols,
         claims,
@@ -821,7 +837,16 @@ fn source(field: &str, src: &Value, path: &str, vol: &str, opts: &PodOpts, out: 
             }
         }
         "secret" | "configMap" => {
-            require_str(src, if field == "secret" { "secretName" } else { "name" }, &p, out);
+            require_str(
+                src,
+                if field == "secret" {
+                    "secretName"
+                } else {
+                    "name"
+                },
+                &p,
+                out,
+            );
             file_mode(src, "defaultMode", &p, out);
             for (i, kp) in items(src, "items").iter().enumerate() {
                 key_to_path(kp, &index(&child(&p, "items"), i), out);
@@ -832,7 +857,11 @@ fn source(field: &str, src: &Value, path: &str, vol: &str, opts: &PodOpts, out: 
             require_str(src, "path", &p, out);
             let np = str_of(src, "path");
             if !np.starts_with('/') {
-                out.push(invalid_str(&child(&p, "path"), np, "must be an absolute path"));
+                out.push(invalid_str(
+                    &child(&p, "path"),
+                    np,
+                    "must be an absolute path",
+                ));
             }
         }
         "iscsi" => iscsi(src, &p, out),
@@ -843,7 +872,10 @@ fn source(field: &str, src: &Value, path: &str, vol: &str, opts: &PodOpts, out: 
         "flocker" => {
             let (name, uuid) = (str_of(src, "datasetName"), str_of(src, "datasetUUID"));
             if name.is_empty() && uuid.is_empty() {
-                out.push(required(&p, "one of datasetName and datasetUUID is required"));
+                out.push(required(
+                    &p,
+                    "one of datasetName and datasetUUID is required",
+                ));
             }
             if !name.is_empty() && !uuid.is_empty() {
                 out.push(invalid_str(
@@ -853,7 +885,11 @@ fn source(field: &str, src: &Value, path: &str, vol: &str, opts: &PodOpts, out: 
                 ));
             }
             if name.contains('/') {
-                out.push(invalid_str(&child(&p, "datasetName"), name, "must not contain '/'"));
+                out.push(invalid_str(
+                    &child(&p, "datasetName"),
+                    name,
+                    "must not contain '/'",
+                ));
             }
         }
         "persistentVolumeClaim" => require_str(src, "claimName", &p, out),
@@ -972,7 +1008,10 @@ fn source(field: &str, src: &Value, path: &str, vol: &str, opts: &PodOpts, out: 
             if let Some(r) = set(src, "nodePublishSecretRef") {
                 let name = str_of(r, "name");
                 if name.is_empty() {
-                    out.push(required(&child(&child(&p, "nodePublishSecretRef"), "name"), ""));
+                    out.push(required(
+                        &child(&child(&p, "nodePublishSecretRef"), "name"),
+                        "",
+                    ));
                 } else {
                     // kube reports a bad secret name at `csi.name`.
                     for m in dns1123_subdomain(name) {
@@ -1050,13 +1089,21 @@ fn iscsi(src: &Value, p: &str, out: &mut Vec<Cause>) {
     if iqn.is_empty() {
         out.push(required(&ip, ""));
     } else if !known(iqn) {
-        out.push(invalid_str(&ip, iqn, "must be valid format starting with iqn, eui, or naa"));
+        out.push(invalid_str(
+            &ip,
+            iqn,
+            "must be valid format starting with iqn, eui, or naa",
+        ));
     } else if !format_ok(iqn) {
         out.push(invalid_str(&ip, iqn, "must be valid format"));
     }
     let lun = int(src, "lun").unwrap_or(0);
     if !(0..=255).contains(&lun) {
-        out.push(inv(&child(p, "lun"), lun, "must be between 0 and 255, inclusive"));
+        out.push(inv(
+            &child(p, "lun"),
+            lun,
+            "must be between 0 and 255, inclusive",
+        ));
     }
     if (flag(src, "chapAuthDiscovery") || flag(src, "chapAuthSession"))
         && set(src, "secretRef").is_none()
@@ -1066,7 +1113,11 @@ fn iscsi(src: &Value, p: &str, out: &mut Vec<Cause>) {
     if let Some(init) = src.get("initiatorName").and_then(Value::as_str) {
         let ip = child(p, "initiatorname");
         if !known(init) {
-            out.push(invalid_str(&ip, init, "must be valid format starting with iqn, eui, or naa"));
+            out.push(invalid_str(
+                &ip,
+                init,
+                "must be valid format starting with iqn, eui, or naa",
+            ));
         }
         if !format_ok(init) {
             out.push(invalid_str(&ip, init, "must be valid format"));
@@ -1115,8 +1166,7 @@ fn split_host_port_ok(s: &str) -> bool {
         }
         (0, 0)
     };
-    !s.get(j..).is_some_and(|r| r.contains('['))
-        && !s.get(k..).is_some_and(|r| r.contains(']'))
+    !s.get(j..).is_some_and(|r| r.contains('[')) && !s.get(k..).is_some_and(|r| r.contains(']'))
 }
 
 /// kube's `validateAzureDisk` (`kind` is defaulted to `Shared`, `cachingMode` to `ReadWrite`).
@@ -1125,12 +1175,20 @@ fn azure_disk(src: &Value, p: &str, out: &mut Vec<Cause>) {
     require_str(src, "diskURI", p, out);
     if let Some(c) = src.get("cachingMode").and_then(Value::as_str) {
         if !["None", "ReadOnly", "ReadWrite"].contains(&c) {
-            out.push(ns(&child(p, "cachingMode"), c, &["None", "ReadOnly", "ReadWrite"]));
+            out.push(ns(
+                &child(p, "cachingMode"),
+                c,
+                &["None", "ReadOnly", "ReadWrite"],
+            ));
         }
     }
     let kind = src.get("kind").and_then(Value::as_str).unwrap_or("Shared");
     if !["Dedicated", "Managed", "Shared"].contains(&kind) {
-        out.push(ns(&child(p, "kind"), kind, &["Dedicated", "Managed", "Shared"]));
+        out.push(ns(
+            &child(p, "kind"),
+            kind,
+            &["Dedicated", "Managed", "Shared"],
+        ));
     }
     let uri = str_of(src, "diskURI");
     if kind == "Managed" && !uri.starts_with("/subscriptions/") {
@@ -1165,7 +1223,10 @@ fn downward_api_file(file: &Value, p: &str, out: &mut Vec<Cause>) {
     } else if let Some(rf) = set(file, "resourceFieldRef") {
         resource_field_selector(rf, &child(p, "resourceFieldRef"), true, out);
     } else {
-        out.push(required(p, "one of fieldRef and resourceFieldRef is required"));
+        out.push(required(
+            p,
+            "one of fieldRef and resourceFieldRef is required",
+        ));
     }
     file_mode(file, "mode", p, out);
 }
@@ -1239,7 +1300,10 @@ fn projected(src: &Value, p: &str, opts: &PodOpts, out: &mut Vec<Cause>) {
             }
         }
         if count > 1 {
-            out.push(forbidden(&sp, "may not specify more than 1 volume type per source"));
+            out.push(forbidden(
+                &sp,
+                "may not specify more than 1 volume type per source",
+            ));
         }
     }
 }
@@ -1280,9 +1344,17 @@ fn cluster_trust_bundle(b: &Value, p: &str, out: &mut Vec<Cause>) {
         }
         (None, Some(s)) => {
             if s.as_str().unwrap_or("").is_empty() {
-                out.push(required(&child(p, "signerName"), "must be a valid signer name"));
+                out.push(required(
+                    &child(p, "signerName"),
+                    "must be a valid signer name",
+                ));
             }
-            label_selector(set(b, "labelSelector"), false, &child(p, "labelSelector"), out);
+            label_selector(
+                set(b, "labelSelector"),
+                false,
+                &child(p, "labelSelector"),
+                out,
+            );
         }
         (None, None) => out.push(required(p, "either name or signerName must be specified")),
     }
@@ -1322,7 +1394,11 @@ fn pvc_template(t: &Value, p: &str, out: &mut Vec<Cause>) {
             out.push(forbidden(&child(&mp, shown), "cannot be set"));
         }
     }
-    pvc_spec(t.get("spec").unwrap_or(&Value::Null), &child(p, "spec"), out);
+    pvc_spec(
+        t.get("spec").unwrap_or(&Value::Null),
+        &child(p, "spec"),
+        out,
+    );
 }
 
 /// kube's `ValidatePersistentVolumeClaimSpec` (as for a claim template: no ratchets).
@@ -1335,7 +1411,12 @@ fn pvc_spec(spec: &Value, p: &str, out: &mut Vec<Cause>) {
     if let Some(sel) = set(spec, "selector") {
         label_selector(Some(sel), false, &child(p, "selector"), out);
     }
-    let supported = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"];
+    let supported = [
+        "ReadOnlyMany",
+        "ReadWriteMany",
+        "ReadWriteOnce",
+        "ReadWriteOncePod",
+    ];
     let (mut once_pod, mut other) = (false, false);
     for m in modes {
         let m = m.as_str().unwrap_or("");
@@ -1349,7 +1430,10 @@ fn pvc_spec(spec: &Value, p: &str, out: &mut Vec<Cause>) {
         }
     }
     if once_pod && other {
-        out.push(forbidden(&mp, "may not use ReadWriteOncePod with other access modes"));
+        out.push(forbidden(
+            &mp,
+            "may not use ReadWriteOncePod with other access modes",
+        ));
     }
     let sp = key(&child(p, "resources"), "storage");
     match spec.pointer("/resources/requests/storage") {
@@ -1378,7 +1462,11 @@ fn pvc_spec(spec: &Value, p: &str, out: &mut Vec<Cause>) {
         data_source(r, &child(p, "dataSourceRef"), out);
         let namespace = str_of(r, "namespace");
         if !namespace.is_empty() {
-            dns_label(namespace, &child(&child(p, "dataSourceRef"), "namespace"), out);
+            dns_label(
+                namespace,
+                &child(&child(p, "dataSourceRef"), "namespace"),
+                out,
+            );
         }
     }
     // kube prints a `*field.Path` here, which marshals to `{}`.
@@ -1477,7 +1565,12 @@ fn init_containers(spec: &Value, path: &str, ctx: &Ctx, out: &mut Vec<Cause>) {
         if sidecar {
             lifecycle_and_probes(c, &p, ctx, out);
         } else {
-            for field in ["lifecycle", "livenessProbe", "readinessProbe", "startupProbe"] {
+            for field in [
+                "lifecycle",
+                "livenessProbe",
+                "readinessProbe",
+                "startupProbe",
+            ] {
                 if set(c, field).is_some() {
                     out.push(forbidden(
                         &child(&p, field),
@@ -1527,9 +1620,7 @@ fn ephemeral_containers(spec: &Value, path: &str, ctx: &Ctx, out: &mut Vec<Cause
             let is_set = match set(c, field) {
                 None => false,
                 // An empty `resources` is the zero value.
-                Some(Value::Object(m)) if field == "resources" => {
-                    m.values().any(|v| !v.is_null())
-                }
+                Some(Value::Object(m)) if field == "resources" => m.values().any(|v| !v.is_null()),
                 Some(_) => true,
             };
             if is_set {
@@ -1606,7 +1697,11 @@ fn container_common(c: &Value, p: &str, ctx: &Ctx, out: &mut Vec<Cause>) {
         &child(p, "volumeDevices"),
         out,
     );
-    pull_policy(str_of(c, "imagePullPolicy"), &child(p, "imagePullPolicy"), out);
+    pull_policy(
+        str_of(c, "imagePullPolicy"),
+        &child(p, "imagePullPolicy"),
+        out,
+    );
     resource_requirements(
         c.get("resources"),
         NameKind::Container,
@@ -1615,7 +1710,12 @@ fn container_common(c: &Value, p: &str, ctx: &Ctx, out: &mut Vec<Cause>) {
         ctx.opts,
         out,
     );
-    resize_policy(items(c, "resizePolicy"), &child(p, "resizePolicy"), ctx.restart, out);
+    resize_policy(
+        items(c, "resizePolicy"),
+        &child(p, "resizePolicy"),
+        ctx.restart,
+        out,
+    );
     if let Some(sc) = set(c, "securityContext") {
         security_context(sc, &child(p, "securityContext"), ctx.host_users, out);
     }
@@ -1656,7 +1756,11 @@ fn container_ports(ports: &[Value], path: &str, ctx: &Ctx, out: &mut Vec<Cause>)
         }
         let protocol = str_of(port, "protocol");
         if !protocol.is_empty() && !["TCP", "UDP", "SCTP"].contains(&protocol) {
-            out.push(ns(&child(&p, "protocol"), protocol, &["SCTP", "TCP", "UDP"]));
+            out.push(ns(
+                &child(&p, "protocol"),
+                protocol,
+                &["SCTP", "TCP", "UDP"],
+            ));
         }
     }
 }
@@ -1747,7 +1851,11 @@ fn env_value_from(ev: &Value, p: &str, out: &mut Vec<Cause>) {
             "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
         ));
     } else if !str_of(ev, "value").is_empty() {
-        out.push(invalid_str(p, "", "may not be specified when `value` is not empty"));
+        out.push(invalid_str(
+            p,
+            "",
+            "may not be specified when `value` is not empty",
+        ));
     } else if count > 1 {
         out.push(invalid_str(
             p,
@@ -1840,10 +1948,20 @@ fn convert_downward_api_field_label<'a>(version: &str, label: &'a str) -> Result
         };
     }
     match label {
-        "metadata.annotations" | "metadata.labels" | "metadata.name" | "metadata.namespace"
-        | "metadata.uid" | "spec.nodeName" | "spec.restartPolicy" | "spec.serviceAccountName"
-        | "spec.schedulerName" | "status.phase" | "status.hostIP" | "status.hostIPs"
-        | "status.podIP" | "status.podIPs" => Ok(label),
+        "metadata.annotations"
+        | "metadata.labels"
+        | "metadata.name"
+        | "metadata.namespace"
+        | "metadata.uid"
+        | "spec.nodeName"
+        | "spec.restartPolicy"
+        | "spec.serviceAccountName"
+        | "spec.schedulerName"
+        | "status.phase"
+        | "status.hostIP"
+        | "status.hostIPs"
+        | "status.podIP"
+        | "status.podIPs" => Ok(label),
         // Old v1 clients' name of `spec.nodeName`.
         "spec.host" => Ok("spec.nodeName"),
         _ => Err(format!("field label not supported: {label}")),
@@ -1954,7 +2072,10 @@ fn env_from(list: &[Value], path: &str, out: &mut Vec<Cause>) {
                 // masked as kube's `maskTrailingDash` does.
                 let masked = match name.strip_suffix('-') {
                     Some(rest) if name.len() > 1 => {
-                        format!("{}a", rest.get(..rest.len().saturating_sub(1)).unwrap_or(""))
+                        format!(
+                            "{}a",
+                            rest.get(..rest.len().saturating_sub(1)).unwrap_or("")
+                        )
                     }
                     _ => name.to_owned(),
                 };
@@ -1988,8 +2109,10 @@ fn volume_mounts(
     path: &str,
     out: &mut Vec<Cause>,
 ) {
-    let privileged =
-        c.pointer("/securityContext/privileged").and_then(Value::as_bool) == Some(true);
+    let privileged = c
+        .pointer("/securityContext/privileged")
+        .and_then(Value::as_bool)
+        == Some(true);
     let mut mount_paths = HashSet::new();
     for (i, m) in items(c, "volumeMounts").iter().enumerate() {
         let p = index(path, i);
@@ -2005,7 +2128,11 @@ fn volume_mounts(
             out.push(required(&child(&p, "mountPath"), ""));
         }
         if !mount_paths.insert(mount_path) {
-            out.push(invalid_str(&child(&p, "mountPath"), mount_path, "must be unique"));
+            out.push(invalid_str(
+                &child(&p, "mountPath"),
+                mount_path,
+                "must be unique",
+            ));
         }
         if devices.contains_key(name) {
             out.push(invalid_str(
@@ -2023,7 +2150,11 @@ fn volume_mounts(
         }
         let sub_path = str_of(m, "subPath");
         let sub_path_expr = str_of(m, "subPathExpr");
-        if ctx.vols.get(name).is_some_and(|v| set(v, "image").is_some()) {
+        if ctx
+            .vols
+            .get(name)
+            .is_some_and(|v| set(v, "image").is_some())
+        {
             if !sub_path.is_empty() {
                 out.push(invalid_str(
                     &child(&p, "subPath"),
@@ -2073,7 +2204,10 @@ fn volume_mounts(
                 "Disabled" => {}
                 "Enabled" | "IfPossible" => {
                     if !flag(m, "readOnly") {
-                        out.push(forbidden(&rp, "may only be specified when readOnly is true"));
+                        out.push(forbidden(
+                            &rp,
+                            "may only be specified when readOnly is true",
+                        ));
                     }
                     if propagation.is_some_and(|p| p != "None") {
                         out.push(forbidden(
@@ -2126,7 +2260,11 @@ fn volume_devices(
             out.push(required(&child(&p, "devicePath"), ""));
         }
         if paths.contains(device_path) {
-            out.push(invalid_str(&child(&p, "devicePath"), device_path, "must be unique"));
+            out.push(invalid_str(
+                &child(&p, "devicePath"),
+                device_path,
+                "must be unique",
+            ));
         }
         if !device_path.is_empty() && has_backsteps(device_path) {
             out.push(invalid_str(
@@ -2360,7 +2498,8 @@ fn resource_requirements(
     let req_path = child(path, "requests");
     let map = |which: &str| req.and_then(|r| r.get(which)).and_then(Value::as_object);
     let (limits, requests) = (map("limits"), map("requests"));
-    let (mut lim_cpu_mem, mut req_cpu_mem, mut lim_huge, mut req_huge) = (false, false, false, false);
+    let (mut lim_cpu_mem, mut req_cpu_mem, mut lim_huge, mut req_huge) =
+        (false, false, false, false);
     for (name, q) in limits.into_iter().flatten() {
         let p = key(&lim_path, name);
         resource_name(kind, name, &p, out);
@@ -2470,7 +2609,11 @@ fn resource_name(kind: NameKind, name: &str, p: &str, out: &mut Vec<Cause>) {
         .map(|m| invalid_str(p, name, m))
         .collect();
     if errs.is_empty() && !name.contains('/') && !standard_resource(name) {
-        errs.push(invalid_str(p, name, "must be a standard resource type or fully qualified"));
+        errs.push(invalid_str(
+            p,
+            name,
+            "must be a standard resource type or fully qualified",
+        ));
     }
     match kind {
         NameKind::Pod => {
@@ -2486,10 +2629,18 @@ fn resource_name(kind: NameKind, name: &str, p: &str, out: &mut Vec<Cause>) {
                 let container = matches!(name, "cpu" | "memory" | "ephemeral-storage")
                     || name.starts_with("hugepages-");
                 if !container {
-                    errs.push(invalid_str(p, name, "must be a standard resource for containers"));
+                    errs.push(invalid_str(
+                        p,
+                        name,
+                        "must be a standard resource for containers",
+                    ));
                 }
             } else if !native_resource(name) && !extended_resource(name) {
-                errs.push(invalid_str(p, name, "doesn't follow extended resource name standard"));
+                errs.push(invalid_str(
+                    p,
+                    name,
+                    "doesn't follow extended resource name standard",
+                ));
             }
         }
     }
@@ -2640,7 +2791,10 @@ fn pod_resources(spec: &Value, res: &Value, p: &str, ctx: &Ctx, out: &mut Vec<Ca
                 out.push(invalid_str(
                     &child(&key(&index(&child(p, "containers"), i), name), "limits"),
                     &canon(limit),
-                    &format!("must be less than or equal to pod limits of {}", canon(pod_limit)),
+                    &format!(
+                        "must be less than or equal to pod limits of {}",
+                        canon(pod_limit)
+                    ),
                 ));
             }
         }
@@ -2722,7 +2876,11 @@ fn pod_security_context(spec: &Value, path: &str, opts: &PodOpts, out: &mut Vec<
     for (g, gid) in items(sc, "supplementalGroups").iter().enumerate() {
         let gid = gid.as_i64().unwrap_or(0);
         if !valid_id(gid) {
-            out.push(inv(&index(&child(&p, "supplementalGroups"), g), gid, ID_RANGE));
+            out.push(inv(
+                &index(&child(&p, "supplementalGroups"), g),
+                gid,
+                ID_RANGE,
+            ));
         }
     }
     if spec.get("shareProcessNamespace").and_then(Value::as_bool) == Some(true)
@@ -2757,12 +2915,34 @@ fn pod_security_context(spec: &Value, path: &str, opts: &PodOpts, out: &mut Vec<
         }
         names.insert(name);
     }
-    one_of(sc, "fsGroupChangePolicy", &["Always", "OnRootMismatch"], &p, out);
+    one_of(
+        sc,
+        "fsGroupChangePolicy",
+        &["Always", "OnRootMismatch"],
+        &p,
+        out,
+    );
     seccomp_profile(set(sc, "seccompProfile"), &child(&p, "seccompProfile"), out);
     windows_options(set(sc, "windowsOptions"), &child(&p, "windowsOptions"), out);
-    app_armor_profile(set(sc, "appArmorProfile"), &child(&p, "appArmorProfile"), out);
-    one_of(sc, "supplementalGroupsPolicy", &["Merge", "Strict"], &p, out);
-    one_of(sc, "seLinuxChangePolicy", &["MountOption", "Recursive"], &p, out);
+    app_armor_profile(
+        set(sc, "appArmorProfile"),
+        &child(&p, "appArmorProfile"),
+        out,
+    );
+    one_of(
+        sc,
+        "supplementalGroupsPolicy",
+        &["Merge", "Strict"],
+        &p,
+        out,
+    );
+    one_of(
+        sc,
+        "seLinuxChangePolicy",
+        &["MountOption", "Recursive"],
+        &p,
+        out,
+    );
 }
 
 /// An enumerated string field, when set, one of `supported`.
@@ -2866,7 +3046,11 @@ fn security_context(sc: &Value, p: &str, host_users: bool, out: &mut Vec<Cause>)
         }
     }
     windows_options(set(sc, "windowsOptions"), &child(p, "windowsOptions"), out);
-    app_armor_profile(set(sc, "appArmorProfile"), &child(p, "appArmorProfile"), out);
+    app_armor_profile(
+        set(sc, "appArmorProfile"),
+        &child(p, "appArmorProfile"),
+        out,
+    );
 }
 
 /// How a Go struct field marshals: a pointer or slice (`null` when unset), a string (`""`),
@@ -2900,7 +3084,11 @@ const SECURITY_CONTEXT: &[(&str, &str, Go)] = &[
         "WindowsOptions",
         "windowsOptions",
         Go::Struct(&[
-            ("GMSACredentialSpecName", "gmsaCredentialSpecName", Go::Nullable),
+            (
+                "GMSACredentialSpecName",
+                "gmsaCredentialSpecName",
+                Go::Nullable,
+            ),
             ("GMSACredentialSpec", "gmsaCredentialSpec", Go::Nullable),
             ("RunAsUserName", "runAsUserName", Go::Nullable),
             ("HostProcess", "hostProcess", Go::Nullable),
@@ -2909,18 +3097,32 @@ const SECURITY_CONTEXT: &[(&str, &str, Go)] = &[
     ("RunAsUser", "runAsUser", Go::Nullable),
     ("RunAsGroup", "runAsGroup", Go::Nullable),
     ("RunAsNonRoot", "runAsNonRoot", Go::Nullable),
-    ("ReadOnlyRootFilesystem", "readOnlyRootFilesystem", Go::Nullable),
-    ("AllowPrivilegeEscalation", "allowPrivilegeEscalation", Go::Nullable),
+    (
+        "ReadOnlyRootFilesystem",
+        "readOnlyRootFilesystem",
+        Go::Nullable,
+    ),
+    (
+        "AllowPrivilegeEscalation",
+        "allowPrivilegeEscalation",
+        Go::Nullable,
+    ),
     ("ProcMount", "procMount", Go::Nullable),
     (
         "SeccompProfile",
         "seccompProfile",
-        Go::Struct(&[("Type", "type", Go::Str), ("LocalhostProfile", "localhostProfile", Go::Nullable)]),
+        Go::Struct(&[
+            ("Type", "type", Go::Str),
+            ("LocalhostProfile", "localhostProfile", Go::Nullable),
+        ]),
     ),
     (
         "AppArmorProfile",
         "appArmorProfile",
-        Go::Struct(&[("Type", "type", Go::Str), ("LocalhostProfile", "localhostProfile", Go::Nullable)]),
+        Go::Struct(&[
+            ("Type", "type", Go::Str),
+            ("LocalhostProfile", "localhostProfile", Go::Nullable),
+        ]),
     ),
 ];
 
@@ -2952,7 +3154,10 @@ fn seccomp_profile(sp: Option<&Value>, p: &str, out: &mut Vec<Cause>) {
     let t = str_of(sp, "type");
     let supported = ["Localhost", "RuntimeDefault", "Unconfined"];
     if t.is_empty() {
-        out.push(required(&child(p, "type"), "type is required when seccompProfile is set"));
+        out.push(required(
+            &child(p, "type"),
+            "type is required when seccompProfile is set",
+        ));
     } else if !supported.contains(&t) {
         out.push(ns(&child(p, "type"), t, &supported));
     }
@@ -2966,7 +3171,10 @@ fn seccomp_profile(sp: Option<&Value>, p: &str, out: &mut Vec<Cause>) {
             &lp,
             &go_struct(
                 Some(sp),
-                &[("Type", "type", Go::Str), ("LocalhostProfile", "localhostProfile", Go::Nullable)],
+                &[
+                    ("Type", "type", Go::Str),
+                    ("LocalhostProfile", "localhostProfile", Go::Nullable),
+                ],
             ),
             "can only be set when seccomp type is Localhost",
         )),
@@ -2997,10 +3205,17 @@ fn app_armor_profile(profile: Option<&Value>, p: &str, out: &mut Vec<Cause>) {
         },
         "RuntimeDefault" | "Unconfined" => {
             if let Some(l) = local {
-                out.push(invalid_str(&lp, l, "can only be set when AppArmor type is Localhost"));
+                out.push(invalid_str(
+                    &lp,
+                    l,
+                    "can only be set when AppArmor type is Localhost",
+                ));
             }
         }
-        "" => out.push(required(&child(p, "type"), "type is required when appArmorProfile is set")),
+        "" => out.push(required(
+            &child(p, "type"),
+            "type is required when appArmorProfile is set",
+        )),
         t => out.push(ns(
             &child(p, "type"),
             t,
@@ -3022,9 +3237,17 @@ fn windows_options(w: Option<&Value>, p: &str, out: &mut Vec<Cause>) {
     if let Some(spec) = w.get("gmsaCredentialSpec").and_then(Value::as_str) {
         let sp = child(p, "gmsaCredentialSpec");
         if spec.is_empty() {
-            out.push(invalid_str(&sp, spec, "gmsaCredentialSpec cannot be an empty string"));
+            out.push(invalid_str(
+                &sp,
+                spec,
+                "gmsaCredentialSpec cannot be an empty string",
+            ));
         } else if spec.len() > 64 * 1024 {
-            out.push(invalid_str(&sp, spec, "gmsaCredentialSpec size must be under 64 KiB"));
+            out.push(invalid_str(
+                &sp,
+                spec,
+                "gmsaCredentialSpec size must be under 64 KiB",
+            ));
         }
     }
     let Some(user) = w.get("runAsUserName").and_then(Value::as_str) else {
@@ -3142,12 +3365,23 @@ fn all_containers<'a>(spec: &'a Value, path: &str) -> Vec<(String, &'a Value)> {
 /// kube's `validateLinux`: no Windows options in a Linux pod.
 fn linux_only(spec: &Value, path: &str, out: &mut Vec<Cause>) {
     let msg = "windows options cannot be set for a linux pod";
-    if spec.pointer("/securityContext/windowsOptions").is_some_and(|w| !w.is_null()) {
-        out.push(forbidden(&format!("{path}.securityContext.windowsOptions"), msg));
+    if spec
+        .pointer("/securityContext/windowsOptions")
+        .is_some_and(|w| !w.is_null())
+    {
+        out.push(forbidden(
+            &format!("{path}.securityContext.windowsOptions"),
+            msg,
+        ));
     }
     for (cp, c) in all_containers(spec, path) {
-        if c.pointer("/securityContext/windowsOptions").is_some_and(|w| !w.is_null()) {
-            out.push(forbidden(&format!("{cp}.securityContext.windowsOptions"), msg));
+        if c.pointer("/securityContext/windowsOptions")
+            .is_some_and(|w| !w.is_null())
+        {
+            out.push(forbidden(
+                &format!("{cp}.securityContext.windowsOptions"),
+                msg,
+            ));
         }
     }
 }
@@ -3166,7 +3400,10 @@ fn windows_only(spec: &Value, path: &str, out: &mut Vec<Cause>) {
         (flag(spec, "hostIPC"), child(path, "hostIPC")),
         (in_sc("seccompProfile"), child(&scp, "seccompProfile")),
         (in_sc("fsGroup"), child(&scp, "fsGroup")),
-        (in_sc("fsGroupChangePolicy"), child(&scp, "fsGroupChangePolicy")),
+        (
+            in_sc("fsGroupChangePolicy"),
+            child(&scp, "fsGroupChangePolicy"),
+        ),
         (!items(sc, "sysctls").is_empty(), child(&scp, "sysctls")),
         (
             set(spec, "shareProcessNamespace").is_some(),
@@ -3174,12 +3411,18 @@ fn windows_only(spec: &Value, path: &str, out: &mut Vec<Cause>) {
         ),
         (in_sc("runAsUser"), child(&scp, "runAsUser")),
         (in_sc("runAsGroup"), child(&scp, "runAsGroup")),
-        (in_sc("supplementalGroups"), child(&scp, "supplementalGroups")),
+        (
+            in_sc("supplementalGroups"),
+            child(&scp, "supplementalGroups"),
+        ),
         (
             in_sc("supplementalGroupsPolicy"),
             child(&scp, "supplementalGroupsPolicy"),
         ),
-        (in_sc("seLinuxChangePolicy"), child(&scp, "seLinuxChangePolicy")),
+        (
+            in_sc("seLinuxChangePolicy"),
+            child(&scp, "seLinuxChangePolicy"),
+        ),
     ];
     for (bad, p) in checks {
         if bad {
@@ -3260,7 +3503,12 @@ fn affinity(a: &Value, path: &str, opts: &PodOpts, out: &mut Vec<Cause>) {
             .iter()
             .enumerate()
         {
-            pod_affinity_term(t, opts.allow_invalid_label_value_in_selector, &index(&rp, i), out);
+            pod_affinity_term(
+                t,
+                opts.allow_invalid_label_value_in_selector,
+                &index(&rp, i),
+                out,
+            );
         }
         let pp = child(&p, "preferredDuringSchedulingIgnoredDuringExecution");
         for (i, t) in items(pa, "preferredDuringSchedulingIgnoredDuringExecution")
@@ -3308,7 +3556,11 @@ fn node_selector_term(term: &Value, allow_invalid_values: bool, p: &str, out: &m
                 "must be specified single value when `operator` is 'Lt' or 'Gt'",
             )),
             "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
-            _ => out.push(invalid_str(&child(&rp, "operator"), op, "not a valid selector operator")),
+            _ => out.push(invalid_str(
+                &child(&rp, "operator"),
+                op,
+                "not a valid selector operator",
+            )),
         }
         label_name(str_of(rq, "key"), &child(&rp, "key"), out);
         if !allow_invalid_values {
@@ -3330,7 +3582,11 @@ fn node_selector_term(term: &Value, allow_invalid_values: bool, p: &str, out: &m
                 "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
             )),
             "In" | "NotIn" => {}
-            _ => out.push(invalid_str(&child(&rp, "operator"), op, "not a valid selector operator")),
+            _ => out.push(invalid_str(
+                &child(&rp, "operator"),
+                op,
+                "not a valid selector operator",
+            )),
         }
         let k = str_of(rq, "key");
         if k == "metadata.name" {
@@ -3341,14 +3597,23 @@ fn node_selector_term(term: &Value, allow_invalid_values: bool, p: &str, out: &m
                 }
             }
         } else {
-            out.push(invalid_str(&child(&rp, "key"), k, "not a valid field selector key"));
+            out.push(invalid_str(
+                &child(&rp, "key"),
+                k,
+                "not a valid field selector key",
+            ));
         }
     }
 }
 
 /// kube's `validatePodAffinityTerm`.
 fn pod_affinity_term(t: &Value, allow_invalid_values: bool, p: &str, out: &mut Vec<Cause>) {
-    label_selector(set(t, "labelSelector"), allow_invalid_values, &child(p, "labelSelector"), out);
+    label_selector(
+        set(t, "labelSelector"),
+        allow_invalid_values,
+        &child(p, "labelSelector"),
+        out,
+    );
     label_selector(
         set(t, "namespaceSelector"),
         allow_invalid_values,
@@ -3384,8 +3649,11 @@ fn match_and_mismatch_label_keys(
     label_keys(&child(p, "matchLabelKeys"), match_keys, selector, out);
     label_keys(&child(p, "mismatchLabelKeys"), mismatch_keys, selector, out);
     if let Some(sel) = selector {
-        let positions: HashMap<&str, usize> =
-            match_keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+        let positions: HashMap<&str, usize> = match_keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (*k, i))
+            .collect();
         let mut seen: HashSet<&str> = sel
             .get("matchLabels")
             .and_then(Value::as_object)
@@ -3425,7 +3693,10 @@ fn label_keys(p: &str, keys: &[&str], selector: Option<&Value>, out: &mut Vec<Ca
         return;
     }
     if selector.is_none() {
-        out.push(forbidden(p, "must not be specified when labelSelector is not set"));
+        out.push(forbidden(
+            p,
+            "must not be specified when labelSelector is not set",
+        ));
         return;
     }
     for (i, k) in keys.iter().enumerate() {
@@ -3470,7 +3741,9 @@ fn topology_spread_constraints(spec: &Value, path: &str, opts: &PodOpts, out: &m
                 out.push(inv(
                     &child(&p, "minDomains"),
                     n,
-                    &format!("can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {when}"),
+                    &format!(
+                        "can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {when}"
+                    ),
                 ));
             }
         }
@@ -3491,7 +3764,12 @@ fn topology_spread_constraints(spec: &Value, path: &str, opts: &PodOpts, out: &m
             );
         }
         if !opts.allow_invalid_topology_spread_constraint_label_selector {
-            label_selector(set(c, "labelSelector"), false, &child(&p, "labelSelector"), out);
+            label_selector(
+                set(c, "labelSelector"),
+                false,
+                &child(&p, "labelSelector"),
+                out,
+            );
         }
     }
 }
@@ -3553,7 +3831,10 @@ fn dns_config(spec: &Value, p: &str, out: &mut Vec<Cause>) {
     if str_of(spec, "dnsPolicy") == "None" {
         match config {
             None => {
-                out.push(required(p, "must provide `dnsConfig` when `dnsPolicy` is None"));
+                out.push(required(
+                    p,
+                    "must provide `dnsConfig` when `dnsPolicy` is None",
+                ));
                 return;
             }
             Some(c) if items(c, "nameservers").is_empty() => {
@@ -3585,7 +3866,11 @@ fn dns_config(spec: &Value, p: &str, out: &mut Vec<Cause>) {
     let searches = strs(config, "searches");
     let shown = || go_json(config.get("searches").unwrap_or(&Value::Null));
     if searches.len() > 32 {
-        out.push(invalid_raw(&sp, &shown(), "must not have more than 32 search paths"));
+        out.push(invalid_raw(
+            &sp,
+            &shown(),
+            "must not have more than 32 search paths",
+        ));
     }
     if searches.join(" ").len() > 2048 {
         out.push(invalid_raw(
@@ -3604,7 +3889,10 @@ fn dns_config(spec: &Value, p: &str, out: &mut Vec<Cause>) {
     }
     for (i, o) in items(config, "options").iter().enumerate() {
         if str_of(o, "name").is_empty() {
-            out.push(required(&index(&child(p, "options"), i), "must not be empty"));
+            out.push(required(
+                &index(&child(p, "options"), i),
+                "must not be empty",
+            ));
         }
     }
 }
@@ -3728,7 +4016,11 @@ fn canon(q: &Value) -> String {
 /// name fails only for its dots).
 fn dns_label(value: &str, path: &str, out: &mut Vec<Cause>) {
     if value.len() > 63 {
-        out.push(invalid_str(path, value, "must be no more than 63 characters"));
+        out.push(invalid_str(
+            path,
+            value,
+            "must be no more than 63 characters",
+        ));
     }
     if !is_dns1123_label(value) {
         let subdomain = !value.is_empty() && value.split('.').all(is_dns1123_label);
@@ -3823,7 +4115,12 @@ fn validate_labels(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
 
 /// apimachinery's `ValidateLabelSelector` (`allow_invalid_values`: its
 /// `AllowInvalidLabelValueInSelector`).
-fn label_selector(sel: Option<&Value>, allow_invalid_values: bool, path: &str, out: &mut Vec<Cause>) {
+fn label_selector(
+    sel: Option<&Value>,
+    allow_invalid_values: bool,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     let Some(sel) = sel.filter(|s| !s.is_null()) else {
         return;
     };
@@ -3842,7 +4139,11 @@ fn label_selector(sel: Option<&Value>, allow_invalid_values: bool, path: &str, o
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             )),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            _ => out.push(invalid_str(&child(&p, "operator"), op, "not a valid selector operator")),
+            _ => out.push(invalid_str(
+                &child(&p, "operator"),
+                op,
+                "not a valid selector operator",
+            )),
         }
         label_name(str_of(e, "key"), &child(&p, "key"), out);
         if !allow_invalid_values {
@@ -3889,7 +4190,9 @@ fn port_name(s: &str) -> Vec<String> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     {
-        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned());
+        errs.push(
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned(),
+        );
     }
     if !s.bytes().any(|b| b.is_ascii_lowercase()) {
         errs.push("must contain at least one letter (a-z)".to_owned());
@@ -4083,7 +4386,8 @@ mod tests {
             vec![
                 format!("spec.containers[0].name: Invalid value: \"App_1\": {LABEL_MSG}"),
                 "spec.containers[1].image: Required value".to_owned(),
-                "spec.containers[2].name: Invalid value: \"my.app\": must not contain dots".to_owned(),
+                "spec.containers[2].name: Invalid value: \"my.app\": must not contain dots"
+                    .to_owned(),
                 "spec.initContainers[0].name: Duplicate value: \"web\"".to_owned(),
             ]
         );
@@ -4257,7 +4561,7 @@ mod tests {
         let mut bad = rc(-1, json!({"app": "other"}));
         bad["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
         bad["spec"]["template"]["spec"]["activeDeadlineSeconds"] = json!(5);
-        let want = vec![
+        let want = [
             "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
             "spec.template.metadata.labels: Invalid value: {\"app\":\"other\"}: `selector` does not match template `labels`",
             "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
@@ -4266,8 +4570,12 @@ mod tests {
         assert_eq!(msgs(&validate("replicationcontrollers", &bad, None)), want);
         // An update validates the spec twice, as kube's strategy does.
         let twice: Vec<&str> = want.iter().chain(want.iter()).copied().collect();
-        assert_eq!(msgs(&validate("replicationcontrollers", &bad, Some(&good))), twice);
-        let no_selector = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+        assert_eq!(
+            msgs(&validate("replicationcontrollers", &bad, Some(&good))),
+            twice
+        );
+        let no_selector =
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}});
         assert_eq!(
             msgs(&validate("replicationcontrollers", &no_selector, None)),
             vec!["spec.selector: Required value"]
@@ -4336,11 +4644,15 @@ mod tests {
             ]
         );
         // What turtles' own tests expected of `validate_pod_spec` still holds.
-        let fields: Vec<String> = pod_create(&json!({"spec": {"containers": [{"name": "a"}, {"image": "x"}]}}))
-            .into_iter()
-            .map(|c| c.field)
-            .collect();
-        assert_eq!(fields, ["spec.containers[0].image", "spec.containers[1].name"]);
+        let fields: Vec<String> =
+            pod_create(&json!({"spec": {"containers": [{"name": "a"}, {"image": "x"}]}}))
+                .into_iter()
+                .map(|c| c.field)
+                .collect();
+        assert_eq!(
+            fields,
+            ["spec.containers[0].image", "spec.containers[1].name"]
+        );
         // A host-network Pod's unset host port is its container port (kube's default).
         let ok = json!({"spec": {"hostNetwork": true,
             "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}});

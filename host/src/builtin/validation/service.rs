@@ -57,6 +57,7 @@ use super::field::{
     invalid_str, items, label_value, not_supported, port_num, qualified_name, quoted, required,
     str_of, too_many,
 };
+use super::goip::{is_ipv6_string, parse_cidr_sloppy, parse_ip16, to4_16};
 use crate::model::status::Cause;
 
 /// The group of EndpointSlices.
@@ -176,46 +177,6 @@ fn go_slice(elem: &str, v: Option<&Value>) -> String {
     }
 }
 
-/// kube's `ValidateLabels` (`metav1validation`): a bad key or value is reported at `path`
-/// itself. (`field::labels` reports a bad value at `path[key]`.)
-fn validate_labels(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
-    let Some(map) = map.and_then(Value::as_object) else {
-        return;
-    };
-    for (k, v) in map {
-        invalid_each(path, k, qualified_name(k), out);
-        let v = v.as_str().unwrap_or("");
-        invalid_each(path, v, label_value(v), out);
-    }
-}
-
-/// `IsValidPortName`, in kube's order of messages (an empty name fails the charset check).
-fn port_name_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 15 {
-        errs.push("must be no more than 15 characters".to_owned());
-    }
-    if s.is_empty()
-        || !s
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        errs.push(
-            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned(),
-        );
-    }
-    if !s.bytes().any(|b| b.is_ascii_lowercase()) {
-        errs.push("must contain at least one letter (a-z)".to_owned());
-    }
-    if s.contains("--") {
-        errs.push("must not contain consecutive hyphens".to_owned());
-    }
-    if s.starts_with('-') || s.ends_with('-') {
-        errs.push("must not begin or end with a hyphen".to_owned());
-    }
-    errs
-}
-
 /// A port's `protocol`: required, one of TCP, UDP, SCTP.
 fn protocol(port: &Value, path: &str, out: &mut Vec<Cause>) {
     let p = child(path, "protocol");
@@ -228,181 +189,9 @@ fn protocol(port: &Value, path: &str, out: &mut Vec<Cause>) {
     }
 }
 
-// ---- kube's sloppy IP parsing (k8s.io/utils/net ParseIPSloppy, ParseCIDRSloppy) ----
-
-/// Go's `dtoi`: the leading decimal digits of `s` as (value, digits used); `None` with no digit
-/// or a value reaching 0xFFFFFF.
-fn dtoi(s: &[u8]) -> Option<(u32, usize)> {
-    let mut n: u32 = 0;
-    let mut used = 0;
-    for &b in s.iter().take_while(|b| b.is_ascii_digit()) {
-        n = n * 10 + u32::from(b - b'0');
-        if n >= 0xFF_FFFF {
-            return None;
-        }
-        used += 1;
-    }
-    (used > 0).then_some((n, used))
-}
-
-/// Go's `xtoi`: as `dtoi`, in hexadecimal.
-fn xtoi(s: &[u8]) -> Option<(u32, usize)> {
-    let mut n: u32 = 0;
-    let mut used = 0;
-    for &b in s {
-        let d = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            b'A'..=b'F' => b - b'A' + 10,
-            _ => break,
-        };
-        n = n * 16 + u32::from(d);
-        if n >= 0xFF_FFFF {
-            return None;
-        }
-        used += 1;
-    }
-    (used > 0).then_some((n, used))
-}
-
-/// Go 1.16's `parseIPv4`: four dot-separated decimal octets, leading zeros allowed.
-fn parse_ipv4(s: &[u8]) -> Option<[u8; 4]> {
-    let mut out = [0u8; 4];
-    let mut rest = s;
-    for (i, slot) in out.iter_mut().enumerate() {
-        if i > 0 {
-            if rest.first() != Some(&b'.') {
-                return None;
-            }
-            rest = rest.get(1..)?;
-        }
-        let (n, used) = dtoi(rest)?;
-        *slot = u8::try_from(n).ok()?;
-        rest = rest.get(used..)?;
-    }
-    rest.is_empty().then_some(out)
-}
-
-/// Go 1.16's `parseIPv6` (no zone; a trailing dotted IPv4 part parsed as `parse_ipv4`).
-fn parse_ipv6(s: &[u8]) -> Option<[u8; 16]> {
-    let mut ip = [0u8; 16];
-    let mut ellipsis: Option<usize> = None;
-    let mut s = s;
-    if s.starts_with(b"::") {
-        ellipsis = Some(0);
-        s = s.get(2..)?;
-        if s.is_empty() {
-            return Some(ip);
-        }
-    }
-    let mut i = 0usize;
-    while i < 16 {
-        let (n, used) = xtoi(s)?;
-        if n > 0xFFFF {
-            return None;
-        }
-        if s.get(used) == Some(&b'.') {
-            if ellipsis.is_none() && i != 12 {
-                return None;
-            }
-            if i + 4 > 16 {
-                return None;
-            }
-            let v4 = parse_ipv4(s)?;
-            ip.get_mut(i..i + 4)?.copy_from_slice(&v4);
-            s = &[];
-            i += 4;
-            break;
-        }
-        *ip.get_mut(i)? = (n >> 8) as u8;
-        *ip.get_mut(i + 1)? = (n & 0xFF) as u8;
-        i += 2;
-        s = s.get(used..)?;
-        if s.is_empty() {
-            break;
-        }
-        if s.first() != Some(&b':') || s.len() == 1 {
-            return None;
-        }
-        s = s.get(1..)?;
-        if s.first() == Some(&b':') {
-            if ellipsis.is_some() {
-                return None;
-            }
-            ellipsis = Some(i);
-            s = s.get(1..)?;
-            if s.is_empty() {
-                break;
-            }
-        }
-    }
-    if !s.is_empty() {
-        return None;
-    }
-    if i < 16 {
-        let e = ellipsis?;
-        let n = 16 - i;
-        if e > i {
-            return None;
-        }
-        ip.copy_within(e..i, e + n);
-        for b in ip.iter_mut().skip(e).take(n) {
-            *b = 0;
-        }
-    } else if ellipsis.is_some() {
-        return None;
-    }
-    Some(ip)
-}
-
-/// `netutils.ParseIPSloppy`, as Go's 16-byte form (an IPv4 address as `::ffff:a.b.c.d`).
-fn parse_ip_sloppy(s: &str) -> Option<[u8; 16]> {
-    for b in s.bytes() {
-        match b {
-            b'.' => {
-                let v4 = parse_ipv4(s.as_bytes())?;
-                let mut ip = [0u8; 16];
-                ip[10] = 0xFF;
-                ip[11] = 0xFF;
-                ip[12..].copy_from_slice(&v4);
-                return Some(ip);
-            }
-            b':' => return parse_ipv6(s.as_bytes()),
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Go's `IP.To4` of a 16-byte IP: the IPv4 address of an IPv4 (IPv4-mapped) one.
-fn to4(ip: &[u8; 16]) -> Option<[u8; 4]> {
-    let mapped = ip.iter().take(10).all(|&b| b == 0) && ip[10] == 0xFF && ip[11] == 0xFF;
-    mapped.then(|| [ip[12], ip[13], ip[14], ip[15]])
-}
-
-/// `netutils.IsIPv6String`.
-fn is_ipv6_string(s: &str) -> bool {
-    parse_ip_sloppy(s).is_some_and(|ip| to4(&ip).is_none())
-}
-
-/// `netutils.ParseCIDRSloppy(s)` succeeds.
-fn is_cidr_sloppy(s: &str) -> bool {
-    let Some((addr, bits)) = s.split_once('/') else {
-        return false;
-    };
-    let max = if parse_ipv4(addr.as_bytes()).is_some() {
-        32
-    } else if parse_ipv6(addr.as_bytes()).is_some() {
-        128
-    } else {
-        return false;
-    };
-    dtoi(bits.as_bytes()).is_some_and(|(n, used)| used == bits.len() && n <= max)
-}
-
 /// Core's `IsValidIPForLegacyField` with `StrictIPCIDRValidation` off.
 fn legacy_ip(path: &str, value: &str, out: &mut Vec<Cause>) {
-    if parse_ip_sloppy(value).is_none() {
+    if parse_ip16(value).is_none() {
         out.push(invalid_str(path, value, IP_MSG));
     }
 }
@@ -410,11 +199,11 @@ fn legacy_ip(path: &str, value: &str, out: &mut Vec<Cause>) {
 /// `ValidateNonSpecialIP` / `ValidateEndpointIP` (the same checks): not unspecified, loopback,
 /// link-local or link-local multicast.
 fn non_special_ip(value: &str, path: &str, out: &mut Vec<Cause>) {
-    let Some(ip) = parse_ip_sloppy(value) else {
+    let Some(ip) = parse_ip16(value) else {
         out.push(invalid_str(path, value, "must be a valid IP address"));
         return;
     };
-    let v4 = to4(&ip);
+    let v4 = to4_16(&ip);
     let unspecified = match v4 {
         Some(b) => b == [0, 0, 0, 0],
         None => ip.iter().all(|&b| b == 0),
@@ -787,7 +576,7 @@ fn service_spec(obj: &Value, spec: &Value, out: &mut Vec<Cause>) {
     }
 
     if is_set(spec, "selector") {
-        validate_labels(spec.get("selector"), "spec.selector", out);
+        crate::builtin::validation::field::labels(spec.get("selector"), "spec.selector", out);
     }
 
     let affinity = str_of(spec, "sessionAffinity");
@@ -811,7 +600,7 @@ fn service_spec(obj: &Value, spec: &Value, out: &mut Vec<Cause>) {
     for (i, ip) in items(spec, "externalIPs").iter().enumerate() {
         let ip = ip.as_str().unwrap_or("");
         let p = index("spec.externalIPs", i);
-        if parse_ip_sloppy(ip).is_none() {
+        if parse_ip16(ip).is_none() {
             out.push(invalid_str(&p, ip, IP_MSG));
         } else {
             non_special_ip(ip, &p, out);
@@ -936,7 +725,12 @@ fn service_port(
 /// `ValidatePortNumOrName` of an int-or-string (absent: Go's zero value, the number 0).
 fn port_num_or_name(v: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
     match v {
-        Some(Value::String(s)) => invalid_each(path, s, port_name_errors(s), out),
+        Some(Value::String(s)) => invalid_each(
+            path,
+            s,
+            crate::builtin::validation::field::port_name(s),
+            out,
+        ),
         other => {
             let n = other.and_then(Value::as_i64).unwrap_or(0);
             for msg in port_num(n) {
@@ -987,7 +781,7 @@ fn source_ranges(annotations: &Value, spec: &Value, out: &mut Vec<Cause>) {
         }
         for (i, r) in ranges.iter().enumerate() {
             let value = r.as_str().unwrap_or("").trim();
-            if !is_cidr_sloppy(value) {
+            if !parse_cidr_sloppy(value).is_some() {
                 out.push(invalid_str(&index(path, i), value, CIDR_MSG));
             }
         }
@@ -999,7 +793,7 @@ fn source_ranges(annotations: &Value, spec: &Value, out: &mut Vec<Cause>) {
         let val = val.trim();
         if !val.is_empty() {
             for value in val.split(',').map(str::trim) {
-                if !is_cidr_sloppy(value) {
+                if !parse_cidr_sloppy(value).is_some() {
                     out.push(invalid_str(&path, value, CIDR_MSG));
                 }
             }
@@ -1144,7 +938,7 @@ fn cluster_ips_related_fields(spec: &Value) -> Vec<Cause> {
             }
             continue;
         }
-        if parse_ip_sloppy(c).is_none() {
+        if parse_ip16(c).is_none() {
             bad_ips = true;
             out.push(invalid_str(&index(ips_path, i), c, IP_MSG));
         }
@@ -1321,7 +1115,7 @@ fn service_status(obj: &Value, old: &Value) -> Vec<Cause> {
         if !host.is_empty() {
             let hp = child(&p, "hostname");
             invalid_each(&hp, host, dns1123_subdomain(host), &mut out);
-            if parse_ip_sloppy(host).is_some() {
+            if parse_ip16(host).is_some() {
                 out.push(invalid_str(
                     &hp,
                     host,
@@ -1472,11 +1266,11 @@ fn slice_endpoints(endpoints: &[Value], address_type: &str, out: &mut Vec<Cause>
 
 /// An address of an IPv4 or IPv6 slice: a (legacy) IP of the slice's family, not special.
 fn slice_ip(value: &str, want_v6: bool, path: &str, out: &mut Vec<Cause>) {
-    let Some(ip) = parse_ip_sloppy(value) else {
+    let Some(ip) = parse_ip16(value) else {
         out.push(invalid_str(path, value, IP_MSG));
         return;
     };
-    let v6 = to4(&ip).is_none();
+    let v6 = to4_16(&ip).is_none();
     if want_v6 && !v6 {
         out.push(invalid_str(path, value, "must be an IPv6 address"));
     } else if !want_v6 && v6 {
@@ -2081,7 +1875,7 @@ mod tests {
                 "endpoints[0].addresses[1]: Invalid value: \"169.254.1.1\": may not be in the link-local range (169.254.0.0/16, fe80::/10)",
                 "endpoints[0].addresses[2]: Invalid value: \"1.2.3\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
                 "endpoints[0].nodeName: Invalid value: \"Node_1\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                "endpoints[0].hostname: Invalid value: \"h.x\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                "endpoints[0].hostname: Invalid value: \"h.x\": must not contain dots",
                 "endpoints[0].hints.forZones[1].name: Duplicate value: \"a\"",
                 "endpoints[1].addresses: Required value: must contain at least 1 address"
             ]
@@ -2176,9 +1970,9 @@ mod tests {
 
     #[test]
     fn sloppy_ips_and_cidrs() {
-        assert!(parse_ip_sloppy("010.001.002.003").is_some());
-        assert!(parse_ip_sloppy("::ffff:1.2.3.4").is_some_and(|ip| to4(&ip).is_some()));
-        assert!(parse_ip_sloppy("2001:db8::1").is_some_and(|ip| to4(&ip).is_none()));
+        assert!(parse_ip16("010.001.002.003").is_some());
+        assert!(parse_ip16("::ffff:1.2.3.4").is_some_and(|ip| to4_16(&ip).is_some()));
+        assert!(parse_ip16("2001:db8::1").is_some_and(|ip| to4_16(&ip).is_none()));
         for bad in [
             "",
             "1.2.3",
@@ -2189,15 +1983,21 @@ mod tests {
             "None",
             "1:2:3:4:5:6:7:8:9",
         ] {
-            assert!(parse_ip_sloppy(bad).is_none(), "{bad}");
+            assert!(parse_ip16(bad).is_none(), "{bad}");
         }
-        assert!(is_cidr_sloppy("10.0.0.0/008") && is_cidr_sloppy("2001:db8::/64"));
         assert!(
-            !is_cidr_sloppy("10.0.0.0/33")
-                && !is_cidr_sloppy("10.0.0.0")
-                && !is_cidr_sloppy("10.0.0.0/")
+            parse_cidr_sloppy("10.0.0.0/008").is_some()
+                && parse_cidr_sloppy("2001:db8::/64").is_some()
         );
-        assert_eq!(port_name_errors("1--2").len(), 2);
+        assert!(
+            !parse_cidr_sloppy("10.0.0.0/33").is_some()
+                && !parse_cidr_sloppy("10.0.0.0").is_some()
+                && !parse_cidr_sloppy("10.0.0.0/").is_some()
+        );
+        assert_eq!(
+            crate::builtin::validation::field::port_name("1--2").len(),
+            2
+        );
     }
 
     #[test]
