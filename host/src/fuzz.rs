@@ -468,6 +468,61 @@ fn scale() -> Value {
         "spec": {"replicas": 5}, "status": {"replicas": 3, "selector": "app=web"}})
 }
 
+/// Objects of the kinds with kube's validation beyond pods and workloads (`builtin::validation`).
+fn validated() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"},
+            "spec": {"ingressClassName": "nginx", "tls": [{"hosts": ["*.example.com"], "secretName": "tls"}],
+                "rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/api", "pathType": "Prefix",
+                    "backend": {"service": {"name": "api", "port": {"number": 80}}}}]}}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1", "ports": [{"port": 80, "protocol": "TCP"}]}]}}}),
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "np"},
+            "spec": {"podSelector": {"matchLabels": {"app": "web"}}, "policyTypes": ["Ingress", "Egress"],
+                "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}},
+                    {"namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "In", "values": ["a"]}]}}],
+                    "ports": [{"protocol": "TCP", "port": 80, "endPort": 90}]}],
+                "egress": [{"to": [{"podSelector": {}}], "ports": [{"port": "dns"}]}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "clusterIP": "10.96.0.10",
+                "clusterIPs": ["10.96.0.10", "fd00::10"], "ipFamilies": ["IPv4", "IPv6"],
+                "ipFamilyPolicy": "PreferDualStack", "externalTrafficPolicy": "Local", "healthCheckNodePort": 30100,
+                "sessionAffinity": "ClientIP", "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 60}},
+                "loadBalancerSourceRanges": ["10.0.0.0/8"], "externalIPs": ["1.2.3.4"],
+                "ports": [{"name": "http", "port": 80, "targetPort": "web", "nodePort": 30080, "protocol": "TCP"},
+                    {"name": "dns", "port": 53, "targetPort": 53, "protocol": "UDP"}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4", "ipMode": "VIP"}]}}}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "web-x"},
+            "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true},
+                "hostname": "web-0", "nodeName": "node-1", "zone": "a", "hints": {"forZones": [{"name": "a"}]}}],
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "appProtocol": "http"}]}),
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast", "volumeMode": "Filesystem",
+                "resources": {"requests": {"storage": "1Gi"}, "limits": {"storage": "2Gi"}},
+                "selector": {"matchLabels": {"tier": "db"}},
+                "dataSourceRef": {"kind": "VolumeSnapshot", "apiGroup": "snapshot.storage.k8s.io", "name": "snap"}},
+            "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}}),
+        json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain", "local": {"path": "/mnt/d"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions":
+                    [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-1"]}]}]}}}}),
+        json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1, "maxReplicas": 5,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}},
+                    {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}}],
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300, "selectPolicy": "Max",
+                    "policies": [{"type": "Percent", "value": 10, "periodSeconds": 60}]}}}}),
+        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+            "spec": {"hard": {"pods": "10", "requests.cpu": "4", "count/deployments.apps": "3"},
+                "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}}),
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
+            "provisioner": "example.com/csi", "parameters": {"type": "ssd"}, "reclaimPolicy": "Delete",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["a"]}]}]}),
+    ]
+}
+
 fn objects() -> Vec<Value> {
     vec![
         pod(),
@@ -486,12 +541,34 @@ fn objects() -> Vec<Value> {
     ]
 }
 
+/// Every kind with a validation of its own (`model::workloads`, `builtin::validation`).
 const WORKLOADS: &[(&str, &str)] = &[
     ("", "pods"),
     ("apps", "deployments"),
     ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
     ("", "nodes"),
     ("", "configmaps"),
+    ("", "secrets"),
+    ("", "services"),
+    ("", "endpoints"),
+    ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"),
+    ("", "replicationcontrollers"),
+    ("", "podtemplates"),
+    ("", "resourcequotas"),
+    ("discovery.k8s.io", "endpointslices"),
+    ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "ingressclasses"),
+    ("networking.k8s.io", "networkpolicies"),
+    ("storage.k8s.io", "storageclasses"),
+    ("storage.k8s.io", "csidrivers"),
+    ("storage.k8s.io", "volumeattachments"),
+    ("autoscaling", "horizontalpodautoscalers"),
+    ("coordination.k8s.io", "leases"),
+    ("rbac.authorization.k8s.io", "roles"),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"),
 ];
 
 fn registry() -> &'static Registry {
@@ -1542,7 +1619,7 @@ fn targets() -> Vec<Target> {
         Target {
             name: "json_body",
             default_iters: 2000,
-            seeds: || values(objects()),
+            seeds: || values(objects().into_iter().chain(validated()).collect()),
             dict: PATCH_DICT,
             json: Some(JSON),
             runner: json_body_runner,

@@ -676,6 +676,7 @@ impl Service {
             if let Some(spec) = obj.get_mut("spec") {
                 crate::model::workloads::requests_from_limits(spec);
             }
+            crate::model::workloads::default_service_account(obj);
         }
         crate::limitrange::apply_defaults(self, ri, ns, obj);
         crate::priority::admit(self, ri, obj, None).await

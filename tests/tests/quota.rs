@@ -378,6 +378,19 @@ fn limit_ranges_default_and_bound_containers() {
         "persistentvolumeclaims \"data\" is forbidden: maximum storage usage per PersistentVolumeClaim is 1Gi, but request is 2Gi",
     );
     assert_eq!(http.post_json(&pvcs, &claim("500Mi")).status, 201);
+    // Only a bound claim may be resized (kube's claim validation, before admission).
+    let r = http.patch(
+        &format!("{pvcs}/data"),
+        "application/merge-patch+json",
+        &json!({"spec": {"resources": {"requests": {"storage": "600Mi"}}}}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    let r = http.patch(
+        &format!("{pvcs}/data/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Bound", "capacity": {"storage": "500Mi"}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
     let r = http.patch(
         &format!("{pvcs}/data"),
         "application/merge-patch+json",

@@ -99,6 +99,173 @@ pub fn host_may_store(resource: &str, cause: &Cause) -> bool {
         && cause.message.contains("may not be in the loopback range")
 }
 
+/// The status checks of kube's `ValidateDeploymentStatus`, `ValidateReplicaSetStatus`,
+/// `ValidateStatefulSetStatus`, `ValidateDaemonSetStatus`, the counts of `ValidateJobStatus`
+/// and `ValidatePodDisruptionBudgetStatus`: counts are non-negative, and a part is no more than
+/// its whole (a CronJob's status has no count).
+fn status_counts(resource: &str, obj: &Value) -> Vec<Cause> {
+    let (counts, bounds): (&[&str], &[(&str, &str, &str)]) = match resource {
+        "deployments" => (
+            &[
+                "observedGeneration",
+                "replicas",
+                "updatedReplicas",
+                "readyReplicas",
+                "availableReplicas",
+                "unavailableReplicas",
+                "terminatingReplicas",
+                "collisionCount",
+            ],
+            &[
+                (
+                    "updatedReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "readyReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "availableReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "availableReplicas",
+                    "readyReplicas",
+                    "cannot be greater than readyReplicas",
+                ),
+            ],
+        ),
+        "replicasets" => (
+            &[
+                "replicas",
+                "fullyLabeledReplicas",
+                "readyReplicas",
+                "availableReplicas",
+                "terminatingReplicas",
+                "observedGeneration",
+            ],
+            &[
+                (
+                    "fullyLabeledReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "readyReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "availableReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "availableReplicas",
+                    "readyReplicas",
+                    "cannot be greater than readyReplicas",
+                ),
+            ],
+        ),
+        "statefulsets" => (
+            &[
+                "replicas",
+                "readyReplicas",
+                "currentReplicas",
+                "updatedReplicas",
+                "availableReplicas",
+                "observedGeneration",
+                "collisionCount",
+            ],
+            &[
+                (
+                    "readyReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "currentReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "updatedReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "availableReplicas",
+                    "replicas",
+                    "cannot be greater than status.replicas",
+                ),
+                (
+                    "availableReplicas",
+                    "readyReplicas",
+                    "cannot be greater than status.readyReplicas",
+                ),
+            ],
+        ),
+        "daemonsets" => (
+            &[
+                "currentNumberScheduled",
+                "numberMisscheduled",
+                "desiredNumberScheduled",
+                "numberReady",
+                "observedGeneration",
+                "updatedNumberScheduled",
+                "numberAvailable",
+                "numberUnavailable",
+                "collisionCount",
+            ],
+            &[],
+        ),
+        "jobs" => (
+            &["active", "succeeded", "failed", "terminating", "ready"],
+            &[],
+        ),
+        "poddisruptionbudgets" => (
+            &[
+                "disruptionsAllowed",
+                "currentHealthy",
+                "desiredHealthy",
+                "expectedPods",
+            ],
+            &[],
+        ),
+        _ => (&[], &[]),
+    };
+    let Some(status) = obj.get("status") else {
+        return Vec::new();
+    };
+    let n = |k: &str| status.get(k).and_then(Value::as_i64);
+    let mut out = Vec::new();
+    for k in counts {
+        if let Some(v) = n(k).filter(|v| *v < 0) {
+            out.push(field::invalid(
+                &format!("status.{k}"),
+                &Value::from(v),
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+    for (part, whole, msg) in bounds {
+        if let (Some(p), Some(w)) = (n(part), n(whole)) {
+            if p > w {
+                out.push(field::invalid(
+                    &format!("status.{part}"),
+                    &Value::from(p),
+                    msg,
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// What kube's strategies change in a write before validating it, beyond defaults: a
 /// PersistentVolumeClaim's data sources (`storage::prepare_pvc_spec`).
 pub fn prepare(group: &str, resource: &str, obj: &mut Value, old: Option<&Value>) {
@@ -124,6 +291,9 @@ fn status_update(group: &str, resource: &str, obj: &Value, old: &Value) -> Optio
             Some(service::validate_status(group, resource, obj, old))
         }
         ("", "pods") => Some(crate::model::workloads::pod_status_update(obj, old)),
+        ("apps", _) | ("batch", "jobs" | "cronjobs") | ("policy", "poddisruptionbudgets") => {
+            Some(status_counts(resource, obj))
+        }
         ("", "replicationcontrollers") => Some(pod::validate_status(resource, obj, old)),
         _ => None,
     }

@@ -147,9 +147,10 @@ impl ApiError {
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         // kube's `ToAggregate` drops repeated messages (the causes keep every one).
         let mut parts: Vec<String> = Vec::with_capacity(causes.len());
+        let mut seen = std::collections::HashSet::with_capacity(causes.len());
         for c in &causes {
             let m = c.to_string();
-            if !parts.contains(&m) {
+            if seen.insert(m.clone()) {
                 parts.push(m);
             }
         }

@@ -124,6 +124,34 @@ pub fn qos_class(spec: Option<&Value>) -> &'static str {
     "Burstable"
 }
 
+/// kube's ServiceAccount admission on a Pod's create, as far as turtles goes: a Pod without
+/// `serviceAccountName` runs as `default` (its deprecated `serviceAccount` taken first, as the
+/// v1 conversion does), and the deprecated field mirrors the name, as kube's v1 output does. A
+/// mirror Pod is left alone. turtles does not check that the ServiceAccount exists, nor mount
+/// its token (there is no kubelet to use it).
+pub(crate) fn default_service_account(pod: &mut Value) {
+    if pod
+        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+        .is_some()
+    {
+        return;
+    }
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let named = |k: &str| {
+        spec.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let name = named("serviceAccountName")
+        .or_else(|| named("serviceAccount"))
+        .unwrap_or_else(|| "default".to_owned());
+    spec.insert("serviceAccountName".into(), json!(name));
+    spec.insert("serviceAccount".into(), json!(name));
+}
+
 /// kube's `SetDefaults_Pod` (a Pod's, not a template's): a container with a limit but no
 /// request for a resource requests its limit.
 pub(crate) fn requests_from_limits(spec: &mut Value) {

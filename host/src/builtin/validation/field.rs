@@ -274,11 +274,6 @@ pub fn labels(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
     }
 }
 
-/// `ValidateLabelSelector`: each expression's operator and values, and the selector as a whole.
-pub fn label_selector(sel: &Value, path: &str, out: &mut Vec<Cause>) {
-    crate::builtin::disruption::validate_label_selector(sel, path, out);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,24 +93,6 @@ pub fn pod_spec(spec: &Value, path: &str, out: &mut Vec<Cause>) {
     pod_spec_with(spec, path, &PodOpts::default(), out);
 }
 
-/// kube's `ValidatePodTemplateSpec` (labels, spec, no ephemeral containers; annotations are
-/// left to the metadata validation) for a template being created.
-pub fn pod_template(template: &Value, path: &str, out: &mut Vec<Cause>) {
-    pod_template_with(template, &PodOpts::default(), path, out);
-}
-
-/// kube's `ValidatePodTemplateSpec` on update, with the ratchets kube's
-/// `GetValidationOptionsFromPodTemplate(new, old)` allows from the stored template.
-pub fn pod_template_update(
-    template: &Value,
-    old_template: &Value,
-    path: &str,
-    out: &mut Vec<Cause>,
-) {
-    let opts = pod_opts(old_template.get("spec"));
-    pod_template_with(template, &opts, path, out);
-}
-
 /// kube's `validatePodMetadataAndSpec` for a Pod, less its metadata and annotations:
 /// `ValidatePodSpec` as a Pod's (`ResourceIsPod`, its name for ephemeral volumes; ratchets from
 /// `old`, the stored Pod, on update), then the Pod-only checks. What `ValidatePodUpdate` and the
@@ -505,7 +487,7 @@ pub fn pod_spec_with(spec: &Value, path: &str, opts: &PodOpts, out: &mut Vec<Cau
     tolerations(items(spec, "tolerations"), &child(path, "tolerations"), out);
     for (i, h) in items(spec, "hostAliases").iter().enumerate() {
         let hp = index(&child(path, "hostAliases"), i);
-        strict_ip(str_of(h, "ip"), &child(&hp, "ip"), out);
+        legacy_ip(str_of(h, "ip"), &child(&hp, "ip"), out);
         for (j, name) in strs(h, "hostnames").into_iter().enumerate() {
             for m in dns1123_subdomain(name) {
                 out.push(invalid_str(&index(&child(&hp, "hostnames"), j), name, &m));
@@ -2109,6 +2091,7 @@ fn volume_mounts(
     path: &str,
     out: &mut Vec<Cause>,
 ) {
+    let device_paths: HashSet<&str> = devices.values().copied().collect();
     let privileged = c
         .pointer("/securityContext/privileged")
         .and_then(Value::as_bool)
@@ -2141,7 +2124,7 @@ fn volume_mounts(
                 "must not already exist in volumeDevices",
             ));
         }
-        if devices.values().any(|d| *d == mount_path) {
+        if device_paths.contains(mount_path) {
             out.push(invalid_str(
                 &child(&p, "mountPath"),
                 mount_path,
@@ -2230,6 +2213,7 @@ fn volume_devices(
     path: &str,
     out: &mut Vec<Cause>,
 ) {
+    let mount_paths: HashSet<&str> = mounts.values().copied().collect();
     let mut paths = HashSet::new();
     let mut names = HashSet::new();
     for (i, d) in list.iter().enumerate() {
@@ -2282,7 +2266,7 @@ fn volume_devices(
                 "must not already exist in volumeMounts",
             ));
         }
-        if mounts.values().any(|m| *m == device_path) {
+        if mount_paths.contains(device_path) {
             out.push(invalid_str(
                 &child(&p, "devicePath"),
                 device_path,
@@ -2552,7 +2536,12 @@ fn resource_requirements(
 
 /// kube's `validateResourceClaimNames`: each claim a name of `spec.resourceClaims`, once.
 fn resource_claim_names(list: &[Value], pod_claims: &[&str], path: &str, out: &mut Vec<Cause>) {
-    let mut names: Vec<String> = Vec::new();
+    // Sets, not kube's slices: a long hostile list costs linear time, not quadratic.
+    let mut names: HashSet<String> = HashSet::new();
+    // How many `name/request` keys each claim name has had.
+    let mut requested: HashMap<String, usize> = HashMap::new();
+    let known: HashSet<&str> = pod_claims.iter().copied().collect();
+    let mut detail: Option<String> = None;
     for (i, c) in list.iter().enumerate() {
         let p = index(path, i);
         let name = str_of(c, "name");
@@ -2560,7 +2549,7 @@ fn resource_claim_names(list: &[Value], pod_claims: &[&str], path: &str, out: &m
             out.push(required(&p, ""));
             continue;
         }
-        if names.iter().any(|n| n == name) {
+        if names.contains(name) {
             out.push(duplicate(&p, &Value::from(name)));
         } else {
             let request = str_of(c, "request");
@@ -2572,23 +2561,25 @@ fn resource_claim_names(list: &[Value], pod_claims: &[&str], path: &str, out: &m
             if names.contains(&k) {
                 out.push(duplicate(&p, &Value::from(k.clone())));
             } else if request.is_empty() {
-                for n in &names {
-                    if n.split_once('/').is_some_and(|(claim, _)| claim == name) {
-                        out.push(duplicate(&p, &Value::from(name)));
-                    }
+                for _ in 0..requested.get(name).copied().unwrap_or(0) {
+                    out.push(duplicate(&p, &Value::from(name)));
                 }
             }
-            names.push(k);
+            if !request.is_empty() {
+                *requested.entry(name.to_owned()).or_default() += 1;
+            }
+            names.insert(k);
         }
-        if !pod_claims.contains(&name) {
-            let mut sorted: Vec<&str> = pod_claims.to_vec();
-            sorted.sort_unstable();
-            sorted.dedup();
-            let detail = if sorted.is_empty() {
-                " which is empty".to_owned()
-            } else {
-                format!(": {}", sorted.join(", "))
-            };
+        if !known.contains(name) {
+            let detail = detail.get_or_insert_with(|| {
+                let mut sorted: Vec<&str> = known.iter().copied().collect();
+                sorted.sort_unstable();
+                if sorted.is_empty() {
+                    " which is empty".to_owned()
+                } else {
+                    format!(": {}", sorted.join(", "))
+                }
+            });
             out.push(Cause::new(
                 "FieldValueNotFound",
                 &p,
@@ -3034,15 +3025,19 @@ fn security_context(sc: &Value, p: &str, host_users: bool, out: &mut Vec<Cause>)
                 "cannot set `allowPrivilegeEscalation` to false and `privileged` to true",
             ));
         }
+        // kube reports each CAP_SYS_ADMIN entry with the same message; one cause says it (a
+        // long list repeating it would otherwise repeat the whole context per entry).
         let adds = sc.pointer("/capabilities/add").and_then(Value::as_array);
-        for cap in adds.into_iter().flatten() {
-            if cap.as_str() == Some("CAP_SYS_ADMIN") {
-                out.push(invalid_raw(
-                    p,
-                    &go_struct(Some(sc), SECURITY_CONTEXT),
-                    "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN",
-                ));
-            }
+        if adds
+            .into_iter()
+            .flatten()
+            .any(|cap| cap.as_str() == Some("CAP_SYS_ADMIN"))
+        {
+            out.push(invalid_raw(
+                p,
+                &go_struct(Some(sc), SECURITY_CONTEXT),
+                "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN",
+            ));
         }
     }
     windows_options(set(sc, "windowsOptions"), &child(p, "windowsOptions"), out);
@@ -3676,8 +3671,9 @@ fn match_and_mismatch_label_keys(
             seen.insert(k);
         }
     }
+    let mismatch: HashSet<&str> = mismatch_keys.iter().copied().collect();
     for (i, k) in match_keys.iter().enumerate() {
-        if mismatch_keys.contains(k) {
+        if mismatch.contains(k) {
             out.push(invalid_str(
                 &index(&child(p, "matchLabelKeys"), i),
                 k,
@@ -3708,6 +3704,14 @@ fn label_keys(p: &str, keys: &[&str], selector: Option<&Value>, out: &mut Vec<Ca
 /// its `SelectorMerge` (on in 1.34), `matchLabelKeys` are checked as pod affinity's are.
 fn topology_spread_constraints(spec: &Value, path: &str, opts: &PodOpts, out: &mut Vec<Cause>) {
     let list = items(spec, "topologySpreadConstraints");
+    // Whether a later constraint repeats each one's {topologyKey, whenUnsatisfiable}: one
+    // backward pass over a set, not kube's scan of the rest per constraint.
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    let mut repeated_later = vec![false; list.len()];
+    for (i, c) in list.iter().enumerate().rev() {
+        let tuple = (str_of(c, "topologyKey"), str_of(c, "whenUnsatisfiable"));
+        repeated_later[i] = !seen.insert(tuple);
+    }
     for (i, c) in list.iter().enumerate() {
         let p = index(path, i);
         let skew = int(c, "maxSkew").unwrap_or(0);
@@ -3723,9 +3727,7 @@ fn topology_spread_constraints(spec: &Value, path: &str, opts: &PodOpts, out: &m
         if !actions.contains(&when) {
             out.push(ns(&child(&p, "whenUnsatisfiable"), when, &actions));
         }
-        let repeated = list.iter().skip(i + 1).any(|o| {
-            str_of(o, "topologyKey") == topology_key && str_of(o, "whenUnsatisfiable") == when
-        });
+        let repeated = repeated_later.get(i).copied().unwrap_or(false);
         if repeated {
             out.push(duplicate(
                 &child(&p, "{topologyKey, whenUnsatisfiable}"),
@@ -3860,7 +3862,7 @@ fn dns_config(spec: &Value, p: &str, out: &mut Vec<Cause>) {
         ));
     }
     for (i, server) in nameservers.iter().enumerate() {
-        strict_ip(server.as_str().unwrap_or(""), &index(&np, i), out);
+        legacy_ip(server.as_str().unwrap_or(""), &index(&np, i), out);
     }
     let sp = child(p, "searches");
     let searches = strs(config, "searches");
@@ -4206,44 +4208,15 @@ fn port_name(s: &str) -> Vec<String> {
     errs
 }
 
-/// apimachinery 1.34's `IsValidIP(path, value)`: strict (no leading zeros, no IPv4-mapped
-/// IPv6) and canonical.
-fn strict_ip(value: &str, path: &str, out: &mut Vec<Cause>) {
-    match value.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_some() => out.push(invalid_str(
+/// Core's `IsValidIPForLegacyField` with `StrictIPCIDRValidation` off (1.34's default): what
+/// kube's lenient parser takes (leading zeros, IPv4-mapped and non-canonical forms included).
+fn legacy_ip(value: &str, path: &str, out: &mut Vec<Cause>) {
+    if super::goip::parse_ip16(value).is_none() {
+        out.push(invalid_str(
             path,
             value,
-            "must not be an IPv4-mapped IPv6 address",
-        )),
-        Ok(ip) => {
-            let canonical = ip.to_string();
-            if canonical != value {
-                out.push(invalid_str(
-                    path,
-                    value,
-                    &format!("must be in canonical form ({})", quoted(&canonical)),
-                ));
-            }
-        }
-        Err(_) => {
-            // Go's lenient parser takes IPv4 octets with leading zeros, the strict one not.
-            let sloppy_v4 = {
-                let octets: Vec<&str> = value.split('.').collect();
-                octets.len() == 4
-                    && octets.iter().all(|o| {
-                        !o.is_empty()
-                            && o.len() <= 3
-                            && o.bytes().all(|b| b.is_ascii_digit())
-                            && o.parse::<u16>().is_ok_and(|n| n <= 255)
-                    })
-            };
-            let msg = if sloppy_v4 {
-                "must not have leading 0s"
-            } else {
-                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-            };
-            out.push(invalid_str(path, value, msg));
-        }
+            "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+        ));
     }
 }
 
