@@ -1238,11 +1238,13 @@ impl Service {
                 Err(_) => obj,
             };
         }
-        if ri.custom.is_none() {
+        let Some(custom) = &ri.custom else {
             return obj;
-        }
+        };
         let want = ri.api_version();
-        if obj.head().api_version() == want {
+        // A webhook converts (`served`, before this): what reaches here unconverted stays as
+        // stored rather than be relabelled as a version it is not.
+        if obj.head().api_version() == want || custom.webhook.is_some() {
             return obj;
         }
         let mut v = obj.parse().into_owned();
@@ -1254,6 +1256,78 @@ impl Service {
             }
             Err(_) => obj,
         }
+    }
+
+    /// Objects as the version `ri` serves them: those of a custom resource stored in another
+    /// version by a CRD with a conversion webhook go through the webhook (one ConversionReview
+    /// for them all, `crd::conversion`); the rest through [`Self::present`].
+    pub async fn served(
+        &self,
+        ri: &ResourceInfo,
+        mut objs: Vec<Arc<StoredObject>>,
+    ) -> Result<Vec<Arc<StoredObject>>> {
+        let Some(hook) = ri.custom.as_ref().and_then(|c| c.webhook.clone()) else {
+            return Ok(objs.into_iter().map(|o| Self::present(ri, o)).collect());
+        };
+        let want = ri.api_version();
+        let stale: Vec<usize> = (0..objs.len())
+            .filter(|&i| objs[i].head().api_version() != want)
+            .collect();
+        if stale.is_empty() {
+            return Ok(objs);
+        }
+        let values = stale
+            .iter()
+            .map(|&i| objs[i].parse().into_owned())
+            .collect();
+        let converted =
+            crate::crd::conversion::convert(&*self.store, &hook, &want, &ri.kind, values).await?;
+        for (&i, v) in stale.iter().zip(converted) {
+            let mut o = StoredObject::unstored(v).map_err(|e| {
+                ApiError::internal(format!("converted object does not serialize: {e}"))
+            })?;
+            o.rv = objs[i].rv;
+            objs[i] = Arc::new(o);
+        }
+        Ok(objs)
+    }
+
+    /// One object as the version `ri` serves it (see [`Self::served`]).
+    pub async fn served_one(
+        &self,
+        ri: &ResourceInfo,
+        obj: Arc<StoredObject>,
+    ) -> Result<Arc<StoredObject>> {
+        let mut v = self.served(ri, vec![obj]).await?;
+        v.pop()
+            .ok_or_else(|| ApiError::internal("conversion returned no object"))
+    }
+
+    /// An object written in `ri`'s version, in its storage version: through the CRD's
+    /// conversion webhook when it has one and the versions differ, else [`Self::to_storage`].
+    async fn stored_version(&self, ri: &ResourceInfo, obj: &mut Value) -> Result<()> {
+        let hook = ri.custom.as_ref().and_then(|c| {
+            (c.storage_version != ri.version)
+                .then(|| c.webhook.clone())
+                .flatten()
+                .map(|h| (h, format!("{}/{}", ri.group, c.storage_version)))
+        });
+        let Some((hook, storage)) = hook else {
+            Self::to_storage(ri, obj);
+            return Ok(());
+        };
+        let mut converted = crate::crd::conversion::convert(
+            &*self.store,
+            &hook,
+            &storage,
+            &ri.kind,
+            vec![std::mem::take(obj)],
+        )
+        .await?;
+        *obj = converted
+            .pop()
+            .ok_or_else(|| ApiError::internal("conversion returned no object"))?;
+        Ok(())
     }
 
     /// The object as stored: custom resources are kept in their CRD's storage version, built-in
@@ -1476,7 +1550,7 @@ impl Service {
             Some(_) => crate::quota::admit(self, ri, ns, None, &obj, opts.dry_run).await?,
             None => None,
         };
-        Self::to_storage(ri, &mut obj);
+        self.stored_version(ri, &mut obj).await?;
         let txn = self.allocate(ri, &mut obj, None, opts.dry_run).await?;
         let svc = txn.as_ref().map(|_| obj.clone());
         let result = self
@@ -2024,7 +2098,7 @@ impl Service {
                 return Err(ApiError::conflict(&ri.group, &ri.resource, name));
             }
             // Work in the requested version; store in the storage version.
-            let view = Self::present(ri, current.clone());
+            let view = self.served_one(ri, current.clone()).await?;
             // Parsed for this request and not kept with the stored version (which history may
             // hold for a long time as an event's `prev`).
             let view_value = view.parse().into_owned();
@@ -2133,7 +2207,7 @@ impl Service {
         Self::bump_generation(ri, old.view, &mut new);
         Self::validate(ri, &new)?;
         Self::check_finalizers(ri, old.view, &new)?;
-        Self::to_storage(ri, &mut new);
+        self.stored_version(ri, &mut new).await?;
         if same_object(&new, old.current) {
             return Ok(Some(Written::new(current, warnings)));
         }

@@ -1,6 +1,7 @@
-//! An HTTPS admission webhook on loopback, for the tests and the bench: its own CA, a serving
-//! certificate for 127.0.0.1, a thread per connection answering AdmissionReviews with a
-//! handler (by request path), keeping connections alive as a real webhook server does.
+//! An HTTPS admission (or CRD conversion) webhook on loopback, for the tests and the bench: its
+//! own CA, a serving certificate for 127.0.0.1, a thread per connection answering
+//! AdmissionReviews or ConversionReviews with a handler (by request path), keeping connections
+//! alive as a real webhook server does.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -134,7 +135,10 @@ fn serve(
         calls.fetch_add(1, Ordering::SeqCst);
         let mut response = handler(&path, &review["request"]);
         response["uid"] = review["request"]["uid"].clone();
-        let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        // The review's own kind and version (an AdmissionReview or a ConversionReview).
+        let or = |v: &Value, d: &str| v.as_str().unwrap_or(d).to_owned();
+        let body = json!({"apiVersion": or(&review["apiVersion"], "admission.k8s.io/v1"),
+                          "kind": or(&review["kind"], "AdmissionReview"),
                           "response": response})
         .to_string();
         let out = format!(

@@ -14,13 +14,13 @@
 //! Policies and configurations are read from the store's in-memory index (the same state every
 //! informer follows), so a change applies to the next request.
 
-mod hook_client;
+pub(crate) mod hook_client;
 mod matching;
 mod mutating_policy;
 mod policy;
 mod typecheck;
 mod wasm;
-mod webhook;
+pub(crate) mod webhook;
 
 use std::sync::Arc;
 

@@ -317,7 +317,7 @@ impl Webhooks {
         let (url, resolve) = match cc.get("url").and_then(Value::as_str) {
             Some(u) => (u.to_owned(), None),
             None => {
-                let (url, _host, addr) = service_target(ctx, &cc)?;
+                let (url, _host, addr) = service_target(ctx.store, &cc)?;
                 (url, Some(addr))
             }
         };
@@ -378,8 +378,8 @@ impl Webhooks {
 /// A `service` reference, resolved as kube's service resolver does without a proxy: the URL
 /// `https://NAME.NAMESPACE.svc:PORT/PATH` (the name the serving certificate must hold), and the
 /// address of a ready endpoint from the Service's EndpointSlices (the port mapped by name).
-fn service_target(
-    ctx: &Context<'_>,
+pub(crate) fn service_target(
+    store: &dyn crate::store::Store,
     cc: &Value,
 ) -> Result<(String, String, std::net::SocketAddr), AdmissionError> {
     let svc = cc
@@ -396,8 +396,7 @@ fn service_target(
             "failed to call webhook: service \"{ns}/{name}\" not found"
         ))
     };
-    let stored = ctx
-        .store
+    let stored = store
         .get(&crate::model::ObjectKey::new("services", ns, name))
         .ok_or_else(not_found)?;
     let port_name = stored
@@ -418,8 +417,7 @@ fn service_target(
                 "failed to call webhook: service \"{ns}/{name}\" has no port {port}"
             ))
         })?;
-    let slices = ctx
-        .store
+    let slices = store
         .list("endpointslices.discovery.k8s.io", None)
         .map_err(|e| AdmissionError::Call(e.to_string()))?;
     for slice in slices.items.values() {

@@ -246,7 +246,8 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::GET, None) => {
             let opts = list_options(query)?;
-            let page = svc.list(&ri, target.namespace.as_deref(), &opts).await?;
+            let mut page = svc.list(&ri, target.namespace.as_deref(), &opts).await?;
+            page.items = svc.served(&ri, page.items).await?;
             Ok(list_response(&ri, &headers, query, page))
         }
         (&Method::GET, Some(name)) => {
@@ -257,7 +258,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                     .await
                     .map_err(|e| crate::service::store_error(&ri, name, e))?;
             }
-            let obj = svc.get(&ri, &ns, name)?;
+            let obj = svc.served_one(&ri, svc.get(&ri, &ns, name)?).await?;
             Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
         }
         (&Method::POST, None) => {
@@ -269,13 +270,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             if is_crd && !opts.dry_run {
                 written.object = crd_settled(state, &ri, &written.object).await?;
             }
-            Ok(written_response(
-                &ri,
-                &headers,
-                query,
-                StatusCode::CREATED,
-                written,
-            ))
+            written_response(svc, &ri, &headers, query, StatusCode::CREATED, written).await
         }
         (&Method::PUT, Some(name)) => {
             let opts = write_options(query, &guard, &user, &headers, Write::Update)?;
@@ -285,13 +280,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             if is_crd && !opts.dry_run {
                 written.object = crd_settled(state, &ri, &written.object).await?;
             }
-            Ok(written_response(
-                &ri,
-                &headers,
-                query,
-                StatusCode::OK,
-                written,
-            ))
+            written_response(svc, &ri, &headers, query, StatusCode::OK, written).await
         }
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(&headers)?;
@@ -308,7 +297,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             } else {
                 StatusCode::OK
             };
-            Ok(written_response(&ri, &headers, query, code, written))
+            written_response(svc, &ri, &headers, query, code, written).await
         }
         (&Method::DELETE, Some(name)) => {
             let body = read_body(req, state.options.request_body_timeout).await?;
@@ -319,7 +308,10 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 state.crds.reconcile(name).await?;
             }
             let mut resp = match outcome {
-                Deleted::Pending(obj) => object_response(&ri, &headers, query, StatusCode::OK, obj),
+                Deleted::Pending(obj) => {
+                    let obj = svc.served_one(&ri, obj).await?;
+                    object_response(&ri, &headers, query, StatusCode::OK, obj)
+                }
                 Deleted::Gone(obj) if ri.delete_returns_object => {
                     object_response(&ri, &headers, query, StatusCode::OK, obj)
                 }
@@ -349,6 +341,8 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                         .await?;
                 }
             }
+            let mut page = page;
+            page.items = svc.served(&ri, page.items).await?;
             Ok(list_response(&ri, &HeaderMap::new(), query, page))
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
@@ -503,16 +497,20 @@ fn warning_texts(warnings: &[String]) -> Vec<String> {
     out
 }
 
-fn written_response(
+/// The answer to a write: the object as the request's version shows it (converted by a CRD's
+/// webhook where it has one), with the write's warnings.
+async fn written_response(
+    svc: &crate::service::Service,
     ri: &ResourceInfo,
     headers: &HeaderMap,
     query: &Query,
     code: StatusCode,
     written: crate::service::Written,
-) -> Response {
-    let mut resp = object_response(ri, headers, query, code, written.object);
+) -> Result<Response, ApiError> {
+    let obj = svc.served_one(ri, written.object).await?;
+    let mut resp = object_response(ri, headers, query, code, obj);
     add_warnings(&mut resp, &written.warnings);
-    resp
+    Ok(resp)
 }
 
 fn only_get(m: &Method) -> Result<(), ApiError> {

@@ -74,6 +74,12 @@ fn bookmark(ri: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
     line("BOOKMARK", obj.to_string().as_bytes())
 }
 
+/// The ERROR event of a watch that cannot go on, and the stop that ends it.
+async fn failed(feeder: &mut Feeder, e: &ApiError) -> Result<(), Stop> {
+    feeder.send(Item::Line(error_line(e))).await?;
+    Err(Stop::Failed)
+}
+
 fn error_line(e: &ApiError) -> Bytes {
     line("ERROR", e.to_status().to_string().as_bytes())
 }
@@ -149,6 +155,9 @@ enum Stop {
     Stalled,
     /// Fell too far behind the store's live feed.
     Lagged,
+    /// An object could not be shown in the watched version (its CRD's conversion webhook
+    /// failed): the ERROR event that says so is the stream's last.
+    Failed,
 }
 
 impl Stop {
@@ -159,6 +168,7 @@ impl Stop {
             Stop::Stalled => Some("stalled"),
             Stop::Lagged => Some("lagged"),
             Stop::Deadline => Some("timeout"),
+            Stop::Failed => Some("conversion"),
             Stop::Gone | Stop::Shutdown => None,
         }
     }
@@ -482,9 +492,24 @@ pub async fn serve(
     tokio::spawn(async move {
         let queue = feeder.queue.clone();
         let resource = ri.resource.clone();
-        let stop = run(feeder, ri, watcher, bookmarks, initial_end, interval).await;
+        let converter = ri
+            .custom
+            .as_ref()
+            .is_some_and(|c| c.webhook.is_some())
+            .then(|| metrics_state.service.clone());
+        let stop = run(
+            feeder,
+            ri,
+            watcher,
+            bookmarks,
+            initial_end,
+            interval,
+            converter,
+        )
+        .await;
         match stop {
             Stop::Gone => {}
+            Stop::Failed => queue.close(false),
             // Unless `run` ended the stream gracefully, what is queued is dropped.
             Stop::Deadline | Stop::Shutdown => {
                 if !queue.is_closed() {
@@ -520,7 +545,20 @@ async fn run(
     bookmarks: bool,
     initial_end: bool,
     interval: Duration,
+    converter: Option<Arc<Service>>,
 ) -> Stop {
+    // An event's object as the watched version shows it: through the CRD's conversion webhook
+    // when it has one (else the encoder's `present` is enough).
+    let convert = |obj: Arc<StoredObject>| {
+        let converter = converter.clone();
+        let ri = ri.clone();
+        async move {
+            match converter {
+                Some(svc) => svc.served_one(&ri, obj).await,
+                None => Ok(obj),
+            }
+        }
+    };
     // Periodic bookmarks only once the initial state (if any) is out.
     let mut listing = false;
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
@@ -533,11 +571,18 @@ async fn run(
                     listing = true;
                     Ok(())
                 }
-                Some(Event::InitApply(obj) | Event::Added(obj)) => {
-                    feeder.send(Item::Event("ADDED", obj)).await
-                }
-                Some(Event::Apply(obj)) => feeder.send(Item::Event("MODIFIED", obj)).await,
-                Some(Event::Delete(obj)) => feeder.send(Item::Event("DELETED", obj)).await,
+                Some(Event::InitApply(obj) | Event::Added(obj)) => match convert(obj).await {
+                    Ok(obj) => feeder.send(Item::Event("ADDED", obj)).await,
+                    Err(e) => failed(&mut feeder, &e).await,
+                },
+                Some(Event::Apply(obj)) => match convert(obj).await {
+                    Ok(obj) => feeder.send(Item::Event("MODIFIED", obj)).await,
+                    Err(e) => failed(&mut feeder, &e).await,
+                },
+                Some(Event::Delete(obj)) => match convert(obj).await {
+                    Ok(obj) => feeder.send(Item::Event("DELETED", obj)).await,
+                    Err(e) => failed(&mut feeder, &e).await,
+                },
                 Some(Event::InitDone) => {
                     listing = false;
                     if initial_end {

@@ -2,6 +2,7 @@
 //! deciding whether its names are accepted. Pure functions; `controller` applies them.
 
 pub mod controller;
+pub mod conversion;
 
 use std::sync::Arc;
 
@@ -57,8 +58,16 @@ pub fn apply_defaults(crd: &mut Value) {
             names.insert("listKind".into(), json!(format!("{kind}List")));
         }
     }
-    spec.entry("conversion")
+    let conv = spec
+        .entry("conversion")
         .or_insert_with(|| json!({"strategy": "None"}));
+    // kube's `SetDefaults_ServiceReference`: a webhook service's port is 443.
+    if let Some(svc) = conv
+        .pointer_mut("/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        svc.entry("port").or_insert(json!(443));
+    }
 }
 
 /// Validate a CRD object the way kube's apiextensions validation does; every problem is one cause.
@@ -143,13 +152,8 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
             ),
         ),
     }
-    match s(crd, "/spec/conversion/strategy") {
-        "" | "None" => {}
-        other => bad(
-            "FieldValueNotSupported",
-            "spec.conversion.strategy",
-            format!("Unsupported value: \"{other}\": supported values: \"None\" (turtles does not call conversion webhooks)"),
-        ),
+    for c in conversion::validate(crd) {
+        bad(&c.reason, &c.field, c.message);
     }
     let versions = crd
         .pointer("/spec/versions")
@@ -413,6 +417,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
         .find(|v| v.get("storage") == Some(&Value::Bool(true)))
         .map(|v| s(v, "/name").to_owned())
         .unwrap_or_default();
+    let webhook = conversion::Webhook::of(crd);
     let strs = |key: &str| -> Vec<String> {
         names
             .get(key)
@@ -489,6 +494,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                     schema,
                     printer_columns,
                     selectable_fields,
+                    webhook: webhook.clone(),
                 })),
                 create_only: false,
             })

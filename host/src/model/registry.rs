@@ -53,6 +53,9 @@ pub struct CustomResource {
     pub printer_columns: Vec<PrinterColumn>,
     /// This version's `selectableFields`, as field selectors name them (`spec.color`).
     pub selectable_fields: Vec<String>,
+    /// The CRD's conversion webhook (`strategy: Webhook`): objects stored in another version
+    /// are converted through it (`crd::conversion`); `None`: only `apiVersion` is rewritten.
+    pub webhook: Option<Arc<crate::crd::conversion::Webhook>>,
 }
 
 impl std::fmt::Debug for CustomResource {

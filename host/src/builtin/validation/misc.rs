@@ -1353,22 +1353,29 @@ fn quota_scopes(spec: &Value, hard: &[&String], out: &mut Vec<Cause>) {
     let path = "spec.scopes";
     let value = spec.get("scopes").cloned().unwrap_or(Value::Null);
     let mut seen = HashSet::new();
+    // Each cause carries the whole list, so kube's repeats of one (a cause per scope and
+    // resource) are made once: a long hostile list would otherwise cost its size squared.
+    let (mut unsupported, mut misapplied) = (false, false);
     for scope in &scopes {
-        if !is_standard_scope(scope) {
+        if !unsupported && !is_standard_scope(scope) {
+            unsupported = true;
             out.push(invalid(path, &value, "unsupported scope"));
         }
-        for k in hard {
-            if is_standard_quota_resource(k) && !scope_valid_for(scope, k) {
-                out.push(invalid(
-                    path,
-                    &value,
-                    "unsupported scope applied to resource",
-                ));
-            }
+        if !misapplied
+            && hard
+                .iter()
+                .any(|k| is_standard_quota_resource(k) && !scope_valid_for(scope, k))
+        {
+            misapplied = true;
+            out.push(invalid(
+                path,
+                &value,
+                "unsupported scope applied to resource",
+            ));
         }
         seen.insert(scope.as_str());
     }
-    for _ in 0..conflicting_pairs(&seen) {
+    if conflicting_pairs(&seen) > 0 {
         out.push(invalid(path, &value, "conflicting scopes"));
     }
 }
@@ -1378,6 +1385,7 @@ fn quota_scopes(spec: &Value, hard: &[&String], out: &mut Vec<Cause>) {
 fn scope_selector(spec: &Value, sel: &Value, hard: &[&String], out: &mut Vec<Cause>) {
     let path = "spec.scopeSelector.matchExpressions";
     let mut seen = HashSet::new();
+    let mut reported_misapplied = false;
     for req in items(sel, "matchExpressions") {
         let scope = str_of(req, "scopeName");
         if !is_standard_scope(scope) {
@@ -1387,14 +1395,17 @@ fn scope_selector(spec: &Value, sel: &Value, hard: &[&String], out: &mut Vec<Cau
                 "unsupported scope",
             ));
         }
-        for k in hard {
-            if is_standard_quota_resource(k) && !scope_valid_for(scope, k) {
-                out.push(invalid(
-                    path,
-                    &scope_selector_value(sel),
-                    "unsupported scope applied to resource",
-                ));
-            }
+        let misapplied = hard
+            .iter()
+            .any(|k| is_standard_quota_resource(k) && !scope_valid_for(scope, k));
+        if misapplied && !reported_misapplied {
+            // Once: each cause carries the whole selector (see `quota_scopes`).
+            reported_misapplied = true;
+            out.push(invalid(
+                path,
+                &scope_selector_value(sel),
+                "unsupported scope applied to resource",
+            ));
         }
         let op = str_of(req, "operator");
         if matches!(

@@ -8,6 +8,8 @@
 //! IPv4 octets with leading zeros) refuses is invalid. That parser is ported here, since the
 //! strict one of `field::parse_ip` refuses `010.0.0.1`.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use super::field::{
@@ -117,16 +119,16 @@ fn domain_prefixed_path(path: &str, value: &str, out: &mut Vec<Cause>) {
 
 /// Core's `IsValidIPForLegacyField` with `StrictIPCIDRValidation` off: a value in `allowed`
 /// (the stored object's) is not checked again.
-fn legacy_ip(path: &str, value: &str, allowed: &[&str], out: &mut Vec<Cause>) {
-    if !allowed.contains(&value) && !is_ip_sloppy(value) {
+fn legacy_ip(path: &str, value: &str, allowed: &HashSet<&str>, out: &mut Vec<Cause>) {
+    if !allowed.contains(value) && !is_ip_sloppy(value) {
         out.push(invalid_str(path, value, IP_MSG));
     }
 }
 
 /// Core's `IsValidCIDRForLegacyField` with `StrictIPCIDRValidation` off: a value in `allowed`
 /// (the stored object's) is not checked again.
-fn legacy_cidr(path: &str, value: &str, allowed: &[String], out: &mut Vec<Cause>) {
-    if !allowed.iter().any(|a| a == value) && parse_cidr_sloppy(value).is_none() {
+fn legacy_cidr(path: &str, value: &str, allowed: &HashSet<String>, out: &mut Vec<Cause>) {
+    if !allowed.contains(value) && parse_cidr_sloppy(value).is_none() {
         out.push(invalid_str(path, value, CIDR_MSG));
     }
 }
@@ -516,7 +518,7 @@ fn ingress_status(obj: &Value, old: &Value) -> Vec<Cause> {
         .to_vec()
     };
     let old_ingress = lb_ingress(old);
-    let existing: Vec<&str> = old_ingress
+    let existing: HashSet<&str> = old_ingress
         .iter()
         .map(|i| str_of(i, "ip"))
         .filter(|ip| !ip.is_empty())
@@ -612,7 +614,7 @@ fn ingress_class_parameters(params: &Value, path: &str, out: &mut Vec<Cause>) {
 /// kube's `NetworkPolicyValidationOptions`.
 struct PolicyOpts<'a> {
     allow_invalid_label_value_in_selector: bool,
-    allow_cidrs_even_if_invalid: &'a [String],
+    allow_cidrs_even_if_invalid: &'a HashSet<String>,
 }
 
 /// `ValidateNetworkPolicy` on create; on update what kube's strategy runs: `ValidateNetworkPolicy`
@@ -636,7 +638,7 @@ fn network_policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = Vec::new();
     let opts = PolicyOpts {
         allow_invalid_label_value_in_selector,
-        allow_cidrs_even_if_invalid: &[],
+        allow_cidrs_even_if_invalid: &HashSet::new(),
     };
     network_policy_spec(spec, &opts, &mut out);
     if let Some(old) = old {
@@ -651,13 +653,13 @@ fn network_policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 }
 
 /// Every `ipBlock.cidr` and `except` of the stored spec (`ValidateNetworkPolicyUpdate`).
-fn stored_cidrs(spec: &Value) -> Vec<String> {
-    let mut cidrs = Vec::new();
+fn stored_cidrs(spec: &Value) -> HashSet<String> {
+    let mut cidrs = HashSet::new();
     for (dir, peers) in [("ingress", "from"), ("egress", "to")] {
         for rule in items(spec, dir) {
             for peer in items(rule, peers) {
                 if let Some(block) = object(peer, "ipBlock") {
-                    cidrs.push(str_of(block, "cidr").to_owned());
+                    cidrs.insert(str_of(block, "cidr").to_owned());
                     cidrs.extend(
                         items(block, "except")
                             .iter()
@@ -818,7 +820,7 @@ fn network_policy_peer(peer: &Value, opts: &PolicyOpts<'_>, path: &str, out: &mu
 }
 
 /// `ValidateIPBlock`: a CIDR, and `except` CIDRs strictly inside it.
-fn ip_block(block: &Value, path: &str, allowed: &[String], out: &mut Vec<Cause>) {
+fn ip_block(block: &Value, path: &str, allowed: &HashSet<String>, out: &mut Vec<Cause>) {
     let cidr = str_of(block, "cidr");
     let cidr_path = child(path, "cidr");
     if cidr.is_empty() {

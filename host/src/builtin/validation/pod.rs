@@ -1038,45 +1038,62 @@ fn key_to_path(kp: &Value, path: &str, out: &mut Vec<Cause>) {
     file_mode(kp, "mode", path, out);
 }
 
-/// kube's `validateISCSIVolumeSource`.
-fn iscsi(src: &Value, p: &str, out: &mut Vec<Cause>) {
+/// An iSCSI name kube's checks know: it starts with `iqn`, `eui` or `naa`.
+pub(crate) fn iscsi_known(s: &str) -> bool {
+    s.starts_with("iqn") || s.starts_with("eui") || s.starts_with("naa")
+}
+
+/// An iSCSI name in the format of its prefix (kube's `iscsiInitiator{Iqn,Eui,Naa}Regex`; an
+/// unknown prefix is not checked here). Go's `\d` and `\s` are ASCII; the regex crate's
+/// matching is linear in the name.
+pub(crate) fn iscsi_format_ok(s: &str) -> bool {
     static IQN: OnceLock<Option<Regex>> = OnceLock::new();
     static EUI: OnceLock<Option<Regex>> = OnceLock::new();
     static NAA: OnceLock<Option<Regex>> = OnceLock::new();
-    // Go's `\d` and `\s` are ASCII.
-    let iqn_ok = |s: &str| {
+    if s.starts_with("iqn") {
         matches(
             &IQN,
             r"iqn\.[0-9]{4}-[0-9]{2}\.([-.[:alnum:]]+)(:[^,;*&$|\t\n\f\r ]+)$",
             s,
         )
-    };
-    let eui_ok = |s: &str| matches(&EUI, r"^eui.[[:alnum:]]{16}$", s);
-    let naa_ok = |s: &str| matches(&NAA, r"^naa.[[:alnum:]]{32}$", s);
-    let known = |s: &str| s.starts_with("iqn") || s.starts_with("eui") || s.starts_with("naa");
-    let format_ok = |s: &str| {
-        if s.starts_with("iqn") {
-            iqn_ok(s)
-        } else if s.starts_with("eui") {
-            eui_ok(s)
-        } else if s.starts_with("naa") {
-            naa_ok(s)
-        } else {
-            true
-        }
-    };
+    } else if s.starts_with("eui") {
+        matches(&EUI, r"^eui.[[:alnum:]]{16}$", s)
+    } else if s.starts_with("naa") {
+        matches(&NAA, r"^naa.[[:alnum:]]{32}$", s)
+    } else {
+        true
+    }
+}
+
+/// The `initiatorName` check kube's volume and persistent volume iSCSI sources share.
+pub(crate) fn iscsi_initiator(init: &str, p: &str, out: &mut Vec<Cause>) {
+    let ip = child(p, "initiatorname");
+    if !iscsi_known(init) {
+        out.push(invalid_str(
+            &ip,
+            init,
+            "must be valid format starting with iqn, eui, or naa",
+        ));
+    }
+    if !iscsi_format_ok(init) {
+        out.push(invalid_str(&ip, init, "must be valid format"));
+    }
+}
+
+/// kube's `validateISCSIVolumeSource`.
+fn iscsi(src: &Value, p: &str, out: &mut Vec<Cause>) {
     require_str(src, "targetPortal", p, out);
     let iqn = str_of(src, "iqn");
     let ip = child(p, "iqn");
     if iqn.is_empty() {
         out.push(required(&ip, ""));
-    } else if !known(iqn) {
+    } else if !iscsi_known(iqn) {
         out.push(invalid_str(
             &ip,
             iqn,
             "must be valid format starting with iqn, eui, or naa",
         ));
-    } else if !format_ok(iqn) {
+    } else if !iscsi_format_ok(iqn) {
         out.push(invalid_str(&ip, iqn, "must be valid format"));
     }
     let lun = int(src, "lun").unwrap_or(0);
@@ -1093,17 +1110,7 @@ fn iscsi(src: &Value, p: &str, out: &mut Vec<Cause>) {
         out.push(required(&child(p, "secretRef"), ""));
     }
     if let Some(init) = src.get("initiatorName").and_then(Value::as_str) {
-        let ip = child(p, "initiatorname");
-        if !known(init) {
-            out.push(invalid_str(
-                &ip,
-                init,
-                "must be valid format starting with iqn, eui, or naa",
-            ));
-        }
-        if !format_ok(init) {
-            out.push(invalid_str(&ip, init, "must be valid format"));
-        }
+        iscsi_initiator(init, p, out);
     }
 }
 
@@ -2754,6 +2761,7 @@ fn pod_resources(spec: &Value, res: &Value, p: &str, ctx: &Ctx, out: &mut Vec<Ca
     // kube's `validatePodResourceConsistency`: the pod's requests at least what its containers
     // request together (`AggregateContainerRequests`), no container's limit above the pod's.
     let pod_requests = res.get("requests").and_then(Value::as_object);
+    let binary = binary_quantities(spec);
     for (name, total) in aggregate_container_requests(spec) {
         // A resource the pod does not request is not compared.
         let Some(pod_request) = pod_requests.and_then(|r| r.get(&name)) else {
@@ -2765,7 +2773,7 @@ fn pod_resources(spec: &Value, res: &Value, p: &str, ctx: &Ctx, out: &mut Vec<Ca
                 &canon(pod_request),
                 &format!(
                     "must be greater than or equal to aggregate container requests of {}",
-                    crate::builtin::quantity::from_nano(total, binary_quantity(spec, &name))
+                    crate::builtin::quantity::from_nano(total, binary.contains(name.as_str()))
                 ),
             ));
         }
@@ -2792,16 +2800,22 @@ fn pod_resources(spec: &Value, res: &Value, p: &str, ctx: &Ctx, out: &mut Vec<Ca
     }
 }
 
-/// Whether the containers write resource `name` with a binary suffix (how the sum prints).
-fn binary_quantity(spec: &Value, name: &str) -> bool {
-    ["containers", "initContainers"].iter().any(|f| {
-        items(spec, f).iter().any(|c| {
-            c.pointer("/resources/requests")
-                .and_then(|r| r.get(name))
-                .and_then(|q| crate::builtin::quantity::nano_value(&qstr(q)).ok())
-                .is_some_and(|(_, binary)| binary)
-        })
-    })
+/// The resources the containers request with a binary suffix (how their sum prints).
+fn binary_quantities(spec: &Value) -> HashSet<&str> {
+    let mut out = HashSet::new();
+    for f in ["containers", "initContainers"] {
+        for c in items(spec, f) {
+            let requests = c.pointer("/resources/requests").and_then(Value::as_object);
+            for (name, q) in requests.into_iter().flatten() {
+                let binary =
+                    crate::builtin::quantity::nano_value(&qstr(q)).is_ok_and(|(_, binary)| binary);
+                if binary {
+                    out.insert(name.as_str());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// kube's `AggregateContainerRequests`: the regular containers and sidecars together, or the

@@ -1509,7 +1509,7 @@ fn iscsi(v: &Value, pv_name: &str, p: &str, out: &mut Vec<Cause>) {
     let iqn = str_of(v, "iqn");
     if iqn.is_empty() {
         out.push(required(&child(p, "iqn"), ""));
-    } else if !iscsi_name_ok(iqn) {
+    } else if !super::pod::iscsi_known(iqn) || !super::pod::iscsi_format_ok(iqn) {
         out.push(invalid_str(&child(p, "iqn"), iqn, "must be valid format"));
     }
     let lun = int_of(v, "lun");
@@ -1531,72 +1531,7 @@ fn iscsi(v: &Value, pv_name: &str, p: &str, out: &mut Vec<Cause>) {
         }
     }
     if let Some(init) = initiator {
-        let init = init.as_str().unwrap_or("");
-        if !iscsi_name_ok(init) {
-            out.push(invalid_str(
-                &child(p, "initiatorname"),
-                init,
-                "must be valid format",
-            ));
-        }
-    }
-}
-
-/// An iSCSI qualified name as kube's regexes accept it (`iqn.…`, `eui.…`, `naa.…`).
-fn iscsi_name_ok(s: &str) -> bool {
-    if s.starts_with("iqn") {
-        // `iqn\.\d{4}-\d{2}\.([[:alnum:]-.]+)(:[^,;*&$|\s]+)$`, unanchored at the start.
-        (0..s.len()).any(|i| iqn_at(&s.as_bytes()[i..]))
-    } else if let Some(rest) = s.strip_prefix("eui") {
-        any_then_alnum(rest, 16)
-    } else if let Some(rest) = s.strip_prefix("naa") {
-        any_then_alnum(rest, 32)
-    } else {
-        false
-    }
-}
-
-fn iqn_at(b: &[u8]) -> bool {
-    let Some(rest) = b.strip_prefix(b"iqn.") else {
-        return false;
-    };
-    if rest.len() < 8
-        || !rest[..4].iter().all(u8::is_ascii_digit)
-        || rest[4] != b'-'
-        || !rest[5..7].iter().all(u8::is_ascii_digit)
-        || rest[7] != b'.'
-    {
-        return false;
-    }
-    let rest = &rest[8..];
-    let n = rest
-        .iter()
-        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'-' || **c == b'.')
-        .count();
-    if n == 0 {
-        return false;
-    }
-    let Some(tail) = rest[n..].strip_prefix(b":") else {
-        return false;
-    };
-    !tail.is_empty()
-        && tail.iter().all(|&c| {
-            !matches!(
-                c,
-                b',' | b';' | b'*' | b'&' | b'$' | b'|' | b'\t' | b'\n' | b'\x0c' | b'\r' | b' '
-            )
-        })
-}
-
-/// `.[[:alnum:]]{n}$`: any one character but a newline, then exactly `n` ASCII alphanumerics.
-fn any_then_alnum(rest: &str, n: usize) -> bool {
-    let mut chars = rest.chars();
-    match chars.next() {
-        Some(c) if c != '\n' => {
-            let tail = chars.as_str();
-            tail.len() == n && tail.bytes().all(|c| c.is_ascii_alphanumeric())
-        }
-        _ => false,
+        super::pod::iscsi_initiator(init.as_str().unwrap_or(""), p, out);
     }
 }
 
@@ -1956,17 +1891,18 @@ fn allowed_topologies(terms: &[Value], path: &str, out: &mut Vec<Cause>) {
     if terms.is_empty() {
         return;
     }
-    // kube's list starts with one nil map per term, which an empty term equals.
-    let mut raw: Vec<BTreeMap<String, BTreeSet<String>>> = vec![BTreeMap::new(); terms.len()];
+    // kube's list starts with one nil map per term, which an empty term equals, and kube
+    // reports a term once per equal term before it; turtles once per term (n² causes for n
+    // equal terms would be a hostile list's size squared).
+    let mut raw: std::collections::HashSet<BTreeMap<String, BTreeSet<String>>> =
+        std::collections::HashSet::new();
+    raw.insert(BTreeMap::new());
     for (i, term) in terms.iter().enumerate() {
         let ip = index(path, i);
         let expr_map = topology_selector_term(term, &ip, out);
-        for t in &raw {
-            if *t == expr_map {
-                out.push(duplicate(&child(&ip, "matchLabelExpressions"), &s("")));
-            }
+        if !raw.insert(expr_map) {
+            out.push(duplicate(&child(&ip, "matchLabelExpressions"), &s("")));
         }
-        raw.push(expr_map);
     }
 }
 
@@ -2889,12 +2825,14 @@ mod tests {
         assert!(split_host_port_ok("[::1]:7861"));
         assert!(!split_host_port_ok("host"));
         assert!(!split_host_port_ok("a:b:c"));
-        assert!(iscsi_name_ok("iqn.2001-04.com.example:storage.disk1"));
-        assert!(iscsi_name_ok("eui.02004567A425678D"));
-        assert!(iscsi_name_ok("naa.52004567BA64678D52004567BA64678D"));
-        assert!(!iscsi_name_ok("iqn.2001-04.com.example:bad;name"));
-        assert!(!iscsi_name_ok("eui.0123"));
-        assert!(!iscsi_name_ok("target"));
+        let ok =
+            |s: &str| super::super::pod::iscsi_known(s) && super::super::pod::iscsi_format_ok(s);
+        assert!(ok("iqn.2001-04.com.example:storage.disk1"));
+        assert!(ok("eui.02004567A425678D"));
+        assert!(ok("naa.52004567BA64678D52004567BA64678D"));
+        assert!(!ok("iqn.2001-04.com.example:bad;name"));
+        assert!(!ok("eui.0123"));
+        assert!(!ok("target"));
         assert!(is_root("/") && is_root("//./..") && !is_root("/data") && !is_root(""));
         let mut out = Vec::new();
         dns_label("Bad", "x", &mut out);
