@@ -272,6 +272,18 @@ impl Filter {
             SelectorError::UnsupportedField(field) => ApiError::bad_request(refused(&field)),
             e => ApiError::bad_request(e.to_string()),
         })?;
+        // Objects are judged as stored: a selectable field of a version a webhook converts to
+        // would be read from the stored version's shape (kube judges the converted object).
+        let converted = ri
+            .custom
+            .as_ref()
+            .is_some_and(|c| c.webhook.is_some() && c.storage_version != ri.version);
+        if converted && !fields.only_name_and_namespace() {
+            return Err(ApiError::bad_request(format!(
+                "field selectors on the selectable fields of {}/{} are not supported: it is converted from its stored version by a webhook",
+                ri.group, ri.version
+            )));
+        }
         Ok(Self {
             labels,
             fields,
@@ -1276,18 +1288,29 @@ impl Service {
         if stale.is_empty() {
             return Ok(objs);
         }
-        let values = stale
-            .iter()
-            .map(|&i| objs[i].parse().into_owned())
-            .collect();
-        let converted =
-            crate::crd::conversion::convert(&*self.store, &hook, &want, &ri.kind, values).await?;
-        for (&i, v) in stale.iter().zip(converted) {
-            let mut o = StoredObject::unstored(v).map_err(|e| {
-                ApiError::internal(format!("converted object does not serialize: {e}"))
-            })?;
-            o.rv = objs[i].rv;
-            objs[i] = Arc::new(o);
+        let schema = ri.custom.as_ref().and_then(|c| c.schema.clone());
+        // Reviews of at most `REVIEW_CHUNK` objects: a long list is several bounded answers.
+        for chunk in stale.chunks(crate::crd::conversion::REVIEW_CHUNK) {
+            let values = chunk
+                .iter()
+                .map(|&i| objs[i].parse().into_owned())
+                .collect();
+            let converted =
+                crate::crd::conversion::convert(&*self.store, &hook, &want, &ri.kind, values)
+                    .await?;
+            for (&i, mut v) in chunk.iter().zip(converted) {
+                // As kube's coercer and defaulter do with what a webhook answers: pruned to the
+                // served version's schema, its defaults applied.
+                if let Some(schema) = &schema {
+                    schema.prune(&mut v);
+                    schema.apply_defaults(&mut v);
+                }
+                let mut o = StoredObject::unstored(v).map_err(|e| {
+                    ApiError::internal(format!("converted object does not serialize: {e}"))
+                })?;
+                o.rv = objs[i].rv;
+                objs[i] = Arc::new(o);
+            }
         }
         Ok(objs)
     }
@@ -1327,6 +1350,15 @@ impl Service {
         *obj = converted
             .pop()
             .ok_or_else(|| ApiError::internal("conversion returned no object"))?;
+        // Pruned to the storage version's schema: nothing the webhook adds is stored unchecked.
+        let version = storage.rsplit('/').next().unwrap_or("");
+        let storage_schema = self
+            .registry
+            .lookup(&ri.group, version, &ri.resource)
+            .and_then(|s| s.custom.as_ref().and_then(|c| c.schema.clone()));
+        if let Some(schema) = storage_schema {
+            schema.prune(obj);
+        }
         Ok(())
     }
 
@@ -1546,11 +1578,12 @@ impl Service {
             self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
                 .await?,
         );
+        // Converted (a webhook call, maybe slow) before the quota charge holds its lock.
+        self.stored_version(ri, &mut obj).await?;
         let _charged = match opts.user {
             Some(_) => crate::quota::admit(self, ri, ns, None, &obj, opts.dry_run).await?,
             None => None,
         };
-        self.stored_version(ri, &mut obj).await?;
         let txn = self.allocate(ri, &mut obj, None, opts.dry_run).await?;
         let svc = txn.as_ref().map(|_| obj.clone());
         let result = self

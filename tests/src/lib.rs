@@ -858,8 +858,41 @@ pub fn example_fields(kind: &str) -> Value {
         "Event" => {
             json!({"involvedObject": {"kind": "Pod", "name": "ex"}, "reason": "Ex", "message": "ex"})
         }
+        "ControllerRevision" => json!({"data": {"ex": "yes"}, "revision": 1}),
         _ => json!({}),
     }
+}
+
+/// An example object of a built-in kind to be created in namespace `ns`: an Event is about an
+/// object of that namespace, as kube requires of an Event there.
+pub fn example_object_in(api_version: &str, kind: &str, name: &str, ns: &str) -> Value {
+    let mut obj = example_object(api_version, kind, name);
+    if kind == "Event" {
+        if api_version == "events.k8s.io/v1" {
+            for (k, v) in [
+                (
+                    "regarding",
+                    json!({"kind": "Pod", "name": "ex", "namespace": ns}),
+                ),
+                ("note", json!("ex")),
+                ("reason", json!("Ex")),
+                ("type", json!("Normal")),
+                ("action", json!("Example")),
+                ("reportingController", json!("example.com/ex")),
+                ("reportingInstance", json!("ex-1")),
+                ("eventTime", json!("2026-12-01T00:00:00.000000Z")),
+            ] {
+                obj[k] = v;
+            }
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("involvedObject");
+                o.remove("message");
+            }
+        } else {
+            obj["involvedObject"]["namespace"] = json!(ns);
+        }
+    }
+    obj
 }
 
 /// An example object of a built-in kind (a CRD gets a fixed name, as its name must be

@@ -91,8 +91,9 @@ fn served(s: &Server) -> Vec<Served> {
     out
 }
 
+/// An example of `r` to create in namespace `walk`.
 fn example(r: &Served, name: &str) -> Value {
-    turtles_tests::example_object(&r.group_version, &r.kind, name)
+    turtles_tests::example_object_in(&r.group_version, &r.kind, name, "walk")
 }
 
 #[test]
@@ -675,16 +676,27 @@ fn events_k8s_io_serves_the_core_events_in_their_newer_shape() {
     let first = w.expect_event("ADDED");
     assert_eq!(first["object"]["apiVersion"], "events.k8s.io/v1");
     assert_eq!(first["object"]["note"], "pulled");
-    // Patches through either API change the one object.
+    // A patch through the core API shows through the newer one; the newer API's Events are
+    // immutable, as kube's validation has them.
     let r = http.patch(
-        &format!("{new_api}/e2"),
+        &format!("{core_api}/e2"),
         "application/merge-patch+json",
-        &json!({"note": "patched"}),
+        &json!({"message": "patched"}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(
-        http.get(&format!("{core_api}/e2")).json()["message"],
-        "patched"
+    assert_eq!(http.get(&format!("{new_api}/e2")).json()["note"], "patched");
+    let r = http.patch(
+        &format!("{new_api}/e1"),
+        "application/merge-patch+json",
+        &json!({"note": "changed"}),
+    );
+    let st = turtles_tests::assert_status(&r, 422, "Invalid");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .contains("message: Invalid value: \"changed\": field is immutable"),
+        "{st}"
     );
     assert_eq!(
         s.kubectl_ok(&["get", "events.v1.events.k8s.io", "-o", "name"])

@@ -18,7 +18,7 @@ use k8s_openapi::serde::{de::DeserializeOwned, Serialize};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config, Resource, ResourceExt};
-use turtles_tests::{example_object, Server};
+use turtles_tests::{example_object_in, Server};
 
 const NS: &str = "kube-rs";
 
@@ -28,7 +28,7 @@ where
 {
     let kind = K::kind(&());
     let name = format!("ex-{}", K::plural(&()));
-    let example = example_object(&K::api_version(&()), &kind, &name);
+    let example = example_object_in(&K::api_version(&()), &kind, &name, NS);
     let obj: K = serde_json::from_value(example.clone())
         .unwrap_or_else(|e| panic!("{kind}: the example does not fit the type: {e}\n{example}"));
     let created = api

@@ -385,7 +385,7 @@ async fn scale(
     let headers = req.headers().clone();
     let written = match method {
         Method::GET => {
-            let obj = svc.get(ri, &ns, &name)?;
+            let obj = svc.served_one(ri, svc.get(ri, &ns, &name)?).await?;
             let scale = crate::service::Service::scale_of(ri, &obj)?;
             return Ok(object_json_response(
                 StatusCode::OK,
@@ -405,7 +405,8 @@ async fn scale(
             let body = read_body(req, state.options.request_body_timeout).await?;
             if pt == PatchType::Apply {
                 let written = svc.apply_scale(ri, &ns, &name, &body, &opts).await?;
-                let scale = crate::service::Service::scale_of(ri, &written.object)?;
+                let obj = svc.served_one(ri, written.object.clone()).await?;
+                let scale = crate::service::Service::scale_of(ri, &obj)?;
                 let mut resp = object_json_response(StatusCode::OK, scale.to_string().as_bytes());
                 add_warnings(&mut resp, &written.warnings);
                 return Ok(resp);
@@ -428,7 +429,8 @@ async fn scale(
             )))
         }
     };
-    let scale = crate::service::Service::scale_of(ri, &written.object)?;
+    let obj = svc.served_one(ri, written.object.clone()).await?;
+    let scale = crate::service::Service::scale_of(ri, &obj)?;
     let mut resp = object_json_response(StatusCode::OK, scale.to_string().as_bytes());
     add_warnings(&mut resp, &written.warnings);
     Ok(resp)

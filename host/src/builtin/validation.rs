@@ -13,6 +13,7 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 
 const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
 
+mod core_misc;
 pub(crate) mod field;
 mod goip;
 mod misc;
@@ -315,6 +316,10 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
             service::validate(group, resource, obj, old)
         }
         ("", "replicationcontrollers" | "podtemplates") => pod::validate(resource, obj, old),
+        ("", "events" | "serviceaccounts" | "limitranges")
+        | ("events.k8s.io", "events")
+        | ("apps", "controllerrevisions")
+        | ("node.k8s.io", "runtimeclasses") => core_misc::validate(group, resource, obj, old),
         ("autoscaling" | "coordination.k8s.io" | "rbac.authorization.k8s.io", _)
         | ("", "nodes" | "resourcequotas") => misc::validate(group, resource, obj, old),
         _ => Vec::new(),

@@ -12,7 +12,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::admission::hook_client::{HookClient, HookClientError};
 use crate::model::{ApiError, Cause};
@@ -22,6 +22,8 @@ use crate::store::Store;
 const TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest ConversionReview answer read (a list's worth of objects).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+/// The most objects sent in one ConversionReview (a longer list is sent in several).
+pub const REVIEW_CHUNK: usize = 500;
 /// The `conversionReviewVersions` this host speaks, in its order of preference.
 pub const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 
@@ -294,15 +296,20 @@ pub async fn convert(
     if objects.is_empty() {
         return Ok(objects);
     }
+    // kube names the conversion by what it converts (the stored version): Go's
+    // `GroupVersionKind.String()`.
     let gvk = {
-        let (group, version) = desired.split_once('/').unwrap_or(("", desired));
+        let source = objects
+            .first()
+            .and_then(|o| o.get("apiVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let (group, version) = source.split_once('/').unwrap_or(("", source));
         format!("{group}/{version}, Kind={kind}")
     };
-    let failed = |why: String| {
-        ApiError::internal(format!(
-            "Internal error occurred: conversion webhook for {gvk} failed: {why}"
-        ))
-    };
+    // kube answers a conversion's error as a plain error: 500, no reason.
+    let error = |message: String| ApiError::new(500, "", message);
+    let failed = |why: String| error(format!("conversion webhook for {gvk} failed: {why}"));
     let cc = &hook.client_config;
     let ca = cc.get("caBundle").and_then(Value::as_str).unwrap_or("");
     let (url, resolve) = match cc.get("url").and_then(Value::as_str) {
@@ -343,7 +350,8 @@ pub async fn convert(
         .filter(|r| r.is_object())
         .ok_or_else(|| failed("no response provided".into()))?;
     let got_uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
-    if got_uid != uid {
+    // kube checks the uid of v1 answers only.
+    if hook.review_version == "v1" && got_uid != uid {
         return Err(failed(format!(
             "expected response.uid=\"{uid}\", got \"{got_uid}\""
         )));
@@ -369,21 +377,26 @@ pub async fn convert(
         .map(Vec::as_slice)
         .unwrap_or_default();
     if converted.len() != objects.len() {
-        return Err(failed(format!(
-            "returned {} objects, expected {}",
+        return Err(error(format!(
+            "conversion webhook for {gvk} returned {} objects, expected {}",
             converted.len(),
             objects.len()
         )));
     }
     let mut out = Vec::with_capacity(objects.len());
     for (i, (original, c)) in objects.into_iter().zip(converted).enumerate() {
-        out.push(restore(i, original, c, desired, kind).map_err(failed)?);
+        out.push(
+            restore(i, original, c, desired, kind)
+                .map_err(|why| error(format!("conversion webhook for {gvk} returned {why}")))?,
+        );
     }
     Ok(out)
 }
 
-/// One converted object as kube takes it: checked for its `apiVersion` and `kind`, with the
-/// original's metadata but the converted `labels` and `annotations` (kube's `restoreObjectMeta`).
+/// One converted object as kube takes it (`validateConvertedObject`, `restoreObjectMeta`):
+/// of the desired `apiVersion`, the same `kind`, name, namespace and uid, with the original's
+/// metadata but the converted `labels` and `annotations`, validated when they changed. The
+/// error is what follows "conversion webhook for GVK returned".
 fn restore(
     i: usize,
     original: Value,
@@ -391,54 +404,98 @@ fn restore(
     desired: &str,
     kind: &str,
 ) -> Result<Value, String> {
+    let at = format!("invalid converted object at index {i}");
     let Some(c) = converted.as_object() else {
-        return Err(format!(
-            "invalid converted object at index {i}: not an object"
-        ));
+        return Err(format!("{at}: not an object"));
     };
     let api_version = c.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     if api_version != desired {
         return Err(format!(
-            "invalid converted object at index {i}: invalid apiVersion \"{api_version}\", expected \"{desired}\""
+            "{at}: invalid groupVersion (expected {desired}, received {api_version})"
         ));
     }
     let got_kind = c.get("kind").and_then(Value::as_str).unwrap_or("");
     if got_kind != kind {
         return Err(format!(
-            "invalid converted object at index {i}: invalid kind \"{got_kind}\", expected \"{kind}\""
+            "{at}: invalid kind (expected {kind}, received {got_kind})"
         ));
     }
+    let meta_str = |v: &Value, k: &str| {
+        v.pointer(&format!("/metadata/{k}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    for (k, what) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
+        let (e, a) = (meta_str(&original, k), meta_str(converted, k));
+        if e != a {
+            return Err(format!("{at}: must have the same {what}: {e} != {a}"));
+        }
+    }
+    let bad_meta = format!("invalid metadata in object at index {i}");
+    let converted_meta = match c.get("metadata") {
+        None => return Err(format!("{bad_meta}: missing metadata in converted object")),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            return Err(format!(
+                "{bad_meta}: invalid metadata of type {} in converted object",
+                crate::schema::objectmeta::go_type_name(&c["metadata"])
+            ))
+        }
+    };
     let mut meta = original
         .get("metadata")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let converted_meta = match c.get("metadata") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => {
-            return Err(format!(
-                "invalid metadata of converted object at index {i}: must be an object"
-            ))
-        }
-    };
     for field in ["labels", "annotations"] {
-        match converted_meta.get(field) {
-            Some(v) if !v.is_null() => {
-                let ok = v
-                    .as_object()
-                    .is_some_and(|m| m.values().all(Value::is_string));
-                if !ok {
-                    return Err(format!(
-                        "invalid metadata of converted object at index {i}: .metadata.{field} must be a map of strings"
-                    ));
-                }
-                meta.insert(field.into(), v.clone());
-            }
-            _ => {
-                meta.remove(field);
+        let Some(v) = converted_meta.get(field).filter(|v| !v.is_null()) else {
+            meta.remove(field);
+            continue;
+        };
+        let Some(m) = v.as_object() else {
+            return Err(format!(
+                "{bad_meta}: invalid metadata.{field} of type {} in converted object",
+                crate::schema::objectmeta::go_type_name(v)
+            ));
+        };
+        if let Some((k, v)) = m.iter().find(|(_, v)| !v.is_string()) {
+            return Err(format!(
+                "{bad_meta}: metadata.{field}[{k}] must be a string, but is {} in converted object",
+                crate::schema::objectmeta::go_type_name(v)
+            ));
+        }
+        if meta.get(field) != Some(v) {
+            let errs = if field == "labels" {
+                let mut out = Vec::new();
+                crate::builtin::validation::field::labels(Some(v), "metadata.labels", &mut out);
+                out
+            } else {
+                // kube's `ValidateAnnotations` here names the field `metadata.annotation`.
+                let whole = json!({"metadata": {"annotations": v}});
+                crate::model::meta::validate_common(&whole)
+                    .into_iter()
+                    .map(|mut c| {
+                        c.field =
+                            c.field
+                                .replacen("metadata.annotations", "metadata.annotation", 1);
+                        c
+                    })
+                    .collect()
+            };
+            if !errs.is_empty() {
+                let msgs: Vec<String> = errs.iter().map(ToString::to_string).collect();
+                return Err(format!(
+                    "{bad_meta}: {}",
+                    if msgs.len() == 1 {
+                        msgs.join("")
+                    } else {
+                        format!("[{}]", msgs.join(", "))
+                    }
+                ));
             }
         }
+        meta.insert(field.into(), v.clone());
     }
     let mut out = c.clone();
     out.insert("metadata".into(), Value::Object(meta));
@@ -467,12 +524,11 @@ mod tests {
     fn converted_objects_keep_their_metadata_but_labels_and_annotations() {
         let original = json!({"apiVersion": "x.io/v1", "kind": "W", "metadata": {"name": "a",
             "uid": "u", "resourceVersion": "7", "labels": {"a": "1"}}, "spec": {"size": 1}});
-        let converted = json!({"apiVersion": "x.io/v2", "kind": "W", "metadata": {"name": "b",
-            "uid": "forged", "labels": {"b": "2"}, "annotations": {"n": "x"}},
+        let converted = json!({"apiVersion": "x.io/v2", "kind": "W", "metadata": {"name": "a",
+            "uid": "u", "resourceVersion": "8", "labels": {"b": "2"}, "annotations": {"n": "x"}},
             "spec": {"replicas": 1}});
         let got = restore(0, original.clone(), &converted, "x.io/v2", "W").unwrap();
         assert_eq!(got["metadata"]["name"], "a");
-        assert_eq!(got["metadata"]["uid"], "u");
         assert_eq!(got["metadata"]["resourceVersion"], "7");
         assert_eq!(got["metadata"]["labels"], json!({"b": "2"}));
         assert_eq!(got["metadata"]["annotations"], json!({"n": "x"}));
@@ -480,8 +536,24 @@ mod tests {
         let e = restore(3, original.clone(), &converted, "x.io/v3", "W").unwrap_err();
         assert_eq!(
             e,
-            "invalid converted object at index 3: invalid apiVersion \"x.io/v2\", expected \"x.io/v3\""
+            "invalid converted object at index 3: invalid groupVersion (expected x.io/v3, received x.io/v2)"
         );
+        let mut renamed = converted.clone();
+        renamed["metadata"]["name"] = json!("b");
+        let e = restore(0, original.clone(), &renamed, "x.io/v2", "W").unwrap_err();
+        assert_eq!(
+            e,
+            "invalid converted object at index 0: must have the same name: a != b"
+        );
+        let mut bare = converted.clone();
+        bare.as_object_mut().unwrap().remove("metadata");
+        // As kube: the identity check comes first, so a missing `metadata` shows as a new name.
+        let e = restore(0, original.clone(), &bare, "x.io/v2", "W").unwrap_err();
+        assert!(e.ends_with("must have the same name: a != "), "{e}");
+        let mut bad = converted.clone();
+        bad["metadata"]["labels"] = json!({"a b": "c"});
+        let e = restore(0, original.clone(), &bad, "x.io/v2", "W").unwrap_err();
+        assert!(e.contains("metadata.labels: Invalid value: \"a b\""), "{e}");
         let e = restore(
             0,
             original,
@@ -490,6 +562,6 @@ mod tests {
             "W",
         )
         .unwrap_err();
-        assert!(e.contains("invalid kind \"V\", expected \"W\""), "{e}");
+        assert!(e.contains("invalid kind (expected W, received V)"), "{e}");
     }
 }

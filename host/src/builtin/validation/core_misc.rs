@@ -55,11 +55,6 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
     }
 }
 
-/// Causes for an update through `/status`: none of these kinds has the subresource.
-pub fn validate_status(_group: &str, _resource: &str, _obj: &Value, _old: &Value) -> Vec<Cause> {
-    Vec::new()
-}
-
 // ---------------------------------------------------------------------------
 // Shared helpers
 // ---------------------------------------------------------------------------
@@ -678,7 +673,7 @@ fn limit_range_item<'a>(
     let container = matches!(ty, "Pod" | "Container");
     let mut keys: BTreeSet<&str> = BTreeSet::new();
     let mut names = |field: &str, list: &[(&'a String, &'a Value)], out: &mut Vec<Cause>| {
-        for (k, _) in list {
+        for &(k, _) in list {
             limit_resource_name(container, k, &key(&child(p, field), k), out);
             keys.insert(k.as_str());
         }
@@ -725,7 +720,10 @@ fn limit_range_item<'a>(
                 out.push(invalid_raw(
                     &at("min"),
                     &mn.text,
-                    &format!("min value {} is greater than max value {}", mn.text, mx.text),
+                    &format!(
+                        "min value {} is greater than max value {}",
+                        mn.text, mx.text
+                    ),
                 ));
             }
         }
@@ -855,8 +853,10 @@ fn ratio_exceeds(r: &Q, mn: &Q, mx: &Q) -> Option<f64> {
 fn go_float(f: f64) -> String {
     if f.is_nan() {
         "NaN".to_owned()
+    } else if f.is_infinite() && f.is_sign_positive() {
+        "+Inf".to_owned()
     } else if f.is_infinite() {
-        if f > 0.0 { "+Inf" } else { "-Inf" }.to_owned()
+        "-Inf".to_owned()
     } else {
         format!("{f:.6}")
     }
@@ -1075,6 +1075,7 @@ fn tolerations(list: &[Value], path: &str, out: &mut Vec<Cause>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn messages(causes: &[Cause]) -> Vec<String> {
         causes.iter().map(ToString::to_string).collect()
@@ -1113,7 +1114,12 @@ mod tests {
         let cluster_scoped = json!({"metadata": {"name": "e", "namespace": "walk"},
             "involvedObject": {"kind": "Pod", "name": "p"}});
         assert_eq!(
-            messages(&validate("", "events", &cluster_scoped, Some(&cluster_scoped))),
+            messages(&validate(
+                "",
+                "events",
+                &cluster_scoped,
+                Some(&cluster_scoped)
+            )),
             ["involvedObject.namespace: Invalid value: \"\": does not match event.namespace"]
         );
     }
@@ -1130,7 +1136,8 @@ mod tests {
                 "involvedObject.namespace: Invalid value: \"\": does not match event.namespace"
                     .to_owned(),
                 format!("reportingController: Invalid value: \"my-contr@ller\": {QUALIFIED}"),
-                "reportingInstance: Invalid value: \"\": can have at most 128 characters".to_owned(),
+                "reportingInstance: Invalid value: \"\": can have at most 128 characters"
+                    .to_owned(),
                 "action: Required value".to_owned(),
                 "reason: Required value".to_owned(),
                 "message: Invalid value: \"\": can have at most 1024 characters".to_owned(),
@@ -1381,9 +1388,8 @@ mod tests {
     }
 
     #[test]
-    fn other_kinds_and_status_are_untouched() {
+    fn other_kinds_are_untouched() {
         let any = json!({"metadata": {"name": "x"}});
         assert!(validate("", "pods", &any, None).is_empty());
-        assert!(validate_status("", "events", &any, &any).is_empty());
     }
 }
