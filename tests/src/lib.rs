@@ -832,6 +832,19 @@ pub fn example_fields(kind: &str) -> Value {
         }
         "NetworkPolicy" => json!({"spec": {"podSelector": {}}}),
         "IngressClass" => json!({"spec": {"controller": "example.com/ingress-controller"}}),
+        "APIService" => json!({"spec": {"group": "walk.example.com", "version": "v1",
+            "groupPriorityMinimum": 1000, "versionPriority": 15}}),
+        "FlowSchema" => json!({"spec": {"priorityLevelConfiguration": {"name": "global-default"}}}),
+        "PriorityLevelConfiguration" => {
+            json!({"spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}})
+        }
+        "ValidatingAdmissionPolicy" => json!({"spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "true"}]}}),
+        "ValidatingAdmissionPolicyBinding" => {
+            json!({"spec": {"policyName": "ex", "validationActions": ["Deny"]}})
+        }
         "StorageClass" => json!({"provisioner": "example.com/ex"}),
         "VolumeAttachment" => json!({"spec": {"attacher": "example.com",
             "nodeName": "node-1", "source": {"persistentVolumeName": "pv-1"}}}),
@@ -898,10 +911,11 @@ pub fn example_object_in(api_version: &str, kind: &str, name: &str, ns: &str) ->
 /// An example object of a built-in kind (a CRD gets a fixed name, as its name must be
 /// `plural.group`), labelled `walk=yes`.
 pub fn example_object(api_version: &str, kind: &str, name: &str) -> Value {
-    let name = if kind == "CustomResourceDefinition" {
-        "exes.walk.example.com"
-    } else {
-        name
+    let name = match kind {
+        "CustomResourceDefinition" => "exes.walk.example.com",
+        // An APIService is named by its version and group.
+        "APIService" => "v1.walk.example.com",
+        _ => name,
     };
     let mut obj = serde_json::json!({
         "apiVersion": api_version,

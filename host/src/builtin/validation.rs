@@ -13,6 +13,7 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 
 const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
 
+mod admission;
 mod core_misc;
 pub(crate) mod field;
 mod goip;
@@ -292,6 +293,11 @@ fn status_update(group: &str, resource: &str, obj: &Value, old: &Value) -> Optio
             Some(service::validate_status(group, resource, obj, old))
         }
         ("", "pods") => Some(crate::model::workloads::pod_status_update(obj, old)),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies")
+        | ("flowcontrol.apiserver.k8s.io", _)
+        | ("apiregistration.k8s.io", _) => {
+            Some(admission::validate_status(group, resource, obj, old))
+        }
         ("apps", _) | ("batch", "jobs" | "cronjobs") | ("policy", "poddisruptionbudgets") => {
             Some(status_counts(resource, obj))
         }
@@ -316,6 +322,12 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
             service::validate(group, resource, obj, old)
         }
         ("", "replicationcontrollers" | "podtemplates") => pod::validate(resource, obj, old),
+        (
+            "admissionregistration.k8s.io"
+            | "flowcontrol.apiserver.k8s.io"
+            | "apiregistration.k8s.io",
+            _,
+        ) => admission::validate(group, resource, obj, old),
         ("", "events" | "serviceaccounts" | "limitranges")
         | ("events.k8s.io", "events")
         | ("apps", "controllerrevisions")

@@ -201,6 +201,8 @@ impl Registry {
                     name_rule: match (b.group, b.resource) {
                         ("", "namespaces") => NameRule::DnsLabel,
                         ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
+                        // An APIService is named `version.group`, checked by its own validation.
+                        ("apiregistration.k8s.io", _) => NameRule::PathSegment,
                         _ => NameRule::DnsSubdomain,
                     },
                     custom: None,

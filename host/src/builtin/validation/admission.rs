@@ -599,7 +599,11 @@ fn webhook(
     }
     if let Some(mp) = set(hook, "matchPolicy") {
         if !MATCH_POLICIES.contains(&mp.as_str().unwrap_or("")) {
-            out.push(not_supported(&child(path, "matchPolicy"), mp, MATCH_POLICIES));
+            out.push(not_supported(
+                &child(path, "matchPolicy"),
+                mp,
+                MATCH_POLICIES,
+            ));
         }
     }
     let allowed = if opts.require_no_side_effects {
@@ -645,7 +649,10 @@ fn webhook(
     match (set(cc, "url"), set(cc, "service")) {
         (Some(url), None) => webhook_url(url.as_str().unwrap_or(""), &child(&cc_path, "url"), out),
         (None, Some(svc)) => webhook_service(svc, &child(&cc_path, "service"), out),
-        _ => out.push(required(&cc_path, "exactly one of url or service is required")),
+        _ => out.push(required(
+            &cc_path,
+            "exactly one of url or service is required",
+        )),
     }
     if !opts.ignore_match_conditions {
         match_conditions(
@@ -679,7 +686,12 @@ fn fully_qualified_name(name: &str, path: &str, out: &mut Vec<Cause>) {
 }
 
 /// kube's `validateAdmissionReviewVersions`.
-fn admission_review_versions(hook: &Value, require_recognized: bool, path: &str, out: &mut Vec<Cause>) {
+fn admission_review_versions(
+    hook: &Value,
+    require_recognized: bool,
+    path: &str,
+    out: &mut Vec<Cause>,
+) {
     let versions = strings(hook, "admissionReviewVersions");
     let accepted = ACCEPTED_REVIEW_VERSIONS.join(", ");
     if versions.is_empty() {
@@ -711,7 +723,10 @@ fn admission_review_versions(hook: &Value, require_recognized: bool, path: &str,
 fn webhook_url(url: &str, path: &str, out: &mut Vec<Cause>) {
     const FORM: &str = "; desired format: https://host[/path]";
     match go_url_parse(url) {
-        Err(e) => out.push(required(path, &format!("url must be a valid URL: {e}{FORM}"))),
+        Err(e) => out.push(required(
+            path,
+            &format!("url must be a valid URL: {e}{FORM}"),
+        )),
         Ok(u) => {
             if u.scheme != "https" {
                 out.push(invalid_str(
@@ -721,7 +736,11 @@ fn webhook_url(url: &str, path: &str, out: &mut Vec<Cause>) {
                 ));
             }
             if u.host.is_empty() {
-                out.push(invalid_str(path, &u.host, &format!("host must be provided{FORM}")));
+                out.push(invalid_str(
+                    path,
+                    &u.host,
+                    &format!("host must be provided{FORM}"),
+                ));
             }
             if let Some(user) = &u.user {
                 out.push(invalid_str(
@@ -783,7 +802,8 @@ fn webhook_service(svc: &Value, path: &str, out: &mut Vec<Cause>) {
         out.push(invalid_str(&pp, url_path, "must start with a '/'"));
     }
     // As kube: the first byte is dropped whatever it is, then one trailing '/'.
-    let mut check = String::from_utf8_lossy(url_path.as_bytes().get(1..).unwrap_or(&[])).into_owned();
+    let mut check =
+        String::from_utf8_lossy(url_path.as_bytes().get(1..).unwrap_or(&[])).into_owned();
     if check.ends_with('/') {
         check.pop();
     }
@@ -831,7 +851,8 @@ fn go_url_parse(raw: &str) -> Result<GoUrl, String> {
     };
     let mut url = go_url_parse_main(u).map_err(|e| format!("parse {}: {e}", quoted(u)))?;
     if !frag.is_empty() {
-        let f = unescape(frag, Escape::Fragment).map_err(|e| format!("parse {}: {e}", quoted(raw)))?;
+        let f =
+            unescape(frag, Escape::Fragment).map_err(|e| format!("parse {}: {e}", quoted(raw)))?;
         url.fragment = String::from_utf8_lossy(&f).into_owned();
     }
     Ok(url)
@@ -930,8 +951,23 @@ fn go_url_userinfo(userinfo: &str) -> Result<String, String> {
         c.is_ascii_alphanumeric()
             || matches!(
                 c,
-                '-' | '.' | '_' | ':' | '~' | '!' | '$' | '&' | '\'' | '(' | ')' | '*' | '+'
-                    | ',' | ';' | '=' | '%' | '@'
+                '-' | '.'
+                    | '_'
+                    | ':'
+                    | '~'
+                    | '!'
+                    | '$'
+                    | '&'
+                    | '\''
+                    | '('
+                    | ')'
+                    | '*'
+                    | '+'
+                    | ','
+                    | ';'
+                    | '='
+                    | '%'
+                    | '@'
             )
     });
     if !valid {
@@ -941,7 +977,10 @@ fn go_url_userinfo(userinfo: &str) -> Result<String, String> {
         let mut s = String::new();
         for &c in b {
             let keep = c.is_ascii_alphanumeric()
-                || matches!(c, b'-' | b'_' | b'.' | b'~' | b'$' | b'&' | b'+' | b',' | b';' | b'=');
+                || matches!(
+                    c,
+                    b'-' | b'_' | b'.' | b'~' | b'$' | b'&' | b'+' | b',' | b';' | b'='
+                );
             if keep {
                 s.push(c as char);
             } else {
@@ -968,7 +1007,10 @@ fn unescape(s: &str, mode: Escape) -> Result<Vec<u8>, String> {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {
-            let digits = (b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex));
+            let digits = (
+                b.get(i + 1).copied().and_then(hex),
+                b.get(i + 2).copied().and_then(hex),
+            );
             let (Some(hi), Some(lo)) = digits else {
                 let end = (i + 3).min(b.len());
                 return Err(format!(
@@ -1004,8 +1046,26 @@ fn host_char(c: u8) -> bool {
     c.is_ascii_alphanumeric()
         || matches!(
             c,
-            b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' | b':'
-                | b'[' | b']' | b'<' | b'>' | b'"' | b'-' | b'_' | b'.' | b'~'
+            b'!' | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+                | b':'
+                | b'['
+                | b']'
+                | b'<'
+                | b'>'
+                | b'"'
+                | b'-'
+                | b'_'
+                | b'.'
+                | b'~'
         )
 }
 
@@ -1071,7 +1131,14 @@ fn policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     };
     let cel = Cel::compile(policy_sources(spec, ignore_conditions, &stored));
     let mut out = Vec::new();
-    policy_spec(name_of(obj), spec, ignore_conditions, &stored, &cel, &mut out);
+    policy_spec(
+        name_of(obj),
+        spec,
+        ignore_conditions,
+        &stored,
+        &cel,
+        &mut out,
+    );
     out
 }
 
@@ -1125,11 +1192,7 @@ fn policy_spec(
 ) {
     if let Some(fp) = set(spec, "failurePolicy") {
         if !FAILURE_POLICIES.contains(&fp.as_str().unwrap_or("")) {
-            out.push(not_supported(
-                "spec.failurePolicy",
-                fp,
-                FAILURE_POLICIES,
-            ));
+            out.push(not_supported("spec.failurePolicy", fp, FAILURE_POLICIES));
         }
     }
     if let Some(pk) = set(spec, "paramKind") {
@@ -1251,7 +1314,11 @@ fn match_resources(mc: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
     };
     if let Some(mp) = set(mc, "matchPolicy") {
         if !MATCH_POLICIES.contains(&mp.as_str().unwrap_or("")) {
-            out.push(not_supported(&child(path, "matchPolicy"), mp, MATCH_POLICIES));
+            out.push(not_supported(
+                &child(path, "matchPolicy"),
+                mp,
+                MATCH_POLICIES,
+            ));
         }
     }
     for s in ["namespaceSelector", "objectSelector"] {
@@ -1286,9 +1353,27 @@ fn named_rule_with_operations(r: &Value, path: &str, out: &mut Vec<Cause>) {
 /// `isCELIdentifier`).
 fn is_cel_identifier(name: &str) -> bool {
     const RESERVED: &[&str] = &[
-        "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-        "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-        "void", "while",
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
     ];
     let b = name.as_bytes();
     !b.is_empty()
@@ -1389,7 +1474,11 @@ fn audit_annotation(
     let key = str_of(a, "key");
     let key_path = child(path, "key");
     if policy_name.is_empty() {
-        out.push(invalid_str(&key_path, key, "requires metadata.name be non-empty"));
+        out.push(invalid_str(
+            &key_path,
+            key,
+            "requires metadata.name be non-empty",
+        ));
     } else {
         let full = format!("{policy_name}/{key}");
         for m in qualified_name(&full) {
@@ -1448,7 +1537,11 @@ fn policy_binding(obj: &Value) -> Vec<Cause> {
     }
     // kube's path has this spelling.
     match_resources(set(spec, "matchResources"), "spec.matchResouces", &mut out);
-    validation_actions(&strings(spec, "validationActions"), "spec.validationActions", &mut out);
+    validation_actions(
+        &strings(spec, "validationActions"),
+        "spec.validationActions",
+        &mut out,
+    );
     out
 }
 
@@ -1479,7 +1572,11 @@ fn param_ref(pr: &Value, path: &str, out: &mut Vec<Cause>) {
     if action.is_empty() {
         out.push(required(&action_path, ""));
     } else if !matches!(action, "Deny" | "Allow") {
-        out.push(not_supported(&action_path, &json!(action), &["Deny", "Allow"]));
+        out.push(not_supported(
+            &action_path,
+            &json!(action),
+            &["Deny", "Allow"],
+        ));
     }
 }
 
@@ -1488,7 +1585,11 @@ fn validation_actions(actions: &[String], path: &str, out: &mut Vec<Cause>) {
     let mut seen = HashSet::new();
     for (i, a) in actions.iter().enumerate() {
         if !VALIDATION_ACTIONS.contains(&a.as_str()) {
-            out.push(not_supported(&index(path, i), &json!(a), VALIDATION_ACTIONS));
+            out.push(not_supported(
+                &index(path, i),
+                &json!(a),
+                VALIDATION_ACTIONS,
+            ));
         }
         if !seen.insert(a.as_str()) {
             out.push(duplicate(&index(path, i), &json!(a)));
@@ -1590,7 +1691,10 @@ fn flow_schema_spec(name: &str, spec: &Value, out: &mut Vec<Cause>) {
             ));
         }
     }
-    let plc = str_of(spec.get("priorityLevelConfiguration").unwrap_or(&NULL), "name");
+    let plc = str_of(
+        spec.get("priorityLevelConfiguration").unwrap_or(&NULL),
+        "name",
+    );
     let plc_path = "spec.priorityLevelConfiguration.name";
     if plc.is_empty() {
         out.push(required(plc_path, "must reference a priority level"));
@@ -1738,7 +1842,10 @@ fn non_resource_policy_rule(r: &Value, path: &str, out: &mut Vec<Cause>) {
     let urls = strings(r, "nonResourceURLs");
     let p = child(path, "nonResourceURLs");
     if urls.is_empty() {
-        out.push(required(&p, "nonResourceURLs must contain at least one value"));
+        out.push(required(
+            &p,
+            "nonResourceURLs must contain at least one value",
+        ));
     } else if has_wildcard(&urls) {
         if urls.len() > 1 {
             out.push(invalid(
@@ -1786,7 +1893,10 @@ fn resource_policy_rule(r: &Value, path: &str, out: &mut Vec<Cause>) {
     let groups = strings(r, "apiGroups");
     let gp = child(path, "apiGroups");
     if groups.is_empty() {
-        out.push(required(&gp, "resource rules must supply at least one api group"));
+        out.push(required(
+            &gp,
+            "resource rules must supply at least one api group",
+        ));
     } else if groups.len() > 1 && has_wildcard(&groups) {
         out.push(invalid(
             &gp,
@@ -1797,7 +1907,10 @@ fn resource_policy_rule(r: &Value, path: &str, out: &mut Vec<Cause>) {
     let res = strings(r, "resources");
     let rp = child(path, "resources");
     if res.is_empty() {
-        out.push(required(&rp, "resource rules must supply at least one resource"));
+        out.push(required(
+            &rp,
+            "resource rules must supply at least one resource",
+        ));
     } else if res.len() > 1 && has_wildcard(&res) {
         out.push(invalid(
             &rp,
@@ -1807,7 +1920,10 @@ fn resource_policy_rule(r: &Value, path: &str, out: &mut Vec<Cause>) {
     }
     let namespaces = strings(r, "namespaces");
     let np = child(path, "namespaces");
-    let cluster_scope = r.get("clusterScope").and_then(Value::as_bool).unwrap_or(false);
+    let cluster_scope = r
+        .get("clusterScope")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     if namespaces.is_empty() && !cluster_scope {
         out.push(required(
             &np,
@@ -1824,7 +1940,11 @@ fn resource_policy_rule(r: &Value, path: &str, out: &mut Vec<Cause>) {
     } else {
         for (i, ns) in namespaces.iter().enumerate() {
             for m in dns1123_label(ns) {
-                out.push(invalid_str(&index(&np, i), ns, &format!("{NS_ERR_INTRO}{m}")));
+                out.push(invalid_str(
+                    &index(&np, i),
+                    ns,
+                    &format!("{NS_ERR_INTRO}{m}"),
+                ));
             }
         }
     }
@@ -1963,7 +2083,10 @@ fn priority_level_spec(name: &str, spec: &Value, out: &mut Vec<Cause>) {
         }
         "Limited" => {
             if set(spec, "exempt").is_some() {
-                out.push(forbidden("spec.exempt", "must be nil if the type is Limited"));
+                out.push(forbidden(
+                    "spec.exempt",
+                    "must be nil if the type is Limited",
+                ));
             }
             match set(spec, "limited") {
                 None => out.push(required(
@@ -1973,7 +2096,11 @@ fn priority_level_spec(name: &str, spec: &Value, out: &mut Vec<Cause>) {
                 Some(l) => limited_priority_level(l, "spec.limited", out),
             }
         }
-        _ => out.push(not_supported("spec.type", &json!(t), &["Exempt", "Limited"])),
+        _ => out.push(not_supported(
+            "spec.type",
+            &json!(t),
+            &["Exempt", "Limited"],
+        )),
     }
 }
 
@@ -2051,7 +2178,11 @@ fn limit_response(lr: &Value, path: &str, out: &mut Vec<Cause>) {
             )),
             Some(q) => queuing_configuration(q, &child(path, "queuing"), out),
         },
-        _ => out.push(not_supported(&child(path, "type"), &json!(t), &["Queue", "Reject"])),
+        _ => out.push(not_supported(
+            &child(path, "type"),
+            &json!(t),
+            &["Queue", "Reject"],
+        )),
     }
 }
 
@@ -2070,7 +2201,11 @@ fn queuing_configuration(q: &Value, path: &str, out: &mut Vec<Cause>) {
         ));
     }
     if queues <= 0 {
-        out.push(invalid(&child(path, "queues"), &json!(queues), "must be positive"));
+        out.push(invalid(
+            &child(path, "queues"),
+            &json!(queues),
+            "must be positive",
+        ));
     } else if queues > MAX_QUEUES {
         out.push(invalid(
             &child(path, "queues"),
@@ -2157,7 +2292,10 @@ fn api_service(obj: &Value) -> Vec<Cause> {
         out.push(invalid_str(
             "metadata.name",
             name,
-            &format!("must be `spec.version+\".\"+spec.group`: {}", quoted(&required_name)),
+            &format!(
+                "must be `spec.version+\".\"+spec.group`: {}",
+                quoted(&required_name)
+            ),
         ));
     }
     if group.is_empty() && version != "v1" {
@@ -2284,7 +2422,12 @@ mod tests {
     }
 
     fn vwc(obj: &Value, old: Option<&Value>) -> Vec<String> {
-        msgs(&validate(ADMISSION, "validatingwebhookconfigurations", obj, old))
+        msgs(&validate(
+            ADMISSION,
+            "validatingwebhookconfigurations",
+            obj,
+            old,
+        ))
     }
 
     #[test]
@@ -2296,7 +2439,13 @@ mod tests {
         assert!(vwc(&config(vec![good_hook(), svc]), None).is_empty());
         let mut m = good_hook();
         m["reinvocationPolicy"] = json!("IfNeeded");
-        assert!(validate(ADMISSION, "mutatingwebhookconfigurations", &config(vec![m]), None).is_empty());
+        assert!(validate(
+            ADMISSION,
+            "mutatingwebhookconfigurations",
+            &config(vec![m]),
+            None
+        )
+        .is_empty());
     }
 
     #[test]
@@ -2399,7 +2548,11 @@ mod tests {
             ]
         );
         // No port: v1's default 443.
-        assert!(vwc(&with_cc(json!({"service": {"namespace": "n", "name": "s"}})), None).is_empty());
+        assert!(vwc(
+            &with_cc(json!({"service": {"namespace": "n", "name": "s"}})),
+            None
+        )
+        .is_empty());
     }
 
     #[test]
@@ -2414,14 +2567,28 @@ mod tests {
         let name_msg = crate::schema::objectmeta::qualified_name("bad name!").remove(0);
         let got = vwc(&config(vec![h.clone()]), None);
         assert_eq!(got.len(), 5, "{got:?}");
-        assert_eq!(got[0], format!("webhooks[0].matchConditions[0].name: Invalid value: \"bad name!\": {name_msg}"));
-        assert_eq!(got[1], "webhooks[0].matchConditions[1].expression: Required value");
-        assert_eq!(got[2], "webhooks[0].matchConditions[1].name: Required value");
+        assert_eq!(
+            got[0],
+            format!(
+                "webhooks[0].matchConditions[0].name: Invalid value: \"bad name!\": {name_msg}"
+            )
+        );
+        assert_eq!(
+            got[1],
+            "webhooks[0].matchConditions[1].expression: Required value"
+        );
+        assert_eq!(
+            got[2],
+            "webhooks[0].matchConditions[1].name: Required value"
+        );
         assert!(
             got[3].starts_with("webhooks[0].matchConditions[2].expression: Invalid value: \"this is not ( CEL\": compilation failed: ERROR: <input>:"),
             "{}", got[3]
         );
-        assert_eq!(got[4], "webhooks[0].matchConditions[3].name: Duplicate value: \"c\"");
+        assert_eq!(
+            got[4],
+            "webhooks[0].matchConditions[3].name: Duplicate value: \"c\""
+        );
         // Unchanged on update: not validated again.
         let stored = config(vec![h.clone()]);
         assert!(vwc(&stored, Some(&stored)).is_empty());
@@ -2430,13 +2597,17 @@ mod tests {
         assert_eq!(
             vwc(&config(vec![h]), Some(&stored)),
             vec![
-                format!("webhooks[0].matchConditions[0].name: Invalid value: \"bad name!\": {name_msg}"),
+                format!(
+                    "webhooks[0].matchConditions[0].name: Invalid value: \"bad name!\": {name_msg}"
+                ),
                 "webhooks[0].matchConditions[3].name: Duplicate value: \"c\"".to_owned(),
             ]
         );
         let mut many = good_hook();
         many["matchConditions"] = Value::Array(
-            (0..65).map(|i| json!({"name": format!("c{i}"), "expression": "true"})).collect(),
+            (0..65)
+                .map(|i| json!({"name": format!("c{i}"), "expression": "true"}))
+                .collect(),
         );
         assert_eq!(
             vwc(&config(vec![many]), None),
@@ -2449,14 +2620,19 @@ mod tests {
         let mut h = good_hook();
         h["sideEffects"] = json!("Unknown");
         h["admissionReviewVersions"] = json!(["v0"]);
-        h["namespaceSelector"] = json!({"matchExpressions": [{"key": "k", "operator": "In", "values": ["bad value"]}]});
+        h["namespaceSelector"] =
+            json!({"matchExpressions": [{"key": "k", "operator": "In", "values": ["bad value"]}]});
         let stored = config(vec![h.clone(), h.clone()]);
         // On create all of it is refused.
         assert_eq!(vwc(&stored, None).len(), 7, "{:?}", vwc(&stored, None));
         // Stored so (before these checks existed), it may be updated as it is.
         let mut new = stored.clone();
         new["webhooks"][0]["timeoutSeconds"] = json!(5);
-        assert!(vwc(&new, Some(&stored)).is_empty(), "{:?}", vwc(&new, Some(&stored)));
+        assert!(
+            vwc(&new, Some(&stored)).is_empty(),
+            "{:?}",
+            vwc(&new, Some(&stored))
+        );
         // A stored object that kept the rules keeps them.
         let clean = config(vec![good_hook()]);
         let mut worse = clean.clone();
@@ -2475,7 +2651,12 @@ mod tests {
     }
 
     fn vap_msgs(obj: &Value, old: Option<&Value>) -> Vec<String> {
-        msgs(&validate(ADMISSION, "validatingadmissionpolicies", obj, old))
+        msgs(&validate(
+            ADMISSION,
+            "validatingadmissionpolicies",
+            obj,
+            old,
+        ))
     }
 
     fn rules() -> Value {
@@ -2539,7 +2720,11 @@ mod tests {
         );
         let pk = |av: &str| {
             let mut errs = Vec::new();
-            param_kind(&json!({"apiVersion": av, "kind": "Thing"}), "spec.paramKind", &mut errs);
+            param_kind(
+                &json!({"apiVersion": av, "kind": "Thing"}),
+                "spec.paramKind",
+                &mut errs,
+            );
             msgs(&errs)
         };
         assert!(pk("example.com/v1").is_empty());
@@ -2549,7 +2734,9 @@ mod tests {
         );
         assert_eq!(
             pk("Apps/v1"),
-            vec![format!("spec.paramKind.apiVersion: Invalid value: \"Apps\": {DNS1123_SUBDOMAIN_MSG}")]
+            vec![format!(
+                "spec.paramKind.apiVersion: Invalid value: \"Apps\": {DNS1123_SUBDOMAIN_MSG}"
+            )]
         );
     }
 
@@ -2572,7 +2759,9 @@ mod tests {
         let key_msg = crate::schema::objectmeta::qualified_name("p/a b").remove(0);
         assert_eq!(
             vap_msgs(&bad_key, None),
-            vec![format!("spec.auditAnnotations[0].key: Invalid value: \"p/a b\": {key_msg}")]
+            vec![format!(
+                "spec.auditAnnotations[0].key: Invalid value: \"p/a b\": {key_msg}"
+            )]
         );
     }
 
@@ -2612,21 +2801,34 @@ mod tests {
         );
         // What turtles' status controller writes passes.
         let written = json!({"status": {"observedGeneration": 1, "typeChecking": {}}});
-        assert!(validate_status(ADMISSION, "validatingadmissionpolicies", &written, &json!({})).is_empty());
+        assert!(validate_status(
+            ADMISSION,
+            "validatingadmissionpolicies",
+            &written,
+            &json!({})
+        )
+        .is_empty());
     }
 
     // ---- ValidatingAdmissionPolicyBinding ----
 
     fn binding_msgs(spec: Value) -> Vec<String> {
         let b = json!({"metadata": {"name": "b"}, "spec": spec});
-        msgs(&validate(ADMISSION, "validatingadmissionpolicybindings", &b, None))
+        msgs(&validate(
+            ADMISSION,
+            "validatingadmissionpolicybindings",
+            &b,
+            None,
+        ))
     }
 
     #[test]
     fn bindings() {
-        assert!(binding_msgs(json!({"policyName": "p", "validationActions": ["Deny", "Audit"],
+        assert!(binding_msgs(
+            json!({"policyName": "p", "validationActions": ["Deny", "Audit"],
             "paramRef": {"name": "cfg", "parameterNotFoundAction": "Allow"},
-            "matchResources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}}}))
+            "matchResources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}}})
+        )
         .is_empty());
         assert_eq!(
             binding_msgs(json!({})),
@@ -2680,22 +2882,32 @@ mod tests {
 
     #[test]
     fn flow_schemas() {
-        let ok = fs("mine", json!({"priorityLevelConfiguration": {"name": "global-default"},
+        let ok = fs(
+            "mine",
+            json!({"priorityLevelConfiguration": {"name": "global-default"},
             "matchingPrecedence": 500, "distinguisherMethod": {"type": "ByUser"},
             "rules": [{"subjects": [{"kind": "Group", "group": {"name": "system:authenticated"}},
                                     {"kind": "ServiceAccount", "serviceAccount": {"namespace": "kube-system", "name": "*"}}],
                 "resourceRules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"], "namespaces": ["*"]}],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["/healthz/*", "/"]}]}]}));
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["/healthz/*", "/"]}]}]}),
+        );
         assert!(fs_msgs(&ok).is_empty(), "{:?}", fs_msgs(&ok));
         // No matchingPrecedence: v1's default 1000.
-        assert!(fs_msgs(&fs("d", json!({"priorityLevelConfiguration": {"name": "x"}}))).is_empty());
-        let bad = fs("mine", json!({"matchingPrecedence": 1, "distinguisherMethod": {"type": "ByPod"},
+        assert!(fs_msgs(&fs(
+            "d",
+            json!({"priorityLevelConfiguration": {"name": "x"}})
+        ))
+        .is_empty());
+        let bad = fs(
+            "mine",
+            json!({"matchingPrecedence": 1, "distinguisherMethod": {"type": "ByPod"},
             "priorityLevelConfiguration": {},
             "rules": [{"subjects": [{"kind": "ServiceAccount", "user": {"name": "u"}}, {"kind": "Robot"},
                                     {"kind": "User", "user": {}}],
                 "resourceRules": [{"verbs": ["get", "fly"], "apiGroups": [], "resources": ["*", "pods"], "namespaces": ["-x"]}],
                 "nonResourceRules": [{"verbs": ["*", "get"], "nonResourceURLs": ["healthz", "/a/*/b"]}]},
-                {"subjects": []}]}));
+                {"subjects": []}]}),
+        );
         assert_eq!(
             fs_msgs(&bad),
             vec![
@@ -2718,7 +2930,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            fs_msgs(&fs("x", json!({"matchingPrecedence": 10001, "priorityLevelConfiguration": {"name": "p"}}))),
+            fs_msgs(&fs(
+                "x",
+                json!({"matchingPrecedence": 10001, "priorityLevelConfiguration": {"name": "p"}})
+            )),
             vec!["spec.matchingPrecedence: Invalid value: 10001: must not be greater than 10000"]
         );
     }
@@ -2729,19 +2944,38 @@ mod tests {
             "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
                                "clusterScope": true, "namespaces": ["*"]}],
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]);
-        let exempt = fs("exempt", json!({"matchingPrecedence": 1,
-            "priorityLevelConfiguration": {"name": "exempt"}, "rules": all}));
+        let exempt = fs(
+            "exempt",
+            json!({"matchingPrecedence": 1,
+            "priorityLevelConfiguration": {"name": "exempt"}, "rules": all}),
+        );
         assert!(fs_msgs(&exempt).is_empty(), "{:?}", fs_msgs(&exempt));
-        let changed = fs("exempt", json!({"matchingPrecedence": 2,
-            "priorityLevelConfiguration": {"name": "exempt"}, "rules": all}));
+        let changed = fs(
+            "exempt",
+            json!({"matchingPrecedence": 2,
+            "priorityLevelConfiguration": {"name": "exempt"}, "rules": all}),
+        );
         let got = fs_msgs(&changed);
         assert_eq!(got.len(), 1);
-        assert!(got[0].starts_with("spec: Invalid value: {\"matchingPrecedence\":2,"), "{}", got[0]);
-        assert!(got[0].ends_with(": spec of 'exempt' must equal the fixed value"), "{}", got[0]);
+        assert!(
+            got[0].starts_with("spec: Invalid value: {\"matchingPrecedence\":2,"),
+            "{}",
+            got[0]
+        );
+        assert!(
+            got[0].ends_with(": spec of 'exempt' must equal the fixed value"),
+            "{}",
+            got[0]
+        );
         // Statuses.
         let st = json!({"status": {"conditions": [{"type": "Dangling"}, {"type": "Dangling"}, {"type": ""}]}});
         assert_eq!(
-            msgs(&validate_status(FLOWCONTROL, "flowschemas", &st, &json!({}))),
+            msgs(&validate_status(
+                FLOWCONTROL,
+                "flowschemas",
+                &st,
+                &json!({})
+            )),
             vec![
                 "status.conditions[1].type: Duplicate value: \"Dangling\"",
                 "status.conditions[2].type: Required value: must not be empty",
@@ -2757,20 +2991,36 @@ mod tests {
     }
 
     fn plc_msgs(obj: &Value) -> Vec<String> {
-        msgs(&validate(FLOWCONTROL, "prioritylevelconfigurations", obj, None))
+        msgs(&validate(
+            FLOWCONTROL,
+            "prioritylevelconfigurations",
+            obj,
+            None,
+        ))
     }
 
     #[test]
     fn priority_levels() {
-        let ok = plc("p", json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 30,
+        let ok = plc(
+            "p",
+            json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 30,
             "lendablePercent": 0, "limitResponse": {"type": "Queue",
-                "queuing": {"queues": 64, "handSize": 8, "queueLengthLimit": 50}}}}));
+                "queuing": {"queues": 64, "handSize": 8, "queueLengthLimit": 50}}}}),
+        );
         assert!(plc_msgs(&ok).is_empty());
         // Defaults: shares 30, queues 64, handSize 8, queueLengthLimit 50; zero shares allowed.
-        assert!(plc_msgs(&plc("p", json!({"type": "Limited",
-            "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}))).is_empty());
-        assert!(plc_msgs(&plc("p", json!({"type": "Limited",
-            "limited": {"nominalConcurrencyShares": 0, "limitResponse": {"type": "Reject"}}}))).is_empty());
+        assert!(plc_msgs(&plc(
+            "p",
+            json!({"type": "Limited",
+            "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}})
+        ))
+        .is_empty());
+        assert!(plc_msgs(&plc(
+            "p",
+            json!({"type": "Limited",
+            "limited": {"nominalConcurrencyShares": 0, "limitResponse": {"type": "Reject"}}})
+        ))
+        .is_empty());
         assert_eq!(
             plc_msgs(&plc("p", json!({"type": "Limited", "exempt": {},
                 "limited": {"nominalConcurrencyShares": -1, "lendablePercent": 101, "borrowingLimitPercent": -1,
@@ -2810,7 +3060,10 @@ mod tests {
             plc_msgs(&plc("p", json!({"type": "Limited"}))),
             vec!["spec.limited: Required value: must not be empty when type is Limited"]
         );
-        let mut annotated = plc("p", json!({"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}));
+        let mut annotated = plc(
+            "p",
+            json!({"type": "Limited", "limited": {"limitResponse": {"type": "Reject"}}}),
+        );
         annotated["metadata"]["annotations"] =
             json!({"flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares": ""});
         assert_eq!(
@@ -2822,8 +3075,12 @@ mod tests {
     #[test]
     fn mandatory_priority_levels() {
         // `exempt`: only `spec.exempt` may change.
-        assert!(plc_msgs(&plc("exempt", json!({"type": "Exempt",
-            "exempt": {"nominalConcurrencyShares": 10, "lendablePercent": 10}}))).is_empty());
+        assert!(plc_msgs(&plc(
+            "exempt",
+            json!({"type": "Exempt",
+            "exempt": {"nominalConcurrencyShares": 10, "lendablePercent": 10}})
+        ))
+        .is_empty());
         assert_eq!(
             plc_msgs(&plc("exempt", json!({"type": "Exempt",
                 "exempt": {"nominalConcurrencyShares": -1, "lendablePercent": -1}}))),
@@ -2867,13 +3124,25 @@ mod tests {
 
     #[test]
     fn api_services() {
-        assert!(apisvc_msgs(&apisvc("v1beta1.metrics.k8s.io", json!({"group": "metrics.k8s.io",
+        assert!(apisvc_msgs(&apisvc(
+            "v1beta1.metrics.k8s.io",
+            json!({"group": "metrics.k8s.io",
             "version": "v1beta1", "groupPriorityMinimum": 100, "versionPriority": 100,
-            "service": {"namespace": "kube-system", "name": "metrics-server"}, "caBundle": "AAAA"}))).is_empty());
-        assert!(apisvc_msgs(&apisvc("v1.apps", json!({"group": "apps", "version": "v1",
-            "groupPriorityMinimum": 17800, "versionPriority": 15}))).is_empty());
-        assert!(apisvc_msgs(&apisvc("v1.", json!({"version": "v1",
-            "groupPriorityMinimum": 18000, "versionPriority": 1}))).is_empty());
+            "service": {"namespace": "kube-system", "name": "metrics-server"}, "caBundle": "AAAA"})
+        ))
+        .is_empty());
+        assert!(apisvc_msgs(&apisvc(
+            "v1.apps",
+            json!({"group": "apps", "version": "v1",
+            "groupPriorityMinimum": 17800, "versionPriority": 15})
+        ))
+        .is_empty());
+        assert!(apisvc_msgs(&apisvc(
+            "v1.",
+            json!({"version": "v1",
+            "groupPriorityMinimum": 18000, "versionPriority": 1})
+        ))
+        .is_empty());
         assert_eq!(
             apisvc_msgs(&apisvc("wrong", json!({"group": "Metrics", "version": "V1",
                 "groupPriorityMinimum": 0, "versionPriority": 1001, "caBundle": "AAAA",
@@ -2918,6 +3187,12 @@ mod tests {
     #[test]
     fn other_kinds_are_not_validated_here() {
         assert!(validate("", "pods", &json!({}), None).is_empty());
-        assert!(validate_status(ADMISSION, "validatingwebhookconfigurations", &json!({}), &json!({})).is_empty());
+        assert!(validate_status(
+            ADMISSION,
+            "validatingwebhookconfigurations",
+            &json!({}),
+            &json!({})
+        )
+        .is_empty());
     }
 }
