@@ -1155,7 +1155,8 @@ fn node_config_source(source: &Value, path: &str, status: bool, out: &mut Vec<Ca
             ));
         }
     }
-    let checks: [(&str, fn(&str) -> Vec<String>); 3] = [
+    type Check = fn(&str) -> Vec<String>;
+    let checks: [(&str, Check); 3] = [
         ("namespace", dns1123_label),
         ("name", dns1123_subdomain),
         ("kubeletConfigKey", config_map_key),

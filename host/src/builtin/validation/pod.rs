@@ -762,13 +762,11 @@ fn file_mode(v: &Value, field: &str, path: &str, out: &mut Vec<Cause>) {
 fn source(field: &str, src: &Value, path: &str, vol: &str, opts: &PodOpts, out: &mut Vec<Cause>) {
     let p = child(path, field);
     match field {
-        "emptyDir" => {
-            if src.get("sizeLimit").is_some_and(|q| nano(q) < 0) {
-                out.push(forbidden(
-                    &child(&p, "sizeLimit"),
-                    "SizeLimit field must be a valid resource quantity",
-                ));
-            }
+        "emptyDir" if src.get("sizeLimit").is_some_and(|q| nano(q) < 0) => {
+            out.push(forbidden(
+                &child(&p, "sizeLimit"),
+                "SizeLimit field must be a valid resource quantity",
+            ));
         }
         "hostPath" => {
             let hp = str_of(src, "path");
@@ -887,10 +885,8 @@ fn source(field: &str, src: &Value, path: &str, vol: &str, opts: &PodOpts, out: 
                 require_str(r, "name", &child(&p, "secretRef"), out);
             }
         }
-        "cephfs" => {
-            if items(src, "monitors").is_empty() {
-                out.push(required(&child(&p, "monitors"), ""));
-            }
+        "cephfs" if items(src, "monitors").is_empty() => {
+            out.push(required(&child(&p, "monitors"), ""));
         }
         "quobyte" => quobyte(src, &p, out),
         "downwardAPI" => {
@@ -2395,10 +2391,8 @@ fn handler(h: &Value, lifecycle: bool, grace: Option<i64>, p: &str, out: &mut Ve
         }
         count += 1;
         match kind {
-            "exec" => {
-                if items(action, "command").is_empty() {
-                    out.push(required(&child(&ap, "command"), ""));
-                }
+            "exec" if items(action, "command").is_empty() => {
+                out.push(required(&child(&ap, "command"), ""));
             }
             "httpGet" => {
                 // `path` is defaulted to `/`, `scheme` to `HTTP`.

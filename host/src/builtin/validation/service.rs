@@ -781,7 +781,7 @@ fn source_ranges(annotations: &Value, spec: &Value, out: &mut Vec<Cause>) {
         }
         for (i, r) in ranges.iter().enumerate() {
             let value = r.as_str().unwrap_or("").trim();
-            if !parse_cidr_sloppy(value).is_some() {
+            if parse_cidr_sloppy(value).is_none() {
                 out.push(invalid_str(&index(path, i), value, CIDR_MSG));
             }
         }
@@ -793,7 +793,7 @@ fn source_ranges(annotations: &Value, spec: &Value, out: &mut Vec<Cause>) {
         let val = val.trim();
         if !val.is_empty() {
             for value in val.split(',').map(str::trim) {
-                if !parse_cidr_sloppy(value).is_some() {
+                if parse_cidr_sloppy(value).is_none() {
                     out.push(invalid_str(&path, value, CIDR_MSG));
                 }
             }
@@ -1990,9 +1990,9 @@ mod tests {
                 && parse_cidr_sloppy("2001:db8::/64").is_some()
         );
         assert!(
-            !parse_cidr_sloppy("10.0.0.0/33").is_some()
-                && !parse_cidr_sloppy("10.0.0.0").is_some()
-                && !parse_cidr_sloppy("10.0.0.0/").is_some()
+            parse_cidr_sloppy("10.0.0.0/33").is_none()
+                && parse_cidr_sloppy("10.0.0.0").is_none()
+                && parse_cidr_sloppy("10.0.0.0/").is_none()
         );
         assert_eq!(
             crate::builtin::validation::field::port_name("1--2").len(),
