@@ -477,7 +477,7 @@ fn unready_pods_and_budgets_that_cannot_be_computed() {
     // allows nothing and says why, keeping the numbers it had.
     let rev = s.http().post_json(
         &format!("/apis/apps/v1/namespaces/{NS}/controllerrevisions"),
-        &json!({"metadata": {"name": "rev"}, "revision": 1}),
+        &json!({"metadata": {"name": "rev"}, "revision": 1, "data": {"x": 1}}),
     );
     assert_eq!(rev.status, 201, "{}", rev.text());
     let rev_uid = rev.json()["metadata"]["uid"].as_str().unwrap().to_owned();

@@ -279,6 +279,48 @@ fn cascades_follow_custom_resources() {
     assert!(survivor["metadata"].get("ownerReferences").is_none());
 }
 
+/// Owners and dependents stored in a version their CRD no longer stores: the collector changes
+/// them through their served version, not by writing their old version back.
+#[test]
+fn cascades_follow_custom_resources_stored_in_an_older_version() {
+    let s = Server::start().unwrap();
+    install_widgets(&s);
+    let boss = widget(&s, "boss", &[], &[]);
+    widget(&s, "worker", &[owner_ref(&boss, true)], &[]);
+    let keeper = widget(&s, "keeper", &[], &[]);
+    widget(&s, "survivor", &[owner_ref(&keeper, true)], &[]);
+    // v2 becomes the storage version; the widgets stay stored as v1.
+    let v2 = WIDGET_CRD.replace(
+        "    storage: true\n",
+        "    storage: false\n",
+    ) + "  - name: v2\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}\n";
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], &v2);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Foreground: the collector deletes the worker, then takes its finalizer off the boss.
+    s.kubectl_ok(&[
+        "delete",
+        "widget",
+        "boss",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    wait_gone(&s, &format!("{WIDGETS}/worker"));
+    wait_gone(&s, &format!("{WIDGETS}/boss"));
+    // Orphan: the survivor loses its owner reference.
+    s.kubectl_ok(&["delete", "widget", "keeper", "--cascade=orphan"]);
+    wait_gone(&s, &format!("{WIDGETS}/keeper"));
+    let survivor = poll("the survivor to be orphaned", DEADLINE, || {
+        let w = s.http().get(&format!("{WIDGETS}/survivor")).json();
+        w["metadata"].get("ownerReferences").is_none().then_some(w)
+    })
+    .unwrap();
+    assert_eq!(survivor["spec"]["size"], 1);
+}
+
 fn condition(ns: &Value, kind: &str) -> Value {
     ns["status"]["conditions"]
         .as_array()

@@ -299,41 +299,63 @@ impl GarbageCollector {
         let Some(obj) = self.service.store.get(&r.key()) else {
             return Ok(());
         };
-        let mut v = obj.parse().into_owned();
+        let v = obj.parse();
         let Some(list) = v
-            .pointer_mut("/metadata/ownerReferences")
-            .and_then(Value::as_array_mut)
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
         else {
             return Ok(());
         };
-        let before = list.len();
-        list.retain(|o| {
-            !o.get("uid")
-                .and_then(Value::as_str)
-                .is_some_and(|u| uids.contains(u))
-        });
-        if list.len() == before {
+        let left: Vec<&Value> = list
+            .iter()
+            .filter(|o| {
+                !o.get("uid")
+                    .and_then(Value::as_str)
+                    .is_some_and(|u| uids.contains(u))
+            })
+            .collect();
+        if left.len() == list.len() {
             return Ok(());
         }
-        if list.is_empty() {
-            if let Some(m) = meta::metadata_mut(&mut v) {
-                m.remove("ownerReferences");
-            }
-        }
-        self.save(ri, r, v).await
+        let refs = if left.is_empty() {
+            Value::Null
+        } else {
+            json!(left)
+        };
+        self.patch_metadata(ri, r, &obj, json!({"ownerReferences": refs}))
+            .await
     }
 
-    /// Write an object back (its resourceVersion makes a concurrent change a retried conflict).
-    async fn save(&self, ri: &ResourceInfo, r: &Ref, v: Value) -> Result<(), ControllerError> {
-        super::write_back(
-            &self.service,
-            ri,
-            &r.namespace,
-            &r.name,
-            v,
-            Subresource::Main,
-        )
-        .await
+    /// Change an object's metadata by a merge patch conditional on the revision it was read at
+    /// (a concurrent change is a retried conflict). A patch, not the whole object written back:
+    /// an object stored in an older version of its CRD (or one a webhook converts) is changed
+    /// in whatever version it is served in.
+    async fn patch_metadata(
+        &self,
+        ri: &ResourceInfo,
+        r: &Ref,
+        read: &crate::store::StoredObject,
+        mut metadata: Value,
+    ) -> Result<(), ControllerError> {
+        metadata["resourceVersion"] = json!(read.rv.to_string());
+        let body = json!({"metadata": metadata}).to_string();
+        match self
+            .service
+            .patch(
+                ri,
+                &r.namespace,
+                &r.name,
+                crate::patch::PatchType::Merge,
+                body.as_bytes(),
+                Subresource::Main,
+                &crate::service::WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Remove one finalizer from an object (which goes if it was the last).
@@ -346,15 +368,12 @@ impl GarbageCollector {
         let Some(obj) = self.service.store.get(&r.key()) else {
             return Ok(());
         };
-        let mut v = obj.parse().into_owned();
-        let left: Vec<String> = meta::finalizers(&v)
+        let left: Vec<String> = meta::finalizers(&*obj.parse())
             .into_iter()
             .filter(|f| f != finalizer)
             .collect();
-        if let Some(m) = meta::metadata_mut(&mut v) {
-            m.insert("finalizers".into(), json!(left));
-        }
-        self.save(ri, r, v).await
+        self.patch_metadata(ri, r, &obj, json!({"finalizers": left}))
+            .await
     }
 
     /// An owner being deleted with the orphan or foreground policy.

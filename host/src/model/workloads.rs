@@ -195,7 +195,17 @@ pub(crate) fn default_pod_spec(spec: &mut Value) {
     spec.entry("securityContext").or_insert(json!({}));
     spec.entry("schedulerName")
         .or_insert(json!("default-scheduler"));
-    for field in ["containers", "initContainers"] {
+    spec.entry("enableServiceLinks").or_insert(json!(true));
+    let host_network = spec.get("hostNetwork").and_then(Value::as_bool) == Some(true);
+    for v in spec
+        .get_mut("volumes")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        default_volume(v);
+    }
+    for field in ["containers", "initContainers", "ephemeralContainers"] {
         for c in spec
             .get_mut(field)
             .and_then(Value::as_array_mut)
@@ -226,6 +236,169 @@ pub(crate) fn default_pod_spec(spec: &mut Value) {
             {
                 if let Some(p) = port.as_object_mut() {
                     p.entry("protocol").or_insert(json!("TCP"));
+                    // A host-network Pod's ports are the host's.
+                    let unset = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0;
+                    if host_network && unset {
+                        if let Some(cp) = p.get("containerPort").cloned() {
+                            p.insert("hostPort".into(), cp);
+                        }
+                    }
+                }
+            }
+            for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+                if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
+                    default_probe(p);
+                }
+            }
+            for hook in ["postStart", "preStop"] {
+                if let Some(h) = c
+                    .get_mut("lifecycle")
+                    .and_then(|l| l.get_mut(hook))
+                    .and_then(|h| h.get_mut("httpGet"))
+                {
+                    default_http_get(h);
+                }
+            }
+            for env in c
+                .get_mut("env")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(f) = env.pointer_mut("/valueFrom/fieldRef") {
+                    default_field_ref(f);
+                }
+            }
+        }
+    }
+}
+
+/// kube's `SetDefaults_Probe` (and its handler's `SetDefaults_HTTPGetAction`).
+fn default_probe(p: &mut Map<String, Value>) {
+    for (k, v) in [
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ] {
+        let unset = p.get(k).and_then(Value::as_i64).unwrap_or(0) == 0;
+        if unset {
+            p.insert(k.into(), json!(v));
+        }
+    }
+    if let Some(h) = p.get_mut("httpGet") {
+        default_http_get(h);
+    }
+}
+
+/// kube's `SetDefaults_HTTPGetAction`: path `/`, scheme `HTTP`.
+fn default_http_get(h: &mut Value) {
+    let Some(h) = h.as_object_mut() else { return };
+    for (k, v) in [("path", "/"), ("scheme", "HTTP")] {
+        if h.get(k).and_then(Value::as_str).is_none_or(str::is_empty) {
+            h.insert(k.into(), json!(v));
+        }
+    }
+}
+
+/// kube's `SetDefaults_ObjectFieldSelector`: `apiVersion: v1`.
+fn default_field_ref(f: &mut Value) {
+    if let Some(f) = f.as_object_mut() {
+        if f.get("apiVersion")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            f.insert("apiVersion".into(), json!("v1"));
+        }
+    }
+}
+
+/// The volume sources kube knows (`VolumeSource`'s fields).
+const VOLUME_SOURCES: &[&str] = &[
+    "hostPath",
+    "emptyDir",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "gitRepo",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "flocker",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "configMap",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "projected",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+    "csi",
+    "ephemeral",
+    "image",
+];
+
+/// kube's volume defaults (`SetDefaults_Volume` and the sources' own): a volume naming no
+/// source is an `emptyDir`; secret, configMap, downwardAPI and projected files are mode 0644;
+/// a projected token lasts an hour; a hostPath's type is unset (`""`).
+fn default_volume(v: &mut Value) {
+    let Some(v) = v.as_object_mut() else { return };
+    if !VOLUME_SOURCES
+        .iter()
+        .any(|s| v.get(*s).is_some_and(|x| !x.is_null()))
+    {
+        v.insert("emptyDir".into(), json!({}));
+    }
+    for source in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(s) = v.get_mut(source).and_then(Value::as_object_mut) {
+            if s.get("defaultMode").is_none_or(Value::is_null) {
+                s.insert("defaultMode".into(), json!(420));
+            }
+        }
+    }
+    if let Some(h) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
+        h.entry("type").or_insert(json!(""));
+    }
+    if let Some(d) = v.get_mut("downwardAPI") {
+        for item in d
+            .get_mut("items")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(f) = item.get_mut("fieldRef") {
+                default_field_ref(f);
+            }
+        }
+    }
+    let sources = v
+        .get_mut("projected")
+        .and_then(|p| p.get_mut("sources"))
+        .and_then(Value::as_array_mut);
+    for src in sources.into_iter().flatten() {
+        if let Some(t) = src
+            .get_mut("serviceAccountToken")
+            .and_then(Value::as_object_mut)
+        {
+            t.entry("expirationSeconds").or_insert(json!(3600));
+        }
+        if let Some(items) = src
+            .get_mut("downwardAPI")
+            .and_then(|d| d.get_mut("items"))
+            .and_then(Value::as_array_mut)
+        {
+            for item in items {
+                if let Some(f) = item.get_mut("fieldRef") {
+                    default_field_ref(f);
                 }
             }
         }
