@@ -1213,6 +1213,23 @@ impl Service {
         Ok(warnings)
     }
 
+    /// The stored object as an update starts from: with the defaults of its kind applied, as
+    /// kube applies them whenever it reads an object from storage. An object stored before a
+    /// default existed is then compared, validated and patched as kube would see it (a Pod
+    /// stored without `enableServiceLinks` stays updatable; a status write does not bump its
+    /// generation for a default).
+    fn defaults_on_read(ri: &ResourceInfo, obj: &mut Value) {
+        if ri.custom.is_some() {
+            return;
+        }
+        if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE {
+            crate::crd::apply_defaults(obj);
+        } else {
+            crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
+            crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, false);
+        }
+    }
+
     /// Fields a body had that its type does not: refused, warned about or dropped silently, per
     /// the request's `fieldValidation` (kube's messages).
     fn unknown_fields(unknown: Vec<String>, opts: &WriteOptions) -> Result<Vec<String>> {
@@ -2134,7 +2151,8 @@ impl Service {
             let view = self.served_one(ri, current.clone()).await?;
             // Parsed for this request and not kept with the stored version (which history may
             // hold for a long time as an event's `prev`).
-            let view_value = view.parse().into_owned();
+            let mut view_value = view.parse().into_owned();
+            Self::defaults_on_read(ri, &mut view_value);
             let current_value =
                 (!Arc::ptr_eq(&view, &current)).then(|| current.parse().into_owned());
             let mut body = build(&view, &view_value)?;
@@ -2867,6 +2885,78 @@ mod tests {
 
     use super::{Service, WriteOptions};
     use crate::model::meta::NEXT_SUFFIXES;
+
+    /// A Pod stored before a default existed (here: without `enableServiceLinks`, the probe's
+    /// thresholds and a volume's mode) stays updatable, and a status write does not bump its
+    /// generation: an update starts from the stored object with its defaults applied.
+    #[tokio::test]
+    async fn objects_stored_before_a_default_stay_writable() {
+        let (store, dir) = crate::store::sled_store::temp_store("defaults-on-read");
+        let svc = Service::new(
+            store,
+            std::sync::Arc::new(crate::model::Registry::with_builtins()),
+        );
+        svc.bootstrap().await.unwrap();
+        let pods = svc.registry.lookup("", "v1", "pods").unwrap();
+        let old = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "old", "namespace": "default", "uid": "u-1", "generation": 1,
+                "creationTimestamp": "2026-11-01T00:00:00Z"},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1.27",
+                    "imagePullPolicy": "IfNotPresent", "resources": {},
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                    "readinessProbe": {"httpGet": {"port": 80}},
+                    "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}]}],
+                "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}],
+                "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                "dnsPolicy": "ClusterFirst", "securityContext": {},
+                "schedulerName": "default-scheduler"},
+            "status": {"phase": "Pending", "qosClass": "BestEffort"}});
+        svc.store
+            .write(crate::store::WriteOp::Put {
+                key: crate::model::ObjectKey::new("pods", "default", "old"),
+                value: old,
+                precondition: crate::store::Precondition::MustNotExist,
+            })
+            .await
+            .unwrap();
+        let opts = WriteOptions::default();
+        let w = svc
+            .patch(
+                &pods,
+                "default",
+                "old",
+                crate::patch::PatchType::Merge,
+                br#"{"metadata":{"labels":{"x":"y"}}}"#,
+                super::Subresource::Main,
+                &opts,
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(got["metadata"]["labels"]["x"], "y");
+        assert_eq!(got["metadata"]["generation"], 1, "{got}");
+        assert_eq!(got["spec"]["enableServiceLinks"], true);
+        assert_eq!(
+            got["spec"]["containers"][0]["readinessProbe"]["periodSeconds"],
+            10
+        );
+        let w = svc
+            .patch(
+                &pods,
+                "default",
+                "old",
+                crate::patch::PatchType::Merge,
+                br#"{"status":{"phase":"Running"}}"#,
+                super::Subresource::Status,
+                &opts,
+            )
+            .await
+            .unwrap();
+        assert_eq!(w.object.value()["metadata"]["generation"], 1);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     /// A generated name that is taken is replaced by another, up to 8 attempts, as kube's
     /// `RetryGenerateName`; the store hands the object back with each refusal. (`NEXT_SUFFIXES`

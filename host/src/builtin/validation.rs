@@ -50,9 +50,9 @@ pub fn ephemeral_containers_update(new: &Value, old: Option<&Value>) -> Vec<Caus
         .map(|c| (field::str_of(c, "name").to_owned(), c.clone()))
         .collect()
     };
-    let now = by_name(new);
+    let now: std::collections::HashMap<String, Value> = by_name(new).into_iter().collect();
     for (name, was) in by_name(old) {
-        match now.iter().find(|(n, _)| *n == name) {
+        match now.get(&name).map(|c| (&name, c)) {
             None => causes.push(field::forbidden(
                 path,
                 &format!(

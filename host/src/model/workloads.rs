@@ -16,6 +16,7 @@ pub fn apply_defaults(group: &str, resource: &str, obj: &mut Value) {
         ("", "pods") => {
             if let Some(spec) = obj.get_mut("spec") {
                 default_pod_spec(spec);
+                default_pod_only(spec);
                 requests_from_limits(spec);
             }
         }
@@ -195,8 +196,6 @@ pub(crate) fn default_pod_spec(spec: &mut Value) {
     spec.entry("securityContext").or_insert(json!({}));
     spec.entry("schedulerName")
         .or_insert(json!("default-scheduler"));
-    spec.entry("enableServiceLinks").or_insert(json!(true));
-    let host_network = spec.get("hostNetwork").and_then(Value::as_bool) == Some(true);
     for v in spec
         .get_mut("volumes")
         .and_then(Value::as_array_mut)
@@ -236,13 +235,6 @@ pub(crate) fn default_pod_spec(spec: &mut Value) {
             {
                 if let Some(p) = port.as_object_mut() {
                     p.entry("protocol").or_insert(json!("TCP"));
-                    // A host-network Pod's ports are the host's.
-                    let unset = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0;
-                    if host_network && unset {
-                        if let Some(cp) = p.get("containerPort").cloned() {
-                            p.insert("hostPort".into(), cp);
-                        }
-                    }
                 }
             }
             for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
@@ -267,6 +259,36 @@ pub(crate) fn default_pod_spec(spec: &mut Value) {
             {
                 if let Some(f) = env.pointer_mut("/valueFrom/fieldRef") {
                     default_field_ref(f);
+                }
+            }
+        }
+    }
+}
+
+/// kube's `SetDefaults_Pod` beyond the spec's defaults (a Pod's, never a template's, so that
+/// templates and their hashes stay as written): `enableServiceLinks`, and a host-network Pod's
+/// container ports are the host's.
+fn default_pod_only(spec: &mut Value) {
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    spec.entry("enableServiceLinks").or_insert(json!(true));
+    if spec.get("hostNetwork").and_then(Value::as_bool) != Some(true) {
+        return;
+    }
+    for field in ["containers", "initContainers"] {
+        let ports = spec
+            .get_mut(field)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get_mut("ports").and_then(Value::as_array_mut))
+            .flatten();
+        for p in ports.filter_map(Value::as_object_mut) {
+            let unset = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0;
+            if unset {
+                if let Some(cp) = p.get("containerPort").cloned() {
+                    p.insert("hostPort".into(), cp);
                 }
             }
         }

@@ -807,8 +807,16 @@ fn webhook_service(svc: &Value, path: &str, out: &mut Vec<Cause>) {
     if check.ends_with('/') {
         check.pop();
     }
+    // kube reports every bad segment, each cause carrying the whole path; turtles the first
+    // `MAX_BAD_SEGMENTS` (a long path of bad segments would cost its length squared).
+    const MAX_BAD_SEGMENTS: usize = 8;
+    let mut bad = 0;
     for (i, step) in check.split('/').enumerate() {
+        if bad == MAX_BAD_SEGMENTS {
+            return;
+        }
         if step.is_empty() {
+            bad += 1;
             out.push(invalid_str(
                 &pp,
                 url_path,
@@ -816,7 +824,11 @@ fn webhook_service(svc: &Value, path: &str, out: &mut Vec<Cause>) {
             ));
             continue;
         }
-        for f in dns1123_subdomain(step) {
+        let failures = dns1123_subdomain(step);
+        if !failures.is_empty() {
+            bad += 1;
+        }
+        for f in failures {
             out.push(invalid_str(&pp, url_path, &format!("segment[{i}]: {f}")));
         }
     }

@@ -74,9 +74,12 @@ fn entries(v: Option<&Value>) -> Vec<(&String, &Value)> {
     e
 }
 
-/// The value under `k` of sorted `entries`.
+/// The value under `k` of sorted `entries` (a binary search: a long list is no quadratic work).
 fn find<'a>(list: &[(&String, &'a Value)], k: &str) -> Option<&'a Value> {
-    list.iter().find(|(n, _)| n.as_str() == k).map(|(_, v)| *v)
+    list.binary_search_by(|(n, _)| n.as_str().cmp(k))
+        .ok()
+        .and_then(|i| list.get(i))
+        .map(|(_, v)| *v)
 }
 
 /// `field.Invalid` of a value kube prints through its `String()` (bare, unquoted).
