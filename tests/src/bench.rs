@@ -723,6 +723,7 @@ async fn baseline(
     let current =
         std::env::var("TURTLES_BIN").context("TURTLES_BIN must name the turtles binary")?;
     let mut rates = [Vec::new(), Vec::new()];
+    let mut pod_rates = [Vec::new(), Vec::new()];
     let mut lists = [Vec::new(), Vec::new()];
     for r in 0..rounds {
         for (i, bin) in [base, current.as_str()].into_iter().enumerate() {
@@ -730,6 +731,18 @@ async fn baseline(
             let c = client();
             create_ns(&c, &h.url, "bench").await?;
             let (rate, _) = creates(&h.url, "bench", 8, total).await?;
+            // Pods: the kind whose create does the most (kube's pod-spec validation and
+            // defaults, QoS, priority, LimitRange and quota lookups).
+            create_ns(&c, &h.url, "pods").await?;
+            let (pod_rate, _) = creates_of(
+                format!("{}/api/v1/namespaces/pods/pods", h.url),
+                bench_pod,
+                "pod-",
+                8,
+                (total / 4).max(8),
+            )
+            .await?;
+            pod_rates[i].push(pod_rate);
             create_ns(&c, &h.url, "list").await?;
             for n in 0..2000 {
                 let resp = c
@@ -744,7 +757,7 @@ async fn baseline(
             let l = list_latency(&h.url, "list", 50, 2000).await?;
             let p50 = percentile(&l, 0.5).as_secs_f64() * 1000.0;
             eprintln!(
-                "baseline round {r} {}: {rate:.0} creates/s, LIST p50 {p50:.2} ms",
+                "baseline round {r} {}: {rate:.0} creates/s, {pod_rate:.0} Pod creates/s, LIST p50 {p50:.2} ms",
                 ["base", "current"][i]
             );
             rates[i].push(rate);
@@ -761,7 +774,39 @@ async fn baseline(
         format!("vs baseline: LIST 2,000 ConfigMaps p50, median of {rounds} alternating"),
         format!("{lb:.2} ms -> {lc:.2} ms (ratio {:.3})", lc / lb),
     ));
+    let (pb, pc) = (median(pod_rates[0].clone()), median(pod_rates[1].clone()));
+    rows.push((
+        format!("vs baseline: durable Pod creates/s (a Deployment's kind of Pod), 8 clients, median of {rounds} alternating"),
+        format!("{pb:.0} -> {pc:.0} (ratio {:.3})", pc / pb),
+    ));
     Ok(())
+}
+
+/// A Pod as a Deployment makes them: two containers with ports, env, probes, resources and
+/// mounts, two volumes (what kube's pod-spec validation and defaults work through).
+fn bench_pod(name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "bench", "pod-template-hash": "5d4c8b9f7"}},
+        "spec": {
+            "containers": [
+                {"name": "web", "image": "nginx:1.27",
+                 "ports": [{"name": "http", "containerPort": 80}],
+                 "env": [{"name": "MODE", "value": "prod"},
+                         {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                 "readinessProbe": {"httpGet": {"path": "/", "port": "http"}},
+                 "livenessProbe": {"tcpSocket": {"port": 80}, "initialDelaySeconds": 5},
+                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                               "limits": {"memory": "128Mi"}},
+                 "volumeMounts": [{"name": "conf", "mountPath": "/etc/conf"},
+                                  {"name": "cache", "mountPath": "/cache"}]},
+                {"name": "sidecar", "image": "busybox:1.36", "command": ["sleep", "infinity"],
+                 "resources": {"requests": {"cpu": "10m"}}}
+            ],
+            "volumes": [{"name": "conf", "configMap": {"name": "web-conf"}},
+                        {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}}]
+        }
+    })
 }
 
 /// `--store etcd` next to sled, in one run: durable creates/s from 8 clients and the p50 of a LIST
