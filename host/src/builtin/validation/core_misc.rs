@@ -30,6 +30,7 @@ use super::field::{
     child, dns1123_label, dns1123_subdomain, duplicate, forbidden, index, invalid, invalid_str,
     items, key, label_value, labels, not_supported, qualified_name, required, str_of,
 };
+use super::misc::{is_extended_resource, is_integer_resource, is_native_resource, resource_name};
 use crate::builtin::quantity::{canonical, nano_value};
 use crate::model::status::Cause;
 
@@ -140,51 +141,9 @@ const MICRO_OF_NANO: i128 = 1_000_000;
 
 // ---- resource names (pkg/apis/core/helper) ----
 
-const STANDARD_RESOURCES: &[&str] = &[
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "pods",
-    "resourcequotas",
-    "services",
-    "replicationcontrollers",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "storage",
-    "requests.storage",
-    "services.nodeports",
-    "services.loadbalancers",
-];
-
-const INTEGER_RESOURCES: &[&str] = &[
-    "pods",
-    "resourcequotas",
-    "services",
-    "replicationcontrollers",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "services.nodeports",
-    "services.loadbalancers",
-];
-
 /// `helper.IsHugePageResourceName`.
 fn is_huge_page(name: &str) -> bool {
     name.starts_with("hugepages-")
-}
-
-/// `helper.IsStandardResourceName` (huge pages as `IsQuotaHugePageResourceName` takes them).
-fn is_standard_resource(name: &str) -> bool {
-    STANDARD_RESOURCES.contains(&name)
-        || name.starts_with("hugepages-")
-        || name.starts_with("requests.hugepages-")
 }
 
 /// `helper.IsStandardContainerResourceName`.
@@ -192,44 +151,9 @@ fn is_standard_container_resource(name: &str) -> bool {
     matches!(name, "cpu" | "memory" | "ephemeral-storage") || is_huge_page(name)
 }
 
-/// `helper.IsNativeResource`: unprefixed, or in a `kubernetes.io/` namespace.
-fn is_native_resource(name: &str) -> bool {
-    !name.contains('/') || name.contains("kubernetes.io/")
-}
-
-/// `helper.IsExtendedResourceName`.
-fn is_extended_resource(name: &str) -> bool {
-    !is_native_resource(name)
-        && !name.starts_with("requests.")
-        && qualified_name(&format!("requests.{name}")).is_empty()
-}
-
-/// `helper.IsIntegerResourceName`.
-fn is_integer_resource(name: &str) -> bool {
-    INTEGER_RESOURCES.contains(&name) || is_extended_resource(name)
-}
-
 /// `helper.IsOvercommitAllowed`.
 fn is_overcommit_allowed(name: &str) -> bool {
     is_native_resource(name) && !is_huge_page(name)
-}
-
-/// kube's `validateResourceName`: a qualified name, and a standard resource unless prefixed.
-fn resource_name(name: &str, path: &str, out: &mut Vec<Cause>) {
-    let errs = qualified_name(name);
-    if !errs.is_empty() {
-        for msg in errs {
-            out.push(invalid_str(path, name, &msg));
-        }
-        return;
-    }
-    if !name.contains('/') && !is_standard_resource(name) {
-        out.push(invalid_str(
-            path,
-            name,
-            "must be a standard resource type or fully qualified",
-        ));
-    }
 }
 
 /// kube's `validateContainerResourceName`.

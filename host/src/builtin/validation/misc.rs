@@ -226,25 +226,25 @@ fn is_standard_quota_resource(name: &str) -> bool {
 }
 
 /// `helper.IsNativeResource`: unprefixed, or in a `kubernetes.io/` namespace.
-fn is_native_resource(name: &str) -> bool {
+pub(super) fn is_native_resource(name: &str) -> bool {
     !name.contains('/') || name.contains("kubernetes.io/")
 }
 
 /// `helper.IsExtendedResourceName`.
-fn is_extended_resource(name: &str) -> bool {
+pub(super) fn is_extended_resource(name: &str) -> bool {
     !is_native_resource(name)
         && !name.starts_with("requests.")
         && qualified_name(&format!("requests.{name}")).is_empty()
 }
 
 /// `helper.IsIntegerResourceName`.
-fn is_integer_resource(name: &str) -> bool {
+pub(super) fn is_integer_resource(name: &str) -> bool {
     INTEGER_RESOURCES.contains(&name) || is_extended_resource(name)
 }
 
 /// kube's `validateResourceName` (core and core/v1 alike): a qualified name, and a standard
 /// resource unless prefixed.
-fn resource_name(name: &str, path: &str, out: &mut Vec<Cause>) {
+pub(super) fn resource_name(name: &str, path: &str, out: &mut Vec<Cause>) {
     let errs = qualified_name(name);
     if !errs.is_empty() {
         for msg in errs {
