@@ -30,9 +30,10 @@ use serde_json::{json, Value};
 
 use super::field::{
     child, dns1035_label, dns1123_label, dns1123_subdomain, duplicate, forbidden, index, invalid,
-    invalid_str, items, label_value, labels, not_supported, port_num, qualified_name, quoted,
-    required, str_of, too_long, too_many,
+    invalid_str, items, not_supported, port_num, qualified_name, quoted, required, str_of,
+    too_long, too_many,
 };
+use super::misc::label_selector;
 use crate::model::status::Cause;
 use crate::schema::expr::{run_on_big_stack, Expression};
 
@@ -126,53 +127,6 @@ fn path_segment_name(name: &str) -> Vec<String> {
         .filter(|bad| name.contains(*bad))
         .map(|bad| format!("may not contain '{bad}'"))
         .collect()
-}
-
-/// apimachinery's `ValidateLabelSelector` (`allow_invalid_values`:
-/// `LabelSelectorValidationOptions.AllowInvalidLabelValueInSelector`).
-fn label_selector(sel: &Value, path: &str, allow_invalid_values: bool, out: &mut Vec<Cause>) {
-    labels(sel.get("matchLabels"), &child(path, "matchLabels"), out);
-    let exprs = child(path, "matchExpressions");
-    for (i, e) in items(sel, "matchExpressions").iter().enumerate() {
-        let p = index(&exprs, i);
-        let values = strings(e, "values");
-        let op = str_of(e, "operator");
-        match op {
-            "In" | "NotIn" => {
-                if values.is_empty() {
-                    out.push(required(
-                        &child(&p, "values"),
-                        "must be specified when `operator` is 'In' or 'NotIn'",
-                    ));
-                }
-            }
-            "Exists" | "DoesNotExist" => {
-                if !values.is_empty() {
-                    out.push(forbidden(
-                        &child(&p, "values"),
-                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                    ));
-                }
-            }
-            _ => out.push(invalid_str(
-                &child(&p, "operator"),
-                op,
-                "not a valid selector operator",
-            )),
-        }
-        let key = str_of(e, "key");
-        for m in qualified_name(key) {
-            out.push(invalid_str(&child(&p, "key"), key, &m));
-        }
-        if !allow_invalid_values {
-            let values_path = child(&p, "values");
-            for (j, v) in values.iter().enumerate() {
-                for m in label_value(v) {
-                    out.push(invalid_str(&index(&values_path, j), v, &m));
-                }
-            }
-        }
-    }
 }
 
 /// Whether the strict `ValidateLabelSelector` finds anything in `sel`.

@@ -287,7 +287,12 @@ fn resource_quantity_value(name: &str, v: &Value, path: &str, out: &mut Vec<Caus
 
 /// kube's `ValidateLabelSelector` (label keys and values reported at `matchLabels` itself);
 /// `allow_invalid_values` is `LabelSelectorValidationOptions.AllowInvalidLabelValueInSelector`.
-fn label_selector(sel: &Value, path: &str, allow_invalid_values: bool, out: &mut Vec<Cause>) {
+pub(super) fn label_selector(
+    sel: &Value,
+    path: &str,
+    allow_invalid_values: bool,
+    out: &mut Vec<Cause>,
+) {
     let labels_path = child(path, "matchLabels");
     for (k, v) in entries(sel.get("matchLabels")) {
         for msg in qualified_name(k) {
