@@ -98,6 +98,10 @@ enum Command {
         /// The node ports NodePort and LoadBalancer Services get (FIRST-LAST).
         #[arg(long, default_value = "30000-32767")]
         service_node_port_range: turtles::allocator::PortRange,
+        /// Seconds a Node may be missing before the pod garbage collector deletes the Pods bound
+        /// to it (kube's fixed 40 s quarantine).
+        #[arg(long, default_value_t = 40)]
+        orphaned_pod_quarantine: u64,
         /// Milliseconds one controller call (register or reconcile) may run.
         #[arg(long, default_value_t = 2000)]
         reconcile_deadline_ms: u64,
@@ -333,6 +337,7 @@ fn main() -> anyhow::Result<()> {
             token_auth_file,
             service_cluster_ip_range,
             service_node_port_range,
+            orphaned_pod_quarantine,
             reconcile_deadline_ms,
             controller_memory_mb,
             baseline_compile,
@@ -427,6 +432,7 @@ fn main() -> anyhow::Result<()> {
                 token_auth_file,
                 service_cluster_ip_range,
                 service_node_port_range,
+                orphaned_pod_quarantine: std::time::Duration::from_secs(orphaned_pod_quarantine),
                 runtime: turtles::runtime::RuntimeOptions {
                     call_deadline: std::time::Duration::from_millis(reconcile_deadline_ms.max(10)),
                     memory_limit: controller_memory_mb.max(1) << 20,

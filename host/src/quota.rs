@@ -73,14 +73,28 @@ fn pod_resource(name: &str) -> Option<(&'static str, &str)> {
     }
 }
 
-/// kube's `QuotaV1Pod`: a Pod counts until it ends or is being deleted (turtles deletes with no
-/// grace period).
+/// kube's `QuotaV1Pod`: a Pod counts until it ends, or until its deletion is overdue (past its
+/// `deletionTimestamp` plus its grace period again: stuck terminating, say on a lost node).
 fn pod_counts(pod: &Value) -> bool {
     let phase = pod
         .pointer("/status/phase")
         .and_then(Value::as_str)
         .unwrap_or("");
-    !matches!(phase, "Succeeded" | "Failed") && meta::meta_str(pod, "deletionTimestamp").is_none()
+    if matches!(phase, "Succeeded" | "Failed") {
+        return false;
+    }
+    let at = meta::meta_str(pod, "deletionTimestamp")
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+    let grace = pod
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    match (at, grace) {
+        (Some(at), Some(grace)) => {
+            chrono::Utc::now()
+                <= crate::builtin::graceful::shift(at.with_timezone(&chrono::Utc), grace)
+        }
+        _ => true,
+    }
 }
 
 /// A quantity an object uses: never negative (validation refuses negative requests; one stored
@@ -584,6 +598,18 @@ mod tests {
         assert_eq!(usage(&pods, &pod, "configmaps"), None);
         let done = json!({"spec": pod["spec"], "status": {"phase": "Succeeded"}});
         assert_eq!(usage(&pods, &done, "pods"), Some(0));
+        // Terminating: charged through its grace period and as long again, then no longer.
+        let going = |at: chrono::DateTime<chrono::Utc>, grace: i64| {
+            json!({"metadata": {"deletionTimestamp": at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                "deletionGracePeriodSeconds": grace}, "spec": pod["spec"], "status": pod["status"]})
+        };
+        let now = chrono::Utc::now();
+        let soon = going(now + chrono::Duration::seconds(30), 30);
+        assert_eq!(usage(&pods, &soon, "pods"), Some(ONE));
+        let overdue = going(now - chrono::Duration::seconds(31), 30);
+        assert_eq!(usage(&pods, &overdue, "pods"), Some(0));
+        let held = going(now - chrono::Duration::seconds(5), 0);
+        assert_eq!(usage(&pods, &held, "pods"), Some(0));
         assert_eq!(
             pod_constraints(&pod, &["limits.cpu".into(), "requests.memory".into()]),
             Err("must specify limits.cpu for: b,i; requests.memory for: b,i".into())

@@ -132,6 +132,8 @@ pub struct ServeConfig {
     pub service_cluster_ip_range: crate::allocator::IpRange,
     /// `--service-node-port-range`
     pub service_node_port_range: crate::allocator::PortRange,
+    /// `--orphaned-pod-quarantine`: how long a Node may be missing before its Pods are deleted.
+    pub orphaned_pod_quarantine: std::time::Duration,
 }
 
 /// `--store`: a store in the data dir (the wal engine or sled), or a shared etcd cluster.
@@ -513,6 +515,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         issuer,
         root_ca,
         authority,
+        cfg.orphaned_pod_quarantine,
         shutdown_rx.clone(),
     )
     .await;

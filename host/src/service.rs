@@ -8,6 +8,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::admission::Operation;
+use crate::builtin::graceful::{self, Graceful};
 use crate::model::meta::{self, metadata, metadata_mut, Meta};
 use crate::model::{ApiError, Cause, ObjectKey, ResourceInfo, Scope};
 use crate::patch::{self, PatchType};
@@ -132,6 +133,9 @@ pub struct DeleteOptions {
     pub precondition_rv: Option<String>,
     /// How dependents are treated (`propagationPolicy`; none: the default, background).
     pub propagation: Option<Propagation>,
+    /// `gracePeriodSeconds`: how long a Pod's containers get to stop (none: the Pod's own
+    /// `terminationGracePeriodSeconds`). Other kinds have no graceful deletion and ignore it.
+    pub grace_period: Option<i64>,
     /// Who asks (API requests): the delete passes validating admission.
     pub user: Option<crate::auth::rbac::UserInfo>,
 }
@@ -2275,11 +2279,19 @@ impl Service {
                 .map(|o| Some(Written::new(Arc::new(o), warnings)))
                 .map_err(|e| store_error(ri, name, e));
         }
-        // A terminating object goes once its last finalizer does; a namespace once its
+        // A terminating object goes once its last finalizer does, unless a graceful deletion
+        // is under way (kube's `ShouldDeleteDuringUpdate`: a Pod marked with a grace period
+        // waits for its kubelet, whatever else writes it meanwhile); a namespace once its
         // `spec.finalizers` are gone too (kube's `ShouldDeleteNamespaceDuringUpdate`): the
         // namespace controller's `finalize` once it emptied it, or an operator's.
         let is_namespace = is_namespaces(ri);
+        let graceless = old
+            .current
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .is_none_or(|g| g == 0);
         let op = if terminating
+            && graceless
             && meta::finalizers(&new).is_empty()
             && (!is_namespace || spec_finalizers(&new).is_empty())
         {
@@ -2690,6 +2702,17 @@ impl Service {
                 .get(&key)
                 .ok_or_else(|| ApiError::not_found(&ri.group, &ri.resource, name))?;
             Self::check_delete_preconditions(ri, name, &current, opts)?;
+            // Pods are deleted gracefully (kube's BeforeDelete): marked, and removed by their
+            // kubelet once their containers stopped.
+            let graceful = if ri.group.is_empty() && ri.resource == "pods" {
+                graceful::before_delete(&current.parse(), opts.grace_period, chrono::Utc::now())
+            } else {
+                Graceful::No
+            };
+            if graceful == Graceful::Pending {
+                return Ok(Deleted::Pending(current));
+            }
+            let lingers = matches!(graceful, Graceful::Mark { period, .. } if period > 0);
             let mut finalizers = meta::finalizers(current.head());
             let terminating = meta::meta_str(current.head(), "deletionTimestamp").is_some();
             // A later delete may switch an object's propagation (kube updates the GC finalizers).
@@ -2710,20 +2733,33 @@ impl Service {
                 finalizers.retain(|x| x != ORPHAN_FINALIZER && x != FOREGROUND_FINALIZER);
                 changed = finalizers.len() != before;
             }
-            if !finalizers.is_empty() {
-                if terminating && !changed {
+            if !finalizers.is_empty() || lingers {
+                let marks = matches!(graceful, Graceful::Mark { .. });
+                if terminating && !changed && !marks {
                     return Ok(Deleted::Pending(current));
                 }
                 let mut v = current.parse().into_owned();
                 if let Some(m) = metadata_mut(&mut v) {
-                    if !terminating {
-                        m.insert(
-                            "deletionTimestamp".into(),
-                            Value::String(meta::now_rfc3339()),
-                        );
-                        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                    match &graceful {
+                        Graceful::Mark {
+                            timestamp,
+                            period,
+                            first,
+                        } => graceful::mark(m, timestamp, *period, *first),
+                        _ if !terminating => {
+                            m.insert(
+                                "deletionTimestamp".into(),
+                                Value::String(meta::now_rfc3339()),
+                            );
+                            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                        }
+                        _ => {}
                     }
-                    m.insert("finalizers".into(), json!(finalizers));
+                    if finalizers.is_empty() {
+                        m.remove("finalizers");
+                    } else {
+                        m.insert("finalizers".into(), json!(finalizers));
+                    }
                 }
                 if opts.dry_run {
                     return StoredObject::unstored(v)

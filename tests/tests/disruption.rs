@@ -11,7 +11,8 @@ use turtles_tests::{assert_status, poll, Server};
 const NS: &str = "default";
 
 /// A Pod on `node`, labelled `app`, controlled by `owner` (kind, name, uid) when given, and
-/// then Running and Ready (or Running and not Ready).
+/// then Running and Ready (or Running and not Ready). No kubelet runs here: the Pods have no
+/// grace period, so that an eviction removes them at once (a graceful one would wait for it).
 fn pod(
     s: &Server,
     name: &str,
@@ -23,7 +24,8 @@ fn pod(
     let http = s.http();
     let mut p = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": {"app": app}},
-        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "nginx"}]}});
+        "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "c", "image": "nginx"}]}});
     if let Some((kind, owner, uid)) = owner {
         p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": kind,
             "name": owner, "uid": uid, "controller": true}]);

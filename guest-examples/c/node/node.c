@@ -5,12 +5,10 @@
  *   and recreated when it is deleted (nodes are a secondary watch with self-key mapping, so a
  *   node event reconciles the cluster-scoped key "", NAME). Registering it records the Event
  *   `RegisteredNode`; binding a pod records `Scheduled`, as kube's scheduler does.
- * - Binds every Pod without spec.nodeName to it, as a scheduler does: the finalizer
- *   turtles.dev/kubelet (a merge patch), then POST pods/NAME/binding (which sets the otherwise
- *   immutable spec.nodeName and PodScheduled); then "starts" it in two status writes, one per
- *   reconcile, so that a watch sees each step:
- *     ADDED Pending -> MODIFIED (finalizer) -> MODIFIED bound -> MODIFIED Pending/ContainerCreating
- *     -> MODIFIED Running
+ * - Binds every Pod without spec.nodeName to it, as a scheduler does: POST pods/NAME/binding
+ *   (which sets the otherwise immutable spec.nodeName and PodScheduled); then "starts" it in two
+ *   status writes, one per reconcile, so that a watch sees each step:
+ *     ADDED Pending -> MODIFIED bound -> MODIFIED Pending/ContainerCreating -> MODIFIED Running
  *   The Running status gets a unique pod IP 10.244.X.Y (the lowest one no other pod uses).
  * - A Pod that runs to completion (spec.restartPolicy Never or OnFailure) finishes once it has
  *   been Running for the annotation turtles.dev/run-seconds (default 1; may be fractional), with
@@ -21,7 +19,11 @@
  *   container of an OnFailure Pod in place; this one fails the Pod. Pods of restartPolicy Always
  *   (the default) run forever.
  * - An ephemeral container added to a Running Pod (`kubectl debug`) is reported running.
- * - A Pod being deleted loses the finalizer (JSON patch, test + remove), so it goes away.
+ * - A Pod of this node being deleted (the API server deletes bound Pods gracefully: it sets
+ *   deletionTimestamp and waits for the kubelet) has its containers "stopped" at once and is
+ *   deleted with grace period 0, for its uid, as a kubelet does once its containers exited. The
+ *   finalizer turtles.dev/kubelet, which older versions of this controller put on the Pods they
+ *   bound, is removed first.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,7 @@
 void turtles_register(turtles_registration *reg) {
     turtles_watch_add(reg, "", "v1", "pods");  /* primary: every namespace */
     turtles_watch_add(reg, "", "v1", "nodes"); /* secondary: key ("", node name) */
-    turtles_permission_add(reg, "", "pods", "get,list,watch,patch,update");
+    turtles_permission_add(reg, "", "pods", "get,list,watch,patch,update,delete");
     turtles_permission_add(reg, "", "pods/status", "get,patch,update");
     turtles_permission_add(reg, "", "pods/binding", "create");
     turtles_permission_add(reg, "", "nodes", "get,list,watch,create,patch,update");
@@ -160,7 +162,7 @@ static bool patch_pod(const turtles_key *key, const char *sub, json *patch, cons
     return ok;
 }
 
-/* Removes our finalizer from a pod being deleted: test + remove at its index, so a concurrent
+/* Removes the finalizer older versions put on pods: test + remove at its index, so a concurrent
  * change of the list makes the patch fail (and retry) instead of removing the wrong entry. */
 static turtles_outcome release(const turtles_key *key, const json *pod) {
     size_t i = 0;
@@ -178,21 +180,39 @@ static turtles_outcome release(const turtles_key *key, const json *pod) {
     return turtles_done();
 }
 
-/* Our finalizer (a merge patch, conditional on the resourceVersion), then the binding to this
- * node through pods/NAME/binding, as a scheduler does. */
+/* The last step of a graceful deletion, once the containers stopped (here: at once): the pod
+ * is deleted with grace period 0, for its uid (a new pod of the same name is left alone). */
+static turtles_outcome finish(const turtles_key *key, const json *pod) {
+    if (turtles_has_finalizer(pod, FINALIZER)) {
+        turtles_outcome released = release(key, pod);
+        if (released.kind != TURTLES_DONE) return released;
+    }
+    char *path = pod_path(key, "");
+    json *options = json_build("{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\",\"gracePeriodSeconds\":0,"
+                               "\"preconditions\":{\"uid\":%s}}",
+                               json_pstr(pod, "/metadata/uid", ""));
+    int status = 0;
+    json *resp = turtles_api("DELETE", path, options, &status);
+    free(path);
+    json_free(options);
+    /* Gone already, or another pod by now (the uid precondition failed): nothing left to do.
+     * Another 409 (the API server's retries on conflicting writes ran out) is retried. */
+    bool replaced = status == 409 && strstr(json_pstr(resp, "/message", ""), "Precondition failed");
+    if (status == 404 || replaced || turtles_ok(status)) {
+        json_free(resp);
+        turtles_info("stopped pod %s/%s", key->namespace_, key->name);
+        return turtles_done();
+    }
+    char *ctx = turtles_strf("delete pod %s/%s", key->namespace_, key->name);
+    turtles_outcome err = turtles_api_error(ctx, status, resp);
+    free(ctx);
+    json_free(resp);
+    return err;
+}
+
+/* The binding to this node through pods/NAME/binding, as a scheduler does. */
 static turtles_outcome bind(const turtles_key *key, const json *pod) {
     turtles_outcome err;
-    if (!turtles_has_finalizer(pod, FINALIZER)) {
-        json *finalizers = json_dup(json_pointer(pod, "/metadata/finalizers"));
-        if (!json_is_array(finalizers)) {
-            json_free(finalizers);
-            finalizers = json_new_array();
-        }
-        json_push(finalizers, json_new_string(FINALIZER));
-        json *patch = json_build("{\"metadata\":{\"resourceVersion\":%s,\"finalizers\":%J}}",
-                                 json_pstr(pod, "/metadata/resourceVersion", ""), finalizers);
-        if (!patch_pod(key, "", patch, "add the finalizer to", &err)) return err;
-    }
     if (!*json_pstr(pod, "/spec/nodeName", "")) {
         char *path = pod_path(key, "/binding");
         json *binding = json_build("{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":%s},"
@@ -444,9 +464,12 @@ turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
     if (!*key->namespace_ || !pod) return turtles_done(); /* a node event, or a pod that is gone */
 
     const char *node = json_pstr(pod, "/spec/nodeName", "");
-    if (turtles_is_deleting(pod)) return turtles_has_finalizer(pod, FINALIZER) ? release(key, pod) : turtles_done();
+    if (turtles_is_deleting(pod)) {
+        /* Ours to stop; an unscheduled one is the API server's (or the pod GC's) to remove. */
+        return strcmp(node, NODE_NAME) == 0 ? finish(key, pod) : turtles_done();
+    }
     if (*node && strcmp(node, NODE_NAME) != 0) return turtles_done(); /* another kubelet's pod */
-    if (!*node || !turtles_has_finalizer(pod, FINALIZER)) return bind(key, pod);
+    if (!*node) return bind(key, pod);
 
     const char *phase = json_pstr(pod, "/status/phase", "");
     if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) return turtles_done();

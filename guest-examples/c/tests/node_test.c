@@ -2,7 +2,7 @@
  * a fake host implements the four raw imports (`__wasm_import_*`, the functions the generated
  * controller.c calls) over a tiny in-memory object store, and the test calls the raw exports and
  * their post-return functions exactly as the component model does. It checks the pod lifecycle
- * (bind -> ContainerCreating -> Running with a unique IP -> finalizer released on delete; Pods of
+ * (bind -> ContainerCreating -> Running with a unique IP -> deleted with grace 0 once marked; Pods of
  * restartPolicy Never/OnFailure finishing as their annotations say), the
  * node (created, recreated after deletion) and, through LeakSanitizer, that nothing leaks.
  *
@@ -176,6 +176,22 @@ void __wasm_import_turtles_controller_host_api_call(uint8_t *m, size_t ml, uint8
                 respond(ret, 200, json_dup(pod));
             }
         }
+    } else if (!strcmp(method, "DELETE") &&
+               sscanf(path, "/api/v1/namespaces/%63[^/]/pods/%63[^/]", ns, name) == 2) {
+        api_writes++;
+        json *pod = find_pod(ns, name);
+        const char *want = json_pstr(body, "/preconditions/uid", NULL);
+        if (!pod) {
+            respond(ret, 404, NULL);
+        } else if (want && strcmp(want, json_pstr(pod, "/metadata/uid", ""))) {
+            respond(ret, 409, NULL);
+        } else if (json_pint(body, "/gracePeriodSeconds", -1) != 0) {
+            respond(ret, 422, NULL); /* the kubelet's delete is always the final one */
+        } else {
+            json *copy = json_dup(pod);
+            remove_pod(pod);
+            respond(ret, 200, copy);
+        }
     } else {
         respond(ret, 404, NULL);
     }
@@ -315,7 +331,7 @@ int main(int argc, char **argv) {
     CHECK(reg.initial_keys.len == 1 && reg.initial_keys.ptr[0].namespace_.len == 0 &&
           reg.initial_keys.ptr[0].name.len == 13 && !memcmp(reg.initial_keys.ptr[0].name.ptr, "turtle-node-1", 13));
     CHECK(!reg.service_account.is_some);
-    CHECK(reg.permissions.ptr[0].verbs.len == 5 && reg.permissions.ptr[0].api_groups.len == 1 &&
+    CHECK(reg.permissions.ptr[0].verbs.len == 6 && reg.permissions.ptr[0].api_groups.len == 1 &&
           reg.permissions.ptr[0].api_groups.ptr[0].len == 0);
     CHECK(reg.max_concurrent_reconciles == 1);
     controller_registration_free(&reg);
@@ -340,7 +356,7 @@ int main(int argc, char **argv) {
     CHECK(!strcmp(json_pstr(node, "/status/addresses/0/address", ""), "10.0.0.1"));
     json *a = find_pod("default", "a");
     CHECK(!strcmp(json_pstr(a, "/spec/nodeName", ""), "turtle-node-1"));
-    CHECK(!strcmp(json_pstr(a, "/metadata/finalizers/0", ""), "turtles.dev/kubelet"));
+    CHECK(json_pointer(a, "/metadata/finalizers") == NULL); /* a kubelet puts no finalizer */
     CHECK(json_pointer(a, "/status/containerStatuses") == NULL);
     CHECK(reconcile("default", "a", NULL) == 1);
     a = find_pod("default", "a");
@@ -370,11 +386,12 @@ int main(int argc, char **argv) {
     CHECK(!strcmp(json_pstr(find_pod("default", "b"), "/status/podIP", ""), "10.244.0.3"));
     CHECK(!strcmp(json_pstr(find_pod("default", "c"), "/status/podIP", ""), "10.244.0.4"));
 
-    /* delete a: the finalizer is released and the pod is gone */
-    json_set_str(json_get(find_pod("default", "a"), "metadata"), "deletionTimestamp", "2025-01-01T00:00:00Z");
+    /* delete a (the API server marked it): deleted with grace period 0, and gone */
+    json_set_str(json_get(find_pod("default", "a"), "metadata"), "deletionTimestamp", "2025-01-01T00:00:30Z");
     CHECK(reconcile("default", "a", NULL) == 0);
     CHECK(find_pod("default", "a") == NULL);
     CHECK(reconcile("default", "a", NULL) == 0); /* gone: nothing to do */
+
 
     /* a new pod reuses the free IP */
     add_pod("d", "nginx");
@@ -393,10 +410,12 @@ int main(int argc, char **argv) {
     writes = api_writes;
     CHECK(reconcile("default", "e", NULL) == 0 && api_writes == writes);
 
-    /* a stale resourceVersion on bind is a transient error (retried) */
+    /* bound meanwhile (the guest sees the pod before its binding): the binding's 409 is no
+     * error, the bound pod's own event brings it back */
     add_pod("f", "nginx");
     json *f = find_pod("default", "f");
     char *text = json_serialize(f, NULL);
+    json_set_str(json_get(f, "spec"), "nodeName", "turtle-node-1");
     bump(f); /* the stored pod moves on; the guest gets the old one */
     json *stale = json_parse_str(text);
     free(text);
@@ -406,9 +425,9 @@ int main(int argc, char **argv) {
     uint8_t *r = __wasm_export_exports_controller_reconcile(lower("default", 7), 7, lower("f", 1), 1, 1,
                                                            lower(text, n), n);
     free(text);
-    CHECK(*r == TURTLES_CONTROLLER_TYPES_OUTCOME_TRANSIENT_ERROR);
+    CHECK(*r == TURTLES_CONTROLLER_TYPES_OUTCOME_DONE);
     __wasm_export_exports_controller_reconcile_post_return(r);
-    CHECK(settle("default", "f") == 3);
+    CHECK(settle("default", "f") == 2);
 
     /* the SDK's event error path and the server-side apply path */
     char *error = NULL;
@@ -473,6 +492,16 @@ int main(int argc, char **argv) {
     CHECK(reconcile("default", "i", &ms) == 1 && ms > 3590000 && ms <= 3600000);
     CHECK(api_writes == writes);
     CHECK(!strcmp(json_pstr(find_pod("default", "i"), "/status/phase", ""), "Running"));
+
+    /* a pod an older version bound carries its finalizer: released first, then deleted */
+    add_pod("old", "nginx");
+    CHECK(settle("default", "old") == 3);
+    json *old = find_pod("default", "old");
+    json *fin = json_set_object(old, "metadata");
+    json_set(fin, "finalizers", json_parse("[\"turtles.dev/kubelet\"]", 22, NULL, 0));
+    json_set_str(fin, "deletionTimestamp", "2025-01-01T00:00:30Z");
+    CHECK(reconcile("default", "old", NULL) == 0);
+    CHECK(find_pod("default", "old") == NULL);
 
     /* many reconciles: steady memory (LeakSanitizer reports anything left at exit) */
     for (int i = 0; i < 2000; i++) reconcile("default", "b", NULL);

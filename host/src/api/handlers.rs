@@ -1224,6 +1224,11 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
     if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
         opts.propagation = Some(Propagation::parse(p)?);
     }
+    if let Some(g) = q.get("gracePeriodSeconds").filter(|g| !g.is_empty()) {
+        opts.grace_period = Some(g.parse::<i64>().map_err(|_| {
+            ApiError::bad_request(format!("strconv.ParseInt: parsing {g:?}: invalid syntax"))
+        })?);
+    }
     if let Some(o) = q.get("orphanDependents") {
         opts.propagation = Some(if o == "true" {
             Propagation::Orphan
@@ -1240,6 +1245,17 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
                 .get("resourceVersion")
                 .and_then(Value::as_str)
                 .map(str::to_owned);
+        }
+        match v.get("gracePeriodSeconds") {
+            None | Some(Value::Null) => {}
+            Some(g) => {
+                opts.grace_period = Some(g.as_i64().ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "json: cannot unmarshal {} into Go struct field DeleteOptions.gracePeriodSeconds of type int64",
+                        crate::schema::objectmeta::go_type_name(g)
+                    ))
+                })?);
+            }
         }
         if let Some(dr) = v.get("dryRun").and_then(Value::as_array) {
             opts.dry_run |= dr.iter().any(|d| d == "All");

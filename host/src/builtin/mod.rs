@@ -9,6 +9,7 @@ pub mod decode;
 pub mod defaults;
 pub mod definitions;
 pub mod disruption;
+pub mod graceful;
 pub mod kubernetes_service;
 pub mod protobuf;
 pub mod quantity;

@@ -3,7 +3,8 @@
 //! controller ([`tokens`]), the ValidatingAdmissionPolicy status controller
 //! ([`policystatus`]), the CertificateSigningRequest signer ([`csrsigning`]), the
 //! `kube-root-ca.crt` publisher ([`rootca`]), the PodDisruptionBudget status controller
-//! ([`disruption`]) and the ResourceQuota status controller ([`resourcequota`]). Like
+//! ([`disruption`]), the ResourceQuota status controller ([`resourcequota`]) and the Pod
+//! garbage collector ([`podgc`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -16,6 +17,7 @@ pub mod csrsigning;
 pub mod disruption;
 pub mod gc;
 pub mod namespace;
+pub mod podgc;
 pub mod policystatus;
 pub mod resourcequota;
 pub mod rootca;
@@ -42,6 +44,7 @@ pub const BUILT_IN: &[&str] = &[
     disruption::IDENTITY.name,
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
+    podgc::IDENTITY.name,
     policystatus::IDENTITY.name,
     resourcequota::IDENTITY.name,
     rootca::IDENTITY.name,
@@ -326,6 +329,7 @@ pub async fn start(
     issuer: Arc<crate::auth::serviceaccount::TokenIssuer>,
     root_ca: Option<Arc<str>>,
     authority: Option<Arc<crate::auth::signer::Authority>>,
+    orphan_quarantine: Duration,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<driver::MetricsSource> {
     let gc = gc::GarbageCollector::new(service.clone());
@@ -339,10 +343,12 @@ pub async fn start(
     let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
     let disruption = disruption::DisruptionController::new(service.clone());
     let quotas = resourcequota::ResourceQuotaController::new(service.clone());
+    let podgc = podgc::PodGarbageCollector::new(service.clone(), orphan_quarantine);
     let mut followers = vec![
         gc.clone() as Arc<dyn Follower>,
         disruption.clone() as Arc<dyn Follower>,
         quotas.clone() as Arc<dyn Follower>,
+        podgc.clone() as Arc<dyn Follower>,
         ns.clone() as Arc<dyn Follower>,
         sa.clone() as Arc<dyn Follower>,
         tokens.clone() as Arc<dyn Follower>,
@@ -362,6 +368,7 @@ pub async fn start(
         tokens.start(shutdown.clone()),
         disruption.start(shutdown.clone()),
         quotas.start(shutdown.clone()),
+        podgc.start(shutdown.clone()),
     ];
     if let Some(s) = &signer {
         started.push(s.start(shutdown.clone()));

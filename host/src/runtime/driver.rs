@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use serde_json::{json, Map, Value};
 
 use super::queue::{Action, WorkQueue};
@@ -232,7 +233,20 @@ pub async fn worker<K, R>(
             queue: &queue,
             key: Some(&key),
         };
-        let outcome = reconciler.reconcile(&key).await;
+        // A panic in a reconcile (a bug, on input some tenant wrote) fails that key, retried
+        // with backoff like any error; it does not take the worker down with it.
+        let outcome = std::panic::AssertUnwindSafe(reconciler.reconcile(&key))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(controller = name, key = %key.text(), panic = %why, "reconcile panicked");
+                Outcome::failed(Action::Retry, format!("reconcile panicked: {why}"), false)
+            });
         let took = started.elapsed();
         interrupted.disarm();
         stats.record(&key, took, &outcome);
