@@ -210,7 +210,14 @@ impl Set {
         let Some((first, rest)) = path.split_first() else {
             return;
         };
-        let node = self.nodes.entry(first.clone()).or_default();
+        // Most inserts walk through nodes that exist (a walk adds every field under the same
+        // parents): look up before cloning the element.
+        if !self.nodes.contains_key(first) {
+            self.nodes.insert(first.clone(), Node::default());
+        }
+        let Some(node) = self.nodes.get_mut(first) else {
+            return;
+        };
         if rest.is_empty() {
             node.member = true;
         } else {

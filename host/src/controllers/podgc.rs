@@ -279,11 +279,9 @@ impl Follower for PodGarbageCollector {
             self.forget(&(meta::namespace(v).to_owned(), meta::name(v).to_owned()));
             return;
         }
-        let pod = obj.parse();
-        let node = pod
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        // Every Pod event comes here: only `spec.nodeName` is read, not the whole Pod.
+        let spec = obj.pick("spec", &["nodeName"]);
+        let node = spec.get("nodeName").and_then(Value::as_str).unwrap_or("");
         let orphan = !node.is_empty() && self.node(node).is_none();
         if orphan || terminating(v) {
             self.base

@@ -155,6 +155,33 @@ impl StoredObject {
         }
     }
 
+    /// One object of the stored object's top level, with only `keys` of it (`spec` and
+    /// `["nodeName"]`, say): read from the kept tree if there is one, else from the JSON without
+    /// building anything else. Null when absent.
+    pub fn pick(&self, field: &str, keys: &[&str]) -> Value {
+        use serde::de::DeserializeSeed;
+        if let Some(v) = self.parsed() {
+            let Some(m) = v.get(field).and_then(Value::as_object) else {
+                return Value::Null;
+            };
+            let picked: serde_json::Map<String, Value> = m
+                .iter()
+                .filter(|(k, _)| keys.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            return Value::Object(picked);
+        }
+        let mut de = serde_json::Deserializer::from_slice(&self.json);
+        Pick {
+            keys: &[],
+            nested: Some((field, keys)),
+        }
+        .deserialize(&mut de)
+        .ok()
+        .and_then(|mut top| top.remove(field))
+        .unwrap_or(Value::Null)
+    }
+
     fn decode(&self) -> Value {
         // The bytes were written by this process or checked when read from the backend.
         serde_json::from_slice(&self.json).unwrap_or_else(|e| {
@@ -744,6 +771,20 @@ mod tests {
     use super::*;
     use crate::model::meta::Meta;
     use serde_json::json;
+
+    #[test]
+    fn a_pick_reads_the_same_from_bytes_and_from_the_tree() {
+        let raw = r#"{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}],"nodeName":"n1"},"status":{"nodeName":"no"}}"#;
+        let fresh = || StoredObject::from_json(Bytes::from(raw.as_bytes().to_vec())).unwrap();
+        let obj = fresh();
+        assert_eq!(obj.pick("spec", &["nodeName"]), json!({"nodeName": "n1"}));
+        assert_eq!(obj.pick("spec", &["absent"]), json!({}));
+        assert_eq!(obj.pick("nothing", &["nodeName"]), Value::Null);
+        let kept = fresh();
+        kept.value();
+        assert_eq!(kept.pick("spec", &["nodeName"]), json!({"nodeName": "n1"}));
+        assert_eq!(kept.pick("nothing", &["nodeName"]), Value::Null);
+    }
 
     #[test]
     fn the_head_read_from_bytes_is_the_head_of_the_parsed_object() {
