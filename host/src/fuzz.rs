@@ -1004,6 +1004,15 @@ fn list_fixture() -> ListFixture {
             let _ = service
                 .create(&nss, "", json!({"metadata": {"name": ns}}), &w)
                 .await;
+            // What the service account controller makes (Pods need their account).
+            let _ = service
+                .create(
+                    &builtin("", "v1", "serviceaccounts"),
+                    ns,
+                    json!({"metadata": {"name": "default"}}),
+                    &w,
+                )
+                .await;
             for (i, name) in ["a", "b", "c", "web-1"].iter().enumerate() {
                 let labels = json!({"app": if i % 2 == 0 { "web" } else { "db" }, "n": i.to_string()});
                 let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -19,6 +19,7 @@ pub mod limitrange;
 pub mod metrics;
 pub mod model;
 pub mod patch;
+pub mod pod_admission;
 pub mod priority;
 pub mod project;
 pub mod quota;

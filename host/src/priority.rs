@@ -68,7 +68,8 @@ fn default_class(svc: &Service) -> Option<Value> {
         .min_by_key(|c| c.get("value").and_then(Value::as_i64).unwrap_or(0))
 }
 
-fn forbidden(ri: &ResourceInfo, obj: &Value, why: String) -> ApiError {
+/// kube's `admission.NewForbidden` for a write of `obj`.
+pub(crate) fn forbidden(ri: &ResourceInfo, obj: &Value, why: String) -> ApiError {
     let gr = if ri.group.is_empty() {
         ri.resource.clone()
     } else {

@@ -685,17 +685,25 @@ impl Service {
 
     /// kube's built-in mutating admission plugins on a create, in kube's order and before the
     /// configured ones: LimitRanger (a Pod's default requests and limits, after kube's own Pod
-    /// defaults, which decoding applies there: a limit is the request it lacks), then Priority
-    /// (a Pod's priority from its class).
+    /// defaults, which decoding applies there: a limit is the request it lacks), ServiceAccount
+    /// (the account, its token volume), Priority (a Pod's priority from its class), then
+    /// DefaultTolerationSeconds.
     async fn builtin_mutation(&self, ri: &ResourceInfo, ns: &str, obj: &mut Value) -> Result<()> {
-        if ri.group.is_empty() && ri.resource == "pods" {
+        let pod = ri.group.is_empty() && ri.resource == "pods";
+        if pod {
             if let Some(spec) = obj.get_mut("spec") {
                 crate::model::workloads::requests_from_limits(spec);
             }
-            crate::model::workloads::default_service_account(obj);
         }
         crate::limitrange::apply_defaults(self, ri, ns, obj);
-        crate::priority::admit(self, ri, obj, None).await
+        if pod {
+            crate::pod_admission::service_account(self, ri, ns, obj).await?;
+        }
+        crate::priority::admit(self, ri, obj, None).await?;
+        if pod {
+            crate::pod_admission::default_tolerations(obj);
+        }
+        Ok(())
     }
 
     /// A new Pod's QoS class (kube's PrepareForCreate), from its decoded quantities.
@@ -2181,8 +2189,15 @@ impl Service {
                 .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
                 .await?;
             let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
+            let pod = ri.group.is_empty() && ri.resource == "pods";
             if sub == Subresource::Main {
                 crate::priority::admit(self, ri, &mut new, old).await?;
+                if pod {
+                    crate::pod_admission::default_tolerations(&mut new);
+                }
+            }
+            if pod && sub == Subresource::EphemeralContainers {
+                crate::pod_admission::ephemeral_containers(self, ri, ns, &new).await?;
             }
             warnings.extend(Self::admit(ri, &mut new, old, sub, opts)?);
             if sub == Subresource::Main {
@@ -2946,7 +2961,13 @@ mod tests {
                 "volumes": [{"name": "cfg", "configMap": {"name": "cfg"}}],
                 "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
                 "dnsPolicy": "ClusterFirst", "securityContext": {},
-                "schedulerName": "default-scheduler"},
+                "schedulerName": "default-scheduler",
+                // What DefaultTolerationSeconds admission adds on every write (not a default).
+                "tolerations": [
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                     "effect": "NoExecute", "tolerationSeconds": 300},
+                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                     "effect": "NoExecute", "tolerationSeconds": 300}]},
             "status": {"phase": "Pending", "qosClass": "BestEffort"}});
         svc.store
             .write(crate::store::WriteOp::Put {

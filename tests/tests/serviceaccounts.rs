@@ -603,3 +603,114 @@ fn legacy_token_secrets_are_populated_and_authenticate() {
     .unwrap();
     assert!(!works(&token));
 }
+
+/// kube's ServiceAccount and DefaultTolerationSeconds admission on a Pod's create, in the order
+/// users follow: a namespace, then at once a Pod in it (its `default` account may be a moment
+/// behind).
+#[test]
+fn pods_get_their_account_token_volume_and_default_tolerations() {
+    let s = Server::start().unwrap();
+    let pod = |name: &str, extra: &str| {
+        format!(
+            r#"{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "{name}"}},
+              "spec": {{"containers": [{{"name": "c", "image": "nginx"}}],
+                        "initContainers": [{{"name": "i", "image": "busybox"}}] {extra}}}}}"#
+        )
+    };
+    s.kubectl_ok(&["create", "namespace", "fresh"]);
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    ok(s.kubectl_stdin(&["create", "-n", "fresh", "-f", "-"], &pod("web", "")));
+    let p = s.kubectl_json(&["get", "pod", "web", "-n", "fresh"]);
+    assert_eq!(p["spec"]["serviceAccountName"], "default");
+    let vols = p["spec"]["volumes"].as_array().unwrap();
+    let name = vols[0]["name"].as_str().unwrap();
+    assert!(name.starts_with("kube-api-access-"), "{p}");
+    let sources = &vols[0]["projected"]["sources"];
+    assert_eq!(sources[0]["serviceAccountToken"]["expirationSeconds"], 3607);
+    assert_eq!(sources[1]["configMap"]["name"], "kube-root-ca.crt");
+    assert_eq!(
+        sources[2]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"],
+        "metadata.namespace"
+    );
+    for c in ["containers", "initContainers"] {
+        assert_eq!(
+            p["spec"][c][0]["volumeMounts"],
+            serde_json::json!([{"name": name, "readOnly": true,
+                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]),
+            "{c}"
+        );
+    }
+    let keys: Vec<&str> = p["spec"]["tolerations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable"
+        ]
+    );
+    assert_eq!(p["spec"]["tolerations"][0]["tolerationSeconds"], 300);
+    // kubectl replace of the manifest as written: the injected volume is part of the spec, a
+    // Pod's spec is immutable (kube answers the same).
+    let out = s.kubectl_stdin(&["replace", "-n", "fresh", "-f", "-"], &pod("web", ""));
+    assert!(!out.status.success());
+
+    // An account that does not exist: refused.
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &pod("ghost", r#", "serviceAccountName": "ghost""#),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"pods "ghost" is forbidden: error looking up service account default/ghost: serviceaccount "ghost" not found"#),
+        "{err}"
+    );
+    // Opting out, on the Pod or on its account.
+    ok(s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &pod("quiet", r#", "automountServiceAccountToken": false"#),
+    ));
+    let p = s.kubectl_json(&["get", "pod", "quiet"]);
+    assert!(p["spec"]["volumes"].is_null(), "{p}");
+    ok(s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        r#"{"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "strict", "annotations": {"kubernetes.io/enforce-mountable-secrets": "true"}},
+            "automountServiceAccountToken": false, "secrets": [{"name": "allowed"}],
+            "imagePullSecrets": [{"name": "registry"}]}"#,
+    ));
+    ok(s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &pod("strict", r#", "serviceAccountName": "strict""#),
+    ));
+    let p = s.kubectl_json(&["get", "pod", "strict"]);
+    assert!(p["spec"]["volumes"].is_null(), "{p}");
+    assert_eq!(
+        p["spec"]["imagePullSecrets"],
+        serde_json::json!([{"name": "registry"}])
+    );
+    // Its Pods may use only the Secrets it lists.
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &pod(
+            "leaky",
+            r#", "serviceAccountName": "strict", "volumes": [{"name": "s", "secret": {"secretName": "other"}}]"#,
+        ),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"volume with secret.secretName=\"other\" is not allowed because service account strict does not reference that secret"#)
+            || err.contains(r#"volume with secret.secretName="other" is not allowed because service account strict does not reference that secret"#),
+        "{err}"
+    );
+}

@@ -192,7 +192,12 @@ fn a_pod_runs_as_the_default_service_account_unless_named() {
     let pod = s.kubectl_json(&["get", "pod", "a", "-o", "json"]);
     assert_eq!(pod["spec"]["serviceAccountName"], "default", "{pod}");
     assert_eq!(pod["spec"]["serviceAccount"], "default");
-    // The deprecated field names it when the new one is absent.
+    // The deprecated field names it when the new one is absent (the account must exist).
+    let r = s.http().post_json(
+        "/api/v1/namespaces/default/serviceaccounts",
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
     let r = s.http().post_json(
         "/api/v1/namespaces/default/pods",
         &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"},

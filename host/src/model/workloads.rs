@@ -125,11 +125,10 @@ pub fn qos_class(spec: Option<&Value>) -> &'static str {
     "Burstable"
 }
 
-/// kube's ServiceAccount admission on a Pod's create, as far as turtles goes: a Pod without
-/// `serviceAccountName` runs as `default` (its deprecated `serviceAccount` taken first, as the
-/// v1 conversion does), and the deprecated field mirrors the name, as kube's v1 output does. A
-/// mirror Pod is left alone. turtles does not check that the ServiceAccount exists, nor mount
-/// its token (there is no kubelet to use it).
+/// The first step of kube's ServiceAccount admission on a Pod's create (the rest is
+/// `pod_admission`): a Pod without `serviceAccountName` runs as `default` (its deprecated
+/// `serviceAccount` taken first, as the v1 conversion does), and the deprecated field mirrors
+/// the name, as kube's v1 output does. A mirror Pod is left alone.
 pub(crate) fn default_service_account(pod: &mut Value) {
     if pod
         .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
