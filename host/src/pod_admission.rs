@@ -12,6 +12,7 @@
 //! - **DefaultTolerationSeconds**, on create and update: a Pod that does not tolerate the
 //!   `node.kubernetes.io/not-ready` and `unreachable` `NoExecute` taints tolerates them for 300 s.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -82,6 +83,39 @@ pub async fn service_account(
             s.insert("imagePullSecrets".into(), Value::Array(names));
         }
     }
+    if enforces_mountable(&sa) {
+        limit_secrets(&sa, pod, false).map_err(|why| forbidden(ri, pod, why))?;
+    }
+    Ok(())
+}
+
+/// The ServiceAccount plugin's `Validate` of a Pod's create, after the mutating webhooks and
+/// policies (which may have named another account or added Secrets): the account still exists
+/// and still allows what the Pod uses; mirror Pods still use none.
+pub async fn validate_create(
+    svc: &Service,
+    ri: &ResourceInfo,
+    ns: &str,
+    pod: &Value,
+) -> Result<(), ApiError> {
+    if is_mirror(pod) {
+        return mirror(ri, pod);
+    }
+    let name = spec(pod)
+        .and_then(|s| s.get("serviceAccountName"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.is_empty() {
+        return Err(forbidden(
+            ri,
+            pod,
+            format!(
+                "no service account specified for pod {ns}/{}",
+                meta::name(pod)
+            ),
+        ));
+    }
+    let sa = lookup(svc, ri, ns, name, pod).await?;
     if enforces_mountable(&sa) {
         limit_secrets(&sa, pod, false).map_err(|why| forbidden(ri, pod, why))?;
     }
@@ -179,6 +213,17 @@ async fn lookup(
         }
         if let Some(sa) = svc.store.get(&key) {
             return Ok(sa.parse().into_owned());
+        }
+        // Not in this host's view: on a store shared by several hosts it may have been
+        // created through another a moment ago (kube looks it up live on a miss).
+        if i == 0 {
+            svc.store
+                .sync()
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            if let Some(sa) = svc.store.get(&key) {
+                return Ok(sa.parse().into_owned());
+            }
         }
     }
     Err(forbidden(
@@ -296,7 +341,6 @@ fn secret_names(pod: &Value) -> Vec<String> {
             add(src.pointer("/secret/name"));
         }
         for p in [
-            "azureFile",
             "cephfs",
             "cinder",
             "flexVolume",
@@ -304,10 +348,10 @@ fn secret_names(pod: &Value) -> Vec<String> {
             "scaleIO",
             "iscsi",
             "storageos",
-            "csi",
         ] {
             add(v.pointer(&format!("/{p}/secretRef/name")));
         }
+        add(v.pointer("/csi/nodePublishSecretRef/name"));
         add(v.pointer("/azureFile/secretName"));
     }
     for field in ["initContainers", "containers", "ephemeralContainers"] {
@@ -330,7 +374,8 @@ fn secret_names(pod: &Value) -> Vec<String> {
 /// every Secret the Pod uses must be one of its account's.
 fn limit_secrets(sa: &Value, pod: &Value, ephemeral: bool) -> Result<(), String> {
     let sa_name = meta::name(sa);
-    let mountable: Vec<&str> = list(sa, "secrets")
+    // Sets, as kube's: each of a Pod's references is one lookup.
+    let mountable: HashSet<&str> = list(sa, "secrets")
         .iter()
         .filter_map(|r| r.get("name").and_then(Value::as_str))
         .collect();
@@ -381,7 +426,7 @@ fn limit_secrets(sa: &Value, pod: &Value, ephemeral: bool) -> Result<(), String>
     if ephemeral {
         return Ok(());
     }
-    let pull: Vec<&str> = list(sa, "imagePullSecrets")
+    let pull: HashSet<&str> = list(sa, "imagePullSecrets")
         .iter()
         .filter_map(|r| r.get("name").and_then(Value::as_str))
         .collect();

@@ -1603,6 +1603,9 @@ impl Service {
         // kube's LimitRanger validation comes before the validating webhooks and policies;
         // ResourceQuota last. The quota's charge is held until the object is stored.
         crate::limitrange::validate(self, ri, ns, &obj)?;
+        if ri.group.is_empty() && ri.resource == "pods" {
+            crate::pod_admission::validate_create(self, ri, ns, &obj).await?;
+        }
         warnings.extend(
             self.admitted(ri, ns, Operation::Create, None, Some(&obj), "", opts)
                 .await?,

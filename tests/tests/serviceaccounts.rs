@@ -618,6 +618,12 @@ fn pods_get_their_account_token_volume_and_default_tolerations() {
         )
     };
     s.kubectl_ok(&["create", "namespace", "fresh"]);
+    // Its `default` account deleted (the controller makes it again): the Pod waits for it.
+    poll("fresh's default account", Duration::from_secs(30), || {
+        has_default(&s, "fresh")
+    })
+    .unwrap();
+    s.kubectl_ok(&["delete", "serviceaccount", "default", "-n", "fresh"]);
     let ok = |out: std::process::Output| {
         assert!(
             out.status.success(),
@@ -660,10 +666,23 @@ fn pods_get_their_account_token_volume_and_default_tolerations() {
         ]
     );
     assert_eq!(p["spec"]["tolerations"][0]["tolerationSeconds"], 300);
-    // kubectl replace of the manifest as written: the injected volume is part of the spec, a
-    // Pod's spec is immutable (kube answers the same).
-    let out = s.kubectl_stdin(&["replace", "-n", "fresh", "-f", "-"], &pod("web", ""));
+    // kubectl replace of the manifest as written (with the account, which admission named):
+    // the tolerations come back on the update, the volume does not (it is part of the spec,
+    // and a Pod's spec is immutable, in kube the same).
+    let out = s.kubectl_stdin(
+        &["replace", "-n", "fresh", "-f", "-"],
+        &pod(
+            "web",
+            r#", "serviceAccountName": "default", "serviceAccount": "default""#,
+        ),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
+    assert!(err.contains("pod updates may not change fields"), "{err}");
+    assert!(
+        err.contains("(changed: containers, initContainers, volumes)"),
+        "the volume and its mounts are the change: {err}"
+    );
 
     // An account that does not exist: refused.
     let out = s.kubectl_stdin(
