@@ -2188,10 +2188,8 @@ impl Service {
             }
             let sub_name = sub.name();
             let old = Some(&view_value);
-            let mut warnings = self
-                .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
-                .await?;
-            let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
+            // kube's built-in mutating plugins run before the configured ones (webhooks see
+            // their result): Priority, then DefaultTolerationSeconds.
             let pod = ri.group.is_empty() && ri.resource == "pods";
             if sub == Subresource::Main {
                 crate::priority::admit(self, ri, &mut new, old).await?;
@@ -2199,6 +2197,10 @@ impl Service {
                     crate::pod_admission::default_tolerations(&mut new);
                 }
             }
+            let mut warnings = self
+                .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
+                .await?;
+            let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
             if pod && sub == Subresource::EphemeralContainers {
                 crate::pod_admission::ephemeral_containers(self, ri, ns, &new).await?;
             }

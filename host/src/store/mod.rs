@@ -172,9 +172,12 @@ impl StoredObject {
             return Value::Object(picked);
         }
         let mut de = serde_json::Deserializer::from_slice(&self.json);
+        // The bytes were checked when they were stored or read: what is skipped is not checked
+        // again (the scan is the cost of a pick).
         Pick {
             keys: &[],
             nested: Some((field, keys)),
+            check: false,
         }
         .deserialize(&mut de)
         .ok()
@@ -262,6 +265,7 @@ fn read_head(json: &[u8]) -> Option<(Head, u64)> {
     let head = Pick {
         keys: HEAD_FIELDS,
         nested: Some(("metadata", READ_METADATA)),
+        check: true,
     }
     .deserialize(&mut de)
     .ok()?;
@@ -275,6 +279,8 @@ fn read_head(json: &[u8]) -> Option<(Head, u64)> {
 struct Pick<'a> {
     keys: &'a [&'a str],
     nested: Option<(&'a str, &'a [&'a str])>,
+    /// Whether what is skipped is checked as a whole parse would (bytes not read before).
+    check: bool,
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for Pick<'_> {
@@ -304,13 +310,20 @@ impl<'de> serde::de::Visitor<'de> for Pick<'_> {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match self.nested {
                 Some((name, keys)) if key == name => {
-                    let inner = map.next_value_seed(Pick { keys, nested: None })?;
+                    let inner = map.next_value_seed(Pick {
+                        keys,
+                        nested: None,
+                        check: self.check,
+                    })?;
                     out.insert(key.into_owned(), Value::Object(inner));
                 }
                 _ if self.keys.contains(&&*key) => {
                     out.insert(key.into_owned(), map.next_value::<Value>()?);
                 }
-                _ => map.next_value_seed(Skip)?,
+                _ if self.check => map.next_value_seed(Skip)?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
         }
         Ok(out)
