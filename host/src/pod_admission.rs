@@ -101,25 +101,7 @@ pub async fn validate_create(
     if is_mirror(pod) {
         return mirror(ri, pod);
     }
-    let name = spec(pod)
-        .and_then(|s| s.get("serviceAccountName"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if name.is_empty() {
-        return Err(forbidden(
-            ri,
-            pod,
-            format!(
-                "no service account specified for pod {ns}/{}",
-                meta::name(pod)
-            ),
-        ));
-    }
-    let sa = lookup(svc, ri, ns, name, pod).await?;
-    if enforces_mountable(&sa) {
-        limit_secrets(&sa, pod, false).map_err(|why| forbidden(ri, pod, why))?;
-    }
-    Ok(())
+    validate_secrets(svc, ri, ns, pod, false).await
 }
 
 /// The ServiceAccount plugin's `Validate` of a write to `pods/NAME/ephemeralcontainers`.
@@ -128,6 +110,19 @@ pub async fn ephemeral_containers(
     ri: &ResourceInfo,
     ns: &str,
     pod: &Value,
+) -> Result<(), ApiError> {
+    validate_secrets(svc, ri, ns, pod, true).await
+}
+
+/// What both validations check: the Pod names an account, the account exists, and an
+/// enforcing account allows the Secrets the Pod (or, for `ephemeral`, its ephemeral
+/// containers) use.
+async fn validate_secrets(
+    svc: &Service,
+    ri: &ResourceInfo,
+    ns: &str,
+    pod: &Value,
+    ephemeral: bool,
 ) -> Result<(), ApiError> {
     let name = spec(pod)
         .and_then(|s| s.get("serviceAccountName"))
@@ -145,7 +140,7 @@ pub async fn ephemeral_containers(
     }
     let sa = lookup(svc, ri, ns, name, pod).await?;
     if enforces_mountable(&sa) {
-        limit_secrets(&sa, pod, true).map_err(|why| forbidden(ri, pod, why))?;
+        limit_secrets(&sa, pod, ephemeral).map_err(|why| forbidden(ri, pod, why))?;
     }
     Ok(())
 }

@@ -2942,17 +2942,23 @@ mod tests {
     use super::{Service, WriteOptions};
     use crate::model::meta::NEXT_SUFFIXES;
 
-    /// A Pod stored before a default existed (here: without `enableServiceLinks`, the probe's
-    /// thresholds and a volume's mode) stays updatable, and a status write does not bump its
-    /// generation: an update starts from the stored object with its defaults applied.
-    #[tokio::test]
-    async fn objects_stored_before_a_default_stay_writable() {
-        let (store, dir) = crate::store::sled_store::temp_store("defaults-on-read");
+    /// A service over a fresh sled store in a temporary directory, bootstrapped.
+    async fn bootstrapped(name: &str) -> (Service, std::path::PathBuf) {
+        let (store, dir) = crate::store::sled_store::temp_store(name);
         let svc = Service::new(
             store,
             std::sync::Arc::new(crate::model::Registry::with_builtins()),
         );
         svc.bootstrap().await.unwrap();
+        (svc, dir)
+    }
+
+    /// A Pod stored before a default existed (here: without `enableServiceLinks`, the probe's
+    /// thresholds and a volume's mode) stays updatable, and a status write does not bump its
+    /// generation: an update starts from the stored object with its defaults applied.
+    #[tokio::test]
+    async fn objects_stored_before_a_default_stay_writable() {
+        let (svc, dir) = bootstrapped("defaults-on-read").await;
         let pods = svc.registry.lookup("", "v1", "pods").unwrap();
         let old = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "old", "namespace": "default", "uid": "u-1", "generation": 1,
@@ -3025,12 +3031,7 @@ mod tests {
     /// is per thread: this runs on `tokio::test`'s single-threaded runtime.)
     #[tokio::test]
     async fn a_generated_name_that_is_taken_is_replaced() {
-        let (store, dir) = crate::store::sled_store::temp_store("generate-retry");
-        let svc = Service::new(
-            store,
-            std::sync::Arc::new(crate::model::Registry::with_builtins()),
-        );
-        svc.bootstrap().await.unwrap();
+        let (svc, dir) = bootstrapped("generate-retry").await;
         let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
         let opts = WriteOptions::default();
         let cm = |meta: serde_json::Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}});
