@@ -2724,10 +2724,11 @@ impl Service {
             Self::check_delete_preconditions(ri, name, &current, opts)?;
             // Pods are deleted gracefully (kube's BeforeDelete): marked, and removed by their
             // kubelet once their containers stopped.
-            let graceful = if ri.group.is_empty() && ri.resource == "pods" {
-                graceful::before_delete(&current.parse(), opts.grace_period, chrono::Utc::now())
-            } else {
-                Graceful::No
+            let mut pod = (ri.group.is_empty() && ri.resource == "pods")
+                .then(|| current.parse().into_owned());
+            let graceful = match &pod {
+                Some(p) => graceful::before_delete(p, opts.grace_period, chrono::Utc::now()),
+                None => Graceful::No,
             };
             if graceful == Graceful::Pending {
                 return Ok(Deleted::Pending(current));
@@ -2758,7 +2759,8 @@ impl Service {
                 if terminating && !changed && !marks {
                     return Ok(Deleted::Pending(current));
                 }
-                let mut v = current.parse().into_owned();
+                // A Pod was parsed above: not twice.
+                let mut v = pod.take().unwrap_or_else(|| current.parse().into_owned());
                 if let Some(m) = metadata_mut(&mut v) {
                     match &graceful {
                         Graceful::Mark {

@@ -53,6 +53,13 @@ fn delete_at(s: &Server, path: &str, body: Value) -> turtles_tests::Reply {
     )
 }
 
+/// A watch of the namespace's Pods from `obj`'s resourceVersion on (`extra`: more query).
+fn watch_after(s: &Server, obj: &Value, extra: &str) -> turtles_tests::WatchReader {
+    let rv = obj["metadata"]["resourceVersion"].as_str().unwrap();
+    s.http()
+        .watch(&format!("{PODS}?watch=true&resourceVersion={rv}{extra}"))
+}
+
 fn time(v: &Value) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(v.as_str().unwrap_or_else(|| panic!("not a time: {v}")))
         .unwrap()
@@ -70,13 +77,7 @@ fn a_bound_pod_is_marked_and_its_grace_period_may_only_shrink() {
     pod(&s, "web", json!({"nodeName": "n1"}));
     let created = s.http().get(&format!("{PODS}/web")).json();
     assert_eq!(created["spec"]["terminationGracePeriodSeconds"], 30);
-    let rv = created["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut w = s
-        .http()
-        .watch(&format!("{PODS}?watch=true&resourceVersion={rv}"));
+    let mut w = watch_after(&s, &created, "");
 
     // kubectl's delete: marked, answered with the Pod, still there (no kubelet here).
     let before = Utc::now();
@@ -190,13 +191,7 @@ fn the_kubelet_finishes_what_a_delete_starts() {
         s.http().get(&format!("{PODS}/web")).json()["metadata"]["finalizers"].is_null(),
         "a kubelet puts no finalizer on its Pods"
     );
-    let rv = s.http().get(&format!("{PODS}/web")).json()["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut w = s
-        .http()
-        .watch(&format!("{PODS}?watch=true&resourceVersion={rv}"));
+    let mut w = watch_after(&s, &s.http().get(&format!("{PODS}/web")).json(), "");
     // kubectl waits until the Pod is gone: the kubelet's delete, not a timeout.
     let out = s.kubectl_ok(&["delete", "pod", "web", "--timeout=60s"]);
     assert!(out.contains("deleted"), "{out}");
@@ -216,13 +211,7 @@ fn the_pod_gc_removes_pods_no_kubelet_will_finish() {
     let s = Server::start_with(&["--orphaned-pod-quarantine", "1"]).unwrap();
     // Bound to a node that does not exist: Failed (DisruptionTarget), then deleted.
     let p = pod(&s, "orphan", json!({"nodeName": "nowhere"}));
-    let rv = p["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut w = s
-        .http()
-        .watch(&format!("{PODS}?watch=true&resourceVersion={rv}"));
+    let mut w = watch_after(&s, &p, "");
     let failed = w.next_event().unwrap();
     assert_eq!(failed["type"], "MODIFIED", "{failed}");
     assert_eq!(failed["object"]["status"]["phase"], "Failed");
@@ -263,13 +252,7 @@ fn the_pod_gc_removes_pods_no_kubelet_will_finish() {
     pod(&s, "waiting", json!({"nodeName": "quiet"}));
     let r = delete(&s, "stuck", json!({}));
     assert_eq!(r.status, 200);
-    let rv = r.json()["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut w = s.http().watch(&format!(
-        "{PODS}?watch=true&resourceVersion={rv}&fieldSelector=metadata.name%3Dstuck"
-    ));
+    let mut w = watch_after(&s, &r.json(), "&fieldSelector=metadata.name%3Dstuck");
     assert_eq!(delete(&s, "waiting", json!({})).status, 200);
     // Marked Failed first (that write does not end the graceful deletion), then deleted.
     let failed = w.next_event().unwrap();
