@@ -445,6 +445,22 @@ impl Server {
         KubectlLines { child, lines: rx }
     }
 
+    /// Waits until every controller named is `Running` in `kubectl get controllers`.
+    pub fn wait_controllers_running(&self, names: &[&str], deadline: Duration) -> Result<()> {
+        poll("the controllers Running", deadline, || {
+            let list = self.kubectl_json(&["get", "controllers"]);
+            let items = list["items"].as_array()?;
+            names
+                .iter()
+                .all(|n| {
+                    items
+                        .iter()
+                        .any(|c| c["metadata"]["name"] == *n && c["status"]["phase"] == "Running")
+                })
+                .then_some(())
+        })
+    }
+
     /// A raw client authenticated as the admin, trusting the server's CA.
     pub fn http(&self) -> Http {
         self.http_with_token(Some(&self.token))

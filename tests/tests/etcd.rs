@@ -577,23 +577,12 @@ fn a_rollout_completes_when_the_host_running_the_controllers_dies_mid_way() {
     }
     // Loaded everywhere (the holder reports them Running; a Python or JavaScript compile can
     // take minutes on a cold cache).
-    poll(
-        "the workload controllers Running",
-        Duration::from_secs(600),
-        || {
-            let list = hosts[0].kubectl_json(&["get", "controllers"]);
-            let items = list["items"].as_array()?;
-            ["deployment", "replicaset", "node"]
-                .iter()
-                .all(|n| {
-                    items
-                        .iter()
-                        .any(|c| c["metadata"]["name"] == *n && c["status"]["phase"] == "Running")
-                })
-                .then_some(())
-        },
-    )
-    .unwrap();
+    hosts[0]
+        .wait_controllers_running(
+            &["deployment", "replicaset", "node"],
+            Duration::from_secs(600),
+        )
+        .unwrap();
     let first = holder(&hosts[0]).expect("a holder");
     let leader = holder_index(&hosts, &first).expect("the holder is one of the hosts");
     let other = (leader + 1) % 3;

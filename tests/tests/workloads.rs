@@ -19,25 +19,14 @@ const LOAD_DEADLINE: Duration = Duration::from_secs(600);
 const DEADLINE: Duration = Duration::from_secs(60);
 
 fn wait_running(s: &Server, names: &[&str]) {
-    poll("every controller Running", LOAD_DEADLINE, || {
-        let list = s.kubectl_json(&["get", "controllers"]);
-        let items = list["items"].as_array()?;
-        names
-            .iter()
-            .all(|n| {
-                items
-                    .iter()
-                    .any(|c| c["metadata"]["name"] == *n && c["status"]["phase"] == "Running")
-            })
-            .then_some(())
-    })
-    .unwrap_or_else(|e| {
-        panic!(
-            "{e}\n{}\n{}",
-            s.kubectl_ok(&["get", "controllers", "-o", "wide"]),
-            s.log()
-        )
-    });
+    s.wait_controllers_running(names, LOAD_DEADLINE)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e}\n{}\n{}",
+                s.kubectl_ok(&["get", "controllers", "-o", "wide"]),
+                s.log()
+            )
+        });
 }
 
 fn pods(s: &Server) -> Vec<Value> {

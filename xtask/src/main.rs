@@ -66,6 +66,8 @@ fn test(extra: &[String]) -> Result<()> {
         "-p",
         "endpointslice",
         "-p",
+        "statefulset",
+        "-p",
         "registry-policy",
     ]))?;
     run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
@@ -384,13 +386,14 @@ fn bench(extra: &[String]) -> Result<()> {
 
 /// The example controllers a newcomer's host loads (the test-only guests stay out): the
 /// workload story (Deployment in Python, ReplicaSet in JavaScript, a fake kubelet in C, the
-/// EndpointSlices of Services in Rust), the
+/// EndpointSlices of Services in Rust, StatefulSets in Rust), the
 /// certificate story (Rust) and the labeler.
 const DEMO_CONTROLLERS: &[&str] = &[
     "deployment",
     "replicaset",
     "node",
     "endpointslice",
+    "statefulset",
     "certificate",
     "issuer",
     "issuer-ready",
@@ -468,6 +471,8 @@ turtles is running with the example controllers. In another terminal:
   kubectl create job pi --image=perl -- perl -e 1
   kubectl wait --for=condition=complete job/pi   # the Go job controller; the node finishes Pods in 1 s
   kubectl create cronjob tick --image=busybox --schedule="*/1 * * * *"   # a Job every minute
+  kubectl apply -f guest-examples/manifests/web.yaml   # kube's StatefulSet example (Rust controller)
+  kubectl rollout status statefulset/web   # web-0, web-1, web-2 in order, each with its claim
 
 Your own controller, hot-swapped on every save:
 

@@ -452,7 +452,8 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
         ("apps", "deployments") | ("apps", "replicasets") => {
             validate_replicated(resource == "deployments", obj, old)
         }
-        ("apps", "statefulsets") | ("apps", "daemonsets") => validate_replicated(false, obj, old),
+        ("apps", "statefulsets") => validate_stateful_set(obj, old),
+        ("apps", "daemonsets") => validate_replicated(false, obj, old),
         ("batch", "jobs") => {
             let mut causes = Vec::new();
             validate_job_template(obj.pointer("/spec/template"), "spec.template", &mut causes);
@@ -491,6 +492,231 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
             causes
         }
         _ => crate::builtin::validation::validate(group, resource, obj, old),
+    }
+}
+
+/// kube's `ValidateStatefulSetSpec` (and `ValidateStatefulSetUpdate`). Unlike a Deployment's,
+/// the Pod template's spec is not validated beyond its restart policy and deadline: its volume
+/// mounts may name `volumeClaimTemplates`, which become volumes only in the Pods (kube leaves
+/// this as a TODO; the Pods are validated when the controller creates them).
+fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    use crate::builtin::validation::field;
+    let mut out = Vec::new();
+    let null = Value::Null;
+    let spec = obj.get("spec").unwrap_or(&null);
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    match str_of(spec, "podManagementPolicy").as_deref() {
+        None | Some("") => out.push(field::required("spec.podManagementPolicy", "")),
+        Some("OrderedReady" | "Parallel") => {}
+        Some(p) => out.push(field::invalid_str(
+            "spec.podManagementPolicy",
+            p,
+            "must be 'OrderedReady' or 'Parallel'",
+        )),
+    }
+    let strategy = spec.get("updateStrategy").unwrap_or(&null);
+    let rolling = strategy.get("rollingUpdate").filter(|r| !r.is_null());
+    match str_of(strategy, "type").as_deref() {
+        None | Some("") => out.push(field::required("spec.updateStrategy", "")),
+        Some("OnDelete") => {
+            if let Some(r) = rolling {
+                out.push(field::invalid(
+                    "spec.updateStrategy.rollingUpdate",
+                    r,
+                    "only allowed for updateStrategy 'RollingUpdate'",
+                ));
+            }
+        }
+        Some("RollingUpdate") => {
+            if let Some(r) = rolling {
+                nonnegative(
+                    r,
+                    "partition",
+                    "spec.updateStrategy.rollingUpdate.partition",
+                    &mut out,
+                );
+                if let Some(mu) = r.get("maxUnavailable").filter(|m| !m.is_null()) {
+                    max_unavailable(mu, &mut out);
+                }
+            }
+        }
+        Some(_) => out.push(field::invalid(
+            "spec.updateStrategy",
+            strategy,
+            "must be 'RollingUpdate' or 'OnDelete'",
+        )),
+    }
+    if let Some(policy) = spec
+        .get("persistentVolumeClaimRetentionPolicy")
+        .filter(|p| !p.is_null())
+    {
+        for k in ["whenDeleted", "whenScaled"] {
+            let v = policy.get(k).unwrap_or(&null);
+            if !matches!(v.as_str(), Some("Retain" | "Delete")) {
+                let shown = if v.is_null() { json!("") } else { v.clone() };
+                out.push(field::not_supported(
+                    &format!("spec.persistentVolumeClaimRetentionPolicy.{k}"),
+                    &shown,
+                    &["Retain", "Delete"],
+                ));
+            }
+        }
+    }
+    nonnegative(spec, "replicas", "spec.replicas", &mut out);
+    nonnegative(spec, "minReadySeconds", "spec.minReadySeconds", &mut out);
+    if let Some(ordinals) = spec.get("ordinals").filter(|o| !o.is_null()) {
+        nonnegative(ordinals, "start", "spec.ordinals.start", &mut out);
+    }
+    let selector = match spec.get("selector").filter(|s| !s.is_null()) {
+        None => {
+            out.push(field::required("spec.selector", ""));
+            None
+        }
+        Some(sel) => {
+            let text = label_selector_string(sel);
+            if text.is_empty() {
+                out.push(field::invalid(
+                    "spec.selector",
+                    sel,
+                    "empty selector is invalid for statefulset",
+                ));
+                None
+            } else {
+                match LabelSelector::parse(&text) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        out.push(Cause::new(
+                            "FieldValueInvalid",
+                            "spec.selector",
+                            format!("Invalid value: {e}"),
+                        ));
+                        None
+                    }
+                }
+            }
+        }
+    };
+    let template = spec.get("template").unwrap_or(&null);
+    let labels = template.pointer("/metadata/labels");
+    if let Some(sel) = &selector {
+        if !sel.matches_json(labels.and_then(Value::as_object)) {
+            out.push(template_labels_mismatch(labels.and_then(Value::as_object)));
+        }
+    }
+    field::labels(labels, "spec.template.labels", &mut out);
+    let restart = template
+        .pointer("/spec/restartPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if restart != "Always" {
+        out.push(field::not_supported(
+            "spec.template.spec.restartPolicy",
+            &json!(restart),
+            &["Always"],
+        ));
+    }
+    if template
+        .pointer("/spec/activeDeadlineSeconds")
+        .is_some_and(|d| !d.is_null())
+    {
+        out.push(field::forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            "activeDeadlineSeconds in StatefulSet is not Supported",
+        ));
+    }
+    if let Some(old_spec) = old.and_then(|o| o.get("spec")) {
+        const MUTABLE: [&str; 6] = [
+            "replicas",
+            "ordinals",
+            "template",
+            "updateStrategy",
+            "persistentVolumeClaimRetentionPolicy",
+            "minReadySeconds",
+        ];
+        let rest = |s: &Value| -> Map<String, Value> {
+            s.as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, v)| !MUTABLE.contains(&k.as_str()) && !v.is_null())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        if rest(spec) != rest(old_spec) {
+            out.push(field::forbidden(
+                "spec",
+                "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+            ));
+        }
+    }
+    out
+}
+
+/// `spec.template.metadata.labels: Invalid value: map[string]string{..}: `selector` does not
+/// match template `labels``.
+fn template_labels_mismatch(labels: Option<&Map<String, Value>>) -> Cause {
+    let shown = labels
+        .map(|l| {
+            l.iter()
+                .map(|(k, v)| format!("{k}:{}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    Cause::new(
+        "FieldValueInvalid",
+        "spec.template.metadata.labels",
+        format!(
+            "Invalid value: map[string]string{{{shown}}}: `selector` does not match template `labels`"
+        ),
+    )
+}
+
+/// kube's `ValidateNonnegativeField` of `obj[key]`, when it is there.
+fn nonnegative(obj: &Value, key: &str, path: &str, out: &mut Vec<Cause>) {
+    if let Some(v) = obj.get(key).filter(|v| !v.is_null()) {
+        if v.as_i64().is_none_or(|n| n < 0) {
+            out.push(crate::builtin::validation::field::invalid(
+                path,
+                v,
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+}
+
+/// kube's `validateRollingUpdateStatefulSet` of `maxUnavailable`: a positive count or a
+/// percentage of at most 100%, never 0.
+fn max_unavailable(v: &Value, out: &mut Vec<Cause>) {
+    use crate::builtin::validation::field;
+    let path = "spec.updateStrategy.rollingUpdate.maxUnavailable";
+    let value = match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => match s.strip_suffix('%').map(str::parse::<i64>) {
+            Some(Ok(p)) => {
+                if p > 100 {
+                    out.push(field::invalid(path, v, "must not be greater than 100%"));
+                }
+                Some(p)
+            }
+            _ => {
+                out.push(field::invalid(
+                    path,
+                    v,
+                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                ));
+                return;
+            }
+        },
+        _ => None,
+    };
+    match value {
+        Some(n) if n < 0 => out.push(field::invalid(
+            path,
+            v,
+            "must be greater than or equal to 0",
+        )),
+        Some(0) => out.push(field::invalid(path, v, "cannot be 0")),
+        _ => {}
     }
 }
 
@@ -579,21 +805,7 @@ fn validate_replicated(deployment: bool, obj: &Value, old: Option<&Value>) -> Ve
             let labels = t.pointer("/metadata/labels").and_then(Value::as_object);
             if let Some(sel) = &parsed {
                 if !sel.matches_json(labels) {
-                    let shown = labels
-                        .map(|l| {
-                            l.iter()
-                                .map(|(k, v)| format!("{k}:{}", v.as_str().unwrap_or_default()))
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        })
-                        .unwrap_or_default();
-                    causes.push(Cause::new(
-                        "FieldValueInvalid",
-                        "spec.template.metadata.labels",
-                        format!(
-                            "Invalid value: map[string]string{{{shown}}}: `selector` does not match template `labels`"
-                        ),
-                    ));
+                    causes.push(template_labels_mismatch(labels));
                 }
             }
             match t.get("spec") {
@@ -778,6 +990,100 @@ fn validate_pod_spec_update(new_spec: &Value, old_spec: &Value) -> Vec<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stateful_set(extra: Value) -> Value {
+        let mut s = json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {
+                "replicas": 2,
+                "podManagementPolicy": "OrderedReady",
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+                "selector": {"matchLabels": {"app": "web"}},
+                "serviceName": "web",
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {
+                        "restartPolicy": "Always",
+                        "containers": [{"name": "c", "image": "nginx",
+                            "volumeMounts": [{"name": "www", "mountPath": "/www"}]}],
+                    },
+                },
+                "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {}}],
+            },
+        });
+        if let (Some(spec), Value::Object(extra)) = (s["spec"].as_object_mut(), extra) {
+            spec.extend(extra);
+        }
+        s
+    }
+
+    fn messages(causes: Vec<Cause>) -> Vec<String> {
+        causes.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_stateful_set_may_mount_its_claim_templates_as_kube_allows() {
+        // kube validates no more of the template's spec than its restart policy and deadline.
+        let s = stateful_set(json!({}));
+        assert_eq!(
+            messages(validate("apps", "statefulsets", &s, None)),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_stateful_set_is_validated_as_kube_validates_it() {
+        let bad = stateful_set(json!({
+            "podManagementPolicy": "Random",
+            "updateStrategy": {"type": "OnDelete", "rollingUpdate": {"partition": 1}},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Keep", "whenScaled": "Delete"},
+            "ordinals": {"start": -1},
+            "minReadySeconds": -2,
+        }));
+        let got = messages(validate("apps", "statefulsets", &bad, None));
+        for want in [
+            "spec.podManagementPolicy: Invalid value: \"Random\": must be 'OrderedReady' or 'Parallel'",
+            "spec.updateStrategy.rollingUpdate: Invalid value: {\"partition\":1}: only allowed for updateStrategy 'RollingUpdate'",
+            "spec.persistentVolumeClaimRetentionPolicy.whenDeleted: Unsupported value: \"Keep\": supported values: \"Retain\", \"Delete\"",
+            "spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0",
+            "spec.minReadySeconds: Invalid value: -2: must be greater than or equal to 0",
+        ] {
+            assert!(got.iter().any(|g| g == want), "{want}\nnot in {got:#?}");
+        }
+        let mut t = stateful_set(json!({"updateStrategy": {"type": "RollingUpdate",
+            "rollingUpdate": {"partition": -1, "maxUnavailable": 0}}}));
+        t["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
+        t["spec"]["template"]["spec"]["activeDeadlineSeconds"] = json!(5);
+        let got = messages(validate("apps", "statefulsets", &t, None));
+        for want in [
+            "spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0",
+            "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: cannot be 0",
+            "spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+            "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in StatefulSet is not Supported",
+        ] {
+            assert!(got.iter().any(|g| g == want), "{want}\nnot in {got:#?}");
+        }
+        let mut other = stateful_set(json!({}));
+        other["spec"]["template"]["metadata"]["labels"] = json!({"app": "db"});
+        assert!(messages(validate("apps", "statefulsets", &other, None))
+            .iter()
+            .any(|m| m.contains("`selector` does not match template `labels`")));
+    }
+
+    #[test]
+    fn a_stateful_set_update_changes_only_what_kube_lets_change() {
+        let old = stateful_set(json!({}));
+        let scaled = stateful_set(json!({"replicas": 5, "minReadySeconds": 3,
+            "updateStrategy": {"type": "OnDelete"}}));
+        assert!(validate("apps", "statefulsets", &scaled, Some(&old)).is_empty());
+        let renamed = stateful_set(json!({"serviceName": "other"}));
+        assert_eq!(
+            messages(validate("apps", "statefulsets", &renamed, Some(&old))),
+            ["spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"]
+        );
+    }
 
     fn deployment() -> Value {
         json!({

@@ -733,6 +733,38 @@ pub mod meta {
         obj.pointer("/metadata/deletionTimestamp")
             .is_some_and(|v| !v.is_null())
     }
+
+    /// Whether an object's `labels` (a JSON object, or null) match a `metav1.LabelSelector`
+    /// (`matchLabels` and `matchExpressions` with `In`, `NotIn`, `Exists`, `DoesNotExist`), as
+    /// kube's `LabelSelectorAsSelector` reads it. An empty selector matches everything; a
+    /// missing (null) one matches nothing; an unknown operator matches nothing.
+    pub fn selector_matches(selector: &Value, labels: &Value) -> bool {
+        let Some(sel) = selector.as_object() else {
+            return false;
+        };
+        let label = |k: &str| labels.get(k).and_then(Value::as_str);
+        let match_labels = sel.get("matchLabels").and_then(Value::as_object);
+        if match_labels
+            .into_iter()
+            .flatten()
+            .any(|(k, v)| label(k) != v.as_str())
+        {
+            return false;
+        }
+        let exprs = sel.get("matchExpressions").and_then(Value::as_array);
+        exprs.into_iter().flatten().all(|e| {
+            let key = e["key"].as_str().unwrap_or_default();
+            let values = e["values"].as_array();
+            let listed = |v: &str| values.is_some_and(|vs| vs.iter().any(|x| x == v));
+            match e["operator"].as_str() {
+                Some("In") => label(key).is_some_and(listed),
+                Some("NotIn") => !label(key).is_some_and(listed),
+                Some("Exists") => label(key).is_some(),
+                Some("DoesNotExist") => label(key).is_none(),
+                _ => false,
+            }
+        })
+    }
 }
 
 #[cfg(test)]
@@ -755,5 +787,45 @@ mod tests {
         let from: Object = json!({"x": 1}).into();
         assert_eq!(from.json(), br#"{"x":1}"#);
         assert!(from == json!({"x": 1}));
+    }
+}
+
+#[cfg(test)]
+mod selector_tests {
+    use super::meta::selector_matches;
+    use super::*;
+
+    #[test]
+    fn label_selectors_match_as_kube_reads_them() {
+        let labels = json!({"app": "web", "tier": "front"});
+        assert!(selector_matches(&json!({}), &labels));
+        assert!(!selector_matches(&Value::Null, &labels));
+        assert!(selector_matches(
+            &json!({"matchLabels": {"app": "web"}}),
+            &labels
+        ));
+        assert!(!selector_matches(
+            &json!({"matchLabels": {"app": "db"}}),
+            &labels
+        ));
+        assert!(!selector_matches(
+            &json!({"matchLabels": {"x": "y"}}),
+            &Value::Null
+        ));
+        let expr = |op: &str, values: Value| json!({"matchExpressions": [{"key": "tier", "operator": op, "values": values}]});
+        assert!(selector_matches(
+            &expr("In", json!(["front", "back"])),
+            &labels
+        ));
+        assert!(!selector_matches(&expr("In", json!(["back"])), &labels));
+        assert!(selector_matches(&expr("NotIn", json!(["back"])), &labels));
+        assert!(!selector_matches(&expr("NotIn", json!(["front"])), &labels));
+        assert!(selector_matches(&expr("Exists", Value::Null), &labels));
+        assert!(!selector_matches(
+            &expr("DoesNotExist", Value::Null),
+            &labels
+        ));
+        assert!(selector_matches(&expr("NotIn", json!(["x"])), &json!({})));
+        assert!(!selector_matches(&expr("Gt", json!(["1"])), &labels));
     }
 }
