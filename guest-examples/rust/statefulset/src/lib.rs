@@ -18,7 +18,6 @@
 pub mod plan;
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use turtles_controller::{
     api, events, export, json, meta, ApiError, Controller, Gvr, Object, ObjectKey, Outcome,
@@ -81,12 +80,6 @@ impl Controller for StatefulSetController {
 
 export!(StatefulSetController);
 
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
@@ -141,7 +134,7 @@ fn sync(set: &Value) -> Result<Option<i64>, ApiError> {
         current_template: &current_template,
         update_revision: &update_name,
         update_template: &update_template,
-        now: now(),
+        now: turtles_controller::workload::unix_now(),
     };
     let planned = plan::plan(&input);
     let mut result = Ok(());

@@ -17,6 +17,10 @@
 use std::collections::BTreeMap;
 
 use turtles_controller::serde_json::{self, Map};
+use turtles_controller::workload::{self, available, running_and_ready};
+pub use turtles_controller::workload::{
+    go_json, parse_rfc3339, revision_template, sort_revisions, UpdateRevision, HASH_LABEL,
+};
 use turtles_controller::{json, meta, Value};
 
 /// `statefulset.kubernetes.io/pod-name`.
@@ -25,8 +29,6 @@ pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
 /// `controller-revision-hash`: the name of the revision a Pod was made from.
 pub const REVISION_LABEL: &str = "controller-revision-hash";
-/// `controller.kubernetes.io/hash`: a ControllerRevision's hash.
-pub const HASH_LABEL: &str = "controller.kubernetes.io/hash";
 
 // ---------------------------------------------------------------------------------------------
 // Small readers
@@ -109,175 +111,40 @@ pub fn claim_name(template: &str, set_name: &str, ordinal: i64) -> String {
 // ---------------------------------------------------------------------------------------------
 // Revisions
 
-/// kube's `rand.SafeEncodeString`: each byte mapped into an alphabet without vowels.
-pub fn safe_encode(s: &str) -> String {
-    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    s.bytes()
-        .map(|b| ALPHANUMS[usize::from(b) % ALPHANUMS.len()] as char)
-        .collect()
-}
-
-/// kube's `HashControllerRevision`: FNV-1 (32 bit) over the data and the collision count in
-/// decimal, its decimal value safe-encoded.
-pub fn revision_hash(data: &[u8], collision_count: i64) -> String {
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in data.iter().chain(collision_count.to_string().as_bytes()) {
-        h = h.wrapping_mul(0x0100_0193);
-        h ^= u32::from(b);
-    }
-    safe_encode(&h.to_string())
-}
-
-/// JSON as Go's `json.Marshal` writes a `map[string]interface{}`: compact, keys sorted, and
-/// `<`, `>`, `&`, U+2028 and U+2029 escaped.
-pub fn go_json(value: &Value) -> String {
-    // serde_json's map (without `preserve_order`) is a BTreeMap: keys come out sorted.
-    let text = value.to_string();
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The data of a revision of `set` (kube's `getPatch`): its Pod template, as a strategic merge
-/// patch that replaces the template.
-pub fn revision_data(set: &Value) -> Value {
-    let mut template = set
-        .pointer("/spec/template")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    if let Some(t) = template.as_object_mut() {
-        t.insert("$patch".into(), json!("replace"));
-    }
-    json!({"spec": {"template": template}})
-}
-
-/// The Pod template a revision holds (its data without the patch directive).
-pub fn revision_template(revision: &Value) -> Value {
-    let mut template = revision
-        .pointer("/data/spec/template")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    if let Some(t) = template.as_object_mut() {
-        t.remove("$patch");
-    }
-    template
-}
-
 /// The controller reference to `set`.
 pub fn controller_ref(set: &Value) -> Value {
-    json!({
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "name": str_at(set, "/metadata/name"),
-        "uid": uid(set),
-        "controller": true,
-        "blockOwnerDeletion": true,
-    })
+    workload::controller_ref(set, "apps/v1", "StatefulSet")
 }
 
-/// A new ControllerRevision of `set` (kube's `newRevision` + `NewControllerRevision`): the
-/// template's labels plus the hash, every annotation of the set, owned by it.
+/// A new ControllerRevision of `set` (kube's `newRevision`).
 pub fn new_revision(set: &Value, revision: i64, collision_count: i64) -> Value {
-    let data = revision_data(set);
-    let hash = revision_hash(go_json(&data).as_bytes(), collision_count);
-    let set_name = str_at(set, "/metadata/name");
-    // kube's ControllerRevisionName: the prefix is cut to 223 characters.
-    let prefix: String = set_name.chars().take(223).collect();
-    let mut labels = set
-        .pointer("/spec/template/metadata/labels")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    labels.insert(HASH_LABEL.into(), json!(hash));
-    let mut metadata = json!({
-        "name": format!("{prefix}-{hash}"),
-        "namespace": str_at(set, "/metadata/namespace"),
-        "labels": labels,
-        "ownerReferences": [controller_ref(set)],
-    });
-    if let Some(a) = set
-        .pointer("/metadata/annotations")
-        .filter(|a| a.is_object())
-    {
-        metadata["annotations"] = a.clone();
-    }
-    json!({
-        "apiVersion": "apps/v1",
-        "kind": "ControllerRevision",
-        "metadata": metadata,
-        "data": data,
-        "revision": revision,
-    })
+    workload::new_revision(
+        set,
+        "apps/v1",
+        "StatefulSet",
+        HASH_LABEL,
+        revision,
+        collision_count,
+    )
 }
 
-/// kube's `EqualRevision`: hash labels that differ mean different; otherwise the data decides
-/// (compared as JSON values: the store may order keys differently from how they were sent).
-pub fn equal_revision(a: &Value, b: &Value) -> bool {
-    let hash = |r: &Value| {
-        meta::label(r, HASH_LABEL).and_then(|h| h.parse::<i32>().ok().map(|_| h.to_owned()))
-    };
-    if let (Some(x), Some(y)) = (hash(a), hash(b)) {
-        if x != y {
-            return false;
-        }
-    }
-    a.get("data") == b.get("data")
-}
-
-/// The `.revision` number of a ControllerRevision.
-pub fn revision_number(rev: &Value) -> i64 {
-    rev["revision"].as_i64().unwrap_or(0)
-}
-
-/// Sorted as kube's `SortControllerRevisions`: by revision, then creation time, then name.
-pub fn sort_revisions(revisions: &mut [Value]) {
-    revisions.sort_by(|a, b| {
-        revision_number(a)
-            .cmp(&revision_number(b))
-            .then_with(|| {
-                str_at(a, "/metadata/creationTimestamp")
-                    .cmp(str_at(b, "/metadata/creationTimestamp"))
-            })
-            .then_with(|| str_at(a, "/metadata/name").cmp(str_at(b, "/metadata/name")))
-    });
-}
-
-/// What to do about the set's update revision (kube's `getStatefulSetRevisions`), given its
-/// revisions sorted by [`sort_revisions`].
-#[derive(Debug, PartialEq)]
-pub enum UpdateRevision {
-    /// The newest revision already holds the template.
-    Newest(usize),
-    /// An older one does (a rollback): bump its `.revision` to the given number.
-    Bump(usize, i64),
-    /// None does: create this one.
-    Create(Value),
-}
-
+/// kube's `getStatefulSetRevisions`' choice of the update revision.
 pub fn choose_update_revision(
     set: &Value,
     revisions: &[Value],
     collision_count: i64,
 ) -> UpdateRevision {
-    let next = revisions.last().map_or(1, |r| revision_number(r) + 1);
-    let candidate = new_revision(set, next, collision_count);
-    let equal = revisions
-        .iter()
-        .rposition(|r| equal_revision(r, &candidate));
-    match equal {
-        Some(i) if i + 1 == revisions.len() => UpdateRevision::Newest(i),
-        Some(i) => UpdateRevision::Bump(i, next),
-        None => UpdateRevision::Create(candidate),
-    }
+    let candidate = new_revision(
+        set,
+        workload::next_revision_number(revisions),
+        collision_count,
+    );
+    workload::choose_update_revision(candidate, revisions)
+}
+
+/// kube's `EqualRevision`.
+pub fn equal_revision(a: &Value, b: &Value) -> bool {
+    workload::equal_revision(a, b)
 }
 
 /// The revisions to delete (kube's `truncateHistory`): the oldest of those no Pod uses and that
@@ -290,22 +157,14 @@ pub fn history_to_delete<'a>(
     update: &str,
 ) -> Vec<&'a Value> {
     let limit = int_at(set, "/spec/revisionHistoryLimit").unwrap_or(10);
-    if limit < 0 {
-        return Vec::new();
-    }
-    let live = |name: &str| {
+    workload::history_to_delete(limit, revisions, |r| {
+        let name = str_at(r, "/metadata/name");
         name == current
             || name == update
             || pods
                 .iter()
                 .any(|p| meta::label(p, REVISION_LABEL) == Some(name))
-    };
-    let history: Vec<&Value> = revisions
-        .iter()
-        .filter(|r| !live(str_at(r, "/metadata/name")))
-        .collect();
-    let excess = history.len().saturating_sub(limit as usize);
-    history.into_iter().take(excess).collect()
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -498,37 +357,6 @@ fn phase(pod: &Value) -> &str {
     str_at(pod, "/status/phase")
 }
 
-fn ready_condition(pod: &Value) -> Option<&Value> {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|c| c["type"] == "Ready")
-}
-
-/// Running with the `Ready` condition `True` (kube's `isRunningAndReady`).
-pub fn running_and_ready(pod: &Value) -> bool {
-    phase(pod) == "Running" && ready_condition(pod).is_some_and(|c| c["status"] == "True")
-}
-
-/// Ready for at least `min_ready` seconds at `now` (kube's `podutil.IsPodAvailable`); `None`
-/// when not yet: how many seconds are left.
-fn available(pod: &Value, min_ready: i64, now: i64) -> Result<(), i64> {
-    if !running_and_ready(pod) {
-        return Err(0);
-    }
-    if min_ready == 0 {
-        return Ok(());
-    }
-    let since = ready_condition(pod)
-        .and_then(|c| c["lastTransitionTime"].as_str())
-        .and_then(parse_rfc3339);
-    match since {
-        Some(t) if t + min_ready < now => Ok(()),
-        Some(t) => Err(t + min_ready - now + 1),
-        None => Err(min_ready),
-    }
-}
-
 fn terminating(pod: &Value) -> bool {
     meta::is_deleting(pod)
 }
@@ -536,42 +364,6 @@ fn terminating(pod: &Value) -> bool {
 /// kube's `isUnavailable`: not Running, Ready, alive and available for `minReadySeconds`.
 fn unavailable(pod: &Value, min_ready: i64, now: i64) -> bool {
     terminating(pod) || available(pod, min_ready, now).is_err()
-}
-
-/// Unix seconds of an RFC 3339 timestamp (`2024-01-02T03:04:05Z`, fractions and offsets too).
-pub fn parse_rfc3339(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &text[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        rest = &frac[digits..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 && matches!(rest.as_bytes()[0], b'+' | b'-') => {
-            let sign = if rest.starts_with('-') { -1 } else { 1 };
-            sign * (rest[1..3].parse::<i64>().ok()? * 3600 + rest[4..6].parse::<i64>().ok()? * 60)
-        }
-        _ => return None,
-    };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let (y, m) = if mo <= 2 {
-        (y - 1, mo + 9)
-    } else {
-        (y, mo - 3)
-    };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + s - offset)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -633,6 +425,9 @@ pub fn claim_owners(set: &Value, pod: &Value, claim: &Value, in_range: bool) -> 
 
 // ---------------------------------------------------------------------------------------------
 // The sync
+
+/// The most Pods a `Parallel` sync creates; the rest follow a second later.
+pub const MAX_CREATES_PER_SYNC: usize = 250;
 
 /// One thing a sync does, in the order returned.
 #[derive(Debug, Clone, PartialEq)]
@@ -770,23 +565,25 @@ pub fn plan(input: &Input) -> Plan {
     let now = input.now;
     let monotonic = monotonic(set);
 
-    // Replicas by ordinal (None: missing), and the condemned, highest ordinal first.
-    let mut slots: Vec<Option<&Value>> = vec![None; want as usize];
+    // Replicas by index (ordinal - start; absent: missing), and the condemned, highest ordinal
+    // first. A map, not a vector of `replicas` slots: `replicas` may be two billion while the
+    // Pods are few, and every loop below stops at the first missing replica (or after
+    // MAX_CREATES_PER_SYNC of them).
+    let mut slots: BTreeMap<i64, &Value> = BTreeMap::new();
     let mut condemned: Vec<(i64, &Value)> = Vec::new();
     for pod in input.pods {
         let Some((_, ordinal)) = parent_and_ordinal(str_at(pod, "/metadata/name")) else {
             continue;
         };
         if (start..start + want).contains(&ordinal) {
-            slots[(ordinal - start) as usize] = Some(pod);
+            slots.insert(ordinal - start, pod);
         } else {
             condemned.push((ordinal, pod));
         }
     }
     condemned.sort_by_key(|c| std::cmp::Reverse(c.0));
     let counted: Vec<&Value> = slots
-        .iter()
-        .flatten()
+        .values()
         .copied()
         .chain(condemned.iter().map(|(_, p)| *p))
         .collect();
@@ -796,8 +593,7 @@ pub fn plan(input: &Input) -> Plan {
     let mut wait = |secs: i64| requeue = Some(requeue.map_or(secs, |r: i64| r.min(secs)));
 
     let first_unavailable: Option<&str> = slots
-        .iter()
-        .flatten()
+        .values()
         .chain(condemned.iter().rev().map(|(_, p)| p))
         .find(|p| unavailable(p, min_ready, now))
         .map(|p| str_at(p, "/metadata/name"));
@@ -816,9 +612,10 @@ pub fn plan(input: &Input) -> Plan {
 
     // The replicas, in ordinal order.
     let mut blocked = false;
-    for (i, slot) in slots.iter().enumerate() {
-        let ordinal = start + i as i64;
-        match slot {
+    let mut creates = 0;
+    for i in 0..want {
+        let ordinal = start + i;
+        match slots.get(&i) {
             None => {
                 // kube's newVersionedStatefulSetPod: below the partition (or below the current
                 // replicas, without a rollingUpdate) a new Pod is of the current revision.
@@ -841,7 +638,13 @@ pub fn plan(input: &Input) -> Plan {
                 }
                 let claims = missing_claims(set, input.claims, &pod, ordinal);
                 actions.push(Action::CreatePod { pod, claims });
+                creates += 1;
                 if monotonic {
+                    blocked = true;
+                    break;
+                }
+                if creates == MAX_CREATES_PER_SYNC {
+                    wait(1);
                     blocked = true;
                     break;
                 }
@@ -922,8 +725,10 @@ pub fn plan(input: &Input) -> Plan {
     if update_strategy(set) == "RollingUpdate" {
         let min = partition(set).unwrap_or(0);
         for i in (min.max(0)..want).rev() {
-            let Some(pod) = slots.get(i as usize).copied().flatten() else {
-                continue;
+            // A replica missing here is being created (kube's placeholder): unavailable, so the
+            // update waits for it.
+            let Some(pod) = slots.get(&i).copied() else {
+                break;
             };
             if meta::label(pod, REVISION_LABEL) != Some(input.update_revision) && !terminating(pod)
             {
@@ -1126,28 +931,6 @@ mod tests {
     }
 
     #[test]
-    fn revision_names_are_kubes() {
-        // kube's own compatibility data (pkg/controller/statefulset/testdata), 1.33 and 1.34.
-        let v133 = r#"{"spec":{"template":{"$patch":"replace","metadata":{"annotations":{"test":"value"},"creationTimestamp":null,"labels":{"app":"foo"}},"spec":{"containers":[{"image":"test","imagePullPolicy":"Always","name":"test","resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File"}],"dnsPolicy":"ClusterFirst","restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"terminationGracePeriodSeconds":30}}}}"#;
-        assert_eq!(revision_hash(v133.as_bytes(), 0), "c77f6d978");
-        let v134 = v133.replace("\"creationTimestamp\":null,", "");
-        assert_eq!(revision_hash(v134.as_bytes(), 0), "776999688b");
-        // The same bytes from the set: Go's encoding (sorted keys, compact).
-        let s = json!({"metadata": {"name": "foo"}, "spec": {"template":
-            parse(v134.as_bytes())["spec"]["template"].clone()}});
-        assert_eq!(go_json(&revision_data(&s)), v134);
-        assert_eq!(
-            str_at(&new_revision(&s, 1, 0), "/metadata/name"),
-            "foo-776999688b"
-        );
-        assert_eq!(
-            go_json(&json!({"a": "<&>"})),
-            r#"{"a":"\u003c\u0026\u003e"}"#
-        );
-        assert_ne!(revision_hash(b"x", 0), revision_hash(b"x", 1));
-    }
-
-    #[test]
     fn ordinals_parse_as_kube_parses_them() {
         assert_eq!(parent_and_ordinal("web-0"), Some(("web", 0)));
         assert_eq!(parent_and_ordinal("my-web-12"), Some(("my-web", 12)));
@@ -1229,6 +1012,23 @@ mod tests {
         let s = set(json!({"spec": {"podManagementPolicy": "Parallel"}}));
         let p = run(&s, &[pod(&s, 1, "web-a", "Pending")]);
         assert_eq!(created(&p), ["web-0", "web-2"]);
+    }
+
+    #[test]
+    fn two_billion_replicas_cost_what_the_pods_cost() {
+        let s = set(json!({"spec": {"replicas": i32::MAX, "podManagementPolicy": "Parallel"}}));
+        let p = run(&s, &[pod(&s, 0, "web-a", "Running")]);
+        assert_eq!(created(&p).len(), MAX_CREATES_PER_SYNC);
+        assert_eq!(created(&p)[0], "web-1");
+        assert_eq!(p.requeue_after_secs, Some(1));
+        let ordered = set(json!({"spec": {"replicas": i32::MAX}}));
+        assert_eq!(
+            created(&run(&ordered, &[pod(&s, 0, "web-a", "Running")])),
+            ["web-1"]
+        );
+        // A rolling update stops at the first replica still to be made.
+        let p = run_revs(&s, &[pod(&s, 0, "web-a", "Running")], "web-a", "web-b");
+        assert!(deleted(&p).is_empty());
     }
 
     #[test]
@@ -1343,31 +1143,20 @@ mod tests {
     }
 
     #[test]
-    fn rfc3339_timestamps_parse() {
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_rfc3339("2000-03-01T00:00:01Z"), Some(951_868_801));
-        assert_eq!(
-            parse_rfc3339("2000-03-01T01:00:01.5+01:00"),
-            Some(951_868_801)
-        );
-        assert_eq!(parse_rfc3339("yesterday"), None);
-    }
-
-    #[test]
     fn the_update_revision_is_the_newest_an_older_one_bumped_or_new() {
         let s = set(json!({}));
         let r1 = new_revision(&s, 1, 0);
         let other = set(json!({"spec": {"template": {"metadata": {"labels": {"v": "2"}}}}}));
         let r2 = new_revision(&other, 2, 0);
         assert_eq!(
-            choose_update_revision(&s, &[r1.clone()], 0),
+            choose_update_revision(&s, std::slice::from_ref(&r1), 0),
             UpdateRevision::Newest(0)
         );
         assert_eq!(
             choose_update_revision(&s, &[r1.clone(), r2.clone()], 0),
             UpdateRevision::Bump(0, 3)
         );
-        match choose_update_revision(&other, &[r1.clone()], 0) {
+        match choose_update_revision(&other, std::slice::from_ref(&r1), 0) {
             UpdateRevision::Create(c) => {
                 assert_eq!(c["revision"], 2);
                 assert_eq!(c["metadata"]["labels"]["v"], "2");

@@ -58,6 +58,7 @@ pub use serde_json::{self, json, Value};
 use std::marker::PhantomData;
 
 pub mod admission;
+pub mod workload;
 
 /// What a controller implements. [`export!`] turns it into the component's exports.
 pub trait Controller {
