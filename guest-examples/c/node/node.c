@@ -5,11 +5,15 @@
  *   and recreated when it is deleted (nodes are a secondary watch with self-key mapping, so a
  *   node event reconciles the cluster-scoped key "", NAME). Registering it records the Event
  *   `RegisteredNode`; binding a pod records `Scheduled`, as kube's scheduler does.
- * - Binds every Pod without spec.nodeName to it, as a scheduler does: POST pods/NAME/binding
+ * - Binds every Pod without spec.nodeName that fits the node (its nodeSelector, its required node
+ *   affinity and the node's NoSchedule/NoExecute taints, against the node's labels as cached)
+ *   to it, as a scheduler does: POST pods/NAME/binding
  *   (which sets the otherwise immutable spec.nodeName and PodScheduled); then "starts" it in two
  *   status writes, one per reconcile, so that a watch sees each step:
  *     ADDED Pending -> MODIFIED bound -> MODIFIED Pending/ContainerCreating -> MODIFIED Running
  *   The Running status gets a unique pod IP 10.244.X.Y (the lowest one no other pod uses).
+ *   A Pod that does not fit stays Pending with PodScheduled False (reason Unschedulable, kube's
+ *   scheduler's message), and is looked at again at its next event.
  * - A Pod that runs to completion (spec.restartPolicy Never or OnFailure) finishes once it has
  *   been Running for the annotation turtles.dev/run-seconds (default 1; may be fractional), with
  *   the exit code of the annotation turtles.dev/exit-code (default 0): phase Succeeded (containers
@@ -210,6 +214,118 @@ static turtles_outcome finish(const turtles_key *key, const json *pod) {
     return err;
 }
 
+/* ---- scheduling: whether a pod may run on this node -------------------------------------- */
+
+static json *condition(const json *pod, const char *type, const char *status, const char *reason,
+                       const char *now);
+
+/* Whether `values` (a JSON array of strings) holds s. */
+static bool listed(const json *values, const char *s) {
+    for (json *v = json_first(values); v; v = json_next(v))
+        if (json_is_string(v) && strcmp(json_string(v), s) == 0) return true;
+    return false;
+}
+
+/* A node selector requirement (kube's NodeSelectorRequirement) against one value (NULL:
+ * the label is absent). Gt and Lt compare integers. */
+static bool requirement_holds(const json *req, const char *value) {
+    const char *op = json_pstr(req, "/operator", "");
+    const json *values = json_get(req, "values");
+    if (strcmp(op, "In") == 0) return value && listed(values, value);
+    if (strcmp(op, "NotIn") == 0) return !value || !listed(values, value);
+    if (strcmp(op, "Exists") == 0) return value != NULL;
+    if (strcmp(op, "DoesNotExist") == 0) return value == NULL;
+    if ((strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) && value && json_len(values) == 1) {
+        char *end = NULL;
+        long long have = strtoll(value, &end, 10);
+        if (!*value || *end) return false;
+        const char *want_s = json_string(json_at(values, 0));
+        if (!want_s || !*want_s) return false;
+        long long want = strtoll(want_s, &end, 10);
+        if (*end) return false;
+        return strcmp(op, "Gt") == 0 ? have > want : have < want;
+    }
+    return false;
+}
+
+/* A node selector term: every expression (on the node's labels) and field (metadata.name)
+ * holds; a term with neither matches nothing, as in kube. */
+static bool term_matches(const json *term, const json *labels) {
+    const json *exprs = json_get(term, "matchExpressions");
+    const json *fields = json_get(term, "matchFields");
+    if (json_len(exprs) == 0 && json_len(fields) == 0) return false;
+    for (json *r = json_first(exprs); r; r = json_next(r))
+        if (!requirement_holds(r, json_string(json_get(labels, json_pstr(r, "/key", ""))))) return false;
+    for (json *r = json_first(fields); r; r = json_next(r)) {
+        if (strcmp(json_pstr(r, "/key", ""), "metadata.name") != 0) return false;
+        if (!requirement_holds(r, NODE_NAME)) return false;
+    }
+    return true;
+}
+
+/* Whether a toleration of the pod tolerates the taint (kube's ToleratesTaint). */
+static bool tolerated(const json *pod, const json *taint) {
+    const char *key = json_pstr(taint, "/key", "");
+    const char *effect = json_pstr(taint, "/effect", "");
+    for (json *t = json_first(json_pointer(pod, "/spec/tolerations")); t; t = json_next(t)) {
+        const char *teffect = json_pstr(t, "/effect", "");
+        if (*teffect && strcmp(teffect, effect) != 0) continue;
+        const char *tkey = json_pstr(t, "/key", "");
+        const char *op = json_pstr(t, "/operator", "Equal");
+        if (*tkey && strcmp(tkey, key) != 0) continue;
+        if (strcmp(op, "Exists") == 0) return true;
+        if (*tkey && strcmp(op, "Equal") == 0 && strcmp(json_pstr(t, "/value", ""), json_pstr(taint, "/value", "")) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Why the pod cannot run here (kube's scheduler's reason), or NULL when it can: its node
+ * selector, required node affinity and the node's NoSchedule/NoExecute taints, against the
+ * node as cached (so `kubectl label node` and `kubectl taint node` count). */
+static const char *unschedulable(const json *pod) {
+    json *node = turtles_cache_get("", "v1", "nodes", "", NODE_NAME);
+    const json *labels = json_pointer(node, "/metadata/labels");
+    const char *why = NULL;
+    json *selector = json_pointer(pod, "/spec/nodeSelector");
+    for (json *kv = json_first(selector); kv && !why; kv = json_next(kv)) {
+        const char *have = json_string(json_get(labels, json_key(kv)));
+        if (!have || !json_is_string(kv) || strcmp(have, json_string(kv)) != 0)
+            why = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.";
+    }
+    json *terms = json_pointer(pod, "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
+                                    "nodeSelectorTerms");
+    if (!why && terms) {
+        bool any = false;
+        for (json *t = json_first(terms); t && !any; t = json_next(t)) any = term_matches(t, labels);
+        if (!any) why = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.";
+    }
+    for (json *taint = json_first(json_pointer(node, "/spec/taints")); taint && !why; taint = json_next(taint)) {
+        const char *effect = json_pstr(taint, "/effect", "");
+        if ((strcmp(effect, "NoSchedule") == 0 || strcmp(effect, "NoExecute") == 0) && !tolerated(pod, taint))
+            why = "0/1 nodes are available: 1 node(s) had untolerated taint(s).";
+    }
+    json_free(node);
+    return why;
+}
+
+/* The pod cannot be placed: PodScheduled False, as kube's scheduler writes it (once). */
+static turtles_outcome unplaced(const turtles_key *key, const json *pod, const char *why) {
+    for (json *c = json_first(json_pointer(pod, "/status/conditions")); c; c = json_next(c))
+        if (strcmp(json_pstr(c, "/type", ""), "PodScheduled") == 0 &&
+            strcmp(json_pstr(c, "/status", ""), "False") == 0 && strcmp(json_pstr(c, "/message", ""), why) == 0)
+            return turtles_done();
+    char now[32];
+    turtles_now(now);
+    json *cond = condition(pod, "PodScheduled", "False", "Unschedulable", now);
+    json_set_str(cond, "message", why);
+    json *patch = json_build("{\"status\":{\"conditions\":[%J]}}", cond);
+    turtles_outcome err;
+    if (!patch_pod(key, "/status", patch, "unschedulable status of", &err)) return err;
+    turtles_info("pod %s/%s does not fit %s: %s", key->namespace_, key->name, NODE_NAME, why);
+    return turtles_done();
+}
+
 /* The binding to this node through pods/NAME/binding, as a scheduler does. */
 static turtles_outcome bind(const turtles_key *key, const json *pod) {
     turtles_outcome err;
@@ -240,6 +356,26 @@ static turtles_outcome bind(const turtles_key *key, const json *pod) {
     }
     turtles_info("bound pod %s/%s to %s", key->namespace_, key->name, NODE_NAME);
     return turtles_requeue_after(NEXT_STEP_MS);
+}
+
+/* After a node event: the unscheduled pods that fit the node now are bound, as kube's
+ * scheduler retries its unschedulable pods when a node changes. */
+static turtles_outcome place_waiting(void) {
+    json *pods = turtles_cache_list("", "v1", "pods", NULL);
+    turtles_outcome out = turtles_done();
+    for (json *p = json_first(pods); p; p = json_next(p)) {
+        if (*json_pstr(p, "/spec/nodeName", "") || turtles_is_deleting(p) || unschedulable(p)) continue;
+        turtles_key key = {json_pstr(p, "/metadata/namespace", ""), json_pstr(p, "/metadata/name", "")};
+        turtles_outcome o = bind(&key, p);
+        if (o.kind == TURTLES_DONE || o.kind == TURTLES_REQUEUE_AFTER) {
+            free(o.message);
+            continue;
+        }
+        free(out.message);
+        out = o;
+    }
+    json_free(pods);
+    return out;
 }
 
 /* A pod condition; keeps lastTransitionTime when the existing condition has the same status. */
@@ -461,7 +597,8 @@ static bool containers_in(const json *pod, const char *state) {
 turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
     turtles_outcome err;
     if (!ensure_node(&err)) return err;
-    if (!*key->namespace_ || !pod) return turtles_done(); /* a node event, or a pod that is gone */
+    if (!*key->namespace_) return place_waiting(); /* a node event: its labels or taints may have changed */
+    if (!pod) return turtles_done();                 /* a pod that is gone */
 
     const char *node = json_pstr(pod, "/spec/nodeName", "");
     if (turtles_is_deleting(pod)) {
@@ -469,7 +606,10 @@ turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
         return strcmp(node, NODE_NAME) == 0 ? finish(key, pod) : turtles_done();
     }
     if (*node && strcmp(node, NODE_NAME) != 0) return turtles_done(); /* another kubelet's pod */
-    if (!*node) return bind(key, pod);
+    if (!*node) {
+        const char *why = unschedulable(pod);
+        return why ? unplaced(key, pod, why) : bind(key, pod);
+    }
 
     const char *phase = json_pstr(pod, "/status/phase", "");
     if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) return turtles_done();

@@ -503,6 +503,52 @@ int main(int argc, char **argv) {
     CHECK(reconcile("default", "old", NULL) == 0);
     CHECK(find_pod("default", "old") == NULL);
 
+    /* scheduling: a pod whose node selector the node does not match stays unbound, with kube's
+     * scheduler's condition; labelling the node (a node event) binds it */
+    add_pod("sel", "nginx");
+    json_set(json_get(find_pod("default", "sel"), "spec"), "nodeSelector",
+             json_parse("{\"disk\":\"ssd\"}", 14, NULL, 0));
+    CHECK(reconcile("default", "sel", NULL) == 0);
+    json *sel = find_pod("default", "sel");
+    CHECK(!*json_pstr(sel, "/spec/nodeName", ""));
+    CHECK(!strcmp(json_pstr(sel, "/status/conditions/0/reason", ""), "Unschedulable"));
+    CHECK(!strcmp(json_pstr(sel, "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."));
+    writes = api_writes;
+    CHECK(reconcile("default", "sel", NULL) == 0 && api_writes == writes); /* written once */
+    json_set_str(json_set_object(json_get(node, "metadata"), "labels"), "disk", "ssd");
+    CHECK(reconcile("", "turtle-node-1", NULL) == 0);
+    CHECK(!strcmp(json_pstr(find_pod("default", "sel"), "/spec/nodeName", ""), "turtle-node-1"));
+
+    /* required node affinity: a DaemonSet's pod for this node is bound, one for another is not */
+    const char *affinity = "{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{"
+                           "\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+                           "\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}";
+    const char *targets[] = {"turtle-node-1", "other-node"};
+    for (int i = 0; i < 2; i++) {
+        char name[16], text_aff[512];
+        snprintf(name, sizeof name, "ds%d", i);
+        snprintf(text_aff, sizeof text_aff, affinity, targets[i]);
+        add_pod(name, "agent");
+        json_set(json_get(find_pod("default", name), "spec"), "affinity", json_parse_str(text_aff));
+        CHECK(reconcile("default", name, NULL) == (i == 0 ? 1 : 0));
+        CHECK(!strcmp(json_pstr(find_pod("default", name), "/spec/nodeName", ""), i == 0 ? "turtle-node-1" : ""));
+    }
+
+    /* a NoSchedule taint keeps out pods that do not tolerate it */
+    json_set(json_get(node, "spec"), "taints",
+             json_parse_str("[{\"key\":\"dedicated\",\"value\":\"db\",\"effect\":\"NoSchedule\"}]"));
+    add_pod("t1", "nginx");
+    add_pod("t2", "nginx");
+    json_set(json_get(find_pod("default", "t2"), "spec"), "tolerations",
+             json_parse_str("[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"db\"}]"));
+    CHECK(reconcile("default", "t1", NULL) == 0 && !*json_pstr(find_pod("default", "t1"), "/spec/nodeName", ""));
+    CHECK(!strcmp(json_pstr(find_pod("default", "t1"), "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: 1 node(s) had untolerated taint(s)."));
+    CHECK(reconcile("default", "t2", NULL) == 1);
+    CHECK(!strcmp(json_pstr(find_pod("default", "t2"), "/spec/nodeName", ""), "turtle-node-1"));
+    json_remove(json_get(node, "spec"), "taints");
+
     /* many reconciles: steady memory (LeakSanitizer reports anything left at exit) */
     for (int i = 0; i < 2000; i++) reconcile("default", "b", NULL);
 
