@@ -68,6 +68,17 @@ fn rollout_status(s: &Server) -> String {
     s.kubectl_ok(&["rollout", "status", "statefulset/web", "--timeout=90s"])
 }
 
+/// The revision numbers `kubectl rollout history` lists.
+fn history_revisions(s: &Server) -> Vec<u64> {
+    let history = s.kubectl_ok(&["rollout", "history", "statefulset/web"]);
+    let mut lines = history.lines().skip_while(|l| !l.starts_with("REVISION"));
+    assert!(lines.next().is_some(), "{history}");
+    lines
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|n| n.parse().unwrap_or_else(|_| panic!("{history}")))
+        .collect()
+}
+
 fn pods_of_web(s: &Server) -> Vec<Value> {
     s.kubectl_json(&["get", "pods", "-l", "app=nginx"])["items"]
         .as_array()
@@ -253,11 +264,7 @@ fn an_ordered_stateful_set_creates_scales_and_rolls_out_one_pod_at_a_time() {
     );
 
     // History and undo: back to the first template, under its first revision's name.
-    let history = s.kubectl_ok(&["rollout", "history", "statefulset/web"]);
-    assert!(
-        history.contains("REVISION") && history.contains("1 ") && history.contains("2 "),
-        "{history}"
-    );
+    assert_eq!(history_revisions(&s), [1, 2]);
     let out = s.kubectl_ok(&["rollout", "undo", "statefulset/web"]);
     assert!(out.contains("rolled back"), "{out}");
     rollout_status(&s);
@@ -273,8 +280,27 @@ fn an_ordered_stateful_set_creates_scales_and_rolls_out_one_pod_at_a_time() {
         rev["revision"], 3,
         "the rolled-back revision is the newest: {rev}"
     );
-    let history = s.kubectl_ok(&["rollout", "history", "statefulset/web"]);
-    assert!(!history.contains("\n1 "), "{history}");
+    assert_eq!(history_revisions(&s), [2, 3]);
+
+    // A Pod taken out of the set (relabelled, as for debugging) is released; its name is
+    // taken, so the set retries until the user deletes it, then makes web-1 again.
+    s.kubectl_ok(&["label", "pod", "web-1", "app=debug", "--overwrite"]);
+    poll("web-1 released", DEADLINE, || {
+        let pod = s.kubectl_json(&["get", "pod", "web-1"]);
+        (pod["metadata"]["labels"]["app"] == "debug"
+            && pod["metadata"]["ownerReferences"]
+                .as_array()
+                .is_none_or(|refs| refs.iter().all(|r| r["kind"] != "StatefulSet")))
+        .then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            s.kubectl_ok(&["get", "pod", "web-1", "-o", "yaml"])
+        )
+    });
+    s.kubectl_ok(&["delete", "pod", "web-1", "--wait=true"]);
+    wait_all_at(&s, &revision);
 
     // Deleted: the Pods go with it (garbage collector), the claims stay (whenDeleted: Retain).
     s.kubectl_ok(&["delete", "statefulset", "web", "--wait=true"]);

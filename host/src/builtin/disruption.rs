@@ -276,16 +276,42 @@ fn int_or_percent(v: &Value, field: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// `ValidateLabelSelector`: each expression's operator and values, and the selector as a whole.
+/// `ValidateLabelSelector` (strict: label values in selectors must be valid): `matchLabels` as
+/// labels, each expression's key, operator and values, and the selector as a whole.
 pub(crate) fn validate_label_selector(sel: &Value, field: &str, causes: &mut Vec<Cause>) {
+    use super::validation::field as f;
+    let before = causes.len();
+    f::labels(
+        sel.get("matchLabels"),
+        &format!("{field}.matchLabels"),
+        causes,
+    );
     let exprs = sel
         .get("matchExpressions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let mut shape_ok = true;
+    let mut shape_ok = causes.len() == before;
     for (i, e) in exprs.iter().enumerate() {
         let path = format!("{field}.matchExpressions[{i}]");
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        for msg in f::qualified_name(key) {
+            shape_ok = false;
+            causes.push(f::invalid_str(&format!("{path}.key"), key, &msg));
+        }
+        for (j, v) in e
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let v = v.as_str().unwrap_or("");
+            for msg in f::label_value(v) {
+                shape_ok = false;
+                causes.push(f::invalid_str(&format!("{path}.values[{j}]"), v, &msg));
+            }
+        }
         let values = e
             .get("values")
             .and_then(Value::as_array)

@@ -269,12 +269,68 @@ fn status_counts(resource: &str, obj: &Value) -> Vec<Cause> {
 }
 
 /// What kube's strategies change in a write before validating it, beyond defaults: a
-/// PersistentVolumeClaim's data sources (`storage::prepare_pvc_spec`).
+/// PersistentVolumeClaim's data sources (`storage::prepare_pvc_spec`), a DaemonSet's template
+/// generation.
 pub fn prepare(group: &str, resource: &str, obj: &mut Value, old: Option<&Value>) {
-    if (group, resource) == ("", "persistentvolumeclaims") {
-        if let Some(spec) = obj.get_mut("spec") {
-            storage::prepare_pvc_spec(spec, old.and_then(|o| o.get("spec")));
+    match (group, resource) {
+        ("", "persistentvolumeclaims") => {
+            if let Some(spec) = obj.get_mut("spec") {
+                storage::prepare_pvc_spec(spec, old.and_then(|o| o.get("spec")));
+            }
         }
+        ("apps", "daemonsets") => prepare_daemon_set(obj, old),
+        ("apps", "statefulsets") => {
+            // kube 1.34's dropStatefulSetDisabledFields: MaxUnavailableStatefulSet is off, so
+            // `maxUnavailable` is dropped unless the stored set already has it.
+            const MAX_UNAVAILABLE: &str = "/spec/updateStrategy/rollingUpdate/maxUnavailable";
+            if old.and_then(|o| o.pointer(MAX_UNAVAILABLE)).is_none() {
+                if let Some(ru) = obj
+                    .pointer_mut("/spec/updateStrategy/rollingUpdate")
+                    .and_then(Value::as_object_mut)
+                {
+                    ru.remove("maxUnavailable");
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `deprecated.daemonset.template.generation`: apps/v1's form of a DaemonSet's
+/// `spec.templateGeneration`.
+pub const DAEMON_SET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// kube's DaemonSet strategy: the template generation is the server's, 1 at create and one more
+/// at each update that changes the template (what a client writes there is overwritten, as
+/// kube's `PrepareForUpdate` does).
+fn prepare_daemon_set(obj: &mut Value, old: Option<&Value>) {
+    let generation = match old {
+        None => 1,
+        Some(old) => {
+            let before = old
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(DAEMON_SET_TEMPLATE_GENERATION))
+                .and_then(Value::as_str)
+                .and_then(|g| g.parse::<i64>().ok())
+                .unwrap_or(0);
+            let changed = old.pointer("/spec/template") != obj.pointer("/spec/template");
+            before + i64::from(changed)
+        }
+    };
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !annotations.is_object() {
+        *annotations = Value::Object(Default::default());
+    }
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(
+            DAEMON_SET_TEMPLATE_GENERATION.into(),
+            Value::String(generation.to_string()),
+        );
     }
 }
 
@@ -594,6 +650,30 @@ fn secret(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_daemon_set_template_generation_is_the_servers() {
+        let ds = |image: &str, annotation: Option<&str>| {
+            let mut d = serde_json::json!({"metadata": {"name": "d"},
+                "spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}});
+            if let Some(a) = annotation {
+                d["metadata"]["annotations"] =
+                    serde_json::json!({DAEMON_SET_TEMPLATE_GENERATION: a});
+            }
+            d
+        };
+        let generation =
+            |d: &Value| d["metadata"]["annotations"][DAEMON_SET_TEMPLATE_GENERATION].clone();
+        let mut created = ds("a", Some("7"));
+        prepare("apps", "daemonsets", &mut created, None);
+        assert_eq!(generation(&created), "1");
+        let mut same = ds("a", None);
+        prepare("apps", "daemonsets", &mut same, Some(&created));
+        assert_eq!(generation(&same), "1");
+        let mut changed = ds("b", Some("1"));
+        prepare("apps", "daemonsets", &mut changed, Some(&created));
+        assert_eq!(generation(&changed), "2");
+    }
     use serde_json::json;
 
     fn messages(causes: &[Cause]) -> Vec<String> {

@@ -199,7 +199,8 @@ impl Registry {
                         label_selector_path: Some(".spec.selector".into()),
                     }),
                     name_rule: match (b.group, b.resource) {
-                        ("", "namespaces") => NameRule::DnsLabel,
+                        // kube's ValidateStatefulSetName: a Pod's hostname is `NAME-N`.
+                        ("", "namespaces") | ("apps", "statefulsets") => NameRule::DnsLabel,
                         ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
                         // An APIService is named `version.group`, checked by its own validation.
                         ("apiregistration.k8s.io", _) => NameRule::PathSegment,

@@ -573,6 +573,8 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             None
         }
         Some(sel) => {
+            let before = out.len();
+            crate::builtin::disruption::validate_label_selector(sel, "spec.selector", &mut out);
             let text = label_selector_string(sel);
             if text.is_empty() {
                 out.push(field::invalid(
@@ -580,19 +582,11 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                     sel,
                     "empty selector is invalid for statefulset",
                 ));
-                None
+            }
+            if out.len() == before {
+                LabelSelector::parse(&text).ok()
             } else {
-                match LabelSelector::parse(&text) {
-                    Ok(s) => Some(s),
-                    Err(e) => {
-                        out.push(Cause::new(
-                            "FieldValueInvalid",
-                            "spec.selector",
-                            format!("Invalid value: {e}"),
-                        ));
-                        None
-                    }
-                }
+                None
             }
         }
     };
@@ -604,6 +598,11 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
     }
     field::labels(labels, "spec.template.labels", &mut out);
+    template_annotations(
+        template.pointer("/metadata/annotations"),
+        "spec.template.annotations",
+        &mut out,
+    );
     let restart = template
         .pointer("/spec/restartPolicy")
         .and_then(Value::as_str)
@@ -641,7 +640,7 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         };
-        if rest(spec) != rest(old_spec) {
+        if semantic(&Value::Object(rest(spec))) != semantic(&Value::Object(rest(old_spec))) {
             out.push(field::forbidden(
                 "spec",
                 "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
@@ -669,6 +668,55 @@ fn template_labels_mismatch(labels: Option<&Map<String, Value>>) -> Cause {
             "Invalid value: map[string]string{{{shown}}}: `selector` does not match template `labels`"
         ),
     )
+}
+
+/// kube's `ValidateAnnotations` of a template's annotations: qualified-name keys, at most
+/// 256 KiB in all.
+fn template_annotations(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
+    use crate::builtin::validation::field;
+    let Some(map) = map.and_then(Value::as_object) else {
+        return;
+    };
+    let mut total = 0usize;
+    for (k, v) in map {
+        total += k.len() + v.as_str().map_or(0, str::len);
+        for msg in field::qualified_name(&k.to_lowercase()) {
+            out.push(field::invalid_str(path, k, &msg));
+        }
+    }
+    if total > 256 * 1024 {
+        out.push(Cause::new(
+            "FieldValueTooLong",
+            path,
+            "Too long: must have at most 262144 bytes",
+        ));
+    }
+}
+
+/// A spec as kube's `Semantic.DeepEqual` compares typed structs: a field that is null, empty or
+/// zero is the same as one that is absent.
+fn semantic(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), semantic(v)))
+                .filter(|(_, v)| !is_zero(v))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(semantic).collect()),
+        v => v.clone(),
+    }
+}
+
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty(),
+    }
 }
 
 /// kube's `ValidateNonnegativeField` of `obj[key]`, when it is there.
@@ -1065,6 +1113,16 @@ mod tests {
         ] {
             assert!(got.iter().any(|g| g == want), "{want}\nnot in {got:#?}");
         }
+        // The selector is validated strictly: a label value with a comma is no label value.
+        let commas = stateful_set(json!({"selector": {"matchLabels": {"app": "a,b"}}}));
+        assert!(messages(validate("apps", "statefulsets", &commas, None))
+            .iter()
+            .any(|m| m.starts_with("spec.selector.matchLabels: Invalid value: \"a,b\"")));
+        let mut annotated = stateful_set(json!({}));
+        annotated["spec"]["template"]["metadata"]["annotations"] = json!({"bad key!": "x"});
+        assert!(messages(validate("apps", "statefulsets", &annotated, None))
+            .iter()
+            .any(|m| m.starts_with("spec.template.annotations: Invalid value: \"bad key!\"")));
         let mut other = stateful_set(json!({}));
         other["spec"]["template"]["metadata"]["labels"] = json!({"app": "db"});
         assert!(messages(validate("apps", "statefulsets", &other, None))
@@ -1078,6 +1136,16 @@ mod tests {
         let scaled = stateful_set(json!({"replicas": 5, "minReadySeconds": 3,
             "updateStrategy": {"type": "OnDelete"}}));
         assert!(validate("apps", "statefulsets", &scaled, Some(&old)).is_empty());
+        // Empty and absent are the same to kube (Semantic.DeepEqual of the typed spec).
+        let mut same = stateful_set(json!({"serviceName": "", "volumeClaimTemplates": []}));
+        same["spec"]["serviceName"] = json!("web");
+        let old_empty = stateful_set(json!({"volumeClaimTemplates": []}));
+        let mut new_absent = old_empty.clone();
+        new_absent["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("volumeClaimTemplates");
+        assert!(validate("apps", "statefulsets", &new_absent, Some(&old_empty)).is_empty());
         let renamed = stateful_set(json!({"serviceName": "other"}));
         assert_eq!(
             messages(validate("apps", "statefulsets", &renamed, Some(&old))),

@@ -62,6 +62,9 @@ impl Controller for StatefulSetController {
             ))
             .permission(Permission::core(&["events"], &["create", "patch"]))
             .max_concurrent_reconciles(4)
+            // A look at every set now and then, as kube's informers resync: what no event brings
+            // back (a Pod of a set's name that was not its own, gone since) is caught up with.
+            .resync_seconds(300)
     }
 
     fn reconcile(_key: ObjectKey, set: Option<Object>) -> Outcome {
@@ -107,8 +110,9 @@ fn sync(set: &Value) -> Result<Option<i64>, ApiError> {
         .unwrap_or(Value::Null);
     let alive = !meta::is_deleting(set);
 
-    let pods = claim_pods(set, namespace, name, &selector, alive)?;
-    let mut revisions = claim_revisions(set, namespace, &selector, alive)?;
+    let mut recheck = Recheck::new(set);
+    let pods = claim_pods(set, namespace, name, &selector, alive, &mut recheck)?;
+    let mut revisions = claim_revisions(set, namespace, &selector, alive, &mut recheck)?;
     plan::sort_revisions(&mut revisions);
     let stored_collisions = set["status"]["collisionCount"].as_i64().unwrap_or(0);
     let (update, collisions) = update_revision(set, namespace, &revisions, stored_collisions)?;
@@ -147,6 +151,8 @@ fn sync(set: &Value) -> Result<Option<i64>, ApiError> {
 
     // The status, even after an error (kube writes what it knows).
     let generation = set["metadata"]["generation"].as_i64().unwrap_or(0);
+    // The collision count never goes back (the server refuses that), even from a stale cache.
+    let collisions = collisions.max(stored_collisions);
     if planned.status.differs_from(&set["status"], generation) || collisions != stored_collisions {
         let status = planned.status.to_json(generation, collisions);
         let path = format!("{}/status", SETS.object_path(namespace, name));
@@ -185,11 +191,12 @@ fn claim_pods(
     name: &str,
     selector: &Value,
     alive: bool,
+    recheck: &mut Recheck,
 ) -> Result<Vec<Value>, ApiError> {
     let mut out = Vec::new();
     for pod in turtles_controller::cache::list(PODS, Some(namespace)) {
         let pod_name = meta::name(&pod).unwrap_or_default();
-        let member = plan::parent_and_ordinal(pod_name).is_some_and(|(parent, _)| parent == name);
+        let member = plan::is_member(pod_name, name);
         let matches = meta::selector_matches(selector, &pod["metadata"]["labels"]);
         let path = PODS.object_path(namespace, pod_name);
         if controlled_by(&pod, set) {
@@ -205,6 +212,7 @@ fn claim_pods(
             && matches
             && alive
             && !meta::is_deleting(&pod)
+            && recheck.may_adopt(namespace)?
         {
             match adopt(&path, &pod, set) {
                 Ok(adopted) => out.push(adopted),
@@ -222,6 +230,7 @@ fn claim_revisions(
     namespace: &str,
     selector: &Value,
     alive: bool,
+    recheck: &mut Recheck,
 ) -> Result<Vec<Value>, ApiError> {
     let mut out = Vec::new();
     for rev in turtles_controller::cache::list(REVISIONS, Some(namespace)) {
@@ -230,7 +239,11 @@ fn claim_revisions(
         }
         if controlled_by(&rev, set) {
             out.push(rev);
-        } else if controller_of(&rev).is_none() && alive && !meta::is_deleting(&rev) {
+        } else if controller_of(&rev).is_none()
+            && alive
+            && !meta::is_deleting(&rev)
+            && recheck.may_adopt(namespace)?
+        {
             let path = REVISIONS.object_path(namespace, meta::name(&rev).unwrap_or_default());
             match adopt(&path, &rev, set) {
                 Ok(adopted) => out.push(adopted),
@@ -269,11 +282,46 @@ fn release(path: &str, obj: &Value, set: &Value) -> Result<(), ApiError> {
     }
 }
 
+/// Writes an object's owner references, for the version the cache has (uid and
+/// resourceVersion as preconditions): a list someone changed meanwhile is not overwritten, the
+/// write fails with 409 and the object's next event (or the resync) brings it back.
 fn set_owners(path: &str, obj: &Value, refs: Vec<Value>) -> Result<Value, ApiError> {
     api::patch_merge(
         path,
-        &json!({"metadata": {"ownerReferences": refs, "uid": plan::uid(obj)}}),
+        &json!({"metadata": {
+            "ownerReferences": refs,
+            "uid": plan::uid(obj),
+            "resourceVersion": obj["metadata"]["resourceVersion"],
+        }}),
     )
+}
+
+/// kube's `RecheckDeletionTimestamp`: before the first adoption of a sync, the set is read
+/// from the API (not the cache); adoption happens only if it is the same set and not being
+/// deleted (so a set deleted with `--cascade=orphan` never takes its Pods back).
+struct Recheck<'a> {
+    set: &'a Value,
+    verdict: Option<bool>,
+}
+
+impl<'a> Recheck<'a> {
+    fn new(set: &'a Value) -> Self {
+        Recheck { set, verdict: None }
+    }
+
+    fn may_adopt(&mut self, namespace: &str) -> Result<bool, ApiError> {
+        if let Some(v) = self.verdict {
+            return Ok(v);
+        }
+        let name = meta::name(self.set).unwrap_or_default();
+        let verdict = match api::get(&SETS.object_path(namespace, name)) {
+            Ok(live) => plan::uid(&live) == plan::uid(self.set) && !meta::is_deleting(&live),
+            Err(e) if e.is_not_found() => false,
+            Err(e) => return Err(e),
+        };
+        self.verdict = Some(verdict);
+        Ok(verdict)
+    }
 }
 
 /// The update revision (kube's `getStatefulSetRevisions`): the newest revision when it holds
@@ -369,6 +417,11 @@ fn create_claims(
     Ok(())
 }
 
+/// Whether the Pod of this name in the store (not the cache) is controlled by the set.
+fn ours_already(set: &Value, namespace: &str, pod: &str) -> bool {
+    api::get(&PODS.object_path(namespace, pod)).is_ok_and(|p| controlled_by(&p, set))
+}
+
 /// Carries out one action, with kube's events (`SuccessfulCreate`, `FailedDelete`, ...).
 fn carry_out(
     set: &Value,
@@ -412,8 +465,10 @@ fn carry_out(
                     pod_event("create", pod_name, &Ok(()));
                     Ok(())
                 }
-                // Made by an earlier sync the cache has not seen yet.
-                Err(e) if e.is_conflict() => Ok(()),
+                // Made by an earlier sync the cache has not seen yet: fine. Someone else's Pod of
+                // that name (one released from the set, say): an error, retried with backoff
+                // until it is gone, as kube does.
+                Err(e) if e.is_conflict() && ours_already(set, namespace, pod_name) => Ok(()),
                 Err(e) => {
                     let failed = Err(e.clone());
                     pod_event("create", pod_name, &failed);
@@ -423,12 +478,25 @@ fn carry_out(
         }
         Action::CreateClaims { pod, claims } => create_claims(set, namespace, pod, claims),
         Action::SetClaimOwners { claim, owners } => {
-            let path = CLAIMS.object_path(namespace, claim);
-            match api::patch_merge(&path, &json!({"metadata": {"ownerReferences": owners}})) {
+            let Some(cached) = turtles_controller::cache::get(CLAIMS, namespace, claim) else {
+                return Ok(());
+            };
+            let refs = owners.as_array().cloned().unwrap_or_default();
+            match set_owners(&CLAIMS.object_path(namespace, claim), &cached, refs) {
                 Ok(_) => Ok(()),
-                Err(e) if e.is_not_found() => Ok(()),
+                // Gone, or changed since the cache saw it: its event (or the resync) tells.
+                Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),
                 Err(e) => Err(e),
             }
+        }
+        Action::Refused { pod, why } => {
+            let refused = Err(ApiError {
+                code: 409,
+                reason: "Conflict".into(),
+                message: why.clone(),
+            });
+            pod_event("create", pod, &refused);
+            Ok(())
         }
         Action::UpdatePod { pod } => {
             let pod_name = meta::name(pod).unwrap_or_default();

@@ -103,6 +103,13 @@ pub fn parent_and_ordinal(name: &str) -> Option<(&str, i64)> {
     Some((parent, i64::from(ordinal)))
 }
 
+/// Whether a Pod of this name is the set's: `SET-N`, exactly as the set names its Pods (so not
+/// `SET-01`), as kube's `isMemberOf` with `identityMatches`.
+pub fn is_member(name: &str, set_name: &str) -> bool {
+    parent_and_ordinal(name)
+        .is_some_and(|(parent, ordinal)| parent == set_name && name == pod_name(set_name, ordinal))
+}
+
 /// `TEMPLATE-SET-ORDINAL` (kube's `getPersistentVolumeClaimName`).
 pub fn claim_name(template: &str, set_name: &str, ordinal: i64) -> String {
     format!("{template}-{set_name}-{ordinal}")
@@ -275,7 +282,7 @@ pub fn storage_matches(set: &Value, pod: &Value, ordinal: i64) -> bool {
 pub fn identity_matches(set: &Value, pod: &Value) -> bool {
     let name = str_at(pod, "/metadata/name");
     let set_name = str_at(set, "/metadata/name");
-    parent_and_ordinal(name).is_some_and(|(parent, _)| parent == set_name)
+    is_member(name, set_name)
         && str_at(pod, "/metadata/namespace") == str_at(set, "/metadata/namespace")
         && meta::label(pod, POD_NAME_LABEL) == Some(name)
 }
@@ -442,6 +449,8 @@ pub enum Action {
     UpdatePod { pod: Value },
     /// Delete a Pod (failed, finished, condemned or outdated), for its uid.
     DeletePod { name: String, uid: String },
+    /// The Pod cannot be made yet (kube's `FailedCreate`): why.
+    Refused { pod: String, why: String },
 }
 
 /// What [`plan`] needs: the set, its Pods (controlled by it, parent name the set's), the claims
@@ -632,9 +641,28 @@ pub fn plan(input: &Input) -> Plan {
                     (input.update_template, input.update_revision)
                 };
                 let pod = new_pod(set, template, revision, ordinal);
+                // kube's PodClaimIsStale and `pvc NAME is being deleted`: this replica waits
+                // (in Parallel, only this one), and the set is looked at again shortly, since
+                // the claim's own events may reach no set.
                 if claim_stale(set, input.claims, &pod, ordinal) {
-                    blocked = true;
-                    break;
+                    wait(2);
+                    if monotonic {
+                        blocked = true;
+                        break;
+                    }
+                    continue;
+                }
+                if let Some(claim) = deleting_claim(set, input.claims, ordinal) {
+                    actions.push(Action::Refused {
+                        pod: str_at(&pod, "/metadata/name").to_owned(),
+                        why: format!("pvc {claim} is being deleted"),
+                    });
+                    wait(2);
+                    if monotonic {
+                        blocked = true;
+                        break;
+                    }
+                    continue;
                 }
                 let claims = missing_claims(set, input.claims, &pod, ordinal);
                 actions.push(Action::CreatePod { pod, claims });
@@ -768,6 +796,17 @@ fn claim_stale(set: &Value, cached: &BTreeMap<String, Value>, pod: &Value, ordin
                 refs.iter()
                     .any(|r| is_ref_to(r, "v1", "Pod", pod_name) && r["uid"] != uid(pod))
             })
+    })
+}
+
+/// A claim of the Pod of `ordinal` that is being deleted: the Pod waits for it to go.
+fn deleting_claim(set: &Value, cached: &BTreeMap<String, Value>, ordinal: i64) -> Option<String> {
+    claims(set, ordinal).into_iter().find_map(|(_, c)| {
+        let name = str_at(&c, "/metadata/name");
+        cached
+            .get(name)
+            .filter(|claim| meta::is_deleting(claim))
+            .map(|_| name.to_owned())
     })
 }
 
@@ -1032,6 +1071,51 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_being_deleted_or_stale_holds_back_only_its_own_pod() {
+        let mut cached = BTreeMap::new();
+        cached.insert(
+            "data-web-1".to_owned(),
+            json!({"metadata": {"name": "data-web-1", "deletionTimestamp": "2020-01-01T00:00:00Z"}}),
+        );
+        let s = set(json!({}));
+        let template = s["spec"]["template"].clone();
+        let input = |set: &'static Value, pods: &'static [Value]| Input {
+            set,
+            pods,
+            claims: Box::leak(Box::new(cached.clone())),
+            current_revision: "web-a",
+            current_template: Box::leak(Box::new(template.clone())),
+            update_revision: "web-a",
+            update_template: Box::leak(Box::new(template.clone())),
+            now: NOW,
+        };
+        let ordered: &'static Value = Box::leak(Box::new(s.clone()));
+        let pods: &'static [Value] =
+            Box::leak(vec![pod(&s, 0, "web-a", "Running")].into_boxed_slice());
+        let p = plan(&input(ordered, pods));
+        assert!(created(&p).is_empty());
+        assert!(p
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Refused { pod, why }
+            if pod == "web-1" && why == "pvc data-web-1 is being deleted")));
+        assert_eq!(p.requeue_after_secs, Some(2));
+        let parallel: &'static Value = Box::leak(Box::new(set(
+            json!({"spec": {"podManagementPolicy": "Parallel"}}),
+        )));
+        let p = plan(&input(parallel, &[]));
+        assert_eq!(created(&p), ["web-0", "web-2"]);
+    }
+
+    #[test]
+    fn only_pods_named_as_the_set_names_them_are_its() {
+        assert!(is_member("web-1", "web"));
+        assert!(!is_member("web-01", "web"));
+        assert!(!is_member("web-1", "we"));
+        assert!(!is_member("webx-1", "web"));
+    }
+
+    #[test]
     fn failed_pods_are_deleted_to_be_made_again() {
         let s = set(json!({}));
         let p = run(&s, &[pod(&s, 0, "web-a", "Failed")]);
@@ -1218,14 +1302,19 @@ mod tests {
             {"apiVersion": "v1", "kind": "Other", "name": "x", "uid": "u", "controller": true}]}});
         assert_eq!(claim_owners(&s, &p, &foreign, true), None);
         // A reference to an earlier Pod of the name: left to the garbage collector.
-        let mut stale_ref = json!({"metadata": {"name": "data-web-0", "ownerReferences": [
+        let stale_ref = json!({"metadata": {"name": "data-web-0", "ownerReferences": [
             {"apiVersion": "v1", "kind": "Pod", "name": "web-0", "uid": "old", "controller": true}]}});
         assert_eq!(claim_owners(&s, &p, &stale_ref, false), None);
         // ... and holds back a new web-0.
         let mut cached = BTreeMap::new();
-        stale_ref["metadata"]["name"] = json!("data-web-0");
         cached.insert("data-web-0".to_owned(), stale_ref);
         let fresh = new_pod(&s, &s["spec"]["template"], "r", 0);
         assert!(claim_stale(&s, &cached, &fresh, 0));
+        // The claim of the Pod that exists now is not stale.
+        let mut current = fresh.clone();
+        current["metadata"]["uid"] = json!("old");
+        assert!(!claim_stale(&s, &cached, &current, 0));
+        current["metadata"]["uid"] = json!("new");
+        assert!(claim_stale(&s, &cached, &current, 0));
     }
 }
