@@ -445,6 +445,17 @@ impl Server {
         KubectlLines { child, lines: rx }
     }
 
+    /// The revision numbers `kubectl rollout history KIND/NAME` lists, in its order.
+    pub fn rollout_history(&self, what: &str) -> Vec<u64> {
+        let history = self.kubectl_ok(&["rollout", "history", what]);
+        let mut lines = history.lines().skip_while(|l| !l.starts_with("REVISION"));
+        assert!(lines.next().is_some(), "{history}");
+        lines
+            .filter_map(|l| l.split_whitespace().next())
+            .map(|n| n.parse().unwrap_or_else(|_| panic!("{history}")))
+            .collect()
+    }
+
     /// Waits until every controller named is `Running` in `kubectl get controllers`.
     pub fn wait_controllers_running(&self, names: &[&str], deadline: Duration) -> Result<()> {
         poll("the controllers Running", deadline, || {

@@ -68,17 +68,6 @@ fn rollout_status(s: &Server) -> String {
     s.kubectl_ok(&["rollout", "status", "statefulset/web", "--timeout=90s"])
 }
 
-/// The revision numbers `kubectl rollout history` lists.
-fn history_revisions(s: &Server) -> Vec<u64> {
-    let history = s.kubectl_ok(&["rollout", "history", "statefulset/web"]);
-    let mut lines = history.lines().skip_while(|l| !l.starts_with("REVISION"));
-    assert!(lines.next().is_some(), "{history}");
-    lines
-        .filter_map(|l| l.split_whitespace().next())
-        .map(|n| n.parse().unwrap_or_else(|_| panic!("{history}")))
-        .collect()
-}
-
 fn pods_of_web(s: &Server) -> Vec<Value> {
     s.kubectl_json(&["get", "pods", "-l", "app=nginx"])["items"]
         .as_array()
@@ -264,7 +253,7 @@ fn an_ordered_stateful_set_creates_scales_and_rolls_out_one_pod_at_a_time() {
     );
 
     // History and undo: back to the first template, under its first revision's name.
-    assert_eq!(history_revisions(&s), [1, 2]);
+    assert_eq!(s.rollout_history("statefulset/web"), [1, 2]);
     let out = s.kubectl_ok(&["rollout", "undo", "statefulset/web"]);
     assert!(out.contains("rolled back"), "{out}");
     rollout_status(&s);
@@ -280,7 +269,7 @@ fn an_ordered_stateful_set_creates_scales_and_rolls_out_one_pod_at_a_time() {
         rev["revision"], 3,
         "the rolled-back revision is the newest: {rev}"
     );
-    assert_eq!(history_revisions(&s), [2, 3]);
+    assert_eq!(s.rollout_history("statefulset/web"), [2, 3]);
 
     // A Pod taken out of the set (relabelled, as for debugging) is released; its name is
     // taken, so the set retries until the user deletes it, then makes web-1 again.

@@ -68,6 +68,8 @@ fn test(extra: &[String]) -> Result<()> {
         "-p",
         "statefulset",
         "-p",
+        "daemonset",
+        "-p",
         "registry-policy",
     ]))?;
     run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
@@ -386,7 +388,7 @@ fn bench(extra: &[String]) -> Result<()> {
 
 /// The example controllers a newcomer's host loads (the test-only guests stay out): the
 /// workload story (Deployment in Python, ReplicaSet in JavaScript, a fake kubelet in C, the
-/// EndpointSlices of Services in Rust, StatefulSets in Rust), the
+/// EndpointSlices of Services, StatefulSets and DaemonSets in Rust), the
 /// certificate story (Rust) and the labeler.
 const DEMO_CONTROLLERS: &[&str] = &[
     "deployment",
@@ -394,6 +396,7 @@ const DEMO_CONTROLLERS: &[&str] = &[
     "node",
     "endpointslice",
     "statefulset",
+    "daemonset",
     "certificate",
     "issuer",
     "issuer-ready",
@@ -473,6 +476,8 @@ turtles is running with the example controllers. In another terminal:
   kubectl create cronjob tick --image=busybox --schedule="*/1 * * * *"   # a Job every minute
   kubectl apply -f guest-examples/manifests/web.yaml   # kube's StatefulSet example (Rust controller)
   kubectl rollout status statefulset/web   # web-0, web-1, web-2 in order, each with its claim
+  kubectl create -f guest-examples/manifests/agent.yaml   # a DaemonSet: one Pod per node (Rust controller)
+  kubectl rollout status daemonset/agent
 
 Your own controller, hot-swapped on every save:
 

@@ -24,8 +24,9 @@
  *   (the default) run forever.
  * - An ephemeral container added to a Running Pod (`kubectl debug`) is reported running.
  * - A Pod of this node being deleted (the API server deletes bound Pods gracefully: it sets
- *   deletionTimestamp and waits for the kubelet) has its containers "stopped" at once and is
- *   deleted with grace period 0, for its uid, as a kubelet does once its containers exited. The
+ *   deletionTimestamp and waits for the kubelet) has its containers "stopped" (within 1-2 s, at
+ *   most its grace period) and is then deleted with grace period 0, for its uid, as a kubelet
+ *   does once its containers exited. The
  *   finalizer turtles.dev/kubelet, which older versions of this controller put on the Pods they
  *   bound, is removed first.
  */
@@ -42,6 +43,8 @@
 #define KUBELET_VERSION "v1.33.0-turtles"
 #define RUN_SECONDS_ANNOTATION "turtles.dev/run-seconds"
 #define EXIT_CODE_ANNOTATION "turtles.dev/exit-code"
+/* How long containers take to stop when their pod is deleted (at most its grace period). */
+#define STOP_SECONDS 2
 /* After each write the pod's own watch event reconciles it again; the requeue is a fallback. */
 #define NEXT_STEP_MS 100
 
@@ -184,9 +187,23 @@ static turtles_outcome release(const turtles_key *key, const json *pod) {
     return turtles_done();
 }
 
-/* The last step of a graceful deletion, once the containers stopped (here: at once): the pod
- * is deleted with grace period 0, for its uid (a new pod of the same name is left alone). */
+static double parse_time(const char *s);
+
+/* The last step of a graceful deletion, once the containers stopped: the pod is deleted with
+ * grace period 0, for its uid (a new pod of the same name is left alone). Containers take
+ * STOP_SECONDS to stop (at most the grace period), counted from when the API server marked the
+ * pod (deletionTimestamp minus the grace period, to the second): as on a real node, clients
+ * watching the deletion (kubectl delete --wait) see the pod terminating before it goes. */
 static turtles_outcome finish(const turtles_key *key, const json *pod) {
+    int64_t grace = json_pint(pod, "/metadata/deletionGracePeriodSeconds", 0);
+    double deadline = parse_time(json_pstr(pod, "/metadata/deletionTimestamp", NULL));
+    if (grace > 0 && deadline >= 0) {
+        double stopped = deadline - (double)grace + (double)(grace < STOP_SECONDS ? grace : STOP_SECONDS);
+        struct timespec ts;
+        timespec_get(&ts, TIME_UTC);
+        double now_s = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+        if (now_s < stopped) return turtles_requeue_after((uint32_t)((stopped - now_s) * 1000) + 1);
+    }
     if (turtles_has_finalizer(pod, FINALIZER)) {
         turtles_outcome released = release(key, pod);
         if (released.kind != TURTLES_DONE) return released;

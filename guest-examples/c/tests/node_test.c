@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "controller.h"
 #include "json.h"
@@ -393,10 +394,30 @@ int main(int argc, char **argv) {
     CHECK(reconcile("default", "a", NULL) == 0); /* gone: nothing to do */
 
 
+    /* a graceful deletion just marked: the containers take up to 2 s to stop, then it goes */
+    {
+        time_t t = time(NULL) + 30;
+        char stamp[32];
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+        json *bm = json_get(find_pod("default", "b"), "metadata");
+        json_set_str(bm, "deletionTimestamp", stamp);
+        json_set(bm, "deletionGracePeriodSeconds", json_parse_str("30"));
+        ms = 0;
+        CHECK(reconcile("default", "b", &ms) == 1 && ms > 0 && ms <= 2001);
+        CHECK(find_pod("default", "b") != NULL);
+        t -= 3; /* marked three seconds ago */
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+        json_set_str(bm, "deletionTimestamp", stamp);
+        CHECK(reconcile("default", "b", NULL) == 0);
+        CHECK(find_pod("default", "b") == NULL);
+    }
+
     /* a new pod reuses the free IP */
     add_pod("d", "nginx");
     CHECK(settle("default", "d") == 3);
     CHECK(!strcmp(json_pstr(find_pod("default", "d"), "/status/podIP", ""), "10.244.0.2"));
+    add_pod("b", "redis"); /* b again, for what follows */
+    CHECK(settle("default", "b") == 3);
 
     /* the node deleted: a node event (cluster-scoped key) recreates it */
     json_free(node);

@@ -19,6 +19,7 @@ pub mod plan;
 
 use std::collections::BTreeMap;
 
+use turtles_controller::workload;
 use turtles_controller::{
     api, events, export, json, meta, ApiError, Controller, Gvr, Object, ObjectKey, Outcome,
     Permission, Registration, Value, Watch,
@@ -110,7 +111,7 @@ fn sync(set: &Value) -> Result<Option<i64>, ApiError> {
         .unwrap_or(Value::Null);
     let alive = !meta::is_deleting(set);
 
-    let mut recheck = Recheck::new(set);
+    let mut recheck = workload::AdoptionCheck::new(set, SETS.object_path(namespace, name));
     let pods = claim_pods(set, namespace, name, &selector, alive, &mut recheck)?;
     let mut revisions = claim_revisions(set, namespace, &selector, alive, &mut recheck)?;
     plan::sort_revisions(&mut revisions);
@@ -191,7 +192,7 @@ fn claim_pods(
     name: &str,
     selector: &Value,
     alive: bool,
-    recheck: &mut Recheck,
+    recheck: &mut workload::AdoptionCheck,
 ) -> Result<Vec<Value>, ApiError> {
     let mut out = Vec::new();
     for pod in turtles_controller::cache::list(PODS, Some(namespace)) {
@@ -212,7 +213,7 @@ fn claim_pods(
             && matches
             && alive
             && !meta::is_deleting(&pod)
-            && recheck.may_adopt(namespace)?
+            && recheck.may_adopt()?
         {
             match adopt(&path, &pod, set) {
                 Ok(adopted) => out.push(adopted),
@@ -230,7 +231,7 @@ fn claim_revisions(
     namespace: &str,
     selector: &Value,
     alive: bool,
-    recheck: &mut Recheck,
+    recheck: &mut workload::AdoptionCheck,
 ) -> Result<Vec<Value>, ApiError> {
     let mut out = Vec::new();
     for rev in turtles_controller::cache::list(REVISIONS, Some(namespace)) {
@@ -242,7 +243,7 @@ fn claim_revisions(
         } else if controller_of(&rev).is_none()
             && alive
             && !meta::is_deleting(&rev)
-            && recheck.may_adopt(namespace)?
+            && recheck.may_adopt()?
         {
             let path = REVISIONS.object_path(namespace, meta::name(&rev).unwrap_or_default());
             match adopt(&path, &rev, set) {
@@ -263,7 +264,7 @@ fn adopt(path: &str, obj: &Value, set: &Value) -> Result<Value, ApiError> {
         .cloned()
         .unwrap_or_default();
     refs.push(plan::controller_ref(set));
-    set_owners(path, obj, refs)
+    workload::set_owner_references(path, obj, refs)
 }
 
 /// Removes the set's reference (kube's release patch).
@@ -275,52 +276,10 @@ fn release(path: &str, obj: &Value, set: &Value) -> Result<(), ApiError> {
         .filter(|r| r["uid"] != plan::uid(set))
         .cloned()
         .collect();
-    match set_owners(path, obj, refs) {
+    match workload::set_owner_references(path, obj, refs) {
         Ok(_) => Ok(()),
         Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),
         Err(e) => Err(e),
-    }
-}
-
-/// Writes an object's owner references, for the version the cache has (uid and
-/// resourceVersion as preconditions): a list someone changed meanwhile is not overwritten, the
-/// write fails with 409 and the object's next event (or the resync) brings it back.
-fn set_owners(path: &str, obj: &Value, refs: Vec<Value>) -> Result<Value, ApiError> {
-    api::patch_merge(
-        path,
-        &json!({"metadata": {
-            "ownerReferences": refs,
-            "uid": plan::uid(obj),
-            "resourceVersion": obj["metadata"]["resourceVersion"],
-        }}),
-    )
-}
-
-/// kube's `RecheckDeletionTimestamp`: before the first adoption of a sync, the set is read
-/// from the API (not the cache); adoption happens only if it is the same set and not being
-/// deleted (so a set deleted with `--cascade=orphan` never takes its Pods back).
-struct Recheck<'a> {
-    set: &'a Value,
-    verdict: Option<bool>,
-}
-
-impl<'a> Recheck<'a> {
-    fn new(set: &'a Value) -> Self {
-        Recheck { set, verdict: None }
-    }
-
-    fn may_adopt(&mut self, namespace: &str) -> Result<bool, ApiError> {
-        if let Some(v) = self.verdict {
-            return Ok(v);
-        }
-        let name = meta::name(self.set).unwrap_or_default();
-        let verdict = match api::get(&SETS.object_path(namespace, name)) {
-            Ok(live) => plan::uid(&live) == plan::uid(self.set) && !meta::is_deleting(&live),
-            Err(e) if e.is_not_found() => false,
-            Err(e) => return Err(e),
-        };
-        self.verdict = Some(verdict);
-        Ok(verdict)
     }
 }
 
@@ -482,7 +441,11 @@ fn carry_out(
                 return Ok(());
             };
             let refs = owners.as_array().cloned().unwrap_or_default();
-            match set_owners(&CLAIMS.object_path(namespace, claim), &cached, refs) {
+            match workload::set_owner_references(
+                &CLAIMS.object_path(namespace, claim),
+                &cached,
+                refs,
+            ) {
                 Ok(_) => Ok(()),
                 // Gone, or changed since the cache saw it: its event (or the resync) tells.
                 Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),

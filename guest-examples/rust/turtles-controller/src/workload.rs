@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use crate::meta;
+use crate::{api, meta, ApiError};
 
 /// `controller.kubernetes.io/hash`: a StatefulSet revision's hash.
 pub const HASH_LABEL: &str = "controller.kubernetes.io/hash";
@@ -225,6 +225,61 @@ pub fn history_to_delete(
     let history: Vec<&Value> = revisions.iter().filter(|r| !live(r)).collect();
     let excess = history.len().saturating_sub(limit as usize);
     history.into_iter().take(excess).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Owner references
+
+/// Writes an object's `ownerReferences` for the version the caller read (its uid and
+/// resourceVersion as preconditions, in a merge patch): a list someone changed meanwhile is not
+/// overwritten, the write fails with 409 instead (kube's adoption and release patches carry the
+/// uid the same way).
+pub fn set_owner_references(path: &str, obj: &Value, refs: Vec<Value>) -> Result<Value, ApiError> {
+    api::patch_merge(
+        path,
+        &json!({"metadata": {
+            "ownerReferences": refs,
+            "uid": str_at(obj, "/metadata/uid"),
+            "resourceVersion": obj["metadata"]["resourceVersion"],
+        }}),
+    )
+}
+
+/// kube's `RecheckDeletionTimestamp`: before the first adoption of a sync, the owner is read
+/// from the API (not the cache); orphans are adopted only if it is the same object and not being
+/// deleted (an owner deleted with `--cascade=orphan` never takes its dependents back).
+pub struct AdoptionCheck<'a> {
+    owner: &'a Value,
+    path: String,
+    verdict: Option<bool>,
+}
+
+impl<'a> AdoptionCheck<'a> {
+    /// For `owner`, whose API path is `path`.
+    pub fn new(owner: &'a Value, path: String) -> Self {
+        AdoptionCheck {
+            owner,
+            path,
+            verdict: None,
+        }
+    }
+
+    /// Whether orphans may be adopted (one read of the owner per check).
+    pub fn may_adopt(&mut self) -> Result<bool, ApiError> {
+        if let Some(v) = self.verdict {
+            return Ok(v);
+        }
+        let verdict = match api::get(&self.path) {
+            Ok(live) => {
+                str_at(&live, "/metadata/uid") == str_at(self.owner, "/metadata/uid")
+                    && !meta::is_deleting(&live)
+            }
+            Err(e) if e.is_not_found() => false,
+            Err(e) => return Err(e),
+        };
+        self.verdict = Some(verdict);
+        Ok(verdict)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
