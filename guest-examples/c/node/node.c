@@ -6,7 +6,8 @@
  *   node event reconciles the cluster-scoped key "", NAME). Registering it records the Event
  *   `RegisteredNode`; binding a pod records `Scheduled`, as kube's scheduler does.
  * - Binds every Pod without spec.nodeName that fits the node (its nodeSelector, its required node
- *   affinity and the node's NoSchedule/NoExecute taints, against the node's labels as cached)
+ *   affinity, the node's NoSchedule/NoExecute taints and its cordon (spec.unschedulable),
+ *   against the node as cached)
  *   to it, as a scheduler does: POST pods/NAME/binding
  *   (which sets the otherwise immutable spec.nodeName and PodScheduled); then "starts" it in two
  *   status writes, one per reconcile, so that a watch sees each step:
@@ -288,7 +289,8 @@ static bool tolerated(const json *pod, const json *taint) {
         const char *teffect = json_pstr(t, "/effect", "");
         if (*teffect && strcmp(teffect, effect) != 0) continue;
         const char *tkey = json_pstr(t, "/key", "");
-        const char *op = json_pstr(t, "/operator", "Equal");
+        const char *op = json_pstr(t, "/operator", "");
+        if (!*op) op = "Equal";
         if (*tkey && strcmp(tkey, key) != 0) continue;
         if (strcmp(op, "Exists") == 0) return true;
         if (*tkey && strcmp(op, "Equal") == 0 && strcmp(json_pstr(t, "/value", ""), json_pstr(taint, "/value", "")) == 0)
@@ -316,6 +318,12 @@ static const char *unschedulable(const json *pod) {
         bool any = false;
         for (json *t = json_first(terms); t && !any; t = json_next(t)) any = term_matches(t, labels);
         if (!any) why = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.";
+    }
+    /* A cordoned node (kube's NodeUnschedulable filter): only Pods tolerating its taint. */
+    if (!why && json_pbool(node, "/spec/unschedulable", false)) {
+        json *cordon = json_parse_str("{\"key\":\"node.kubernetes.io/unschedulable\",\"effect\":\"NoSchedule\"}");
+        if (!tolerated(pod, cordon)) why = "0/1 nodes are available: 1 node(s) were unschedulable.";
+        json_free(cordon);
     }
     for (json *taint = json_first(json_pointer(node, "/spec/taints")); taint && !why; taint = json_next(taint)) {
         const char *effect = json_pstr(taint, "/effect", "");

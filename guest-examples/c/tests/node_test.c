@@ -570,6 +570,21 @@ int main(int argc, char **argv) {
     CHECK(!strcmp(json_pstr(find_pod("default", "t2"), "/spec/nodeName", ""), "turtle-node-1"));
     json_remove(json_get(node, "spec"), "taints");
 
+    /* a cordoned node takes only pods that tolerate node.kubernetes.io/unschedulable */
+    json_set(json_get(node, "spec"), "unschedulable", json_parse_str("true"));
+    add_pod("c1", "nginx");
+    add_pod("c2", "agent");
+    json_set(json_get(find_pod("default", "c2"), "spec"), "tolerations",
+             json_parse_str("[{\"key\":\"node.kubernetes.io/unschedulable\",\"operator\":\"\","
+                            "\"effect\":\"NoSchedule\"}]"));
+    CHECK(reconcile("default", "c1", NULL) == 0 && !*json_pstr(find_pod("default", "c1"), "/spec/nodeName", ""));
+    CHECK(!strcmp(json_pstr(find_pod("default", "c1"), "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: 1 node(s) were unschedulable."));
+    CHECK(reconcile("default", "c2", NULL) == 1); /* operator "" is Equal; no value matches none */
+    json_remove(json_get(node, "spec"), "unschedulable");
+    CHECK(reconcile("", "turtle-node-1", NULL) == 0); /* uncordoned: c1 is bound now */
+    CHECK(!strcmp(json_pstr(find_pod("default", "c1"), "/spec/nodeName", ""), "turtle-node-1"));
+
     /* many reconciles: steady memory (LeakSanitizer reports anything left at exit) */
     for (int i = 0; i < 2000; i++) reconcile("default", "b", NULL);
 

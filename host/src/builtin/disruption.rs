@@ -171,7 +171,7 @@ pub fn scaled_value(v: &Value, total: i64, round_up: bool) -> Option<i64> {
 
 /// kube's `ValidatePodDisruptionBudget` (spec) and `ValidatePodDisruptionBudgetStatusUpdate`
 /// (status counts), with its field paths and messages.
-pub fn validate(obj: &Value) -> Vec<Cause> {
+pub fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     let min = spec.get("minAvailable").filter(|v| !v.is_null());
@@ -190,7 +190,12 @@ pub fn validate(obj: &Value) -> Vec<Cause> {
         }
     }
     if let Some(sel) = spec.get("selector").filter(|s| !s.is_null()) {
-        validate_label_selector(sel, "spec.selector", &mut causes);
+        // kube's AllowInvalidLabelValueInSelector: a budget stored with an invalid value in an
+        // expression (before kube checked them) may still be updated.
+        let lenient = old
+            .and_then(|o| o.pointer("/spec/selector"))
+            .is_some_and(has_invalid_expression_value);
+        validate_label_selector(sel, "spec.selector", lenient, &mut causes);
     }
     if let Some(p) = spec
         .get("unhealthyPodEvictionPolicy")
@@ -276,9 +281,30 @@ fn int_or_percent(v: &Value, field: &str, causes: &mut Vec<Cause>) {
     }
 }
 
-/// `ValidateLabelSelector` (strict: label values in selectors must be valid): `matchLabels` as
-/// labels, each expression's key, operator and values, and the selector as a whole.
-pub(crate) fn validate_label_selector(sel: &Value, field: &str, causes: &mut Vec<Cause>) {
+/// Whether a selector has an expression value that is no label value.
+fn has_invalid_expression_value(sel: &Value) -> bool {
+    sel.get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|e| {
+            e.get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .any(|v| !super::validation::field::label_value(v.as_str().unwrap_or("")).is_empty())
+}
+
+/// `ValidateLabelSelector`: `matchLabels` as labels, each expression's key, operator and values
+/// (the values as label values unless `allow_invalid_values`, kube's
+/// `AllowInvalidLabelValueInSelector`), and the selector as a whole.
+pub(crate) fn validate_label_selector(
+    sel: &Value,
+    field: &str,
+    allow_invalid_values: bool,
+    causes: &mut Vec<Cause>,
+) {
     use super::validation::field as f;
     let before = causes.len();
     f::labels(
@@ -305,6 +331,7 @@ pub(crate) fn validate_label_selector(sel: &Value, field: &str, causes: &mut Vec
             .into_iter()
             .flatten()
             .enumerate()
+            .filter(|_| !allow_invalid_values)
         {
             let v = v.as_str().unwrap_or("");
             for msg in f::label_value(v) {
@@ -680,7 +707,25 @@ mod tests {
     use super::*;
 
     fn messages(obj: Value) -> Vec<String> {
-        validate(&obj).iter().map(ToString::to_string).collect()
+        validate(&obj, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_budget_stored_with_an_invalid_selector_value_may_still_be_updated() {
+        let pdb = json!({"spec": {"minAvailable": 1, "selector": {"matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["a,b"]}]}}});
+        let created = validate(&pdb, None);
+        assert_eq!(
+            created.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["spec.selector.matchExpressions[0].values[0]: Invalid value: \"a,b\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"]
+        );
+        assert!(validate(&pdb, Some(&pdb)).is_empty());
+        // matchLabels are labels: checked either way.
+        let labels = json!({"spec": {"selector": {"matchLabels": {"app": "a,b"}}}});
+        assert!(!validate(&labels, Some(&pdb)).is_empty());
     }
 
     #[test]

@@ -369,7 +369,9 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
         ("", "secrets") => secret(obj, old),
         ("", "namespaces") => namespace_finalizers(obj, old),
         (crate::priority::GROUP, crate::priority::RESOURCE) => crate::priority::validate(obj, old),
-        (super::disruption::GROUP, super::disruption::RESOURCE) => super::disruption::validate(obj),
+        (super::disruption::GROUP, super::disruption::RESOURCE) => {
+            super::disruption::validate(obj, old)
+        }
         ("networking.k8s.io", _) => networking::validate(resource, obj, old),
         ("storage.k8s.io", _) | ("", "persistentvolumeclaims" | "persistentvolumes") => {
             storage::validate(group, resource, obj, old)

@@ -574,7 +574,12 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
         Some(sel) => {
             let before = out.len();
-            crate::builtin::disruption::validate_label_selector(sel, "spec.selector", &mut out);
+            crate::builtin::disruption::validate_label_selector(
+                sel,
+                "spec.selector",
+                false,
+                &mut out,
+            );
             let text = label_selector_string(sel);
             if text.is_empty() {
                 out.push(field::invalid(

@@ -31,6 +31,47 @@ const REVISIONS: Gvr<'static> = Gvr::new("apps", "v1", "controllerrevisions");
 /// How many times a revision name is re-hashed after colliding with another revision's.
 const MAX_COLLISIONS: i64 = 16;
 
+/// kube's expectations: the Pods this controller created or deleted, per set uid, that the
+/// informer cache has not shown yet (a create by name once the cache has the Pod, a delete once
+/// the cache no longer has it or shows it terminating), with when they were written. Until the
+/// cache has caught up, a sync writes nothing (the cache would make it create a second Pod
+/// for a node); entries older than EXPECTATION_TTL_SECS are given up, as kube's do after 5 min.
+/// Per set uid: Pod name -> (a create, when written).
+type Expected = BTreeMap<String, BTreeMap<String, (bool, i64)>>;
+static EXPECTED: Mutex<Expected> = Mutex::new(BTreeMap::new());
+const EXPECTATION_TTL_SECS: i64 = 30;
+
+fn expect(ds: &Value, pod: &str, created: bool) {
+    let mut all = EXPECTED.lock().unwrap_or_else(|e| e.into_inner());
+    all.entry(uid(ds).to_owned())
+        .or_default()
+        .insert(pod.to_owned(), (created, workload::unix_now()));
+}
+
+/// Whether the cache shows everything this controller wrote for the set (forgetting what it
+/// shows); `false`: wait.
+fn expectations_met(ds: &Value, namespace: &str) -> bool {
+    let mut all = EXPECTED.lock().unwrap_or_else(|e| e.into_inner());
+    let now = workload::unix_now();
+    // Sets whose writes are all old (gone, or long caught up with) are forgotten.
+    all.retain(|_, pods| pods.values().any(|(_, at)| now - at < EXPECTATION_TTL_SECS));
+    let Some(pods) = all.get_mut(uid(ds)) else {
+        return true;
+    };
+    pods.retain(|name, (created, at)| {
+        if now - *at >= EXPECTATION_TTL_SECS {
+            return false;
+        }
+        let cached = turtles_controller::cache::get(PODS, namespace, name);
+        if *created {
+            cached.is_none()
+        } else {
+            cached.is_some_and(|p| !meta::is_deleting(&p))
+        }
+    });
+    pods.is_empty()
+}
+
 /// The failed-Pod back-off per `UID/GENERATION/NODE` (kube's `failedPodsBackoff`: 1 s doubling
 /// to 15 min): the time the next delete is allowed, and the current delay.
 static BACKOFF: Mutex<BTreeMap<String, (i64, i64)>> = Mutex::new(BTreeMap::new());
@@ -60,16 +101,22 @@ impl Controller for DaemonSetController {
                 &["create", "get", "update", "patch", "delete"],
             ))
             .permission(Permission::core(&["events"], &["create", "patch"]))
-            .max_concurrent_reconciles(2)
+            // One at a time: a node's key and a set's key may sync the same set, and two syncs
+            // at once would each give a node its Pod.
+            .max_concurrent_reconciles(1)
             .resync_seconds(300)
     }
 
     fn reconcile(key: ObjectKey, ds: Option<Object>) -> Outcome {
         let result = if key.namespace.is_empty() {
-            // A node changed: every set may place its Pods differently.
+            // A node changed: the sets whose Pods it no longer has right are synced (checked
+            // for this node alone, cheaply; the others are left to their own events).
+            let node = turtles_controller::cache::get(NODES, "", &key.name);
             let mut all = Ok(None);
             for ds in turtles_controller::cache::list(SETS, None) {
-                all = merge(all, sync(&ds));
+                if node.as_ref().is_none_or(|n| misplaced(&ds, n)) {
+                    all = merge(all, sync(&ds));
+                }
             }
             all
         } else {
@@ -87,6 +134,17 @@ impl Controller for DaemonSetController {
 }
 
 export!(DaemonSetController);
+
+/// Whether `node` runs the set's Pod when it should not, or lacks it when it should.
+fn misplaced(ds: &Value, node: &Value) -> bool {
+    let (run, keep) = plan::should_run(ds, node);
+    let node_name = meta::name(node).unwrap_or_default();
+    let namespace = meta::namespace(ds).unwrap_or_default();
+    let has = turtles_controller::cache::list(PODS, Some(namespace))
+        .iter()
+        .any(|p| controlled_by(p, ds) && plan::target_node(p) == Some(node_name));
+    (run && !has) || (!keep && has)
+}
 
 /// The more urgent of two sync results: an error, else the sooner requeue.
 fn merge(
@@ -165,12 +223,24 @@ fn sync(ds: &Value) -> Result<Option<i64>, ApiError> {
         .unwrap_or_else(|| workload::revision_name_hash(&current))
         .to_owned();
 
+    if !expectations_met(ds, namespace) {
+        // The Pods' own events bring the next sync; this is the fallback.
+        return Ok(Some(1));
+    }
+    let now = workload::unix_now();
+    let in_backoff = |key: &str| {
+        let backoff = BACKOFF.lock().unwrap_or_else(|e| e.into_inner());
+        backoff
+            .get(key)
+            .and_then(|(until, _)| (*until > now).then_some(*until - now))
+    };
     let planned = plan::plan(&plan::Input {
         ds,
         nodes: &nodes,
         pods: &pods,
         hash: &hash,
-        now: workload::unix_now(),
+        now,
+        in_backoff: &in_backoff,
     });
     let mut result: Result<Option<i64>, ApiError> = Ok(planned.requeue_after_secs);
     for action in &planned.actions {
@@ -340,6 +410,7 @@ fn carry_out(ds: &Value, namespace: &str, action: &Action) -> Result<Option<i64>
         Action::Create { pod, .. } => match api::create(&PODS.path(namespace), pod) {
             Ok(created) => {
                 let name = meta::name(&created).unwrap_or_default();
+                expect(ds, name, true);
                 event(
                     ds,
                     false,
@@ -380,9 +451,6 @@ fn carry_out(ds: &Value, namespace: &str, action: &Action) -> Result<Option<i64>
                 // Entries idle for twice the longest delay are forgotten.
                 backoff.retain(|_, (until, _)| *until + 2 * BACKOFF_MAX_SECS > now);
                 let entry = backoff.entry(backoff_key.clone()).or_insert((0, 0));
-                if entry.0 > now {
-                    return Ok(Some(entry.0 - now));
-                }
                 let delay = if entry.1 == 0 {
                     1
                 } else {
@@ -413,6 +481,7 @@ fn delete(ds: &Value, namespace: &str, pod: &str, uid: &str) -> Result<(), ApiEr
         Some(&options),
     ) {
         Ok(_) => {
+            expect(ds, pod, false);
             event(
                 ds,
                 false,

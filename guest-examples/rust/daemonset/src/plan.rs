@@ -366,6 +366,8 @@ pub struct Input<'a> {
     /// The current revision's hash.
     pub hash: &'a str,
     pub now: i64,
+    /// Whether a node's failed-Pod back-off (by its key) still runs, and for how many seconds.
+    pub in_backoff: &'a dyn Fn(&str) -> Option<i64>,
 }
 
 /// The status counts (kube's `updateDaemonSetStatus`).
@@ -468,7 +470,18 @@ pub fn plan(input: &Input) -> Plan {
             status.misscheduled += 1;
         }
     }
-    let requeue = (min_ready > 0 && status.ready != status.available).then_some(min_ready);
+    // Look again when a Ready Pod becomes available (any Pod, not only each node's first: a
+    // surge's new Pod is its node's second).
+    let mut requeue: Option<i64> = None;
+    if min_ready > 0 {
+        for pod in pods_by_node.values().flatten() {
+            if let Err(left) = available(pod, min_ready, now) {
+                if left > 0 && pod_ready(pod) {
+                    requeue = Some(requeue.map_or(left, |r: i64| r.min(left)));
+                }
+            }
+        }
+    }
     if meta::is_deleting(ds) {
         return Plan {
             actions,
@@ -479,6 +492,7 @@ pub fn plan(input: &Input) -> Plan {
 
     // manage: what each node should have.
     let surge = allows_surge(ds);
+    let mut backoff_wait: Option<i64> = None;
     let mut creates: Vec<String> = Vec::new();
     let mut deletes: Vec<&Value> = Vec::new();
     let empty = Vec::new();
@@ -497,16 +511,26 @@ pub fn plan(input: &Input) -> Plan {
         let mut running: Vec<&Value> = Vec::new();
         for pod in pods.iter().filter(|p| !meta::is_deleting(p)) {
             match phase(pod) {
-                "Failed" => actions.push(Action::DeleteFailed {
-                    pod: name(pod).to_owned(),
-                    uid: meta_uid(pod),
-                    node: node_name.to_owned(),
-                    backoff_key: format!(
+                "Failed" => {
+                    let backoff_key = format!(
                         "{}/{}/{node_name}",
                         str_at(ds, "/metadata/uid"),
                         ds["status"]["observedGeneration"].as_i64().unwrap_or(0)
-                    ),
-                }),
+                    );
+                    // kube: a node backing off keeps its failed Pod for now, and is looked at
+                    // again when the back-off ends; that is no work done this sync.
+                    match (input.in_backoff)(&backoff_key) {
+                        Some(left) => {
+                            backoff_wait = Some(backoff_wait.map_or(left, |w: i64| w.min(left)))
+                        }
+                        None => actions.push(Action::DeleteFailed {
+                            pod: name(pod).to_owned(),
+                            uid: meta_uid(pod),
+                            node: node_name.to_owned(),
+                            backoff_key,
+                        }),
+                    }
+                }
                 "Succeeded" => actions.push(Action::DeleteSucceeded {
                     pod: name(pod).to_owned(),
                     uid: meta_uid(pod),
@@ -559,6 +583,10 @@ pub fn plan(input: &Input) -> Plan {
         let (creates, deletes) = rolling_update(input, &pods_by_node, surge);
         push_syncs(ds, input.hash, creates, deletes, &mut actions);
     }
+    let requeue = match (requeue, backoff_wait) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     Plan {
         actions,
         status,
@@ -814,6 +842,7 @@ mod tests {
             pods,
             hash,
             now: NOW,
+            in_backoff: &|_| None,
         })
     }
 
@@ -1047,6 +1076,59 @@ mod tests {
         // Ready: manage deletes the old one on n1.
         both[2] = pod(&d, "n1", "h2", true);
         assert_eq!(deleted(&run(&d, &ns, &both, "h2")), ["agent-n1-h1"]);
+    }
+
+    #[test]
+    fn a_node_backing_off_keeps_its_failed_pod_and_the_rollout_goes_on() {
+        let before = ds(json!({}));
+        let d = changed(&before);
+        let ns = nodes(2);
+        let mut failed = pod(&before, "n1", "h1", false);
+        failed["status"]["phase"] = json!("Failed");
+        let pods = [failed, pod(&before, "n2", "h1", true)];
+        let p = plan(&Input {
+            ds: &d,
+            nodes: &ns,
+            pods: &pods,
+            hash: "h2",
+            now: NOW,
+            in_backoff: &|key| (key == "ds-uid/0/n1").then_some(7),
+        });
+        assert!(!p
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::DeleteFailed { .. })));
+        assert_eq!(p.requeue_after_secs, Some(7));
+        // The rolling update is not held up: it replaces the failed (unavailable) old Pod, as
+        // kube's does.
+        assert_eq!(deleted(&p), ["agent-n1-h1"]);
+    }
+
+    #[test]
+    fn a_surge_pod_waiting_out_min_ready_seconds_brings_the_set_back() {
+        let before = ds(
+            json!({"spec": {"minReadySeconds": 30, "updateStrategy": {"rollingUpdate":
+            {"maxUnavailable": 0, "maxSurge": 1}}}}),
+        );
+        let d = changed(&before);
+        let ns = nodes(1);
+        let mut new = pod(&d, "n1", "h2", true);
+        new["metadata"]["creationTimestamp"] = json!("2031-01-01T00:00:00Z");
+        let t = turtles_controller::workload::parse_rfc3339("2030-01-01T00:00:00Z").unwrap();
+        new["status"]["conditions"][0]["lastTransitionTime"] = json!("2030-01-01T00:00:20Z");
+        let mut old = pod(&before, "n1", "h1", true);
+        old["status"]["conditions"][0]["lastTransitionTime"] = json!("2029-01-01T00:00:00Z");
+        let pods = [old, new];
+        let p = plan(&Input {
+            ds: &d,
+            nodes: &ns,
+            pods: &pods,
+            hash: "h2",
+            now: t + 25,
+            in_backoff: &|_| None,
+        });
+        assert!(deleted(&p).is_empty());
+        assert_eq!(p.requeue_after_secs, Some(26));
     }
 
     #[test]
