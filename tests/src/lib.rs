@@ -445,6 +445,27 @@ impl Server {
         KubectlLines { child, lines: rx }
     }
 
+    /// Every event of the watch at `path` (`...?watch=true`) from now on, collected on a thread
+    /// (the watch is established when this returns).
+    pub fn record_events(&self, path: &str) -> std::sync::Arc<std::sync::Mutex<Vec<Value>>> {
+        let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = events.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let http = self.http();
+        let path = path.to_owned();
+        std::thread::spawn(move || {
+            let mut w = http.watch_with_timeout(&path, Duration::from_secs(900));
+            let _ = ready_tx.send(());
+            while let Ok(Some(ev)) = w.try_next_event() {
+                if let Ok(mut sink) = sink.lock() {
+                    sink.push(ev);
+                }
+            }
+        });
+        ready_rx.recv().expect("watch started");
+        events
+    }
+
     /// The revision numbers `kubectl rollout history KIND/NAME` lists, in its order.
     pub fn rollout_history(&self, what: &str) -> Vec<u64> {
         let history = self.kubectl_ok(&["rollout", "history", what]);

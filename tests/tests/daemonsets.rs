@@ -62,6 +62,7 @@ fn a_daemon_set_runs_one_pod_per_fitting_node_and_rolls_out() {
     })
     .unwrap();
 
+    let events = s.record_events("/api/v1/namespaces/default/pods?watch=true");
     let out = s.kubectl_stdin(&["apply", "-f", "-"], MANIFEST);
     assert!(
         out.status.success(),
@@ -135,41 +136,53 @@ fn a_daemon_set_runs_one_pod_per_fitting_node_and_rolls_out() {
         assert!(tolerations.contains(&key), "{key} in {tolerations:?}");
     }
 
-    // A second node, without a kubelet: the set makes a Pod for it, which the fake kubelet of
-    // turtle-node-1 does not take (its affinity names the other node).
-    s.kubectl_stdin(
-        &["create", "-f", "-"],
-        &json!({"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": "turtle-node-2", "labels": {"kubernetes.io/hostname": "turtle-node-2"}}})
-        .to_string(),
-    );
-    wait_status(&s, "two desired, one ready", |st| {
-        st["desiredNumberScheduled"] == 2
-            && st["currentNumberScheduled"] == 2
+    // Two more nodes at once, without a kubelet: the set makes a Pod for each, which the fake
+    // kubelet of turtle-node-1 does not take (their affinity names the other nodes).
+    for n in ["turtle-node-2", "turtle-node-3"] {
+        s.kubectl_stdin(
+            &["create", "-f", "-"],
+            &json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}}})
+            .to_string(),
+        );
+    }
+    wait_status(&s, "three desired, one ready", |st| {
+        st["desiredNumberScheduled"] == 3
+            && st["currentNumberScheduled"] == 3
             && st["numberReady"] == 1
     });
-    let waiting = poll("the second node's pod unschedulable here", DEADLINE, || {
-        agent_pods(&s).into_iter().find(|p| {
-            p["spec"]["nodeName"].is_null()
-                && p["status"]["conditions"].as_array().is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable")
-                })
-        })
+    let waiting = poll("the other nodes' pods unschedulable here", DEADLINE, || {
+        let waiting: Vec<Value> = agent_pods(&s)
+            .into_iter()
+            .filter(|p| {
+                p["spec"]["nodeName"].is_null()
+                    && p["status"]["conditions"].as_array().is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable")
+                    })
+            })
+            .collect();
+        (waiting.len() == 2).then_some(waiting)
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "pods", "-o", "yaml"])));
-    assert_eq!(
-        waiting["spec"]["affinity"]["nodeAffinity"]
-            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-            ["matchFields"][0]["values"],
-        json!(["turtle-node-2"])
-    );
-    // A NoExecute taint there: that node no longer runs the Pod, which is deleted.
-    s.kubectl_ok(&["taint", "node", "turtle-node-2", "dedicated=db:NoExecute"]);
+    let mut targets: Vec<&str> = waiting
+        .iter()
+        .filter_map(|p| {
+            p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+                .as_str()
+        })
+        .collect();
+    targets.sort();
+    assert_eq!(targets, ["turtle-node-2", "turtle-node-3"]);
+    // A NoExecute taint there: those nodes no longer run the Pod, which is deleted.
+    for n in ["turtle-node-2", "turtle-node-3"] {
+        s.kubectl_ok(&["taint", "node", n, "dedicated=db:NoExecute"]);
+    }
     wait_status(&s, "one desired again", |st| {
         st["desiredNumberScheduled"] == 1 && st["numberMisscheduled"] == 0
     });
-    poll("the second node's pod gone", DEADLINE, || {
+    poll("the other nodes' pods gone", DEADLINE, || {
         (agent_pods(&s).len() == 1).then_some(())
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "pods", "-o", "wide"])));
@@ -207,6 +220,33 @@ fn a_daemon_set_runs_one_pod_per_fitting_node_and_rolls_out() {
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "pods", "-o", "yaml"])));
     assert_eq!(s.rollout_history("daemonset/agent"), [2, 3]);
+
+    // Never two live Pods for one node, at any point of the story (each event replayed).
+    let mut live: std::collections::BTreeMap<String, String> = Default::default();
+    for ev in events.lock().unwrap().iter() {
+        let pod = &ev["object"];
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let node = pod["spec"]["nodeName"]
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| {
+                pod["spec"]["affinity"]["nodeAffinity"]
+                    ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                    ["matchFields"][0]["values"][0]
+                    .as_str()
+                    .map(str::to_owned)
+            });
+        if ev["type"] == "DELETED" || !pod["metadata"]["deletionTimestamp"].is_null() {
+            live.remove(&name);
+        } else if let Some(node) = node {
+            live.insert(name, node.clone());
+            let on_node = live.values().filter(|n| **n == node).count();
+            assert!(on_node <= 1, "two live pods for {node}: {live:?}");
+        }
+    }
 
     // Deleted: its Pods go with it.
     s.kubectl_ok(&["delete", "daemonset", "agent"]);

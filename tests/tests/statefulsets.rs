@@ -5,8 +5,6 @@
 //! Pod at a time; `Parallel` creates every Pod at once. Revisions are what `kubectl rollout
 //! history` and `kubectl rollout undo` read and write.
 
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -22,26 +20,6 @@ const MANIFEST: &str = include_str!("../../guest-examples/manifests/web.yaml");
 fn wait_running(s: &Server, names: &[&str]) {
     s.wait_controllers_running(names, LOAD_DEADLINE)
         .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
-}
-
-/// Every Pod event of the namespace `default` from now on, collected on a thread.
-fn record_pod_events(s: &Server) -> Arc<Mutex<Vec<Value>>> {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let http = s.http();
-    std::thread::spawn(move || {
-        let mut w = http.watch_with_timeout(
-            "/api/v1/namespaces/default/pods?watch=true",
-            Duration::from_secs(900),
-        );
-        let _ = ready_tx.send(());
-        while let Ok(Some(ev)) = w.try_next_event() {
-            sink.lock().unwrap().push(ev);
-        }
-    });
-    ready_rx.recv().expect("watch started");
-    events
 }
 
 fn name(ev: &Value) -> &str {
@@ -102,7 +80,7 @@ fn an_ordered_stateful_set_creates_scales_and_rolls_out_one_pod_at_a_time() {
         s.drop_controller(name, &guest(name)).unwrap();
     }
     wait_running(&s, &["statefulset", "node"]);
-    let events = record_pod_events(&s);
+    let events = s.record_events("/api/v1/namespaces/default/pods?watch=true");
 
     let out = s.kubectl_stdin(&["apply", "-f", "-"], MANIFEST);
     assert!(

@@ -307,14 +307,20 @@ fn prepare_daemon_set(obj: &mut Value, old: Option<&Value>) {
     let generation = match old {
         None => 1,
         Some(old) => {
+            // (A set stored before turtles kept the annotation counts as generation 1.)
             let before = old
                 .pointer("/metadata/annotations")
                 .and_then(|a| a.get(DAEMON_SET_TEMPLATE_GENERATION))
                 .and_then(Value::as_str)
                 .and_then(|g| g.parse::<i64>().ok())
-                .unwrap_or(0);
-            let changed = old.pointer("/spec/template") != obj.pointer("/spec/template");
-            before + i64::from(changed)
+                .unwrap_or(1);
+            // Compared as kube's Semantic.DeepEqual: an empty field is an absent one.
+            let template = |v: &Value| {
+                v.pointer("/spec/template")
+                    .map(crate::model::workloads::semantic)
+            };
+            let changed = template(old) != template(obj);
+            before.saturating_add(i64::from(changed))
         }
     };
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
@@ -675,6 +681,11 @@ mod tests {
         let mut changed = ds("b", Some("1"));
         prepare("apps", "daemonsets", &mut changed, Some(&created));
         assert_eq!(generation(&changed), "2");
+        // An empty field written where there was none is no change of the template.
+        let mut empty = ds("a", None);
+        empty["spec"]["template"]["metadata"] = serde_json::json!({"annotations": {}});
+        prepare("apps", "daemonsets", &mut empty, Some(&created));
+        assert_eq!(generation(&empty), "1");
     }
     use serde_json::json;
 

@@ -700,7 +700,7 @@ fn template_annotations(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
 
 /// A spec as kube's `Semantic.DeepEqual` compares typed structs: a field that is null, empty or
 /// zero is the same as one that is absent.
-fn semantic(v: &Value) -> Value {
+pub(crate) fn semantic(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()

@@ -419,6 +419,8 @@ fn carry_out(ds: &Value, namespace: &str, action: &Action) -> Result<Option<i64>
                 );
                 Ok(None)
             }
+            // kube ignores a namespace being deleted: the set goes with it.
+            Err(e) if e.message.contains("because it is being terminated") => Ok(None),
             Err(e) => {
                 event(
                     ds,

@@ -185,7 +185,9 @@ pub fn sort_revisions(revisions: &mut [Value]) {
 
 /// The number of the next revision after `revisions` (sorted).
 pub fn next_revision_number(revisions: &[Value]) -> i64 {
-    revisions.last().map_or(1, |r| revision_number(r) + 1)
+    revisions
+        .last()
+        .map_or(1, |r| revision_number(r).saturating_add(1))
 }
 
 /// What to do about the update revision, given the revisions sorted by [`sort_revisions`] and
