@@ -269,6 +269,58 @@ fn an_ordered_stateful_set_creates_scales_and_rolls_out_one_pod_at_a_time() {
     s.kubectl_ok(&["delete", "pod", "web-1", "--wait=true"]);
     wait_all_at(&s, &revision);
 
+    // A partitioned roll out: with partition 2 only web-2 takes the new image; partition 0
+    // lets the rest follow.
+    s.kubectl_ok(&[
+        "patch",
+        "statefulset",
+        "web",
+        "-p",
+        r#"{"spec":{"updateStrategy":{"rollingUpdate":{"partition":2}}}}"#,
+    ]);
+    s.kubectl_ok(&[
+        "set",
+        "image",
+        "statefulset/web",
+        "nginx=registry.k8s.io/nginx-slim:0.25",
+    ]);
+    let status = rollout_status(&s);
+    assert!(
+        status.contains("partitioned roll out complete: 1 new pods have been updated"),
+        "{status}"
+    );
+    let image_of = |n: u32| {
+        s.kubectl_json(&["get", "pod", &format!("web-{n}")])["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    poll("web-2 at the new image", DEADLINE, || {
+        (image_of(2).ends_with(":0.25")).then_some(())
+    })
+    .unwrap();
+    assert!(image_of(0).ends_with(":0.24") && image_of(1).ends_with(":0.24"));
+    let set = s.kubectl_json(&["get", "statefulset", "web"]);
+    assert_ne!(
+        set["status"]["currentRevision"], set["status"]["updateRevision"],
+        "{set}"
+    );
+    assert_eq!(set["status"]["updatedReplicas"], 1, "{set}");
+    s.kubectl_ok(&[
+        "patch",
+        "statefulset",
+        "web",
+        "-p",
+        r#"{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}"#,
+    ]);
+    rollout_status(&s);
+    let updated = s.kubectl_json(&["get", "statefulset", "web"])["status"]["updateRevision"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    wait_all_at(&s, &updated);
+    assert!((0..3).all(|n| image_of(n).ends_with(":0.25")));
+
     // Deleted: the Pods go with it (garbage collector), the claims stay (whenDeleted: Retain).
     s.kubectl_ok(&["delete", "statefulset", "web", "--wait=true"]);
     poll("the pods gone", DEADLINE, || {
