@@ -394,6 +394,27 @@ fn a_parallel_stateful_set_creates_every_pod_at_once_and_its_claims_go_with_it()
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "pods"])));
 
+    // An explicit RollingUpdate without rollingUpdate (as many charts write it) has no
+    // partition, as in kube: rollout status waits for the revisions instead.
+    s.kubectl_ok(&[
+        "patch",
+        "statefulset",
+        "ordered",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/updateStrategy/rollingUpdate"}]"#,
+    ]);
+    let st = s.kubectl_json(&["get", "statefulset", "ordered"]);
+    assert_eq!(
+        st["spec"]["updateStrategy"],
+        serde_json::json!({"type": "RollingUpdate"})
+    );
+    let status = s.kubectl_ok(&["rollout", "status", "statefulset/ordered", "--timeout=90s"]);
+    assert!(
+        status.contains("statefulset rolling update complete 3 pods at revision ordered-"),
+        "{status}"
+    );
+
     // whenScaled: Delete: a scaled-down Pod's claim goes with it.
     s.kubectl_ok(&["scale", "statefulset", "parallel", "--replicas=2"]);
     poll("www-parallel-2 gone", DEADLINE, || {

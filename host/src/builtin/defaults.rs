@@ -385,10 +385,21 @@ fn stateful_set(obj: &mut Value) {
         .or_insert(json!("OrderedReady"));
     let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
     if let Some(st) = strategy.as_object_mut() {
-        let ty = st.entry("type").or_insert(json!("RollingUpdate")).clone();
-        if ty == "RollingUpdate" {
-            let ru = st.entry("rollingUpdate").or_insert_with(|| json!({}));
-            if let Some(ru) = ru.as_object_mut() {
+        // kube's SetDefaults_StatefulSet: `rollingUpdate` is made only with a defaulted type; an
+        // explicit `type: RollingUpdate` without it keeps none (kubectl rollout status then
+        // waits for the revisions, not a partition). A given `rollingUpdate` gets partition 0.
+        let untyped = st
+            .get("type")
+            .is_none_or(|t| t.is_null() || t.as_str() == Some(""));
+        if untyped {
+            st.insert("type".into(), json!("RollingUpdate"));
+            let ru = st.entry("rollingUpdate").or_insert(Value::Null);
+            if ru.is_null() {
+                *ru = json!({});
+            }
+        }
+        if st.get("type") == Some(&json!("RollingUpdate")) {
+            if let Some(ru) = st.get_mut("rollingUpdate").and_then(Value::as_object_mut) {
                 ru.entry("partition").or_insert(json!(0));
             }
         }
@@ -687,6 +698,23 @@ mod tests {
         apply("apps", "statefulsets", &mut s, true);
         assert_eq!(s["spec"]["podManagementPolicy"], "OrderedReady");
         assert_eq!(s["spec"]["updateStrategy"]["rollingUpdate"]["partition"], 0);
+        // An explicit RollingUpdate without rollingUpdate keeps none, as kube; a given one gets
+        // its partition; OnDelete gets nothing.
+        for (strategy, want) in [
+            (
+                json!({"type": "RollingUpdate"}),
+                json!({"type": "RollingUpdate"}),
+            ),
+            (
+                json!({"type": "RollingUpdate", "rollingUpdate": {}}),
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            ),
+            (json!({"type": "OnDelete"}), json!({"type": "OnDelete"})),
+        ] {
+            let mut s = json!({"spec": {"updateStrategy": strategy}});
+            apply("apps", "statefulsets", &mut s, true);
+            assert_eq!(s["spec"]["updateStrategy"], want);
+        }
         let mut d = json!({"spec": {}});
         apply("apps", "daemonsets", &mut d, true);
         assert_eq!(
