@@ -699,29 +699,10 @@ fn template_annotations(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
 }
 
 /// A spec as kube's `Semantic.DeepEqual` compares typed structs: a field that is null, empty or
-/// zero is the same as one that is absent.
+/// zero is the same as one that is absent (empty objects too: the fields compared here are maps
+/// or optional structs that kube defaults).
 pub(crate) fn semantic(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), semantic(v)))
-                .filter(|(_, v)| !is_zero(v))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(semantic).collect()),
-        v => v.clone(),
-    }
-}
-
-fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(m) => m.is_empty(),
-    }
+    crate::builtin::validation::field::zero_dropped(v, true)
 }
 
 /// kube's `ValidateNonnegativeField` of `obj[key]`, when it is there.

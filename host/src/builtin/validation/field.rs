@@ -257,6 +257,36 @@ pub fn port_name(s: &str) -> Vec<String> {
     errs
 }
 
+/// `v` with every field at its Go zero value dropped (null, false, 0, "", []; and `{}` when
+/// `empty_objects` is set: a map's nil and empty are equal to kube, a pointer struct's are not),
+/// so that comparing two results is kube's `apiequality.Semantic.DeepEqual` of typed objects.
+pub fn zero_dropped(v: &Value, empty_objects: bool) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter_map(|(k, x)| {
+                    let n = zero_dropped(x, empty_objects);
+                    (!is_go_zero(&n, empty_objects)).then(|| (k.clone(), n))
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|x| zero_dropped(x, empty_objects)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Whether `v` is a Go zero value (see [`zero_dropped`]).
+pub fn is_go_zero(v: &Value, empty_objects: bool) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => empty_objects && m.is_empty(),
+    }
+}
+
 /// kube's `ValidateLabels`: each key a qualified name, each value a label value, both
 /// reported at `path` itself.
 pub fn labels(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {

@@ -179,31 +179,14 @@ fn nonnegative_quantity(q: &Qty, path: &str, out: &mut Vec<Cause>) {
 
 // ---- semantic equality ----
 
-/// `v` with every field at its Go zero value dropped, so that equality is kube's semantic one.
+/// `v` with every field at its Go zero value dropped (empty objects kept: pointer structs), so
+/// that equality is kube's semantic one.
 fn norm(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter_map(|(k, x)| {
-                    let n = norm(x);
-                    (!is_zero(&n)).then(|| (k.clone(), n))
-                })
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
-        other => other.clone(),
-    }
+    super::field::zero_dropped(v, false)
 }
 
 fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::String(s) => s.is_empty(),
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(_) => false,
-    }
+    super::field::is_go_zero(v, false)
 }
 
 /// `apiequality.Semantic.DeepEqual` of two optional values (`nil` equals empty for slices).
