@@ -29,6 +29,7 @@ pub mod selector;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod volume_admission;
 
 #[cfg(test)]
 mod fuzz;

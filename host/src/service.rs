@@ -687,7 +687,7 @@ impl Service {
     /// configured ones: LimitRanger (a Pod's default requests and limits, after kube's own Pod
     /// defaults, which decoding applies there: a limit is the request it lacks), ServiceAccount
     /// (the account, its token volume), Priority (a Pod's priority from its class), then
-    /// DefaultTolerationSeconds.
+    /// DefaultTolerationSeconds, DefaultStorageClass and StorageObjectInUseProtection.
     async fn builtin_mutation(&self, ri: &ResourceInfo, ns: &str, obj: &mut Value) -> Result<()> {
         let pod = ri.group.is_empty() && ri.resource == "pods";
         if pod {
@@ -703,6 +703,7 @@ impl Service {
         if pod {
             crate::pod_admission::default_tolerations(obj);
         }
+        crate::volume_admission::admit_create(self, ri, obj);
         Ok(())
     }
 
@@ -1186,6 +1187,8 @@ impl Service {
                 crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, old.is_none());
                 if sub == Subresource::Main {
                     crate::builtin::validation::prepare(&ri.group, &ri.resource, obj, old);
+                } else if sub == Subresource::Status {
+                    crate::builtin::validation::prepare_status(&ri.group, &ri.resource, obj, old);
                 }
                 crate::builtin::validation::for_write(&ri.group, &ri.resource, obj, old, sub)
             };
@@ -1495,8 +1498,14 @@ impl Service {
                 // scheduler, reports the rest through /status).
                 map.insert("status".into(), json!({"phase": "Pending"}));
             }
-            ("", "persistentvolumes" | "persistentvolumeclaims") => {
+            ("", "persistentvolumeclaims") => {
                 map.insert("status".into(), json!({"phase": "Pending"}));
+            }
+            ("", "persistentvolumes") => {
+                map.insert(
+                    "status".into(),
+                    json!({"phase": "Pending", "lastPhaseTransitionTime": meta::now_rfc3339()}),
+                );
             }
             _ => {}
         }
@@ -2220,6 +2229,7 @@ impl Service {
                 && ri.resource == "persistentvolumeclaims"
             {
                 crate::limitrange::validate(self, ri, ns, &new)?;
+                crate::volume_admission::check_resize(self, ri, &new, &view_value)?;
             }
             let _charged = match opts.user {
                 Some(_) if sub == Subresource::Main => {

@@ -1,5 +1,6 @@
 //! StatefulSets end to end, with the real kubectl and real guests: the `statefulset` controller
-//! (Rust) makes the Pods and claims, the fake kubelet (`node`, C) runs them. The orders kube
+//! (Rust) makes the Pods and claims, the `persistentvolume` binder and `hostpath-provisioner`
+//! (Rust) give the claims volumes, the fake kubelet (`node`, C) schedules and runs the Pods. The orders kube
 //! guarantees are asserted from a watch of every Pod event: `OrderedReady` creates `web-N` only
 //! once `web-N-1` is Running and Ready, scales down and rolls out from the highest ordinal, one
 //! Pod at a time; `Parallel` creates every Pod at once. Revisions are what `kubectl rollout
@@ -76,10 +77,16 @@ fn wait_all_at(s: &Server, revision: &str) {
 #[test]
 fn an_ordered_stateful_set_creates_scales_and_rolls_out_one_pod_at_a_time() {
     let s = Server::start_with_controllers(&[]).unwrap();
-    for name in ["statefulset", "node"] {
+    let names = [
+        "statefulset",
+        "node",
+        "persistentvolume",
+        "hostpath-provisioner",
+    ];
+    for name in names {
         s.drop_controller(name, &guest(name)).unwrap();
     }
-    wait_running(&s, &["statefulset", "node"]);
+    wait_running(&s, &names);
     let events = s.record_events("/api/v1/namespaces/default/pods?watch=true");
 
     let out = s.kubectl_stdin(&["apply", "-f", "-"], MANIFEST);
@@ -155,6 +162,10 @@ fn an_ordered_stateful_set_creates_scales_and_rolls_out_one_pod_at_a_time() {
             claim["metadata"]["ownerReferences"].is_null(),
             "Retain: {claim}"
         );
+        // A Pod runs only once its claims are bound: here to a volume provisioned for it.
+        assert_eq!(claim["status"]["phase"], "Bound", "{claim}");
+        let uid = claim["metadata"]["uid"].as_str().unwrap();
+        assert_eq!(claim["spec"]["volumeName"], format!("pvc-{uid}"));
     }
     let described = s.kubectl_ok(&["describe", "statefulset", "web"]);
     assert!(
@@ -336,9 +347,11 @@ fn a_parallel_stateful_set_creates_every_pod_at_once_and_its_claims_go_with_it()
     // No kubelet at first: nothing becomes Ready, so an OrderedReady set stops at web-0 while a
     // Parallel one creates all its Pods.
     let s = Server::start_with_controllers(&[]).unwrap();
-    s.drop_controller("statefulset", &guest("statefulset"))
-        .unwrap();
-    wait_running(&s, &["statefulset"]);
+    let names = ["statefulset", "persistentvolume", "hostpath-provisioner"];
+    for name in names {
+        s.drop_controller(name, &guest(name)).unwrap();
+    }
+    wait_running(&s, &names);
     let set = |name: &str, policy: &str| {
         MANIFEST
             .split("---")

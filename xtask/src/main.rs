@@ -70,6 +70,10 @@ fn test(extra: &[String]) -> Result<()> {
         "-p",
         "daemonset",
         "-p",
+        "persistentvolume",
+        "-p",
+        "hostpath-provisioner",
+        "-p",
         "registry-policy",
     ]))?;
     run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
@@ -388,7 +392,8 @@ fn bench(extra: &[String]) -> Result<()> {
 
 /// The example controllers a newcomer's host loads (the test-only guests stay out): the
 /// workload story (Deployment in Python, ReplicaSet in JavaScript, a fake kubelet in C, the
-/// EndpointSlices of Services, StatefulSets and DaemonSets in Rust), the
+/// EndpointSlices of Services, StatefulSets and DaemonSets in Rust, volumes bound and provisioned in
+/// Rust), the
 /// certificate story (Rust) and the labeler.
 const DEMO_CONTROLLERS: &[&str] = &[
     "deployment",
@@ -397,6 +402,8 @@ const DEMO_CONTROLLERS: &[&str] = &[
     "endpointslice",
     "statefulset",
     "daemonset",
+    "persistentvolume",
+    "hostpath-provisioner",
     "certificate",
     "issuer",
     "issuer-ready",

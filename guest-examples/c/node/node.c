@@ -58,6 +58,15 @@ void turtles_register(turtles_registration *reg) {
     turtles_permission_add(reg, "", "nodes", "get,list,watch,create,patch,update");
     turtles_permission_add(reg, "", "nodes/status", "patch,update");
     turtles_permission_add(reg, "", "events", "create,patch");
+    /* The scheduler's view of storage (kube's VolumeBinding plugin), cached. A claim event maps
+     * to the Pod owning it (an ephemeral volume's claim); other claims, volumes and classes map
+     * to no key: a Pod waiting for its claims looks again every second, as kube's PreBind polls. */
+    turtles_watch_owned_by(turtles_watch_add(reg, "", "v1", "persistentvolumeclaims"), "", "Pod");
+    turtles_watch_owned_by(turtles_watch_add(reg, "", "v1", "persistentvolumes"), "", "Pod");
+    turtles_watch_owned_by(turtles_watch_add(reg, "storage.k8s.io", "v1", "storageclasses"), "", "Pod");
+    turtles_permission_add(reg, "", "persistentvolumeclaims", "get,list,watch,patch,update");
+    turtles_permission_add(reg, "", "persistentvolumes", "get,list,watch");
+    turtles_permission_add(reg, "storage.k8s.io", "storageclasses", "get,list,watch");
     turtles_initial_key(reg, "", NODE_NAME); /* register the node at start, before any pod */
 }
 
@@ -299,36 +308,203 @@ static bool tolerated(const json *pod, const json *taint) {
     return false;
 }
 
-/* Why the pod cannot run here (kube's scheduler's reason), or NULL when it can: its node
- * selector, required node affinity and the node's NoSchedule/NoExecute taints, against the
- * node as cached (so `kubectl label node` and `kubectl taint node` count). */
-static const char *unschedulable(const json *pod) {
-    json *node = turtles_cache_get("", "v1", "nodes", "", NODE_NAME);
-    const json *labels = json_pointer(node, "/metadata/labels");
-    const char *why = NULL;
+/* kube's scheduler's messages: a pod-level (PreFilter) reason, or one node's reasons, followed
+ * by what DefaultPreemption adds when preempting cannot help (as for every reason here). */
+#define PREEMPTION " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+
+/* The claim a pod volume names (an ephemeral volume's is POD-VOLUME), malloc'ed, or NULL. */
+static char *volume_claim(const json *pod, const json *vol, bool *ephemeral) {
+    const char *named = json_pstr(vol, "/persistentVolumeClaim/claimName", NULL);
+    *ephemeral = false;
+    if (named) return turtles_strf("%s", named);
+    if (!json_get(vol, "ephemeral")) return NULL;
+    *ephemeral = true;
+    return turtles_strf("%s-%s", json_pstr(pod, "/metadata/name", ""), json_pstr(vol, "/name", ""));
+}
+
+/* Whether the claim's controller owner is the pod. */
+static bool owned_by_pod(const json *claim, const json *pod) {
+    for (json *r = json_first(json_pointer(claim, "/metadata/ownerReferences")); r; r = json_next(r))
+        if (json_pbool(r, "/controller", false))
+            return strcmp(json_pstr(r, "/uid", ""), json_pstr(pod, "/metadata/uid", "")) == 0;
+    return false;
+}
+
+static bool has_annotation(const json *obj, const char *key) {
+    return json_get(json_pointer(obj, "/metadata/annotations"), key) != NULL;
+}
+
+/* The class of a claim or volume (the beta annotation first, as kube's helpers read it). */
+static const char *class_of(const json *obj) {
+    const char *beta = json_string(json_get(json_pointer(obj, "/metadata/annotations"),
+                                            "volume.beta.kubernetes.io/storage-class"));
+    return beta ? beta : json_pstr(obj, "/spec/storageClassName", "");
+}
+
+/* kube's IsDelayBindingMode: the claim's class exists and waits for the first consumer. */
+static bool delay_binding(const json *claim) {
+    const char *name = class_of(claim);
+    if (!*name) return false;
+    json *class = turtles_cache_get("storage.k8s.io", "v1", "storageclasses", "", name);
+    bool delayed = class && strcmp(json_pstr(class, "/volumeBindingMode", ""), "WaitForFirstConsumer") == 0;
+    json_free(class);
+    return delayed;
+}
+
+/* Whether a claim is fully bound (its volume named and the binding completed). */
+static bool fully_bound(const json *claim) {
+    return *json_pstr(claim, "/spec/volumeName", "") && has_annotation(claim, "pv.kubernetes.io/bind-completed");
+}
+
+/* kube's VolumeBinding PreFilter: a pod-level message (malloc'ed) when a claim is missing, lost,
+ * being deleted or not the pod's (an ephemeral volume's), or unbound while its class binds at
+ * once (the binder's work); NULL otherwise. */
+static char *volume_prefilter(const json *pod) {
+    const char *ns = json_pstr(pod, "/metadata/namespace", "");
+    json *vols = json_pointer(pod, "/spec/volumes");
+    for (json *v = json_first(vols); v; v = json_next(v)) {
+        bool eph;
+        char *name = volume_claim(pod, v, &eph);
+        if (!name) continue;
+        json *claim = turtles_cache_get("", "v1", "persistentvolumeclaims", ns, name);
+        char *why = NULL;
+        if (!claim)
+            why = eph ? turtles_strf("waiting for ephemeral volume controller to create the persistentvolumeclaim \"%s\"",
+                                     name)
+                      : turtles_strf("persistentvolumeclaim \"%s\" not found", name);
+        else if (strcmp(json_pstr(claim, "/status/phase", ""), "Lost") == 0)
+            why = turtles_strf("persistentvolumeclaim \"%s\" bound to non-existent persistentvolume \"%s\"", name,
+                               json_pstr(claim, "/spec/volumeName", ""));
+        else if (turtles_is_deleting(claim))
+            why = turtles_strf("persistentvolumeclaim \"%s\" is being deleted", name);
+        else if (eph && !owned_by_pod(claim, pod))
+            why = turtles_strf("PVC %s/%s was not created for pod %s/%s (pod is not owner)", ns, name, ns,
+                               json_pstr(pod, "/metadata/name", ""));
+        json_free(claim);
+        free(name);
+        if (why) {
+            char *msg = turtles_strf("0/1 nodes are available: %s." PREEMPTION, why);
+            free(why);
+            return msg;
+        }
+    }
+    bool immediate = false;
+    for (json *v = json_first(vols); v && !immediate; v = json_next(v)) {
+        bool eph;
+        char *name = volume_claim(pod, v, &eph);
+        if (!name) continue;
+        json *claim = turtles_cache_get("", "v1", "persistentvolumeclaims", ns, name);
+        free(name);
+        immediate = claim && !fully_bound(claim) &&
+                    !(delay_binding(claim) && !*json_pstr(claim, "/spec/volumeName", ""));
+        json_free(claim);
+    }
+    if (immediate)
+        return turtles_strf("0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims." PREEMPTION);
+    return NULL;
+}
+
+/* kube's VolumeBinding Filter for this node (after the PreFilter passed): its reasons as kube's
+ * message lists them (malloc'ed), or NULL when the volumes fit. *provision: some claims wait for
+ * their first consumer and are not bound yet (the scheduler picks this node for them). */
+static char *volume_filter(const json *pod, const json *labels, bool *provision) {
+    *provision = false;
+    const char *ns = json_pstr(pod, "/metadata/namespace", "");
+    bool pv_missing = false, node_conflict = false, bind_conflict = false, waiting = false;
+    for (json *v = json_first(json_pointer(pod, "/spec/volumes")); v; v = json_next(v)) {
+        bool eph;
+        char *name = volume_claim(pod, v, &eph);
+        if (!name) continue;
+        json *claim = turtles_cache_get("", "v1", "persistentvolumeclaims", ns, name);
+        free(name);
+        if (!claim) continue;
+        if (fully_bound(claim)) {
+            json *pv = turtles_cache_get("", "v1", "persistentvolumes", "", json_pstr(claim, "/spec/volumeName", ""));
+            json *terms = json_pointer(pv, "/spec/nodeAffinity/required/nodeSelectorTerms");
+            if (!pv) pv_missing = true;
+            else if (terms) {
+                bool any = false;
+                for (json *t = json_first(terms); t && !any; t = json_next(t)) any = term_matches(t, labels);
+                if (!any) node_conflict = true;
+            }
+            json_free(pv);
+        } else {
+            /* Waits for its first consumer (the PreFilter let only those through). */
+            const char *selected = json_string(json_get(json_pointer(claim, "/metadata/annotations"),
+                                                        "volume.kubernetes.io/selected-node"));
+            if (selected && strcmp(selected, NODE_NAME) != 0) bind_conflict = true;
+            else {
+                json *class = turtles_cache_get("storage.k8s.io", "v1", "storageclasses", "", class_of(claim));
+                const char *prov = json_pstr(class, "/provisioner", "");
+                if (!*prov || strcmp(prov, "kubernetes.io/no-provisioner") == 0) bind_conflict = true;
+                else waiting = true;
+                json_free(class);
+            }
+        }
+        json_free(claim);
+    }
+    if (!bind_conflict && !node_conflict && !pv_missing) {
+        *provision = waiting;
+        return NULL;
+    }
+    /* "1 <reason>" each, sorted as kube's histogram is. */
+    char *msg = turtles_strf("0/1 nodes are available: %s%s%s%s%s%s." PREEMPTION,
+                             bind_conflict ? "1 node(s) didn't find available persistent volumes to bind" : "",
+                             bind_conflict && (node_conflict || pv_missing) ? ", " : "",
+                             node_conflict ? "1 node(s) didn't match PersistentVolume's node affinity" : "",
+                             node_conflict && pv_missing ? ", " : "",
+                             pv_missing ? "1 node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+                                        : "",
+                             "");
+    return msg;
+}
+
+/* Whether the pod's node selector and required node affinity match the node's labels. */
+static bool affinity_fits(const json *pod, const json *labels) {
     json *selector = json_pointer(pod, "/spec/nodeSelector");
-    for (json *kv = json_first(selector); kv && !why; kv = json_next(kv)) {
+    for (json *kv = json_first(selector); kv; kv = json_next(kv)) {
         const char *have = json_string(json_get(labels, json_key(kv)));
-        if (!have || !json_is_string(kv) || strcmp(have, json_string(kv)) != 0)
-            why = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.";
+        if (!have || !json_is_string(kv) || strcmp(have, json_string(kv)) != 0) return false;
     }
     json *terms = json_pointer(pod, "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
                                     "nodeSelectorTerms");
-    if (!why && terms) {
-        bool any = false;
-        for (json *t = json_first(terms); t && !any; t = json_next(t)) any = term_matches(t, labels);
-        if (!any) why = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.";
-    }
+    if (!terms) return true;
+    for (json *t = json_first(terms); t; t = json_next(t))
+        if (term_matches(t, labels)) return true;
+    return false;
+}
+
+/* Why the pod cannot run here (kube's scheduler's message, malloc'ed), or NULL when it can, in
+ * the order of kube's plugins: the volume PreFilter, then the Filters (the node's cordon,
+ * spec.unschedulable; its NoSchedule/NoExecute taints; the pod's node selector and required
+ * node affinity; its volumes), against the node as cached (so `kubectl label node` and `kubectl
+ * taint node` count). *provision: as volume_filter says; *by_volumes: the reason is the
+ * volumes'. */
+static char *unschedulable(const json *pod, bool *provision, bool *by_volumes) {
+    *provision = false;
+    *by_volumes = true;
+    char *why = volume_prefilter(pod);
+    if (why) return why;
+    *by_volumes = false;
+    json *node = turtles_cache_get("", "v1", "nodes", "", NODE_NAME);
+    const json *labels = json_pointer(node, "/metadata/labels");
+    const char *reason = NULL;
     /* A cordoned node (kube's NodeUnschedulable filter): only Pods tolerating its taint. */
-    if (!why && json_pbool(node, "/spec/unschedulable", false)) {
+    if (json_pbool(node, "/spec/unschedulable", false)) {
         json *cordon = json_parse_str("{\"key\":\"node.kubernetes.io/unschedulable\",\"effect\":\"NoSchedule\"}");
-        if (!tolerated(pod, cordon)) why = "0/1 nodes are available: 1 node(s) were unschedulable.";
+        if (!tolerated(pod, cordon)) reason = "node(s) were unschedulable";
         json_free(cordon);
     }
-    for (json *taint = json_first(json_pointer(node, "/spec/taints")); taint && !why; taint = json_next(taint)) {
+    for (json *taint = json_first(json_pointer(node, "/spec/taints")); taint && !reason; taint = json_next(taint)) {
         const char *effect = json_pstr(taint, "/effect", "");
         if ((strcmp(effect, "NoSchedule") == 0 || strcmp(effect, "NoExecute") == 0) && !tolerated(pod, taint))
-            why = "0/1 nodes are available: 1 node(s) had untolerated taint(s).";
+            reason = "node(s) had untolerated taint(s)";
+    }
+    if (!reason && !affinity_fits(pod, labels)) reason = "node(s) didn't match Pod's node affinity/selector";
+    if (reason) why = turtles_strf("0/1 nodes are available: 1 %s." PREEMPTION, reason);
+    else {
+        why = volume_filter(pod, labels, provision);
+        *by_volumes = why != NULL;
     }
     json_free(node);
     return why;
@@ -383,15 +559,75 @@ static turtles_outcome bind(const turtles_key *key, const json *pod) {
     return turtles_requeue_after(NEXT_STEP_MS);
 }
 
-/* After a node event: the unscheduled pods that fit the node now are bound, as kube's
+/* How often a pod whose claims wait for their volumes looks again (kube's PreBind polls each
+ * second). */
+#define VOLUME_POLL_MS 1000
+
+/* kube's PreBind for claims waiting for their first consumer: each unbound one not yet
+ * annotated gets volume.kubernetes.io/selected-node (the binder then asks the class's
+ * provisioner, which makes a volume on this node); the pod is bound once every claim is. */
+static turtles_outcome select_node(const turtles_key *key, const json *pod) {
+    for (json *v = json_first(json_pointer(pod, "/spec/volumes")); v; v = json_next(v)) {
+        bool eph;
+        char *name = volume_claim(pod, v, &eph);
+        if (!name) continue;
+        json *claim = turtles_cache_get("", "v1", "persistentvolumeclaims", key->namespace_, name);
+        bool needs = claim && !fully_bound(claim) &&
+                     !json_get(json_pointer(claim, "/metadata/annotations"), "volume.kubernetes.io/selected-node");
+        json_free(claim);
+        if (needs) {
+            char *path = turtles_path("", "v1", "persistentvolumeclaims", key->namespace_, name);
+            json *patch = json_build("{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":%s}}}",
+                                     NODE_NAME);
+            int status = 0;
+            json *resp = turtles_patch_merge(path, patch, &status);
+            free(path);
+            json_free(patch);
+            if (!turtles_ok(status) && status != 404) {
+                char *ctx = turtles_strf("select node for claim %s/%s", key->namespace_, name);
+                turtles_outcome err = turtles_api_error(ctx, status, resp);
+                free(ctx);
+                json_free(resp);
+                free(name);
+                return err;
+            }
+            json_free(resp);
+            turtles_info("claim %s/%s of pod %s waits for a volume on %s", key->namespace_, name, key->name, NODE_NAME);
+        }
+        free(name);
+    }
+    return turtles_requeue_after(VOLUME_POLL_MS);
+}
+
+/* Schedules an unbound pod: binds it, records why it does not fit, or waits for its volumes. */
+static turtles_outcome schedule(const turtles_key *key, const json *pod) {
+    bool provision = false, by_volumes = false;
+    char *why = unschedulable(pod, &provision, &by_volumes);
+    turtles_outcome out;
+    if (why) {
+        out = unplaced(key, pod, why);
+        /* Claims, volumes and classes reconcile no pod here: one kept out by them looks again
+         * (kube's scheduler retries it at their events). */
+        if (by_volumes && out.kind == TURTLES_DONE) out = turtles_requeue_after(VOLUME_POLL_MS);
+    } else if (provision) out = select_node(key, pod);
+    else out = bind(key, pod);
+    free(why);
+    return out;
+}
+
+/* After a node event: the unscheduled pods that fit the node now are scheduled, as kube's
  * scheduler retries its unschedulable pods when a node changes. */
 static turtles_outcome place_waiting(void) {
     json *pods = turtles_cache_list("", "v1", "pods", NULL);
     turtles_outcome out = turtles_done();
     for (json *p = json_first(pods); p; p = json_next(p)) {
-        if (*json_pstr(p, "/spec/nodeName", "") || turtles_is_deleting(p) || unschedulable(p)) continue;
+        if (*json_pstr(p, "/spec/nodeName", "") || turtles_is_deleting(p)) continue;
+        bool provision = false, by_volumes = false;
+        char *why = unschedulable(p, &provision, &by_volumes);
+        free(why);
+        if (why) continue;
         turtles_key key = {json_pstr(p, "/metadata/namespace", ""), json_pstr(p, "/metadata/name", "")};
-        turtles_outcome o = bind(&key, p);
+        turtles_outcome o = schedule(&key, p);
         if (o.kind == TURTLES_DONE || o.kind == TURTLES_REQUEUE_AFTER) {
             free(o.message);
             continue;
@@ -631,10 +867,7 @@ turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
         return strcmp(node, NODE_NAME) == 0 ? finish(key, pod) : turtles_done();
     }
     if (*node && strcmp(node, NODE_NAME) != 0) return turtles_done(); /* another kubelet's pod */
-    if (!*node) {
-        const char *why = unschedulable(pod);
-        return why ? unplaced(key, pod, why) : bind(key, pod);
-    }
+    if (!*node) return schedule(key, pod);
 
     const char *phase = json_pstr(pod, "/status/phase", "");
     if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) return turtles_done();

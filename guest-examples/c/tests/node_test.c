@@ -22,6 +22,9 @@
 
 static json *node;     /* the Node or NULL */
 static json *pods;     /* array of Pods */
+static json *claims;   /* array of PersistentVolumeClaims */
+static json *volumes;  /* array of PersistentVolumes */
+static json *classes;  /* array of StorageClasses */
 static int rv = 100;   /* resourceVersion counter */
 static int api_calls, api_writes;
 static bool verbose;
@@ -50,6 +53,14 @@ static json *find_pod(const char *ns, const char *name) {
     for (json *p = json_first(pods); p; p = json_next(p))
         if (!strcmp(json_pstr(p, "/metadata/namespace", ""), ns) && !strcmp(json_pstr(p, "/metadata/name", ""), name))
             return p;
+    return NULL;
+}
+
+/* An object of a list by namespace ("" for cluster-scoped) and name. */
+static json *find_in(json *list, const char *ns, const char *name) {
+    for (json *o = json_first(list); o; o = json_next(o))
+        if (!strcmp(json_pstr(o, "/metadata/namespace", ""), ns) && !strcmp(json_pstr(o, "/metadata/name", ""), name))
+            return o;
     return NULL;
 }
 
@@ -142,6 +153,17 @@ void __wasm_import_turtles_controller_host_api_call(uint8_t *m, size_t ml, uint8
             respond(ret, 201, NULL);
         }
     } else if (!strcmp(method, "PATCH") &&
+               sscanf(path, "/api/v1/namespaces/%63[^/]/persistentvolumeclaims/%63s", ns, name) == 2) {
+        api_writes++;
+        json *claim = find_in(claims, ns, name);
+        if (!claim) {
+            respond(ret, 404, NULL);
+        } else {
+            merge(claim, body);
+            bump(claim);
+            respond(ret, 200, json_dup(claim));
+        }
+    } else if (!strcmp(method, "PATCH") &&
                sscanf(path, "/api/v1/namespaces/%63[^/]/pods/%63[^/]/%15s", ns, name, sub) >= 2) {
         api_writes++;
         json *pod = find_pod(ns, name);
@@ -216,6 +238,9 @@ void __wasm_import_turtles_controller_host_cache_get(uint8_t *g, size_t gl, uint
     json *obj = NULL;
     if (!strcmp(res, "nodes") && node && !strcmp(name, "turtle-node-1")) obj = node;
     if (!strcmp(res, "pods")) obj = find_pod(ns, name);
+    if (!strcmp(res, "persistentvolumeclaims")) obj = find_in(claims, ns, name);
+    if (!strcmp(res, "persistentvolumes")) obj = find_in(volumes, "", name);
+    if (!strcmp(res, "storageclasses")) obj = find_in(classes, "", name);
     *ret = obj != NULL;
     if (obj) give_bytes(ret, sizeof(void *), obj);
     free(res);
@@ -298,6 +323,8 @@ static int reconcile(const char *ns, const char *name, uint32_t *ms) {
 }
 
 /* Reconciles until Done (at most 10 times); returns how many reconciles that took. */
+#define PREEMPTION " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+
 static int settle(const char *ns, const char *name) {
     for (int i = 1; i <= 10; i++) {
         int tag = reconcile(ns, name, NULL);
@@ -319,16 +346,19 @@ static void add_pod(const char *name, const char *image) {
 int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     pods = json_new_array();
+    claims = json_new_array();
+    volumes = json_new_array();
+    classes = json_new_array();
     events = json_new_array();
 
     /* register: what the SDK hands to the host, then freed as the post-return would */
     controller_registration_t reg;
     exports_controller_register(&reg);
-    CHECK(reg.watches.len == 2);
+    CHECK(reg.watches.len == 5);
     CHECK(reg.watches.ptr[0].resource.len == 4 && !memcmp(reg.watches.ptr[0].resource.ptr, "pods", 4));
     CHECK(reg.watches.ptr[0].mapping.tag == TURTLES_CONTROLLER_TYPES_KEY_MAPPING_SELF_KEY);
     CHECK(!reg.watches.ptr[0].namespace_.is_some);
-    CHECK(reg.permissions.len == 6);
+    CHECK(reg.permissions.len == 9);
     CHECK(reg.initial_keys.len == 1 && reg.initial_keys.ptr[0].namespace_.len == 0 &&
           reg.initial_keys.ptr[0].name.len == 13 && !memcmp(reg.initial_keys.ptr[0].name.ptr, "turtle-node-1", 13));
     CHECK(!reg.service_account.is_some);
@@ -534,7 +564,7 @@ int main(int argc, char **argv) {
     CHECK(!*json_pstr(sel, "/spec/nodeName", ""));
     CHECK(!strcmp(json_pstr(sel, "/status/conditions/0/reason", ""), "Unschedulable"));
     CHECK(!strcmp(json_pstr(sel, "/status/conditions/0/message", ""),
-                  "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."));
+                  "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector." PREEMPTION));
     writes = api_writes;
     CHECK(reconcile("default", "sel", NULL) == 0 && api_writes == writes); /* written once */
     json_set_str(json_set_object(json_get(node, "metadata"), "labels"), "disk", "ssd");
@@ -565,7 +595,7 @@ int main(int argc, char **argv) {
              json_parse_str("[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"db\"}]"));
     CHECK(reconcile("default", "t1", NULL) == 0 && !*json_pstr(find_pod("default", "t1"), "/spec/nodeName", ""));
     CHECK(!strcmp(json_pstr(find_pod("default", "t1"), "/status/conditions/0/message", ""),
-                  "0/1 nodes are available: 1 node(s) had untolerated taint(s)."));
+                  "0/1 nodes are available: 1 node(s) had untolerated taint(s)." PREEMPTION));
     CHECK(reconcile("default", "t2", NULL) == 1);
     CHECK(!strcmp(json_pstr(find_pod("default", "t2"), "/spec/nodeName", ""), "turtle-node-1"));
     json_remove(json_get(node, "spec"), "taints");
@@ -579,16 +609,70 @@ int main(int argc, char **argv) {
                             "\"effect\":\"NoSchedule\"}]"));
     CHECK(reconcile("default", "c1", NULL) == 0 && !*json_pstr(find_pod("default", "c1"), "/spec/nodeName", ""));
     CHECK(!strcmp(json_pstr(find_pod("default", "c1"), "/status/conditions/0/message", ""),
-                  "0/1 nodes are available: 1 node(s) were unschedulable."));
+                  "0/1 nodes are available: 1 node(s) were unschedulable." PREEMPTION));
     CHECK(reconcile("default", "c2", NULL) == 1); /* operator "" is Equal; no value matches none */
     json_remove(json_get(node, "spec"), "unschedulable");
     CHECK(reconcile("", "turtle-node-1", NULL) == 0); /* uncordoned: c1 is bound now */
     CHECK(!strcmp(json_pstr(find_pod("default", "c1"), "/spec/nodeName", ""), "turtle-node-1"));
 
+    /* volumes, as kube's VolumeBinding plugin: a claim that does not exist */
+    add_pod("v1", "db");
+    json_set(json_get(find_pod("default", "v1"), "spec"), "volumes",
+             json_parse_str("[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":\"data\"}}]"));
+    CHECK(reconcile("default", "v1", NULL) == 1 && !*json_pstr(find_pod("default", "v1"), "/spec/nodeName", ""));
+    CHECK(!strcmp(json_pstr(find_pod("default", "v1"), "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: persistentvolumeclaim \"data\" not found." PREEMPTION));
+    /* ... unbound, of no class (bound at once by the binder): wait for it */
+    json *claim = json_parse_str("{\"metadata\":{\"name\":\"data\",\"namespace\":\"default\"},"
+                                 "\"spec\":{\"storageClassName\":\"\"},\"status\":{\"phase\":\"Pending\"}}");
+    bump(claim);
+    json_push(claims, claim);
+    CHECK(reconcile("default", "v1", NULL) == 1);
+    CHECK(!strcmp(json_pstr(find_pod("default", "v1"), "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims." PREEMPTION));
+    /* ... of a class that waits for its first consumer: the claim is given this node, the pod
+     * waits (polling) until the binder has bound it */
+    json_push(classes, json_parse_str("{\"metadata\":{\"name\":\"standard\"},\"provisioner\":\"turtles.dev/host-path\","
+                                      "\"volumeBindingMode\":\"WaitForFirstConsumer\"}"));
+    json_set_str(json_get(claim, "spec"), "storageClassName", "standard");
+    ms = 0;
+    CHECK(reconcile("default", "v1", &ms) == 1 && ms == 1000);
+    CHECK(!strcmp(json_pstr(claim, "/metadata/annotations/volume.kubernetes.io~1selected-node", ""), "turtle-node-1"));
+    CHECK(!*json_pstr(find_pod("default", "v1"), "/spec/nodeName", ""));
+    writes = api_writes;
+    CHECK(reconcile("default", "v1", &ms) == 1 && api_writes == writes); /* annotated once */
+    /* ... bound to a volume pinned to another node: does not fit */
+    json_push(volumes, json_parse_str("{\"metadata\":{\"name\":\"pvc-1\"},\"spec\":{\"nodeAffinity\":{\"required\":{"
+                                      "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\","
+                                      "\"operator\":\"In\",\"values\":[\"elsewhere\"]}]}]}}}}"));
+    json_set_str(json_get(claim, "spec"), "volumeName", "pvc-1");
+    json_set_str(json_get(json_get(claim, "metadata"), "annotations"), "pv.kubernetes.io/bind-completed", "yes");
+    CHECK(reconcile("default", "v1", NULL) == 1);
+    CHECK(!strcmp(json_pstr(find_pod("default", "v1"), "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity." PREEMPTION));
+    /* ... pinned here (by the hostname label the node registered with): bound */
+    json_remove(json_pointer(volumes, "/0/spec"), "nodeAffinity");
+    json_set(json_pointer(volumes, "/0/spec"), "nodeAffinity",
+             json_parse_str("{\"required\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":"
+                            "\"kubernetes.io/hostname\",\"operator\":\"In\",\"values\":[\"turtle-node-1\"]}]}]}}"));
+    CHECK(reconcile("default", "v1", NULL) == 1);
+    CHECK(!strcmp(json_pstr(find_pod("default", "v1"), "/spec/nodeName", ""), "turtle-node-1"));
+    /* a claim being deleted keeps new pods out */
+    add_pod("v2", "db");
+    json_set(json_get(find_pod("default", "v2"), "spec"), "volumes",
+             json_parse_str("[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":\"data\"}}]"));
+    json_set_str(json_get(claim, "metadata"), "deletionTimestamp", "2025-01-01T00:00:00Z");
+    CHECK(reconcile("default", "v2", NULL) == 1);
+    CHECK(!strcmp(json_pstr(find_pod("default", "v2"), "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: persistentvolumeclaim \"data\" is being deleted." PREEMPTION));
+
     /* many reconciles: steady memory (LeakSanitizer reports anything left at exit) */
     for (int i = 0; i < 2000; i++) reconcile("default", "b", NULL);
 
     json_free(pods);
+    json_free(claims);
+    json_free(volumes);
+    json_free(classes);
     json_free(node);
     json_free(events);
     if (failures) {

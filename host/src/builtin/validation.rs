@@ -296,6 +296,36 @@ pub fn prepare(group: &str, resource: &str, obj: &mut Value, old: Option<&Value>
     }
 }
 
+/// What kube's status strategies change in a `/status` write before validating it: a
+/// PersistentVolume's `lastPhaseTransitionTime` is now when its phase changes (unless the
+/// writer set a new one), and stays when it does not.
+pub fn prepare_status(group: &str, resource: &str, obj: &mut Value, old: Option<&Value>) {
+    if (group, resource) != ("", "persistentvolumes") {
+        return;
+    }
+    const AT: &str = "lastPhaseTransitionTime";
+    let old_status = old.and_then(|o| o.get("status"));
+    let phase = |s: Option<&Value>| s.and_then(|s| s.get("phase")).cloned();
+    let old_phase = phase(old_status);
+    let old_at = old_status
+        .and_then(|s| s.get(AT))
+        .filter(|t| !t.is_null())
+        .cloned();
+    let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let new_at = status.get(AT).filter(|t| !t.is_null()).cloned();
+    if old_phase.as_ref() == status.get("phase") {
+        if new_at.is_none() {
+            if let Some(at) = old_at {
+                status.insert(AT.into(), at);
+            }
+        }
+    } else if new_at.is_none() || new_at == old_at {
+        status.insert(AT.into(), Value::from(crate::model::meta::now_rfc3339()));
+    }
+}
+
 /// `deprecated.daemonset.template.generation`: apps/v1's form of a DaemonSet's
 /// `spec.templateGeneration`.
 pub const DAEMON_SET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";

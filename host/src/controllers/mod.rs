@@ -3,8 +3,9 @@
 //! controller ([`tokens`]), the ValidatingAdmissionPolicy status controller
 //! ([`policystatus`]), the CertificateSigningRequest signer ([`csrsigning`]), the
 //! `kube-root-ca.crt` publisher ([`rootca`]), the PodDisruptionBudget status controller
-//! ([`disruption`]), the ResourceQuota status controller ([`resourcequota`]) and the Pod
-//! garbage collector ([`podgc`]). Like
+//! ([`disruption`]), the ResourceQuota status controller ([`resourcequota`]), the Pod
+//! garbage collector ([`podgc`]), the ephemeral volume controller ([`ephemeral`]) and the claim
+//! and volume protection controllers ([`volumeprotection`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -15,6 +16,7 @@
 
 pub mod csrsigning;
 pub mod disruption;
+pub mod ephemeral;
 pub mod gc;
 pub mod namespace;
 pub mod podgc;
@@ -23,6 +25,7 @@ pub mod resourcequota;
 pub mod rootca;
 pub mod serviceaccount;
 pub mod tokens;
+pub mod volumeprotection;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -42,6 +45,7 @@ use crate::store::{StoreError, StoredObject};
 pub const BUILT_IN: &[&str] = &[
     csrsigning::IDENTITY.name,
     disruption::IDENTITY.name,
+    ephemeral::IDENTITY.name,
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
     podgc::IDENTITY.name,
@@ -50,6 +54,8 @@ pub const BUILT_IN: &[&str] = &[
     rootca::IDENTITY.name,
     serviceaccount::IDENTITY.name,
     tokens::IDENTITY.name,
+    volumeprotection::PVC_IDENTITY.name,
+    volumeprotection::PV_IDENTITY.name,
 ];
 
 /// Why a built-in reconcile failed (it is retried with backoff).
@@ -344,11 +350,17 @@ pub async fn start(
     let disruption = disruption::DisruptionController::new(service.clone());
     let quotas = resourcequota::ResourceQuotaController::new(service.clone());
     let podgc = podgc::PodGarbageCollector::new(service.clone(), orphan_quarantine);
+    let ephemeral = ephemeral::EphemeralVolumeController::new(service.clone());
+    let pvc_protection = volumeprotection::ClaimProtection::new(service.clone());
+    let pv_protection = volumeprotection::VolumeProtection::new(service.clone());
     let mut followers = vec![
         gc.clone() as Arc<dyn Follower>,
         disruption.clone() as Arc<dyn Follower>,
         quotas.clone() as Arc<dyn Follower>,
         podgc.clone() as Arc<dyn Follower>,
+        ephemeral.clone() as Arc<dyn Follower>,
+        pvc_protection.clone() as Arc<dyn Follower>,
+        pv_protection.clone() as Arc<dyn Follower>,
         ns.clone() as Arc<dyn Follower>,
         sa.clone() as Arc<dyn Follower>,
         tokens.clone() as Arc<dyn Follower>,
@@ -369,6 +381,9 @@ pub async fn start(
         disruption.start(shutdown.clone()),
         quotas.start(shutdown.clone()),
         podgc.start(shutdown.clone()),
+        ephemeral.start(shutdown.clone()),
+        pvc_protection.start(shutdown.clone()),
+        pv_protection.start(shutdown.clone()),
     ];
     if let Some(s) = &signer {
         started.push(s.start(shutdown.clone()));

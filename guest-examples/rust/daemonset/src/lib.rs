@@ -179,14 +179,7 @@ fn controlled_by(obj: &Value, ds: &Value) -> bool {
 
 /// Records an event about the set (best effort, as kube's recorder).
 fn event(ds: &Value, warning: bool, reason: &str, note: &str) {
-    let recorded = if warning {
-        events::warning(ds, reason, note)
-    } else {
-        events::normal(ds, reason, note)
-    };
-    if let Err(e) = recorded {
-        turtles_controller::warn!("event {reason} not recorded: {e}");
-    }
+    events::best_effort(ds, warning, reason, note);
 }
 
 /// One sync (kube's `syncDaemonSet`). `Ok(Some(secs))`: look again in that many seconds.

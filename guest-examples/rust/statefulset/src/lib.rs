@@ -332,14 +332,7 @@ fn update_revision(
 
 /// Records an event about the set (best effort, as kube's recorder).
 fn event(set: &Value, warning: bool, reason: &str, note: &str) {
-    let recorded = if warning {
-        events::warning(set, reason, note)
-    } else {
-        events::normal(set, reason, note)
-    };
-    if let Err(e) = recorded {
-        turtles_controller::warn!("event {reason} not recorded: {e}");
-    }
+    events::best_effort(set, warning, reason, note);
 }
 
 fn create_claims(

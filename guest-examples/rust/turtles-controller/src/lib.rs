@@ -58,6 +58,7 @@ pub use serde_json::{self, json, Value};
 use std::marker::PhantomData;
 
 pub mod admission;
+pub mod quantity;
 pub mod workload;
 
 /// What a controller implements. [`export!`] turns it into the component's exports.
@@ -623,6 +624,19 @@ pub mod events {
             "",
             note,
         )
+    }
+
+    /// A `Normal` (or, with `warning`, a `Warning`) event about `object`, best effort as
+    /// kube's recorder: one that cannot be recorded is logged, not returned.
+    pub fn best_effort(object: &Value, warning: bool, reason: &str, note: &str) {
+        let recorded = if warning {
+            self::warning(object, reason, note)
+        } else {
+            normal(object, reason, note)
+        };
+        if let Err(e) = recorded {
+            crate::warn!("event {reason} not recorded: {e}");
+        }
     }
 }
 

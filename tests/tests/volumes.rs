@@ -1,0 +1,288 @@
+//! Persistent volumes end to end, with the real kubectl and real guests: the `persistentvolume`
+//! binder and the `hostpath-provisioner` (Rust) as kube's PV controller and an external
+//! provisioner, the fake kubelet (`node`, C) as the scheduler's VolumeBinding plugin, and the
+//! host's own storage admission (DefaultStorageClass, StorageObjectInUseProtection) and
+//! protection controllers.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use turtles_tests::{guest, poll, Server};
+
+/// A cold compile of the components (in parallel with other tests on 2 cores): bounds a hang.
+const LOAD_DEADLINE: Duration = Duration::from_secs(600);
+const DEADLINE: Duration = Duration::from_secs(90);
+
+const MANIFEST: &str = include_str!("../../guest-examples/manifests/web.yaml");
+
+fn load(s: &Server, names: &[&str]) {
+    for name in names {
+        s.drop_controller(name, &guest(name)).unwrap();
+    }
+    s.wait_controllers_running(names, LOAD_DEADLINE).unwrap();
+}
+
+fn apply(s: &Server, yaml: &str) {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], yaml);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn get(s: &Server, what: &str, name: &str) -> Option<Value> {
+    let out = s.kubectl(&["get", what, name, "-o", "json"]);
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn phase(v: &Value) -> &str {
+    v["status"]["phase"].as_str().unwrap_or("")
+}
+
+fn wait_phase(s: &Server, what: &str, name: &str, want: &str) -> Value {
+    poll(&format!("{what} {name} {want}"), DEADLINE, || {
+        get(s, what, name).filter(|v| phase(v) == want)
+    })
+    .unwrap_or_else(|e| {
+        eprintln!("{}", s.log());
+        panic!(
+            "{e}\n{}\n{}",
+            s.kubectl_ok(&["describe", what, name]),
+            s.kubectl_ok(&["get", "pods,pvc,pv,storageclass", "-o", "yaml"]),
+        )
+    })
+}
+
+fn wait_gone(s: &Server, what: &str, name: &str) {
+    poll(&format!("{what} {name} gone"), DEADLINE, || {
+        get(s, what, name).is_none().then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", what, "-o", "yaml"])));
+}
+
+fn pod_message(s: &Server, name: &str) -> String {
+    get(s, "pod", name)
+        .and_then(|p| {
+            p["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "PodScheduled")?["message"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
+}
+
+fn claim_yaml(name: &str, class: Option<&str>, size: &str) -> String {
+    let class = class.map_or(String::new(), |c| format!("  storageClassName: \"{c}\"\n"));
+    format!(
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {name}}}\nspec:\n{class}  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: {size}}}}}\n"
+    )
+}
+
+fn pod_yaml(name: &str, claim: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{{name: c, image: busybox, volumeMounts: [{{name: data, mountPath: /data}}]}}]\n  volumes: [{{name: data, persistentVolumeClaim: {{claimName: {claim}}}}}]\n"
+    )
+}
+
+#[test]
+fn a_stateful_sets_claims_are_provisioned_bound_protected_and_reclaimed() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    load(
+        &s,
+        &[
+            "persistentvolume",
+            "hostpath-provisioner",
+            "node",
+            "statefulset",
+        ],
+    );
+    // The provisioner made kind's default class.
+    let class = poll("the default StorageClass", DEADLINE, || {
+        get(&s, "storageclass", "standard")
+    })
+    .unwrap();
+    assert_eq!(class["provisioner"], "turtles.dev/host-path");
+    assert_eq!(class["volumeBindingMode"], "WaitForFirstConsumer");
+    assert!(s
+        .kubectl_ok(&["get", "storageclass"])
+        .contains("standard (default)"));
+
+    apply(&s, MANIFEST);
+    let status = s.kubectl_ok(&["rollout", "status", "statefulset/web", "--timeout=120s"]);
+    assert!(status.contains("3 new pods have been updated"), "{status}");
+    for n in 0..3 {
+        let name = format!("www-web-{n}");
+        let claim = wait_phase(&s, "pvc", &name, "Bound");
+        // The default class from admission, the protection finalizer, the scheduler's node.
+        assert_eq!(claim["spec"]["storageClassName"], "standard", "{claim}");
+        assert_eq!(
+            claim["metadata"]["finalizers"],
+            json!(["kubernetes.io/pvc-protection"])
+        );
+        let ann = &claim["metadata"]["annotations"];
+        assert_eq!(ann["volume.kubernetes.io/selected-node"], "turtle-node-1");
+        assert_eq!(
+            ann["volume.kubernetes.io/storage-provisioner"],
+            "turtles.dev/host-path"
+        );
+        assert_eq!(ann["pv.kubernetes.io/bind-completed"], "yes");
+        assert_eq!(ann["pv.kubernetes.io/bound-by-controller"], "yes");
+        assert_eq!(claim["status"]["capacity"]["storage"], "1Gi");
+        assert_eq!(claim["status"]["accessModes"], json!(["ReadWriteOnce"]));
+        // The volume: made for this claim, pinned to the node, Bound.
+        let pv_name = format!("pvc-{}", claim["metadata"]["uid"].as_str().unwrap());
+        assert_eq!(claim["spec"]["volumeName"], pv_name.as_str());
+        let pv = wait_phase(&s, "pv", &pv_name, "Bound");
+        assert_eq!(pv["spec"]["claimRef"]["name"], name.as_str());
+        assert_eq!(pv["spec"]["claimRef"]["uid"], claim["metadata"]["uid"]);
+        assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+        assert_eq!(
+            pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"],
+            "turtles.dev/host-path"
+        );
+        // Pre-bound by its provisioner: not marked as bound by the controller (kube's rule).
+        assert!(pv["metadata"]["annotations"]
+            .get("pv.kubernetes.io/bound-by-controller")
+            .is_none());
+        assert_eq!(
+            pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+                ["values"],
+            json!(["turtle-node-1"])
+        );
+        assert_eq!(
+            pv["metadata"]["finalizers"],
+            json!(["kubernetes.io/pv-protection"])
+        );
+        assert!(pv["status"]["lastPhaseTransitionTime"].is_string(), "{pv}");
+    }
+    let described = s.kubectl_ok(&["describe", "pvc", "www-web-0"]);
+    for text in [
+        "ExternalProvisioning",
+        "Waiting for a volume to be created either by the external provisioner 'turtles.dev/host-path'",
+        "External provisioner is provisioning volume for claim \"default/www-web-0\"",
+        "ProvisioningSucceeded",
+    ] {
+        assert!(described.contains(text), "{text}: {described}");
+    }
+    let volumes = s.kubectl_ok(&["get", "pv"]);
+    assert!(
+        volumes.contains("default/www-web-2") && volumes.contains("Bound"),
+        "{volumes}"
+    );
+
+    // A claim a Pod uses is kept while it runs: www-web-2 (web-2 runs) is deleted first, then a
+    // claim nothing uses; once the second is gone, the first is still there, terminating.
+    apply(&s, &claim_yaml("spare", Some(""), "1Gi"));
+    s.kubectl_ok(&["delete", "pvc", "www-web-2", "--wait=false"]);
+    s.kubectl_ok(&["delete", "pvc", "spare", "--wait=false"]);
+    wait_gone(&s, "pvc", "spare");
+    let held = get(&s, "pvc", "www-web-2").expect("www-web-2 is kept while web-2 uses it");
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    let pv2 = held["spec"]["volumeName"].as_str().unwrap().to_owned();
+    // A new Pod naming it is not scheduled.
+    apply(&s, &pod_yaml("late", "www-web-2"));
+    poll("late's scheduling message", DEADLINE, || {
+        pod_message(&s, "late")
+            .contains("is being deleted")
+            .then_some(())
+    })
+    .unwrap();
+    assert_eq!(
+        pod_message(&s, "late"),
+        "0/1 nodes are available: persistentvolumeclaim \"www-web-2\" is being deleted. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    );
+    s.kubectl_ok(&["delete", "pod", "late", "--wait=false"]);
+    // Scaled down, web-2 goes; then its claim, then (Released, policy Delete) its volume.
+    s.kubectl_ok(&["scale", "statefulset", "web", "--replicas=2"]);
+    wait_gone(&s, "pvc", "www-web-2");
+    wait_gone(&s, "pv", &pv2);
+
+    // A volume being deleted stays while it is Bound.
+    let pv0 = get(&s, "pvc", "www-web-0").unwrap()["spec"]["volumeName"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.kubectl_ok(&["delete", "pv", &pv0, "--wait=false"]);
+    let pv = get(&s, "pv", &pv0).expect("a Bound volume is kept");
+    assert!(pv["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(phase(&pv), "Bound");
+}
+
+#[test]
+fn claims_bind_static_volumes_and_wait_for_a_default_class_made_later() {
+    // No provisioner yet: the order users follow when they install one after their app.
+    let s = Server::start_with_controllers(&[]).unwrap();
+    load(&s, &["persistentvolume", "node"]);
+
+    // A static volume (no class) and a claim of no class: bound at once, the smallest that fits.
+    for (name, size) in [("big", "50Gi"), ("small", "5Gi")] {
+        apply(
+            &s,
+            &format!("apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}}}\nspec:\n  capacity: {{storage: {size}}}\n  accessModes: [ReadWriteOnce]\n  storageClassName: \"\"\n  hostPath: {{path: /tmp/{name}}}\n"),
+        );
+    }
+    apply(&s, &claim_yaml("static", Some(""), "1Gi"));
+    let claim = wait_phase(&s, "pvc", "static", "Bound");
+    assert_eq!(claim["spec"]["volumeName"], "small");
+    assert_eq!(claim["status"]["capacity"]["storage"], "5Gi");
+    let pv = wait_phase(&s, "pv", "small", "Bound");
+    assert_eq!(
+        pv["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"],
+        "yes"
+    );
+    assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    assert_eq!(phase(&get(&s, "pv", "big").unwrap()), "Available");
+    apply(&s, &pod_yaml("user", "static"));
+    wait_phase(&s, "pod", "user", "Running");
+    // Released when its claim goes, and kept (Retain).
+    s.kubectl_ok(&["delete", "pod", "user"]);
+    s.kubectl_ok(&["delete", "pvc", "static"]);
+    let pv = wait_phase(&s, "pv", "small", "Released");
+    assert_eq!(pv["spec"]["claimRef"]["name"], "static");
+
+    // A claim naming no class, while there is no default class: it may bind only a volume of
+    // no class (as kube), and none is that large.
+    apply(&s, &claim_yaml("later", None, "100Gi"));
+    let claim = get(&s, "pvc", "later").unwrap();
+    assert!(claim["spec"].get("storageClassName").is_none(), "{claim}");
+    apply(&s, &pod_yaml("waiter", "later"));
+    poll("the waiter unscheduled", DEADLINE, || {
+        (pod_message(&s, "waiter")
+            == "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+            .then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}: {}", pod_message(&s, "waiter")));
+    poll("FailedBinding", DEADLINE, || {
+        s.kubectl_ok(&["describe", "pvc", "later"])
+            .contains("no persistent volumes available for this claim and no storage class is set")
+            .then_some(())
+    })
+    .unwrap();
+    // A claim of a class that does not exist.
+    apply(&s, &claim_yaml("nope", Some("nope"), "1Gi"));
+    poll("ProvisioningFailed", DEADLINE, || {
+        s.kubectl_ok(&["describe", "pvc", "nope"])
+            .contains("storageclass.storage.k8s.io \"nope\" not found")
+            .then_some(())
+    })
+    .unwrap();
+
+    // The provisioner arrives with its default class: the claim gets it (kube's retroactive
+    // default), a volume is made on the waiter's node, and the waiter runs.
+    load(&s, &["hostpath-provisioner"]);
+    let claim = wait_phase(&s, "pvc", "later", "Bound");
+    assert_eq!(claim["spec"]["storageClassName"], "standard");
+    wait_phase(&s, "pod", "waiter", "Running");
+    // The class made for a newcomer is not made again over an administrator's choice: a claim
+    // created now gets the default class from admission.
+    apply(&s, &claim_yaml("fresh", None, "1Gi"));
+    assert_eq!(
+        get(&s, "pvc", "fresh").unwrap()["spec"]["storageClassName"],
+        "standard"
+    );
+}
