@@ -22,6 +22,17 @@ pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-defaul
 pub const BETA_DEFAULT_CLASS_ANNOTATION: &str = "storageclass.beta.kubernetes.io/is-default-class";
 pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
 pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
+const BETA_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
+
+/// kube's `GetPersistentVolumeClaimClass`: the beta annotation first, then the field.
+fn claim_class(claim: &Value) -> &str {
+    claim
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(BETA_CLASS_ANNOTATION))
+        .or_else(|| claim.pointer("/spec/storageClassName"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
 
 fn is_core(ri: &ResourceInfo, resource: &str) -> bool {
     ri.group.is_empty() && ri.resource == resource
@@ -60,9 +71,14 @@ fn classes(svc: &Service) -> Vec<Value> {
 /// The mutating plugins on a create: the default class, then the protection finalizer.
 pub fn admit_create(svc: &Service, ri: &ResourceInfo, obj: &mut Value) {
     if is_core(ri, "persistentvolumeclaims") {
+        // kube's `PersistentVolumeClaimHasClass`: the field (even "") or the beta annotation.
         let unset = obj
             .pointer("/spec/storageClassName")
-            .is_none_or(Value::is_null);
+            .is_none_or(Value::is_null)
+            && obj
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(BETA_CLASS_ANNOTATION))
+                .is_none();
         if unset {
             if let (Some(class), Some(spec)) = (
                 default_class(classes(svc)),
@@ -122,11 +138,10 @@ pub fn check_resize(
             "Only bound persistent volume claims can be expanded".into(),
         ));
     }
-    let class = obj
-        .pointer("/spec/storageClassName")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    // kube's `allowResize`: the same class before and after, one that allows expansion.
+    let class = claim_class(obj);
     let allows = !class.is_empty()
+        && class == claim_class(old)
         && classes(svc)
             .iter()
             .any(|c| meta::name(c) == class && c.get("allowVolumeExpansion") == Some(&json!(true)));

@@ -483,6 +483,7 @@ turtles is running with the example controllers. In another terminal:
   kubectl create cronjob tick --image=busybox --schedule="*/1 * * * *"   # a Job every minute
   kubectl apply -f guest-examples/manifests/web.yaml   # kube's StatefulSet example (Rust controller)
   kubectl rollout status statefulset/web   # web-0, web-1, web-2 in order, each with its claim
+  kubectl get pvc,pv,storageclass          # each claim Bound to a volume provisioned for it
   kubectl create -f guest-examples/manifests/agent.yaml   # a DaemonSet: one Pod per node (Rust controller)
   kubectl rollout status daemonset/agent
 

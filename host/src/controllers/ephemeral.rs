@@ -1,9 +1,11 @@
 //! kube-controller-manager's `ephemeral-volume-controller`: a Pod's generic ephemeral volume
 //! (`spec.volumes[].ephemeral.volumeClaimTemplate`) gets its PersistentVolumeClaim `POD-VOLUME`,
 //! made from the template (its labels, annotations and spec) and owned by the Pod (controller,
-//! `blockOwnerDeletion`), so that the garbage collector deletes it with the Pod. A claim of that
-//! name that the Pod does not own is left alone (the scheduler then refuses the Pod); kube also
-//! records an Event `FailedBinding` on the Pod, which this one only logs.
+//! `blockOwnerDeletion`), so that the garbage collector deletes it with the Pod. The claim is
+//! created as kube's controller account, through admission and the namespace's ResourceQuota; a
+//! refused create is retried with backoff. A claim of that name that the Pod does not own is left
+//! alone (the scheduler then refuses the Pod). kube also records an Event `FailedBinding` on the
+//! Pod in both cases, which this one only logs.
 
 use std::sync::Arc;
 
@@ -55,6 +57,20 @@ fn claim_for(pod: &Value, volume: &str, template: &Value) -> Value {
         "metadata": metadata,
         "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
     })
+}
+
+/// Who the claims are created as: kube's controller service account.
+fn identity() -> crate::auth::rbac::UserInfo {
+    crate::auth::rbac::UserInfo {
+        name: "system:serviceaccount:kube-system:ephemeral-volume-controller".into(),
+        uid: String::new(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            "system:serviceaccounts:kube-system".into(),
+            "system:authenticated".into(),
+        ],
+        extra: Default::default(),
+    }
 }
 
 /// Keys are `(namespace, pod)`.
@@ -109,16 +125,23 @@ impl EphemeralVolumeController {
                 continue;
             }
             let claim = claim_for(&pod, volume, template);
-            match svc
-                .create(&claims, ns, claim, &WriteOptions::default())
-                .await
-            {
+            // As kube's controller, a client of the API: the claim passes admission and the
+            // namespace's quota (a tenant's Pods cannot make claims beyond it).
+            let opts = WriteOptions {
+                user: Some(identity()),
+                ..WriteOptions::default()
+            };
+            match svc.create(&claims, ns, claim, &opts).await {
                 Ok(_) => {}
                 // Made meanwhile; its event brings the Pod back.
                 Err(e) if e.code == 409 => {}
                 // The namespace is going: nothing more to make there.
                 Err(_) if !super::namespace_active(svc, ns) => return Ok(None),
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    tracing::warn!(pod = %format!("{ns}/{name}"), volume,
+                        "ephemeral volume {volume}: create PVC {claim_name}: {}", e.message);
+                    return Err(e.into());
+                }
             }
         }
         Ok(None)
