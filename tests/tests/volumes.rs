@@ -64,16 +64,7 @@ fn wait_gone(s: &Server, what: &str, name: &str) {
 }
 
 fn pod_message(s: &Server, name: &str) -> String {
-    get(s, "pod", name)
-        .and_then(|p| {
-            p["status"]["conditions"]
-                .as_array()?
-                .iter()
-                .find(|c| c["type"] == "PodScheduled")?["message"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .unwrap_or_default()
+    pod_message_in(s, "default", name)
 }
 
 fn claim_yaml(name: &str, class: Option<&str>, size: &str) -> String {
@@ -285,4 +276,96 @@ fn claims_bind_static_volumes_and_wait_for_a_default_class_made_later() {
         get(&s, "pvc", "fresh").unwrap()["spec"]["storageClassName"],
         "standard"
     );
+}
+
+#[test]
+fn ephemeral_volumes_get_claims_within_the_namespace_quota() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    load(&s, &["persistentvolume", "hostpath-provisioner", "node"]);
+    poll("the default StorageClass", DEADLINE, || {
+        get(&s, "storageclass", "standard")
+    })
+    .unwrap();
+    s.kubectl_ok(&["create", "namespace", "q"]);
+    s.kubectl_ok(&[
+        "create",
+        "quota",
+        "claims",
+        "-n",
+        "q",
+        "--hard=persistentvolumeclaims=1",
+    ]);
+    let template = "{ephemeral: {volumeClaimTemplate: {metadata: {labels: {team: a}}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}}}";
+    let pod = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: two, namespace: q}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{{name: c, image: busybox}}]\n  volumes:\n  - {{name: a, {t}\n  - {{name: b, {t}\n",
+        t = &template[1..]
+    );
+    apply(&s, &pod);
+    // The controller makes the claims as a client of the API: the quota lets one through.
+    let waiting = "0/1 nodes are available: waiting for ephemeral volume controller to create the persistentvolumeclaim \"two-b\". preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+    poll("two waiting for two-b", DEADLINE, || {
+        let msg = pod_message_in(&s, "q", "two");
+        (msg == waiting).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}: {}", pod_message_in(&s, "q", "two")));
+    let a = s.kubectl_json(&["get", "pvc", "two-a", "-n", "q"]);
+    assert_eq!(a["metadata"]["labels"]["team"], "a");
+    assert_eq!(a["metadata"]["ownerReferences"][0]["kind"], "Pod");
+    assert_eq!(a["metadata"]["ownerReferences"][0]["name"], "two");
+    assert!(!s
+        .kubectl(&["get", "pvc", "two-b", "-n", "q"])
+        .status
+        .success());
+    // More room: the second claim, both volumes, and the Pod runs.
+    s.kubectl_ok(&[
+        "patch",
+        "quota",
+        "claims",
+        "-n",
+        "q",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"hard":{"persistentvolumeclaims":"2"}}}"#,
+    ]);
+    poll("two Running", DEADLINE, || {
+        let out = s.kubectl(&["get", "pod", "two", "-n", "q", "-o", "json"]);
+        let p: Value = serde_json::from_slice(&out.stdout).ok()?;
+        (phase(&p) == "Running").then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            s.kubectl_ok(&["describe", "pod", "two", "-n", "q"])
+        )
+    });
+    let volumes: Vec<String> = ["two-a", "two-b"]
+        .iter()
+        .map(|c| {
+            let claim = s.kubectl_json(&["get", "pvc", c, "-n", "q"]);
+            assert_eq!(phase(&claim), "Bound", "{claim}");
+            claim["spec"]["volumeName"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    // The Pod goes: its claims with it (owner references), then their volumes.
+    s.kubectl_ok(&["delete", "pod", "two", "-n", "q"]);
+    for v in &volumes {
+        wait_gone(&s, "pv", v);
+    }
+    let left = s.kubectl_json(&["get", "pvc", "-n", "q"]);
+    assert_eq!(left["items"], json!([]), "{left}");
+}
+
+fn pod_message_in(s: &Server, ns: &str, name: &str) -> String {
+    let out = s.kubectl(&["get", "pod", name, "-n", ns, "-o", "json"]);
+    serde_json::from_slice::<Value>(&out.stdout)
+        .ok()
+        .and_then(|p| {
+            p["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "PodScheduled")?["message"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
 }

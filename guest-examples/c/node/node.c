@@ -13,6 +13,10 @@
  *   status writes, one per reconcile, so that a watch sees each step:
  *     ADDED Pending -> MODIFIED bound -> MODIFIED Pending/ContainerCreating -> MODIFIED Running
  *   The Running status gets a unique pod IP 10.244.X.Y (the lowest one no other pod uses).
+ *   Its volumes too, as kube's VolumeBinding plugin: its claims exist and are bound (their
+ *   volumes' node affinity matching the node), or wait for their first consumer, which gets
+ *   volume.kubernetes.io/selected-node (the binder and a provisioner then make and bind a volume
+ *   on this node). A claim's event (key NAMESPACE/CLAIM) schedules the pods naming it again.
  *   A Pod that does not fit stays Pending with PodScheduled False (reason Unschedulable, kube's
  *   scheduler's message), and is looked at again at its next event.
  * - A Pod that runs to completion (spec.restartPolicy Never or OnFailure) finishes once it has
@@ -58,10 +62,11 @@ void turtles_register(turtles_registration *reg) {
     turtles_permission_add(reg, "", "nodes", "get,list,watch,create,patch,update");
     turtles_permission_add(reg, "", "nodes/status", "patch,update");
     turtles_permission_add(reg, "", "events", "create,patch");
-    /* The scheduler's view of storage (kube's VolumeBinding plugin), cached. A claim event maps
-     * to the Pod owning it (an ephemeral volume's claim); other claims, volumes and classes map
-     * to no key: a Pod waiting for its claims looks again every second, as kube's PreBind polls. */
-    turtles_watch_owned_by(turtles_watch_add(reg, "", "v1", "persistentvolumeclaims"), "", "Pod");
+    /* The scheduler's view of storage (kube's VolumeBinding plugin). A claim's event reconciles
+     * the key NAMESPACE/CLAIM: the unscheduled pods naming that claim are looked at again (as
+     * kube's scheduler retries its pods at claim events). Volumes and classes only fill the
+     * cache: what makes a claim usable changes the claim too (bound, given a class). */
+    turtles_watch_add(reg, "", "v1", "persistentvolumeclaims");
     turtles_watch_owned_by(turtles_watch_add(reg, "", "v1", "persistentvolumes"), "", "Pod");
     turtles_watch_owned_by(turtles_watch_add(reg, "storage.k8s.io", "v1", "storageclasses"), "", "Pod");
     turtles_permission_add(reg, "", "persistentvolumeclaims", "get,list,watch,patch,update");
@@ -478,14 +483,11 @@ static bool affinity_fits(const json *pod, const json *labels) {
  * the order of kube's plugins: the volume PreFilter, then the Filters (the node's cordon,
  * spec.unschedulable; its NoSchedule/NoExecute taints; the pod's node selector and required
  * node affinity; its volumes), against the node as cached (so `kubectl label node` and `kubectl
- * taint node` count). *provision: as volume_filter says; *by_volumes: the reason is the
- * volumes'. */
-static char *unschedulable(const json *pod, bool *provision, bool *by_volumes) {
+ * taint node` count). *provision: as volume_filter says. */
+static char *unschedulable(const json *pod, bool *provision) {
     *provision = false;
-    *by_volumes = true;
     char *why = volume_prefilter(pod);
     if (why) return why;
-    *by_volumes = false;
     json *node = turtles_cache_get("", "v1", "nodes", "", NODE_NAME);
     const json *labels = json_pointer(node, "/metadata/labels");
     const char *reason = NULL;
@@ -502,10 +504,7 @@ static char *unschedulable(const json *pod, bool *provision, bool *by_volumes) {
     }
     if (!reason && !affinity_fits(pod, labels)) reason = "node(s) didn't match Pod's node affinity/selector";
     if (reason) why = turtles_strf("0/1 nodes are available: 1 %s." PREEMPTION, reason);
-    else {
-        why = volume_filter(pod, labels, provision);
-        *by_volumes = why != NULL;
-    }
+    else why = volume_filter(pod, labels, provision);
     json_free(node);
     return why;
 }
@@ -559,13 +558,10 @@ static turtles_outcome bind(const turtles_key *key, const json *pod) {
     return turtles_requeue_after(NEXT_STEP_MS);
 }
 
-/* How often a pod whose claims wait for their volumes looks again (kube's PreBind polls each
- * second). */
-#define VOLUME_POLL_MS 1000
-
 /* kube's PreBind for claims waiting for their first consumer: each unbound one not yet
  * annotated gets volume.kubernetes.io/selected-node (the binder then asks the class's
- * provisioner, which makes a volume on this node); the pod is bound once every claim is. */
+ * provisioner, which makes a volume on this node); the pod is bound once every claim is (the
+ * claims' events bring it back). */
 static turtles_outcome select_node(const turtles_key *key, const json *pod) {
     for (json *v = json_first(json_pointer(pod, "/spec/volumes")); v; v = json_next(v)) {
         bool eph;
@@ -596,20 +592,16 @@ static turtles_outcome select_node(const turtles_key *key, const json *pod) {
         }
         free(name);
     }
-    return turtles_requeue_after(VOLUME_POLL_MS);
+    return turtles_done();
 }
 
 /* Schedules an unbound pod: binds it, records why it does not fit, or waits for its volumes. */
 static turtles_outcome schedule(const turtles_key *key, const json *pod) {
-    bool provision = false, by_volumes = false;
-    char *why = unschedulable(pod, &provision, &by_volumes);
+    bool provision = false;
+    char *why = unschedulable(pod, &provision);
     turtles_outcome out;
-    if (why) {
-        out = unplaced(key, pod, why);
-        /* Claims, volumes and classes reconcile no pod here: one kept out by them looks again
-         * (kube's scheduler retries it at their events). */
-        if (by_volumes && out.kind == TURTLES_DONE) out = turtles_requeue_after(VOLUME_POLL_MS);
-    } else if (provision) out = select_node(key, pod);
+    if (why) out = unplaced(key, pod, why);
+    else if (provision) out = select_node(key, pod);
     else out = bind(key, pod);
     free(why);
     return out;
@@ -622,12 +614,52 @@ static turtles_outcome place_waiting(void) {
     turtles_outcome out = turtles_done();
     for (json *p = json_first(pods); p; p = json_next(p)) {
         if (*json_pstr(p, "/spec/nodeName", "") || turtles_is_deleting(p)) continue;
-        bool provision = false, by_volumes = false;
-        char *why = unschedulable(p, &provision, &by_volumes);
+        bool provision = false;
+        char *why = unschedulable(p, &provision);
+        bool fits = why == NULL;
         free(why);
-        if (why) continue;
+        if (!fits) continue;
         turtles_key key = {json_pstr(p, "/metadata/namespace", ""), json_pstr(p, "/metadata/name", "")};
         turtles_outcome o = schedule(&key, p);
+        if (o.kind == TURTLES_DONE || o.kind == TURTLES_REQUEUE_AFTER) {
+            free(o.message);
+            continue;
+        }
+        free(out.message);
+        out = o;
+    }
+    json_free(pods);
+    return out;
+}
+
+/* Whether one of the pod's volumes names the claim. */
+static bool names_claim(const json *pod, const char *claim) {
+    for (json *v = json_first(json_pointer(pod, "/spec/volumes")); v; v = json_next(v)) {
+        bool eph;
+        char *name = volume_claim(pod, v, &eph);
+        bool same = name && strcmp(name, claim) == 0;
+        free(name);
+        if (same) return true;
+    }
+    return false;
+}
+
+/* A claim's event (key NAMESPACE/CLAIM): the unscheduled pods of the namespace naming it are
+ * scheduled again (it may be bound, deleted or given a class now). Nothing when no claim has
+ * that name (a pod's key); `skip`: a pod of that name, which its own reconcile schedules. */
+static turtles_outcome claim_waiters(const turtles_key *key, const json *skip) {
+    json *claim = turtles_cache_get("", "v1", "persistentvolumeclaims", key->namespace_, key->name);
+    bool exists = claim != NULL;
+    json_free(claim);
+    turtles_outcome out = turtles_done();
+    /* A claim gone leaves its waiters as they are (kept out, with the message of its deletion). */
+    if (!exists) return out;
+    json *pods = turtles_cache_list("", "v1", "pods", key->namespace_);
+    for (json *p = json_first(pods); p; p = json_next(p)) {
+        if (*json_pstr(p, "/spec/nodeName", "") || turtles_is_deleting(p) || !names_claim(p, key->name)) continue;
+        if (skip && strcmp(json_pstr(p, "/metadata/name", ""), key->name) == 0) continue;
+        turtles_key pk = {key->namespace_, json_pstr(p, "/metadata/name", "")};
+        turtles_outcome o = schedule(&pk, p);
         if (o.kind == TURTLES_DONE || o.kind == TURTLES_REQUEUE_AFTER) {
             free(o.message);
             continue;
@@ -855,12 +887,26 @@ static bool containers_in(const json *pod, const char *state) {
     return true;
 }
 
+static turtles_outcome reconcile_pod(const turtles_key *key, const json *pod);
+
 turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
     turtles_outcome err;
     if (!ensure_node(&err)) return err;
     if (!*key->namespace_) return place_waiting(); /* a node event: its labels or taints may have changed */
-    if (!pod) return turtles_done();                 /* a pod that is gone */
+    /* A claim's event: the pods waiting for it (a pod of the same name is reconciled below). */
+    turtles_outcome waiters = claim_waiters(key, pod);
+    if (!pod) return waiters; /* a claim's key, or a pod that is gone */
+    turtles_outcome out = reconcile_pod(key, pod);
+    if (waiters.kind >= TURTLES_TRANSIENT_ERROR && out.kind < TURTLES_TRANSIENT_ERROR) {
+        free(out.message);
+        return waiters;
+    }
+    free(waiters.message);
+    return out;
+}
 
+/* One pod: schedule it, start it, finish it or stop it. */
+static turtles_outcome reconcile_pod(const turtles_key *key, const json *pod) {
     const char *node = json_pstr(pod, "/spec/nodeName", "");
     if (turtles_is_deleting(pod)) {
         /* Ours to stop; an unscheduled one is the API server's (or the pod GC's) to remove. */

@@ -230,7 +230,7 @@ pub fn ready_to_provision(claim: &Value) -> Option<Value> {
     if asked != Some(PROVISIONER) {
         return None;
     }
-    let class_name = str_at(claim, "/spec/storageClassName");
+    let class_name = claim_class(claim);
     let class = turtles_controller::cache::get(CLASSES, "", class_name)?;
     if str_at(&class, "/provisioner") != PROVISIONER {
         return None;
@@ -244,6 +244,12 @@ pub fn ready_to_provision(claim: &Value) -> Option<Value> {
         return None;
     }
     Some(class)
+}
+
+/// kube's `GetPersistentVolumeClaimClass`: the beta annotation first, then the field.
+fn claim_class(claim: &Value) -> &str {
+    meta::annotation(claim, "volume.beta.kubernetes.io/storage-class")
+        .unwrap_or_else(|| str_at(claim, "/spec/storageClassName"))
 }
 
 /// The library's name for a claim's volume.

@@ -84,13 +84,22 @@ impl Controller for PersistentVolumeController {
         let result = if key.namespace.is_empty() {
             sync_cluster_key(&key.name)
         } else {
-            match claim {
-                Some(claim) => sync_claim(claim.into_value()),
-                // kube enqueues a deleted claim's volume: it is Released now.
-                None => volumes_of_claim(&key.namespace, &key.name)
-                    .into_iter()
-                    .try_for_each(sync_volume),
+            // kube enqueues a deleted claim's volume: it is Released now. A claim deleted and
+            // made again under its name may reach this key once, as the new claim: the old
+            // one's volumes (another uid) are looked at too.
+            let uid = claim
+                .as_ref()
+                .map(|c| str_at(c, "/metadata/uid").to_owned())
+                .unwrap_or_default();
+            let stale: Vec<Value> = volumes_of_claim(&key.namespace, &key.name)
+                .into_iter()
+                .filter(|v| claim_ref(v).is_some_and(|r| str_at(r, "/uid") != uid))
+                .collect();
+            let mut result = each(stale, sync_volume);
+            if let Some(claim) = claim {
+                result = result.and(sync_claim(claim.into_value()));
             }
+            result
         };
         match result {
             Ok(()) => Outcome::Done,
@@ -103,6 +112,21 @@ export!(PersistentVolumeController);
 
 fn record(obj: &Value, warning: bool, reason: &str, note: &str) {
     events::best_effort(obj, warning, reason, note);
+}
+
+/// `f` on every item, carrying on past a failure (one object's error must not hold back the
+/// others); the first error.
+fn each(items: Vec<Value>, f: impl Fn(Value) -> Result<(), ApiError>) -> Result<(), ApiError> {
+    let mut first = Ok(());
+    for item in items {
+        if let Err(e) = f(item) {
+            turtles_controller::warn!("{e}");
+            if first.is_ok() {
+                first = Err(e);
+            }
+        }
+    }
+    first
 }
 
 fn volumes() -> Vec<Value> {
@@ -123,31 +147,32 @@ fn volumes_of_claim(namespace: &str, name: &str) -> Vec<Value> {
 /// the waiting claims of a class of that name (a class made or changed may be what they wait
 /// for).
 fn sync_cluster_key(name: &str) -> Result<(), ApiError> {
-    match turtles_controller::cache::get(VOLUMES, "", name) {
-        Some(volume) => sync_volume(volume)?,
-        None => {
-            // kube enqueues a deleted volume's claim: it is Lost now.
-            for claim in turtles_controller::cache::list(CLAIMS, None) {
-                if str_at(&claim, "/spec/volumeName") == name {
-                    sync_claim(claim)?;
-                }
-            }
-        }
-    }
+    let mut result = match turtles_controller::cache::get(VOLUMES, "", name) {
+        Some(volume) => sync_volume(volume),
+        // kube enqueues a deleted volume's claim: it is Lost now.
+        None => each(
+            turtles_controller::cache::list(CLAIMS, None)
+                .into_iter()
+                .filter(|c| str_at(c, "/spec/volumeName") == name)
+                .collect(),
+            sync_claim,
+        ),
+    };
     if let Some(class) = turtles_controller::cache::get(CLASSES, "", name) {
         let default = plan::default_class(&turtles_controller::cache::list(CLASSES, None))
             .is_some_and(|d| meta::name(d) == Some(name));
-        for claim in turtles_controller::cache::list(CLAIMS, None) {
-            let waiting = str_at(&claim, "/spec/volumeName").is_empty()
-                && !has_annotation(&claim, plan::ANN_BIND_COMPLETED);
-            let concerned = claim_class(&claim) == meta::name(&class).unwrap_or("")
-                || (default && plan::claim_class_unset(&claim));
-            if waiting && concerned {
-                sync_claim(claim)?;
-            }
-        }
+        let waiting: Vec<Value> = turtles_controller::cache::list(CLAIMS, None)
+            .into_iter()
+            .filter(|c| {
+                str_at(c, "/spec/volumeName").is_empty()
+                    && !has_annotation(c, plan::ANN_BIND_COMPLETED)
+                    && (claim_class(c) == meta::name(&class).unwrap_or("")
+                        || (default && plan::claim_class_unset(c)))
+            })
+            .collect();
+        result = result.and(each(waiting, sync_claim));
     }
-    Ok(())
+    result
 }
 
 fn claim_path(claim: &Value) -> String {
@@ -246,7 +271,7 @@ fn wait_for_consumer(claim: &Value) {
         .into_iter()
         .filter(|p| {
             str_at(p, "/spec/nodeName").is_empty()
-                && !matches!(str_at(p, "/status/phase"), "Succeeded" | "Failed")
+                && !pod_terminated(p)
                 && pod_claims(p).iter().any(|c| c == name)
         })
         .map(|p| meta::name(&p).unwrap_or("").to_owned())
@@ -267,6 +292,18 @@ fn wait_for_consumer(claim: &Value) {
         ),
     };
     record(claim, false, reason, &note);
+}
+
+/// kube's `IsPodTerminated`: finished, or being deleted with every container stopped.
+fn pod_terminated(pod: &Value) -> bool {
+    if matches!(str_at(pod, "/status/phase"), "Succeeded" | "Failed") {
+        return true;
+    }
+    meta::is_deleting(pod)
+        && pod
+            .pointer("/status/containerStatuses")
+            .and_then(Value::as_array)
+            .is_some_and(|s| s.iter().all(|c| c.pointer("/state/terminated").is_some()))
 }
 
 /// The claims a Pod's volumes name (an ephemeral volume's is `POD-VOLUME`).

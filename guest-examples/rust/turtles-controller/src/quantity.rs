@@ -28,9 +28,9 @@ pub fn milli_value(text: &str) -> Option<i128> {
     let mut multiplier: i128 = 1;
     match suffix {
         "" => {}
-        "n" => scale10 -= 9,
-        "u" => scale10 -= 6,
-        "m" => scale10 -= 3,
+        "n" => scale10 = scale10.checked_sub(9)?,
+        "u" => scale10 = scale10.checked_sub(6)?,
+        "m" => scale10 = scale10.checked_sub(3)?,
         "k" => scale10 += 3,
         "M" => scale10 += 6,
         "G" => scale10 += 9,
@@ -43,11 +43,13 @@ pub fn milli_value(text: &str) -> Option<i128> {
         "Ti" => multiplier = 1 << 40,
         "Pi" => multiplier = 1 << 50,
         "Ei" => multiplier = 1 << 60,
-        s if s.starts_with(['e', 'E']) => scale10 += s[1..].parse::<i32>().ok()?,
+        s if s.starts_with(['e', 'E']) => {
+            scale10 = scale10.checked_add(s[1..].parse::<i32>().ok()?)?
+        }
         _ => return None,
     }
     // milli-units: one more factor of 1000.
-    scale10 += 3;
+    scale10 = scale10.checked_add(3)?;
     let mut value = mantissa.checked_mul(multiplier)?;
     if scale10 >= 0 {
         value = value.checked_mul(10i128.checked_pow(scale10 as u32)?)?;
@@ -76,6 +78,8 @@ mod tests {
         assert!(milli_value("").is_none());
         assert!(milli_value("Gi").is_none());
         assert!(milli_value("1.2.3").is_none());
+        assert!(milli_value("1.5e-2147483648").is_none());
+        assert!(milli_value("1e999").is_none());
         assert!(milli_value("1Gi") > milli_value("1G"));
     }
 }
