@@ -369,3 +369,64 @@ fn pod_message_in(s: &Server, ns: &str, name: &str) -> String {
         })
         .unwrap_or_default()
 }
+
+#[test]
+fn local_volumes_are_bound_on_the_node_the_scheduler_picks() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    load(&s, &["persistentvolume", "node"]);
+    // kube's local-storage pattern: a class with no provisioner that waits for the first
+    // consumer, and volumes an administrator made on nodes.
+    apply(
+        &s,
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n",
+    );
+    for (name, size, node) in [
+        ("local-big", "100Gi", "turtle-node-1"),
+        ("local-small", "10Gi", "turtle-node-1"),
+        ("local-elsewhere", "10Gi", "node-2"),
+    ] {
+        apply(
+            &s,
+            &format!("apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}}}\nspec:\n  capacity: {{storage: {size}}}\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local: {{path: /mnt/disks/{name}}}\n  nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [{node}]}}]}}]}}}}\n"),
+        );
+    }
+    apply(&s, &claim_yaml("data", Some("local"), "5Gi"));
+    // No consumer yet: the claim waits, and says so.
+    poll("WaitForFirstConsumer", DEADLINE, || {
+        s.kubectl_ok(&["describe", "pvc", "data"])
+            .contains("waiting for first consumer to be created before binding")
+            .then_some(())
+    })
+    .unwrap();
+    assert_eq!(phase(&get(&s, "pvc", "data").unwrap()), "Pending");
+    // The first Pod: the scheduler picks the smallest volume on its node, the binder binds.
+    apply(&s, &pod_yaml("db", "data"));
+    wait_phase(&s, "pod", "db", "Running");
+    let claim = wait_phase(&s, "pvc", "data", "Bound");
+    assert_eq!(claim["spec"]["volumeName"], "local-small", "{claim}");
+    let pv = wait_phase(&s, "pv", "local-small", "Bound");
+    assert_eq!(
+        pv["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"],
+        "yes"
+    );
+    assert_eq!(phase(&get(&s, "pv", "local-big").unwrap()), "Available");
+    // A claim no volume here fits keeps its Pod out, with the scheduler's reason.
+    apply(&s, &claim_yaml("huge", Some("local"), "500Gi"));
+    apply(&s, &pod_yaml("big-db", "huge"));
+    poll("big-db unschedulable", DEADLINE, || {
+        (pod_message(&s, "big-db")
+            == "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+            .then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}: {}", pod_message(&s, "big-db")));
+    // An administrator adds a volume that fits: the waiting Pod gets it.
+    apply(
+        &s,
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: local-huge}\nspec:\n  capacity: {storage: 1Ti}\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local: {path: /mnt/disks/huge}\n  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [turtle-node-1]}]}]}}\n",
+    );
+    wait_phase(&s, "pod", "big-db", "Running");
+    assert_eq!(
+        get(&s, "pvc", "huge").unwrap()["spec"]["volumeName"],
+        "local-huge"
+    );
+}

@@ -64,13 +64,13 @@ void turtles_register(turtles_registration *reg) {
     turtles_permission_add(reg, "", "events", "create,patch");
     /* The scheduler's view of storage (kube's VolumeBinding plugin). A claim's event reconciles
      * the key NAMESPACE/CLAIM: the unscheduled pods naming that claim are looked at again (as
-     * kube's scheduler retries its pods at claim events). Volumes and classes only fill the
-     * cache: what makes a claim usable changes the claim too (bound, given a class). */
+     * kube's scheduler retries its pods at claim events). A volume's event, a cluster-scoped
+     * key, looks at every waiting pod (as a node's). Classes only fill the cache. */
     turtles_watch_add(reg, "", "v1", "persistentvolumeclaims");
-    turtles_watch_owned_by(turtles_watch_add(reg, "", "v1", "persistentvolumes"), "", "Pod");
+    turtles_watch_add(reg, "", "v1", "persistentvolumes"); /* key ("", PV): pods waiting may fit now */
     turtles_watch_owned_by(turtles_watch_add(reg, "storage.k8s.io", "v1", "storageclasses"), "", "Pod");
     turtles_permission_add(reg, "", "persistentvolumeclaims", "get,list,watch,patch,update");
-    turtles_permission_add(reg, "", "persistentvolumes", "get,list,watch");
+    turtles_permission_add(reg, "", "persistentvolumes", "get,list,watch,patch,update");
     turtles_permission_add(reg, "storage.k8s.io", "storageclasses", "get,list,watch");
     turtles_initial_key(reg, "", NODE_NAME); /* register the node at start, before any pod */
 }
@@ -409,13 +409,163 @@ static char *volume_prefilter(const json *pod) {
     return NULL;
 }
 
+/* A resource quantity as a number (bytes for storage); -1 when it does not parse. The API
+ * server validated it: a double is precise enough to compare sizes. */
+static double quantity(const char *q) {
+    if (!q || !*q) return -1;
+    char *end = NULL;
+    double v = strtod(q, &end);
+    if (end == q) return -1;
+    static const struct {
+        const char *suffix;
+        double factor;
+    } units[] = {{"", 1},          {"Ki", 0x1p10},  {"Mi", 0x1p20}, {"Gi", 0x1p30}, {"Ti", 0x1p40}, {"Pi", 0x1p50},
+                 {"Ei", 0x1p60},   {"n", 1e-9},     {"u", 1e-6},    {"m", 1e-3},    {"k", 1e3},     {"M", 1e6},
+                 {"G", 1e9},       {"T", 1e12},     {"P", 1e15},    {"E", 1e18}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].suffix) == 0) return v * units[i].factor;
+    return -1;
+}
+
+/* A metav1.LabelSelector (matchLabels, matchExpressions) against labels; none matches all. */
+static bool selector_matches(const json *sel, const json *labels) {
+    for (json *kv = json_first(json_get(sel, "matchLabels")); kv; kv = json_next(kv)) {
+        const char *have = json_string(json_get(labels, json_key(kv)));
+        if (!have || !json_is_string(kv) || strcmp(have, json_string(kv)) != 0) return false;
+    }
+    for (json *r = json_first(json_get(sel, "matchExpressions")); r; r = json_next(r)) {
+        const char *op = json_pstr(r, "/operator", "");
+        if (strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) return false; /* not label-selector operators */
+        if (!requirement_holds(r, json_string(json_get(labels, json_pstr(r, "/key", ""))))) return false;
+    }
+    return true;
+}
+
+/* Whether a volume's node affinity (none: any node) admits this node. */
+static bool volume_fits_node(const json *pv, const json *labels) {
+    json *terms = json_pointer(pv, "/spec/nodeAffinity/required/nodeSelectorTerms");
+    if (!terms) return true;
+    for (json *t = json_first(terms); t; t = json_next(t))
+        if (term_matches(t, labels)) return true;
+    return false;
+}
+
+/* kube's IsVolumeBoundToClaim: the volume's claimRef names the claim (and its uid, if any). */
+static bool volume_bound_to(const json *pv, const json *claim) {
+    const json *ref = json_pointer(pv, "/spec/claimRef");
+    if (!ref) return false;
+    if (strcmp(json_pstr(ref, "/name", ""), json_pstr(claim, "/metadata/name", "")) != 0 ||
+        strcmp(json_pstr(ref, "/namespace", ""), json_pstr(claim, "/metadata/namespace", "")) != 0)
+        return false;
+    const char *uid = json_pstr(ref, "/uid", "");
+    return !*uid || strcmp(uid, json_pstr(claim, "/metadata/uid", "")) == 0;
+}
+
+static const char *volume_mode(const json *obj) {
+    const char *m = json_pstr(obj, "/spec/volumeMode", "");
+    return *m ? m : "Filesystem";
+}
+
+/* kube's FindMatchingVolume for the scheduler (delay binding, this node): a volume pre-bound
+ * to the claim, else the smallest Available one of its class that fits it and the node,
+ * leaving out those in `chosen` (an object of volume names). Its name, or NULL (malloc'ed). */
+static char *matching_volume(const json *claim, const json *labels, const json *chosen) {
+    json *pvs = turtles_cache_list("", "v1", "persistentvolumes", NULL);
+    double want = quantity(json_pstr(claim, "/spec/resources/requests/storage", "0"));
+    const json *sel = json_pointer(claim, "/spec/selector");
+    const json *modes = json_pointer(claim, "/spec/accessModes");
+    const json *best = NULL;
+    double best_size = 0;
+    for (json *pv = json_first(pvs); pv; pv = json_next(pv)) {
+        const char *name = json_pstr(pv, "/metadata/name", "");
+        if (json_get(chosen, name)) continue;
+        bool prebound = volume_bound_to(pv, claim);
+        if (json_pointer(pv, "/spec/claimRef") && !prebound) continue;
+        double size = quantity(json_pstr(pv, "/spec/capacity/storage", ""));
+        if (size < want || strcmp(volume_mode(pv), volume_mode(claim)) != 0 || turtles_is_deleting(pv)) continue;
+        if (prebound) {
+            best = volume_fits_node(pv, labels) ? pv : NULL;
+            break;
+        }
+        if (strcmp(json_pstr(pv, "/status/phase", ""), "Available") != 0) continue;
+        if (sel && !selector_matches(sel, json_pointer(pv, "/metadata/labels"))) continue;
+        if (strcmp(class_of(pv), class_of(claim)) != 0 || !volume_fits_node(pv, labels)) continue;
+        bool modes_fit = true;
+        for (json *m = json_first(modes); m && modes_fit; m = json_next(m))
+            modes_fit = json_is_string(m) && listed(json_pointer(pv, "/spec/accessModes"), json_string(m));
+        if (!modes_fit) continue;
+        if (!best || size < best_size) {
+            best = pv;
+            best_size = size;
+        }
+    }
+    char *found = best ? turtles_strf("%s", json_pstr(best, "/metadata/name", "")) : NULL;
+    json_free(pvs);
+    return found;
+}
+
+/* The pod's unbound claims that wait for their first consumer, smallest request first (kube
+ * matches them in that order), as a JSON array of the cached claims. */
+static int by_request(const void *a, const void *b) {
+    double x = quantity(json_pstr(*(json *const *)a, "/spec/resources/requests/storage", "0"));
+    double y = quantity(json_pstr(*(json *const *)b, "/spec/resources/requests/storage", "0"));
+    return (x > y) - (x < y);
+}
+
+/* kube's VolumeBinding Filter (and its Reserve) for the delayed claims of a pod on this node:
+ * `plan` (an object) gets, per claim name, the volume it is to be bound to, or "" when the
+ * class's provisioner is to make one. false: a claim can be neither (kube's "didn't find
+ * available persistent volumes to bind"). */
+static bool plan_delayed(const json *pod, const json *labels, json *plan) {
+    const char *ns = json_pstr(pod, "/metadata/namespace", "");
+    json *claims[64];
+    size_t n = 0;
+    for (json *v = json_first(json_pointer(pod, "/spec/volumes")); v && n < 64; v = json_next(v)) {
+        bool eph;
+        char *name = volume_claim(pod, v, &eph);
+        if (!name) continue;
+        json *claim = turtles_cache_get("", "v1", "persistentvolumeclaims", ns, name);
+        free(name);
+        if (claim && !fully_bound(claim)) claims[n++] = claim;
+        else json_free(claim);
+    }
+    qsort(claims, n, sizeof claims[0], by_request);
+    json *chosen = json_new_object();
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        const json *claim = claims[i];
+        const char *name = json_pstr(claim, "/metadata/name", "");
+        const char *selected = json_string(json_get(json_pointer(claim, "/metadata/annotations"),
+                                                    "volume.kubernetes.io/selected-node"));
+        if (selected && strcmp(selected, NODE_NAME) != 0) {
+            ok = false;
+            continue;
+        }
+        char *pv = selected ? NULL : matching_volume(claim, labels, chosen);
+        if (pv) {
+            json_set_str(chosen, pv, "");
+            json_set_str(plan, name, pv);
+            free(pv);
+            continue;
+        }
+        json *class = turtles_cache_get("storage.k8s.io", "v1", "storageclasses", "", class_of(claim));
+        const char *prov = json_pstr(class, "/provisioner", "");
+        if (!*prov || strcmp(prov, "kubernetes.io/no-provisioner") == 0) ok = false;
+        else json_set_str(plan, name, "");
+        json_free(class);
+    }
+    for (size_t i = 0; i < n; i++) json_free(claims[i]);
+    json_free(chosen);
+    return ok;
+}
+
 /* kube's VolumeBinding Filter for this node (after the PreFilter passed): its reasons as kube's
  * message lists them (malloc'ed), or NULL when the volumes fit. *provision: some claims wait for
- * their first consumer and are not bound yet (the scheduler picks this node for them). */
+ * their first consumer and are not bound yet (the scheduler binds them on this node first). */
 static char *volume_filter(const json *pod, const json *labels, bool *provision) {
     *provision = false;
     const char *ns = json_pstr(pod, "/metadata/namespace", "");
-    bool pv_missing = false, node_conflict = false, bind_conflict = false, waiting = false;
+    bool pv_missing = false, node_conflict = false, waiting = false;
     for (json *v = json_first(json_pointer(pod, "/spec/volumes")); v; v = json_next(v)) {
         bool eph;
         char *name = volume_claim(pod, v, &eph);
@@ -425,28 +575,19 @@ static char *volume_filter(const json *pod, const json *labels, bool *provision)
         if (!claim) continue;
         if (fully_bound(claim)) {
             json *pv = turtles_cache_get("", "v1", "persistentvolumes", "", json_pstr(claim, "/spec/volumeName", ""));
-            json *terms = json_pointer(pv, "/spec/nodeAffinity/required/nodeSelectorTerms");
             if (!pv) pv_missing = true;
-            else if (terms) {
-                bool any = false;
-                for (json *t = json_first(terms); t && !any; t = json_next(t)) any = term_matches(t, labels);
-                if (!any) node_conflict = true;
-            }
+            else if (!volume_fits_node(pv, labels)) node_conflict = true;
             json_free(pv);
         } else {
-            /* Waits for its first consumer (the PreFilter let only those through). */
-            const char *selected = json_string(json_get(json_pointer(claim, "/metadata/annotations"),
-                                                        "volume.kubernetes.io/selected-node"));
-            if (selected && strcmp(selected, NODE_NAME) != 0) bind_conflict = true;
-            else {
-                json *class = turtles_cache_get("storage.k8s.io", "v1", "storageclasses", "", class_of(claim));
-                const char *prov = json_pstr(class, "/provisioner", "");
-                if (!*prov || strcmp(prov, "kubernetes.io/no-provisioner") == 0) bind_conflict = true;
-                else waiting = true;
-                json_free(class);
-            }
+            waiting = true; /* waits for its first consumer (the PreFilter let only those through) */
         }
         json_free(claim);
+    }
+    bool bind_conflict = false;
+    if (waiting) {
+        json *plan = json_new_object();
+        bind_conflict = !plan_delayed(pod, labels, plan);
+        json_free(plan);
     }
     if (!bind_conflict && !node_conflict && !pv_missing) {
         *provision = waiting;
@@ -558,41 +699,61 @@ static turtles_outcome bind(const turtles_key *key, const json *pod) {
     return turtles_requeue_after(NEXT_STEP_MS);
 }
 
-/* kube's PreBind for claims waiting for their first consumer: each unbound one not yet
- * annotated gets volume.kubernetes.io/selected-node (the binder then asks the class's
- * provisioner, which makes a volume on this node); the pod is bound once every claim is (the
- * claims' events bring it back). */
+/* kube's PreBind for claims waiting for their first consumer, as planned for this node: a
+ * volume chosen for a claim gets its claimRef (and pv.kubernetes.io/bound-by-controller), for
+ * the binder to finish; a claim to provision gets volume.kubernetes.io/selected-node (the
+ * binder then asks the class's provisioner, which makes a volume on this node). The pod is
+ * bound once every claim is: the claims' events bring it back. */
 static turtles_outcome select_node(const turtles_key *key, const json *pod) {
-    for (json *v = json_first(json_pointer(pod, "/spec/volumes")); v; v = json_next(v)) {
-        bool eph;
-        char *name = volume_claim(pod, v, &eph);
-        if (!name) continue;
+    json *node = turtles_cache_get("", "v1", "nodes", "", NODE_NAME);
+    json *plan = json_new_object();
+    plan_delayed(pod, json_pointer(node, "/metadata/labels"), plan);
+    json_free(node);
+    turtles_outcome out = turtles_done();
+    for (json *step = json_first(plan); step; step = json_next(step)) {
+        const char *name = json_key(step);
+        const char *pv_name = json_string(step);
         json *claim = turtles_cache_get("", "v1", "persistentvolumeclaims", key->namespace_, name);
-        bool needs = claim && !fully_bound(claim) &&
-                     !json_get(json_pointer(claim, "/metadata/annotations"), "volume.kubernetes.io/selected-node");
-        json_free(claim);
-        if (needs) {
-            char *path = turtles_path("", "v1", "persistentvolumeclaims", key->namespace_, name);
-            json *patch = json_build("{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":%s}}}",
-                                     NODE_NAME);
-            int status = 0;
-            json *resp = turtles_patch_merge(path, patch, &status);
-            free(path);
-            json_free(patch);
-            if (!turtles_ok(status) && status != 404) {
-                char *ctx = turtles_strf("select node for claim %s/%s", key->namespace_, name);
-                turtles_outcome err = turtles_api_error(ctx, status, resp);
-                free(ctx);
-                json_free(resp);
-                free(name);
-                return err;
-            }
-            json_free(resp);
-            turtles_info("claim %s/%s of pod %s waits for a volume on %s", key->namespace_, name, key->name, NODE_NAME);
+        json *pv = *pv_name ? turtles_cache_get("", "v1", "persistentvolumes", "", pv_name) : NULL;
+        char *path = NULL;
+        json *patch = NULL;
+        if (claim && pv && !volume_bound_to(pv, claim)) {
+            path = turtles_path("", "v1", "persistentvolumes", NULL, pv_name);
+            /* Only the volume as cached (its resourceVersion): another claim may take it first. */
+            patch = json_build("{\"metadata\":{\"resourceVersion\":%s,\"annotations\":{"
+                               "\"pv.kubernetes.io/bound-by-controller\":\"yes\"}},\"spec\":{\"claimRef\":{"
+                               "\"kind\":\"PersistentVolumeClaim\",\"namespace\":%s,\"name\":%s,\"uid\":%s,"
+                               "\"apiVersion\":\"v1\",\"resourceVersion\":%s}}}",
+                               json_pstr(pv, "/metadata/resourceVersion", ""), key->namespace_, name,
+                               json_pstr(claim, "/metadata/uid", ""), json_pstr(claim, "/metadata/resourceVersion", ""));
+        } else if (claim && !*pv_name &&
+                   !json_get(json_pointer(claim, "/metadata/annotations"), "volume.kubernetes.io/selected-node")) {
+            path = turtles_path("", "v1", "persistentvolumeclaims", key->namespace_, name);
+            patch = json_build("{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":%s}}}", NODE_NAME);
         }
-        free(name);
+        json_free(claim);
+        json_free(pv);
+        if (!patch) {
+            free(path);
+            continue;
+        }
+        int status = 0;
+        json *resp = turtles_patch_merge(path, patch, &status);
+        free(path);
+        json_free(patch);
+        if (!turtles_ok(status) && status != 404) {
+            char *ctx = turtles_strf("bind volumes of pod %s/%s (claim %s)", key->namespace_, key->name, name);
+            free(out.message);
+            out = turtles_api_error(ctx, status, resp);
+            free(ctx);
+        } else if (turtles_ok(status)) {
+            if (*pv_name) turtles_info("volume %s reserved for claim %s/%s of pod %s", pv_name, key->namespace_, name, key->name);
+            else turtles_info("claim %s/%s of pod %s waits for a volume on %s", key->namespace_, name, key->name, NODE_NAME);
+        }
+        json_free(resp);
     }
-    return turtles_done();
+    json_free(plan);
+    return out;
 }
 
 /* Schedules an unbound pod: binds it, records why it does not fit, or waits for its volumes. */

@@ -152,6 +152,22 @@ void __wasm_import_turtles_controller_host_api_call(uint8_t *m, size_t ml, uint8
             bump(pod);
             respond(ret, 201, NULL);
         }
+    } else if (!strcmp(method, "PATCH") && sscanf(path, "/api/v1/persistentvolumes/%63s", name) == 1) {
+        api_writes++;
+        json *pv = find_in(volumes, "", name);
+        const char *want = json_pstr(body, "/metadata/resourceVersion", NULL);
+        if (!pv) {
+            respond(ret, 404, NULL);
+        } else if (want && strcmp(want, json_pstr(pv, "/metadata/resourceVersion", ""))) {
+            respond(ret, 409, NULL);
+        } else {
+            json *patch = json_dup(body);
+            json_remove(json_get(patch, "metadata"), "resourceVersion");
+            merge(pv, patch);
+            json_free(patch);
+            bump(pv);
+            respond(ret, 200, json_dup(pv));
+        }
     } else if (!strcmp(method, "PATCH") &&
                sscanf(path, "/api/v1/namespaces/%63[^/]/persistentvolumeclaims/%63s", ns, name) == 2) {
         api_writes++;
@@ -253,7 +269,10 @@ void __wasm_import_turtles_controller_host_cache_list(uint8_t *g, size_t gl, uin
                                                       uint8_t *ret) {
     (void)g, (void)gl, (void)v, (void)vl, (void)has_ns, (void)n, (void)nl;
     json *empty = json_new_array();
-    give_bytes(ret, 0, rl == 4 && !memcmp(r, "pods", 4) ? pods : empty);
+    json *list = rl == 4 && !memcmp(r, "pods", 4) ? pods
+                 : rl == 17 && !memcmp(r, "persistentvolumes", 17) ? volumes
+                                                                     : empty;
+    give_bytes(ret, 0, list);
     json_free(empty);
 }
 
@@ -668,6 +687,56 @@ int main(int argc, char **argv) {
     CHECK(reconcile("default", "v2", NULL) == 0 && api_writes == writes);
     CHECK(!strcmp(json_pstr(find_pod("default", "v2"), "/status/conditions/0/message", ""),
                   "0/1 nodes are available: persistentvolumeclaim \"data\" is being deleted." PREEMPTION));
+
+    /* local volumes of a class without a provisioner: the smallest that fits, on this node,
+     * gets the claim (the binder finishes); a claim nothing fits keeps its pod out */
+    json_push(classes, json_parse_str("{\"metadata\":{\"name\":\"local\"},\"provisioner\":\"kubernetes.io/no-provisioner\","
+                                      "\"volumeBindingMode\":\"WaitForFirstConsumer\"}"));
+    const char *local_pv = "{\"metadata\":{\"name\":\"%s\",\"resourceVersion\":\"1\"},\"spec\":{\"capacity\":{\"storage\":\"%s\"},"
+                           "\"accessModes\":[\"ReadWriteOnce\"],\"storageClassName\":\"local\",\"nodeAffinity\":{\"required\":{"
+                           "\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"kubernetes.io/hostname\",\"operator\":\"In\","
+                           "\"values\":[\"%s\"]}]}]}}},\"status\":{\"phase\":\"Available\"}}";
+    const char *locals[][3] = {{"local-big", "100Gi", "turtle-node-1"}, {"local-small", "10Gi", "turtle-node-1"},
+                               {"local-tiny", "1Gi", "turtle-node-1"}, {"local-there", "10Gi", "elsewhere"}};
+    for (int i = 0; i < 4; i++) {
+        char text_pv[1024];
+        snprintf(text_pv, sizeof text_pv, local_pv, locals[i][0], locals[i][1], locals[i][2]);
+        json_push(volumes, json_parse_str(text_pv));
+    }
+    json *lclaim = json_parse_str("{\"metadata\":{\"name\":\"ldata\",\"namespace\":\"default\",\"uid\":\"lu\"},"
+                                  "\"spec\":{\"storageClassName\":\"local\",\"accessModes\":[\"ReadWriteOnce\"],"
+                                  "\"resources\":{\"requests\":{\"storage\":\"5Gi\"}}},\"status\":{\"phase\":\"Pending\"}}");
+    bump(lclaim);
+    json_push(claims, lclaim);
+    add_pod("l1", "db");
+    json_set(json_get(find_pod("default", "l1"), "spec"), "volumes",
+             json_parse_str("[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":\"ldata\"}}]"));
+    CHECK(reconcile("default", "l1", NULL) == 0);
+    CHECK(!*json_pstr(find_pod("default", "l1"), "/spec/nodeName", ""));
+    CHECK(!strcmp(json_pstr(find_in(volumes, "", "local-small"), "/spec/claimRef/uid", ""), "lu"));
+    CHECK(!strcmp(json_pstr(find_in(volumes, "", "local-small"),
+                            "/metadata/annotations/pv.kubernetes.io~1bound-by-controller", ""), "yes"));
+    CHECK(!json_pointer(find_in(volumes, "", "local-big"), "/spec/claimRef"));
+    CHECK(!json_pointer(lclaim, "/metadata/annotations/volume.kubernetes.io~1selected-node"));
+    writes = api_writes;
+    CHECK(reconcile("default", "l1", NULL) == 0 && api_writes == writes); /* reserved once */
+    /* the binder binds them: the claim's event binds the pod */
+    json_set_str(json_get(lclaim, "spec"), "volumeName", "local-small");
+    json_set(json_get(lclaim, "metadata"), "annotations", json_parse_str("{\"pv.kubernetes.io/bind-completed\":\"yes\"}"));
+    CHECK(reconcile("default", "ldata", NULL) == 0);
+    CHECK(!strcmp(json_pstr(find_pod("default", "l1"), "/spec/nodeName", ""), "turtle-node-1"));
+    /* nothing fits 500Gi here: kept out */
+    json *huge = json_parse_str("{\"metadata\":{\"name\":\"huge\",\"namespace\":\"default\",\"uid\":\"hu\"},"
+                                "\"spec\":{\"storageClassName\":\"local\",\"accessModes\":[\"ReadWriteOnce\"],"
+                                "\"resources\":{\"requests\":{\"storage\":\"500Gi\"}}},\"status\":{\"phase\":\"Pending\"}}");
+    bump(huge);
+    json_push(claims, huge);
+    add_pod("l2", "db");
+    json_set(json_get(find_pod("default", "l2"), "spec"), "volumes",
+             json_parse_str("[{\"name\":\"data\",\"persistentVolumeClaim\":{\"claimName\":\"huge\"}}]"));
+    CHECK(reconcile("default", "l2", NULL) == 0);
+    CHECK(!strcmp(json_pstr(find_pod("default", "l2"), "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind." PREEMPTION));
 
     /* many reconciles: steady memory (LeakSanitizer reports anything left at exit) */
     for (int i = 0; i < 2000; i++) reconcile("default", "b", NULL);

@@ -21,40 +21,84 @@ const MAX_NAME_PREFIX: usize = 253 - 17;
 /// Attempts at bumping the count when another writer got there first.
 const BUMP_ATTEMPTS: usize = 3;
 /// Events a controller may record at once, and per second after that (a token bucket per
-/// controller, in the spirit of client-go's spam filter): a guest that records an Event per
-/// reconcile with a changing note cannot flood the store.
+/// controller, on top of client-go's per-object spam filter below): a guest that records an Event
+/// per reconcile with a changing note cannot flood the store.
 const EVENT_BURST: f64 = 100.0;
 const EVENTS_PER_SECOND: f64 = 10.0;
 
-/// A controller's token bucket of Events.
-pub struct Limiter(std::sync::Mutex<(f64, std::time::Instant)>);
+/// client-go's `EventSourceObjectSpamFilter`: per object, 25 Events at once, then one every
+/// five minutes; at most this many objects remembered (its LRU's size).
+const OBJECT_BURST: f64 = 25.0;
+const OBJECT_EVENTS_PER_SECOND: f64 = 1.0 / 300.0;
+const OBJECTS_REMEMBERED: usize = 4096;
+
+/// One token bucket: tokens and when they were counted.
+type Bucket = (f64, std::time::Instant);
+
+/// `b` refilled at `rate` up to `burst`, as of `now`.
+fn refill(b: &mut Bucket, burst: f64, rate: f64, now: std::time::Instant) {
+    *b = (
+        (b.0 + now.duration_since(b.1).as_secs_f64() * rate).min(burst),
+        now,
+    );
+}
+
+/// A controller's token buckets of Events: one per object it records about (so one object's
+/// Events, however many, do not use up what the others get, as client-go's spam filter keys
+/// them by source and object), and one for the controller.
+pub struct Limiter(std::sync::Mutex<Buckets>);
+
+struct Buckets {
+    controller: Bucket,
+    objects: std::collections::HashMap<String, Bucket>,
+}
 
 impl Default for Limiter {
     fn default() -> Self {
-        Self(std::sync::Mutex::new((
-            EVENT_BURST,
-            std::time::Instant::now(),
-        )))
+        Self(std::sync::Mutex::new(Buckets {
+            controller: (EVENT_BURST, std::time::Instant::now()),
+            objects: std::collections::HashMap::new(),
+        }))
     }
 }
 
 impl Limiter {
-    /// Take one token, if there is one.
-    fn take(&self) -> bool {
+    /// Take one token for an Event about `object`, if both its bucket and the controller's
+    /// have one. Err: which limit refused it.
+    fn take(&self, object: &str) -> Result<(), &'static str> {
         let mut g = match self.0.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
         let now = std::time::Instant::now();
-        let (tokens, at) = *g;
-        let tokens =
-            (tokens + now.duration_since(at).as_secs_f64() * EVENTS_PER_SECOND).min(EVENT_BURST);
-        if tokens < 1.0 {
-            *g = (tokens, now);
-            return false;
+        if g.objects.len() >= OBJECTS_REMEMBERED && !g.objects.contains_key(object) {
+            // Forget the objects whose buckets are full again (as an LRU would drop them).
+            g.objects.retain(|_, b| {
+                b.0 + now.duration_since(b.1).as_secs_f64() * OBJECT_EVENTS_PER_SECOND
+                    < OBJECT_BURST
+            });
+            if g.objects.len() >= OBJECTS_REMEMBERED {
+                g.objects.clear();
+            }
         }
-        *g = (tokens - 1.0, now);
-        true
+        let Buckets {
+            controller,
+            objects,
+        } = &mut *g;
+        let bucket = objects
+            .entry(object.to_owned())
+            .or_insert((OBJECT_BURST, now));
+        refill(bucket, OBJECT_BURST, OBJECT_EVENTS_PER_SECOND, now);
+        refill(controller, EVENT_BURST, EVENTS_PER_SECOND, now);
+        if bucket.0 < 1.0 {
+            return Err("more than 25 events about this object at once or one per 5 minutes");
+        }
+        if controller.0 < 1.0 {
+            return Err("more than 100 events at once or 10 per second from this controller");
+        }
+        bucket.0 -= 1.0;
+        controller.0 -= 1.0;
+        Ok(())
     }
 }
 
@@ -245,10 +289,12 @@ pub async fn record(ctx: &HostCtx, e: wit::Event) -> Result<(), String> {
 
 async fn record_inner(ctx: &HostCtx, e: &wit::Event) -> Result<(), EventError> {
     validate(e)?;
-    if !ctx.events.take() {
-        return Err(EventError::Api(format!(
-            "event dropped: more than {EVENT_BURST} events at once or {EVENTS_PER_SECOND} per second from this controller"
-        )));
+    let r = &e.regarding;
+    let object = [&r.api_version, &r.kind, &r.namespace, &r.name, &r.uid]
+        .map(|s| s.as_str())
+        .join("\0");
+    if let Err(why) = ctx.events.take(&object) {
+        return Err(EventError::Api(format!("event dropped: {why}")));
     }
     let note = cut(&e.note, MAX_NOTE);
     let (ns, name) = placement(&ctx.name, e, note);
@@ -375,9 +421,28 @@ mod tests {
     #[test]
     fn a_controller_records_a_burst_then_a_steady_rate() {
         let l = Limiter::default();
-        let burst = (0..1000).take_while(|_| l.take()).count();
-        assert_eq!(burst, EVENT_BURST as usize);
-        assert!(!l.take());
+        // 25 about one object, then none more about it; the others still get theirs.
+        let one = (0..1000).take_while(|_| l.take("a").is_ok()).count();
+        assert_eq!(one, OBJECT_BURST as usize);
+        assert!(l.take("a").is_err());
+        let rest = (0..1000)
+            .take_while(|i| l.take(&format!("o{i}")).is_ok())
+            .count();
+        assert_eq!(one + rest, EVENT_BURST as usize);
+        assert!(l.take("fresh").is_err());
+    }
+
+    #[test]
+    fn the_objects_remembered_are_bounded() {
+        let l = Limiter::default();
+        let now = std::time::Instant::now();
+        let mut g = l.0.lock().unwrap();
+        for i in 0..OBJECTS_REMEMBERED {
+            g.objects.insert(format!("o{i}"), (OBJECT_BURST, now));
+        }
+        drop(g);
+        assert!(l.take("new").is_ok());
+        assert!(l.0.lock().unwrap().objects.len() <= OBJECTS_REMEMBERED);
     }
 
     #[test]
