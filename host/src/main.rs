@@ -102,6 +102,11 @@ enum Command {
         /// to it (kube's fixed 40 s quarantine).
         #[arg(long, default_value_t = 40)]
         orphaned_pod_quarantine: u64,
+        /// Seconds a Node may go without a heartbeat (its kubelet's Lease renewed, or its status
+        /// posted) before the node lifecycle controller marks it `Unknown` and taints it
+        /// unreachable (kube-controller-manager's `--node-monitor-grace-period`, 50 s).
+        #[arg(long, default_value_t = 50)]
+        node_monitor_grace_period: u64,
         /// Milliseconds one controller call (register or reconcile) may run.
         #[arg(long, default_value_t = 2000)]
         reconcile_deadline_ms: u64,
@@ -338,6 +343,7 @@ fn main() -> anyhow::Result<()> {
             service_cluster_ip_range,
             service_node_port_range,
             orphaned_pod_quarantine,
+            node_monitor_grace_period,
             reconcile_deadline_ms,
             controller_memory_mb,
             baseline_compile,
@@ -433,6 +439,9 @@ fn main() -> anyhow::Result<()> {
                 service_cluster_ip_range,
                 service_node_port_range,
                 orphaned_pod_quarantine: std::time::Duration::from_secs(orphaned_pod_quarantine),
+                node_monitor_grace_period: std::time::Duration::from_secs(
+                    node_monitor_grace_period.max(1),
+                ),
                 runtime: turtles::runtime::RuntimeOptions {
                     call_deadline: std::time::Duration::from_millis(reconcile_deadline_ms.max(10)),
                     memory_limit: controller_memory_mb.max(1) << 20,

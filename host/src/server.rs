@@ -134,6 +134,8 @@ pub struct ServeConfig {
     pub service_node_port_range: crate::allocator::PortRange,
     /// `--orphaned-pod-quarantine`: how long a Node may be missing before its Pods are deleted.
     pub orphaned_pod_quarantine: std::time::Duration,
+    /// `--node-monitor-grace-period`: how long a Node may go without a heartbeat.
+    pub node_monitor_grace_period: std::time::Duration,
 }
 
 /// `--store`: a store in the data dir (the wal engine or sled), or a shared etcd cluster.
@@ -516,6 +518,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         root_ca,
         authority,
         cfg.orphaned_pod_quarantine,
+        cfg.node_monitor_grace_period,
         shutdown_rx.clone(),
     )
     .await;

@@ -50,6 +50,12 @@
 #define EXIT_CODE_ANNOTATION "turtles.dev/exit-code"
 /* How long containers take to stop when their pod is deleted (at most its grace period). */
 #define STOP_SECONDS 2
+/* The key that renews the node's Lease (kube-node-lease/NODE_NAME) every LEASE_RENEW_MS, as a
+ * kubelet's heartbeat: the node lifecycle controller marks a node without one Unknown. */
+#define LEASE_KEY NODE_NAME ".lease"
+#define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" NODE_NAME
+#define LEASE_DURATION_SECONDS 40
+#define LEASE_RENEW_MS 10000
 /* After each write the pod's own watch event reconciles it again; the requeue is a fallback. */
 #define NEXT_STEP_MS 100
 
@@ -72,7 +78,9 @@ void turtles_register(turtles_registration *reg) {
     turtles_permission_add(reg, "", "persistentvolumeclaims", "get,list,watch,patch,update");
     turtles_permission_add(reg, "", "persistentvolumes", "get,list,watch,patch,update");
     turtles_permission_add(reg, "storage.k8s.io", "storageclasses", "get,list,watch");
+    turtles_permission_add(reg, "coordination.k8s.io", "leases", "get,create,update");
     turtles_initial_key(reg, "", NODE_NAME); /* register the node at start, before any pod */
+    turtles_initial_key(reg, "", LEASE_KEY); /* then renew its Lease every 10 s */
 }
 
 /* An Event about obj; a failure is logged, not fatal (events are best effort, as in kube). */
@@ -244,6 +252,53 @@ static turtles_outcome finish(const turtles_key *key, const json *pod) {
     free(ctx);
     json_free(resp);
     return err;
+}
+
+/* ---- the heartbeat ---------------------------------------------------------------------- */
+
+/* Now as a MicroTime (RFC 3339 with microseconds), as a Lease's renewTime is written. */
+static void micro_now(char out[40]) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    char secs[24];
+    strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", gmtime(&ts.tv_sec));
+    snprintf(out, 40, "%.19s.%06dZ", secs, (int)(ts.tv_nsec / 1000 % 1000000));
+}
+
+/* kube's node lease controller: the Lease renewed (made, owned by the node, when missing). */
+static turtles_outcome renew_lease(void) {
+    char now[40];
+    micro_now(now);
+    int status = 0;
+    json *lease = turtles_get(LEASE_PATH, &status);
+    json *resp = NULL;
+    if (status == 404) {
+        json_free(lease);
+        json *node = turtles_cache_get("", "v1", "nodes", "", NODE_NAME);
+        json *owners = json_new_array();
+        if (node)
+            json_push(owners, json_build("{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":%s,\"uid\":%s}", NODE_NAME,
+                                         json_pstr(node, "/metadata/uid", "")));
+        json_free(node);
+        lease = json_build("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{"
+                           "\"name\":%s,\"namespace\":\"kube-node-lease\",\"ownerReferences\":%J},"
+                           "\"spec\":{\"holderIdentity\":%s,\"leaseDurationSeconds\":%d,\"renewTime\":%s}}",
+                           NODE_NAME, owners, NODE_NAME, LEASE_DURATION_SECONDS, now);
+        resp = turtles_create("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", lease, &status);
+    } else if (turtles_ok(status)) {
+        json_set_str(json_set_object(lease, "spec"), "renewTime", now);
+        resp = turtles_update(LEASE_PATH, lease, &status);
+    }
+    json_free(lease);
+    turtles_outcome out = turtles_requeue_after(LEASE_RENEW_MS);
+    /* 409 (renewed or made meanwhile): the next renewal reads it again. */
+    if (!turtles_ok(status) && status != 409) {
+        turtles_outcome err = turtles_api_error("renew the node's lease", status, resp);
+        turtles_warn("%s", err.message ? err.message : "lease not renewed");
+        free(err.message);
+    }
+    json_free(resp);
+    return out;
 }
 
 /* ---- scheduling: whether a pod may run on this node -------------------------------------- */
@@ -1053,6 +1108,7 @@ static turtles_outcome reconcile_pod(const turtles_key *key, const json *pod);
 turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
     turtles_outcome err;
     if (!ensure_node(&err)) return err;
+    if (!*key->namespace_ && strcmp(key->name, LEASE_KEY) == 0) return renew_lease();
     if (!*key->namespace_) return place_waiting(); /* a node event: its labels or taints may have changed */
     /* A claim's event: the pods waiting for it (a pod of the same name is reconciled below). */
     turtles_outcome waiters = claim_waiters(key, pod);

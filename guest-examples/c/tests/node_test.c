@@ -25,6 +25,7 @@ static json *pods;     /* array of Pods */
 static json *claims;   /* array of PersistentVolumeClaims */
 static json *volumes;  /* array of PersistentVolumes */
 static json *classes;  /* array of StorageClasses */
+static json *lease;    /* the node's Lease or NULL */
 static int rv = 100;   /* resourceVersion counter */
 static int api_calls, api_writes;
 static bool verbose;
@@ -118,7 +119,25 @@ void __wasm_import_turtles_controller_host_api_call(uint8_t *m, size_t ml, uint8
     api_calls++;
     if (verbose) printf("  api %s %s %.*s\n", method, path, (int)bl, (const char *)b);
     char ns[64], name[64], sub[16] = "";
-    if (!strcmp(method, "POST") && !strcmp(path, "/api/v1/nodes")) {
+    if (strstr(path, "/leases")) {
+        if (!strcmp(method, "GET")) {
+            respond(ret, lease ? 200 : 404, lease ? json_dup(lease) : NULL);
+        } else if (!strcmp(method, "POST") && !lease) {
+            api_writes++;
+            lease = json_dup(body);
+            bump(lease);
+            respond(ret, 201, json_dup(lease));
+        } else if (!strcmp(method, "PUT") && lease &&
+                   !strcmp(json_pstr(body, "/metadata/resourceVersion", ""), json_pstr(lease, "/metadata/resourceVersion", ""))) {
+            api_writes++;
+            json_free(lease);
+            lease = json_dup(body);
+            bump(lease);
+            respond(ret, 200, json_dup(lease));
+        } else {
+            respond(ret, 409, NULL);
+        }
+    } else if (!strcmp(method, "POST") && !strcmp(path, "/api/v1/nodes")) {
         api_writes++;
         if (node) {
             respond(ret, 409, NULL);
@@ -377,14 +396,34 @@ int main(int argc, char **argv) {
     CHECK(reg.watches.ptr[0].resource.len == 4 && !memcmp(reg.watches.ptr[0].resource.ptr, "pods", 4));
     CHECK(reg.watches.ptr[0].mapping.tag == TURTLES_CONTROLLER_TYPES_KEY_MAPPING_SELF_KEY);
     CHECK(!reg.watches.ptr[0].namespace_.is_some);
-    CHECK(reg.permissions.len == 9);
-    CHECK(reg.initial_keys.len == 1 && reg.initial_keys.ptr[0].namespace_.len == 0 &&
+    CHECK(reg.permissions.len == 10);
+    CHECK(reg.initial_keys.len == 2 && reg.initial_keys.ptr[0].namespace_.len == 0 &&
           reg.initial_keys.ptr[0].name.len == 13 && !memcmp(reg.initial_keys.ptr[0].name.ptr, "turtle-node-1", 13));
     CHECK(!reg.service_account.is_some);
     CHECK(reg.permissions.ptr[0].verbs.len == 6 && reg.permissions.ptr[0].api_groups.len == 1 &&
           reg.permissions.ptr[0].api_groups.ptr[0].len == 0);
     CHECK(reg.max_concurrent_reconciles == 1);
     controller_registration_free(&reg);
+
+    /* the heartbeat: the Lease made (owned by the node) and renewed every 10 s */
+    CHECK(reconcile("", "turtle-node-1", NULL) == 0);
+    uint32_t every = 0;
+    CHECK(reconcile("", "turtle-node-1.lease", &every) == 1 && every == 10000);
+    CHECK(lease && !strcmp(json_pstr(lease, "/spec/holderIdentity", ""), "turtle-node-1"));
+    CHECK(json_pint(lease, "/spec/leaseDurationSeconds", 0) == 40);
+    CHECK(!strcmp(json_pstr(lease, "/metadata/ownerReferences/0/kind", ""), "Node"));
+    char first[64];
+    snprintf(first, sizeof first, "%s", json_pstr(lease, "/spec/renewTime", ""));
+    CHECK(strlen(first) == 27 && first[19] == '.' && first[26] == 'Z');
+    const char *rv_before = json_pstr(lease, "/metadata/resourceVersion", "");
+    char rv0[16];
+    snprintf(rv0, sizeof rv0, "%s", rv_before);
+    CHECK(reconcile("", "turtle-node-1.lease", &every) == 1 && every == 10000);
+    CHECK(strcmp(json_pstr(lease, "/metadata/resourceVersion", ""), rv0) != 0); /* renewed */
+    json_free(node);
+    node = NULL;
+    json_free(events);
+    events = json_new_array();
 
     /* the initial key, before any pod: the node is registered, with an Event */
     CHECK(reconcile("", "turtle-node-1", NULL) == 0);
@@ -745,6 +784,7 @@ int main(int argc, char **argv) {
     json_free(claims);
     json_free(volumes);
     json_free(classes);
+    json_free(lease);
     json_free(node);
     json_free(events);
     if (failures) {

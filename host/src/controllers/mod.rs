@@ -4,8 +4,9 @@
 //! ([`policystatus`]), the CertificateSigningRequest signer ([`csrsigning`]), the
 //! `kube-root-ca.crt` publisher ([`rootca`]), the PodDisruptionBudget status controller
 //! ([`disruption`]), the ResourceQuota status controller ([`resourcequota`]), the Pod
-//! garbage collector ([`podgc`]), the ephemeral volume controller ([`ephemeral`]) and the claim
-//! and volume protection controllers ([`volumeprotection`]). Like
+//! garbage collector ([`podgc`]), the ephemeral volume controller ([`ephemeral`]), the claim
+//! and volume protection controllers ([`volumeprotection`]) and the node lifecycle and taint
+//! eviction controllers ([`nodelifecycle`]). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -19,6 +20,7 @@ pub mod disruption;
 pub mod ephemeral;
 pub mod gc;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod podgc;
 pub mod policystatus;
 pub mod resourcequota;
@@ -48,6 +50,8 @@ pub const BUILT_IN: &[&str] = &[
     ephemeral::IDENTITY.name,
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
+    nodelifecycle::IDENTITY.name,
+    nodelifecycle::EVICTION_IDENTITY.name,
     podgc::IDENTITY.name,
     policystatus::IDENTITY.name,
     resourcequota::IDENTITY.name,
@@ -336,6 +340,7 @@ pub async fn start(
     root_ca: Option<Arc<str>>,
     authority: Option<Arc<crate::auth::signer::Authority>>,
     orphan_quarantine: Duration,
+    node_monitor_grace: Duration,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<driver::MetricsSource> {
     let gc = gc::GarbageCollector::new(service.clone());
@@ -351,6 +356,9 @@ pub async fn start(
     let quotas = resourcequota::ResourceQuotaController::new(service.clone());
     let podgc = podgc::PodGarbageCollector::new(service.clone(), orphan_quarantine);
     let ephemeral = ephemeral::EphemeralVolumeController::new(service.clone());
+    let lifecycle =
+        nodelifecycle::NodeLifecycleController::new(service.clone(), node_monitor_grace);
+    let eviction = nodelifecycle::TaintEvictionController::new(service.clone());
     let pvc_protection = volumeprotection::ClaimProtection::new(service.clone());
     let pv_protection = volumeprotection::VolumeProtection::new(service.clone());
     let mut followers = vec![
@@ -359,6 +367,8 @@ pub async fn start(
         quotas.clone() as Arc<dyn Follower>,
         podgc.clone() as Arc<dyn Follower>,
         ephemeral.clone() as Arc<dyn Follower>,
+        lifecycle.clone() as Arc<dyn Follower>,
+        eviction.clone() as Arc<dyn Follower>,
         pvc_protection.clone() as Arc<dyn Follower>,
         pv_protection.clone() as Arc<dyn Follower>,
         ns.clone() as Arc<dyn Follower>,
@@ -382,6 +392,8 @@ pub async fn start(
         quotas.start(shutdown.clone()),
         podgc.start(shutdown.clone()),
         ephemeral.start(shutdown.clone()),
+        lifecycle.start(shutdown.clone()),
+        eviction.start(shutdown.clone()),
         pvc_protection.start(shutdown.clone()),
         pv_protection.start(shutdown.clone()),
     ];

@@ -204,7 +204,7 @@ impl PodGarbageCollector {
 
 /// kube's `UpdatePodCondition`: replace the condition of that type, keeping its transition
 /// time when its status does not change.
-fn set_condition(status: &mut serde_json::Map<String, Value>, mut c: Value) {
+pub(super) fn set_condition(status: &mut serde_json::Map<String, Value>, mut c: Value) {
     let now = meta::now_rfc3339();
     let conditions = status.entry("conditions").or_insert_with(|| json!([]));
     let Some(list) = conditions.as_array_mut() else {
