@@ -248,7 +248,13 @@ fn the_pod_gc_removes_pods_no_kubelet_will_finish() {
         json!([{"key": "node.kubernetes.io/out-of-service", "effect": "NoExecute"}]),
     );
     node(&s, "quiet", false, json!([]));
-    pod(&s, "stuck", json!({"nodeName": "down"}));
+    // (It tolerates the taint, so the taint eviction controller leaves it to this test.)
+    pod(
+        &s,
+        "stuck",
+        json!({"nodeName": "down", "tolerations": [
+            {"key": "node.kubernetes.io/out-of-service", "operator": "Exists", "effect": "NoExecute"}]}),
+    );
     pod(&s, "waiting", json!({"nodeName": "quiet"}));
     let r = delete(&s, "stuck", json!({}));
     assert_eq!(r.status, 200);

@@ -93,13 +93,13 @@ fn a_node_without_heartbeats_goes_unknown_its_pods_are_evicted_and_it_comes_back
     assert_eq!(ready(&node)["status"], "True", "{node}");
     assert!(taint_keys(&node).is_empty(), "{node}");
 
-    // The kubelet goes: Unknown after the grace period, tainted unreachable.
+    // The kubelet goes: Unknown after the grace period, tainted unreachable. It is the only
+    // Node, so no Node is Ready: as kube's "master disruption mode", nothing is evicted (no
+    // NoExecute taint: the cluster is more likely cut off than every node dead).
     std::fs::remove_file(s.controllers_dir().join("node.wasm")).unwrap();
     let node = poll("the node Unknown", DEADLINE, || {
         let n = s.kubectl_json(&["get", "node", NODE]);
-        (ready(&n)["status"] == "Unknown"
-            && taint_keys(&n).contains(&"node.kubernetes.io/unreachable:NoExecute".to_owned()))
-        .then_some(n)
+        (ready(&n)["status"] == "Unknown" && !taint_keys(&n).is_empty()).then_some(n)
     })
     .unwrap();
     let r = ready(&node);
@@ -107,13 +107,57 @@ fn a_node_without_heartbeats_goes_unknown_its_pods_are_evicted_and_it_comes_back
     assert_eq!(r["message"], "Kubelet stopped posting node status.");
     assert_eq!(
         taint_keys(&node),
+        vec!["node.kubernetes.io/unreachable:NoSchedule"]
+    );
+    assert!(node["spec"]["taints"][0]["timeAdded"].is_string(), "{node}");
+    assert!(s.kubectl_ok(&["get", "nodes"]).contains("NotReady"));
+    // Another Node, alive (the test renews its Lease): now a silent Node is evicted from.
+    let created = s.http().post_json(
+        "/api/v1/nodes",
+        &serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "helper"},
+            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let heartbeat = {
+        let (http, stop) = (s.http(), stop.clone());
+        std::thread::spawn(move || {
+            const HELPER: &str =
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/helper";
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let now = chrono_like_now();
+                let lease = serde_json::json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": "helper", "namespace": "kube-node-lease"},
+                    "spec": {"holderIdentity": "helper", "leaseDurationSeconds": 40, "renewTime": now}});
+                let r = http.get(HELPER);
+                if r.status == 404 {
+                    http.post_json(
+                        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                        &lease,
+                    );
+                } else {
+                    let mut l = r.json();
+                    l["spec"]["renewTime"] = serde_json::json!(now);
+                    http.put_json(HELPER, &l);
+                }
+                std::thread::sleep(Duration::from_secs(2)); // a kubelet's renewal period, shortened
+            }
+        })
+    };
+    let node = poll("turtle-node-1 tainted NoExecute", DEADLINE, || {
+        let n = s.kubectl_json(&["get", "node", NODE]);
+        taint_keys(&n)
+            .contains(&"node.kubernetes.io/unreachable:NoExecute".to_owned())
+            .then_some(n)
+    })
+    .unwrap();
+    assert_eq!(
+        taint_keys(&node),
         vec![
             "node.kubernetes.io/unreachable:NoSchedule",
             "node.kubernetes.io/unreachable:NoExecute"
         ]
     );
-    assert!(node["spec"]["taints"][0]["timeAdded"].is_string(), "{node}");
-    assert!(s.kubectl_ok(&["get", "nodes"]).contains("NotReady"));
     // Its Pods are not Ready; the one tolerating the taint for 2 s is evicted, the other stays.
     let evicted = poll("short evicted", DEADLINE, || {
         let p = s.kubectl_json(&["get", "pod", "short"]);
@@ -155,4 +199,11 @@ fn a_node_without_heartbeats_goes_unknown_its_pods_are_evicted_and_it_comes_back
         (!s.kubectl(&["get", "pod", "short"]).status.success()).then_some(())
     })
     .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    heartbeat.join().unwrap();
+}
+
+/// Now as a Lease's MicroTime (RFC 3339 with microseconds, UTC).
+fn chrono_like_now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }

@@ -256,10 +256,12 @@ static turtles_outcome finish(const turtles_key *key, const json *pod) {
 
 /* ---- the heartbeat ---------------------------------------------------------------------- */
 
-/* Now as a MicroTime (RFC 3339 with microseconds), as a Lease's renewTime is written. */
-static void micro_now(char out[40]) {
+/* Now (less `back` seconds) as a MicroTime (RFC 3339 with microseconds), as a Lease's renewTime
+ * is written: times of this one form compare as text. */
+static void micro_time(char out[40], time_t back) {
     struct timespec ts;
     timespec_get(&ts, TIME_UTC);
+    ts.tv_sec -= back;
     char secs[24];
     strftime(secs, sizeof secs, "%Y-%m-%dT%H:%M:%S", gmtime(&ts.tv_sec));
     snprintf(out, 40, "%.19s.%06dZ", secs, (int)(ts.tv_nsec / 1000 % 1000000));
@@ -267,8 +269,9 @@ static void micro_now(char out[40]) {
 
 /* kube's node lease controller: the Lease renewed (made, owned by the node, when missing). */
 static turtles_outcome renew_lease(void) {
-    char now[40];
-    micro_now(now);
+    char now[40], recent[40];
+    micro_time(now, 0);
+    micro_time(recent, LEASE_RENEW_MS / 2000); /* renewed since: another chain's (a reload's) */
     int status = 0;
     json *lease = turtles_get(LEASE_PATH, &status);
     json *resp = NULL;
@@ -285,6 +288,9 @@ static turtles_outcome renew_lease(void) {
                            "\"spec\":{\"holderIdentity\":%s,\"leaseDurationSeconds\":%d,\"renewTime\":%s}}",
                            NODE_NAME, owners, NODE_NAME, LEASE_DURATION_SECONDS, now);
         resp = turtles_create("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", lease, &status);
+    } else if (turtles_ok(status) && strcmp(json_pstr(lease, "/spec/renewTime", ""), recent) > 0) {
+        json_free(lease);
+        return turtles_requeue_after(LEASE_RENEW_MS);
     } else if (turtles_ok(status)) {
         json_set_str(json_set_object(lease, "spec"), "renewTime", now);
         resp = turtles_update(LEASE_PATH, lease, &status);

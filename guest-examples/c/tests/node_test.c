@@ -419,6 +419,9 @@ int main(int argc, char **argv) {
     char rv0[16];
     snprintf(rv0, sizeof rv0, "%s", rv_before);
     CHECK(reconcile("", "turtle-node-1.lease", &every) == 1 && every == 10000);
+    CHECK(strcmp(json_pstr(lease, "/metadata/resourceVersion", ""), rv0) == 0); /* renewed just now: kept */
+    json_set_str(json_get(lease, "spec"), "renewTime", "2020-01-01T00:00:00.000000Z");
+    CHECK(reconcile("", "turtle-node-1.lease", &every) == 1 && every == 10000);
     CHECK(strcmp(json_pstr(lease, "/metadata/resourceVersion", ""), rv0) != 0); /* renewed */
     json_free(node);
     node = NULL;

@@ -15,7 +15,9 @@
 //!   `not-ready` and `unreachable` from DefaultTolerationSeconds) is deleted that long after this
 //!   controller saw the taints, with the condition `DisruptionTarget` (`DeletionByTaintManager`).
 //!
-//! Differences from kube: no zones (no eviction rate limits, no disruption modes); the taints
+//! When no Node is Ready, the NoExecute taints are left off (kube's "master disruption mode").
+//!
+//! Differences from kube: no zones (no eviction rate limits, no partial disruption); the taints
 //! are written in one pass; no Events (built-in controllers record none); the
 //! `node.kubernetes.io/unschedulable` taint is not kept (the fake kubelet reads
 //! `spec.unschedulable` itself).
@@ -123,10 +125,13 @@ fn mark_unknown(node: &mut Value, now: &str) -> bool {
 
 /// The taints kube's passes keep for a Node's conditions, and the ones they manage.
 fn wanted_taints(node: &Value) -> Vec<(&'static str, &'static str)> {
-    let mut want = match ready_status(node) {
-        "False" => vec![(NOT_READY, "NoSchedule"), (NOT_READY, "NoExecute")],
-        "True" => vec![],
-        _ => vec![(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")],
+    // From the conditions the Node has: one that never posted a Ready condition is left
+    // untainted until its grace period makes it Unknown.
+    let ready = condition(node, "Ready").and_then(|c| c["status"].as_str());
+    let mut want = match ready {
+        Some("False") => vec![(NOT_READY, "NoSchedule"), (NOT_READY, "NoExecute")],
+        Some("True") | None => vec![],
+        Some(_) => vec![(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")],
     };
     for (ty, key) in PRESSURE_TAINTS {
         if condition(node, ty).is_some_and(|c| c["status"] == "True") {
@@ -141,14 +146,19 @@ fn managed(key: &str, effect: &str) -> bool {
         || (effect == "NoSchedule" && PRESSURE_TAINTS.iter().any(|(_, k)| *k == key))
 }
 
-/// The Node's taints made to agree with its conditions, or `None` when they do.
-fn retainted(node: &Value, now: &str) -> Option<Vec<Value>> {
+/// The Node's taints made to agree with its conditions, or `None` when they do. In a full
+/// disruption (no Node Ready) the NoExecute ones are left out, as kube's "master disruption
+/// mode" does: a cluster whose every kubelet is silent is more likely cut off than dead.
+fn retainted(node: &Value, now: &str, full_disruption: bool) -> Option<Vec<Value>> {
     let have: Vec<Value> = node
         .pointer("/spec/taints")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let want = wanted_taints(node);
+    let mut want = wanted_taints(node);
+    if full_disruption {
+        want.retain(|(_, effect)| *effect != "NoExecute");
+    }
     let key_of = |t: &Value| {
         (
             t["key"].as_str().unwrap_or("").to_owned(),
@@ -179,7 +189,14 @@ pub struct NodeLifecycleController {
     base: super::Base<String>,
     grace: Duration,
     health: Mutex<HashMap<String, Health>>,
+    /// Nodes this controller made Unknown whose Pods are still to be marked not Ready.
+    unmarked: Mutex<HashSet<String>>,
+    /// Whether the last look found no Node Ready (kube's master disruption mode).
+    disrupted: std::sync::atomic::AtomicBool,
 }
+
+/// kube's label that keeps a Node out of the disruption count.
+const EXCLUDE_DISRUPTION: &str = "node.kubernetes.io/exclude-disruption";
 
 impl NodeLifecycleController {
     pub fn new(service: Arc<Service>, grace: Duration) -> Arc<Self> {
@@ -187,6 +204,8 @@ impl NodeLifecycleController {
             base: super::Base::new(service),
             grace,
             health: Mutex::default(),
+            unmarked: Mutex::default(),
+            disrupted: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -233,6 +252,9 @@ impl NodeLifecycleController {
         let was_ready = ready_status(&node) == "True";
         let silent = probe.elapsed() > grace;
         if silent && mark_unknown(&mut node, &now) {
+            if was_ready {
+                self.unmarked_set().insert(name.to_owned());
+            }
             let written = svc
                 .update(
                     &ri,
@@ -249,11 +271,14 @@ impl NodeLifecycleController {
                 Err(e) => return Err(e.into()),
             };
             tracing::info!(node = name, "node stopped posting its status: Unknown");
-            if was_ready {
-                self.mark_pods_not_ready(name).await;
-            }
         }
-        if let Some(taints) = retainted(&node, &now) {
+        if self.unmarked_set().contains(name) {
+            // Retried (with backoff) until every Pod is marked.
+            self.mark_pods_not_ready(name).await?;
+            self.unmarked_set().remove(name);
+        }
+        let full_disruption = self.full_disruption(name, &node);
+        if let Some(taints) = retainted(&node, &now, full_disruption) {
             let mut v = node.clone();
             if let Some(spec) = v
                 .as_object_mut()
@@ -272,20 +297,50 @@ impl NodeLifecycleController {
         Ok((!silent).then(|| grace.saturating_sub(probe.elapsed()) + Duration::from_millis(100)))
     }
 
+    fn unmarked_set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.unmarked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether no Node counted is Ready (`node`, as just written, in place of its stored self).
+    fn full_disruption(&self, name: &str, node: &Value) -> bool {
+        let counted = |n: &Value| {
+            n.pointer("/metadata/labels")
+                .and_then(|l| l.get(EXCLUDE_DISRUPTION))
+                .is_none()
+        };
+        let mut any = false;
+        let mut ready = false;
+        for n in self.base.service.stored_in(NODES, "") {
+            let parsed = n.parse();
+            let v: &Value = if meta::name(&*parsed) == name {
+                node
+            } else {
+                &parsed
+            };
+            if counted(v) {
+                any = true;
+                ready |= ready_status(v) == "True";
+            }
+        }
+        let down = any && !ready;
+        self.disrupted
+            .store(down, std::sync::atomic::Ordering::SeqCst);
+        down
+    }
+
     /// kube's `MarkPodsNotReady`: the Pods bound to the Node get `Ready` False (those that have
-    /// a Ready condition); best effort, as kube retries it at the next pass.
-    async fn mark_pods_not_ready(&self, node: &str) {
+    /// a Ready condition). Err: some could not be written (the key is retried).
+    async fn mark_pods_not_ready(&self, node: &str) -> Result<(), super::ControllerError> {
         let svc = &self.base.service;
         let Some(pods) = svc.registry.lookup("", "v1", PODS) else {
-            return;
+            return Ok(());
         };
         let opts = ListOptions {
             field_selector: Some(format!("spec.nodeName={node}")),
             ..Default::default()
         };
-        let Ok(list) = svc.list(&pods, None, &opts).await else {
-            return;
-        };
+        let list = svc.list(&pods, None, &opts).await?;
+        let mut failed = None;
         let now = meta::now_rfc3339();
         for p in &list.items {
             let mut pod = p.parse().into_owned();
@@ -305,7 +360,7 @@ impl NodeLifecycleController {
                 meta::namespace(&pod).to_owned(),
                 meta::name(&pod).to_owned(),
             );
-            if let Err(e) = svc
+            match svc
                 .update(
                     &pods,
                     &ns,
@@ -316,9 +371,12 @@ impl NodeLifecycleController {
                 )
                 .await
             {
-                tracing::debug!(pod = %format!("{ns}/{name}"), error = %e.message, "pod not marked not ready");
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => failed = Some(e),
             }
         }
+        failed.map_or(Ok(()), |e| Err(e.into()))
     }
 }
 
@@ -333,7 +391,7 @@ impl Follower for NodeLifecycleController {
         &self,
         ri: &ResourceInfo,
         obj: &crate::store::StoredObject,
-        _prev: Option<&crate::store::StoredObject>,
+        prev: Option<&crate::store::StoredObject>,
         how: Observed,
     ) {
         let v = obj.head();
@@ -349,7 +407,22 @@ impl Follower for NodeLifecycleController {
                 let heartbeat = ready
                     .and_then(|c| c["lastHeartbeatTime"].as_str())
                     .map(str::to_owned);
+                let back = ready.is_some_and(|c| c["status"] == "True")
+                    && prev.is_none_or(|p| ready_status(&p.parse()) != "True");
                 let mut h = self.health();
+                if back
+                    && self
+                        .disrupted
+                        .swap(false, std::sync::atomic::Ordering::SeqCst)
+                {
+                    // Out of a full disruption: every Node gets its grace period again (as
+                    // kube's controller resets its probe times) and its taints looked at.
+                    let now = Instant::now();
+                    for (n, e) in h.iter_mut() {
+                        e.probe = now;
+                        self.base.queue.add(n.clone());
+                    }
+                }
                 match h.get_mut(&name) {
                     None => {
                         h.insert(
@@ -418,13 +491,13 @@ pub fn tolerates(toleration: &Value, taint: &Value) -> bool {
 /// kube's `processPodOnNode`: `None` when the Pod tolerates the taints for ever, else how long
 /// it may stay (zero: not tolerated, or tolerated for no time).
 pub fn eviction_delay(tolerations: &[Value], taints: &[Value]) -> Option<Duration> {
+    // kube's `GetMatchingTolerations`: the first toleration of each taint.
     let mut used = Vec::new();
     for taint in taints {
-        let matching: Vec<&Value> = tolerations.iter().filter(|t| tolerates(t, taint)).collect();
-        if matching.is_empty() {
+        let Some(first) = tolerations.iter().find(|t| tolerates(t, taint)) else {
             return Some(Duration::ZERO);
-        }
-        used.extend(matching);
+        };
+        used.push(first);
     }
     let seconds = used
         .iter()
@@ -443,12 +516,16 @@ fn no_execute_taints(node: &Value) -> Vec<Value> {
         .collect()
 }
 
+/// The longest a Pod's countdown waits before it is looked at again.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+
 /// Keys: `(namespace, pod)`, or `("", node)` for every Pod of a Node whose NoExecute taints
 /// changed.
 pub struct TaintEvictionController {
     base: super::Base<(String, String)>,
-    /// Nodes with NoExecute taints (so a Pod event looks at its Node only when it has some).
-    tainted: Mutex<HashSet<String>>,
+    /// Nodes with NoExecute taints, and since when this controller has seen those taints (so a
+    /// Pod event looks at its Node only when it has some, and a countdown starts no earlier).
+    tainted: Mutex<HashMap<String, (Vec<Value>, Instant)>>,
     /// When a Pod was first seen on a tainted Node (its countdown's start).
     since: Mutex<HashMap<(String, String), Instant>>,
 }
@@ -520,10 +597,25 @@ impl TaintEvictionController {
             self.since().remove(&key);
             return Ok(None);
         };
-        let started = *self.since().entry(key.clone()).or_insert_with(Instant::now);
+        let tainted_at = self
+            .tainted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(node_name)
+            .map(|(_, at)| *at);
+        let started = {
+            let mut since = self.since();
+            let at = since.entry(key.clone()).or_insert_with(Instant::now);
+            // Taints that came (again) after the Pod was first seen restart its countdown.
+            if let Some(t) = tainted_at.filter(|t| *t > *at) {
+                *at = t;
+            }
+            *at
+        };
         let waited = started.elapsed();
         if waited < delay {
-            return Ok(Some(delay - waited));
+            // Looked at again at least every minute (a toleration of years is no timer).
+            return Ok(Some((delay - waited).min(MAX_WAIT)));
         }
         tracing::info!(pod = %format!("{ns}/{name}"), node = node_name, "evicting pod from a NoExecute-tainted node");
         let mut marked = pod.clone();
@@ -603,8 +695,8 @@ impl Follower for TaintEvictionController {
                     let mut t = self.tainted.lock().unwrap_or_else(|e| e.into_inner());
                     if taints.is_empty() {
                         t.remove(&name);
-                    } else {
-                        t.insert(name.clone());
+                    } else if t.get(&name).is_none_or(|(seen, _)| *seen != taints) {
+                        t.insert(name.clone(), (taints.clone(), Instant::now()));
                     }
                 }
                 if taints != before || (how == Observed::Listed && !taints.is_empty()) {
@@ -624,7 +716,7 @@ impl Follower for TaintEvictionController {
                         .tainted
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .contains(node);
+                        .contains_key(node);
                 if tainted {
                     self.base.queue.add(key);
                 }
@@ -644,7 +736,10 @@ mod tests {
             "spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
             "status": {"conditions": [
                 {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": "h"}]}});
-        assert!(retainted(&node, "t").is_none());
+        assert!(retainted(&node, "t", false).is_none());
+        // A Node that never posted a Ready condition: no taint yet.
+        let fresh = json!({"metadata": {"name": "m"}});
+        assert!(retainted(&fresh, "t", false).is_none());
         assert!(mark_unknown(&mut node, "t1"));
         assert!(!mark_unknown(&mut node, "t2"));
         let ready = condition(&node, "Ready").unwrap();
@@ -655,7 +750,11 @@ mod tests {
         assert_eq!(ready["lastTransitionTime"], "t1");
         let never = condition(&node, "PIDPressure").unwrap();
         assert_eq!(never["reason"], "NodeStatusNeverUpdated");
-        let taints = retainted(&node, "t3").unwrap();
+        // No Node Ready anywhere: no NoExecute taint.
+        let calm = retainted(&node, "t3", true).unwrap();
+        assert_eq!(calm.len(), 2);
+        assert_eq!(calm[1]["effect"], "NoSchedule");
+        let taints = retainted(&node, "t3", false).unwrap();
         assert_eq!(taints.len(), 3);
         assert_eq!(
             taints[1],
@@ -665,7 +764,7 @@ mod tests {
         // Ready again: the node's own taint stays, the controller's go.
         node["spec"]["taints"] = Value::Array(taints);
         node["status"]["conditions"][0]["status"] = json!("True");
-        let back = retainted(&node, "t4").unwrap();
+        let back = retainted(&node, "t4", false).unwrap();
         assert_eq!(
             back,
             vec![json!({"key": "dedicated", "value": "db", "effect": "NoSchedule"})]
@@ -686,8 +785,13 @@ mod tests {
             eviction_delay(std::slice::from_ref(&forever), &taints),
             None
         );
+        // The first matching toleration counts, as in kube.
         assert_eq!(
-            eviction_delay(&[forever, default], &taints),
+            eviction_delay(&[forever.clone(), default.clone()], &taints),
+            None
+        );
+        assert_eq!(
+            eviction_delay(&[default, forever], &taints),
             Some(Duration::from_secs(300))
         );
         let other = json!({"key": "x", "operator": "Equal", "value": "y", "effect": "NoExecute"});
