@@ -430,3 +430,76 @@ fn local_volumes_are_bound_on_the_node_the_scheduler_picks() {
         "local-huge"
     );
 }
+
+#[test]
+fn a_claim_grows_when_its_class_allows_expansion() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    load(&s, &["persistentvolume", "hostpath-provisioner"]);
+    for (name, expand) in [("expandable", true), ("rigid", false)] {
+        apply(
+            &s,
+            &format!("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {name}}}\nprovisioner: turtles.dev/host-path\nallowVolumeExpansion: {expand}\n"),
+        );
+    }
+    // Classes that bind at once: provisioned with no Pod (and no node).
+    apply(&s, &claim_yaml("grow", Some("expandable"), "1Gi"));
+    apply(&s, &claim_yaml("fixed", Some("rigid"), "1Gi"));
+    let claim = wait_phase(&s, "pvc", "grow", "Bound");
+    let pv = claim["spec"]["volumeName"].as_str().unwrap().to_owned();
+    wait_phase(&s, "pvc", "fixed", "Bound");
+
+    // Grown: the volume, then the claim's capacity, as kube's external resizer writes them.
+    s.kubectl_ok(&[
+        "patch",
+        "pvc",
+        "grow",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#,
+    ]);
+    let grown = poll("grow at 2Gi", DEADLINE, || {
+        let c = get(&s, "pvc", "grow")?;
+        (c["status"]["capacity"]["storage"] == "2Gi").then_some(c)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["describe", "pvc", "grow"])));
+    assert_eq!(
+        grown["status"]["allocatedResources"]["storage"], "2Gi",
+        "{grown}"
+    );
+    assert!(
+        grown["status"].get("allocatedResourceStatuses").is_none(),
+        "{grown}"
+    );
+    assert!(grown["status"].get("conditions").is_none(), "{grown}");
+    assert_eq!(
+        grown["metadata"]["annotations"]["volume.kubernetes.io/node-expansion-not-required"],
+        "true"
+    );
+    assert_eq!(
+        get(&s, "pv", &pv).unwrap()["spec"]["capacity"]["storage"],
+        "2Gi"
+    );
+    let described = s.kubectl_ok(&["describe", "pvc", "grow"]);
+    for text in [
+        format!("External resizer is resizing volume {pv}"),
+        "Resize volume succeeded".to_owned(),
+    ] {
+        assert!(described.contains(&text), "{text}: {described}");
+    }
+
+    // A class that does not allow it: refused, as kube-apiserver refuses it.
+    let out = s.kubectl(&[
+        "patch",
+        "pvc",
+        "fixed",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("persistentvolumeclaims \"fixed\" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"),
+        "{err}"
+    );
+}

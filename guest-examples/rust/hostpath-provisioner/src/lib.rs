@@ -25,6 +25,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use turtles_controller::workload;
 use turtles_controller::{
     api, events, export, json, meta, Controller, Gvr, Object, ObjectKey, Outcome, Permission,
     Registration, Value, Watch,
@@ -62,11 +63,15 @@ impl Controller for HostPathProvisioner {
             .initial_key("", DEFAULT_CLASS)
             .permission(Permission::core(
                 &["persistentvolumes"],
-                &["get", "list", "watch", "create", "delete"],
+                &["get", "list", "watch", "create", "delete", "patch"],
             ))
             .permission(Permission::core(
                 &["persistentvolumeclaims"],
-                &["get", "list", "watch"],
+                &["get", "list", "watch", "patch"],
+            ))
+            .permission(Permission::core(
+                &["persistentvolumeclaims/status"],
+                &["get", "update", "patch"],
             ))
             .permission(Permission::group(
                 "storage.k8s.io",
@@ -82,7 +87,7 @@ impl Controller for HostPathProvisioner {
             cluster_key(&key.name)
         } else {
             match claim {
-                Some(claim) => provision(&claim),
+                Some(claim) => provision(&claim).and_then(|()| resize(&claim)),
                 None => Ok(()),
             }
         };
@@ -303,6 +308,101 @@ pub fn new_volume(claim: &Value, class: &Value, name: &str) -> Result<Value, Str
     }))
 }
 
+/// The size a bound claim of one of this provisioner's volumes asks to grow to (kube's
+/// external-resizer: the request above the claim's capacity), with the volume.
+pub fn resize_wanted(claim: &Value, volume: &Value) -> Option<String> {
+    use turtles_controller::quantity::milli_value;
+    if str_at(claim, "/status/phase") != "Bound"
+        || meta::annotation(volume, ANN_PROVISIONED_BY) != Some(PROVISIONER)
+    {
+        return None;
+    }
+    let want = str_at(claim, "/spec/resources/requests/storage");
+    let have = claim
+        .pointer("/status/capacity/storage")
+        .and_then(Value::as_str)
+        .unwrap_or("0");
+    (milli_value(want)? > milli_value(have)?).then(|| want.to_owned())
+}
+
+/// kube's external-resizer for a volume that needs no node expansion: the claim marked
+/// `Resizing` (`ControllerResizeInProgress`, `allocatedResources`), the volume's capacity, then
+/// the claim's capacity with the resize marks gone (and
+/// `volume.kubernetes.io/node-expansion-not-required`); Events `Resizing` and
+/// `VolumeResizeSuccessful`. Nothing on a disk changes: the volume is the API object.
+fn resize(claim: &Value) -> Result<(), String> {
+    let volume_name = str_at(claim, "/spec/volumeName");
+    let Some(volume) = turtles_controller::cache::get(VOLUMES, "", volume_name) else {
+        return Ok(());
+    };
+    let Some(size) = resize_wanted(claim, &volume) else {
+        return Ok(());
+    };
+    let (ns, name) = (
+        meta::namespace(claim).unwrap_or_default(),
+        meta::name(claim).unwrap_or_default(),
+    );
+    let status_path = format!("{}/status", CLAIMS.object_path(ns, name));
+    let err = |what: &str, e: turtles_controller::ApiError| format!("{what} {ns}/{name}: {e}");
+    let resize_types = [
+        "Resizing",
+        "FileSystemResizePending",
+        "ControllerResizeError",
+        "NodeResizeError",
+    ];
+    let others = |c: &Value| -> Vec<Value> {
+        c.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|x| !resize_types.iter().any(|t| x["type"] == *t))
+            .cloned()
+            .collect()
+    };
+    let mut marked = claim.clone();
+    let mut conditions = others(claim);
+    conditions.push(json!({"type": "Resizing", "status": "True",
+        "lastProbeTime": null,
+        "lastTransitionTime": workload::format_rfc3339(workload::unix_now())}));
+    marked["status"]["conditions"] = Value::Array(conditions);
+    marked["status"]["allocatedResourceStatuses"] =
+        json!({"storage": "ControllerResizeInProgress"});
+    marked["status"]["allocatedResources"] = json!({"storage": size});
+    let marked = api::update(&status_path, &marked).map_err(|e| err("marking the resize of", e))?;
+    record(
+        claim,
+        false,
+        "Resizing",
+        &format!("External resizer is resizing volume {volume_name}"),
+    );
+    let patch = json!({"spec": {"capacity": {"storage": size}}});
+    api::patch_merge(&VOLUMES.object_path("", volume_name), &patch)
+        .map_err(|e| err("resizing the volume of", e))?;
+    let mut done = marked.clone();
+    let rest = others(&marked);
+    if rest.is_empty() {
+        if let Some(st) = done["status"].as_object_mut() {
+            st.remove("conditions");
+        }
+    } else {
+        done["status"]["conditions"] = Value::Array(rest);
+    }
+    if let Some(st) = done["status"].as_object_mut() {
+        st.remove("allocatedResourceStatuses");
+    }
+    done["status"]["capacity"]["storage"] = json!(size);
+    api::update(&status_path, &done).map_err(|e| err("finishing the resize of", e))?;
+    let note = json!({"metadata": {"annotations": {"volume.kubernetes.io/node-expansion-not-required": "true"}}});
+    api::patch_merge(&CLAIMS.object_path(ns, name), &note).map_err(|e| err("annotating", e))?;
+    record(
+        claim,
+        false,
+        "VolumeResizeSuccessful",
+        "Resize volume succeeded",
+    );
+    Ok(())
+}
+
 /// Whether a volume is this provisioner's, released, and to be deleted.
 pub fn to_delete(volume: &Value) -> bool {
     meta::annotation(volume, ANN_PROVISIONED_BY) == Some(PROVISIONER)
@@ -370,6 +470,19 @@ mod tests {
         let mut bare = claim(None);
         bare["spec"]["resources"] = json!({});
         assert!(new_volume(&bare, &class, "x").is_err());
+    }
+
+    #[test]
+    fn a_bound_claim_asking_for_more_than_it_has_is_resized() {
+        let volume = json!({"metadata": {"name": "pvc-1", "annotations": {ANN_PROVISIONED_BY: PROVISIONER}}});
+        let mut c = claim(None);
+        assert_eq!(resize_wanted(&c, &volume), None); // not bound
+        c["status"] = json!({"phase": "Bound", "capacity": {"storage": "1Gi"}});
+        assert_eq!(resize_wanted(&c, &volume), None);
+        c["spec"]["resources"]["requests"]["storage"] = json!("1536Mi");
+        assert_eq!(resize_wanted(&c, &volume), Some("1536Mi".into()));
+        let theirs = json!({"metadata": {"name": "pvc-1", "annotations": {ANN_PROVISIONED_BY: "x.io/y"}}});
+        assert_eq!(resize_wanted(&c, &theirs), None);
     }
 
     #[test]

@@ -324,6 +324,28 @@ pub fn available(pod: &Value, min_ready: i64, now: i64) -> Result<(), i64> {
     }
 }
 
+/// Unix seconds as kube writes a time: RFC 3339 in UTC, to the second
+/// (`2026-01-02T03:04:05Z`); the inverse of [`parse_rfc3339`].
+pub fn format_rfc3339(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // The civil date of a day count (Howard Hinnant's `civil_from_days`).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// Unix seconds of an RFC 3339 timestamp (`2024-01-02T03:04:05Z`, fractions and offsets too).
 pub fn parse_rfc3339(text: &str) -> Option<i64> {
     let b = text.as_bytes();
@@ -437,6 +459,14 @@ mod tests {
 
     #[test]
     fn rfc3339_timestamps_parse() {
+        for t in [
+            "1970-01-01T00:00:00Z",
+            "2000-02-29T23:59:59Z",
+            "2026-12-06T01:02:03Z",
+            "1969-12-31T23:59:59Z",
+        ] {
+            assert_eq!(format_rfc3339(parse_rfc3339(t).unwrap()), t);
+        }
         assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(parse_rfc3339("2000-03-01T00:00:01Z"), Some(951_868_801));
         assert_eq!(
