@@ -481,7 +481,8 @@ mod tests {
         assert_eq!(resize_wanted(&c, &volume), None);
         c["spec"]["resources"]["requests"]["storage"] = json!("1536Mi");
         assert_eq!(resize_wanted(&c, &volume), Some("1536Mi".into()));
-        let theirs = json!({"metadata": {"name": "pvc-1", "annotations": {ANN_PROVISIONED_BY: "x.io/y"}}});
+        let theirs =
+            json!({"metadata": {"name": "pvc-1", "annotations": {ANN_PROVISIONED_BY: "x.io/y"}}});
         assert_eq!(resize_wanted(&c, &theirs), None);
     }
 

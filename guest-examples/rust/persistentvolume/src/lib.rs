@@ -81,6 +81,7 @@ impl Controller for PersistentVolumeController {
     }
 
     fn reconcile(key: ObjectKey, claim: Option<Object>) -> Outcome {
+        forget_volumes();
         let result = if key.namespace.is_empty() {
             sync_cluster_key(&key.name)
         } else {
@@ -129,17 +130,39 @@ fn each(items: Vec<Value>, f: impl Fn(Value) -> Result<(), ApiError>) -> Result<
     first
 }
 
-fn volumes() -> Vec<Value> {
-    turtles_controller::cache::list(VOLUMES, None)
+thread_local! {
+    /// The volumes as this reconcile last listed them: a fan-out over many waiting claims lists
+    /// (and parses) them once, not once per claim. Forgotten at each reconcile's start and after
+    /// each write of a volume.
+    static SEEN: std::cell::RefCell<Option<std::rc::Rc<Vec<Value>>>> = const { std::cell::RefCell::new(None) };
+}
+
+fn volumes() -> std::rc::Rc<Vec<Value>> {
+    SEEN.with(|seen| {
+        seen.borrow_mut()
+            .get_or_insert_with(|| std::rc::Rc::new(turtles_controller::cache::list(VOLUMES, None)))
+            .clone()
+    })
+}
+
+fn forget_volumes() {
+    SEEN.with(|seen| *seen.borrow_mut() = None);
+}
+
+/// A write of a volume: the volumes are listed again after it.
+fn write_volume(path: &str, volume: &Value) -> Result<Value, ApiError> {
+    forget_volumes();
+    api::update(path, volume)
 }
 
 fn volumes_of_claim(namespace: &str, name: &str) -> Vec<Value> {
     volumes()
-        .into_iter()
+        .iter()
         .filter(|v| {
             claim_ref(v)
                 .is_some_and(|r| str_at(r, "/namespace") == namespace && str_at(r, "/name") == name)
         })
+        .cloned()
         .collect()
 }
 
@@ -430,7 +453,7 @@ fn lose(claim: &Value, reason: &str, note: &str) -> Result<(), ApiError> {
 /// kube's `bind`: the volume's link, its phase, the claim's link, its status.
 fn bind(volume: Value, claim: Value) -> Result<(), ApiError> {
     let volume = match plan::volume_bound_to(&volume, &claim) {
-        Some(v) => api::update(&volume_path(&volume), &v)?,
+        Some(v) => write_volume(&volume_path(&volume), &v)?,
         None => volume,
     };
     let volume = update_volume_phase(volume, "Bound", "")?;
@@ -475,7 +498,7 @@ fn update_volume_phase(volume: Value, phase: &str, message: &str) -> Result<Valu
     } else {
         v["status"]["message"] = json!(message);
     }
-    api::update(&format!("{}/status", volume_path(&volume)), &v)
+    write_volume(&format!("{}/status", volume_path(&volume)), &v)
 }
 
 /// kube's `syncVolume`.
@@ -546,7 +569,7 @@ fn sync_volume(volume: Value) -> Result<(), ApiError> {
         return Ok(());
     }
     let unbound = plan::unbound_volume(&volume);
-    let unbound = api::update(&volume_path(&volume), &unbound)?;
+    let unbound = write_volume(&volume_path(&volume), &unbound)?;
     update_volume_phase(unbound, "Available", "")?;
     Ok(())
 }
