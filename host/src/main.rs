@@ -102,6 +102,11 @@ enum Command {
         /// to it (kube's fixed 40 s quarantine).
         #[arg(long, default_value_t = 40)]
         orphaned_pod_quarantine: u64,
+        /// How many finished (Succeeded or Failed) Pods the pod garbage collector keeps before
+        /// it deletes the oldest (kube-controller-manager's `--terminated-pod-gc-threshold`; 0
+        /// keeps them all).
+        #[arg(long, default_value_t = 12_500)]
+        terminated_pod_gc_threshold: usize,
         /// Seconds a Node may go without a heartbeat (its kubelet's Lease renewed, or its status
         /// posted) before the node lifecycle controller marks it `Unknown` and taints it
         /// unreachable (kube-controller-manager's `--node-monitor-grace-period`, 50 s).
@@ -343,6 +348,7 @@ fn main() -> anyhow::Result<()> {
             service_cluster_ip_range,
             service_node_port_range,
             orphaned_pod_quarantine,
+            terminated_pod_gc_threshold,
             node_monitor_grace_period,
             reconcile_deadline_ms,
             controller_memory_mb,
@@ -439,6 +445,7 @@ fn main() -> anyhow::Result<()> {
                 service_cluster_ip_range,
                 service_node_port_range,
                 orphaned_pod_quarantine: std::time::Duration::from_secs(orphaned_pod_quarantine),
+                terminated_pod_gc_threshold,
                 node_monitor_grace_period: std::time::Duration::from_secs(
                     node_monitor_grace_period.max(1),
                 ),

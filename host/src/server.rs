@@ -134,6 +134,8 @@ pub struct ServeConfig {
     pub service_node_port_range: crate::allocator::PortRange,
     /// `--orphaned-pod-quarantine`: how long a Node may be missing before its Pods are deleted.
     pub orphaned_pod_quarantine: std::time::Duration,
+    /// `--terminated-pod-gc-threshold`: how many finished Pods are kept (0: all).
+    pub terminated_pod_gc_threshold: usize,
     /// `--node-monitor-grace-period`: how long a Node may go without a heartbeat.
     pub node_monitor_grace_period: std::time::Duration,
 }
@@ -518,6 +520,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         root_ca,
         authority,
         cfg.orphaned_pod_quarantine,
+        cfg.terminated_pod_gc_threshold,
         cfg.node_monitor_grace_period,
         shutdown_rx.clone(),
     )

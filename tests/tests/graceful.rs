@@ -298,3 +298,35 @@ fn the_pod_gc_removes_pods_no_kubelet_will_finish() {
     assert_eq!(r.status, 200, "{}", r.text());
     poll("held deleted", DEADLINE, || gone(&s, "held").then_some(())).unwrap();
 }
+
+#[test]
+fn the_pod_gc_keeps_at_most_the_threshold_of_finished_pods() {
+    let s = Server::start_with(&["--terminated-pod-gc-threshold", "2"]).unwrap();
+    for name in ["a", "b", "c", "d", "running"] {
+        pod(&s, name, json!({}));
+    }
+    // Finished: three Succeeded, one Failed by eviction; one still running.
+    for (name, phase, reason) in [
+        ("a", "Succeeded", ""),
+        ("b", "Succeeded", ""),
+        ("c", "Succeeded", ""),
+        ("d", "Failed", "Evicted"),
+        ("running", "Running", ""),
+    ] {
+        let mut p = s.http().get(&format!("{PODS}/{name}")).json();
+        p["status"]["phase"] = json!(phase);
+        if !reason.is_empty() {
+            p["status"]["reason"] = json!(reason);
+        }
+        let r = s.http().put_json(&format!("{PODS}/{name}/status"), &p);
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    // Two finished ones are kept: the evicted one goes first, then the oldest.
+    poll("two finished pods deleted", Duration::from_secs(90), || {
+        (gone(&s, "d") && gone(&s, "a")).then_some(())
+    })
+    .unwrap();
+    for name in ["b", "c", "running"] {
+        assert!(!gone(&s, name), "{name} was deleted");
+    }
+}

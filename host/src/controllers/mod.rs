@@ -340,6 +340,7 @@ pub async fn start(
     root_ca: Option<Arc<str>>,
     authority: Option<Arc<crate::auth::signer::Authority>>,
     orphan_quarantine: Duration,
+    terminated_threshold: usize,
     node_monitor_grace: Duration,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<driver::MetricsSource> {
@@ -354,7 +355,8 @@ pub async fn start(
     let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
     let disruption = disruption::DisruptionController::new(service.clone());
     let quotas = resourcequota::ResourceQuotaController::new(service.clone());
-    let podgc = podgc::PodGarbageCollector::new(service.clone(), orphan_quarantine);
+    let podgc =
+        podgc::PodGarbageCollector::new(service.clone(), orphan_quarantine, terminated_threshold);
     let ephemeral = ephemeral::EphemeralVolumeController::new(service.clone());
     let lifecycle =
         nodelifecycle::NodeLifecycleController::new(service.clone(), node_monitor_grace);

@@ -8,8 +8,11 @@
 //! - terminating Pods on a Node that is not Ready and carries the
 //!   `node.kubernetes.io/out-of-service` taint.
 //!
-//! kube polls every 20 s; this one follows Pod and Node events. kube's third rule (deleting the
-//! oldest finished Pods beyond `--terminated-pod-gc-threshold`, 12,500) is not built.
+//! - the oldest finished Pods (`Succeeded` or `Failed`) beyond `--terminated-pod-gc-threshold`
+//!   (12,500; 0 turns it off), evicted ones first, deleted with grace period 0.
+//!
+//! kube polls every 20 s; this one follows Pod and Node events, and counts finished Pods at most
+//! every 20 s (after a Pod finishes).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,6 +33,8 @@ pub const IDENTITY: super::Identity = super::Identity {
 pub const DEFAULT_QUARANTINE: Duration = Duration::from_secs(40);
 const PODS: &str = "pods";
 const NODES: &str = "nodes";
+/// How often finished Pods are counted at most (kube's `gcCheckPeriod`).
+const COUNT_PERIOD: Duration = Duration::from_secs(20);
 /// The taint that lets terminating Pods of a NotReady node go (kube's `TaintNodeOutOfService`).
 const OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
 
@@ -38,16 +43,22 @@ const OUT_OF_SERVICE: &str = "node.kubernetes.io/out-of-service";
 pub struct PodGarbageCollector {
     base: super::Base<(String, String)>,
     quarantine: Duration,
+    /// `--terminated-pod-gc-threshold` (0: no limit).
+    threshold: usize,
+    /// When finished Pods were last counted.
+    counted: Mutex<Option<Instant>>,
     /// Pods found bound to a missing node, and since when: at most one entry per stored Pod
     /// (dropped when the Pod goes or its node is there).
     missing: Mutex<HashMap<(String, String), Instant>>,
 }
 
 impl PodGarbageCollector {
-    pub fn new(service: Arc<Service>, quarantine: Duration) -> Arc<Self> {
+    pub fn new(service: Arc<Service>, quarantine: Duration, threshold: usize) -> Arc<Self> {
         Arc::new(Self {
             base: super::Base::new(service),
             quarantine,
+            threshold,
+            counted: Mutex::default(),
             missing: Mutex::default(),
         })
     }
@@ -70,6 +81,9 @@ impl PodGarbageCollector {
         let Some(pods) = self.base.service.registry.lookup("", "v1", PODS) else {
             return Ok(None);
         };
+        if ns.is_empty() && name.is_empty() {
+            return self.collect_terminated(&pods).await;
+        }
         if ns.is_empty() {
             return self.reconcile_node(&pods, name).await;
         }
@@ -115,6 +129,68 @@ impl PodGarbageCollector {
                 Ok(None)
             }
         }
+    }
+
+    /// kube's `gcTerminated`: beyond the threshold, the oldest finished Pods go (evicted ones
+    /// first), with grace period 0. Counted at most every [`COUNT_PERIOD`].
+    async fn collect_terminated(&self, pods: &ResourceInfo) -> Reconciled {
+        if self.threshold == 0 {
+            return Ok(None);
+        }
+        {
+            let mut counted = self.counted.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(wait) = counted.and_then(|at| COUNT_PERIOD.checked_sub(at.elapsed())) {
+                return Ok(Some(wait));
+            }
+            *counted = Some(Instant::now());
+        }
+        let Ok(snap) = self.base.service.store.list(&pods.group_resource(), None) else {
+            return Ok(None);
+        };
+        let mut finished: Vec<(bool, String, String, String, String)> = Vec::new();
+        for obj in snap.items.values() {
+            let status = obj.pick("status", &["phase", "reason"]);
+            let phase = status["phase"].as_str().unwrap_or("");
+            if phase != "Succeeded" && phase != "Failed" {
+                continue;
+            }
+            let created = obj.pick("metadata", &["creationTimestamp"]);
+            let v = obj.head();
+            finished.push((
+                status["reason"] != "Evicted",
+                created["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned(),
+                meta::namespace(v).to_owned(),
+                meta::name(v).to_owned(),
+                uid(v).to_owned(),
+            ));
+        }
+        let excess = finished.len().saturating_sub(self.threshold);
+        if excess == 0 {
+            return Ok(None);
+        }
+        // kube's `byEvictionAndCreationTimestamp` (then by name, for a stable order).
+        finished.sort();
+        tracing::info!(
+            excess,
+            threshold = self.threshold,
+            "deleting finished pods beyond the threshold"
+        );
+        for (_, _, ns, name, pod_uid) in finished.into_iter().take(excess) {
+            let opts = DeleteOptions {
+                precondition_uid: Some(pod_uid),
+                grace_period: Some(0),
+                ..Default::default()
+            };
+            match self.base.service.delete(pods, &ns, &name, &opts).await {
+                Ok(_) => {}
+                Err(e) if e.code == 404 || e.code == 409 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(None)
     }
 
     /// A Node gone or out of service: look at each of its Pods.
@@ -256,7 +332,7 @@ impl Follower for PodGarbageCollector {
         &self,
         ri: &ResourceInfo,
         obj: &crate::store::StoredObject,
-        _prev: Option<&crate::store::StoredObject>,
+        prev: Option<&crate::store::StoredObject>,
         how: Observed,
     ) {
         if !ri.group.is_empty() {
@@ -278,6 +354,18 @@ impl Follower for PodGarbageCollector {
         if how == Observed::Deleted {
             self.forget(&(meta::namespace(v).to_owned(), meta::name(v).to_owned()));
             return;
+        }
+        // A Pod finished: the finished ones may be too many (the key ("", "") counts them).
+        if self.threshold > 0 {
+            let finished = |o: &crate::store::StoredObject| {
+                matches!(
+                    o.pick("status", &["phase"])["phase"].as_str(),
+                    Some("Succeeded" | "Failed")
+                )
+            };
+            if finished(obj) && !prev.is_some_and(finished) {
+                self.base.queue.add((String::new(), String::new()));
+            }
         }
         // Every Pod event comes here: only `spec.nodeName` is read, not the whole Pod.
         let spec = obj.pick("spec", &["nodeName"]);
