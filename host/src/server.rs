@@ -519,9 +519,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         issuer,
         root_ca,
         authority,
-        cfg.orphaned_pod_quarantine,
-        cfg.terminated_pod_gc_threshold,
-        cfg.node_monitor_grace_period,
+        crate::controllers::Settings {
+            orphan_quarantine: cfg.orphaned_pod_quarantine,
+            terminated_threshold: cfg.terminated_pod_gc_threshold,
+            node_monitor_grace: cfg.node_monitor_grace_period,
+        },
         shutdown_rx.clone(),
     )
     .await;

@@ -330,6 +330,17 @@ fn deliver(ri: &ResourceInfo, followers: &[Arc<dyn Follower>], change: &Change) 
     }
 }
 
+/// The built-in controllers' settings from `turtles serve`'s flags (kube-controller-manager's).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// `--orphaned-pod-quarantine`: how long a Node may be missing before its Pods go.
+    pub orphan_quarantine: Duration,
+    /// `--terminated-pod-gc-threshold`: how many finished Pods are kept (0: all).
+    pub terminated_threshold: usize,
+    /// `--node-monitor-grace-period`: how long a Node may go without a heartbeat.
+    pub node_monitor_grace: Duration,
+}
+
 /// Start the built-in controllers: informers over every kind, then the workers. The token
 /// controller signs with `issuer` and hands out `root_ca` (PEM; none without TLS); the CSR
 /// signer runs with `authority` (the CA client certificates are verified with, when the host
@@ -339,9 +350,7 @@ pub async fn start(
     issuer: Arc<crate::auth::serviceaccount::TokenIssuer>,
     root_ca: Option<Arc<str>>,
     authority: Option<Arc<crate::auth::signer::Authority>>,
-    orphan_quarantine: Duration,
-    terminated_threshold: usize,
-    node_monitor_grace: Duration,
+    settings: Settings,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<driver::MetricsSource> {
     let gc = gc::GarbageCollector::new(service.clone());
@@ -355,11 +364,14 @@ pub async fn start(
     let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
     let disruption = disruption::DisruptionController::new(service.clone());
     let quotas = resourcequota::ResourceQuotaController::new(service.clone());
-    let podgc =
-        podgc::PodGarbageCollector::new(service.clone(), orphan_quarantine, terminated_threshold);
+    let podgc = podgc::PodGarbageCollector::new(
+        service.clone(),
+        settings.orphan_quarantine,
+        settings.terminated_threshold,
+    );
     let ephemeral = ephemeral::EphemeralVolumeController::new(service.clone());
     let lifecycle =
-        nodelifecycle::NodeLifecycleController::new(service.clone(), node_monitor_grace);
+        nodelifecycle::NodeLifecycleController::new(service.clone(), settings.node_monitor_grace);
     let eviction = nodelifecycle::TaintEvictionController::new(service.clone());
     let pvc_protection = volumeprotection::ClaimProtection::new(service.clone());
     let pv_protection = volumeprotection::VolumeProtection::new(service.clone());
