@@ -111,6 +111,11 @@ fn a_node_without_heartbeats_goes_unknown_its_pods_are_evicted_and_it_comes_back
     );
     assert!(node["spec"]["taints"][0]["timeAdded"].is_string(), "{node}");
     assert!(s.kubectl_ok(&["get", "nodes"]).contains("NotReady"));
+    let described = s.kubectl_ok(&["describe", "node", NODE]);
+    assert!(
+        described.contains("Node turtle-node-1 status is now: NodeNotReady"),
+        "{described}"
+    );
     // Another Node, alive (the test renews its Lease): now a silent Node is evicted from.
     let created = s.http().post_json(
         "/api/v1/nodes",
@@ -174,6 +179,17 @@ fn a_node_without_heartbeats_goes_unknown_its_pods_are_evicted_and_it_comes_back
         target["message"],
         "Taint manager: deleting due to NoExecute taint"
     );
+    let events = s.kubectl_ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=short",
+    ]);
+    assert!(
+        events.contains("TaintManagerEviction")
+            && events.contains("Marking for deletion Pod default/short"),
+        "{events}"
+    );
     let kept = s.kubectl_json(&["get", "pod", "forever"]);
     assert!(kept["metadata"]["deletionTimestamp"].is_null(), "{kept}");
     let not_ready = kept["status"]["conditions"]
@@ -182,6 +198,9 @@ fn a_node_without_heartbeats_goes_unknown_its_pods_are_evicted_and_it_comes_back
         .cloned()
         .unwrap_or(Value::Null);
     assert_eq!(not_ready["status"], "False", "{kept}");
+    assert!(s
+        .kubectl_ok(&["describe", "pod", "forever"])
+        .contains("Node is not ready"));
 
     // The kubelet is back: Ready, untainted, and it finishes the evicted Pod.
     s.drop_controller("node", &guest("node")).unwrap();

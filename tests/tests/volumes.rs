@@ -316,6 +316,17 @@ fn ephemeral_volumes_get_claims_within_the_namespace_quota() {
         .kubectl(&["get", "pvc", "two-b", "-n", "q"])
         .status
         .success());
+    poll("FailedBinding on the Pod", DEADLINE, || {
+        s.kubectl_ok(&["describe", "pod", "two", "-n", "q"])
+            .contains("ephemeral volume b: create PVC two-b:")
+            .then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            s.kubectl_ok(&["describe", "pod", "two", "-n", "q"])
+        )
+    });
     // More room: the second claim, both volumes, and the Pod runs.
     s.kubectl_ok(&[
         "patch",

@@ -4,8 +4,8 @@
 //! `blockOwnerDeletion`), so that the garbage collector deletes it with the Pod. The claim is
 //! created as kube's controller account, through admission and the namespace's ResourceQuota; a
 //! refused create is retried with backoff. A claim of that name that the Pod does not own is left
-//! alone (the scheduler then refuses the Pod). kube also records an Event `FailedBinding` on the
-//! Pod in both cases, which this one only logs.
+//! alone (the scheduler then refuses the Pod). Both record kube's Event `FailedBinding` on the
+//! Pod.
 
 use std::sync::Arc;
 
@@ -119,8 +119,10 @@ impl EphemeralVolumeController {
                             .any(|r| r["controller"] == true && r["uid"] == uid(&*pod))
                     });
                 if !owned {
-                    tracing::warn!(pod = %format!("{ns}/{name}"), volume,
-                        "ephemeral volume {volume}: PVC {ns}/{claim_name} was not created for pod {ns}/{name} (pod is not owner)");
+                    let note = format!("ephemeral volume {volume}: PVC {ns}/{claim_name} was not created for pod {ns}/{name} (pod is not owner)");
+                    tracing::warn!(pod = %format!("{ns}/{name}"), volume, "{note}");
+                    super::events::record(svc, IDENTITY.name, &pod, true, "FailedBinding", &note)
+                        .await;
                 }
                 continue;
             }
@@ -138,8 +140,13 @@ impl EphemeralVolumeController {
                 // The namespace is going: nothing more to make there.
                 Err(_) if !super::namespace_active(svc, ns) => return Ok(None),
                 Err(e) => {
-                    tracing::warn!(pod = %format!("{ns}/{name}"), volume,
-                        "ephemeral volume {volume}: create PVC {claim_name}: {}", e.message);
+                    let note = format!(
+                        "ephemeral volume {volume}: create PVC {claim_name}: {}",
+                        e.message
+                    );
+                    tracing::warn!(pod = %format!("{ns}/{name}"), volume, "{note}");
+                    super::events::record(svc, IDENTITY.name, &pod, true, "FailedBinding", &note)
+                        .await;
                     return Err(e.into());
                 }
             }

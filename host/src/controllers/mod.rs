@@ -18,6 +18,7 @@
 pub mod csrsigning;
 pub mod disruption;
 pub mod ephemeral;
+pub mod events;
 pub mod gc;
 pub mod namespace;
 pub mod nodelifecycle;

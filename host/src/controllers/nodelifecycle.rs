@@ -17,8 +17,11 @@
 //!
 //! When no Node is Ready, the NoExecute taints are left off (kube's "master disruption mode").
 //!
+//! Events as kube's: `NodeNotReady` on the Node and (a Warning) on each of its Pods,
+//! `TaintManagerEviction` on an evicted Pod.
+//!
 //! Differences from kube: no zones (no eviction rate limits, no partial disruption); the taints
-//! are written in one pass; no Events (built-in controllers record none); the
+//! are written in one pass; the
 //! `node.kubernetes.io/unschedulable` taint is not kept (the fake kubelet reads
 //! `spec.unschedulable` itself).
 
@@ -42,6 +45,8 @@ pub const EVICTION_IDENTITY: super::Identity = super::Identity {
     description: "Deletes the Pods of Nodes with NoExecute taints they do not tolerate, or once their tolerationSeconds have passed.",
     workers: 2,
 };
+/// The Events' source, as kube-controller-manager's node lifecycle controller names it.
+const COMPONENT: &str = "node-controller";
 const NODES: &str = "nodes";
 const PODS: &str = "pods";
 const LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -271,6 +276,17 @@ impl NodeLifecycleController {
                 Err(e) => return Err(e.into()),
             };
             tracing::info!(node = name, "node stopped posting its status: Unknown");
+            if was_ready {
+                super::events::record(
+                    svc,
+                    COMPONENT,
+                    &node,
+                    false,
+                    "NodeNotReady",
+                    &format!("Node {name} status is now: NodeNotReady"),
+                )
+                .await;
+            }
         }
         if self.unmarked_set().contains(name) {
             // Retried (with backoff) until every Pod is marked.
@@ -356,6 +372,7 @@ impl NodeLifecycleController {
             }
             c["status"] = json!("False");
             c["lastTransitionTime"] = json!(now);
+            let regarding = pod.clone();
             let (ns, name) = (
                 meta::namespace(&pod).to_owned(),
                 meta::name(&pod).to_owned(),
@@ -371,7 +388,17 @@ impl NodeLifecycleController {
                 )
                 .await
             {
-                Ok(_) => {}
+                Ok(_) => {
+                    super::events::record(
+                        svc,
+                        COMPONENT,
+                        &regarding,
+                        true,
+                        "NodeNotReady",
+                        "Node is not ready",
+                    )
+                    .await;
+                }
                 Err(e) if e.code == 404 => {}
                 Err(e) => failed = Some(e),
             }
@@ -618,6 +645,15 @@ impl TaintEvictionController {
             return Ok(Some((delay - waited).min(MAX_WAIT)));
         }
         tracing::info!(pod = %format!("{ns}/{name}"), node = node_name, "evicting pod from a NoExecute-tainted node");
+        super::events::record(
+            svc,
+            EVICTION_IDENTITY.name,
+            &pod,
+            false,
+            "TaintManagerEviction",
+            &format!("Marking for deletion Pod {ns}/{name}"),
+        )
+        .await;
         let mut marked = pod.clone();
         if let Some(status) = marked
             .as_object_mut()

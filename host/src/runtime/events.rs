@@ -15,7 +15,7 @@ use super::{call_api, wit, HostCtx};
 /// Longest reason and action (events.k8s.io's validation).
 const MAX_REASON: usize = 128;
 /// Where a note is cut (events.k8s.io's `note` limit).
-const MAX_NOTE: usize = 1024;
+pub(crate) const MAX_NOTE: usize = 1024;
 /// Longest object name kept in the Event's name (a DNS subdomain: 253 with the suffix).
 const MAX_NAME_PREFIX: usize = 253 - 17;
 /// Attempts at bumping the count when another writer got there first.
@@ -111,7 +111,7 @@ pub enum EventError {
 }
 
 /// The longest prefix of `s` of at most `max` bytes on a character boundary.
-fn cut(s: &str, max: usize) -> &str {
+pub(crate) fn cut(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -124,7 +124,7 @@ fn cut(s: &str, max: usize) -> &str {
 
 /// The Event's namespace (cluster-scoped objects' Events go to `default`, as client-go does)
 /// and name.
-fn placement(controller: &str, e: &wit::Event, note: &str) -> (String, String) {
+pub(crate) fn placement(controller: &str, e: &wit::Event, note: &str) -> (String, String) {
     let r = &e.regarding;
     let ns = if r.namespace.is_empty() {
         "default".to_owned()
@@ -216,7 +216,7 @@ fn validate(e: &wit::Event) -> Result<(), EventError> {
 }
 
 /// The Event as created the first time.
-fn new_event(
+pub(crate) fn new_event(
     controller: &str,
     e: &wit::Event,
     ns: &str,
