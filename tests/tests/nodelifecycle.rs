@@ -93,6 +93,26 @@ fn a_node_without_heartbeats_goes_unknown_its_pods_are_evicted_and_it_comes_back
     assert_eq!(ready(&node)["status"], "True", "{node}");
     assert!(taint_keys(&node).is_empty(), "{node}");
 
+    // Cordoned, the Node gets kube's unschedulable taint; uncordoned, it goes.
+    s.kubectl_ok(&["cordon", NODE]);
+    poll("the unschedulable taint", DEADLINE, || {
+        let n = s.kubectl_json(&["get", "node", NODE]);
+        (taint_keys(&n) == ["node.kubernetes.io/unschedulable:NoSchedule"]).then_some(())
+    })
+    .unwrap();
+    let described = s.kubectl_ok(&["describe", "node", NODE]);
+    assert!(
+        described.contains("node.kubernetes.io/unschedulable:NoSchedule"),
+        "{described}"
+    );
+    s.kubectl_ok(&["uncordon", NODE]);
+    poll("no taint once uncordoned", DEADLINE, || {
+        taint_keys(&s.kubectl_json(&["get", "node", NODE]))
+            .is_empty()
+            .then_some(())
+    })
+    .unwrap();
+
     // The kubelet goes: Unknown after the grace period, tainted unreachable. It is the only
     // Node, so no Node is Ready: as kube's "master disruption mode", nothing is evicted (no
     // NoExecute taint: the cluster is more likely cut off than every node dead).

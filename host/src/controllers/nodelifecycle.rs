@@ -9,7 +9,8 @@
 //! - **Taints** from the Ready condition, as kube's NoSchedule and NoExecute passes keep them:
 //!   `node.kubernetes.io/unreachable` (Unknown) or `node.kubernetes.io/not-ready` (False), each
 //!   `NoSchedule` and `NoExecute`, with `timeAdded`; the pressure conditions' `NoSchedule`
-//!   taints; all removed when the Node is Ready again.
+//!   taints and `node.kubernetes.io/network-unavailable`; `node.kubernetes.io/unschedulable`
+//!   while `spec.unschedulable` is set (`kubectl cordon`); each removed when its cause goes.
 //! - **Taint eviction**: a Pod on a Node with `NoExecute` taints it does not tolerate is
 //!   deleted at once; one that tolerates them for `tolerationSeconds` (every Pod gets 300 s for
 //!   `not-ready` and `unreachable` from DefaultTolerationSeconds) is deleted that long after this
@@ -21,9 +22,7 @@
 //! `TaintManagerEviction` on an evicted Pod.
 //!
 //! Differences from kube: no zones (no eviction rate limits, no partial disruption); the taints
-//! are written in one pass; the
-//! `node.kubernetes.io/unschedulable` taint is not kept (the fake kubelet reads
-//! `spec.unschedulable` itself).
+//! are written in one pass.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -55,8 +54,14 @@ const STARTUP_EXTRA: Duration = Duration::from_secs(10);
 pub const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
 const CONDITIONS: [&str; 4] = ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure"];
-/// The pressure conditions' NoSchedule taints.
-const PRESSURE_TAINTS: [(&str, &str); 3] = [
+/// kube's taint of a cordoned Node (`spec.unschedulable`).
+const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+/// The conditions whose status True means a NoSchedule taint.
+const PRESSURE_TAINTS: [(&str, &str); 4] = [
+    (
+        "NetworkUnavailable",
+        "node.kubernetes.io/network-unavailable",
+    ),
     ("MemoryPressure", "node.kubernetes.io/memory-pressure"),
     ("DiskPressure", "node.kubernetes.io/disk-pressure"),
     ("PIDPressure", "node.kubernetes.io/pid-pressure"),
@@ -143,12 +148,16 @@ fn wanted_taints(node: &Value) -> Vec<(&'static str, &'static str)> {
             want.push((key, "NoSchedule"));
         }
     }
+    if node.pointer("/spec/unschedulable") == Some(&Value::Bool(true)) {
+        want.push((UNSCHEDULABLE, "NoSchedule"));
+    }
     want
 }
 
 fn managed(key: &str, effect: &str) -> bool {
     ((key == UNREACHABLE || key == NOT_READY) && (effect == "NoSchedule" || effect == "NoExecute"))
-        || (effect == "NoSchedule" && PRESSURE_TAINTS.iter().any(|(_, k)| *k == key))
+        || (effect == "NoSchedule"
+            && (key == UNSCHEDULABLE || PRESSURE_TAINTS.iter().any(|(_, k)| *k == key)))
 }
 
 /// The Node's taints made to agree with its conditions, or `None` when they do. In a full
@@ -805,6 +814,26 @@ mod tests {
             back,
             vec![json!({"key": "dedicated", "value": "db", "effect": "NoSchedule"})]
         );
+    }
+
+    #[test]
+    fn a_cordoned_node_is_tainted_unschedulable_until_uncordoned() {
+        let mut node = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "True"},
+                {"type": "NetworkUnavailable", "status": "True"}]}});
+        let taints = retainted(&node, "t", false).unwrap();
+        assert_eq!(
+            taints,
+            vec![
+                json!({"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule", "timeAdded": "t"}),
+                json!({"key": UNSCHEDULABLE, "effect": "NoSchedule", "timeAdded": "t"}),
+            ]
+        );
+        node["spec"]["taints"] = Value::Array(taints);
+        assert!(retainted(&node, "t2", false).is_none());
+        node["spec"]["unschedulable"] = json!(false);
+        node["status"]["conditions"][1]["status"] = json!("False");
+        assert_eq!(retainted(&node, "t3", false), Some(vec![]));
     }
 
     #[test]
