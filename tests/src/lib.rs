@@ -377,6 +377,16 @@ impl Server {
         child.wait_with_output().expect("kubectl output")
     }
 
+    /// `kubectl apply -f -` of a manifest, which must succeed.
+    pub fn kubectl_apply(&self, manifest: &str) {
+        let out = self.kubectl_stdin(&["apply", "-f", "-"], manifest);
+        assert!(
+            out.status.success(),
+            "kubectl apply failed: {}\n{manifest}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// kubectl that must succeed; returns stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);

@@ -34,15 +34,6 @@ fn openssl(dir: &Path, args: &[&str]) -> String {
     text
 }
 
-fn apply(s: &Server, yaml: &str) {
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], yaml);
-    assert!(
-        out.status.success(),
-        "kubectl apply failed: {}\n{yaml}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn get(s: &Server, path: &str) -> Option<Value> {
     let r = s.http().get(path);
     (r.status == 200).then(|| r.json())
@@ -145,12 +136,10 @@ fn certificate_is_issued_by_a_ca_issuer_and_verifies_with_openssl() {
         "--key",
         key.to_str().unwrap(),
     ]);
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\nspec:\n  ca:\n    secretName: ca\n",
     );
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: web\nspec:\n  secretName: web-tls\n  commonName: web.example.test\n  dnsNames: [web.example.test]\n  privateKey:\n    rotationPolicy: Never\n  issuerRef:\n    name: ca\n    kind: Issuer\n",
     );
 
@@ -348,7 +337,7 @@ fn issue_and_verify(
     ca_file: &str,
 ) -> Value {
     let extra = format!("  dnsNames: [{name}.example.test]\n");
-    apply(s, &certificate_yaml(name, kind, issuer, &extra));
+    s.kubectl_apply(&certificate_yaml(name, kind, issuer, &extra));
     let dns = format!("{name}.example.test");
     let secret = wait_secret_for(s, &format!("{name}-tls"), &dns, dir);
     verify_secret(dir, &secret, &format!("{name}.pem"), ca_file);
@@ -374,14 +363,12 @@ fn cluster_issuer_self_signed_issuer_and_issuer_readiness() {
     let (s, dir) = story();
     s.kubectl_ok(&["create", "namespace", "cert-manager"]);
     // An issuer of another group is someone else's: its request is left alone.
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: foreign\nspec:\n  secretName: foreign-tls\n  dnsNames: [foreign.example.test]\n  issuerRef:\n    name: acme\n    group: example.com\n",
     );
 
     // The ClusterIssuer's Secret does not exist yet: it says so.
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata:\n  name: root\nspec:\n  ca:\n    secretName: root-ca\n",
     );
     let cond = wait_ready(&s, &["clusterissuer", "root"], "False", "ErrGetKeyPair");
@@ -424,27 +411,22 @@ fn cluster_issuer_self_signed_issuer_and_issuer_readiness() {
         "--from-literal=tls.crt=nonsense",
         "--from-literal=tls.key=nonsense",
     ]);
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: broken\nspec:\n  ca:\n    secretName: not-a-ca\n",
     );
     wait_ready(&s, &["issuer", "broken"], "False", "ErrInvalidKeyPair");
 
     // A SelfSigned Issuer: the certificate is signed by its own key and is its own CA.
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: self\nspec:\n  selfSigned: {}\n",
     );
     wait_ready(&s, &["issuer", "self"], "True", "IsReady");
-    apply(
-        &s,
-        &certificate_yaml(
-            "selfie",
-            "Issuer",
-            "self",
-            "  dnsNames: [selfie.example.test]\n",
-        ),
-    );
+    s.kubectl_apply(&certificate_yaml(
+        "selfie",
+        "Issuer",
+        "self",
+        "  dnsNames: [selfie.example.test]\n",
+    ));
     let secret = wait_secret_for(&s, "selfie-tls", "selfie.example.test", &dir);
     std::fs::write(dir.join("selfie-ca.pem"), b64(&secret["data"]["ca.crt"])).unwrap();
     verify_secret(&dir, &secret, "selfie.pem", "selfie-ca.pem");
@@ -454,20 +436,16 @@ fn cluster_issuer_self_signed_issuer_and_issuer_readiness() {
     );
 
     // cert-manager's bootstrap: a self-signed CA certificate becomes the CA of a ca Issuer.
-    apply(
-        &s,
-        &certificate_yaml(
-            "boot-ca",
-            "Issuer",
-            "self",
-            "  commonName: boot-ca\n  isCA: true\n",
-        ),
-    );
+    s.kubectl_apply(&certificate_yaml(
+        "boot-ca",
+        "Issuer",
+        "self",
+        "  commonName: boot-ca\n  isCA: true\n",
+    ));
     wait_ready(&s, &["certificate", "boot-ca"], "True", "Ready");
     let secret = get(&s, &format!("{SECRETS}/boot-ca-tls")).expect("boot-ca-tls");
     std::fs::write(dir.join("boot-ca.pem"), b64(&secret["data"]["tls.crt"])).unwrap();
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: boot\nspec:\n  ca:\n    secretName: boot-ca-tls\n",
     );
     issue_and_verify(&s, &dir, "booted", "Issuer", "boot", "boot-ca.pem");
@@ -553,12 +531,10 @@ fn ca_keys_of_every_common_type_sign_and_verify_with_openssl() {
         let key = make_ca(&dir, name, newkey, convert);
         assert!(key.contains(pem), "{name}: {key}");
         ca_secret(&s, &dir, name, &format!("{name}-ca"), "default");
-        apply(
-            &s,
+        s.kubectl_apply(
             &format!("apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: {name}\nspec:\n  ca:\n    secretName: {name}-ca\n"),
         );
-        apply(
-            &s,
+        s.kubectl_apply(
             &format!("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: {name}\nspec:\n  secretName: {name}-tls\n  dnsNames: [{name}.example.test]\n  usages: [digital signature, server auth]\n  issuerRef:\n    name: {name}\n"),
         );
     }
@@ -685,14 +661,13 @@ fn controllers_started_before_their_crds_follow_the_crds_as_they_come_and_go() {
         "--key",
         key.to_str().unwrap(),
     ]);
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\nspec:\n  ca:\n    secretName: ca\n",
     );
     let cert = |name: &str, dns: &str| {
         format!("apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: {name}\nspec:\n  secretName: {name}-tls\n  dnsNames: [{dns}]\n  issuerRef:\n    name: ca\n    kind: Issuer\n")
     };
-    apply(&s, &cert("first", "first.example.test"));
+    s.kubectl_apply(&cert("first", "first.example.test"));
     wait_secret_for(&s, "first-tls", "first.example.test", &dir);
 
     // The Certificate CRD goes: the certificate controller says so; then it comes back.
@@ -700,7 +675,7 @@ fn controllers_started_before_their_crds_follow_the_crds_as_they_come_and_go() {
     watching(&s, "certificate", "False", "no longer served");
     apply_crds(&s, &CRDS[..1]);
     watching(&s, "certificate", "True", "");
-    apply(&s, &cert("second", "second.example.test"));
+    s.kubectl_apply(&cert("second", "second.example.test"));
     wait_secret_for(&s, "second-tls", "second.example.test", &dir);
 }
 
@@ -747,8 +722,7 @@ fn certificate_fields_key_algorithms_and_status() {
     let (s, dir) = story();
     make_ca(&dir, "ca", &["rsa:2048"], &[]);
     ca_secret(&s, &dir, "ca", "ca", "default");
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\nspec:\n  ca:\n    secretName: ca\n",
     );
     // (name, privateKey, PEM header of tls.key, what `openssl x509 -text` says of the key)
@@ -785,18 +759,14 @@ fn certificate_fields_key_algorithms_and_status() {
         ),
     ];
     for (name, key, ..) in keys {
-        apply(
-            &s,
-            &certificate_yaml(
-                name,
-                "Issuer",
-                "ca",
-                &format!("  dnsNames: [{name}.example.test]\n  privateKey: {key}\n"),
-            ),
-        );
+        s.kubectl_apply(&certificate_yaml(
+            name,
+            "Issuer",
+            "ca",
+            &format!("  dnsNames: [{name}.example.test]\n  privateKey: {key}\n"),
+        ));
     }
-    apply(
-        &s,
+    s.kubectl_apply(
         &certificate_yaml(
             "full",
             "Issuer",
@@ -804,15 +774,12 @@ fn certificate_fields_key_algorithms_and_status() {
             "  commonName: full.example.test\n  dnsNames: [full.example.test, www.example.test]\n  ipAddresses: [10.0.0.1, '::1']\n  uris: ['spiffe://cluster.local/ns/default/sa/web']\n  emailAddresses: [ops@example.test]\n  usages: [digital signature, key encipherment, server auth, client auth]\n  duration: 720h\n  secretTemplate:\n    labels: {team: web}\n    annotations: {owner: ops}\n",
         ),
     );
-    apply(
-        &s,
-        &certificate_yaml(
-            "sub-ca",
-            "Issuer",
-            "ca",
-            "  commonName: sub-ca\n  isCA: true\n  privateKey: {algorithm: ECDSA}\n",
-        ),
-    );
+    s.kubectl_apply(&certificate_yaml(
+        "sub-ca",
+        "Issuer",
+        "ca",
+        "  commonName: sub-ca\n  isCA: true\n  privateKey: {algorithm: ECDSA}\n",
+    ));
 
     for (name, _, header, text) in keys {
         let secret = wait_secret_for(
@@ -972,7 +939,7 @@ fn certificate_fields_key_algorithms_and_status() {
             "\"1.2.3\" is not an IP address",
         ),
     ] {
-        apply(&s, &certificate_yaml(name, "Issuer", "ca", extra));
+        s.kubectl_apply(&certificate_yaml(name, "Issuer", "ca", extra));
         let cond = wait_ready(&s, &["certificate", name], "False", "Failed");
         assert!(cond["message"].as_str().unwrap().contains(says), "{cond}");
     }
@@ -991,13 +958,11 @@ fn certificates_renew_and_repair_their_secret() {
         &[],
     );
     ca_secret(&s, &dir, "ca", "ca", "default");
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: cert-manager.io/v1\nkind: Issuer\nmetadata:\n  name: ca\nspec:\n  ca:\n    secretName: ca\n",
     );
     // One minute, renewed 45 s before its end: 15 s after issuance.
-    apply(
-        &s,
+    s.kubectl_apply(
         &certificate_yaml(
             "short",
             "Issuer",
@@ -1005,15 +970,12 @@ fn certificates_renew_and_repair_their_secret() {
             "  dnsNames: [short.example.test]\n  duration: 1m\n  renewBefore: 45s\n  privateKey: {algorithm: ECDSA}\n",
         ),
     );
-    apply(
-        &s,
-        &certificate_yaml(
-            "web",
-            "Issuer",
-            "ca",
-            "  dnsNames: [web.example.test]\n  privateKey: {rotationPolicy: Never}\n",
-        ),
-    );
+    s.kubectl_apply(&certificate_yaml(
+        "web",
+        "Issuer",
+        "ca",
+        "  dnsNames: [web.example.test]\n  privateKey: {rotationPolicy: Never}\n",
+    ));
 
     let first = wait_revision(&s, "short", 1);
     let (na, rt) = (

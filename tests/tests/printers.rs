@@ -50,16 +50,6 @@ metadata: {name: reader}
 rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
 "#;
 
-/// `kubectl apply -f -` of `manifest`, which must succeed.
-fn apply(s: &Server, manifest: &str) {
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], manifest);
-    assert!(
-        out.status.success(),
-        "apply: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The header's words and the first row of `kubectl get <args>`.
 fn get(s: &Server, args: &[&str]) -> (Vec<String>, String) {
     let mut full = vec!["get"];
@@ -78,7 +68,7 @@ fn get(s: &Server, args: &[&str]) -> (Vec<String>, String) {
 #[test]
 fn kubectl_get_prints_kubes_columns_for_built_in_kinds() {
     let s = Server::start().expect("server starts");
-    apply(&s, MANIFEST);
+    s.kubectl_apply(MANIFEST);
 
     let (header, row) = get(&s, &["services", "web"]);
     assert_eq!(
@@ -186,7 +176,7 @@ spec:
       restartPolicy: Never
       containers: [{name: pi, image: perl}]
 "#;
-    apply(&s, manifest);
+    s.kubectl_apply(manifest);
     let names = |args: &[&str]| {
         let mut full = vec!["get", "-o", "name"];
         full.extend_from_slice(args);
@@ -246,7 +236,7 @@ spec:
               color: {type: string}
               size: {type: integer}
 "#;
-    apply(&s, crd);
+    s.kubectl_apply(crd);
     s.kubectl_ok(&[
         "wait",
         "--for=condition=Established",
@@ -264,7 +254,7 @@ kind: Widget
 metadata: {name: grass}
 spec: {color: green, size: 2}
 "#;
-    apply(&s, widgets);
+    s.kubectl_apply(widgets);
     let out = s.kubectl_ok(&[
         "get",
         "widgets",

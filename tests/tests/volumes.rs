@@ -22,15 +22,6 @@ fn load(s: &Server, names: &[&str]) {
     s.wait_controllers_running(names, LOAD_DEADLINE).unwrap();
 }
 
-fn apply(s: &Server, yaml: &str) {
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], yaml);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn get(s: &Server, what: &str, name: &str) -> Option<Value> {
     let out = s.kubectl(&["get", what, name, "-o", "json"]);
     out.status
@@ -103,7 +94,7 @@ fn a_stateful_sets_claims_are_provisioned_bound_protected_and_reclaimed() {
         .kubectl_ok(&["get", "storageclass"])
         .contains("standard (default)"));
 
-    apply(&s, MANIFEST);
+    s.kubectl_apply(MANIFEST);
     let status = s.kubectl_ok(&["rollout", "status", "statefulset/web", "--timeout=120s"]);
     assert!(status.contains("3 new pods have been updated"), "{status}");
     for n in 0..3 {
@@ -168,7 +159,7 @@ fn a_stateful_sets_claims_are_provisioned_bound_protected_and_reclaimed() {
 
     // A claim a Pod uses is kept while it runs: www-web-2 (web-2 runs) is deleted first, then a
     // claim nothing uses; once the second is gone, the first is still there, terminating.
-    apply(&s, &claim_yaml("spare", Some(""), "1Gi"));
+    s.kubectl_apply(&claim_yaml("spare", Some(""), "1Gi"));
     s.kubectl_ok(&["delete", "pvc", "www-web-2", "--wait=false"]);
     s.kubectl_ok(&["delete", "pvc", "spare", "--wait=false"]);
     wait_gone(&s, "pvc", "spare");
@@ -176,7 +167,7 @@ fn a_stateful_sets_claims_are_provisioned_bound_protected_and_reclaimed() {
     assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
     let pv2 = held["spec"]["volumeName"].as_str().unwrap().to_owned();
     // A new Pod naming it is not scheduled.
-    apply(&s, &pod_yaml("late", "www-web-2"));
+    s.kubectl_apply(&pod_yaml("late", "www-web-2"));
     poll("late's scheduling message", DEADLINE, || {
         pod_message(&s, "late")
             .contains("is being deleted")
@@ -212,12 +203,11 @@ fn claims_bind_static_volumes_and_wait_for_a_default_class_made_later() {
 
     // A static volume (no class) and a claim of no class: bound at once, the smallest that fits.
     for (name, size) in [("big", "50Gi"), ("small", "5Gi")] {
-        apply(
-            &s,
+        s.kubectl_apply(
             &format!("apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}}}\nspec:\n  capacity: {{storage: {size}}}\n  accessModes: [ReadWriteOnce]\n  storageClassName: \"\"\n  hostPath: {{path: /tmp/{name}}}\n"),
         );
     }
-    apply(&s, &claim_yaml("static", Some(""), "1Gi"));
+    s.kubectl_apply(&claim_yaml("static", Some(""), "1Gi"));
     let claim = wait_phase(&s, "pvc", "static", "Bound");
     assert_eq!(claim["spec"]["volumeName"], "small");
     assert_eq!(claim["status"]["capacity"]["storage"], "5Gi");
@@ -228,7 +218,7 @@ fn claims_bind_static_volumes_and_wait_for_a_default_class_made_later() {
     );
     assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
     assert_eq!(phase(&get(&s, "pv", "big").unwrap()), "Available");
-    apply(&s, &pod_yaml("user", "static"));
+    s.kubectl_apply(&pod_yaml("user", "static"));
     wait_phase(&s, "pod", "user", "Running");
     // Released when its claim goes, and kept (Retain).
     s.kubectl_ok(&["delete", "pod", "user"]);
@@ -238,10 +228,10 @@ fn claims_bind_static_volumes_and_wait_for_a_default_class_made_later() {
 
     // A claim naming no class, while there is no default class: it may bind only a volume of
     // no class (as kube), and none is that large.
-    apply(&s, &claim_yaml("later", None, "100Gi"));
+    s.kubectl_apply(&claim_yaml("later", None, "100Gi"));
     let claim = get(&s, "pvc", "later").unwrap();
     assert!(claim["spec"].get("storageClassName").is_none(), "{claim}");
-    apply(&s, &pod_yaml("waiter", "later"));
+    s.kubectl_apply(&pod_yaml("waiter", "later"));
     poll("the waiter unscheduled", DEADLINE, || {
         (pod_message(&s, "waiter")
             == "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
@@ -255,7 +245,7 @@ fn claims_bind_static_volumes_and_wait_for_a_default_class_made_later() {
     })
     .unwrap();
     // A claim of a class that does not exist.
-    apply(&s, &claim_yaml("nope", Some("nope"), "1Gi"));
+    s.kubectl_apply(&claim_yaml("nope", Some("nope"), "1Gi"));
     poll("ProvisioningFailed", DEADLINE, || {
         s.kubectl_ok(&["describe", "pvc", "nope"])
             .contains("storageclass.storage.k8s.io \"nope\" not found")
@@ -271,7 +261,7 @@ fn claims_bind_static_volumes_and_wait_for_a_default_class_made_later() {
     wait_phase(&s, "pod", "waiter", "Running");
     // The class made for a newcomer is not made again over an administrator's choice: a claim
     // created now gets the default class from admission.
-    apply(&s, &claim_yaml("fresh", None, "1Gi"));
+    s.kubectl_apply(&claim_yaml("fresh", None, "1Gi"));
     assert_eq!(
         get(&s, "pvc", "fresh").unwrap()["spec"]["storageClassName"],
         "standard"
@@ -300,7 +290,7 @@ fn ephemeral_volumes_get_claims_within_the_namespace_quota() {
         "apiVersion: v1\nkind: Pod\nmetadata: {{name: two, namespace: q}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{{name: c, image: busybox}}]\n  volumes:\n  - {{name: a, {t}\n  - {{name: b, {t}\n",
         t = &template[1..]
     );
-    apply(&s, &pod);
+    s.kubectl_apply(&pod);
     // The controller makes the claims as a client of the API: the quota lets one through.
     let waiting = "0/1 nodes are available: waiting for ephemeral volume controller to create the persistentvolumeclaim \"two-b\". preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
     poll("two waiting for two-b", DEADLINE, || {
@@ -387,8 +377,7 @@ fn local_volumes_are_bound_on_the_node_the_scheduler_picks() {
     load(&s, &["persistentvolume", "node"]);
     // kube's local-storage pattern: a class with no provisioner that waits for the first
     // consumer, and volumes an administrator made on nodes.
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: local}\nprovisioner: kubernetes.io/no-provisioner\nvolumeBindingMode: WaitForFirstConsumer\n",
     );
     for (name, size, node) in [
@@ -396,12 +385,11 @@ fn local_volumes_are_bound_on_the_node_the_scheduler_picks() {
         ("local-small", "10Gi", "turtle-node-1"),
         ("local-elsewhere", "10Gi", "node-2"),
     ] {
-        apply(
-            &s,
+        s.kubectl_apply(
             &format!("apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {name}}}\nspec:\n  capacity: {{storage: {size}}}\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local: {{path: /mnt/disks/{name}}}\n  nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [{node}]}}]}}]}}}}\n"),
         );
     }
-    apply(&s, &claim_yaml("data", Some("local"), "5Gi"));
+    s.kubectl_apply(&claim_yaml("data", Some("local"), "5Gi"));
     // No consumer yet: the claim waits, and says so.
     poll("WaitForFirstConsumer", DEADLINE, || {
         s.kubectl_ok(&["describe", "pvc", "data"])
@@ -411,7 +399,7 @@ fn local_volumes_are_bound_on_the_node_the_scheduler_picks() {
     .unwrap();
     assert_eq!(phase(&get(&s, "pvc", "data").unwrap()), "Pending");
     // The first Pod: the scheduler picks the smallest volume on its node, the binder binds.
-    apply(&s, &pod_yaml("db", "data"));
+    s.kubectl_apply(&pod_yaml("db", "data"));
     wait_phase(&s, "pod", "db", "Running");
     let claim = wait_phase(&s, "pvc", "data", "Bound");
     assert_eq!(claim["spec"]["volumeName"], "local-small", "{claim}");
@@ -422,8 +410,8 @@ fn local_volumes_are_bound_on_the_node_the_scheduler_picks() {
     );
     assert_eq!(phase(&get(&s, "pv", "local-big").unwrap()), "Available");
     // A claim no volume here fits keeps its Pod out, with the scheduler's reason.
-    apply(&s, &claim_yaml("huge", Some("local"), "500Gi"));
-    apply(&s, &pod_yaml("big-db", "huge"));
+    s.kubectl_apply(&claim_yaml("huge", Some("local"), "500Gi"));
+    s.kubectl_apply(&pod_yaml("big-db", "huge"));
     poll("big-db unschedulable", DEADLINE, || {
         (pod_message(&s, "big-db")
             == "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
@@ -431,8 +419,7 @@ fn local_volumes_are_bound_on_the_node_the_scheduler_picks() {
     })
     .unwrap_or_else(|e| panic!("{e}: {}", pod_message(&s, "big-db")));
     // An administrator adds a volume that fits: the waiting Pod gets it.
-    apply(
-        &s,
+    s.kubectl_apply(
         "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: local-huge}\nspec:\n  capacity: {storage: 1Ti}\n  accessModes: [ReadWriteOnce]\n  storageClassName: local\n  local: {path: /mnt/disks/huge}\n  nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [turtle-node-1]}]}]}}\n",
     );
     wait_phase(&s, "pod", "big-db", "Running");
@@ -447,14 +434,13 @@ fn a_claim_grows_when_its_class_allows_expansion() {
     let s = Server::start_with_controllers(&[]).unwrap();
     load(&s, &["persistentvolume", "hostpath-provisioner"]);
     for (name, expand) in [("expandable", true), ("rigid", false)] {
-        apply(
-            &s,
+        s.kubectl_apply(
             &format!("apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {name}}}\nprovisioner: turtles.dev/host-path\nallowVolumeExpansion: {expand}\n"),
         );
     }
     // Classes that bind at once: provisioned with no Pod (and no node).
-    apply(&s, &claim_yaml("grow", Some("expandable"), "1Gi"));
-    apply(&s, &claim_yaml("fixed", Some("rigid"), "1Gi"));
+    s.kubectl_apply(&claim_yaml("grow", Some("expandable"), "1Gi"));
+    s.kubectl_apply(&claim_yaml("fixed", Some("rigid"), "1Gi"));
     let claim = wait_phase(&s, "pvc", "grow", "Bound");
     let pv = claim["spec"]["volumeName"].as_str().unwrap().to_owned();
     wait_phase(&s, "pvc", "fixed", "Bound");

@@ -135,9 +135,14 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                         subs.push(json!({"subresource": "finalize", "responseKind": kind, "verbs": ["update"]}));
                     }
                     if r.group.is_empty() && r.resource == "pods" {
-                        subs.push(json!({"subresource": "binding", "responseKind": {"group": "", "version": "v1", "kind": "Binding"}, "verbs": ["create"]}));
+                        let core = |k: &str| json!({"group": "", "version": "v1", "kind": k});
+                        subs.push(json!({"subresource": "attach", "responseKind": core("PodAttachOptions"), "verbs": ["create", "get"]}));
+                        subs.push(json!({"subresource": "binding", "responseKind": core("Binding"), "verbs": ["create"]}));
                         subs.push(json!({"subresource": "ephemeralcontainers", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
                         subs.push(json!({"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"}, "verbs": ["create"]}));
+                        subs.push(json!({"subresource": "exec", "responseKind": core("PodExecOptions"), "verbs": ["create", "get"]}));
+                        subs.push(json!({"subresource": "log", "responseKind": kind, "verbs": ["get"]}));
+                        subs.push(json!({"subresource": "portforward", "responseKind": core("PodPortForwardOptions"), "verbs": ["create", "get"]}));
                     }
                     if r.group.is_empty() && r.resource == "serviceaccounts" {
                         subs.push(json!({"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]}));
@@ -281,6 +286,13 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
             }));
         }
         if r.group.is_empty() && r.resource == "pods" {
+            // The kubelet's subresources (`pod_streams.rs`).
+            let stream = |name: &str, kind: &str, verbs: &[&str]| json!({"name": name, "singularName": "", "namespaced": true, "kind": kind, "verbs": verbs});
+            list.push(stream(
+                "pods/attach",
+                "PodAttachOptions",
+                &["create", "get"],
+            ));
             list.push(json!({
                 "name": "pods/binding",
                 "singularName": "",
@@ -306,6 +318,13 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "kind": "Eviction",
                 "verbs": ["create"],
             }));
+            list.push(stream("pods/exec", "PodExecOptions", &["create", "get"]));
+            list.push(stream("pods/log", "Pod", &["get"]));
+            list.push(stream(
+                "pods/portforward",
+                "PodPortForwardOptions",
+                &["create", "get"],
+            ));
         }
         if r.group.is_empty() && r.resource == "serviceaccounts" {
             list.push(json!({

@@ -41,6 +41,8 @@ pub struct Target {
     pub token: bool,
     /// A Controller's `log` subresource.
     pub log: bool,
+    /// A Pod's `log`, `exec`, `attach` or `portforward` (the kubelet's subresources).
+    pub pod_stream: Option<super::pod_streams::PodStream>,
 }
 
 pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Response {
@@ -209,6 +211,17 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     if target.log {
         only_get(req.method())?;
         return controller_log(state, &target, query);
+    }
+    if let Some(stream) = target.pod_stream {
+        return super::pod_streams::serve(
+            state,
+            &target,
+            stream,
+            req.method(),
+            req.headers(),
+            query,
+        )
+        .await;
     }
     if target.token {
         let request = posted_object(state, req).await?;
@@ -555,6 +568,7 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
     let mut token = false;
     let mut log = false;
     let mut eviction = false;
+    let mut pod_stream = None;
     let (name, sub, scale, binding) = match tail {
         [] => (None, Subresource::Main, false, false),
         [name] => (Some((*name).to_owned()), Subresource::Main, false, false),
@@ -595,6 +609,14 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
             log = true;
             (Some((*name).to_owned()), Subresource::Main, false, false)
         }
+        [name, sub]
+            if is_pods
+                && namespace.is_some()
+                && super::pod_streams::PodStream::from_subresource(sub).is_some() =>
+        {
+            pod_stream = super::pod_streams::PodStream::from_subresource(sub);
+            (Some((*name).to_owned()), Subresource::Main, false, false)
+        }
         _ => return Err(ApiError::path_not_found()),
     };
     Ok(Target {
@@ -607,6 +629,7 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
         eviction,
         token,
         log,
+        pod_stream,
     })
 }
 

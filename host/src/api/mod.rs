@@ -9,6 +9,7 @@ pub(crate) mod handlers;
 pub mod inflight;
 mod openapi;
 mod openapi_pb;
+mod pod_streams;
 mod printers;
 pub mod protobuf;
 pub mod request_info;

@@ -1,0 +1,528 @@
+//! The Pod subresources that kube's API server hands to the Pod's kubelet: `log`, `exec`,
+//! `attach` and `portforward`.
+//!
+//! The API server's own checks are kube's, in kube's order: the options (422
+//! `PodLogOptions "NAME" is invalid: ...`), the Pod (404), its container (400 `container C is
+//! not valid for pod P`, `a container name must be specified for pod P, choose one of: [...]`),
+//! its Node (a log of an unscheduled Pod is 204 No Content; exec, attach and port-forward are
+//! 400 `pod P does not have a host assigned`), and for the streams an upgrade request (400
+//! `Upgrade request required`).
+//!
+//! turtles' kubelet (the `node` guest) runs no process, so what the kubelet would do comes from
+//! the Pod's status, as kube's kubelet judges a log request (`validateContainerLogStatus`):
+//! - a log of a container waiting to start, terminated without an ID, or unknown is refused
+//!   with the kubelet's 400 (`container "C" in pod "P" is waiting to start: ContainerCreating`);
+//!   `previous` needs a `lastState.terminated`;
+//! - otherwise the log is **empty** (200 `text/plain`): no process wrote anything. Followed
+//!   (`follow=true`), the stream stays open while the container runs, and ends when it stops,
+//!   the Pod goes, the client leaves or the server stops, as a real container's log does;
+//! - exec, attach and port-forward are refused (400) after kube's checks, saying there is no
+//!   process to reach.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use super::handlers::Target;
+use super::request_info::Query;
+use super::AppState;
+use crate::informer::{Event, Expiry, StoreSource, Watcher};
+use crate::model::{ApiError, Cause};
+use crate::service::Filter;
+
+/// Which of the kubelet's subresources a request names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodStream {
+    Log,
+    Exec,
+    Attach,
+    PortForward,
+}
+
+impl PodStream {
+    pub fn from_subresource(sub: &str) -> Option<Self> {
+        Some(match sub {
+            "log" => Self::Log,
+            "exec" => Self::Exec,
+            "attach" => Self::Attach,
+            "portforward" => Self::PortForward,
+            _ => return None,
+        })
+    }
+}
+
+/// Serve one request of a Pod's `log`, `exec`, `attach` or `portforward`.
+pub async fn serve(
+    state: &Arc<AppState>,
+    target: &Target,
+    stream: PodStream,
+    method: &Method,
+    headers: &HeaderMap,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    // `log` is a GET; the streams are upgraded GETs (WebSocket) or POSTs (SPDY).
+    let allowed = match stream {
+        PodStream::Log => method == Method::GET,
+        _ => method == Method::GET || method == Method::POST,
+    };
+    if !allowed {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let ns = target.namespace.as_deref().unwrap_or("");
+    let name = target.name.as_deref().unwrap_or("");
+    match stream {
+        PodStream::Log => log(state, target, ns, name, query).await,
+        _ => connect(state, target, stream, ns, name, headers, query),
+    }
+}
+
+/// kube's conversion of a query value to a bool: absent, `0` or `false` (any case) is false,
+/// anything else true.
+fn flag(query: &Query, param: &str) -> bool {
+    query
+        .get(param)
+        .is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// An integer option, with Go's `strconv.ParseInt` error as kube's decoder answers it (400).
+fn integer(query: &Query, param: &str) -> Result<Option<i64>, ApiError> {
+    let Some(v) = query.get(param) else {
+        return Ok(None);
+    };
+    v.parse::<i64>().map(Some).map_err(|e| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                "value out of range"
+            }
+            _ => "invalid syntax",
+        };
+        ApiError::bad_request(format!("strconv.ParseInt: parsing {v:?}: {why}"))
+    })
+}
+
+/// The log options kube reads (`PodLogOptions`), checked as `ValidatePodLogOptions` does.
+#[derive(Debug, Default, PartialEq)]
+struct LogOptions {
+    container: String,
+    follow: bool,
+    previous: bool,
+}
+
+fn log_options(name: &str, query: &Query) -> Result<LogOptions, ApiError> {
+    let tail = integer(query, "tailLines")?;
+    let limit = integer(query, "limitBytes")?;
+    let since_seconds = integer(query, "sinceSeconds")?;
+    let since_time = match query.get("sinceTime") {
+        None => None,
+        Some(t) => Some(chrono::DateTime::parse_from_rfc3339(t).map_err(|_| {
+            ApiError::bad_request(format!(
+                "parsing time {t:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse {t:?} as \"2006\""
+            ))
+        })?),
+    };
+    let mut causes = Vec::new();
+    if let Some(n) = tail.filter(|n| *n < 0) {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "tailLines",
+            format!("Invalid value: {n}: must be greater than or equal to 0"),
+        ));
+    }
+    if let Some(n) = limit.filter(|n| *n < 1) {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "limitBytes",
+            format!("Invalid value: {n}: must be greater than 0"),
+        ));
+    }
+    match (since_seconds, since_time) {
+        (Some(_), Some(_)) => causes.push(Cause::new(
+            "FieldValueForbidden",
+            "[]",
+            "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified",
+        )),
+        (Some(n), None) if n < 1 => causes.push(Cause::new(
+            "FieldValueInvalid",
+            "sinceSeconds",
+            format!("Invalid value: {n}: must be greater than 0"),
+        )),
+        _ => {}
+    }
+    // Stream selection is behind kube's PodLogsQuerySplitStreams gate, off by default.
+    if query.contains_key("stream") {
+        causes.push(Cause::new(
+            "FieldValueForbidden",
+            "stream",
+            "Forbidden: may not be specified",
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("", "PodLogOptions", name, causes));
+    }
+    Ok(LogOptions {
+        container: query.get("container").cloned().unwrap_or_default(),
+        follow: flag(query, "follow"),
+        previous: flag(query, "previous"),
+    })
+}
+
+/// The names of a Pod's containers in kube's order: init, regular, ephemeral.
+fn container_names(pod: &Value) -> Vec<&str> {
+    ["initContainers", "containers", "ephemeralContainers"]
+        .iter()
+        .flat_map(|list| {
+            pod["spec"][*list]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["name"].as_str())
+        })
+        .collect()
+}
+
+/// kube's `validateContainer`: the named container, or the only regular one.
+fn choose_container(pod: &Value, name: &str, container: &str) -> Result<String, ApiError> {
+    if container.is_empty() {
+        let regular = pod["spec"]["containers"].as_array().map_or(&[][..], |v| v);
+        return match regular {
+            [only] => Ok(only["name"].as_str().unwrap_or("").to_owned()),
+            [] => Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {name}"
+            ))),
+            _ => Err(ApiError::bad_request(format!(
+                "a container name must be specified for pod {name}, choose one of: [{}]",
+                container_names(pod).join(" ")
+            ))),
+        };
+    }
+    if container_names(pod).contains(&container) {
+        Ok(container.to_owned())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "container {container} is not valid for pod {name}"
+        )))
+    }
+}
+
+fn node_name(pod: &Value) -> &str {
+    pod["spec"]["nodeName"].as_str().unwrap_or("")
+}
+
+/// The container's status, from the regular, init and ephemeral lists (the kubelet's order).
+fn container_status<'a>(pod: &'a Value, container: &str) -> Option<&'a Value> {
+    [
+        "containerStatuses",
+        "initContainerStatuses",
+        "ephemeralContainerStatuses",
+    ]
+    .iter()
+    .find_map(|list| {
+        pod["status"][*list]
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == container)
+    })
+}
+
+/// What the kubelet says of a log request for this container (`validateContainerLogStatus`):
+/// `Ok(running)`, or its error (a 400 through the API server).
+fn log_status(pod: &Value, name: &str, container: &str, previous: bool) -> Result<bool, ApiError> {
+    let refuse = |why: String| Err(ApiError::bad_request(why));
+    let Some(status) = container_status(pod, container) else {
+        return refuse(format!(
+            "container {container:?} in pod {name:?} is not available"
+        ));
+    };
+    let last = &status["lastState"]["terminated"];
+    let state = &status["state"];
+    let has_id = |v: &Value| v["containerID"].as_str().is_some_and(|id| !id.is_empty());
+    let terminated_error = || format!("container {container:?} in pod {name:?} is terminated");
+    if previous {
+        return if last.is_object() && has_id(last) {
+            Ok(false)
+        } else {
+            refuse(format!(
+                "previous terminated container {container:?} in pod {name:?} not found"
+            ))
+        };
+    }
+    if state["running"].is_object() {
+        return Ok(true);
+    }
+    let terminated = &state["terminated"];
+    if terminated.is_object() {
+        return if has_id(terminated) || (last.is_object() && has_id(last)) {
+            Ok(false)
+        } else {
+            refuse(terminated_error())
+        };
+    }
+    if last.is_object() {
+        return if has_id(last) {
+            Ok(false)
+        } else {
+            refuse(terminated_error())
+        };
+    }
+    if let Some(waiting) = state["waiting"].as_object() {
+        let reason = waiting.get("reason").and_then(Value::as_str).unwrap_or("");
+        let why = match reason {
+            "ErrImagePull" => "image can't be pulled",
+            "ImagePullBackOff" => "trying and failing to pull image",
+            other => other,
+        };
+        return refuse(format!(
+            "container {container:?} in pod {name:?} is waiting to start: {why}"
+        ));
+    }
+    refuse(format!(
+        "container {container:?} in pod {name:?} is waiting to start - no logs yet"
+    ))
+}
+
+/// Whether the container of this Pod still runs.
+fn still_running(pod: &Value, container: &str) -> bool {
+    container_status(pod, container).is_some_and(|s| s["state"]["running"].is_object())
+}
+
+async fn log(
+    state: &Arc<AppState>,
+    target: &Target,
+    ns: &str,
+    name: &str,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    let opts = log_options(name, query)?;
+    let stored = state.service.get(&target.ri, ns, name)?;
+    let pod = stored.parse();
+    let container = choose_container(&pod, name, &opts.container)?;
+    if node_name(&pod).is_empty() {
+        // kube's LocationStreamer without a location: no content.
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let running = log_status(&pod, name, &container, opts.previous)?;
+    if !(opts.follow && running && !opts.previous) {
+        return Ok(text(Body::empty()));
+    }
+    // Followed while it runs: held open until the container stops or the Pod goes.
+    let filter = Filter::new(Some(ns), None, Some(&format!("metadata.name={name}")))?;
+    let source = StoreSource {
+        store: state.service.store.clone(),
+        resource: target.ri.group_resource(),
+    };
+    let mut watcher = Watcher::new(source, Some(filter)).on_expiry(Expiry::End);
+    let mut stop = state.shutdown.clone();
+    let ended = async move {
+        let mut seen = false;
+        loop {
+            tokio::select! {
+                event = watcher.next() => match event {
+                    None | Some(Event::Delete(_)) => return,
+                    Some(Event::Init) => seen = false,
+                    Some(Event::InitDone) if !seen => return,
+                    Some(Event::InitApply(p) | Event::Added(p) | Event::Apply(p)) => {
+                        seen = true;
+                        if !still_running(&p.parse(), &container) {
+                            return;
+                        }
+                    }
+                    Some(Event::InitDone) => {}
+                },
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    };
+    // A body with no chunk that ends when `ended` does.
+    let body = futures::stream::unfold(Some(Box::pin(ended)), |ended| async move {
+        if let Some(ended) = ended {
+            ended.await;
+        }
+        None::<(Result<axum::body::Bytes, std::convert::Infallible>, _)>
+    });
+    Ok(text(Body::from_stream(body)))
+}
+
+fn text(body: Body) -> Response {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain"),
+    );
+    r
+}
+
+/// Whether a request asks to be upgraded (WebSocket or SPDY), as kube's
+/// `httpstream.IsUpgradeRequest` judges it.
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+}
+
+/// `exec`, `attach` and `portforward`: kube's checks, then the kubelet's refusal.
+fn connect(
+    state: &Arc<AppState>,
+    target: &Target,
+    stream: PodStream,
+    ns: &str,
+    name: &str,
+    headers: &HeaderMap,
+    query: &Query,
+) -> Result<Response, ApiError> {
+    let stored = state.service.get(&target.ri, ns, name)?;
+    let pod = stored.parse();
+    // Port-forward names no container (kube's PortForwardLocation).
+    let container = match stream {
+        PodStream::PortForward => None,
+        _ => Some(choose_container(
+            &pod,
+            name,
+            query.get("container").map_or("", String::as_str),
+        )?),
+    };
+    if node_name(&pod).is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "pod {name} does not have a host assigned"
+        )));
+    }
+    if !is_upgrade(headers) {
+        return Err(ApiError::bad_request("Upgrade request required"));
+    }
+    let Some(container) = container else {
+        return Err(ApiError::bad_request(format!(
+            "unable to forward ports of pod {name:?}: turtles' kubelet simulates containers and runs no process to connect to"
+        )));
+    };
+    // The kubelet's own check of the streams asked for (a TTY has no separate stderr).
+    let tty = flag(query, "tty");
+    let stderr = flag(query, "stderr") && !tty;
+    if !flag(query, "stdin") && !flag(query, "stdout") && !stderr {
+        return Err(ApiError::bad_request(
+            "you must specify at least 1 of stdin, stdout, stderr",
+        ));
+    }
+    let verb = if stream == PodStream::Exec {
+        "exec in"
+    } else {
+        "attach to"
+    };
+    Err(ApiError::bad_request(format!(
+        "unable to {verb} container {container:?} in pod {name:?}: turtles' kubelet simulates containers and runs no process"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn query(pairs: &[(&str, &str)]) -> Query {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn log_options_are_checked_as_kube_does() {
+        let e = log_options("p", &query(&[("tailLines", "-1"), ("limitBytes", "0")])).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            "PodLogOptions \"p\" is invalid: [tailLines: Invalid value: -1: must be greater than or equal to 0, limitBytes: Invalid value: 0: must be greater than 0]"
+        );
+        let e = log_options(
+            "p",
+            &query(&[("sinceSeconds", "5"), ("sinceTime", "2026-01-01T00:00:00Z")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "PodLogOptions \"p\" is invalid: []: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"
+        );
+        let e = log_options("p", &query(&[("tailLines", "x")])).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (400, "strconv.ParseInt: parsing \"x\": invalid syntax")
+        );
+        let ok = log_options(
+            "p",
+            &query(&[("follow", "yes"), ("previous", "False"), ("tailLines", "0")]),
+        )
+        .unwrap();
+        assert!(ok.follow && !ok.previous);
+    }
+
+    #[test]
+    fn a_container_is_chosen_as_kube_does() {
+        let pod = json!({"spec": {"initContainers": [{"name": "init"}],
+            "containers": [{"name": "a"}, {"name": "b"}]}});
+        let e = choose_container(&pod, "p", "").unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                400,
+                "a container name must be specified for pod p, choose one of: [init a b]"
+            )
+        );
+        assert_eq!(
+            choose_container(&pod, "p", "nope").unwrap_err().message,
+            "container nope is not valid for pod p"
+        );
+        assert_eq!(choose_container(&pod, "p", "init").unwrap(), "init");
+        let one =
+            json!({"spec": {"initContainers": [{"name": "init"}], "containers": [{"name": "a"}]}});
+        assert_eq!(choose_container(&one, "p", "").unwrap(), "a");
+    }
+
+    #[test]
+    fn the_kubelet_answers_from_the_container_status() {
+        let pod = |state: Value, last: Value| json!({"status": {"containerStatuses": [{"name": "c", "state": state, "lastState": last}]}});
+        let waiting = pod(
+            json!({"waiting": {"reason": "ContainerCreating"}}),
+            json!({}),
+        );
+        assert_eq!(
+            log_status(&waiting, "p", "c", false).unwrap_err().message,
+            "container \"c\" in pod \"p\" is waiting to start: ContainerCreating"
+        );
+        let pulling = pod(
+            json!({"waiting": {"reason": "ImagePullBackOff"}}),
+            json!({}),
+        );
+        assert_eq!(
+            log_status(&pulling, "p", "c", false).unwrap_err().message,
+            "container \"c\" in pod \"p\" is waiting to start: trying and failing to pull image"
+        );
+        let running = pod(json!({"running": {"startedAt": "t"}}), json!({}));
+        assert!(log_status(&running, "p", "c", false).unwrap());
+        assert_eq!(
+            log_status(&running, "p", "c", true).unwrap_err().message,
+            "previous terminated container \"c\" in pod \"p\" not found"
+        );
+        let done = pod(
+            json!({"terminated": {"containerID": "turtles://1"}}),
+            json!({}),
+        );
+        assert!(!log_status(&done, "p", "c", false).unwrap());
+        let gone = pod(json!({"terminated": {"reason": "Error"}}), json!({}));
+        assert_eq!(
+            log_status(&gone, "p", "c", false).unwrap_err().message,
+            "container \"c\" in pod \"p\" is terminated"
+        );
+        assert_eq!(
+            log_status(&running, "p", "other", false)
+                .unwrap_err()
+                .message,
+            "container \"other\" in pod \"p\" is not available"
+        );
+    }
+}
