@@ -543,6 +543,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         metrics: Default::default(),
         controllers: Default::default(),
         builtin_controllers,
+        log_follows: Default::default(),
     });
     let router = api::router(state.clone());
     if let Some(dir) = &cfg.controllers {

@@ -120,6 +120,16 @@ fn pod_logs_exec_and_port_forward_answer_as_kube_does() {
         "{}",
         stderr_of(&out)
     );
+    // A Pod bound to a Node that does not exist: kube's 404 for the Node.
+    s.kubectl_apply(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: ghostly}\nspec:\n  nodeName: ghost\n  containers: [{name: c, image: busybox}]\n",
+    );
+    let out = s.kubectl(&["logs", "ghostly"]);
+    assert!(
+        stderr_of(&out).contains("Error from server (NotFound): nodes \"ghost\" not found"),
+        "{}",
+        stderr_of(&out)
+    );
     s.kubectl_apply(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: nowhere}\nspec:\n  nodeSelector: {no: such-node}\n  containers: [{name: c, image: busybox}]\n",
     );

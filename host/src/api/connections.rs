@@ -159,6 +159,9 @@ pub struct GateAcceptor {
     gate: Gate,
 }
 
+/// Go's `net.ListenConfig` default keep-alive period.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(15);
+
 impl GateAcceptor {
     pub fn new(gate: Gate) -> Self {
         Self { gate }
@@ -175,6 +178,15 @@ impl<S> axum_server::accept::Accept<tokio::net::TcpStream, S> for GateAcceptor {
         // whose last segment is small waits for the client's delayed ACK (up to 40 ms).
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+        // TCP keep-alive as Go's listeners set it (15 s): a peer that vanished without closing
+        // (a dropped NAT mapping, a killed VM) is noticed, and the long-running request it held
+        // open (a watch, a followed log) ends.
+        let keepalive = socket2::TcpKeepalive::new()
+            .with_time(TCP_KEEPALIVE)
+            .with_interval(TCP_KEEPALIVE);
+        if let Err(e) = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive) {
+            tracing::debug!(error = %e, "TCP keep-alive not set");
         }
         let conn = self.gate.admit();
         let gate = self.gate.inner.clone();

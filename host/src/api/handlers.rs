@@ -213,15 +213,15 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         return controller_log(state, &target, query);
     }
     if let Some(stream) = target.pod_stream {
-        return super::pod_streams::serve(
-            state,
-            &target,
-            stream,
-            req.method(),
-            req.headers(),
+        let user = principal(&req).map(|u| u.name).unwrap_or_default();
+        let request = super::pod_streams::StreamRequest {
+            kind: stream,
+            method: req.method(),
+            headers: req.headers(),
             query,
-        )
-        .await;
+            user: &user,
+        };
+        return super::pod_streams::serve(state, &target, request).await;
     }
     if target.token {
         let request = posted_object(state, req).await?;
@@ -398,7 +398,16 @@ async fn scale(
     let headers = req.headers().clone();
     let written = match method {
         Method::GET => {
-            let obj = svc.served_one(ri, svc.get(ri, &ns, &name)?).await?;
+            // kube's ScaleREST of a built-in kind names the subresource in its 404
+            // (`deployments/scale.apps "web" not found`); a custom resource's is the object's.
+            let stored = svc.get(ri, &ns, &name).map_err(|e| {
+                if e.code == 404 && ri.custom.is_none() {
+                    ApiError::not_found(&ri.group, &format!("{}/scale", ri.resource), &name)
+                } else {
+                    e
+                }
+            })?;
+            let obj = svc.served_one(ri, stored).await?;
             let scale = crate::service::Service::scale_of(ri, &obj)?;
             return Ok(object_json_response(
                 StatusCode::OK,

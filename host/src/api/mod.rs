@@ -9,7 +9,7 @@ pub(crate) mod handlers;
 pub mod inflight;
 mod openapi;
 mod openapi_pb;
-mod pod_streams;
+pub mod pod_streams;
 mod printers;
 pub mod protobuf;
 pub mod request_info;
@@ -78,6 +78,8 @@ pub struct AppState {
     pub controllers: std::sync::OnceLock<Arc<crate::runtime::folder::Folder>>,
     /// The built-in controllers' metrics (garbage collector, namespace, service account).
     pub builtin_controllers: Vec<crate::runtime::driver::MetricsSource>,
+    /// The followed Pod logs open, per user (bounded).
+    pub log_follows: Arc<pod_streams::Follows>,
 }
 
 /// The whole API as a router, so tests can drive it without a socket.

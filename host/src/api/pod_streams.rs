@@ -54,15 +54,81 @@ impl PodStream {
     }
 }
 
+/// At most this many followed logs are open per user (more is 429)...
+pub const MAX_FOLLOWS_PER_USER: usize = 32;
+/// ... and in all.
+pub const MAX_FOLLOWS: usize = 1024;
+
+/// The followed logs open: each holds a stream with no bytes and a watcher for as long as its
+/// container runs, so a tenant could otherwise open them without end.
+#[derive(Default)]
+pub struct Follows {
+    open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+}
+
+/// One open follow, given back when dropped.
+pub struct FollowPermit {
+    follows: Arc<Follows>,
+    user: String,
+}
+
+impl Follows {
+    fn acquire(self: &Arc<Self>, user: &str) -> Result<FollowPermit, ApiError> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let total: usize = open.values().sum();
+        let mine = open.get(user).copied().unwrap_or(0);
+        if mine >= MAX_FOLLOWS_PER_USER || total >= MAX_FOLLOWS {
+            return Err(ApiError::new(
+                429,
+                "TooManyRequests",
+                format!(
+                    "too many followed Pod logs are open (at most {MAX_FOLLOWS_PER_USER} per user, {MAX_FOLLOWS} in all)"
+                ),
+            ));
+        }
+        open.insert(user.to_owned(), mine + 1);
+        Ok(FollowPermit {
+            follows: self.clone(),
+            user: user.to_owned(),
+        })
+    }
+}
+
+impl Drop for FollowPermit {
+    fn drop(&mut self) {
+        let mut open = self.follows.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.user) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.user);
+            }
+        }
+    }
+}
+
+/// One request of a Pod's `log`, `exec`, `attach` or `portforward`.
+pub struct StreamRequest<'a> {
+    pub kind: PodStream,
+    pub method: &'a Method,
+    pub headers: &'a HeaderMap,
+    pub query: &'a Query,
+    /// Who asks (follows are counted per user).
+    pub user: &'a str,
+}
+
 /// Serve one request of a Pod's `log`, `exec`, `attach` or `portforward`.
 pub async fn serve(
     state: &Arc<AppState>,
     target: &Target,
-    stream: PodStream,
-    method: &Method,
-    headers: &HeaderMap,
-    query: &Query,
+    request: StreamRequest<'_>,
 ) -> Result<Response, ApiError> {
+    let StreamRequest {
+        kind: stream,
+        method,
+        headers,
+        query,
+        user,
+    } = request;
     // `log` is a GET; the streams are upgraded GETs (WebSocket) or POSTs (SPDY).
     let allowed = match stream {
         PodStream::Log => method == Method::GET,
@@ -76,7 +142,7 @@ pub async fn serve(
     let ns = target.namespace.as_deref().unwrap_or("");
     let name = target.name.as_deref().unwrap_or("");
     match stream {
-        PodStream::Log => log(state, target, ns, name, query).await,
+        PodStream::Log => log(state, target, ns, name, query, user).await,
         _ => connect(state, target, stream, ns, name, headers, query),
     }
 }
@@ -119,6 +185,7 @@ fn log_options(name: &str, query: &Query) -> Result<LogOptions, ApiError> {
     let since_seconds = integer(query, "sinceSeconds")?;
     let since_time = match query.get("sinceTime") {
         None => None,
+        Some(t) if t.is_empty() => None,
         Some(t) => Some(chrono::DateTime::parse_from_rfc3339(t).map_err(|_| {
             ApiError::bad_request(format!(
                 "parsing time {t:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse {t:?} as \"2006\""
@@ -285,9 +352,23 @@ fn log_status(pod: &Value, name: &str, container: &str, previous: bool) -> Resul
     ))
 }
 
-/// Whether the container of this Pod still runs.
+/// Whether the container of this Pod still runs (a finished Pod runs nothing, whatever its
+/// statuses say).
 fn still_running(pod: &Value, container: &str) -> bool {
-    container_status(pod, container).is_some_and(|s| s["state"]["running"].is_object())
+    let finished = matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    );
+    !finished && container_status(pod, container).is_some_and(|s| s["state"]["running"].is_object())
+}
+
+/// kube's `GetConnectionInfo`: the Pod's Node must exist (404 `nodes "N" not found`).
+fn node_exists(state: &AppState, node: &str) -> Result<(), ApiError> {
+    let nodes = state
+        .registry
+        .lookup("", "v1", "nodes")
+        .ok_or_else(|| ApiError::internal("the nodes resource is not registered"))?;
+    state.service.get(&nodes, "", node).map(|_| ())
 }
 
 async fn log(
@@ -296,8 +377,11 @@ async fn log(
     ns: &str,
     name: &str,
     query: &Query,
+    user: &str,
 ) -> Result<Response, ApiError> {
     let opts = log_options(name, query)?;
+    // A follow watches from here: every change after the Pod is read is seen.
+    let revision = state.service.store.revision();
     let stored = state.service.get(&target.ri, ns, name)?;
     let pod = stored.parse();
     let container = choose_container(&pod, name, &opts.container)?;
@@ -305,33 +389,36 @@ async fn log(
         // kube's LocationStreamer without a location: no content.
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
+    node_exists(state, node_name(&pod))?;
     let running = log_status(&pod, name, &container, opts.previous)?;
-    if !(opts.follow && running && !opts.previous) {
+    if !(opts.follow && running && !opts.previous && still_running(&pod, &container)) {
         return Ok(text(Body::empty()));
     }
-    // Followed while it runs: held open until the container stops or the Pod goes.
+    // Followed while it runs: held open until the container stops or the Pod goes (another
+    // Pod of the same name is not this one), from the revision of the Pod read above.
+    let permit = state.log_follows.acquire(user)?;
+    let uid = pod["metadata"]["uid"].as_str().unwrap_or("").to_owned();
     let filter = Filter::new(Some(ns), None, Some(&format!("metadata.name={name}")))?;
     let source = StoreSource {
         store: state.service.store.clone(),
         resource: target.ri.group_resource(),
     };
-    let mut watcher = Watcher::new(source, Some(filter)).on_expiry(Expiry::End);
+    let mut watcher = Watcher::resume(source, Some(filter), revision).on_expiry(Expiry::End);
     let mut stop = state.shutdown.clone();
     let ended = async move {
-        let mut seen = false;
+        let _permit = permit;
         loop {
             tokio::select! {
                 event = watcher.next() => match event {
+                    // The history lost its place, the store closed, or the Pod went.
                     None | Some(Event::Delete(_)) => return,
-                    Some(Event::Init) => seen = false,
-                    Some(Event::InitDone) if !seen => return,
                     Some(Event::InitApply(p) | Event::Added(p) | Event::Apply(p)) => {
-                        seen = true;
-                        if !still_running(&p.parse(), &container) {
+                        let pod = p.parse();
+                        if pod["metadata"]["uid"] != uid.as_str() || !still_running(&pod, &container) {
                             return;
                         }
                     }
-                    Some(Event::InitDone) => {}
+                    Some(Event::Init | Event::InitDone) => {}
                 },
                 _ = stop.wait_for(|s| *s) => return,
             }
@@ -393,6 +480,7 @@ fn connect(
             "pod {name} does not have a host assigned"
         )));
     }
+    node_exists(state, node_name(&pod))?;
     if !is_upgrade(headers) {
         return Err(ApiError::bad_request("Upgrade request required"));
     }
@@ -429,6 +517,21 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn follows_are_bounded_per_user_and_given_back() {
+        let follows = Arc::new(Follows::default());
+        let mine: Vec<_> = (0..MAX_FOLLOWS_PER_USER)
+            .map(|_| follows.acquire("eve").unwrap())
+            .collect();
+        assert_eq!(follows.acquire("eve").err().map(|e| e.code), Some(429));
+        // Another user is not held back by eve's.
+        let other = follows.acquire("bob").unwrap();
+        drop(mine);
+        assert!(follows.acquire("eve").is_ok());
+        drop(other);
+        assert!(follows.open.lock().unwrap().is_empty());
     }
 
     #[test]
