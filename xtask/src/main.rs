@@ -74,6 +74,8 @@ fn test(extra: &[String]) -> Result<()> {
         "-p",
         "hostpath-provisioner",
         "-p",
+        "horizontal-pod-autoscaler",
+        "-p",
         "registry-policy",
     ]))?;
     run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
@@ -404,6 +406,7 @@ const DEMO_CONTROLLERS: &[&str] = &[
     "daemonset",
     "persistentvolume",
     "hostpath-provisioner",
+    "horizontal-pod-autoscaler",
     "certificate",
     "issuer",
     "issuer-ready",
@@ -477,6 +480,9 @@ turtles is running with the example controllers. In another terminal:
   kubectl rollout status deployment/web
   kubectl get deploy,rs,pods,nodes -o wide
   kubectl scale deployment web --replicas=1
+  kubectl autoscale deployment web --min=2 --max=4 --cpu-percent=50   # the Rust HPA controller scales it to 2
+  kubectl get hpa                          # cpu: <unknown>/50%: no metrics-server, as in kind
+  kubectl logs deployment/web              # empty: the fake kubelet runs no process
   kubectl delete deployment web            # the garbage collector removes its ReplicaSet and Pods
   kubectl create job pi --image=perl -- perl -e 1
   kubectl wait --for=condition=complete job/pi   # the Go job controller; the node finishes Pods in 1 s
