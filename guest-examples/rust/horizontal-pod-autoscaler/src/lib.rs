@@ -68,7 +68,9 @@ impl Controller for HorizontalPodAutoscaler {
                 &["list"],
             ))
             .permission(Permission::core(&["events"], &["create", "patch"]))
-            .max_concurrent_reconciles(2)
+            // One worker: the recommendations, scale events and sync times live in the
+            // instance's memory, and each worker has an instance of its own.
+            .max_concurrent_reconciles(1)
     }
 
     fn reconcile(key: ObjectKey, hpa: Option<Object>) -> Outcome {
@@ -102,8 +104,11 @@ export!(HorizontalPodAutoscaler);
 thread_local! {
     /// What kube's controller keeps per HPA: recommendations and scale events.
     static MEMORY: RefCell<HashMap<(String, String), Memory>> = RefCell::new(HashMap::new());
-    /// Scale target kinds resolved through discovery: (apiVersion, kind) -> resource path part.
-    static MAPPINGS: RefCell<HashMap<(String, String), String>> = RefCell::new(HashMap::new());
+    /// Scale target kinds resolved through discovery: (apiVersion, kind) -> (resource, when in
+    /// Unix seconds); forgotten after [`MAPPING_SECONDS`], as kube's REST mapper is reset.
+    static MAPPINGS: RefCell<HashMap<(String, String), (String, i64)>> = RefCell::new(HashMap::new());
+    /// This sync's lists (Pods and PodMetrics by selector): the metrics of one HPA share them.
+    static LISTS: RefCell<HashMap<String, Result<Value, turtles_controller::ApiError>>> = RefCell::new(HashMap::new());
 }
 
 /// Milliseconds since the Unix epoch.
@@ -130,35 +135,31 @@ fn group_version_path(api_version: &str) -> String {
     }
 }
 
-/// The resource of a kind, as kube's REST mapper finds it (from discovery).
+/// How long a kind's resource is remembered (kube resets its discovery mapper every 30 s).
+const MAPPING_SECONDS: i64 = 30;
+
+/// The resource of a kind, as kube's REST mapper finds it (from discovery). The error is
+/// kube's (the Event's and the condition's text).
 fn resource_for(api_version: &str, kind: &str) -> Result<String, String> {
     let key = (api_version.to_owned(), kind.to_owned());
-    if let Some(found) = MAPPINGS.with(|m| m.borrow().get(&key).cloned()) {
-        return Ok(found);
+    let now = unix_now();
+    if let Some((found, at)) = MAPPINGS.with(|m| m.borrow().get(&key).cloned()) {
+        if now - at < MAPPING_SECONDS {
+            return Ok(found);
+        }
     }
     let parts: Vec<&str> = api_version.split('/').collect();
     let group = match parts.as_slice() {
         [_] => "",
         [g, _] => g,
-        _ => {
-            return Err(format!(
-                "invalid API version in scale target reference: unexpected GroupVersion string: {api_version}"
-            ))
-        }
+        _ => return Err(format!("unexpected GroupVersion string: {api_version}")),
     };
-    let no_match = || {
-        format!(
-            "unable to determine resource for scale target reference: no matches for kind {kind:?} in group {group:?}"
-        )
-    };
+    let no_match = || format!("no matches for kind {kind:?} in group {group:?}");
     let list = api::get(&group_version_path(api_version)).map_err(|e| {
         if e.is_not_found() {
             no_match()
         } else {
-            format!(
-                "unable to determine resource for scale target reference: {}",
-                e.message
-            )
+            e.message
         }
     })?;
     let resource = list["resources"]
@@ -168,7 +169,7 @@ fn resource_for(api_version: &str, kind: &str) -> Result<String, String> {
         .find(|r| r["kind"] == kind && !str_at(r, "/name").contains('/'))
         .map(|r| str_at(r, "/name").to_owned())
         .ok_or_else(no_match)?;
-    MAPPINGS.with(|m| m.borrow_mut().insert(key, resource.clone()));
+    MAPPINGS.with(|m| m.borrow_mut().insert(key, (resource.clone(), now)));
     Ok(resource)
 }
 
@@ -227,6 +228,7 @@ fn write_status(hpa: &Value, original: &Value, status: Value) -> Result<(), Stri
 }
 
 fn sync(hpa: &Value) -> Result<(), String> {
+    LISTS.with(|l| l.borrow_mut().clear());
     let namespace = str_at(hpa, "/metadata/namespace").to_owned();
     let name = str_at(hpa, "/metadata/name").to_owned();
     let key = (namespace.clone(), name.clone());
@@ -324,6 +326,12 @@ fn sync(hpa: &Value) -> Result<(), String> {
             }
             Ok((proposal, metric, statuses)) => {
                 metric_statuses = Some(statuses);
+                // kube names the reason from the metrics' proposal, before normalization.
+                let reason = if proposal > current {
+                    format!("{metric} above target")
+                } else {
+                    "All metrics below target".to_owned()
+                };
                 let n = normalize(hpa, &key, current, proposal, min, max, now_secs);
                 plan::set_condition(&mut status, "AbleToScale", "True", n.able.0, n.able.1, &now);
                 plan::set_condition(
@@ -334,11 +342,6 @@ fn sync(hpa: &Value) -> Result<(), String> {
                     n.limited.2,
                     &now,
                 );
-                let reason = if n.replicas > current {
-                    format!("{metric} above target")
-                } else {
-                    "All metrics below target".to_owned()
-                };
                 (n.replicas, n.replicas != current, reason)
             }
         }
@@ -631,6 +634,22 @@ fn compute_metric(
     }
 }
 
+/// A list read once per sync (the metrics of one HPA share their Pods and PodMetrics).
+fn cached_get(path: &str) -> Result<Value, turtles_controller::ApiError> {
+    if let Some(found) = LISTS.with(|l| l.borrow().get(path).cloned()) {
+        return found;
+    }
+    let got = api::get(path);
+    LISTS.with(|l| l.borrow_mut().insert(path.to_owned(), got.clone()));
+    got
+}
+
+/// An untrusted milli-value (a PodMetrics' usage, a request, a target) kept where the
+/// arithmetic cannot overflow: 0 to 10^15.
+fn clamp_milli(v: i128) -> i64 {
+    v.clamp(0, 1_000_000_000_000_000) as i64
+}
+
 /// A milli-value as kube prints a `DecimalSI` quantity.
 fn format_milli(milli: i64) -> String {
     if milli % 1000 != 0 {
@@ -658,23 +677,24 @@ fn resource_metric(
     now: i64,
 ) -> Result<(i64, String, Value), String> {
     let target = &source["target"];
-    let (goal, what) = match str_at(target, "/type") {
-        "Utilization" => {
-            let t = target["averageUtilization"].as_i64().unwrap_or(0);
-            (Target::Utilization(t), "utilization")
-        }
-        _ => {
-            let v = quantity::milli_value(str_at(target, "/averageValue")).unwrap_or(0) as i64;
-            (Target::AverageValue(v), "usage")
+    // As kube: by the field that is set (validation allows either with either type).
+    let (goal, what) = match target["averageUtilization"].as_i64() {
+        Some(t) => (Target::Utilization(t.clamp(0, 1_000_000)), "utilization"),
+        None => {
+            let v = quantity::milli_value(str_at(target, "/averageValue")).unwrap_or(0);
+            (Target::AverageValue(clamp_milli(v)), "usage")
         }
     };
-    let fetch = |label: &str| {
-        format!("failed to get {resource} {label}: unable to get metrics for resource {resource}: ")
-    };
+    let outer = format!("failed to get {resource} {what}: ");
+    let (Target::Utilization(t) | Target::AverageValue(t)) = goal;
+    if t <= 0 {
+        return Err(format!("{outer}the target must be greater than 0"));
+    }
+    let fetch = format!("{outer}unable to get metrics for resource {resource}: ");
     let escaped = turtles_controller::query_escape(selector);
     let metrics_path =
         format!("/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods?labelSelector={escaped}");
-    let list = api::get(&metrics_path).map_err(|e| {
+    let list = cached_get(&metrics_path).map_err(|e| {
         let why = if e.is_not_found() {
             "the server could not find the requested resource (get pods.metrics.k8s.io)".to_owned()
         } else {
@@ -682,14 +702,14 @@ fn resource_metric(
         };
         format!(
             "{}unable to fetch metrics from resource metrics API: {why}",
-            fetch(what)
+            fetch
         )
     })?;
     let items = list["items"].as_array().cloned().unwrap_or_default();
     if items.is_empty() {
         return Err(format!(
             "{}no metrics returned from resource metrics API",
-            fetch(what)
+            fetch
         ));
     }
     let mut metrics = BTreeMap::new();
@@ -706,14 +726,14 @@ fn resource_metric(
             None if containers.is_empty() => None,
             None => containers
                 .iter()
-                .map(|c| usage(c).map(|v| v as i64))
+                .map(|c| usage(c).map(clamp_milli))
                 .sum::<Option<i64>>(),
             Some(name) => match containers.iter().find(|c| c["name"] == name) {
-                Some(c) => usage(c).map(|v| v as i64),
+                Some(c) => usage(c).map(clamp_milli),
                 None => {
                     return Err(format!(
                         "{}failed to get container metrics: container {name} not present in metrics for pod {}/{}",
-                        fetch(what),
+                        fetch,
                         str_at(item, "/metadata/namespace"),
                         str_at(item, "/metadata/name")
                     ))
@@ -732,10 +752,9 @@ fn resource_metric(
         }
     }
     let pods_path = format!("/api/v1/namespaces/{namespace}/pods?labelSelector={escaped}");
-    let pods = api::get(&pods_path).map_err(|e| {
+    let pods = cached_get(&pods_path).map_err(|e| {
         format!(
-            "{}unable to get pods while calculating replica count: {}",
-            fetch(what),
+            "{outer}unable to get pods while calculating replica count: {}",
             e.message
         )
     })?;
@@ -746,7 +765,7 @@ fn resource_metric(
         .map(|p| pod_info(p, resource, container))
         .collect();
     let proposal = plan::resource_replicas(current, goal, resource, &pods, metrics, now)
-        .map_err(|e| format!("{}{e}", fetch(what)))?;
+        .map_err(|e| format!("{outer}{e}"))?;
     let (metric_name, current_value) = match (goal, container) {
         (Target::Utilization(_), None) => (
             format!("{resource} resource utilization (percentage of request)"),
@@ -782,7 +801,7 @@ fn pod_info(pod: &Value, resource: &str, container: Option<&str>) -> PodInfo {
             .and_then(Value::as_str)
             .and_then(quantity::milli_value)
         {
-            return pod_info_with(pod, name, Ok(v as i64));
+            return pod_info_with(pod, name, Ok(clamp_milli(v)));
         }
         if pod
             .pointer("/spec/resources/requests")
@@ -810,7 +829,7 @@ fn pod_info(pod: &Value, resource: &str, container: Option<&str>) -> PodInfo {
         }
         let asked = quantity::milli_value(str_at(c, &format!("/resources/requests/{resource}")));
         request = match (request, asked) {
-            (Ok(sum), Some(v)) => Ok(sum + v as i64),
+            (Ok(sum), Some(v)) => Ok(sum.saturating_add(clamp_milli(v))),
             (Ok(_), None) => Err(format!(
                 "missing request for {resource} in container {} of Pod {name}",
                 str_at(c, "/name")

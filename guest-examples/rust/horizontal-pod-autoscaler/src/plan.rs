@@ -204,18 +204,20 @@ pub fn resource_replicas(
                 let (mut used, mut requested, mut n) = (0i64, 0i64, 0i64);
                 for (name, m) in metrics {
                     let Some(r) = requests.get(name) else { continue };
-                    used += m.value;
-                    requested += r;
+                    used = used.saturating_add(m.value);
+                    requested = requested.saturating_add(*r);
                     n += 1;
                 }
                 if requested == 0 {
                     return Err("no metrics returned matched known pods".into());
                 }
-                let utilization = used * 100 / requested;
+                let utilization = used.saturating_mul(100) / requested;
                 Ok((utilization as f64 / t as f64, Some(utilization), used / n.max(1)))
             }
             Target::AverageValue(t) => {
-                let total: i64 = metrics.values().map(|m| m.value).sum();
+                let total = metrics
+                    .values()
+                    .fold(0i64, |t, m| t.saturating_add(m.value));
                 let average = total / metrics.len().max(1) as i64;
                 Ok((average as f64 / t as f64, None, average))
             }
@@ -239,7 +241,9 @@ pub fn resource_replicas(
         timestamp: now,
         window: 0,
     };
-    if !missing.is_empty() {
+    // At a ratio of exactly 1 the missing Pods are left out (kube fills them in only for a
+    // scale-down or a scale-up).
+    if !missing.is_empty() && ratio != 1.0 {
         for name in &missing {
             let value = if ratio < 1.0 {
                 // On a scale-down, a Pod without a metric counts as using its target.
@@ -687,6 +691,10 @@ mod tests {
         // A Pod without a metric on a scale-up counts as idle: (90 + 0) / 200 = 45% -> none.
         let one = BTreeMap::from([("a".to_owned(), metric(90))]);
         let p = resource_replicas(2, Target::Utilization(50), "cpu", &pods, one, now).unwrap();
+        assert_eq!(p.replicas, 2);
+        // Exactly at the target with a Pod missing: no change (nothing filled in).
+        let at_target = BTreeMap::from([("a".to_owned(), metric(50))]);
+        let p = resource_replicas(2, Target::Utilization(50), "cpu", &pods, at_target, now).unwrap();
         assert_eq!(p.replicas, 2);
         let mut missing = pods.clone();
         missing[1].request = Err("missing request for cpu in container c of Pod b".into());
