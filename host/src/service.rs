@@ -1181,7 +1181,9 @@ impl Service {
             let mut causes = if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE
             {
                 crate::crd::apply_defaults(obj);
-                crate::crd::validate(obj)
+                let mut causes = crate::crd::validate(obj);
+                causes.extend(crate::crd::validate_api_approval(obj, old));
+                causes
             } else {
                 crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
                 crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, old.is_none());

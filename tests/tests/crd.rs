@@ -1128,3 +1128,36 @@ fn openapi_follows_the_crd_schema() {
     // An unchanged schema keeps its hash.
     assert_eq!(openapi_url(&s, gv), Some(new_url));
 }
+
+#[test]
+fn a_protected_group_needs_the_api_approval_annotation() {
+    let s = Server::start().unwrap();
+    let crd = |annotations: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.k8s.io\n{annotations}spec:\n  group: example.k8s.io\n  scope: Namespaced\n  names: {{plural: things, singular: thing, kind: Thing}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {{openAPIV3Schema: {{type: object}}}}\n"
+        )
+    };
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], &crd(""));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"),
+        "{}",
+        stderr(&out)
+    );
+    apply(
+        &s,
+        &crd("  annotations: {api-approved.kubernetes.io: \"unapproved, experimental\"}\n"),
+    );
+    let policy = wait_condition(
+        &s,
+        "things.example.k8s.io",
+        "KubernetesAPIApprovalPolicyConformant",
+        "False",
+    );
+    assert_eq!(policy["reason"], "UnapprovedAnnotation");
+    assert_eq!(
+        policy["message"],
+        "not approved: \"unapproved, experimental\""
+    );
+    wait_condition(&s, "things.example.k8s.io", "Established", "True");
+}

@@ -27,7 +27,8 @@
  *   spec.template.metadata.annotations reach its Pods). A real kubelet restarts the failed
  *   container of an OnFailure Pod in place; this one fails the Pod. Pods of restartPolicy Always
  *   (the default) run forever.
- * - An ephemeral container added to a Running Pod (`kubectl debug`) is reported running.
+ * - An ephemeral container added to a Running Pod (`kubectl debug`) is reported running, and
+ *   terminated when the Pod finishes.
  * - A Pod of this node being deleted (the API server deletes bound Pods gracefully: it sets
  *   deletionTimestamp and waits for the kubelet) has its containers "stopped" (within 1-2 s, at
  *   most its grace period) and is then deleted with grace period 0, for its uid, as a kubelet
@@ -1083,6 +1084,10 @@ static turtles_outcome run_to_completion(const turtles_key *key, const json *pod
     const char *phase = exit_code == 0 ? "Succeeded" : "Failed";
     json *patch = json_build("{\"status\":{\"phase\":%s,\"conditions\":%J,\"containerStatuses\":%J}}", phase,
                              conditions, statuses);
+    /* Its ephemeral containers (kubectl debug) stop with it. */
+    if (json_len(json_pointer(pod, "/spec/ephemeralContainers")))
+        json_set(json_get(patch, "status"), "ephemeralContainerStatuses",
+                 container_statuses(pod, "/spec/ephemeralContainers", "terminated", now));
     turtles_outcome err;
     if (!patch_pod(key, "/status", patch, "status finished of", &err)) return err;
     turtles_info("pod %s/%s %s (exit code %ld)", key->namespace_, key->name, phase, exit_code);

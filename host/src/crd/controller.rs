@@ -221,6 +221,27 @@ impl CrdController {
                 }
             }
         }
+        // kube's API approval controller: the policy condition of a protected group's CRD.
+        if super::is_protected_group(
+            crd.pointer("/spec/group")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        ) {
+            let (state, reason) = super::approval_state(&crd);
+            let (ok, why) = match state {
+                super::ApprovalState::Approved => (true, "ApprovedAnnotation"),
+                super::ApprovalState::Bypassed => (false, "UnapprovedAnnotation"),
+                super::ApprovalState::Missing => (false, "MissingAnnotation"),
+                super::ApprovalState::Invalid => (false, "InvalidAnnotation"),
+            };
+            conditions.push(condition(
+                "KubernetesAPIApprovalPolicyConformant",
+                ok,
+                why,
+                &reason,
+                old_conditions,
+            ));
+        }
         status["conditions"] = Value::Array(conditions);
         let storage = crd
             .pointer("/spec/versions")

@@ -70,6 +70,103 @@ pub fn apply_defaults(crd: &mut Value) {
     }
 }
 
+/// kube's `KubeAPIApprovedAnnotation`.
+pub const API_APPROVED: &str = "api-approved.kubernetes.io";
+
+/// kube's `IsProtectedCommunityGroup`: `k8s.io` and `kubernetes.io` and their subdomains.
+pub fn is_protected_group(group: &str) -> bool {
+    group == "k8s.io"
+        || group.ends_with(".k8s.io")
+        || group == "kubernetes.io"
+        || group.ends_with(".kubernetes.io")
+}
+
+/// kube's `APIApprovalState` of a protected group's CRD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalState {
+    Missing,
+    /// A reason starting with `unapproved`.
+    Bypassed,
+    /// A URL (with scheme and host).
+    Approved,
+    Invalid,
+}
+
+/// kube's `GetAPIApprovalState`: the state of the CRD's annotation, with kube's reason.
+pub fn approval_state(crd: &Value) -> (ApprovalState, String) {
+    let value = crd
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(API_APPROVED))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    // Go's url.ParseRequestURI with a scheme and a host: `scheme://host...`, no spaces.
+    let is_url = value.split_once("://").is_some_and(|(scheme, rest)| {
+        scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            && rest
+                .split(['/', '?', '#'])
+                .next()
+                .is_some_and(|host| !host.is_empty())
+            && !value.chars().any(|c| c.is_whitespace() || c.is_control())
+    });
+    if value.is_empty() {
+        (
+            ApprovalState::Missing,
+            format!("protected groups must have approval annotation \"{API_APPROVED}\", see https://github.com/kubernetes/enhancements/pull/1111"),
+        )
+    } else if value.starts_with("unapproved") {
+        (
+            ApprovalState::Bypassed,
+            format!("not approved: \"{value}\""),
+        )
+    } else if is_url {
+        (ApprovalState::Approved, format!("approved in {value}"))
+    } else {
+        (
+            ApprovalState::Invalid,
+            format!("protected groups must have approval annotation \"{API_APPROVED}\" with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111"),
+        )
+    }
+}
+
+/// kube's `validateAPIApproval`: a CRD of a protected group needs the approval annotation (a
+/// URL, or a reason starting with `unapproved`), unless an update leaves its state as it was.
+pub fn validate_api_approval(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
+    if !is_protected_group(s(crd, "/spec/group")) {
+        return Vec::new();
+    }
+    let (state, reason) = approval_state(crd);
+    if old.is_some_and(|o| approval_state(o).0 == state) {
+        return Vec::new();
+    }
+    let field = format!("metadata.annotations[{API_APPROVED}]");
+    match state {
+        ApprovalState::Approved | ApprovalState::Bypassed => Vec::new(),
+        ApprovalState::Missing => vec![Cause::new(
+            "FieldValueRequired",
+            &field,
+            format!("Required value: {reason}"),
+        )],
+        ApprovalState::Invalid => {
+            let value = crd
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(API_APPROVED))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            vec![Cause::new(
+                "FieldValueInvalid",
+                &field,
+                format!("Invalid value: \"{value}\": {reason}"),
+            )]
+        }
+    }
+}
+
 /// Validate a CRD object the way kube's apiextensions validation does; every problem is one cause.
 pub fn validate(crd: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
@@ -505,6 +602,43 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn protected_groups_need_the_approval_annotation() {
+        let crd = |group: &str, approval: Option<&str>| {
+            let mut c =
+                json!({"metadata": {"name": format!("xs.{group}")}, "spec": {"group": group}});
+            if let Some(a) = approval {
+                c["metadata"]["annotations"] = json!({API_APPROVED: a});
+            }
+            c
+        };
+        assert!(validate_api_approval(&crd("example.com", None), None).is_empty());
+        assert!(validate_api_approval(&crd("x.x-k8s.io", None), None).is_empty());
+        let missing = validate_api_approval(&crd("metrics.k8s.io", None), None);
+        assert_eq!(
+            missing[0].to_string(),
+            "metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
+        );
+        let bad = validate_api_approval(&crd("k8s.io", Some("maybe")), None);
+        assert_eq!(bad[0].reason, "FieldValueInvalid");
+        for ok in [
+            "unapproved, testing",
+            "https://github.com/kubernetes/enhancements/pull/1111",
+        ] {
+            assert!(validate_api_approval(&crd("storage.k8s.io", Some(ok)), None).is_empty());
+        }
+        // An update that leaves the state as it was is not refused (a CRD made before the check).
+        let old = crd("metrics.k8s.io", None);
+        assert!(validate_api_approval(&crd("metrics.k8s.io", None), Some(&old)).is_empty());
+        assert_eq!(
+            approval_state(&crd("metrics.k8s.io", Some("unapproved"))),
+            (
+                ApprovalState::Bypassed,
+                "not approved: \"unapproved\"".to_owned()
+            )
+        );
+    }
 
     #[test]
     fn json_path_subset() {
