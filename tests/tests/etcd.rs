@@ -215,8 +215,10 @@ fn hosts_on_one_etcd_see_each_others_writes_crds_and_survive_a_member_and_a_host
     });
     a.kubectl_stdin(&["apply", "-f", "-"], &crd.to_string());
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
-    poll("b serves widgets", Duration::from_secs(30), || {
-        (hb.get(widgets).status == 200).then_some(())
+    // Each host serves the kind once its own CRD controller has seen the CRD (as each
+    // kube-apiserver does).
+    poll("b and c serve widgets", Duration::from_secs(30), || {
+        (hb.get(widgets).status == 200 && hc.get(widgets).status == 200).then_some(())
     })
     .unwrap();
     let w = hb.post_json(
@@ -232,8 +234,11 @@ fn hosts_on_one_etcd_see_each_others_writes_crds_and_survive_a_member_and_a_host
                 "metadata": {"name": "bad"}, "spec": {"size": "big"}}),
     );
     assert_eq!(bad.status, 422, "{}", bad.text());
-    assert_eq!(ha.get(&format!("{widgets}/w")).json()["spec"]["size"], 3);
-    assert_eq!(hc.get(&format!("{widgets}/w")).json()["spec"]["size"], 3);
+    for h in [&ha, &hc] {
+        let r = h.get(&format!("{widgets}/w"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["spec"]["size"], 3);
+    }
 
     // Services created through all three hosts at once never share a cluster IP or a node
     // port, though each host allocates from its own memory: each value is claimed in etcd
