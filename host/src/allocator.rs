@@ -359,6 +359,18 @@ fn prepare_update(spec: &mut Map<String, Value>, old: &Value) {
     {
         spec.remove("externalTrafficPolicy");
     }
+    // What only a LoadBalancer uses, when the client left it as stored.
+    if str_at(old, "type") == "LoadBalancer" && str_at(&new_view, "type") != "LoadBalancer" {
+        let allocate = old.get("allocateLoadBalancerNodePorts");
+        if allocate.is_some_and(|a| !a.is_null())
+            && allocate == spec.get("allocateLoadBalancerNodePorts")
+        {
+            spec.remove("allocateLoadBalancerNodePorts");
+        }
+        if old.get("loadBalancerClass") == spec.get("loadBalancerClass") {
+            spec.remove("loadBalancerClass");
+        }
+    }
 }
 
 impl Allocators {
@@ -909,6 +921,25 @@ mod tests {
             "10.0.0.0/29".parse().unwrap(),
             "30000-30003".parse().unwrap(),
         )
+    }
+
+    #[test]
+    fn leaving_load_balancer_drops_what_only_it_uses() {
+        let old = json!({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": true,
+            "loadBalancerClass": "example.com/lb", "clusterIP": "10.0.0.2",
+            "ports": [{"port": 80, "nodePort": 30001}]});
+        let mut spec = old.as_object().unwrap().clone();
+        spec.insert("type".into(), json!("ClusterIP"));
+        prepare_update(&mut spec, &old);
+        assert!(!spec.contains_key("allocateLoadBalancerNodePorts"));
+        assert!(!spec.contains_key("loadBalancerClass"));
+        assert!(spec["ports"][0].get("nodePort").is_none());
+        // A client that changes the field too keeps its value (validation then judges it).
+        let mut spec = old.as_object().unwrap().clone();
+        spec.insert("type".into(), json!("ClusterIP"));
+        spec.insert("allocateLoadBalancerNodePorts".into(), json!(false));
+        prepare_update(&mut spec, &old);
+        assert_eq!(spec["allocateLoadBalancerNodePorts"], json!(false));
     }
 
     #[test]

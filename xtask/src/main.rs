@@ -76,6 +76,8 @@ fn test(extra: &[String]) -> Result<()> {
         "-p",
         "horizontal-pod-autoscaler",
         "-p",
+        "service-controller",
+        "-p",
         "registry-policy",
     ]))?;
     run(Command::new("bash").args(["guest-examples/c/build.sh", "--test"]))?;
@@ -407,6 +409,7 @@ const DEMO_CONTROLLERS: &[&str] = &[
     "persistentvolume",
     "hostpath-provisioner",
     "horizontal-pod-autoscaler",
+    "service-controller",
     "certificate",
     "issuer",
     "issuer-ready",
@@ -479,6 +482,8 @@ turtles is running with the example controllers. In another terminal:
   kubectl get pods -w                      # Pending -> ContainerCreating -> Running (Ctrl-C to stop)
   kubectl rollout status deployment/web
   kubectl get deploy,rs,pods,nodes -o wide
+  kubectl expose deployment web --name=web-lb --port=80 --type=LoadBalancer
+  kubectl get service web-lb               # EXTERNAL-IP 10.0.0.1 (the Rust service controller)
   kubectl scale deployment web --replicas=1
   kubectl autoscale deployment web --min=2 --max=4 --cpu-percent=50   # the Rust HPA controller scales it to 2
   kubectl get hpa                          # cpu: <unknown>/50%: no metrics-server, as in kind
