@@ -224,6 +224,34 @@ fn an_hpa_scales_its_target_within_bounds_and_on_cpu_metrics() {
     let v1 = s.kubectl_json(&["get", "horizontalpodautoscalers.v1.autoscaling", "web"]);
     assert_eq!(v1["status"]["currentCPUUtilizationPercentage"], 70, "{v1}");
 
+    // A second HPA over the same Pods: both stop, with kube's AmbiguousSelector.
+    s.kubectl_ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--name=web2",
+        "--min=1",
+        "--max=5",
+        "--cpu-percent=50",
+    ]);
+    let ambiguous =
+        "pods by selector app=web are controlled by multiple HPAs: [default/web default/web2]";
+    for name in ["web2", "web"] {
+        let hpa = poll(&format!("{name} AmbiguousSelector"), DEADLINE, || {
+            let hpa = s.kubectl_json(&["get", "hpa", name]);
+            (condition(&hpa, "ScalingActive")["reason"] == "AmbiguousSelector").then_some(hpa)
+        })
+        .unwrap();
+        assert_eq!(condition(&hpa, "ScalingActive")["message"], ambiguous);
+    }
+    assert_eq!(replicas(&s), 3);
+    s.kubectl_ok(&["delete", "hpa", "web2"]);
+    poll("web valid again", DEADLINE, || {
+        let hpa = s.kubectl_json(&["get", "hpa", "web"]);
+        (condition(&hpa, "ScalingActive")["reason"] == "ValidMetricFound").then_some(())
+    })
+    .unwrap();
+
     // The target gone: FailedGetScale with kube's message.
     s.kubectl_ok(&["delete", "deployment", "web"]);
     let hpa = poll("AbleToScale False", DEADLINE, || {

@@ -32,8 +32,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use turtles_controller::workload::{format_rfc3339, parse_rfc3339, unix_now};
 use turtles_controller::{
-    api, events, export, json, quantity, Controller, Gvr, Object, ObjectKey, Outcome, Permission,
-    Registration, Value, Watch,
+    api, events, export, json, meta, quantity, Controller, Gvr, Object, ObjectKey, Outcome,
+    Permission, Registration, Value, Watch,
 };
 
 use plan::{Memory, Normalized, PodInfo, PodMetric, Rules, Target};
@@ -470,6 +470,58 @@ fn compute_replicas_for_metrics(
             now,
         );
         return Err((None, "selector is required".into()));
+    }
+    // kube's validateAndParseSelector: a selector that parses, and Pods no other HPA selects.
+    let invalid = |status: &mut Value, why: String, reason: &str| {
+        record(hpa, true, reason, &why);
+        plan::set_condition(status, "ScalingActive", "False", reason, &why, now);
+        Err((None, why))
+    };
+    let parsed = match meta::parse_selector(&selector) {
+        Ok(p) => p,
+        Err(e) => {
+            let why = format!(
+                "couldn't convert selector into a corresponding internal selector object: {e}"
+            );
+            return invalid(status, why, "InvalidSelector");
+        }
+    };
+    let key = (
+        namespace.to_owned(),
+        str_at(hpa, "/metadata/name").to_owned(),
+    );
+    let others: Vec<((String, String), Value)> = MEMORY.with(|m| {
+        let mut m = m.borrow_mut();
+        m.entry(key.clone()).or_default().selector = Some(parsed.clone());
+        m.iter()
+            .filter(|(k, _)| k.0 == namespace && **k != key)
+            .filter_map(|(k, mem)| mem.selector.clone().map(|s| (k.clone(), s)))
+            .collect()
+    });
+    if !others.is_empty() {
+        let escaped = turtles_controller::query_escape(&selector);
+        let pods = cached_get(&format!(
+            "/api/v1/namespaces/{namespace}/pods?labelSelector={escaped}"
+        ))
+        .map_err(|e| (None, e.message))?;
+        let mut selecting: Vec<String> = vec![format!("{}/{}", key.0, key.1)];
+        for pod in pods["items"].as_array().into_iter().flatten() {
+            let labels = &pod["metadata"]["labels"];
+            for (k, sel) in &others {
+                let name = format!("{}/{}", k.0, k.1);
+                if meta::selector_matches(sel, labels) && !selecting.contains(&name) {
+                    selecting.push(name);
+                }
+            }
+        }
+        if selecting.len() > 1 {
+            selecting.sort();
+            let why = format!(
+                "pods by selector {selector} are controlled by multiple HPAs: [{}]",
+                selecting.join(" ")
+            );
+            return invalid(status, why, "AmbiguousSelector");
+        }
     }
     let specs: Vec<Value> = hpa["spec"]["metrics"]
         .as_array()

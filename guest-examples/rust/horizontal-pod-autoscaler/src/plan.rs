@@ -304,6 +304,8 @@ pub struct Memory {
     pub downs: Vec<ScaleEvent>,
     /// When it was last synced (Unix milliseconds).
     pub last_sync: Option<i64>,
+    /// The Pods it last selected (its target's scale selector), for `AmbiguousSelector`.
+    pub selector: Option<Value>,
 }
 
 /// What normalization decided, with the conditions it sets.
@@ -694,7 +696,8 @@ mod tests {
         assert_eq!(p.replicas, 2);
         // Exactly at the target with a Pod missing: no change (nothing filled in).
         let at_target = BTreeMap::from([("a".to_owned(), metric(50))]);
-        let p = resource_replicas(2, Target::Utilization(50), "cpu", &pods, at_target, now).unwrap();
+        let p =
+            resource_replicas(2, Target::Utilization(50), "cpu", &pods, at_target, now).unwrap();
         assert_eq!(p.replicas, 2);
         let mut missing = pods.clone();
         missing[1].request = Err("missing request for cpu in container c of Pod b".into());

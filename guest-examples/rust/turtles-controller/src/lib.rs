@@ -717,7 +717,7 @@ macro_rules! error { ($($arg:tt)*) => { $crate::log::error(&::std::format!($($ar
 
 /// Small accessors over an object's JSON.
 pub mod meta {
-    use super::Value;
+    use super::{json, Value};
 
     /// `metadata.name`.
     pub fn name(obj: &Value) -> Option<&str> {
@@ -747,6 +747,69 @@ pub mod meta {
     pub fn is_deleting(obj: &Value) -> bool {
         obj.pointer("/metadata/deletionTimestamp")
             .is_some_and(|v| !v.is_null())
+    }
+
+    /// A label selector in its string form (`a=b,c!=d,e in (x,y),f notin (z),g,!h`, as in a
+    /// Scale's `status.selector` or `-l`) as a LabelSelector object for [`selector_matches`];
+    /// the error names what could not be read.
+    pub fn parse_selector(text: &str) -> Result<Value, String> {
+        let mut exprs = Vec::new();
+        let mut rest = text.trim();
+        let key_ok = |k: &str| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        };
+        while !rest.is_empty() {
+            // One requirement: up to a comma outside parentheses.
+            let mut depth = 0i32;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    c == ',' && depth == 0
+                })
+                .map_or(rest.len(), |(i, _)| i);
+            let term = rest[..end].trim();
+            rest = rest.get(end + 1..).unwrap_or("").trim();
+            let expr = if let Some(key) = term.strip_prefix('!') {
+                let key = key.trim();
+                key_ok(key).then(|| json!({"key": key, "operator": "DoesNotExist"}))
+            } else if let Some((key, value)) = term.split_once("!=") {
+                let (key, value) = (key.trim(), value.trim());
+                key_ok(key).then(|| json!({"key": key, "operator": "NotIn", "values": [value]}))
+            } else if let Some((key, value)) = term.split_once('=') {
+                let (key, value) = (key.trim(), value.trim_start_matches('=').trim());
+                key_ok(key).then(|| json!({"key": key, "operator": "In", "values": [value]}))
+            } else if let Some(open) = term.find('(') {
+                let head: Vec<&str> = term[..open].split_whitespace().collect();
+                let values: Vec<&str> = term[open + 1..]
+                    .trim_end()
+                    .strip_suffix(')')
+                    .unwrap_or("\u{0}")
+                    .split(',')
+                    .map(str::trim)
+                    .collect();
+                let valid = !values.iter().any(|v| v.contains(['(', ')', '\u{0}']));
+                match head.as_slice() {
+                    [key, "in"] if valid && key_ok(key) => {
+                        Some(json!({"key": key, "operator": "In", "values": values}))
+                    }
+                    [key, "notin"] if valid && key_ok(key) => {
+                        Some(json!({"key": key, "operator": "NotIn", "values": values}))
+                    }
+                    _ => None,
+                }
+            } else {
+                key_ok(term).then(|| json!({"key": term, "operator": "Exists"}))
+            };
+            exprs.push(expr.ok_or_else(|| format!("unable to parse requirement: {term:?}"))?);
+        }
+        Ok(json!({"matchExpressions": exprs}))
     }
 
     /// Whether an object's `labels` (a JSON object, or null) match a `metav1.LabelSelector`
@@ -785,6 +848,25 @@ pub mod meta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_selectors_parse_and_match() {
+        let labels = json!({"app": "web", "tier": "front"});
+        for (text, matches) in [
+            ("app=web", true),
+            ("app==web,tier in (front, back)", true),
+            ("app!=web", false),
+            ("tier notin (back),app", true),
+            ("!app", false),
+            ("missing", false),
+            ("", true),
+        ] {
+            let sel = meta::parse_selector(text).unwrap();
+            assert_eq!(meta::selector_matches(&sel, &labels), matches, "{text}");
+        }
+        assert!(meta::parse_selector("a in (b").is_err());
+        assert!(meta::parse_selector("=b").is_err());
+    }
 
     #[test]
     fn an_object_parses_on_first_use_and_reads_like_a_value() {
