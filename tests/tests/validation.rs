@@ -126,6 +126,10 @@ subjects: [{kind: User, name: alice}, {kind: ServiceAccount, name: default}]
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: bad}\nrules: [{apiGroups: [\"\"], resources: [pods]}]\n",
             "rules[0].verbs: Required value: verbs must contain at least one value",
         ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers: [{name: c, image: busybox}]\n  volumes:\n  - name: scratch\n    ephemeral:\n      volumeClaimTemplate:\n        metadata: {annotations: {\"bad key!\": x}}\n        spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
+            "spec.volumes[0].ephemeral.volumeClaimTemplate.metadata.annotations: Invalid value: \"bad key!\"",
+        ),
     ];
     for (manifest, want) in cases {
         let err = apply(&s, manifest).unwrap_or_else(|| panic!("applied:\n{manifest}"));

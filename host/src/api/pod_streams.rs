@@ -413,7 +413,12 @@ async fn log(
                     // The history lost its place, the store closed, or the Pod went.
                     None | Some(Event::Delete(_)) => return,
                     Some(Event::InitApply(p) | Event::Added(p) | Event::Apply(p)) => {
-                        let pod = p.parse();
+                        // Only what is looked at, not the whole Pod at each of its changes.
+                        let pod = serde_json::json!({
+                            "metadata": p.pick("metadata", &["uid"]),
+                            "status": p.pick("status", &["phase", "containerStatuses",
+                                "initContainerStatuses", "ephemeralContainerStatuses"]),
+                        });
                         if pod["metadata"]["uid"] != uid.as_str() || !still_running(&pod, &container) {
                             return;
                         }

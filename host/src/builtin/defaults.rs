@@ -551,26 +551,31 @@ fn hpa(obj: &mut Value) {
         );
     }
     if let Some(b) = spec.get_mut("behavior").and_then(Value::as_object_mut) {
-        let rules = |b: &mut Map<String, Value>, key: &str, window: i64, policies: Value| {
-            let r = b.entry(key).or_insert_with(|| json!({}));
-            if let Some(r) = r.as_object_mut() {
-                r.entry("stabilizationWindowSeconds")
-                    .or_insert(json!(window));
-                r.entry("selectPolicy").or_insert(json!("Max"));
-                r.entry("policies").or_insert(policies);
-            }
-        };
+        // kube leaves scaleDown's window unset: the controller's
+        // `--horizontal-pod-autoscaler-downscale-stabilization` stands in for it.
+        let rules =
+            |b: &mut Map<String, Value>, key: &str, window: Option<i64>, policies: Value| {
+                let r = b.entry(key).or_insert_with(|| json!({}));
+                if let Some(r) = r.as_object_mut() {
+                    if let Some(window) = window {
+                        r.entry("stabilizationWindowSeconds")
+                            .or_insert(json!(window));
+                    }
+                    r.entry("selectPolicy").or_insert(json!("Max"));
+                    r.entry("policies").or_insert(policies);
+                }
+            };
         rules(
             b,
             "scaleUp",
-            0,
+            Some(0),
             json!([{"type": "Pods", "value": 4, "periodSeconds": 15},
                    {"type": "Percent", "value": 100, "periodSeconds": 15}]),
         );
         rules(
             b,
             "scaleDown",
-            300,
+            None,
             json!([{"type": "Percent", "value": 100, "periodSeconds": 15}]),
         );
     }
@@ -728,6 +733,17 @@ mod tests {
             h["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
             80
         );
+        let mut h = json!({"spec": {"maxReplicas": 3, "behavior": {}}});
+        apply("autoscaling", "horizontalpodautoscalers", &mut h, true);
+        assert_eq!(
+            h["spec"]["behavior"]["scaleUp"]["stabilizationWindowSeconds"],
+            0
+        );
+        // kube leaves the scale-down window to the controller's flag.
+        assert!(h["spec"]["behavior"]["scaleDown"]
+            .get("stabilizationWindowSeconds")
+            .is_none());
+        assert_eq!(h["spec"]["behavior"]["scaleDown"]["selectPolicy"], "Max");
         let mut n = json!({"spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}});
         apply("networking.k8s.io", "networkpolicies", &mut n, true);
         assert_eq!(n["spec"]["policyTypes"], json!(["Ingress", "Egress"]));

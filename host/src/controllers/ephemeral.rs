@@ -119,10 +119,13 @@ impl EphemeralVolumeController {
                             .any(|r| r["controller"] == true && r["uid"] == uid(&*pod))
                     });
                 if !owned {
-                    let note = format!("ephemeral volume {volume}: PVC {ns}/{claim_name} was not created for pod {ns}/{name} (pod is not owner)");
+                    // As kube: the first volume that fails ends the sync (and is retried).
+                    let why = format!("PVC {ns}/{claim_name} was not created for pod {ns}/{name} (pod is not owner)");
+                    let note = format!("ephemeral volume {volume}: {why}");
                     tracing::warn!(pod = %format!("{ns}/{name}"), volume, "{note}");
                     super::events::record(svc, IDENTITY.name, &pod, true, "FailedBinding", &note)
                         .await;
+                    return Err(super::ControllerError::NotOwner(why));
                 }
                 continue;
             }

@@ -6,12 +6,26 @@
 
 use serde_json::{json, Value};
 
-use crate::runtime::events::{cut, new_event, placement, MAX_NOTE};
+use crate::runtime::events::{cut, new_event, placement, Limiter, MAX_NOTE};
 use crate::runtime::wit;
 use crate::service::{Service, Subresource, WriteOptions};
 
 /// Attempts at bumping the count when another writer got there first.
 const BUMP_ATTEMPTS: usize = 3;
+
+/// Each built-in controller's Event limits (the Wasm controllers' [`Limiter`]: per object and
+/// per controller), so a tenant whose objects make a controller complain cannot have the host
+/// write Events without end.
+fn limiter(component: &str) -> std::sync::Arc<Limiter> {
+    static LIMITERS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Limiter>>>,
+    > = std::sync::OnceLock::new();
+    let mut all = LIMITERS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    all.entry(component.to_owned()).or_default().clone()
+}
 
 /// Record an Event about `regarding` (an object's JSON) from `component`.
 pub async fn record(
@@ -22,6 +36,19 @@ pub async fn record(
     reason: &str,
     note: &str,
 ) {
+    let object = [
+        "/apiVersion",
+        "/kind",
+        "/metadata/namespace",
+        "/metadata/name",
+        "/metadata/uid",
+    ]
+    .map(|p| regarding.pointer(p).and_then(Value::as_str).unwrap_or(""))
+    .join("\0");
+    if let Err(why) = limiter(component).take(&object) {
+        tracing::debug!(component, reason, why, "event dropped");
+        return;
+    }
     if let Err(e) = write(service, component, regarding, warning, reason, note).await {
         tracing::debug!(component, reason, error = %e, "event not recorded");
     }

@@ -79,6 +79,9 @@ pub enum ControllerError {
     /// which its `SyncFailed` condition carries).
     #[error("{0}")]
     Disruption(String),
+    /// The ephemeral volume controller's: a claim of the Pod's name that is not the Pod's.
+    #[error("{0}")]
+    NotOwner(String),
 }
 
 /// What a reconcile asks for next: nothing (`None`) or another look after a delay.

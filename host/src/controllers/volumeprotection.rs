@@ -167,10 +167,31 @@ impl ClaimProtection {
             if !has {
                 return Ok(None);
             }
-            let used = svc
-                .stored_in(PODS, ns)
-                .iter()
-                .any(|p| pod_uses(&p.parse(), &claim));
+            // Only what `pod_uses` reads of each Pod (no whole parse), yielding now and then:
+            // a namespace of large Pods does not hold a worker.
+            let mut used = false;
+            for (i, p) in svc.stored_in(PODS, ns).iter().enumerate() {
+                if i % 64 == 63 {
+                    tokio::task::yield_now().await;
+                }
+                let spec = p.pick("spec", &["nodeName", "volumes"]);
+                if spec["nodeName"].as_str().unwrap_or("").is_empty() {
+                    continue;
+                }
+                let metadata = p.pick(
+                    "metadata",
+                    &[
+                        "name",
+                        "uid",
+                        "deletionTimestamp",
+                        "deletionGracePeriodSeconds",
+                    ],
+                );
+                if pod_uses(&json!({"metadata": metadata, "spec": spec}), &claim) {
+                    used = true;
+                    break;
+                }
+            }
             if used {
                 tracing::debug!(claim = %format!("{ns}/{name}"), "keeping a claim a pod uses");
                 return Ok(None);

@@ -677,7 +677,7 @@ fn template_labels_mismatch(labels: Option<&Map<String, Value>>) -> Cause {
 
 /// kube's `ValidateAnnotations` of a template's annotations: qualified-name keys, at most
 /// 256 KiB in all.
-fn template_annotations(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
+pub(crate) fn template_annotations(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
     use crate::builtin::validation::field;
     let Some(map) = map.and_then(Value::as_object) else {
         return;

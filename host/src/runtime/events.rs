@@ -65,7 +65,7 @@ impl Default for Limiter {
 impl Limiter {
     /// Take one token for an Event about `object`, if both its bucket and the controller's
     /// have one. Err: which limit refused it.
-    fn take(&self, object: &str) -> Result<(), &'static str> {
+    pub(crate) fn take(&self, object: &str) -> Result<(), &'static str> {
         let mut g = match self.0.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -78,7 +78,14 @@ impl Limiter {
                     < OBJECT_BURST
             });
             if g.objects.len() >= OBJECTS_REMEMBERED {
-                g.objects.clear();
+                // Still full: forget the half with the most tokens left. The objects that used
+                // theirs up stay remembered, so flooding the table does not reset their limit.
+                let mut by_tokens: Vec<(String, f64)> =
+                    g.objects.iter().map(|(k, b)| (k.clone(), b.0)).collect();
+                by_tokens.sort_by(|a, b| b.1.total_cmp(&a.1));
+                for (k, _) in by_tokens.into_iter().take(OBJECTS_REMEMBERED / 2) {
+                    g.objects.remove(&k);
+                }
             }
         }
         let Buckets {
@@ -443,6 +450,17 @@ mod tests {
         drop(g);
         assert!(l.take("new").is_ok());
         assert!(l.0.lock().unwrap().objects.len() <= OBJECTS_REMEMBERED);
+        // A full table of objects, half of them drained: a new one makes room among the others,
+        // so flooding the table does not give the drained ones their burst back.
+        let l = Limiter::default();
+        let mut g = l.0.lock().unwrap();
+        for i in 0..OBJECTS_REMEMBERED {
+            let tokens = if i % 2 == 0 { 0.0 } else { 10.0 };
+            g.objects.insert(format!("o{i}"), (tokens, now));
+        }
+        drop(g);
+        assert!(l.take("new").is_ok());
+        assert!(l.take("o0").is_err(), "a drained object stays limited");
     }
 
     #[test]

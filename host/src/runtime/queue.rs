@@ -1,6 +1,7 @@
 //! The work queue every controller gets: deduplicated keys, never two reconciles of one key at
 //! once, per-key exponential backoff (a failure counts only when its retry was due), a global
-//! rate limit on retries, and delayed requeues.
+//! rate limit on retries, and delayed requeues (one pending per key, the earliest wins, as
+//! client-go's delaying queue keeps them).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -18,6 +19,9 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(300);
 /// Retries admitted per second across all keys (and burst), like client-go's default limiter.
 const BUCKET_QPS: f64 = 10.0;
 const BUCKET_BURST: f64 = 100.0;
+/// The bucket's debt is bounded: a storm of failures delays retries by at most
+/// [`BACKOFF_MAX`], and is forgotten as soon as that long has passed.
+const BUCKET_FLOOR: f64 = -(BACKOFF_MAX.as_secs() as f64) * BUCKET_QPS;
 
 /// What a finished reconcile asks of the queue for its key (kube-runtime's `Action` and error
 /// policy in one).
@@ -40,6 +44,8 @@ struct State<K> {
     /// Keys being reconciled right now.
     active: HashSet<K>,
     failures: HashMap<K, (u32, Instant)>,
+    /// Keys with a delayed add pending, and when it is due.
+    waiting: HashMap<K, Instant>,
     tokens: f64,
     refilled: Instant,
     shut: bool,
@@ -58,6 +64,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 dirty: HashSet::new(),
                 active: HashSet::new(),
                 failures: HashMap::new(),
+                waiting: HashMap::new(),
                 tokens: BUCKET_BURST,
                 refilled: Instant::now(),
                 shut: false,
@@ -83,15 +90,34 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         }
     }
 
-    /// Queue a key after `delay`.
+    /// Queue a key after `delay`. One delayed add is pending per key: a later one than the
+    /// pending one is dropped, an earlier one replaces it.
     pub fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
         if delay.is_zero() {
             return self.add(key);
         }
+        let at = Instant::now() + delay;
+        {
+            let mut s = self.lock();
+            if s.shut || s.waiting.get(&key).is_some_and(|&due| due <= at) {
+                return;
+            }
+            s.waiting.insert(key.clone(), at);
+        }
         let q = Arc::downgrade(self);
         tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            if let Some(q) = q.upgrade() {
+            tokio::time::sleep_until(at).await;
+            let Some(q) = q.upgrade() else { return };
+            // Replaced by an earlier one (which fired or will): nothing to do.
+            let current = {
+                let mut s = q.lock();
+                let current = s.waiting.get(&key) == Some(&at);
+                if current {
+                    s.waiting.remove(&key);
+                }
+                current
+            };
+            if current {
                 q.add(key);
             }
         });
@@ -113,13 +139,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
             let elapsed = now.duration_since(s.refilled).as_secs_f64();
             s.tokens = (s.tokens + elapsed * BUCKET_QPS).min(BUCKET_BURST);
             s.refilled = now;
-            s.tokens -= 1.0;
+            s.tokens = (s.tokens - 1.0).max(BUCKET_FLOOR);
             let bucket = if s.tokens >= 0.0 {
                 Duration::ZERO
             } else {
                 Duration::from_secs_f64(-s.tokens / BUCKET_QPS)
             };
-            let delay = per_key.max(bucket);
+            let delay = per_key.max(bucket).min(BACKOFF_MAX);
             s.failures.insert(key.clone(), (count, now + delay));
             delay
         };
@@ -231,6 +257,32 @@ mod tests {
         assert_eq!(d3, BACKOFF_BASE * 2);
         q.forget(&"k");
         assert_eq!(q.failures(&"k"), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn delayed_adds_are_one_per_key_and_retries_stay_bounded() {
+        let q = WorkQueue::new();
+        q.add_after("k", Duration::from_secs(10));
+        q.add_after("k", Duration::from_secs(20));
+        q.add_after("k", Duration::from_secs(5));
+        assert_eq!(q.lock().waiting.len(), 1);
+        tokio::time::advance(Duration::from_secs(6)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(q.next().await, Some("k"));
+        q.done(&"k");
+        // The replaced adds fire as no-ops.
+        tokio::time::advance(Duration::from_secs(30)).await;
+        tokio::task::yield_now().await;
+        assert!(q.is_empty());
+        assert!(q.lock().waiting.is_empty());
+        // A storm of failures: the delay never passes BACKOFF_MAX, and the debt is bounded.
+        let keys = ["a", "b", "c", "d", "e", "f", "g"];
+        for i in 0..100_000usize {
+            let d = q.add_rate_limited(keys[i % keys.len()]);
+            assert!(d <= BACKOFF_MAX);
+        }
+        assert!(q.lock().tokens >= BUCKET_FLOOR);
+        assert!(q.lock().waiting.len() <= 7);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1353,6 +1353,11 @@ fn pvc_template(t: &Value, p: &str, out: &mut Vec<Cause>) {
     let mp = child(p, "metadata");
     let meta = t.get("metadata").unwrap_or(&Value::Null);
     validate_labels(meta.get("labels"), &child(&mp, "labels"), out);
+    crate::model::workloads::template_annotations(
+        meta.get("annotations"),
+        &child(&mp, "annotations"),
+        out,
+    );
     // `ObjectMeta`'s other fields in kube's order, named as kube lower-cases its Go names.
     for (field, shown) in [
         ("name", "name"),
