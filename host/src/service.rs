@@ -48,6 +48,9 @@ pub enum Subresource {
     /// A Pod's `ephemeralcontainers`: only `spec.ephemeralContainers` change, and only by
     /// additions (kube's `EphemeralContainersREST`, what `kubectl debug` writes).
     EphemeralContainers,
+    /// A Pod's `resize`: only its containers' `resources` and `resizePolicy` change (kube's
+    /// `ResizeREST`, in-place Pod resize).
+    Resize,
 }
 
 impl Subresource {
@@ -60,6 +63,7 @@ impl Subresource {
             Subresource::Approval => "approval",
             Subresource::Finalize => "finalize",
             Subresource::EphemeralContainers => "ephemeralcontainers",
+            Subresource::Resize => "resize",
         }
     }
 }
@@ -2234,7 +2238,7 @@ impl Service {
                 crate::volume_admission::check_resize(self, ri, &new, &view_value)?;
             }
             let _charged = match opts.user {
-                Some(_) if sub == Subresource::Main => {
+                Some(_) if matches!(sub, Subresource::Main | Subresource::Resize) => {
                     crate::quota::admit(self, ri, ns, old, &new, opts.dry_run).await?
                 }
                 _ => None,
@@ -2430,6 +2434,8 @@ impl Service {
     ) -> Result<()> {
         let causes = if sub == Subresource::EphemeralContainers {
             crate::builtin::validation::ephemeral_containers_update(obj, old)
+        } else if sub == Subresource::Resize {
+            crate::builtin::validation::pod_resize(obj, old)
         } else if crate::builtin::csr::is_csrs(ri) {
             crate::builtin::csr::validate(obj, old, sub)
         } else {
@@ -2467,6 +2473,41 @@ impl Service {
         sub: Subresource,
     ) -> Result<Value> {
         let csr = crate::builtin::csr::is_csrs(ri);
+        if sub == Subresource::Resize {
+            // kube's `dropNonResizeUpdates`: the stored Pod with the request's containers'
+            // `resources` and `resizePolicy`, matched by name.
+            let mut out = current.clone();
+            for list in ["containers", "initContainers"] {
+                let wanted: Vec<Value> = new
+                    .pointer(&format!("/spec/{list}"))
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let Some(stored) = out
+                    .pointer_mut(&format!("/spec/{list}"))
+                    .and_then(Value::as_array_mut)
+                else {
+                    continue;
+                };
+                for w in &wanted {
+                    let Some(c) = stored.iter_mut().find(|c| c["name"] == w["name"]) else {
+                        continue;
+                    };
+                    let Some(c) = c.as_object_mut() else { continue };
+                    for field in ["resources", "resizePolicy"] {
+                        match w.get(field).filter(|v| !v.is_null()) {
+                            Some(v) => {
+                                c.insert(field.into(), v.clone());
+                            }
+                            None => {
+                                c.remove(field);
+                            }
+                        }
+                    }
+                }
+            }
+            return Ok(out);
+        }
         if sub == Subresource::EphemeralContainers {
             // kube's `dropNonEphemeralContainerUpdates`: the stored Pod with the request's
             // ephemeral containers.

@@ -27,6 +27,9 @@
  *   spec.template.metadata.annotations reach its Pods). A real kubelet restarts the failed
  *   container of an OnFailure Pod in place; this one fails the Pod. Pods of restartPolicy Always
  *   (the default) run forever.
+ * - A running container reports its `resources` and `allocatedResources` (cpu and memory) as
+ *   kube 1.34's kubelet does; a Pod resized in place (pods/resize) gets its containers' new
+ *   resources and `status.observedGeneration` at once (every resize is accepted).
  * - An ephemeral container added to a Running Pod (`kubectl debug`) is reported running, and
  *   terminated when the Pod finishes.
  * - A Pod of this node being deleted (the API server deletes bound Pods gracefully: it sets
@@ -923,6 +926,31 @@ static char *container_id(const json *pod, const char *name) {
 }
 
 /* One status per container of spec.containers (or spec.initContainers), in the given state. */
+/* The cpu and memory of a container's requests or limits (what a kubelet reports it configured),
+ * a new object. */
+static json *cpu_memory(const json *container, const char *which) {
+    json *out = json_new_object();
+    json *from = json_get(json_get(container, "resources"), which);
+    for (const char **r = (const char *[]){"cpu", "memory", NULL}; *r; r++) {
+        json *q = json_get(from, *r);
+        if (json_is_string(q)) json_set(out, *r, json_dup(q));
+    }
+    return out;
+}
+
+/* A running container's `resources` and `allocatedResources`, as kube 1.34's kubelet reports
+ * them (in-place resize needs them): what it runs with is what the spec asks. */
+static void report_resources(json *status, const json *container) {
+    json *requests = cpu_memory(container, "requests"), *limits = cpu_memory(container, "limits");
+    json *resources = json_new_object();
+    if (json_len(requests)) json_set(resources, "requests", json_dup(requests));
+    if (json_len(limits)) json_set(resources, "limits", limits);
+    else json_free(limits);
+    json_set(status, "resources", resources);
+    if (json_len(requests)) json_set(status, "allocatedResources", requests);
+    else json_free(requests);
+}
+
 static json *container_statuses(const json *pod, const char *list, const char *state, const char *now) {
     json *out = json_new_array();
     for (json *c = json_first(json_pointer(pod, list)); c; c = json_next(c)) {
@@ -940,10 +968,12 @@ static json *container_statuses(const json *pod, const char *list, const char *s
                                 "\"started\":false,\"restartCount\":0,\"state\":{\"terminated\":{\"exitCode\":0,"
                                 "\"reason\":\"Completed\",\"startedAt\":%s,\"finishedAt\":%s,\"containerID\":%s}}}",
                                 name, image, image, id, now, now, id);
-            else
+            else {
                 st = json_build("{\"name\":%s,\"image\":%s,\"imageID\":%s,\"containerID\":%s,\"ready\":true,"
                                 "\"started\":true,\"restartCount\":0,\"state\":{\"running\":{\"startedAt\":%s}}}",
                                 name, image, image, id, now);
+                report_resources(st, c);
+            }
             free(id);
         }
         json_push(out, st);
@@ -1094,6 +1124,47 @@ static turtles_outcome run_to_completion(const turtles_key *key, const json *pod
     return turtles_done();
 }
 
+/* Whether a running container's reported resources differ from what its spec asks (an in-place
+ * resize through pods/resize). */
+static bool resized(const json *pod) {
+    json *statuses = json_pointer(pod, "/status/containerStatuses");
+    for (json *c = json_first(json_pointer(pod, "/spec/containers")); c; c = json_next(c)) {
+        const char *name = json_pstr(c, "/name", "");
+        for (json *st = json_first(statuses); st; st = json_next(st)) {
+            if (strcmp(json_pstr(st, "/name", ""), name) != 0) continue;
+            json *want = json_new_object();
+            report_resources(want, c);
+            bool same = json_equal(json_get(want, "resources"), json_get(st, "resources")) &&
+                        json_equal(json_get(want, "allocatedResources"), json_get(st, "allocatedResources"));
+            json_free(want);
+            if (!same) return true;
+        }
+    }
+    return false;
+}
+
+/* kube 1.34's kubelet after an accepted resize: each container's resources and
+ * allocatedResources as asked, and status.observedGeneration the Pod's generation. */
+static turtles_outcome apply_resize(const turtles_key *key, const json *pod) {
+    json *statuses = json_dup(json_pointer(pod, "/status/containerStatuses"));
+    for (json *st = json_first(statuses); st; st = json_next(st)) {
+        const char *name = json_pstr(st, "/name", "");
+        for (json *c = json_first(json_pointer(pod, "/spec/containers")); c; c = json_next(c)) {
+            if (strcmp(json_pstr(c, "/name", ""), name) != 0) continue;
+            json_remove(st, "resources");
+            json_remove(st, "allocatedResources");
+            report_resources(st, c);
+        }
+    }
+    json *patch = json_build("{\"status\":{\"containerStatuses\":%J}}", statuses);
+    json *generation = json_pointer(pod, "/metadata/generation");
+    if (json_is_number(generation)) json_set(json_get(patch, "status"), "observedGeneration", json_dup(generation));
+    turtles_outcome err;
+    if (!patch_pod(key, "/status", patch, "resized status of", &err)) return err;
+    turtles_info("pod %s/%s resized", key->namespace_, key->name);
+    return turtles_done();
+}
+
 /* The ephemeral containers' statuses, each running (kubectl debug waits for its container). */
 static turtles_outcome ephemeral_started(const turtles_key *key, const json *pod) {
     char now[32];
@@ -1150,6 +1221,8 @@ static turtles_outcome reconcile_pod(const turtles_key *key, const json *pod) {
         if (json_len(json_pointer(pod, "/status/ephemeralContainerStatuses")) !=
             json_len(json_pointer(pod, "/spec/ephemeralContainers")))
             return ephemeral_started(key, pod);
+        /* Resized in place (pods/resize): the containers run with their new resources. */
+        if (resized(pod)) return apply_resize(key, pod);
         const char *restart = json_pstr(pod, "/spec/restartPolicy", "Always");
         if (strcmp(restart, "Never") == 0 || strcmp(restart, "OnFailure") == 0) return run_to_completion(key, pod);
         return turtles_done(); /* already up, for good */

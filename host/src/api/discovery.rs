@@ -143,6 +143,7 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
                         subs.push(json!({"subresource": "exec", "responseKind": core("PodExecOptions"), "verbs": ["create", "get"]}));
                         subs.push(json!({"subresource": "log", "responseKind": kind, "verbs": ["get"]}));
                         subs.push(json!({"subresource": "portforward", "responseKind": core("PodPortForwardOptions"), "verbs": ["create", "get"]}));
+                        subs.push(json!({"subresource": "resize", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
                     }
                     if r.group.is_empty() && r.resource == "serviceaccounts" {
                         subs.push(json!({"subresource": "token", "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}, "verbs": ["create"]}));
@@ -325,6 +326,7 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
                 "PodPortForwardOptions",
                 &["create", "get"],
             ));
+            list.push(stream("pods/resize", "Pod", &["get", "patch", "update"]));
         }
         if r.group.is_empty() && r.resource == "serviceaccounts" {
             list.push(json!({

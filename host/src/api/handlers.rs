@@ -606,6 +606,9 @@ fn resolve(state: &AppState, info: &RequestInfo) -> Result<Target, ApiError> {
             false,
             false,
         ),
+        [name, "resize"] if is_pods && namespace.is_some() => {
+            (Some((*name).to_owned()), Subresource::Resize, false, false)
+        }
         [name, "eviction"] if is_pods && namespace.is_some() => {
             eviction = true;
             (Some((*name).to_owned()), Subresource::Main, false, false)

@@ -154,7 +154,8 @@ impl WriteGuard for CsrGuard {
             Subresource::Main
             | Subresource::Scale
             | Subresource::Finalize
-            | Subresource::EphemeralContainers => {}
+            | Subresource::EphemeralContainers
+            | Subresource::Resize => {}
         }
         Ok(())
     }

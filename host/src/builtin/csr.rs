@@ -146,7 +146,8 @@ pub fn prepare_update(sub: Subresource, current: &Value, new: &mut Value) {
         Subresource::Main
         | Subresource::Scale
         | Subresource::Finalize
-        | Subresource::EphemeralContainers => {}
+        | Subresource::EphemeralContainers
+        | Subresource::Resize => {}
     }
 }
 

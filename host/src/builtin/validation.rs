@@ -73,6 +73,159 @@ pub fn ephemeral_containers_update(new: &Value, old: Option<&Value>) -> Vec<Caus
     causes
 }
 
+/// kube 1.34's `ValidatePodResize` (the `resize` subresource; `merge_update` has already kept
+/// only the containers' `resources` and `resizePolicy` from the request): the Pod as a whole
+/// valid; no pod-level resources, static or Windows Pod; the same QoS class; containers in the
+/// same order; no request or limit removed; a memory limit not lowered or added unless the
+/// container restarts for it; and nothing but cpu and memory changed.
+pub fn pod_resize(new: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = pod::pod(new, None);
+    let Some(old) = old else {
+        return causes;
+    };
+    let spec = |p: &Value| p.get("spec").cloned().unwrap_or(Value::Null);
+    let (new_spec, old_spec) = (spec(new), spec(old));
+    let pod_level = |s: &Value| {
+        s.pointer("/resources/requests")
+            .or_else(|| s.pointer("/resources/limits"))
+            .is_some_and(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+    };
+    if pod_level(&old_spec) || pod_level(&new_spec) {
+        return vec![field::forbidden(
+            "",
+            "pods with pod-level resources cannot be resized",
+        )];
+    }
+    if old
+        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+        .is_some()
+    {
+        return vec![field::forbidden("", "static pods cannot be resized")];
+    }
+    if old_spec.pointer("/os/name").and_then(Value::as_str) == Some("windows") {
+        return vec![field::forbidden("", "windows pods cannot be resized")];
+    }
+    let old_qos = old
+        .pointer("/status/qosClass")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| crate::model::workloads::qos_class(Some(&old_spec)));
+    if crate::model::workloads::qos_class(Some(&new_spec)) != old_qos {
+        let shown = new
+            .pointer("/status/qosClass")
+            .and_then(Value::as_str)
+            .unwrap_or(old_qos);
+        causes.push(field::invalid_str(
+            "spec",
+            shown,
+            "Pod QOS Class may not change as a result of resizing",
+        ));
+    }
+    let names = |s: &Value, list: &str| -> Vec<String> {
+        field::items(s, list)
+            .iter()
+            .map(|c| field::str_of(c, "name").to_owned())
+            .collect()
+    };
+    for list in ["containers", "initContainers"] {
+        let (now, was) = (names(&new_spec, list), names(&old_spec, list));
+        if now.len() != was.len() {
+            causes.push(field::forbidden(
+                &format!("spec.{list}"),
+                "containers may not be added or removed on resize",
+            ));
+            return causes;
+        }
+        for (i, (a, b)) in now.iter().zip(&was).enumerate() {
+            if a != b {
+                causes.push(field::forbidden(
+                    &format!("spec.{list}[{i}].name"),
+                    "containers may not be renamed or reordered on resize",
+                ));
+                return causes;
+            }
+        }
+    }
+    // validateContainerResize, for the containers and the sidecars.
+    for list in ["containers", "initContainers"] {
+        let (now, was) = (field::items(&new_spec, list), field::items(&old_spec, list));
+        for (i, (c, o)) in now.iter().zip(was).enumerate() {
+            let sidecar = list == "initContainers" && field::str_of(o, "restartPolicy") == "Always";
+            if list == "initContainers" && !sidecar {
+                continue;
+            }
+            let path = format!("spec.{list}[{i}].resources");
+            let res = |x: &Value, which: &str| {
+                x.pointer(&format!("/resources/{which}"))
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            for which in ["requests", "limits"] {
+                let (a, b) = (res(c, which), res(o, which));
+                if !b.is_empty() && a.is_empty() {
+                    causes.push(field::forbidden(
+                        &format!("{path}.{which}"),
+                        &format!("resource {which} cannot be removed"),
+                    ));
+                }
+            }
+            let memory_policy = field::items(c, "resizePolicy")
+                .iter()
+                .find(|p| field::str_of(p, "resourceName") == "memory")
+                .map(|p| field::str_of(p, "restartPolicy").to_owned())
+                .unwrap_or_default();
+            if memory_policy != "RestartContainer" {
+                let amount = |m: &serde_json::Map<String, Value>| {
+                    m.get("memory")
+                        .and_then(Value::as_str)
+                        .and_then(|q| crate::builtin::quantity::nano_value(q).ok())
+                        .map(|(n, _)| n)
+                };
+                let (now_limit, was_limit) = (amount(&res(c, "limits")), amount(&res(o, "limits")));
+                let path = format!("{path}.limits[memory]");
+                match (now_limit, was_limit) {
+                    (Some(a), Some(b)) if a < b => causes.push(field::forbidden(
+                        &path,
+                        "memory limits cannot be decreased unless resizePolicy is RestartContainer",
+                    )),
+                    (Some(_), None) => causes.push(field::forbidden(
+                        &path,
+                        "memory limits cannot be added unless resizePolicy is RestartContainer",
+                    )),
+                    _ => {}
+                }
+            }
+        }
+    }
+    // Nothing but cpu and memory may change.
+    let strip = |s: &Value| {
+        let mut s = s.clone();
+        for list in ["containers", "initContainers"] {
+            if let Some(cs) = s.get_mut(list).and_then(Value::as_array_mut) {
+                for c in cs {
+                    for which in ["requests", "limits"] {
+                        if let Some(m) = c
+                            .pointer_mut(&format!("/resources/{which}"))
+                            .and_then(Value::as_object_mut)
+                        {
+                            m.remove("cpu");
+                            m.remove("memory");
+                        }
+                    }
+                }
+            }
+        }
+        s
+    };
+    if strip(&new_spec) != strip(&old_spec) {
+        causes.push(field::forbidden(
+            "spec",
+            "only cpu and memory resources are mutable",
+        ));
+    }
+    causes
+}
+
 /// The validation of a write of a built-in kind through `sub`: kube's `ValidateX` on create,
 /// `ValidateXUpdate` on update, the status-only `ValidateXStatusUpdate` through `/status` for
 /// the kinds that have one, and nothing here for `ephemeralcontainers` (its own rule runs from
@@ -86,7 +239,7 @@ pub fn for_write(
 ) -> Vec<Cause> {
     use crate::service::Subresource;
     match (sub, old) {
-        (Subresource::EphemeralContainers, _) => Vec::new(),
+        (Subresource::EphemeralContainers | Subresource::Resize, _) => Vec::new(),
         (Subresource::Status, Some(old)) => status_update(group, resource, obj, old)
             .unwrap_or_else(|| crate::model::workloads::validate(group, resource, obj, Some(old))),
         _ => crate::model::workloads::validate(group, resource, obj, old),
