@@ -367,6 +367,21 @@ pub async fn admit(
     new: &Value,
     dry_run: bool,
 ) -> Result<Option<Charged>, ApiError> {
+    charge(svc, ri, ns, old, new, dry_run, false).await
+}
+
+/// [`admit`], and with `resize` a Pod's `resize` too: kube's pod evaluator charges what a
+/// resize adds.
+#[allow(clippy::too_many_arguments)]
+pub async fn charge(
+    svc: &Service,
+    ri: &ResourceInfo,
+    ns: &str,
+    old: Option<&Value>,
+    new: &Value,
+    dry_run: bool,
+    resize: bool,
+) -> Result<Option<Charged>, ApiError> {
     if ns.is_empty() || !ri.namespaced() {
         return Ok(None);
     }
@@ -391,6 +406,7 @@ pub async fn admit(
     // Object counts and Pods are charged on create only (kube's evaluators); Services (node
     // ports, load balancers) and claims (storage) on updates too.
     if old.is_some()
+        && !resize
         && !(ri.group.is_empty()
             && matches!(ri.resource.as_str(), "services" | "persistentvolumeclaims"))
     {

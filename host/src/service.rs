@@ -2238,8 +2238,11 @@ impl Service {
                 crate::volume_admission::check_resize(self, ri, &new, &view_value)?;
             }
             let _charged = match opts.user {
-                Some(_) if matches!(sub, Subresource::Main | Subresource::Resize) => {
+                Some(_) if sub == Subresource::Main => {
                     crate::quota::admit(self, ri, ns, old, &new, opts.dry_run).await?
+                }
+                Some(_) if sub == Subresource::Resize => {
+                    crate::quota::charge(self, ri, ns, old, &new, opts.dry_run, true).await?
                 }
                 _ => None,
             };

@@ -45,6 +45,16 @@ fn a_pod_is_resized_in_place_with_kubes_rules() {
     s.drop_controller("node", &guest("node")).unwrap();
     s.wait_controllers_running(&["node"], LOAD_DEADLINE)
         .unwrap();
+    // A quota on cpu requests: the Pod's 100m fits, and a resize is charged for what it adds.
+    s.kubectl_apply(
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: cpu}\nspec: {hard: {requests.cpu: 160m}}\n",
+    );
+    poll("the quota's status", DEADLINE, || {
+        s.kubectl_json(&["get", "resourcequota", "cpu"])["status"]["hard"]
+            .is_object()
+            .then_some(())
+    })
+    .unwrap();
     s.kubectl_apply(POD);
     let pod = poll("app Running", DEADLINE, || {
         let pod = s.kubectl_json(&["get", "pod", "app"]);
@@ -88,6 +98,14 @@ fn a_pod_is_resized_in_place_with_kubes_rules() {
         (
             r#"{"spec":{"containers":[{"name":"c","resources":{"requests":{"ephemeral-storage":"1Gi"}}}]}}"#,
             "spec: Forbidden: only cpu and memory resources are mutable",
+        ),
+        (
+            r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":null}}}]}}"#,
+            "spec.containers[0].resources.limits: Forbidden: resource limits cannot be removed",
+        ),
+        (
+            r#"{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"}}}]}}"#,
+            "exceeded quota: cpu, requested: requests.cpu=100m, used: requests.cpu=100m, limited: requests.cpu=160m",
         ),
         (
             r#"{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m","memory":"128Mi"}}}]}}"#,

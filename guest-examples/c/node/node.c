@@ -1127,6 +1127,11 @@ static turtles_outcome run_to_completion(const turtles_key *key, const json *pod
 /* Whether a running container's reported resources differ from what its spec asks (an in-place
  * resize through pods/resize). */
 static bool resized(const json *pod) {
+    /* Once reported, observedGeneration follows every spec change (kstatus-style tools wait
+     * for it). */
+    json *observed = json_pointer(pod, "/status/observedGeneration");
+    if (json_is_number(observed) && !json_equal(observed, json_pointer(pod, "/metadata/generation")))
+        return true;
     json *statuses = json_pointer(pod, "/status/containerStatuses");
     for (json *c = json_first(json_pointer(pod, "/spec/containers")); c; c = json_next(c)) {
         const char *name = json_pstr(c, "/name", "");

@@ -160,9 +160,10 @@ pub fn pod_resize(new: &Value, old: Option<&Value>) -> Vec<Cause> {
                     .cloned()
                     .unwrap_or_default()
             };
+            // kube's `resourcesRemoved`: any resource the container had, gone.
             for which in ["requests", "limits"] {
                 let (a, b) = (res(c, which), res(o, which));
-                if !b.is_empty() && a.is_empty() {
+                if b.keys().any(|k| !a.contains_key(k)) {
                     causes.push(field::forbidden(
                         &format!("{path}.{which}"),
                         &format!("resource {which} cannot be removed"),
@@ -197,27 +198,71 @@ pub fn pod_resize(new: &Value, old: Option<&Value>) -> Vec<Cause> {
             }
         }
     }
-    // Nothing but cpu and memory may change.
-    let strip = |s: &Value| {
+    // Nothing but cpu and memory may change, and only for the containers and the sidecars.
+    // A container's resources without cpu and memory, empty maps left out (adding a requests
+    // or limits map of cpu or memory is a resize like any other).
+    let rest = |c: &Value| -> Value {
+        let mut r = c.get("resources").cloned().unwrap_or(Value::Null);
+        if let Some(m) = r.as_object_mut() {
+            for which in ["requests", "limits"] {
+                if let Some(q) = m.get_mut(which).and_then(Value::as_object_mut) {
+                    q.remove("cpu");
+                    q.remove("memory");
+                }
+                if m.get(which)
+                    .is_some_and(|q| q.as_object().is_some_and(|o| o.is_empty()))
+                {
+                    m.remove(which);
+                }
+            }
+        }
+        match r {
+            Value::Object(m) if m.is_empty() => Value::Null,
+            other => other,
+        }
+    };
+    let without_resources = |s: &Value| {
         let mut s = s.clone();
         for list in ["containers", "initContainers"] {
-            if let Some(cs) = s.get_mut(list).and_then(Value::as_array_mut) {
-                for c in cs {
-                    for which in ["requests", "limits"] {
-                        if let Some(m) = c
-                            .pointer_mut(&format!("/resources/{which}"))
-                            .and_then(Value::as_object_mut)
-                        {
-                            m.remove("cpu");
-                            m.remove("memory");
-                        }
-                    }
+            for c in s
+                .get_mut(list)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(c) = c.as_object_mut() {
+                    c.remove("resources");
                 }
             }
         }
         s
     };
-    if strip(&new_spec) != strip(&old_spec) {
+    let mut changed = false;
+    for list in ["containers", "initContainers"] {
+        let (now, was) = (field::items(&new_spec, list), field::items(&old_spec, list));
+        for (i, (c, o)) in now.iter().zip(was).enumerate() {
+            let sidecar = field::str_of(o, "restartPolicy") == "Always";
+            let path = format!("spec.{list}[{i}].resources");
+            if list == "initContainers" && !sidecar {
+                if c.get("resources") != o.get("resources") {
+                    causes.push(field::forbidden(
+                        &path,
+                        "resources for non-sidecar init containers are immutable",
+                    ));
+                }
+            } else if rest(c) != rest(o) {
+                if list == "initContainers" {
+                    causes.push(field::forbidden(
+                        &path,
+                        "only cpu and memory resources for sidecar containers are mutable",
+                    ));
+                } else {
+                    changed = true;
+                }
+            }
+        }
+    }
+    if changed || without_resources(&new_spec) != without_resources(&old_spec) {
         causes.push(field::forbidden(
             "spec",
             "only cpu and memory resources are mutable",
@@ -841,6 +886,49 @@ fn secret(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resize_follows_kubes_rules() {
+        let pod = |init_cpu: &str, c_res: Value| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "d"},
+                "spec": {"initContainers": [{"name": "i", "image": "x",
+                    "resources": {"requests": {"cpu": init_cpu}}}],
+                    "containers": [{"name": "c", "image": "x", "resources": c_res}]},
+                "status": {"qosClass": "Burstable"}})
+        };
+        let old = pod("100m", serde_json::json!({"requests": {"cpu": "100m"}}));
+        let msgs = |new: &Value| -> Vec<String> {
+            pod_resize(new, Some(&old))
+                .iter()
+                .map(|c| c.to_string())
+                .collect()
+        };
+        // A cpu change, and a limits map added where there was none.
+        assert!(msgs(&pod(
+            "100m",
+            serde_json::json!({"requests": {"cpu": "150m"}})
+        ))
+        .is_empty());
+        assert!(msgs(&pod(
+            "100m",
+            serde_json::json!({"requests": {"cpu": "100m"}, "limits": {"cpu": "300m"}})
+        ))
+        .is_empty());
+        // A regular init container's resources do not change.
+        assert_eq!(
+            msgs(&pod("200m", serde_json::json!({"requests": {"cpu": "100m"}}))),
+            ["spec.initContainers[0].resources: Forbidden: resources for non-sidecar init containers are immutable"]
+        );
+        // Removing one request.
+        let both = pod(
+            "100m",
+            serde_json::json!({"requests": {"cpu": "100m", "memory": "1Gi"}}),
+        );
+        let fewer = pod("100m", serde_json::json!({"requests": {"cpu": "100m"}}));
+        assert!(pod_resize(&fewer, Some(&both))
+            .iter()
+            .any(|c| c.to_string() == "spec.containers[0].resources.requests: Forbidden: resource requests cannot be removed"));
+    }
 
     #[test]
     fn a_daemon_set_template_generation_is_the_servers() {

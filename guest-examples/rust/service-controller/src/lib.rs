@@ -117,21 +117,19 @@ fn write_status(svc: &Value, ingress: &[Value]) -> Result<Value, ApiError> {
     )
 }
 
-/// Set or drop the finalizer (a merge patch of the list, guarded by the resourceVersion).
+/// Add or remove the finalizer with a strategic merge patch, as kube's controller does: the
+/// other finalizers are left as they are, whoever wrote them meanwhile.
 fn set_finalizer(svc: &Value, present: bool) -> Result<Value, ApiError> {
-    let mut finalizers: Vec<Value> = svc
-        .pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    finalizers.retain(|f| f != FINALIZER);
-    if present {
-        finalizers.push(json!(FINALIZER));
-    }
-    api::patch_merge(
+    let patch = if present {
+        json!({"metadata": {"finalizers": [FINALIZER]}})
+    } else {
+        json!({"metadata": {"$deleteFromPrimitiveList/finalizers": [FINALIZER]}})
+    };
+    api::request(
+        "PATCH",
         &path(svc),
-        &json!({"metadata": {"finalizers": finalizers,
-            "resourceVersion": svc["metadata"]["resourceVersion"]}}),
+        "application/strategic-merge-patch+json",
+        Some(&patch),
     )
 }
 
@@ -145,11 +143,12 @@ fn sync(svc: &Value) -> Result<(), String> {
         if exists {
             record(svc, false, "DeletingLoadBalancer", "Deleting load balancer");
         }
-        record(svc, false, "DeletedLoadBalancer", "Deleted load balancer");
         let svc = write_status(svc, &[]).map_err(|e| failed(svc, &e))?;
         return match set_finalizer(&svc, false) {
-            Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
+            Ok(_) | Err(ApiError { code: 404, .. }) => {
+                record(&svc, false, "DeletedLoadBalancer", "Deleted load balancer");
+                Ok(())
+            }
             Err(e) => Err(failed(&svc, &e)),
         };
     }
@@ -163,7 +162,7 @@ fn sync(svc: &Value) -> Result<(), String> {
         .and_then(Value::as_array)
         .map_or(&[][..], |v| v);
     // Ensured already, and nothing changed: no Events (kube syncs on changes that matter).
-    if plan::has_finalizer(svc) && plan::same_ingress(current, &ingress) && !ingress.is_empty() {
+    if plan::has_finalizer(svc) && plan::same_ingress(current, &ingress) {
         return Ok(());
     }
     record(svc, false, "EnsuringLoadBalancer", "Ensuring load balancer");
