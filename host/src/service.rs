@@ -2237,6 +2237,10 @@ impl Service {
                 crate::limitrange::validate(self, ri, ns, &new)?;
                 crate::volume_admission::check_resize(self, ri, &new, &view_value)?;
             }
+            // kube's LimitRanger validates a Pod's resize as it validates a new Pod.
+            if sub == Subresource::Resize {
+                crate::limitrange::validate(self, ri, ns, &new)?;
+            }
             let _charged = match opts.user {
                 Some(_) if sub == Subresource::Main => {
                     crate::quota::admit(self, ri, ns, old, &new, opts.dry_run).await?

@@ -55,6 +55,10 @@ fn a_pod_is_resized_in_place_with_kubes_rules() {
             .then_some(())
     })
     .unwrap();
+    // A LimitRange: cpu limits up to 300m.
+    s.kubectl_apply(
+        "apiVersion: v1\nkind: LimitRange\nmetadata: {name: cap}\nspec: {limits: [{type: Container, max: {cpu: 300m}}]}\n",
+    );
     s.kubectl_apply(POD);
     let pod = poll("app Running", DEADLINE, || {
         let pod = s.kubectl_json(&["get", "pod", "app"]);
@@ -102,6 +106,10 @@ fn a_pod_is_resized_in_place_with_kubes_rules() {
         (
             r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":null}}}]}}"#,
             "spec.containers[0].resources.limits: Forbidden: resource limits cannot be removed",
+        ),
+        (
+            r#"{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"400m"}}}]}}"#,
+            "maximum cpu usage per Container is 300m, but limit is 400m",
         ),
         (
             r#"{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m"}}}]}}"#,
