@@ -185,7 +185,8 @@ impl Follower for EphemeralVolumeController {
                 if terminating(v) {
                     return;
                 }
-                let pod = obj.parse();
+                // Only the volumes, not the whole Pod at each of its changes.
+                let pod = json!({"spec": obj.pick("spec", &["volumes"])});
                 if ephemeral_volumes(&pod).next().is_some() {
                     self.base
                         .queue

@@ -134,6 +134,18 @@ fn pod_uses(pod: &Value, claim: &Value) -> bool {
         })
 }
 
+/// What this controller reads of a Pod (its claims, node and deletion), without parsing the
+/// rest of it.
+fn pod_view(pod: &crate::store::StoredObject) -> Value {
+    json!({
+        "metadata": pod.pick(
+            "metadata",
+            &["name", "namespace", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"],
+        ),
+        "spec": pod.pick("spec", &["nodeName", "volumes"]),
+    })
+}
+
 /// The claim protection controller; keys are `(namespace, claim)`.
 pub struct ClaimProtection {
     base: super::Base<(String, String)>,
@@ -248,7 +260,7 @@ impl Follower for ClaimProtection {
             PODS => {
                 // A Pod gone, shut down or unscheduled now: the claims it held being deleted
                 // may go.
-                let pod = obj.parse();
+                let pod = pod_view(obj);
                 let scheduled = |p: &Value| {
                     !p.pointer("/spec/nodeName")
                         .and_then(Value::as_str)
@@ -258,7 +270,7 @@ impl Follower for ClaimProtection {
                 let released = match how {
                     Observed::Deleted => true,
                     Observed::Modified => prev.is_some_and(|p| {
-                        let before = p.parse();
+                        let before = pod_view(p);
                         (shut_down(&pod) && !shut_down(&before))
                             || (!scheduled(&pod) && scheduled(&before))
                     }),
