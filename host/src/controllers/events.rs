@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::runtime::events::{cut, new_event, placement, Limiter, MAX_NOTE};
+use crate::runtime::events::{cut, limited_object, new_event, placement, Limiter, MAX_NOTE};
 use crate::runtime::wit;
 use crate::service::{Service, Subresource, WriteOptions};
 
@@ -36,32 +36,6 @@ pub async fn record(
     reason: &str,
     note: &str,
 ) {
-    let object = [
-        "/apiVersion",
-        "/kind",
-        "/metadata/namespace",
-        "/metadata/name",
-        "/metadata/uid",
-    ]
-    .map(|p| regarding.pointer(p).and_then(Value::as_str).unwrap_or(""))
-    .join("\0");
-    if let Err(why) = limiter(component).take(&object) {
-        tracing::debug!(component, reason, why, "event dropped");
-        return;
-    }
-    if let Err(e) = write(service, component, regarding, warning, reason, note).await {
-        tracing::debug!(component, reason, error = %e, "event not recorded");
-    }
-}
-
-async fn write(
-    service: &Service,
-    component: &str,
-    regarding: &Value,
-    warning: bool,
-    reason: &str,
-    note: &str,
-) -> Result<(), String> {
     let s = |p: &str| {
         regarding
             .pointer(p)
@@ -86,13 +60,23 @@ async fn write(
         action: String::new(),
         note: note.to_owned(),
     };
-    let note = cut(note, MAX_NOTE);
-    let (ns, name) = placement(component, &event, note);
+    if let Err(why) = limiter(component).take(&limited_object(&event.regarding)) {
+        tracing::debug!(component, reason, why, "event dropped");
+        return;
+    }
+    if let Err(e) = write(service, component, &event).await {
+        tracing::debug!(component, reason, error = %e, "event not recorded");
+    }
+}
+
+async fn write(service: &Service, component: &str, event: &wit::Event) -> Result<(), String> {
+    let note = cut(&event.note, MAX_NOTE);
+    let (ns, name) = placement(component, event, note);
     let now = crate::model::meta::now_rfc3339();
     let Some(ri) = service.registry.lookup("", "v1", "events") else {
         return Ok(());
     };
-    let body = new_event(component, &event, &ns, &name, note, &now);
+    let body = new_event(component, event, &ns, &name, note, &now);
     match service
         .create(&ri, &ns, body, &WriteOptions::default())
         .await

@@ -109,6 +109,13 @@ impl Limiter {
     }
 }
 
+/// The key an Event's object is limited by (see [`Limiter`]).
+pub(crate) fn limited_object(r: &wit::ObjectReference) -> String {
+    [&r.api_version, &r.kind, &r.namespace, &r.name, &r.uid]
+        .map(|s| s.as_str())
+        .join("\0")
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EventError {
     #[error("invalid event: {0}")]
@@ -297,10 +304,7 @@ pub async fn record(ctx: &HostCtx, e: wit::Event) -> Result<(), String> {
 async fn record_inner(ctx: &HostCtx, e: &wit::Event) -> Result<(), EventError> {
     validate(e)?;
     let r = &e.regarding;
-    let object = [&r.api_version, &r.kind, &r.namespace, &r.name, &r.uid]
-        .map(|s| s.as_str())
-        .join("\0");
-    if let Err(why) = ctx.events.take(&object) {
+    if let Err(why) = ctx.events.take(&limited_object(r)) {
         return Err(EventError::Api(format!("event dropped: {why}")));
     }
     let note = cut(&e.note, MAX_NOTE);
