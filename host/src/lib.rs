@@ -5,6 +5,7 @@
 //! store publishes committed events to watchers. See `docs/architecture.md`.
 
 pub mod admission;
+pub mod aggregator;
 pub mod allocator;
 pub mod api;
 pub mod apply;

@@ -44,6 +44,8 @@ pub enum ServerError {
     Auth(crate::auth::tokens::TokenError),
     #[error("TLS setup: {0}")]
     Tls(crate::auth::tls::TlsError),
+    #[error("the aggregation layer: {0}")]
+    Aggregator(crate::aggregator::AggregatorError),
     #[error("the CSR signer's CA (--cluster-signing-cert-file): {0}")]
     Signer(crate::auth::signer::SignerError),
     #[error("starting the WebAssembly runtime: {0}")]
@@ -514,11 +516,36 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     } else {
         let _ = std::fs::remove_file(&marker);
     }
+    // The aggregation layer: the front proxy's own CA and client certificate, the APIServices'
+    // controllers, and what extension servers read to trust the proxy.
+    let front_proxy =
+        crate::auth::tls::front_proxy(&cfg.data_dir.join("pki")).map_err(ServerError::Tls)?;
+    let aggregator =
+        crate::aggregator::Aggregator::new(&front_proxy).map_err(ServerError::Aggregator)?;
+    let client_ca = match (&cfg.tls.client_ca, &tls) {
+        (Some(path), Some(_)) => std::fs::read_to_string(path).ok(),
+        (None, Some(t)) if t.client_verifier.is_some() => Some(t.ca_pem.clone()),
+        _ => None,
+    };
+    tokio::spawn(crate::aggregator::availability::keep_discovery(
+        aggregator.clone(),
+        store.clone(),
+        shutdown_rx.clone(),
+    ));
+    tokio::spawn(crate::aggregator::authentication::keep(
+        service.clone(),
+        crate::aggregator::authentication::Trust {
+            client_ca,
+            requestheader_ca: front_proxy.ca_pem.clone(),
+        },
+        shutdown_rx.clone(),
+    ));
     let builtin_controllers = crate::controllers::start(
         service.clone(),
         issuer,
         root_ca,
         authority,
+        aggregator.clone(),
         crate::controllers::Settings {
             orphan_quarantine: cfg.orphaned_pod_quarantine,
             terminated_threshold: cfg.terminated_pod_gc_threshold,
@@ -544,6 +571,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         controllers: Default::default(),
         builtin_controllers,
         log_follows: Default::default(),
+        aggregator,
     });
     let router = api::router(state.clone());
     if let Some(dir) = &cfg.controllers {

@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
 pub mod etcd;
+pub mod extension;
 pub mod webhook;
 
 /// The `turtles` binary under test: `$TURTLES_BIN`, else `target/<profile>/turtles` beside the
@@ -597,7 +598,7 @@ pub fn item_names(list: &Value) -> Vec<String> {
         .unwrap_or_else(|| panic!("no items in {list}"))
         .iter()
         .map(|i| i["metadata"]["name"].as_str().unwrap_or("").to_owned())
-        .filter(|n| n != ROOT_CA)
+        .filter(|n| n != ROOT_CA && n != EXTENSION_AUTH)
         .collect()
 }
 
@@ -605,12 +606,20 @@ pub fn item_names(list: &Value) -> Vec<String> {
 /// namespace's ConfigMaps hold it besides what a test made. [`item_names`] leaves it out.
 pub const ROOT_CA: &str = "kube-root-ca.crt";
 
-/// `names` without [`ROOT_CA`].
+/// The ConfigMap the host keeps in `kube-system` for extension API servers (the aggregation
+/// layer's `extension-apiserver-authentication`).
+pub const EXTENSION_AUTH: &str = "extension-apiserver-authentication";
+
+/// `names` without the ConfigMaps the host keeps ([`ROOT_CA`], [`EXTENSION_AUTH`]).
 pub fn without_root_ca<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Vec<String> {
     names
         .into_iter()
         .map(|n| n.as_ref().to_owned())
-        .filter(|n| n != ROOT_CA && n != &format!("configmap/{ROOT_CA}"))
+        .filter(|n| {
+            ![ROOT_CA, EXTENSION_AUTH]
+                .iter()
+                .any(|k| n == k || n == &format!("configmap/{k}"))
+        })
         .collect()
 }
 

@@ -99,39 +99,12 @@ fn serve(
     let tls = rustls::ServerConnection::new(cfg).map_err(std::io::Error::other)?;
     let mut stream = rustls::StreamOwned::new(tls, conn);
     let mut buf: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 16 * 1024];
     loop {
-        let (head_end, length) = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-                let length = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                break (i + 4, length);
-            }
-            if buf.len() > 1 << 20 {
-                return Ok(());
-            }
-            let n = stream.read(&mut chunk)?;
-            if n == 0 {
-                return Ok(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
+        let Some((head, body)) = read_request(&mut stream, &mut buf)? else {
+            return Ok(());
         };
-        while buf.len() < head_end + length {
-            let n = stream.read(&mut chunk)?;
-            if n == 0 {
-                return Ok(());
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
         let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-        let review: Value =
-            serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or_default();
-        buf.drain(..head_end + length);
+        let review: Value = serde_json::from_slice(&body).unwrap_or_default();
         calls.fetch_add(1, Ordering::SeqCst);
         let mut response = handler(&path, &review["request"]);
         response["uid"] = review["request"]["uid"].clone();
@@ -148,4 +121,43 @@ fn serve(
         stream.write_all(out.as_bytes())?;
         stream.flush()?;
     }
+}
+
+/// Read one HTTP/1.1 request from `stream` (`buf` keeps what was read past it): its head as
+/// text and its body (`Content-Length` bytes). None when the client closed the connection.
+pub fn read_request(
+    stream: &mut impl Read,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<(String, Vec<u8>)>> {
+    let mut chunk = [0u8; 16 * 1024];
+    let (head_end, length) = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            break (i + 4, length);
+        }
+        if buf.len() > 1 << 20 {
+            return Ok(None);
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    while buf.len() < head_end + length {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let body = buf[head_end..head_end + length].to_vec();
+    buf.drain(..head_end + length);
+    Ok(Some((head, body)))
 }

@@ -254,23 +254,8 @@ impl HookClient {
                 return Ok(c.clone());
             }
         }
-        let mut roots = rustls::RootCertStore::empty();
-        let mut anchors = Vec::new();
-        if !ca_bundle.is_empty() {
-            use rustls::pki_types::pem::PemObject;
-            let pem = base64::engine::general_purpose::STANDARD
-                .decode(ca_bundle)
-                .map_err(|e| HookClientError::Config(format!("caBundle: {e}")))?;
-            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
-                let cert = cert.map_err(|e| HookClientError::Config(format!("caBundle: {e}")))?;
-                roots
-                    .add(cert.clone())
-                    .map_err(|e| HookClientError::Config(format!("caBundle: {e}")))?;
-                anchors.push(cert);
-            }
-        }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = RootsVerifier::new(roots, anchors, provider.clone())?;
+        let verifier = RootsVerifier::for_bundle(ca_bundle, provider.clone())?;
         let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| HookClientError::Config(format!("webhook client: {e}")))?
@@ -294,13 +279,36 @@ impl HookClient {
 /// one marked as a CA (`openssl req -x509` makes such certificates, and many webhook setups serve
 /// one with itself as the `caBundle`). Its name and validity period are still checked.
 #[derive(Debug)]
-struct RootsVerifier {
+pub(crate) struct RootsVerifier {
     inner: Option<Arc<rustls::client::WebPkiServerVerifier>>,
     anchors: Vec<rustls::pki_types::CertificateDer<'static>>,
     provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
 impl RootsVerifier {
+    /// Trusting a `caBundle` (base64 of PEM, as stored in webhook configurations and
+    /// APIServices); an empty one trusts no server.
+    pub(crate) fn for_bundle(
+        ca_bundle: &str,
+        provider: Arc<rustls::crypto::CryptoProvider>,
+    ) -> Result<Self, HookClientError> {
+        let bad = |e: &dyn std::fmt::Display| HookClientError::Config(format!("caBundle: {e}"));
+        let mut roots = rustls::RootCertStore::empty();
+        let mut anchors = Vec::new();
+        if !ca_bundle.is_empty() {
+            use rustls::pki_types::pem::PemObject;
+            let pem = base64::engine::general_purpose::STANDARD
+                .decode(ca_bundle)
+                .map_err(|e| bad(&e))?;
+            for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| bad(&e))?;
+                roots.add(cert.clone()).map_err(|e| bad(&e))?;
+                anchors.push(cert);
+            }
+        }
+        Self::new(roots, anchors, provider)
+    }
+
     fn new(
         roots: rustls::RootCertStore,
         anchors: Vec<rustls::pki_types::CertificateDer<'static>>,
@@ -509,7 +517,7 @@ async fn exchange(
 }
 
 /// A failed TLS handshake as Go words the common cases.
-fn tls_error(e: &std::io::Error) -> String {
+pub(crate) fn tls_error(e: &std::io::Error) -> String {
     let inner = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
     match inner {
         Some(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)) => {
@@ -552,7 +560,7 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// An IO error as Go prints it (`connection refused`, not `Connection refused (os error 111)`).
-fn go_io_error(e: &std::io::Error) -> String {
+pub(crate) fn go_io_error(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
         std::io::ErrorKind::ConnectionReset => "connection reset by peer".into(),

@@ -417,48 +417,10 @@ pub(crate) fn service_target(
                 "failed to call webhook: service \"{ns}/{name}\" has no port {port}"
             ))
         })?;
-    let slices = store
-        .list("endpointslices.discovery.k8s.io", None)
-        .map_err(|e| AdmissionError::Call(e.to_string()))?;
-    for slice in slices.items.values() {
-        let head = slice.head();
-        if crate::model::meta::namespace(head) != ns
-            || crate::model::meta::Meta::label(head, "kubernetes.io/service-name") != Some(name)
-        {
-            continue;
-        }
-        let whole = slice.parse();
-        let v = &*whole;
-        let Some(target_port) = v
-            .get("ports")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
-            .and_then(|p| p.get("port").and_then(Value::as_u64))
-            .and_then(|p| u16::try_from(p).ok())
-        else {
-            continue;
-        };
-        for ep in v
-            .get("endpoints")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
-                continue;
-            }
-            let addr = ep
-                .get("addresses")
-                .and_then(Value::as_array)
-                .and_then(|a| a.first())
-                .and_then(Value::as_str)
-                .and_then(|a| a.parse::<std::net::IpAddr>().ok());
-            if let Some(ip) = addr {
-                return Ok((url, host, std::net::SocketAddr::new(ip, target_port)));
-            }
-        }
+    let ready =
+        crate::aggregator::proxy::ready_endpoints(store, ns, name, &port_name).unwrap_or_default();
+    if let Some(addr) = ready.first() {
+        return Ok((url, host, *addr));
     }
     Err(AdmissionError::Call(format!(
         "failed to call webhook: service \"{ns}/{name}\" has no ready endpoints"

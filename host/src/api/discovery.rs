@@ -205,31 +205,60 @@ pub async fn core_versions(State(state): State<Arc<AppState>>, headers: HeaderMa
     json_response(StatusCode::OK, body.to_string())
 }
 
-pub async fn group_list(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if wants_aggregated(&headers) {
-        let items = state
-            .registry
-            .groups()
-            .iter()
-            .map(|(g, vs)| aggregated_group(&state, g, vs))
-            .collect();
-        return aggregated_response(items);
-    }
-    let groups: Vec<Value> = state
+/// The named groups in kube's discovery order, each with its versions in order: the groups
+/// this host serves and those of remote APIServices (`aggregator::ordered`).
+fn ordered_groups(state: &AppState) -> Vec<Vec<crate::aggregator::Listed>> {
+    let local: Vec<(String, String)> = state
         .registry
         .groups()
         .into_iter()
-        .map(|(name, versions)| {
-            let vs: Vec<Value> = versions
-                .iter()
-                .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
-                .collect();
-            let preferred = vs.first().cloned().unwrap_or(Value::Null);
-            json!({"name": name, "versions": vs, "preferredVersion": preferred})
-        })
+        .flat_map(|(g, vs)| vs.into_iter().map(move |v| (g.clone(), v)))
         .collect();
+    crate::aggregator::ordered(&local, Some(&state.aggregator))
+}
+
+/// One version's entry in aggregated discovery: a remote one's as its server last described
+/// it, or `Stale` while that could not be fetched.
+fn aggregated_version(state: &AppState, listed: &crate::aggregator::Listed) -> Value {
+    if listed.remote {
+        return match state.aggregator.discovery(&listed.name) {
+            Some(resources) => {
+                json!({"version": listed.version, "resources": resources, "freshness": "Current"})
+            }
+            None => json!({"version": listed.version, "freshness": "Stale"}),
+        };
+    }
+    aggregated_group(state, &listed.group, std::slice::from_ref(&listed.version))["versions"][0]
+        .clone()
+}
+
+pub async fn group_list(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let groups = ordered_groups(&state);
+    if wants_aggregated(&headers) {
+        let items = groups
+            .iter()
+            .map(|vs| {
+                let versions: Vec<Value> =
+                    vs.iter().map(|l| aggregated_version(&state, l)).collect();
+                json!({"metadata": {"name": vs[0].group, "creationTimestamp": null}, "versions": versions})
+            })
+            .collect();
+        return aggregated_response(items);
+    }
+    let groups: Vec<Value> = groups.iter().map(|vs| api_group(vs)).collect();
     let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});
     json_response(StatusCode::OK, body.to_string())
+}
+
+/// An `APIGroup`: its versions in order, the first preferred.
+fn api_group(versions: &[crate::aggregator::Listed]) -> Value {
+    let name = versions.first().map(|l| l.group.as_str()).unwrap_or("");
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|l| json!({"groupVersion": format!("{name}/{}", l.version), "version": l.version}))
+        .collect();
+    let preferred = vs.first().cloned().unwrap_or(Value::Null);
+    json!({"name": name, "versions": vs, "preferredVersion": preferred})
 }
 
 fn resource_entry(r: &ResourceInfo) -> Value {
@@ -371,14 +400,15 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
 
 /// A named group's `APIGroup` (`/apis/G`).
 pub fn group(state: &AppState, group: &str) -> Result<Response, ApiError> {
-    let groups = state.registry.groups();
-    let versions = groups.get(group).ok_or_else(ApiError::path_not_found)?;
-    let vs: Vec<Value> = versions
+    let groups = ordered_groups(state);
+    let versions = groups
         .iter()
-        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
-        .collect();
-    let preferred = vs.first().cloned().unwrap_or(Value::Null);
-    let body = json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": vs, "preferredVersion": preferred});
+        .find(|vs| vs[0].group == group)
+        .ok_or_else(ApiError::path_not_found)?;
+    let mut body = json!({"kind": "APIGroup", "apiVersion": "v1"});
+    if let (Some(b), Value::Object(g)) = (body.as_object_mut(), api_group(versions)) {
+        b.extend(g);
+    }
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 

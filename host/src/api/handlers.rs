@@ -58,6 +58,17 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         Some(info) => info.clone(),
         None => Arc::new(RequestInfo::parse(req.method(), req.uri())),
     };
+    // A remote APIService's group version: its extension server answers.
+    if let Some((api, discovery)) = state.aggregator.route(&state.registry, &info.path) {
+        return Ok(crate::aggregator::proxy::serve(
+            &state.aggregator,
+            &*state.service.store,
+            &api,
+            discovery,
+            req,
+        )
+        .await);
+    }
     let query = &info.query;
     if !info.resource_request {
         let segs: Vec<&str> = info

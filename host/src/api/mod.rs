@@ -80,6 +80,8 @@ pub struct AppState {
     pub builtin_controllers: Vec<crate::runtime::driver::MetricsSource>,
     /// The followed Pod logs open, per user (bounded).
     pub log_follows: Arc<pod_streams::Follows>,
+    /// The aggregation layer: APIServices and their extension servers.
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }
 
 /// The whole API as a router, so tests can drive it without a socket.

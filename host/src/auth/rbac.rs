@@ -1545,6 +1545,23 @@ pub fn bootstrap_objects() -> Vec<Value> {
         // kube keeps this binding without subjects (the Node authorizer took over).
         cluster_binding_json("system:node", Vec::new()),
     ]);
+    // kube's namespaced bootstrap policy: who may read the ConfigMap extension API servers
+    // trust the front proxy by (`aggregator::authentication`).
+    let reader = "extension-apiserver-authentication-reader";
+    let mut role_meta = bootstrap_metadata(reader, &[]);
+    role_meta["namespace"] = json!("kube-system");
+    objects.push(json!({"apiVersion": RBAC_API_VERSION, "kind": "Role", "metadata": role_meta,
+        "rules": [{"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["configmaps"],
+                   "resourceNames": ["extension-apiserver-authentication"]}]}));
+    let binding = format!("system::{reader}");
+    let mut binding_meta = bootstrap_metadata(&binding, &[]);
+    binding_meta["namespace"] = json!("kube-system");
+    let user = |n: &str| json!({"kind": "User", "apiGroup": RBAC_GROUP, "name": n});
+    objects.push(
+        json!({"apiVersion": RBAC_API_VERSION, "kind": "RoleBinding", "metadata": binding_meta,
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": reader},
+        "subjects": [user("system:kube-controller-manager"), user("system:kube-scheduler")]}),
+    );
     objects
 }
 
@@ -1610,6 +1627,8 @@ mod tests {
                 match o["kind"].as_str() {
                     Some("ClusterRole") => s.cluster_roles.push(o),
                     Some("ClusterRoleBinding") => s.cluster_role_bindings.push(o),
+                    Some("Role") => s.roles.push(o),
+                    Some("RoleBinding") => s.role_bindings.push(o),
                     other => panic!("unexpected kind {other:?}"),
                 }
             }
@@ -2706,7 +2725,8 @@ mod tests {
                 o["metadata"]["annotations"][AUTOUPDATE_ANNOTATION_KEY],
                 "true"
             );
-            assert!(o["metadata"].get("namespace").is_none());
+            let namespaced = o["kind"] == "Role" || o["kind"] == "RoleBinding";
+            assert_eq!(o["metadata"].get("namespace").is_some(), namespaced);
         }
         let find = |kind: &str, name: &str| {
             objects

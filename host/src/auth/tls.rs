@@ -164,6 +164,77 @@ pub fn generated(
     })
 }
 
+/// What this host presents to extension API servers when it proxies to them (kube's
+/// `--proxy-client-cert-file` and `--requestheader-client-ca-file`, as kubeadm makes them): a
+/// front-proxy CA of its own, never the cluster CA, so no client certificate the cluster CA
+/// issues (CertificateSigningRequests) can pass for the proxy.
+pub struct FrontProxy {
+    /// PEM of the CA extension servers verify the proxy's certificate with.
+    pub ca_pem: String,
+    /// The proxy's client certificate (PEM, `CN=front-proxy-client`) and key.
+    pub client_cert_pem: String,
+    pub client_key_pem: String,
+}
+
+/// The proxy's certificate's common name (kubeadm's), the one name extension servers allow.
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
+
+fn front_proxy_ca_params() -> Result<CertificateParams> {
+    let mut p = ca_params()?;
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, "turtles-front-proxy-ca");
+    dn.push(DnType::OrganizationName, "turtles");
+    p.distinguished_name = dn;
+    Ok(p)
+}
+
+/// Load or create `dir/front-proxy-ca.{crt,key}` and `dir/front-proxy-client.{crt,key}`.
+pub fn front_proxy(dir: &Path) -> Result<FrontProxy> {
+    std::fs::create_dir_all(dir).map_err(|source| TlsError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let (ca_crt, ca_key) = (
+        dir.join("front-proxy-ca.crt"),
+        dir.join("front-proxy-ca.key"),
+    );
+    let (cl_crt, cl_key) = (
+        dir.join("front-proxy-client.crt"),
+        dir.join("front-proxy-client.key"),
+    );
+    if !ca_crt.exists() || !ca_key.exists() {
+        let key = KeyPair::generate()?;
+        let cert = front_proxy_ca_params()?.self_signed(&key)?;
+        write_private(&ca_key, &key.serialize_pem())?;
+        write_private(&ca_crt, &cert.pem())?;
+        let _ = std::fs::remove_file(&cl_crt);
+    }
+    if !cl_crt.exists() || !cl_key.exists() {
+        let issuer = Issuer::new(
+            front_proxy_ca_params()?,
+            KeyPair::from_pem(&read(&ca_key)?)?,
+        );
+        let key = KeyPair::generate()?;
+        let mut p = CertificateParams::new(Vec::<String>::new())?;
+        p.distinguished_name = DistinguishedName::new();
+        p.distinguished_name
+            .push(DnType::CommonName, FRONT_PROXY_CLIENT);
+        p.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = p.signed_by(&key, &issuer)?;
+        write_private(&cl_key, &key.serialize_pem())?;
+        write_private(&cl_crt, &cert.pem())?;
+    }
+    Ok(FrontProxy {
+        ca_pem: read(&ca_crt)?,
+        client_cert_pem: read(&cl_crt)?,
+        client_key_pem: read(&cl_key)?,
+    })
+}
+
 /// The operator's own certificate chain and key; clients are told to trust that chain. Client
 /// certificates are accepted only with `client_ca`.
 pub fn provided(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<TlsMaterial> {

@@ -5,8 +5,9 @@
 //! `kube-root-ca.crt` publisher ([`rootca`]), the PodDisruptionBudget status controller
 //! ([`disruption`]), the ResourceQuota status controller ([`resourcequota`]), the Pod
 //! garbage collector ([`podgc`]), the ephemeral volume controller ([`ephemeral`]), the claim
-//! and volume protection controllers ([`volumeprotection`]) and the node lifecycle and taint
-//! eviction controllers ([`nodelifecycle`]). Like
+//! and volume protection controllers ([`volumeprotection`]), the node lifecycle and taint
+//! eviction controllers ([`nodelifecycle`]), and the aggregation layer's APIService
+//! registration and availability controllers (`crate::aggregator`). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
 //! (`kubectl get controllers`) next to the WebAssembly ones.
@@ -61,6 +62,8 @@ pub const BUILT_IN: &[&str] = &[
     tokens::IDENTITY.name,
     volumeprotection::PVC_IDENTITY.name,
     volumeprotection::PV_IDENTITY.name,
+    crate::aggregator::registration::IDENTITY.name,
+    crate::aggregator::availability::IDENTITY.name,
 ];
 
 /// Why a built-in reconcile failed (it is retried with backoff).
@@ -354,6 +357,7 @@ pub async fn start(
     issuer: Arc<crate::auth::serviceaccount::TokenIssuer>,
     root_ca: Option<Arc<str>>,
     authority: Option<Arc<crate::auth::signer::Authority>>,
+    aggregator: Arc<crate::aggregator::Aggregator>,
     settings: Settings,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<driver::MetricsSource> {
@@ -379,7 +383,12 @@ pub async fn start(
     let eviction = nodelifecycle::TaintEvictionController::new(service.clone());
     let pvc_protection = volumeprotection::ClaimProtection::new(service.clone());
     let pv_protection = volumeprotection::VolumeProtection::new(service.clone());
+    let registration = crate::aggregator::registration::Registration::new(service.clone());
+    let availability =
+        crate::aggregator::availability::Availability::new(service.clone(), aggregator);
     let mut followers = vec![
+        registration.clone() as Arc<dyn Follower>,
+        availability.clone() as Arc<dyn Follower>,
         gc.clone() as Arc<dyn Follower>,
         disruption.clone() as Arc<dyn Follower>,
         quotas.clone() as Arc<dyn Follower>,
@@ -414,6 +423,8 @@ pub async fn start(
         eviction.start(shutdown.clone()),
         pvc_protection.start(shutdown.clone()),
         pv_protection.start(shutdown.clone()),
+        registration.start(shutdown.clone()),
+        availability.start(shutdown.clone()),
     ];
     if let Some(s) = &signer {
         started.push(s.start(shutdown.clone()));

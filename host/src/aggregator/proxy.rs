@@ -1,0 +1,570 @@
+//! Requests for a remote APIService's group version, passed on to its extension server as
+//! kube-aggregator's `proxyHandler` does: authorized here first, then sent with the user in
+//! `X-Remote-User`/`X-Remote-Uid`/`X-Remote-Group`/`X-Remote-Extra-*` (whatever the client sent
+//! under those names, and its `Authorization` and `Impersonate-*` headers, dropped), over TLS
+//! with the front-proxy client certificate, the server verified with the APIService's
+//! `caBundle` as `NAME.NAMESPACE.svc`. Answers stream back as they come (watches included).
+//!
+//! The server is reached at a ready endpoint of the Service's EndpointSlices (kube's
+//! `--enable-aggregator-routing`): turtles' cluster IPs route nowhere.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+use super::{AggregatorError, ApiService, ServiceRef};
+use crate::admission::hook_client::{error_chain, go_io_error, tls_error, RootsVerifier};
+use crate::auth::rbac::UserInfo;
+use crate::model::{meta, ObjectKey};
+use crate::store::Store;
+
+/// How long a discovery request (`/apis/GROUP/VERSION`) may take (kube's
+/// `aggregatedDiscoveryTimeout`), and the availability probe's.
+pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The TLS client that calls extension servers, with the front-proxy certificate.
+pub struct Client {
+    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: rustls::pki_types::PrivateKeyDer<'static>,
+    /// TLS configurations by (CA bundle, skip verification).
+    configs: Mutex<HashMap<(String, bool), Arc<rustls::ClientConfig>>>,
+}
+
+const MAX_CONFIGS: usize = 64;
+
+impl Client {
+    pub fn new(front_proxy: &crate::auth::tls::FrontProxy) -> Result<Self, AggregatorError> {
+        use rustls::pki_types::pem::PemObject;
+        let chain: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(
+            front_proxy.client_cert_pem.as_bytes(),
+        )
+        .filter_map(Result::ok)
+        .collect();
+        let key =
+            rustls::pki_types::PrivateKeyDer::from_pem_slice(front_proxy.client_key_pem.as_bytes())
+                .map_err(|e| AggregatorError::Tls(format!("the front-proxy key: {e}")))?;
+        if chain.is_empty() {
+            return Err(AggregatorError::Tls(
+                "the front-proxy certificate holds no PEM certificate".into(),
+            ));
+        }
+        Ok(Self {
+            chain,
+            key,
+            configs: Mutex::default(),
+        })
+    }
+
+    fn config(
+        &self,
+        ca_bundle: &str,
+        insecure: bool,
+    ) -> Result<Arc<rustls::ClientConfig>, AggregatorError> {
+        let key = (ca_bundle.to_owned(), insecure);
+        if let Some(c) = self
+            .configs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(c.clone());
+        }
+        let provider = crate::auth::tls::provider();
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| AggregatorError::Tls(e.to_string()))?
+            .dangerous();
+        let builder = if insecure {
+            builder.with_custom_certificate_verifier(Arc::new(AnyServer(provider)))
+        } else {
+            let verifier = RootsVerifier::for_bundle(ca_bundle, provider)
+                .map_err(|e| AggregatorError::Tls(e.to_string()))?;
+            builder.with_custom_certificate_verifier(Arc::new(verifier))
+        };
+        let mut cfg = builder
+            .with_client_auth_cert(self.chain.clone(), self.key.clone_key())
+            .map_err(|e| AggregatorError::Tls(e.to_string()))?;
+        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let cfg = Arc::new(cfg);
+        let mut g = self.configs.lock().unwrap_or_else(PoisonError::into_inner);
+        if g.len() >= MAX_CONFIGS {
+            g.clear();
+        }
+        g.insert(key, cfg.clone());
+        Ok(cfg)
+    }
+
+    /// A new connection to `addr`, verified as `server_name`; its driver runs on its own task
+    /// until the answer's body is read or dropped.
+    pub async fn connect(
+        &self,
+        addr: SocketAddr,
+        server_name: &str,
+        ca_bundle: &str,
+        insecure: bool,
+    ) -> Result<http1::SendRequest<Body>, AggregatorError> {
+        let cfg = self.config(ca_bundle, insecure)?;
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| {
+            AggregatorError::Call(format!("dial tcp {addr}: connect: {}", go_io_error(&e)))
+        })?;
+        let _ = tcp.set_nodelay(true);
+        let name = rustls::pki_types::ServerName::try_from(server_name.to_owned())
+            .map_err(|e| AggregatorError::Tls(format!("server name {server_name:?}: {e}")))?;
+        let tls = tokio_rustls::TlsConnector::from(cfg)
+            .connect(name, tcp)
+            .await
+            .map_err(|e| AggregatorError::Call(tls_error(&e)))?;
+        let (sender, conn) = http1::handshake(TokioIo::new(tls))
+            .await
+            .map_err(|e| AggregatorError::Call(error_chain(&e)))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(sender)
+    }
+}
+
+/// `insecureSkipTLSVerify` (and the availability probe): any server certificate, the
+/// handshake's signature still checked.
+#[derive(Debug)]
+struct AnyServer(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Why a Service's server cannot be reached, as the availability controller reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unresolved {
+    ServiceNotFound,
+    /// A ClusterIP Service without the APIService's port.
+    PortError,
+    /// No EndpointSlice of the Service.
+    EndpointsNotFound,
+    /// No ready endpoint with the port's name.
+    MissingEndpoints {
+        port_name: String,
+    },
+    /// An ExternalName that does not resolve.
+    Lookup(String),
+}
+
+/// A ready endpoint of the Service `svc` names (its port mapped by name), or its ExternalName.
+/// `pick` chooses among several ready ones.
+pub async fn resolve(
+    store: &dyn Store,
+    svc: &ServiceRef,
+    pick: usize,
+) -> Result<SocketAddr, Unresolved> {
+    let stored = store
+        .get(&ObjectKey::new("services", &svc.namespace, &svc.name))
+        .ok_or(Unresolved::ServiceNotFound)?;
+    let spec = stored.pick("spec", &["type", "ports", "externalName"]);
+    let kind = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if kind == "ExternalName" {
+        let host = spec
+            .get("externalName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, svc.port))
+            .await
+            .map_err(|e| Unresolved::Lookup(format!("lookup {host}: {}", go_io_error(&e))))?
+            .collect();
+        // IPv4 first (`localhost` names both loopbacks; a server on one machine mostly
+        // listens on 127.0.0.1).
+        return addrs
+            .iter()
+            .find(|a| a.is_ipv4())
+            .or(addrs.first())
+            .copied()
+            .ok_or_else(|| Unresolved::Lookup(format!("lookup {host}: no such host")));
+    }
+    let port = spec
+        .get("ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|p| p.get("port").and_then(Value::as_u64) == Some(u64::from(svc.port)));
+    let port_name = match port {
+        Some(p) => p
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        None if kind == "ClusterIP" => return Err(Unresolved::PortError),
+        None => {
+            return Err(Unresolved::MissingEndpoints {
+                port_name: String::new(),
+            })
+        }
+    };
+    let ready = ready_endpoints(store, &svc.namespace, &svc.name, &port_name)
+        .ok_or(Unresolved::EndpointsNotFound)?;
+    if ready.is_empty() {
+        return Err(Unresolved::MissingEndpoints { port_name });
+    }
+    Ok(ready[pick % ready.len()])
+}
+
+/// The ready addresses of Service `namespace`/`name`'s EndpointSlices (the
+/// `kubernetes.io/service-name` label) for the port named `port_name`, as kube's endpoint
+/// resolver reads them; None when the Service has no EndpointSlice.
+pub fn ready_endpoints(
+    store: &dyn Store,
+    namespace: &str,
+    name: &str,
+    port_name: &str,
+) -> Option<Vec<SocketAddr>> {
+    let slices = store.list("endpointslices.discovery.k8s.io", None).ok()?;
+    let mut any = false;
+    let mut out = Vec::new();
+    for slice in slices.items.values() {
+        let head = slice.head();
+        if meta::namespace(head) != namespace
+            || meta::Meta::label(head, "kubernetes.io/service-name") != Some(name)
+        {
+            continue;
+        }
+        any = true;
+        let v = slice.parse();
+        let Some(port) = v
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
+            .and_then(|p| p.get("port").and_then(Value::as_u64))
+            .and_then(|p| u16::try_from(p).ok())
+        else {
+            continue;
+        };
+        for ep in v
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            if let Some(ip) = ep
+                .get("addresses")
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+                .and_then(Value::as_str)
+                .and_then(|a| a.parse::<std::net::IpAddr>().ok())
+            {
+                out.push(SocketAddr::new(ip, port));
+            }
+        }
+    }
+    any.then_some(out)
+}
+
+/// The name the server's certificate must hold.
+pub fn server_name(svc: &ServiceRef) -> String {
+    format!("{}.{}.svc", svc.name, svc.namespace)
+}
+
+/// kube's `proxyError`: plain text, as Go's `http.Error` writes it.
+pub fn text_error(code: StatusCode, text: &str) -> Response {
+    (
+        code,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        format!("{text}\n"),
+    )
+        .into_response()
+}
+
+/// Hop-by-hop headers, never passed on.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Whether a client's header stays on the proxied request.
+fn passed_on(name: &HeaderName) -> bool {
+    let n = name.as_str();
+    !(HOP_BY_HOP.contains(&n)
+        || n == "host"
+        || n == "authorization"
+        || n.starts_with("impersonate-")
+        || n == "x-remote-user"
+        || n == "x-remote-uid"
+        || n == "x-remote-group"
+        || n.starts_with("x-remote-extra-"))
+}
+
+/// client-go's `headerKeyEscape`: every byte that is not an HTTP token character, and `%`,
+/// as `%XX`.
+pub fn escape_extra_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        let token = b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b);
+        if token {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The user as the front proxy hands it on (client-go's `SetAuthProxyHeaders`).
+pub fn set_user(headers: &mut HeaderMap, user: &UserInfo) {
+    let mut add = |name: &str, value: &str| {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.append(n, v);
+        }
+    };
+    add("x-remote-user", &user.name);
+    if !user.uid.is_empty() {
+        add("x-remote-uid", &user.uid);
+    }
+    for g in &user.groups {
+        add("x-remote-group", g);
+    }
+    for (k, vs) in &user.extra {
+        let name = format!("x-remote-extra-{}", escape_extra_key(k));
+        for v in vs {
+            add(&name, v);
+        }
+    }
+}
+
+/// Serve a request for a remote APIService (already authenticated and authorized): 503
+/// `service unavailable` while it is not `Available` or its server cannot be resolved, else
+/// passed on.
+pub async fn serve(
+    aggregator: &super::Aggregator,
+    store: &dyn Store,
+    api: &ApiService,
+    discovery: bool,
+    req: axum::extract::Request,
+) -> Response {
+    if !api.available {
+        return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
+    }
+    let Some(user) = req
+        .extensions()
+        .get::<crate::auth::Principal>()
+        .map(|p| p.0.clone())
+    else {
+        return text_error(StatusCode::INTERNAL_SERVER_ERROR, "missing user");
+    };
+    let Some(svc) = &api.service else {
+        return text_error(StatusCode::NOT_FOUND, "");
+    };
+    let addr = match resolve(store, svc, aggregator.turn()).await {
+        Ok(a) => a,
+        Err(why) => {
+            tracing::warn!(apiservice = %api.name, reason = ?why, "error resolving {}/{}", svc.namespace, svc.name);
+            return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
+        }
+    };
+    forward(&aggregator.client, api, svc, addr, &user, req, discovery).await
+}
+
+/// Pass `req` on to `api`'s server at `addr` for `user`. `discovery`: the request is for the
+/// group version's resource list, which gets [`DISCOVERY_TIMEOUT`].
+pub async fn forward(
+    client: &Client,
+    api: &ApiService,
+    svc: &ServiceRef,
+    addr: SocketAddr,
+    user: &UserInfo,
+    req: axum::extract::Request,
+    discovery: bool,
+) -> Response {
+    let sender = client
+        .connect(
+            addr,
+            &server_name(svc),
+            &api.ca_bundle,
+            api.insecure_skip_tls_verify,
+        )
+        .await;
+    let mut sender = match sender {
+        Ok(s) => s,
+        Err(AggregatorError::Call(e)) => return text_error(StatusCode::SERVICE_UNAVAILABLE, &e),
+        Err(e) => return text_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let (parts, body) = req.into_parts();
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let mut out = hyper::Request::new(body);
+    *out.method_mut() = parts.method.clone();
+    *out.uri_mut() = match target.parse() {
+        Ok(u) => u,
+        Err(_) => return text_error(StatusCode::BAD_REQUEST, "invalid request URI"),
+    };
+    let headers = out.headers_mut();
+    for (name, value) in &parts.headers {
+        if passed_on(name) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    if let Ok(host) = HeaderValue::from_str(&addr.to_string()) {
+        headers.insert(header::HOST, host);
+    }
+    set_user(headers, user);
+    let sent = sender.send_request(out);
+    let answer = if discovery {
+        match tokio::time::timeout(DISCOVERY_TIMEOUT, sent).await {
+            Ok(r) => r,
+            Err(_) => {
+                return text_error(StatusCode::SERVICE_UNAVAILABLE, "context deadline exceeded")
+            }
+        }
+    } else {
+        sent.await
+    };
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => return text_error(StatusCode::SERVICE_UNAVAILABLE, &error_chain(&e)),
+    };
+    // kube's `--aggregator-reject-forwarding-redirect` (on by default).
+    if answer.status().is_redirection() && answer.headers().contains_key(header::LOCATION) {
+        return text_error(
+            StatusCode::BAD_GATEWAY,
+            "the backend attempted to redirect this request, which is not permitted",
+        );
+    }
+    let (mut head, incoming) = answer.into_parts();
+    let names: Vec<HeaderName> = head
+        .headers
+        .keys()
+        .filter(|n| HOP_BY_HOP.contains(&n.as_str()))
+        .cloned()
+        .collect();
+    for n in names {
+        head.headers.remove(n);
+    }
+    Response::from_parts(head, Body::new(incoming))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_keys_are_escaped_as_client_go_does() {
+        assert_eq!(
+            escape_extra_key("authentication.kubernetes.io/pod-name"),
+            "authentication.kubernetes.io%2Fpod-name"
+        );
+        assert_eq!(escape_extra_key("a b%c:d"), "a%20b%25c%3Ad");
+    }
+
+    #[test]
+    fn the_client_cannot_pass_its_own_identity_on() {
+        let mut h = HeaderMap::new();
+        for (k, v) in [
+            ("authorization", "Bearer secret"),
+            ("impersonate-user", "root"),
+            ("x-remote-user", "root"),
+            ("x-remote-group", "system:masters"),
+            ("x-remote-extra-scopes", "all"),
+            ("connection", "close"),
+            ("accept", "application/json"),
+        ] {
+            h.append(HeaderName::from_static(k), HeaderValue::from_static(v));
+        }
+        let kept: Vec<&str> = h
+            .keys()
+            .filter(|n| passed_on(n))
+            .map(|n| n.as_str())
+            .collect();
+        assert_eq!(kept, vec!["accept"]);
+        let mut out = HeaderMap::new();
+        let user = UserInfo {
+            name: "alice".into(),
+            uid: "u-1".into(),
+            groups: vec!["dev".into(), "system:authenticated".into()],
+            extra: [(
+                "authentication.kubernetes.io/pod-name".to_owned(),
+                vec!["p".to_owned()],
+            )]
+            .into_iter()
+            .collect(),
+        };
+        set_user(&mut out, &user);
+        assert_eq!(out.get("x-remote-user").unwrap(), "alice");
+        assert_eq!(out.get("x-remote-uid").unwrap(), "u-1");
+        let groups: Vec<_> = out.get_all("x-remote-group").iter().collect();
+        assert_eq!(groups, vec!["dev", "system:authenticated"]);
+        assert_eq!(
+            out.get("x-remote-extra-authentication.kubernetes.io%2Fpod-name")
+                .unwrap(),
+            "p"
+        );
+    }
+}
