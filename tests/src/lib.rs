@@ -747,6 +747,21 @@ impl Http {
         self.request("GET", path, None, None)
     }
 
+    /// A GET with this `Accept` header.
+    pub fn request_with_accept(&self, path: &str, accept: &str) -> Reply {
+        let resp = self
+            .client
+            .get(format!("{}{}", self.base, path))
+            .header("Accept", accept)
+            .send()
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        Reply {
+            status: resp.status().as_u16(),
+            headers: resp.headers().clone(),
+            body: resp.bytes().map(|b| b.to_vec()).unwrap_or_default(),
+        }
+    }
+
     pub fn post_json(&self, path: &str, body: &Value) -> Reply {
         self.request(
             "POST",

@@ -144,19 +144,34 @@ fn discovery_path(api: &ApiService) -> String {
     }
 }
 
-/// One GET to an extension server as `system:kube-aggregator` (group `system:masters`), the
-/// whole exchange within [`proxy::DISCOVERY_TIMEOUT`]: its status, headers and body.
+/// How one GET to an extension server goes: the server verified with the APIService's TLS
+/// settings (else not at all: kube's availability probe), and as `system:kube-aggregator` in
+/// `system:masters` or in no group (kube's legacy discovery fallback).
+struct Ask<'a> {
+    api: &'a ApiService,
+    svc: &'a ServiceRef,
+    verify: bool,
+    masters: bool,
+}
+
+/// One GET to an extension server, the whole exchange within [`proxy::DISCOVERY_TIMEOUT`]:
+/// its status, headers and body.
 async fn get(
     client: &proxy::Client,
     addr: std::net::SocketAddr,
-    svc: &ServiceRef,
+    ask: &Ask<'_>,
     path: &str,
     accept: &str,
 ) -> Result<(StatusCode, HeaderMap, Bytes), String> {
     let url = format!("https://{addr}{path}");
+    let (ca_bundle, insecure) = if ask.verify {
+        (ask.api.ca_bundle.as_str(), ask.api.insecure_skip_tls_verify)
+    } else {
+        ("", true)
+    };
     let exchange = async {
         let mut sender = client
-            .connect(addr, &proxy::server_name(svc), "", true)
+            .connect(addr, &proxy::server_name(ask.svc), ca_bundle, insecure)
             .await
             .map_err(|e| e.to_string())?;
         let mut req = hyper::Request::new(axum::body::Body::empty());
@@ -168,15 +183,20 @@ async fn get(
         if let Ok(a) = HeaderValue::from_str(accept) {
             h.insert(header::ACCEPT, a);
         }
+        let groups = if ask.masters {
+            vec!["system:masters".to_owned()]
+        } else {
+            Vec::new()
+        };
         proxy::set_user(
             h,
             &crate::auth::rbac::UserInfo {
                 name: "system:kube-aggregator".into(),
                 uid: String::new(),
-                groups: vec!["system:masters".into()],
+                groups,
                 extra: Default::default(),
             },
-        );
+        )?;
         let resp = sender
             .send_request(req)
             .await
@@ -300,10 +320,16 @@ impl Availability {
                 format!("failing or missing response from {url}: {e}"),
             )
         };
+        let ask = Ask {
+            api,
+            svc,
+            verify: false,
+            masters: true,
+        };
         match get(
             &self.aggregator.client,
             addr,
-            svc,
+            &ask,
             &path,
             "application/json",
         )
@@ -336,7 +362,7 @@ impl Availability {
         let current = match svc.get(&ri, "", name) {
             Ok(c) => c,
             Err(e) if e.code == 404 => {
-                self.aggregator.observe(name, None);
+                // The informer forgets it in the index (it alone writes the index).
                 self.failures
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -416,7 +442,14 @@ async fn fetch_discovery(
 ) -> RemoteDiscovery {
     let svc = api.service.as_ref()?;
     let addr = proxy::resolve(store, svc, turn).await.ok()?;
-    if let Ok((code, headers, body)) = get(client, addr, svc, "/apis", AGGREGATED).await {
+    // As kube reads it: through the proxy's own TLS settings (the APIService's caBundle).
+    let mut ask = Ask {
+        api,
+        svc,
+        verify: true,
+        masters: true,
+    };
+    if let Ok((code, headers, body)) = get(client, addr, &ask, "/apis", AGGREGATED).await {
         let v2 = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -426,11 +459,12 @@ async fn fetch_discovery(
                 .ok()
                 .and_then(|doc| from_aggregated(&doc, &api.group, &api.version))
             {
-                return Some(r);
+                return Some(Arc::new(r));
             }
         }
     }
-    let (code, _, body) = get(client, addr, svc, &discovery_path(api), "application/json")
+    ask.masters = false;
+    let (code, _, body) = get(client, addr, &ask, &discovery_path(api), "application/json")
         .await
         .ok()?;
     if !code.is_success() {
@@ -438,7 +472,7 @@ async fn fetch_discovery(
     }
     serde_json::from_slice::<Value>(&body)
         .ok()
-        .map(|l| from_resource_list(&l, &api.group, &api.version))
+        .map(|l| Arc::new(from_resource_list(&l, &api.group, &api.version)))
 }
 
 /// Every host's copy of the remote servers' discovery (for its `/apis`): read again whenever
@@ -460,10 +494,8 @@ pub async fn keep_discovery(
             } else {
                 None
             };
-            // Still the same APIService (not deleted or changed meanwhile).
-            if aggregator.get(&api.name).as_deref() == Some(&*api) {
-                aggregator.set_discovery(&api.name, found);
-            }
+            // Kept only if still the same APIService (not deleted or changed meanwhile).
+            aggregator.set_discovery(&api, found);
         }
         tokio::select! {
             () = tokio::time::sleep(EVERY) => {}

@@ -131,7 +131,7 @@ impl ApiService {
 
 /// What a remote server's discovery said of its group version: the `resources` of its
 /// `APIVersionDiscovery`, or None while it could not be fetched (shown as `Stale`).
-pub type RemoteDiscovery = Option<Value>;
+pub type RemoteDiscovery = Option<Arc<Value>>;
 
 /// The aggregation layer's shared state.
 pub struct Aggregator {
@@ -145,6 +145,8 @@ pub struct Aggregator {
     turn: std::sync::atomic::AtomicUsize,
     /// Notified when an APIService changes (the discovery of remote ones is read again).
     pub changed: tokio::sync::Notify,
+    /// Watches open through the proxy, per user (each holds a connection to a server).
+    pub watches: Arc<crate::api::pod_streams::Follows>,
 }
 
 impl std::fmt::Debug for Aggregator {
@@ -169,20 +171,26 @@ impl Aggregator {
             client: proxy::Client::new(front_proxy)?,
             turn: std::sync::atomic::AtomicUsize::new(0),
             changed: tokio::sync::Notify::new(),
+            watches: Arc::new(crate::api::pod_streams::Follows::named(
+                "watches of extension API servers",
+            )),
         }))
     }
 
-    /// Record a stored APIService (or its removal: `None`).
+    /// Record a stored APIService (or its removal: `None`). Its remote discovery is forgotten
+    /// when it goes or names another server or group version.
     pub fn observe(&self, name: &str, service: Option<ApiService>) {
         let mut g = write(&self.services);
-        match service {
-            Some(s) => {
-                g.insert(name.to_owned(), Arc::new(s));
-            }
-            None => {
-                g.remove(name);
-                write(&self.discovery).remove(name);
-            }
+        let before = match service {
+            Some(s) => g.insert(name.to_owned(), Arc::new(s)),
+            None => g.remove(name),
+        };
+        let now = g.get(name);
+        let same_target = |a: &ApiService, b: &ApiService| {
+            a.service == b.service && a.group == b.group && a.version == b.version
+        };
+        if !matches!((&before, now), (Some(b), Some(n)) if same_target(b, n)) {
+            write(&self.discovery).remove(name);
         }
     }
 
@@ -229,8 +237,13 @@ impl Aggregator {
         Some((api, segs.next().is_none_or(str::is_empty)))
     }
 
-    pub fn set_discovery(&self, name: &str, resources: RemoteDiscovery) {
-        write(&self.discovery).insert(name.to_owned(), resources);
+    /// Record what `api`'s server said of its group version, if `api` is still the stored
+    /// APIService of that name (not deleted or changed while its server was asked).
+    pub fn set_discovery(&self, api: &ApiService, resources: RemoteDiscovery) {
+        let g = read(&self.services);
+        if g.get(&api.name).map(|s| &**s) == Some(api) {
+            write(&self.discovery).insert(api.name.clone(), resources);
+        }
     }
 
     pub fn discovery(&self, name: &str) -> RemoteDiscovery {
@@ -375,12 +388,18 @@ pub struct Listed {
     pub remote: bool,
 }
 
-/// kube's discovery order of groups and their versions (the aggregator's
-/// `SortedByGroupAndVersion`, `apiregistration.k8s.io` first): groups by highest
-/// `groupPriorityMinimum` (ties by the APIService's name), versions by highest `versionPriority`
-/// then kube-aware version order. `local` are the group versions this host serves (named
-/// groups); a stored APIService's priorities are used where there is one.
-pub fn ordered(local: &[(String, String)], aggregator: Option<&Aggregator>) -> Vec<Vec<Listed>> {
+/// kube's discovery order of groups and their versions: groups by highest
+/// `groupPriorityMinimum`, versions by highest `versionPriority` then kube-aware version order,
+/// `apiregistration.k8s.io` first. Ties between groups: in `/apis` (the aggregator's
+/// `SortedByGroupAndVersion`) by the APIService's name, in aggregated discovery
+/// (`aggregated`: its discovery manager's order, the aggregator's own group at priority 20001)
+/// by the group's name. `local` are the group versions this host serves (named groups); a
+/// stored APIService's priorities are used where there is one.
+pub fn ordered(
+    local: &[(String, String)],
+    aggregator: Option<&Aggregator>,
+    aggregated: bool,
+) -> Vec<Vec<Listed>> {
     let stored: HashMap<String, Arc<ApiService>> = aggregator
         .map(|a| read(&a.services).clone())
         .unwrap_or_default();
@@ -424,10 +443,12 @@ pub fn ordered(local: &[(String, String)], aggregator: Option<&Aggregator>) -> V
     }
     // Groups: a group's place is its first APIService's in kube's sort of all of them.
     all.sort_by(|a, b| {
-        b.priority
-            .group
-            .cmp(&a.priority.group)
-            .then_with(|| a.name.cmp(&b.name))
+        let tie = if aggregated {
+            a.group.cmp(&b.group)
+        } else {
+            a.name.cmp(&b.name)
+        };
+        b.priority.group.cmp(&a.priority.group).then(tie)
     });
     let mut groups: Vec<Vec<Listed>> = Vec::new();
     for l in all {
@@ -514,6 +535,7 @@ mod tests {
                 ("events.k8s.io", "v1"),
             ]),
             None,
+            false,
         );
         let names: Vec<String> = groups
             .iter()

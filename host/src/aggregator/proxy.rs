@@ -29,6 +29,13 @@ use crate::store::Store;
 /// How long a discovery request (`/apis/GROUP/VERSION`) may take (kube's
 /// `aggregatedDiscoveryTimeout`), and the availability probe's.
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection (TCP, TLS, HTTP) to an extension server may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an extension server may take to answer (its headers) a request that is not
+/// discovery: kube's timeout of requests that are not long-running.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long an `ExternalName` may take to resolve.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The TLS client that calls extension servers, with the front-proxy certificate.
 pub struct Client {
@@ -111,6 +118,22 @@ impl Client {
         ca_bundle: &str,
         insecure: bool,
     ) -> Result<http1::SendRequest<Body>, AggregatorError> {
+        let open = self.open(addr, server_name, ca_bundle, insecure);
+        match tokio::time::timeout(CONNECT_TIMEOUT, open).await {
+            Ok(r) => r,
+            Err(_) => Err(AggregatorError::Call(format!(
+                "dial tcp {addr}: i/o timeout"
+            ))),
+        }
+    }
+
+    async fn open(
+        &self,
+        addr: SocketAddr,
+        server_name: &str,
+        ca_bundle: &str,
+        insecure: bool,
+    ) -> Result<http1::SendRequest<Body>, AggregatorError> {
         let cfg = self.config(ca_bundle, insecure)?;
         let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| {
             AggregatorError::Call(format!("dial tcp {addr}: connect: {}", go_io_error(&e)))
@@ -168,8 +191,11 @@ pub async fn resolve(
             .get("externalName")
             .and_then(Value::as_str)
             .unwrap_or("");
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, svc.port))
-            .await
+        let looked_up =
+            tokio::time::timeout(LOOKUP_TIMEOUT, tokio::net::lookup_host((host, svc.port)))
+                .await
+                .map_err(|_| Unresolved::Lookup(format!("lookup {host}: i/o timeout")))?;
+        let addrs: Vec<SocketAddr> = looked_up
             .map_err(|e| Unresolved::Lookup(format!("lookup {host}: {}", go_io_error(&e))))?
             .collect();
         // IPv4 first (`localhost` names both loopbacks; a server on one machine mostly
@@ -194,18 +220,25 @@ pub async fn resolve(
             .unwrap_or("")
             .to_owned(),
         None if kind == "ClusterIP" => return Err(Unresolved::PortError),
+        // kube checks only a ClusterIP Service's port and endpoints; for the others its
+        // resolver's error is the discovery check's.
         None => {
-            return Err(Unresolved::MissingEndpoints {
-                port_name: String::new(),
-            })
+            return Err(Unresolved::Lookup(format!(
+                "no service port {} found for service {:?}",
+                svc.port, svc.name
+            )))
         }
     };
-    let ready = ready_endpoints(store, &svc.namespace, &svc.name, &port_name)
-        .ok_or(Unresolved::EndpointsNotFound)?;
-    if ready.is_empty() {
-        return Err(Unresolved::MissingEndpoints { port_name });
+    let ready = ready_endpoints(store, &svc.namespace, &svc.name, &port_name);
+    match ready {
+        Some(r) if !r.is_empty() => Ok(r[pick % r.len()]),
+        _ if kind != "ClusterIP" => Err(Unresolved::Lookup(format!(
+            "no endpoints available for service {:?}",
+            svc.name
+        ))),
+        None => Err(Unresolved::EndpointsNotFound),
+        Some(_) => Err(Unresolved::MissingEndpoints { port_name }),
     }
-    Ok(ready[pick % ready.len()])
 }
 
 /// The ready addresses of Service `namespace`/`name`'s EndpointSlices (the
@@ -322,29 +355,32 @@ pub fn escape_extra_key(key: &str) -> String {
     out
 }
 
-/// The user as the front proxy hands it on (client-go's `SetAuthProxyHeaders`).
-pub fn set_user(headers: &mut HeaderMap, user: &UserInfo) {
-    let mut add = |name: &str, value: &str| {
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            headers.append(n, v);
-        }
+/// The user as the front proxy hands it on (client-go's `SetAuthProxyHeaders`). A name,
+/// group or value that cannot be a header value fails it (dropping one would change who the
+/// server thinks asks).
+pub fn set_user(headers: &mut HeaderMap, user: &UserInfo) -> Result<(), String> {
+    let mut add = |name: &str, value: &str| -> Result<(), String> {
+        let n = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("invalid header name {name:?}: {e}"))?;
+        let v = HeaderValue::from_str(value)
+            .map_err(|e| format!("invalid value for header {name:?}: {e}"))?;
+        headers.append(n, v);
+        Ok(())
     };
-    add("x-remote-user", &user.name);
+    add("x-remote-user", &user.name)?;
     if !user.uid.is_empty() {
-        add("x-remote-uid", &user.uid);
+        add("x-remote-uid", &user.uid)?;
     }
     for g in &user.groups {
-        add("x-remote-group", g);
+        add("x-remote-group", g)?;
     }
     for (k, vs) in &user.extra {
         let name = format!("x-remote-extra-{}", escape_extra_key(k));
         for v in vs {
-            add(&name, v);
+            add(&name, v)?;
         }
     }
+    Ok(())
 }
 
 /// Serve a request for a remote APIService (already authenticated and authorized): 503
@@ -370,6 +406,19 @@ pub async fn serve(
     let Some(svc) = &api.service else {
         return text_error(StatusCode::NOT_FOUND, "");
     };
+    // What was authorized is what goes: no path the server could read otherwise.
+    if !plain_path(req.uri().path()) {
+        return text_error(StatusCode::BAD_REQUEST, "invalid request path");
+    }
+    // A watch holds a connection to the server for as long as it runs: bounded per user.
+    let permit = if is_watch(req.uri().query().unwrap_or("")) {
+        match aggregator.watches.acquire(&user.name) {
+            Ok(p) => Some(p),
+            Err(e) => return e.into_response(),
+        }
+    } else {
+        None
+    };
     let addr = match resolve(store, svc, aggregator.turn()).await {
         Ok(a) => a,
         Err(why) => {
@@ -377,7 +426,64 @@ pub async fn serve(
             return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
         }
     };
-    forward(&aggregator.client, api, svc, addr, &user, req, discovery).await
+    let resp = forward(&aggregator.client, api, svc, addr, &user, req, discovery).await;
+    match permit {
+        Some(permit) => resp.map(|body| {
+            Body::new(Held {
+                body,
+                _permit: permit,
+            })
+        }),
+        None => resp,
+    }
+}
+
+/// A path with no empty, `.` or `..` segment and no encoded `/`, `\` or `.`: one the server
+/// reads as turtles authorized it.
+fn plain_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    if lower.contains("%2f") || lower.contains("%2e") || lower.contains("%5c") {
+        return false;
+    }
+    path.trim_end_matches('/')
+        .split('/')
+        .skip(1)
+        .all(|s| !s.is_empty() && s != "." && s != "..")
+}
+
+/// `watch` true in a query (as kube reads a boolean parameter).
+fn is_watch(query: &str) -> bool {
+    query.split('&').any(|p| match p.split_once('=') {
+        Some(("watch", v)) => !(v.eq_ignore_ascii_case("false") || v == "0"),
+        None => p == "watch",
+        _ => false,
+    })
+}
+
+/// A body holding a permit until it is dropped (the stream ended or the client left).
+struct Held<B> {
+    body: B,
+    _permit: crate::api::pod_streams::FollowPermit,
+}
+
+impl<B: hyper::body::Body + Unpin> hyper::body::Body for Held<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// Pass `req` on to `api`'s server at `addr` for `user`. `discovery`: the request is for the
@@ -425,17 +531,17 @@ pub async fn forward(
     if let Ok(host) = HeaderValue::from_str(&addr.to_string()) {
         headers.insert(header::HOST, host);
     }
-    set_user(headers, user);
-    let sent = sender.send_request(out);
-    let answer = if discovery {
-        match tokio::time::timeout(DISCOVERY_TIMEOUT, sent).await {
-            Ok(r) => r,
-            Err(_) => {
-                return text_error(StatusCode::SERVICE_UNAVAILABLE, "context deadline exceeded")
-            }
-        }
+    if let Err(e) = set_user(headers, user) {
+        return text_error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+    }
+    let limit = if discovery {
+        DISCOVERY_TIMEOUT
     } else {
-        sent.await
+        ANSWER_TIMEOUT
+    };
+    let answer = match tokio::time::timeout(limit, sender.send_request(out)).await {
+        Ok(r) => r,
+        Err(_) => return text_error(StatusCode::SERVICE_UNAVAILABLE, "context deadline exceeded"),
     };
     let answer = match answer {
         Ok(a) => a,
@@ -464,6 +570,34 @@ pub async fn forward(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_plain_paths_are_passed_on() {
+        assert!(plain_path("/apis/metrics.k8s.io/v1beta1"));
+        assert!(plain_path("/apis/metrics.k8s.io/v1beta1/"));
+        assert!(plain_path("/apis/m/v1/namespaces/a/pods/p"));
+        for odd in [
+            "/apis/m/v1/namespaces/a/pods/../../b/pods",
+            "/apis/m/v1/./pods",
+            "/apis/m/v1//pods",
+            "/apis/m/v1/pods/%2E%2e",
+            "/apis/m/v1/pods/a%2fb",
+            "/apis/m/v1/pods/a%5Cb",
+        ] {
+            assert!(!plain_path(odd), "{odd}");
+        }
+    }
+
+    #[test]
+    fn watches_are_told_as_kube_reads_the_parameter() {
+        assert!(is_watch("watch=true"));
+        assert!(is_watch("limit=1&watch=1"));
+        assert!(is_watch("watch"));
+        assert!(is_watch("watch="));
+        assert!(!is_watch("watch=false"));
+        assert!(!is_watch("watch=0"));
+        assert!(!is_watch("allowWatchBookmarks=true"));
+    }
 
     #[test]
     fn extra_keys_are_escaped_as_client_go_does() {
@@ -506,7 +640,7 @@ mod tests {
             .into_iter()
             .collect(),
         };
-        set_user(&mut out, &user);
+        set_user(&mut out, &user).unwrap();
         assert_eq!(out.get("x-remote-user").unwrap(), "alice");
         assert_eq!(out.get("x-remote-uid").unwrap(), "u-1");
         let groups: Vec<_> = out.get_all("x-remote-group").iter().collect();

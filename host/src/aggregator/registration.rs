@@ -155,6 +155,10 @@ impl Registration {
                 changed.push(n);
             }
             for (n, d) in wanted {
+                // A built-in group version keeps its own (kube-apiserver's) APIService.
+                if st.desired.get(&n).is_some_and(|b| !b.always) {
+                    continue;
+                }
                 if st.desired.get(&n) != Some(&d) {
                     st.desired.insert(n.clone(), d);
                     changed.push(n);
@@ -325,7 +329,9 @@ impl Follower for Registration {
         _prev: Option<&crate::store::StoredObject>,
         how: Observed,
     ) {
-        if ri.group != super::GROUP || ri.resource != super::RESOURCE || how == Observed::Listed {
+        // Listed too: after a relist, what changed while the watch was cut is looked at.
+        let _ = how;
+        if ri.group != super::GROUP || ri.resource != super::RESOURCE {
             return;
         }
         self.base.queue.add(meta::name(obj.head()).to_owned());

@@ -207,14 +207,14 @@ pub async fn core_versions(State(state): State<Arc<AppState>>, headers: HeaderMa
 
 /// The named groups in kube's discovery order, each with its versions in order: the groups
 /// this host serves and those of remote APIServices (`aggregator::ordered`).
-fn ordered_groups(state: &AppState) -> Vec<Vec<crate::aggregator::Listed>> {
+fn ordered_groups(state: &AppState, aggregated: bool) -> Vec<Vec<crate::aggregator::Listed>> {
     let local: Vec<(String, String)> = state
         .registry
         .groups()
         .into_iter()
         .flat_map(|(g, vs)| vs.into_iter().map(move |v| (g.clone(), v)))
         .collect();
-    crate::aggregator::ordered(&local, Some(&state.aggregator))
+    crate::aggregator::ordered(&local, Some(&state.aggregator), aggregated)
 }
 
 /// One version's entry in aggregated discovery: a remote one's as its server last described
@@ -223,7 +223,7 @@ fn aggregated_version(state: &AppState, listed: &crate::aggregator::Listed) -> V
     if listed.remote {
         return match state.aggregator.discovery(&listed.name) {
             Some(resources) => {
-                json!({"version": listed.version, "resources": resources, "freshness": "Current"})
+                json!({"version": listed.version, "resources": resources.as_ref(), "freshness": "Current"})
             }
             None => json!({"version": listed.version, "freshness": "Stale"}),
         };
@@ -233,8 +233,9 @@ fn aggregated_version(state: &AppState, listed: &crate::aggregator::Listed) -> V
 }
 
 pub async fn group_list(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let groups = ordered_groups(&state);
-    if wants_aggregated(&headers) {
+    let aggregated = wants_aggregated(&headers);
+    let groups = ordered_groups(&state, aggregated);
+    if aggregated {
         let items = groups
             .iter()
             .map(|vs| {
@@ -400,7 +401,7 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
 
 /// A named group's `APIGroup` (`/apis/G`).
 pub fn group(state: &AppState, group: &str) -> Result<Response, ApiError> {
-    let groups = ordered_groups(state);
+    let groups = ordered_groups(state, false);
     let versions = groups
         .iter()
         .find(|vs| vs[0].group == group)

@@ -60,10 +60,18 @@ pub const MAX_FOLLOWS_PER_USER: usize = 32;
 pub const MAX_FOLLOWS: usize = 1024;
 
 /// The followed logs open: each holds a stream with no bytes and a watcher for as long as its
-/// container runs, so a tenant could otherwise open them without end.
-#[derive(Default)]
+/// container runs, so a tenant could otherwise open them without end. (Also the count of
+/// watches proxied to extension servers, `Follows::named`.)
 pub struct Follows {
     open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+    /// What is counted, for the 429's message.
+    what: &'static str,
+}
+
+impl Default for Follows {
+    fn default() -> Self {
+        Self::named("followed Pod logs")
+    }
 }
 
 /// One open follow, given back when dropped.
@@ -73,7 +81,14 @@ pub struct FollowPermit {
 }
 
 impl Follows {
-    fn acquire(self: &Arc<Self>, user: &str) -> Result<FollowPermit, ApiError> {
+    pub fn named(what: &'static str) -> Self {
+        Self {
+            open: Default::default(),
+            what,
+        }
+    }
+
+    pub fn acquire(self: &Arc<Self>, user: &str) -> Result<FollowPermit, ApiError> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let total: usize = open.values().sum();
         let mine = open.get(user).copied().unwrap_or(0);
@@ -82,7 +97,8 @@ impl Follows {
                 429,
                 "TooManyRequests",
                 format!(
-                    "too many followed Pod logs are open (at most {MAX_FOLLOWS_PER_USER} per user, {MAX_FOLLOWS} in all)"
+                    "too many {} are open (at most {MAX_FOLLOWS_PER_USER} per user, {MAX_FOLLOWS} in all)",
+                    self.what
                 ),
             ));
         }
