@@ -1,6 +1,6 @@
 //! TLS, tokens and RBAC end to end: the real binary, the real kubectl, a raw HTTPS client.
 
-use serde_json::json;
+use serde_json::{json, Value};
 use turtles_tests::{assert_status, Server};
 
 fn stderr(o: &std::process::Output) -> String {
@@ -703,4 +703,118 @@ fn a_forged_continue_token_does_not_cross_namespaces() {
             .iter()
             .all(|i| i["metadata"]["namespace"] == "zzz"));
     }
+}
+
+#[test]
+fn impersonating_service_accounts_uids_and_extras_is_asked_as_kube_asks_it() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", "foo"]);
+    s.kubectl_ok(&["create", "namespace", "bar"]);
+    // A service account gets its groups; the user is the account.
+    let me = s.kubectl_json(&["--as=system:serviceaccount:foo:sa", "auth", "whoami"]);
+    assert_eq!(
+        me["status"]["userInfo"]["username"],
+        "system:serviceaccount:foo:sa"
+    );
+    assert_eq!(
+        me["status"]["userInfo"]["groups"],
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:foo",
+            "system:authenticated"
+        ])
+    );
+    // A uid and extras are handed on.
+    let r = s
+        .http()
+        .client
+        .post(format!(
+            "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            s.url
+        ))
+        .header("Impersonate-User", "bob")
+        .header("Impersonate-Uid", "u-42")
+        .header("Impersonate-Extra-Scopes", "read")
+        .header("Impersonate-Extra-Scopes", "write")
+        .header("Impersonate-Extra-Example.com%2fteam", "blue")
+        .header("Content-Type", "application/json")
+        .body(r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let review: Value = r.json().unwrap();
+    let info = &review["status"]["userInfo"];
+    assert_eq!(info["username"], "bob");
+    assert_eq!(info["uid"], "u-42");
+    assert_eq!(info["extra"]["scopes"], json!(["read", "write"]));
+    assert_eq!(info["extra"]["example.com/team"], json!(["blue"]));
+    // Groups without a user: refused.
+    let r = s
+        .http()
+        .client
+        .get(format!("{}/api/v1/namespaces", s.url))
+        .header("Impersonate-Uid", "u-42")
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+
+    // alice may impersonate the service accounts of foo (kube asks about `serviceaccounts` in
+    // the account's namespace, not about `users`), and nothing else.
+    let (_, alice) = s.mint("alice", &[]).unwrap();
+    s.kubectl_ok(&[
+        "-n",
+        "foo",
+        "create",
+        "role",
+        "sa-impersonator",
+        "--verb=impersonate",
+        "--resource=serviceaccounts",
+    ]);
+    s.kubectl_ok(&[
+        "-n",
+        "foo",
+        "create",
+        "rolebinding",
+        "alice-impersonates",
+        "--role=sa-impersonator",
+        "--user=alice",
+    ]);
+    let ask = |who: &str, extra: Option<(&str, &str)>| {
+        let mut rb = s
+            .http_with_token(Some(&alice))
+            .client
+            .post(format!(
+                "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                s.url
+            ))
+            .header("Impersonate-User", who)
+            .header("Content-Type", "application/json")
+            .body(r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#);
+        if let Some((k, v)) = extra {
+            rb = rb.header(k, v);
+        }
+        let r = rb.send().unwrap();
+        (r.status().as_u16(), r.json::<Value>().unwrap())
+    };
+    let (code, review) = ask("system:serviceaccount:foo:builder", None);
+    assert_eq!(code, 201, "{review}");
+    assert_eq!(
+        review["status"]["userInfo"]["username"],
+        "system:serviceaccount:foo:builder"
+    );
+    let (code, st) = ask("system:serviceaccount:bar:builder", None);
+    assert_eq!(code, 403);
+    assert_eq!(
+        st["message"],
+        "serviceaccounts \"builder\" is forbidden: User \"alice\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"bar\""
+    );
+    let (code, st) = ask(
+        "system:serviceaccount:foo:builder",
+        Some(("Impersonate-Extra-Scopes", "all")),
+    );
+    assert_eq!(code, 403);
+    assert_eq!(
+        st["message"],
+        "userextras.authentication.k8s.io \"all\" is forbidden: User \"alice\" cannot impersonate resource \"userextras/scopes\" in API group \"authentication.k8s.io\" at the cluster scope"
+    );
 }

@@ -41,36 +41,75 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-fn impersonation_attrs(resource: &str, name: &str) -> Attributes {
+/// What is asked to impersonate one thing: the verb `impersonate` on `resource` (of
+/// `api_group`, in `namespace`, its `subresource`) named `name`.
+fn impersonation_attrs(
+    api_group: &str,
+    resource: &str,
+    subresource: &str,
+    namespace: &str,
+    name: &str,
+) -> Attributes {
     Attributes {
         verb: "impersonate".into(),
         resource_request: true,
-        api_group: String::new(),
+        api_group: api_group.into(),
         resource: resource.into(),
-        subresource: String::new(),
-        namespace: String::new(),
+        subresource: subresource.into(),
+        namespace: namespace.into(),
         name: name.into(),
         path: String::new(),
     }
 }
 
-/// `Impersonate-User` / `Impersonate-Group`: act as someone else if allowed to impersonate them.
+/// kube's `serviceaccount.SplitUsername`: `system:serviceaccount:NS:NAME` with a valid
+/// namespace and name, else not a service account.
+fn service_account_of(username: &str) -> Option<(&str, &str)> {
+    let rest = username.strip_prefix(crate::auth::rbac::SERVICE_ACCOUNT_USERNAME_PREFIX)?;
+    let (ns, name) = rest.split_once(':')?;
+    (!name.contains(':')
+        && crate::model::meta::is_dns_label(ns)
+        && crate::model::meta::is_dns_subdomain(name))
+    .then_some((ns, name))
+}
+
+/// client-go's escaping of an extra key in a header name, undone (`%2F` is `/`); None when it
+/// does not decode.
+fn unescape_extra_key(key: &str) -> Option<String> {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = key.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+const IMPERSONATE_EXTRA: &str = "impersonate-extra-";
+
+/// kube's impersonation filter: `Impersonate-User` (a service account's
+/// `system:serviceaccount:NS:NAME` is asked as that ServiceAccount, and gets its groups unless
+/// groups are given), `Impersonate-Group`, `Impersonate-Uid` and `Impersonate-Extra-KEY`, each
+/// authorized (`impersonate` on `users`, `serviceaccounts`, `groups`,
+/// `authentication.k8s.io` `uids` and `userextras/KEY`); `system:authenticated` added unless the
+/// user is `system:anonymous` (then `system:unauthenticated`).
 fn impersonate(
     state: &AppState,
     user: UserInfo,
     headers: &HeaderMap,
 ) -> Result<UserInfo, ApiError> {
-    let Some(target) = headers
-        .get("impersonate-user")
-        .and_then(|v| v.to_str().ok())
-        .filter(|s| !s.is_empty())
-    else {
-        if headers.contains_key("impersonate-group") {
-            return Err(ApiError::bad_request(
-                "requested impersonation of groups without impersonating a user",
-            ));
-        }
-        return Ok(user);
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .filter(|s| !s.is_empty())
     };
     let groups: Vec<String> = headers
         .get_all("impersonate-group")
@@ -78,22 +117,89 @@ fn impersonate(
         .filter_map(|v| v.to_str().ok())
         .map(str::to_owned)
         .collect();
-    let mut checks = vec![impersonation_attrs("users", target)];
-    checks.extend(groups.iter().map(|g| impersonation_attrs("groups", g)));
+    let mut extra: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (name, value) in headers {
+        let Some(key) = name.as_str().strip_prefix(IMPERSONATE_EXTRA) else {
+            continue;
+        };
+        let key = unescape_extra_key(key).ok_or_else(|| {
+            ApiError::bad_request(format!("invalid impersonation extra key {key:?}"))
+        })?;
+        let value = value
+            .to_str()
+            .map_err(|_| ApiError::bad_request("invalid impersonation extra value"))?;
+        extra.entry(key).or_default().push(value.to_owned());
+    }
+    let uid = text("impersonate-uid");
+    let Some(target) = text("impersonate-user") else {
+        if !groups.is_empty() || !extra.is_empty() || uid.is_some() {
+            return Err(ApiError::bad_request(
+                "requested impersonation of groups, user-extra or uid without impersonating a user",
+            ));
+        }
+        return Ok(user);
+    };
+    let specified = !groups.is_empty();
+    let mut checks = Vec::new();
+    let mut as_groups = groups.clone();
+    match service_account_of(target) {
+        Some((ns, name)) => {
+            checks.push(impersonation_attrs("", "serviceaccounts", "", ns, name));
+            if !specified {
+                as_groups = vec![
+                    "system:serviceaccounts".to_owned(),
+                    format!("system:serviceaccounts:{ns}"),
+                ];
+            }
+        }
+        None => checks.push(impersonation_attrs("", "users", "", "", target)),
+    }
+    checks.extend(
+        groups
+            .iter()
+            .map(|g| impersonation_attrs("", "groups", "", "", g)),
+    );
+    for (key, values) in &extra {
+        for v in values {
+            checks.push(impersonation_attrs(
+                "authentication.k8s.io",
+                "userextras",
+                key,
+                "",
+                v,
+            ));
+        }
+    }
+    if let Some(uid) = uid {
+        checks.push(impersonation_attrs(
+            "authentication.k8s.io",
+            "uids",
+            "",
+            "",
+            uid,
+        ));
+    }
     for attrs in &checks {
         if let Decision::Deny { .. } = state.authz.authorize(&user, attrs) {
             return Err(forbidden(&user, attrs));
         }
     }
-    let mut as_groups = groups;
-    if !as_groups.iter().any(|g| g == AUTHENTICATED) {
+    const UNAUTHENTICATED: &str = "system:unauthenticated";
+    if target == "system:anonymous" {
+        if !as_groups.iter().any(|g| g == UNAUTHENTICATED) {
+            as_groups.push(UNAUTHENTICATED.into());
+        }
+    } else if !as_groups
+        .iter()
+        .any(|g| g == AUTHENTICATED || g == UNAUTHENTICATED)
+    {
         as_groups.push(AUTHENTICATED.into());
     }
     Ok(UserInfo {
         name: target.to_owned(),
-        uid: String::new(),
+        uid: uid.unwrap_or("").to_owned(),
         groups: as_groups,
-        extra: Default::default(),
+        extra,
     })
 }
 
@@ -139,4 +245,32 @@ pub async fn authenticate_and_authorize(
     }
     req.extensions_mut().insert(Principal(user));
     next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_account_names_are_split_as_kube_splits_them() {
+        assert_eq!(
+            service_account_of("system:serviceaccount:ci:deployer"),
+            Some(("ci", "deployer"))
+        );
+        assert_eq!(service_account_of("system:serviceaccount:ci"), None);
+        assert_eq!(service_account_of("system:serviceaccount:ci:a:b"), None);
+        assert_eq!(service_account_of("system:serviceaccount:Bad:x"), None);
+        assert_eq!(service_account_of("alice"), None);
+    }
+
+    #[test]
+    fn extra_keys_are_unescaped() {
+        assert_eq!(
+            unescape_extra_key("authentication.kubernetes.io%2fpod-name").as_deref(),
+            Some("authentication.kubernetes.io/pod-name")
+        );
+        assert_eq!(unescape_extra_key("scopes").as_deref(), Some("scopes"));
+        assert_eq!(unescape_extra_key("bad%zz"), None);
+        assert_eq!(unescape_extra_key("bad%2"), None);
+    }
 }
