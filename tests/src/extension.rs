@@ -142,6 +142,34 @@ fn answer(method: &str, path: &str, query: &str) -> (u16, &'static str, Option<S
                         {"resource": "pods", "responseKind": kind("PodMetrics"), "scope": "Namespaced", "singularResource": "", "verbs": ["get", "list"]}]}]}]});
             (200, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", Some(doc.to_string()))
         }
+        ["openapi", "v3"] => (
+            200,
+            JSON,
+            Some(json!({"paths": {"apis/metrics.k8s.io/v1beta1": {
+                "serverRelativeURL": "/openapi/v3/apis/metrics.k8s.io/v1beta1?hash=ABC"}}}).to_string()),
+        ),
+        ["openapi", "v3", "apis", "metrics.k8s.io", "v1beta1"] => {
+            let s = |d: &str| json!({"type": "string", "description": d});
+            let gvk = json!({"group": "metrics.k8s.io", "version": "v1beta1", "kind": "PodMetrics"});
+            let schema = json!({"$ref": "#/components/schemas/io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics"});
+            let op = |action: &str| json!({"get": {"x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk,
+                "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": schema}}}}}});
+            let doc = json!({"openapi": "3.0.0", "info": {"title": "metrics-server", "version": "v0.7.2"},
+                "paths": {"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/{name}": op("get"),
+                          "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods": op("list")},
+                "components": {"schemas": {"io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics": {
+                    "description": "PodMetrics sets resource usage metrics of a pod.",
+                    "type": "object",
+                    "properties": {
+                        "apiVersion": s("APIVersion defines the versioned schema of this representation of an object."),
+                        "kind": s("Kind is a string value representing the REST resource this object represents."),
+                        "timestamp": s("The following fields define time interval from which metrics were collected."),
+                        "window": s("The length of the interval."),
+                        "containers": {"type": "array", "items": {"type": "object"},
+                                       "description": "Metrics for all containers are collected within the same time window."}},
+                    "x-kubernetes-group-version-kind": [{"group": "metrics.k8s.io", "kind": "PodMetrics", "version": "v1beta1"}]}}}});
+            (200, JSON, Some(doc.to_string()))
+        }
         ["apis", "metrics.k8s.io", "v1beta1"] => (
             200,
             JSON,

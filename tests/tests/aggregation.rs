@@ -304,6 +304,21 @@ fn an_extension_server_is_reached_through_its_apiservice() {
         ["nodes.metrics.k8s.io", "pods.metrics.k8s.io"]
     );
 
+    // kubectl explain, through the server's OpenAPI v3 document listed here.
+    let explained = poll("kubectl explain podmetrics", DEADLINE, || {
+        let out = s.kubectl(&["explain", "podmetrics"]);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).to_string())
+    })
+    .unwrap();
+    assert!(explained.contains("KIND:       PodMetrics"), "{explained}");
+    assert!(
+        explained.contains("PodMetrics sets resource usage metrics of a pod."),
+        "{explained}"
+    );
+    assert!(explained.contains("window"), "{explained}");
+
     // The user handed on, whatever the client claimed; its credential not.
     let before = ext.requests().len();
     let reply = s

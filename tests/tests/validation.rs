@@ -219,3 +219,73 @@ fn a_pod_runs_as_the_default_service_account_unless_named() {
     );
     assert_eq!(r.status, 201, "{}", r.text());
 }
+
+#[test]
+fn service_cidrs_ip_addresses_and_csi_kinds_get_kubes_checks() {
+    let s = Server::start().unwrap();
+    // An IPAddress is named by a canonical IP (IPv6 included) and needs a parent.
+    assert_eq!(
+        apply(
+            &s,
+            "apiVersion: networking.k8s.io/v1\nkind: IPAddress\nmetadata: {name: \"2001:db8::7\"}\nspec:\n  parentRef: {group: \"\", resource: services, namespace: default, name: web}\n"
+        ),
+        None
+    );
+    let err = apply(
+        &s,
+        "apiVersion: networking.k8s.io/v1\nkind: IPAddress\nmetadata: {name: \"2001:DB8::8\"}\nspec: {}\n",
+    )
+    .expect("refused");
+    assert!(
+        err.contains("metadata.name: Invalid value: \"2001:DB8::8\": must be in canonical form (\"2001:db8::8\")"),
+        "{err}"
+    );
+    assert!(err.contains("spec.parentRef: Required value"), "{err}");
+    // A ServiceCIDR: one CIDR per family, growing to dual-stack only.
+    assert_eq!(
+        apply(
+            &s,
+            "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec: {cidrs: [10.200.0.0/16]}\n"
+        ),
+        None
+    );
+    let err = apply(
+        &s,
+        "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec: {cidrs: [10.201.0.0/16]}\n",
+    )
+    .expect("refused");
+    assert!(
+        err.contains("spec.cidrs[0]: Invalid value: \"10.201.0.0/16\": field is immutable"),
+        "{err}"
+    );
+    assert_eq!(
+        apply(
+            &s,
+            "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: extra}\nspec: {cidrs: [10.200.0.0/16, \"fd00:10:200::/108\"]}\n"
+        ),
+        None
+    );
+    // CSI kinds.
+    let err = apply(
+        &s,
+        "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {name: cap}\nstorageClassName: Fast\ncapacity: \"-1\"\n",
+    )
+    .expect("refused");
+    assert!(
+        err.contains("capacity: Invalid value: \"-1\": must be greater than or equal to 0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("storageClassName: Invalid value: \"Fast\""),
+        "{err}"
+    );
+    let err = apply(
+        &s,
+        "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: node-1}\nspec:\n  drivers: [{name: ebs.csi.aws.com, nodeID: \"\"}]\n",
+    )
+    .expect("refused");
+    assert!(
+        err.contains("spec.drivers[0].nodeID: Required value"),
+        "{err}"
+    );
+}

@@ -40,8 +40,8 @@ pub const IDENTITY: crate::controllers::Identity = crate::controllers::Identity 
 
 /// How often a remote APIService is checked again (kube's informer resync).
 const RESYNC: Duration = Duration::from_secs(30);
-/// The answer to a discovery fetch is read up to this size.
-const DISCOVERY_LIMIT: usize = 4 << 20;
+/// The answer to a discovery (or OpenAPI) fetch is read up to this size.
+const DISCOVERY_LIMIT: usize = 8 << 20;
 /// Aggregated discovery's media type.
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
@@ -475,9 +475,56 @@ async fn fetch_discovery(
         .map(|l| Arc::new(from_resource_list(&l, &api.group, &api.version)))
 }
 
-/// Every host's copy of the remote servers' discovery (for its `/apis`): read again whenever
-/// an APIService changes and every minute (kube's discovery manager's poll); an APIService that
-/// is not `Available` is `Stale`.
+/// A remote server's OpenAPI v3 document of its group version: its `/openapi/v3` index read
+/// for the group version's URL, then that document (kube's OpenAPI v3 aggregation).
+async fn fetch_openapi(
+    client: &proxy::Client,
+    store: &dyn crate::store::Store,
+    api: &ApiService,
+    turn: usize,
+) -> Option<super::RemoteOpenApi> {
+    let svc = api.service.as_ref()?;
+    let addr = proxy::resolve(store, svc, turn).await.ok()?;
+    let ask = Ask {
+        api,
+        svc,
+        verify: true,
+        masters: true,
+    };
+    let (code, _, body) = get(client, addr, &ask, "/openapi/v3", "application/json")
+        .await
+        .ok()?;
+    if !code.is_success() {
+        return None;
+    }
+    let index: Value = serde_json::from_slice(&body).ok()?;
+    let key = discovery_path(api).trim_start_matches('/').to_owned();
+    let url = index
+        .pointer(&format!(
+            "/paths/{}",
+            key.replace('~', "~0").replace('/', "~1")
+        ))?
+        .get("serverRelativeURL")?
+        .as_str()?
+        .to_owned();
+    // Only a path on the same server.
+    if !url.starts_with("/openapi/v3/") {
+        return None;
+    }
+    let (code, _, json) = get(client, addr, &ask, &url, "application/json")
+        .await
+        .ok()?;
+    if !code.is_success() || serde_json::from_slice::<serde::de::IgnoredAny>(&json).is_err() {
+        return None;
+    }
+    let hash = crate::api::openapi::fnv_hex(&json);
+    Some(super::RemoteOpenApi { json, hash })
+}
+
+/// Every host's copy of the remote servers' discovery (for its `/apis`) and OpenAPI v3
+/// documents (for its `/openapi/v3`): read again whenever an APIService changes and every minute
+/// (kube's discovery manager's poll); an APIService that is not `Available` is `Stale`, and its
+/// document is not listed.
 pub async fn keep_discovery(
     aggregator: Arc<Aggregator>,
     store: Arc<dyn crate::store::Store>,
@@ -496,6 +543,12 @@ pub async fn keep_discovery(
             };
             // Kept only if still the same APIService (not deleted or changed meanwhile).
             aggregator.set_discovery(&api, found);
+            let openapi = if api.available {
+                fetch_openapi(&aggregator.client, &*store, &api, aggregator.turn()).await
+            } else {
+                None
+            };
+            aggregator.set_openapi(&api, openapi);
         }
         tokio::select! {
             () = tokio::time::sleep(EVERY) => {}

@@ -133,12 +133,23 @@ impl ApiService {
 /// `APIVersionDiscovery`, or None while it could not be fetched (shown as `Stale`).
 pub type RemoteDiscovery = Option<Arc<Value>>;
 
+/// A remote server's OpenAPI v3 document of its group version, as served here.
+#[derive(Debug)]
+pub struct RemoteOpenApi {
+    /// The document's JSON.
+    pub json: bytes::Bytes,
+    /// What `/openapi/v3` addresses it with (`?hash=`).
+    pub hash: String,
+}
+
 /// The aggregation layer's shared state.
 pub struct Aggregator {
     /// Every stored APIService by name.
     services: RwLock<HashMap<String, Arc<ApiService>>>,
     /// Remote discovery by APIService name.
     discovery: RwLock<HashMap<String, RemoteDiscovery>>,
+    /// Remote OpenAPI v3 documents by APIService name.
+    openapi: RwLock<HashMap<String, Arc<RemoteOpenApi>>>,
     /// The client that calls extension servers.
     pub client: proxy::Client,
     /// Turns among a Service's ready endpoints.
@@ -168,6 +179,7 @@ impl Aggregator {
         Ok(Arc::new(Self {
             services: RwLock::default(),
             discovery: RwLock::default(),
+            openapi: RwLock::default(),
             client: proxy::Client::new(front_proxy)?,
             turn: std::sync::atomic::AtomicUsize::new(0),
             changed: tokio::sync::Notify::new(),
@@ -191,6 +203,7 @@ impl Aggregator {
         };
         if !matches!((&before, now), (Some(b), Some(n)) if same_target(b, n)) {
             write(&self.discovery).remove(name);
+            write(&self.openapi).remove(name);
         }
     }
 
@@ -244,6 +257,41 @@ impl Aggregator {
         if g.get(&api.name).map(|s| &**s) == Some(api) {
             write(&self.discovery).insert(api.name.clone(), resources);
         }
+    }
+
+    /// Record `api`'s server's OpenAPI v3 document (None: none could be read), if `api` is still
+    /// the stored APIService of that name.
+    pub fn set_openapi(&self, api: &ApiService, doc: Option<RemoteOpenApi>) {
+        let g = read(&self.services);
+        if g.get(&api.name).map(|s| &**s) == Some(api) {
+            let mut o = write(&self.openapi);
+            match doc {
+                Some(d) => {
+                    o.insert(api.name.clone(), Arc::new(d));
+                }
+                None => {
+                    o.remove(&api.name);
+                }
+            }
+        }
+    }
+
+    /// The OpenAPI v3 documents of remote group versions: (group, version, document).
+    pub fn openapi_documents(&self) -> Vec<(String, String, Arc<RemoteOpenApi>)> {
+        let services = read(&self.services);
+        read(&self.openapi)
+            .iter()
+            .filter_map(|(name, doc)| {
+                let s = services.get(name)?;
+                Some((s.group.clone(), s.version.clone(), doc.clone()))
+            })
+            .collect()
+    }
+
+    /// The OpenAPI v3 document of a remote group version.
+    pub fn openapi_document(&self, group: &str, version: &str) -> Option<Arc<RemoteOpenApi>> {
+        let api = self.remote(group, version)?;
+        read(&self.openapi).get(&api.name).cloned()
     }
 
     pub fn discovery(&self, name: &str) -> RemoteDiscovery {

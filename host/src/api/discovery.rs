@@ -501,6 +501,16 @@ pub async fn openapi_v3_root(State(state): State<Arc<AppState>>) -> Response {
             json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={}", doc.hash)}),
         );
     }
+    // Extension servers' group versions, as their servers described them.
+    for (g, v, doc) in state.aggregator.openapi_documents() {
+        let key = format!("apis/{g}/{v}");
+        if !paths.contains_key(&key) {
+            paths.insert(
+                key.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={}", doc.hash)}),
+            );
+        }
+    }
     json_response(StatusCode::OK, json!({"paths": paths}).to_string())
 }
 
@@ -516,7 +526,10 @@ pub async fn openapi_v3_doc(
     };
     let core_v1 = g.is_empty() && v == "v1";
     if !core_v1 && !state.registry.has_group_version(g, v) {
-        return ApiError::path_not_found().into_response();
+        return match state.aggregator.openapi_document(g, v) {
+            Some(doc) => json_response(StatusCode::OK, doc.json.clone()),
+            None => ApiError::path_not_found().into_response(),
+        };
     }
     let doc = super::openapi::document(&state, g, v);
     json_response(StatusCode::OK, doc.json.clone())

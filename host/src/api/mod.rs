@@ -7,7 +7,7 @@ mod discovery;
 mod error;
 pub(crate) mod handlers;
 pub mod inflight;
-mod openapi;
+pub(crate) mod openapi;
 mod openapi_pb;
 pub mod pod_streams;
 mod printers;

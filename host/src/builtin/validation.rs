@@ -16,7 +16,7 @@ const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is s
 mod admission;
 mod core_misc;
 pub(crate) mod field;
-mod goip;
+pub(crate) mod goip;
 mod misc;
 mod networking;
 pub(crate) mod pod;

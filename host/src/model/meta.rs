@@ -180,6 +180,18 @@ pub fn validate_name(name: &str, rule: NameRule) -> Vec<Cause> {
             "Required value: name or generateName is required",
         )];
     }
+    if rule == NameRule::Ip {
+        return crate::builtin::validation::goip::ip_strict(name)
+            .into_iter()
+            .map(|why| {
+                Cause::new(
+                    "FieldValueInvalid",
+                    field,
+                    format!("Invalid value: \"{name}\": {why}"),
+                )
+            })
+            .collect();
+    }
     if rule == NameRule::PathSegment {
         let bad = if name == "." || name == ".." {
             Some(format!("may not be '{name}'"))
@@ -372,6 +384,11 @@ mod tests {
         assert!(!validate_name(&"a".repeat(254), DnsSubdomain).is_empty());
         assert!(validate_name("system:discovery", PathSegment).is_empty());
         assert!(!validate_name("a/b", PathSegment).is_empty());
+        assert!(validate_name("2001:db8::1", Ip).is_empty());
+        assert_eq!(
+            validate_name("2001:DB8::1", Ip)[0].message,
+            "Invalid value: \"2001:DB8::1\": must be in canonical form (\"2001:db8::1\")"
+        );
     }
 
     #[test]

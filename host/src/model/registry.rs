@@ -19,6 +19,8 @@ pub enum NameRule {
     DnsLabel,
     /// Anything usable as one URL path segment (RBAC kinds: `system:discovery`).
     PathSegment,
+    /// An IP address in canonical form (IPAddresses, kube's `ValidateIPAddressName`).
+    Ip,
 }
 
 /// A column of a custom resource's Table (`additionalPrinterColumns`).
@@ -204,6 +206,7 @@ impl Registry {
                         ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
                         // An APIService is named `version.group`, checked by its own validation.
                         ("apiregistration.k8s.io", _) => NameRule::PathSegment,
+                        ("networking.k8s.io", "ipaddresses") => NameRule::Ip,
                         _ => NameRule::DnsSubdomain,
                     },
                     custom: None,

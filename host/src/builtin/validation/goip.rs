@@ -237,7 +237,111 @@ pub(crate) fn to4_16(ip: &[u8; 16]) -> Option<[u8; 4]> {
     mapped.then(|| [ip[12], ip[13], ip[14], ip[15]])
 }
 
+/// apimachinery's strict `IsValidIP` (what IPAddress names are checked with): the messages, in
+/// kube's order (none when valid).
+pub(crate) fn ip_strict(s: &str) -> Vec<String> {
+    if parse_ip16(s).is_none() {
+        return vec!["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".into()];
+    }
+    let Ok(ip) = s.parse::<std::net::IpAddr>() else {
+        return vec!["must not have leading 0s".into()];
+    };
+    if let std::net::IpAddr::V6(v6) = ip {
+        if v6.to_ipv4_mapped().is_some() {
+            return vec!["must not be an IPv4-mapped IPv6 address".into()];
+        }
+    }
+    let canonical = ip.to_string();
+    if canonical != s {
+        return vec![format!("must be in canonical form ({canonical:?})")];
+    }
+    Vec::new()
+}
+
+/// apimachinery's strict `IsValidCIDR` (ServiceCIDRs): the messages, in kube's order.
+pub(crate) fn cidr_strict(s: &str) -> Vec<String> {
+    if parse_cidr_sloppy(s).is_none() {
+        return vec!["must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)".into()];
+    }
+    let (addr, bits) = s.split_once('/').unwrap_or((s, ""));
+    let ip = addr.parse::<std::net::IpAddr>().ok();
+    let ones = (!bits.is_empty() && (bits == "0" || !bits.starts_with('0')))
+        .then(|| bits.parse::<u32>().ok())
+        .flatten();
+    let (Some(ip), Some(ones)) = (ip, ones) else {
+        return vec!["must not have leading 0s in IP or prefix length".into()];
+    };
+    let bytes: Vec<u8> = match ip {
+        std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
+        std::net::IpAddr::V6(v6) => {
+            if v6.to_ipv4_mapped().is_some() {
+                return vec!["must not have an IPv4-mapped IPv6 address".into()];
+            }
+            v6.octets().to_vec()
+        }
+    };
+    let mask = mask_bytes(ones as usize, bytes.len());
+    if bytes.iter().zip(&mask).any(|(b, m)| b & !m != 0) {
+        return vec!["must not have bits set beyond the prefix length".into()];
+    }
+    let canonical = format!("{ip}/{ones}");
+    if canonical != s {
+        return vec![format!("must be in canonical form ({canonical:?})")];
+    }
+    Vec::new()
+}
+
+/// The family of a CIDR (4 or 6), if it parses.
+pub(crate) fn cidr_family(s: &str) -> Option<u8> {
+    let (addr, _) = s.split_once('/')?;
+    parse_ip16(addr).map(|ip| if to4_16(&ip).is_some() { 4 } else { 6 })
+}
+
 /// `netutils.IsIPv6String`.
 pub(crate) fn is_ipv6_string(s: &str) -> bool {
     parse_ip16(s).is_some_and(|ip| to4_16(&ip).is_none())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_ips_and_cidrs_as_apimachinery_checks_them() {
+        assert!(ip_strict("10.0.0.1").is_empty());
+        assert!(ip_strict("2001:db8::1").is_empty());
+        assert_eq!(ip_strict("010.0.0.1"), ["must not have leading 0s"]);
+        assert_eq!(
+            ip_strict("::ffff:1.2.3.4"),
+            ["must not be an IPv4-mapped IPv6 address"]
+        );
+        assert_eq!(
+            ip_strict("2001:DB8::1"),
+            ["must be in canonical form (\"2001:db8::1\")"]
+        );
+        assert_eq!(
+            ip_strict("x"),
+            ["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"]
+        );
+        assert!(cidr_strict("10.96.0.0/12").is_empty());
+        assert!(cidr_strict("fd00::/108").is_empty());
+        assert_eq!(
+            cidr_strict("10.96.0.1/12"),
+            ["must not have bits set beyond the prefix length"]
+        );
+        assert_eq!(
+            cidr_strict("10.96.0.0/012"),
+            ["must not have leading 0s in IP or prefix length"]
+        );
+        assert_eq!(
+            cidr_strict("FD00::/108"),
+            ["must be in canonical form (\"fd00::/108\")"]
+        );
+        assert_eq!(
+            cidr_strict("10.96.0.0"),
+            ["must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"]
+        );
+        assert_eq!(cidr_family("fd00::/108"), Some(6));
+        assert_eq!(cidr_family("10.0.0.0/8"), Some(4));
+    }
 }

@@ -10,14 +10,14 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::field::{
-    child, dns1035_label, dns1123_label, dns1123_subdomain, forbidden, index, invalid, invalid_str,
-    items, label_value, not_supported, port_num, qualified_name, quoted, required, str_of,
-    too_long, wildcard_dns1123_subdomain,
+    child, dns1035_label, dns1123_label, dns1123_subdomain, forbidden, immutable, index, invalid,
+    invalid_str, items, label_value, not_supported, port_num, qualified_name, quoted, required,
+    str_of, too_long, wildcard_dns1123_subdomain,
 };
-use super::goip::{is_ip_sloppy, parse_cidr_sloppy};
+use super::goip::{cidr_family, cidr_strict, is_ip_sloppy, parse_cidr_sloppy};
 use crate::model::status::Cause;
 
 static NULL: Value = Value::Null;
@@ -39,8 +39,125 @@ pub fn validate(resource: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
         "ingresses" => ingress(obj, old),
         "ingressclasses" => ingress_class(obj, old),
         "networkpolicies" => network_policy(obj, old),
+        "ipaddresses" => ip_address(obj, old),
+        "servicecidrs" => service_cidr(obj, old),
         _ => Vec::new(),
     }
+}
+
+// ---- IPAddress (kube's ValidateIPAddress, ValidateIPAddressUpdate) ----
+
+/// An IPAddress: its name is checked as a strict IP by the name rule; here its `parentRef`
+/// (required: `resource` and `name`; `group` a DNS subdomain when set; `resource`, `name` and
+/// `namespace` path segments), immutable on update.
+fn ip_address(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    // kube's ValidateObjectMeta with ValidateIPAddressName comes first.
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !name.is_empty() {
+        invalid_each(
+            "metadata.name",
+            name,
+            super::goip::ip_strict(name),
+            &mut out,
+        );
+    }
+    let path = "spec.parentRef";
+    match object(spec_of(obj), "parentRef") {
+        None => out.push(required(path, "")),
+        Some(r) => {
+            if let Some(g) = string(r, "group").filter(|g| !g.is_empty()) {
+                invalid_each(&child(path, "group"), g, dns1123_subdomain(g), &mut out);
+            }
+            for name in ["resource", "name"] {
+                let p = child(path, name);
+                match string(r, name).filter(|v| !v.is_empty()) {
+                    None => out.push(required(&p, "")),
+                    Some(v) => invalid_each(&p, v, path_segment_name(v), &mut out),
+                }
+            }
+            if let Some(ns) = string(r, "namespace").filter(|v| !v.is_empty()) {
+                invalid_each(
+                    &child(path, "namespace"),
+                    ns,
+                    path_segment_name(ns),
+                    &mut out,
+                );
+            }
+        }
+    }
+    if let Some(old) = old {
+        immutable(
+            spec_of(obj).get("parentRef"),
+            spec_of(old).get("parentRef"),
+            path,
+            &mut out,
+        );
+    }
+    out
+}
+
+// ---- ServiceCIDR (kube's ValidateServiceCIDR, ValidateServiceCIDRUpdate) ----
+
+/// A ServiceCIDR's `spec.cidrs`: one or two strict CIDRs of different families. On update kube
+/// checks only the update rules: unchanged, or one CIDR growing to two with the first kept.
+fn service_cidr(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let cidrs: Vec<&str> = items(spec_of(obj), "cidrs")
+        .iter()
+        .map(|c| c.as_str().unwrap_or(""))
+        .collect();
+    let Some(old) = old else {
+        return service_cidr_spec(obj, &cidrs);
+    };
+    let was: Vec<&str> = items(spec_of(old), "cidrs")
+        .iter()
+        .map(|c| c.as_str().unwrap_or(""))
+        .collect();
+    let mut out = Vec::new();
+    let path = "spec.cidrs";
+    if was.len() == cidrs.len() {
+        for (i, (new, old)) in cidrs.iter().zip(&was).enumerate() {
+            if new != old {
+                out.push(invalid_str(&index(path, i), new, "field is immutable"));
+            }
+        }
+    } else if was.len() == 1 && cidrs.len() == 2 {
+        if cidrs[0] != was[0] {
+            out.push(invalid_str(&index(path, 0), cidrs[0], "field is immutable"));
+        }
+        out.extend(service_cidr_spec(obj, &cidrs));
+    } else {
+        out.push(invalid(path, &json!(cidrs), "field is immutable"));
+    }
+    out
+}
+
+fn service_cidr_spec(obj: &Value, cidrs: &[&str]) -> Vec<Cause> {
+    let path = "spec.cidrs";
+    if cidrs.is_empty() {
+        return vec![required(path, "at least one CIDR required")];
+    }
+    if cidrs.len() > 2 {
+        return vec![invalid(path, spec_of(obj), "may only hold up to 2 values")];
+    }
+    let mut out = Vec::new();
+    for (i, c) in cidrs.iter().enumerate() {
+        invalid_each(&index(path, i), c, cidr_strict(c), &mut out);
+    }
+    if cidrs.len() == 2 {
+        let (a, b) = (cidr_family(cidrs[0]), cidr_family(cidrs[1]));
+        if a.is_some() && a == b {
+            out.push(invalid(
+                path,
+                &json!(cidrs),
+                "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64",
+            ));
+        }
+    }
+    out
 }
 
 /// An update through `/status`: kube's `ValidateIngressStatusUpdate` (the other kinds here have
@@ -1330,10 +1447,83 @@ mod tests {
         );
     }
 
+    fn messages(causes: Vec<Cause>) -> Vec<String> {
+        causes.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn ip_addresses_need_a_parent_that_stays() {
+        assert_eq!(
+            messages(validate("ipaddresses", &json!({}), None)),
+            ["spec.parentRef: Required value"]
+        );
+        let ip = |r: Value| json!({"spec": {"parentRef": r}});
+        assert_eq!(
+            messages(validate(
+                "ipaddresses",
+                &ip(json!({"group": "Bad_Group", "resource": "a/b", "namespace": ".."})),
+                None
+            )),
+            [
+                format!(
+                    "spec.parentRef.group: Invalid value: \"Bad_Group\": {DNS1123_SUBDOMAIN_MSG}"
+                ),
+                "spec.parentRef.resource: Invalid value: \"a/b\": may not contain '/'".to_owned(),
+                "spec.parentRef.name: Required value".to_owned(),
+                "spec.parentRef.namespace: Invalid value: \"..\": may not be '..'".to_owned(),
+            ]
+        );
+        let svc = ip(json!({"resource": "services", "name": "a", "namespace": "d"}));
+        assert!(validate("ipaddresses", &svc, None).is_empty());
+        let other = ip(json!({"resource": "services", "name": "b", "namespace": "d"}));
+        let changed = messages(validate("ipaddresses", &other, Some(&svc)));
+        assert_eq!(changed.len(), 1);
+        assert!(
+            changed[0].starts_with("spec.parentRef: Invalid value: ")
+                && changed[0].ends_with("field is immutable")
+        );
+    }
+
+    #[test]
+    fn service_cidrs_hold_one_or_two_families_and_only_grow_to_dual_stack() {
+        let sc = |c: Value| json!({"spec": {"cidrs": c}});
+        assert_eq!(
+            messages(validate("servicecidrs", &sc(json!([])), None)),
+            ["spec.cidrs: Required value: at least one CIDR required"]
+        );
+        assert_eq!(
+            messages(validate("servicecidrs", &sc(json!(["10.0.0.0/8", "10.1.0.0/16"])), None)),
+            ["spec.cidrs: Invalid value: [\"10.0.0.0/8\",\"10.1.0.0/16\"]: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"]
+        );
+        assert_eq!(
+            messages(validate("servicecidrs", &sc(json!(["10.0.0.1/8"])), None)),
+            ["spec.cidrs[0]: Invalid value: \"10.0.0.1/8\": must not have bits set beyond the prefix length"]
+        );
+        let one = sc(json!(["10.0.0.0/8"]));
+        assert!(validate("servicecidrs", &one, None).is_empty());
+        assert!(validate(
+            "servicecidrs",
+            &sc(json!(["10.0.0.0/8", "fd00::/108"])),
+            Some(&one)
+        )
+        .is_empty());
+        assert_eq!(
+            messages(validate(
+                "servicecidrs",
+                &sc(json!(["10.2.0.0/16"])),
+                Some(&one)
+            )),
+            ["spec.cidrs[0]: Invalid value: \"10.2.0.0/16\": field is immutable"]
+        );
+        let two = sc(json!(["10.0.0.0/8", "fd00::/108"]));
+        assert_eq!(
+            messages(validate("servicecidrs", &one, Some(&two))),
+            ["spec.cidrs: Invalid value: [\"10.0.0.0/8\"]: field is immutable"]
+        );
+    }
+
     #[test]
     fn other_resources_are_not_validated_here() {
-        assert!(validate("ipaddresses", &json!({}), None).is_empty());
-        assert!(validate("servicecidrs", &json!({}), None).is_empty());
         assert!(validate("ingresses", &json!(null), None).len() == 1);
         assert!(validate("networkpolicies", &json!("junk"), Some(&json!(7))).is_empty());
     }

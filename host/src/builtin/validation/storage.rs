@@ -19,7 +19,7 @@
 //! where it appends a `cmp.Diff` (whose output go-cmp deliberately keeps unstable), a short diff
 //! of the changed fields is appended instead.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::{json, Map, Value};
 
@@ -45,8 +45,115 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
         (STORAGE, "csidrivers") => csi_driver(obj, old),
         (STORAGE, "volumeattachments") => volume_attachment(obj, old),
         (STORAGE, "volumeattributesclasses") => volume_attributes_class(obj, old),
+        (STORAGE, "csinodes") => csi_node(obj, old),
+        (STORAGE, "csistoragecapacities") => csi_storage_capacity(obj, old),
         _ => Vec::new(),
     }
+}
+
+// ---- CSINode (kube's ValidateCSINode, ValidateCSINodeUpdate) ----
+
+/// kube's node ID limit for CSINodes as its strategy validates them (`AllowLongNodeID`).
+const CSI_NODE_ID_MAX: usize = 256;
+
+/// A CSINode's drivers: each name a CSI driver name (no two the same), a node ID, a
+/// non-negative allocatable count, topology keys qualified names (no two the same, reported at
+/// the driver as kube does). On update a driver of the same name may not change (kube's
+/// `MutableCSINodeAllocatableCount` is off in 1.34). kube's strategy validates an update as a
+/// create too, so its field errors come twice.
+fn csi_node(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let spec = obj.get("spec").unwrap_or(&NULL);
+    let mut out = Vec::new();
+    let mut names: HashSet<&str> = HashSet::new();
+    for (i, d) in items(spec, "drivers").iter().enumerate() {
+        let p = index("spec.drivers", i);
+        let name = str_of(d, "name");
+        csi_driver_name(name, &child(&p, "name"), &mut out);
+        let node_id = str_of(d, "nodeID");
+        let idp = child(&p, "nodeID");
+        if node_id.is_empty() {
+            out.push(required(&idp, ""));
+        } else if node_id.len() > CSI_NODE_ID_MAX {
+            out.push(invalid_str(
+                &idp,
+                node_id,
+                &format!("must be {CSI_NODE_ID_MAX} characters or less"),
+            ));
+        }
+        if let Some(count) = opt(d, "allocatable").and_then(|a| opt(a, "count")) {
+            let n = count.as_i64().unwrap_or(0);
+            if n < 0 {
+                out.push(invalid(
+                    &child(&child(&p, "allocatable"), "count"),
+                    count,
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+        if !names.insert(name) {
+            out.push(duplicate(&child(&p, "name"), &s(name)));
+        }
+        let mut keys: HashSet<&str> = HashSet::new();
+        for k in items(d, "topologyKeys") {
+            let k = k.as_str().unwrap_or("");
+            if k.is_empty() {
+                out.push(required(&p, k));
+            }
+            if !keys.insert(k) {
+                out.push(duplicate(&p, &s(k)));
+            }
+            for msg in qualified_name(k) {
+                out.push(invalid_str(&p, k, &msg));
+            }
+        }
+    }
+    let Some(old) = old else {
+        return out;
+    };
+    let first = out.clone();
+    out.extend(first);
+    let old_drivers = items(old.get("spec").unwrap_or(&NULL), "drivers");
+    for new in items(spec, "drivers") {
+        for was in old_drivers {
+            if str_of(new, "name") == str_of(was, "name") && !sem_eq(Some(new), Some(was)) {
+                out.push(invalid("spec.drivers", new, "field is immutable"));
+            }
+        }
+    }
+    out
+}
+
+// ---- CSIStorageCapacity (kube's ValidateCSIStorageCapacity, ValidateCSIStorageCapacityUpdate) ----
+
+/// A CSIStorageCapacity: its node topology a label selector, its class name a DNS subdomain
+/// (empty included), its capacity not negative (kube does not check `maximumVolumeSize`); on
+/// update the topology and class are immutable.
+fn csi_storage_capacity(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    if let Some(sel) = opt(obj, "nodeTopology") {
+        label_selector(sel, false, "nodeTopology", &mut out);
+    }
+    let class = str_of(obj, "storageClassName");
+    for msg in dns1123_subdomain(class) {
+        out.push(invalid_str("storageClassName", class, &msg));
+    }
+    if let Some(q) = opt(obj, "capacity").and_then(qty) {
+        nonnegative_quantity(&q, "capacity", &mut out);
+    }
+    if let Some(old) = old {
+        if !sem_eq(opt(obj, "nodeTopology"), opt(old, "nodeTopology")) {
+            out.push(invalid(
+                "nodeTopology",
+                opt(obj, "nodeTopology").unwrap_or(&NULL),
+                "field is immutable",
+            ));
+        }
+        let was = str_of(old, "storageClassName");
+        if class != was {
+            out.push(invalid_str("storageClassName", class, "field is immutable"));
+        }
+    }
+    out
 }
 
 /// Causes for an update through `/status`: kube's `ValidateXStatusUpdate` (PersistentVolumes have
@@ -2174,6 +2281,67 @@ mod tests {
 
     fn create(group: &str, resource: &str, obj: &Value) -> Vec<String> {
         strings(&validate(group, resource, obj, None))
+    }
+
+    #[test]
+    fn csi_nodes_as_kube_validates_them() {
+        let node = |drivers: Value| json!({"spec": {"drivers": drivers}});
+        let ok = node(json!([{"name": "ebs.csi.aws.com", "nodeID": "i-1",
+            "topologyKeys": ["topology.ebs.csi.aws.com/zone"], "allocatable": {"count": 25}}]));
+        assert!(create(STORAGE, "csinodes", &ok).is_empty());
+        let bad = node(json!([
+            {"name": "", "nodeID": "", "allocatable": {"count": -1}},
+            {"name": "d", "nodeID": "n", "topologyKeys": ["a", "a", "b/c/d"]},
+            {"name": "d", "nodeID": "x".repeat(257)}
+        ]));
+        let got = create(STORAGE, "csinodes", &bad);
+        assert_eq!(got[0], "spec.drivers[0].name: Required value");
+        assert_eq!(got[2], "spec.drivers[0].nodeID: Required value");
+        assert_eq!(
+            got[3],
+            "spec.drivers[0].allocatable.count: Invalid value: -1: must be greater than or equal to 0"
+        );
+        assert!(got.contains(&"spec.drivers[1]: Duplicate value: \"a\"".to_owned()));
+        assert!(got
+            .iter()
+            .any(|g| g.starts_with("spec.drivers[1]: Invalid value: \"b/c/d\": a qualified name")));
+        assert!(got.contains(&"spec.drivers[2].name: Duplicate value: \"d\"".to_owned()));
+        assert!(got
+            .iter()
+            .any(|g| g.starts_with("spec.drivers[2].nodeID: Invalid value:")
+                && g.ends_with("must be 256 characters or less")));
+        // A driver may not change; one may be added.
+        let changed = node(json!([{"name": "ebs.csi.aws.com", "nodeID": "i-2",
+            "topologyKeys": ["topology.ebs.csi.aws.com/zone"], "allocatable": {"count": 25}},
+            {"name": "other", "nodeID": "n"}]));
+        let got = update(STORAGE, "csinodes", &changed, &ok);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("spec.drivers: Invalid value: ")
+                && got[0].ends_with("field is immutable")
+        );
+    }
+
+    #[test]
+    fn csi_storage_capacities_as_kube_validates_them() {
+        let cap = json!({"storageClassName": "fast", "capacity": "10Gi",
+            "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "a"}}});
+        assert!(create(STORAGE, "csistoragecapacities", &cap).is_empty());
+        let bad = json!({"storageClassName": "", "capacity": "-1", "maximumVolumeSize": "-5"});
+        assert_eq!(
+            create(STORAGE, "csistoragecapacities", &bad),
+            [
+                format!("storageClassName: Invalid value: \"\": {DNS1123_SUBDOMAIN_MSG}"),
+                "capacity: Invalid value: \"-1\": must be greater than or equal to 0".to_owned()
+            ]
+        );
+        let mut moved = cap.clone();
+        moved["storageClassName"] = json!("slow");
+        moved["capacity"] = json!("20Gi");
+        assert_eq!(
+            update(STORAGE, "csistoragecapacities", &moved, &cap),
+            ["storageClassName: Invalid value: \"slow\": field is immutable"]
+        );
     }
 
     fn update(group: &str, resource: &str, obj: &Value, old: &Value) -> Vec<String> {
