@@ -88,6 +88,26 @@ enum Command {
         /// The private key (PEM, PKCS #8) of --cluster-signing-cert-file.
         #[arg(long, requires = "cluster_signing_cert_file")]
         cluster_signing_key_file: Option<PathBuf>,
+        /// CA certificates (PEM) that a front proxy's client certificate must chain to; such a
+        /// proxy names the user in the --requestheader-* headers (kube's flag).
+        #[arg(long, conflicts_with = "insecure_http")]
+        requestheader_client_ca_file: Option<PathBuf>,
+        /// The common names a front proxy's certificate may have (comma-separated; empty: any).
+        #[arg(long, value_delimiter = ',')]
+        requestheader_allowed_names: Vec<String>,
+        /// Headers naming the user, checked in order (kube has no default; turtles takes
+        /// kubeadm's).
+        #[arg(long, value_delimiter = ',', default_value = "X-Remote-User")]
+        requestheader_username_headers: Vec<String>,
+        /// Headers naming the user's uid.
+        #[arg(long, value_delimiter = ',', default_value = "X-Remote-Uid")]
+        requestheader_uid_headers: Vec<String>,
+        /// Headers naming the user's groups.
+        #[arg(long, value_delimiter = ',', default_value = "X-Remote-Group")]
+        requestheader_group_headers: Vec<String>,
+        /// Prefixes of headers naming the user's extras.
+        #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
+        requestheader_extra_headers_prefix: Vec<String>,
         /// Static bearer tokens in kube's CSV format: token,user,uid,"group1,group2".
         #[arg(long)]
         token_auth_file: Option<PathBuf>,
@@ -344,6 +364,12 @@ fn main() -> anyhow::Result<()> {
             client_ca_file,
             cluster_signing_cert_file,
             cluster_signing_key_file,
+            requestheader_client_ca_file,
+            requestheader_allowed_names,
+            requestheader_username_headers,
+            requestheader_uid_headers,
+            requestheader_group_headers,
+            requestheader_extra_headers_prefix,
             token_auth_file,
             service_cluster_ip_range,
             service_node_port_range,
@@ -440,6 +466,16 @@ fn main() -> anyhow::Result<()> {
                     key: tls_key,
                     client_ca: client_ca_file,
                     cluster_signing: cluster_signing_cert_file.zip(cluster_signing_key_file),
+                    requestheader: requestheader_client_ca_file.map(|client_ca| {
+                        turtles::server::RequestHeaderOptions {
+                            client_ca,
+                            allowed_names: requestheader_allowed_names,
+                            username_headers: requestheader_username_headers,
+                            uid_headers: requestheader_uid_headers,
+                            group_headers: requestheader_group_headers,
+                            extra_headers_prefix: requestheader_extra_headers_prefix,
+                        }
+                    }),
                 },
                 token_auth_file,
                 service_cluster_ip_range,

@@ -75,6 +75,21 @@ pub struct TlsOptions {
     /// `--cluster-signing-{cert,key}-file`); without it, the generated CA when it is the client
     /// CA.
     pub cluster_signing: Option<(PathBuf, PathBuf)>,
+    /// Front proxies that name the user in headers (kube's `--requestheader-*`).
+    pub requestheader: Option<RequestHeaderOptions>,
+}
+
+/// kube's `--requestheader-*` flags.
+#[derive(Debug, Clone)]
+pub struct RequestHeaderOptions {
+    /// The CAs a front proxy's client certificate must chain to.
+    pub client_ca: PathBuf,
+    /// The common names its certificate may have (empty: any).
+    pub allowed_names: Vec<String>,
+    pub username_headers: Vec<String>,
+    pub uid_headers: Vec<String>,
+    pub group_headers: Vec<String>,
+    pub extra_headers_prefix: Vec<String>,
 }
 
 /// Timeouts and limits of the HTTP layer below the handlers (kube's values where it has them).
@@ -466,17 +481,26 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         store.clone(),
     )?);
     authn.set_service_accounts(issuer.clone());
+    let requestheader_ca = cfg
+        .tls
+        .requestheader
+        .as_ref()
+        .map(|r| r.client_ca.as_path());
     let tls = if cfg.tls.insecure_http {
         None
     } else {
         let material = match (&cfg.tls.cert, &cfg.tls.key) {
-            (Some(cert), Some(key)) => {
-                crate::auth::tls::provided(cert, key, cfg.tls.client_ca.as_deref())
-            }
+            (Some(cert), Some(key)) => crate::auth::tls::provided(
+                cert,
+                key,
+                cfg.tls.client_ca.as_deref(),
+                requestheader_ca,
+            ),
             _ => crate::auth::tls::generated(
                 &cfg.data_dir.join("pki"),
                 &cfg.tls.sans,
                 cfg.tls.client_ca.as_deref(),
+                requestheader_ca,
             ),
         };
         Some(material.map_err(ServerError::Tls)?)
@@ -532,11 +556,37 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         store.clone(),
         shutdown_rx.clone(),
     ));
+    // The front proxies this host trusts (`--requestheader-*`), as the request path reads them.
+    let requestheader = match (&cfg.tls.requestheader, &tls) {
+        (Some(o), Some(t)) => t.requestheader_verifier.clone().map(|verifier| {
+            let lower = |v: &[String]| v.iter().map(|h| h.to_ascii_lowercase()).collect();
+            Arc::new(api::x509::RequestHeader {
+                verifier,
+                allowed_names: o.allowed_names.clone(),
+                username_headers: lower(&o.username_headers),
+                uid_headers: lower(&o.uid_headers),
+                group_headers: lower(&o.group_headers),
+                extra_prefixes: lower(&o.extra_headers_prefix),
+            })
+        }),
+        _ => None,
+    };
+    // Extension servers learn to trust this host's front proxy; and, as kube publishes its own
+    // flags, the front proxies this host trusts.
+    let mut requestheader_ca_pem = front_proxy.ca_pem.clone();
+    let mut allowed_names = vec![crate::auth::tls::FRONT_PROXY_CLIENT.to_owned()];
+    if let Some(o) = &cfg.tls.requestheader {
+        if let Ok(pem) = std::fs::read_to_string(&o.client_ca) {
+            requestheader_ca_pem.push_str(&pem);
+        }
+        allowed_names.extend(o.allowed_names.iter().cloned());
+    }
     tokio::spawn(crate::aggregator::authentication::keep(
         service.clone(),
         crate::aggregator::authentication::Trust {
             client_ca,
-            requestheader_ca: front_proxy.ca_pem.clone(),
+            requestheader_ca: requestheader_ca_pem,
+            allowed_names,
         },
         shutdown_rx.clone(),
     ));
@@ -572,6 +622,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         builtin_controllers,
         log_follows: Default::default(),
         aggregator,
+        requestheader: requestheader.clone(),
     });
     let router = api::router(state.clone());
     if let Some(dir) = &cfg.controllers {
@@ -674,6 +725,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
                     .handshake_timeout(cfg.http.tls_handshake_timeout)
                     .acceptor(api::connections::GateAcceptor::new(gate)),
                 t.client_verifier,
+                requestheader,
             );
             match axum_server::from_tcp(listener) {
                 Ok(server) => {

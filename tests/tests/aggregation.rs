@@ -517,3 +517,121 @@ fn an_extension_server_is_reached_through_its_apiservice() {
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
+
+/// A second turtles host as the extension server of the first: the first's front proxy is
+/// trusted by the second (`--requestheader-client-ca-file`), which serves a CRD's group.
+#[test]
+fn a_turtles_host_serves_a_group_behind_another_through_its_front_proxy() {
+    use base64::Engine;
+    let front = Server::start().unwrap();
+    let proxy_ca = front.data_dir.join("pki").join("front-proxy-ca.crt");
+    let proxy_ca = proxy_ca.to_str().unwrap().to_owned();
+    let back = Server::start_with(&[
+        "--requestheader-client-ca-file",
+        &proxy_ca,
+        "--requestheader-allowed-names",
+        "front-proxy-client",
+        "--tls-san",
+        "back.default.svc",
+    ])
+    .unwrap();
+    back.kubectl_apply(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.back.example.com}\nspec:\n  group: back.example.com\n  scope: Namespaced\n  names: {plural: widgets, singular: widget, kind: Widget}\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]\n",
+    );
+    let port = back.url.rsplit(':').next().unwrap().to_owned();
+    let ca = base64::engine::general_purpose::STANDARD.encode(back.ca_pem.clone().unwrap());
+    front.kubectl_apply(&format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: back}}\nspec: {{type: ExternalName, externalName: localhost}}\n---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {{name: v1.back.example.com}}\nspec:\n  group: back.example.com\n  version: v1\n  service: {{namespace: default, name: back, port: {port}}}\n  caBundle: {ca}\n  groupPriorityMinimum: 1000\n  versionPriority: 100\n"
+    ));
+    let (status, _, message) = wait_reason(&front, "v1.back.example.com", "Passed");
+    assert_eq!(
+        (status.as_str(), message.as_str()),
+        ("True", "all checks passed")
+    );
+
+    // Through the front host, with its discovery of the back host's kind.
+    poll("a widget created through the front host", DEADLINE, || {
+        let out = front.kubectl_stdin(
+            &["create", "-f", "-"],
+            "apiVersion: back.example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nsize: 3\n",
+        );
+        out.status.success().then_some(())
+    })
+    .unwrap();
+    let stored = back.kubectl_json(&["get", "widgets.back.example.com", "w1"]);
+    assert_eq!(stored["size"], 3);
+    let listed = front.kubectl_ok(&["get", "widgets.back.example.com", "-o", "name"]);
+    assert_eq!(listed.trim(), "widget.back.example.com/w1");
+
+    // Each host authorizes: the front lets the tenant through, the back does not know them.
+    let (tenant, _) = front.mint("tenant", &[]).unwrap();
+    front.kubectl_ok(&[
+        "create",
+        "role",
+        "widgets",
+        "--verb=get,list",
+        "--resource=widgets.back.example.com",
+    ]);
+    front.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "widgets",
+        "--role=widgets",
+        "--user=tenant",
+    ]);
+    let err = poll("the back host's refusal", DEADLINE, || {
+        let out = front.kubectl_with(&tenant, &["get", "widgets.back.example.com"]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        (!out.status.success() && err.contains("cannot list resource")).then_some(err)
+    })
+    .unwrap();
+    assert!(
+        err.contains(
+            "User \"tenant\" cannot list resource \"widgets\" in API group \"back.example.com\""
+        ),
+        "{err}"
+    );
+    back.kubectl_ok(&[
+        "create",
+        "role",
+        "widgets",
+        "--verb=get,list",
+        "--resource=widgets.back.example.com",
+    ]);
+    back.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "widgets",
+        "--role=widgets",
+        "--user=tenant",
+    ]);
+    poll("the tenant's list through both hosts", DEADLINE, || {
+        let out = front.kubectl_with(&tenant, &["get", "widgets.back.example.com", "-o", "name"]);
+        out.status.success().then_some(())
+    })
+    .unwrap();
+
+    // Headers alone name nobody: a client of the back host without the front proxy's
+    // certificate stays who its token says.
+    let (_, nobody) = back.mint("nobody", &[]).unwrap();
+    let r = back
+        .http_with_token(Some(&nobody))
+        .client
+        .get(format!(
+            "{}/apis/back.example.com/v1/namespaces/default/widgets",
+            back.url
+        ))
+        .header("X-Remote-User", "admin")
+        .header("X-Remote-Group", "system:masters")
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    let st: Value = r.json().unwrap();
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("User \"nobody\""),
+        "{st}"
+    );
+}

@@ -20,8 +20,10 @@ const EVERY: Duration = Duration::from_secs(60);
 pub struct Trust {
     /// PEM of the CAs client certificates are verified with (none: no client certificates).
     pub client_ca: Option<String>,
-    /// PEM of the front-proxy CA.
+    /// PEM of the front-proxy CAs.
     pub requestheader_ca: String,
+    /// The front proxies' common names.
+    pub allowed_names: Vec<String>,
 }
 
 /// The PEM certificates of a bundle, each as its own normalized PEM block.
@@ -79,15 +81,13 @@ pub fn merged(existing: &Map<String, Value>, trust: &Trust) -> Map<String, Value
             json!(union_bundle(get("client-ca-file"), ca)),
         );
     }
+    let names: Vec<&str> = trust.allowed_names.iter().map(String::as_str).collect();
     let lists: [(&str, &[&str]); 5] = [
         ("requestheader-username-headers", &["X-Remote-User"]),
         ("requestheader-uid-headers", &["X-Remote-Uid"]),
         ("requestheader-group-headers", &["X-Remote-Group"]),
         ("requestheader-extra-headers-prefix", &["X-Remote-Extra-"]),
-        (
-            "requestheader-allowed-names",
-            &[crate::auth::tls::FRONT_PROXY_CLIENT],
-        ),
+        ("requestheader-allowed-names", &names),
     ];
     for (k, mine) in lists {
         data.insert(k.into(), json!(union_list(get(k), mine)));
@@ -181,6 +181,7 @@ mod tests {
             &Trust {
                 client_ca: Some(A.into()),
                 requestheader_ca: A.into(),
+                allowed_names: vec!["front-proxy-client".into()],
             },
         );
         assert_eq!(
@@ -200,6 +201,7 @@ mod tests {
             &Trust {
                 client_ca: Some(A.into()),
                 requestheader_ca: B.into(),
+                allowed_names: vec!["front-proxy-client".into()],
             },
         );
         assert_eq!(second["client-ca-file"], A);
@@ -214,7 +216,8 @@ mod tests {
                 &second,
                 &Trust {
                     client_ca: Some(A.into()),
-                    requestheader_ca: B.into()
+                    requestheader_ca: B.into(),
+                    allowed_names: vec!["front-proxy-client".into()],
                 }
             ),
             second

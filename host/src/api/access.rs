@@ -214,17 +214,32 @@ pub async fn authenticate_and_authorize(
     if OPEN.contains(&info.path.trim_end_matches('/')) {
         return next.run(req).await;
     }
-    // kube's order: a verified client certificate first, then the bearer token.
+    // kube's order: a front proxy's headers, a verified client certificate, then the bearer
+    // token.
     let cert = req.extensions().get::<super::x509::ClientCert>().cloned();
-    let cert_user = match cert {
-        Some(c) => c.user().await,
-        None => None,
+    let proxied = cert.as_ref().and_then(|c| c.proxied_user(req.headers()));
+    let cert_user = match (&proxied, cert) {
+        (None, Some(c)) => c.user().await,
+        _ => None,
     };
-    let user =
-        cert_user.or_else(|| bearer(req.headers()).and_then(|t| state.authn.authenticate(t)));
+    let user = proxied
+        .or(cert_user)
+        .or_else(|| bearer(req.headers()).and_then(|t| state.authn.authenticate(t)));
     let Some(user) = user else {
         return unauthorized().into_response();
     };
+    // The headers that name a user are not passed on (to an extension server, say).
+    if let Some(rh) = &state.requestheader {
+        let names: Vec<_> = req
+            .headers()
+            .keys()
+            .filter(|h| rh.names_user(h.as_str()))
+            .cloned()
+            .collect();
+        for n in names {
+            req.headers_mut().remove(n);
+        }
+    }
     // The connection carried a valid credential: it no longer counts as unauthenticated.
     if let Some(conn) = req.extensions().get::<ConnectionGate>() {
         conn.authenticated();

@@ -82,6 +82,8 @@ pub struct AppState {
     pub log_follows: Arc<pod_streams::Follows>,
     /// The aggregation layer: APIServices and their extension servers.
     pub aggregator: Arc<crate::aggregator::Aggregator>,
+    /// The front proxies trusted to name the user in headers (`--requestheader-*`), if any.
+    pub requestheader: Option<Arc<x509::RequestHeader>>,
 }
 
 /// The whole API as a router, so tests can drive it without a socket.

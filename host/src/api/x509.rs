@@ -38,7 +38,12 @@ pub struct ClientCert(Arc<Presented>);
 #[derive(Debug)]
 struct Presented {
     chain: Vec<CertificateDer<'static>>,
-    verifier: Arc<dyn ClientCertVerifier>,
+    /// The client CA's (none: the chain authenticates no user itself).
+    verifier: Option<Arc<dyn ClientCertVerifier>>,
+    /// The front proxies' (`--requestheader-*`), if any.
+    front_proxy: Option<Arc<RequestHeader>>,
+    /// Whether the chain is a front proxy's, and when that was found.
+    proxy_state: std::sync::Mutex<Option<(bool, Instant)>>,
     /// Async: the requests of an HTTP/2 connection wait for the one that verifies, without
     /// holding a worker thread.
     state: tokio::sync::Mutex<State>,
@@ -73,12 +78,51 @@ impl Identity {
 }
 
 impl ClientCert {
-    fn new(chain: Vec<CertificateDer<'static>>, verifier: Arc<dyn ClientCertVerifier>) -> Self {
+    fn new(
+        chain: Vec<CertificateDer<'static>>,
+        verifier: Option<Arc<dyn ClientCertVerifier>>,
+        front_proxy: Option<Arc<RequestHeader>>,
+    ) -> Self {
         Self(Arc::new(Presented {
             chain,
             verifier,
+            front_proxy,
+            proxy_state: std::sync::Mutex::new(None),
             state: tokio::sync::Mutex::new(State::Fresh),
         }))
+    }
+
+    /// kube's request-header authenticator: when the chain is a front proxy's (it verifies
+    /// against `--requestheader-client-ca-file` and its common name is allowed), the user its
+    /// headers name; None otherwise, or when they name nobody (the other credentials decide).
+    pub fn proxied_user(&self, headers: &axum::http::HeaderMap) -> Option<UserInfo> {
+        let rh = self.0.front_proxy.as_ref()?;
+        if !self.is_front_proxy(rh) {
+            return None;
+        }
+        rh.user(headers)
+    }
+
+    fn is_front_proxy(&self, rh: &RequestHeader) -> bool {
+        let p = &self.0;
+        let mut state = p
+            .proxy_state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((ok, at)) = *state {
+            let fresh = if ok { REVERIFY } else { RETRY };
+            if at.elapsed() < fresh {
+                return ok;
+            }
+        }
+        let ok = p.chain.split_first().is_some_and(|(leaf, intermediates)| {
+            rh.verifier
+                .verify_client_cert(leaf, intermediates, UnixTime::now())
+                .is_ok()
+                && rh.allows(leaf.as_ref())
+        });
+        *state = Some((ok, Instant::now()));
+        ok
     }
 
     /// The user the certificate names, if its chain verifies.
@@ -92,10 +136,8 @@ impl ClientCert {
             _ => {}
         }
         let (leaf, intermediates) = p.chain.split_first()?;
-        *state = match p
-            .verifier
-            .verify_client_cert(leaf, intermediates, UnixTime::now())
-        {
+        let verifier = p.verifier.as_ref()?;
+        *state = match verifier.verify_client_cert(leaf, intermediates, UnixTime::now()) {
             Ok(_) => match identity(leaf.as_ref()) {
                 Some(id) => State::Verified(id, Instant::now()),
                 None => State::Nobody,
@@ -153,18 +195,137 @@ fn identity(der: &[u8]) -> Option<Identity> {
     })
 }
 
+/// kube's `--requestheader-*`: which front proxies may name the user, and in which headers.
+#[derive(Debug)]
+pub struct RequestHeader {
+    /// Verifies a front proxy's certificate (`--requestheader-client-ca-file`).
+    pub verifier: Arc<dyn ClientCertVerifier>,
+    /// The common names a front proxy's certificate may have (empty: any).
+    pub allowed_names: Vec<String>,
+    /// Header names, lower-cased.
+    pub username_headers: Vec<String>,
+    pub uid_headers: Vec<String>,
+    pub group_headers: Vec<String>,
+    pub extra_prefixes: Vec<String>,
+}
+
+impl RequestHeader {
+    /// Whether a verified leaf's common name is allowed.
+    fn allows(&self, der: &[u8]) -> bool {
+        if self.allowed_names.is_empty() {
+            return true;
+        }
+        let Ok((_, cert)) = x509_parser::parse_x509_certificate(der) else {
+            return false;
+        };
+        let cn = cert
+            .subject()
+            .iter_common_name()
+            .last()
+            .and_then(|c| c.as_str().ok());
+        cn.is_some_and(|cn| self.allowed_names.iter().any(|a| a == cn))
+    }
+
+    /// The user the headers name (kube's `requestheader` authenticator): the first non-empty
+    /// value of the username headers, else nobody.
+    pub fn user(&self, headers: &axum::http::HeaderMap) -> Option<UserInfo> {
+        let first = |names: &[String]| {
+            names.iter().find_map(|n| {
+                headers
+                    .get_all(n.as_str())
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .find(|v| !v.is_empty())
+                    .map(str::to_owned)
+            })
+        };
+        let name = first(&self.username_headers)?;
+        let uid = first(&self.uid_headers).unwrap_or_default();
+        let groups: Vec<String> = self
+            .group_headers
+            .iter()
+            .flat_map(|n| headers.get_all(n.as_str()).iter())
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect();
+        let mut extra: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for (header, value) in headers {
+            let h = header.as_str();
+            let Some(key) = self
+                .extra_prefixes
+                .iter()
+                .find_map(|p| h.strip_prefix(p.as_str()))
+            else {
+                continue;
+            };
+            let Some(key) = unescape(key) else { continue };
+            if let Ok(v) = value.to_str() {
+                extra.entry(key).or_default().push(v.to_owned());
+            }
+        }
+        Some(UserInfo {
+            name,
+            uid,
+            groups,
+            extra,
+        })
+    }
+
+    /// Whether a header is one of those that name the user (dropped from every request once
+    /// authenticated, as kube does).
+    pub fn names_user(&self, header: &str) -> bool {
+        self.username_headers
+            .iter()
+            .chain(&self.uid_headers)
+            .chain(&self.group_headers)
+            .any(|n| n == header)
+            || self
+                .extra_prefixes
+                .iter()
+                .any(|p| header.starts_with(p.as_str()))
+    }
+}
+
+/// An extra key as a header carries it, lower-cased and `%`-unescaped (kube's `newExtra`).
+fn unescape(key: &str) -> Option<String> {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = key.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i].to_ascii_lowercase());
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// Wraps the TLS acceptor: after the handshake, the client certificate chain (if any) is handed
 /// to every request of the connection.
 #[derive(Clone)]
 pub struct PeerAcceptor<A> {
     inner: A,
     verifier: Option<Arc<dyn ClientCertVerifier>>,
+    front_proxy: Option<Arc<RequestHeader>>,
 }
 
 impl<A> PeerAcceptor<A> {
-    /// `verifier`: the client CA's (none: no client certificate is looked at).
-    pub fn new(inner: A, verifier: Option<Arc<dyn ClientCertVerifier>>) -> Self {
-        Self { inner, verifier }
+    /// `verifier`: the client CA's; `front_proxy`: the front proxies' (with neither, no client
+    /// certificate is looked at).
+    pub fn new(
+        inner: A,
+        verifier: Option<Arc<dyn ClientCertVerifier>>,
+        front_proxy: Option<Arc<RequestHeader>>,
+    ) -> Self {
+        Self {
+            inner,
+            verifier,
+            front_proxy,
+        }
     }
 }
 
@@ -182,12 +343,18 @@ where
     fn accept(&self, stream: I, service: S) -> Self::Future {
         let accepted = self.inner.accept(stream, service);
         let verifier = self.verifier.clone();
+        let front_proxy = self.front_proxy.clone();
         Box::pin(async move {
             let (tls, inner) = accepted.await?;
-            let cert = match (verifier, tls.get_ref().1.peer_certificates()) {
-                (Some(v), Some(chain)) if !chain.is_empty() && chain.len() <= MAX_CHAIN => Some(
-                    ClientCert::new(chain.iter().map(|c| c.clone().into_owned()).collect(), v),
-                ),
+            let looked_at = verifier.is_some() || front_proxy.is_some();
+            let cert = match tls.get_ref().1.peer_certificates() {
+                Some(chain) if looked_at && !chain.is_empty() && chain.len() <= MAX_CHAIN => {
+                    Some(ClientCert::new(
+                        chain.iter().map(|c| c.clone().into_owned()).collect(),
+                        verifier,
+                        front_proxy,
+                    ))
+                }
                 _ => None,
             };
             Ok((tls, WithClientCert { inner, cert }))
@@ -310,19 +477,68 @@ mod tests {
     #[tokio::test]
     async fn a_chain_is_verified_at_the_first_request_and_refusals_are_remembered() {
         let (verifier, leaf) = signed(ExtendedKeyUsagePurpose::ClientAuth);
-        let c = ClientCert::new(vec![CertificateDer::from(leaf.clone())], verifier.clone());
+        let c = ClientCert::new(
+            vec![CertificateDer::from(leaf.clone())],
+            Some(verifier.clone()),
+            None,
+        );
         assert!(matches!(*c.0.state.lock().await, State::Fresh));
         assert_eq!(c.user().await.unwrap().name, "carol");
         assert!(matches!(*c.0.state.lock().await, State::Verified(..)));
         // A server certificate of the same CA (the host's own, say) is no client.
         let (v2, server) = signed(ExtendedKeyUsagePurpose::ServerAuth);
-        let s = ClientCert::new(vec![CertificateDer::from(server)], v2);
+        let s = ClientCert::new(vec![CertificateDer::from(server)], Some(v2), None);
         assert!(s.user().await.is_none());
         assert!(matches!(*s.0.state.lock().await, State::Refused(_)));
         // Another CA's verifier refuses carol's certificate.
         let (other, _) = signed(ExtendedKeyUsagePurpose::ClientAuth);
-        let theirs = ClientCert::new(vec![CertificateDer::from(leaf)], other);
+        let theirs = ClientCert::new(vec![CertificateDer::from(leaf)], Some(other), None);
         assert!(theirs.user().await.is_none());
+    }
+
+    #[test]
+    fn a_front_proxy_names_the_user_in_its_headers_and_nobody_else_does() {
+        // The signed leaf's CN is carol.
+        let (verifier, leaf) = signed(ExtendedKeyUsagePurpose::ClientAuth);
+        let rh = |allowed: &[&str]| {
+            Arc::new(RequestHeader {
+                verifier: verifier.clone(),
+                allowed_names: allowed.iter().map(|s| s.to_string()).collect(),
+                username_headers: vec!["x-remote-user".into()],
+                uid_headers: vec!["x-remote-uid".into()],
+                group_headers: vec!["x-remote-group".into()],
+                extra_prefixes: vec!["x-remote-extra-".into()],
+            })
+        };
+        let mut h = axum::http::HeaderMap::new();
+        h.append("x-remote-user", "alice".parse().unwrap());
+        h.append("x-remote-uid", "u-1".parse().unwrap());
+        h.append("x-remote-group", "dev".parse().unwrap());
+        h.append("x-remote-group", "ops".parse().unwrap());
+        h.append("x-remote-extra-example.com%2FTeam", "blue".parse().unwrap());
+        let proxy = ClientCert::new(
+            vec![CertificateDer::from(leaf.clone())],
+            None,
+            Some(rh(&["carol"])),
+        );
+        let user = proxy.proxied_user(&h).unwrap();
+        assert_eq!(user.name, "alice");
+        assert_eq!(user.uid, "u-1");
+        assert_eq!(user.groups, ["dev", "ops"]);
+        assert_eq!(user.extra["example.com/team"], ["blue"]);
+        // A CN not allowed, or no certificate of the front-proxy CA: the headers name nobody.
+        let other = ClientCert::new(
+            vec![CertificateDer::from(leaf.clone())],
+            None,
+            Some(rh(&["front-proxy-client"])),
+        );
+        assert!(other.proxied_user(&h).is_none());
+        let (_, stranger) = signed(ExtendedKeyUsagePurpose::ClientAuth);
+        let stranger = ClientCert::new(vec![CertificateDer::from(stranger)], None, Some(rh(&[])));
+        assert!(stranger.proxied_user(&h).is_none());
+        // Without a user header, nobody either (the other credentials decide).
+        h.remove("x-remote-user");
+        assert!(proxy.proxied_user(&h).is_none());
     }
 
     #[test]

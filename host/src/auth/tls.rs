@@ -36,8 +36,11 @@ pub type Result<T, E = TlsError> = std::result::Result<T, E>;
 pub struct TlsMaterial {
     pub server_config: Arc<rustls::ServerConfig>,
     /// The client CA's verifier, which the x509 authenticator verifies client certificates with
-    /// (none: no client certificate is asked for).
+    /// (none: no client certificate is asked for, unless there is a front-proxy CA).
     pub client_verifier: Option<Arc<dyn ClientCertVerifier>>,
+    /// `--requestheader-client-ca-file`'s verifier: the front proxies whose `X-Remote-*`
+    /// headers name the user.
+    pub requestheader_verifier: Option<Arc<dyn ClientCertVerifier>>,
     /// PEM of the certificate(s) a client should trust (our CA, or the operator's certificate).
     pub ca_pem: String,
     /// The CA that issues client certificates for approved CertificateSigningRequests: the
@@ -109,6 +112,7 @@ pub fn generated(
     dir: &Path,
     extra_sans: &[String],
     client_ca: Option<&Path>,
+    requestheader_ca: Option<&Path>,
 ) -> Result<TlsMaterial> {
     std::fs::create_dir_all(dir).map_err(|source| TlsError::Io {
         path: dir.to_owned(),
@@ -145,7 +149,15 @@ pub fn generated(
     }
     let ca_pem = read(&ca_crt)?;
     let client_verifier = Some(client_verifier(client_ca.unwrap_or(&ca_crt), provider())?);
-    let server_config = server_config(&srv_crt, &srv_key, client_verifier.clone())?;
+    let requestheader_verifier = requestheader_ca
+        .map(|ca| self::client_verifier(ca, provider()))
+        .transpose()?;
+    let asked: Vec<_> = client_verifier
+        .iter()
+        .chain(&requestheader_verifier)
+        .cloned()
+        .collect();
+    let server_config = server_config(&srv_crt, &srv_key, &asked)?;
     let authority = match client_ca {
         Some(_) => None,
         None => match crate::auth::signer::Authority::load(&ca_crt, &ca_key) {
@@ -159,6 +171,7 @@ pub fn generated(
     Ok(TlsMaterial {
         server_config,
         client_verifier,
+        requestheader_verifier,
         ca_pem,
         authority,
     })
@@ -237,14 +250,28 @@ pub fn front_proxy(dir: &Path) -> Result<FrontProxy> {
 
 /// The operator's own certificate chain and key; clients are told to trust that chain. Client
 /// certificates are accepted only with `client_ca`.
-pub fn provided(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<TlsMaterial> {
+pub fn provided(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+    requestheader_ca: Option<&Path>,
+) -> Result<TlsMaterial> {
     let ca_pem = read(cert)?;
     let client_verifier = client_ca
         .map(|ca| client_verifier(ca, provider()))
         .transpose()?;
+    let requestheader_verifier = requestheader_ca
+        .map(|ca| self::client_verifier(ca, provider()))
+        .transpose()?;
+    let asked: Vec<_> = client_verifier
+        .iter()
+        .chain(&requestheader_verifier)
+        .cloned()
+        .collect();
     Ok(TlsMaterial {
-        server_config: server_config(cert, key, client_verifier.clone())?,
+        server_config: server_config(cert, key, &asked)?,
         client_verifier,
+        requestheader_verifier,
         ca_pem,
         authority: None,
     })
@@ -282,11 +309,14 @@ pub(crate) fn client_verifier(
 /// any certificate or none. The chain is verified afterwards, by the x509 authenticator
 /// (`api::x509`), so a certificate that does not verify gets kube's 401 rather than a failed
 /// handshake.
+/// The hints name every CA a certificate is verified with later (the client CA and the
+/// front-proxy CA), as kube's listener does: a Go client sends only a certificate of a named CA.
 #[derive(Debug)]
-struct RequestClientCert(
-    Arc<dyn ClientCertVerifier>,
-    rustls::crypto::WebPkiSupportedAlgorithms,
-);
+struct RequestClientCert {
+    verifier: Arc<dyn ClientCertVerifier>,
+    hints: Vec<rustls::DistinguishedName>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
 
 /// A certificate's SubjectPublicKeyInfo (DER), read leniently (x509-parser, extensions not
 /// looked into): webpki's reading of a whole certificate refuses ones kube takes at the
@@ -364,7 +394,7 @@ impl ClientCertVerifier for RequestClientCert {
     }
 
     fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
-        self.0.root_hint_subjects()
+        &self.hints
     }
 
     fn verify_client_cert(
@@ -385,7 +415,14 @@ impl ClientCertVerifier for RequestClientCert {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        signed_by_leaf(false, message, cert, dss.scheme, dss.signature(), &self.1)
+        signed_by_leaf(
+            false,
+            message,
+            cert,
+            dss.scheme,
+            dss.signature(),
+            &self.algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -394,11 +431,18 @@ impl ClientCertVerifier for RequestClientCert {
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        signed_by_leaf(true, message, cert, dss.scheme, dss.signature(), &self.1)
+        signed_by_leaf(
+            true,
+            message,
+            cert,
+            dss.scheme,
+            dss.signature(),
+            &self.algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.verifier.supported_verify_schemes()
     }
 }
 
@@ -406,10 +450,12 @@ pub(crate) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// The serving configuration; a client certificate is asked for (naming the CAs of `asked`)
+/// when there is any.
 fn server_config(
     cert: &Path,
     key: &Path,
-    client_verifier: Option<Arc<dyn ClientCertVerifier>>,
+    asked: &[Arc<dyn ClientCertVerifier>],
 ) -> Result<Arc<rustls::ServerConfig>> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::PrivateKeyDer;
@@ -434,8 +480,20 @@ fn server_config(
     let algorithms = provider.signature_verification_algorithms;
     let builder = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?;
-    let builder = match client_verifier {
-        Some(v) => builder.with_client_cert_verifier(Arc::new(RequestClientCert(v, algorithms))),
+    let builder = match asked.first() {
+        Some(v) => {
+            let mut hints: Vec<rustls::DistinguishedName> = Vec::new();
+            for h in asked.iter().flat_map(|a| a.root_hint_subjects()) {
+                if !hints.iter().any(|k| k.as_ref() == h.as_ref()) {
+                    hints.push(h.clone());
+                }
+            }
+            builder.with_client_cert_verifier(Arc::new(RequestClientCert {
+                verifier: v.clone(),
+                hints,
+                algorithms,
+            }))
+        }
         None => builder.with_no_client_auth(),
     };
     let mut cfg = builder.with_single_cert(certs, key)?;
@@ -492,16 +550,16 @@ mod tests {
     #[test]
     fn generates_once_and_regenerates_on_new_sans() {
         let dir = std::env::temp_dir().join(format!("turtles-pki-{}", uuid::Uuid::new_v4()));
-        let a = generated(&dir, &[], None).unwrap();
+        let a = generated(&dir, &[], None, None).unwrap();
         let ca1 = a.ca_pem.clone();
         let crt1 = std::fs::read_to_string(dir.join("server.crt")).unwrap();
-        let b = generated(&dir, &[], None).unwrap();
+        let b = generated(&dir, &[], None, None).unwrap();
         assert_eq!(b.ca_pem, ca1);
         assert_eq!(
             std::fs::read_to_string(dir.join("server.crt")).unwrap(),
             crt1
         );
-        generated(&dir, &["turtles.example".into()], None).unwrap();
+        generated(&dir, &["turtles.example".into()], None, None).unwrap();
         assert_ne!(
             std::fs::read_to_string(dir.join("server.crt")).unwrap(),
             crt1
