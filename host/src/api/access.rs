@@ -73,25 +73,6 @@ fn service_account_of(username: &str) -> Option<(&str, &str)> {
     .then_some((ns, name))
 }
 
-/// client-go's escaping of an extra key in a header name, undone (`%2F` is `/`); None when it
-/// does not decode.
-fn unescape_extra_key(key: &str) -> Option<String> {
-    let bytes = key.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = key.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 const IMPERSONATE_EXTRA: &str = "impersonate-extra-";
 
 /// kube's impersonation filter: `Impersonate-User` (a service account's
@@ -122,7 +103,7 @@ fn impersonate(
         let Some(key) = name.as_str().strip_prefix(IMPERSONATE_EXTRA) else {
             continue;
         };
-        let key = unescape_extra_key(key).ok_or_else(|| {
+        let key = crate::auth::unescape_extra_key(key).ok_or_else(|| {
             ApiError::bad_request(format!("invalid impersonation extra key {key:?}"))
         })?;
         let value = value
@@ -281,11 +262,14 @@ mod tests {
     #[test]
     fn extra_keys_are_unescaped() {
         assert_eq!(
-            unescape_extra_key("authentication.kubernetes.io%2fpod-name").as_deref(),
+            crate::auth::unescape_extra_key("authentication.kubernetes.io%2fpod-name").as_deref(),
             Some("authentication.kubernetes.io/pod-name")
         );
-        assert_eq!(unescape_extra_key("scopes").as_deref(), Some("scopes"));
-        assert_eq!(unescape_extra_key("bad%zz"), None);
-        assert_eq!(unescape_extra_key("bad%2"), None);
+        assert_eq!(
+            crate::auth::unescape_extra_key("scopes").as_deref(),
+            Some("scopes")
+        );
+        assert_eq!(crate::auth::unescape_extra_key("bad%zz"), None);
+        assert_eq!(crate::auth::unescape_extra_key("bad%2"), None);
     }
 }

@@ -258,7 +258,10 @@ impl RequestHeader {
             else {
                 continue;
             };
-            let Some(key) = unescape(key) else { continue };
+            // kube's `newExtra`: lower-cased, then unescaped.
+            let Some(key) = crate::auth::unescape_extra_key(&key.to_ascii_lowercase()) else {
+                continue;
+            };
             if let Ok(v) = value.to_str() {
                 extra.entry(key).or_default().push(v.to_owned());
             }
@@ -284,24 +287,6 @@ impl RequestHeader {
                 .iter()
                 .any(|p| header.starts_with(p.as_str()))
     }
-}
-
-/// An extra key as a header carries it, lower-cased and `%`-unescaped (kube's `newExtra`).
-fn unescape(key: &str) -> Option<String> {
-    let bytes = key.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = key.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i].to_ascii_lowercase());
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// Wraps the TLS acceptor: after the handshake, the client certificate chain (if any) is handed

@@ -20,6 +20,25 @@ pub use tokens::Authenticator;
 
 /// The group every authenticated user is in.
 pub const AUTHENTICATED: &str = "system:authenticated";
+
+/// An extra key as a header carries it (client-go's escaping: `%XX`), unescaped; None when it
+/// does not decode.
+pub fn unescape_extra_key(key: &str) -> Option<String> {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = key.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
 /// kube's `user.CredentialIDKey`: the extra naming the credential a user authenticated with.
 pub const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 /// Members are allowed everything, as on a cluster.

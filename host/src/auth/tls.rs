@@ -149,14 +149,7 @@ pub fn generated(
     }
     let ca_pem = read(&ca_crt)?;
     let client_verifier = Some(client_verifier(client_ca.unwrap_or(&ca_crt), provider())?);
-    let requestheader_verifier = requestheader_ca
-        .map(|ca| self::client_verifier(ca, provider()))
-        .transpose()?;
-    let asked: Vec<_> = client_verifier
-        .iter()
-        .chain(&requestheader_verifier)
-        .cloned()
-        .collect();
+    let (requestheader_verifier, asked) = asked(&client_verifier, requestheader_ca)?;
     let server_config = server_config(&srv_crt, &srv_key, &asked)?;
     let authority = match client_ca {
         Some(_) => None,
@@ -260,14 +253,7 @@ pub fn provided(
     let client_verifier = client_ca
         .map(|ca| client_verifier(ca, provider()))
         .transpose()?;
-    let requestheader_verifier = requestheader_ca
-        .map(|ca| self::client_verifier(ca, provider()))
-        .transpose()?;
-    let asked: Vec<_> = client_verifier
-        .iter()
-        .chain(&requestheader_verifier)
-        .cloned()
-        .collect();
+    let (requestheader_verifier, asked) = asked(&client_verifier, requestheader_ca)?;
     Ok(TlsMaterial {
         server_config: server_config(cert, key, &asked)?,
         client_verifier,
@@ -275,6 +261,23 @@ pub fn provided(
         ca_pem,
         authority: None,
     })
+}
+
+/// The front-proxy CA's verifier (if any), and every verifier whose CAs the handshake names.
+type Asked = (
+    Option<Arc<dyn ClientCertVerifier>>,
+    Vec<Arc<dyn ClientCertVerifier>>,
+);
+
+fn asked(
+    client: &Option<Arc<dyn ClientCertVerifier>>,
+    requestheader_ca: Option<&Path>,
+) -> Result<Asked> {
+    let requestheader = requestheader_ca
+        .map(|ca| client_verifier(ca, provider()))
+        .transpose()?;
+    let all = client.iter().chain(&requestheader).cloned().collect();
+    Ok((requestheader, all))
 }
 
 /// kube's `--client-ca-file`: the CAs a client certificate must chain to (rustls's WebPKI
