@@ -748,15 +748,57 @@ fn impersonating_service_accounts_uids_and_extras_is_asked_as_kube_asks_it() {
     assert_eq!(info["uid"], "u-42");
     assert_eq!(info["extra"]["scopes"], json!(["read", "write"]));
     assert_eq!(info["extra"]["example.com/team"], json!(["blue"]));
-    // Groups without a user: refused.
-    let r = s
-        .http()
-        .client
-        .get(format!("{}/api/v1/namespaces", s.url))
-        .header("Impersonate-Uid", "u-42")
-        .send()
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 400);
+    // A uid without a user: refused; a group without one too.
+    for (h, v) in [("Impersonate-Uid", "u-42"), ("Impersonate-Group", "dev")] {
+        let r = s
+            .http()
+            .client
+            .get(format!("{}/api/v1/namespaces", s.url))
+            .header(h, v)
+            .send()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 400, "{h}");
+    }
+    let whoami = |headers: &[(&str, &[u8])]| -> Value {
+        let mut rb = s
+            .http()
+            .client
+            .post(format!(
+                "{}/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                s.url
+            ))
+            .header("Content-Type", "application/json")
+            .body(r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#);
+        for (h, v) in headers {
+            rb = rb.header(*h, reqwest::header::HeaderValue::from_bytes(v).unwrap());
+        }
+        let r = rb.send().unwrap();
+        let code = r.status().as_u16();
+        let body = r.json::<Value>().unwrap();
+        if code != 201 {
+            return json!({"code": code, "message": body["message"]});
+        }
+        body["status"]["userInfo"].clone()
+    };
+    // Groups given to a service account replace its own.
+    let info = whoami(&[
+        ("Impersonate-User", b"system:serviceaccount:foo:sa"),
+        ("Impersonate-Group", b"dev"),
+    ]);
+    assert_eq!(info["groups"], json!(["dev", "system:authenticated"]));
+    // The anonymous user is unauthenticated: not even allowed to ask who it is.
+    let info = whoami(&[("Impersonate-User", b"system:anonymous")]);
+    assert_eq!(info["code"], 403, "{info}");
+    assert!(
+        info["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("User \"system:anonymous\""),
+        "{info}"
+    );
+    // A name that is not ASCII is the name (UTF-8, as Go's clients send it), never ignored.
+    let info = whoami(&[("Impersonate-User", "józef".as_bytes())]);
+    assert_eq!(info["username"], "józef");
 
     // alice may impersonate the service accounts of foo (kube asks about `serviceaccounts` in
     // the account's namespace, not about `users`), and nothing else.
@@ -816,5 +858,14 @@ fn impersonating_service_accounts_uids_and_extras_is_asked_as_kube_asks_it() {
     assert_eq!(
         st["message"],
         "userextras.authentication.k8s.io \"all\" is forbidden: User \"alice\" cannot impersonate resource \"userextras/scopes\" in API group \"authentication.k8s.io\" at the cluster scope"
+    );
+    let (code, st) = ask(
+        "system:serviceaccount:foo:builder",
+        Some(("Impersonate-Uid", "u-1")),
+    );
+    assert_eq!(code, 403);
+    assert_eq!(
+        st["message"],
+        "uids.authentication.k8s.io \"u-1\" is forbidden: User \"alice\" cannot impersonate resource \"uids\" in API group \"authentication.k8s.io\" at the cluster scope"
     );
 }

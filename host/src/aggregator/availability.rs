@@ -40,8 +40,13 @@ pub const IDENTITY: crate::controllers::Identity = crate::controllers::Identity 
 
 /// How often a remote APIService is checked again (kube's informer resync).
 const RESYNC: Duration = Duration::from_secs(30);
-/// The answer to a discovery (or OpenAPI) fetch is read up to this size.
-const DISCOVERY_LIMIT: usize = 8 << 20;
+/// The answer to a probe, a discovery document or an OpenAPI index is read up to this size
+/// (real ones are a few KiB); a group version's OpenAPI document up to [`OPENAPI_LIMIT`], and a
+/// group version's resources in aggregated discovery up to [`RESOURCES_LIMIT`] (only those are
+/// parsed whole, into a tree tens of times the text's size).
+const DISCOVERY_LIMIT: usize = 1 << 20;
+const OPENAPI_LIMIT: usize = 8 << 20;
+const RESOURCES_LIMIT: usize = 256 << 10;
 /// Aggregated discovery's media type.
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
@@ -151,7 +156,12 @@ struct Ask<'a> {
     api: &'a ApiService,
     svc: &'a ServiceRef,
     verify: bool,
+    /// Who asks: `system:kube-aggregator` (discovery) or `system:aggregator` (OpenAPI, as kube's
+    /// downloader, in no group).
+    user: &'static str,
     masters: bool,
+    /// The answer is read up to this size.
+    limit: usize,
 }
 
 /// One GET to an extension server, the whole exchange within [`proxy::DISCOVERY_TIMEOUT`]:
@@ -191,7 +201,7 @@ async fn get(
         proxy::set_user(
             h,
             &crate::auth::rbac::UserInfo {
-                name: "system:kube-aggregator".into(),
+                name: ask.user.into(),
                 uid: String::new(),
                 groups,
                 extra: Default::default(),
@@ -203,7 +213,7 @@ async fn get(
             .map_err(|e| crate::admission::hook_client::error_chain(&e))?;
         let (parts, body) = resp.into_parts();
         use http_body_util::BodyExt;
-        let bytes = http_body_util::Limited::new(body, DISCOVERY_LIMIT)
+        let bytes = http_body_util::Limited::new(body, ask.limit)
             .collect()
             .await
             .map_err(|e| e.to_string())?
@@ -217,24 +227,6 @@ async fn get(
             "Get {url:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
         )),
     }
-}
-
-/// The resources of `group`/`version` in an aggregated discovery document.
-fn from_aggregated(doc: &Value, group: &str, version: &str) -> Option<Value> {
-    doc.get("items")?
-        .as_array()?
-        .iter()
-        .find(|g| {
-            g.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                == group
-        })?
-        .get("versions")?
-        .as_array()?
-        .iter()
-        .find(|v| v.get("version").and_then(Value::as_str) == Some(version))
-        .map(|v| v.get("resources").cloned().unwrap_or_else(|| json!([])))
 }
 
 /// An `APIResourceList` as aggregated discovery's resources (subresources under their
@@ -324,7 +316,9 @@ impl Availability {
             api,
             svc,
             verify: false,
+            user: KUBE_AGGREGATOR,
             masters: true,
+            limit: DISCOVERY_LIMIT,
         };
         match get(
             &self.aggregator.client,
@@ -447,7 +441,9 @@ async fn fetch_discovery(
         api,
         svc,
         verify: true,
+        user: KUBE_AGGREGATOR,
         masters: true,
+        limit: DISCOVERY_LIMIT,
     };
     if let Ok((code, headers, body)) = get(client, addr, &ask, "/apis", AGGREGATED).await {
         let v2 = headers
@@ -455,15 +451,13 @@ async fn fetch_discovery(
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.contains("g=apidiscovery.k8s.io") && t.contains("v=v2"));
         if code.is_success() && v2 {
-            if let Some(r) = serde_json::from_slice::<Value>(&body)
-                .ok()
-                .and_then(|doc| from_aggregated(&doc, &api.group, &api.version))
-            {
+            if let Some(r) = aggregated_resources(&body, &api.group, &api.version) {
                 return Some(Arc::new(r));
             }
         }
     }
     ask.masters = false;
+    ask.limit = RESOURCES_LIMIT;
     let (code, _, body) = get(client, addr, &ask, &discovery_path(api), "application/json")
         .await
         .ok()?;
@@ -473,6 +467,53 @@ async fn fetch_discovery(
     serde_json::from_slice::<Value>(&body)
         .ok()
         .map(|l| Arc::new(from_resource_list(&l, &api.group, &api.version)))
+}
+
+const KUBE_AGGREGATOR: &str = "system:kube-aggregator";
+
+/// The resources of `group`/`version` in an aggregated discovery document, read without
+/// building a tree of the rest (only that version's resources are parsed whole, if small).
+fn aggregated_resources(doc: &[u8], group: &str, version: &str) -> Option<Value> {
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+    #[derive(Deserialize)]
+    struct List<'a> {
+        #[serde(borrow, default)]
+        items: Vec<Group<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Group<'a> {
+        #[serde(default)]
+        metadata: Meta,
+        #[serde(borrow, default)]
+        versions: Vec<Version<'a>>,
+    }
+    #[derive(Deserialize, Default)]
+    struct Meta {
+        #[serde(default)]
+        name: String,
+    }
+    #[derive(Deserialize)]
+    struct Version<'a> {
+        #[serde(default)]
+        version: String,
+        #[serde(borrow)]
+        resources: Option<&'a RawValue>,
+    }
+    let list: List<'_> = serde_json::from_slice(doc).ok()?;
+    let raw = list
+        .items
+        .iter()
+        .find(|g| g.metadata.name == group)?
+        .versions
+        .iter()
+        .find(|v| v.version == version)?
+        .resources;
+    match raw {
+        None => Some(json!([])),
+        Some(r) if r.get().len() <= RESOURCES_LIMIT => serde_json::from_str(r.get()).ok(),
+        Some(_) => None,
+    }
 }
 
 /// A remote server's OpenAPI v3 document of its group version: its `/openapi/v3` index read
@@ -485,11 +526,13 @@ async fn fetch_openapi(
 ) -> Option<super::RemoteOpenApi> {
     let svc = api.service.as_ref()?;
     let addr = proxy::resolve(store, svc, turn).await.ok()?;
-    let ask = Ask {
+    let mut ask = Ask {
         api,
         svc,
         verify: true,
-        masters: true,
+        user: "system:aggregator",
+        masters: false,
+        limit: DISCOVERY_LIMIT,
     };
     let (code, _, body) = get(client, addr, &ask, "/openapi/v3", "application/json")
         .await
@@ -497,16 +540,21 @@ async fn fetch_openapi(
     if !code.is_success() {
         return None;
     }
-    let index: Value = serde_json::from_slice(&body).ok()?;
+    // The index read for its URLs only.
+    #[derive(serde::Deserialize)]
+    struct Index {
+        #[serde(default)]
+        paths: std::collections::HashMap<String, Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        #[serde(rename = "serverRelativeURL", default)]
+        url: String,
+    }
+    let index: Index = serde_json::from_slice(&body).ok()?;
     let key = discovery_path(api).trim_start_matches('/').to_owned();
-    let url = index
-        .pointer(&format!(
-            "/paths/{}",
-            key.replace('~', "~0").replace('/', "~1")
-        ))?
-        .get("serverRelativeURL")?
-        .as_str()?
-        .to_owned();
+    let url = index.paths.get(&key)?.url.clone();
+    ask.limit = OPENAPI_LIMIT;
     // Only a path on the same server.
     if !url.starts_with("/openapi/v3/") {
         return None;
@@ -521,6 +569,25 @@ async fn fetch_openapi(
     Some(super::RemoteOpenApi { json, hash })
 }
 
+/// Read one remote server's discovery and OpenAPI document again.
+async fn refresh(aggregator: &Aggregator, store: &dyn crate::store::Store, api: Arc<ApiService>) {
+    let found = if api.available {
+        fetch_discovery(&aggregator.client, store, &api, aggregator.turn()).await
+    } else {
+        None
+    };
+    // Kept only if still the same APIService (not deleted or changed meanwhile).
+    aggregator.set_discovery(&api, found);
+    // A document once read stays while its server is available (a failed read keeps it).
+    if !api.available {
+        aggregator.set_openapi(&api, None);
+    } else if let Some(doc) =
+        fetch_openapi(&aggregator.client, store, &api, aggregator.turn()).await
+    {
+        aggregator.set_openapi(&api, Some(doc));
+    }
+}
+
 /// Every host's copy of the remote servers' discovery (for its `/apis`) and OpenAPI v3
 /// documents (for its `/openapi/v3`): read again whenever an APIService changes and every minute
 /// (kube's discovery manager's poll); an APIService that is not `Available` is `Stale`, and its
@@ -532,24 +599,13 @@ pub async fn keep_discovery(
 ) {
     const EVERY: Duration = Duration::from_secs(60);
     loop {
-        for api in aggregator.all() {
-            if api.service.is_none() {
-                continue;
-            }
-            let found = if api.available {
-                fetch_discovery(&aggregator.client, &*store, &api, aggregator.turn()).await
-            } else {
-                None
-            };
-            // Kept only if still the same APIService (not deleted or changed meanwhile).
-            aggregator.set_discovery(&api, found);
-            let openapi = if api.available {
-                fetch_openapi(&aggregator.client, &*store, &api, aggregator.turn()).await
-            } else {
-                None
-            };
-            aggregator.set_openapi(&api, openapi);
-        }
+        // Every server at once: a slow one holds up no other.
+        let refreshes = aggregator
+            .all()
+            .into_iter()
+            .filter(|api| api.service.is_some())
+            .map(|api| refresh(&aggregator, &*store, api));
+        futures::future::join_all(refreshes).await;
         tokio::select! {
             () = tokio::time::sleep(EVERY) => {}
             () = aggregator.changed.notified() => {}

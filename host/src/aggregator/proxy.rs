@@ -253,7 +253,14 @@ pub fn ready_endpoints(
     let slices = store.list("endpointslices.discovery.k8s.io", None).ok()?;
     let mut any = false;
     let mut out = Vec::new();
-    for slice in slices.items.values() {
+    // Only the namespace's slices (the snapshot is ordered by `NAMESPACE/NAME`).
+    let prefix = format!("{namespace}/");
+    let in_namespace = slices
+        .items
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .map(|(_, o)| o);
+    for slice in in_namespace {
         let head = slice.head();
         if meta::namespace(head) != namespace
             || meta::Meta::label(head, "kubernetes.io/service-name") != Some(name)

@@ -86,33 +86,36 @@ fn impersonate(
     user: UserInfo,
     headers: &HeaderMap,
 ) -> Result<UserInfo, ApiError> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .filter(|s| !s.is_empty())
+    // Values as the bytes they are (UTF-8, as Go's clients send them): a header that is there
+    // is never taken as absent.
+    let utf8 = |v: &axum::http::HeaderValue| {
+        std::str::from_utf8(v.as_bytes())
+            .map(str::to_owned)
+            .map_err(|_| ApiError::bad_request("invalid impersonation header: not UTF-8"))
+    };
+    let text = |name: &str| -> Result<Option<String>, ApiError> {
+        match headers.get(name) {
+            Some(v) => Ok(Some(utf8(v)?).filter(|s| !s.is_empty())),
+            None => Ok(None),
+        }
     };
     let groups: Vec<String> = headers
         .get_all("impersonate-group")
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .collect();
+        .map(utf8)
+        .collect::<Result<_, _>>()?;
     let mut extra: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for (name, value) in headers {
         let Some(key) = name.as_str().strip_prefix(IMPERSONATE_EXTRA) else {
             continue;
         };
-        let key = crate::auth::unescape_extra_key(key).ok_or_else(|| {
-            ApiError::bad_request(format!("invalid impersonation extra key {key:?}"))
-        })?;
-        let value = value
-            .to_str()
-            .map_err(|_| ApiError::bad_request("invalid impersonation extra value"))?;
-        extra.entry(key).or_default().push(value.to_owned());
+        let key = crate::auth::unescape_extra_key(key);
+        extra.entry(key).or_default().push(utf8(value)?);
     }
-    let uid = text("impersonate-uid");
-    let Some(target) = text("impersonate-user") else {
+    let uid = text("impersonate-uid")?;
+    let uid = uid.as_deref();
+    let target = text("impersonate-user")?;
+    let Some(target) = target.as_deref() else {
         if !groups.is_empty() || !extra.is_empty() || uid.is_some() {
             return Err(ApiError::bad_request(
                 "requested impersonation of groups, user-extra or uid without impersonating a user",
@@ -120,7 +123,8 @@ fn impersonate(
         }
         return Ok(user);
     };
-    let specified = !groups.is_empty();
+    // kube: groups are given when the header is there at all.
+    let specified = headers.contains_key("impersonate-group");
     let mut checks = Vec::new();
     let mut as_groups = groups.clone();
     match service_account_of(target) {
@@ -262,14 +266,13 @@ mod tests {
     #[test]
     fn extra_keys_are_unescaped() {
         assert_eq!(
-            crate::auth::unescape_extra_key("authentication.kubernetes.io%2fpod-name").as_deref(),
-            Some("authentication.kubernetes.io/pod-name")
+            crate::auth::unescape_extra_key("authentication.kubernetes.io%2fpod-name"),
+            "authentication.kubernetes.io/pod-name"
         );
-        assert_eq!(
-            crate::auth::unescape_extra_key("scopes").as_deref(),
-            Some("scopes")
-        );
-        assert_eq!(crate::auth::unescape_extra_key("bad%zz"), None);
-        assert_eq!(crate::auth::unescape_extra_key("bad%2"), None);
+        assert_eq!(crate::auth::unescape_extra_key("scopes"), "scopes");
+        // kube keeps a key that does not decode as it is (Go's hex has no sign).
+        assert_eq!(crate::auth::unescape_extra_key("bad%zz"), "bad%zz");
+        assert_eq!(crate::auth::unescape_extra_key("bad%2"), "bad%2");
+        assert_eq!(crate::auth::unescape_extra_key("a%+f"), "a%+f");
     }
 }

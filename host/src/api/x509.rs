@@ -234,7 +234,7 @@ impl RequestHeader {
                 headers
                     .get_all(n.as_str())
                     .iter()
-                    .filter_map(|v| v.to_str().ok())
+                    .filter_map(|v| std::str::from_utf8(v.as_bytes()).ok())
                     .find(|v| !v.is_empty())
                     .map(str::to_owned)
             })
@@ -245,7 +245,7 @@ impl RequestHeader {
             .group_headers
             .iter()
             .flat_map(|n| headers.get_all(n.as_str()).iter())
-            .filter_map(|v| v.to_str().ok())
+            .filter_map(|v| std::str::from_utf8(v.as_bytes()).ok())
             .map(str::to_owned)
             .collect();
         let mut extra: std::collections::BTreeMap<String, Vec<String>> = Default::default();
@@ -259,10 +259,8 @@ impl RequestHeader {
                 continue;
             };
             // kube's `newExtra`: lower-cased, then unescaped.
-            let Some(key) = crate::auth::unescape_extra_key(&key.to_ascii_lowercase()) else {
-                continue;
-            };
-            if let Ok(v) = value.to_str() {
+            let key = crate::auth::unescape_extra_key(&key.to_ascii_lowercase());
+            if let Ok(v) = std::str::from_utf8(value.as_bytes()) {
                 extra.entry(key).or_default().push(v.to_owned());
             }
         }

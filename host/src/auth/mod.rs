@@ -21,23 +21,31 @@ pub use tokens::Authenticator;
 /// The group every authenticated user is in.
 pub const AUTHENTICATED: &str = "system:authenticated";
 
-/// An extra key as a header carries it (client-go's escaping: `%XX`), unescaped; None when it
-/// does not decode.
-pub fn unescape_extra_key(key: &str) -> Option<String> {
+/// An extra key as a header carries it (client-go's escaping: `%XX`), unescaped as kube's
+/// `unescapeExtraKey` does: a key that does not decode is kept as it is.
+pub fn unescape_extra_key(key: &str) -> String {
+    let hex = |b: u8| (b as char).to_digit(16);
     let bytes = key.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = key.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            let digits = bytes
+                .get(i + 1)
+                .copied()
+                .and_then(hex)
+                .zip(bytes.get(i + 2).copied().and_then(hex));
+            let Some((hi, lo)) = digits else {
+                return key.to_owned();
+            };
+            out.push((hi * 16 + lo) as u8);
             i += 3;
         } else {
             out.push(bytes[i]);
             i += 1;
         }
     }
-    String::from_utf8(out).ok()
+    String::from_utf8(out).unwrap_or_else(|_| key.to_owned())
 }
 /// kube's `user.CredentialIDKey`: the extra naming the credential a user authenticated with.
 pub const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";

@@ -165,8 +165,18 @@ pub fn is_dns_label(s: &str) -> bool {
         && b[b.len() - 1] != b'-'
 }
 
+/// kube's `IsDNS1123Subdomain`: at most 253 characters of dot-separated RFC 1123 labels (the
+/// regex puts no limit on one label's length).
 pub fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
+    s.len() <= 253
+        && s.split('.').all(|l| {
+            let b = l.as_bytes();
+            !b.is_empty()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        })
 }
 
 /// Validate `metadata.name`; returns the 422 causes (empty when valid).

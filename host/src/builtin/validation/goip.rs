@@ -291,10 +291,12 @@ pub(crate) fn cidr_strict(s: &str) -> Vec<String> {
     Vec::new()
 }
 
-/// The family of a CIDR (4 or 6), if it parses.
+/// The family of a CIDR (4 or 6) as kube's `IPFamilyOfCIDRString` reads it (the sloppy
+/// parser; an IPv4-mapped address is IPv4), if it parses.
 pub(crate) fn cidr_family(s: &str) -> Option<u8> {
-    let (addr, _) = s.split_once('/')?;
-    parse_ip16(addr).map(|ip| if to4_16(&ip).is_some() { 4 } else { 6 })
+    let net = parse_cidr_sloppy(s)?;
+    let v4 = net.ip.len() == 4 || to4(&net.ip).is_some();
+    Some(if v4 { 4 } else { 6 })
 }
 
 /// `netutils.IsIPv6String`.
@@ -343,5 +345,6 @@ mod tests {
         );
         assert_eq!(cidr_family("fd00::/108"), Some(6));
         assert_eq!(cidr_family("10.0.0.0/8"), Some(4));
+        assert_eq!(cidr_family("10.0.0.0/33"), None);
     }
 }

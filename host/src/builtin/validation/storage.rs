@@ -113,8 +113,8 @@ fn csi_node(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let first = out.clone();
     out.extend(first);
     let old_drivers = items(old.get("spec").unwrap_or(&NULL), "drivers");
-    for new in items(spec, "drivers") {
-        for was in old_drivers {
+    for was in old_drivers {
+        for new in items(spec, "drivers") {
             if str_of(new, "name") == str_of(was, "name") && !sem_eq(Some(new), Some(was)) {
                 out.push(invalid("spec.drivers", new, "field is immutable"));
             }
@@ -130,8 +130,14 @@ fn csi_node(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 /// update the topology and class are immutable.
 fn csi_storage_capacity(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = Vec::new();
+    // kube lets invalid label values stored before stay (AllowInvalidLabelValueInSelector).
+    let ratchet = old.and_then(|o| opt(o, "nodeTopology")).is_some_and(|sel| {
+        let mut errs = Vec::new();
+        label_selector(sel, false, "", &mut errs);
+        !errs.is_empty()
+    });
     if let Some(sel) = opt(obj, "nodeTopology") {
-        label_selector(sel, false, "nodeTopology", &mut out);
+        label_selector(sel, ratchet, "nodeTopology", &mut out);
     }
     let class = str_of(obj, "storageClassName");
     for msg in dns1123_subdomain(class) {
