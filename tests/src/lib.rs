@@ -927,6 +927,17 @@ pub fn example_fields(kind: &str) -> Value {
         "ValidatingAdmissionPolicyBinding" => {
             json!({"spec": {"policyName": "ex", "validationActions": ["Deny"]}})
         }
+        "MutatingAdmissionPolicy" => json!({"spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "mutations": [{"patchType": "ApplyConfiguration",
+                "applyConfiguration": {"expression": "Object{}"}}],
+            "reinvocationPolicy": "Never"}}),
+        "MutatingAdmissionPolicyBinding" => json!({"spec": {"policyName": "ex"}}),
+        "IPAddress" => json!({"spec": {"parentRef": {"group": "", "resource": "services",
+            "namespace": "walk", "name": "ex"}}}),
+        "ServiceCIDR" => json!({"spec": {"cidrs": ["10.200.0.0/16"]}}),
+        "CSIStorageCapacity" => json!({"storageClassName": "ex"}),
         "StorageClass" => json!({"provisioner": "example.com/ex"}),
         "VolumeAttachment" => json!({"spec": {"attacher": "example.com",
             "nodeName": "node-1", "source": {"persistentVolumeName": "pv-1"}}}),
@@ -995,8 +1006,9 @@ pub fn example_object_in(api_version: &str, kind: &str, name: &str, ns: &str) ->
 pub fn example_object(api_version: &str, kind: &str, name: &str) -> Value {
     let name = match kind {
         "CustomResourceDefinition" => "exes.walk.example.com",
-        // An APIService is named by its version and group.
+        // An APIService is named by its version and group, an IPAddress by its address.
         "APIService" => "v1.walk.example.com",
+        "IPAddress" => "192.0.2.7",
         _ => name,
     };
     let mut obj = serde_json::json!({

@@ -49,6 +49,8 @@ pub fn validate(group: &str, resource: &str, obj: &Value, old: Option<&Value>) -
         (ADMISSION, "mutatingwebhookconfigurations") => webhook_configuration(obj, old, true),
         (ADMISSION, "validatingadmissionpolicies") => policy(obj, old),
         (ADMISSION, "validatingadmissionpolicybindings") => policy_binding(obj),
+        (ADMISSION, "mutatingadmissionpolicies") => mutating_policy(obj, old),
+        (ADMISSION, "mutatingadmissionpolicybindings") => mutating_policy_binding(obj),
         (FLOWCONTROL, "flowschemas") => flow_schema(obj),
         (FLOWCONTROL, "prioritylevelconfigurations") => priority_level(obj),
         (APIREGISTRATION, "apiservices") => api_service(obj),
@@ -201,6 +203,16 @@ impl Cel {
     /// Compile `sources` (all on one thread with a big stack: the parser recurses). If that
     /// thread cannot run, nothing is reported.
     fn compile(sources: Vec<String>) -> Self {
+        Self::compile_with(sources, false)
+    }
+
+    /// [`Cel::compile`] with kube's mutation types (`Object{...}`, `JSONPatch{...}`), as
+    /// MutatingAdmissionPolicies are compiled.
+    fn compile_mutation(sources: Vec<String>) -> Self {
+        Self::compile_with(sources, true)
+    }
+
+    fn compile_with(sources: Vec<String>, mutation: bool) -> Self {
         let mut seen = HashSet::new();
         let uniq: Vec<String> = sources
             .into_iter()
@@ -212,7 +224,12 @@ impl Cel {
         let compiled = run_on_big_stack(move || {
             uniq.into_iter()
                 .map(|src| {
-                    let r = Expression::compile(&src)
+                    let compiled = if mutation {
+                        Expression::compile_mutation(&src)
+                    } else {
+                        Expression::compile(&src)
+                    };
+                    let r = compiled
                         .map(|e| {
                             e.references("authorizer")
                                 || e.references(crate::schema::cel_authz::REQUEST_RESOURCE)
@@ -1142,6 +1159,202 @@ fn policy_sources(spec: &Value, ignore_conditions: bool, stored: &Stored) -> Vec
         if e.len() <= MAX_AUDIT_VALUE_EXPRESSION_BYTES && !stored.audit_values.contains(raw) {
             out.push(e.to_owned());
         }
+    }
+    out
+}
+
+/// kube's `validateMutatingAdmissionPolicy` (create) and `...Update` (whose options skip the
+/// match conditions when they and `paramKind` are unchanged). `failurePolicy` and the selectors
+/// and `matchPolicy` of `matchConstraints` read as their defaults when absent.
+fn mutating_policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let spec = spec_of(obj);
+    let (ignore_conditions, stored) = match old {
+        None => (false, Stored::default()),
+        Some(old) => {
+            let old_spec = spec_of(old);
+            (
+                param_kind_key(spec) == param_kind_key(old_spec)
+                    && condition_pairs(spec) == condition_pairs(old_spec),
+                Stored::of_policy(old_spec),
+            )
+        }
+    };
+    // What kube compiles: match conditions, variables and the mutations' expressions (kube
+    // looks a JSONPatch expression up among the stored apply configurations, so one that is
+    // stored is compiled again).
+    let stored_apply: HashSet<String> = old
+        .map(|o| {
+            items(spec_of(o), "mutations")
+                .iter()
+                .map(|m| mutation_expression(m, "applyConfiguration").to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut sources = policy_sources(spec, ignore_conditions, &stored);
+    for m in items(spec, "mutations") {
+        for body in ["applyConfiguration", "jsonPatch"] {
+            let e = mutation_expression(m, body);
+            if !stored_apply.contains(e) || body == "jsonPatch" {
+                sources.push(e.trim().to_owned());
+            }
+        }
+    }
+    let cel = Cel::compile_mutation(sources);
+    let mut out = Vec::new();
+    if let Some(fp) = set(spec, "failurePolicy") {
+        if !FAILURE_POLICIES.contains(&fp.as_str().unwrap_or("")) {
+            out.push(not_supported("spec.failurePolicy", fp, FAILURE_POLICIES));
+        }
+    }
+    if let Some(pk) = set(spec, "paramKind") {
+        param_kind(pk, "spec.paramKind", &mut out);
+    }
+    match set(spec, "matchConstraints") {
+        None => out.push(required("spec.matchConstraints", "")),
+        Some(mc) => {
+            match_resources(Some(mc), "spec.matchConstraints", &mut out);
+            if items(mc, "resourceRules").is_empty() {
+                out.push(required("spec.matchConstraints.resourceRules", ""));
+            }
+            mutating_operations(mc, "spec.matchConstraints", &mut out);
+        }
+    }
+    if !ignore_conditions {
+        match_conditions(
+            items(spec, "matchConditions"),
+            "spec.matchConditions",
+            &stored.conditions,
+            &cel,
+            &mut out,
+        );
+    }
+    // kube never counts a mutating policy's variables as stored.
+    let none = Stored::default();
+    for (i, v) in items(spec, "variables").iter().enumerate() {
+        variable(v, &index("spec.variables", i), &none, &cel, &mut out);
+    }
+    let mutations = items(spec, "mutations");
+    if mutations.is_empty() {
+        out.push(required(
+            "spec.mutations",
+            "mutations must contain at least one item",
+        ));
+    }
+    for (i, m) in mutations.iter().enumerate() {
+        mutation(
+            m,
+            &index("spec.mutations", i),
+            &stored_apply,
+            &cel,
+            &mut out,
+        );
+    }
+    // kube 1.34's v1beta1 requires it; turtles serves v1 and reads it absent as `Never`.
+    let reinvocation = str_of(spec, "reinvocationPolicy");
+    if !reinvocation.is_empty() && !matches!(reinvocation, "IfNeeded" | "Never") {
+        out.push(not_supported(
+            "spec.reinvocationPolicy",
+            &json!(reinvocation),
+            &["IfNeeded", "Never"],
+        ));
+    }
+    out
+}
+
+/// The expression of a mutation's `applyConfiguration` or `jsonPatch` (empty when absent).
+fn mutation_expression<'a>(m: &'a Value, body: &str) -> &'a str {
+    set(m, body).map_or("", |b| str_of(b, "expression"))
+}
+
+/// kube: a mutating policy (or binding) may not match DELETE (reported at `operations`, one per
+/// rule that names it).
+fn mutating_operations(mr: &Value, path: &str, out: &mut Vec<Cause>) {
+    let p = format!("{path}.resourceRules.operations");
+    for r in items(mr, "resourceRules") {
+        for op in strings(r, "operations") {
+            if !matches!(op.as_str(), "*" | "CONNECT" | "CREATE" | "UPDATE") {
+                out.push(not_supported(
+                    &p,
+                    &json!(op),
+                    &["*", "CONNECT", "CREATE", "UPDATE"],
+                ));
+            }
+        }
+    }
+}
+
+/// kube's `validateMutation`.
+fn mutation(
+    m: &Value,
+    path: &str,
+    stored_apply: &HashSet<String>,
+    cel: &Cel,
+    out: &mut Vec<Cause>,
+) {
+    let patch_type = str_of(m, "patchType");
+    let pt_path = child(path, "patchType");
+    let (want, other) = match patch_type {
+        "" => {
+            out.push(required(&pt_path, ""));
+            return;
+        }
+        "JSONPatch" => ("jsonPatch", "applyConfiguration"),
+        "ApplyConfiguration" => ("applyConfiguration", "jsonPatch"),
+        _ => {
+            out.push(not_supported(
+                &pt_path,
+                &json!(patch_type),
+                &["ApplyConfiguration", "JSONPatch"],
+            ));
+            return;
+        }
+    };
+    match set(m, want) {
+        None => out.push(required(
+            &child(path, want),
+            &format!("must be specified when patchType is {patch_type}"),
+        )),
+        Some(body) => {
+            let expr = str_of(body, "expression");
+            let ep = child(&child(path, want), "expression");
+            let trimmed = expr.trim();
+            if trimmed.is_empty() {
+                out.push(required(&ep, ""));
+            } else if want == "jsonPatch" || !stored_apply.contains(expr) {
+                if let Some(e) = cel.error(trimmed) {
+                    out.push(invalid_str(&ep, trimmed, e));
+                }
+            }
+        }
+    }
+    if set(m, other).is_some() {
+        out.push(invalid_str(
+            &child(path, other),
+            &format!("{{{other}}}"),
+            &format!("must not be specified when patchType is {patch_type}"),
+        ));
+    }
+}
+
+/// kube's `validateMutatingAdmissionPolicyBinding`: the validating binding's checks but for
+/// `validationActions`, and no DELETE.
+fn mutating_policy_binding(obj: &Value) -> Vec<Cause> {
+    let spec = spec_of(obj);
+    let mut out = Vec::new();
+    let policy_name = str_of(spec, "policyName");
+    if policy_name.is_empty() {
+        out.push(required("spec.policyName", ""));
+    } else {
+        for m in dns1123_subdomain(policy_name) {
+            out.push(invalid_str("spec.policyName", policy_name, &m));
+        }
+    }
+    if let Some(pr) = set(spec, "paramRef") {
+        param_ref(pr, "spec.paramRef", &mut out);
+    }
+    if let Some(mr) = set(spec, "matchResources") {
+        match_resources(Some(mr), "spec.matchResources", &mut out);
+        mutating_operations(mr, "spec.matchResources", &mut out);
     }
     out
 }
@@ -2628,6 +2841,56 @@ mod tests {
     fn rules() -> Value {
         json!({"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]})
+    }
+
+    #[test]
+    fn mutating_policies_as_kube_checks_them() {
+        let good = json!({"metadata": {"name": "add-label"}, "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["deployments"]}]},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                "expression": "Object{metadata: Object.metadata{labels: {\"a\": \"b\"}}}"}}],
+            "reinvocationPolicy": "Never"}});
+        assert_eq!(
+            msgs(&validate(
+                ADMISSION,
+                "mutatingadmissionpolicies",
+                &good,
+                None
+            )),
+            Vec::<String>::new()
+        );
+        let bad = json!({"metadata": {"name": "p"}, "spec": {
+            "failurePolicy": "Sometimes",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["DELETE"], "resources": ["pods"]}]},
+            "mutations": [
+                {"patchType": "JSONPatch", "applyConfiguration": {"expression": "Object{}"}},
+                {"patchType": "Merge"},
+                {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: \"add\","}}]}});
+        let got = msgs(&validate(
+            ADMISSION,
+            "mutatingadmissionpolicies",
+            &bad,
+            None,
+        ));
+        assert_eq!(got[0], "spec.failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"");
+        assert_eq!(got[1], "spec.matchConstraints.resourceRules.operations: Unsupported value: \"DELETE\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"UPDATE\"");
+        assert_eq!(got[2], "spec.mutations[0].jsonPatch: Required value: must be specified when patchType is JSONPatch");
+        assert_eq!(got[3], "spec.mutations[0].applyConfiguration: Invalid value: \"{applyConfiguration}\": must not be specified when patchType is JSONPatch");
+        assert_eq!(got[4], "spec.mutations[1].patchType: Unsupported value: \"Merge\": supported values: \"ApplyConfiguration\", \"JSONPatch\"");
+        assert!(got[5].starts_with("spec.mutations[2].jsonPatch.expression: Invalid value: \"[JSONPatch{op: \\\"add\\\",\": compilation failed"), "{}", got[5]);
+        assert_eq!(got.len(), 6, "{got:?}");
+        let binding = json!({"spec": {"policyName": "p", "paramRef": {"name": "x"},
+            "matchResources": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["DELETE"], "resources": ["pods"]}]}}});
+        assert_eq!(
+            msgs(&validate(ADMISSION, "mutatingadmissionpolicybindings", &binding, None)),
+            [
+                "spec.paramRef.parameterNotFoundAction: Required value",
+                "spec.matchResources.resourceRules.operations: Unsupported value: \"DELETE\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"UPDATE\"",
+            ]
+        );
     }
 
     #[test]
