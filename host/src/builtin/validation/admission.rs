@@ -1340,18 +1340,7 @@ fn mutation(
 /// `validationActions`, and no DELETE.
 fn mutating_policy_binding(obj: &Value) -> Vec<Cause> {
     let spec = spec_of(obj);
-    let mut out = Vec::new();
-    let policy_name = str_of(spec, "policyName");
-    if policy_name.is_empty() {
-        out.push(required("spec.policyName", ""));
-    } else {
-        for m in dns1123_subdomain(policy_name) {
-            out.push(invalid_str("spec.policyName", policy_name, &m));
-        }
-    }
-    if let Some(pr) = set(spec, "paramRef") {
-        param_ref(pr, "spec.paramRef", &mut out);
-    }
+    let mut out = binding_policy_and_params(spec);
     if let Some(mr) = set(spec, "matchResources") {
         match_resources(Some(mr), "spec.matchResources", &mut out);
         mutating_operations(mr, "spec.matchResources", &mut out);
@@ -1702,6 +1691,20 @@ fn policy_status(status: &Value, out: &mut Vec<Cause>) {
 /// kube's `validateValidatingAdmissionPolicyBinding` (create and update alike).
 fn policy_binding(obj: &Value) -> Vec<Cause> {
     let spec = spec_of(obj);
+    let mut out = binding_policy_and_params(spec);
+    // kube's path has this spelling.
+    match_resources(set(spec, "matchResources"), "spec.matchResouces", &mut out);
+    validation_actions(
+        &strings(spec, "validationActions"),
+        "spec.validationActions",
+        &mut out,
+    );
+    out
+}
+
+/// A binding's `policyName` (required, a DNS subdomain) and `paramRef`, checked alike for
+/// validating and mutating policies.
+fn binding_policy_and_params(spec: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     let policy_name = str_of(spec, "policyName");
     if policy_name.is_empty() {
@@ -1714,13 +1717,6 @@ fn policy_binding(obj: &Value) -> Vec<Cause> {
     if let Some(pr) = set(spec, "paramRef") {
         param_ref(pr, "spec.paramRef", &mut out);
     }
-    // kube's path has this spelling.
-    match_resources(set(spec, "matchResources"), "spec.matchResouces", &mut out);
-    validation_actions(
-        &strings(spec, "validationActions"),
-        "spec.validationActions",
-        &mut out,
-    );
     out
 }
 
