@@ -38,6 +38,8 @@ pub const IDENTITY: crate::controllers::Identity = crate::controllers::Identity 
     workers: 2,
 };
 
+/// kube's availability probe makes this many attempts at once.
+const PROBE_ATTEMPTS: usize = 5;
 /// How often a remote APIService is checked again (kube's informer resync).
 const RESYNC: Duration = Duration::from_secs(30);
 /// The answer to a probe, a discovery document or an OpenAPI index is read up to this size
@@ -296,22 +298,15 @@ impl Availability {
         self.base.start(&IDENTITY, self.clone(), shutdown)
     }
 
-    /// Check a remote APIService.
+    /// Check a remote APIService: its Service and endpoints, then kube's probe, five attempts
+    /// at once (each at the next ready endpoint), one success enough.
     async fn check(&self, api: &ApiService, svc: &ServiceRef) -> Verdict {
         let store = &*self.base.service.store;
-        let pick = self.failures_of(&api.name) as usize;
-        let addr = match proxy::resolve(store, svc, pick).await {
-            Ok(a) => a,
-            Err(why) => return unresolved(svc, &why),
-        };
+        let first = self.aggregator.turn();
+        if let Err(why) = proxy::resolve(store, svc, first).await {
+            return unresolved(svc, &why);
+        }
         let path = discovery_path(api);
-        let url = format!("https://{addr}{path}");
-        let failed = |e: String| {
-            Verdict::fail(
-                "FailedDiscoveryCheck",
-                format!("failing or missing response from {url}: {e}"),
-            )
-        };
         let ask = Ask {
             api,
             svc,
@@ -320,32 +315,37 @@ impl Availability {
             masters: true,
             limit: DISCOVERY_LIMIT,
         };
-        match get(
-            &self.aggregator.client,
-            addr,
-            &ask,
-            &path,
-            "application/json",
-        )
-        .await
-        {
-            Ok((code, _, _)) if code.is_success() => Verdict {
+        let attempts = (0..PROBE_ATTEMPTS).map(|i| {
+            let (ask, path) = (&ask, path.as_str());
+            async move {
+                let addr = proxy::resolve(store, svc, first + i)
+                    .await
+                    .map_err(|why| unresolved(svc, &why).message)?;
+                let url = format!("https://{addr}{path}");
+                match get(&self.aggregator.client, addr, ask, path, "application/json").await {
+                    Ok((code, _, _)) if code.is_success() => Ok(()),
+                    Ok((code, _, _)) => Err(format!(
+                        "failing or missing response from {url}: bad status from {url}: {}",
+                        code.as_u16()
+                    )),
+                    Err(e) => Err(format!("failing or missing response from {url}: {e}")),
+                }
+            }
+        });
+        let results = futures::future::join_all(attempts).await;
+        if results.iter().any(Result::is_ok) {
+            return Verdict {
                 status: "True",
                 reason: "Passed",
                 message: "all checks passed".into(),
-            },
-            Ok((code, _, _)) => failed(format!("bad status from {url}: {}", code.as_u16())),
-            Err(e) => failed(e),
+            };
         }
-    }
-
-    fn failures_of(&self, name: &str) -> u32 {
-        self.failures
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-            .copied()
-            .unwrap_or(0)
+        let last = results
+            .into_iter()
+            .filter_map(Result::err)
+            .next_back()
+            .unwrap_or_default();
+        Verdict::fail("FailedDiscoveryCheck", last)
     }
 
     async fn reconcile(&self, name: &str) -> Reconciled {
