@@ -488,6 +488,42 @@ impl Server {
             .collect()
     }
 
+    /// Waits until the host's own writes after a first start are done: an APIService for every
+    /// served group version (but the aggregator's own) with its `Available` condition, and the
+    /// `extension-apiserver-authentication` ConfigMap. A test that compares revisions across a
+    /// restart waits for this first.
+    pub fn wait_settled(&self, deadline: Duration) -> Result<()> {
+        let http = self.http();
+        let groups = http.get("/apis").json();
+        let wanted = 1 + groups["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|g| g["name"] != "apiregistration.k8s.io")
+            .map(|g| g["versions"].as_array().map_or(0, Vec::len))
+            .sum::<usize>();
+        poll("the host's start-up writes", deadline, || {
+            let list = http
+                .get("/apis/apiregistration.k8s.io/v1/apiservices")
+                .json();
+            let items = list["items"].as_array()?;
+            let available = items
+                .iter()
+                .filter(|a| {
+                    a["status"]["conditions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|c| c["type"] == "Available")
+                })
+                .count();
+            let cm = http.get(
+                "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication",
+            );
+            (available >= wanted && cm.status == 200).then_some(())
+        })
+    }
+
     /// Waits until every controller named is `Running` in `kubectl get controllers`.
     pub fn wait_controllers_running(&self, names: &[&str], deadline: Duration) -> Result<()> {
         poll("the controllers Running", deadline, || {

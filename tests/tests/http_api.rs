@@ -233,6 +233,8 @@ fn put_with_stale_resource_version_conflicts() {
 #[test]
 fn no_op_put_keeps_resource_version_and_emits_nothing() {
     let s = Server::start().unwrap();
+    // The revisions compared below are this test's writes only.
+    s.wait_settled(std::time::Duration::from_secs(60)).unwrap();
     let http = s.http();
     let obj = create(&http, CMS, &configmap("same", &[("a", "b")], &[("k", "v")]));
     let mut w = http.watch(&format!("{CMS}?watch=true&resourceVersion={}", rv(&obj)));

@@ -142,6 +142,8 @@ fn label_selector_watch_follows_matching() {
 #[test]
 fn too_old_resource_version_is_expired() {
     let s = Server::start_with(&["--watch-history", "5"]).unwrap();
+    // The revisions counted below are this test's writes only.
+    s.wait_settled(Duration::from_secs(60)).unwrap();
     let http = s.http();
     for i in 0..12 {
         create(&http, &configmap(&format!("c{i}"), &[], &[]));
