@@ -1096,12 +1096,11 @@ fn param_kind_key(spec: &Value) -> Option<(&str, &str)> {
     set(spec, "paramKind").map(|k| (str_of(k, "apiVersion"), str_of(k, "kind")))
 }
 
-/// kube's `validateValidatingAdmissionPolicy` (create: `ValidateValidatingAdmissionPolicy`;
-/// update: `ValidateValidatingAdmissionPolicyUpdate`, whose options skip the match conditions
-/// when they and `paramKind` are unchanged).
-fn policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
-    let spec = spec_of(obj);
-    let (ignore_conditions, stored) = match old {
+/// What an update of a policy (validating or mutating) skips and keeps: its match conditions
+/// are not checked again when they and `paramKind` are unchanged, and the expressions already
+/// stored are not compiled again.
+fn update_options(spec: &Value, old: Option<&Value>) -> (bool, Stored) {
+    match old {
         None => (false, Stored::default()),
         Some(old) => {
             let old_spec = spec_of(old);
@@ -1111,7 +1110,37 @@ fn policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 Stored::of_policy(old_spec),
             )
         }
-    };
+    }
+}
+
+/// A policy's `failurePolicy`, `paramKind` and `matchConstraints` (with at least one resource
+/// rule), checked alike for validating and mutating policies.
+fn policy_constraints(spec: &Value, out: &mut Vec<Cause>) {
+    if let Some(fp) = set(spec, "failurePolicy") {
+        if !FAILURE_POLICIES.contains(&fp.as_str().unwrap_or("")) {
+            out.push(not_supported("spec.failurePolicy", fp, FAILURE_POLICIES));
+        }
+    }
+    if let Some(pk) = set(spec, "paramKind") {
+        param_kind(pk, "spec.paramKind", out);
+    }
+    match set(spec, "matchConstraints") {
+        None => out.push(required("spec.matchConstraints", "")),
+        Some(mc) => {
+            match_resources(Some(mc), "spec.matchConstraints", out);
+            if items(mc, "resourceRules").is_empty() {
+                out.push(required("spec.matchConstraints.resourceRules", ""));
+            }
+        }
+    }
+}
+
+/// kube's `validateValidatingAdmissionPolicy` (create: `ValidateValidatingAdmissionPolicy`;
+/// update: `ValidateValidatingAdmissionPolicyUpdate`, whose options skip the match conditions
+/// when they and `paramKind` are unchanged).
+fn policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let spec = spec_of(obj);
+    let (ignore_conditions, stored) = update_options(spec, old);
     let cel = Cel::compile(policy_sources(spec, ignore_conditions, &stored));
     let mut out = Vec::new();
     policy_spec(
@@ -1168,17 +1197,7 @@ fn policy_sources(spec: &Value, ignore_conditions: bool, stored: &Stored) -> Vec
 /// and `matchPolicy` of `matchConstraints` read as their defaults when absent.
 fn mutating_policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let spec = spec_of(obj);
-    let (ignore_conditions, stored) = match old {
-        None => (false, Stored::default()),
-        Some(old) => {
-            let old_spec = spec_of(old);
-            (
-                param_kind_key(spec) == param_kind_key(old_spec)
-                    && condition_pairs(spec) == condition_pairs(old_spec),
-                Stored::of_policy(old_spec),
-            )
-        }
-    };
+    let (ignore_conditions, stored) = update_options(spec, old);
     // What kube compiles: match conditions, variables and the mutations' expressions (kube
     // looks a JSONPatch expression up among the stored apply configurations, so one that is
     // stored is compiled again).
@@ -1201,23 +1220,9 @@ fn mutating_policy(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     let cel = Cel::compile_mutation(sources);
     let mut out = Vec::new();
-    if let Some(fp) = set(spec, "failurePolicy") {
-        if !FAILURE_POLICIES.contains(&fp.as_str().unwrap_or("")) {
-            out.push(not_supported("spec.failurePolicy", fp, FAILURE_POLICIES));
-        }
-    }
-    if let Some(pk) = set(spec, "paramKind") {
-        param_kind(pk, "spec.paramKind", &mut out);
-    }
-    match set(spec, "matchConstraints") {
-        None => out.push(required("spec.matchConstraints", "")),
-        Some(mc) => {
-            match_resources(Some(mc), "spec.matchConstraints", &mut out);
-            if items(mc, "resourceRules").is_empty() {
-                out.push(required("spec.matchConstraints.resourceRules", ""));
-            }
-            mutating_operations(mc, "spec.matchConstraints", &mut out);
-        }
+    policy_constraints(spec, &mut out);
+    if let Some(mc) = set(spec, "matchConstraints") {
+        mutating_operations(mc, "spec.matchConstraints", &mut out);
     }
     if !ignore_conditions {
         match_conditions(
@@ -1358,23 +1363,7 @@ fn policy_spec(
     cel: &Cel,
     out: &mut Vec<Cause>,
 ) {
-    if let Some(fp) = set(spec, "failurePolicy") {
-        if !FAILURE_POLICIES.contains(&fp.as_str().unwrap_or("")) {
-            out.push(not_supported("spec.failurePolicy", fp, FAILURE_POLICIES));
-        }
-    }
-    if let Some(pk) = set(spec, "paramKind") {
-        param_kind(pk, "spec.paramKind", out);
-    }
-    match set(spec, "matchConstraints") {
-        None => out.push(required("spec.matchConstraints", "")),
-        Some(mc) => {
-            match_resources(Some(mc), "spec.matchConstraints", out);
-            if items(mc, "resourceRules").is_empty() {
-                out.push(required("spec.matchConstraints.resourceRules", ""));
-            }
-        }
-    }
+    policy_constraints(spec, out);
     if !ignore_conditions {
         match_conditions(
             items(spec, "matchConditions"),
