@@ -96,6 +96,10 @@ pub struct WriteOptions {
     pub force: bool,
     /// Set by the apply path: `metadata.managedFields` of the built object are final.
     pub(crate) applied: bool,
+    /// For API requests: the authorizer that decides whether `user` may also `create` the
+    /// object, asked when an update or a server-side apply would create it (kube's
+    /// `withAuthorization` around create-on-update); the host's own writes carry none.
+    pub authorizer: Option<Arc<crate::auth::Authorizer>>,
 }
 
 /// A last check on the object a write would store, given the stored object it replaces (`None`
@@ -540,12 +544,125 @@ fn set_pointer(v: &mut Value, pointer: &str, new: Value) {
     }
 }
 
-/// Everything outside metadata and status: a change here bumps `generation`.
-fn spec_part(obj: &Value) -> Value {
+/// kube's `ValidateScaleSpec` (unless `spec` is false: a `/status` write) and
+/// `ValidateScaleStatus` of a custom resource with a scale subresource: the replicas found at
+/// their paths are integers in `0..=MaxInt32`, the label selector a string. The field is the
+/// path as the CRD spells it (`.spec.replicas`), as kube names it.
+fn scale_causes(
+    obj: &Value,
+    scale: &crate::model::registry::ScaleSubresource,
+    spec: bool,
+) -> Vec<Cause> {
+    /// Go's `%v` and `%T` of an unstructured value.
+    fn go_v(v: &Value) -> String {
+        match v {
+            Value::Null => "<nil>".into(),
+            Value::String(s) => s.clone(),
+            Value::Array(a) => format!("[{}]", a.iter().map(go_v).collect::<Vec<_>>().join(" ")),
+            Value::Object(m) => format!(
+                "map[{}]",
+                m.iter()
+                    .map(|(k, v)| format!("{k}:{}", go_v(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            other => other.to_string(),
+        }
+    }
+    fn go_t(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "<nil>",
+            Value::Bool(_) => "bool",
+            Value::Number(n) if n.is_i64() || n.is_u64() => "int64",
+            Value::Number(_) => "float64",
+            Value::String(_) => "string",
+            Value::Array(_) => "[]interface {}",
+            Value::Object(_) => "map[string]interface {}",
+        }
+    }
+    /// apimachinery's `NestedFieldNoCopy`: the value if found, or its accessor error.
+    fn nested<'a>(obj: &'a Value, path: &str) -> Result<Option<&'a Value>, String> {
+        let fields: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+        let mut val = obj;
+        for (i, f) in fields.iter().enumerate() {
+            match val {
+                Value::Null => return Ok(None),
+                Value::Object(m) => match m.get(*f) {
+                    Some(v) => val = v,
+                    None => return Ok(None),
+                },
+                other => return Err(format!(
+                    ".{} accessor error: {} is of the type {}, expected map[string]interface {{}}",
+                    fields[..=i].join("."),
+                    go_v(other),
+                    go_t(other)
+                )),
+            }
+        }
+        Ok(Some(val))
+    }
+    let typed = |path: &str, want: &str, ok: fn(&Value) -> bool| -> Result<Option<Value>, String> {
+        match nested(obj, path)? {
+            None => Ok(None),
+            Some(v) if ok(v) => Ok(Some(v.clone())),
+            Some(v) => Err(format!(
+                ".{} accessor error: {} is of the type {}, expected {want}",
+                path.trim_start_matches('.'),
+                go_v(v),
+                go_t(v)
+            )),
+        }
+    };
+    let replicas = |path: &str, out: &mut Vec<Cause>| {
+        let invalid = |v: i64, msg: &str| {
+            Cause::new(
+                "FieldValueInvalid",
+                path,
+                format!("Invalid value: {v}: {msg}"),
+            )
+        };
+        match typed(path, "int64", |v| v.as_i64().is_some()) {
+            Err(e) => out.push(invalid(0, &e)),
+            Ok(Some(v)) => {
+                let n = v.as_i64().unwrap_or(0);
+                if n < 0 {
+                    out.push(invalid(n, "should be a non-negative integer"));
+                } else if n > i64::from(i32::MAX) {
+                    out.push(invalid(
+                        n,
+                        &format!("should be less than or equal to {}", i32::MAX),
+                    ));
+                }
+            }
+            Ok(None) => {}
+        }
+    };
+    let mut out = Vec::new();
+    if spec {
+        replicas(&scale.spec_replicas_path, &mut out);
+    }
+    replicas(&scale.status_replicas_path, &mut out);
+    if let Some(path) = &scale.label_selector_path {
+        if let Err(e) = typed(path, "string", Value::is_string) {
+            out.push(Cause::new(
+                "FieldValueInvalid",
+                path,
+                format!("Invalid value: \"\": {e}"),
+            ));
+        }
+    }
+    out
+}
+
+/// Everything outside metadata and (where `with_status` is false) status: a change here bumps
+/// `generation`.
+fn spec_part(obj: &Value, with_status: bool) -> Value {
     let mut o = obj.clone();
     if let Some(m) = o.as_object_mut() {
         m.remove("metadata");
-        m.remove("status");
+        if !with_status {
+            m.remove("status");
+        }
     }
     o
 }
@@ -1219,9 +1336,27 @@ impl Service {
         let warnings = Self::unknown_fields(unknown, opts)?;
         schema.apply_defaults(obj);
         let to_cause = |v: crate::schema::Violation| Cause::new(&v.reason, &v.field, v.message);
-        let mut causes: Vec<Cause> = schema.validate(obj).into_iter().map(to_cause).collect();
-        if causes.is_empty() {
-            causes.extend(schema.validate_cel(obj, old).into_iter().map(to_cause));
+        // kube's custom resource strategies: a create validates the object; an update is
+        // ratcheted; a `/status` write validates `status` only. CEL rules run unless a
+        // blocking violation (type, required, enum, sizes) is there, which adds kube's note.
+        let violations = match old {
+            Some(old) if sub == Subresource::Status && ri.status_subresource => {
+                schema.validate_status(obj, old)
+            }
+            Some(old) => schema.validate_update(obj, old),
+            None => schema.validate(obj),
+        };
+        let scale = ri
+            .scale
+            .as_ref()
+            .map(|sc| scale_causes(obj, sc, sub != Subresource::Status))
+            .unwrap_or_default();
+        let blocking = crate::schema::blocking_violation(&violations);
+        let mut causes: Vec<Cause> = violations.into_iter().map(to_cause).collect();
+        causes.extend(scale);
+        match blocking {
+            Some(v) => causes.push(to_cause(v)),
+            None => causes.extend(schema.validate_cel(obj, old).into_iter().map(to_cause)),
         }
         if !causes.is_empty() {
             return Err(ApiError::invalid(
@@ -1768,20 +1903,85 @@ impl Service {
             }
             None => None,
         };
-        if ri.is_custom() && wanted_rv.is_none() {
-            return Err(ApiError::invalid(
-                &ri.group,
-                &ri.kind,
-                name,
-                vec![Cause::new(
-                    "FieldValueInvalid",
-                    "metadata.resourceVersion",
-                    "Invalid value: 0x0: must be specified for an update",
-                )],
-            ));
+        for _ in 0..CONFLICT_RETRIES {
+            if self.store.get(&Self::key(ri, ns, name)).is_none() {
+                if !(ri.create_on_update && sub == Subresource::Main) {
+                    return Err(ApiError::not_found(&ri.group, &ri.resource, name));
+                }
+                // kube's create-on-update: a create in every way (strategy, admission as
+                // CREATE, 201), which the user must be allowed too; the body's
+                // resourceVersion is dropped as a create drops it.
+                Self::authorize_create(ri, ns, name, opts)?;
+                let mut fresh = obj.clone();
+                if let Some(m) = metadata_mut(&mut fresh) {
+                    m.remove("resourceVersion");
+                }
+                match self.create(ri, ns, fresh, opts).await {
+                    Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
+                    r => {
+                        return r.map(|mut w| {
+                            w.created = true;
+                            w
+                        })
+                    }
+                }
+            }
+            if !ri.unconditional_update && wanted_rv.is_none() {
+                // kube's store names the resource where `Invalid` names a kind (its TODO).
+                return Err(ApiError::invalid(
+                    &ri.group,
+                    &ri.resource,
+                    name,
+                    vec![Cause::new(
+                        "FieldValueInvalid",
+                        "metadata.resourceVersion",
+                        "Invalid value: 0x0: must be specified for an update",
+                    )],
+                ));
+            }
+            match self
+                .update_with(ri, ns, name, wanted_rv, opts, sub, |_, _| Ok(obj.clone()))
+                .await
+            {
+                // Deleted between the look and the write: look again (it may be created).
+                Err(e) if e.code == 404 && ri.create_on_update && sub == Subresource::Main => {
+                    continue
+                }
+                r => return r,
+            }
         }
-        self.update_with(ri, ns, name, wanted_rv, opts, sub, |_, _| Ok(obj.clone()))
-            .await
+        Err(ApiError::conflict(&ri.group, &ri.resource, name))
+    }
+
+    /// kube's `withAuthorization` around a create that an update or a server-side apply makes:
+    /// the requesting user needs `create` on the object too (403 otherwise, with the
+    /// authorizer's reason).
+    fn authorize_create(
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let (Some(authz), Some(user)) = (&opts.authorizer, &opts.user) else {
+            return Ok(());
+        };
+        let attrs =
+            crate::auth::rbac::Attributes::resource("create", &ri.group, &ri.resource, ns, name);
+        let decision = authz.authorize(user, &attrs);
+        if decision.is_allowed() {
+            return Ok(());
+        }
+        let qualified = if ri.group.is_empty() {
+            ri.resource.clone()
+        } else {
+            format!("{}.{}", ri.resource, ri.group)
+        };
+        Err(ApiError::forbidden(format!(
+            "{qualified} {} is forbidden: {}",
+            crate::auth::rbac::go_quote(name),
+            decision.reason()
+        ))
+        .with_details(&ri.group, &ri.resource, name))
     }
 
     /// PATCH: apply a patch to the latest state (retrying on write races).
@@ -1876,6 +2076,7 @@ impl Service {
                         .or_insert_with(|| Value::String(name.to_owned()));
                 }
                 let obj = check(obj)?;
+                Self::authorize_create(ri, ns, name, &opts)?;
                 match self.create(ri, ns, obj, &opts).await {
                     Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
                     r => {
@@ -2654,7 +2855,10 @@ impl Service {
     /// (compared after decoding and defaults, so a patch that drops a defaulted field is no
     /// change).
     fn bump_generation(ri: &ResourceInfo, current: &Value, new: &mut Value) {
-        if !ri.generation || spec_part(current) == spec_part(new) {
+        // kube's custom resource strategy counts `status` as part of the spec when the CRD
+        // has no status subresource.
+        let with_status = ri.is_custom() && !ri.status_subresource;
+        if !ri.generation || spec_part(current, with_status) == spec_part(new, with_status) {
             return;
         }
         let gen = metadata(current)

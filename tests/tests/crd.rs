@@ -5,7 +5,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use turtles_tests::{assert_status, item_names, poll, Server};
+use turtles_tests::{assert_status, item_names, poll, rv, Server};
 
 const CRD_YAML: &str = include_str!("../../guest-examples/crds/certificates.cert-manager.io.yaml");
 const CRD_NAME: &str = "certificates.cert-manager.io";
@@ -1160,4 +1160,143 @@ fn a_protected_group_needs_the_api_approval_annotation() {
         "not approved: \"unapproved, experimental\""
     );
     wait_condition(&s, "things.example.k8s.io", "Established", "True");
+}
+
+const GADGETS_V1: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              mode: {type: string}
+              size: {type: integer}
+          status:
+            type: object
+            properties:
+              phase: {type: string}
+"#;
+
+const GADGETS: &str = "/apis/example.com/v1/namespaces/default/gadgets";
+
+fn create_gadget(s: &Server, body: &Value) -> Value {
+    let r = s.http().post_json(GADGETS, body);
+    assert_eq!(r.status, 201, "create: {}", r.text());
+    r.json()
+}
+
+/// kube's validation ratcheting (`CRDValidationRatcheting`, on by default): a CRD made stricter
+/// after objects were stored leaves them writable as long as the now-invalid values stay as
+/// they are; `/status` writes validate `status` only; CEL rules still run beside a pattern
+/// violation; a CRD without a status subresource counts `status` for `generation`.
+#[test]
+fn a_stricter_crd_ratchets_unchanged_values_and_status_writes_check_status_only() {
+    let s = Server::start().unwrap();
+    apply(&s, GADGETS_V1);
+    wait_condition(&s, "gadgets.example.com", "Established", "True");
+    let created = create_gadget(
+        &s,
+        &json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+                "metadata": {"name": "g"}, "spec": {"mode": "legacy", "size": 1}}),
+    );
+    // Stricter: mode becomes an enum the stored value is not in.
+    let stricter = GADGETS_V1.replace(
+        "mode: {type: string}",
+        "mode: {type: string, enum: [fast, slow]}",
+    );
+    apply(&s, &stricter);
+    let item = format!("{GADGETS}/g");
+    poll("the stricter schema to be served", DEADLINE, || {
+        let mut body = get_raw(&s, &item);
+        body["spec"]["mode"] = json!("other");
+        // A dry run: the stored `legacy` must stay for what follows.
+        (s.http()
+            .put_json(&format!("{item}?dryRun=All"), &body)
+            .status
+            == 422)
+            .then_some(())
+    })
+    .unwrap();
+    // The status, a label and another spec field change: the unchanged `legacy` is let be.
+    let r = s.http().patch(
+        &format!("{item}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Ready"}}),
+    );
+    assert_eq!(r.status, 200, "status write: {}", r.text());
+    let r = s.http().patch(
+        &item,
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"a": "b"}}, "spec": {"size": 2}}),
+    );
+    assert_eq!(r.status, 200, "update: {}", r.text());
+    // Changing the invalid value itself is refused, with kube's message.
+    let r = s.http().patch(
+        &item,
+        "application/merge-patch+json",
+        &json!({"spec": {"mode": "older"}}),
+    );
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["details"]["causes"][0]["message"],
+        "Unsupported value: \"older\": supported values: \"fast\", \"slow\"",
+        "{st}"
+    );
+    // A status write is checked against the status schema only, with paths under `status`.
+    let r = s.http().patch(
+        &format!("{item}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"phase": 3}}),
+    );
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(st["details"]["causes"][0]["field"], "status.phase", "{st}");
+    assert_eq!(
+        st["details"]["causes"][0]["message"],
+        "Invalid value: \"integer\": phase in body must be of type string: \"integer\"",
+        "{st}"
+    );
+    assert!(rv(&get_raw(&s, &item)) > rv(&created));
+}
+
+/// A CRD without a status subresource: `status` is part of what bumps `generation` (kube's
+/// custom resource strategy); with one it is not.
+#[test]
+fn generation_counts_status_only_without_a_status_subresource() {
+    let s = Server::start().unwrap();
+    let plain = GADGETS_V1.replace("    subresources: {status: {}}\n", "");
+    apply(&s, &plain);
+    wait_condition(&s, "gadgets.example.com", "Established", "True");
+    let created = create_gadget(
+        &s,
+        &json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+                "metadata": {"name": "g"}, "spec": {"mode": "x"}}),
+    );
+    assert_eq!(generation(&created), 1);
+    let r = s.http().patch(
+        &format!("{GADGETS}/g"),
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Ready"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["status"]["phase"], "Ready");
+    assert_eq!(generation(&r.json()), 2);
+    let r = s.http().patch(
+        &format!("{GADGETS}/g"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"a": "b"}}}),
+    );
+    assert_eq!(generation(&r.json()), 2);
 }

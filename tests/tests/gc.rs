@@ -210,6 +210,32 @@ fn foreground_owner_waits_for_a_blocking_dependent_with_a_finalizer() {
     wait_gone(&s, &format!("{CMS}/owner"));
 }
 
+/// An ownerReference cycle (A owns B, B owns A, both blocking): a foreground delete of A
+/// finishes, as kube's collector finishes it, by making B's references non-blocking before B's
+/// own foreground deletion; without that each waits on the other for ever.
+#[test]
+fn a_foreground_delete_of_an_owner_reference_cycle_finishes() {
+    let s = Server::start().unwrap();
+    let a = cm(&s, "cycle-a", &[], &[]);
+    let b = cm(&s, "cycle-b", &[owner_ref(&a, true)], &[]);
+    let patch = json!({"metadata": {"ownerReferences": [owner_ref(&b, true)]}});
+    let r = s.http().patch(
+        &format!("{CMS}/cycle-a"),
+        "application/merge-patch+json",
+        &patch,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    s.kubectl_ok(&[
+        "delete",
+        "configmap",
+        "cycle-a",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    wait_gone(&s, &format!("{CMS}/cycle-a"));
+    wait_gone(&s, &format!("{CMS}/cycle-b"));
+}
+
 #[test]
 fn orphan_cascade_keeps_dependents_without_the_reference() {
     let s = Server::start().unwrap();

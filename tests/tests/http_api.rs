@@ -700,3 +700,86 @@ fn kinds_have_their_own_field_selectors() {
     ]);
     assert_eq!(out.trim(), "pod/a");
 }
+
+/// kube's `AllowUnconditionalUpdate` and `AllowCreateOnUpdate`, per kind: a Lease must be
+/// updated at a resourceVersion (422 naming the resource, as kube's store does) and is created
+/// by a PUT to a name that does not exist (201), for a user allowed `create` too; a ConfigMap is
+/// updated without one and a PUT to a missing one is 404.
+#[test]
+fn puts_follow_each_kinds_update_and_create_rules() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = |name: &str| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": name}, "spec": {"holderIdentity": "a"}})
+    };
+    // Created by a PUT: 201, a real create (uid, resourceVersion).
+    let r = http.put_json(&format!("{leases}/l1"), &lease("l1"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let created = r.json();
+    assert!(created["metadata"]["uid"].is_string());
+    assert!(rv(&created) > 0);
+    // Updated without a resourceVersion: refused as kube refuses it.
+    let r = http.put_json(&format!("{leases}/l1"), &lease("l1"));
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "leases.coordination.k8s.io \"l1\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+    );
+    assert_eq!(st["details"]["kind"], "leases");
+    // With it: 200.
+    let mut next = lease("l1");
+    next["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
+    next["spec"]["holderIdentity"] = json!("b");
+    let r = http.put_json(&format!("{leases}/l1"), &next);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["spec"]["holderIdentity"], "b");
+
+    // A ConfigMap: unconditional updates, no create on update.
+    let r = http.put_json(&format!("{CMS}/absent"), &configmap("absent", &[], &[]));
+    assert_status(&r, 404, "NotFound");
+    create(&http, CMS, &configmap("c1", &[], &[("a", "1")]));
+    let r = http.put_json(&format!("{CMS}/c1"), &configmap("c1", &[], &[("a", "2")]));
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // A user who may update and patch Leases but not create them gets 403 where a PUT or an
+    // apply would create one (kube checks `create` too), and may still update.
+    s.kubectl_ok(&[
+        "create",
+        "role",
+        "lease-updater",
+        "--verb=get,update,patch",
+        "--resource=leases.coordination.k8s.io",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "lease-updater",
+        "--role=lease-updater",
+        "--user=updater",
+    ]);
+    let (_, token) = s.mint("updater", &[]).unwrap();
+    let as_updater = s.http_with_token(Some(&token));
+    let r = as_updater.put_json(&format!("{leases}/l2"), &lease("l2"));
+    let st = assert_status(&r, 403, "Forbidden");
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("leases.coordination.k8s.io \"l2\" is forbidden"),
+        "{st}"
+    );
+    let r = as_updater.request(
+        "PATCH",
+        &format!("{leases}/l2?fieldManager=updater"),
+        Some("application/apply-patch+yaml"),
+        Some(lease("l2").to_string().into_bytes()),
+    );
+    assert_status(&r, 403, "Forbidden");
+    assert_status(&http.get(&format!("{leases}/l2")), 404, "NotFound");
+    let mut next = get(&http, &format!("{leases}/l1"));
+    next["spec"]["holderIdentity"] = json!("c");
+    let r = as_updater.put_json(&format!("{leases}/l1"), &next);
+    assert_eq!(r.status, 200, "{}", r.text());
+}

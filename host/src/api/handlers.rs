@@ -287,7 +287,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
-            let opts = write_options(query, &guard, &user, &headers, Write::Create)?;
+            let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Create)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.create(&ri, &ns, obj, &opts).await?;
@@ -297,18 +297,30 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             written_response(svc, &ri, &headers, query, StatusCode::CREATED, written).await
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query, &guard, &user, &headers, Write::Update)?;
+            let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
             let mut written = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
             if is_crd && !opts.dry_run {
                 written.object = crd_settled(state, &ri, &written.object).await?;
             }
-            written_response(svc, &ri, &headers, query, StatusCode::OK, written).await
+            let code = if written.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            written_response(svc, &ri, &headers, query, code, written).await
         }
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(&headers)?;
-            let opts = write_options(query, &guard, &user, &headers, Write::Patch(patch_type))?;
+            let opts = write_options(
+                query,
+                &state.authz,
+                &guard,
+                &user,
+                &headers,
+                Write::Patch(patch_type),
+            )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut written = svc
                 .patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
@@ -426,7 +438,7 @@ async fn scale(
             ));
         }
         Method::PUT => {
-            let opts = write_options(query, &None, &None, &headers, Write::Update)?;
+            let opts = write_options(query, &state.authz, &None, &None, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let wanted = decode_json(&body)?;
             svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
@@ -434,7 +446,14 @@ async fn scale(
         }
         Method::PATCH => {
             let pt = patch_type(&headers)?;
-            let opts = write_options(query, &None, &None, &headers, Write::Patch(pt))?;
+            let opts = write_options(
+                query,
+                &state.authz,
+                &None,
+                &None,
+                &headers,
+                Write::Patch(pt),
+            )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             if pt == PatchType::Apply {
                 let written = svc.apply_scale(ri, &ns, &name, &body, &opts).await?;
@@ -1217,6 +1236,7 @@ fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
 
 fn write_options(
     q: &Query,
+    authz: &Arc<crate::auth::Authorizer>,
     guard: &Option<Arc<dyn crate::service::WriteGuard>>,
     user: &Option<crate::auth::rbac::UserInfo>,
     headers: &HeaderMap,
@@ -1250,6 +1270,7 @@ fn write_options(
         user: user.clone(),
         manager: Some(crate::apply::manager_name(field_manager, user_agent)),
         force: force.unwrap_or(false),
+        authorizer: Some(authz.clone()),
         ..Default::default()
     })
 }

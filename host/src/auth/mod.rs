@@ -64,6 +64,12 @@ pub struct Authorizer {
     cache: std::sync::Mutex<RulesCache>,
 }
 
+impl std::fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Authorizer")
+    }
+}
+
 /// The effective rules of each (user, groups, namespace), kept for as long as no role or
 /// binding changes. The four RBAC maps are persistent: any write makes a new map, so comparing
 /// them by pointer detects every change. RBAC is a union of rules, so a request is allowed

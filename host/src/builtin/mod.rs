@@ -37,6 +37,11 @@ pub struct Builtin {
     pub delete_returns_object: bool,
     /// Stored as another group-version's resource (`events.k8s.io/v1` Events are core Events).
     pub conversion: Option<&'static conversion::Conversion>,
+    /// An update must name the `resourceVersion` it replaces (kube's strategy answers false to
+    /// `AllowUnconditionalUpdate`).
+    pub conditional_update: bool,
+    /// A PUT to a name that does not exist creates the object (kube's `AllowCreateOnUpdate`).
+    pub create_on_update: bool,
 }
 
 const NS: bool = true;
@@ -63,6 +68,8 @@ const fn r(
         generation: false,
         delete_returns_object: false,
         conversion: None,
+        conditional_update: false,
+        create_on_update: false,
     }
 }
 
@@ -104,6 +111,14 @@ impl Builtin {
         self.create_only = true;
         self
     }
+    const fn conditional_update(mut self) -> Self {
+        self.conditional_update = true;
+        self
+    }
+    const fn create_on_update(mut self) -> Self {
+        self.create_on_update = true;
+        self
+    }
 }
 
 /// The served built-in resource `group`/`resource`, if any.
@@ -137,7 +152,9 @@ pub const RESOURCES: &[Builtin] = &[
     r(CORE, "v1", "serviceaccounts", "ServiceAccount", NS)
         .short(&["sa"])
         .delete_returns_object(),
-    r(CORE, "v1", "events", "Event", NS).short(&["ev"]),
+    r(CORE, "v1", "events", "Event", NS)
+        .short(&["ev"])
+        .create_on_update(),
     r(CORE, "v1", "pods", "Pod", NS)
         .short(&["po"])
         .all()
@@ -151,9 +168,14 @@ pub const RESOURCES: &[Builtin] = &[
         .short(&["svc"])
         .all()
         .status()
-        .delete_returns_object(),
-    r(CORE, "v1", "endpoints", "Endpoints", NS).short(&["ep"]),
-    r(CORE, "v1", "limitranges", "LimitRange", NS).short(&["limits"]),
+        .delete_returns_object()
+        .create_on_update(),
+    r(CORE, "v1", "endpoints", "Endpoints", NS)
+        .short(&["ep"])
+        .create_on_update(),
+    r(CORE, "v1", "limitranges", "LimitRange", NS)
+        .short(&["limits"])
+        .create_on_update(),
     r(
         CORE,
         "v1",
@@ -252,7 +274,8 @@ pub const RESOURCES: &[Builtin] = &[
     )
     .short(&["pdb"])
     .status()
-    .generation(),
+    .generation()
+    .conditional_update(),
     // networking.k8s.io/v1
     r(NET, "v1", "ingresses", "Ingress", NS)
         .short(&["ing"])
@@ -267,7 +290,8 @@ pub const RESOURCES: &[Builtin] = &[
     // events.k8s.io/v1: the core Events, in their newer shape
     r("events.k8s.io", "v1", "events", "Event", NS)
         .short(&["ev"])
-        .stored_as(&conversion::EVENTS_V1),
+        .stored_as(&conversion::EVENTS_V1)
+        .create_on_update(),
     // discovery.k8s.io/v1
     r(
         "discovery.k8s.io",
@@ -280,15 +304,16 @@ pub const RESOURCES: &[Builtin] = &[
     r(STORAGE, "v1", "storageclasses", "StorageClass", CLUSTER)
         .short(&["sc"])
         .delete_returns_object(),
-    r(STORAGE, "v1", "csidrivers", "CSIDriver", CLUSTER),
-    r(STORAGE, "v1", "csinodes", "CSINode", CLUSTER),
+    r(STORAGE, "v1", "csidrivers", "CSIDriver", CLUSTER).conditional_update(),
+    r(STORAGE, "v1", "csinodes", "CSINode", CLUSTER).conditional_update(),
     r(
         STORAGE,
         "v1",
         "csistoragecapacities",
         "CSIStorageCapacity",
         NS,
-    ),
+    )
+    .conditional_update(),
     r(
         STORAGE,
         "v1",
@@ -296,7 +321,8 @@ pub const RESOURCES: &[Builtin] = &[
         "VolumeAttachment",
         CLUSTER,
     )
-    .status(),
+    .status()
+    .conditional_update(),
     r(
         STORAGE,
         "v1",
@@ -320,9 +346,13 @@ pub const RESOURCES: &[Builtin] = &[
         "runtimeclasses",
         "RuntimeClass",
         CLUSTER,
-    ),
+    )
+    .conditional_update()
+    .create_on_update(),
     // coordination.k8s.io/v1
-    r("coordination.k8s.io", "v1", "leases", "Lease", NS),
+    r("coordination.k8s.io", "v1", "leases", "Lease", NS)
+        .conditional_update()
+        .create_on_update(),
     // certificates.k8s.io/v1
     r(
         "certificates.k8s.io",
@@ -341,7 +371,8 @@ pub const RESOURCES: &[Builtin] = &[
         "MutatingWebhookConfiguration",
         CLUSTER,
     )
-    .generation(),
+    .generation()
+    .conditional_update(),
     r(
         ADMISSION,
         "v1",
@@ -349,7 +380,8 @@ pub const RESOURCES: &[Builtin] = &[
         "ValidatingWebhookConfiguration",
         CLUSTER,
     )
-    .generation(),
+    .generation()
+    .conditional_update(),
     r(
         ADMISSION,
         "v1",
@@ -358,7 +390,8 @@ pub const RESOURCES: &[Builtin] = &[
         CLUSTER,
     )
     .status()
-    .generation(),
+    .generation()
+    .conditional_update(),
     r(
         ADMISSION,
         "v1",
@@ -366,7 +399,8 @@ pub const RESOURCES: &[Builtin] = &[
         "ValidatingAdmissionPolicyBinding",
         CLUSTER,
     )
-    .generation(),
+    .generation()
+    .conditional_update(),
     // MutatingAdmissionPolicy: v1 (GA in kube 1.36, the only version a 1.36 cluster serves by
     // default; v1beta1 is off by default there).
     r(
@@ -376,7 +410,8 @@ pub const RESOURCES: &[Builtin] = &[
         "MutatingAdmissionPolicy",
         CLUSTER,
     )
-    .generation(),
+    .generation()
+    .conditional_update(),
     r(
         ADMISSION,
         "v1",
@@ -384,7 +419,8 @@ pub const RESOURCES: &[Builtin] = &[
         "MutatingAdmissionPolicyBinding",
         CLUSTER,
     )
-    .generation(),
+    .generation()
+    .conditional_update(),
     // apiregistration.k8s.io/v1
     r(
         "apiregistration.k8s.io",
@@ -431,16 +467,17 @@ pub const RESOURCES: &[Builtin] = &[
     .generation()
     .categories(&["api-extensions"]),
     // rbac.authorization.k8s.io/v1
-    r(RBAC, "v1", "roles", "Role", NS),
-    r(RBAC, "v1", "rolebindings", "RoleBinding", NS),
-    r(RBAC, "v1", "clusterroles", "ClusterRole", CLUSTER),
+    r(RBAC, "v1", "roles", "Role", NS).create_on_update(),
+    r(RBAC, "v1", "rolebindings", "RoleBinding", NS).create_on_update(),
+    r(RBAC, "v1", "clusterroles", "ClusterRole", CLUSTER).create_on_update(),
     r(
         RBAC,
         "v1",
         "clusterrolebindings",
         "ClusterRoleBinding",
         CLUSTER,
-    ),
+    )
+    .create_on_update(),
     // reviews: create-only, nothing stored
     r(
         AUTHZ,

@@ -13,8 +13,8 @@ use crate::service::{Service, Subresource, WriteOptions};
 /// Attempts at bumping the count when another writer got there first.
 const BUMP_ATTEMPTS: usize = 3;
 
-/// Each built-in controller's Event limits (the Wasm controllers' [`Limiter`]: per object and
-/// per controller), so a tenant whose objects make a controller complain cannot have the host
+/// Each built-in controller's Event limits (the Wasm controllers' [`Limiter`]: per object, per
+/// namespace and per controller), so a tenant whose objects make a controller complain cannot have the host
 /// write Events without end.
 fn limiter(component: &str) -> std::sync::Arc<Limiter> {
     static LIMITERS: std::sync::OnceLock<
@@ -60,7 +60,10 @@ pub async fn record(
         action: String::new(),
         note: note.to_owned(),
     };
-    if let Err(why) = limiter(component).take(&limited_object(&event.regarding)) {
+    if let Err(why) = limiter(component).take(
+        &event.regarding.namespace,
+        &limited_object(&event.regarding),
+    ) {
         tracing::debug!(component, reason, why, "event dropped");
         return;
     }

@@ -326,6 +326,50 @@ impl GarbageCollector {
             .await
     }
 
+    /// Whether one of the dependents of `owner_uid` is itself terminating in the foreground.
+    fn waits_on_dependents(&self, owner_uid: &str) -> bool {
+        self.dependents_of(owner_uid).iter().any(|d| {
+            self.service.store.get(&d.key()).is_some_and(|o| {
+                terminating(o.head()) && has_finalizer(o.head(), FOREGROUND_FINALIZER)
+            })
+        })
+    }
+
+    /// Set `blockOwnerDeletion: false` on every ownerReference of the object `r` names (kube's
+    /// `unblockOwnerReferences`).
+    async fn unblock_owner_refs(&self, ri: &ResourceInfo, r: &Ref) -> Result<(), ControllerError> {
+        let Some(obj) = self.service.store.get(&r.key()) else {
+            return Ok(());
+        };
+        let v = obj.parse();
+        let Some(list) = v
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+        else {
+            return Ok(());
+        };
+        if !list
+            .iter()
+            .any(|o| o.get("blockOwnerDeletion") == Some(&Value::Bool(true)))
+        {
+            return Ok(());
+        }
+        let refs: Vec<Value> = list
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                if let Some(m) = o.as_object_mut() {
+                    if m.contains_key("blockOwnerDeletion") {
+                        m.insert("blockOwnerDeletion".into(), Value::Bool(false));
+                    }
+                }
+                o
+            })
+            .collect();
+        self.patch_metadata(ri, r, &obj, json!({ "ownerReferences": refs }))
+            .await
+    }
+
     /// Change an object's metadata by a merge patch conditional on the revision it was read at
     /// (a concurrent change is a retried conflict). A patch, not the whole object written back:
     /// an object stored in an older version of its CRD (or one a webhook converts) is changed
@@ -440,6 +484,15 @@ impl GarbageCollector {
                 } else {
                     Propagation::Background
                 };
+                // kube's cycle guard: a dependent one of whose own dependents is already
+                // waiting on its dependents (an ownerReference cycle, A owns B owns A) gets
+                // its ownerReferences made non-blocking before its foreground deletion, or each
+                // would wait on the other for ever.
+                let mut block = block;
+                if propagation == Propagation::Foreground && self.waits_on_dependents(dep_uid) {
+                    self.unblock_owner_refs(&dri, &d).await?;
+                    block = false;
+                }
                 Ok(match self.delete(&dri, &d, dep_uid, propagation).await? {
                     Some(Deleted::Pending(_)) => block,
                     _ => false,

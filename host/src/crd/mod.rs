@@ -584,6 +584,8 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                 name_rule: crate::model::registry::NameRule::DnsSubdomain,
                 generation: true,
                 delete_returns_object: false,
+                unconditional_update: false,
+                create_on_update: false,
                 conversion: None,
                 custom: Some(Arc::new(CustomResource {
                     crd_name: name.clone(),

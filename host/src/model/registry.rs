@@ -101,6 +101,11 @@ pub struct ResourceInfo {
     pub delete_returns_object: bool,
     /// Stored as another group-version's resource, converted on the way in and out.
     pub conversion: Option<&'static crate::builtin::conversion::Conversion>,
+    /// An update may leave out `metadata.resourceVersion` (kube's `AllowUnconditionalUpdate`;
+    /// false for custom resources and some built-in kinds).
+    pub unconditional_update: bool,
+    /// A PUT to a name that does not exist creates the object (kube's `AllowCreateOnUpdate`).
+    pub create_on_update: bool,
 }
 
 impl ResourceInfo {
@@ -213,6 +218,8 @@ impl Registry {
                     create_only: b.create_only,
                     generation: b.generation,
                     delete_returns_object: b.delete_returns_object,
+                    unconditional_update: !b.conditional_update,
+                    create_on_update: b.create_on_update,
                     conversion: b.conversion,
                 })
             })

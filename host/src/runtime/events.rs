@@ -20,14 +20,18 @@ pub(crate) const MAX_NOTE: usize = 1024;
 const MAX_NAME_PREFIX: usize = 253 - 17;
 /// Attempts at bumping the count when another writer got there first.
 const BUMP_ATTEMPTS: usize = 3;
-/// Events a controller may record at once, and per second after that (a token bucket per
-/// controller, on top of client-go's per-object spam filter below): a guest that records an Event
-/// per reconcile with a changing note cannot flood the store.
-const EVENT_BURST: f64 = 100.0;
-const EVENTS_PER_SECOND: f64 = 10.0;
+/// Events a controller may record at once, and per second after that, about the objects of one
+/// namespace (a token bucket per controller and namespace, on top of client-go's per-object spam
+/// filter below): a guest that records an Event per reconcile with a changing note cannot flood
+/// the store, and one tenant's objects cannot use up what the controller records elsewhere.
+const NAMESPACE_BURST: f64 = 100.0;
+const NAMESPACE_EVENTS_PER_SECOND: f64 = 10.0;
+/// And across all namespaces: what one controller may write in all.
+const EVENT_BURST: f64 = 1000.0;
+const EVENTS_PER_SECOND: f64 = 100.0;
 
 /// client-go's `EventSourceObjectSpamFilter`: per object, 25 Events at once, then one every
-/// five minutes; at most this many objects remembered (its LRU's size).
+/// five minutes; at most this many objects (and namespaces) remembered (its LRU's size).
 const OBJECT_BURST: f64 = 25.0;
 const OBJECT_EVENTS_PER_SECOND: f64 = 1.0 / 300.0;
 const OBJECTS_REMEMBERED: usize = 4096;
@@ -45,11 +49,13 @@ fn refill(b: &mut Bucket, burst: f64, rate: f64, now: std::time::Instant) {
 
 /// A controller's token buckets of Events: one per object it records about (so one object's
 /// Events, however many, do not use up what the others get, as client-go's spam filter keys
-/// them by source and object), and one for the controller.
+/// them by source and object), one per namespace (so one tenant's objects do not use up what
+/// the others' get), and one for the controller.
 pub struct Limiter(std::sync::Mutex<Buckets>);
 
 struct Buckets {
     controller: Bucket,
+    namespaces: std::collections::HashMap<String, Bucket>,
     objects: std::collections::HashMap<String, Bucket>,
 }
 
@@ -57,53 +63,82 @@ impl Default for Limiter {
     fn default() -> Self {
         Self(std::sync::Mutex::new(Buckets {
             controller: (EVENT_BURST, std::time::Instant::now()),
+            namespaces: std::collections::HashMap::new(),
             objects: std::collections::HashMap::new(),
         }))
     }
 }
 
+/// Room for `key` in a table of buckets bounded by [`OBJECTS_REMEMBERED`]: the buckets that are
+/// full again are forgotten (as an LRU would drop them); if that is not enough, the half with
+/// the most tokens left. The ones that used theirs up stay remembered, so flooding the table
+/// does not give them their burst back.
+fn make_room(
+    table: &mut std::collections::HashMap<String, Bucket>,
+    key: &str,
+    burst: f64,
+    rate: f64,
+    now: std::time::Instant,
+) {
+    if table.len() < OBJECTS_REMEMBERED || table.contains_key(key) {
+        return;
+    }
+    table.retain(|_, b| b.0 + now.duration_since(b.1).as_secs_f64() * rate < burst);
+    if table.len() >= OBJECTS_REMEMBERED {
+        let mut by_tokens: Vec<(String, f64)> =
+            table.iter().map(|(k, b)| (k.clone(), b.0)).collect();
+        by_tokens.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (k, _) in by_tokens.into_iter().take(OBJECTS_REMEMBERED / 2) {
+            table.remove(&k);
+        }
+    }
+}
+
 impl Limiter {
-    /// Take one token for an Event about `object`, if both its bucket and the controller's
-    /// have one. Err: which limit refused it.
-    pub(crate) fn take(&self, object: &str) -> Result<(), &'static str> {
+    /// Take one token for an Event about `object` in `namespace` ("" for a cluster-scoped one),
+    /// if its bucket, its namespace's and the controller's all have one. Err: which limit
+    /// refused it.
+    pub(crate) fn take(&self, namespace: &str, object: &str) -> Result<(), &'static str> {
         let mut g = match self.0.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
         let now = std::time::Instant::now();
-        if g.objects.len() >= OBJECTS_REMEMBERED && !g.objects.contains_key(object) {
-            // Forget the objects whose buckets are full again (as an LRU would drop them).
-            g.objects.retain(|_, b| {
-                b.0 + now.duration_since(b.1).as_secs_f64() * OBJECT_EVENTS_PER_SECOND
-                    < OBJECT_BURST
-            });
-            if g.objects.len() >= OBJECTS_REMEMBERED {
-                // Still full: forget the half with the most tokens left. The objects that used
-                // theirs up stay remembered, so flooding the table does not reset their limit.
-                let mut by_tokens: Vec<(String, f64)> =
-                    g.objects.iter().map(|(k, b)| (k.clone(), b.0)).collect();
-                by_tokens.sort_by(|a, b| b.1.total_cmp(&a.1));
-                for (k, _) in by_tokens.into_iter().take(OBJECTS_REMEMBERED / 2) {
-                    g.objects.remove(&k);
-                }
-            }
-        }
         let Buckets {
             controller,
+            namespaces,
             objects,
         } = &mut *g;
+        make_room(objects, object, OBJECT_BURST, OBJECT_EVENTS_PER_SECOND, now);
+        make_room(
+            namespaces,
+            namespace,
+            NAMESPACE_BURST,
+            NAMESPACE_EVENTS_PER_SECOND,
+            now,
+        );
         let bucket = objects
             .entry(object.to_owned())
             .or_insert((OBJECT_BURST, now));
         refill(bucket, OBJECT_BURST, OBJECT_EVENTS_PER_SECOND, now);
+        let ns_bucket = namespaces
+            .entry(namespace.to_owned())
+            .or_insert((NAMESPACE_BURST, now));
+        refill(ns_bucket, NAMESPACE_BURST, NAMESPACE_EVENTS_PER_SECOND, now);
         refill(controller, EVENT_BURST, EVENTS_PER_SECOND, now);
         if bucket.0 < 1.0 {
             return Err("more than 25 events about this object at once or one per 5 minutes");
         }
+        if ns_bucket.0 < 1.0 {
+            return Err(
+                "more than 100 events at once or 10 per second from this controller in this namespace",
+            );
+        }
         if controller.0 < 1.0 {
-            return Err("more than 100 events at once or 10 per second from this controller");
+            return Err("more than 1000 events at once or 100 per second from this controller");
         }
         bucket.0 -= 1.0;
+        ns_bucket.0 -= 1.0;
         controller.0 -= 1.0;
         Ok(())
     }
@@ -304,7 +339,7 @@ pub async fn record(ctx: &HostCtx, e: wit::Event) -> Result<(), String> {
 async fn record_inner(ctx: &HostCtx, e: &wit::Event) -> Result<(), EventError> {
     validate(e)?;
     let r = &e.regarding;
-    if let Err(why) = ctx.events.take(&limited_object(r)) {
+    if let Err(why) = ctx.events.take(&r.namespace, &limited_object(r)) {
         return Err(EventError::Api(format!("event dropped: {why}")));
     }
     let note = cut(&e.note, MAX_NOTE);
@@ -433,14 +468,23 @@ mod tests {
     fn a_controller_records_a_burst_then_a_steady_rate() {
         let l = Limiter::default();
         // 25 about one object, then none more about it; the others still get theirs.
-        let one = (0..1000).take_while(|_| l.take("a").is_ok()).count();
+        let one = (0..1000).take_while(|_| l.take("a", "x").is_ok()).count();
         assert_eq!(one, OBJECT_BURST as usize);
-        assert!(l.take("a").is_err());
+        assert!(l.take("a", "x").is_err());
         let rest = (0..1000)
-            .take_while(|i| l.take(&format!("o{i}")).is_ok())
+            .take_while(|i| l.take("a", &format!("o{i}")).is_ok())
             .count();
-        assert_eq!(one + rest, EVENT_BURST as usize);
-        assert!(l.take("fresh").is_err());
+        assert_eq!(one + rest, NAMESPACE_BURST as usize);
+        assert!(l.take("a", "fresh").is_err());
+        // One namespace's flood leaves the others theirs, up to the controller's own limit.
+        let mut others = 0;
+        for n in 0..100 {
+            others += (0..1000)
+                .take_while(|i| l.take(&format!("ns{n}"), &format!("ns{n}/o{i}")).is_ok())
+                .count();
+        }
+        assert_eq!(one + rest + others, EVENT_BURST as usize);
+        assert!(l.take("b", "fresh").is_err());
     }
 
     #[test]
@@ -450,10 +494,14 @@ mod tests {
         let mut g = l.0.lock().unwrap();
         for i in 0..OBJECTS_REMEMBERED {
             g.objects.insert(format!("o{i}"), (OBJECT_BURST, now));
+            g.namespaces.insert(format!("n{i}"), (NAMESPACE_BURST, now));
         }
         drop(g);
-        assert!(l.take("new").is_ok());
-        assert!(l.0.lock().unwrap().objects.len() <= OBJECTS_REMEMBERED);
+        assert!(l.take("new", "new").is_ok());
+        let g = l.0.lock().unwrap();
+        assert!(g.objects.len() <= OBJECTS_REMEMBERED);
+        assert!(g.namespaces.len() <= OBJECTS_REMEMBERED);
+        drop(g);
         // A full table of objects, half of them drained: a new one makes room among the others,
         // so flooding the table does not give the drained ones their burst back.
         let l = Limiter::default();
@@ -463,8 +511,8 @@ mod tests {
             g.objects.insert(format!("o{i}"), (tokens, now));
         }
         drop(g);
-        assert!(l.take("new").is_ok());
-        assert!(l.take("o0").is_err(), "a drained object stays limited");
+        assert!(l.take("x", "new").is_ok());
+        assert!(l.take("x", "o0").is_err(), "a drained object stays limited");
     }
 
     #[test]

@@ -833,13 +833,22 @@ pub(crate) fn list_json(
     let Ok(snap) = service.store.list(&ri.group_resource(), None) else {
         return b"[]".to_vec();
     };
-    let mut out = Vec::with_capacity(snap.items.len() * 256 + 2);
+    // One namespace is one range of the ordered index: a controller reading its own namespace
+    // does not walk every other namespace's objects.
+    let prefix = namespace.map(|ns| crate::model::item_key(ns, ""));
+    let items: Box<dyn Iterator<Item = &Arc<crate::store::StoredObject>>> = match &prefix {
+        Some(p) => Box::new(
+            snap.items
+                .range(p.clone()..)
+                .take_while(move |(k, _)| k.starts_with(p.as_str()))
+                .map(|(_, v)| v),
+        ),
+        None => Box::new(snap.items.values()),
+    };
+    let mut out = Vec::with_capacity(1024);
     out.push(b'[');
     let mut first = true;
-    for obj in snap.items.values() {
-        if namespace.is_some_and(|ns| crate::model::meta::namespace(obj.head()) != ns) {
-            continue;
-        }
+    for obj in items {
         if !keep(obj) {
             continue;
         }

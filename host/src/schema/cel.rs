@@ -1524,7 +1524,7 @@ pub(crate) fn validate_node(
 }
 
 /// Key tuple of a `x-kubernetes-list-type: map` element.
-fn map_key(node: &Node, x: &Value) -> String {
+pub(crate) fn map_key(node: &Node, x: &Value) -> String {
     let mut parts = Vec::with_capacity(node.list_map_keys.len());
     for k in &node.list_map_keys {
         parts.push(match x.get(k) {
@@ -1536,7 +1536,10 @@ fn map_key(node: &Node, x: &Value) -> String {
 }
 
 /// Old elements of a map-list by key; other lists do not correlate.
-fn correlate_list<'v>(node: &Node, old: Option<&'v Value>) -> Option<HashMap<String, &'v Value>> {
+pub(crate) fn correlate_list<'v>(
+    node: &Node,
+    old: Option<&'v Value>,
+) -> Option<HashMap<String, &'v Value>> {
     if node.list_type.as_deref() != Some("map") || node.list_map_keys.is_empty() {
         return None;
     }

@@ -176,14 +176,54 @@ impl Schema {
     /// int-or-string, …), `x-kubernetes-embedded-resource` TypeMeta/ObjectMeta checks and
     /// `x-kubernetes-list-type` set/map uniqueness. Every violation is returned.
     ///
-    /// Not included: validation of the root's `metadata` (the host validates ObjectMeta) and
-    /// ratcheting of unchanged invalid values on update.
+    /// Not included: validation of the root's `metadata` (the host validates ObjectMeta).
     pub fn validate(&self, obj: &Value) -> Vec<Violation> {
         let mut out = Vec::new();
         validate::Validator { base: "" }.validate(&self.root, "", obj, &mut out);
         objectmeta::validate("", &self.root, obj, &mut out);
         validate::validate_list_types("", &self.root, obj, &mut out);
         out
+    }
+
+    /// Validates an update as kube does with `CRDValidationRatcheting` (on by default since
+    /// 1.30): [`Schema::validate`], but the violations within values equal to the old values
+    /// they correlate with are dropped, and list-set/map uniqueness counts only when `old` had no
+    /// such violation. An object stored before its CRD got stricter stays writable as long as
+    /// the invalid part is left alone.
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<Violation> {
+        let mut out = Vec::new();
+        validate::Validator { base: "" }.validate_update(&self.root, "", obj, old, &mut out);
+        objectmeta::validate("", &self.root, obj, &mut out);
+        self.list_types_ratcheted(obj, old, &mut out);
+        out
+    }
+
+    /// Validates a `/status` write as kube's `ValidateStatusUpdate`: only `status`, against
+    /// its own schema (field paths under `status`, messages relative to it), ratcheted as an
+    /// update; list-set/map uniqueness as in [`Schema::validate_update`].
+    pub fn validate_status(&self, obj: &Value, old: &Value) -> Vec<Violation> {
+        let mut out = Vec::new();
+        if let (Some(status), Some(node)) = (obj.get("status"), self.root.prop("status")) {
+            let v = validate::Validator { base: "status" };
+            match old.get("status") {
+                Some(o) => v.validate_update(node, "", status, o, &mut out),
+                None => v.validate(node, "", status, &mut out),
+            }
+        }
+        self.list_types_ratcheted(obj, old, &mut out);
+        out
+    }
+
+    fn list_types_ratcheted(&self, obj: &Value, old: &Value, out: &mut Vec<Violation>) {
+        let mut lists = Vec::new();
+        validate::validate_list_types("", &self.root, obj, &mut lists);
+        if !lists.is_empty() {
+            let mut old_lists = Vec::new();
+            validate::validate_list_types("", &self.root, old, &mut old_lists);
+            if old_lists.is_empty() {
+                out.extend(lists);
+            }
+        }
     }
 
     /// Evaluates every `x-kubernetes-validations` rule with `self` bound to its node and, on

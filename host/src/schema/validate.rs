@@ -82,6 +82,36 @@ impl Validator<'_> {
 
     /// Validates `data` against `node`; `path` is kube-openapi's path ("" at the root).
     pub(crate) fn validate(&self, node: &Node, path: &str, data: &Value, out: &mut Vec<Violation>) {
+        self.validate_at(node, path, data, None, out);
+    }
+
+    /// [`Validator::validate`] of an update, ratcheted as kube's `RatchetingSchemaValidator`
+    /// does it: the violations within a value equal to the old value it correlates with (through
+    /// object properties, map keys and `x-kubernetes-list-type: map` keys; other lists do not
+    /// correlate) are dropped, so an object stored before its CRD got stricter stays writable as
+    /// long as the invalid part is left alone.
+    pub(crate) fn validate_update(
+        &self,
+        node: &Node,
+        path: &str,
+        data: &Value,
+        old: &Value,
+        out: &mut Vec<Violation>,
+    ) {
+        self.validate_at(node, path, data, Some(old), out);
+    }
+
+    fn validate_at(
+        &self,
+        node: &Node,
+        path: &str,
+        data: &Value,
+        old: Option<&Value>,
+        out: &mut Vec<Violation>,
+    ) {
+        if old.is_some_and(|o| o == data) {
+            return;
+        }
         let fmt = format::effective_format(&node.ty, node.int_or_string, &node.format);
         let types: Vec<&str> = if node.int_or_string {
             vec!["integer", "string"]
@@ -102,7 +132,7 @@ impl Validator<'_> {
         if !types.is_empty() || !fmt.is_empty() {
             self.validate_type(&types, &fmt, path, data, out);
         }
-        self.validate_schema_props(node, path, data, out);
+        self.validate_schema_props(node, path, data, old, out);
         if let Value::String(s) = data {
             self.validate_string(node, path, s, out);
             if !fmt.is_empty()
@@ -120,11 +150,11 @@ impl Validator<'_> {
             self.validate_number(node, &types, &fmt, path, num(n), out);
         }
         if let Value::Array(a) = data {
-            self.validate_slice(node, path, a, out);
+            self.validate_slice(node, path, a, old, out);
         }
         self.validate_enum(node, path, data, out);
         if let Value::Object(m) = data {
-            self.validate_object(node, path, m, out);
+            self.validate_object(node, path, m, old, out);
         }
     }
 
@@ -190,6 +220,7 @@ impl Validator<'_> {
         node: &Node,
         path: &str,
         data: &Value,
+        old: Option<&Value>,
         out: &mut Vec<Violation>,
     ) {
         if !node.any_of.is_empty() {
@@ -197,7 +228,7 @@ impl Validator<'_> {
             let mut succeeded = false;
             for s in &node.any_of {
                 let mut r = Vec::new();
-                self.validate(s, path, data, &mut r);
+                self.validate_at(s, path, data, old, &mut r);
                 if r.is_empty() {
                     succeeded = true;
                     best = None;
@@ -222,7 +253,7 @@ impl Validator<'_> {
             let mut validated = 0usize;
             for s in &node.one_of {
                 let mut r = Vec::new();
-                self.validate(s, path, data, &mut r);
+                self.validate_at(s, path, data, old, &mut r);
                 if r.is_empty() {
                     validated += 1;
                     best = None;
@@ -251,7 +282,7 @@ impl Validator<'_> {
             let mut validated = 0usize;
             for s in &node.all_of {
                 let mut r = Vec::new();
-                self.validate(s, path, data, &mut r);
+                self.validate_at(s, path, data, old, &mut r);
                 if r.is_empty() {
                     validated += 1;
                 }
@@ -271,7 +302,7 @@ impl Validator<'_> {
         }
         if let Some(not) = &node.not {
             let mut r = Vec::new();
-            self.validate(not, path, data, &mut r);
+            self.validate_at(not, path, data, old, &mut r);
             if r.is_empty() {
                 out.push(self.plain(format!(
                     "{} must not validate the schema (not)",
@@ -491,10 +522,21 @@ impl Validator<'_> {
         )
     }
 
-    fn validate_slice(&self, node: &Node, path: &str, a: &[Value], out: &mut Vec<Violation>) {
+    fn validate_slice(
+        &self,
+        node: &Node,
+        path: &str,
+        a: &[Value],
+        old: Option<&Value>,
+        out: &mut Vec<Violation>,
+    ) {
         if let Some(items) = &node.items {
+            let olds = super::cel::correlate_list(node, old);
             for (i, x) in a.iter().enumerate() {
-                self.validate(items, &format!("{path}[{i}]"), x, out);
+                let old = olds
+                    .as_ref()
+                    .and_then(|o| o.get(&super::cel::map_key(node, x)).copied());
+                self.validate_at(items, &format!("{path}[{i}]"), x, old, out);
             }
         }
         if let Some(schemas) = &node.items_array {
@@ -566,8 +608,10 @@ impl Validator<'_> {
         node: &Node,
         path: &str,
         m: &serde_json::Map<String, Value>,
+        old: Option<&Value>,
         out: &mut Vec<Violation>,
     ) {
+        let old_of = |k: &str| old.and_then(|o| o.get(k));
         let n = m.len() as i64;
         if let Some(min) = node.min_properties {
             if n < min {
@@ -598,7 +642,7 @@ impl Validator<'_> {
             Some(AdditionalProperties::Schema(s)) => {
                 for (k, v) in m {
                     if node.prop(k).is_none() {
-                        self.validate(s, &format!("{path}.{k}"), v, out);
+                        self.validate_at(s, &format!("{path}.{k}"), v, old_of(k), out);
                     }
                 }
             }
@@ -611,7 +655,7 @@ impl Validator<'_> {
                 } else {
                     format!("{path}.{k}")
                 };
-                self.validate(s, &name, v, out);
+                self.validate_at(s, &name, v, old_of(k), out);
             }
         }
         for k in &node.required {
