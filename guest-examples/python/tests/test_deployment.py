@@ -5,7 +5,7 @@ import re
 import unittest
 
 import helpers
-from turtles_controller import DEPLOYMENTS, REPLICASETS, Key, Done, meta
+from turtles_controller import DEPLOYMENTS, REPLICASETS, Key, Done, RequeueAfter, meta
 from turtles_controller.testing import FakeCluster
 
 app = helpers.load_example("deployment")
@@ -61,7 +61,8 @@ class Sim:
 
     def reconcile(self, name="web"):
         out = app.controller.run(Key(NS, name), self.cluster.get(DEPLOYMENTS, NS, name))
-        self.test.assertEqual(out, Done, self.cluster.logs[-3:])
+        # Done, or a check of the progress deadline later.
+        self.test.assertTrue(out == Done or isinstance(out, RequeueAfter), (out, self.cluster.logs[-3:]))
         return out
 
     def converge(self, name="web", check=None, limit=50):
@@ -290,6 +291,46 @@ class RolloutTest(unittest.TestCase):
         sim.converge()
         self.assertEqual(len(sim.rss()), 1)
         self.assertEqual(cond(sim.deploy(), "Progressing")["reason"], "DeploymentPaused")
+
+    def test_selector_with_match_expressions_only(self):
+        sim = Sim(self)
+        sim.add(deployment(selector={"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}))
+        sim.converge()
+        self.assertEqual(len(sim.rss()), 1)
+        self.assertTrue(rollout_status_done(sim.deploy()))
+
+    def test_progress_deadline_exceeded_then_a_new_rollout_progresses(self):
+        sim = Sim(self, ready=False)
+        sim.add(deployment(replicas=2, progressDeadlineSeconds=600))
+        sim.converge()
+        c = cond(sim.deploy(), "Progressing")
+        # Created, then its replicas counted as updated: progress.
+        self.assertEqual((c["status"], c["reason"]), ("True", "ReplicaSetUpdated"))
+        # Nothing becomes available: a check is asked for once the deadline has passed.
+        out = sim.reconcile()
+        self.assertIsInstance(out, RequeueAfter)
+        self.assertGreater(out.ms, 590_000)
+        later = (r._time(c["lastUpdateTime"]) + r.timedelta(seconds=601)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        real_now = meta.now
+        meta.now = lambda: later
+        self.addCleanup(setattr, meta, "now", real_now)
+        self.assertEqual(sim.reconcile(), Done)
+        c = cond(sim.deploy(), "Progressing")
+        rs = meta.name(sim.rss()[0])
+        self.assertEqual((c["status"], c["reason"], c["message"]),
+                         ("False", "ProgressDeadlineExceeded", f'ReplicaSet "{rs}" has timed out progressing.'))
+        # Replicas becoming available is progress: the rollout completes.
+        sim.ready = True
+        sim.converge()
+        c = cond(sim.deploy(), "Progressing")
+        self.assertEqual((c["status"], c["reason"]), ("True", "NewReplicaSetAvailable"))
+
+    def test_no_deadline_never_times_out(self):
+        sim = Sim(self, ready=False)
+        sim.add(deployment(replicas=2, progressDeadlineSeconds=2**31 - 1))
+        sim.converge()
+        self.assertEqual(sim.reconcile(), Done)
+        self.assertEqual(cond(sim.deploy(), "Progressing")["reason"], "ReplicaSetUpdated")
 
     def test_hash_matches_kube_alphabet(self):
         self.assertTrue(re.fullmatch(r"[a-z0-9]+", r.pod_template_hash({})))

@@ -43,6 +43,8 @@ const (
 	defaultBackoffLimit = 6
 	podFailureBackoff   = 10 * time.Second
 	maxPodBackoff       = 6 * time.Minute
+	// Pods created in one reconcile at most (kube's MaxPodCreateDeletePerSync).
+	maxPodCreatePerSync = 500
 )
 
 type jobController struct {
@@ -254,13 +256,17 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 		if hasCompletions {
 			want = min(parallelism, completions-succeeded)
 		}
+		want = max(want, 0)
 		have := int64(len(active) + pending)
 		if have < want {
 			// A failed Pod is replaced after kube's back-off (failures since the last success).
 			if delay := c.backoff(failedPods, succeededPods, now); delay > 0 {
 				requeue = minPositive(requeue, delay)
 			} else {
-				for i := have; i < want; i++ {
+				// At most maxPodCreatePerSync a reconcile (kube's MaxPodCreateDeletePerSync):
+				// the Pods' own events bring the Job back for the rest, so one Job asking for
+				// 100,000 Pods does not hold the worker, and others' Jobs are served between.
+				for i := have; i < want && i < have+maxPodCreatePerSync; i++ {
 					created, err := c.createPod(ctx, job)
 					if err != nil {
 						return turtles.Result{}, err

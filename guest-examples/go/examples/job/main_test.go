@@ -285,6 +285,31 @@ func TestLaggingCacheDoesNotCreateTooMany(t *testing.T) {
 	}
 }
 
+func TestAtMostMaxPodCreatePerSyncAReconcile(t *testing.T) {
+	h := setup(t)
+	addJob(h, map[string]any{"parallelism": 1200, "backoffLimit": 6})
+	reconcile(t, h)
+	if n := len(h.CallsOf("POST")); n != maxPodCreatePerSync {
+		t.Fatalf("%d creates in the first reconcile, want %d", n, maxPodCreatePerSync)
+	}
+	reconcile(t, h)
+	_, job := reconcile(t, h)
+	if n := len(h.CallsOf("POST")); n != 1200 || num(job, "status", "active") != 1200 {
+		t.Fatalf("%d creates after three, status %v", n, job["status"])
+	}
+}
+
+func TestNegativeParallelismCreatesNothing(t *testing.T) {
+	h := setup(t)
+	addJob(h, map[string]any{"parallelism": -1, "backoffLimit": 6})
+	if out, _ := reconcile(t, h); out != "done" {
+		t.Fatal(out)
+	}
+	if n := len(h.CallsOf("POST")); n != 0 {
+		t.Fatalf("%d creates", n)
+	}
+}
+
 func TestDeletedJobIsLeftToTheGarbageCollector(t *testing.T) {
 	setup(t)
 	if out := turtles.ReconcileForTest(turtles.NamespacedName{Namespace: "default", Name: "gone"}, nil); out != "done" {

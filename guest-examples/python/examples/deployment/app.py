@@ -15,6 +15,7 @@ from turtles_controller import (
     Controller,
     Done,
     Permission,
+    RequeueAfter,
     TerminalError,
     Watch,
     api,
@@ -56,20 +57,21 @@ def reconcile(key, d):
     owned = [rs for rs in named if meta.controller_ref(rs).get("uid") == meta.uid(d)]
     spec = d.get("spec") or {}
     template = spec.get("template") or {}
-    match = (spec.get("selector") or {}).get("matchLabels") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
-    if not match or any(labels.get(k) != v for k, v in match.items()):
-        return TerminalError("spec.selector.matchLabels must be set and match spec.template.metadata.labels")
+    if not r.selector_matches(spec.get("selector"), labels):
+        return TerminalError("spec.selector must be set and match spec.template.metadata.labels")
 
     new_rs = next((rs for rs in owned if r.template_equal(rs["spec"].get("template"), template)), None)
     old_rss = [rs for rs in owned if rs is not new_rs]
     paused = bool(spec.get("paused")) or meta.is_deleting(d)
+    created = False
     if not paused:
         revision = max((r.revision(rs) for rs in old_rss), default=0) + 1
         if new_rs is None:
             new_rs = _create_replicaset(d, old_rss, revision)
             if new_rs is None:
                 return Done  # hash collision: collisionCount bumped, the status change requeues
+            created = True
         else:
             new_rs = _sync_annotations(d, new_rs, revision)
         if meta.annotation(d, r.REVISION) != meta.annotation(new_rs, r.REVISION):
@@ -79,13 +81,17 @@ def reconcile(key, d):
         for name, replicas in plan(d, new_rs, old_rss):
             _scale(d, key.namespace, name, replicas, current.get(name, 0))
 
-    status = r.compute_status(d, new_rs, old_rss, meta.now(), paused=bool(spec.get("paused")))
+    now = meta.now()
+    status = r.compute_status(d, new_rs, old_rss, now, paused=bool(spec.get("paused")), created=created)
     have = d.get("status") or {}
     if any(have.get(k) != v for k, v in status.items()):
         _patch_deployment(d, {"status": status}, status_subresource=True)
     if not paused and r.is_complete(d, status):
         for rs in r.to_clean_up(d, old_rss):
             _delete(rs, "beyond revisionHistoryLimit")
+    check_in = None if paused else r.deadline_check_in(d, status, now)
+    if check_in is not None:
+        return RequeueAfter.seconds(check_in)
     return Done
 
 

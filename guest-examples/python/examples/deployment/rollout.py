@@ -5,6 +5,7 @@ kube-controller-manager's pkg/controller/deployment; app.py does the API calls."
 import copy
 import json
 import math
+from datetime import datetime, timedelta, timezone
 
 from turtles_controller import meta as m
 
@@ -278,7 +279,7 @@ def is_complete(deploy, status):
     )
 
 
-def compute_status(deploy, new_rs, old_rss, now, paused=False):
+def compute_status(deploy, new_rs, old_rss, now, paused=False, created=False):
     """The Deployment's status from its ReplicaSets' status, as kube's calculateStatus +
     syncRolloutStatus. `now` stamps conditions that change."""
     old_status = deploy.get("status") or {}
@@ -307,12 +308,152 @@ def compute_status(deploy, new_rs, old_rss, now, paused=False):
     if paused:
         conditions = m.set_condition(conditions, "Progressing", "Unknown", "DeploymentPaused",
                                      "Deployment is paused", now)
-    elif new_rs is not None and is_complete(deploy, status):
-        conditions = m.set_condition(conditions, "Progressing", "True", "NewReplicaSetAvailable",
-                                     f'ReplicaSet "{rs_name}" has successfully progressed.', now)
-    elif new_rs is not None:
-        conditions = m.set_condition(conditions, "Progressing", "True", "ReplicaSetUpdated",
-                                     f'ReplicaSet "{rs_name}" is progressing.', now)
+        status["conditions"] = conditions
+        return status
+    current = m.find_condition(conditions, "Progressing")
+    if current is not None and current.get("reason") == "DeploymentPaused":
+        # kube's checkPausedConditions: resuming restarts the progress deadline.
+        conditions = m.set_condition(conditions, "Progressing", "Unknown", "DeploymentResumed",
+                                     "Deployment is resumed", now)
+    if created:
+        conditions = _progressing(conditions, "True", "NewReplicaSetCreated",
+                                  f'Created new replica set "{rs_name}"', now)
+    deadline = progress_deadline(deploy)
+    if deadline is None:
+        if new_rs is not None and is_complete(deploy, status):
+            conditions = m.set_condition(conditions, "Progressing", "True", "NewReplicaSetAvailable",
+                                         f'ReplicaSet "{rs_name}" has successfully progressed.', now)
+        elif new_rs is not None:
+            conditions = m.set_condition(conditions, "Progressing", "True", "ReplicaSetUpdated",
+                                         f'ReplicaSet "{rs_name}" is progressing.', now)
+        status["conditions"] = conditions
+        return status
+    # kube's syncRolloutStatus: a rollout that is not complete must make progress (more
+    # updated, ready or available replicas, fewer old ones) within progressDeadlineSeconds of
+    # the Progressing condition's lastUpdateTime, or it is ProgressDeadlineExceeded.
+    current = m.find_condition(conditions, "Progressing")
+    complete_before = (
+        status["replicas"] == status["updatedReplicas"]
+        and current is not None
+        and current.get("reason") == "NewReplicaSetAvailable"
+    )
+    what = f'ReplicaSet "{rs_name}"' if new_rs is not None else f'Deployment "{m.name(deploy)}"'
+    if not complete_before:
+        if is_complete(deploy, status):
+            conditions = m.set_condition(conditions, "Progressing", "True", "NewReplicaSetAvailable",
+                                         f"{what} has successfully progressed.", now)
+        elif made_progress(old_status, status):
+            conditions = _progressing(conditions, "True", "ReplicaSetUpdated", f"{what} is progressing.", now)
+        elif timed_out(deploy, conditions, now):
+            conditions = m.set_condition(conditions, "Progressing", "False", TIMED_OUT,
+                                         f"{what} has timed out progressing.", now)
     status["conditions"] = conditions
     return status
 
+
+# ---------------------------------------------------------------------------------------------
+# Progress deadline
+
+TIMED_OUT = "ProgressDeadlineExceeded"
+# kube: a progressDeadlineSeconds of MaxInt32 means no deadline.
+_NO_DEADLINE = 2**31 - 1
+
+
+def progress_deadline(deploy):
+    """Seconds a rollout may go without progress, or None (the API defaults it to 600)."""
+    s = (deploy.get("spec") or {}).get("progressDeadlineSeconds")
+    if not isinstance(s, int) or isinstance(s, bool) or s == _NO_DEADLINE:
+        return None
+    return s
+
+
+def _time(t):
+    try:
+        return datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except (TypeError, ValueError):
+        return None
+
+
+def _progressing(conditions, status, reason, message, now):
+    """The Progressing condition set with its lastUpdateTime at `now` even when only that
+    changes (kube updates it on every sign of progress); lastTransitionTime kept while the
+    status stays."""
+    old = m.find_condition(conditions, "Progressing")
+    new = {"type": "Progressing", "status": status, "reason": reason, "message": message,
+           "lastUpdateTime": now,
+           "lastTransitionTime": old.get("lastTransitionTime", now)
+           if old is not None and old.get("status") == status else now}
+    out = [new if c.get("type") == "Progressing" else c for c in conditions]
+    if old is None:
+        out.append(new)
+    return out
+
+
+def made_progress(old_status, status):
+    """kube's DeploymentProgressing: more updated, ready or available replicas, or fewer old."""
+    def old_replicas(s):
+        return s.get("replicas", 0) - s.get("updatedReplicas", 0)
+    return (
+        status["updatedReplicas"] > old_status.get("updatedReplicas", 0)
+        or status["readyReplicas"] > old_status.get("readyReplicas", 0)
+        or old_replicas(status) < old_replicas(old_status)
+        or status["availableReplicas"] > old_status.get("availableReplicas", 0)
+    )
+
+
+def timed_out(deploy, conditions, now):
+    """kube's DeploymentTimedOut: already so, or no progress since the deadline passed."""
+    c = m.find_condition(conditions, "Progressing")
+    deadline = progress_deadline(deploy)
+    if c is None or deadline is None:
+        return False
+    if c.get("reason") == TIMED_OUT:
+        return True
+    since, at = _time(c.get("lastUpdateTime")), _time(now)
+    return since is not None and at is not None and since + timedelta(seconds=deadline) < at
+
+
+def deadline_check_in(deploy, status, now):
+    """Seconds until the rollout's progress deadline should be checked again (kube's
+    requeueStuckDeployment), or None when nothing waits on it."""
+    deadline = progress_deadline(deploy)
+    c = m.find_condition(status.get("conditions"), "Progressing")
+    if deadline is None or c is None or c.get("reason") in (TIMED_OUT, "NewReplicaSetAvailable"):
+        return None
+    if is_complete(deploy, status) or c.get("status") == "Unknown" and c.get("reason") == "DeploymentPaused":
+        return None
+    since, at = _time(c.get("lastUpdateTime")), _time(now)
+    if since is None or at is None:
+        return None
+    left = (since + timedelta(seconds=deadline) - at).total_seconds()
+    return 0 if left < 1 else left + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Selector
+
+
+def selector_matches(selector, labels):
+    """Whether a metav1.LabelSelector selects `labels`; an absent or empty selector selects
+    nothing here (the API refuses a Deployment with one)."""
+    if not isinstance(selector, dict):
+        return False
+    match = selector.get("matchLabels") or {}
+    exprs = selector.get("matchExpressions") or []
+    if not match and not exprs:
+        return False
+    if any(labels.get(k) != v for k, v in match.items()):
+        return False
+    for e in exprs:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
