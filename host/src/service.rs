@@ -591,12 +591,14 @@ fn scale_causes(
                     Some(v) => val = v,
                     None => return Ok(None),
                 },
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     ".{} accessor error: {} is of the type {}, expected map[string]interface {{}}",
                     fields[..=i].join("."),
                     go_v(other),
                     go_t(other)
-                )),
+                ))
+                }
             }
         }
         Ok(Some(val))

@@ -476,7 +476,8 @@ fn kube_defaults_strategies_and_answers() {
     assert_eq!(job["spec"]["backoffLimit"], 6);
     assert_eq!(job["spec"]["completions"], 1);
     assert_eq!(job["metadata"]["generation"], 1);
-    // A Job's pods may not restart Always (the pod-spec default): kube's message.
+    // A Job's pods may not restart Always (the pod-spec default): kube's message (since 1.27 a
+    // Required naming the valid values, for "" and "Always" alike).
     let r = http.post_json(
         "/apis/batch/v1/namespaces/default/jobs",
         &json!({"metadata": {"name": "bad"}, "spec": {"template": {"spec": {
@@ -484,7 +485,7 @@ fn kube_defaults_strategies_and_answers() {
     );
     assert_eq!(r.status, 422, "{}", r.text());
     assert!(r.text().contains(
-        "spec.template.spec.restartPolicy: Unsupported value: \\\"Always\\\": supported values: \\\"OnFailure\\\", \\\"Never\\\""
+        "spec.template.spec.restartPolicy: Required value: valid values: \\\"OnFailure\\\", \\\"Never\\\""
     ), "{}", r.text());
     // DELETE answers the Service itself, as kube does; a ConfigMap's a Status.
     let r = http.delete("/api/v1/namespaces/default/services/web");

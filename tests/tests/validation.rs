@@ -289,3 +289,136 @@ fn service_cidrs_ip_addresses_and_csi_kinds_get_kubes_checks() {
         "{err}"
     );
 }
+
+/// kube's apps and batch validation (`pkg/apis/apps/validation`, `pkg/apis/batch/validation`)
+/// through kubectl: the manifests users write pass, and rollout, Job and CronJob fields the
+/// controllers cannot act on are refused with kube's messages instead of stalling a controller.
+#[test]
+fn workload_specs_get_kubes_apps_and_batch_checks() {
+    let s = Server::start().unwrap();
+    let ok = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 25%, maxUnavailable: 1}}
+  selector: {matchExpressions: [{key: app, operator: In, values: [web]}]}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: indexed}
+spec:
+  completionMode: Indexed
+  completions: 4
+  parallelism: 2
+  backoffLimitPerIndex: 1
+  template:
+    spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: "@daily"
+  timeZone: Europe/Paris
+  jobTemplate:
+    spec:
+      template:
+        spec: {restartPolicy: OnFailure, containers: [{name: c, image: busybox}]}
+"#;
+    assert_eq!(apply(&s, ok), None);
+    let refused = [
+        (
+            r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: bad-surge}
+spec:
+  strategy: {rollingUpdate: {maxSurge: "x%", maxUnavailable: 0}}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+"#,
+            "spec.strategy.rollingUpdate.maxSurge: Invalid value: \"x%\": a valid percent string must be a numeric string followed by an ending '%'",
+        ),
+        (
+            r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: zero-zero}
+spec:
+  strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 0}}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+"#,
+            "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0",
+        ),
+        (
+            r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: negative}
+spec:
+  parallelism: -1
+  template:
+    spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}
+"#,
+            "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            r#"
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: bad-schedule}
+spec:
+  schedule: "61 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec: {restartPolicy: OnFailure, containers: [{name: c, image: busybox}]}
+"#,
+            "spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61",
+        ),
+        (
+            r#"
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tz-in-schedule}
+spec:
+  schedule: "TZ=UTC 0 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec: {restartPolicy: OnFailure, containers: [{name: c, image: busybox}]}
+"#,
+            "spec.schedule: Invalid value: \"TZ=UTC 0 * * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+        ),
+        (
+            r#"
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: bad-zone}
+spec:
+  schedule: "0 * * * *"
+  timeZone: Mars/Olympus
+  successfulJobsHistoryLimit: -1
+  jobTemplate:
+    spec:
+      template:
+        spec: {restartPolicy: OnFailure, containers: [{name: c, image: busybox}]}
+"#,
+            "spec.timeZone: Invalid value: \"Mars/Olympus\": unknown time zone Mars/Olympus",
+        ),
+    ];
+    for (manifest, message) in refused {
+        let err = apply(&s, manifest).unwrap_or_else(|| panic!("accepted:\n{manifest}"));
+        assert!(err.contains(message), "{message}\nnot in:\n{err}");
+    }
+}

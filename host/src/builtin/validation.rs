@@ -14,7 +14,10 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
 
 mod admission;
+pub(crate) mod apps;
+pub(crate) mod batch;
 mod core_misc;
+mod cron;
 pub(crate) mod field;
 pub(crate) mod goip;
 mod misc;
@@ -588,7 +591,11 @@ fn status_update(group: &str, resource: &str, obj: &Value, old: &Value) -> Optio
         | ("apiregistration.k8s.io", _) => {
             Some(admission::validate_status(group, resource, obj, old))
         }
-        ("apps", _) | ("batch", "jobs" | "cronjobs") | ("policy", "poddisruptionbudgets") => {
+        ("apps", "deployments") => Some(apps::deployment_status(obj, old)),
+        ("apps", "replicasets") => Some(apps::replica_set_status(obj, old)),
+        ("apps", "daemonsets") => Some(apps::daemon_set_status(obj, old)),
+        ("batch", "jobs") => Some(batch::job_status(obj, old)),
+        ("apps", _) | ("batch", "cronjobs") | ("policy", "poddisruptionbudgets") => {
             Some(status_counts(resource, obj))
         }
         ("", "replicationcontrollers") => Some(pod::validate_status(resource, obj, old)),

@@ -184,6 +184,11 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 		startTime = now
 		turtles.SetNestedField(next, turtles.Timestamp(now), "status", "startTime")
 	}
+	if suspended && started {
+		// kube clears it while suspended (its status validation refuses a new startTime for an
+		// unsuspended Job that had one), so resuming starts the deadline anew.
+		turtles.RemoveNestedField(next, "status", "startTime")
+	}
 
 	var requeue time.Duration
 	// Failure first, as kube: the backoff limit, then the deadline.

@@ -344,7 +344,7 @@ func TestSuspendAndResume(t *testing.T) {
 	turtles.SetNestedField(job, true, "spec", "suspend")
 	h.Add(turtles.Jobs, job)
 	_, job = reconcile(t, h)
-	if len(pods(h)) != 0 || num(job, "status", "active") != 0 {
+	if len(pods(h)) != 0 || num(job, "status", "active") != 0 || turtles.NestedString(job, "status", "startTime") != "" {
 		t.Fatalf("suspended again: %d pods, status %v", len(pods(h)), job["status"])
 	}
 	if r := strings.Join(h.EventReasons(), ","); !strings.HasPrefix(r, "Suspended,Resumed,SuccessfulCreate,SuccessfulCreate") || !strings.HasSuffix(r, "SuccessfulDelete,SuccessfulDelete,Suspended") {

@@ -89,7 +89,8 @@ pub fn validate_status(resource: &str, obj: &Value, _old: &Value) -> Vec<Cause> 
 }
 
 /// kube's `ValidatePodSpec` for a spec in a template (no ratchets: a create).
-pub fn pod_spec(spec: &Value, path: &str, out: &mut Vec<Cause>) {
+#[cfg(test)]
+fn pod_spec(spec: &Value, path: &str, out: &mut Vec<Cause>) {
     pod_spec_with(spec, path, &PodOpts::default(), out);
 }
 
