@@ -2003,19 +2003,24 @@ impl Service {
         }
         if ri.is_custom() && patch_type == PatchType::Strategic {
             return Err(ApiError::unsupported_media_type(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
             ));
         }
         let patch_value = patch::parse(patch_type, body)?;
-        // A patch that carries metadata.resourceVersion is a precondition.
-        let wanted_rv = patch_value
-            .get("metadata")
-            .and_then(|m| m.get("resourceVersion"))
-            .and_then(Value::as_str)
-            .map(|s| parse_rv(s).map_err(|_| ApiError::conflict(&ri.group, &ri.resource, name)))
-            .transpose()?;
-        self.update_with(ri, ns, name, wanted_rv, opts, sub, |_, current| {
+        self.update_with(ri, ns, name, None, opts, sub, |stored, current| {
             let mut out = patch::apply(patch_type, current, &patch_value, ri)?;
+            // As kube's patcher: the patched object's resourceVersion is the precondition. A
+            // patch that sets one (a merge patch's `metadata`, a JSON patch `replace`) must name
+            // the current version; one that empties it makes the write unconditional.
+            if let Some(rv) = out
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
+                if parse_rv(rv).ok() != Some(stored.rv) {
+                    return Err(ApiError::conflict(&ri.group, &ri.resource, name));
+                }
+            }
             // A patch cannot move an object between namespaces or names.
             Self::check_type(ri, &mut out)?;
             if meta::name(&out) != name {

@@ -783,3 +783,45 @@ fn puts_follow_each_kinds_update_and_create_rules() {
     let r = as_updater.put_json(&format!("{leases}/l1"), &next);
     assert_eq!(r.status, 200, "{}", r.text());
 }
+
+/// A patch's precondition is the patched object's resourceVersion, as kube's patcher takes it:
+/// a merge patch naming a stale one, or a JSON patch replacing it with one, is 409; one that
+/// empties it is unconditional.
+#[test]
+fn a_patched_resource_version_is_the_precondition() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let cm = create(&http, CMS, &configmap("p", &[], &[("a", "1")]));
+    let path = format!("{CMS}/p");
+    let stale = cm["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = http.patch(
+        &path,
+        "application/merge-patch+json",
+        &json!({"data": {"a": "2"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = http.patch(
+        &path,
+        "application/merge-patch+json",
+        &json!({"metadata": {"resourceVersion": stale}, "data": {"a": "3"}}),
+    );
+    assert_status(&r, 409, "Conflict");
+    let r = http.patch(
+        &path,
+        "application/json-patch+json",
+        &json!([{"op": "replace", "path": "/metadata/resourceVersion", "value": stale},
+                {"op": "replace", "path": "/data/a", "value": "4"}]),
+    );
+    assert_status(&r, 409, "Conflict");
+    assert_eq!(get(&http, &path)["data"]["a"], "2");
+    let r = http.patch(
+        &path,
+        "application/merge-patch+json",
+        &json!({"metadata": {"resourceVersion": ""}, "data": {"a": "5"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["data"]["a"], "5");
+}

@@ -496,11 +496,115 @@ pub fn parse_config_as(gv: &str, body: &[u8]) -> Result<Value, ApiError> {
 
 /// A YAML document as JSON: mapping keys that are numbers or booleans become strings (as
 /// sigs.k8s.io/yaml converts them), tags are dropped, and values JSON cannot hold (NaN, infinity,
-/// a collection as a key) are errors. serde_yaml bounds nesting (128) and alias expansion (the
-/// "billion laughs" document), and the request body is bounded before this.
+/// a collection as a key) are errors. serde_yaml bounds nesting (128) and nested alias expansion
+/// (the "billion laughs" document), and the request body is bounded before this.
+///
+/// serde_yaml does not bound a wide expansion: one anchor of K items named by K aliases is K²
+/// nodes from a body of a few K bytes (40 KB would fill the machine). So the document is first
+/// walked without keeping anything, counting nodes as aliases expand, and refused with go-yaml's
+/// `document contains excessive aliasing` (kube's answer) past [`YAML_NODE_SLACK`] nodes more
+/// than the body has bytes: a document without aliases never has more nodes than bytes.
 fn yaml_to_json(body: &[u8]) -> Result<Value, String> {
+    count_yaml_nodes(body, body.len().saturating_add(YAML_NODE_SLACK))?;
     let y: serde_yaml::Value = serde_yaml::from_slice(body).map_err(|e| e.to_string())?;
     convert_yaml(y)
+}
+
+/// Nodes a YAML document may have beyond its size in bytes (what its aliases may add).
+const YAML_NODE_SLACK: usize = 100_000;
+
+/// Walk a YAML document, aliases expanded, counting its nodes; Err past `budget`.
+fn count_yaml_nodes(body: &[u8], budget: usize) -> Result<(), String> {
+    use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, VariantAccess, Visitor};
+    use std::cell::Cell;
+
+    const EXCESSIVE: &str = "document contains excessive aliasing";
+
+    #[derive(Clone, Copy)]
+    struct Count<'a> {
+        seen: &'a Cell<usize>,
+        budget: usize,
+    }
+    impl Count<'_> {
+        fn bump<E: de::Error>(&self) -> Result<(), E> {
+            let n = self.seen.get() + 1;
+            self.seen.set(n);
+            if n > self.budget {
+                return Err(E::custom(EXCESSIVE));
+            }
+            Ok(())
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Count<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Count<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any YAML value")
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_none<E: de::Error>(self) -> Result<(), E> {
+            self.bump()
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            self.bump()?;
+            while seq.next_element_seed(self)?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            self.bump()?;
+            while map.next_key_seed(self)?.is_some() {
+                map.next_value_seed(self)?;
+            }
+            Ok(())
+        }
+        fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+            // A tagged value (`!tag value`): the tag, then its value.
+            self.bump()?;
+            let (_, variant) = data.variant_seed(std::marker::PhantomData::<de::IgnoredAny>)?;
+            variant.newtype_variant_seed(self)
+        }
+    }
+
+    let seen = Cell::new(0);
+    let count = Count {
+        seen: &seen,
+        budget,
+    };
+    match count.deserialize(serde_yaml::Deserializer::from_slice(body)) {
+        Ok(()) => Ok(()),
+        // serde_yaml puts the path where it stopped first.
+        Err(e) if e.to_string().contains(EXCESSIVE) => Err(EXCESSIVE.to_owned()),
+        // Anything else is for the real parse to report.
+        Err(_) => Ok(()),
+    }
 }
 
 fn convert_yaml(y: serde_yaml::Value) -> Result<Value, String> {
@@ -641,7 +745,7 @@ pub fn apply(
     if !conflicts.is_empty() && !force {
         // kube's lastAppliedManager: kubectl moving an object from client-side apply may take
         // the fields its last-applied configuration set, as long as they still hold that value.
-        let allowed = if who.name.starts_with("kubectl") {
+        let allowed = if who.name == "kubectl" {
             live.and_then(|l| allowed_from_last_applied(&t, l))
         } else {
             None
@@ -669,7 +773,7 @@ pub fn apply(
     let mut out = merged;
     // kube's lastAppliedUpdater: kubectl's applies keep an existing client-side apply
     // annotation in step, so `kubectl apply` (client-side) still works after.
-    if who.name.starts_with("kubectl") && live.is_some_and(|l| last_applied(l).is_some()) {
+    if who.name == "kubectl" && live.is_some_and(|l| last_applied(l).is_some()) {
         let mut cfg = config.clone();
         if let Some(a) = cfg
             .pointer_mut("/metadata/annotations")

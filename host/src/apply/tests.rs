@@ -321,6 +321,24 @@ spec:
     }
     let e = parse_config(&ri, bomb.as_bytes()).unwrap_err();
     assert_eq!(e.code, 400, "{}", e.message);
+    // A wide expansion (one anchor of K items named by K aliases: K² nodes from ~5K bytes),
+    // which serde_yaml's own limit lets through, is refused before it is built.
+    let k = 2000;
+    let wide = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: w}}\na: &a [{}]\nb: [{}]\n",
+        vec!["0"; k].join(","),
+        vec!["*a"; k].join(",")
+    );
+    let e = parse_config(&ri, wide.as_bytes()).unwrap_err();
+    assert_eq!(e.code, 400);
+    assert_eq!(
+        e.message,
+        "error decoding YAML: error converting YAML to JSON: yaml: document contains excessive aliasing"
+    );
+    // Ordinary anchors and merges still work.
+    let ok = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: m, labels: &l {a: b}}\nextra: [*l, *l]\n";
+    let v = parse_config(&ri, ok.as_bytes()).unwrap();
+    assert_eq!(v["extra"][1]["a"], "b");
 }
 
 #[test]

@@ -543,6 +543,7 @@ impl Merger<'_> {
         let elem_path = element_path(path);
         let mut server = original;
         let mut plain: Vec<&Map<String, Value>> = Vec::with_capacity(patch.len());
+        let mut deletes: Vec<&Value> = Vec::new();
         let mut replace = false;
         for item in patch {
             let p = expect_object(item, &elem_path)?;
@@ -551,13 +552,17 @@ impl Merger<'_> {
                 Some(d) => match d.as_str() {
                     Some(DELETE_DIRECTIVE) => {
                         let value = p.get(key).ok_or_else(|| missing_merge_key(p, key))?;
-                        server.retain(|o| !has_key_value(o, key, value));
+                        deletes.push(value);
                     }
                     Some(REPLACE_DIRECTIVE) => replace = true,
                     Some(MERGE_DIRECTIVE) => plain.push(p),
                     _ => return Err(unknown_patch_type(d, p)),
                 },
             }
+        }
+        if !deletes.is_empty() {
+            let gone = Positions::new(deletes);
+            server.retain(|o| o.get(key).is_none_or(|v| gone.get(v, None).is_none()));
         }
         if replace {
             return plain
@@ -574,9 +579,24 @@ impl Merger<'_> {
         }
 
         let mut merged = server.clone();
+        // The merged items by key value, so each patch item finds its own in O(1).
+        let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, m) in merged.iter().enumerate() {
+            if let Some(c) = m.get(key).and_then(canon) {
+                by_key.entry(c).or_default().push(i);
+            }
+        }
         for p in &plain {
             let value = p.get(key).ok_or_else(|| missing_merge_key(p, key))?;
-            match merged.iter().position(|m| has_key_value(m, key, value)) {
+            let found = match canon(value) {
+                Some(c) => by_key.get(&c).and_then(|is| {
+                    is.iter()
+                        .copied()
+                        .find(|&i| has_key_value(&merged[i], key, value))
+                }),
+                None => merged.iter().position(|m| has_key_value(m, key, value)),
+            };
+            match found {
                 Some(pos) => {
                     let existing = match std::mem::take(&mut merged[pos]) {
                         Value::Object(m) => m,
@@ -584,16 +604,21 @@ impl Merger<'_> {
                     };
                     merged[pos] = Value::Object(self.merge_map(existing, p, &elem_path)?);
                 }
-                None => merged.push(Value::Object(self.merge_map(Map::new(), p, &elem_path)?)),
+                None => {
+                    if let Some(c) = canon(value) {
+                        by_key.entry(c).or_default().push(merged.len());
+                    }
+                    merged.push(Value::Object(self.merge_map(Map::new(), p, &elem_path)?));
+                }
             }
         }
 
         let mk = Some(key);
-        let patch_order: Vec<&Value> = plain.iter().filter_map(|p| p.get(key)).collect();
-        let server_order: Vec<&Value> = server.iter().filter_map(|o| o.get(key)).collect();
+        let patch_order = Positions::new(plain.iter().filter_map(|p| p.get(key)).collect());
+        let server_order = Positions::new(server.iter().filter_map(|o| o.get(key)).collect());
         let (patch_items, server_only): (Vec<Value>, Vec<Value>) = merged
             .into_iter()
-            .partition(|v| position(&patch_order, v, mk).is_some());
+            .partition(|v| patch_order.get(v, mk).is_some());
         Ok(normalize_order(
             patch_items,
             server_only,
@@ -651,15 +676,17 @@ impl Merger<'_> {
             (None, None) => return Ok(None),
         };
 
-        let order_keys: Vec<&Value> = order.iter().filter_map(|o| order_key(o, mk)).collect();
+        let order_keys = Positions::new(order.iter().filter_map(|o| order_key(o, mk)).collect());
         let server_vals = original_list.unwrap_or_default();
-        let server_keys: Vec<&Value> = server_vals
-            .iter()
-            .filter_map(|o| order_key(o, mk))
-            .collect();
+        let server_keys = Positions::new(
+            server_vals
+                .iter()
+                .filter_map(|o| order_key(o, mk))
+                .collect(),
+        );
         let (patch_items, server_only): (Vec<Value>, Vec<Value>) = merged
             .into_iter()
-            .partition(|v| position(&order_keys, v, mk).is_some());
+            .partition(|v| order_keys.get(v, mk).is_some());
         let result = normalize_order(patch_items, server_only, &order_keys, &server_keys, mk);
         original.insert(field.to_owned(), Value::Array(result));
         Ok(Some(field))
@@ -725,16 +752,29 @@ fn validate_set_element_order(patch: &[Value], order: &[Value], mk: Option<&str>
 /// Merge two primitive lists as a set.
 fn merge_scalar_list(original: Vec<Value>, patch: &[Value]) -> Vec<Value> {
     let mut merged: Vec<Value> = Vec::with_capacity(original.len() + patch.len());
+    // Each value's candidates by hash key (equal f64 bits), told apart by `values_equal`.
+    let mut seen: HashMap<String, Vec<usize>> = HashMap::new();
     for v in original.iter().chain(patch) {
-        if !merged.iter().any(|m| values_equal(m, v)) {
+        let new = match canon(v) {
+            Some(c) => {
+                let at = seen.entry(c).or_default();
+                let new = !at.iter().any(|&i| values_equal(&merged[i], v));
+                if new {
+                    at.push(merged.len());
+                }
+                new
+            }
+            None => !merged.iter().any(|m| values_equal(m, v)),
+        };
+        if new {
             merged.push(v.clone());
         }
     }
-    let patch_order: Vec<&Value> = patch.iter().collect();
-    let server_order: Vec<&Value> = original.iter().collect();
+    let patch_order = Positions::new(patch.iter().collect());
+    let server_order = Positions::new(original.iter().collect());
     let (patch_items, server_only): (Vec<Value>, Vec<Value>) = merged
         .into_iter()
-        .partition(|v| position(&patch_order, v, None).is_some());
+        .partition(|v| patch_order.get(v, None).is_some());
     normalize_order(patch_items, server_only, &patch_order, &server_order, None)
 }
 
@@ -743,12 +783,12 @@ fn merge_scalar_list(original: Vec<Value>, patch: &[Value]) -> Vec<Value> {
 fn normalize_order(
     mut patch_items: Vec<Value>,
     mut server_only: Vec<Value>,
-    patch_order: &[&Value],
-    server_order: &[&Value],
+    patch_order: &Positions<'_>,
+    server_order: &Positions<'_>,
     mk: Option<&str>,
 ) -> Vec<Value> {
-    patch_items.sort_by_cached_key(|v| position(patch_order, v, mk).unwrap_or(usize::MAX));
-    server_only.sort_by_cached_key(|v| position(server_order, v, mk).unwrap_or(usize::MAX));
+    patch_items.sort_by_cached_key(|v| patch_order.get(v, mk).unwrap_or(usize::MAX));
+    server_only.sort_by_cached_key(|v| server_order.get(v, mk).unwrap_or(usize::MAX));
     merge_sorted(server_only, patch_items, server_order, mk)
 }
 
@@ -758,7 +798,7 @@ fn normalize_order(
 fn merge_sorted(
     left: Vec<Value>,
     right: Vec<Value>,
-    server_order: &[&Value],
+    server_order: &Positions<'_>,
     mk: Option<&str>,
 ) -> Vec<Value> {
     let mut out = Vec::with_capacity(left.len() + right.len());
@@ -770,7 +810,7 @@ fn merge_sorted(
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (Some(l), Some(r)) => matches!(
-                (position(server_order, l, mk), position(server_order, r, mk)),
+                (server_order.get(l, mk), server_order.get(r, mk)),
                 (Some(li), Some(ri)) if li < ri
             ),
         };
@@ -782,10 +822,51 @@ fn merge_sorted(
     out
 }
 
-/// Index of `item` in a list of order keys.
-fn position(order: &[&Value], item: &Value, mk: Option<&str>) -> Option<usize> {
-    let key = order_key(item, mk)?;
-    order.iter().position(|o| values_equal(o, key))
+/// A value as a hash key that agrees with [`values_equal`] for scalars (numbers by value);
+/// `None` for lists and maps, which are looked up by a scan.
+fn canon(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => Some("z".to_owned()),
+        Value::Bool(b) => Some(format!("b{b}")),
+        // Equal numbers have equal f64 values; large integers that share one are told apart
+        // by `values_equal` among the candidates.
+        Value::Number(n) => Some(format!("n{}", n.as_f64().unwrap_or(f64::NAN).to_bits())),
+        Value::String(s) => Some(format!("s{s}")),
+        Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+/// A list of order keys with the first index of each: `get` is O(1) where a scan made the
+/// ordering steps of a long list quadratic.
+struct Positions<'a> {
+    order: Vec<&'a Value>,
+    index: HashMap<String, Vec<usize>>,
+}
+
+impl<'a> Positions<'a> {
+    fn new(order: Vec<&'a Value>) -> Self {
+        let mut index: HashMap<String, Vec<usize>> = HashMap::with_capacity(order.len());
+        for (i, o) in order.iter().enumerate() {
+            if let Some(c) = canon(o) {
+                index.entry(c).or_default().push(i);
+            }
+        }
+        Self { order, index }
+    }
+
+    /// Index of `item` (by its order key) in the list.
+    fn get(&self, item: &Value, mk: Option<&str>) -> Option<usize> {
+        let key = order_key(item, mk)?;
+        match canon(key) {
+            Some(c) => self
+                .index
+                .get(&c)?
+                .iter()
+                .copied()
+                .find(|&i| values_equal(self.order[i], key)),
+            None => self.order.iter().position(|o| values_equal(o, key)),
+        }
+    }
 }
 
 /// The value identifying a list item for ordering: its merge key for maps,
@@ -938,6 +1019,61 @@ mod tests {
         let out = apply(&original, &patch, schema).expect("patch applies");
         assert_no_directives(&out);
         out
+    }
+
+    /// Long lists (20,000 finalizers, containers by name, numbers equal by value) merge by
+    /// hashed keys: the same union and order as the pairwise comparison kube makes.
+    #[test]
+    fn long_lists_merge_by_hashed_keys() {
+        let schema = PatchSchema::for_kind("", "ConfigMap");
+        let server: Vec<String> = (0..10_000).map(|i| format!("s{i}")).collect();
+        let mut patch: Vec<String> = (0..10_000).map(|i| format!("p{i}")).collect();
+        patch.push("s5000".into());
+        patch.push("p1".into());
+        let out = apply_ok(
+            json!({"metadata": {"finalizers": server}}),
+            json!({"metadata": {"finalizers": patch}}),
+            &schema,
+        );
+        let got: Vec<&str> = out["metadata"]["finalizers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(got.len(), 20_000);
+        let unique: HashSet<&str> = got.iter().copied().collect();
+        assert_eq!(unique.len(), 20_000);
+        let at = |x: &str| got.iter().position(|g| *g == x).unwrap();
+        // Server items keep their order, patch items theirs.
+        assert!(at("s1") < at("s2") && at("s4999") < at("s5000") && at("s5000") < at("s5001"));
+        assert!(at("p0") < at("p1") && at("p9998") < at("p9999"));
+        // Numbers equal by value are one item.
+        let out = apply_ok(
+            json!({"metadata": {"finalizers": [1, 2.0, 3]}}),
+            json!({"metadata": {"finalizers": [2, 1.0, 4]}}),
+            &schema,
+        );
+        assert_eq!(out["metadata"]["finalizers"].as_array().unwrap().len(), 4);
+        // Containers by name, with deletes.
+        let containers: Vec<Value> = (0..5_000)
+            .map(|i| json!({"name": format!("c{i}"), "image": "a"}))
+            .collect();
+        let mut patch: Vec<Value> = (0..5_000)
+            .step_by(2)
+            .map(|i| json!({"name": format!("c{i}"), "image": "b"}))
+            .collect();
+        patch.push(json!({"name": "c1", "$patch": "delete"}));
+        let out = apply_ok(
+            json!({"spec": {"containers": containers}}),
+            json!({"spec": {"containers": patch}}),
+            &pod_schema(),
+        );
+        let cs = out["spec"]["containers"].as_array().unwrap();
+        assert_eq!(cs.len(), 4_999);
+        assert_eq!(cs[0], json!({"name": "c0", "image": "b"}));
+        assert!(cs.iter().all(|c| c["name"] != "c1"));
+        assert_eq!(cs.iter().filter(|c| c["image"] == "b").count(), 2_500);
     }
 
     fn apply_err(original: Value, patch: Value, schema: &PatchSchema) -> StrategicPatchError {
