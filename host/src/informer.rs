@@ -193,6 +193,25 @@ impl<S: Source> Watcher<S> {
         }
     }
 
+    /// What a bookmark may claim, given the store's revision `store_rv` read just before: the
+    /// store's own when nothing is pending and this resource published nothing past what was
+    /// yielded (kube's cacher moves its bookmarks on with etcd's progress notifications), so
+    /// the watchers of a quiet resource resume within the history however busy the others are.
+    pub fn bookmark_revision(&self, store_rv: u64) -> u64 {
+        let own = self.revision();
+        if !self.pending.is_empty() {
+            return own;
+        }
+        match (&self.state, &self.published) {
+            (State::Watching { last, .. }, Some(p))
+                if p.load(std::sync::atomic::Ordering::Acquire) <= *last =>
+            {
+                own.max(store_rv)
+            }
+            _ => own,
+        }
+    }
+
     /// The store's revision of the latest event published for this resource, once started:
     /// with [`Watcher::revision`] at or past it, every change the store has was yielded.
     pub fn published(&self) -> Option<&Arc<AtomicU64>> {
@@ -228,11 +247,28 @@ impl<S: Source> Watcher<S> {
         let mut last = start.rv;
         if relist {
             self.pending.push_back((self.yielded, Event::Init));
-            for obj in start.snapshot.iter().flat_map(|s| s.items.values()) {
-                if self.matches(obj) {
-                    self.pending
-                        .push_back((self.yielded, Event::InitApply(obj.clone())));
-                }
+            // A namespaced filter reads its namespace's range of the index, not the cluster.
+            let prefix = self
+                .filter
+                .as_ref()
+                .and_then(|f| f.namespace())
+                .map(|ns| crate::model::item_key(ns, ""));
+            let items: Box<dyn Iterator<Item = &Arc<crate::store::StoredObject>>> =
+                match (&start.snapshot, &prefix) {
+                    (Some(snap), Some(p)) => Box::new(
+                        snap.items
+                            .range(p.clone()..)
+                            .take_while(move |(k, _)| k.starts_with(p.as_str()))
+                            .map(|(_, v)| v),
+                    ),
+                    (Some(snap), None) => Box::new(snap.items.values()),
+                    (None, _) => Box::new(std::iter::empty()),
+                };
+            let matched: Vec<Arc<crate::store::StoredObject>> =
+                items.filter(|obj| self.matches(obj)).cloned().collect();
+            for obj in matched {
+                self.pending
+                    .push_back((self.yielded, Event::InitApply(obj)));
             }
             self.pending.push_back((start.rv, Event::InitDone));
         }

@@ -545,6 +545,19 @@ impl FieldSelector {
     /// `supported` (e.g. `metadata.name`, `metadata.namespace`) with
     /// `field label not supported: <field>`. Whitespace is not trimmed, as in kube.
     pub fn parse(s: &str, supported: &[&str]) -> Result<Self> {
+        let sel = Self::parse_any(s)?;
+        if let Some(t) = sel
+            .terms
+            .iter()
+            .find(|t| !supported.contains(&t.field.as_str()))
+        {
+            return Err(SelectorError::UnsupportedField(t.field.clone()));
+        }
+        Ok(sel)
+    }
+
+    /// Parses like kube's `fields.ParseSelector`, whatever the fields.
+    pub fn parse_any(s: &str) -> Result<Self> {
         let mut parts = split_terms(s);
         parts.sort_unstable();
         let mut terms = Vec::with_capacity(parts.len());
@@ -558,12 +571,6 @@ impl FieldSelector {
                 value: unescape_value(raw)?,
                 equal,
             });
-        }
-        if let Some(t) = terms
-            .iter()
-            .find(|t| !supported.contains(&t.field.as_str()))
-        {
-            return Err(SelectorError::UnsupportedField(t.field.clone()));
         }
         Ok(Self { terms })
     }

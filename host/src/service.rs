@@ -239,7 +239,7 @@ impl Filter {
         field_selector: Option<&str>,
     ) -> Result<Self> {
         let labels = LabelSelector::parse(label_selector.unwrap_or(""))
-            .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
         let fields = FieldSelector::parse(field_selector.unwrap_or(""), FIELD_SELECTORS)
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         Ok(Self {
@@ -262,7 +262,7 @@ impl Filter {
     ) -> Result<Self> {
         use crate::model::fields;
         let labels = LabelSelector::parse(label_selector.unwrap_or(""))
-            .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
         let selector = field_selector.unwrap_or("");
         let refused = |field: &str| match &ri.custom {
             Some(_) => fields::custom_refusal(field),
@@ -309,9 +309,25 @@ impl Filter {
     /// a field selector names a field only the whole object has (then it is parsed, not kept).
     pub fn matches(&self, obj: &StoredObject) -> bool {
         if self.needs_whole() {
+            // The namespace and labels first, from the head: an object of another namespace
+            // is never parsed (a tenant's field selector would otherwise parse the cluster's).
+            let head = obj.head();
+            if self
+                .namespace
+                .as_deref()
+                .is_some_and(|want| meta::namespace(head) != want)
+                || !self.labels.matches(|k| head.label(k))
+            {
+                return false;
+            }
             return self.matches_value(&obj.parse());
         }
         self.matches_meta(obj.head())
+    }
+
+    /// The namespace the filter keeps to, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
     }
 
     /// Whether judging an object takes more than its name, namespace and labels.

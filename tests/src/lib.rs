@@ -834,6 +834,21 @@ impl Http {
         self.watch_with_timeout(path, Duration::from_secs(60))
     }
 
+    /// Open a watch asking for a representation in `Accept` (e.g. `PartialObjectMetadata`).
+    pub fn watch_with_accept(&self, path: &str, accept: &str) -> WatchReader {
+        let resp = self
+            .client
+            .get(format!("{}{}", self.base, path))
+            .header("Accept", accept)
+            .timeout(Duration::from_secs(60))
+            .send()
+            .unwrap_or_else(|e| panic!("watch {path}: {e}"));
+        WatchReader {
+            status: resp.status().as_u16(),
+            lines: std::io::BufReader::new(resp),
+        }
+    }
+
     /// Open a watch whose reads each wait at most `read_timeout` for the server.
     pub fn watch_with_timeout(&self, path: &str, read_timeout: Duration) -> WatchReader {
         let resp = self

@@ -1454,13 +1454,23 @@ fn list_response(
     let rv = page.rv.to_string();
     match representation(headers) {
         Representation::Table => {
-            let t = table::render(ri, &page.items, &rv, page.continue_token.as_deref(), query);
+            let mut t = table::render(ri, &page.items, &rv, page.continue_token.as_deref(), query);
+            // As kube's table conversion and `asPartialObjectMetadataList` copy it.
+            if let (Some(n), Some(m)) = (
+                page.remaining,
+                t.get_mut("metadata").and_then(Value::as_object_mut),
+            ) {
+                m.insert("remainingItemCount".into(), json!(n));
+            }
             object_json_response(StatusCode::OK, t.to_string().as_bytes())
         }
         Representation::PartialMetadata => {
             let mut meta = json!({"resourceVersion": rv});
             if let Some(c) = &page.continue_token {
                 meta["continue"] = json!(c);
+            }
+            if let Some(n) = page.remaining {
+                meta["remainingItemCount"] = json!(n);
             }
             let items: Vec<Value> = page.items.iter().map(|o| partial_metadata(o)).collect();
             let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": items});

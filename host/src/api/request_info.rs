@@ -52,6 +52,11 @@ fn query_bool(value: Option<&str>) -> bool {
     }
 }
 
+/// apimachinery's `IsValidPathSegmentName`: not `.` or `..`, no `/` or `%`.
+fn valid_path_segment_name(name: &str) -> bool {
+    name != "." && name != ".." && !name.contains(['/', '%'])
+}
+
 /// Parse a query string, keeping the first value of every name.
 pub fn parse_query(q: Option<&str>) -> Query {
     let mut out = Query::new();
@@ -121,6 +126,17 @@ impl RequestInfo {
                 "list"
             }
             .to_owned();
+            // kube's RequestInfoFactory: a list or watch of one name (`metadata.name=X`, what
+            // `kubectl get cm x -w` and single-object informers send) is authorized as that
+            // name, so RBAC `resourceNames` apply to it.
+            if let Some(name) = query
+                .get("fieldSelector")
+                .and_then(|fs| crate::selector::FieldSelector::parse_any(fs).ok())
+                .and_then(|sel| sel.exact("metadata.name").map(str::to_owned))
+                .filter(|n| valid_path_segment_name(n))
+            {
+                info.name = name;
+            }
         }
         if info.name.is_empty() && info.verb == "delete" {
             info.verb = "deletecollection".to_owned();

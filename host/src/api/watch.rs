@@ -65,12 +65,25 @@ fn line(kind: &str, obj: &[u8]) -> Bytes {
     b.freeze()
 }
 
-fn bookmark(ri: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
+/// A BOOKMARK at `rv`: an object of the watched kind that holds only its resourceVersion (and
+/// kube's annotation on the one that ends the initial events), shaped as the watch's events
+/// are: a metadata-only watch gets a `PartialObjectMetadata`, as kube converts every event
+/// object (client-go's metadata informers cannot decode anything else).
+fn bookmark(ri: &ResourceInfo, repr: Representation, rv: u64, initial_end: bool) -> Bytes {
     let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
     if initial_end {
         meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    let obj = json!({"kind": ri.kind, "apiVersion": ri.api_version(), "metadata": meta});
+    let obj = match repr {
+        Representation::PartialMetadata => json!({
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": meta,
+        }),
+        Representation::Full | Representation::Table => {
+            json!({"kind": ri.kind, "apiVersion": ri.api_version(), "metadata": meta})
+        }
+    };
     line("BOOKMARK", obj.to_string().as_bytes())
 }
 
@@ -84,8 +97,11 @@ fn error_line(e: &ApiError) -> Bytes {
     line("ERROR", e.to_status().to_string().as_bytes())
 }
 
+/// A boolean query parameter as kube's conversion reads one (`Convert_Slice_string_To_bool`):
+/// anything but `0` or `false` (any case) is true, the empty value included.
 fn parse_bool(q: &Query, key: &str) -> Option<bool> {
-    q.get(key).map(|v| v == "true" || v == "1")
+    q.get(key)
+        .map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
 }
 
 /// How event objects are written: as stored, or as kubectl asked for them in `Accept`
@@ -500,6 +516,8 @@ pub async fn serve(
         let stop = run(
             feeder,
             ri,
+            repr,
+            metrics_state.service.store.clone(),
             watcher,
             bookmarks,
             initial_end,
@@ -538,9 +556,12 @@ pub async fn serve(
 /// The watch task: the watcher's events (the initial state or backlog, then live events) and
 /// bookmarks until something ends it. Every wait races the deadline and shutdown, so
 /// `timeoutSeconds` holds even when the client reads nothing.
+#[allow(clippy::too_many_arguments)]
 async fn run(
     mut feeder: Feeder,
     ri: Arc<ResourceInfo>,
+    repr: Representation,
+    store: Arc<dyn crate::store::Store>,
     mut watcher: Watcher<StoreSource>,
     bookmarks: bool,
     initial_end: bool,
@@ -587,7 +608,7 @@ async fn run(
                     listing = false;
                     if initial_end {
                         feeder
-                            .send(Item::Line(bookmark(&ri, watcher.revision(), true)))
+                            .send(Item::Line(bookmark(&ri, repr, watcher.revision(), true)))
                             .await
                     } else {
                         Ok(())
@@ -599,7 +620,7 @@ async fn run(
                 None => Err(Stop::Shutdown),
             },
             _ = ticker.tick(), if bookmarks && !listing => {
-                feeder.send(Item::Line(bookmark(&ri, watcher.revision(), false))).await
+                feeder.send(Item::Line(bookmark(&ri, repr, watcher.bookmark_revision(store.revision()), false))).await
             }
             _ = watchdog.tick() => {
                 if feeder.queue.gone() {
@@ -624,7 +645,12 @@ async fn run(
                 // last event it saw.
                 if bookmarks && !listing && feeder.queue.is_empty() {
                     let _ = feeder.queue.try_push(
-                        Item::Line(bookmark(&ri, watcher.revision(), false)),
+                        Item::Line(bookmark(
+                            &ri,
+                            repr,
+                            watcher.bookmark_revision(store.revision()),
+                            false,
+                        )),
                         usize::MAX,
                     );
                     feeder.queue.close(false);
