@@ -1350,8 +1350,11 @@ impl Service {
         let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.clone()) else {
             return Ok(Vec::new());
         };
-        let unknown = schema.prune(obj);
-        let warnings = Self::unknown_fields(unknown, opts)?;
+        // Again after admission: what a mutating webhook or policy added that the schema does
+        // not know is pruned silently, as kube's decoder of their patches prunes it (the
+        // client's own unknown fields were reported by `decode_custom`).
+        schema.prune(obj);
+        let warnings = Vec::new();
         schema.apply_defaults(obj);
         let to_cause = |v: crate::schema::Violation| Cause::new(&v.reason, &v.field, v.message);
         // kube's custom resource strategies: a create validates the object; an update is
@@ -1387,13 +1390,35 @@ impl Service {
         Ok(warnings)
     }
 
+    /// A custom resource as kube's decoder hands it to admission: pruned to the schema (the
+    /// client's unknown fields refused, warned about or dropped per `fieldValidation`) and
+    /// defaulted, so mutating webhooks and policies see what will be stored.
+    fn decode_custom(
+        ri: &ResourceInfo,
+        obj: &mut Value,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>> {
+        let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        let unknown = schema.prune(obj);
+        let warnings = Self::unknown_fields(unknown, opts)?;
+        schema.apply_defaults(obj);
+        Ok(warnings)
+    }
+
     /// The stored object as an update starts from: with the defaults of its kind applied, as
     /// kube applies them whenever it reads an object from storage. An object stored before a
     /// default existed is then compared, validated and patched as kube would see it (a Pod
     /// stored without `enableServiceLinks` stays updatable; a status write does not bump its
     /// generation for a default).
     fn defaults_on_read(ri: &ResourceInfo, obj: &mut Value) {
-        if ri.custom.is_some() {
+        if let Some(custom) = &ri.custom {
+            // kube's storage decoder prunes and defaults every custom resource it reads.
+            if let Some(schema) = &custom.schema {
+                schema.prune(obj);
+                schema.apply_defaults(obj);
+            }
             return;
         }
         if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE {
@@ -1447,10 +1472,27 @@ impl Service {
         let want = ri.api_version();
         // A webhook converts (`served`, before this): what reaches here unconverted stays as
         // stored rather than be relabelled as a version it is not.
-        if obj.head().api_version() == want || custom.webhook.is_some() {
+        if custom.webhook.is_some() {
+            return obj;
+        }
+        // Stored before the CRD's current schema: pruned and defaulted as kube's decoder reads
+        // it (a field the schema dropped is gone, a default it added is there).
+        let stale = obj.rv <= custom.schema_rv && custom.schema.is_some();
+        if obj.head().api_version() == want && !stale {
             return obj;
         }
         let mut v = obj.parse().into_owned();
+        let relabel = obj.head().api_version() != want;
+        if stale {
+            let before = (!relabel).then(|| v.clone());
+            if let Some(schema) = &custom.schema {
+                schema.prune(&mut v);
+                schema.apply_defaults(&mut v);
+            }
+            if before.is_some_and(|b| b == v) {
+                return obj;
+            }
+        }
         v["apiVersion"] = Value::String(want);
         match StoredObject::unstored(v) {
             Ok(mut o) => {
@@ -1741,9 +1783,11 @@ impl Service {
             guard.check(ri, ns, None, &obj)?;
         }
         self.builtin_mutation(ri, ns, &mut obj).await?;
-        let mut warnings = self
-            .admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
-            .await?;
+        let mut warnings = Self::decode_custom(ri, &mut obj, opts)?;
+        warnings.extend(
+            self.admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
+                .await?,
+        );
         // kube's `BeforeCreate`, after mutating admission: what admission set there does not
         // stick (the system fields, the kind's start state).
         Self::system_fields_on_create(ri, &mut obj)?;
@@ -2436,9 +2480,11 @@ impl Service {
                     crate::pod_admission::default_tolerations(&mut new);
                 }
             }
-            let mut warnings = self
-                .admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
-                .await?;
+            let mut warnings = Self::decode_custom(ri, &mut new, opts)?;
+            warnings.extend(
+                self.admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
+                    .await?,
+            );
             let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
             if pod && sub == Subresource::EphemeralContainers {
                 crate::pod_admission::ephemeral_containers(self, ri, ns, &new).await?;

@@ -594,6 +594,11 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                     printer_columns,
                     selectable_fields,
                     webhook: webhook.clone(),
+                    schema_rv: crd
+                        .pointer("/metadata/resourceVersion")
+                        .and_then(Value::as_str)
+                        .and_then(|r| r.parse().ok())
+                        .unwrap_or(u64::MAX),
                 })),
                 create_only: false,
             })

@@ -58,6 +58,10 @@ pub struct CustomResource {
     /// The CRD's conversion webhook (`strategy: Webhook`): objects stored in another version
     /// are converted through it (`crd::conversion`); `None`: only `apiVersion` is rewritten.
     pub webhook: Option<Arc<crate::crd::conversion::Webhook>>,
+    /// The CRD's resourceVersion when this was built: objects stored at or before it may
+    /// predate the schema and are pruned and defaulted when read (kube's decoder does it on
+    /// every read); later ones were written through this schema already.
+    pub schema_rv: u64,
 }
 
 impl std::fmt::Debug for CustomResource {
