@@ -243,6 +243,8 @@ fn faulty_guests_are_contained_and_reported() {
     }
     // Calls outside the declared permissions are refused like any client's.
     wait_annotation(&s, "cm-trespasser", "turtles.dev/attempt", "403");
+    // A watch, however its parameter is spelled, is refused rather than left to hold the call.
+    wait_annotation(&s, "cm-trespasser", "turtles.dev/watch-attempt", "400");
     assert_eq!(
         s.http().get("/api/v1/namespaces/default/secrets").json()["items"],
         json!([])

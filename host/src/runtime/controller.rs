@@ -104,6 +104,8 @@ pub struct ControllerHandle {
     requested: AtomicU64,
     /// One load at a time, so a file replaced twice quickly ends with its last bytes.
     load_lock: tokio::sync::Mutex<()>,
+    /// Its file went: no load may set it up again, and no status is written for it.
+    unloaded: std::sync::atomic::AtomicBool,
 }
 
 /// The primary watch's cache, and which start of the informers it belongs to: a start bumps
@@ -158,6 +160,7 @@ impl ControllerHandle {
             generation: AtomicU64::new(0),
             requested: AtomicU64::new(0),
             load_lock: tokio::sync::Mutex::new(()),
+            unloaded: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -175,7 +178,17 @@ impl ControllerHandle {
                     // Newer bytes arrived meanwhile: they win.
                     return;
                 }
-                match self.load(bytes.clone()).await {
+                if self.unloaded.load(Ordering::SeqCst) {
+                    return;
+                }
+                let loaded = self.load(bytes.clone()).await;
+                if self.unloaded.load(Ordering::SeqCst) {
+                    // Its file went while it loaded: undo what the load set up (identity,
+                    // informers, workers), which the unload could not see yet.
+                    self.teardown().await;
+                    return;
+                }
+                match loaded {
                     Ok(()) => return,
                     Err(RuntimeError::Compile(_)) | Err(RuntimeError::Read { .. }) => return,
                     Err(_) if self.module().is_some() => return,
@@ -801,6 +814,9 @@ impl ControllerHandle {
 
     /// Write the status to the `Controller` object (created on first use).
     pub async fn publish_status(&self) {
+        if self.unloaded.load(Ordering::SeqCst) {
+            return;
+        }
         write_status(&self.host.service, &self.name, self.status_json()).await;
     }
 
@@ -815,7 +831,14 @@ impl ControllerHandle {
 
     /// Stop everything and remove the controller's objects and identity.
     pub async fn unload(&self) {
+        self.unloaded.store(true, Ordering::SeqCst);
         self.requested.fetch_add(1, Ordering::SeqCst);
+        self.teardown().await;
+        tracing::info!(controller = %self.name, "controller unloaded");
+    }
+
+    /// Stop everything the controller runs and remove its identity.
+    async fn teardown(&self) {
         for set in [&self.informers, &self.workers] {
             if let Ok(mut t) = set.lock() {
                 for h in t.drain(..) {
@@ -832,7 +855,6 @@ impl ControllerHandle {
         self.host.authn.revoke_internal(&user_name(&self.name));
         remove_identity(&self.host.service, &self.name).await;
         self.host.runtime.logs.remove(&self.name);
-        tracing::info!(controller = %self.name, "controller unloaded");
     }
 }
 
@@ -967,16 +989,24 @@ impl Reconciler<Key> for WasmWorker {
             }
             Err(e) => Err(e),
         };
+        // A guest's message is cut before it is kept or logged: it ends up in the Controller's
+        // status, which must stay a storable object.
+        let cut = |mut m: String| {
+            super::logs::cut(&mut m);
+            m
+        };
         let outcome = match result {
             Ok(wit::Outcome::Done) => Outcome::done(),
             Ok(wit::Outcome::RequeueAfter(ms)) => {
                 Action::RequeueAfter(Duration::from_millis(u64::from(ms))).into()
             }
-            Ok(wit::Outcome::TransientError(msg)) => Outcome::failed(Action::Retry, msg, false),
-            Ok(wit::Outcome::TerminalError(msg)) => {
-                Outcome::failed(Action::GiveUp, format!("terminal: {msg}"), false)
+            Ok(wit::Outcome::TransientError(msg)) => {
+                Outcome::failed(Action::Retry, cut(msg), false)
             }
-            Err(e) => Outcome::failed(Action::Retry, e.to_string(), true),
+            Ok(wit::Outcome::TerminalError(msg)) => {
+                Outcome::failed(Action::GiveUp, format!("terminal: {}", cut(msg)), false)
+            }
+            Err(e) => Outcome::failed(Action::Retry, cut(e.to_string()), true),
         };
         if let Some(e) = &outcome.error {
             tracing::warn!(controller = %this.name, namespace = %key.0, name = %key.1, error = %e, "reconcile failed");
@@ -1156,11 +1186,43 @@ fn check_watches(ctx: &HostCtx, reg: &wit::Registration) -> Result<(), RuntimeEr
     Ok(())
 }
 
+/// Most watches a registration may declare.
+const MAX_WATCHES: usize = 64;
+/// Most permission rules, and entries of each rule's lists.
+const MAX_PERMISSIONS: usize = 256;
+const MAX_PERMISSION_ITEMS: usize = 256;
+
 fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
     if reg.watches.is_empty() {
         return Err(RuntimeError::Registration(
             "at least one watch (the primary kind) is required".into(),
         ));
+    }
+    // Each watch is an informer and a line of the controller's status, each rule a line of
+    // its ClusterRole: bounded, so a registration cannot make the host build thousands.
+    if reg.watches.len() > MAX_WATCHES {
+        return Err(RuntimeError::Registration(format!(
+            "at most {MAX_WATCHES} watches (got {})",
+            reg.watches.len()
+        )));
+    }
+    if reg.permissions.len() > MAX_PERMISSIONS {
+        return Err(RuntimeError::Registration(format!(
+            "at most {MAX_PERMISSIONS} permissions (got {})",
+            reg.permissions.len()
+        )));
+    }
+    if let Some(p) = reg.permissions.iter().find(|p| {
+        p.api_groups.len() > MAX_PERMISSION_ITEMS
+            || p.resources.len() > MAX_PERMISSION_ITEMS
+            || p.verbs.len() > MAX_PERMISSION_ITEMS
+    }) {
+        return Err(RuntimeError::Registration(format!(
+            "a permission names at most {MAX_PERMISSION_ITEMS} API groups, resources and verbs each (got {}, {} and {})",
+            p.api_groups.len(),
+            p.resources.len(),
+            p.verbs.len()
+        )));
     }
     if !matches!(reg.watches[0].mapping, wit::KeyMapping::SelfKey) {
         return Err(RuntimeError::Registration(

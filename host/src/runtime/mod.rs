@@ -258,7 +258,15 @@ impl HostCtx {
 struct Limiter {
     inner: StoreLimits,
     memory_bytes: usize,
+    /// The cap on `memory_bytes`: all of the instance's memories together, not each one.
+    memory_limit: usize,
+    /// Elements of all the instance's tables together, capped at [`TABLE_ELEMENTS`].
+    table_elements: usize,
 }
+
+/// Table elements an instance's tables may hold together (8 bytes or so each; interpreters'
+/// function tables hold tens of thousands).
+const TABLE_ELEMENTS: usize = 4_000_000;
 
 impl wasmtime::ResourceLimiter for Limiter {
     fn memory_growing(
@@ -268,10 +276,21 @@ impl wasmtime::ResourceLimiter for Limiter {
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let allowed = self.inner.memory_growing(current, desired, maximum)?;
-        if allowed {
-            self.memory_bytes += desired.saturating_sub(current);
+        if !allowed {
+            return Ok(false);
         }
-        Ok(allowed)
+        let total = self
+            .memory_bytes
+            .saturating_add(desired.saturating_sub(current));
+        if total > self.memory_limit {
+            // Several memories of the instance under the cap each are still over it together.
+            return Err(wasmtime::Error::msg(format!(
+                "forcing trap when growing memory to {desired} bytes: the instance's memories would hold {total} bytes, more than the {} allowed",
+                self.memory_limit
+            )));
+        }
+        self.memory_bytes = total;
+        Ok(true)
     }
 
     fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
@@ -284,7 +303,19 @@ impl wasmtime::ResourceLimiter for Limiter {
         desired: usize,
         maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        self.inner.table_growing(current, desired, maximum)
+        if !self.inner.table_growing(current, desired, maximum)? {
+            return Ok(false);
+        }
+        let total = self
+            .table_elements
+            .saturating_add(desired.saturating_sub(current));
+        if total > TABLE_ELEMENTS {
+            return Err(wasmtime::Error::msg(format!(
+                "forcing trap when growing table to {desired} elements: the instance's tables would hold {total} elements, more than the {TABLE_ELEMENTS} allowed"
+            )));
+        }
+        self.table_elements = total;
+        Ok(true)
     }
 
     fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
@@ -315,6 +346,8 @@ pub struct GuestState {
     /// When the current call began, and how long it may run.
     call_started: std::time::Instant,
     call_deadline: Duration,
+    /// Bytes the `log` import took in the current call ([`OUTPUT_CAP`] at most, as printing).
+    logged: usize,
 }
 
 impl WasiView for GuestState {
@@ -489,15 +522,24 @@ impl Runtime {
             limits: Limiter {
                 inner: StoreLimitsBuilder::new()
                     .memory_size(self.options.memory_limit)
+                    .table_elements(TABLE_ELEMENTS)
+                    // Far above what components' core instances, tables and memories number
+                    // (wasmtime's defaults are 10,000 each).
+                    .instances(1_000)
+                    .tables(1_000)
+                    .memories(100)
                     .trap_on_grow_failure(true)
                     .build(),
                 memory_bytes: 0,
+                memory_limit: self.options.memory_limit,
+                table_elements: 0,
             },
             ctx,
             output,
             printed: 0,
             call_started: std::time::Instant::now(),
             call_deadline,
+            logged: 0,
         };
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limits);
@@ -580,6 +622,7 @@ impl Instance {
 /// Start a call's clock (the epoch callback interrupts it once the budget is spent).
 fn arm(store: &mut Store<GuestState>) {
     store.data_mut().call_started = std::time::Instant::now();
+    store.data_mut().logged = 0;
     store.set_epoch_deadline(1);
 }
 
@@ -650,6 +693,32 @@ pub fn controller_name(path: &Path) -> Option<String> {
     Some(stem.to_owned())
 }
 
+impl GuestState {
+    /// What is left of the current call's wall-clock budget: a host import the guest waits on
+    /// may not outlast it (the epoch deadline only interrupts guest code).
+    pub(crate) fn remaining(&self) -> Duration {
+        self.call_deadline
+            .saturating_sub(self.call_started.elapsed())
+            .max(Duration::from_millis(1))
+    }
+}
+
+/// The answer to an API call cut short by the call's deadline (kube's 504 shape).
+pub(crate) fn timed_out_call() -> wit::HttpResponse {
+    wit::HttpResponse {
+        status: 504,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: crate::model::ApiError::new(
+            504,
+            "Timeout",
+            "the API call did not finish within the reconcile's deadline",
+        )
+        .to_status()
+        .to_string()
+        .into_bytes(),
+    }
+}
+
 /// One in-process API call as the controller's identity: the same router, authentication and
 /// authorization as any client.
 pub(crate) async fn call_api(ctx: &HostCtx, request: wit::HttpRequest) -> wit::HttpResponse {
@@ -669,10 +738,23 @@ pub(crate) async fn call_api(ctx: &HostCtx, request: wit::HttpRequest) -> wit::H
         .to_string()
         .into_bytes(),
     };
-    if request.path.contains("watch=true") || request.path.contains("watch=1") {
+    // Anything kube counts as long-running (a watch however its parameter is spelled, a
+    // followed log, exec, attach, port-forward, a proxy) would hold the guest's call past its
+    // deadline: controllers get changes through their registration's watches.
+    let long_running = match (
+        axum::http::Method::from_bytes(request.method.as_bytes()),
+        request.path.parse::<axum::http::Uri>(),
+    ) {
+        (Ok(m), Ok(u)) => {
+            crate::api::request_info::RequestInfo::parse(&m, &u).is_long_running()
+                || u.path().ends_with("/log")
+        }
+        _ => false,
+    };
+    if long_running {
         return fail(
             400,
-            "controllers receive changes through their registration's watches, not watch requests",
+            "controllers receive changes through their registration's watches, not watch requests, logs or streams",
         );
     }
     let identity = ctx.identity();
@@ -722,12 +804,18 @@ pub(crate) async fn call_api(ctx: &HostCtx, request: wit::HttpRequest) -> wit::H
 impl bindings::turtles::controller::host::Host for GuestState {
     async fn api_call(&mut self, request: wit::HttpRequest) -> wit::HttpResponse {
         let ctx = self.ctx.clone();
-        call_api(&ctx, request).await
+        match tokio::time::timeout(self.remaining(), call_api(&ctx, request)).await {
+            Ok(resp) => resp,
+            Err(_) => timed_out_call(),
+        }
     }
 
     async fn record_event(&mut self, event: wit::Event) -> std::result::Result<(), String> {
         let ctx = self.ctx.clone();
-        events::record(&ctx, event).await
+        match tokio::time::timeout(self.remaining(), events::record(&ctx, event)).await {
+            Ok(r) => r,
+            Err(_) => Err("event not recorded: the call's deadline passed".to_owned()),
+        }
     }
 
     fn cache_get(
@@ -796,6 +884,19 @@ impl bindings::turtles::controller::host::Host for GuestState {
             line.push_str(&format!(" {k}={v}"));
         }
         logs::cut(&mut line);
+        // As printing: at most OUTPUT_CAP bytes a call, then one warning and nothing more.
+        if self.logged >= OUTPUT_CAP {
+            return;
+        }
+        self.logged += line.len();
+        if self.logged > OUTPUT_CAP {
+            let warning = format!(
+                "WARN logged more than {OUTPUT_CAP} bytes in one call; the rest of this call's log is dropped"
+            );
+            tracing::warn!(controller = %name, "{warning}");
+            self.ctx.log.push(warning);
+            return;
+        }
         let tag = match level {
             wit::LogLevel::Trace => {
                 tracing::trace!(controller = %name, "{line}");
@@ -874,6 +975,31 @@ pub struct Host {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasmtime::ResourceLimiter;
+
+    /// The memory cap holds for the instance's memories together (each under it is not enough),
+    /// and its tables' elements are bounded together too.
+    #[test]
+    fn the_caps_hold_for_all_memories_and_tables_together() {
+        let cap = 128 << 20;
+        let mut l = Limiter {
+            inner: StoreLimitsBuilder::new()
+                .memory_size(cap)
+                .table_elements(TABLE_ELEMENTS)
+                .trap_on_grow_failure(true)
+                .build(),
+            memory_bytes: 0,
+            memory_limit: cap,
+            table_elements: 0,
+        };
+        assert!(l.memory_growing(0, 100 << 20, None).unwrap());
+        // A second memory of 100 MiB is under the cap alone, over it with the first.
+        assert!(l.memory_growing(0, 100 << 20, None).is_err());
+        assert!(l.memory_growing(0, 20 << 20, None).unwrap());
+        assert_eq!(l.memory_bytes, 120 << 20);
+        assert!(l.table_growing(0, TABLE_ELEMENTS / 2, None).unwrap());
+        assert!(l.table_growing(0, TABLE_ELEMENTS / 2 + 1, None).is_err());
+    }
 
     /// A warm guest called on the async worker: the Rust labeler's no-op reconcile (the object
     /// is already greeted; it parses ~400 B of JSON and returns) costs a few microseconds, and

@@ -84,7 +84,7 @@ impl old::Host for GuestState {}
 impl host::Host for GuestState {
     async fn api_call(&mut self, r: old::HttpRequest) -> old::HttpResponse {
         let ctx = self.ctx.clone();
-        let resp = super::call_api(
+        let call = super::call_api(
             &ctx,
             wit::HttpRequest {
                 method: r.method,
@@ -92,8 +92,10 @@ impl host::Host for GuestState {
                 headers: r.headers,
                 body: r.body,
             },
-        )
-        .await;
+        );
+        let resp = tokio::time::timeout(self.remaining(), call)
+            .await
+            .unwrap_or_else(|_| super::timed_out_call());
         old::HttpResponse {
             status: resp.status,
             headers: resp.headers,

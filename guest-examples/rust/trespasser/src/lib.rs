@@ -1,6 +1,7 @@
 //! `trespasser`: for a ConfigMap labelled `turtles.dev/test=trespasser`, tries to create a Secret
 //! it has no permission for, then records the HTTP status it got (expected: 403) as the
-//! annotation `turtles.dev/attempt` on the ConfigMap.
+//! annotation `turtles.dev/attempt` on the ConfigMap; and tries a watch request (`watch=yes`),
+//! recording its status (expected: 400) as `turtles.dev/watch-attempt`.
 
 use turtles_controller::{
     api, export, json, warn, Controller, Gvr, Object, ObjectKey, Outcome, Permission, Registration,
@@ -36,8 +37,19 @@ impl Controller for Trespasser {
                 e.code
             }
         };
-        let patch =
-            json!({ "metadata": { "annotations": { "turtles.dev/attempt": status.to_string() } } });
+        // A watch however spelled (here `watch=yes`, which the API reads as true) would hold the
+        // call past the reconcile's deadline: the host refuses it (expected: 400).
+        let watched = match api::get(&format!(
+            "{}?watch=yes",
+            Gvr::CONFIGMAPS.path(&key.namespace)
+        )) {
+            Ok(_) => 200,
+            Err(e) => e.code,
+        };
+        let patch = json!({ "metadata": { "annotations": {
+            "turtles.dev/attempt": status.to_string(),
+            "turtles.dev/watch-attempt": watched.to_string(),
+        } } });
         match api::patch_merge(
             &Gvr::CONFIGMAPS.object_path(&key.namespace, &key.name),
             &patch,
