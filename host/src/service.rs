@@ -1321,6 +1321,9 @@ impl Service {
             {
                 crate::crd::apply_defaults(obj);
                 let mut causes = crate::crd::validate(obj);
+                if let Some(old) = old {
+                    causes.extend(crate::crd::validate_update(obj, old));
+                }
                 causes.extend(crate::crd::validate_api_approval(obj, old));
                 causes
             } else {

@@ -1344,3 +1344,48 @@ fn objects_stored_before_a_schema_change_read_pruned_and_defaulted() {
     assert_eq!(after["metadata"]["labels"]["tier"], "gold");
     assert_eq!(generation(&after), generation(&created), "{after}");
 }
+
+/// kube's CRD update checks: an Established CRD keeps its scope and kind, and a version still
+/// in `status.storedVersions` may not leave `spec.versions`.
+#[test]
+fn an_established_crd_keeps_its_scope_kind_and_stored_versions() {
+    let s = Server::start().unwrap();
+    let two = GADGETS_V1.replace(
+        "  - name: v1\n    served: true\n    storage: true\n",
+        "  - name: v1beta1\n    served: true\n    storage: false\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n  - name: v1\n    served: true\n    storage: true\n",
+    );
+    let two = two.replacen("storage: true", "storage: TRUE_MARK", 1);
+    // v1beta1 first as the storage version, then v1.
+    let first = two
+        .replace("storage: false", "storage: true")
+        .replace("storage: TRUE_MARK", "storage: false");
+    apply(&s, &first);
+    wait_condition(&s, "gadgets.example.com", "Established", "True");
+    let then = two.replace("storage: TRUE_MARK", "storage: true");
+    apply(&s, &then);
+    let crd = poll("both stored versions", DEADLINE, || {
+        let c = s.kubectl_json(&["get", "crd", "gadgets.example.com"]);
+        (c["status"]["storedVersions"] == json!(["v1beta1", "v1"])).then_some(c)
+    })
+    .unwrap();
+    assert_eq!(crd["spec"]["scope"], "Namespaced");
+    let refused = |yaml: &str, needle: &str| {
+        let out = s.kubectl_stdin(&["apply", "-f", "-"], yaml);
+        assert!(!out.status.success(), "accepted:\n{yaml}");
+        let err = stderr(&out);
+        assert!(err.contains(needle), "{needle}\nnot in:\n{err}");
+    };
+    refused(
+        &then.replace("scope: Namespaced", "scope: Cluster"),
+        "spec.scope: Invalid value: \"Cluster\": field is immutable",
+    );
+    refused(
+        &then.replace("kind: Gadget", "kind: Gizmo"),
+        "spec.names.kind: Invalid value: \"Gizmo\": field is immutable",
+    );
+    let without_beta = GADGETS_V1.to_owned();
+    refused(
+        &without_beta,
+        "status.storedVersions[0]: Invalid value: \"v1beta1\": missing from spec.versions; v1beta1 was previously a storage version",
+    );
+}

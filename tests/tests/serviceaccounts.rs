@@ -345,6 +345,15 @@ fn kubectl_create_token_authenticates_as_the_service_account() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Too long a one too (2^32 seconds at most, so the expiry never overflows).
+    let out = s.kubectl(&["create", "token", "default", "--duration=2000000h"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("may not specify a duration larger than 2^32 seconds"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Once the account is deleted the token is refused, even after `default` is re-created.
     s.kubectl_ok(&["delete", "serviceaccount", "default"]);
     poll("token refused", Duration::from_secs(5), || {

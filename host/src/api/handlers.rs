@@ -972,6 +972,15 @@ fn token_request(state: &AppState, target: &Target, mut req: Value) -> Result<Va
             format!("Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
         ));
     }
+    // kube's ValidateTokenRequest: at most 2^32 seconds (so the expiry never overflows).
+    if seconds > 1 << 32 {
+        return Err(invalid(
+            "spec.expirationSeconds",
+            format!(
+                "Invalid value: {seconds}: may not specify a duration larger than 2^32 seconds"
+            ),
+        ));
+    }
     let bound_ref = spec.get("boundObjectRef").filter(|b| !b.is_null()).cloned();
     let bound = match &bound_ref {
         Some(r) => bind_token(state, &ns, r)?,
@@ -1155,8 +1164,11 @@ async fn read_body_unbounded(req: Request) -> Result<Bytes, ApiError> {
         if len > MAX_BODY {
             // Read (and drop) what the client is sending, so it gets our answer rather than a
             // reset connection; give up on bodies far beyond the limit.
+            // Frame by frame, nothing kept: many such requests at once hold no memory.
             if len <= 8 * MAX_BODY {
-                let _ = axum::body::to_bytes(req.into_body(), 8 * MAX_BODY).await;
+                use http_body_util::BodyExt;
+                let mut body = req.into_body();
+                while let Some(Ok(_)) = body.frame().await {}
             }
             return Err(too_large());
         }

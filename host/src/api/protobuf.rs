@@ -178,7 +178,26 @@ pub fn decode(body: &[u8]) -> Result<Value> {
         ));
     }
     let raw = unknown.raw.as_deref().unwrap_or_default();
-    let fields = match codec(&api_version, &kind) {
+    // The generated structs are large (a Pod's Container holds its probes, lifecycle and
+    // security context inline, ~3 KB): a body of 2-byte empty messages would decode to ~1,000
+    // times its size (a 400 KB body took 1.1 GB). A body big enough for that is first decoded
+    // generically, straight into JSON (what `{}` in a JSON body costs), and its messages
+    // counted; past [`MAX_MESSAGES`] it is refused before the typed decode.
+    let typed = codec(&api_version, &kind);
+    if typed.is_some() && raw.len() > 4096 {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+        if crate::builtin::protobuf::supports(group, version, &kind) {
+            let fields = crate::builtin::protobuf::decode(group, version, &kind, raw)
+                .map_err(|e| ProtobufError::Decode(e.to_string()))?;
+            let messages = count_objects(&Value::Object(fields));
+            if messages > MAX_MESSAGES {
+                return Err(ProtobufError::Decode(format!(
+                    "{messages} embedded messages, more than the {MAX_MESSAGES} a {kind} may have"
+                )));
+            }
+        }
+    }
+    let fields = match typed {
         Some(codec) => (codec.decode)(raw).map_err(|e| e.with_type(&api_version, &kind))?,
         None => {
             // Every other built-in kind: decoded generically from kube's proto field numbers.
@@ -195,6 +214,27 @@ pub fn decode(body: &[u8]) -> Result<Value> {
     out.insert("kind".to_string(), Value::String(kind));
     out.extend(fields);
     Ok(Value::Object(out))
+}
+
+/// Most embedded messages a protobuf body of a kind with an exact codec may hold (see
+/// [`decode`]): far above any real object's, and a bound on what the typed decode allocates.
+const MAX_MESSAGES: usize = 50_000;
+
+/// JSON objects in `v`, counted without recursion.
+fn count_objects(v: &Value) -> usize {
+    let mut n = 0;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                n += 1;
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a.iter()),
+            _ => {}
+        }
+    }
+    n
 }
 
 /// Encode JSON of a supported kind as a k8s protobuf envelope (used by tests to produce
@@ -3281,6 +3321,34 @@ mod tests {
         let mut body = MAGIC.to_vec();
         body.extend(unknown.encode_to_vec());
         assert!(matches!(decode(&body), Err(ProtobufError::Decode(_))));
+    }
+
+    /// A body of tiny embedded messages (empty containers, 2 bytes each, ~3 KB each decoded)
+    /// past the cap is refused before the typed decode; a Pod of ordinary size is not.
+    #[test]
+    fn a_body_of_tiny_embedded_messages_is_refused() {
+        fn varint(mut n: usize, out: &mut Vec<u8>) {
+            while n >= 0x80 {
+                out.push((n as u8) | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+        }
+        let pod = |containers: usize| {
+            let spec: Vec<u8> = [0x12u8, 0x00].repeat(containers);
+            let mut raw = vec![0x12u8];
+            varint(spec.len(), &mut raw);
+            raw.extend(spec);
+            raw
+        };
+        let err = decode(&envelope("v1", "Pod", pod(60_000))).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("embedded messages, more than the 50000"),
+            "{err}"
+        );
+        let ok = decode(&envelope("v1", "Pod", pod(3_000))).unwrap();
+        assert_eq!(ok["spec"]["containers"].as_array().unwrap().len(), 3_000);
     }
 
     #[test]

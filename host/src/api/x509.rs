@@ -264,6 +264,15 @@ impl RequestHeader {
                 extra.entry(key).or_default().push(v.to_owned());
             }
         }
+        // kube's AuthenticatedGroupAdder wraps this authenticator as every other one.
+        let mut groups = groups;
+        if name != "system:anonymous"
+            && !groups
+                .iter()
+                .any(|g| g == "system:authenticated" || g == "system:unauthenticated")
+        {
+            groups.push("system:authenticated".to_owned());
+        }
         Some(UserInfo {
             name,
             uid,
@@ -507,7 +516,8 @@ mod tests {
         let user = proxy.proxied_user(&h).unwrap();
         assert_eq!(user.name, "alice");
         assert_eq!(user.uid, "u-1");
-        assert_eq!(user.groups, ["dev", "ops"]);
+        // kube's AuthenticatedGroupAdder adds `system:authenticated`.
+        assert_eq!(user.groups, ["dev", "ops", "system:authenticated"]);
         assert_eq!(user.extra["example.com/team"], ["blue"]);
         // A CN not allowed, or no certificate of the front-proxy CA: the headers name nobody.
         let other = ClientCert::new(

@@ -691,15 +691,18 @@ pub fn apply(
             z
         }
     };
+    // kube's `objectGVKNN`: `namespace/name; group/version, Kind=Kind`.
     let typed_err = |what: &str, e: ApplyError| {
         ApiError::internal(format!(
-            "failed to create typed {what} object ({}, Kind={}) {}: {e}",
-            group_version(ri),
+            "failed to create typed {what} object ({}/{}; {}/{}, Kind={}): {e}",
+            crate::model::meta::namespace(config),
+            crate::model::meta::name(config),
+            ri.group,
+            ri.version,
             ri.kind,
-            crate::model::meta::name(config)
         ))
     };
-    let mut applied = t.to_set(config).map_err(|e| typed_err("patch", e))?;
+    let mut applied = t.to_set_strict(config).map_err(|e| typed_err("patch", e))?;
     strip_meta(&mut applied);
     let applied = filter_reset(ri, sub, applied);
     let merged = t

@@ -409,3 +409,45 @@ fn track_cost() {
         o["metadata"]["managedFields"]
     );
 }
+
+/// Duplicate list items as structured-merge-diff treats them: the live object may hold them
+/// (kube stores an env with a name twice, with a warning) and an apply that does not name that
+/// key keeps them all; the applied configuration may not (kube's 500 naming the list and key).
+#[test]
+fn duplicates_stay_in_the_live_object_and_are_refused_in_the_configuration() {
+    let ri = deployments();
+    let env = |vars: &[(&str, &str)]| -> Value {
+        let v: Vec<Value> = vars
+            .iter()
+            .map(|(n, x)| json!({"name": n, "value": x}))
+            .collect();
+        let mut d = deployment(1, "nginx");
+        d["spec"]["template"]["spec"]["containers"][0]["env"] = json!(v);
+        d
+    };
+    let mut live = env(&[("A", "1"), ("B", "2"), ("A", "3")]);
+    let supplied = take(&mut live);
+    track(&ri, None, &mut live, supplied, &who("kubectl-create"));
+    let out = apply(&ri, Some(&live), &env(&[("C", "9")]), &who("other"), false).unwrap();
+    let names: Vec<&str> = out["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["1", "2", "3", "9"], "{out}");
+
+    let e = apply(
+        &ri,
+        Some(&live),
+        &env(&[("D", "first"), ("D", "second")]),
+        &who("other"),
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(e.code, 500);
+    assert_eq!(
+        e.message,
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): .spec.template.spec.containers[name=\"nginx\"].env: duplicate entries for key [name=\"D\"]"
+    );
+}

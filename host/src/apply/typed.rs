@@ -221,6 +221,17 @@ fn index_items<'v>(
     Ok(out)
 }
 
+/// Items of a list by path element, duplicates included.
+fn all_items<'v>(
+    kind: &ListKind,
+    list: &'v [Value],
+    builtin: bool,
+) -> Result<Vec<(Pe, &'v Value)>, ApplyError> {
+    list.iter()
+        .map(|item| Ok((item_pe(kind, item, builtin)?, item)))
+        .collect()
+}
+
 /// What changed between two values: structured-merge-diff's `Comparison`.
 #[derive(Debug, Default)]
 pub struct Comparison {
@@ -267,7 +278,17 @@ impl<'a> Typer<'a> {
     pub fn to_set(&self, v: &Value) -> Result<Set, ApplyError> {
         let mut out = Set::new();
         let mut path = Vec::new();
-        self.walk_set(self.root, v, &mut path, &mut out)?;
+        self.walk_set(self.root, v, &mut path, &mut out, false)?;
+        Ok(out)
+    }
+
+    /// [`Typer::to_set`] of an applied configuration: a list with two items of one key is an
+    /// error (structured-merge-diff validates the patch side without duplicates; a stored
+    /// object may have them).
+    pub fn to_set_strict(&self, v: &Value) -> Result<Set, ApplyError> {
+        let mut out = Set::new();
+        let mut path = Vec::new();
+        self.walk_set(self.root, v, &mut path, &mut out, true)?;
         Ok(out)
     }
 
@@ -277,6 +298,7 @@ impl<'a> Typer<'a> {
         v: &Value,
         path: &mut Path,
         out: &mut Set,
+        strict: bool,
     ) -> Result<(), ApplyError> {
         match shape(ty, v) {
             Shape::Leaf => {
@@ -289,7 +311,7 @@ impl<'a> Typer<'a> {
                 for (k, val) in m {
                     let (ft, declared) = field(mt, k);
                     path.push(Pe::Field(k.clone()));
-                    self.walk_set(ft, val, path, out)?;
+                    self.walk_set(ft, val, path, out, strict)?;
                     let empty = val.is_null() || val.as_object().is_some_and(Map::is_empty);
                     if empty || !declared {
                         out.insert(path);
@@ -301,11 +323,19 @@ impl<'a> Typer<'a> {
                 let Value::Array(items) = v else {
                     return Ok(());
                 };
+                let mut seen = std::collections::BTreeSet::new();
                 for item in items {
                     let pe = item_pe(&kind, item, self.builtin)
                         .map_err(|e| e.at(&super::fieldpath::path_string(path)))?;
+                    if strict && !seen.insert(pe.clone()) {
+                        return Err(ApplyError::Typed(format!(
+                            "duplicate entries for key {}",
+                            super::fieldpath::path_string(std::slice::from_ref(&pe))
+                        ))
+                        .at(&super::fieldpath::path_string(path)));
+                    }
                     path.push(pe);
-                    self.walk_set(et, item, path, out)?;
+                    self.walk_set(et, item, path, out, strict)?;
                     out.insert(path);
                     path.pop();
                 }
@@ -446,12 +476,17 @@ impl<'a> Typer<'a> {
                 let (Value::Array(ll), Value::Array(rl)) = (lhs, rhs) else {
                     return Ok(rhs.clone());
                 };
-                let li = index_items(&kind, ll, self.builtin)?;
+                // Every live item, duplicates too: one the configuration does not name stays
+                // as it is; duplicates of one it names become the one merged item
+                // (structured-merge-diff indexes the live side allowing duplicates).
+                let li = all_items(&kind, ll, self.builtin)?;
                 let ri = index_items(&kind, rl, self.builtin)?;
                 let rmap: std::collections::BTreeMap<&Pe, &Value> =
                     ri.iter().map(|(p, v)| (p, *v)).collect();
-                let lmap: std::collections::BTreeMap<&Pe, &Value> =
-                    li.iter().map(|(p, v)| (p, *v)).collect();
+                let mut lmap: std::collections::BTreeMap<&Pe, &Value> = Default::default();
+                for (p, v) in &li {
+                    lmap.entry(p).or_insert(*v);
+                }
                 // structured-merge-diff's order: the applied items in their order, live-only
                 // items kept where they were relative to them.
                 let mut out = Vec::with_capacity(li.len() + ri.len());

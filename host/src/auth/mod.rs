@@ -103,10 +103,13 @@ impl rbac::RbacObjects for StoreObjects<'_> {
             .map(|o| o.value().clone())
     }
 
+    // Roles and RoleBindings, which namespace admins write, are parsed and not kept with the
+    // stored version: a kept tree is memory the watch history's byte budget does not count
+    // (its versions stay there as events' `prev`). The effective rules are cached instead.
     fn role(&self, namespace: &str, name: &str) -> Option<serde_json::Value> {
         self.store
             .get(&ObjectKey::new(&key("roles"), namespace, name))
-            .map(|o| o.value().clone())
+            .map(|o| o.parse().into_owned())
     }
 
     fn cluster_roles(&self) -> Vec<serde_json::Value> {
@@ -131,7 +134,7 @@ impl rbac::RbacObjects for StoreObjects<'_> {
                 s.items
                     .range(prefix.clone()..)
                     .take_while(|(k, _)| k.starts_with(&prefix))
-                    .map(|(_, o)| o.value().clone())
+                    .map(|(_, o)| o.parse().into_owned())
                     .collect()
             })
             .unwrap_or_default()

@@ -137,7 +137,7 @@ impl TokenIssuer {
         bound: &Bound,
     ) -> Option<(String, i64)> {
         let iat = now();
-        let exp = iat + seconds;
+        let exp = iat.checked_add(seconds)?;
         // kube's private claims, in its field order: namespace, serviceaccount, then the
         // objects the token is bound to.
         let mut k8s = json!({"namespace": ns, "serviceaccount": {"name": name, "uid": uid}});

@@ -167,6 +167,64 @@ pub fn validate_api_approval(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
 }
 
+/// kube's `validateCustomResourceDefinitionUpdate` beyond what [`validate`] checks of any CRD:
+/// `spec.scope` and `spec.names.kind` are immutable once the CRD is Established (they decide
+/// how instances are stored; the group and plural are the name's), and every version in
+/// `status.storedVersions` stays in `spec.versions`
+/// (`ValidateCustomResourceDefinitionStoredVersions`).
+pub fn validate_update(crd: &Value, old: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let established = old
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| s(c, "/type") == "Established" && s(c, "/status") == "True");
+    if established {
+        for (ptr, field) in [
+            ("/spec/scope", "spec.scope"),
+            ("/spec/names/kind", "spec.names.kind"),
+        ] {
+            if s(crd, ptr) != s(old, ptr) {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    field,
+                    format!(
+                        "Invalid value: {}: field is immutable",
+                        crate::auth::rbac::go_quote(s(crd, ptr))
+                    ),
+                ));
+            }
+        }
+    }
+    let stored: Vec<&str> = crd
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    // kube's PrepareForUpdate adds the storage version to storedVersions first (turtles' CRD
+    // controller writes it after), so only a removed version can be missing.
+    for (i, v) in stored.iter().enumerate() {
+        if !versions.iter().any(|x| s(x, "/name") == *v) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                &format!("status.storedVersions[{i}]"),
+                format!(
+                    "Invalid value: \"{v}\": missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"
+                ),
+            ));
+        }
+    }
+    causes
+}
+
 /// Validate a CRD object the way kube's apiextensions validation does; every problem is one cause.
 pub fn validate(crd: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();

@@ -874,9 +874,12 @@ impl<'a> Checker<'a> {
                     Some(Expr::Ident(ns)) if NAMESPACES.contains(&ns.as_str())
                         && Self::lookup(scope, ns).is_none()
                 );
+                let mut target: Option<Info<'a>> = None;
                 if let Some(t) = c.target.as_deref() {
                     if !namespaced {
-                        cost = cost.saturating_add(self.walk(t, scope).cost);
+                        let ti = self.walk(t, scope);
+                        cost = cost.saturating_add(ti.cost);
+                        target = Some(ti);
                     }
                 }
                 let fname = match c.target.as_deref().map(|t| &t.expr) {
@@ -916,6 +919,36 @@ impl<'a> Checker<'a> {
                 }
                 scope.truncate(base);
                 match c.func_name.as_str() {
+                    // kube's library cost estimates: `split` returns as many items as its
+                    // string has characters (at most its `maxLength`, else a request's size)
+                    // unless a limit is given; the list functions as many as their list.
+                    "split" if target.is_some() => {
+                        let limit = match c.args.get(1).map(|a| &a.expr) {
+                            Some(Expr::Literal(LiteralValue::Int(i))) => {
+                                u64::try_from(*i.inner()).ok()
+                            }
+                            _ => None,
+                        };
+                        let chars = match target.as_ref().map(|t| t.ty) {
+                            Some(Ty::Node(n, _)) if n.ty == "string" => n
+                                .max_length
+                                .and_then(|m| u64::try_from(m).ok())
+                                .unwrap_or(MAX_REQUEST_SIZE_BYTES),
+                            _ => MAX_REQUEST_SIZE_BYTES,
+                        };
+                        Info {
+                            ty: Ty::Unknown,
+                            cost,
+                            size: Some(limit.unwrap_or(chars)),
+                        }
+                    }
+                    "sort" | "distinct" | "reverse" | "slice" | "flatten" if target.is_some() => {
+                        Info {
+                            ty: Ty::Unknown,
+                            cost,
+                            size: target.as_ref().and_then(|t| t.size),
+                        }
+                    }
                     "_?._" if args.len() == 2 => {
                         if let Some(Expr::Literal(LiteralValue::String(f))) =
                             c.args.get(1).map(|a| &a.expr)

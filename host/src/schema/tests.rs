@@ -456,3 +456,23 @@ fn deep_documents_are_handled() {
     assert!(s.validate(&obj).is_empty());
     assert!(s.validate_cel(&obj, Some(&obj)).is_empty());
 }
+
+/// `split` returns at most as many items as its string has characters: a comprehension over it
+/// is sized by the string's `maxLength` (kube's library cost estimate), so a bounded DNS-name
+/// rule fits the budget, and over a string without one it does not.
+#[test]
+fn split_is_sized_by_the_strings_max_length() {
+    let rule = |max: Option<i64>| {
+        let mut host = json!({"type": "string"});
+        if let Some(m) = max {
+            host["maxLength"] = json!(m);
+        }
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"host": host},
+            "x-kubernetes-validations": [
+                {"rule": "self.host.split('.').all(x, x.size() <= 63)"}]}}})
+    };
+    Schema::from_crd_schema(&rule(Some(253)), P).expect("a bounded string's split fits");
+    let err = Schema::from_crd_schema(&rule(None), P).expect_err("an unbounded one does not");
+    assert!(err[0].message.contains("exceeds budget"), "{err:#?}");
+}

@@ -606,3 +606,33 @@ fn bootstrap_roles_delegate_nothing_but_through_cluster_admin() {
     }
     assert!(!uncovered(&held, &full_authority()).is_empty());
 }
+
+/// A rule whose lists multiply past [`MAX_BREAKDOWN`] single rules is refused without breaking
+/// it down (kube builds them all: a 20 KB rule is 10⁹ of them); repeats count once.
+#[test]
+fn a_rule_too_broad_to_check_is_refused_without_breaking_it_down() {
+    let owner = vec![rule(&["*"], &["*"], &["*"])];
+    let user = UserInfo {
+        name: "tenant".into(),
+        groups: vec!["system:authenticated".into()],
+        ..UserInfo::default()
+    };
+    let many = |p: &str, n: usize| -> Vec<String> { (0..n).map(|i| format!("{p}{i}")).collect() };
+    let wide = PolicyRule {
+        verbs: many("v", 1000),
+        api_groups: many("g", 1000),
+        resources: many("r", 1000),
+        ..PolicyRule::default()
+    };
+    let err = confirm_no_escalation(&user, &owner, &[], &[wide]).unwrap_err();
+    assert!(err.contains("cannot be checked"), "{err}");
+    assert!(err.contains("1000000000 combinations"), "{err}");
+    // The same verb, group and resource a thousand times is one rule, covered.
+    let repeated = PolicyRule {
+        verbs: vec!["get".into(); 1000],
+        api_groups: vec!["".into(); 1000],
+        resources: vec!["pods".into(); 1000],
+        ..PolicyRule::default()
+    };
+    assert!(confirm_no_escalation(&user, &owner, &[], &[repeated]).is_ok());
+}
