@@ -106,6 +106,8 @@ pub struct ControllerHandle {
     load_lock: tokio::sync::Mutex<()>,
     /// Its file went: no load may set it up again, and no status is written for it.
     unloaded: std::sync::atomic::AtomicBool,
+    /// The newest bytes handed over and not yet taken by a load.
+    latest: Mutex<Option<Arc<Vec<u8>>>>,
 }
 
 /// The primary watch's cache, and which start of the informers it belongs to: a start bumps
@@ -161,6 +163,7 @@ impl ControllerHandle {
             requested: AtomicU64::new(0),
             load_lock: tokio::sync::Mutex::new(()),
             unloaded: std::sync::atomic::AtomicBool::new(false),
+            latest: Mutex::new(None),
         })
     }
 
@@ -169,6 +172,12 @@ impl ControllerHandle {
     /// file changes.
     pub async fn load_from_folder(self: &Arc<Self>, bytes: Vec<u8>) {
         let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
+        // Only the newest bytes wait for their turn: a file rewritten many times while a slow
+        // compile runs holds one copy, not one per version.
+        if let Ok(mut slot) = self.latest.lock() {
+            *slot = Some(Arc::new(bytes));
+        }
+        let mut mine: Option<Arc<Vec<u8>>> = None;
         let mut delay = Duration::from_secs(1);
         loop {
             {
@@ -181,7 +190,13 @@ impl ControllerHandle {
                 if self.unloaded.load(Ordering::SeqCst) {
                     return;
                 }
-                let loaded = self.load(bytes.clone()).await;
+                if mine.is_none() {
+                    mine = self.latest.lock().ok().and_then(|mut s| s.take());
+                }
+                let Some(bytes) = mine.clone() else {
+                    return;
+                };
+                let loaded = self.load(bytes.as_ref().clone()).await;
                 if self.unloaded.load(Ordering::SeqCst) {
                     // Its file went while it loaded: undo what the load set up (identity,
                     // informers, workers), which the unload could not see yet.

@@ -202,7 +202,7 @@ impl Folder {
                 // Up to tens of MiB: read on the blocking pool, not on an async worker.
                 let read = {
                     let path = path.clone();
-                    tokio::task::spawn_blocking(move || std::fs::read(path))
+                    tokio::task::spawn_blocking(move || read_bounded(&path))
                         .await
                         .unwrap_or_else(|e| Err(std::io::Error::other(e)))
                 };
@@ -299,6 +299,24 @@ pub async fn remove_stale(svc: &crate::service::Service, present: impl Fn(&str) 
         tracing::info!(controller = %name, "its file is gone: removing the stale controller");
         remove_identity(svc, name).await;
     }
+}
+
+/// Largest component file the folder reads (the biggest example, Python, is ~18 MiB).
+const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+
+/// A component file, refused past [`MAX_COMPONENT_BYTES`].
+fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {MAX_COMPONENT_BYTES} bytes"
+        )));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
