@@ -422,3 +422,70 @@ spec:
         assert!(err.contains(message), "{message}\nnot in:\n{err}");
     }
 }
+
+/// kube's admission policy strategies authorize parameters: who writes a policy with a
+/// `paramKind` must be allowed `get` on all objects of that kind, and who writes a binding with
+/// a `paramRef` `get` on the object it names.
+#[test]
+fn policy_params_need_get_permission_on_them() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "policy-writer",
+        "--verb=create,get,update",
+        "--resource=validatingadmissionpolicies.admissionregistration.k8s.io,validatingadmissionpolicybindings.admissionregistration.k8s.io",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "policy-writer",
+        "--clusterrole=policy-writer",
+        "--user=writer",
+    ]);
+    let (_, token) = s.mint("writer", &[]).unwrap();
+    let http = s.http_with_token(Some(&token));
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "limits"},
+        "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "object.spec.replicas <= int(params.data.max)"}]}});
+    let vaps = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+    let r = http.post_json(vaps, &policy);
+    assert_eq!(r.status, 422, "{}", r.text());
+    let st = r.json();
+    assert_eq!(st["details"]["causes"][0]["field"], "spec.paramKind", "{st}");
+    assert!(
+        st["message"].as_str().unwrap().contains(
+            "must have \"get\" permission on all objects of the referenced paramKind (kind=ConfigMap, apiVersion=v1)"
+        ),
+        "{st}"
+    );
+    s.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "read-cms",
+        "--verb=get",
+        "--resource=configmaps",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "read-cms",
+        "--clusterrole=read-cms",
+        "--user=writer",
+    ]);
+    let r = http.post_json(vaps, &policy);
+    assert_eq!(r.status, 201, "{}", r.text());
+    // A binding's paramRef: `get` on that object (allowed now, through the ClusterRole).
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "limits"},
+        "spec": {"policyName": "limits", "validationActions": ["Deny"],
+            "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}}});
+    let r = http.post_json(
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+        &binding,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+}
