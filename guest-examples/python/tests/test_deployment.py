@@ -325,6 +325,21 @@ class RolloutTest(unittest.TestCase):
         c = cond(sim.deploy(), "Progressing")
         self.assertEqual((c["status"], c["reason"]), ("True", "NewReplicaSetAvailable"))
 
+    def test_replica_failure_shows_on_the_deployment(self):
+        sim = Sim(self)
+        sim.add(deployment(replicas=2))
+        sim.converge()
+        rs = sim.rss()[0]
+        failed = dict(rs["status"], conditions=[{"type": "ReplicaFailure", "status": "True",
+                                                 "reason": "FailedCreate", "message": "quota exceeded"}])
+        sim.cluster.set_status(REPLICASETS, NS, meta.name(rs), failed)
+        sim.reconcile()
+        c = cond(sim.deploy(), "ReplicaFailure")
+        self.assertEqual((c["status"], c["reason"], c["message"]), ("True", "FailedCreate", "quota exceeded"))
+        sim.cluster.set_status(REPLICASETS, NS, meta.name(rs), dict(failed, conditions=[]))
+        sim.reconcile()
+        self.assertIsNone(cond(sim.deploy(), "ReplicaFailure"))
+
     def test_no_deadline_never_times_out(self):
         sim = Sim(self, ready=False)
         sim.add(deployment(replicas=2, progressDeadlineSeconds=2**31 - 1))

@@ -305,6 +305,15 @@ def compute_status(deploy, new_rs, old_rss, now, paused=False, created=False):
         conditions = m.set_condition(conditions, "Available", "False", "MinimumReplicasUnavailable",
                                      "Deployment does not have minimum availability.", now)
     rs_name = new_rs["metadata"]["name"] if new_rs is not None else ""
+    # kube's getReplicaFailures: a ReplicaSet's ReplicaFailure (quota exceeded, ...) shows on
+    # the Deployment, the new ReplicaSet's first; gone once none has one.
+    failure = next((c for rs in all_rss for c in ((rs.get("status") or {}).get("conditions") or [])
+                    if c.get("type") == "ReplicaFailure"), None)
+    if failure is not None:
+        conditions = m.set_condition(conditions, "ReplicaFailure", failure.get("status", "True"),
+                                     failure.get("reason", ""), failure.get("message", ""), now)
+    else:
+        conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
     if paused:
         conditions = m.set_condition(conditions, "Progressing", "Unknown", "DeploymentPaused",
                                      "Deployment is paused", now)
