@@ -1285,6 +1285,23 @@ impl Service {
         subresource: &str,
         opts: &WriteOptions,
     ) -> Result<Vec<String>> {
+        self.admitted_as(ri, ns, operation, old, obj, subresource, opts, None)
+            .await
+    }
+
+    /// [`Service::admitted`] of an object of another kind than the resource's (a Scale).
+    #[allow(clippy::too_many_arguments)]
+    async fn admitted_as(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        operation: Operation,
+        old: Option<&Value>,
+        obj: Option<&Value>,
+        subresource: &str,
+        opts: &WriteOptions,
+        kind: Option<[&str; 3]>,
+    ) -> Result<Vec<String>> {
         let Some(user) = &opts.user else {
             return Ok(Vec::new());
         };
@@ -1297,7 +1314,7 @@ impl Service {
             user,
             dry_run: opts.dry_run,
             old_object: old,
-            kind: None,
+            kind,
         };
         self.admission.validate(&req, obj).await
     }
@@ -2343,8 +2360,12 @@ impl Service {
 
     /// The autoscaling/v1 `Scale` of an object whose resource has a scale subresource.
     pub fn scale_of(ri: &ResourceInfo, obj: &StoredObject) -> Result<Value> {
+        Self::scale_of_value(ri, &obj.parse())
+    }
+
+    /// [`Service::scale_of`] of an object's value.
+    pub fn scale_of_value(ri: &ResourceInfo, whole: &Value) -> Result<Value> {
         let sc = ri.scale.as_ref().ok_or_else(ApiError::path_not_found)?;
-        let whole = obj.parse();
         let at = |path: &str| whole.pointer(&json_pointer(path)).cloned();
         let m = metadata(&whole).cloned().unwrap_or_default();
         let mut meta_out = serde_json::Map::new();
@@ -2625,10 +2646,15 @@ impl Service {
                 }
             }
             let mut warnings = Self::decode_custom(ri, &mut new, opts)?;
-            warnings.extend(
-                self.admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
-                    .await?,
-            );
+            // A `scale` write is admitted as kube admits it: as an autoscaling/v1 Scale (by
+            // validating admission, below; mutating admission does not see it: turtles cannot
+            // carry a mutated Scale back to the object yet).
+            if sub != Subresource::Scale {
+                warnings.extend(
+                    self.admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)
+                        .await?,
+                );
+            }
             let mut new = Self::restore_after_admission(ri, &view_value, new, sub)?;
             if pod && sub == Subresource::EphemeralContainers {
                 crate::pod_admission::ephemeral_containers(self, ri, ns, &new).await?;
@@ -2643,10 +2669,33 @@ impl Service {
             Self::validate_sub(ri, &new, old, sub)?;
             Self::guard_after_admission(ri, ns, old, &new, opts)?;
             Self::track_fields(ri, old, &mut new, supplied, sub, opts);
-            warnings.extend(
-                self.admitted(ri, ns, Operation::Update, old, Some(&new), sub_name, opts)
+            // kube's PrepareForUpdate bumps the generation before validating admission, which
+            // then sees `object.metadata.generation` past `oldObject`'s on a spec change.
+            Self::bump_generation(ri, &view_value, &mut new);
+            if sub == Subresource::Scale {
+                let (old_scale, new_scale) = (
+                    Self::scale_of_value(ri, &view_value)?,
+                    Self::scale_of_value(ri, &new)?,
+                );
+                warnings.extend(
+                    self.admitted_as(
+                        ri,
+                        ns,
+                        Operation::Update,
+                        Some(&old_scale),
+                        Some(&new_scale),
+                        sub_name,
+                        opts,
+                        Some(["autoscaling", "v1", "Scale"]),
+                    )
                     .await?,
-            );
+                );
+            } else {
+                warnings.extend(
+                    self.admitted(ri, ns, Operation::Update, old, Some(&new), sub_name, opts)
+                        .await?,
+                );
+            }
             if sub == Subresource::Main
                 && ri.group.is_empty()
                 && ri.resource == "persistentvolumeclaims"
@@ -3127,7 +3176,9 @@ impl Service {
         crate::priority::check_delete(ri, name)?;
         let mut warnings = Vec::new();
         if let Some(user) = &opts.user {
-            let current = self.get(ri, ns, name)?;
+            // In the request's version, as kube decodes it (an autoscaling/v1 HPA, a CRD's
+            // served version), not the stored one.
+            let current = self.served_one(ri, self.get(ri, ns, name)?).await?;
             let old = current.parse();
             let req = crate::admission::Request {
                 ri,

@@ -455,7 +455,10 @@ fn policy_params_need_get_permission_on_them() {
     let r = http.post_json(vaps, &policy);
     assert_eq!(r.status, 422, "{}", r.text());
     let st = r.json();
-    assert_eq!(st["details"]["causes"][0]["field"], "spec.paramKind", "{st}");
+    assert_eq!(
+        st["details"]["causes"][0]["field"], "spec.paramKind",
+        "{st}"
+    );
     assert!(
         st["message"].as_str().unwrap().contains(
             "must have \"get\" permission on all objects of the referenced paramKind (kind=ConfigMap, apiVersion=v1)"

@@ -235,7 +235,22 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         return super::pod_streams::serve(state, &target, request).await;
     }
     if target.token {
-        let request = posted_object(state, req).await?;
+        let user = principal(&req);
+        let mut request = posted_object(state, req).await?;
+        // Admission sees a CREATE of `serviceaccounts/token` whose object is an
+        // authentication.k8s.io/v1 TokenRequest, as kube's create handler shows it (policies
+        // limit tokens' durations and audiences that way).
+        let ns = target.namespace.clone().unwrap_or_default();
+        let name = target.name.clone().unwrap_or_default();
+        let at = SubresourceCreate {
+            ri: &target.ri,
+            ns: &ns,
+            name: &name,
+            sub: "token",
+            kind: ["authentication.k8s.io", "v1", "TokenRequest"],
+        };
+        let dry = dry_run(query)?;
+        admit_subresource_create(state, &at, user.as_ref(), dry, &mut request).await?;
         let answer = token_request(state, &target, request)?;
         return Ok(object_json_response(
             StatusCode::CREATED,
@@ -419,6 +434,12 @@ async fn scale(
     let svc = &state.service;
     let method = req.method().clone();
     let headers = req.headers().clone();
+    // Who asks: their scale writes are admitted (validating admission sees the Scale).
+    let user = req
+        .extensions()
+        .get::<crate::auth::Principal>()
+        .map(|p| p.0.clone());
+    let guard = None;
     let written = match method {
         Method::GET => {
             // kube's ScaleREST of a built-in kind names the subresource in its 404
@@ -438,7 +459,7 @@ async fn scale(
             ));
         }
         Method::PUT => {
-            let opts = write_options(query, &state.authz, &None, &None, &headers, Write::Update)?;
+            let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let wanted = decode_json(&body)?;
             svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
@@ -449,8 +470,8 @@ async fn scale(
             let opts = write_options(
                 query,
                 &state.authz,
-                &None,
-                &None,
+                &guard,
+                &user,
                 &headers,
                 Write::Patch(pt),
             )?;
