@@ -2367,7 +2367,7 @@ impl Service {
     pub fn scale_of_value(ri: &ResourceInfo, whole: &Value) -> Result<Value> {
         let sc = ri.scale.as_ref().ok_or_else(ApiError::path_not_found)?;
         let at = |path: &str| whole.pointer(&json_pointer(path)).cloned();
-        let m = metadata(&whole).cloned().unwrap_or_default();
+        let m = metadata(whole).cloned().unwrap_or_default();
         let mut meta_out = serde_json::Map::new();
         for f in [
             "name",
