@@ -2716,7 +2716,13 @@ impl Service {
                 }
                 _ => None,
             };
-            let txn = if sub == Subresource::Main {
+            // An update that removes a terminating object's last finalizer deletes it
+            // (`store_update`): it takes no new values, as kube decides ShouldDeleteDuringUpdate
+            // before BeginUpdate allocates (a Service turned NodePort on its way out kept its
+            // ports for nobody).
+            let deletes = meta::meta_str(&new, "deletionTimestamp").is_some()
+                && meta::finalizers(&new).is_empty();
+            let txn = if sub == Subresource::Main && !deletes {
                 self.allocate(ri, &mut new, Some(&view_value), opts.dry_run)
                     .await?
             } else {

@@ -1176,11 +1176,10 @@ fn scale_and_token_writes_are_admitted() {
         "UPDATE",
         "object.spec.replicas == oldObject.spec.replicas || object.metadata.generation > oldObject.metadata.generation",
     );
-    gen["spec"]["validations"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"expression": "!has(object.metadata.labels) || !('probe' in object.metadata.labels)",
-                     "message": "probe"}));
+    gen["spec"]["validations"].as_array_mut().unwrap().push(
+        json!({"expression": "!has(object.metadata.labels) || !('probe' in object.metadata.labels)",
+                     "message": "probe"}),
+    );
     apply(&s, &gen);
     apply(&s, &binding("gen-check"));
     until_denied(&s, &["label", "deployment", "web", "probe=1"]);

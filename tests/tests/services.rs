@@ -321,3 +321,34 @@ fn concurrent_creates_get_distinct_ips_that_survive_kill9() {
         "provided port is already allocated",
     );
 }
+
+/// An update that removes a terminating Service's last finalizer deletes it, and takes no new
+/// values on its way out (kube decides the delete before allocating): a change to NodePort in
+/// that same update leaves the port free for the next Service.
+#[test]
+fn a_service_deleted_by_its_last_finalizer_keeps_no_new_values() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let r = http.post_json(
+        SVCS,
+        &json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "leaving", "finalizers": ["example.com/hold"]},
+                "spec": {"ports": [{"port": 80}]}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    s.kubectl_ok(&["delete", "service", "leaving", "--wait=false"]);
+    let r = http.patch(
+        &format!("{SVCS}/leaving"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"finalizers": null},
+                "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30555}]}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(http.get(&format!("{SVCS}/leaving")).status, 404);
+    let next = create(
+        &http,
+        "next",
+        json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30555}]}),
+    );
+    assert_eq!(next["spec"]["ports"][0]["nodePort"], 30555);
+}

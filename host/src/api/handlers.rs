@@ -279,6 +279,10 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     let ns = target.namespace.clone().unwrap_or_default();
     let svc = &state.service;
     let is_crd = ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE;
+    // A Service's write reserves cluster IPs and node ports before it is stored and settles
+    // them after: it runs to its end on its own task, so a client that goes away mid-write
+    // (a dropped HTTP/2 stream) cannot leave its values reserved for nothing.
+    let detach = ri.group.is_empty() && ri.resource == "services";
     match (&method, &target.name) {
         (&Method::GET, None) if info.is_watch() => {
             watch::serve(state.clone(), &target, query, representation(&headers)).await
@@ -305,7 +309,13 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Create)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
-            let mut written = svc.create(&ri, &ns, obj, &opts).await?;
+            let mut written = if detach {
+                let (s, ri, ns, opts) =
+                    (state.service.clone(), ri.clone(), ns.clone(), opts.clone());
+                detached(async move { s.create(&ri, &ns, obj, &opts).await }).await?
+            } else {
+                svc.create(&ri, &ns, obj, &opts).await?
+            };
             if is_crd && !opts.dry_run {
                 written.object = crd_settled(state, &ri, &written.object).await?;
             }
@@ -315,7 +325,19 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let obj = decode_object(&headers, &body)?;
-            let mut written = svc.update(&ri, &ns, name, obj, target.sub, &opts).await?;
+            let mut written = if detach {
+                let (s, ri, ns, opts, name, sub) = (
+                    state.service.clone(),
+                    ri.clone(),
+                    ns.clone(),
+                    opts.clone(),
+                    name.clone(),
+                    target.sub,
+                );
+                detached(async move { s.update(&ri, &ns, &name, obj, sub, &opts).await }).await?
+            } else {
+                svc.update(&ri, &ns, name, obj, target.sub, &opts).await?
+            };
             if is_crd && !opts.dry_run {
                 written.object = crd_settled(state, &ri, &written.object).await?;
             }
@@ -337,9 +359,24 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 Write::Patch(patch_type),
             )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let mut written = svc
-                .patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
-                .await?;
+            let mut written = if detach {
+                let (s, ri, ns, opts, name, sub) = (
+                    state.service.clone(),
+                    ri.clone(),
+                    ns.clone(),
+                    opts.clone(),
+                    name.clone(),
+                    target.sub,
+                );
+                detached(async move {
+                    s.patch(&ri, &ns, &name, patch_type, &body, sub, &opts)
+                        .await
+                })
+                .await?
+            } else {
+                svc.patch(&ri, &ns, name, patch_type, &body, target.sub, &opts)
+                    .await?
+            };
             if is_crd && !opts.dry_run {
                 written.object = crd_settled(state, &ri, &written.object).await?;
             }
@@ -858,6 +895,15 @@ struct SubresourceCreate<'a> {
     name: &'a str,
     sub: &'a str,
     kind: [&'a str; 3],
+}
+
+/// Run a write on its own task and wait for it: dropping the request does not cancel it.
+async fn detached<T: Send + 'static>(
+    write: impl std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::spawn(write)
+        .await
+        .unwrap_or_else(|e| Err(ApiError::internal(format!("the write did not finish: {e}"))))
 }
 
 /// Mutating then validating admission of such a create, as the requesting user (the host's
