@@ -825,3 +825,17 @@ fn a_patched_resource_version_is_the_precondition() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["data"]["a"], "5");
 }
+
+/// kube's table conversion refuses an `includeObject` it does not know.
+#[test]
+fn an_unknown_include_object_is_refused() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, CMS, &configmap("t", &[], &[]));
+    let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+    let r = http.request_with_accept(&format!("{CMS}?includeObject=Bogus"), table);
+    let st = assert_status(&r, 400, "BadRequest");
+    assert_eq!(st["message"], "unrecognized includeObject value: \"Bogus\"");
+    let r = http.request_with_accept(&format!("{CMS}?includeObject=Object"), table);
+    assert_eq!(r.status, 200, "{}", r.text());
+}

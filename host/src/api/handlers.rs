@@ -291,7 +291,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let opts = list_options(query)?;
             let mut page = svc.list(&ri, target.namespace.as_deref(), &opts).await?;
             page.items = svc.served(&ri, page.items).await?;
-            Ok(list_response(&ri, &headers, query, page))
+            list_response(&ri, &headers, query, page)
         }
         (&Method::GET, Some(name)) => {
             if query.get("resourceVersion").is_none_or(|rv| rv.is_empty()) {
@@ -431,7 +431,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             }
             let mut page = page;
             page.items = svc.served(&ri, page.items).await?;
-            Ok(list_response(&ri, &HeaderMap::new(), query, page))
+            list_response(&ri, &HeaderMap::new(), query, page)
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource: {m}"
@@ -1521,7 +1521,7 @@ fn list_response(
     headers: &HeaderMap,
     query: &Query,
     page: ListResult,
-) -> Response {
+) -> Result<Response, ApiError> {
     let mut page = page;
     if ri.is_custom() || ri.conversion.is_some() {
         page.items = page
@@ -1531,8 +1531,20 @@ fn list_response(
             .collect();
     }
     let rv = page.rv.to_string();
-    match representation(headers) {
+    Ok(match representation(headers) {
         Representation::Table => {
+            // kube's table conversion refuses an unknown `includeObject` (on the first row).
+            if let Some(v) = query
+                .get("includeObject")
+                .filter(|v| !matches!(v.as_str(), "" | "None" | "Object" | "Metadata"))
+            {
+                if !page.items.is_empty() {
+                    return Err(ApiError::bad_request(format!(
+                        "unrecognized includeObject value: {}",
+                        crate::auth::rbac::go_quote(v)
+                    )));
+                }
+            }
             let mut t = table::render(ri, &page.items, &rv, page.continue_token.as_deref(), query);
             // As kube's table conversion and `asPartialObjectMetadataList` copy it.
             if let (Some(n), Some(m)) = (
@@ -1584,7 +1596,7 @@ fn list_response(
             buf.put_slice(b"]}\n");
             json_response(StatusCode::OK, Body::from(buf.freeze()))
         }
-    }
+    })
 }
 
 #[cfg(test)]
