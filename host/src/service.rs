@@ -3180,8 +3180,10 @@ impl Service {
         opts: &DeleteOptions,
     ) -> Result<(Deleted, Vec<String>)> {
         crate::priority::check_delete(ri, name)?;
-        let mut warnings = Vec::new();
-        if let Some(user) = &opts.user {
+        let Some(user) = &opts.user else {
+            return Ok((self.delete_unadmitted(ri, ns, name, opts).await?, Vec::new()));
+        };
+        for attempt in 0..CONFLICT_RETRIES {
             // In the request's version, as kube decodes it (an autoscaling/v1 HPA, a CRD's
             // served version), not the stored one.
             let current = self.served_one(ri, self.get(ri, ns, name)?).await?;
@@ -3197,16 +3199,46 @@ impl Service {
                 old_object: Some(&old),
                 kind: None,
             };
-            warnings = self.admission.validate(&req, None).await?;
+            let warnings = self.admission.validate(&req, None).await?;
+            // What goes is what admission saw: the delete is conditional on that version, and
+            // a change in between admits the new version again (kube runs its delete
+            // validation inside the storage delete's retries).
+            let pinned = DeleteOptions {
+                precondition_rv: opts
+                    .precondition_rv
+                    .clone()
+                    .or_else(|| Some(current.rv.to_string())),
+                ..opts.clone()
+            };
+            match self.delete_unadmitted(ri, ns, name, &pinned).await {
+                Err(e)
+                    if e.code == 409
+                        && opts.precondition_rv.is_none()
+                        && attempt + 1 < CONFLICT_RETRIES =>
+                {
+                    continue
+                }
+                r => return r.map(|d| (d, warnings)),
+            }
         }
-        let deleted = if ri.resource == NAMESPACES && ri.group.is_empty() {
+        Err(ApiError::conflict(&ri.group, &ri.resource, name))
+    }
+
+    /// The delete itself, once admitted (or for the host's own deletes).
+    async fn delete_unadmitted(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted> {
+        if ri.resource == NAMESPACES && ri.group.is_empty() {
             let current = self.get(ri, "", name)?;
             Self::check_delete_preconditions(ri, name, &current, opts)?;
-            self.delete_namespace(ri, name, current, opts).await?
+            self.delete_namespace(ri, name, current, opts).await
         } else {
-            self.delete_object(ri, ns, name, opts).await?
-        };
-        Ok((deleted, warnings))
+            self.delete_object(ri, ns, name, opts).await
+        }
     }
 
     fn check_delete_preconditions(
