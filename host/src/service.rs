@@ -3181,7 +3181,10 @@ impl Service {
     ) -> Result<(Deleted, Vec<String>)> {
         crate::priority::check_delete(ri, name)?;
         let Some(user) = &opts.user else {
-            return Ok((self.delete_unadmitted(ri, ns, name, opts).await?, Vec::new()));
+            return Ok((
+                self.delete_unadmitted(ri, ns, name, opts).await?,
+                Vec::new(),
+            ));
         };
         for attempt in 0..CONFLICT_RETRIES {
             // In the request's version, as kube decodes it (an autoscaling/v1 HPA, a CRD's
@@ -3211,12 +3214,13 @@ impl Service {
                 ..opts.clone()
             };
             match self.delete_unadmitted(ri, ns, name, &pinned).await {
-                Err(e)
-                    if e.code == 409
-                        && opts.precondition_rv.is_none()
-                        && attempt + 1 < CONFLICT_RETRIES =>
-                {
-                    continue
+                // Our own pin failed: the object changed after admission; admit it again (and
+                // after the last try, say so without naming a precondition the client never set).
+                Err(e) if e.code == 409 && opts.precondition_rv.is_none() => {
+                    if attempt + 1 < CONFLICT_RETRIES {
+                        continue;
+                    }
+                    return Err(ApiError::conflict(&ri.group, &ri.resource, name));
                 }
                 r => return r.map(|d| (d, warnings)),
             }

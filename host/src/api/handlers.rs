@@ -901,9 +901,23 @@ struct SubresourceCreate<'a> {
 async fn detached<T: Send + 'static>(
     write: impl std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::spawn(write)
+    /// Detached writes at once: a client that drops its requests frees its in-flight slots,
+    /// not these, so they are bounded on their own.
+    static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    let slots = SLOTS
+        .get_or_init(|| Arc::new(tokio::sync::Semaphore::new(64)))
+        .clone();
+    let permit = slots
+        .acquire_owned()
         .await
-        .unwrap_or_else(|e| Err(ApiError::internal(format!("the write did not finish: {e}"))))
+        .map_err(|e| ApiError::internal(format!("the write could not start: {e}")))?;
+    tokio::spawn(async move {
+        let r = write.await;
+        drop(permit);
+        r
+    })
+    .await
+    .unwrap_or_else(|e| Err(ApiError::internal(format!("the write did not finish: {e}"))))
 }
 
 /// Mutating then validating admission of such a create, as the requesting user (the host's

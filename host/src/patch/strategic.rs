@@ -830,7 +830,12 @@ fn canon(v: &Value) -> Option<String> {
         Value::Bool(b) => Some(format!("b{b}")),
         // Equal numbers have equal f64 values; large integers that share one are told apart
         // by `values_equal` among the candidates.
-        Value::Number(n) => Some(format!("n{}", n.as_f64().unwrap_or(f64::NAN).to_bits())),
+        Value::Number(n) => {
+            // -0.0 and 0 are one value.
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            let f = if f == 0.0 { 0.0 } else { f };
+            Some(format!("n{}", f.to_bits()))
+        }
         Value::String(s) => Some(format!("s{s}")),
         Value::Array(_) | Value::Object(_) => None,
     }

@@ -171,12 +171,17 @@ impl ControllerHandle {
     /// register) is retried with crash-loop backoff (1 s doubling to 60 s) until it starts or the
     /// file changes.
     pub async fn load_from_folder(self: &Arc<Self>, bytes: Vec<u8>) {
-        let ticket = self.requested.fetch_add(1, Ordering::SeqCst) + 1;
         // Only the newest bytes wait for their turn: a file rewritten many times while a slow
-        // compile runs holds one copy, not one per version.
-        if let Ok(mut slot) = self.latest.lock() {
+        // compile runs holds one copy, not one per version. The ticket is taken with the slot
+        // held, so the newest ticket always goes with the newest bytes.
+        let ticket = {
+            let mut slot = match self.latest.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
             *slot = Some(Arc::new(bytes));
-        }
+            self.requested.fetch_add(1, Ordering::SeqCst) + 1
+        };
         let mut mine: Option<Arc<Vec<u8>>> = None;
         let mut delay = Duration::from_secs(1);
         loop {

@@ -746,8 +746,8 @@ pub(crate) async fn call_api(ctx: &HostCtx, request: wit::HttpRequest) -> wit::H
         request.path.parse::<axum::http::Uri>(),
     ) {
         (Ok(m), Ok(u)) => {
+            // kube's long-running check counts a `log` subresource, followed or not.
             crate::api::request_info::RequestInfo::parse(&m, &u).is_long_running()
-                || u.path().ends_with("/log")
         }
         _ => false,
     };
