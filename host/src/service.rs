@@ -560,6 +560,32 @@ fn set_pointer(v: &mut Value, pointer: &str, new: Value) {
     }
 }
 
+/// The admission request of an API write by `user`.
+#[allow(clippy::too_many_arguments)]
+fn admission_request<'a>(
+    ri: &'a ResourceInfo,
+    ns: &'a str,
+    operation: Operation,
+    name: &'a str,
+    subresource: &'a str,
+    user: &'a crate::auth::rbac::UserInfo,
+    opts: &WriteOptions,
+    old: Option<&'a Value>,
+    kind: Option<[&'a str; 3]>,
+) -> crate::admission::Request<'a> {
+    crate::admission::Request {
+        ri,
+        operation,
+        namespace: if ri.namespaced() { ns } else { "" },
+        name,
+        subresource,
+        user,
+        dry_run: opts.dry_run,
+        old_object: old,
+        kind,
+    }
+}
+
 /// Go's `%v` of a `*user.DefaultInfo`: `&{NAME UID [GROUPS] map[KEY:[VALUES]]}`.
 fn go_user(u: &crate::auth::rbac::UserInfo) -> String {
     let extra: Vec<String> = u
@@ -1259,17 +1285,7 @@ impl Service {
             return Ok(Vec::new());
         };
         let name = meta::name(obj).to_owned();
-        let req = crate::admission::Request {
-            ri,
-            operation,
-            namespace: if ri.namespaced() { ns } else { "" },
-            name: &name,
-            subresource,
-            user,
-            dry_run: opts.dry_run,
-            old_object: old,
-            kind: None,
-        };
+        let req = admission_request(ri, ns, operation, &name, subresource, user, opts, old, None);
         self.admission.mutate(&req, obj).await
     }
 
@@ -1305,17 +1321,8 @@ impl Service {
         let Some(user) = &opts.user else {
             return Ok(Vec::new());
         };
-        let req = crate::admission::Request {
-            ri,
-            operation,
-            namespace: if ri.namespaced() { ns } else { "" },
-            name: obj.map(meta::name).unwrap_or(""),
-            subresource,
-            user,
-            dry_run: opts.dry_run,
-            old_object: old,
-            kind,
-        };
+        let name = obj.map(meta::name).unwrap_or("");
+        let req = admission_request(ri, ns, operation, name, subresource, user, opts, old, kind);
         self.admission.validate(&req, obj).await
     }
 

@@ -302,78 +302,12 @@ pub fn host_may_store(resource: &str, cause: &Cause) -> bool {
         && cause.message.contains("may not be in the loopback range")
 }
 
-/// The status checks of kube's `ValidateDeploymentStatus`, `ValidateReplicaSetStatus`,
-/// `ValidateStatefulSetStatus`, `ValidateDaemonSetStatus`, the counts of `ValidateJobStatus`
-/// and `ValidatePodDisruptionBudgetStatus`: counts are non-negative, and a part is no more than
-/// its whole (a CronJob's status has no count).
+/// The status checks of kube's `ValidateStatefulSetStatus` and
+/// `ValidatePodDisruptionBudgetStatus`: counts are non-negative, and a part is no more than its
+/// whole (a CronJob's status has no count; Deployments, ReplicaSets, DaemonSets and Jobs are
+/// `apps.rs`' and `batch.rs`').
 fn status_counts(resource: &str, obj: &Value) -> Vec<Cause> {
     let (counts, bounds): (&[&str], &[(&str, &str, &str)]) = match resource {
-        "deployments" => (
-            &[
-                "observedGeneration",
-                "replicas",
-                "updatedReplicas",
-                "readyReplicas",
-                "availableReplicas",
-                "unavailableReplicas",
-                "terminatingReplicas",
-                "collisionCount",
-            ],
-            &[
-                (
-                    "updatedReplicas",
-                    "replicas",
-                    "cannot be greater than status.replicas",
-                ),
-                (
-                    "readyReplicas",
-                    "replicas",
-                    "cannot be greater than status.replicas",
-                ),
-                (
-                    "availableReplicas",
-                    "replicas",
-                    "cannot be greater than status.replicas",
-                ),
-                (
-                    "availableReplicas",
-                    "readyReplicas",
-                    "cannot be greater than readyReplicas",
-                ),
-            ],
-        ),
-        "replicasets" => (
-            &[
-                "replicas",
-                "fullyLabeledReplicas",
-                "readyReplicas",
-                "availableReplicas",
-                "terminatingReplicas",
-                "observedGeneration",
-            ],
-            &[
-                (
-                    "fullyLabeledReplicas",
-                    "replicas",
-                    "cannot be greater than status.replicas",
-                ),
-                (
-                    "readyReplicas",
-                    "replicas",
-                    "cannot be greater than status.replicas",
-                ),
-                (
-                    "availableReplicas",
-                    "replicas",
-                    "cannot be greater than status.replicas",
-                ),
-                (
-                    "availableReplicas",
-                    "readyReplicas",
-                    "cannot be greater than readyReplicas",
-                ),
-            ],
-        ),
         "statefulsets" => (
             &[
                 "replicas",
@@ -411,24 +345,6 @@ fn status_counts(resource: &str, obj: &Value) -> Vec<Cause> {
                     "cannot be greater than status.readyReplicas",
                 ),
             ],
-        ),
-        "daemonsets" => (
-            &[
-                "currentNumberScheduled",
-                "numberMisscheduled",
-                "desiredNumberScheduled",
-                "numberReady",
-                "observedGeneration",
-                "updatedNumberScheduled",
-                "numberAvailable",
-                "numberUnavailable",
-                "collisionCount",
-            ],
-            &[],
-        ),
-        "jobs" => (
-            &["active", "succeeded", "failed", "terminating", "ready"],
-            &[],
         ),
         "poddisruptionbudgets" => (
             &[

@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use super::field::{child, forbidden, index, invalid_str, label_value, qualified_name, required};
+use super::field::{child, forbidden, label_value, qualified_name, required};
 use super::pod::{self, PodOpts};
 use crate::model::status::Cause;
 
@@ -167,53 +167,14 @@ pub(crate) fn selector_json(sel: Option<&Value>) -> String {
     struct_json(&fields)
 }
 
-/// kube's `ValidateLabelSelector`: nothing for an unset selector.
+/// kube's `ValidateLabelSelector`: nothing for an unset selector (`pod.rs`' one).
 pub(crate) fn validate_label_selector(
     sel: Option<&Value>,
     allow_invalid_values: bool,
     path: &str,
     out: &mut Vec<Cause>,
 ) {
-    let Some(sel) = sel.filter(|s| !s.is_null()) else {
-        return;
-    };
-    super::field::labels(sel.get("matchLabels"), &child(path, "matchLabels"), out);
-    for (i, e) in super::field::items(sel, "matchExpressions")
-        .iter()
-        .enumerate()
-    {
-        let p = index(&child(path, "matchExpressions"), i);
-        let values = super::field::items(e, "values");
-        let op = text(e, "operator");
-        match op {
-            "In" | "NotIn" if values.is_empty() => out.push(required(
-                &child(&p, "values"),
-                "must be specified when `operator` is 'In' or 'NotIn'",
-            )),
-            "Exists" | "DoesNotExist" if !values.is_empty() => out.push(forbidden(
-                &child(&p, "values"),
-                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-            )),
-            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            _ => out.push(invalid_str(
-                &child(&p, "operator"),
-                op,
-                "not a valid selector operator",
-            )),
-        }
-        let key = text(e, "key");
-        for msg in qualified_name(key) {
-            out.push(invalid_str(&child(&p, "key"), key, &msg));
-        }
-        if !allow_invalid_values {
-            for (j, v) in values.iter().enumerate() {
-                let v = v.as_str().unwrap_or("");
-                for msg in label_value(v) {
-                    out.push(invalid_str(&index(&child(&p, "values"), j), v, &msg));
-                }
-            }
-        }
-    }
+    pod::label_selector(sel, allow_invalid_values, path, out);
 }
 
 /// `metav1.LabelSelectorHasInvalidLabelValue`: a selector value that is no label value.
@@ -578,27 +539,32 @@ fn deployment_strategy(strategy: &Value, out: &mut Vec<Cause>) {
             }
             not_more_than_100_percent(&max_unavailable, &mu_path, out);
         }
-        other => {
-            let ru_json = ru.map_or_else(
-                || "null".to_owned(),
-                |r| {
-                    struct_json(&[
-                        (
-                            "MaxUnavailable",
-                            int_or_string_json(Some(r), "maxUnavailable"),
-                        ),
-                        ("MaxSurge", int_or_string_json(Some(r), "maxSurge")),
-                    ])
-                },
-            );
-            let shown = struct_json(&[("Type", go_str(other)), ("RollingUpdate", ru_json)]);
-            out.push(not_sup(
-                "spec.strategy",
-                &shown,
-                &["Recreate", "RollingUpdate"],
-            ));
-        }
+        other => out.push(unsupported_strategy(
+            "spec.strategy",
+            other,
+            ru,
+            &["Recreate", "RollingUpdate"],
+        )),
     }
+}
+
+/// A Deployment's or DaemonSet's strategy of an unknown type, as kube shows it: the internal
+/// struct (`{"Type":...,"RollingUpdate":{"MaxUnavailable":...,"MaxSurge":...}}`).
+fn unsupported_strategy(path: &str, ty: &str, ru: Option<&Value>, supported: &[&str]) -> Cause {
+    let ru_json = ru.map_or_else(
+        || "null".to_owned(),
+        |r| {
+            struct_json(&[
+                (
+                    "MaxUnavailable",
+                    int_or_string_json(Some(r), "maxUnavailable"),
+                ),
+                ("MaxSurge", int_or_string_json(Some(r), "maxSurge")),
+            ])
+        },
+    );
+    let shown = struct_json(&[("Type", go_str(ty)), ("RollingUpdate", ru_json)]);
+    not_sup(path, &shown, supported)
 }
 
 /// kube's `ValidateDeploymentStatusUpdate` (status fields only).
@@ -835,26 +801,12 @@ fn daemon_set_update_strategy(strategy: &Value, out: &mut Vec<Cause>) {
                 out.push(required(&mu_path, "cannot be 0 when maxSurge is 0"));
             }
         }
-        other => {
-            let ru_json = ru.map_or_else(
-                || "null".to_owned(),
-                |r| {
-                    struct_json(&[
-                        (
-                            "MaxUnavailable",
-                            int_or_string_json(Some(r), "maxUnavailable"),
-                        ),
-                        ("MaxSurge", int_or_string_json(Some(r), "maxSurge")),
-                    ])
-                },
-            );
-            let shown = struct_json(&[("Type", go_str(other)), ("RollingUpdate", ru_json)]);
-            out.push(not_sup(
-                "spec.updateStrategy",
-                &shown,
-                &["RollingUpdate", "OnDelete"],
-            ));
-        }
+        other => out.push(unsupported_strategy(
+            "spec.updateStrategy",
+            other,
+            ru,
+            &["RollingUpdate", "OnDelete"],
+        )),
     }
 }
 

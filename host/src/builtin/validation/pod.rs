@@ -4131,7 +4131,7 @@ fn validate_labels(map: Option<&Value>, path: &str, out: &mut Vec<Cause>) {
 
 /// apimachinery's `ValidateLabelSelector` (`allow_invalid_values`: its
 /// `AllowInvalidLabelValueInSelector`).
-fn label_selector(
+pub(crate) fn label_selector(
     sel: Option<&Value>,
     allow_invalid_values: bool,
     path: &str,
