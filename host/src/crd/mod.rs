@@ -588,10 +588,16 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
         .iter()
         .filter(|v| v.get("served") != Some(&Value::Bool(false)))
         .map(|v| {
-            let schema = v
-                .pointer("/schema/openAPIV3Schema")
+            let source = v.pointer("/schema/openAPIV3Schema");
+            let schema = source
                 .and_then(|sch| Schema::from_crd_schema(sch, "").ok())
                 .map(Arc::new);
+            let schema_hash = {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                source.map(Value::to_string).hash(&mut h);
+                h.finish()
+            };
             let printer_columns = v
                 .get("additionalPrinterColumns")
                 .and_then(Value::as_array)
@@ -657,6 +663,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                         .and_then(Value::as_str)
                         .and_then(|r| r.parse().ok())
                         .unwrap_or(u64::MAX),
+                    schema_hash,
                 })),
                 create_only: false,
             })
@@ -703,6 +710,40 @@ mod tests {
                 "not approved: \"unapproved\"".to_owned()
             )
         );
+    }
+
+    /// Objects are read through the slow path (pruned, defaulted) only if stored before their
+    /// version's schema last changed, not before any write to the CRD.
+    #[test]
+    fn a_schema_keeps_the_revision_it_changed_at() {
+        let crd = |rv: &str, max: u64| {
+            json!({
+                "metadata": {"name": "widgets.example.com", "resourceVersion": rv},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                            "size": {"type": "integer", "maximum": max}}}}}]}
+            })
+        };
+        let registry = crate::model::registry::Registry::default();
+        let schema_rv = || {
+            registry.custom_resources("widgets.example.com")[0]
+                .custom
+                .as_ref()
+                .map(|c| c.schema_rv)
+        };
+        registry.set_custom("widgets.example.com", resources(&crd("5", 3)));
+        assert_eq!(schema_rv(), Some(5));
+        // A label or a status write: the same schema.
+        registry.set_custom("widgets.example.com", resources(&crd("9", 3)));
+        assert_eq!(schema_rv(), Some(5));
+        registry.set_custom("widgets.example.com", resources(&crd("12", 4)));
+        assert_eq!(schema_rv(), Some(12));
+        // Gone and back: everything stored before it may predate it.
+        registry.remove_custom("widgets.example.com");
+        registry.set_custom("widgets.example.com", resources(&crd("20", 4)));
+        assert_eq!(schema_rv(), Some(20));
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub struct ScaleSubresource {
 }
 
 /// What a CustomResourceDefinition adds to a served version.
+#[derive(Clone)]
 pub struct CustomResource {
     /// `plural.group`: the CRD object this version comes from.
     pub crd_name: String,
@@ -58,10 +59,15 @@ pub struct CustomResource {
     /// The CRD's conversion webhook (`strategy: Webhook`): objects stored in another version
     /// are converted through it (`crd::conversion`); `None`: only `apiVersion` is rewritten.
     pub webhook: Option<Arc<crate::crd::conversion::Webhook>>,
-    /// The CRD's resourceVersion when this was built: objects stored at or before it may
-    /// predate the schema and are pruned and defaulted when read (kube's decoder does it on
-    /// every read); later ones were written through this schema already.
+    /// The CRD's resourceVersion when this version's schema became what it is (when this was
+    /// built, unless the same schema was served before: [`Registry::set_custom`] keeps the
+    /// earlier one, so a label or status write on the CRD does not make its objects stale):
+    /// objects stored at or before it may predate the schema and are pruned and defaulted when
+    /// read (kube's decoder does it on every read); later ones were written through this schema
+    /// already. After a restart, the CRD's resourceVersion then.
     pub schema_rv: u64,
+    /// A hash of this version's `openAPIV3Schema` as written, to tell whether it changed.
+    pub schema_hash: u64,
 }
 
 impl std::fmt::Debug for CustomResource {
@@ -247,12 +253,28 @@ impl Registry {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let mut list: Vec<Arc<ResourceInfo>> = g
+        let (mut list, before): (Vec<Arc<ResourceInfo>>, Vec<Arc<ResourceInfo>>) = g
             .iter()
-            .filter(|r| r.custom.as_ref().is_none_or(|c| c.crd_name != crd_name))
             .cloned()
-            .collect();
-        list.extend(resources);
+            .partition(|r| r.custom.as_ref().is_none_or(|c| c.crd_name != crd_name));
+        // A version whose schema did not change keeps the revision it changed at.
+        list.extend(resources.into_iter().map(|r| {
+            let Some(c) = &r.custom else { return r };
+            let same = before.iter().find_map(|b| {
+                b.custom.as_ref().filter(|o| {
+                    b.version == r.version
+                        && o.schema_hash == c.schema_hash
+                        && o.schema_rv < c.schema_rv
+                })
+            });
+            let Some(old) = same else { return r };
+            let mut kept = (*r).clone();
+            kept.custom = Some(Arc::new(CustomResource {
+                schema_rv: old.schema_rv,
+                ..(**c).clone()
+            }));
+            Arc::new(kept)
+        }));
         *g = Arc::new(list);
         drop(g);
         self.changed.send_modify(|n| *n += 1);
