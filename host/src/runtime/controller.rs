@@ -740,7 +740,10 @@ impl ControllerHandle {
         for t in tasks.drain(..) {
             t.abort();
         }
-        let n = module.registration.max_concurrent_reconciles.clamp(1, 64);
+        let n = module
+            .registration
+            .max_concurrent_reconciles
+            .clamp(1, MAX_WORKERS);
         for _ in 0..n {
             let this = self.clone();
             let ctx = ctx.clone();
@@ -1208,6 +1211,8 @@ fn check_watches(ctx: &HostCtx, reg: &wit::Registration) -> Result<(), RuntimeEr
 
 /// Most watches a registration may declare.
 const MAX_WATCHES: usize = 64;
+/// Most workers (`max-concurrent-reconciles`) a controller may ask for.
+const MAX_WORKERS: u32 = 64;
 /// Most permission rules, and entries of each rule's lists.
 const MAX_PERMISSIONS: usize = 256;
 const MAX_PERMISSION_ITEMS: usize = 256;
@@ -1242,6 +1247,13 @@ fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
             p.api_groups.len(),
             p.resources.len(),
             p.verbs.len()
+        )));
+    }
+    // Each worker keeps an instance (up to its memory cap) and a blocking thread busy.
+    if reg.max_concurrent_reconciles > MAX_WORKERS {
+        return Err(RuntimeError::Registration(format!(
+            "max-concurrent-reconciles is at most {MAX_WORKERS} (got {})",
+            reg.max_concurrent_reconciles
         )));
     }
     if !matches!(reg.watches[0].mapping, wit::KeyMapping::SelfKey) {
@@ -1336,6 +1348,20 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), gate.wait())
             .await
             .expect("the gate stays closed (likely deadlocked)");
+    }
+
+    #[test]
+    fn too_many_workers_are_refused_not_clamped() {
+        let mut reg = registration(vec![watch("", "configmaps", None)], Vec::new());
+        reg.max_concurrent_reconciles = MAX_WORKERS;
+        assert!(validate(reg.clone()).is_ok());
+        reg.max_concurrent_reconciles = MAX_WORKERS + 1;
+        let err = validate(reg).expect_err("65 workers");
+        assert!(
+            err.to_string()
+                .contains("max-concurrent-reconciles is at most 64 (got 65)"),
+            "{err}"
+        );
     }
 
     #[test]
