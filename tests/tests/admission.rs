@@ -1192,3 +1192,91 @@ fn scale_and_token_writes_are_admitted() {
         r#"{"spec":{"replicas":2}}"#,
     ]);
 }
+
+/// The garbage collector and the namespace controller delete as kube's do, through the API as
+/// their service accounts: validating admission sees their deletes (and can hold them).
+#[test]
+fn controller_deletes_are_admitted() {
+    let s = Server::start().expect("server starts");
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "keep"},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["DELETE"], "resources": ["configmaps"]}]},
+            "validations": [
+                {"expression": "!has(oldObject.metadata.labels) || !('probe' in oldObject.metadata.labels)",
+                 "message": "probe"},
+                {"expression": "!request.userInfo.username.startsWith('system:serviceaccount:kube-system:') || !has(oldObject.metadata.labels) || !('keep' in oldObject.metadata.labels)",
+                 "message": "controllers keep it"}]}});
+    apply(&s, &policy);
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "keep"},
+            "spec": {"policyName": "keep", "validationActions": ["Deny"]}}),
+    );
+    s.kubectl_ok(&["create", "configmap", "probe"]);
+    s.kubectl_ok(&["label", "configmap", "probe", "probe=1"]);
+    until_denied(&s, &["delete", "configmap", "probe"]);
+
+    // The collector: of two dependents of a deleted owner, the one the policy keeps stays.
+    let owner = s
+        .http()
+        .post_json(
+            "/api/v1/namespaces/default/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}),
+        )
+        .json();
+    let owned = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+        "uid": owner["metadata"]["uid"]}]);
+    for (name, labels) in [("kept", json!({"keep": "1"})), ("gone", json!({}))] {
+        let r = s.http().post_json(
+            "/api/v1/namespaces/default/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "labels": labels, "ownerReferences": owned}}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    s.kubectl_ok(&["delete", "configmap", "owner"]);
+    let path = |ns: &str, name: &str| format!("/api/v1/namespaces/{ns}/configmaps/{name}");
+    poll(
+        "the collector deletes gone",
+        Duration::from_secs(20),
+        || (s.http().get(&path("default", "gone")).status == 404).then_some(()),
+    )
+    .expect("gone is collected");
+    assert_eq!(s.http().get(&path("default", "kept")).status, 200);
+
+    // The namespace controller: the namespace stays, and its condition says why.
+    s.kubectl_ok(&["create", "namespace", "doomed"]);
+    s.kubectl_ok(&["create", "configmap", "kept", "-n", "doomed"]);
+    s.kubectl_ok(&["label", "configmap", "kept", "keep=1", "-n", "doomed"]);
+    s.kubectl_ok(&["create", "configmap", "other", "-n", "doomed"]);
+    s.kubectl_ok(&["delete", "namespace", "doomed", "--wait=false"]);
+    let message = poll("the content failure", Duration::from_secs(20), || {
+        let ns = s.http().get("/api/v1/namespaces/doomed").json();
+        ns["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "NamespaceDeletionContentFailure" && c["status"] == "True")
+            .map(|c| c["message"].as_str().unwrap_or_default().to_owned())
+    })
+    .expect("the namespace reports what it could not delete");
+    assert!(
+        message.contains("configmaps/kept") && message.contains("controllers keep it"),
+        "{message}"
+    );
+    assert_eq!(s.http().get(&path("doomed", "other")).status, 404);
+    assert_eq!(s.http().get(&path("doomed", "kept")).status, 200);
+
+    // Without the policy, both finish.
+    s.kubectl_ok(&["delete", "validatingadmissionpolicybinding", "keep"]);
+    poll("kept collected", Duration::from_secs(30), || {
+        (s.http().get(&path("default", "kept")).status == 404).then_some(())
+    })
+    .expect("the collector retries");
+    poll("the namespace goes", Duration::from_secs(30), || {
+        (s.http().get("/api/v1/namespaces/doomed").status == 404).then_some(())
+    })
+    .expect("the namespace controller retries");
+}

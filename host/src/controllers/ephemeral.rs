@@ -61,16 +61,7 @@ fn claim_for(pod: &Value, volume: &str, template: &Value) -> Value {
 
 /// Who the claims are created as: kube's controller service account.
 fn identity() -> crate::auth::rbac::UserInfo {
-    crate::auth::rbac::UserInfo {
-        name: "system:serviceaccount:kube-system:ephemeral-volume-controller".into(),
-        uid: String::new(),
-        groups: vec![
-            "system:serviceaccounts".into(),
-            "system:serviceaccounts:kube-system".into(),
-            "system:authenticated".into(),
-        ],
-        extra: Default::default(),
-    }
+    super::service_account_user("ephemeral-volume-controller")
 }
 
 /// Keys are `(namespace, pod)`.

@@ -273,9 +273,11 @@ impl GarbageCollector {
         uid: &str,
         propagation: Propagation,
     ) -> Result<Option<Deleted>, ControllerError> {
+        // As kube's collector, a client of the API: its deletes pass admission.
         let opts = DeleteOptions {
             precondition_uid: Some(uid.to_owned()),
             propagation: Some(propagation),
+            user: Some(super::service_account_user("generic-garbage-collector")),
             ..Default::default()
         };
         match self.service.delete(ri, &r.namespace, &r.name, &opts).await {

@@ -130,6 +130,22 @@ where
     }
 }
 
+/// The user a kube-controller-manager controller acts as: its service account in `kube-system`
+/// (`generic-garbage-collector`, `namespace-controller`), so admission sees its writes as
+/// kube's does.
+pub fn service_account_user(name: &str) -> crate::auth::rbac::UserInfo {
+    crate::auth::rbac::UserInfo {
+        name: format!("system:serviceaccount:kube-system:{name}"),
+        uid: String::new(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            "system:serviceaccounts:kube-system".into(),
+            "system:authenticated".into(),
+        ],
+        extra: Default::default(),
+    }
+}
+
 /// What a built-in controller is called, says of itself, and how many keys it reconciles at once.
 pub struct Identity {
     pub name: &'static str,

@@ -135,9 +135,12 @@ impl NamespaceController {
             .collect();
         let failures: Vec<Option<String>> =
             futures::stream::iter(doomed.into_iter().map(|(ri, name, u)| {
+                // As kube's namespace controller, a client of the API: its deletes pass
+                // admission.
                 let opts = DeleteOptions {
                     precondition_uid: Some(u),
                     propagation: Some(Propagation::Background),
+                    user: Some(super::service_account_user("namespace-controller")),
                     ..Default::default()
                 };
                 async move {
