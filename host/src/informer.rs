@@ -158,11 +158,11 @@ impl<S: Source> Watcher<S> {
         match self.state {
             State::Empty => {
                 let start = self.source.watch(WatchFrom::Now)?;
-                self.started(start, true);
+                self.started(start, None);
             }
             State::Resume(last) => {
                 let start = self.source.watch(WatchFrom::After(last))?;
-                self.started(start, false);
+                self.started(start, Some(last));
             }
             State::Watching { .. } | State::Done => {}
         }
@@ -241,10 +241,12 @@ impl<S: Source> Watcher<S> {
         }
     }
 
-    /// Queue a started watch's list (or backlog) and keep its live feed.
-    fn started(&mut self, start: WatchStart, relist: bool) {
+    /// Queue a started watch's list, or the backlog after `resumed`, and keep its live feed.
+    /// A resume from a revision the store has not reached yet skips what comes before it.
+    fn started(&mut self, start: WatchStart, resumed: Option<u64>) {
         self.published = Some(start.published);
-        let mut last = start.rv;
+        let relist = resumed.is_none();
+        let mut last = start.rv.max(resumed.unwrap_or(0));
         if relist {
             self.pending.push_back((self.yielded, Event::Init));
             // A namespaced filter reads its namespace's range of the index, not the cluster.
@@ -295,7 +297,7 @@ impl<S: Source> Watcher<S> {
             match &mut self.state {
                 State::Done => return None,
                 State::Empty => match self.source.watch(WatchFrom::Now) {
-                    Ok(start) => self.started(start, true),
+                    Ok(start) => self.started(start, None),
                     Err(e) => return self.fail(e),
                 },
                 State::Resume(last) => {
@@ -303,7 +305,7 @@ impl<S: Source> Watcher<S> {
                     let last = *last;
                     hold::released().await;
                     match self.source.watch(WatchFrom::After(last)) {
-                        Ok(start) => self.started(start, false),
+                        Ok(start) => self.started(start, Some(last)),
                         // What it missed is no longer in the history: list again (or end).
                         Err(e @ StoreError::TooOld { .. }) => {
                             if self.expiry == Expiry::End {
@@ -797,6 +799,28 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(5), w.next())
             .await
             .expect("the watcher is stuck (likely deadlocked)")
+    }
+
+    /// A resume from a revision the store has not reached (an HTTP watch from a future
+    /// resourceVersion) yields nothing at or before it.
+    #[tokio::test]
+    async fn a_resume_from_the_future_skips_what_comes_before_it() {
+        let (mut start, feed) = listed(2, &[], 16);
+        start.snapshot = None;
+        let mut w = Watcher::resume(Script::once(start), None, 5);
+        w.start().expect("starts");
+        for rv in [3, 5, 6] {
+            feed.send(event(
+                EventType::Added,
+                obj(&format!("o{rv}"), rv, json!({})),
+                None,
+            ))
+            .unwrap();
+        }
+        match next(&mut w).await {
+            Some(Event::Added(o)) => assert_eq!(o.rv, 6),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -404,6 +404,19 @@ pub struct Service {
 
 pub const SERVICES: &str = "services";
 
+/// A read at a revision the store has not reached in time: kube's 504, worded as its
+/// `NewTooLargeResourceVersionError` (with the cause clients look for).
+pub(crate) fn too_large_rv(requested: u64, current: u64) -> ApiError {
+    ApiError::timeout(format!(
+        "Timeout: Too large resource version: {requested}, current: {current}"
+    ))
+    .with_causes(vec![crate::model::Cause::new(
+        "ResourceVersionTooLarge",
+        "",
+        "Too large resource version",
+    )])
+}
+
 pub(crate) fn store_error(ri: &ResourceInfo, name: &str, e: StoreError) -> ApiError {
     match e {
         StoreError::AlreadyExists => ApiError::already_exists(&ri.group, &ri.resource, name),
@@ -1024,7 +1037,8 @@ impl Service {
             .ok_or_else(|| ApiError::not_found(&ri.group, &ri.resource, name))
     }
 
-    /// Resolve list resourceVersion semantics to the snapshot to read.
+    /// Resolve list resourceVersion semantics to the snapshot to read (the request's options
+    /// were checked already: `api::handlers::validate_list_options`).
     async fn list_snapshot(
         &self,
         ri: &ResourceInfo,
@@ -1032,10 +1046,11 @@ impl Service {
     ) -> Result<(Snapshot, Option<Continue>)> {
         let resource = ri.group_resource();
         if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            // "0" is allowed (and ignored: the token names its revision), as kube's storage.
             if opts
                 .resource_version
                 .as_deref()
-                .is_some_and(|rv| !rv.is_empty())
+                .is_some_and(|rv| !rv.is_empty() && rv != "0")
             {
                 return Err(ApiError::bad_request(
                     "specifying resource version is not allowed when using continue",
@@ -1090,10 +1105,7 @@ impl Service {
             ));
         }
         if n > self.store.revision() && !self.store.wait_for_revision(n, TOO_NEW_WAIT).await {
-            return Err(ApiError::timeout(format!(
-                "Too large resource version: {n}, current: {}",
-                self.store.revision()
-            )));
+            return Err(too_large_rv(n, self.store.revision()));
         }
         let at = if exact { Some(n) } else { None };
         let snap = self
@@ -1328,7 +1340,13 @@ impl Service {
 
     fn validate(ri: &ResourceInfo, obj: &Value) -> Result<()> {
         let name = meta::name(obj);
-        let mut causes = meta::validate_name(name, ri.name_rule);
+        // kube checks `generateName` first, with the same name function (prefix allowed).
+        let generate = obj
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let mut causes = meta::validate_generate_name(generate, ri.name_rule);
+        causes.extend(meta::validate_name(name, ri.name_rule));
         causes.extend(meta::validate_common(obj));
         if !causes.is_empty() {
             return Err(ApiError::invalid(&ri.group, &ri.kind, name, causes));

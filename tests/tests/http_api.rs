@@ -203,6 +203,31 @@ fn generate_name_adds_a_suffix() {
     assert_ne!(na, nb);
     assert_eq!(a["metadata"]["generateName"], "gen-");
     get(&http, &format!("{CMS}/{na}"));
+    // The prefix is checked as kube checks it, before the name made from it.
+    let r = http.post_json(
+        CMS,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "Gen-"}}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    let causes = r.json()["details"]["causes"].clone();
+    assert_eq!(causes[0]["field"], "metadata.generateName", "{causes}");
+    assert_eq!(causes[1]["field"], "metadata.name", "{causes}");
+    // An IPAddress cannot generate its name (it must be an address).
+    let r = http.post_json(
+        "/apis/networking.k8s.io/v1/ipaddresses",
+        &json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+            "metadata": {"generateName": "10.0.0."},
+            "spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "x"}}}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    let body = r.json();
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(
+            "metadata.generateName: Invalid value: \"10.0.0.\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+        ),
+        "{message}"
+    );
 }
 
 #[test]

@@ -749,7 +749,20 @@ fn impersonating_service_accounts_uids_and_extras_is_asked_as_kube_asks_it() {
     assert_eq!(info["extra"]["scopes"], json!(["read", "write"]));
     assert_eq!(info["extra"]["example.com/team"], json!(["blue"]));
     // A uid without a user: refused; a group without one too.
-    for (h, v) in [("Impersonate-Uid", "u-42"), ("Impersonate-Group", "dev")] {
+    // kube's words: the requests as Go prints them.
+    for (h, v, said) in [
+        (
+            "Impersonate-Uid",
+            "u-42",
+            "[{UID  u-42  authentication.k8s.io/v1  }]",
+        ),
+        ("Impersonate-Group", "dev", "[{Group  dev    }]"),
+        (
+            "Impersonate-Extra-Scopes",
+            "read",
+            "[{UserExtra  read  authentication.k8s.io/v1  scopes}]",
+        ),
+    ] {
         let r = s
             .http()
             .client
@@ -758,6 +771,11 @@ fn impersonating_service_accounts_uids_and_extras_is_asked_as_kube_asks_it() {
             .send()
             .unwrap();
         assert_eq!(r.status().as_u16(), 400, "{h}");
+        let body: Value = r.json().unwrap();
+        assert_eq!(
+            body["message"],
+            format!("requested {said} without impersonating a user")
+        );
     }
     let whoami = |headers: &[(&str, &[u8])]| -> Value {
         let mut rb = s

@@ -207,10 +207,141 @@ fn watch_list_requires_its_parameters() {
         .http()
         .get(&format!("{CMS}?watch=true&sendInitialEvents=true"));
     assert_eq!(r.status, 422, "{}", r.text());
-    let r = s.http().get(&format!(
-        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+    assert_eq!(
+        r.json()["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+    );
+    let r = s
+        .http()
+        .get(&format!("{CMS}?watch=true&resourceVersionMatch=Exact"));
+    assert_eq!(
+        r.json()["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided, resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"]"
+    );
+    // Bookmarks are not required (kube leaves out only the closing bookmark without them).
+    create(&s.http(), &configmap("only", &[], &[]));
+    let mut w = s.http().watch(&format!(
+        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&{OWN}"
     ));
-    assert_eq!(r.status, 422, "bookmarks are required: {}", r.text());
+    assert_eq!(w.status, 200);
+    assert_eq!(name(&w.expect_event("ADDED")), "only");
+    create(&s.http(), &configmap("next", &[], &[]));
+    assert_eq!(
+        name(&w.expect_event("ADDED")),
+        "next",
+        "no bookmark between"
+    );
+}
+
+/// List options are checked as kube's `ValidateListOptions` checks them: one 422 with every
+/// problem; a `continue` token may come with `resourceVersion=0` (ignored) but no other.
+#[test]
+fn list_options_are_validated_as_kube_does() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    for n in ["a", "b", "c"] {
+        create(&http, &configmap(n, &[], &[]));
+    }
+    let page = http.get(&format!("{CMS}?limit=1"));
+    let token = page.json()["metadata"]["continue"]
+        .as_str()
+        .expect("a continue token")
+        .to_owned();
+    let r = http.get(&format!(
+        "{CMS}?limit=1&continue={token}&resourceVersionMatch=NotOlderThan"
+    ));
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided]"
+    );
+    let r = http.get(&format!("{CMS}?limit=1&continue={token}&resourceVersion=0"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = http.get(&format!("{CMS}?limit=1&continue={token}&resourceVersion=5"));
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = http.get(&format!(
+        "{CMS}?resourceVersion=0&resourceVersionMatch=Exact"
+    ));
+    assert_eq!(
+        r.json()["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""
+    );
+    let r = http.get(&format!("{CMS}?sendInitialEvents=true"));
+    assert_eq!(r.status, 422, "{}", r.text());
+}
+
+/// A watch from a revision the store has not reached starts at once and stays quiet until the
+/// store gets there (kube's cacher); with the initial events asked for, kube waits a while and
+/// then answers with one ERROR event (504, `ResourceVersionTooLarge`).
+#[test]
+fn a_watch_from_a_future_revision() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let far = list_rv(&http) + 1_000_000;
+    let mut w = http.watch(&format!(
+        "{CMS}?watch=true&resourceVersion={far}&timeoutSeconds=2"
+    ));
+    assert_eq!(w.status, 200);
+    create(&http, &configmap("before-it", &[], &[]));
+    assert_eq!(
+        w.next_event(),
+        None,
+        "nothing at or before the revision asked for"
+    );
+    let mut w = http.watch(&format!(
+        "{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion={far}"
+    ));
+    assert_eq!(w.status, 200);
+    let ev = w.expect_event("ERROR");
+    assert_eq!(ev["object"]["code"], 504, "{ev}");
+    assert_eq!(ev["object"]["reason"], "Timeout", "{ev}");
+    assert!(
+        ev["object"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!(
+                "Timeout: Too large resource version: {far}, current: "
+            )),
+        "{ev}"
+    );
+    assert_eq!(
+        ev["object"]["details"]["causes"][0]["reason"], "ResourceVersionTooLarge",
+        "{ev}"
+    );
+}
+
+/// kube's deprecated `/watch/` paths still work: a collection, or one name (as
+/// `fieldSelector=metadata.name=NAME`); GET only.
+#[test]
+fn legacy_watch_paths() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let mut one = http.watch("/api/v1/watch/namespaces/default/configmaps/x?timeoutSeconds=30");
+    assert_eq!(one.status, 200);
+    let mut all = http.watch(&format!(
+        "/api/v1/watch/configmaps?resourceVersion={}&watch=false",
+        list_rv(&http)
+    ));
+    assert_eq!(all.status, 200);
+    create(&http, &configmap("y", &[], &[]));
+    create(&http, &configmap("x", &[], &[]));
+    assert_eq!(name(&one.expect_event("ADDED")), "x", "only x");
+    assert_eq!(name(&all.expect_event("ADDED")), "y");
+    assert_eq!(name(&all.expect_event("ADDED")), "x");
+    let r =
+        http.get("/api/v1/watch/namespaces/default/configmaps/x?fieldSelector=metadata.name%3Dz");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "fieldSelector metadata.name doesn't match requested name"
+    );
+    let r = http.post_json(
+        "/api/v1/watch/namespaces/default/configmaps",
+        &configmap("p", &[], &[]),
+    );
+    assert_eq!(r.status, 405, "{}", r.text());
+    // A namespaced kind has no cluster-wide single-name form.
+    assert_eq!(http.get("/apis/apps/v1/watch/deployments/web").status, 404);
 }
 
 #[test]
@@ -317,6 +448,40 @@ fn metadata_watches_get_partial_object_metadata_bookmarks() {
     );
     let tick = w.expect_event("BOOKMARK");
     assert_eq!(tick["object"]["kind"], "PartialObjectMetadata", "{tick}");
+}
+
+/// A Table watch's bookmarks are one-row Tables, as kube converts every event object: the
+/// first line of the stream, bookmark or not, has the column definitions and later ones
+/// `null`; the initial-events-end bookmark keeps its `PartialObjectMetadata` row object even
+/// with `includeObject=None`.
+#[test]
+fn table_watches_get_table_bookmarks() {
+    let s = Server::start_with(&["--bookmark-interval", "1"]).unwrap();
+    let http = s.http();
+    let mut w = http.watch_with_accept(
+        &format!("{CMS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&includeObject=None&{OWN}"),
+        "application/json;as=Table;g=meta.k8s.io;v=v1",
+    );
+    assert_eq!(w.status, 200);
+    let end = w.expect_event("BOOKMARK");
+    assert_eq!(end["object"]["kind"], "Table", "{end}");
+    assert!(
+        end["object"]["columnDefinitions"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty()),
+        "{end}"
+    );
+    let row = &end["object"]["rows"][0]["object"];
+    assert_eq!(row["kind"], "PartialObjectMetadata", "{end}");
+    assert_eq!(
+        row["metadata"]["annotations"]["k8s.io/initial-events-end"], "true",
+        "{end}"
+    );
+    assert!(row["metadata"].get("creationTimestamp").is_none(), "{end}");
+    let tick = w.expect_event("BOOKMARK");
+    assert_eq!(tick["object"]["kind"], "Table", "{tick}");
+    assert!(tick["object"]["columnDefinitions"].is_null(), "{tick}");
+    assert!(tick["object"]["rows"][0].get("object").is_none(), "{tick}");
 }
 
 /// The bookmarks of a watch on a quiet resource move with the store (kube's cacher moves them

@@ -117,9 +117,28 @@ fn impersonate(
     let target = text("impersonate-user")?;
     let Some(target) = target.as_deref() else {
         if !groups.is_empty() || !extra.is_empty() || uid.is_some() {
-            return Err(ApiError::bad_request(
-                "requested impersonation of groups, user-extra or uid without impersonating a user",
-            ));
+            // kube's words: the requests as Go prints its `[]ObjectReference` (`%v`), groups,
+            // then extras (sorted here; Go's map order is random), then the uid. kube 1.35's
+            // code, 400; 1.34 answered the same text as a plain-text 500.
+            let reference = |kind: &str, name: &str, api_version: &str, field: &str| {
+                format!("{{{kind}  {name}  {api_version}  {field}}}")
+            };
+            let mut asked: Vec<String> = groups
+                .iter()
+                .map(|g| format!("{{Group  {g}    }}"))
+                .collect();
+            for (key, values) in &extra {
+                for v in values {
+                    asked.push(reference("UserExtra", v, "authentication.k8s.io/v1", key));
+                }
+            }
+            if let Some(u) = uid {
+                asked.push(reference("UID", u, "authentication.k8s.io/v1", ""));
+            }
+            return Err(ApiError::bad_request(format!(
+                "requested [{}] without impersonating a user",
+                asked.join(" ")
+            )));
         }
         return Ok(user);
     };

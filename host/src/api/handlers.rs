@@ -91,6 +91,10 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         };
     }
     let target = resolve(state, &info)?;
+    if info.legacy_watch {
+        let (method, headers) = (req.method().clone(), req.headers().clone());
+        return legacy_watch(state, &info, &target, &method, &headers).await;
+    }
     if target.ri.create_only {
         if req.method() != Method::POST || target.name.is_some() {
             return Err(ApiError::method_not_allowed(
@@ -288,6 +292,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             watch::serve(state.clone(), &target, query, representation(&headers)).await
         }
         (&Method::GET, None) => {
+            validate_list_options(query, false)?;
             let opts = list_options(query)?;
             let mut page = svc.list(&ri, target.namespace.as_deref(), &opts).await?;
             page.items = svc.served(&ri, page.items).await?;
@@ -417,6 +422,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut opts = delete_options(query, &body)?;
             opts.user = user.clone();
+            validate_list_options(query, false)?;
             let list = list_options(query)?;
             let page = svc
                 .delete_collection(&ri, target.namespace.as_deref(), &list, &opts)
@@ -1446,6 +1452,122 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
         }
     }
     Ok(opts)
+}
+
+/// kube's deprecated `/watch/` paths (`.../watch/namespaces/NS/RESOURCE[/NAME]`): GET only,
+/// always a watch, of the collection or of one name, which is `fieldSelector=metadata.name=NAME`
+/// (a selector naming another is a 400, as kube's list handler answers).
+async fn legacy_watch(
+    state: &Arc<AppState>,
+    info: &RequestInfo,
+    target: &Target,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    if !info.subresource.is_empty() || target.ri.create_only {
+        return Err(ApiError::path_not_found());
+    }
+    if method != Method::GET {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let mut q = info.query.clone();
+    if let Some(name) = &target.name {
+        match q.get("fieldSelector").filter(|f| !f.is_empty()) {
+            Some(fs) => {
+                let same = crate::selector::FieldSelector::parse_any(fs)
+                    .ok()
+                    .is_some_and(|sel| sel.exact("metadata.name") == Some(name.as_str()));
+                if !same {
+                    return Err(ApiError::bad_request(
+                        "fieldSelector metadata.name doesn't match requested name",
+                    ));
+                }
+            }
+            None => {
+                q.insert("fieldSelector".into(), format!("metadata.name={name}"));
+            }
+        }
+    }
+    watch::serve(state.clone(), target, &q, representation(headers)).await
+}
+
+/// kube's `ValidateListOptions` (and `validateWatchOptions` for a watch), clause for clause in
+/// its order: every problem is a cause of one 422 on `ListOptions.meta.k8s.io`. The WatchList
+/// feature is on, as in kube 1.34.
+pub fn validate_list_options(q: &Query, watch: bool) -> Result<(), ApiError> {
+    use crate::builtin::validation::field::{forbidden, not_supported};
+    let given = |k: &str| q.get(k).map(String::as_str).filter(|v| !v.is_empty());
+    let rv_match = given("resourceVersionMatch");
+    let send_initial = q.contains_key("sendInitialEvents");
+    let cont = given("continue").is_some();
+    let path = "resourceVersionMatch";
+    let mut causes = Vec::new();
+    if watch {
+        if send_initial && rv_match != Some("NotOlderThan") {
+            causes.push(forbidden(
+                path,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if let Some(m) = rv_match {
+            if !send_initial {
+                causes.push(forbidden(
+                    path,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                causes.push(not_supported(path, &Value::from(m), &["NotOlderThan"]));
+            }
+            if cont {
+                causes.push(forbidden(
+                    path,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+    } else {
+        if let Some(m) = rv_match {
+            if given("resourceVersion").is_none() {
+                causes.push(forbidden(
+                    path,
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if cont {
+                causes.push(forbidden(
+                    path,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                causes.push(not_supported(
+                    path,
+                    &Value::from(m),
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if m == "Exact" && given("resourceVersion") == Some("0") {
+                causes.push(forbidden(
+                    path,
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if send_initial {
+            causes.push(forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", causes))
+    }
 }
 
 pub fn list_options(q: &Query) -> Result<ListOptions, ApiError> {

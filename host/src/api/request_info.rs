@@ -41,6 +41,9 @@ pub struct RequestInfo {
     /// The path from the resource on: `RESOURCE[/NAME[/SUBRESOURCE[/...]]]`.
     pub parts: Vec<String>,
     pub query: Query,
+    /// A deprecated `/watch/` path (`/api/v1/watch/namespaces/NS/RESOURCE[/NAME]`), which kube
+    /// still serves: verb `watch` whatever the method, and a watch whatever `watch=` says.
+    pub legacy_watch: bool,
 }
 
 /// kube's reading of a boolean query parameter: absent is false; present, anything but
@@ -93,15 +96,22 @@ impl RequestInfo {
         info.api_group = group.to_owned();
         info.api_version = rest[0].to_owned();
         let mut parts = &rest[1..];
-        info.verb = match *method {
-            Method::POST => "create",
-            Method::GET | Method::HEAD => "get",
-            Method::PUT => "update",
-            Method::PATCH => "patch",
-            Method::DELETE => "delete",
-            _ => "",
+        // kube's special verbs: `watch` (and `proxy`, not served) as the first segment.
+        if parts[0] == "watch" && parts.len() >= 2 {
+            info.verb = "watch".to_owned();
+            info.legacy_watch = true;
+            parts = &parts[1..];
+        } else {
+            info.verb = match *method {
+                Method::POST => "create",
+                Method::GET | Method::HEAD => "get",
+                Method::PUT => "update",
+                Method::PATCH => "patch",
+                Method::DELETE => "delete",
+                _ => "",
+            }
+            .to_owned();
         }
-        .to_owned();
         if parts[0] == "namespaces" && parts.len() > 1 {
             info.namespace = parts[1].to_owned();
             if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2]) {
@@ -145,7 +155,8 @@ impl RequestInfo {
         info
     }
 
-    /// A watch: a GET of a collection whose first `watch` parameter is not false.
+    /// A watch: a GET of a collection whose first `watch` parameter is not false (or any
+    /// request to a `/watch/` path).
     pub fn is_watch(&self) -> bool {
         self.resource_request && self.verb == "watch"
     }

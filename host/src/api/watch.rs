@@ -31,7 +31,7 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
 use bytes::{BufMut, Bytes, BytesMut};
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -65,26 +65,18 @@ fn line(kind: &str, obj: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// A BOOKMARK at `rv`: an object of the watched kind that holds only its resourceVersion (and
-/// kube's annotation on the one that ends the initial events), shaped as the watch's events
-/// are: a metadata-only watch gets a `PartialObjectMetadata`, as kube converts every event
-/// object (client-go's metadata informers cannot decode anything else).
-fn bookmark(ri: &ResourceInfo, repr: Representation, rv: u64, initial_end: bool) -> Bytes {
-    let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+/// A BOOKMARK's object at `rv`: an object of the watched kind that holds only its
+/// resourceVersion (and kube's annotation on the one that ends the initial events; a zero
+/// `creationTimestamp` is left out, as kube 1.34 omits it). The encoder shapes it as the
+/// watch's events are shaped, as kube converts every event object: a `PartialObjectMetadata`
+/// for a metadata-only watch (client-go's metadata informers cannot decode anything else), a
+/// one-row Table for a Table watch.
+fn bookmark_object(ri: &ResourceInfo, rv: u64, initial_end: bool) -> Value {
+    let mut meta = json!({"resourceVersion": rv.to_string()});
     if initial_end {
         meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    let obj = match repr {
-        Representation::PartialMetadata => json!({
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": meta,
-        }),
-        Representation::Full | Representation::Table => {
-            json!({"kind": ri.kind, "apiVersion": ri.api_version(), "metadata": meta})
-        }
-    };
-    line("BOOKMARK", obj.to_string().as_bytes())
+    json!({"kind": ri.kind, "apiVersion": ri.api_version(), "metadata": meta})
 }
 
 /// The ERROR event of a watch that cannot go on, and the stop that ends it.
@@ -113,26 +105,52 @@ struct Encoder {
 }
 
 impl Encoder {
+    fn bookmark(&mut self, ri: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
+        let obj = bookmark_object(ri, rv, initial_end);
+        match StoredObject::unstored(obj.clone()) {
+            Ok(mut o) => {
+                o.rv = rv;
+                self.encode(ri, "BOOKMARK", Arc::new(o), initial_end)
+            }
+            Err(_) => line("BOOKMARK", obj.to_string().as_bytes()),
+        }
+    }
+
     fn event(&mut self, ri: &ResourceInfo, kind: &str, obj: Arc<StoredObject>) -> Bytes {
         let obj = Service::present(ri, obj);
+        self.encode(ri, kind, obj, false)
+    }
+
+    /// `keep_metadata`: the bookmark that ends the initial events keeps its row's
+    /// `PartialObjectMetadata` even with `includeObject=None` (kube 1.34 does, for the
+    /// annotation that marks it).
+    fn encode(
+        &mut self,
+        ri: &ResourceInfo,
+        kind: &str,
+        obj: Arc<StoredObject>,
+        keep_metadata: bool,
+    ) -> Bytes {
         match self.repr {
             Representation::Full => line(kind, &obj.json),
-            Representation::PartialMetadata => line(
-                kind,
-                json!({
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": obj.parse().get("metadata").cloned().unwrap_or_else(|| json!({})),
-                })
-                .to_string()
-                .as_bytes(),
-            ),
+            Representation::PartialMetadata => {
+                line(kind, partial_metadata(&obj).to_string().as_bytes())
+            }
             Representation::Table => {
                 let rv = obj.rv.to_string();
                 let mut t =
                     super::table::render(ri, std::slice::from_ref(&obj), &rv, None, &self.query);
+                // Only the stream's first event, whatever its type, has the column definitions;
+                // kube's later ones have `null` (a nil slice).
                 if !std::mem::take(&mut self.first) {
-                    t["columnDefinitions"] = json!([]);
+                    t["columnDefinitions"] = Value::Null;
+                }
+                if keep_metadata {
+                    if let Some(row) = t.pointer_mut("/rows/0") {
+                        if row.get("object").is_none() {
+                            row["object"] = partial_metadata(&obj);
+                        }
+                    }
                 }
                 line(kind, t.to_string().as_bytes())
             }
@@ -140,10 +158,19 @@ impl Encoder {
     }
 }
 
-/// One queued piece of the stream: an event, encoded when the connection takes it, or a line
-/// already encoded (bookmarks).
+fn partial_metadata(obj: &StoredObject) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.parse().get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// One queued piece of the stream: an event or a bookmark (at a revision; whether it ends the
+/// initial events), encoded when the connection takes it, or a line already encoded (errors).
 enum Item {
     Event(&'static str, Arc<StoredObject>),
+    Bookmark(u64, bool),
     Line(Bytes),
 }
 
@@ -152,6 +179,7 @@ impl Item {
         LINE_OVERHEAD
             + match self {
                 Item::Event(_, obj) => obj.json.len(),
+                Item::Bookmark(..) => 128,
                 Item::Line(b) => b.len(),
             }
     }
@@ -326,6 +354,7 @@ impl futures::Stream for WatchBody {
         this.queue.taken.notify_one();
         let bytes = match item {
             Item::Event(kind, obj) => this.enc.event(&this.ri, kind, obj),
+            Item::Bookmark(rv, end) => this.enc.bookmark(&this.ri, rv, end),
             Item::Line(b) => b,
         };
         Poll::Ready(Some(Ok(bytes)))
@@ -397,40 +426,7 @@ pub async fn serve(
         .get("resourceVersion")
         .map(String::as_str)
         .filter(|s| !s.is_empty());
-    let rv_match = q
-        .get("resourceVersionMatch")
-        .map(String::as_str)
-        .filter(|s| !s.is_empty());
-    if send_initial.is_some() {
-        if rv_match != Some("NotOlderThan") {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                vec![crate::model::Cause::new(
-                    "FieldValueForbidden",
-                    "sendInitialEvents",
-                    "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
-                )],
-            ));
-        }
-        if send_initial == Some(true) && !bookmarks {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                vec![crate::model::Cause::new(
-                    "FieldValueForbidden",
-                    "allowWatchBookmarks",
-                    "Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is set",
-                )],
-            ));
-        }
-    } else if rv_match.is_some() {
-        return Err(ApiError::bad_request(
-            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-        ));
-    }
+    super::handlers::validate_list_options(q, true)?;
     let requested = match rv_param {
         None | Some("0") => None,
         Some(s) => Some(s.parse::<u64>().map_err(|_| {
@@ -448,12 +444,13 @@ pub async fn serve(
             .await
             .map_err(|e| crate::service::store_error(&ri, "", e))?;
     }
-    if let Some(n) = requested {
-        if n > store.revision() && !store.wait_for_revision(n, TOO_NEW_WAIT).await {
-            return Err(ApiError::timeout(format!(
-                "Too large resource version: {n}, current: {}",
-                store.revision()
-            )));
+    // A revision the store has not reached: with the initial events asked for, kube's cacher
+    // waits a while for it and then answers (200) with one ERROR event; otherwise the watch
+    // starts now and stays quiet until the store gets there.
+    if let Some(n) = requested.filter(|n| *n > store.revision()) {
+        if send_initial == Some(true) && !store.wait_for_revision(n, TOO_NEW_WAIT).await {
+            let e = crate::service::too_large_rv(n, store.revision());
+            return Ok(json_response(StatusCode::OK, error_line(&e)));
         }
     }
     let timeout = match q.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()) {
@@ -467,7 +464,8 @@ pub async fn serve(
         resource: ri.group_resource(),
     };
     let (mut watcher, initial_end) = match (send_initial, requested) {
-        (Some(true), _) => (Watcher::new(source, Some(filter)), true),
+        // The bookmark that ends the initial events only for a client that takes bookmarks.
+        (Some(true), _) => (Watcher::new(source, Some(filter)), bookmarks),
         (Some(false), None) => (
             Watcher::resume(source, Some(filter), store.revision()),
             false,
@@ -516,7 +514,6 @@ pub async fn serve(
         let stop = run(
             feeder,
             ri,
-            repr,
             metrics_state.service.store.clone(),
             watcher,
             bookmarks,
@@ -560,7 +557,6 @@ pub async fn serve(
 async fn run(
     mut feeder: Feeder,
     ri: Arc<ResourceInfo>,
-    repr: Representation,
     store: Arc<dyn crate::store::Store>,
     mut watcher: Watcher<StoreSource>,
     bookmarks: bool,
@@ -608,7 +604,7 @@ async fn run(
                     listing = false;
                     if initial_end {
                         feeder
-                            .send(Item::Line(bookmark(&ri, repr, watcher.revision(), true)))
+                            .send(Item::Bookmark(watcher.revision(), true))
                             .await
                     } else {
                         Ok(())
@@ -620,7 +616,14 @@ async fn run(
                 None => Err(Stop::Shutdown),
             },
             _ = ticker.tick(), if bookmarks && !listing => {
-                feeder.send(Item::Line(bookmark(&ri, repr, watcher.bookmark_revision(store.revision()), false))).await
+                let now = store.revision();
+                // A watch from a revision the store has not reached yet stays quiet until it
+                // has (kube's cacher drops bookmarks at or before the requested revision).
+                if now < watcher.revision() {
+                    Ok(())
+                } else {
+                    feeder.send(Item::Bookmark(watcher.bookmark_revision(now), false)).await
+                }
             }
             _ = watchdog.tick() => {
                 if feeder.queue.gone() {
@@ -645,12 +648,7 @@ async fn run(
                 // last event it saw.
                 if bookmarks && !listing && feeder.queue.is_empty() {
                     let _ = feeder.queue.try_push(
-                        Item::Line(bookmark(
-                            &ri,
-                            repr,
-                            watcher.bookmark_revision(store.revision()),
-                            false,
-                        )),
+                        Item::Bookmark(watcher.bookmark_revision(store.revision()), false),
                         usize::MAX,
                     );
                     feeder.queue.close(false);

@@ -181,15 +181,37 @@ pub fn is_dns_subdomain(s: &str) -> bool {
 
 /// Validate `metadata.name`; returns the 422 causes (empty when valid).
 pub fn validate_name(name: &str, rule: NameRule) -> Vec<Cause> {
-    let dns_label = rule == NameRule::DnsLabel;
-    let field = "metadata.name";
     if name.is_empty() {
         return vec![Cause::new(
             "FieldValueRequired",
-            field,
+            "metadata.name",
             "Required value: name or generateName is required",
         )];
     }
+    check_name("metadata.name", name, name, rule)
+}
+
+/// Validate a non-empty `metadata.generateName` as kube's name functions do with `prefix`
+/// set: a trailing `-` is allowed where names are DNS names, a path segment may be `.`, and
+/// an IPAddress cannot generate names at all (its names must be addresses).
+pub fn validate_generate_name(prefix: &str, rule: NameRule) -> Vec<Cause> {
+    if prefix.is_empty() {
+        return Vec::new();
+    }
+    let masked = match (rule, prefix.strip_suffix('-')) {
+        (NameRule::DnsLabel | NameRule::DnsSubdomain, Some(head)) => format!("{head}a"),
+        _ => prefix.to_owned(),
+    };
+    let rule = match rule {
+        NameRule::PathSegment if prefix == "." || prefix == ".." => return Vec::new(),
+        r => r,
+    };
+    check_name("metadata.generateName", prefix, &masked, rule)
+}
+
+/// The causes of `shown` (checked as `name`) breaking `rule`, at `field`.
+fn check_name(field: &str, shown: &str, name: &str, rule: NameRule) -> Vec<Cause> {
+    let dns_label = rule == NameRule::DnsLabel;
     if rule == NameRule::Ip {
         return crate::builtin::validation::goip::ip_strict(name)
             .into_iter()
@@ -197,14 +219,14 @@ pub fn validate_name(name: &str, rule: NameRule) -> Vec<Cause> {
                 Cause::new(
                     "FieldValueInvalid",
                     field,
-                    format!("Invalid value: \"{name}\": {why}"),
+                    format!("Invalid value: \"{shown}\": {why}"),
                 )
             })
             .collect();
     }
     if rule == NameRule::PathSegment {
         let bad = if name == "." || name == ".." {
-            Some(format!("may not be '{name}'"))
+            Some(format!("may not be '{shown}'"))
         } else if name.contains('/') {
             Some("may not contain '/'".to_owned())
         } else if name.contains('%') {
@@ -217,7 +239,7 @@ pub fn validate_name(name: &str, rule: NameRule) -> Vec<Cause> {
                 vec![Cause::new(
                     "FieldValueInvalid",
                     field,
-                    format!("Invalid value: \"{name}\": {why}"),
+                    format!("Invalid value: \"{shown}\": {why}"),
                 )]
             })
             .unwrap_or_default();
@@ -244,7 +266,7 @@ pub fn validate_name(name: &str, rule: NameRule) -> Vec<Cause> {
     vec![Cause::new(
         "FieldValueInvalid",
         field,
-        format!("Invalid value: \"{name}\": {why}"),
+        format!("Invalid value: \"{shown}\": {why}"),
     )]
 }
 

@@ -52,7 +52,20 @@ pub fn validate(resource: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
 /// `namespace` path segments), immutable on update.
 fn ip_address(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = Vec::new();
-    // kube's ValidateObjectMeta with ValidateIPAddressName comes first.
+    // kube's ValidateObjectMeta with ValidateIPAddressName comes first: `generateName`, then
+    // the name, both as strict addresses (an IPAddress cannot generate its name).
+    if let Some(g) = obj
+        .pointer("/metadata/generateName")
+        .and_then(Value::as_str)
+        .filter(|g| !g.is_empty())
+    {
+        invalid_each(
+            "metadata.generateName",
+            g,
+            super::goip::ip_strict(g),
+            &mut out,
+        );
+    }
     let name = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
