@@ -1389,3 +1389,79 @@ fn an_established_crd_keeps_its_scope_kind_and_stored_versions() {
         "status.storedVersions[0]: Invalid value: \"v1beta1\": missing from spec.versions; v1beta1 was previously a storage version",
     );
 }
+
+/// CEL rules run off the async workers: while two slow evaluations (a rule kube prices as
+/// linear that the interpreter runs in quadratic time) hold both cores' worth of work, the
+/// server still answers others.
+#[test]
+fn slow_rules_do_not_stop_the_server() {
+    let s = Server::start().unwrap();
+    apply(
+        &s,
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: lists.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: lists, singular: list, kind: List}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.items.all(x, x <= self.items.size())"
+            properties:
+              items: {type: array, maxItems: 100000, items: {type: integer}}
+"#,
+    );
+    wait_condition(&s, "lists.example.com", "Established", "True");
+    let path = "/apis/example.com/v1/namespaces/default/lists";
+    let body = |name: &str| {
+        json!({"apiVersion": "example.com/v1", "kind": "List", "metadata": {"name": name},
+            "spec": {"items": vec![0; 12000]}})
+    };
+    poll("the kind is served", DEADLINE, || {
+        (s.http().get(path).status == 200).then_some(())
+    })
+    .unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writers: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|name| {
+            let (http, done, body) = (s.http(), done.clone(), body(name));
+            std::thread::spawn(move || {
+                let r = http.post_json(path, &body);
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                r.status
+            })
+        })
+        .collect();
+    // Both writes are being served (the gauge counts them once authenticated; their rules
+    // start at once); until one of them is done, the server keeps answering others.
+    poll("both writes in flight", DEADLINE, || {
+        let m = s.http().get("/metrics").text();
+        m.contains("turtles_api_inflight_requests{request_kind=\"mutating\"} 2")
+            .then_some(())
+    })
+    .unwrap();
+    let answered = poll("an answer while the rules run", DEADLINE, || {
+        (s.http().get("/api/v1/namespaces/default/configmaps").status == 200)
+            .then(|| done.load(std::sync::atomic::Ordering::SeqCst))
+    })
+    .unwrap();
+    for w in writers {
+        assert_eq!(w.join().unwrap(), 201);
+    }
+    assert_eq!(
+        answered, 0,
+        "the server answered only once a slow write was done"
+    );
+}

@@ -393,7 +393,7 @@ fn invoke(
         Value::Null
     };
     let authorizer = ctx.authorizer_vars(req, |name| policy.references(name));
-    let mut run = || -> Result<(), String> {
+    let run = || -> Result<(), String> {
         let mut budget = RUNTIME_COST_BUDGET;
         let mut env = Env::new(policy, req, object, param, ns_obj.as_ref(), &request);
         env.authorizer = authorizer.clone();
@@ -431,7 +431,7 @@ fn invoke(
         Ok(())
     };
     if policy.shallow() {
-        return run();
+        return expr::off_the_workers(run);
     }
     expr::run_on_big_stack(run).unwrap_or_else(Err)
 }

@@ -562,7 +562,7 @@ fn evaluate(
     };
     // Shallow expressions run here; deep ones on a thread with a big stack.
     if policy.shallow() {
-        return run();
+        return expr::off_the_workers(run);
     }
     expr::run_on_big_stack(run).unwrap_or_else(|e| Outcome {
         decisions: policy

@@ -161,7 +161,7 @@ impl Webhooks {
         };
         // Shallow conditions run here; deep ones on a thread with a big stack.
         if shallow {
-            return run();
+            return expr::off_the_workers(run);
         }
         expr::run_on_big_stack(run)?
     }

@@ -4,6 +4,7 @@
 //! Long-running requests (watches, and kube's long-running subresources) are not counted, and
 //! members of `system:masters` are served even over the limit, as in kube.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -18,6 +19,22 @@ pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later."
 pub struct InFlightLimits {
     read_only: Option<Arc<Semaphore>>,
     mutating: Option<Arc<Semaphore>>,
+    /// Requests being served now, read-only and mutating (limited or not): the
+    /// `turtles_api_inflight_requests` gauge.
+    serving: [Arc<AtomicUsize>; 2],
+}
+
+/// A request being served: its permit, if a limit counts it, and its place in the gauge.
+#[derive(Debug)]
+pub struct Slot {
+    _permit: Option<OwnedSemaphorePermit>,
+    serving: Arc<AtomicUsize>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.serving.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl InFlightLimits {
@@ -27,32 +44,45 @@ impl InFlightLimits {
         Self {
             read_only: sem(max_read_only),
             mutating: sem(max_mutating),
+            serving: Default::default(),
+        }
+    }
+
+    /// The gauge of requests being served, by kube's request kinds.
+    pub fn render(&self, out: &mut String) {
+        out.push_str("# HELP turtles_api_inflight_requests Requests being served now (watches and other long-running requests not counted), by kind.\n# TYPE turtles_api_inflight_requests gauge\n");
+        for (kind, n) in ["readOnly", "mutating"].iter().zip(&self.serving) {
+            out.push_str(&format!(
+                "turtles_api_inflight_requests{{request_kind=\"{kind}\"}} {}\n",
+                n.load(Ordering::Acquire)
+            ));
         }
     }
 
     /// A slot for this request (held until its answer is produced), `None` when it is not
-    /// counted, or 429.
-    pub fn admit(
-        &self,
-        info: &RequestInfo,
-        user: &UserInfo,
-    ) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+    /// counted (long-running), or 429.
+    pub fn admit(&self, info: &RequestInfo, user: &UserInfo) -> Result<Option<Slot>, ApiError> {
         if info.is_long_running() {
             return Ok(None);
         }
-        let sem = if info.is_mutating() {
-            &self.mutating
+        let (sem, serving) = if info.is_mutating() {
+            (&self.mutating, &self.serving[1])
         } else {
-            &self.read_only
+            (&self.read_only, &self.serving[0])
         };
-        let Some(sem) = sem else {
-            return Ok(None);
+        let permit = match sem {
+            None => None,
+            Some(sem) => match sem.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) if user.groups.iter().any(|g| g == MASTERS) => None,
+                Err(_) => return Err(ApiError::too_many_requests(TOO_MANY_REQUESTS)),
+            },
         };
-        match sem.clone().try_acquire_owned() {
-            Ok(permit) => Ok(Some(permit)),
-            Err(_) if user.groups.iter().any(|g| g == MASTERS) => Ok(None),
-            Err(_) => Err(ApiError::too_many_requests(TOO_MANY_REQUESTS)),
-        }
+        serving.fetch_add(1, Ordering::AcqRel);
+        Ok(Some(Slot {
+            _permit: permit,
+            serving: serving.clone(),
+        }))
     }
 }
 
@@ -91,14 +121,20 @@ mod tests {
         assert!(w.is_some());
         assert!(l.admit(&watch, &bob).expect("watch").is_none());
         // system:masters is served over the limit.
-        assert!(l
-            .admit(&list, &user(&["system:masters"]))
-            .expect("masters")
-            .is_none());
-        drop(held);
+        let admin = l.admit(&list, &user(&["system:masters"])).expect("masters");
+        let gauge = |l: &InFlightLimits| {
+            let mut out = String::new();
+            l.render(&mut out);
+            out
+        };
+        assert!(gauge(&l).contains("turtles_api_inflight_requests{request_kind=\"readOnly\"} 2"));
+        assert!(gauge(&l).contains("turtles_api_inflight_requests{request_kind=\"mutating\"} 1"));
+        drop((held, admin, w));
+        assert!(gauge(&l).contains("turtles_api_inflight_requests{request_kind=\"readOnly\"} 0"));
         assert!(l.admit(&list, &bob).expect("after release").is_some());
-        // 0: unlimited.
+        // 0: unlimited, and still counted.
         let l = InFlightLimits::new(0, 0);
-        assert!(l.admit(&create, &bob).expect("unlimited").is_none());
+        let _w = l.admit(&create, &bob).expect("unlimited");
+        assert!(gauge(&l).contains("turtles_api_inflight_requests{request_kind=\"mutating\"} 1"));
     }
 }

@@ -295,8 +295,26 @@ pub(crate) fn escape(ident: &str) -> Option<String> {
 // Running on a big stack
 // ---------------------------------------------------------------------------------------------
 
-/// Runs `f` on a thread with a large stack. `Err` if the thread could not be started or panicked.
+/// Runs `f`, which may take long (an expression over a big object), without holding up the
+/// async workers: on a multi-threaded runtime's worker, inside `block_in_place` (tokio hands
+/// the worker's other tasks to another thread meanwhile), so two slow evaluations on a
+/// two-core machine cannot stop the server answering. Elsewhere as is.
+pub fn off_the_workers<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+/// Runs `f` on a thread with a large stack (off the async workers: [`off_the_workers`]). `Err`
+/// if the thread could not be started or panicked.
 pub(crate) fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    off_the_workers(|| big_stack(f))
+}
+
+fn big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
     std::thread::scope(|s| {
         let handle = std::thread::Builder::new()
             .name("cel".into())

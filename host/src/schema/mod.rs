@@ -63,8 +63,8 @@ pub use self::cel::{PER_CALL_LIMIT, RUNTIME_COST_BUDGET, STATIC_ESTIMATED_COST_L
 /// CEL expressions outside schemas (admission policies).
 pub mod expr {
     pub use super::cel::{
-        as_string, cel_to_json, json_to_cel, largest_collection, run_on_big_stack, source_offsets,
-        type_name, CelData, Expression, LazyVar, Var,
+        as_string, cel_to_json, json_to_cel, largest_collection, off_the_workers, run_on_big_stack,
+        source_offsets, type_name, CelData, Expression, LazyVar, Var,
     };
 }
 pub use self::field::ROOT_FIELD;
