@@ -250,6 +250,9 @@ const RESERVED: &[&str] = &[
 pub(crate) struct CompiledRule {
     pub expr: IdedExpr,
     pub message_expr: Option<IdedExpr>,
+    /// What runs: `expr` and `message_expr` with their loops bounded in time ([`interruptible`]).
+    run: IdedExpr,
+    message_run: Option<IdedExpr>,
     pub uses_old_self: bool,
     pub normalized_field_path: Option<String>,
 }
@@ -298,20 +301,21 @@ pub(crate) fn escape(ident: &str) -> Option<String> {
 /// Runs `f`, which may take long (an expression over a big object), without holding up the
 /// async workers: on a multi-threaded runtime's worker, inside `block_in_place` (tokio hands
 /// the worker's other tasks to another thread meanwhile), so two slow evaluations on a
-/// two-core machine cannot stop the server answering. Elsewhere as is.
+/// two-core machine cannot stop the server answering. Elsewhere as is. Every evaluation `f`
+/// makes shares one [`TIME_LIMIT`].
 pub fn off_the_workers<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
+            tokio::task::block_in_place(|| bounded(f))
         }
-        _ => f(),
+        _ => bounded(f),
     }
 }
 
 /// Runs `f` on a thread with a large stack (off the async workers: [`off_the_workers`]). `Err`
 /// if the thread could not be started or panicked.
 pub(crate) fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
-    off_the_workers(|| big_stack(f))
+    off_the_workers(|| big_stack(|| bounded(f)))
 }
 
 fn big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
@@ -639,6 +643,8 @@ fn compile_rule(rule: &mut Rule, node: &Node, resource_root: bool) {
         valid_field_path(&rule.field_path, node).ok()
     };
     rule.compiled = Some(Arc::new(CompiledRule {
+        run: interruptible(&expr),
+        message_run: message_expr.as_ref().map(interruptible),
         expr,
         message_expr,
         uses_old_self: chk.uses_old_self,
@@ -1330,6 +1336,7 @@ fn root_context() -> &'static Context<'static> {
     CTX.get_or_init(|| {
         let mut ctx = Context::default().with_all();
         ctx.add_function("dyn", dyn_identity);
+        ctx.add_function("@tick", tick);
         super::cel_authz::register(&mut ctx);
         ctx
     })
@@ -1665,7 +1672,7 @@ fn validate_rules(
         } else {
             old_val.clone()
         };
-        let result = eval(&c.expr, &self_val, old_binding.as_ref());
+        let result = eval(&c.run, &self_val, old_binding.as_ref());
         let outcome = match result {
             Ok(CelValue::Bool(true)) => continue,
             Ok(CelValue::Bool(false)) => None,
@@ -1675,6 +1682,18 @@ fn validate_rules(
             )),
             Err(EvalError::Exec(e)) => {
                 let (overload, text) = exec_error(&e);
+                // Out of time: as kube reports a rule over its cost limit mid-run.
+                if text == INTERRUPTED {
+                    ev.out.push(Violation::invalid(
+                        path,
+                        Bad::str(ty),
+                        &format!(
+                            "'{INTERRUPTED}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                            rule.error_string()
+                        ),
+                    ));
+                    return false;
+                }
                 Some(if overload {
                     format!("'{text}': call arguments did not match a supported operator, function or macro signature for rule: {}", rule.error_string())
                 } else {
@@ -1727,7 +1746,8 @@ fn validate_rules(
                 return false;
             }
             ev.budget -= mcost;
-            if let Ok(CelValue::String(s)) = eval(m, &self_val, old_binding.as_ref()) {
+            let run = c.message_run.as_ref().unwrap_or(m);
+            if let Ok(CelValue::String(s)) = eval(run, &self_val, old_binding.as_ref()) {
                 let t = s.trim();
                 if !t.is_empty()
                     && t.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES
@@ -1756,14 +1776,115 @@ enum EvalError {
 
 fn eval(expr: &IdedExpr, this: &CelValue, old: Option<&CelValue>) -> Result<CelValue, EvalError> {
     catch_unwind(AssertUnwindSafe(|| {
-        let mut ctx = root_context().new_inner_scope();
-        ctx.add_variable_from_value("self", this.clone());
-        if let Some(o) = old {
-            ctx.add_variable_from_value("oldSelf", o.clone());
-        }
-        CelValue::resolve(expr, &ctx).map_err(EvalError::Exec)
+        time_limited(|| {
+            let mut ctx = root_context().new_inner_scope();
+            ctx.add_variable_from_value("self", this.clone());
+            if let Some(o) = old {
+                ctx.add_variable_from_value("oldSelf", o.clone());
+            }
+            CelValue::resolve(expr, &ctx)
+        })
+        .map_err(EvalError::Exec)
     }))
     .unwrap_or(Err(EvalError::Panic))
+}
+
+// ---------------------------------------------------------------------------------------------
+// A bound in time
+// ---------------------------------------------------------------------------------------------
+
+/// How long CEL may run for one object (all of a CRD's rules) or one expression, whichever is
+/// met first. kube bounds evaluation by cost alone (cel-go counts it as it runs, and is fast
+/// per unit); this interpreter copies values where cel-go shares them, so some expressions
+/// within kube's cost limits run for minutes here: past this, an evaluation stops as kube's
+/// does over its cost limit.
+pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// cel-go's error for an evaluation stopped over its cost limit.
+pub const INTERRUPTED: &str = "operation cancelled: actual cost limit exceeded";
+
+thread_local! {
+    /// When this thread's CEL evaluations must stop, and whether one has.
+    static DEADLINE: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+    static EXPIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static TICKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs one evaluation `f` bounded to [`TIME_LIMIT`] from now, or to the bound an enclosing call
+/// set if that comes first. An evaluation past it is [`INTERRUPTED`], however an `||` or `&&`
+/// around the loop that noticed would have absorbed the error.
+fn time_limited<T>(f: impl FnOnce() -> Result<T, ExecutionError>) -> Result<T, ExecutionError> {
+    bounded(|| {
+        let out = f();
+        if EXPIRED.get() {
+            return Err(ExecutionError::function_error("@tick", INTERRUPTED));
+        }
+        out
+    })
+}
+
+/// Runs `f` with this thread's CEL evaluations bounded to [`TIME_LIMIT`] from now (or to an
+/// enclosing bound, if that comes first): every evaluation `f` makes shares it.
+fn bounded<T>(f: impl FnOnce() -> T) -> T {
+    bounded_within(TIME_LIMIT, f)
+}
+
+fn bounded_within<T>(limit: std::time::Duration, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<std::time::Instant>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DEADLINE.set(self.0);
+            if self.0.is_none() {
+                EXPIRED.set(false);
+            }
+        }
+    }
+    let outer = DEADLINE.get();
+    let mine = std::time::Instant::now() + limit;
+    DEADLINE.set(Some(outer.map_or(mine, |o| o.min(mine))));
+    let _restore = Restore(outer);
+    f()
+}
+
+/// `@tick(cond)`: a comprehension's loop condition, passed through; every few iterations it
+/// checks the thread's deadline, and past it fails (and keeps failing) the evaluation.
+fn tick(This(cond): This<CelValue>) -> Result<CelValue, ExecutionError> {
+    if EXPIRED.get() {
+        return Err(ExecutionError::function_error("@tick", INTERRUPTED));
+    }
+    let n = TICKS.get().wrapping_add(1);
+    TICKS.set(n);
+    if n.is_multiple_of(64) {
+        if let Some(d) = DEADLINE.get() {
+            if std::time::Instant::now() > d {
+                EXPIRED.set(true);
+                return Err(ExecutionError::function_error("@tick", INTERRUPTED));
+            }
+        }
+    }
+    Ok(cond)
+}
+
+/// `e` with every comprehension's loop condition wrapped in `@tick`: what runs (the static
+/// checks and cost estimates read the expression as written).
+fn interruptible(e: &IdedExpr) -> IdedExpr {
+    let mut out = e.clone();
+    let mut stack: Vec<&mut IdedExpr> = vec![&mut out];
+    while let Some(n) = stack.pop() {
+        if let Expr::Comprehension(c) = &mut n.expr {
+            let cond = std::mem::take(&mut c.loop_cond);
+            c.loop_cond = IdedExpr {
+                id: cond.id,
+                expr: Expr::Call(kube_cel::cel::common::ast::CallExpr {
+                    func_name: "@tick".into(),
+                    target: None,
+                    args: vec![cond],
+                }),
+            };
+        }
+        push_children_mut(n, &mut stack);
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1775,6 +1896,8 @@ fn eval(expr: &IdedExpr, this: &CelValue, old: Option<&CelValue>) -> Result<CelV
 #[derive(Debug)]
 pub struct Expression {
     expr: IdedExpr,
+    /// What runs: `expr` with its loops bounded in time ([`interruptible`]).
+    run: IdedExpr,
     shallow: bool,
     /// Every identifier the expression names (variables, comprehension variables): only those
     /// of the variables passed to [`Expression::eval`] are bound (each binding converts its
@@ -1788,6 +1911,7 @@ pub struct Expression {
 /// An expression whose field paths from variables are bound as variables of their own.
 #[derive(Debug)]
 struct Paths {
+    /// Already [`interruptible`].
     expr: IdedExpr,
     idents: Vec<String>,
     /// `@p<i>` stands for variable `.0`'s field path `.1`.
@@ -1997,9 +2121,11 @@ impl Expression {
         }
         let shallow = !ast_deeper_than(&expr, SHALLOW_AST_DEPTH);
         let idents = identifiers(&expr);
-        let paths = path_variables(&expr);
+        let run = interruptible(&expr);
+        let paths = path_variables(&run);
         Ok(Self {
             expr,
+            run,
             shallow,
             idents,
             paths,
@@ -2050,24 +2176,32 @@ impl Expression {
                 .collect();
             if let Some(values) = values {
                 return catch_unwind(AssertUnwindSafe(|| {
-                    let mut ctx = root_context().new_inner_scope();
-                    for (i, v) in values.into_iter().enumerate() {
-                        ctx.add_variable_from_value(format!("@p{i}"), v);
-                    }
-                    for (name, v) in vars.iter().filter(|(n, _)| p.idents.iter().any(|i| i == n)) {
-                        ctx.add_variable_from_value(*name, v.whole());
-                    }
-                    CelValue::resolve(&p.expr, &ctx).map_err(|e| exec_error(&e).1)
+                    time_limited(|| {
+                        let mut ctx = root_context().new_inner_scope();
+                        for (i, v) in values.into_iter().enumerate() {
+                            ctx.add_variable_from_value(format!("@p{i}"), v);
+                        }
+                        for (name, v) in
+                            vars.iter().filter(|(n, _)| p.idents.iter().any(|i| i == n))
+                        {
+                            ctx.add_variable_from_value(*name, v.whole());
+                        }
+                        CelValue::resolve(&p.expr, &ctx)
+                    })
+                    .map_err(|e| exec_error(&e).1)
                 }))
                 .unwrap_or_else(|_| Err("internal error: CEL evaluation panicked".to_string()));
             }
         }
         catch_unwind(AssertUnwindSafe(|| {
-            let mut ctx = root_context().new_inner_scope();
-            for (name, v) in vars.iter().filter(|(n, _)| self.references(n)) {
-                ctx.add_variable_from_value(*name, v.whole());
-            }
-            CelValue::resolve(&self.expr, &ctx).map_err(|e| exec_error(&e).1)
+            time_limited(|| {
+                let mut ctx = root_context().new_inner_scope();
+                for (name, v) in vars.iter().filter(|(n, _)| self.references(n)) {
+                    ctx.add_variable_from_value(*name, v.whole());
+                }
+                CelValue::resolve(&self.run, &ctx)
+            })
+            .map_err(|e| exec_error(&e).1)
         }))
         .unwrap_or_else(|_| Err("internal error: CEL evaluation panicked".to_string()))
     }
@@ -2075,11 +2209,14 @@ impl Expression {
     /// Evaluate with `vars` bound; errors worded as cel-go words them. Call on a big stack.
     pub fn eval(&self, vars: &[(&str, &CelValue)]) -> Result<CelValue, String> {
         catch_unwind(AssertUnwindSafe(|| {
-            let mut ctx = root_context().new_inner_scope();
-            for (name, v) in vars.iter().filter(|(n, _)| self.references(n)) {
-                ctx.add_variable_from_value(*name, (*v).clone());
-            }
-            CelValue::resolve(&self.expr, &ctx).map_err(|e| exec_error(&e).1)
+            time_limited(|| {
+                let mut ctx = root_context().new_inner_scope();
+                for (name, v) in vars.iter().filter(|(n, _)| self.references(n)) {
+                    ctx.add_variable_from_value(*name, (*v).clone());
+                }
+                CelValue::resolve(&self.run, &ctx)
+            })
+            .map_err(|e| exec_error(&e).1)
         }))
         .unwrap_or_else(|_| Err("internal error: CEL evaluation panicked".to_string()))
     }
@@ -2376,6 +2513,22 @@ pub fn run_on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Past its time an evaluation stops, and stays stopped: an `||` around the loop that
+    /// noticed does not absorb it, and the next evaluation in the same bound fails at once.
+    #[test]
+    fn evaluations_stop_at_their_deadline() {
+        let xs = CelValue::List(Arc::new((0..3000).map(CelValue::Int).collect()));
+        let slow = Expression::compile("xs.all(a, xs.all(b, a >= 0)) || true").unwrap();
+        let quick = Expression::compile("1 == 1").unwrap();
+        let (first, second) = bounded_within(std::time::Duration::from_millis(50), || {
+            (slow.eval(&[("xs", &xs)]), quick.eval(&[]))
+        });
+        assert_eq!(first.unwrap_err(), INTERRUPTED);
+        assert_eq!(second.unwrap_err(), INTERRUPTED);
+        // A new bound, a fresh start.
+        assert!(matches!(quick.eval(&[]), Ok(CelValue::Bool(true))));
+    }
     use serde_json::json;
 
     fn node(v: Value) -> Node {
