@@ -96,6 +96,9 @@ pub struct WriteOptions {
     pub force: bool,
     /// Set by the apply path: `metadata.managedFields` of the built object are final.
     pub(crate) applied: bool,
+    /// Set by the (JSON, merge, strategic) patch path: a strict decoding error is kube's bare
+    /// one, without the "cannot be handled as" of a create's or update's body.
+    pub(crate) patched: bool,
     /// For API requests: the authorizer that decides whether `user` may also `create` the
     /// object, asked when an update or a server-side apply would create it (kube's
     /// `withAuthorization` around create-on-update); the host's own writes carry none.
@@ -1374,7 +1377,7 @@ impl Service {
                         version = ri.version
                     ))
                 })?;
-            let warnings = Self::unknown_fields(unknown, opts)?;
+            let warnings = Self::unknown_fields(ri, unknown, opts)?;
             let mut causes = if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE
             {
                 crate::crd::apply_defaults(obj);
@@ -1436,8 +1439,10 @@ impl Service {
         let blocking = crate::schema::blocking_violation(&violations);
         let mut causes: Vec<Cause> = violations.into_iter().map(to_cause).collect();
         causes.extend(scale);
+        // kube notes the rules it skipped only where the version has rules to skip.
         match blocking {
-            Some(v) => causes.push(to_cause(v)),
+            Some(v) if schema.has_rules() => causes.push(to_cause(v)),
+            Some(_) => {}
             None => causes.extend(schema.validate_cel(obj, old).into_iter().map(to_cause)),
         }
         if !causes.is_empty() {
@@ -1463,7 +1468,7 @@ impl Service {
             return Ok(Vec::new());
         };
         let unknown = schema.prune(obj);
-        let warnings = Self::unknown_fields(unknown, opts)?;
+        let warnings = Self::unknown_fields(ri, unknown, opts)?;
         schema.apply_defaults(obj);
         Ok(warnings)
     }
@@ -1492,7 +1497,11 @@ impl Service {
 
     /// Fields a body had that its type does not: refused, warned about or dropped silently, per
     /// the request's `fieldValidation` (kube's messages).
-    fn unknown_fields(unknown: Vec<String>, opts: &WriteOptions) -> Result<Vec<String>> {
+    fn unknown_fields(
+        ri: &ResourceInfo,
+        unknown: Vec<String>,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>> {
         if unknown.is_empty() {
             return Ok(Vec::new());
         }
@@ -1500,10 +1509,15 @@ impl Service {
             .iter()
             .map(|f| format!("unknown field \"{f}\""))
             .collect();
+        let strict = format!("strict decoding error: {}", msgs.join(", "));
         match opts.field_validation {
+            // A create's or update's body is decoded by kube's handler, which words it as any
+            // body it cannot decode; a patch's result is refused as it is.
+            FieldValidation::Strict if opts.patched => Err(ApiError::bad_request(strict)),
             FieldValidation::Strict => Err(ApiError::bad_request(format!(
-                "strict decoding error: {}",
-                msgs.join(", ")
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: {strict}",
+                kind = ri.kind,
+                version = ri.version
             ))),
             FieldValidation::Warn => Ok(msgs),
             FieldValidation::Ignore => Ok(Vec::new()),
@@ -2253,6 +2267,10 @@ impl Service {
             ));
         }
         let patch_value = patch::parse(patch_type, body)?;
+        let opts = &WriteOptions {
+            patched: true,
+            ..opts.clone()
+        };
         self.update_with(ri, ns, name, None, opts, sub, |stored, current| {
             let mut out = patch::apply(patch_type, current, &patch_value, ri)?;
             // As kube's patcher: the patched object's resourceVersion is the precondition. A

@@ -400,7 +400,7 @@ fn bodies_are_decoded_as_kube_decodes_them() {
     assert_eq!(r.status, 400);
     assert_eq!(
         r.json()["message"],
-        "strict decoding error: unknown field \"bogus\""
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
     );
     let r = http.post_json(cms, &body);
     assert_eq!(r.status, 201, "{}", r.text());
@@ -417,6 +417,17 @@ fn bodies_are_decoded_as_kube_decodes_them() {
     );
     let stored = http.get(&format!("{cms}/unknown")).json();
     assert!(stored.get("bogus").is_none());
+    // A patch's result is refused bare, as kube's patcher refuses it.
+    let r = http.patch(
+        &format!("{cms}/unknown?fieldValidation=Strict"),
+        "application/merge-patch+json",
+        &json!({"bogus": 2}),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "strict decoding error: unknown field \"bogus\""
+    );
     // ConfigMaps keep no generation (kube sets it only where a spec is).
     assert!(stored["metadata"].get("generation").is_none(), "{stored}");
     // kubectl describe of the namespace still works.

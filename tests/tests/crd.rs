@@ -1471,3 +1471,49 @@ spec:
         "the server answered only once a slow write was done"
     );
 }
+
+/// kube notes that rules went unchecked only where the version has rules: a CRD without any
+/// reports its blocking error alone.
+#[test]
+fn no_unchecked_rules_note_without_rules() {
+    let s = Server::start().unwrap();
+    apply(
+        &s,
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: sizes.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: sizes, singular: size, kind: Size}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string, enum: [S, M, L]}
+"#,
+    );
+    wait_condition(&s, "sizes.example.com", "Established", "True");
+    let path = "/apis/example.com/v1/namespaces/default/sizes";
+    let body = json!({"apiVersion": "example.com/v1", "kind": "Size", "metadata": {"name": "bad"},
+        "spec": {"size": "XL"}});
+    let r = poll("the kind is served", DEADLINE, || {
+        let r = s.http().post_json(path, &body);
+        (r.status != 404).then_some(r)
+    })
+    .unwrap();
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "Size.example.com \"bad\" is invalid: spec.size: Unsupported value: \"XL\": supported values: \"S\", \"M\", \"L\"",
+        "{st}"
+    );
+}

@@ -864,3 +864,42 @@ fn an_unknown_include_object_is_refused() {
     let r = http.request_with_accept(&format!("{CMS}?includeObject=Object"), table);
     assert_eq!(r.status, 200, "{}", r.text());
 }
+
+/// Discovery as kube serves it: the root paths with or without a trailing slash (the clients
+/// generated from kube's OpenAPI, Python's, send it), kube's storage version hashes, and no
+/// collection delete of namespaces.
+#[test]
+fn discovery_details_as_kube() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    for path in ["/version/", "/api/", "/apis/"] {
+        assert_eq!(http.get(path).status, 200, "{path}");
+    }
+    let core = http.get("/api/v1").json();
+    let entry = |name: &str| {
+        core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(entry("configmaps")["storageVersionHash"], "qFsyl6wFWjQ=");
+    assert_eq!(entry("pods")["storageVersionHash"], "xPOwRZ+Yhw8=");
+    let hpa_v1 = http.get("/apis/autoscaling/v1").json();
+    assert_eq!(
+        hpa_v1["resources"][0]["storageVersionHash"], "qwQve8ut294=",
+        "stored as autoscaling/v2: {hpa_v1}"
+    );
+    let verbs = entry("namespaces")["verbs"].clone();
+    assert!(
+        !verbs
+            .as_array()
+            .unwrap()
+            .contains(&json!("deletecollection")),
+        "{verbs}"
+    );
+    let r = http.delete("/api/v1/namespaces?dryRun=All");
+    assert_eq!(r.status, 405, "{}", r.text());
+}

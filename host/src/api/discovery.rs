@@ -262,14 +262,35 @@ fn api_group(versions: &[crate::aggregator::Listed]) -> Value {
     json!({"name": name, "versions": vs, "preferredVersion": preferred})
 }
 
-fn resource_entry(r: &ResourceInfo) -> Value {
+/// kube's `StorageVersionHash`: base64 of the first 8 bytes of the SHA-256 of the storage
+/// version's `group/version/kind` (a version converted on the way in and out is stored as the
+/// resource's other version; a custom resource in its CRD's storage version).
+fn storage_version_hash(state: &AppState, r: &ResourceInfo) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let stored = match (&r.custom, r.conversion) {
+        (Some(c), _) => format!("{}/{}/{}", r.group, c.storage_version, r.kind),
+        (None, Some(_)) => state
+            .registry
+            .snapshot()
+            .iter()
+            .find(|o| o.conversion.is_none() && o.group_resource() == r.group_resource())
+            .map(|o| format!("{}/{}/{}", o.group, o.version, o.kind))
+            .unwrap_or_else(|| format!("{}/{}/{}", r.group, r.version, r.kind)),
+        (None, None) => format!("{}/{}/{}", r.group, r.version, r.kind),
+    };
+    let sum = sha2::Sha256::digest(stored.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&sum[..8])
+}
+
+fn resource_entry(state: &AppState, r: &ResourceInfo) -> Value {
     let mut e = json!({
         "name": r.resource,
         "singularName": r.singular,
         "namespaced": r.namespaced(),
         "kind": r.kind,
         "verbs": r.verbs(),
-        "storageVersionHash": "",
+        "storageVersionHash": storage_version_hash(state, r),
     });
     if !r.short_names.is_empty() {
         e["shortNames"] = json!(r.short_names);
@@ -288,7 +309,7 @@ pub fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Res
     }
     let mut list = Vec::new();
     for r in &resources {
-        list.push(resource_entry(r));
+        list.push(resource_entry(state, r));
         if r.status_subresource {
             list.push(json!({
                 "name": format!("{}/status", r.resource),

@@ -418,6 +418,11 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             add_warnings(&mut resp, &warnings);
             Ok(resp)
         }
+        (&Method::DELETE, None) if !ri.verbs().contains(&"deletecollection") => {
+            Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ))
+        }
         (&Method::DELETE, None) => {
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut opts = delete_options(query, &body)?;

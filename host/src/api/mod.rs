@@ -89,7 +89,10 @@ pub struct AppState {
 /// The whole API as a router, so tests can drive it without a socket.
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
+        // kube answers these with or without a trailing slash (go-restful routes; the clients
+        // generated from its OpenAPI, Python's among them, send the slash).
         .route("/version", get(discovery::version))
+        .route("/version/", get(discovery::version))
         .route(
             "/.well-known/openid-configuration",
             get(discovery::openid_configuration),
@@ -99,7 +102,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/livez", get(discovery::healthy))
         .route("/readyz", get(discovery::ready))
         .route("/api", get(discovery::core_versions))
+        .route("/api/", get(discovery::core_versions))
         .route("/apis", get(discovery::group_list))
+        .route("/apis/", get(discovery::group_list))
         .route("/openapi/v2", get(discovery::openapi_v2))
         .route("/openapi/v3", get(discovery::openapi_v3_root))
         .route("/openapi/v3/{*path}", get(discovery::openapi_v3_doc))

@@ -159,6 +159,12 @@ impl ResourceInfo {
         if self.create_only {
             return &["create"];
         }
+        // kube's namespace storage has no DeleteCollection.
+        if self.group.is_empty() && self.resource == "namespaces" {
+            return &[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ];
+        }
         &[
             "create",
             "delete",

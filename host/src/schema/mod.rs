@@ -237,6 +237,12 @@ impl Schema {
     /// `failed rule: <rule>`); `reason` and `fieldPath` are honoured and `messageExpression` is used
     /// when it evaluates to a usable string. Costs are bounded per rule and per call (see
     /// [`PER_CALL_LIMIT`], [`RUNTIME_COST_BUDGET`]).
+    /// Whether the schema has any `x-kubernetes-validations` rule (kube has a CEL validator for
+    /// the version only then).
+    pub fn has_rules(&self) -> bool {
+        self.root.has_rules
+    }
+
     pub fn validate_cel(&self, obj: &Value, old: Option<&Value>) -> Vec<Violation> {
         if !self.root.has_rules {
             return Vec::new();
