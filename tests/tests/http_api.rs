@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use turtles_tests::{assert_status, configmap, item_names, rv, Http, Server};
+use turtles_tests::{assert_status, configmap, item_names, poll, rv, Http, Server};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const PODS: &str = "/api/v1/namespaces/default/pods";
@@ -902,4 +902,45 @@ fn discovery_details_as_kube() {
     );
     let r = http.delete("/api/v1/namespaces?dryRun=All");
     assert_eq!(r.status, 405, "{}", r.text());
+}
+
+/// A list is written as the client reads it, and keeps its in-flight slot until written (as
+/// kube holds the seat while its handler writes): a client that does not read cannot pile up
+/// lists beyond the limit.
+#[test]
+fn an_unread_list_keeps_its_slot() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let big = "x".repeat(1_000_000);
+    for i in 0..40 {
+        let r = http.post_json(
+            "/api/v1/namespaces/default/configmaps",
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("big{i}")},
+                "data": {"k": big}}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let reading = |n: usize| {
+        let m = http.get("/metrics").text();
+        m.contains(&format!(
+            "turtles_api_inflight_requests{{request_kind=\"readOnly\"}} {n}\n"
+        ))
+    };
+    // The metrics request counts itself.
+    assert!(reading(1));
+    let unread = http
+        .client
+        .get(format!(
+            "{}/api/v1/namespaces/default/configmaps",
+            http.base
+        ))
+        .send()
+        .unwrap();
+    assert_eq!(unread.status().as_u16(), 200);
+    assert!(reading(2), "the unread list holds its slot");
+    drop(unread);
+    poll("the slot back", Duration::from_secs(20), || {
+        reading(1).then_some(())
+    })
+    .unwrap();
 }

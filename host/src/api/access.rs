@@ -253,7 +253,7 @@ pub async fn authenticate_and_authorize(
         Err(e) => return e.into_response(),
     };
     // As in kube, the in-flight limits apply after authentication, before authorization.
-    let _slot = match state.inflight.admit(&info, &user) {
+    let slot = match state.inflight.admit(&info, &user) {
         Ok(slot) => slot,
         Err(e) => return e.into_response(),
     };
@@ -263,7 +263,19 @@ pub async fn authenticate_and_authorize(
         return forbidden(&user, &attrs).into_response();
     }
     req.extensions_mut().insert(Principal(user));
-    next.run(req).await
+    let resp = next.run(req).await;
+    // The slot is held until the body is written (or dropped), as kube holds the seat while
+    // its handler writes: a client that does not read a list keeps its slot, so the lists
+    // waiting on clients are as many as the limit allows.
+    match slot {
+        Some(slot) => resp.map(|body| {
+            axum::body::Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+                let _ = &slot;
+                frame
+            }))
+        }),
+        None => resp,
+    }
 }
 
 #[cfg(test)]

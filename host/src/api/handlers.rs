@@ -1672,7 +1672,14 @@ fn list_response(
             .collect();
     }
     let rv = page.rv.to_string();
-    Ok(match representation(headers) {
+    let mut meta = json!({"resourceVersion": rv});
+    if let Some(c) = &page.continue_token {
+        meta["continue"] = json!(c);
+    }
+    if let Some(n) = page.remaining {
+        meta["remainingItemCount"] = json!(n);
+    }
+    let (head, encoding) = match representation(headers) {
         Representation::Table => {
             // kube's table conversion refuses an unknown `includeObject` (on the first row).
             if let Some(v) = query
@@ -1686,7 +1693,9 @@ fn list_response(
                     )));
                 }
             }
-            let mut t = table::render(ri, &page.items, &rv, page.continue_token.as_deref(), query);
+            // The envelope (columns and metadata) without rows; the rows follow, a chunk at a
+            // time.
+            let mut t = table::render(ri, &[], &rv, page.continue_token.as_deref(), query);
             // As kube's table conversion and `asPartialObjectMetadataList` copy it.
             if let (Some(n), Some(m)) = (
                 page.remaining,
@@ -1694,55 +1703,191 @@ fn list_response(
             ) {
                 m.insert("remainingItemCount".into(), json!(n));
             }
-            object_json_response(StatusCode::OK, t.to_string().as_bytes())
+            let text = t.to_string();
+            let Some(head) = text
+                .strip_suffix("[]}")
+                .map(|h| &text[..h.len() + 1])
+            else {
+                return Err(ApiError::internal("a table's rows are not its last field"));
+            };
+            (
+                head.to_owned(),
+                ListEncoding::Table {
+                    ri: Arc::new(ri.clone()),
+                    query: query.clone(),
+                },
+            )
         }
-        Representation::PartialMetadata => {
-            let mut meta = json!({"resourceVersion": rv});
-            if let Some(c) = &page.continue_token {
-                meta["continue"] = json!(c);
-            }
-            if let Some(n) = page.remaining {
-                meta["remainingItemCount"] = json!(n);
-            }
-            let items: Vec<Value> = page.items.iter().map(|o| partial_metadata(o)).collect();
-            let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": items});
-            object_json_response(StatusCode::OK, body.to_string().as_bytes())
+        Representation::PartialMetadata => (
+            format!(
+                "{{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{meta},\"items\":["
+            ),
+            ListEncoding::Metadata,
+        ),
+        // The stored bytes are spliced: a list never re-serializes its objects.
+        Representation::Full => (
+            format!(
+                "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{meta},\"items\":[",
+                ri.list_kind,
+                ri.api_version()
+            ),
+            ListEncoding::Stored,
+        ),
+    };
+    let mut body = ListBody {
+        head: Some(Bytes::from(head)),
+        items: page.items.into_iter(),
+        first: true,
+        encoding,
+        done: false,
+    };
+    let chunks = std::iter::from_fn(move || body.next_chunk());
+    Ok(json_response(
+        StatusCode::OK,
+        Body::from_stream(futures::stream::iter(
+            chunks.map(Ok::<Bytes, std::convert::Infallible>),
+        )),
+    ))
+}
+
+/// How a streamed list writes its items.
+enum ListEncoding {
+    /// As stored (their JSON spliced).
+    Stored,
+    /// As `PartialObjectMetadata`.
+    Metadata,
+    /// As Table rows.
+    Table { ri: Arc<ResourceInfo>, query: Query },
+}
+
+/// Bytes of items a list writes at once.
+const LIST_CHUNK: usize = 64 * 1024;
+/// Table rows rendered at once.
+const TABLE_ROWS: usize = 64;
+
+/// A list response written as the connection takes it (kube's streaming collection encoding):
+/// the envelope, then the items a chunk at a time, then the end. A client that reads slowly
+/// holds the page's pointers (the objects are the store's), not the encoded list; Table rows
+/// and metadata are rendered a chunk at a time, between other requests' work.
+struct ListBody {
+    head: Option<Bytes>,
+    items: std::vec::IntoIter<Arc<StoredObject>>,
+    first: bool,
+    encoding: ListEncoding,
+    done: bool,
+}
+
+impl ListBody {
+    fn next_chunk(&mut self) -> Option<Bytes> {
+        if let Some(h) = self.head.take() {
+            return Some(h);
         }
-        Representation::Full => {
-            // Splice the stored bytes: a list never re-serializes its objects.
-            let size: usize = page.items.iter().map(|o| o.json.len() + 1).sum();
-            let mut buf = BytesMut::with_capacity(size + 256);
-            let mut meta = json!({"resourceVersion": rv});
-            if let Some(c) = &page.continue_token {
-                meta["continue"] = json!(c);
+        if self.done {
+            return None;
+        }
+        let mut buf = BytesMut::new();
+        let sep = |buf: &mut BytesMut, first: &mut bool| {
+            if !std::mem::take(first) {
+                buf.put_u8(b',');
             }
-            if let Some(n) = page.remaining {
-                meta["remainingItemCount"] = json!(n);
-            }
-            buf.put_slice(
-                format!(
-                    "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
-                    ri.list_kind,
-                    ri.api_version(),
-                    meta
-                )
-                .as_bytes(),
-            );
-            for (i, o) in page.items.iter().enumerate() {
-                if i > 0 {
-                    buf.put_u8(b',');
+        };
+        match &self.encoding {
+            ListEncoding::Stored | ListEncoding::Metadata => {
+                while buf.len() < LIST_CHUNK {
+                    let Some(o) = self.items.next() else { break };
+                    sep(&mut buf, &mut self.first);
+                    match self.encoding {
+                        ListEncoding::Metadata => {
+                            buf.put_slice(partial_metadata(&o).to_string().as_bytes())
+                        }
+                        _ => buf.put_slice(&o.json),
+                    }
                 }
-                buf.put_slice(&o.json);
             }
-            buf.put_slice(b"]}\n");
-            json_response(StatusCode::OK, Body::from(buf.freeze()))
+            ListEncoding::Table { ri, query } => {
+                // Up to so many rows, or objects of a chunk's bytes (a row may carry its object).
+                let mut chunk: Vec<Arc<StoredObject>> = Vec::new();
+                let mut bytes = 0;
+                while chunk.len() < TABLE_ROWS && bytes < LIST_CHUNK {
+                    let Some(o) = self.items.next() else { break };
+                    bytes += o.json.len();
+                    chunk.push(o);
+                }
+                if !chunk.is_empty() {
+                    let t = table::render(ri, &chunk, "", None, query);
+                    for row in t["rows"].as_array().into_iter().flatten() {
+                        sep(&mut buf, &mut self.first);
+                        buf.put_slice(row.to_string().as_bytes());
+                    }
+                }
+            }
         }
-    })
+        if buf.is_empty() {
+            self.done = true;
+            return Some(Bytes::from_static(b"]}\n"));
+        }
+        Some(buf.freeze())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A list is written a bounded chunk at a time, and the chunks make the list kube writes.
+    #[tokio::test]
+    async fn lists_stream_in_bounded_chunks() {
+        use http_body_util::BodyExt;
+        let reg = crate::model::Registry::with_builtins();
+        let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+        let items: Vec<Arc<StoredObject>> = (0..40)
+            .map(|i| {
+                let v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("cm{i}"), "namespace": "ns", "resourceVersion": "7"},
+                    "data": {"k": "x".repeat(10_000)}});
+                Arc::new(StoredObject::new(7, v).expect("object"))
+            })
+            .collect();
+        for accept in [
+            "application/json",
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+            "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, accept.parse().expect("header"));
+            let page = ListResult {
+                rv: 9,
+                items: items.clone(),
+                continue_token: Some("next".into()),
+                remaining: Some(3),
+            };
+            let resp = list_response(&ri, &headers, &Query::new(), page).expect("a list");
+            let mut body = resp.into_body();
+            let mut whole = Vec::new();
+            let mut chunks = 0;
+            while let Some(frame) = body.frame().await {
+                let data = frame.expect("a frame").into_data().expect("data");
+                assert!(
+                    data.len() <= LIST_CHUNK + 20_000,
+                    "{accept}: {}",
+                    data.len()
+                );
+                whole.extend_from_slice(&data);
+                chunks += 1;
+            }
+            // Objects of 10 KB: several chunks (metadata is small enough for one).
+            let small = accept.contains("PartialObjectMetadata");
+            assert!(small || chunks > 3, "{accept}: {chunks} chunks");
+            let list: Value = serde_json::from_slice(&whole).expect("JSON");
+            let rows = list
+                .get("items")
+                .or_else(|| list.get("rows"))
+                .expect("items");
+            assert_eq!(rows.as_array().map(Vec::len), Some(40), "{accept}");
+            assert_eq!(list["metadata"]["continue"], "next", "{accept}");
+            assert_eq!(list["metadata"]["remainingItemCount"], 3, "{accept}");
+        }
+    }
 
     #[test]
     fn durations_as_go_prints_them() {
