@@ -49,7 +49,12 @@ pub struct Index {
     /// Every revision `>= floor` can be reconstructed from `history`.
     floor: u64,
     limit: HistoryLimit,
+    /// Every resource's events, oldest first: what the limits drop from.
     history: VecDeque<Arc<Event>>,
+    /// The same events per resource (the same `Arc`s): what a read at a past revision or a
+    /// watch's resume walks, so its cost is its own resource's changes, not the cluster's (as
+    /// kube's watch cache keeps a history per resource).
+    by_resource: HashMap<String, VecDeque<Arc<Event>>>,
     /// Sum of [`cost`] over `history`.
     history_bytes: usize,
     objects: HashMap<String, imbl::OrdMap<String, Arc<StoredObject>>>,
@@ -85,6 +90,7 @@ impl Index {
                 bytes: limit.bytes,
             },
             history: VecDeque::new(),
+            by_resource: HashMap::new(),
             history_bytes: 0,
             objects: HashMap::new(),
             feeds: HashMap::new(),
@@ -157,6 +163,10 @@ impl Index {
             }
         }
         self.history_bytes += cost(&event);
+        self.by_resource
+            .entry(event.key.resource.clone())
+            .or_default()
+            .push_back(event.clone());
         self.history.push_back(event);
         // The newest event always stays, even alone over the byte budget: a watch from the
         // revision just before it must still resume.
@@ -166,6 +176,13 @@ impl Index {
             let Some(old) = self.history.pop_front() else {
                 break;
             };
+            // The oldest of all is the oldest of its resource.
+            if let Some(q) = self.by_resource.get_mut(&old.key.resource) {
+                q.pop_front();
+                if q.is_empty() {
+                    self.by_resource.remove(&old.key.resource);
+                }
+            }
             self.history_bytes -= cost(&old);
             self.floor = old.rv;
         }
@@ -194,10 +211,8 @@ impl Index {
         };
         self.check_floor(at)?;
         // Undo, newest first, every change to this resource made after `at`.
-        for ev in self.history.iter().rev().take_while(|e| e.rv > at) {
-            if ev.key.resource != resource {
-                continue;
-            }
+        let events = self.by_resource.get(resource).into_iter().flatten();
+        for ev in events.rev().take_while(|e| e.rv > at) {
             match &ev.prev {
                 Some(prev) => {
                     items.insert(ev.key.item_key(), prev.clone());
@@ -236,13 +251,13 @@ impl Index {
                     });
                 }
                 self.check_floor(after)?;
-                let start = self.history.partition_point(|e| e.rv <= after);
-                let backlog = self
-                    .history
-                    .range(start..)
-                    .filter(|e| e.key.resource == resource)
-                    .cloned()
-                    .collect();
+                let backlog = match self.by_resource.get(resource) {
+                    Some(q) => {
+                        let start = q.partition_point(|e| e.rv <= after);
+                        q.range(start..).cloned().collect()
+                    }
+                    None => Vec::new(),
+                };
                 Ok(WatchStart {
                     rv: self.rv,
                     snapshot: None,
@@ -301,6 +316,42 @@ mod tests {
         fresh.watch("configmaps", WatchFrom::Now).unwrap();
         fresh.apply(ev(12, EventType::Added, "d", None));
         assert!(!fresh.feeds.contains_key("configmaps"));
+    }
+
+    /// A past read and a resume walk their own resource's history, which the limits trim with
+    /// the rest.
+    #[test]
+    fn each_resource_keeps_its_own_history() {
+        let mut idx = Index::new(
+            0,
+            HistoryLimit {
+                events: 4,
+                bytes: usize::MAX,
+            },
+        );
+        let other = |rv: u64| Event {
+            key: ObjectKey::new("secrets", "ns", &format!("s{rv}")),
+            ..ev(rv, EventType::Added, "x", None)
+        };
+        idx.apply(ev(1, EventType::Added, "a", None));
+        idx.apply(other(2));
+        idx.apply(ev(3, EventType::Added, "b", None));
+        idx.apply(other(4));
+        idx.apply(other(5));
+        // Revision 1 is gone from every history; the secrets' own is 2..=5 less 3.
+        assert_eq!(idx.by_resource["configmaps"].len(), 1);
+        assert_eq!(idx.by_resource["secrets"].len(), 3);
+        let s = idx.snapshot("configmaps", Some(2)).unwrap();
+        assert_eq!(s.items.keys().collect::<Vec<_>>(), ["ns/a"]);
+        let w = idx.watch("configmaps", WatchFrom::After(1)).unwrap();
+        let rvs: Vec<u64> = w.backlog.iter().map(|e| e.rv).collect();
+        assert_eq!(rvs, [3]);
+        idx.apply(other(6));
+        idx.apply(other(7));
+        assert!(
+            !idx.by_resource.contains_key("configmaps"),
+            "trimmed with the rest"
+        );
     }
 
     #[test]
