@@ -132,6 +132,10 @@ enum Command {
         /// unreachable (kube-controller-manager's `--node-monitor-grace-period`, 50 s).
         #[arg(long, default_value_t = 50)]
         node_monitor_grace_period: u64,
+        /// Seconds an Event is kept after its last write (kube-apiserver's `--event-ttl`, 1 h;
+        /// 0 keeps Events for ever).
+        #[arg(long, default_value_t = 3600)]
+        event_ttl: u64,
         /// Milliseconds one controller call (register or reconcile) may run.
         #[arg(long, default_value_t = 2000)]
         reconcile_deadline_ms: u64,
@@ -376,6 +380,7 @@ fn main() -> anyhow::Result<()> {
             orphaned_pod_quarantine,
             terminated_pod_gc_threshold,
             node_monitor_grace_period,
+            event_ttl,
             reconcile_deadline_ms,
             controller_memory_mb,
             baseline_compile,
@@ -485,6 +490,7 @@ fn main() -> anyhow::Result<()> {
                 node_monitor_grace_period: std::time::Duration::from_secs(
                     node_monitor_grace_period.max(1),
                 ),
+                event_ttl: std::time::Duration::from_secs(event_ttl),
                 runtime: turtles::runtime::RuntimeOptions {
                     call_deadline: std::time::Duration::from_millis(reconcile_deadline_ms.max(10)),
                     memory_limit: controller_memory_mb.max(1) << 20,

@@ -155,6 +155,8 @@ pub struct ServeConfig {
     pub terminated_pod_gc_threshold: usize,
     /// `--node-monitor-grace-period`: how long a Node may go without a heartbeat.
     pub node_monitor_grace_period: std::time::Duration,
+    /// `--event-ttl`: how long an Event is kept after its last write (zero: for ever).
+    pub event_ttl: std::time::Duration,
 }
 
 /// `--store`: a store in the data dir (the wal engine or sled), or a shared etcd cluster.
@@ -600,6 +602,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             orphan_quarantine: cfg.orphaned_pod_quarantine,
             terminated_threshold: cfg.terminated_pod_gc_threshold,
             node_monitor_grace: cfg.node_monitor_grace_period,
+            event_ttl: cfg.event_ttl,
         },
         shutdown_rx.clone(),
     )

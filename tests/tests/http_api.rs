@@ -944,3 +944,29 @@ fn an_unread_list_keeps_its_slot() {
     })
     .unwrap();
 }
+
+/// Events expire after `--event-ttl` without a write (kube-apiserver's lease on each Event),
+/// whichever API group wrote them; other kinds stay.
+#[test]
+fn events_expire_after_their_ttl() {
+    let s = Server::start_with(&["--event-ttl", "1"]).unwrap();
+    let http = s.http();
+    let core = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "old"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Scheduled", "type": "Normal"});
+    let r = http.post_json("/api/v1/namespaces/default/events", &core);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v1 = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "new"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x/y",
+        "reportingInstance": "i", "action": "Schedule", "reason": "Scheduled", "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}});
+    let r = http.post_json("/apis/events.k8s.io/v1/namespaces/default/events", &v1);
+    assert_eq!(r.status, 201, "{}", r.text());
+    create(&http, CMS, &configmap("stays", &[], &[]));
+    poll("the events expire", Duration::from_secs(20), || {
+        let left = http.get("/api/v1/namespaces/default/events").json();
+        left["items"].as_array()?.is_empty().then_some(())
+    })
+    .unwrap();
+    assert_eq!(http.get(&format!("{CMS}/stays")).status, 200);
+}

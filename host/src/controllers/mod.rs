@@ -20,6 +20,7 @@ pub mod csrsigning;
 pub mod disruption;
 pub mod ephemeral;
 pub mod events;
+pub mod eventttl;
 pub mod gc;
 pub mod namespace;
 pub mod nodelifecycle;
@@ -50,6 +51,7 @@ pub const BUILT_IN: &[&str] = &[
     csrsigning::IDENTITY.name,
     disruption::IDENTITY.name,
     ephemeral::IDENTITY.name,
+    eventttl::IDENTITY.name,
     gc::IDENTITY.name,
     namespace::IDENTITY.name,
     nodelifecycle::IDENTITY.name,
@@ -362,6 +364,8 @@ pub struct Settings {
     pub terminated_threshold: usize,
     /// `--node-monitor-grace-period`: how long a Node may go without a heartbeat.
     pub node_monitor_grace: Duration,
+    /// `--event-ttl`: how long an Event is kept after its last write (zero: for ever).
+    pub event_ttl: Duration,
 }
 
 /// Start the built-in controllers: informers over every kind, then the workers. The token
@@ -394,6 +398,8 @@ pub async fn start(
         settings.terminated_threshold,
     );
     let ephemeral = ephemeral::EphemeralVolumeController::new(service.clone());
+    let event_ttl = (!settings.event_ttl.is_zero())
+        .then(|| eventttl::EventTtl::new(service.clone(), settings.event_ttl));
     let lifecycle =
         nodelifecycle::NodeLifecycleController::new(service.clone(), settings.node_monitor_grace);
     let eviction = nodelifecycle::TaintEvictionController::new(service.clone());
@@ -425,6 +431,9 @@ pub async fn start(
     if let Some(p) = &publisher {
         followers.push(p.clone() as Arc<dyn Follower>);
     }
+    if let Some(t) = &event_ttl {
+        followers.push(t.clone() as Arc<dyn Follower>);
+    }
     follow_all(service.clone(), followers, shutdown.clone()).await;
     let mut started = vec![
         gc.start(shutdown.clone()),
@@ -447,6 +456,9 @@ pub async fn start(
     }
     if let Some(p) = &publisher {
         started.push(p.start(shutdown.clone()));
+    }
+    if let Some(t) = &event_ttl {
+        started.push(t.start(shutdown.clone()));
     }
     started.push(vap.start(shutdown));
     started
