@@ -437,6 +437,21 @@ fn full_disk(args: &[&str]) {
         "{}",
         ready.text()
     );
+    // kube's health checks name the store `etcd`: /healthz fails with it, and says which.
+    let h = http.get("/healthz");
+    assert_eq!(h.status, 500, "{}", h.text());
+    assert_eq!(
+        h.text(),
+        "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\nhealthz check failed\n"
+    );
+    assert_eq!(http.get("/livez?exclude=etcd").status, 200);
+    let e = http.get("/healthz/etcd");
+    assert_eq!(e.status, 500);
+    assert!(
+        e.text().starts_with("internal server error: "),
+        "{}",
+        e.text()
+    );
     assert_eq!(http.get(&format!("{cms}/cm0")).status, 200);
 
     // Space is back: writes resume by themselves.
@@ -446,6 +461,7 @@ fn full_disk(args: &[&str]) {
     })
     .unwrap();
     assert_eq!(http.get("/readyz").status, 200);
+    assert_eq!(http.get("/healthz").status, 200);
     let log = s.log();
     assert!(
         log.contains("refusing writes until the disk recovers"),

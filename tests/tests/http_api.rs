@@ -970,3 +970,64 @@ fn events_expire_after_their_ttl() {
     .unwrap();
     assert_eq!(http.get(&format!("{CMS}/stays")).status, 200);
 }
+
+/// The health endpoints as kube's: named checks, `?verbose`, `?exclude=`, and each check at its
+/// own path.
+#[test]
+fn health_endpoints_list_named_checks_as_kube_does() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    poll("ready", Duration::from_secs(30), || {
+        (http.get("/readyz").status == 200).then_some(())
+    })
+    .unwrap();
+    let lists: [(&str, &[&str]); 3] = [
+        ("healthz", &["ping", "log", "etcd"]),
+        ("livez", &["ping", "log", "etcd"]),
+        (
+            "readyz",
+            &[
+                "ping",
+                "log",
+                "etcd",
+                "storage",
+                "wasm-admission-policies-synced",
+                "shutdown",
+            ],
+        ),
+    ];
+    for (name, checks) in lists {
+        let path = format!("/{name}");
+        let r = http.get(&path);
+        assert_eq!((r.status, r.text()), (200, "ok".to_owned()));
+        assert_eq!(r.headers["content-type"], "text/plain; charset=utf-8");
+        assert_eq!(r.headers["x-content-type-options"], "nosniff");
+        let r = http.get(&format!("{path}?verbose"));
+        let mut want: String = checks.iter().map(|c| format!("[+]{c} ok\n")).collect();
+        want.push_str(&format!("{name} check passed\n"));
+        assert_eq!((r.status, r.text()), (200, want));
+        let r = http.get(&format!(
+            "{path}?verbose=false&exclude=ping&exclude=nope&exclude=a%22b"
+        ));
+        let text = r.text();
+        assert_eq!(r.status, 200, "{text}");
+        assert!(
+            text.starts_with("[+]ping excluded: ok\n[+]log ok\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(&format!(
+                "warn: some health checks cannot be excluded: no matches for \"a\\\"b\",\"nope\"\n{name} check passed\n"
+            )),
+            "{text}"
+        );
+        for c in checks {
+            let r = http.get(&format!("{path}/{c}"));
+            assert_eq!((r.status, r.text()), (200, "ok".to_owned()), "{path}/{c}");
+        }
+        assert_eq!(http.get(&format!("{path}/nope")).status, 404);
+    }
+    assert_eq!(http.get("/livez/storage").status, 404);
+    let anon = s.http_with_token(None);
+    assert_eq!(anon.get("/livez?verbose").status, 200);
+}

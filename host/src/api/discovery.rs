@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
@@ -30,13 +30,249 @@ pub async fn version() -> Response {
     json_response(StatusCode::OK, body.to_string())
 }
 
-pub async fn healthy() -> &'static str {
-    "ok"
+/// The three health endpoints, each a list of named checks, as kube-apiserver's
+/// `healthz.InstallPathHandler` serves them: `/healthz` and `/livez` with kube's `ping`, `log`
+/// and `etcd` (the store: failing while it refuses writes), `/readyz` with those, the store's
+/// and the admission policies' readiness and `shutdown`. kube's post-start hooks have no
+/// counterpart here and are not listed.
+#[derive(Debug, Clone, Copy)]
+enum HealthEndpoint {
+    Healthz,
+    Livez,
+    Readyz,
 }
 
-/// `/readyz`: 500 while the store refuses writes (a full disk), in kube's format; `?verbose`
-/// lists each check. As kube, the reason is withheld (the endpoint is open to anyone; the log
-/// has it).
+impl HealthEndpoint {
+    /// The word of `<name> check passed`, the path without its slash.
+    fn name(self) -> &'static str {
+        match self {
+            HealthEndpoint::Healthz => "healthz",
+            HealthEndpoint::Livez => "livez",
+            HealthEndpoint::Readyz => "readyz",
+        }
+    }
+
+    /// The checks, in the order they are listed.
+    fn checks(self) -> &'static [&'static str] {
+        match self {
+            HealthEndpoint::Healthz | HealthEndpoint::Livez => &["ping", "log", "etcd"],
+            HealthEndpoint::Readyz => &[
+                "ping",
+                "log",
+                "etcd",
+                "storage",
+                "wasm-admission-policies-synced",
+                "shutdown",
+            ],
+        }
+    }
+}
+
+/// One check, by name: `Err` with the reason it fails (for the log and the per-check path).
+/// `ping` always passes; `log` too (tracing never blocks a caller as klog could).
+fn run_check(state: &AppState, name: &str) -> Result<(), String> {
+    match name {
+        // kube's `etcd` check is its storage backend's health: here the store's, whichever it
+        // is, failing while it refuses writes (a full disk, etcd unreachable).
+        "etcd" | "storage" => match state.service.store.health().unavailable {
+            None => Ok(()),
+            Some(why) => Err(why),
+        },
+        // The admission policies in the controllers folder at start-up have had their first
+        // load.
+        "wasm-admission-policies-synced" => {
+            if state.service.admission.wasm.synced() {
+                Ok(())
+            } else {
+                Err("the admission policies of the controllers folder are not loaded yet".into())
+            }
+        }
+        // kube's words (`healthz.NewShutdownHealthz`).
+        "shutdown" => {
+            if *state.shutdown.borrow() {
+                Err("process is shutting down".into())
+            } else {
+                Ok(())
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Go's `url.ParseQuery`, as kube's `r.URL.Query()` reads a query: `&`-separated pairs, each
+/// name and value unescaped (`+` a space); a pair with a `;` or a malformed `%` escape is
+/// skipped, as Go skips it.
+fn go_query(query: Option<&str>) -> Vec<(String, String)> {
+    let well_escaped = |s: &str| {
+        s.split('%')
+            .skip(1)
+            .all(|rest| rest.len() >= 2 && rest.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit))
+    };
+    query
+        .unwrap_or("")
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !pair.contains(';') && well_escaped(pair))
+        .filter_map(|pair| form_urlencoded::parse(pair.as_bytes()).next())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+/// Go's `%q` of a string (`strconv.Quote`), for the names in the `exclude` warning: control
+/// characters escaped, the rest as it is.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A plain-text health answer with the headers kube sets: `text/plain; charset=utf-8`, and
+/// `X-Content-Type-Options: nosniff` where kube sets it (its root handlers and Go's
+/// `http.Error`; not a passing per-check path, whose type Go sniffs).
+fn health_text(code: StatusCode, body: String, nosniff: bool) -> Response {
+    let mut resp = (code, body).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    if nosniff {
+        resp.headers_mut().insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+    }
+    resp
+}
+
+/// kube's `handleRootHealth`: every check not excluded (`?exclude=NAME`, repeatable) is run and
+/// listed, `[+]NAME ok`, `[-]NAME failed: reason withheld` (the endpoint is open to anyone; the
+/// log has the reason) or `[+]NAME excluded: ok`, then a warning naming the excluded names that
+/// match no check. Any failure: 500 with that listing and `<name> check failed` (always
+/// verbose). Else `ok`, or with `?verbose` (any value) the listing and `<name> check passed`.
+fn health(state: &AppState, which: HealthEndpoint, query: Option<&str>) -> Response {
+    use std::fmt::Write as _;
+    let query = go_query(query);
+    let excluded: std::collections::BTreeSet<&str> = query
+        .iter()
+        .filter(|(k, _)| k == "exclude")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let verbose = query.iter().any(|(k, _)| k == "verbose");
+    let mut unmatched = excluded.clone();
+    let mut listing = String::new();
+    let mut failed: Vec<(&str, String)> = Vec::new();
+    for &name in which.checks() {
+        if excluded.contains(name) {
+            unmatched.remove(name);
+            let _ = writeln!(listing, "[+]{name} excluded: ok");
+            continue;
+        }
+        match run_check(state, name) {
+            Ok(()) => {
+                let _ = writeln!(listing, "[+]{name} ok");
+            }
+            Err(why) => {
+                let _ = writeln!(listing, "[-]{name} failed: reason withheld");
+                failed.push((name, why));
+            }
+        }
+    }
+    if !unmatched.is_empty() {
+        // Sorted, as Go's `sets.String.List()` gives them.
+        let names: Vec<String> = unmatched.iter().map(|n| go_quote(n)).collect();
+        let _ = writeln!(
+            listing,
+            "warn: some health checks cannot be excluded: no matches for {}",
+            names.join(",")
+        );
+    }
+    let endpoint = which.name();
+    if !failed.is_empty() {
+        let reasons: Vec<String> = failed
+            .iter()
+            .map(|(name, why)| format!("[-]{name} failed: {why}"))
+            .collect();
+        tracing::debug!(endpoint, failed = %reasons.join("; "), "health check failed");
+        // Go's `http.Error`, which ends the text with a newline.
+        return health_text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{listing}{endpoint} check failed\n"),
+            true,
+        );
+    }
+    let body = if verbose {
+        format!("{listing}{endpoint} check passed\n")
+    } else {
+        "ok".to_owned()
+    };
+    health_text(StatusCode::OK, body, true)
+}
+
+/// kube's `adaptCheckToHandler`: `PATH/NAME` runs that one check, `ok`, or 500 with
+/// `internal server error: <reason>` (these paths are not open to anyone: RBAC's
+/// `system:monitoring` grants them). A name that is not one of the endpoint's checks: 404.
+fn health_check(state: &AppState, which: HealthEndpoint, name: &str) -> Response {
+    if !which.checks().contains(&name) {
+        return ApiError::path_not_found().into_response();
+    }
+    match run_check(state, name) {
+        Ok(()) => health_text(StatusCode::OK, "ok".to_owned(), false),
+        Err(why) => health_text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal server error: {why}\n"),
+            true,
+        ),
+    }
+}
+
+pub async fn healthz(State(state): State<Arc<AppState>>, uri: Uri) -> Response {
+    health(&state, HealthEndpoint::Healthz, uri.query())
+}
+
+pub async fn livez(State(state): State<Arc<AppState>>, uri: Uri) -> Response {
+    health(&state, HealthEndpoint::Livez, uri.query())
+}
+
+pub async fn readyz(State(state): State<Arc<AppState>>, uri: Uri) -> Response {
+    health(&state, HealthEndpoint::Readyz, uri.query())
+}
+
+pub async fn healthz_check(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Response {
+    health_check(&state, HealthEndpoint::Healthz, &name)
+}
+
+pub async fn livez_check(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
+    health_check(&state, HealthEndpoint::Livez, &name)
+}
+
+pub async fn readyz_check(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Response {
+    health_check(&state, HealthEndpoint::Readyz, &name)
+}
+
 /// The service account issuer's documents (`auth::serviceaccount`), with the content types kube
 /// serves them with.
 fn issuer_document(
@@ -61,40 +297,6 @@ pub async fn openid_configuration(State(state): State<Arc<AppState>>) -> Respons
 
 pub async fn jwks(State(state): State<Arc<AppState>>) -> Response {
     issuer_document(&state, "application/jwk-set+json", |i| i.jwks())
-}
-
-pub async fn ready(State(state): State<Arc<AppState>>, uri: axum::http::Uri) -> Response {
-    let verbose = uri.query().is_some_and(|q| {
-        q.split('&')
-            .any(|p| p == "verbose" || p.starts_with("verbose="))
-    });
-    let storage = state.service.store.health().unavailable.is_none();
-    // The admission policies in the controllers folder at start-up have had their first load.
-    let policies = state.service.admission.wasm.synced();
-    let check = |name: &str, ok: bool| {
-        if ok {
-            format!("[+]{name} ok\n")
-        } else {
-            format!("[-]{name} failed: reason withheld\n")
-        }
-    };
-    let mut text = String::from("[+]ping ok\n");
-    text.push_str(&check("storage", storage));
-    text.push_str(&check("wasm-admission-policies-synced", policies));
-    let (code, body) = if storage && policies {
-        let body = if verbose {
-            text + "readyz check passed\n"
-        } else {
-            "ok".to_owned()
-        };
-        (StatusCode::OK, body)
-    } else {
-        (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            text + "readyz check failed\n",
-        )
-    };
-    (code, body).into_response()
 }
 
 /// Media type of aggregated discovery (v2), which clients ask for first.

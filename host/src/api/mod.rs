@@ -98,9 +98,14 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(discovery::openid_configuration),
         )
         .route("/openid/v1/jwks", get(discovery::jwks))
-        .route("/healthz", get(discovery::healthy))
-        .route("/livez", get(discovery::healthy))
-        .route("/readyz", get(discovery::ready))
+        // kube's health endpoints, each check also on its own (`/livez/ping`); a name that is
+        // no check is answered 404 there, `poststarthook/...` included.
+        .route("/healthz", get(discovery::healthz))
+        .route("/healthz/{*check}", get(discovery::healthz_check))
+        .route("/livez", get(discovery::livez))
+        .route("/livez/{*check}", get(discovery::livez_check))
+        .route("/readyz", get(discovery::readyz))
+        .route("/readyz/{*check}", get(discovery::readyz_check))
         .route("/api", get(discovery::core_versions))
         .route("/api/", get(discovery::core_versions))
         .route("/apis", get(discovery::group_list))

@@ -1338,6 +1338,7 @@ fn root_context() -> &'static Context<'static> {
         ctx.add_function("dyn", dyn_identity);
         ctx.add_function("@tick", tick);
         super::cel_authz::register(&mut ctx);
+        super::cel_regex::register(&mut ctx);
         ctx
     })
 }
