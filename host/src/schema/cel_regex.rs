@@ -201,6 +201,24 @@ mod tests {
         assert!(is(r"^[]a]+$", "]a"));
         assert!(is(r"^\\w$", "\\w"), "an escaped backslash stays one");
         assert!(compile("(").is_err());
+        // And through CEL.
+        let run = |src: &str| {
+            crate::schema::expr::Expression::compile(src)
+                .expect("compiles")
+                .eval(&[])
+                .expect("evaluates")
+        };
+        assert_eq!(
+            run(r"'é٣'.matches('^\\w+$')"),
+            kube_cel::cel::objects::Value::Bool(false)
+        );
+        assert_eq!(
+            run(r"'a1 b2'.findAll('\\w\\d')"),
+            kube_cel::cel::objects::Value::List(Arc::new(vec![
+                kube_cel::cel::objects::Value::String(Arc::new("a1".into())),
+                kube_cel::cel::objects::Value::String(Arc::new("b2".into())),
+            ]))
+        );
         // The same pattern is one compiled regex.
         assert!(Arc::ptr_eq(
             &compile(r"^\w{1,100}$").expect("compiles"),
