@@ -768,3 +768,38 @@ fn autoscaling_v1_and_v2_serve_the_same_hpas() {
     let hpa = s.kubectl_json(&["get", "hpa", "web", "-o", "json"]);
     assert_eq!(hpa["apiVersion"], "autoscaling/v2");
 }
+
+/// OpenAPI v3 gives IntOrString and Quantity their `oneOf` types, as kube's does (v2 keeps
+/// `string`); `kubectl explain` names them.
+#[test]
+fn openapi_v3_has_int_or_string_and_quantity_as_one_of() {
+    let s = Server::start().unwrap();
+    let h = s.http();
+    let idx = h.get("/openapi/v3").json();
+    let url = idx["paths"]["apis/apps/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let schemas = h.get(&url).json()["components"]["schemas"].clone();
+    let ios = &schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"];
+    assert_eq!(
+        ios["oneOf"],
+        json!([{"type": "integer"}, {"type": "string"}]),
+        "{ios}"
+    );
+    assert_eq!(ios["format"], "int-or-string");
+    assert_eq!(
+        schemas["io.k8s.apimachinery.pkg.api.resource.Quantity"]["oneOf"],
+        json!([{"type": "string"}, {"type": "number"}])
+    );
+    let v2 = h.get("/openapi/v2").json();
+    assert_eq!(
+        v2["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["type"],
+        "string"
+    );
+    let out = s.kubectl_ok(&[
+        "explain",
+        "deployments.spec.strategy.rollingUpdate.maxSurge",
+    ]);
+    assert!(out.contains("<IntOrString>"), "{out}");
+}

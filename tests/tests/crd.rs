@@ -1517,3 +1517,54 @@ spec:
         "{st}"
     );
 }
+
+/// A custom resource's OpenAPI as kube's CRD builder publishes it: apiVersion, kind and metadata
+/// in its schema, and its List, in v3 and v2; `kubectl explain` reaches apiVersion and kind.
+#[test]
+fn openapi_gives_custom_resources_type_meta_and_a_list() {
+    let s = Server::start().unwrap();
+    apply(&s, WIDGETS_YAML);
+    wait_condition(&s, "widgets.example.com", "Established", "True");
+    let doc = poll("the v3 document of example.com/v1", DEADLINE, || {
+        let doc = get_raw(&s, &openapi_url(&s, "apis/example.com/v1")?);
+        doc["components"]["schemas"].get("com.example.v1.WidgetList")?;
+        Some(doc)
+    })
+    .unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let widget = &schemas["com.example.v1.Widget"]["properties"];
+    assert_eq!(widget["apiVersion"]["type"], "string", "{widget}");
+    assert_eq!(widget["kind"]["type"], "string", "{widget}");
+    assert_eq!(
+        widget["metadata"]["allOf"][0]["$ref"],
+        "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    let list = &schemas["com.example.v1.WidgetList"];
+    assert_eq!(
+        list["properties"]["items"]["items"]["$ref"], "#/components/schemas/com.example.v1.Widget",
+        "{list}"
+    );
+    assert_eq!(list["required"], json!(["items"]));
+    assert_eq!(
+        list["x-kubernetes-group-version-kind"][0]["kind"],
+        "WidgetList"
+    );
+    assert!(schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"].is_object());
+    let v2 = get_raw(&s, "/openapi/v2");
+    let defs = &v2["definitions"];
+    assert_eq!(
+        defs["com.example.v1.Widget"]["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    assert_eq!(
+        defs["com.example.v1.WidgetList"]["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+    );
+    let out = s.kubectl_ok(&["explain", "widgets.apiVersion"]);
+    assert!(
+        out.contains("APIVersion defines the versioned schema"),
+        "{out}"
+    );
+    let out = s.kubectl_ok(&["explain", "widgets.kind"]);
+    assert!(out.contains("Kind is a string value"), "{out}");
+}

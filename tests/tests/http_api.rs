@@ -1031,3 +1031,27 @@ fn health_endpoints_list_named_checks_as_kube_does() {
     let anon = s.http_with_token(None);
     assert_eq!(anon.get("/livez?verbose").status, 200);
 }
+
+/// A body may be YAML (`Content-Type: application/yaml`), as kube's serializers take it.
+#[test]
+fn yaml_bodies_are_taken() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let post = |body: &str| {
+        http.client
+            .post(format!("{}{CMS}", http.base))
+            .header("Content-Type", "application/yaml")
+            .body(body.to_owned())
+            .send()
+            .unwrap()
+    };
+    let r =
+        post("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  n: \"1\"\n");
+    assert_eq!(r.status().as_u16(), 201);
+    let stored = http.get(&format!("{CMS}/from-yaml")).json();
+    assert_eq!(stored["data"]["n"], "1", "{stored}");
+    let r = post("- not\n- a mapping\n");
+    assert_eq!(r.status().as_u16(), 400);
+    let r = post("a: &x [1,2]\nb: *x\nc: [");
+    assert_eq!(r.status().as_u16(), 400);
+}

@@ -1295,8 +1295,21 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
         "application/json" | "" | "*/*" => decode_json(body),
         "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body)
             .map_err(|e| ApiError::unsupported_media_type(e.to_string())),
+        // kube's serializers take YAML bodies too (what `curl --data-binary @x.yaml` sends);
+        // read as server-side apply reads them, aliases bounded.
+        "application/yaml" => {
+            let v = crate::apply::yaml_to_json(body).map_err(|e| {
+                ApiError::bad_request(format!("error converting YAML to JSON: {e}"))
+            })?;
+            if !v.is_object() {
+                return Err(ApiError::bad_request(
+                    "the request body must be a YAML mapping",
+                ));
+            }
+            Ok(v)
+        }
         _ => Err(ApiError::unsupported_media_type(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf (got {essence})"
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {essence})"
         ))),
     }
 }

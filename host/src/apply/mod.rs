@@ -504,7 +504,7 @@ pub fn parse_config_as(gv: &str, body: &[u8]) -> Result<Value, ApiError> {
 /// walked without keeping anything, counting nodes as aliases expand, and refused with go-yaml's
 /// `document contains excessive aliasing` (kube's answer) past [`YAML_NODE_SLACK`] nodes more
 /// than the body has bytes: a document without aliases never has more nodes than bytes.
-fn yaml_to_json(body: &[u8]) -> Result<Value, String> {
+pub(crate) fn yaml_to_json(body: &[u8]) -> Result<Value, String> {
     count_yaml_nodes(body, body.len().saturating_add(YAML_NODE_SLACK))?;
     let y: serde_yaml::Value = serde_yaml::from_slice(body).map_err(|e| e.to_string())?;
     convert_yaml(y)
