@@ -296,6 +296,7 @@ pub async fn follow(
             StoreSource {
                 store: service.store.clone(),
                 resource: resource.to_owned(),
+                namespace: None,
             },
             None,
         );

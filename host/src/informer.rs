@@ -59,15 +59,18 @@ pub trait Source: Send {
     fn resource(&self) -> &str;
 }
 
-/// One resource of the store (its storage key, `group_resource`).
+/// One resource of the store (its storage key, `group_resource`), or one namespace of it.
 pub struct StoreSource {
     pub store: Arc<dyn Store>,
     pub resource: String,
+    /// Only this namespace's events on the live feed (the filter must be confined to it too).
+    pub namespace: Option<String>,
 }
 
 impl Source for StoreSource {
     fn watch(&mut self, from: WatchFrom) -> Result<WatchStart, StoreError> {
-        self.store.watch(&self.resource, from)
+        self.store
+            .watch_in(&self.resource, self.namespace.as_deref(), from)
     }
 
     fn resource(&self) -> &str {

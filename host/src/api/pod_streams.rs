@@ -418,6 +418,7 @@ async fn log(
     let source = StoreSource {
         store: state.service.store.clone(),
         resource: target.ri.group_resource(),
+        namespace: Some(ns.to_owned()),
     };
     let mut watcher = Watcher::resume(source, Some(filter), revision).on_expiry(Expiry::End);
     let mut stop = state.shutdown.clone();

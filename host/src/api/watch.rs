@@ -459,9 +459,11 @@ pub async fn serve(
     };
     // Where the stream starts, and whether it opens with the current state: the one watcher
     // (`informer.rs`), which ends rather than relists when the history has lost its place.
+    // A watch of one namespace follows that namespace's feed only.
     let source = StoreSource {
         store: store.clone(),
         resource: ri.group_resource(),
+        namespace: target.namespace.clone().filter(|_| ri.namespaced()),
     };
     let (mut watcher, initial_end) = match (send_initial, requested) {
         // The bookmark that ends the initial events only for a client that takes bookmarks.

@@ -322,6 +322,7 @@ async fn informer(
         crate::informer::StoreSource {
             store: service.store.clone(),
             resource: ri.group_resource(),
+            namespace: None,
         },
         None,
     );

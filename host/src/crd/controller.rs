@@ -106,6 +106,7 @@ impl CrdController {
             StoreSource {
                 store: self.service.store.clone(),
                 resource: Self::storage_key(),
+                namespace: None,
             },
             None,
             listed.rv,
@@ -380,6 +381,7 @@ impl CrdController {
                     StoreSource {
                         store: this.service.store.clone(),
                         resource,
+                        namespace: None,
                     },
                     None,
                     from,

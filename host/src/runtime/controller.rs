@@ -689,6 +689,8 @@ impl ControllerHandle {
                 StoreSource {
                     store: self.host.service.store.clone(),
                     resource: ri.group_resource(),
+                    // A watch of one namespace follows that namespace's feed.
+                    namespace: w.namespace.clone().filter(|_| ri.namespaced()),
                 },
                 Some(filter.clone()),
             );

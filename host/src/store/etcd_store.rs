@@ -829,6 +829,15 @@ impl Store for EtcdStore {
         self.shared.write().watch(resource, from)
     }
 
+    fn watch_in(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        from: WatchFrom,
+    ) -> Result<WatchStart> {
+        self.shared.write().watch_in(resource, namespace, from)
+    }
+
     fn wait_for_revision(&self, rv: u64, timeout: Duration) -> BoxFuture<bool> {
         let shared = self.shared.clone();
         let progress = self.progress.clone();

@@ -59,6 +59,11 @@ pub struct Index {
     history_bytes: usize,
     objects: HashMap<String, imbl::OrdMap<String, Arc<StoredObject>>>,
     feeds: HashMap<String, Feed>,
+    /// Feeds of one namespace of a resource, for the watchers confined to it: a write in one
+    /// namespace wakes that namespace's watchers and the cluster-wide ones, not every watcher
+    /// of the kind (kube's cacher indexes its watchers by namespace the same way). Each has its
+    /// own counter, so a namespace's watchers know when they have all of its events.
+    namespace_feeds: HashMap<(String, String), Feed>,
 }
 
 /// A watched resource's live feed, and the revision of its latest event published to it (or,
@@ -94,6 +99,7 @@ impl Index {
             history_bytes: 0,
             objects: HashMap::new(),
             feeds: HashMap::new(),
+            namespace_feeds: HashMap::new(),
         }
     }
 
@@ -106,6 +112,16 @@ impl Index {
             feed.published.fetch_max(self.rv, Ordering::Release);
             self.feeds.insert(
                 resource,
+                Feed {
+                    published: feed.published,
+                    ..Feed::new(self.rv)
+                },
+            );
+        }
+        for (key, feed) in old.namespace_feeds.drain() {
+            feed.published.fetch_max(self.rv, Ordering::Release);
+            self.namespace_feeds.insert(
+                key,
                 Feed {
                     published: feed.published,
                     ..Feed::new(self.rv)
@@ -160,6 +176,15 @@ impl Index {
             // either, the feed goes (a later watch starts one at the then current revision).
             if feed.tx.send(event.clone()).is_err() && Arc::strong_count(&feed.published) == 1 {
                 self.feeds.remove(&event.key.resource);
+            }
+        }
+        if !event.key.namespace.is_empty() && !self.namespace_feeds.is_empty() {
+            let key = (event.key.resource.clone(), event.key.namespace.clone());
+            if let Some(feed) = self.namespace_feeds.get(&key) {
+                feed.published.store(event.rv, Ordering::Release);
+                if feed.tx.send(event.clone()).is_err() && Arc::strong_count(&feed.published) == 1 {
+                    self.namespace_feeds.remove(&key);
+                }
             }
         }
         self.history_bytes += cost(&event);
@@ -226,11 +251,28 @@ impl Index {
     }
 
     pub fn watch(&mut self, resource: &str, from: WatchFrom) -> Result<WatchStart> {
+        self.watch_in(resource, None, from)
+    }
+
+    /// [`Index::watch`] of one namespace of `resource` (its live feed carries that namespace's
+    /// events only; the counter is the resource's).
+    pub fn watch_in(
+        &mut self,
+        resource: &str,
+        namespace: Option<&str>,
+        from: WatchFrom,
+    ) -> Result<WatchStart> {
         let rv = self.rv;
-        let feed = self
-            .feeds
-            .entry(resource.to_owned())
-            .or_insert_with(|| Feed::new(rv));
+        let feed = match namespace.filter(|ns| !ns.is_empty()) {
+            None => self
+                .feeds
+                .entry(resource.to_owned())
+                .or_insert_with(|| Feed::new(rv)),
+            Some(ns) => self
+                .namespace_feeds
+                .entry((resource.to_owned(), ns.to_owned()))
+                .or_insert_with(|| Feed::new(rv)),
+        };
         let (live, published) = (feed.tx.subscribe(), feed.published.clone());
         match from {
             WatchFrom::Now => Ok(WatchStart {
@@ -316,6 +358,40 @@ mod tests {
         fresh.watch("configmaps", WatchFrom::Now).unwrap();
         fresh.apply(ev(12, EventType::Added, "d", None));
         assert!(!fresh.feeds.contains_key("configmaps"));
+    }
+
+    /// A watcher of one namespace is woken by that namespace's events only, and its counter
+    /// moves with them; a cluster-wide watcher has every event.
+    #[test]
+    fn a_namespace_has_a_feed_of_its_own() {
+        let mut idx = Index::new(
+            0,
+            HistoryLimit {
+                events: 16,
+                bytes: usize::MAX,
+            },
+        );
+        let in_ns = |rv: u64, ns: &str| Event {
+            key: ObjectKey::new("configmaps", ns, &format!("c{rv}")),
+            ..ev(rv, EventType::Added, "x", None)
+        };
+        let mut mine = idx
+            .watch_in("configmaps", Some("a"), WatchFrom::Now)
+            .unwrap();
+        let mut all = idx.watch("configmaps", WatchFrom::Now).unwrap();
+        idx.apply(in_ns(1, "b"));
+        idx.apply(in_ns(2, "a"));
+        idx.apply(in_ns(3, "b"));
+        assert_eq!(mine.live.try_recv().map(|e| e.rv).ok(), Some(2));
+        assert!(mine.live.try_recv().is_err(), "only namespace a's events");
+        assert_eq!(mine.published.load(Ordering::Acquire), 2);
+        let rvs: Vec<u64> = std::iter::from_fn(|| all.live.try_recv().ok().map(|e| e.rv)).collect();
+        assert_eq!(rvs, [1, 2, 3]);
+        assert_eq!(all.published.load(Ordering::Acquire), 3);
+        // Nobody left on it: the namespace's feed goes with its next event.
+        drop(mine);
+        idx.apply(in_ns(4, "a"));
+        assert!(idx.namespace_feeds.is_empty());
     }
 
     /// A past read and a resume walk their own resource's history, which the limits trim with

@@ -620,6 +620,15 @@ impl<D: Disk> Store for LocalStore<D> {
         self.shared.write().watch(resource, from)
     }
 
+    fn watch_in(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        from: WatchFrom,
+    ) -> Result<WatchStart> {
+        self.shared.write().watch_in(resource, namespace, from)
+    }
+
     fn wait_for_revision(&self, rv: u64, timeout: Duration) -> BoxFuture<bool> {
         let mut rx = self.shared.rv_tx.subscribe();
         Box::pin(async move {

@@ -750,6 +750,18 @@ pub trait Store: Send + Sync + 'static {
     /// Start watching one resource.
     fn watch(&self, resource: &str, from: WatchFrom) -> Result<WatchStart>;
 
+    /// Start watching one namespace of a resource (`None`: all of it): the live feed carries
+    /// only that namespace's events, so its watchers are not woken by every write of the kind.
+    fn watch_in(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        from: WatchFrom,
+    ) -> Result<WatchStart> {
+        let _ = namespace;
+        self.watch(resource, from)
+    }
+
     /// Resolves `true` once the latest revision is at least `rv`, `false` after `timeout`.
     fn wait_for_revision(&self, rv: u64, timeout: std::time::Duration) -> BoxFuture<bool>;
 
