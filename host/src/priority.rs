@@ -192,7 +192,28 @@ pub async fn admit(
                 .map(str::to_owned),
         )
     };
-    if let Some(given) = obj.pointer("/spec/priority").and_then(Value::as_i64) {
+    // kube decodes the Pod before admission: a `priority` that is not an int32 is the decoder's
+    // 400, not "not given".
+    let given = match obj.pointer("/spec/priority") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_i64().filter(|n| i32::try_from(*n).is_ok()) {
+            Some(n) => Some(n),
+            None => {
+                let what = match v {
+                    Value::Number(n) => format!("number {n}"),
+                    Value::String(_) => "string".into(),
+                    Value::Bool(_) => "bool".into(),
+                    Value::Array(_) => "array".into(),
+                    _ => "object".into(),
+                };
+                return Err(ApiError::bad_request(format!(
+                    "Pod in version \"{}\" cannot be handled as a Pod: json: cannot unmarshal {what} into Go struct field PodSpec.spec.priority of type int32",
+                    ri.version
+                )));
+            }
+        },
+    };
+    if let Some(given) = given {
         if given != priority {
             return Err(forbidden(ri, obj, format!("the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name")));
         }

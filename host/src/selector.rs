@@ -143,9 +143,11 @@ fn invalid(path: &str, value: &str, detail: &str) -> String {
 /// Formats like `field.ErrorList.ToAggregate().Error()`: one message as-is,
 /// several (deduplicated) as `[a, b]`.
 fn aggregate(errs: Vec<String>) -> Option<String> {
+    // In order, each once (hashed: a selector of thousands of bad values is not quadratic).
+    let mut seen = std::collections::HashSet::with_capacity(errs.len());
     let mut unique: Vec<String> = Vec::with_capacity(errs.len());
     for e in errs {
-        if !unique.contains(&e) {
+        if seen.insert(e.clone()) {
             unique.push(e);
         }
     }

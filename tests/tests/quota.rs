@@ -460,6 +460,19 @@ fn pods_get_their_priority_from_their_class() {
         &http.post_json(&pods, &forged),
         "pods \"forged\" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name",
     );
+    // Not an int32: the decoder's 400, as kube decodes before admission.
+    for (bad, what) in [
+        (json!("x"), "string"),
+        (json!(2_147_483_648_i64), "number 2147483648"),
+    ] {
+        forged["spec"]["priority"] = bad;
+        let r = http.post_json(&pods, &forged);
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(
+            r.json()["message"],
+            format!("Pod in version \"v1\" cannot be handled as a Pod: json: cannot unmarshal {what} into Go struct field PodSpec.spec.priority of type int32")
+        );
+    }
     let classes = "/apis/scheduling.k8s.io/v1/priorityclasses";
     let class = |name: &str, value: i64, default: bool| {
         json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
