@@ -1296,11 +1296,28 @@ impl Service {
         subresource: &str,
         opts: &WriteOptions,
     ) -> Result<Vec<String>> {
+        self.mutated_as(ri, ns, operation, old, obj, subresource, opts, None)
+            .await
+    }
+
+    /// [`Service::admission`] of an object of another kind than the resource's (a Scale).
+    #[allow(clippy::too_many_arguments)]
+    async fn mutated_as(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        operation: Operation,
+        old: Option<&Value>,
+        obj: &mut Value,
+        subresource: &str,
+        opts: &WriteOptions,
+        kind: Option<[&str; 3]>,
+    ) -> Result<Vec<String>> {
         let Some(user) = &opts.user else {
             return Ok(Vec::new());
         };
         let name = meta::name(obj).to_owned();
-        let req = admission_request(ri, ns, operation, &name, subresource, user, opts, old, None);
+        let req = admission_request(ri, ns, operation, &name, subresource, user, opts, old, kind);
         self.admission.mutate(&req, obj).await
     }
 
@@ -2689,9 +2706,55 @@ impl Service {
                 }
             }
             let mut warnings = Self::decode_custom(ri, &mut new, opts)?;
-            // A `scale` write is admitted as kube admits it: as an autoscaling/v1 Scale (by
-            // validating admission, below; mutating admission does not see it: turtles cannot
-            // carry a mutated Scale back to the object yet).
+            // A `scale` write is admitted as kube admits it: as an autoscaling/v1 Scale. Mutating
+            // admission sees (new Scale, old Scale), and only its `spec.replicas` is carried back
+            // to the object (kube's `scaleUpdatedObjectInfo`); validating admission is below.
+            if sub == Subresource::Scale && opts.user.is_some() {
+                let old_scale = Self::scale_of_value(ri, &view_value)?;
+                let mut scale = Self::scale_of_value(ri, &new)?;
+                let before = scale.clone();
+                warnings.extend(
+                    self.mutated_as(
+                        ri,
+                        ns,
+                        Operation::Update,
+                        Some(&old_scale),
+                        &mut scale,
+                        sub_name,
+                        opts,
+                        Some(["autoscaling", "v1", "Scale"]),
+                    )
+                    .await?,
+                );
+                if scale != before {
+                    let uid = |v: &Value| {
+                        v.pointer("/metadata/uid")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned()
+                    };
+                    if uid(&scale) != uid(&before) {
+                        return Err(ApiError::conflict_message(
+                            &ri.group,
+                            &ri.resource,
+                            name,
+                            &format!(
+                                "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                                uid(&scale),
+                                uid(&before)
+                            ),
+                        ));
+                    }
+                    let replicas = scale_replicas(scale.pointer("/spec/replicas"), name)?;
+                    if let Some(sc) = &ri.scale {
+                        set_pointer(
+                            &mut new,
+                            &json_pointer(&sc.spec_replicas_path),
+                            json!(replicas),
+                        );
+                    }
+                }
+            }
             if sub != Subresource::Scale {
                 warnings.extend(
                     self.admission(ri, ns, Operation::Update, old, &mut new, sub_name, opts)

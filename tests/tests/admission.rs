@@ -1161,6 +1161,33 @@ fn scale_and_token_writes_are_admitted() {
     s.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
     let web = s.kubectl_json(&["get", "deployment", "web"]);
     assert_eq!(web["spec"]["replicas"], 3);
+    // Mutating admission sees the Scale too, and its replicas reach the Deployment (kube's
+    // scaleUpdatedObjectInfo carries spec.replicas back).
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+            "metadata": {"name": "scale-cap"},
+            "spec": {"failurePolicy": "Fail", "reinvocationPolicy": "Never",
+                "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["UPDATE"], "resources": ["deployments/scale"]}]},
+                "matchConditions": [{"name": "over", "expression": "object.kind == 'Scale' && object.spec.replicas > 4"}],
+                "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression":
+                    "[JSONPatch{op: 'replace', path: '/spec/replicas', value: 4}]"}}]}}),
+    );
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "scale-cap"},
+            "spec": {"policyName": "scale-cap"}}),
+    );
+    poll("the cap to apply", Duration::from_secs(10), || {
+        s.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
+        let web = s.kubectl_json(&["get", "deployment", "web"]);
+        let r = web["spec"]["replicas"].clone();
+        s.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
+        (r == 4).then_some(())
+    })
+    .expect("a scale to 5 is capped at 4");
     let err = until_denied(&s, &["create", "token", "default", "--duration=2h"]);
     assert!(err.contains("token-limit refused it"), "{err}");
     s.kubectl_ok(&["create", "token", "default", "--duration=30m"]);
