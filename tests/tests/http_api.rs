@@ -902,6 +902,17 @@ fn discovery_details_as_kube() {
     );
     let r = http.delete("/api/v1/namespaces?dryRun=All");
     assert_eq!(r.status, 405, "{}", r.text());
+    // Controllers are read only; /version as kube 1.34's.
+    let ours = http.get("/apis/turtles.dev/v1").json();
+    assert_eq!(
+        ours["resources"][0]["verbs"],
+        json!(["get", "list", "watch"]),
+        "{ours}"
+    );
+    let v = http.get("/version").json();
+    assert_eq!(v["emulationMinor"], "34", "{v}");
+    assert_eq!(v["minCompatibilityMinor"], "33", "{v}");
+    assert!(!v["platform"].as_str().unwrap().contains("x86_64"), "{v}");
 }
 
 /// A list is written as the client reads it, and keeps its in-flight slot until written (as

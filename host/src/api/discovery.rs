@@ -16,16 +16,34 @@ pub const KUBE_MAJOR: &str = "1";
 pub const KUBE_MINOR: &str = "34";
 
 pub async fn version() -> Response {
+    // Go's names for the architecture, as kube's `platform` reports it.
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" => "ppc64le",
+        other => other,
+    };
+    // kube 1.34's `version.Info`, in its field order: it emulates itself and is compatible
+    // with the minor before.
+    let previous = KUBE_MINOR
+        .parse::<u32>()
+        .map(|m| m.saturating_sub(1).to_string())
+        .unwrap_or_default();
     let body = json!({
         "major": KUBE_MAJOR,
         "minor": KUBE_MINOR,
+        "emulationMajor": KUBE_MAJOR,
+        "emulationMinor": KUBE_MINOR,
+        "minCompatibilityMajor": KUBE_MAJOR,
+        "minCompatibilityMinor": previous,
         "gitVersion": format!("v{KUBE_MAJOR}.{KUBE_MINOR}.0+turtles.{}", env!("CARGO_PKG_VERSION")),
         "gitCommit": "",
         "gitTreeState": "clean",
         "buildDate": "1970-01-01T00:00:00Z",
         "goVersion": "n/a (rust)",
         "compiler": "rustc",
-        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        "platform": format!("{}/{arch}", std::env::consts::OS),
     });
     json_response(StatusCode::OK, body.to_string())
 }

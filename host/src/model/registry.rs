@@ -159,6 +159,10 @@ impl ResourceInfo {
         if self.create_only {
             return &["create"];
         }
+        // Controllers are managed by the host: read only.
+        if self.is_controllers() {
+            return &["get", "list", "watch"];
+        }
         // kube's namespace storage has no DeleteCollection.
         if self.group.is_empty() && self.resource == "namespaces" {
             return &[
