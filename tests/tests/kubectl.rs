@@ -600,3 +600,73 @@ fn kubectl_debug_adds_an_ephemeral_container() {
     let st = turtles_tests::assert_status(&r, 404, "NotFound");
     assert_eq!(st["details"], serde_json::json!({}), "{st}");
 }
+
+/// Kinds kube prints with columns of their own beyond a resource's: a Scale (kube's
+/// `scaleColumnDefinitions`), events.k8s.io Events (the core Event printer, from the stored
+/// shape), and an autoscaling/v1 HPA (the HPA printer, from the stored v2 shape).
+#[test]
+fn tables_of_scales_converted_events_and_v1_hpas() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "--replicas=2",
+    ]);
+    let out = s.kubectl_ok(&["get", "deploy", "web", "--subresource=scale"]);
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "DESIRED", "AVAILABLE", "AGE"], "{out}");
+    assert!(
+        out.lines().nth(1).unwrap_or("").starts_with("web "),
+        "{out}"
+    );
+    let event = serde_json::json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p"},
+        "reason": "Scheduled", "type": "Normal", "message": "hello there"});
+    let r = s
+        .http()
+        .post_json("/api/v1/namespaces/default/events", &event);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let out = s.kubectl_ok(&["get", "events.v1.events.k8s.io"]);
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{out}"
+    );
+    assert!(
+        out.contains("pod/p") && out.contains("hello there"),
+        "{out}"
+    );
+    s.kubectl_ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--min=2",
+        "--max=4",
+        "--cpu-percent=50",
+    ]);
+    let v2 = s.kubectl_ok(&["get", "horizontalpodautoscalers.v2.autoscaling", "web"]);
+    let v1 = s.kubectl_ok(&["get", "horizontalpodautoscalers.v1.autoscaling", "web"]);
+    let cells = |out: &str| -> Vec<String> {
+        out.lines()
+            .nth(1)
+            .unwrap_or("")
+            .split_whitespace()
+            .take(5)
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(cells(&v1), cells(&v2), "{v1}\n{v2}");
+}

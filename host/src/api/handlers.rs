@@ -501,6 +501,22 @@ async fn scale(
             })?;
             let obj = svc.served_one(ri, stored).await?;
             let scale = crate::service::Service::scale_of(ri, &obj)?;
+            // `kubectl get deploy web --subresource=scale` asks for a Table: kube's Scale columns.
+            if representation(&headers) == Representation::Table {
+                if let Ok(mut o) = StoredObject::unstored(scale.clone()) {
+                    o.rv = obj.rv;
+                    let t = table::render_columns(
+                        crate::api::printers::scale_columns(),
+                        &[Arc::new(o)],
+                        &obj.rv.to_string(),
+                        query,
+                    );
+                    return Ok(object_json_response(
+                        StatusCode::OK,
+                        t.to_string().as_bytes(),
+                    ));
+                }
+            }
             return Ok(object_json_response(
                 StatusCode::OK,
                 scale.to_string().as_bytes(),

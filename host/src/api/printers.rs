@@ -123,6 +123,29 @@ pub fn columns(group: &str, resource: &str) -> &'static [Column] {
         .unwrap_or(DEFAULT)
 }
 
+/// A Scale (`kubectl get deploy web --subresource=scale`): kube's `scaleColumnDefinitions`.
+const SCALE: &[Column] = &[
+    NAME,
+    col(
+        "Desired",
+        "integer",
+        "replicas is the desired number of instances for the scaled object.",
+        |o| json!(int(o, "/spec/replicas")),
+    ),
+    col(
+        "Available",
+        "integer",
+        "replicas is the actual number of observed instances of the scaled object.",
+        |o| json!(int(o, "/status/replicas")),
+    ),
+    AGE,
+];
+
+/// The columns of an autoscaling/v1 Scale.
+pub fn scale_columns() -> &'static [Column] {
+    SCALE
+}
+
 /// Every kind with columns of its own, by group and resource.
 const PRINTERS: &[(&str, &str, &[Column])] = &[
     ("", "pods", PODS),

@@ -75,7 +75,54 @@ pub fn render(
     if let Some(custom) = &ri.custom {
         return render_custom(&custom.printer_columns, items, rv, continue_token, query);
     }
-    let cols = super::printers::columns(&ri.group, &ri.resource);
+    // A version converted on the way in and out (events.k8s.io Events, autoscaling/v1 HPAs) is
+    // printed as kube prints it: by the stored kind's printer, from the stored shape (kube's
+    // printers work on the internal type); the row's object stays in the version asked for.
+    let (group, resource, to_storage) = match ri.conversion {
+        Some(c) => {
+            let (r, g) = c
+                .stored_group_resource
+                .split_once('.')
+                .unwrap_or((c.stored_group_resource, ""));
+            (g, r, Some(c.to_storage))
+        }
+        None => (ri.group.as_str(), ri.resource.as_str(), None),
+    };
+    let cols = super::printers::columns(group, resource);
+    let include = query
+        .get("includeObject")
+        .map(String::as_str)
+        .unwrap_or("Metadata");
+    let defs: Vec<Value> = cols
+        .iter()
+        .map(|c| json!({"name": c.name, "type": c.kind, "format": c.format, "description": c.description, "priority": c.priority}))
+        .collect();
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|o| {
+            let whole = o.parse();
+            let stored = to_storage.map(|f| {
+                let mut v = whole.clone().into_owned();
+                if let Some(m) = v.as_object_mut() {
+                    f(m);
+                }
+                v
+            });
+            let shown = stored.as_ref().unwrap_or(&whole);
+            let cells: Vec<Value> = cols.iter().map(|c| (c.cell)(shown)).collect();
+            row(cells, o, include)
+        })
+        .collect();
+    table(defs, rows, rv, continue_token)
+}
+
+/// A Table of `items` with these columns (a kind without a resource of its own: a Scale).
+pub fn render_columns(
+    cols: &[super::printers::Column],
+    items: &[Arc<StoredObject>],
+    rv: &str,
+    query: &Query,
+) -> Value {
     let include = query
         .get("includeObject")
         .map(String::as_str)
@@ -92,7 +139,7 @@ pub fn render(
             row(cells, o, include)
         })
         .collect();
-    table(defs, rows, rv, continue_token)
+    table(defs, rows, rv, None)
 }
 
 fn row(cells: Vec<Value>, o: &StoredObject, include: &str) -> Value {
