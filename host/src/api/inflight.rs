@@ -3,6 +3,14 @@
 //! request is answered 429 `TooManyRequests` with `Retry-After: 1` at once (clients retry).
 //! Long-running requests (watches, and kube's long-running subresources) are not counted, and
 //! members of `system:masters` are served even over the limit, as in kube.
+//!
+//! One user may hold at most half of a limit's slots, so a single client (a tenant's slow
+//! lists, say) cannot take them all and leave every other client 429s. kube gets this from API
+//! Priority and Fairness, which shares the seats fairly among users; turtles has no APF, and
+//! this cap is its stand-in.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -22,6 +30,10 @@ pub struct InFlightLimits {
     /// Requests being served now, read-only and mutating (limited or not): the
     /// `turtles_api_inflight_requests` gauge.
     serving: [Arc<AtomicUsize>; 2],
+    /// The most slots one user may hold, read-only and mutating (half of each limit).
+    share: [usize; 2],
+    /// The slots each user holds now, read-only and mutating.
+    held: [Arc<Mutex<HashMap<String, usize>>>; 2],
 }
 
 /// A request being served: its permit, if a limit counts it, and its place in the gauge.
@@ -29,11 +41,27 @@ pub struct InFlightLimits {
 pub struct Slot {
     _permit: Option<OwnedSemaphorePermit>,
     serving: Arc<AtomicUsize>,
+    /// The user's count of slots, when it holds one of a limit's.
+    held: Option<(Arc<Mutex<HashMap<String, usize>>>, String)>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         self.serving.fetch_sub(1, Ordering::AcqRel);
+        release(self.held.take());
+    }
+}
+
+/// Give back one of a user's slots.
+fn release(held: Option<(Arc<Mutex<HashMap<String, usize>>>, String)>) {
+    if let Some((held, user)) = held {
+        let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = h.get_mut(&user) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                h.remove(&user);
+            }
+        }
     }
 }
 
@@ -45,6 +73,8 @@ impl InFlightLimits {
             read_only: sem(max_read_only),
             mutating: sem(max_mutating),
             serving: Default::default(),
+            share: [max_read_only.div_ceil(2), max_mutating.div_ceil(2)],
+            held: Default::default(),
         }
     }
 
@@ -65,23 +95,46 @@ impl InFlightLimits {
         if info.is_long_running() {
             return Ok(None);
         }
-        let (sem, serving) = if info.is_mutating() {
+        let kind = usize::from(info.is_mutating());
+        let (sem, serving) = if kind == 1 {
             (&self.mutating, &self.serving[1])
         } else {
             (&self.read_only, &self.serving[0])
+        };
+        let master = user.groups.iter().any(|g| g == MASTERS);
+        // The user's share first (counted before the permit is taken, undone if it is not).
+        let held = match sem {
+            Some(_) if !master => {
+                let mut h = self.held[kind].lock().unwrap_or_else(|e| e.into_inner());
+                let n = h.entry(user.name.clone()).or_default();
+                if *n >= self.share[kind] {
+                    if *n == 0 {
+                        h.remove(&user.name);
+                    }
+                    return Err(ApiError::too_many_requests(TOO_MANY_REQUESTS));
+                }
+                *n += 1;
+                Some((self.held[kind].clone(), user.name.clone()))
+            }
+            _ => None,
         };
         let permit = match sem {
             None => None,
             Some(sem) => match sem.clone().try_acquire_owned() {
                 Ok(permit) => Some(permit),
-                Err(_) if user.groups.iter().any(|g| g == MASTERS) => None,
-                Err(_) => return Err(ApiError::too_many_requests(TOO_MANY_REQUESTS)),
+                Err(_) if master => None,
+                Err(_) => {
+                    // Not served: the share taken above goes back.
+                    release(held);
+                    return Err(ApiError::too_many_requests(TOO_MANY_REQUESTS));
+                }
             },
         };
         serving.fetch_add(1, Ordering::AcqRel);
         Ok(Some(Slot {
             _permit: permit,
             serving: serving.clone(),
+            held,
         }))
     }
 }
@@ -102,6 +155,28 @@ mod tests {
             groups: groups.iter().map(|g| g.to_string()).collect(),
             extra: Default::default(),
         }
+    }
+
+    /// One user holds at most half a limit's slots; the others are left for everyone else.
+    #[test]
+    fn one_user_holds_at_most_half() {
+        let l = InFlightLimits::new(4, 4);
+        let list = info(Method::GET, "/api/v1/configmaps");
+        let mut bob = user(&["system:authenticated"]);
+        bob.name = "bob".into();
+        let mut eve = user(&["system:authenticated"]);
+        eve.name = "eve".into();
+        let held: Vec<_> = (0..2).map(|_| l.admit(&list, &eve).expect("eve")).collect();
+        let e = l.admit(&list, &eve).expect_err("over eve's share");
+        assert_eq!(e.code, 429);
+        let b = l.admit(&list, &bob).expect("bob is served");
+        drop(held);
+        assert!(l.admit(&list, &eve).expect("eve again").is_some());
+        drop(b);
+        assert!(
+            l.held[0].lock().unwrap().get("bob").is_none(),
+            "counts go with the slots"
+        );
     }
 
     #[test]
