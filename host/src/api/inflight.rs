@@ -33,8 +33,11 @@ pub struct InFlightLimits {
     /// The most slots one user may hold, read-only and mutating (half of each limit).
     share: [usize; 2],
     /// The slots each user holds now, read-only and mutating.
-    held: [Arc<Mutex<HashMap<String, usize>>>; 2],
+    held: [Holders; 2],
 }
+
+/// The slots each user holds now, by name.
+type Holders = Arc<Mutex<HashMap<String, usize>>>;
 
 /// A request being served: its permit, if a limit counts it, and its place in the gauge.
 #[derive(Debug)]
@@ -42,7 +45,7 @@ pub struct Slot {
     _permit: Option<OwnedSemaphorePermit>,
     serving: Arc<AtomicUsize>,
     /// The user's count of slots, when it holds one of a limit's.
-    held: Option<(Arc<Mutex<HashMap<String, usize>>>, String)>,
+    held: Option<(Holders, String)>,
 }
 
 impl Drop for Slot {
@@ -53,7 +56,7 @@ impl Drop for Slot {
 }
 
 /// Give back one of a user's slots.
-fn release(held: Option<(Arc<Mutex<HashMap<String, usize>>>, String)>) {
+fn release(held: Option<(Holders, String)>) {
     if let Some((held, user)) = held {
         let mut h = held.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = h.get_mut(&user) {
