@@ -137,6 +137,14 @@ impl Policy {
             || self.mutations.iter().any(|m| m.expr.references(name))
     }
 
+    /// Whether any expression has a comprehension (only then can an evaluation take long).
+    fn loops(&self) -> bool {
+        let l = |c: &Compiled| c.expr.as_ref().is_ok_and(expr::Expression::loops);
+        self.match_conditions.iter().any(l)
+            || self.variables.iter().any(|(_, c)| l(c))
+            || self.mutations.iter().any(|m| l(&m.expr))
+    }
+
     fn shallow(&self) -> bool {
         let ok = |c: &Compiled| c.expr.as_ref().map_or(true, expr::Expression::shallow);
         self.match_conditions.iter().all(ok)
@@ -393,7 +401,7 @@ fn invoke(
         Value::Null
     };
     let authorizer = ctx.authorizer_vars(req, |name| policy.references(name));
-    let run = || -> Result<(), String> {
+    let mut run = || -> Result<(), String> {
         let mut budget = RUNTIME_COST_BUDGET;
         let mut env = Env::new(policy, req, object, param, ns_obj.as_ref(), &request);
         env.authorizer = authorizer.clone();
@@ -430,6 +438,9 @@ fn invoke(
         *object = env.object_json;
         Ok(())
     };
+    if policy.shallow() && !policy.loops() {
+        return run();
+    }
     if policy.shallow() {
         return expr::off_the_workers(run);
     }

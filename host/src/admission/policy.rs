@@ -192,6 +192,18 @@ impl Policy {
             })
     }
 
+    /// Whether any expression has a comprehension (only then can an evaluation take long).
+    fn loops(&self) -> bool {
+        let l = |c: &Compiled| c.expr.as_ref().is_ok_and(Expression::loops);
+        self.match_conditions.iter().any(|(_, c)| l(c))
+            || self.variables.iter().any(|(_, c)| l(c))
+            || self.audit_annotations.iter().any(|(_, c)| l(c))
+            || self
+                .validations
+                .iter()
+                .any(|v| l(&v.expr) || v.message_expr.as_ref().is_some_and(l))
+    }
+
     /// Whether every expression can be evaluated on the caller's stack.
     fn shallow(&self) -> bool {
         let ok = |c: &Compiled| c.expr.as_ref().map_or(true, Expression::shallow);
@@ -561,6 +573,11 @@ fn evaluate(
         out
     };
     // Shallow expressions run here; deep ones on a thread with a big stack.
+    // Shallow and loop-free (the usual policy): here, at once; one that may take long, off
+    // the async workers.
+    if policy.shallow() && !policy.loops() {
+        return run();
+    }
     if policy.shallow() {
         return expr::off_the_workers(run);
     }

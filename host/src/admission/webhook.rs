@@ -123,6 +123,9 @@ impl Webhooks {
         let shallow = compiled
             .iter()
             .all(|(_, c)| c.as_ref().as_ref().map_or(true, Expression::shallow));
+        let loops = compiled
+            .iter()
+            .any(|(_, c)| c.as_ref().as_ref().is_ok_and(Expression::loops));
         let run = || -> Result<bool, String> {
             let object_v = cel("object", object);
             let old_v = cel("oldObject", req.old_object);
@@ -159,7 +162,11 @@ impl Webhooks {
             }
             Ok(true)
         };
-        // Shallow conditions run here; deep ones on a thread with a big stack.
+        // Shallow conditions run here (off the async workers if they loop); deep ones on a
+        // thread with a big stack.
+        if shallow && !loops {
+            return run();
+        }
         if shallow {
             return expr::off_the_workers(run);
         }

@@ -264,17 +264,36 @@ pub async fn authenticate_and_authorize(
     }
     req.extensions_mut().insert(Principal(user));
     let resp = next.run(req).await;
-    // The slot is held until the body is written (or dropped), as kube holds the seat while
-    // its handler writes: a client that does not read a list keeps its slot, so the lists
-    // waiting on clients are as many as the limit allows.
+    // A streamed list keeps its slot until its body is written (or dropped), as kube holds the
+    // seat while its handler writes, so the lists waiting on clients are as many as the limit
+    // allows; but no longer than the deadline, so a client that stops reading cannot keep it.
+    // Every other response is complete here: its slot goes now.
     match slot {
-        Some(slot) => resp.map(|body| {
-            axum::body::Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
-                let _ = &slot;
-                frame
-            }))
-        }),
-        None => resp,
+        Some(slot)
+            if resp
+                .extensions()
+                .get::<super::inflight::HoldsSlot>()
+                .is_some() =>
+        {
+            let slot = Arc::new(std::sync::Mutex::new(Some(slot)));
+            let (done, written) = tokio::sync::oneshot::channel::<()>();
+            let held = slot.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = tokio::time::sleep(super::inflight::SLOT_DEADLINE) => {
+                        held.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    }
+                    _ = written => {}
+                }
+            });
+            resp.map(|body| {
+                axum::body::Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+                    let _ = (&slot, &done);
+                    frame
+                }))
+            })
+        }
+        _ => resp,
     }
 }
 

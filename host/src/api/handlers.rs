@@ -1771,12 +1771,14 @@ fn list_response(
         done: false,
     };
     let chunks = std::iter::from_fn(move || body.next_chunk());
-    Ok(json_response(
+    let mut resp = json_response(
         StatusCode::OK,
         Body::from_stream(futures::stream::iter(
             chunks.map(Ok::<Bytes, std::convert::Infallible>),
         )),
-    ))
+    );
+    resp.extensions_mut().insert(super::inflight::HoldsSlot);
+    Ok(resp)
 }
 
 /// How a streamed list writes its items.

@@ -21,6 +21,16 @@ use super::request_info::RequestInfo;
 use crate::auth::{UserInfo, MASTERS};
 use crate::model::ApiError;
 
+/// A response whose body is written as the client reads it (a list): its request keeps its
+/// slot until the body is written, or [`SLOT_DEADLINE`] has passed. Other responses are
+/// complete when the handler returns, and give the slot back then.
+#[derive(Debug, Clone, Copy)]
+pub struct HoldsSlot;
+
+/// The longest a streamed response keeps its slot (kube's request timeout): a client that stops
+/// reading (an HTTP/2 window of 0) cannot keep it for ever.
+pub const SLOT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// kube's message for a request over the limit.
 pub const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.";
 

@@ -648,7 +648,11 @@ async fn run(
                 // A client that has everything gets a last bookmark (kube sends one just before
                 // the timeout); one that is behind loses what is queued and resumes from the
                 // last event it saw.
-                if bookmarks && !listing && feeder.queue.is_empty() {
+                if bookmarks
+                    && !listing
+                    && feeder.queue.is_empty()
+                    && store.revision() >= watcher.revision()
+                {
                     let _ = feeder.queue.try_push(
                         Item::Bookmark(watcher.bookmark_revision(store.revision()), false),
                         usize::MAX,

@@ -122,8 +122,12 @@ impl Follower for EventTtl {
             Observed::Deleted => {
                 self.written().remove(&key);
             }
+            // A relist brings the same versions again: their clocks keep running.
             Observed::Listed | Observed::Added | Observed::Modified => {
-                self.written().insert(key, (Instant::now(), obj.rv));
+                let mut w = self.written();
+                if w.get(&key).is_none_or(|(_, rv)| *rv != obj.rv) {
+                    w.insert(key, (Instant::now(), obj.rv));
+                }
             }
         }
     }

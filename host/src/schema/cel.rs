@@ -1794,19 +1794,38 @@ fn eval(expr: &IdedExpr, this: &CelValue, old: Option<&CelValue>) -> Result<CelV
 // A bound in time
 // ---------------------------------------------------------------------------------------------
 
-/// How long CEL may run for one object (all of a CRD's rules) or one expression, whichever is
-/// met first. kube bounds evaluation by cost alone (cel-go counts it as it runs, and is fast
-/// per unit); this interpreter copies values where cel-go shares them, so some expressions
-/// within kube's cost limits run for minutes here: past this, an evaluation stops as kube's
-/// does over its cost limit.
+/// How much CPU time CEL may take for one object (all of a CRD's rules) or one expression,
+/// whichever is met first. kube bounds evaluation by cost alone (cel-go counts it as it runs,
+/// and is fast per unit); this interpreter copies values where cel-go shares them, so some
+/// expressions within kube's cost limits run for minutes here: past this, an evaluation stops
+/// as kube's does over its cost limit. The thread's CPU time, not the clock: a busy neighbour
+/// does not make an honest evaluation fail.
 pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The CPU time this thread has used.
+fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the struct passed by pointer.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if !ok {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
 
 /// cel-go's error for an evaluation stopped over its cost limit.
 pub const INTERRUPTED: &str = "operation cancelled: actual cost limit exceeded";
 
 thread_local! {
-    /// When this thread's CEL evaluations must stop, and whether one has.
-    static DEADLINE: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+    /// The thread CPU time at which this thread's CEL evaluations must stop, and whether one
+    /// has.
+    static DEADLINE: std::cell::Cell<Option<std::time::Duration>> = const { std::cell::Cell::new(None) };
     static EXPIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     static TICKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
@@ -1831,7 +1850,7 @@ fn bounded<T>(f: impl FnOnce() -> T) -> T {
 }
 
 fn bounded_within<T>(limit: std::time::Duration, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<std::time::Instant>);
+    struct Restore(Option<std::time::Duration>);
     impl Drop for Restore {
         fn drop(&mut self) {
             DEADLINE.set(self.0);
@@ -1841,7 +1860,7 @@ fn bounded_within<T>(limit: std::time::Duration, f: impl FnOnce() -> T) -> T {
         }
     }
     let outer = DEADLINE.get();
-    let mine = std::time::Instant::now() + limit;
+    let mine = thread_cpu() + limit;
     DEADLINE.set(Some(outer.map_or(mine, |o| o.min(mine))));
     let _restore = Restore(outer);
     f()
@@ -1857,13 +1876,25 @@ fn tick(This(cond): This<CelValue>) -> Result<CelValue, ExecutionError> {
     TICKS.set(n);
     if n.is_multiple_of(64) {
         if let Some(d) = DEADLINE.get() {
-            if std::time::Instant::now() > d {
+            if thread_cpu() > d {
                 EXPIRED.set(true);
                 return Err(ExecutionError::function_error("@tick", INTERRUPTED));
             }
         }
     }
     Ok(cond)
+}
+
+/// Whether `e` has a comprehension anywhere.
+fn has_loops(e: &IdedExpr) -> bool {
+    let mut stack = vec![e];
+    while let Some(n) = stack.pop() {
+        if matches!(n.expr, Expr::Comprehension(_)) {
+            return true;
+        }
+        push_children(n, &mut stack);
+    }
+    false
 }
 
 /// `e` with every comprehension's loop condition wrapped in `@tick`: what runs (the static
@@ -1900,6 +1931,9 @@ pub struct Expression {
     /// What runs: `expr` with its loops bounded in time ([`interruptible`]).
     run: IdedExpr,
     shallow: bool,
+    /// Whether it has a comprehension (`all`, `map`, ...): only such an expression can take
+    /// long over a big object, and is worth moving off the async workers.
+    loops: bool,
     /// Every identifier the expression names (variables, comprehension variables): only those
     /// of the variables passed to [`Expression::eval`] are bound (each binding converts its
     /// whole value into the interpreter's own representation).
@@ -2124,10 +2158,12 @@ impl Expression {
         let idents = identifiers(&expr);
         let run = interruptible(&expr);
         let paths = path_variables(&run);
+        let loops = has_loops(&expr);
         Ok(Self {
             expr,
             run,
             shallow,
+            loops,
             idents,
             paths,
         })
@@ -2147,6 +2183,11 @@ impl Expression {
     /// (an async worker's), without [`run_on_big_stack`].
     pub fn shallow(&self) -> bool {
         self.shallow
+    }
+
+    /// Whether the expression has a comprehension (only then can it take long).
+    pub fn loops(&self) -> bool {
+        self.loops
     }
 
     /// The estimated cost of one evaluation when the largest collection in the input has

@@ -13,6 +13,11 @@ use crate::model::{EventType, ObjectKey};
 
 /// Events a watcher may fall behind by before it is cut off (it can then resume).
 pub const LIVE_BUFFER: usize = 4096;
+/// The same for a watcher of one namespace (its feed has only that namespace's events; tokio
+/// allocates a feed's ring up front, so there may be many of these small ones).
+pub const NAMESPACE_LIVE_BUFFER: usize = 512;
+/// Namespace feeds subscribed to between two sweeps of the idle ones.
+const SWEEP_EVERY: u32 = 64;
 
 /// Bytes charged to every event besides the objects it keeps alive: the `Event` itself and its
 /// key's strings (an estimate; it keeps many tiny events from being free).
@@ -64,6 +69,8 @@ pub struct Index {
     /// of the kind (kube's cacher indexes its watchers by namespace the same way). Each has its
     /// own counter, so a namespace's watchers know when they have all of its events.
     namespace_feeds: HashMap<(String, String), Feed>,
+    /// Namespace subscriptions since the last sweep of idle namespace feeds.
+    since_sweep: u32,
 }
 
 /// A watched resource's live feed, and the revision of its latest event published to it (or,
@@ -78,10 +85,19 @@ struct Feed {
 
 impl Feed {
     fn new(rv: u64) -> Self {
+        Self::with_capacity(rv, LIVE_BUFFER)
+    }
+
+    fn with_capacity(rv: u64, capacity: usize) -> Self {
         Self {
-            tx: broadcast::channel(LIVE_BUFFER).0,
+            tx: broadcast::channel(capacity).0,
             published: Arc::new(AtomicU64::new(rv)),
         }
+    }
+
+    /// Whether anyone listens, or follows its counter.
+    fn in_use(&self) -> bool {
+        self.tx.receiver_count() > 0 || Arc::strong_count(&self.published) > 1
     }
 }
 
@@ -100,6 +116,7 @@ impl Index {
             objects: HashMap::new(),
             feeds: HashMap::new(),
             namespace_feeds: HashMap::new(),
+            since_sweep: 0,
         }
     }
 
@@ -119,6 +136,9 @@ impl Index {
             );
         }
         for (key, feed) in old.namespace_feeds.drain() {
+            if !feed.in_use() {
+                continue;
+            }
             feed.published.fetch_max(self.rv, Ordering::Release);
             self.namespace_feeds.insert(
                 key,
@@ -268,10 +288,18 @@ impl Index {
                 .feeds
                 .entry(resource.to_owned())
                 .or_insert_with(|| Feed::new(rv)),
-            Some(ns) => self
-                .namespace_feeds
-                .entry((resource.to_owned(), ns.to_owned()))
-                .or_insert_with(|| Feed::new(rv)),
+            Some(ns) => {
+                // Feeds nobody follows any more go now and then (one whose namespace has no
+                // further event would otherwise stay).
+                self.since_sweep += 1;
+                if self.since_sweep >= SWEEP_EVERY {
+                    self.since_sweep = 0;
+                    self.namespace_feeds.retain(|_, f| f.in_use());
+                }
+                self.namespace_feeds
+                    .entry((resource.to_owned(), ns.to_owned()))
+                    .or_insert_with(|| Feed::with_capacity(rv, NAMESPACE_LIVE_BUFFER))
+            }
         };
         let (live, published) = (feed.tx.subscribe(), feed.published.clone());
         match from {
@@ -392,6 +420,27 @@ mod tests {
         drop(mine);
         idx.apply(in_ns(4, "a"));
         assert!(idx.namespace_feeds.is_empty());
+        // Or, with no further event there, with a sweep on later subscriptions.
+        drop(
+            idx.watch_in("configmaps", Some("quiet"), WatchFrom::Now)
+                .unwrap(),
+        );
+        let kept = idx
+            .watch_in("configmaps", Some("kept"), WatchFrom::Now)
+            .unwrap();
+        for i in 0..SWEEP_EVERY {
+            drop(
+                idx.watch_in("secrets", Some(&format!("n{i}")), WatchFrom::Now)
+                    .unwrap(),
+            );
+        }
+        let key = |ns: &str| ("configmaps".to_owned(), ns.to_owned());
+        assert!(!idx.namespace_feeds.contains_key(&key("quiet")));
+        assert!(
+            idx.namespace_feeds.contains_key(&key("kept")),
+            "still followed"
+        );
+        drop(kept);
     }
 
     /// A past read and a resume walk their own resource's history, which the limits trim with
