@@ -105,6 +105,10 @@ fn re2_classes(pattern: &str) -> String {
                     ('d', true) => out.push_str(DIGIT),
                     ('w', true) => out.push_str(WORD),
                     ('s', true) => out.push_str(SPACE),
+                    // A negated class nests inside a bracket in Rust's syntax.
+                    ('D', true) => out.push_str(&format!("[^{DIGIT}]")),
+                    ('W', true) => out.push_str(&format!("[^{WORD}]")),
+                    ('S', true) => out.push_str(&format!("[^{SPACE}]")),
                     _ => {
                         out.push('\\');
                         out.push(e);
@@ -197,7 +201,10 @@ mod tests {
         assert!(!is(r"^[\w-]+$", "é"));
         assert!(!is(r"^\s$", "\u{a0}"));
         assert!(is(r"^\s$", "\t"));
-        assert!(is(r"a\b", "a é"));
+        // é is no word character in RE2: a boundary between it and `a`.
+        assert!(is(r"\ba", "éa"));
+        assert!(is(r"^[\W]$", "é"));
+        assert!(!is(r"^[^\D]$", "٣"));
         assert!(is(r"^[]a]+$", "]a"));
         assert!(is(r"^\\w$", "\\w"), "an escaped backslash stays one");
         assert!(compile("(").is_err());

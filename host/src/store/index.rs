@@ -68,7 +68,8 @@ pub struct Index {
     /// namespace wakes that namespace's watchers and the cluster-wide ones, not every watcher
     /// of the kind (kube's cacher indexes its watchers by namespace the same way). Each has its
     /// own counter, so a namespace's watchers know when they have all of its events.
-    namespace_feeds: HashMap<(String, String), Feed>,
+    /// By resource, then namespace (looked up by `&str`: no key is built on a write).
+    namespace_feeds: HashMap<String, HashMap<String, Feed>>,
     /// Namespace subscriptions since the last sweep of idle namespace feeds.
     since_sweep: u32,
 }
@@ -135,18 +136,23 @@ impl Index {
                 },
             );
         }
-        for (key, feed) in old.namespace_feeds.drain() {
-            if !feed.in_use() {
-                continue;
+        for (resource, per_ns) in old.namespace_feeds.drain() {
+            for (ns, feed) in per_ns {
+                if !feed.in_use() {
+                    continue;
+                }
+                feed.published.fetch_max(self.rv, Ordering::Release);
+                self.namespace_feeds
+                    .entry(resource.clone())
+                    .or_default()
+                    .insert(
+                        ns,
+                        Feed {
+                            published: feed.published,
+                            ..Feed::with_capacity(self.rv, NAMESPACE_LIVE_BUFFER)
+                        },
+                    );
             }
-            feed.published.fetch_max(self.rv, Ordering::Release);
-            self.namespace_feeds.insert(
-                key,
-                Feed {
-                    published: feed.published,
-                    ..Feed::new(self.rv)
-                },
-            );
         }
     }
 
@@ -198,20 +204,29 @@ impl Index {
                 self.feeds.remove(&event.key.resource);
             }
         }
-        if !event.key.namespace.is_empty() && !self.namespace_feeds.is_empty() {
-            let key = (event.key.resource.clone(), event.key.namespace.clone());
-            if let Some(feed) = self.namespace_feeds.get(&key) {
-                feed.published.store(event.rv, Ordering::Release);
-                if feed.tx.send(event.clone()).is_err() && Arc::strong_count(&feed.published) == 1 {
-                    self.namespace_feeds.remove(&key);
+        if !event.key.namespace.is_empty() {
+            if let Some(per_ns) = self.namespace_feeds.get_mut(&event.key.resource) {
+                if let Some(feed) = per_ns.get(&event.key.namespace) {
+                    feed.published.store(event.rv, Ordering::Release);
+                    if feed.tx.send(event.clone()).is_err()
+                        && Arc::strong_count(&feed.published) == 1
+                    {
+                        per_ns.remove(&event.key.namespace);
+                        if per_ns.is_empty() {
+                            self.namespace_feeds.remove(&event.key.resource);
+                        }
+                    }
                 }
             }
         }
         self.history_bytes += cost(&event);
-        self.by_resource
-            .entry(event.key.resource.clone())
-            .or_default()
-            .push_back(event.clone());
+        match self.by_resource.get_mut(&event.key.resource) {
+            Some(q) => q.push_back(event.clone()),
+            None => {
+                self.by_resource
+                    .insert(event.key.resource.clone(), VecDeque::from([event.clone()]));
+            }
+        }
         self.history.push_back(event);
         // The newest event always stays, even alone over the byte budget: a watch from the
         // revision just before it must still resume.
@@ -294,10 +309,15 @@ impl Index {
                 self.since_sweep += 1;
                 if self.since_sweep >= SWEEP_EVERY {
                     self.since_sweep = 0;
-                    self.namespace_feeds.retain(|_, f| f.in_use());
+                    self.namespace_feeds.retain(|_, per_ns| {
+                        per_ns.retain(|_, f| f.in_use());
+                        !per_ns.is_empty()
+                    });
                 }
                 self.namespace_feeds
-                    .entry((resource.to_owned(), ns.to_owned()))
+                    .entry(resource.to_owned())
+                    .or_default()
+                    .entry(ns.to_owned())
                     .or_insert_with(|| Feed::with_capacity(rv, NAMESPACE_LIVE_BUFFER))
             }
         };
@@ -434,12 +454,13 @@ mod tests {
                     .unwrap(),
             );
         }
-        let key = |ns: &str| ("configmaps".to_owned(), ns.to_owned());
-        assert!(!idx.namespace_feeds.contains_key(&key("quiet")));
-        assert!(
-            idx.namespace_feeds.contains_key(&key("kept")),
-            "still followed"
-        );
+        let has = |idx: &Index, ns: &str| {
+            idx.namespace_feeds
+                .get("configmaps")
+                .is_some_and(|m| m.contains_key(ns))
+        };
+        assert!(!has(&idx, "quiet"));
+        assert!(has(&idx, "kept"), "still followed");
         drop(kept);
     }
 
