@@ -670,3 +670,20 @@ fn tables_of_scales_converted_events_and_v1_hpas() {
     };
     assert_eq!(cells(&v1), cells(&v2), "{v1}\n{v2}");
 }
+
+/// kube 1.34 warns on every request about Endpoints (deprecated in 1.33 for EndpointSlices).
+#[test]
+fn endpoints_are_deprecated_as_in_kube() {
+    let s = Server::start().unwrap();
+    let out = s.kubectl(&["get", "endpoints", "-A"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl(&["get", "endpointslices", "-A"]);
+    assert!(!stderr(&out).contains("deprecated"), "{}", stderr(&out));
+}

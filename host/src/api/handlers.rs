@@ -46,10 +46,29 @@ pub struct Target {
 }
 
 pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Response {
-    match handle(&state, req).await {
+    let deprecated = req
+        .extensions()
+        .get::<Arc<RequestInfo>>()
+        .and_then(|info| deprecation(info));
+    let mut resp = match handle(&state, req).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
+    };
+    // kube's deprecation warning goes with every answer about a deprecated resource.
+    if let Some(w) = deprecated {
+        add_warnings(&mut resp, &[w.to_owned()]);
     }
+    resp
+}
+
+/// kube's deprecation warning for a request to a deprecated built-in resource (kube 1.34:
+/// core v1 Endpoints, deprecated in 1.33 for EndpointSlices).
+fn deprecation(info: &RequestInfo) -> Option<&'static str> {
+    (info.resource_request
+        && info.api_group.is_empty()
+        && info.api_version == "v1"
+        && info.resource == "endpoints")
+        .then_some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
 }
 
 async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiError> {
