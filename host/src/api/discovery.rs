@@ -135,33 +135,6 @@ fn go_query(query: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Go's `%q` of a string (`strconv.Quote`), for the names in the `exclude` warning: control
-/// characters escaped, the rest as it is.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x80 && c.is_control() => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// A plain-text health answer with the headers kube sets: `text/plain; charset=utf-8`, and
 /// `X-Content-Type-Options: nosniff` where kube sets it (its root handlers and Go's
 /// `http.Error`; not a passing per-check path, whose type Go sniffs).
@@ -215,7 +188,10 @@ fn health(state: &AppState, which: HealthEndpoint, query: Option<&str>) -> Respo
     }
     if !unmatched.is_empty() {
         // Sorted, as Go's `sets.String.List()` gives them.
-        let names: Vec<String> = unmatched.iter().map(|n| go_quote(n)).collect();
+        let names: Vec<String> = unmatched
+            .iter()
+            .map(|n| crate::auth::rbac::go_quote(n))
+            .collect();
         let _ = writeln!(
             listing,
             "warn: some health checks cannot be excluded: no matches for {}",

@@ -89,6 +89,29 @@ pub fn render(
         None => (ri.group.as_str(), ri.resource.as_str(), None),
     };
     let cols = super::printers::columns(group, resource);
+    render_with(cols, items, rv, continue_token, query, to_storage)
+}
+
+/// A Table of `items` with these columns (a kind without a resource of its own: a Scale).
+pub fn render_columns(
+    cols: &[super::printers::Column],
+    items: &[Arc<StoredObject>],
+    rv: &str,
+    query: &Query,
+) -> Value {
+    render_with(cols, items, rv, None, query, None)
+}
+
+/// The Table: `cols` read from each item (from its stored shape when `to_storage` gives it),
+/// each row carrying the item as `includeObject` asks.
+fn render_with(
+    cols: &[super::printers::Column],
+    items: &[Arc<StoredObject>],
+    rv: &str,
+    continue_token: Option<&str>,
+    query: &Query,
+    to_storage: Option<fn(&mut serde_json::Map<String, Value>)>,
+) -> Value {
     let include = query
         .get("includeObject")
         .map(String::as_str)
@@ -114,32 +137,6 @@ pub fn render(
         })
         .collect();
     table(defs, rows, rv, continue_token)
-}
-
-/// A Table of `items` with these columns (a kind without a resource of its own: a Scale).
-pub fn render_columns(
-    cols: &[super::printers::Column],
-    items: &[Arc<StoredObject>],
-    rv: &str,
-    query: &Query,
-) -> Value {
-    let include = query
-        .get("includeObject")
-        .map(String::as_str)
-        .unwrap_or("Metadata");
-    let defs: Vec<Value> = cols
-        .iter()
-        .map(|c| json!({"name": c.name, "type": c.kind, "format": c.format, "description": c.description, "priority": c.priority}))
-        .collect();
-    let rows: Vec<Value> = items
-        .iter()
-        .map(|o| {
-            let whole = o.parse();
-            let cells: Vec<Value> = cols.iter().map(|c| (c.cell)(&whole)).collect();
-            row(cells, o, include)
-        })
-        .collect();
-    table(defs, rows, rv, None)
 }
 
 fn row(cells: Vec<Value>, o: &StoredObject, include: &str) -> Value {

@@ -1645,14 +1645,7 @@ fn validate_rules(
         }
         let cost = rt_cost(&c.expr, &env);
         if cost > PER_CALL_LIMIT {
-            ev.out.push(Violation::invalid(
-                path,
-                Bad::str(ty),
-                &format!(
-                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                    rule.error_string()
-                ),
-            ));
+            ev.out.push(over_call_limit(path, ty, rule));
             return false;
         }
         if cost > ev.budget {
@@ -1685,14 +1678,7 @@ fn validate_rules(
                 let (overload, text) = exec_error(&e);
                 // Out of time: as kube reports a rule over its cost limit mid-run.
                 if text == INTERRUPTED {
-                    ev.out.push(Violation::invalid(
-                        path,
-                        Bad::str(ty),
-                        &format!(
-                            "'{INTERRUPTED}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                            rule.error_string()
-                        ),
-                    ));
+                    ev.out.push(over_call_limit(path, ty, rule));
                     return false;
                 }
                 Some(if overload {
@@ -1773,6 +1759,19 @@ fn validate_rules(
 enum EvalError {
     Exec(ExecutionError),
     Panic,
+}
+
+/// kube's violation for a rule over its per-call cost limit (estimated, or stopped mid-run): no
+/// further rule runs.
+fn over_call_limit(path: &str, ty: &str, rule: &Rule) -> Violation {
+    Violation::invalid(
+        path,
+        Bad::str(ty),
+        &format!(
+            "'{INTERRUPTED}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+            rule.error_string()
+        ),
+    )
 }
 
 fn eval(expr: &IdedExpr, this: &CelValue, old: Option<&CelValue>) -> Result<CelValue, EvalError> {
