@@ -624,6 +624,11 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         controllers: Default::default(),
         builtin_controllers,
         log_follows: Default::default(),
+        watches: Arc::new(api::pod_streams::Follows::with_limits(
+            "watches",
+            api::watch::MAX_WATCHES_PER_USER,
+            usize::MAX,
+        )),
         aggregator,
         requestheader: requestheader.clone(),
     });

@@ -112,7 +112,8 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     let target = resolve(state, &info)?;
     if info.legacy_watch {
         let (method, headers) = (req.method().clone(), req.headers().clone());
-        return legacy_watch(state, &info, &target, &method, &headers).await;
+        let user = principal(&req);
+        return legacy_watch(state, &info, &target, &method, &headers, user.as_ref()).await;
     }
     if target.ri.create_only {
         if req.method() != Method::POST || target.name.is_some() {
@@ -308,7 +309,14 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     let detach = ri.group.is_empty() && ri.resource == "services";
     match (&method, &target.name) {
         (&Method::GET, None) if info.is_watch() => {
-            watch::serve(state.clone(), &target, query, representation(&headers)).await
+            watch::serve(
+                state.clone(),
+                &target,
+                query,
+                representation(&headers),
+                user.as_ref(),
+            )
+            .await
         }
         (&Method::GET, None) => {
             validate_list_options(query, false)?;
@@ -1516,6 +1524,7 @@ async fn legacy_watch(
     target: &Target,
     method: &Method,
     headers: &HeaderMap,
+    user: Option<&crate::auth::rbac::UserInfo>,
 ) -> Result<Response, ApiError> {
     if !info.subresource.is_empty() || target.ri.create_only {
         return Err(ApiError::path_not_found());
@@ -1543,7 +1552,7 @@ async fn legacy_watch(
             }
         }
     }
-    watch::serve(state.clone(), target, &q, representation(headers)).await
+    watch::serve(state.clone(), target, &q, representation(headers), user).await
 }
 
 /// kube's `ValidateListOptions` (and `validateWatchOptions` for a watch), clause for clause in

@@ -15,7 +15,7 @@ pub mod protobuf;
 pub mod request_info;
 mod reviews;
 mod table;
-mod watch;
+pub(crate) mod watch;
 pub mod x509;
 
 use std::sync::Arc;
@@ -80,6 +80,8 @@ pub struct AppState {
     pub builtin_controllers: Vec<crate::runtime::driver::MetricsSource>,
     /// The followed Pod logs open, per user (bounded).
     pub log_follows: Arc<pod_streams::Follows>,
+    /// The watch streams open, per user (bounded: `watch::MAX_WATCHES_PER_USER`).
+    pub watches: Arc<pod_streams::Follows>,
     /// The aggregation layer: APIServices and their extension servers.
     pub aggregator: Arc<crate::aggregator::Aggregator>,
     /// The front proxies trusted to name the user in headers (`--requestheader-*`), if any.

@@ -66,6 +66,9 @@ pub struct Follows {
     open: std::sync::Mutex<std::collections::HashMap<String, usize>>,
     /// What is counted, for the 429's message.
     what: &'static str,
+    /// At most so many per user, and in all.
+    per_user: usize,
+    total: usize,
 }
 
 impl Default for Follows {
@@ -82,9 +85,16 @@ pub struct FollowPermit {
 
 impl Follows {
     pub fn named(what: &'static str) -> Self {
+        Self::with_limits(what, MAX_FOLLOWS_PER_USER, MAX_FOLLOWS)
+    }
+
+    /// A count of `what` with these bounds (`usize::MAX`: none).
+    pub fn with_limits(what: &'static str, per_user: usize, total: usize) -> Self {
         Self {
             open: Default::default(),
             what,
+            per_user,
+            total,
         }
     }
 
@@ -92,14 +102,16 @@ impl Follows {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let total: usize = open.values().sum();
         let mine = open.get(user).copied().unwrap_or(0);
-        if mine >= MAX_FOLLOWS_PER_USER || total >= MAX_FOLLOWS {
+        if mine >= self.per_user || total >= self.total {
+            let bounds = if self.total == usize::MAX {
+                format!("at most {} per user", self.per_user)
+            } else {
+                format!("at most {} per user, {} in all", self.per_user, self.total)
+            };
             return Err(ApiError::new(
                 429,
                 "TooManyRequests",
-                format!(
-                    "too many {} are open (at most {MAX_FOLLOWS_PER_USER} per user, {MAX_FOLLOWS} in all)",
-                    self.what
-                ),
+                format!("too many {} are open ({bounds})", self.what),
             ));
         }
         open.insert(user.to_owned(), mine + 1);
@@ -649,5 +661,18 @@ mod tests {
                 .message,
             "container \"other\" in pod \"p\" is not available"
         );
+    }
+
+    /// Watches are bounded per user only, and say so.
+    #[test]
+    fn watches_are_bounded_per_user() {
+        let w = Arc::new(Follows::with_limits("watches", 2, usize::MAX));
+        let held = [w.acquire("t").unwrap(), w.acquire("t").unwrap()];
+        let e = w.acquire("t").err().expect("a third");
+        assert_eq!(e.code, 429);
+        assert_eq!(e.message, "too many watches are open (at most 2 per user)");
+        assert!(w.acquire("other").is_ok());
+        drop(held);
+        assert!(w.acquire("t").is_ok());
     }
 }

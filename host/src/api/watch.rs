@@ -52,6 +52,12 @@ const FULL_WAIT: Duration = Duration::from_secs(1);
 const STALL: Duration = Duration::from_secs(30);
 /// Bytes charged per queued event besides its object.
 const LINE_OVERHEAD: usize = 64;
+/// Watch streams one user (not `system:masters`) may have open at once: each holds a
+/// connection's stream and a file descriptor's share, and 20,000 of them ran the host out of
+/// descriptors. kube has no such bound (API Priority and Fairness charges a watch only its
+/// start); no client opens this many.
+pub const MAX_WATCHES_PER_USER: usize = 5_000;
+
 /// How long a watch for a future resourceVersion waits for it.
 const TOO_NEW_WAIT: Duration = Duration::from_secs(3);
 
@@ -407,7 +413,15 @@ pub async fn serve(
     target: &Target,
     q: &Query,
     repr: Representation,
+    user: Option<&crate::auth::rbac::UserInfo>,
 ) -> Result<Response, ApiError> {
+    // Held for as long as the stream is open.
+    let permit = match user {
+        Some(u) if !u.groups.iter().any(|g| g == crate::auth::MASTERS) => {
+            Some(state.watches.acquire(&u.name)?)
+        }
+        _ => None,
+    };
     let ri = target.ri.clone();
     let enc = Encoder {
         repr,
@@ -506,6 +520,7 @@ pub async fn serve(
     let metrics_state = state.clone();
     metrics_state.metrics.watches.opened();
     tokio::spawn(async move {
+        let _permit = permit;
         let queue = feeder.queue.clone();
         let resource = ri.resource.clone();
         let converter = ri
