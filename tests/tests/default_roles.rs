@@ -249,6 +249,39 @@ fn kube_rules(s: &Server, role: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The roles kube bootstraps for the DNS pod and external volume provisioners, rule for rule
+/// (bootstrappolicy testdata `cluster-roles.yaml`): deployments bind to them.
+#[test]
+fn provisioner_and_dns_roles_are_kubes() {
+    let s = Server::start().unwrap();
+    assert_eq!(
+        kube_rules(&s, "system:persistent-volume-provisioner"),
+        [
+            r(
+                &["create", "delete", "get", "list", "watch"],
+                &[""],
+                &["persistentvolumes"]
+            ),
+            r(
+                &["get", "list", "update", "watch"],
+                &[""],
+                &["persistentvolumeclaims"]
+            ),
+            r(READ, &["storage.k8s.io"], &["storageclasses"]),
+            r(&["watch"], &[""], &["events"]),
+            r(
+                &["create", "patch", "update"],
+                &["", "events.k8s.io"],
+                &["events"]
+            ),
+        ]
+    );
+    assert_eq!(
+        kube_rules(&s, "system:kube-dns"),
+        [r(&["list", "watch"], &[""], &["endpoints", "services"])]
+    );
+}
+
 #[test]
 fn the_aggregated_roles_are_kubes_rule_for_rule() {
     let s = Server::start().unwrap();

@@ -1436,6 +1436,38 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
             "system:certificates.k8s.io:kube-apiserver-client-kubelet-approver",
             approver("kubernetes.io/kube-apiserver-client-kubelet"),
         ),
+        // kube's roles for the DNS pod and an external volume provisioner (bound to nobody:
+        // deployments bind their service accounts to them).
+        role(
+            "system:kube-dns",
+            vec![rule(
+                &["list", "watch"],
+                &[LEGACY],
+                &["endpoints", "services"],
+            )],
+        ),
+        role(
+            "system:persistent-volume-provisioner",
+            vec![
+                rule(
+                    &["get", "list", "watch", "create", "delete"],
+                    &[LEGACY],
+                    &["persistentvolumes"],
+                ),
+                rule(
+                    &["get", "list", "watch", "update"],
+                    &[LEGACY],
+                    &["persistentvolumeclaims"],
+                ),
+                rule(READ, &["storage.k8s.io"], &["storageclasses"]),
+                rule(&["watch"], &[LEGACY], &["events"]),
+                rule(
+                    &["create", "update", "patch"],
+                    &[LEGACY, "events.k8s.io"],
+                    &["events"],
+                ),
+            ],
+        ),
         // What a node agent needs; bound to nobody (the Node authorizer's job).
         role(
             "system:node",
