@@ -598,6 +598,7 @@ fn admission_request<'a>(
         user,
         dry_run: opts.dry_run,
         old_object: old,
+        requested: None,
         kind,
     }
 }
@@ -3306,6 +3307,7 @@ impl Service {
                 user,
                 dry_run: opts.dry_run,
                 old_object: Some(&old),
+                requested: None,
                 kind: None,
             };
             let warnings = self.admission.validate(&req, None).await?;

@@ -1307,3 +1307,234 @@ fn controller_deletes_are_admitted() {
     })
     .expect("the namespace controller retries");
 }
+
+/// `/equivalent`: refuses HPAs named `deny-*`, saying what it was sent; `/equivalent-mutate`
+/// sets a CPU target (an autoscaling/v2 `spec.metrics`) on those named `mut-*`.
+fn equivalent_handler(path: &str, req: &Value) -> Value {
+    let name = req["name"].as_str().unwrap_or("");
+    let gv = |v: &Value| {
+        format!(
+            "{}/{}",
+            v["group"].as_str().unwrap_or(""),
+            v["version"].as_str().unwrap_or("")
+        )
+    };
+    match path {
+        "/equivalent" if name.starts_with("deny-") => {
+            let message = format!(
+                "kind {} resource {} requestKind {} requestResource {} object {} metrics {}",
+                gv(&req["kind"]),
+                gv(&req["resource"]),
+                gv(&req["requestKind"]),
+                gv(&req["requestResource"]),
+                req["object"]["apiVersion"].as_str().unwrap_or(""),
+                req["object"]["spec"]["metrics"].is_array(),
+            );
+            json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": message}})
+        }
+        "/equivalent-mutate" if name.starts_with("mut-") => {
+            use base64::Engine;
+            let patch = json!([{"op": "add", "path": "/spec/metrics", "value": [{"type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 42}}}]}]);
+            json!({"allowed": true, "patchType": "JSONPatch",
+                   "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string())})
+        }
+        _ => json!({"allowed": true}),
+    }
+}
+
+/// kube's `matchPolicy: Equivalent` (the default of v1 webhooks and policies): a rule for one
+/// version also matches the same objects written through another (HPAs at autoscaling/v1 and
+/// v2, core and events.k8s.io Events, a CRD's versions); the webhook or policy sees the object
+/// converted to the version it asked for, `requestKind` names what the client wrote, and a
+/// mutation is converted back. `Exact` matches only the version named.
+#[test]
+fn equivalent_resources_are_matched() {
+    let s = Server::start().expect("server starts");
+    s.kubectl_ok(&["create", "namespace", "eq"]);
+    let wh = start_webhook(equivalent_handler).expect("webhook starts");
+    let hpa_v2_rule = json!({"rules": [{"operations": ["CREATE"], "apiGroups": ["autoscaling"],
+        "apiVersions": ["v2"], "resources": ["horizontalpodautoscalers"]}],
+        "namespaceSelector": {}});
+    for (kind, name, path) in [
+        (
+            "ValidatingWebhookConfiguration",
+            "eq-validate",
+            "/equivalent",
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            "eq-mutate",
+            "/equivalent-mutate",
+        ),
+    ] {
+        apply(
+            &s,
+            &webhook_config(
+                kind,
+                name,
+                &format!("{name}.turtles.test"),
+                &format!("{}{path}", wh.url),
+                &wh.ca_bundle,
+                hpa_v2_rule.clone(),
+            ),
+        );
+    }
+    let hpa_v1 = |name: &str| {
+        json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name, "namespace": "eq"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "maxReplicas": 3}})
+    };
+    let http = s.http();
+    let v1_path = "/apis/autoscaling/v1/namespaces/eq/horizontalpodautoscalers";
+    // The v2 webhook sees a v1 write as v2: kind and resource v2, requestKind v1, object v2.
+    let denied = poll(
+        "the webhook to see v1 writes",
+        Duration::from_secs(10),
+        || {
+            let mut hpa = hpa_v1("deny-one");
+            hpa["spec"]["targetCPUUtilizationPercentage"] = json!(60);
+            let r = http.post_json(v1_path, &hpa);
+            (r.status == 403).then(|| r.json())
+        },
+    )
+    .expect("denied");
+    let message = denied["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(
+            "kind autoscaling/v2 resource autoscaling/v2 requestKind autoscaling/v1 \
+             requestResource autoscaling/v1 object autoscaling/v2 metrics true"
+        ),
+        "{denied}"
+    );
+    // The mutation is made to the v2 object and comes back as v1's CPU target.
+    let r = http.post_json(v1_path, &hpa_v1("mut-one"));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json()["spec"]["targetCPUUtilizationPercentage"],
+        42,
+        "{}",
+        r.text()
+    );
+    // `Exact`: only the version named.
+    let mut exact = webhook_config(
+        "ValidatingWebhookConfiguration",
+        "eq-validate",
+        "eq-validate.turtles.test",
+        &format!("{}/equivalent", wh.url),
+        &wh.ca_bundle,
+        hpa_v2_rule,
+    );
+    exact["webhooks"][0]["matchPolicy"] = json!("Exact");
+    apply(&s, &exact);
+    poll("Exact to apply", Duration::from_secs(10), || {
+        let r = http.post_json(v1_path, &hpa_v1(&format!("deny-{}", uuid_suffix())));
+        (r.status == 201).then_some(())
+    })
+    .expect("Exact lets v1 writes through");
+    let r = http.post_json(
+        "/apis/autoscaling/v2/namespaces/eq/horizontalpodautoscalers",
+        &json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "deny-v2", "namespace": "eq"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "maxReplicas": 3}}),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+
+    // A policy on events.k8s.io Events sees a core Event in that shape (`note`), and its denial
+    // names the resource the client wrote.
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "no-secret-notes"},
+            "spec": {"failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"apiGroups": ["events.k8s.io"], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["events"]}]},
+                "validations": [{"expression": "!has(object.note) || object.note != 'secret'",
+                    "messageExpression": "'note seen by ' + request.kind.group + ', written to ' + request.requestResource.resource + ' of v1'"}]}}),
+    );
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "no-secret-notes"},
+            "spec": {"policyName": "no-secret-notes", "validationActions": ["Deny"]}}),
+    );
+    let event = |name: &str, message: &str| {
+        json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "eq"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "eq"},
+            "reason": "Test", "message": message, "type": "Normal"})
+    };
+    let denied = poll(
+        "the policy to see core Events",
+        Duration::from_secs(10),
+        || {
+            let r = http.post_json("/api/v1/namespaces/eq/events", &event("e1", "secret"));
+            (r.status == 422).then(|| r.json())
+        },
+    )
+    .expect("denied");
+    assert_eq!(
+        denied["message"],
+        "events \"e1\" is forbidden: ValidatingAdmissionPolicy 'no-secret-notes' with binding \
+         'no-secret-notes' denied request: note seen by events.k8s.io, written to events of v1",
+        "{denied}"
+    );
+    let r = http.post_json("/api/v1/namespaces/eq/events", &event("e2", "public"));
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    // A CRD's versions are equivalent: a policy on v2 sees a v1 write as v2.
+    s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.eq.test"},
+            "spec": {"group": "eq.test", "scope": "Namespaced",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                        {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                    {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema":
+                        {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+        .to_string(),
+    );
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "gadgets-v2"},
+            "spec": {"failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"apiGroups": ["eq.test"], "apiVersions": ["v2"],
+                    "operations": ["CREATE"], "resources": ["gadgets"]}]},
+                "validations": [{"expression": "false",
+                    "messageExpression": "'seen as ' + object.apiVersion + ', written as ' + request.requestKind.version"}]}}),
+    );
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "gadgets-v2"},
+            "spec": {"policyName": "gadgets-v2", "validationActions": ["Deny"]}}),
+    );
+    let denied = poll(
+        "the policy to see v1 gadgets",
+        Duration::from_secs(20),
+        || {
+            let r = http.post_json(
+                "/apis/eq.test/v1/namespaces/eq/gadgets",
+                &json!({"apiVersion": "eq.test/v1", "kind": "Gadget",
+                "metadata": {"name": "g1", "namespace": "eq"}}),
+            );
+            (r.status == 422).then(|| r.json())
+        },
+    )
+    .expect("denied");
+    assert!(
+        denied["message"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("denied request: seen as eq.test/v2, written as v1"),
+        "{denied}"
+    );
+}
+
+fn uuid_suffix() -> String {
+    turtles_tests::uuid_like()[..8].to_owned()
+}

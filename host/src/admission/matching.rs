@@ -2,10 +2,53 @@
 //! `admission/plugin/policy/matching` and `webhook/predicates`): rules, namespace and object
 //! selectors, exclusions.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::{Context, Request};
+use crate::model::ResourceInfo;
 use crate::selector::{label_selector_string, LabelSelector};
+
+/// What a webhook's or policy's rules matched the request as (kube's `matchesResourceRules`).
+#[derive(Debug, Clone)]
+pub(crate) enum Matched {
+    /// The resource the client wrote.
+    Own,
+    /// An equivalent resource (`matchPolicy: Equivalent`): the same objects served at another
+    /// version or group, which the invocation sees the request and its objects as.
+    Equivalent(Arc<ResourceInfo>),
+}
+
+/// kube's `matchesResourceRules`: a rule of `rules` against the request's own resource; then,
+/// unless `matchPolicy` is `Exact` (or unset, as kube reads it), rule by rule against each
+/// equivalent resource, in registration order.
+pub(crate) fn rules_match(
+    ctx: &Context<'_>,
+    rules: &[Value],
+    match_policy: Option<&Value>,
+    req: &Request<'_>,
+) -> Option<Matched> {
+    if rules.iter().any(|r| rule_matches(r, req)) {
+        return Some(Matched::Own);
+    }
+    if match_policy
+        .and_then(Value::as_str)
+        .is_none_or(|p| p == "Exact")
+    {
+        return None;
+    }
+    let equivalents = ctx.registry.equivalents(req.ri, req.subresource);
+    for rule in rules {
+        for eq in &equivalents {
+            let as_eq = Request { ri: eq, ..*req };
+            if rule_matches(rule, &as_eq) {
+                return Some(Matched::Equivalent(eq.clone()));
+            }
+        }
+    }
+    None
+}
 
 /// Whether `rule` (a `RuleWithOperations` / `NamedRuleWithOperations`) covers the request.
 pub(crate) fn rule_matches(rule: &Value, req: &Request<'_>) -> bool {
@@ -120,34 +163,39 @@ pub(crate) fn object_matches_with(
             .is_some_and(|o| sel.matches_json(labels(Some(o))))
 }
 
-/// A `MatchResources` (a policy's `matchConstraints`, a binding's `matchResources`); `None`
-/// matches everything. Empty `resourceRules` match every resource.
+/// A `MatchResources` (a policy's `matchConstraints`, a binding's `matchResources`): what it
+/// matched the request as, or `None`. An absent one matches everything; empty `resourceRules`
+/// match every resource. Exclusions follow `matchPolicy` too, as kube's `Matches`.
 pub(crate) fn resources_match(
     ctx: &Context<'_>,
     mr: Option<&Value>,
     req: &Request<'_>,
     object: Option<&Value>,
-) -> Result<bool, String> {
+) -> Result<Option<Matched>, String> {
     let Some(mr) = mr.filter(|m| !m.is_null()) else {
-        return Ok(true);
+        return Ok(Some(Matched::Own));
     };
     if !namespace_matches(ctx, mr.get("namespaceSelector"), req, object)? {
-        return Ok(false);
+        return Ok(None);
     }
     if !object_matches(mr.get("objectSelector"), req, object)? {
-        return Ok(false);
+        return Ok(None);
     }
-    let rules = mr.get("resourceRules").and_then(Value::as_array);
-    if let Some(rules) = rules.filter(|r| !r.is_empty()) {
-        if !rules.iter().any(|r| rule_matches(r, req)) {
-            return Ok(false);
-        }
+    let policy = mr.get("matchPolicy");
+    let rules = |field: &str| {
+        mr.get(field)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    if rules_match(ctx, rules("excludeResourceRules"), policy, req).is_some() {
+        return Ok(None);
     }
-    let excluded = mr
-        .get("excludeResourceRules")
-        .and_then(Value::as_array)
-        .is_some_and(|rs| rs.iter().any(|r| rule_matches(r, req)));
-    Ok(!excluded)
+    let include = rules("resourceRules");
+    if include.is_empty() {
+        return Ok(Some(Matched::Own));
+    }
+    Ok(rules_match(ctx, include, policy, req))
 }
 
 #[cfg(test)]
@@ -185,6 +233,7 @@ mod tests {
             user: &user,
             dry_run: false,
             old_object: None,
+            requested: None,
             kind: None,
         };
         let rule = |ops: &str, res: &str| json!({"operations": [ops], "apiGroups": [""], "apiVersions": ["v1"], "resources": [res]});
@@ -226,6 +275,7 @@ mod tests {
             user: &user,
             dry_run: false,
             old_object: Some(&old),
+            requested: None,
             kind: None,
         };
         let sel = json!({"matchLabels": {"team": "a"}});

@@ -92,6 +92,10 @@ pub struct Request<'a> {
     /// The object's group, version and kind when they are not the resource's (a
     /// subresource's: `pods/eviction` takes a `policy/v1` Eviction).
     pub kind: Option<[&'a str; 3]>,
+    /// Set on an invocation that matched an equivalent resource (`matchPolicy: Equivalent`,
+    /// where `ri` is the matched one): the resource the client wrote, which an AdmissionReview's
+    /// `requestResource` and `requestKind` name.
+    pub requested: Option<&'a ResourceInfo>,
 }
 
 impl Request<'_> {
@@ -108,6 +112,16 @@ impl Request<'_> {
         let [group, version, kind] = self.kind();
         let kind = json!({"group": group, "version": version, "kind": kind});
         let resource = json!({"group": ri.group, "version": ri.version, "resource": ri.resource});
+        let (request_kind, request_resource) = match self.requested {
+            None => (kind.clone(), resource.clone()),
+            Some(r) => {
+                let [group, version, k] = self.kind.unwrap_or([&r.group, &r.version, &r.kind]);
+                (
+                    json!({"group": group, "version": version, "kind": k}),
+                    json!({"group": r.group, "version": r.version, "resource": r.resource}),
+                )
+            }
+        };
         let mut options =
             json!({"kind": self.operation.options_kind(), "apiVersion": "meta.k8s.io/v1"});
         if self.dry_run {
@@ -117,8 +131,8 @@ impl Request<'_> {
             "uid": uid,
             "kind": kind,
             "resource": resource,
-            "requestKind": kind,
-            "requestResource": resource,
+            "requestKind": request_kind,
+            "requestResource": request_resource,
             "name": self.name,
             "namespace": self.namespace,
             "operation": self.operation.as_str(),
@@ -143,7 +157,9 @@ impl Request<'_> {
                     .to_owned();
             }
         }
-        let ri = self.ri;
+        // kube names the resource the client wrote (`admission.NewForbidden` of the request's
+        // own attributes), whatever version a policy matched.
+        let ri = self.requested.unwrap_or(self.ri);
         let gr = if ri.group.is_empty() {
             ri.resource.clone()
         } else {
@@ -225,14 +241,16 @@ impl Admission {
             object,
             &mut round,
             false,
-        )?;
+        )
+        .await?;
         // Only `IfNeeded` invocations are ever reinvoked: without one, nothing to remember.
         let before_webhooks = round.reinvocable().then(|| object.clone());
         let mut warnings = self.wasm.mutate(&ctx, req, object).await?;
         warnings.extend(self.webhooks.mutate(&ctx, req, object).await?);
         // kube reinvokes the chain when any mutating plugin changed the object.
         if before_webhooks.is_some_and(|b| round.changed || b != *object) {
-            mutating_policy::mutate(&ctx, &self.mutating_policies, req, object, &mut round, true)?;
+            mutating_policy::mutate(&ctx, &self.mutating_policies, req, object, &mut round, true)
+                .await?;
         }
         Ok(warnings)
     }
@@ -249,7 +267,7 @@ impl Admission {
             return Ok(Vec::new());
         }
         let ctx = self.context();
-        let mut warnings = policy::validate(&ctx, &self.policies, req, object)?;
+        let mut warnings = policy::validate(&ctx, &self.policies, req, object).await?;
         warnings.extend(self.wasm.validate(&ctx, req, object).await?);
         warnings.extend(self.webhooks.validate(&ctx, req, object).await?);
         Ok(warnings)
@@ -282,6 +300,27 @@ fn exempt(req: &Request<'_>) -> bool {
         )
 }
 
+/// An invocation's view of a write whose rules matched an equivalent resource (kube's
+/// `VersionedAttributes`): the matched resource, and the objects converted to its version.
+pub(crate) struct Versioned {
+    ri: Arc<ResourceInfo>,
+    object: Option<Value>,
+    old: Option<Value>,
+}
+
+impl Versioned {
+    /// The request as the invocation sees it: the matched resource and kind, the requested
+    /// ones in `requestResource`/`requestKind`.
+    fn request<'b>(&'b self, req: &Request<'b>) -> Request<'b> {
+        Request {
+            ri: &self.ri,
+            old_object: self.old.as_ref(),
+            requested: Some(req.requested.unwrap_or(req.ri)),
+            ..*req
+        }
+    }
+}
+
 /// What the mechanisms read: the store's index and the served resources.
 pub(crate) struct Context<'a> {
     store: &'a dyn Store,
@@ -291,6 +330,75 @@ pub(crate) struct Context<'a> {
 }
 
 impl Context<'_> {
+    /// The write as an invocation that matched `matched` sees it: `None` for the request's own
+    /// resource; else its object and old object converted to the matched version (not an
+    /// object of another kind than the resource's, a Scale, which every version shares).
+    async fn versioned(
+        &self,
+        req: &Request<'_>,
+        matched: &matching::Matched,
+        object: Option<&Value>,
+    ) -> Result<Option<Versioned>, ApiError> {
+        let matching::Matched::Equivalent(eq) = matched else {
+            return Ok(None);
+        };
+        let convert = req.kind.is_none();
+        let mut v = Versioned {
+            ri: eq.clone(),
+            object: None,
+            old: None,
+        };
+        for (from, to) in [(object, &mut v.object), (req.old_object, &mut v.old)] {
+            if let Some(o) = from {
+                *to = Some(if convert {
+                    self.convert(req.ri, eq, o).await?
+                } else {
+                    o.clone()
+                });
+            }
+        }
+        Ok(Some(v))
+    }
+
+    /// `obj`, an object as `from` serves it, as `to` serves it (the same stored object at
+    /// another version: a CRD's conversion webhook, or the built-in conversions through the
+    /// stored shape). An error is kube's internal error, as its dispatchers answer a failed
+    /// conversion.
+    async fn convert(
+        &self,
+        from: &ResourceInfo,
+        to: &ResourceInfo,
+        obj: &Value,
+    ) -> Result<Value, ApiError> {
+        let want = to.api_version();
+        if let Some(hook) = from.custom.as_ref().and_then(|c| c.webhook.clone()) {
+            let converted = crate::crd::conversion::convert(
+                self.store,
+                &hook,
+                &want,
+                &from.kind,
+                vec![obj.clone()],
+            )
+            .await
+            .map_err(|e| ApiError::internal(format!("Internal error occurred: {}", e.message)))?;
+            return converted
+                .into_iter()
+                .next()
+                .ok_or_else(|| ApiError::internal("conversion returned no object"));
+        }
+        let mut v = obj.clone();
+        if let Some(m) = v.as_object_mut() {
+            if let Some(c) = from.conversion {
+                (c.to_storage)(m);
+            }
+            if let Some(c) = to.conversion {
+                (c.from_storage)(m);
+            }
+            m.insert("apiVersion".into(), Value::String(want));
+        }
+        Ok(v)
+    }
+
     /// Every stored object of one built-in admissionregistration resource, in name order.
     fn configs(&self, resource: &str) -> Vec<Arc<crate::store::StoredObject>> {
         let key = format!("{resource}.admissionregistration.k8s.io");

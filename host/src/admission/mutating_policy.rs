@@ -230,7 +230,7 @@ struct PolicyError {
 
 /// One pass over the matching policies, mutating `object`. `reinvoke`: the reinvocation pass
 /// (only the `IfNeeded` invocations asked for run).
-pub(crate) fn mutate(
+pub(crate) async fn mutate(
     ctx: &Context<'_>,
     cache: &Cache,
     req: &Request<'_>,
@@ -269,14 +269,14 @@ pub(crate) fn mutate(
                 });
             }
         };
-        match matching::resources_match(ctx, constraints, req, Some(&*object)) {
-            Ok(true) => {}
-            Ok(false) => continue,
+        let matched = match matching::resources_match(ctx, constraints, req, Some(&*object)) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
             Err(e) => {
                 config_error(&mut errors, None, e);
                 continue;
             }
-        }
+        };
         if constraints
             .and_then(|c| c.get("resourceRules"))
             .and_then(Value::as_array)
@@ -291,8 +291,8 @@ pub(crate) fn mutate(
             }
             let bname = meta::name(b.head()).to_owned();
             match matching::resources_match(ctx, bspec.get("matchResources"), req, Some(&*object)) {
-                Ok(true) => {}
-                Ok(false) => continue,
+                Ok(Some(_)) => {}
+                Ok(None) => continue,
                 Err(e) => {
                     config_error(&mut errors, Some(&bname), e);
                     continue;
@@ -318,7 +318,20 @@ pub(crate) fn mutate(
                     continue;
                 }
                 let before = object.clone();
-                let result = invoke(ctx, &policy, req, object, param.as_ref());
+                // Mutated in the version the constraints matched, then converted back (kube's
+                // versioned attributes).
+                let result = match ctx.versioned(req, &matched, Some(&*object)).await? {
+                    None => invoke(ctx, &policy, req, object, param.as_ref()),
+                    Some(v) => {
+                        let mut seen = v.object.clone().unwrap_or(Value::Null);
+                        let result =
+                            invoke(ctx, &policy, &v.request(req), &mut seen, param.as_ref());
+                        if Some(&seen) != v.object.as_ref() {
+                            *object = ctx.convert(&v.ri, req.ri, &seen).await?;
+                        }
+                        result
+                    }
+                };
                 match result {
                     Ok(()) => {}
                     Err(message) => {

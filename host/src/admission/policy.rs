@@ -269,7 +269,7 @@ struct Denial {
 }
 
 /// Run every matching policy and binding; `Err` is the first denial, as kube reports it.
-pub(crate) fn validate(
+pub(crate) async fn validate(
     ctx: &Context<'_>,
     cache: &Cache,
     req: &Request<'_>,
@@ -307,14 +307,14 @@ pub(crate) fn validate(
                 });
             }
         };
-        match matching::resources_match(ctx, constraints, req, object) {
-            Ok(true) => {}
-            Ok(false) => continue,
+        let matched = match matching::resources_match(ctx, constraints, req, object) {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
             Err(e) => {
                 config_error(&mut denied, None, e);
                 continue;
             }
-        }
+        };
         // A policy must name the resources it matches.
         if constraints
             .and_then(|c| c.get("resourceRules"))
@@ -330,8 +330,8 @@ pub(crate) fn validate(
             }
             let bname = meta::name(b.head()).to_owned();
             match matching::resources_match(ctx, bspec.get("matchResources"), req, object) {
-                Ok(true) => {}
-                Ok(false) => continue,
+                Ok(Some(_)) => {}
+                Ok(None) => continue,
                 Err(e) => {
                     config_error(&mut denied, Some(&bname), e);
                     continue;
@@ -349,7 +349,13 @@ pub(crate) fn validate(
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            let outcome = evaluate(ctx, &policy, req, object, &params);
+            // The policy sees the write in the version its constraints matched (kube's
+            // versioned attributes); a conversion that fails is the request's error.
+            let versioned = ctx.versioned(req, &matched, object).await?;
+            let outcome = match &versioned {
+                Some(v) => evaluate(ctx, &policy, &v.request(req), v.object.as_ref(), &params),
+                None => evaluate(ctx, &policy, req, object, &params),
+            };
             for (key, value) in outcome.annotations {
                 let key = format!("{}/{key}", policy.name);
                 match annotations.iter_mut().find(|(k, _)| *k == key) {

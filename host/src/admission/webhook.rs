@@ -15,7 +15,8 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::hook_client::HookClientError;
-use super::{matching, AdmissionError, Context, Request};
+use super::matching::{self, Matched};
+use super::{AdmissionError, Context, Request};
 use crate::model::ApiError;
 use crate::schema::expr::{self, CelData, Expression};
 
@@ -73,25 +74,43 @@ impl Webhooks {
         out
     }
 
-    /// Whether the hook applies (rules, selectors, matchConditions); `Err`: a configuration or
-    /// condition error, subject to the hook's failurePolicy.
-    fn applies(
+    /// Whether the hook's rules (with its `matchPolicy`) and selectors take the request, and as
+    /// what resource; `Err`: a configuration error, subject to the hook's failurePolicy.
+    fn matches(
+        ctx: &Context<'_>,
+        hook: &Hook,
+        req: &Request<'_>,
+        object: Option<&Value>,
+    ) -> Result<Option<Matched>, String> {
+        let rules = hook
+            .spec
+            .get("rules")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let Some(matched) = matching::rules_match(ctx, rules, hook.spec.get("matchPolicy"), req)
+        else {
+            return Ok(None);
+        };
+        if !matching::namespace_matches(ctx, hook.spec.get("namespaceSelector"), req, object)? {
+            return Ok(None);
+        }
+        if !matching::object_matches(hook.spec.get("objectSelector"), req, object)? {
+            return Ok(None);
+        }
+        Ok(Some(matched))
+    }
+
+    /// Whether the hook's `matchConditions` hold for the write as the hook sees it (in the
+    /// version it matched, as kube evaluates them); `Err`: a condition error, subject to the
+    /// hook's failurePolicy.
+    fn conditions_hold(
         &self,
         ctx: &Context<'_>,
         hook: &Hook,
         req: &Request<'_>,
         object: Option<&Value>,
     ) -> Result<bool, String> {
-        let rules = hook.spec.get("rules").and_then(Value::as_array);
-        if !rules.is_some_and(|rs| rs.iter().any(|r| matching::rule_matches(r, req))) {
-            return Ok(false);
-        }
-        if !matching::namespace_matches(ctx, hook.spec.get("namespaceSelector"), req, object)? {
-            return Ok(false);
-        }
-        if !matching::object_matches(hook.spec.get("objectSelector"), req, object)? {
-            return Ok(false);
-        }
         let conds = hook
             .spec
             .get("matchConditions")
@@ -236,7 +255,37 @@ impl Webhooks {
         object: &mut Value,
         warnings: &mut Vec<String>,
     ) -> Result<bool, ApiError> {
-        match self.applies(ctx, hook, req, Some(object)) {
+        let matched = match Self::matches(ctx, hook, req, Some(object)) {
+            Ok(Some(m)) => m,
+            Ok(None) => return Ok(false),
+            Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
+            Err(_) => return Ok(false),
+        };
+        // A hook that matched an equivalent resource sees, and patches, the object in the
+        // version it matched; the result is converted back (kube's versioned attributes).
+        let Some(versioned) = ctx.versioned(req, &matched, Some(object)).await? else {
+            return self.call_mutating(ctx, hook, req, object, warnings).await;
+        };
+        let mut seen = versioned.object.clone().unwrap_or(Value::Null);
+        let called = self
+            .call_mutating(ctx, hook, &versioned.request(req), &mut seen, warnings)
+            .await?;
+        if Some(&seen) != versioned.object.as_ref() {
+            *object = ctx.convert(&versioned.ri, req.ri, &seen).await?;
+        }
+        Ok(called)
+    }
+
+    /// [`Self::mutate_one`] once the hook matched: its conditions, the call, the patch.
+    async fn call_mutating(
+        &self,
+        ctx: &Context<'_>,
+        hook: &Hook,
+        req: &Request<'_>,
+        object: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> Result<bool, ApiError> {
+        match self.conditions_hold(ctx, hook, req, Some(object)) {
             Ok(true) => {}
             Ok(false) => return Ok(false),
             Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
@@ -271,14 +320,35 @@ impl Webhooks {
         let hooks = Self::hooks(ctx, VALIDATING);
         let mut calls = Vec::new();
         for hook in &hooks {
-            match self.applies(ctx, hook, req, object) {
+            let matched = match Self::matches(ctx, hook, req, object) {
+                Ok(Some(m)) => m,
+                Ok(None) => continue,
+                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
+                Err(_) => continue,
+            };
+            // In the version the hook matched (kube's versioned attributes).
+            let versioned = ctx.versioned(req, &matched, object).await?;
+            let holds = match &versioned {
+                Some(v) => self.conditions_hold(ctx, hook, &v.request(req), v.object.as_ref()),
+                None => self.conditions_hold(ctx, hook, req, object),
+            };
+            match holds {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
                 Err(_) => continue,
             }
             check_dry_run(hook, req)?;
-            calls.push(async move { (hook, self.call(ctx, hook, req, object).await) });
+            calls.push(async move {
+                let answer = match &versioned {
+                    Some(v) => {
+                        self.call(ctx, hook, &v.request(req), v.object.as_ref())
+                            .await
+                    }
+                    None => self.call(ctx, hook, req, object).await,
+                };
+                (hook, answer)
+            });
         }
         if calls.is_empty() {
             return Ok(Vec::new());

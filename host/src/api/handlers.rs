@@ -996,6 +996,7 @@ async fn admit_subresource_create(
         user,
         dry_run,
         old_object: None,
+        requested: None,
         kind: Some(at.kind),
     };
     admission.mutate(&req, obj).await?;

@@ -351,6 +351,32 @@ impl Registry {
             .collect()
     }
 
+    /// kube's `EquivalentResourcesFor`: the other group-versions serving the same stored objects
+    /// as `ri` (HPAs at autoscaling/v1 and v2, core and events.k8s.io Events, every served
+    /// version of a CRD) that serve `subresource` too, in registration order. What admission's
+    /// `matchPolicy: Equivalent` matches.
+    pub fn equivalents(&self, ri: &ResourceInfo, subresource: &str) -> Vec<Arc<ResourceInfo>> {
+        let own = ri.group_resource();
+        self.snapshot()
+            .iter()
+            .filter(|r| {
+                let same =
+                    r.group == ri.group && r.version == ri.version && r.resource == ri.resource;
+                if same || r.create_only {
+                    return false;
+                }
+                r.group_resource() == own
+                    && match subresource {
+                        "" => true,
+                        "status" => r.status_subresource,
+                        "scale" => r.scale.is_some(),
+                        _ => false,
+                    }
+            })
+            .cloned()
+            .collect()
+    }
+
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceInfo>> {
         self.snapshot()
             .iter()
@@ -403,6 +429,17 @@ mod tests {
         assert_eq!(lease.api_version(), "coordination.k8s.io/v1");
         assert_eq!(lease.group_resource(), "leases.coordination.k8s.io");
         assert!(r.lookup("", "v1", "nope").is_none());
+        let hpa = r
+            .lookup("autoscaling", "v2", "horizontalpodautoscalers")
+            .expect("hpa");
+        let eq = r.equivalents(&hpa, "status");
+        assert_eq!(eq.len(), 1);
+        assert_eq!(eq[0].version, "v1");
+        let events = r.lookup("", "v1", "events").expect("events");
+        let eq = r.equivalents(&events, "");
+        assert_eq!(eq.len(), 1);
+        assert_eq!(eq[0].group, "events.k8s.io");
+        assert!(r.equivalents(&cm, "").is_empty());
         assert_eq!(
             r.groups().get("coordination.k8s.io"),
             Some(&vec!["v1".to_owned()])
