@@ -687,3 +687,79 @@ fn endpoints_are_deprecated_as_in_kube() {
     let out = s.kubectl(&["get", "endpointslices", "-A"]);
     assert!(!stderr(&out).contains("deprecated"), "{}", stderr(&out));
 }
+
+/// `kubectl get componentstatuses` (`cs`): kube's deprecated, read-only, computed resource, with
+/// its printer's columns and deprecation warning; `get` and `list` only.
+#[test]
+fn component_statuses_as_in_kube() {
+    let s = Server::start().unwrap();
+    let out = s.kubectl(&["get", "cs"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Warning: v1 ComponentStatus is deprecated in v1.19+"),
+        "{}",
+        stderr(&out)
+    );
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["NAME", "STATUS", "MESSAGE", "ERROR"], "{table}");
+    assert!(rows.contains(&vec!["etcd-0", "Healthy", "ok"]), "{table}");
+    assert!(
+        rows.contains(&vec!["controller-manager", "Healthy", "ok"]),
+        "{table}"
+    );
+    let one = s.kubectl_json(&["get", "componentstatus", "etcd-0", "-o", "json"]);
+    assert_eq!(
+        one["conditions"],
+        serde_json::json!([{"type": "Healthy", "status": "True", "message": "ok"}])
+    );
+    // A field selector picks by name; no part has labels.
+    let picked = s.kubectl_ok(&[
+        "get",
+        "cs",
+        "--field-selector=metadata.name=etcd-0",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(picked.trim(), "componentstatus/etcd-0");
+    let none = s.kubectl(&["get", "cs", "-l", "tier=control-plane"]);
+    assert!(
+        stderr(&none).contains("No resources found"),
+        "{}",
+        stderr(&none)
+    );
+    // kube's answers: an unknown part is a plain 500, writes and watches are 405.
+    let http = s.http();
+    let r = http.get("/api/v1/componentstatuses/scheduler2");
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert_eq!(r.json()["message"], "Component not found: scheduler2");
+    let r = http.delete("/api/v1/componentstatuses/etcd-0");
+    assert_eq!(r.status, 405, "{}", r.text());
+    let r = http.get("/api/v1/componentstatuses?watch=true");
+    assert_eq!(r.status, 405, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "watch is not supported on resources of kind \"componentstatuses\""
+    );
+    let list = http.get("/api/v1/componentstatuses").json();
+    assert_eq!(list["kind"], "ComponentStatusList");
+    assert_eq!(list["metadata"], serde_json::json!({}));
+    // Discovery: get and list, short name cs, no storage version.
+    let discovery = http.get("/api/v1").json();
+    let cs = discovery["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "componentstatuses")
+        .expect("componentstatuses discovered")
+        .clone();
+    assert_eq!(
+        cs,
+        serde_json::json!({"name": "componentstatuses", "singularName": "componentstatus",
+            "namespaced": false, "kind": "ComponentStatus", "verbs": ["get", "list"],
+            "shortNames": ["cs"]})
+    );
+}

@@ -486,8 +486,12 @@ fn resource_entry(state: &AppState, r: &ResourceInfo) -> Value {
         "namespaced": r.namespaced(),
         "kind": r.kind,
         "verbs": r.verbs(),
-        "storageVersionHash": storage_version_hash(state, r),
     });
+    // Only a resource with storage has one (kube's `StorageVersionProvider`): not the reviews,
+    // not ComponentStatuses.
+    if r.stored() {
+        e["storageVersionHash"] = json!(storage_version_hash(state, r));
+    }
     if !r.short_names.is_empty() {
         e["shortNames"] = json!(r.short_names);
     }

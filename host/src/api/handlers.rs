@@ -62,13 +62,18 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
 }
 
 /// kube's deprecation warning for a request to a deprecated built-in resource (kube 1.34:
-/// core v1 Endpoints, deprecated in 1.33 for EndpointSlices).
+/// core v1 Endpoints, deprecated in 1.33 for EndpointSlices, and ComponentStatuses).
 fn deprecation(info: &RequestInfo) -> Option<&'static str> {
-    (info.resource_request
-        && info.api_group.is_empty()
-        && info.api_version == "v1"
-        && info.resource == "endpoints")
-        .then_some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
+    if !(info.resource_request && info.api_group.is_empty() && info.api_version == "v1") {
+        return None;
+    }
+    match info.resource.as_str() {
+        "endpoints" => {
+            Some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
+        }
+        "componentstatuses" => Some("v1 ComponentStatus is deprecated in v1.19+"),
+        _ => None,
+    }
 }
 
 async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiError> {
@@ -114,6 +119,16 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         let (method, headers) = (req.method().clone(), req.headers().clone());
         let user = principal(&req);
         return legacy_watch(state, &info, &target, &method, &headers, user.as_ref()).await;
+    }
+    if target.ri.computed {
+        return super::components::serve(
+            state,
+            &target,
+            req.method(),
+            req.headers(),
+            &info.query,
+            info.is_watch(),
+        );
     }
     if target.ri.create_only {
         if req.method() != Method::POST || target.name.is_some() {
@@ -1715,7 +1730,7 @@ pub fn object_response(
     }
 }
 
-fn list_response(
+pub(super) fn list_response(
     ri: &ResourceInfo,
     headers: &HeaderMap,
     query: &Query,
@@ -1730,7 +1745,12 @@ fn list_response(
             .collect();
     }
     let rv = page.rv.to_string();
-    let mut meta = json!({"resourceVersion": rv});
+    // A computed list (ComponentStatuses) has no revision: kube's `metadata` is empty.
+    let mut meta = if ri.computed {
+        json!({})
+    } else {
+        json!({"resourceVersion": rv})
+    };
     if let Some(c) = &page.continue_token {
         meta["continue"] = json!(c);
     }

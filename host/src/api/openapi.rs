@@ -293,6 +293,12 @@ fn resource_paths(r: &ResourceInfo, prefix: &str, name: &str, v3: bool) -> Vec<(
     if r.create_only {
         return vec![(coll, json!({"post": op("post")}))];
     }
+    if r.computed {
+        return vec![
+            (item, json!({"get": op("get")})),
+            (coll, json!({"get": op("list")})),
+        ];
+    }
     let mut out = vec![
         (
             item.clone(),

@@ -153,6 +153,7 @@ const PRINTERS: &[(&str, &str, &[Column])] = &[
     ("", "replicationcontrollers", REPLICATION_CONTROLLERS),
     ("", "services", SERVICES),
     ("", "endpoints", ENDPOINTS),
+    ("", "componentstatuses", COMPONENT_STATUSES),
     ("", "nodes", NODES),
     ("", "events", EVENTS),
     ("", "namespaces", NAMESPACES),
@@ -765,6 +766,44 @@ fn service_ports(o: &Value) -> Value {
     } else {
         ports.join(",")
     })
+}
+
+/// kube's `printComponentStatus`: the `Healthy` condition's status (`Unknown` without one),
+/// message and error.
+const COMPONENT_STATUSES: &[Column] = &[
+    NAME,
+    col(
+        "Status",
+        "string",
+        "Status of the component conditions",
+        |o| component_condition(o, "status"),
+    ),
+    col(
+        "Message",
+        "string",
+        "Message of the component conditions",
+        |o| component_condition(o, "message"),
+    ),
+    col(
+        "Error",
+        "string",
+        "Error of the component conditions",
+        |o| component_condition(o, "error"),
+    ),
+];
+
+fn component_condition(o: &Value, field: &str) -> Value {
+    let healthy = list(o, "/conditions")
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Healthy"));
+    let Some(c) = healthy else {
+        return json!(if field == "status" { "Unknown" } else { "" });
+    };
+    if field == "status" {
+        let status = c.get("status").and_then(Value::as_str) == Some("True");
+        return json!(if status { "Healthy" } else { "Unhealthy" });
+    }
+    json!(c.get(field).and_then(Value::as_str).unwrap_or(""))
 }
 
 const ENDPOINTS: &[Column] = &[

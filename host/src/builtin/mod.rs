@@ -30,6 +30,8 @@ pub struct Builtin {
     pub scale: bool,
     /// A virtual, create-only resource (reviews): nothing is stored.
     pub create_only: bool,
+    /// Read only and computed when read (ComponentStatuses): nothing is stored.
+    pub computed: bool,
     /// kube keeps `metadata.generation` for it (its strategy sets and bumps it).
     pub generation: bool,
     /// A DELETE that removes it at once answers with the object, not a `Status` (kube's
@@ -65,6 +67,7 @@ const fn r(
         status: false,
         scale: false,
         create_only: false,
+        computed: false,
         generation: false,
         delete_returns_object: false,
         conversion: None,
@@ -109,6 +112,10 @@ impl Builtin {
     }
     const fn create_only(mut self) -> Self {
         self.create_only = true;
+        self
+    }
+    const fn computed(mut self) -> Self {
+        self.computed = true;
         self
     }
     const fn conditional_update(mut self) -> Self {
@@ -189,6 +196,11 @@ pub const RESOURCES: &[Builtin] = &[
         .short(&["pv"])
         .status(),
     r(CORE, "v1", "podtemplates", "PodTemplate", NS),
+    // The health of the control plane's parts, probed when read (deprecated in kube 1.19, still
+    // served).
+    r(CORE, "v1", "componentstatuses", "ComponentStatus", CLUSTER)
+        .short(&["cs"])
+        .computed(),
     // The legacy way to bind a Pod (`POST bindings`, the Binding named as the Pod), as
     // `pods/binding`: create only, nothing stored.
     r(CORE, "v1", "bindings", "Binding", NS).create_only(),

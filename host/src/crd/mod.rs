@@ -666,6 +666,7 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                     schema_hash,
                 })),
                 create_only: false,
+                computed: false,
             })
         })
         .collect()

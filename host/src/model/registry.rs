@@ -104,6 +104,8 @@ pub struct ResourceInfo {
     pub custom: Option<Arc<CustomResource>>,
     /// A virtual, create-only resource (access reviews): nothing is stored.
     pub create_only: bool,
+    /// Read only, computed when read (ComponentStatuses): nothing is stored.
+    pub computed: bool,
     /// Keeps `metadata.generation` (1 on create, bumped when anything but metadata and status
     /// changes), as kube's strategy for the kind does; custom resources always do.
     pub generation: bool,
@@ -155,9 +157,17 @@ impl ResourceInfo {
         self.custom.is_some()
     }
 
+    /// Whether objects of it are stored (not a review, not computed when read).
+    pub fn stored(&self) -> bool {
+        !self.create_only && !self.computed
+    }
+
     pub fn verbs(&self) -> &'static [&'static str] {
         if self.create_only {
             return &["create"];
+        }
+        if self.computed {
+            return &["get", "list"];
         }
         // Controllers are managed by the host: read only.
         if self.is_controllers() {
@@ -236,6 +246,7 @@ impl Registry {
                     },
                     custom: None,
                     create_only: b.create_only,
+                    computed: b.computed,
                     generation: b.generation,
                     delete_returns_object: b.delete_returns_object,
                     unconditional_update: !b.conditional_update,
@@ -307,7 +318,7 @@ impl Registry {
         let snap = self.snapshot();
         let mut candidates = snap
             .iter()
-            .filter(|r| r.group == group && r.kind == kind && !r.create_only);
+            .filter(|r| r.group == group && r.kind == kind && r.stored());
         let first = candidates.next()?;
         if first.version == version {
             return Some(first.clone());
@@ -325,7 +336,7 @@ impl Registry {
     pub fn stored_resources(&self) -> Vec<Arc<ResourceInfo>> {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
-        for r in self.snapshot().iter().filter(|r| !r.create_only) {
+        for r in self.snapshot().iter().filter(|r| r.stored()) {
             let storage = r
                 .custom
                 .as_ref()
@@ -362,7 +373,7 @@ impl Registry {
             .filter(|r| {
                 let same =
                     r.group == ri.group && r.version == ri.version && r.resource == ri.resource;
-                if same || r.create_only {
+                if same || !r.stored() {
                     return false;
                 }
                 r.group_resource() == own
