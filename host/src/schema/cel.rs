@@ -1339,6 +1339,7 @@ fn root_context() -> &'static Context<'static> {
         ctx.add_function("@tick", tick);
         super::cel_authz::register(&mut ctx);
         super::cel_regex::register(&mut ctx);
+        super::cel_charged::register(&mut ctx);
         ctx
     })
 }
@@ -1827,6 +1828,21 @@ thread_local! {
     static DEADLINE: std::cell::Cell<Option<std::time::Duration>> = const { std::cell::Cell::new(None) };
     static EXPIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     static TICKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// What the running expression has been charged by the functions that charge before they
+    /// run (`cel_charged`).
+    static CHARGED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Charges `cost` to the running expression before `func` does the work it costs; past kube's
+/// per-call limit, `Err` (and every later charge of the expression too), and the expression
+/// ends [`INTERRUPTED`] whatever absorbs the error.
+pub(crate) fn charge(cost: u64, func: &str) -> Result<(), ExecutionError> {
+    let total = CHARGED.get().saturating_add(cost);
+    CHARGED.set(total);
+    if total > PER_CALL_LIMIT {
+        return Err(ExecutionError::function_error(func, INTERRUPTED));
+    }
+    Ok(())
 }
 
 /// Runs one evaluation `f` bounded to [`TIME_LIMIT`] from now, or to the bound an enclosing call
@@ -1834,8 +1850,11 @@ thread_local! {
 /// around the loop that noticed would have absorbed the error.
 fn time_limited<T>(f: impl FnOnce() -> Result<T, ExecutionError>) -> Result<T, ExecutionError> {
     bounded(|| {
+        // Each expression's charges are its own (an enclosing one's resume after it).
+        let outer = CHARGED.replace(0);
         let out = f();
-        if EXPIRED.get() {
+        let over = CHARGED.replace(outer) > PER_CALL_LIMIT;
+        if EXPIRED.get() || over {
             return Err(ExecutionError::function_error("@tick", INTERRUPTED));
         }
         out
@@ -2569,6 +2588,56 @@ mod tests {
         assert_eq!(second.unwrap_err(), INTERRUPTED);
         // A new bound, a fresh start.
         assert!(matches!(quick.eval(&[]), Ok(CelValue::Bool(true))));
+    }
+
+    /// Functions whose cost grows with their arguments are charged before they run: past the
+    /// per-call limit nothing is allocated, and no `||` absorbs the stop; each expression's
+    /// charges are its own.
+    #[test]
+    fn sized_functions_are_charged_before_they_run() {
+        let eval = |src: &str, n: i64| {
+            let e = Expression::compile(src).unwrap();
+            e.eval(&[("n", &CelValue::Int(n))])
+        };
+        let ok = |src: &str, n: i64| matches!(eval(src, n), Ok(CelValue::Bool(true)));
+        assert!(ok("lists.range(n).size() == 10", 10));
+        assert!(ok("lists.range(n).size() == 999989", 999_989));
+        // 10^12 items would be 32 TB: refused before any is made.
+        let started = std::time::Instant::now();
+        assert_eq!(
+            eval("lists.range(n).size() > 0 || true", 1_000_000_000_000).unwrap_err(),
+            INTERRUPTED
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // Summed over the expression: three of 400,000 are past 1,000,000.
+        assert_eq!(
+            eval("[1, 2, 3].all(i, lists.range(n).size() == n)", 400_000).unwrap_err(),
+            INTERRUPTED
+        );
+        assert!(ok("[1, 2].all(i, lists.range(n).size() == n)", 400_000));
+        assert!(ok("[1, 2, 2, 3, 1].distinct() == [1, 2, 3]", 0));
+        assert!(ok("lists.range(n).distinct().size() == n", 700));
+        assert_eq!(
+            eval("lists.range(n).distinct().size() == n", 800).unwrap_err(),
+            INTERRUPTED
+        );
+        assert!(ok(
+            "sets.contains([1, 2, 3], [1, 2]) && !sets.contains([1], [2])",
+            0
+        ));
+        assert!(ok(
+            "sets.equivalent([1, 2, 2], [2, 1]) && !sets.equivalent([1], [1, 2])",
+            0
+        ));
+        assert!(ok(
+            "sets.intersects([1, 2], [2, 3]) && !sets.intersects([1], [2])",
+            0
+        ));
+        assert_eq!(
+            eval("sets.contains(lists.range(n), lists.range(n))", 1_001).unwrap_err(),
+            INTERRUPTED
+        );
+        assert!(eval("lists.range(n).size() == 0", -1).is_err());
     }
     use serde_json::json;
 

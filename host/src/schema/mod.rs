@@ -46,6 +46,7 @@
 
 pub(crate) mod cel;
 pub(crate) mod cel_authz;
+mod cel_charged;
 pub(crate) mod cel_regex;
 mod default;
 mod field;
