@@ -14,6 +14,7 @@ pub mod builtin;
 pub mod claims;
 pub mod controllers;
 pub mod crd;
+pub mod heap;
 pub mod informer;
 pub mod leader;
 pub mod limitrange;

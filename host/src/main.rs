@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 /// mimalloc instead of glibc malloc: measured in `docs/benchmarks.md` (the host allocates and
-/// frees a parsed tree per request on several threads, where glibc spent ~20% of the CPU).
+/// frees a parsed tree per request on several threads, where glibc spent ~20% of the CPU),
+/// counting what each thread holds (`turtles::heap`: CEL evaluations are bounded by it).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: turtles::heap::Counting = turtles::heap::Counting;
 
 #[derive(Parser)]
 #[command(

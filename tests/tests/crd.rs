@@ -1568,3 +1568,63 @@ fn openapi_gives_custom_resources_type_meta_and_a_list() {
     let out = s.kubectl_ok(&["explain", "widgets.kind"]);
     assert!(out.contains("Kind is a string value"), "{out}");
 }
+
+/// What one object's rules may hold is bounded: a rule that grows memory by the object's size
+/// at every step of a loop (kube's cost count would stop it; turtles' estimate does not price
+/// string concatenation by size) stops past 64 MiB with kube's per-call message, instead of
+/// taking the host's memory.
+#[test]
+fn rules_are_bounded_in_memory() {
+    let s = Server::start().unwrap();
+    apply(
+        &s,
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: growers.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: growers, singular: grower, kind: Grower}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.parts.map(p, self.big + p).size() >= 0"
+            properties:
+              big: {type: string}
+              parts: {type: array, items: {type: string}}
+"#,
+    );
+    wait_condition(&s, "growers.example.com", "Established", "True");
+    let path = "/apis/example.com/v1/namespaces/default/growers";
+    poll("the kind is served", DEADLINE, || {
+        (s.http().get(path).status == 200).then_some(())
+    })
+    .unwrap();
+    let before = s.memory_kib("VmRSS").unwrap();
+    // 1,000 copies of 1 MB would hold 1 GB.
+    let r = s.http().post_json(
+        path,
+        &json!({"apiVersion": "example.com/v1", "kind": "Grower", "metadata": {"name": "g"},
+            "spec": {"big": "x".repeat(1 << 20), "parts": vec!["a"; 1000]}}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(
+        r.text().contains("'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.parts.map(p, self.big + p).size() >= 0"),
+        "{}",
+        r.text()
+    );
+    let peak = s.memory_kib("VmHWM").unwrap();
+    assert!(
+        peak < before + 700 * 1024,
+        "the host went from {before} KiB to a peak of {peak} KiB"
+    );
+}

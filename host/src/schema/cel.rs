@@ -1831,6 +1831,27 @@ thread_local! {
     /// What the running expression has been charged by the functions that charge before they
     /// run (`cel_charged`).
     static CHARGED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// What the thread held (`heap::held`) when the outermost bound began.
+    static HELD_AT_START: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+/// The most memory one bound's evaluations may come to hold beyond what their thread held
+/// when it began: past it they stop [`INTERRUPTED`]. A loop over a tenant's data can grow
+/// memory by the object's size at each step (`self.items.map(x, self.big + self.big)`), which
+/// kube's cost count stops early and turtles' estimate does not see. Generous against what
+/// kube's per-call limit lets an expression build: its strings cost a tenth of their bytes
+/// (10 MB at most), `lists.range` a million items.
+pub const MEMORY_LIMIT: i64 = 64 << 20;
+
+/// Whether the running evaluations hold more than [`MEMORY_LIMIT`]; if so they are stopped.
+fn over_memory() -> bool {
+    if DEADLINE.get().is_some()
+        && crate::heap::held().wrapping_sub(HELD_AT_START.get()) > MEMORY_LIMIT
+    {
+        EXPIRED.set(true);
+        return true;
+    }
+    false
 }
 
 /// Charges `cost` to the running expression before `func` does the work it costs; past kube's
@@ -1839,7 +1860,7 @@ thread_local! {
 pub(crate) fn charge(cost: u64, func: &str) -> Result<(), ExecutionError> {
     let total = CHARGED.get().saturating_add(cost);
     CHARGED.set(total);
-    if total > PER_CALL_LIMIT {
+    if total > PER_CALL_LIMIT || over_memory() {
         return Err(ExecutionError::function_error(func, INTERRUPTED));
     }
     Ok(())
@@ -1879,15 +1900,19 @@ fn bounded_within<T>(limit: std::time::Duration, f: impl FnOnce() -> T) -> T {
     }
     let outer = DEADLINE.get();
     let mine = thread_cpu() + limit;
+    if outer.is_none() {
+        HELD_AT_START.set(crate::heap::held());
+    }
     DEADLINE.set(Some(outer.map_or(mine, |o| o.min(mine))));
     let _restore = Restore(outer);
     f()
 }
 
-/// `@tick(cond)`: a comprehension's loop condition, passed through; every few iterations it
-/// checks the thread's deadline, and past it fails (and keeps failing) the evaluation.
+/// `@tick(cond)`: a comprehension's loop condition, passed through; every iteration it checks
+/// what the evaluations hold ([`MEMORY_LIMIT`]), every few the thread's deadline, and past
+/// either it fails (and keeps failing) the evaluation.
 fn tick(This(cond): This<CelValue>) -> Result<CelValue, ExecutionError> {
-    if EXPIRED.get() {
+    if EXPIRED.get() || over_memory() {
         return Err(ExecutionError::function_error("@tick", INTERRUPTED));
     }
     let n = TICKS.get().wrapping_add(1);
