@@ -151,6 +151,36 @@ pub struct DeleteOptions {
     pub user: Option<crate::auth::rbac::UserInfo>,
 }
 
+impl DeleteOptions {
+    /// The options as a DELETE's admission request names them (kube's `DeleteOptions` fields
+    /// the client set, in its field order; `dryRun` is added with the request's).
+    fn admission_options(&self) -> serde_json::Map<String, Value> {
+        let mut o = serde_json::Map::new();
+        if let Some(g) = self.grace_period {
+            o.insert("gracePeriodSeconds".into(), json!(g));
+        }
+        if self.precondition_uid.is_some() || self.precondition_rv.is_some() {
+            let mut p = serde_json::Map::new();
+            if let Some(u) = &self.precondition_uid {
+                p.insert("uid".into(), json!(u));
+            }
+            if let Some(rv) = &self.precondition_rv {
+                p.insert("resourceVersion".into(), json!(rv));
+            }
+            o.insert("preconditions".into(), Value::Object(p));
+        }
+        if let Some(p) = self.propagation {
+            let policy = match p {
+                Propagation::Background => "Background",
+                Propagation::Foreground => "Foreground",
+                Propagation::Orphan => "Orphan",
+            };
+            o.insert("propagationPolicy".into(), json!(policy));
+        }
+        o
+    }
+}
+
 /// `DeleteOptions.propagationPolicy`: what happens to an object's dependents (objects whose
 /// `ownerReferences` name it). The garbage collector does the work; the delete only records the
 /// choice as a finalizer.
@@ -599,6 +629,7 @@ fn admission_request<'a>(
         dry_run: opts.dry_run,
         old_object: old,
         requested: None,
+        delete_options: None,
         kind,
     }
 }
@@ -3298,6 +3329,7 @@ impl Service {
             // served version), not the stored one.
             let current = self.served_one(ri, self.get(ri, ns, name)?).await?;
             let old = current.parse();
+            let options = opts.admission_options();
             let req = crate::admission::Request {
                 ri,
                 operation: Operation::Delete,
@@ -3308,6 +3340,7 @@ impl Service {
                 dry_run: opts.dry_run,
                 old_object: Some(&old),
                 requested: None,
+                delete_options: Some(&options),
                 kind: None,
             };
             let warnings = self.admission.validate(&req, None).await?;

@@ -1538,3 +1538,44 @@ fn equivalent_resources_are_matched() {
 fn uuid_suffix() -> String {
     turtles_tests::uuid_like()[..8].to_owned()
 }
+
+/// A DELETE's admission request carries its options as the client sent them, as kube's does:
+/// a policy can refuse an orphaning delete.
+#[test]
+fn delete_options_reach_admission() {
+    let s = Server::start().expect("server starts");
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "no-orphans"},
+            "spec": {"failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["DELETE"], "resources": ["configmaps"]}]},
+                "validations": [{
+                    "expression": "!has(request.options.propagationPolicy) || request.options.propagationPolicy != 'Orphan'",
+                    "messageExpression": "'no orphaning (grace ' + string(request.options.gracePeriodSeconds) + ', ' + request.options.kind + ')'",
+                    "reason": "Forbidden"}]}}),
+    );
+    apply(
+        &s,
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "no-orphans"},
+            "spec": {"policyName": "no-orphans", "validationActions": ["Deny"]}}),
+    );
+    s.kubectl_ok(&["create", "configmap", "kept"]);
+    let err = until_denied(
+        &s,
+        &[
+            "delete",
+            "configmap",
+            "kept",
+            "--cascade=orphan",
+            "--grace-period=7",
+        ],
+    );
+    assert!(
+        err.contains("no orphaning (grace 7, DeleteOptions)"),
+        "{err}"
+    );
+    s.kubectl_ok(&["delete", "configmap", "kept"]);
+}

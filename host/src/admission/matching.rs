@@ -234,6 +234,7 @@ mod tests {
             dry_run: false,
             old_object: None,
             requested: None,
+            delete_options: None,
             kind: None,
         };
         let rule = |ops: &str, res: &str| json!({"operations": [ops], "apiGroups": [""], "apiVersions": ["v1"], "resources": [res]});
@@ -276,6 +277,7 @@ mod tests {
             dry_run: false,
             old_object: Some(&old),
             requested: None,
+            delete_options: None,
             kind: None,
         };
         let sel = json!({"matchLabels": {"team": "a"}});

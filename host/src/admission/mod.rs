@@ -96,6 +96,9 @@ pub struct Request<'a> {
     /// where `ri` is the matched one): the resource the client wrote, which an AdmissionReview's
     /// `requestResource` and `requestKind` name.
     pub requested: Option<&'a ResourceInfo>,
+    /// A DELETE's options as the client gave them (`gracePeriodSeconds`, `preconditions`,
+    /// `propagationPolicy`, in kube's field order), for the request's `options`.
+    pub delete_options: Option<&'a serde_json::Map<String, Value>>,
 }
 
 impl Request<'_> {
@@ -124,6 +127,9 @@ impl Request<'_> {
         };
         let mut options =
             json!({"kind": self.operation.options_kind(), "apiVersion": "meta.k8s.io/v1"});
+        if let (Some(extra), Some(o)) = (self.delete_options, options.as_object_mut()) {
+            o.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         if self.dry_run {
             options["dryRun"] = json!(["All"]);
         }

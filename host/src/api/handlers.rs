@@ -1012,6 +1012,7 @@ async fn admit_subresource_create(
         dry_run,
         old_object: None,
         requested: None,
+        delete_options: None,
         kind: Some(at.kind),
     };
     admission.mutate(&req, obj).await?;
