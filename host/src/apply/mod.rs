@@ -503,18 +503,31 @@ pub fn parse_config_as(gv: &str, body: &[u8]) -> Result<Value, ApiError> {
 /// nodes from a body of a few K bytes (40 KB would fill the machine). So the document is first
 /// walked without keeping anything, counting nodes as aliases expand, and refused with go-yaml's
 /// `document contains excessive aliasing` (kube's answer) past [`YAML_NODE_SLACK`] nodes more
-/// than the body has bytes: a document without aliases never has more nodes than bytes.
+/// than the body has bytes: a document without aliases never has more nodes than bytes. Nor
+/// does it bound what an alias of a long string costs: each reference is a copy (a 1 MB string
+/// named 4,000 times took 8 GB), so the bytes of the strings are counted too, and refused the
+/// same way past twice the body's size and [`YAML_BYTE_SLACK`]: no object that can be stored is
+/// bigger.
 pub(crate) fn yaml_to_json(body: &[u8]) -> Result<Value, String> {
-    count_yaml_nodes(body, body.len().saturating_add(YAML_NODE_SLACK))?;
+    count_yaml_nodes(
+        body,
+        body.len().saturating_add(YAML_NODE_SLACK),
+        body.len().saturating_mul(2).saturating_add(YAML_BYTE_SLACK),
+    )?;
     let y: serde_yaml::Value = serde_yaml::from_slice(body).map_err(|e| e.to_string())?;
     convert_yaml(y)
 }
 
 /// Nodes a YAML document may have beyond its size in bytes (what its aliases may add).
 const YAML_NODE_SLACK: usize = 100_000;
+/// Bytes of strings a YAML document may have beyond twice its size (what its aliases may add):
+/// more than any object stored (`--max-object-bytes`, 1.5 MiB by default) or any request
+/// (3 MiB).
+const YAML_BYTE_SLACK: usize = 4 << 20;
 
-/// Walk a YAML document, aliases expanded, counting its nodes; Err past `budget`.
-fn count_yaml_nodes(body: &[u8], budget: usize) -> Result<(), String> {
+/// Walk a YAML document, aliases expanded, counting its nodes and the bytes of its strings;
+/// Err past `budget` nodes or `byte_budget` bytes.
+fn count_yaml_nodes(body: &[u8], budget: usize, byte_budget: usize) -> Result<(), String> {
     use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, VariantAccess, Visitor};
     use std::cell::Cell;
 
@@ -524,6 +537,8 @@ fn count_yaml_nodes(body: &[u8], budget: usize) -> Result<(), String> {
     struct Count<'a> {
         seen: &'a Cell<usize>,
         budget: usize,
+        bytes: &'a Cell<usize>,
+        byte_budget: usize,
     }
     impl Count<'_> {
         fn bump<E: de::Error>(&self) -> Result<(), E> {
@@ -533,6 +548,15 @@ fn count_yaml_nodes(body: &[u8], budget: usize) -> Result<(), String> {
                 return Err(E::custom(EXCESSIVE));
             }
             Ok(())
+        }
+        /// A string of `len` bytes (a key or a value).
+        fn text<E: de::Error>(&self, len: usize) -> Result<(), E> {
+            let n = self.bytes.get().saturating_add(len);
+            self.bytes.set(n);
+            if n > self.byte_budget {
+                return Err(E::custom(EXCESSIVE));
+            }
+            self.bump()
         }
     }
     impl<'de> DeserializeSeed<'de> for Count<'_> {
@@ -558,11 +582,11 @@ fn count_yaml_nodes(body: &[u8], budget: usize) -> Result<(), String> {
         fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
             self.bump()
         }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-            self.bump()
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
+            self.text(s.len())
         }
-        fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<(), E> {
-            self.bump()
+        fn visit_bytes<E: de::Error>(self, b: &[u8]) -> Result<(), E> {
+            self.text(b.len())
         }
         fn visit_unit<E: de::Error>(self) -> Result<(), E> {
             self.bump()
@@ -593,10 +617,13 @@ fn count_yaml_nodes(body: &[u8], budget: usize) -> Result<(), String> {
         }
     }
 
+    let bytes = Cell::new(0);
     let seen = Cell::new(0);
     let count = Count {
         seen: &seen,
         budget,
+        bytes: &bytes,
+        byte_budget,
     };
     match count.deserialize(serde_yaml::Deserializer::from_slice(body)) {
         Ok(()) => Ok(()),

@@ -335,6 +335,21 @@ spec:
         e.message,
         "error decoding YAML: error converting YAML to JSON: yaml: document contains excessive aliasing"
     );
+    // A long string named by many aliases (one node each, but a copy each): refused by the
+    // bytes it would come to, before any copy is made.
+    let long = "x".repeat(100_000);
+    let refs: String = (0..200).map(|i| format!("  k{i}: *s\n")).collect();
+    let copies = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c, annotations: {{a: &s {long}}}}}\ndata:\n{refs}"
+    );
+    let started = std::time::Instant::now();
+    let e = parse_config(&ri, copies.as_bytes()).unwrap_err();
+    assert!(
+        e.message.ends_with("document contains excessive aliasing"),
+        "{}",
+        e.message
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
     // Ordinary anchors and merges still work.
     let ok = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: m, labels: &l {a: b}}\nextra: [*l, *l]\n";
     let v = parse_config(&ri, ok.as_bytes()).unwrap();
