@@ -370,6 +370,9 @@ pub fn validate_common(obj: &Value) -> Vec<Cause> {
             )),
         }
     }
+    if let Some(refs) = meta.get("ownerReferences") {
+        causes.extend(validate_owner_references(refs));
+    }
     if let Some(f) = meta.get("finalizers") {
         let ok = f.is_null()
             || f.as_array()
@@ -380,6 +383,162 @@ pub fn validate_common(obj: &Value) -> Vec<Cause> {
                 "metadata.finalizers",
                 "Invalid value: finalizers must be a list of qualified names",
             ));
+        }
+    }
+    causes
+}
+
+/// An entry of `metadata.ownerReferences` as kube decodes it into `metav1.OwnerReference`
+/// (absent or null strings read as "", absent or null booleans as unset).
+struct OwnerRef<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    uid: &'a str,
+    controller: Option<bool>,
+    block_owner_deletion: Option<bool>,
+}
+
+impl<'a> OwnerRef<'a> {
+    /// The entry as a typed decode reads it: `None` when it would not decode (not an object,
+    /// or a field of the wrong JSON type). A null entry decodes as the zero reference.
+    fn decode(v: &'a Value) -> Option<Self> {
+        let m = match v {
+            Value::Object(m) => m,
+            Value::Null => {
+                return Some(Self {
+                    api_version: "",
+                    kind: "",
+                    name: "",
+                    uid: "",
+                    controller: None,
+                    block_owner_deletion: None,
+                })
+            }
+            _ => return None,
+        };
+        let s = |k: &str| match m.get(k) {
+            None | Some(Value::Null) => Some(""),
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => None,
+        };
+        let b = |k: &str| match m.get(k) {
+            None | Some(Value::Null) => Some(None),
+            Some(Value::Bool(b)) => Some(Some(*b)),
+            Some(_) => None,
+        };
+        Some(Self {
+            api_version: s("apiVersion")?,
+            kind: s("kind")?,
+            name: s("name")?,
+            uid: s("uid")?,
+            controller: b("controller")?,
+            block_owner_deletion: b("blockOwnerDeletion")?,
+        })
+    }
+
+    /// Go's `json.Marshal` of the struct: fields in declaration order, the `*bool`s omitted
+    /// when unset.
+    fn go_json(&self) -> String {
+        use crate::builtin::validation::apps::go_str;
+        let mut out = format!(
+            "{{\"apiVersion\":{},\"kind\":{},\"name\":{},\"uid\":{}",
+            go_str(self.api_version),
+            go_str(self.kind),
+            go_str(self.name),
+            go_str(self.uid)
+        );
+        if let Some(c) = self.controller {
+            out.push_str(&format!(",\"controller\":{c}"));
+        }
+        if let Some(b) = self.block_owner_deletion {
+            out.push_str(&format!(",\"blockOwnerDeletion\":{b}"));
+        }
+        out.push('}');
+        out
+    }
+}
+
+/// `schema.ParseGroupVersion`: `(group, version)`, or `None` for more than one `/`.
+fn parse_group_version(gv: &str) -> Option<(&str, &str)> {
+    if gv.is_empty() || gv == "/" {
+        return Some(("", ""));
+    }
+    match gv.matches('/').count() {
+        0 => Some(("", gv)),
+        1 => gv.split_once('/'),
+        _ => None,
+    }
+}
+
+/// kube's `ValidateOwnerReferences` (apimachinery v0.34): every reference is reported at
+/// `metadata.ownerReferences` itself (no index), and at most one may be the controller.
+/// References that would not decode are left to decoding: then nothing is reported here.
+fn validate_owner_references(refs: &Value) -> Vec<Cause> {
+    const PATH: &str = "metadata.ownerReferences";
+    let mut causes = Vec::new();
+    let Some(items) = refs.as_array() else {
+        return causes;
+    };
+    let Some(refs) = items
+        .iter()
+        .map(OwnerRef::decode)
+        .collect::<Option<Vec<_>>>()
+    else {
+        return causes;
+    };
+    let quote = crate::auth::rbac::go_quote;
+    let mut first_controller: Option<String> = None;
+    for r in &refs {
+        // `schema.FromAPIVersionAndKind`: an unparsable apiVersion gives no group or version.
+        let (group, version) = parse_group_version(r.api_version).unwrap_or(("", ""));
+        if version.is_empty() {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                &format!("{PATH}.apiVersion"),
+                format!(
+                    "Invalid value: {}: version must not be empty",
+                    quote(r.api_version)
+                ),
+            ));
+        }
+        for (field, value) in [("kind", r.kind), ("name", r.name), ("uid", r.uid)] {
+            if value.is_empty() {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    &format!("{PATH}.{field}"),
+                    "Invalid value: \"\": must not be empty",
+                ));
+            }
+        }
+        // `BannedOwners`: only the core group's v1 Event.
+        if group.is_empty() && version == "v1" && r.kind == "Event" {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                PATH,
+                format!(
+                    "Invalid value: {}: {group}/{version}, Kind={} is disallowed from being an owner",
+                    r.go_json(),
+                    r.kind
+                ),
+            ));
+        }
+        if r.controller == Some(true) {
+            let current = format!("{}/{}", r.kind, r.name);
+            match &first_controller {
+                Some(first) => {
+                    let all: Vec<String> = refs.iter().map(OwnerRef::go_json).collect();
+                    causes.push(Cause::new(
+                        "FieldValueInvalid",
+                        PATH,
+                        format!(
+                            "Invalid value: [{}]: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}",
+                            all.join(",")
+                        ),
+                    ));
+                }
+                None => first_controller = Some(current),
+            }
         }
     }
     causes
@@ -429,6 +588,167 @@ mod tests {
         assert!(validate_common(&ok).is_empty());
         let bad = json!({"metadata": {"labels": {"-x": "y", "k": "bad value"}}});
         assert_eq!(validate_common(&bad).len(), 2);
+    }
+
+    /// `(field, message)` of the causes `validate_common` reports for these owner references.
+    fn owner_causes(refs: Value) -> Vec<(String, String)> {
+        validate_common(&json!({"metadata": {"ownerReferences": refs}}))
+            .into_iter()
+            .map(|c| {
+                assert_eq!(c.reason, "FieldValueInvalid");
+                (c.field, c.message)
+            })
+            .collect()
+    }
+
+    fn pair(field: &str, message: &str) -> (String, String) {
+        (field.to_owned(), message.to_owned())
+    }
+
+    #[test]
+    fn owner_reference_valid() {
+        let one = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d4c",
+            "uid": "0b6c7a34-1f2e-4c1d-9c55-6a9e1b2f3c4d", "controller": true, "blockOwnerDeletion": true}]);
+        assert_eq!(owner_causes(one), Vec::<(String, String)>::new());
+        // One controller among several references is fine.
+        let two = json!([
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "1", "controller": false},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b", "uid": "2", "controller": true},
+        ]);
+        assert_eq!(owner_causes(two), Vec::<(String, String)>::new());
+        assert_eq!(owner_causes(json!([])), Vec::<(String, String)>::new());
+        assert_eq!(owner_causes(Value::Null), Vec::<(String, String)>::new());
+    }
+
+    #[test]
+    fn owner_reference_two_controllers() {
+        let refs = json!([
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "a", "uid": "1", "controller": true},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b", "uid": "2", "controller": true, "blockOwnerDeletion": false},
+        ]);
+        assert_eq!(
+            owner_causes(refs),
+            vec![pair(
+                "metadata.ownerReferences",
+                r#"Invalid value: [{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"a","uid":"1","controller":true},{"apiVersion":"apps/v1","kind":"Deployment","name":"b","uid":"2","controller":true,"blockOwnerDeletion":false}]: Only one reference can have Controller set to true. Found "true" in references for ReplicaSet/a and Deployment/b"#
+            )]
+        );
+        // A third controller is compared with the first again.
+        let three = json!([
+            {"apiVersion": "v1", "kind": "A", "name": "a", "uid": "1", "controller": true},
+            {"apiVersion": "v1", "kind": "B", "name": "b", "uid": "2", "controller": true},
+            {"apiVersion": "v1", "kind": "C", "name": "c", "uid": "3", "controller": true},
+        ]);
+        let causes = owner_causes(three);
+        assert_eq!(causes.len(), 2);
+        assert!(
+            causes[0].1.ends_with("references for A/a and B/b"),
+            "{causes:?}"
+        );
+        assert!(
+            causes[1].1.ends_with("references for A/a and C/c"),
+            "{causes:?}"
+        );
+    }
+
+    #[test]
+    fn owner_reference_empty_fields() {
+        let refs = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": ""}]);
+        assert_eq!(
+            owner_causes(refs),
+            vec![pair(
+                "metadata.ownerReferences.uid",
+                r#"Invalid value: "": must not be empty"#
+            )]
+        );
+        let refs = json!([{"apiVersion": "", "kind": "", "name": "", "uid": "u"}]);
+        assert_eq!(
+            owner_causes(refs),
+            vec![
+                pair(
+                    "metadata.ownerReferences.apiVersion",
+                    r#"Invalid value: "": version must not be empty"#
+                ),
+                pair(
+                    "metadata.ownerReferences.kind",
+                    r#"Invalid value: "": must not be empty"#
+                ),
+                pair(
+                    "metadata.ownerReferences.name",
+                    r#"Invalid value: "": must not be empty"#
+                ),
+            ]
+        );
+        // Absent fields read as empty, and a null entry is the zero reference.
+        assert_eq!(owner_causes(json!([{}])).len(), 4);
+        assert_eq!(owner_causes(json!([null])).len(), 4);
+        // `group/` has no version either.
+        let refs = json!([{"apiVersion": "apps/", "kind": "K", "name": "n", "uid": "u"}]);
+        assert_eq!(
+            owner_causes(refs),
+            vec![pair(
+                "metadata.ownerReferences.apiVersion",
+                r#"Invalid value: "apps/": version must not be empty"#
+            )]
+        );
+    }
+
+    #[test]
+    fn owner_reference_unparsable_api_version() {
+        let refs = json!([{"apiVersion": "///", "kind": "K", "name": "n", "uid": "u"}]);
+        assert_eq!(
+            owner_causes(refs),
+            vec![pair(
+                "metadata.ownerReferences.apiVersion",
+                r#"Invalid value: "///": version must not be empty"#
+            )]
+        );
+        let refs = json!([{"apiVersion": "a/b/v1", "kind": "K", "name": "n", "uid": "u"}]);
+        assert_eq!(owner_causes(refs).len(), 1);
+    }
+
+    #[test]
+    fn owner_reference_banned_event() {
+        let refs = json!([{"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u"}]);
+        assert_eq!(
+            owner_causes(refs),
+            vec![pair(
+                "metadata.ownerReferences",
+                r#"Invalid value: {"apiVersion":"v1","kind":"Event","name":"e","uid":"u"}: /v1, Kind=Event is disallowed from being an owner"#
+            )]
+        );
+        // `/v1` parses to the same group and version.
+        let refs = json!([{"apiVersion": "/v1", "kind": "Event", "name": "e", "uid": "u"}]);
+        assert_eq!(owner_causes(refs).len(), 1);
+        // The events.k8s.io Event is an allowed owner.
+        let refs =
+            json!([{"apiVersion": "events.k8s.io/v1", "kind": "Event", "name": "e", "uid": "u"}]);
+        assert_eq!(owner_causes(refs), Vec::<(String, String)>::new());
+    }
+
+    #[test]
+    fn owner_reference_undecodable_is_left_to_decoding() {
+        assert_eq!(
+            owner_causes(json!([{"uid": 5}])),
+            Vec::<(String, String)>::new()
+        );
+        assert_eq!(
+            owner_causes(json!([{"uid": ""}, "x"])),
+            Vec::<(String, String)>::new()
+        );
+        assert_eq!(
+            owner_causes(json!({"uid": ""})),
+            Vec::<(String, String)>::new()
+        );
+    }
+
+    #[test]
+    fn owner_reference_values_are_escaped_as_go_does() {
+        let refs = json!([{"apiVersion": "v1", "kind": "Event", "name": "a<b", "uid": "u"}]);
+        assert_eq!(
+            owner_causes(refs)[0].1,
+            r#"Invalid value: {"apiVersion":"v1","kind":"Event","name":"a\u003cb","uid":"u"}: /v1, Kind=Event is disallowed from being an owner"#
+        );
     }
 
     #[test]
