@@ -12,6 +12,8 @@
 pub mod fieldpath;
 pub mod typed;
 
+use std::collections::HashMap;
+
 use serde_json::{json, Map, Value};
 
 use crate::model::{ApiError, Cause, ResourceInfo};
@@ -49,7 +51,7 @@ impl ApplyError {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operation {
     Apply,
     Update,
@@ -79,10 +81,16 @@ impl Entry {
     /// kube's manager identifier: manager, operation, subresource, and the API version of
     /// updates (an applier is one manager whatever version it applies in).
     fn same_manager(&self, other: &Entry) -> bool {
-        self.manager == other.manager
-            && self.operation == other.operation
-            && self.subresource == other.subresource
-            && (self.operation == Operation::Apply || self.api_version == other.api_version)
+        self.identity() == other.identity()
+    }
+
+    /// The identifier [`Self::same_manager`] compares, as a key.
+    fn identity(&self) -> (&str, Operation, &str, &str) {
+        let version = match self.operation {
+            Operation::Apply => "",
+            Operation::Update => self.api_version.as_str(),
+        };
+        (&self.manager, self.operation, &self.subresource, version)
     }
 
     fn to_json(&self) -> Value {
@@ -121,7 +129,9 @@ pub fn decode(v: &Value) -> Result<Vec<Entry>, ApplyError> {
             "managedFields must be a list".into(),
         ));
     };
-    let mut out: Vec<Entry> = Vec::with_capacity(list.len());
+    let mut out: Vec<Option<Entry>> = Vec::with_capacity(list.len());
+    // Where each manager's entry is in `out` (a client may send thousands).
+    let mut at: HashMap<(String, Operation, String, String), usize> = HashMap::new();
     for (i, e) in list.iter().enumerate() {
         let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
         let operation = match s("operation") {
@@ -164,10 +174,14 @@ pub fn decode(v: &Value) -> Result<Vec<Entry>, ApplyError> {
             set,
         };
         // Duplicate identifiers: the last one wins, as in kube's map.
-        out.retain(|o| !o.same_manager(&entry));
-        out.push(entry);
+        let (m, op, sub, version) = entry.identity();
+        let key = (m.to_owned(), op, sub.to_owned(), version.to_owned());
+        if let Some(earlier) = at.insert(key, out.len()) {
+            out[earlier] = None;
+        }
+        out.push(Some(entry));
     }
-    Ok(out)
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// kube's `sortEncodedManagedFields`: Apply before Update, then by time, manager, API version

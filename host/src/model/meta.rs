@@ -373,6 +373,9 @@ pub fn validate_common(obj: &Value) -> Vec<Cause> {
     if let Some(refs) = meta.get("ownerReferences") {
         causes.extend(validate_owner_references(refs));
     }
+    if let Some(entries) = meta.get("managedFields").and_then(Value::as_array) {
+        causes.extend(validate_managed_fields(entries));
+    }
     if let Some(f) = meta.get("finalizers") {
         let ok = f.is_null()
             || f.as_array()
@@ -457,6 +460,44 @@ impl<'a> OwnerRef<'a> {
         out.push('}');
         out
     }
+}
+
+/// kube's `ValidateManagedFields` limits on what a client may send: a manager of at most 128
+/// bytes, printable, and a subresource of at most 256 (the operation and fields type are the
+/// field manager's to check).
+fn validate_managed_fields(entries: &[Value]) -> Vec<Cause> {
+    const MAX_SUBRESOURCE: usize = 256;
+    let max_manager = crate::apply::MAX_MANAGER_LENGTH;
+    let mut causes = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let path = format!("metadata.managedFields[{i}]");
+        let manager = e.get("manager").and_then(Value::as_str).unwrap_or("");
+        if manager.len() > max_manager {
+            causes.push(Cause::new(
+                "FieldValueTooLong",
+                &format!("{path}.manager"),
+                format!("Too long: may not be more than {max_manager} bytes"),
+            ));
+        } else if manager.chars().any(char::is_control) {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                &format!("{path}.manager"),
+                format!(
+                    "Invalid value: {}: must only contain printable characters",
+                    crate::auth::rbac::go_quote(manager)
+                ),
+            ));
+        }
+        let sub = e.get("subresource").and_then(Value::as_str).unwrap_or("");
+        if sub.len() > MAX_SUBRESOURCE {
+            causes.push(Cause::new(
+                "FieldValueTooLong",
+                &format!("{path}.subresource"),
+                format!("Too long: may not be more than {MAX_SUBRESOURCE} bytes"),
+            ));
+        }
+    }
+    causes
 }
 
 /// `schema.ParseGroupVersion`: `(group, version)`, or `None` for more than one `/`.
@@ -756,5 +797,39 @@ mod tests {
         let s = random_suffix();
         assert_eq!(s.len(), 5);
         assert!(s.chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
+    }
+}
+
+#[cfg(test)]
+mod managed_fields_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn managed_fields_limits_are_kube_s() {
+        let obj = |manager: &str, sub: &str| {
+            json!({"metadata": {"name": "x", "managedFields": [
+                {"manager": "ok", "operation": "Update"},
+                {"manager": manager, "operation": "Update", "subresource": sub}]}})
+        };
+        assert!(validate_common(&obj("kubectl", "status")).is_empty());
+        let causes = validate_common(&obj(&"m".repeat(129), &"s".repeat(257)));
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "metadata.managedFields[1].manager",
+                "metadata.managedFields[1].subresource"
+            ]
+        );
+        assert_eq!(
+            causes[0].message,
+            "Too long: may not be more than 128 bytes"
+        );
+        let causes = validate_common(&obj("a\u{7}b", ""));
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"a\\ab\": must only contain printable characters"
+        );
     }
 }
