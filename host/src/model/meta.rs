@@ -530,6 +530,9 @@ fn validate_owner_references(refs: &Value) -> Vec<Cause> {
     };
     let quote = crate::auth::rbac::go_quote;
     let mut first_controller: Option<String> = None;
+    const MAX_EXTRA_CONTROLLERS: usize = 16;
+    let mut extra_controllers = 0;
+    let mut all_refs: Option<String> = None;
     for r in &refs {
         // `schema.FromAPIVersionAndKind`: an unparsable apiVersion gives no group or version.
         let (group, version) = parse_group_version(r.api_version).unwrap_or(("", ""));
@@ -567,14 +570,20 @@ fn validate_owner_references(refs: &Value) -> Vec<Cause> {
         if r.controller == Some(true) {
             let current = format!("{}/{}", r.kind, r.name);
             match &first_controller {
+                // kube reports every further controller, each with the whole list: past a
+                // few, a list of thousands would make a quadratic answer.
+                Some(_) if extra_controllers >= MAX_EXTRA_CONTROLLERS => {}
                 Some(first) => {
-                    let all: Vec<String> = refs.iter().map(OwnerRef::go_json).collect();
+                    extra_controllers += 1;
+                    let all = all_refs.get_or_insert_with(|| {
+                        let all: Vec<String> = refs.iter().map(OwnerRef::go_json).collect();
+                        all.join(",")
+                    });
                     causes.push(Cause::new(
                         "FieldValueInvalid",
                         PATH,
                         format!(
-                            "Invalid value: [{}]: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}",
-                            all.join(",")
+                            "Invalid value: [{all}]: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}"
                         ),
                     ));
                 }

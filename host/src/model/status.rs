@@ -55,6 +55,10 @@ pub struct Details {
     pub uid: Option<String>,
 }
 
+/// The most causes a 422 reports, and the most bytes of them (see [`ApiError::invalid`]).
+pub const MAX_CAUSES: usize = 1000;
+pub const MAX_CAUSE_BYTES: usize = 1 << 20;
+
 impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Self {
@@ -143,8 +147,30 @@ impl ApiError {
         .with_details(group, resource, name)
     }
 
-    /// 422 with one cause per violation: `ConfigMap "x" is invalid: [a, b]`.
-    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+    /// 422 with one cause per violation: `ConfigMap "x" is invalid: [a, b]`. At most
+    /// [`MAX_CAUSES`] causes, and [`MAX_CAUSE_BYTES`] of them, are reported (kube reports all:
+    /// a 3 MB Service of a million empty ports made a 1 GB answer here); past them, one more
+    /// cause says how many were left out.
+    pub fn invalid(group: &str, kind: &str, name: &str, mut causes: Vec<Cause>) -> Self {
+        let mut bytes = 0usize;
+        let kept = causes
+            .iter()
+            .take(MAX_CAUSES)
+            .take_while(|c| {
+                bytes = bytes.saturating_add(c.field.len() + c.message.len());
+                bytes <= MAX_CAUSE_BYTES
+            })
+            .count()
+            .max(1);
+        if causes.len() > kept {
+            let left = causes.len() - kept;
+            causes.truncate(kept);
+            causes.push(Cause::new(
+                "",
+                "",
+                format!("{left} more errors were left out"),
+            ));
+        }
         // kube's `ToAggregate` drops repeated messages (the causes keep every one).
         let mut parts: Vec<String> = Vec::with_capacity(causes.len());
         let mut seen = std::collections::HashSet::with_capacity(causes.len());
@@ -300,6 +326,37 @@ pub fn success_status(group: &str, kind_plural: &str, name: &str, uid: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invalid_reports_a_bounded_number_of_causes() {
+        let many: Vec<Cause> = (0..5000)
+            .map(|i| {
+                Cause::new(
+                    "FieldValueRequired",
+                    &format!("spec.ports[{i}].name"),
+                    "Required value",
+                )
+            })
+            .collect();
+        let e = ApiError::invalid("", "Service", "s", many);
+        assert_eq!(e.causes.len(), MAX_CAUSES + 1);
+        assert_eq!(
+            e.causes[MAX_CAUSES].message,
+            "4000 more errors were left out"
+        );
+        assert!(
+            e.message.ends_with(", 4000 more errors were left out]"),
+            "{}",
+            &e.message[e.message.len() - 80..]
+        );
+        // Long causes are bounded by their bytes too.
+        let long: Vec<Cause> = (0..100)
+            .map(|_| Cause::new("FieldValueInvalid", "x", "v".repeat(100_000)))
+            .collect();
+        let e = ApiError::invalid("", "ConfigMap", "c", long);
+        assert_eq!(e.causes.len(), 11);
+        assert_eq!(e.causes[10].message, "90 more errors were left out");
+    }
 
     #[test]
     fn path_not_found_has_empty_details_as_kube() {
