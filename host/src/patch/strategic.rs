@@ -31,9 +31,10 @@
 //! * with `$setElementOrder`, server-only items are interleaved using the
 //!   pre-patch live order (Go sometimes sees a partially mutated slice).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Write as _;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 const DIRECTIVE_MARKER: &str = "$patch";
 const DELETE_DIRECTIVE: &str = "delete";
@@ -424,17 +425,25 @@ impl Merger<'_> {
                 if let (Some(Value::Array(list)), Value::Array(to_delete)) =
                     (original.get_mut(field), value)
                 {
-                    list.retain(|v| !to_delete.iter().any(|d| values_equal(v, d)));
+                    // Hashed, not a scan of `to_delete` per item (quadratic).
+                    let deleted = Positions::new(to_delete);
+                    list.retain(|v| deleted.get(v, None).is_none());
                 }
             }
         }
 
+        // Keys to remove, dropped in one `retain` pass at the end: `shift_remove` shifts
+        // every later entry, so removing keys one at a time is quadratic in the map's size
+        // (40k `null`s took 48 s). Deferring is invisible: the keys of a JSON object are
+        // unique, so the loop visits each key of `original` at most once and never reads a
+        // key after marking it, and `retain` keeps the order of the remaining entries.
+        let mut gone: HashSet<&str> = HashSet::new();
         for (key, patch_value) in patch {
             if is_directive_key(key) || handled.contains(key.as_str()) {
                 continue;
             }
             if patch_value.is_null() {
-                original.shift_remove(key);
+                gone.insert(key.as_str());
                 continue;
             }
             let field_path = child_path(path, key);
@@ -455,9 +464,12 @@ impl Merger<'_> {
                     original.insert(key.clone(), v);
                 }
                 None => {
-                    original.shift_remove(key);
+                    gone.insert(key.as_str());
                 }
             }
+        }
+        if !gone.is_empty() {
+            original.retain(|k, _| !gone.contains(k.as_str()));
         }
         Ok(original)
     }
@@ -579,43 +591,51 @@ impl Merger<'_> {
         }
 
         let mut merged = server.clone();
-        // The merged items by key value, so each patch item finds its own in O(1).
-        let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+        // The merged items by their current merge-key value, so each patch item finds the
+        // first item a scan of `merged` would find, in O(1). Merging can change an item's
+        // key (`80` becomes `80.0`, `null`s inside an object key are dropped), and later
+        // patch items must see the new key just as a scan would, so a changed key is
+        // re-filed after each merge.
+        let mut by_key = ValueIndex::default();
         for (i, m) in merged.iter().enumerate() {
-            if let Some(c) = m.get(key).and_then(canon) {
-                by_key.entry(c).or_default().push(i);
+            if let Some(v) = m.get(key) {
+                by_key.insert(v, i);
             }
         }
         for p in &plain {
             let value = p.get(key).ok_or_else(|| missing_merge_key(p, key))?;
-            let found = match canon(value) {
-                Some(c) => by_key.get(&c).and_then(|is| {
-                    is.iter()
-                        .copied()
-                        .find(|&i| has_key_value(&merged[i], key, value))
-                }),
-                None => merged.iter().position(|m| has_key_value(m, key, value)),
-            };
-            match found {
+            match by_key.first(value) {
                 Some(pos) => {
                     let existing = match std::mem::take(&mut merged[pos]) {
                         Value::Object(m) => m,
                         _ => Map::new(),
                     };
-                    merged[pos] = Value::Object(self.merge_map(existing, p, &elem_path)?);
+                    let before = existing.get(key).map(homes);
+                    let item = self.merge_map(existing, p, &elem_path)?;
+                    let after = item.get(key).map(homes);
+                    if before != after {
+                        if let Some(keys) = &before {
+                            by_key.remove_keys(keys, pos);
+                        }
+                        if let Some(keys) = after {
+                            by_key.insert_keys(keys, pos);
+                        }
+                    }
+                    merged[pos] = Value::Object(item);
                 }
                 None => {
-                    if let Some(c) = canon(value) {
-                        by_key.entry(c).or_default().push(merged.len());
+                    let item = self.merge_map(Map::new(), p, &elem_path)?;
+                    if let Some(v) = item.get(key) {
+                        by_key.insert(v, merged.len());
                     }
-                    merged.push(Value::Object(self.merge_map(Map::new(), p, &elem_path)?));
+                    merged.push(Value::Object(item));
                 }
             }
         }
 
         let mk = Some(key);
-        let patch_order = Positions::new(plain.iter().filter_map(|p| p.get(key)).collect());
-        let server_order = Positions::new(server.iter().filter_map(|o| o.get(key)).collect());
+        let patch_order = Positions::new(plain.iter().filter_map(|p| p.get(key)));
+        let server_order = Positions::new(server.iter().filter_map(|o| o.get(key)));
         let (patch_items, server_only): (Vec<Value>, Vec<Value>) = merged
             .into_iter()
             .partition(|v| patch_order.get(v, mk).is_some());
@@ -676,14 +696,9 @@ impl Merger<'_> {
             (None, None) => return Ok(None),
         };
 
-        let order_keys = Positions::new(order.iter().filter_map(|o| order_key(o, mk)).collect());
+        let order_keys = Positions::new(order.iter().filter_map(|o| order_key(o, mk)));
         let server_vals = original_list.unwrap_or_default();
-        let server_keys = Positions::new(
-            server_vals
-                .iter()
-                .filter_map(|o| order_key(o, mk))
-                .collect(),
-        );
+        let server_keys = Positions::new(server_vals.iter().filter_map(|o| order_key(o, mk)));
         let (patch_items, server_only): (Vec<Value>, Vec<Value>) = merged
             .into_iter()
             .partition(|v| order_keys.get(v, mk).is_some());
@@ -752,26 +767,15 @@ fn validate_set_element_order(patch: &[Value], order: &[Value], mk: Option<&str>
 /// Merge two primitive lists as a set.
 fn merge_scalar_list(original: Vec<Value>, patch: &[Value]) -> Vec<Value> {
     let mut merged: Vec<Value> = Vec::with_capacity(original.len() + patch.len());
-    // Each value's candidates by hash key (equal f64 bits), told apart by `values_equal`.
-    let mut seen: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut seen = ValueIndex::default();
     for v in original.iter().chain(patch) {
-        let new = match canon(v) {
-            Some(c) => {
-                let at = seen.entry(c).or_default();
-                let new = !at.iter().any(|&i| values_equal(&merged[i], v));
-                if new {
-                    at.push(merged.len());
-                }
-                new
-            }
-            None => !merged.iter().any(|m| values_equal(m, v)),
-        };
-        if new {
+        if seen.first(v).is_none() {
+            seen.insert(v, merged.len());
             merged.push(v.clone());
         }
     }
-    let patch_order = Positions::new(patch.iter().collect());
-    let server_order = Positions::new(original.iter().collect());
+    let patch_order = Positions::new(patch);
+    let server_order = Positions::new(&original);
     let (patch_items, server_only): (Vec<Value>, Vec<Value>) = merged
         .into_iter()
         .partition(|v| patch_order.get(v, None).is_some());
@@ -783,8 +787,8 @@ fn merge_scalar_list(original: Vec<Value>, patch: &[Value]) -> Vec<Value> {
 fn normalize_order(
     mut patch_items: Vec<Value>,
     mut server_only: Vec<Value>,
-    patch_order: &Positions<'_>,
-    server_order: &Positions<'_>,
+    patch_order: &Positions,
+    server_order: &Positions,
     mk: Option<&str>,
 ) -> Vec<Value> {
     patch_items.sort_by_cached_key(|v| patch_order.get(v, mk).unwrap_or(usize::MAX));
@@ -798,7 +802,7 @@ fn normalize_order(
 fn merge_sorted(
     left: Vec<Value>,
     right: Vec<Value>,
-    server_order: &Positions<'_>,
+    server_order: &Positions,
     mk: Option<&str>,
 ) -> Vec<Value> {
     let mut out = Vec::with_capacity(left.len() + right.len());
@@ -822,55 +826,184 @@ fn merge_sorted(
     out
 }
 
-/// A value as a hash key that agrees with [`values_equal`] for scalars (numbers by value);
-/// `None` for lists and maps, which are looked up by a scan.
-fn canon(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => Some("z".to_owned()),
-        Value::Bool(b) => Some(format!("b{b}")),
-        // Equal numbers have equal f64 values; large integers that share one are told apart
-        // by `values_equal` among the candidates.
-        Value::Number(n) => {
-            // -0.0 and 0 are one value.
-            let f = n.as_f64().unwrap_or(f64::NAN);
-            let f = if f == 0.0 { 0.0 } else { f };
-            Some(format!("n{}", f.to_bits()))
+/// The hash keys under which a value is filed (`homes`) or searched for (`probes`) in a
+/// [`ValueIndex`]. They are chosen so that `values_equal(a, b)` holds exactly when a home
+/// of `a` is a probe of `b`, for every pair of JSON values, so a lookup never scans.
+///
+/// One key per value cannot do this, because [`values_equal`] is not transitive: integers
+/// compare exactly, but an integer and a float compare as f64, so `2^53` and `2^53 + 1`
+/// differ while both equal `9007199254740992.0`. Hence, with `b` the f64 bits of the value
+/// (`-0.0` read as `0.0`):
+/// * an integer lives at `i<decimal>` and `g<b>`, and is searched at `i<decimal>` (equal
+///   integers) and `f<b>` (floats of the same value);
+/// * a float lives at `f<b>`, and is searched at `f<b>` (equal floats) and `g<b>` (every
+///   integer that rounds to it);
+/// * any other value lives and is searched at `c<canonical text>` (see
+///   [`write_canonical`]).
+#[derive(Debug, PartialEq, Eq)]
+struct HashKeys(String, Option<String>);
+
+impl HashKeys {
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.0.as_str()).chain(self.1.as_deref())
+    }
+
+    fn into_keys(self) -> impl Iterator<Item = String> {
+        std::iter::once(self.0).chain(self.1)
+    }
+}
+
+/// The keys `v` is filed under (see [`HashKeys`]).
+fn homes(v: &Value) -> HashKeys {
+    hash_keys(v, false)
+}
+
+/// The keys searched for values equal to `v` (see [`HashKeys`]).
+fn probes(v: &Value) -> HashKeys {
+    hash_keys(v, true)
+}
+
+fn hash_keys(v: &Value, probe: bool) -> HashKeys {
+    let Value::Number(n) = v else {
+        let mut text = String::from("c");
+        write_canonical(v, &mut text);
+        return HashKeys(text, None);
+    };
+    let bits = f64_bits(n);
+    match exact_integer(n) {
+        Some(int) => {
+            let by_f64 = if probe { 'f' } else { 'g' };
+            HashKeys(format!("i{int}"), Some(format!("{by_f64}{bits}")))
         }
-        Value::String(s) => Some(format!("s{s}")),
-        Value::Array(_) | Value::Object(_) => None,
+        None => HashKeys(format!("f{bits}"), probe.then(|| format!("g{bits}"))),
+    }
+}
+
+/// The exact decimal text of an integer (`None` for floats), read the way
+/// [`values_equal`] reads numbers.
+fn exact_integer(n: &Number) -> Option<String> {
+    n.as_u64()
+        .map(|u| u.to_string())
+        .or_else(|| n.as_i64().map(|i| i.to_string()))
+}
+
+/// The bits of a number's f64 value, with `-0.0` read as `0.0` (they compare equal).
+fn f64_bits(n: &Number) -> u64 {
+    // Always `Some` without serde_json's `arbitrary_precision`; `values_equal` treats two
+    // `None`s as equal, and so do equal bits.
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    let f = if f == 0.0 { 0.0 } else { f };
+    f.to_bits()
+}
+
+/// Appends to `out` a text that is the same for two values exactly when they are `==`
+/// (serde_json's equality, which [`values_equal`] uses below the top level): numbers are
+/// equal only within one representation (`1` != `1.0`, but `-0.0` == `0.0`), and objects
+/// are equal whatever the order of their keys (`IndexMap`'s equality ignores order), so
+/// keys are written sorted. Every part is self-delimiting (strings carry their length,
+/// numbers end with `;`), so different values cannot concatenate to the same text.
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push('n'),
+        Value::Bool(true) => out.push('t'),
+        Value::Bool(false) => out.push('f'),
+        Value::Number(n) => {
+            match exact_integer(n) {
+                Some(int) => {
+                    out.push('i');
+                    out.push_str(&int);
+                }
+                None => {
+                    let _ = write!(out, "d{}", f64_bits(n));
+                }
+            }
+            out.push(';');
+        }
+        Value::String(s) => write_canonical_str(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for item in items {
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (k, item) in entries {
+                write_canonical_str(k, out);
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_canonical_str(s: &str, out: &mut String) {
+    // Writing to a `String` cannot fail.
+    let _ = write!(out, "s{}:", s.len());
+    out.push_str(s);
+}
+
+/// Positions of values, looked up under [`values_equal`] in O(1) (plus the length of the
+/// value): `first` answers what `position(|x| values_equal(x, v))` over the indexed list
+/// would, where scans made merging long lists quadratic. Buckets are ordered sets, so an
+/// entry can be re-filed when the value at a position changes.
+#[derive(Default)]
+struct ValueIndex {
+    buckets: HashMap<String, BTreeSet<usize>>,
+}
+
+impl ValueIndex {
+    /// File position `at` as holding `v`.
+    fn insert(&mut self, v: &Value, at: usize) {
+        self.insert_keys(homes(v), at);
+    }
+
+    /// File position `at` under `keys` (the [`homes`] of its value).
+    fn insert_keys(&mut self, keys: HashKeys, at: usize) {
+        for k in keys.into_keys() {
+            self.buckets.entry(k).or_default().insert(at);
+        }
+    }
+
+    /// Unfile position `at` from `keys` (the [`homes`] of its old value).
+    fn remove_keys(&mut self, keys: &HashKeys, at: usize) {
+        for k in keys.iter() {
+            if let Some(bucket) = self.buckets.get_mut(k) {
+                bucket.remove(&at);
+            }
+        }
+    }
+
+    /// The lowest position holding a value equal to `v`.
+    fn first(&self, v: &Value) -> Option<usize> {
+        probes(v)
+            .iter()
+            .filter_map(|k| self.buckets.get(k)?.first().copied())
+            .min()
     }
 }
 
 /// A list of order keys with the first index of each: `get` is O(1) where a scan made the
 /// ordering steps of a long list quadratic.
-struct Positions<'a> {
-    order: Vec<&'a Value>,
-    index: HashMap<String, Vec<usize>>,
+struct Positions {
+    index: ValueIndex,
 }
 
-impl<'a> Positions<'a> {
-    fn new(order: Vec<&'a Value>) -> Self {
-        let mut index: HashMap<String, Vec<usize>> = HashMap::with_capacity(order.len());
-        for (i, o) in order.iter().enumerate() {
-            if let Some(c) = canon(o) {
-                index.entry(c).or_default().push(i);
-            }
+impl Positions {
+    fn new<'v>(order: impl IntoIterator<Item = &'v Value>) -> Self {
+        let mut index = ValueIndex::default();
+        for (i, o) in order.into_iter().enumerate() {
+            index.insert(o, i);
         }
-        Self { order, index }
+        Self { index }
     }
 
     /// Index of `item` (by its order key) in the list.
     fn get(&self, item: &Value, mk: Option<&str>) -> Option<usize> {
-        let key = order_key(item, mk)?;
-        match canon(key) {
-            Some(c) => self
-                .index
-                .get(&c)?
-                .iter()
-                .copied()
-                .find(|&i| values_equal(self.order[i], key)),
-            None => self.order.iter().position(|o| values_equal(o, key)),
-        }
+        self.index.first(order_key(item, mk)?)
     }
 }
 
@@ -929,10 +1062,6 @@ fn values_equal(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
-}
-
-fn has_key_value(item: &Value, key: &str, value: &Value) -> bool {
-    item.get(key).is_some_and(|v| values_equal(v, value))
 }
 
 fn expect_object<'v>(item: &'v Value, path: &str) -> Result<&'v Map<String, Value>> {
@@ -1917,5 +2046,277 @@ mod tests {
         let out = apply_ok(original.clone(), patch.clone(), &pod_schema());
         assert_eq!(out, json!({"spec": {"containers": []}}));
         assert_eq!((original, patch), (o, p));
+    }
+
+    /// Removing most of a big map's keys (`null`s and `$patch: delete`) is one pass, and
+    /// the surviving keys keep their order, whatever the order of the patch.
+    #[test]
+    fn deleting_many_keys_keeps_the_order_of_the_rest() {
+        let n = 20_000;
+        // Neither sorted nor in index order: 7919 is prime to 20,000.
+        let keys: Vec<String> = (0..n).map(|i| format!("k{}", i * 7_919 % n)).collect();
+        let data: Map<String, Value> = keys.iter().map(|k| (k.clone(), json!("v"))).collect();
+        let mut changes: Vec<(String, Value)> = Vec::new();
+        let mut expected: Vec<(String, Value)> = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            match i % 4 {
+                0 | 1 => changes.push((k.clone(), Value::Null)),
+                // A scalar meeting a deleted map is removed.
+                2 if i % 400 == 2 => changes.push((k.clone(), json!({"$patch": "delete"}))),
+                2 => {
+                    changes.push((k.clone(), json!("w")));
+                    expected.push((k.clone(), json!("w")));
+                }
+                _ => expected.push((k.clone(), json!("v"))),
+            }
+        }
+        changes.push(("absent".to_owned(), Value::Null));
+        changes.push(("new".to_owned(), json!("x")));
+        expected.push(("new".to_owned(), json!("x")));
+        // The patch lists the keys backwards.
+        let patch: Map<String, Value> = changes.into_iter().rev().collect();
+        let out = apply_ok(
+            json!({"data": data}),
+            json!({"data": patch}),
+            &PatchSchema::for_kind("", "ConfigMap"),
+        );
+        let got: Vec<(String, Value)> = out["data"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got.len(), n / 4 + n / 4 - n / 400 + 1);
+        assert_eq!(got, expected);
+    }
+
+    /// Merges one keyed-list patch (merges, new items, a duplicate, deletes, optionally
+    /// `$setElementOrder`) whose merge keys are made by `make`, and returns the result as
+    /// (the index each key was made from, the item's other fields).
+    const TWO_POW_53: u64 = 1 << 53;
+
+    fn keyed_merge_shape(
+        make: &dyn Fn(usize) -> Value,
+        n: usize,
+        with_order: bool,
+    ) -> Vec<(usize, Value)> {
+        let server: Vec<Value> = (0..n).map(|i| json!({"name": make(i), "s": i})).collect();
+        let mut patch: Vec<Value> = Vec::new();
+        for j in (0..n / 3).rev() {
+            patch.push(json!({"name": make(3 * j), "p": j}));
+            if j % 2 == 0 {
+                patch.push(json!({"name": make(n + j), "p": j}));
+            }
+        }
+        patch.push(json!({"name": make(0), "q": 1}));
+        for i in (1..n).step_by(7) {
+            patch.push(json!({"name": make(i), "$patch": "delete"}));
+        }
+        let mut order: Vec<Value> = patch
+            .iter()
+            .filter(|p| p.get("$patch").is_none())
+            .map(|p| json!({"name": p["name"]}))
+            .collect();
+        order.extend((0..n).rev().step_by(5).map(|i| json!({"name": make(i)})));
+        let mut body = json!({"mergingList": patch});
+        if with_order {
+            body["$setElementOrder/mergingList"] = Value::Array(order);
+        }
+        let ids: HashMap<String, usize> = (0..2 * n).map(|i| (make(i).to_string(), i)).collect();
+        let out = apply_ok(json!({"mergingList": server}), body, &merging_list_schema());
+        out["mergingList"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| {
+                let mut rest = item.as_object().unwrap().clone();
+                let name = rest.shift_remove("name").unwrap();
+                (ids[&name.to_string()], Value::Object(rest))
+            })
+            .collect()
+    }
+
+    /// Merge keys that are lists, maps, floats or integers beyond 2^53 are hashed like
+    /// strings, and the merge comes out exactly as with string keys (which a scan gave).
+    #[test]
+    fn keyed_lists_with_any_key_type_merge_like_string_keys() {
+        let n = 3_000;
+        let makes: [&dyn Fn(usize) -> Value; 4] = [
+            &|i: usize| json!([i, "x"]),
+            &|i: usize| json!({"id": i, "tags": [i, {"a": "b"}]}),
+            &|i: usize| json!(i as f64 + 0.5),
+            &|i: usize| json!((1_u64 << 63) + i as u64),
+        ];
+        for with_order in [false, true] {
+            let expected = keyed_merge_shape(&|i: usize| json!(format!("k{i}")), n, with_order);
+            assert!(expected
+                .iter()
+                .any(|(_, r)| r.get("s").is_some() && r.get("p").is_some()));
+            assert!(expected.iter().any(|(i, _)| *i >= n));
+            for make in makes {
+                assert_eq!(keyed_merge_shape(make, n, with_order), expected);
+            }
+        }
+    }
+
+    /// Non-scalar merge keys compare like `values_equal` (maps regardless of key order,
+    /// `1` != `1.0` inside a list), and a key changed by a merge (a `null` dropped from a
+    /// map key) is what later patch items match, as a scan of the list would see it.
+    #[test]
+    fn keyed_lists_with_non_scalar_keys() {
+        let out = apply_ok(
+            json!({"mergingList": [
+                {"name": {"a": 1, "b": [1]}, "v": 1},
+                {"name": [1], "v": 2},
+                {"name": {"a": 1, "n": null}, "v": 3}
+            ]}),
+            json!({"mergingList": [
+                {"name": {"b": [1], "a": 1}, "w": 1},
+                {"name": [1.0], "w": 2},
+                {"name": {"a": 1, "n": null}, "w": 3},
+                {"name": {"a": 1}, "x": 3}
+            ]}),
+            &merging_list_schema(),
+        );
+        assert_eq!(
+            out,
+            json!({"mergingList": [
+                {"name": {"a": 1, "b": [1]}, "v": 1, "w": 1},
+                {"name": [1.0], "w": 2},
+                {"name": {"a": 1}, "v": 3, "w": 3, "x": 3},
+                {"name": [1], "v": 2}
+            ]})
+        );
+        // A number key respelled by a merge: 2^53 + 1 matches 2^53 as a float, takes that
+        // spelling, and then matches the integer 2^53.
+        let out = apply_ok(
+            json!({"mergingList": [{"name": TWO_POW_53 + 1, "v": 1}]}),
+            json!({"mergingList": [
+                {"name": 9_007_199_254_740_992.0_f64, "a": 1},
+                {"name": TWO_POW_53, "b": 1}
+            ]}),
+            &merging_list_schema(),
+        );
+        assert_eq!(
+            out,
+            json!({"mergingList": [{"name": TWO_POW_53, "v": 1, "a": 1, "b": 1}]})
+        );
+    }
+
+    /// Integers beyond 2^53 that share an f64 are distinct keys, as `values_equal` says,
+    /// while a float still equals every integer that rounds to it.
+    #[test]
+    fn big_integers_sharing_an_f64_are_distinct_keys() {
+        let base = 1_u64 << 63;
+        let out = apply_ok(
+            json!({"mergingIntList": [base + 1, base + 2]}),
+            json!({"mergingIntList": [base + 2, base + 3]}),
+            &merging_list_schema(),
+        );
+        assert_eq!(
+            out,
+            json!({"mergingIntList": [base + 1, base + 2, base + 3]})
+        );
+        let out = apply_ok(
+            json!({"mergingIntList": [base + 1, base + 2]}),
+            json!({"mergingIntList": [9_223_372_036_854_775_808.0_f64, base + 3]}),
+            &merging_list_schema(),
+        );
+        assert_eq!(
+            out,
+            json!({"mergingIntList": [base + 1, base + 2, base + 3]})
+        );
+
+        // Keyed: 2,000 even offsets on the server, offsets 0..2,000 in the patch.
+        let server: Vec<Value> = (0..2_000_u64)
+            .map(|i| json!({"name": base + 2 * i, "s": 1}))
+            .collect();
+        let patch: Vec<Value> = (0..2_000_u64)
+            .map(|i| json!({"name": base + i, "p": 1}))
+            .collect();
+        let out = apply_ok(
+            json!({"mergingList": server}),
+            json!({"mergingList": patch}),
+            &merging_list_schema(),
+        );
+        let items = out["mergingList"].as_array().unwrap();
+        assert_eq!(items.len(), 3_000);
+        let names: HashSet<u64> = items.iter().filter_map(|m| m["name"].as_u64()).collect();
+        assert_eq!(names.len(), 3_000);
+        let both = items
+            .iter()
+            .filter(|m| m.get("s").is_some() && m.get("p").is_some())
+            .count();
+        assert_eq!(both, 1_000);
+
+        let mut index = ValueIndex::default();
+        index.insert(&json!(TWO_POW_53 + 1), 0);
+        assert_eq!(index.first(&json!(TWO_POW_53)), None);
+        assert_eq!(index.first(&json!(TWO_POW_53 + 1)), Some(0));
+        assert_eq!(index.first(&json!(9_007_199_254_740_992.0_f64)), Some(0));
+        index.insert(&json!(TWO_POW_53), 1);
+        assert_eq!(index.first(&json!(TWO_POW_53)), Some(1));
+    }
+
+    /// The hash keys agree with `values_equal` on every pair: a home of `a` is a probe of
+    /// `b` exactly when the two are equal.
+    #[test]
+    fn hash_keys_agree_with_values_equal() {
+        let samples = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(0.0),
+            json!(-0.0),
+            json!(1),
+            json!(1.0),
+            json!(-1),
+            json!(-1.0),
+            json!(1.5),
+            json!(TWO_POW_53),
+            json!(TWO_POW_53 + 1),
+            json!(9_007_199_254_740_992.0_f64),
+            json!(i64::MAX),
+            json!(i64::MAX as u64 + 1),
+            json!(9_223_372_036_854_775_808.0_f64),
+            json!(u64::MAX),
+            json!(18_446_744_073_709_551_616.0_f64),
+            json!(i64::MIN),
+            json!(-9_223_372_036_854_775_808.0_f64),
+            json!(""),
+            json!("a"),
+            json!("1"),
+            json!("s1:a"),
+            json!("n"),
+            json!([]),
+            json!([1]),
+            json!([1.0]),
+            json!([0]),
+            json!([0.0]),
+            json!([-0.0]),
+            json!([[]]),
+            json!([[1]]),
+            json!(["a", "b"]),
+            json!(["ab"]),
+            json!(["a", ["b"]]),
+            json!({}),
+            json!({"a": 1}),
+            json!({"a": 1.0}),
+            json!({"a": 1, "b": 2}),
+            json!({"b": 2, "a": 1}),
+            json!({"a": null}),
+            json!({"a": "b"}),
+            json!({"ab": ""}),
+            json!({"a": [1, {"x": "y"}]}),
+            json!({"a": [1, {"x": "y"}], "b": false}),
+        ];
+        for a in &samples {
+            for b in &samples {
+                let wanted = probes(b);
+                let hit = homes(a).iter().any(|h| wanted.iter().any(|p| p == h));
+                assert_eq!(hit, values_equal(a, b), "{a} vs {b}");
+            }
+        }
     }
 }
