@@ -138,6 +138,8 @@ pub type ObjectMap = imbl::OrdMap<String, Arc<StoredObject>>;
 /// commits batches to the disk `D` (group commit), then publishes.
 pub struct LocalStore<D: Disk> {
     shared: Arc<Shared>,
+    /// [`StoreOptions::max_object_bytes`].
+    max_object_bytes: usize,
     disk_metrics: Option<Arc<dyn DiskMetrics>>,
     tx: Mutex<Option<mpsc::Sender<Request>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -293,6 +295,7 @@ impl<D: Disk> LocalStore<D> {
         };
         Ok(Self {
             shared,
+            max_object_bytes: opts.max_object_bytes,
             disk_metrics,
             tx: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
@@ -582,6 +585,10 @@ fn plan(
 }
 
 impl<D: Disk> Store for LocalStore<D> {
+    fn max_object_bytes(&self) -> usize {
+        self.max_object_bytes
+    }
+
     fn revision(&self) -> u64 {
         self.shared.read().rv
     }

@@ -705,6 +705,12 @@ pub trait Store: Send + Sync + 'static {
     /// The latest committed revision.
     fn revision(&self) -> u64;
 
+    /// The largest object stored, in bytes of its JSON ([`StoreError::TooLarge`] beyond): a
+    /// write may be refused before the work of storing it.
+    fn max_object_bytes(&self) -> usize {
+        crate::model::limits::DEFAULT_MAX_OBJECT_BYTES
+    }
+
     /// The latest committed state of one object.
     fn get(&self, key: &ObjectKey) -> Option<Arc<StoredObject>>;
 
