@@ -210,6 +210,39 @@ fn foreground_owner_waits_for_a_blocking_dependent_with_a_finalizer() {
     wait_gone(&s, &format!("{CMS}/owner"));
 }
 
+/// A reference from another namespace names nothing: a dependent in `t1` that names an object
+/// of `t2` by its uid (blocking, and held by a finalizer) does not hold up that object's
+/// foreground deletion, as in kube (where the owner counts as absent for it).
+#[test]
+fn a_reference_from_another_namespace_does_not_hold_up_a_foreground_delete() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "namespace", "t1"]);
+    s.kubectl_ok(&["create", "namespace", "t2"]);
+    let victim = create(
+        &s,
+        "/api/v1/namespaces/t2/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "victim"}}),
+    );
+    create(
+        &s,
+        "/api/v1/namespaces/t1/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "leech", "ownerReferences": [owner_ref(&victim, true)],
+                            "finalizers": ["example.com/hold"]}}),
+    );
+    s.kubectl_ok(&[
+        "-n",
+        "t2",
+        "delete",
+        "configmap",
+        "victim",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    wait_gone(&s, "/api/v1/namespaces/t2/configmaps/victim");
+    unfinalize(&s, "t1", "configmap", "leech");
+}
+
 /// An ownerReference cycle (A owns B, B owns A, both blocking): a foreground delete of A
 /// finishes, as kube's collector finishes it, by making B's references non-blocking before B's
 /// own foreground deletion; without that each waits on the other for ever.

@@ -434,15 +434,21 @@ impl GarbageCollector {
             return Ok(None);
         };
         let owner_uid = uid(obj.head()).to_owned();
-        // The dependents that really reference this owner now.
+        // The dependents that really reference this owner now: by uid, and by a reference that
+        // names it from where the dependent is (kind, name, and the dependent's own namespace).
+        // A reference from another namespace names nothing (kube treats its owner as absent),
+        // so a tenant cannot hold up, or orphan, another namespace's object by its uid.
         let deps: Vec<(Ref, Arc<crate::store::StoredObject>)> = self
             .dependents_of(&owner_uid)
             .into_iter()
             .filter_map(|d| {
                 let o = self.service.store.get(&d.key())?;
+                let ns = meta::namespace(o.head());
                 owner_refs(o.head())
                     .iter()
-                    .any(|x| x.uid == owner_uid)
+                    .any(|x| {
+                        x.uid == owner_uid && self.resolve(x, ns).is_ok_and(|(_, at)| at == *r)
+                    })
                     .then_some((d, o))
             })
             .collect();
