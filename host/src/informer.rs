@@ -239,7 +239,14 @@ impl<S: Source> Watcher<S> {
             }
             (_, false, true) => Some(Event::Added(ev.object.clone())),
             (_, true, true) => Some(Event::Apply(ev.object.clone())),
-            (_, true, false) => Some(Event::Delete(ev.object.clone())),
+            // Out of the filter: kube's watch cache sends the previous state, which the client
+            // selected (and may have indexed by the labels it had), at the event's revision.
+            (_, true, false) => Some(Event::Delete(
+                ev.prev
+                    .as_deref()
+                    .and_then(|p| at_revision(p, ev.object.rv))
+                    .unwrap_or_else(|| ev.object.clone()),
+            )),
             (_, false, false) => None,
         }
     }
@@ -710,6 +717,22 @@ pub async fn run<S: Source>(
             on_change(change);
         }
     }
+}
+
+/// `obj` as it was, labelled with revision `rv` (what a watch sends for an object that left
+/// its filter).
+fn at_revision(
+    obj: &crate::store::StoredObject,
+    rv: u64,
+) -> Option<Arc<crate::store::StoredObject>> {
+    let mut v = obj.parse().into_owned();
+    v.pointer_mut("/metadata")?.as_object_mut()?.insert(
+        "resourceVersion".into(),
+        serde_json::Value::String(rv.to_string()),
+    );
+    let mut o = crate::store::StoredObject::unstored(v).ok()?;
+    o.rv = rv;
+    Some(Arc::new(o))
 }
 
 #[cfg(test)]
@@ -1204,7 +1227,13 @@ mod tests {
             [Change::Deleted {
                 object,
                 prev: Some(p),
-            }] => assert_eq!((object.rv, p.rv), (4, 1)),
+            }] => {
+                assert_eq!((object.rv, p.rv), (4, 1));
+                // The state the filter selected, at the event's revision, as kube sends it.
+                let v = object.parse();
+                assert_eq!(v["metadata"]["labels"], json!({"app": "x"}));
+                assert_eq!(v["metadata"]["resourceVersion"], "4");
+            }
             other => panic!("{}", names(other).join(", ")),
         }
         assert!(r.reader().list().is_empty());

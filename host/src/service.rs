@@ -1817,6 +1817,16 @@ impl Service {
         if ri.status_subresource && !ri.is_custom() && !keeps_status {
             map.remove("status");
         }
+        if matches!(
+            (ri.group.as_str(), ri.resource.as_str()),
+            ("", "services") | ("networking.k8s.io", "ingresses")
+        ) {
+            crate::builtin::defaults::load_balancer_status(obj);
+            return;
+        }
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
         match (ri.group.as_str(), ri.resource.as_str()) {
             ("", "namespaces") => {
                 map.insert("status".into(), json!({"phase": "Active"}));

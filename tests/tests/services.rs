@@ -352,3 +352,28 @@ fn a_service_deleted_by_its_last_finalizer_keeps_no_new_values() {
     );
     assert_eq!(next["spec"]["ports"][0]["nodePort"], 30555);
 }
+
+/// A Service's and an Ingress's `status.loadBalancer` is always there, as kube's Go structs
+/// always write it (the Python client's `svc.status.load_balancer` raised without it), also
+/// after a status write that leaves it out.
+#[test]
+fn services_and_ingresses_always_have_a_load_balancer_status() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let created = create(&http, "lb", json!({"ports": [{"port": 80}]}));
+    assert_eq!(created["status"], json!({"loadBalancer": {}}));
+    let path = "/api/v1/namespaces/default/services/lb";
+    assert_eq!(http.get(path).json()["status"], json!({"loadBalancer": {}}));
+    let mut body = http.get(path).json();
+    body["status"] = json!({});
+    let r = http.put_json(&format!("{path}/status"), &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(http.get(path).json()["status"], json!({"loadBalancer": {}}));
+    let r = http.post_json(
+        "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
+        &json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"},
+            "spec": {"defaultBackend": {"service": {"name": "lb", "port": {"number": 80}}}}}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["status"], json!({"loadBalancer": {}}));
+}

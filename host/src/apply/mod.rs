@@ -842,7 +842,9 @@ pub fn apply(
         {
             a.remove(LAST_APPLIED);
         }
-        let text = cfg.to_string();
+        // As kube encodes it (`runtime.Encode` of the unstructured object: Go's `json` with
+        // sorted keys, then a newline), which is also what client-side apply writes.
+        let text = crate::builtin::validation::apps::go_json(&cfg) + "\n";
         if let Some(m) = crate::model::meta::metadata_mut(&mut out) {
             let a = m.entry("annotations").or_insert_with(|| json!({}));
             if let Some(a) = a.as_object_mut() {

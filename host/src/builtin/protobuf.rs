@@ -232,6 +232,8 @@ fn message(name: &str, buf: &[u8], depth: usize) -> Result<Value> {
         let Some(f) = fields.get(&tag) else { continue };
         let value = field_value(f, wire, name, depth)?;
         match value {
+            // A zero time (above): as if not sent.
+            FieldValue::One(Value::Null) if !f.repeated => {}
             FieldValue::One(Value::Object(inner)) if f.inline => out.extend(inner),
             FieldValue::One(v) => {
                 if f.repeated {
@@ -385,6 +387,16 @@ fn special(name: &str, raw: &[(u32, Wire<'_>)], depth: usize) -> Result<Option<V
     const EXT: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.";
     let short = name.rsplit('.').next().unwrap_or(name);
     let v = match name {
+        // Go writes a zero time as an empty message (gogo writes the tag of every embedded
+        // message), and reads it back as the zero time: not set (`null`, or left out), never
+        // 1970 — a CSR condition's `lastTransitionTime` is filled in, an events.k8s.io Event's
+        // deprecated timestamps stay unset, a template's `creationTimestamp` stays out.
+        n if (n == format!("{META}Time") || n == format!("{META}MicroTime"))
+            && varint_at(raw, 1).is_none()
+            && varint_at(raw, 2).is_none() =>
+        {
+            Value::Null
+        }
         n if n == format!("{META}Time") || n == format!("{META}MicroTime") => {
             let secs = varint_at(raw, 1).unwrap_or(0) as i64;
             let nanos = varint_at(raw, 2).unwrap_or(0) as i64 as i32;
@@ -580,7 +592,8 @@ mod tests {
         assert_eq!(
             Value::Object(v),
             serde_json::json!({
-                "metadata": {"name": "web", "labels": {"app": "web"}, "creationTimestamp": null},
+                // Go's zero time is not set: left out, as kube 1.34 leaves it out.
+                "metadata": {"name": "web", "labels": {"app": "web"}},
                 // Non-pointer zeros stay explicit (kube would omit them; the meaning is the same).
                 "spec": {
                     "ports": [{"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080,
@@ -617,6 +630,68 @@ mod tests {
         };
         let v = decode("", "v1", "Service", &cm.encode_to_vec()).unwrap();
         assert_eq!(v["metadata"], serde_json::json!({}));
+    }
+
+    /// Go writes a zero `metav1.Time` as an empty message: it is not set, never 1970 (a
+    /// DaemonSet's template, a CSR condition's `lastTransitionTime`).
+    #[test]
+    fn empty_times_are_not_set() {
+        use k8s_pb::api::apps::v1 as apps;
+        use k8s_pb::api::core::v1 as core;
+        use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+        let ds = apps::DaemonSet {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("agent".into()),
+                ..Default::default()
+            }),
+            spec: Some(apps::DaemonSetSpec {
+                template: Some(core::PodTemplateSpec {
+                    metadata: Some(meta::ObjectMeta {
+                        creation_timestamp: Some(meta::Time::default()),
+                        labels: [("app".to_owned(), "agent".to_owned())]
+                            .into_iter()
+                            .collect(),
+                        ..Default::default()
+                    }),
+                    spec: None,
+                }),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let v = decode("apps", "v1", "DaemonSet", &ds.encode_to_vec()).unwrap();
+        assert_eq!(
+            v["spec"]["template"]["metadata"],
+            serde_json::json!({"labels": {"app": "agent"}})
+        );
+        let csr = k8s_pb::api::certificates::v1::CertificateSigningRequest {
+            status: Some(
+                k8s_pb::api::certificates::v1::CertificateSigningRequestStatus {
+                    conditions: vec![
+                        k8s_pb::api::certificates::v1::CertificateSigningRequestCondition {
+                            r#type: Some("Approved".into()),
+                            status: Some("True".into()),
+                            last_transition_time: Some(meta::Time::default()),
+                            last_update_time: Some(meta::Time::default()),
+                            ..Default::default()
+                        },
+                    ],
+                    ..Default::default()
+                },
+            ),
+            ..Default::default()
+        };
+        let v = decode(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            &csr.encode_to_vec(),
+        )
+        .unwrap();
+        assert_eq!(
+            v["status"]["conditions"][0],
+            serde_json::json!({"type": "Approved", "status": "True"})
+        );
     }
 
     #[test]
