@@ -10,6 +10,29 @@ pub mod signer;
 pub mod tls;
 pub mod tokens;
 
+/// Write a secret file (a key, a token) as a whole or not at all: to a temporary file readable
+/// only by its owner, synced, renamed over `path`, and the directory synced, so that a crash or
+/// a power loss leaves either the old file or the new one, never an empty or partial one (a
+/// partial service account key would stop the host, and replacing it invalidates every token).
+pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
 use std::sync::Arc;
 
 use crate::model::{ObjectKey, ResourceInfo};

@@ -84,7 +84,7 @@ impl TokenIssuer {
                 let doc = EcdsaKeyPair::generate_pkcs8(alg, &rng)
                     .map_err(|_| KeyError::Key(path.clone()))?;
                 std::fs::create_dir_all(pki_dir).map_err(io)?;
-                write_private(&path, doc.as_ref()).map_err(io)?;
+                super::write_private(&path, doc.as_ref()).map_err(io)?;
                 doc.as_ref().to_vec()
             }
             Err(e) => return Err(io(e)),
@@ -410,20 +410,6 @@ pub struct Bound {
     pub pod: Option<BoundRef>,
     pub secret: Option<BoundRef>,
     pub node: Option<BoundRef>,
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }
 
 #[cfg(test)]

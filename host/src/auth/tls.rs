@@ -56,23 +56,10 @@ fn read(path: &Path) -> Result<String> {
 }
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let io = |source| TlsError::Io {
+    super::write_private(path, contents.as_bytes()).map_err(|source| TlsError::Io {
         path: path.to_owned(),
         source,
-    };
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(io)?;
-    f.write_all(contents.as_bytes()).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    })
 }
 
 /// The CA's parameters are fixed, so the stored CA key can sign again after a restart.

@@ -134,6 +134,9 @@ pub trait DiskMetrics: Send + Sync {
 /// One resource's objects by [`ObjectKey::item_key`], as the index keeps them.
 pub type ObjectMap = imbl::OrdMap<String, Arc<StoredObject>>;
 
+/// How long a stop waits for the writer thread to finish what was queued and close the engine.
+const WRITER_STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A store on the local disk: every object in memory ([`Index`]), one writer thread that
 /// commits batches to the disk `D` (group commit), then publishes.
 pub struct LocalStore<D: Disk> {
@@ -384,6 +387,13 @@ fn writer_loop<D: Disk>(
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "the disk still fails");
+                    // Clients are told why now (the first failure may be over: a full disk
+                    // with room again, an engine that cannot be reopened).
+                    let now = e.to_string();
+                    if shared.unavailable().as_deref() != Some(now.as_str()) {
+                        tracing::warn!(error = %now, "the store cannot take writes yet");
+                        shared.set_unavailable(Some(now));
+                    }
                     std::thread::sleep(RECOVERY_INTERVAL);
                 }
             }
@@ -652,7 +662,18 @@ impl<D: Disk> Store for LocalStore<D> {
         }
         let handle = self.writer.lock().ok().and_then(|mut h| h.take());
         if let Some(h) = handle {
-            if h.join().is_err() {
+            // Bounded: an engine stuck in its own flush (sled after a full disk) must not keep
+            // the process from stopping. What was acknowledged is on disk already.
+            let deadline = std::time::Instant::now() + WRITER_STOP_TIMEOUT;
+            while !h.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if !h.is_finished() {
+                tracing::error!(
+                    "the store's writer did not stop within {}s: stopping without it (every acknowledged write is on disk)",
+                    WRITER_STOP_TIMEOUT.as_secs()
+                );
+            } else if h.join().is_err() {
                 tracing::error!("store writer thread panicked");
             }
         }

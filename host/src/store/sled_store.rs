@@ -144,7 +144,18 @@ impl Disk for SledDisk {
     /// disk or not at all.
     fn recover(&mut self) -> Result<u64> {
         // sled holds a lock on its files: the old handle must be gone before the new one opens.
-        drop(self.db.take());
+        // Dropped on a thread of its own: sled's drop flushes, and after a failed write that
+        // flush can wait for ever (seen after a full disk with large values), which would take
+        // the writer with it and leave every later write unanswered. Until it is gone the
+        // reopen fails on the lock, and writes keep getting 503.
+        if let Some(old) = self.db.take() {
+            let dropped = std::thread::Builder::new()
+                .name("sled-close".into())
+                .spawn(move || drop(old));
+            if let Err(e) = dropped {
+                tracing::error!(error = %e, "the failed sled handle could not be closed");
+            }
+        }
         let db = open_db(&self.dir)?;
         let disk_rv = read_rv(&db)?;
         // A write that must reach the disk: the revision counter, rewritten.

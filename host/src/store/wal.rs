@@ -359,6 +359,23 @@ fn check_torn_tail(path: &Path, at: u64, rv: u64, max_frame: u64) -> Result<()> 
         ])),
         Err(_) => 0,
     };
+    // A running log's file is always a whole number of chunks long (it grows by
+    // [`GROW_BYTES`] before frames are written into it), and a stopped or recovered one ends at
+    // a whole frame: a frame that runs past the end of a file of any other length was cut off
+    // by something else than a crash (the file was truncated), and what it held had been
+    // acknowledged.
+    let fits = at + FRAME_HEADER as u64 + declared <= len && at + FRAME_HEADER as u64 <= len;
+    if !fits && len % GROW_BYTES != 0 {
+        return Err(damaged(
+            path,
+            at,
+            &format!(
+                "the file ends inside a frame, {len} bytes long, which a crash does not leave (a \
+                 running log is a multiple of {GROW_BYTES} bytes): it was cut short, and the \
+                 writes after revision {rv} it held are lost"
+            ),
+        ));
+    }
     let max_frame = max_frame.max(declared.min(len - at));
     // The end of the non-zero bytes.
     let mut end = at;
@@ -802,7 +819,7 @@ impl Disk for WalDisk {
                         at,
                         dropped = file_len - at,
                         reason = %why,
-                        "the log ends in a write that never finished (never acknowledged): cut off"
+                        "the log ends in a frame that is not whole (a write a crash interrupted, not acknowledged, or damage to the end of the file): cut off"
                     );
                     at
                 }
@@ -1096,12 +1113,14 @@ mod tests {
     async fn a_write_cut_short_at_the_end_of_the_log_is_dropped_and_writes_go_on() {
         let names = ["o0", "o1", "o2", "o3", "o4"];
         let dir = stopped_after("torn", &names.map(|n| (n, "v"))).await;
-        // A frame whose write never finished: its header says more than is there.
+        // A frame whose write never finished: its header says more than is there, in a file
+        // grown by whole chunks as a running log's is (zeros after it).
         let (_, path) = segments(&dir).pop().unwrap();
+        let whole = std::fs::metadata(&path).unwrap().len();
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(&[200, 0, 0, 0, 1, 2, 3, 4, 9, 9]).unwrap();
+        f.set_len(GROW_BYTES).unwrap();
         drop(f);
-        let whole = std::fs::metadata(&path).unwrap().len() - 10;
 
         let store = WalStore::open(opts(&dir)).unwrap();
         assert_eq!(store.revision(), 5);
@@ -1114,6 +1133,27 @@ mod tests {
         assert_eq!(store.revision(), 6);
         assert_eq!(data(&store, "o5").as_deref(), Some("v"));
         store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A log cut short inside a frame, at a length a running log never has: acknowledged
+    /// writes are gone, and the store refuses to open rather than serve a shortened history.
+    #[tokio::test]
+    async fn a_log_cut_short_refuses_to_open() {
+        let names = ["o0", "o1", "o2", "o3", "o4"];
+        let dir = stopped_after("cut", &names.map(|n| (n, "v"))).await;
+        let (_, path) = segments(&dir).pop().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(len - 30).unwrap();
+        drop(f);
+        let Err(err) = WalStore::open(opts(&dir)) else {
+            panic!("a log cut short opened");
+        };
+        assert!(
+            matches!(&err, StoreError::Unavailable(m) if m.contains("it was cut short") && m.contains("after revision 4")),
+            "{err}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
