@@ -266,6 +266,12 @@ test('a failed create sets ReplicaFailure and is a transient error; success clea
   assert.equal(cond[0].type, 'ReplicaFailure');
   assert.equal(cond[0].reason, 'FailedCreate');
   assert.equal(h.cl.requests.filter((r) => r.method === 'POST').length, 1, 'stops at the first failure');
+  assert.equal(cond[0].message, 'quota exceeded', "the API's message, as kube's");
+  // Failing again: the condition is kept as it is (no status write, whose event would queue
+  // the next attempt at once, past the backoff).
+  const patches = h.cl.requests.filter((r) => r.method === 'PATCH').length;
+  assert.equal(h.reconcile('web').tag, 'transient-error');
+  assert.equal(h.cl.requests.filter((r) => r.method === 'PATCH').length, patches, 'no status write');
   h.cl.intercept = undefined;
   h.reconcile('web');
   h.reconcile('web');

@@ -101,6 +101,25 @@ def cond(d, type_):
     return meta.find_condition(d["status"]["conditions"], type_)
 
 
+class TimeTest(unittest.TestCase):
+    def test_times_parse_without_strptime(self):
+        # In the component `_strptime` is not there (CPython imports it lazily, from C, and
+        # componentize-py's bundle does not see it): times must parse without it. A fresh
+        # interpreter, since CPython keeps the module once any call imported it.
+        import os
+        import subprocess
+        import sys
+        code = (
+            "import sys; sys.modules['_strptime'] = None; import rollout as r; "
+            "t = r._time('2026-12-06T15:04:05Z'); "
+            "assert (t.year, t.hour, t.second, t.utcoffset().total_seconds()) == (2026, 15, 5, 0), t; "
+            "assert r._time('not a time') is None and r._time(None) is None"
+        )
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+
+
 class HashTest(unittest.TestCase):
     def test_shape_and_stability(self):
         h = r.pod_template_hash(template())
@@ -167,6 +186,25 @@ class RolloutTest(unittest.TestCase):
         writes = [c for c in sim.cluster.calls if c[0] != "GET"]
         sim.reconcile()
         self.assertEqual(writes, [c for c in sim.cluster.calls if c[0] != "GET"])
+
+    def test_the_change_cause_follows_the_new_replicaset(self):
+        # kube's SetNewReplicaSetAnnotations: the Deployment's annotations (not its revision or
+        # last-applied) go to its new ReplicaSet, so `kubectl rollout history` shows CHANGE-CAUSE.
+        sim = Sim(self)
+        d = deployment()
+        d["metadata"]["annotations"] = {"kubernetes.io/change-cause": "first",
+                                        "kubectl.kubernetes.io/last-applied-configuration": "{}"}
+        sim.add(d)
+        sim.reconcile()
+        [rs] = sim.rss()
+        self.assertEqual(meta.annotation(rs, "kubernetes.io/change-cause"), "first")
+        self.assertIsNone(meta.annotation(rs, "kubectl.kubernetes.io/last-applied-configuration"))
+        d = sim.deploy()
+        d["metadata"]["annotations"]["kubernetes.io/change-cause"] = "second"
+        sim.cluster.add(DEPLOYMENTS, d)
+        sim.reconcile()
+        [rs] = sim.rss()
+        self.assertEqual(meta.annotation(rs, "kubernetes.io/change-cause"), "second")
 
     def test_rolling_update_respects_surge_and_unavailable(self):
         sim = Sim(self)

@@ -189,11 +189,17 @@ export function computeStatus(rs, ownedPods, now) {
   };
 }
 
-/** The conditions to write: ReplicaFailure set from `createError` (or removed), others kept. */
+/**
+ * The conditions to write: ReplicaFailure set from `createError` (or removed), others kept. As
+ * kube's `calculateStatus`, a ReplicaFailure already there is kept as it is: a create that keeps
+ * failing (a quota) names a new random Pod each time, and rewriting the condition with it made
+ * every failure a status write, whose event queued the next attempt at once, past the backoff.
+ */
 export function nextConditions(current, createError, now) {
   const others = (current ?? []).filter((c) => c.type !== FAILURE);
   if (!createError) return others;
-  const prev = (current ?? []).find((c) => c.type === FAILURE && c.status === 'True');
+  const prev = (current ?? []).find((c) => c.type === FAILURE);
+  if (prev) return current;
   return [
     ...others,
     {
@@ -201,7 +207,7 @@ export function nextConditions(current, createError, now) {
       status: 'True',
       reason: 'FailedCreate',
       message: createError,
-      lastTransitionTime: prev?.lastTransitionTime ?? new Date(now).toISOString().replace(/\.\d+Z$/, 'Z'),
+      lastTransitionTime: new Date(now).toISOString().replace(/\.\d+Z$/, 'Z'),
     },
   ];
 }
@@ -372,7 +378,8 @@ export function replicaSetController({ now = () => Date.now(), burst = BURST } =
           } catch (e) {
             if (isNamespaceTerminating(e)) break; // nothing to do until the namespace is gone
             events.warning(rs, 'FailedCreate', `Error creating: ${e.statusMessage ?? e.message}`);
-            createError = e.message;
+            // kube's condition message is the API's own (`pods "x" is forbidden: ...`).
+            createError = e.statusMessage ?? e.message;
             manageError = e;
             break; // like kube's slow start: stop at the first failure
           }

@@ -125,8 +125,9 @@ def _create_replicaset(d, old_rss, revision):
 
 
 def _sync_annotations(d, rs, revision):
-    """Revision (raised when an old template comes back: a rollback) and desired/max replicas."""
-    want = r.replicaset_annotations(d, max(revision, r.revision(rs)))
+    """Revision (raised when an old template comes back: a rollback), desired/max replicas, and
+    the Deployment's own annotations (kube's `SetNewReplicaSetAnnotations`)."""
+    want = dict(r.copied_annotations(d), **r.replicaset_annotations(d, max(revision, r.revision(rs))))
     have = meta.annotations(rs)
     changed = {k: v for k, v in want.items() if have.get(k) != v}
     if not changed:

@@ -109,7 +109,7 @@ def new_replicaset(deploy, hash_, replicas, revision_):
             "name": f"{meta['name']}-{hash_}",
             "namespace": meta.get("namespace") or "default",
             "labels": dict(tmeta["labels"]),
-            "annotations": replicaset_annotations(deploy, revision_),
+            "annotations": dict(copied_annotations(deploy), **replicaset_annotations(deploy, revision_)),
             "ownerReferences": [
                 {
                     "apiVersion": "apps/v1",
@@ -123,6 +123,26 @@ def new_replicaset(deploy, hash_, replicas, revision_):
         },
         "spec": rs_spec,
     }
+
+
+# kube's `annotationsToSkip`: what the Deployment's annotations do not carry over to its
+# ReplicaSet.
+_NOT_COPIED = {
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION,
+    "deployment.kubernetes.io/revision-history",
+    DESIRED_REPLICAS,
+    MAX_REPLICAS,
+    "deprecated.deployment.rollback.to",
+}
+
+
+def copied_annotations(deploy):
+    """The Deployment's annotations its new ReplicaSet carries (kube's
+    `copyDeploymentAnnotationsToReplicaSet`): `kubernetes.io/change-cause`, which `kubectl rollout
+    history` shows, among them."""
+    have = ((deploy.get("metadata") or {}).get("annotations")) or {}
+    return {k: v for k, v in have.items() if k not in _NOT_COPIED}
 
 
 def replicaset_annotations(deploy, revision_):
@@ -377,9 +397,14 @@ def progress_deadline(deploy):
 
 
 def _time(t):
+    """An RFC 3339 time in UTC (`2026-01-01T00:00:00Z`), or None. Not with `strptime`: CPython
+    imports `_strptime` lazily from C, which componentize-py's bundle does not see, and in the
+    component every call raised ModuleNotFoundError."""
+    if not isinstance(t, str) or not t.endswith("Z"):
+        return None
     try:
-        return datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    except (TypeError, ValueError):
+        return datetime.fromisoformat(t[:-1]).replace(tzinfo=timezone.utc)
+    except ValueError:
         return None
 
 
