@@ -708,6 +708,17 @@ fn kinds_have_their_own_field_selectors() {
         )),
         ["e1"]
     );
+    // The same Events through events.k8s.io, by its names (`regarding.*`, as kube maps them).
+    let events_v1 = "/apis/events.k8s.io/v1/namespaces/default/events";
+    assert_eq!(
+        names(&format!(
+            "{events_v1}?fieldSelector=regarding.name%3Db,regarding.kind%3DPod,type%3DNormal"
+        )),
+        ["e2"]
+    );
+    let r = http.get(&format!("{events_v1}?fieldSelector=involvedObject.name%3Db"));
+    let st = assert_status(&r, 400, "BadRequest");
+    assert_eq!(st["message"], "field label not supported: involvedObject.name");
     // Other kinds keep only metadata.name and metadata.namespace.
     let r = http.get("/api/v1/namespaces/default/configmaps?fieldSelector=spec.nodeName%3Dn1");
     let st = assert_status(&r, 400, "BadRequest");

@@ -148,10 +148,33 @@ const EVENTS: Selectable = core(
     ],
 );
 
+/// events.k8s.io/v1 Events (kube's `AddFieldLabelConversionsForEvent`): their names, mapped onto
+/// the core Events they are stored as (and judged in that shape).
+const EVENTS_V1: Selectable = core(
+    NAME_NS,
+    &[
+        FieldLabel::new("reason", "/reason", ""),
+        FieldLabel::new("regarding.kind", "/involvedObject/kind", ""),
+        FieldLabel::new("regarding.namespace", "/involvedObject/namespace", ""),
+        FieldLabel::new("regarding.name", "/involvedObject/name", ""),
+        FieldLabel::new("regarding.uid", "/involvedObject/uid", ""),
+        FieldLabel::new("regarding.apiVersion", "/involvedObject/apiVersion", ""),
+        FieldLabel::new(
+            "regarding.resourceVersion",
+            "/involvedObject/resourceVersion",
+            "",
+        ),
+        FieldLabel::new("regarding.fieldPath", "/involvedObject/fieldPath", ""),
+        FieldLabel::new("reportingController", "/reportingComponent", ""),
+        FieldLabel::new("type", "/type", ""),
+    ],
+);
+
 /// Every kind with a field label conversion of its own, by group and resource.
 const KINDS: &[(&str, &str, Selectable)] = &[
     ("", "pods", PODS),
     ("", "events", EVENTS),
+    ("events.k8s.io", "events", EVENTS_V1),
     (
         "",
         "nodes",
