@@ -466,3 +466,63 @@ fn a_namespace_admin_asks_local_access_questions() {
         .post_json(path, &review("team", "create", "deployments"));
     turtles_tests::assert_status(&r, 403, "Forbidden");
 }
+
+/// kube's clusterrole-aggregation controller: a ClusterRole labelled to aggregate into `view`
+/// shows in `view`'s rules (and so in `edit`'s and `admin`'s, which aggregate `view`); an
+/// aggregated role's hand-written rules are replaced by what its selectors select.
+#[test]
+fn aggregated_roles_show_the_rules_they_aggregate() {
+    let s = Server::start().unwrap();
+    let widgets =
+        json!({"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["get", "list"]});
+    s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "widget-view",
+                          "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+             "rules": [widgets.clone()]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "cr-agg"},
+             "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"agg": "yes"}}]},
+             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "cr-part", "labels": {"agg": "yes"}},
+             "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}]},
+        ]})
+        .to_string(),
+    );
+    let rules = |role: &str| -> Vec<Value> {
+        s.kubectl_json(&["get", "clusterrole", role])["rules"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    for role in ["view", "edit", "admin"] {
+        turtles_tests::poll(
+            &format!("{role} to aggregate widget-view"),
+            std::time::Duration::from_secs(10),
+            || rules(role).contains(&widgets).then_some(()),
+        )
+        .unwrap();
+    }
+    turtles_tests::poll("cr-agg's rules", std::time::Duration::from_secs(10), || {
+        (rules("cr-agg")
+            == vec![json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]})])
+        .then_some(())
+    })
+    .unwrap();
+    // Unlabelled, it leaves them again.
+    s.kubectl_ok(&[
+        "label",
+        "clusterrole",
+        "widget-view",
+        "rbac.authorization.k8s.io/aggregate-to-view-",
+    ]);
+    turtles_tests::poll(
+        "view to drop widget-view",
+        std::time::Duration::from_secs(10),
+        || (!rules("view").contains(&widgets)).then_some(()),
+    )
+    .unwrap();
+}

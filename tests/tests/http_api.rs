@@ -716,9 +716,14 @@ fn kinds_have_their_own_field_selectors() {
         )),
         ["e2"]
     );
-    let r = http.get(&format!("{events_v1}?fieldSelector=involvedObject.name%3Db"));
+    let r = http.get(&format!(
+        "{events_v1}?fieldSelector=involvedObject.name%3Db"
+    ));
     let st = assert_status(&r, 400, "BadRequest");
-    assert_eq!(st["message"], "field label not supported: involvedObject.name");
+    assert_eq!(
+        st["message"],
+        "field label not supported: involvedObject.name"
+    );
     // Other kinds keep only metadata.name and metadata.namespace.
     let r = http.get("/api/v1/namespaces/default/configmaps?fieldSelector=spec.nodeName%3Dn1");
     let st = assert_status(&r, 400, "BadRequest");

@@ -51,8 +51,10 @@
 //! bootstrap objects already carry pre-aggregated). Selectors support
 //! `matchLabels` and `matchExpressions` (`In`, `NotIn`, `Exists`,
 //! `DoesNotExist`); an empty selector matches every ClusterRole, an invalid
-//! one matches none. One difference from kube: kube's controller *replaces*
-//! hand-written rules of an aggregated role, this module keeps them.
+//! one matches none. The built-in `clusterrole-aggregation` controller
+//! (`controllers::clusterroleaggregation`) writes the union into `rules`, as
+//! kube's does (replacing hand-written ones), so what a role grants shows;
+//! the live computation covers the moment before it has.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -658,7 +660,7 @@ fn effective_rules(role: &Value, all: &[Value], stack: &mut Vec<String>) -> Vec<
 }
 
 /// metav1.LabelSelector semantics: empty selects everything, invalid selects nothing.
-fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
+pub(crate) fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
     let Some(selector) = selector.as_object() else {
         return false;
     };

@@ -16,6 +16,7 @@
 //! kind and the work is found again (terminating namespaces, objects with owner references,
 //! owners waiting on dependents), so deletions in progress resume after a restart.
 
+pub mod clusterroleaggregation;
 pub mod csrsigning;
 pub mod disruption;
 pub mod ephemeral;
@@ -48,6 +49,7 @@ use crate::store::{StoreError, StoredObject};
 
 /// Names of the built-in controllers (a controller file of that name is ignored).
 pub const BUILT_IN: &[&str] = &[
+    clusterroleaggregation::IDENTITY.name,
     csrsigning::IDENTITY.name,
     disruption::IDENTITY.name,
     ephemeral::IDENTITY.name,
@@ -390,6 +392,7 @@ pub async fn start(
         .map(|ca| rootca::RootCaPublisher::new(service.clone(), ca));
     let tokens = tokens::TokenController::new(service.clone(), issuer, root_ca);
     let vap = policystatus::PolicyStatusController::new(service.clone());
+    let aggregation = clusterroleaggregation::ClusterRoleAggregation::new(service.clone());
     let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
     let disruption = disruption::DisruptionController::new(service.clone());
     let quotas = resourcequota::ResourceQuotaController::new(service.clone());
@@ -425,6 +428,7 @@ pub async fn start(
         sa.clone() as Arc<dyn Follower>,
         tokens.clone() as Arc<dyn Follower>,
         vap.clone() as Arc<dyn Follower>,
+        aggregation.clone() as Arc<dyn Follower>,
     ];
     if let Some(s) = &signer {
         followers.push(s.clone() as Arc<dyn Follower>);
@@ -451,6 +455,7 @@ pub async fn start(
         pv_protection.start(shutdown.clone()),
         registration.start(shutdown.clone()),
         availability.start(shutdown.clone()),
+        aggregation.start(shutdown.clone()),
     ];
     if let Some(s) = &signer {
         started.push(s.start(shutdown.clone()));
