@@ -288,10 +288,6 @@ pub(crate) fn is_qualified_name(key: &str) -> bool {
     }
 }
 
-fn is_label_value(v: &str) -> bool {
-    v.is_empty() || is_qualified_name_part(v)
-}
-
 /// Validate the metadata fields every object shares (labels, annotations, finalizers types).
 pub fn validate_common(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
@@ -301,21 +297,27 @@ pub fn validate_common(obj: &Value) -> Vec<Cause> {
     if let Some(labels) = meta.get("labels") {
         match labels.as_object() {
             Some(map) => {
+                // kube's `ValidateLabels`: `IsQualifiedName` and `IsValidLabelValue`, each
+                // failure in its own words (prefix, length, characters).
+                let quote = crate::auth::rbac::go_quote;
                 for (k, v) in map {
-                    if !is_qualified_name(k) {
+                    for e in crate::schema::objectmeta::qualified_name(k) {
                         causes.push(Cause::new(
                             "FieldValueInvalid",
                             "metadata.labels",
-                            format!("Invalid value: \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
+                            format!("Invalid value: {}: {e}", quote(k)),
                         ));
                     }
                     match v.as_str() {
-                        Some(s) if is_label_value(s) => {}
-                        Some(s) => causes.push(Cause::new(
-                            "FieldValueInvalid",
-                            "metadata.labels",
-                            format!("Invalid value: \"{s}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
-                        )),
+                        Some(s) => {
+                            for e in crate::schema::objectmeta::label_value(s) {
+                                causes.push(Cause::new(
+                                    "FieldValueInvalid",
+                                    "metadata.labels",
+                                    format!("Invalid value: {}: {e}", quote(s)),
+                                ));
+                            }
+                        }
                         None if v.is_null() => {}
                         None => causes.push(Cause::new(
                             "FieldValueTypeInvalid",
@@ -339,11 +341,12 @@ pub fn validate_common(obj: &Value) -> Vec<Cause> {
                 let mut total = 0usize;
                 for (k, v) in map {
                     total += k.len() + v.as_str().map(str::len).unwrap_or(0);
-                    if !is_qualified_name(k) {
+                    // kube's `ValidateAnnotations`: the key lowercased, as a qualified name.
+                    for e in crate::schema::objectmeta::qualified_name(&k.to_lowercase()) {
                         causes.push(Cause::new(
                             "FieldValueInvalid",
                             "metadata.annotations",
-                            format!("Invalid value: \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
+                            format!("Invalid value: {}: {e}", crate::auth::rbac::go_quote(k)),
                         ));
                     }
                     if !(v.is_string() || v.is_null()) {
@@ -813,6 +816,43 @@ mod tests {
 mod managed_fields_tests {
     use super::*;
     use serde_json::json;
+
+    /// kube's `IsQualifiedName` and `IsValidLabelValue` words, failure by failure.
+    #[test]
+    fn label_errors_say_what_is_wrong_as_kube() {
+        let long = "a".repeat(64);
+        let obj = json!({"metadata": {"name": "x", "labels": {
+            "Bad_Prefix/x": "1", "ok": "bad value", "a/b/c": "1", "k": long}}});
+        let messages: Vec<String> = validate_common(&obj)
+            .into_iter()
+            .map(|c| c.message)
+            .collect();
+        assert!(
+            messages.iter().any(|m| m.starts_with(
+                "Invalid value: \"Bad_Prefix/x\": prefix part a lowercase RFC 1123 subdomain"
+            )),
+            "{messages:?}"
+        );
+        assert!(
+            messages.iter().any(|m| m.starts_with(
+                "Invalid value: \"bad value\": a valid label must be an empty string"
+            ) && m.contains("regex used for validation")),
+            "{messages:?}"
+        );
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("a qualified name must consist of")
+                    && m.contains("with an optional DNS subdomain prefix and '/'")),
+            "{messages:?}"
+        );
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.ends_with(": must be no more than 63 characters")),
+            "{messages:?}"
+        );
+    }
 
     #[test]
     fn managed_fields_limits_are_kube_s() {
