@@ -201,14 +201,25 @@ pub const ORPHAN_FINALIZER: &str = "orphan";
 /// The namespace controller's finalizer in a namespace's `spec.finalizers`.
 pub const NAMESPACE_FINALIZER: &str = "kubernetes";
 
+/// kube's answer to DeleteOptions that fail `ValidateDeleteOptions`.
+pub(crate) fn invalid_delete_options(cause: crate::model::Cause) -> ApiError {
+    ApiError::invalid("meta.k8s.io", "DeleteOptions", "", vec![cause])
+}
+
 impl Propagation {
     pub fn parse(s: &str) -> Result<Self> {
         match s {
             "Background" => Ok(Self::Background),
             "Foreground" => Ok(Self::Foreground),
             "Orphan" => Ok(Self::Orphan),
-            other => Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: \"{other}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
+            // kube's `ValidateDeleteOptions`: a 422 on DeleteOptions, the values in its order.
+            other => Err(invalid_delete_options(crate::model::Cause::new(
+                "FieldValueNotSupported",
+                "propagationPolicy",
+                format!(
+                    "Unsupported value: {}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+                    crate::auth::rbac::go_quote(other)
+                ),
             ))),
         }
     }

@@ -609,3 +609,38 @@ fn built_in_controllers_are_listed_and_resume_after_a_restart() {
     wait_gone(&s, &format!("{CMS}/owner"));
     wait_gone(&s, "/api/v1/namespaces/later");
 }
+
+/// kube's `ValidateDeleteOptions`: an unknown propagation policy, or one beside the deprecated
+/// `orphanDependents`, is a 422 on DeleteOptions (in the body or the query).
+#[test]
+fn invalid_delete_options_are_kubes_422() {
+    let s = Server::start().unwrap();
+    cm(&s, "kept", &[], &[]);
+    let http = s.http();
+    let path = format!("{CMS}/kept");
+    let r = http.request(
+        "DELETE",
+        &path,
+        Some("application/json"),
+        Some(br#"{"propagationPolicy":"Bogus"}"#.to_vec()),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Bogus\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+    );
+    let r = http.request(
+        "DELETE",
+        &path,
+        Some("application/json"),
+        Some(br#"{"propagationPolicy":"Orphan","orphanDependents":true}"#.to_vec()),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"Orphan\": orphanDependents and deletionPropagation cannot be both set"
+    );
+    let r = http.delete(&format!("{path}?propagationPolicy=Nope"));
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(exists(&s, &path), "nothing was deleted");
+}

@@ -1505,6 +1505,19 @@ enum Write {
     Patch(PatchType),
 }
 
+/// kube's `ValidateDeleteOptions` for the deprecated `orphanDependents` beside a
+/// `propagationPolicy` (the policy printed as Go prints the pointer's value).
+fn both_orphan_and_policy(policy: &str) -> ApiError {
+    crate::service::invalid_delete_options(crate::model::Cause::new(
+        "FieldValueInvalid",
+        "propagationPolicy",
+        format!(
+            "Invalid value: {}: orphanDependents and deletionPropagation cannot be both set",
+            crate::auth::rbac::go_quote(policy)
+        ),
+    ))
+}
+
 pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
     let mut opts = DeleteOptions {
         dry_run: dry_run(q)?,
@@ -1519,6 +1532,9 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
         })?);
     }
     if let Some(o) = q.get("orphanDependents") {
+        if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
+            return Err(both_orphan_and_policy(p));
+        }
         opts.propagation = Some(if o == "true" {
             Propagation::Orphan
         } else {
@@ -1551,17 +1567,8 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
         }
         let orphan = v.get("orphanDependents").and_then(Value::as_bool);
         let policy = v.get("propagationPolicy").and_then(Value::as_str);
-        if orphan.is_some() && policy.is_some() {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "DeleteOptions",
-                "",
-                vec![crate::model::Cause::new(
-                    "FieldValueInvalid",
-                    "propagationPolicy",
-                    "Invalid value: orphanDependents and deletionPropagation cannot be both set",
-                )],
-            ));
+        if let (Some(_), Some(p)) = (orphan, policy) {
+            return Err(both_orphan_and_policy(p));
         }
         if let Some(p) = policy {
             opts.propagation = Some(Propagation::parse(p)?);
