@@ -3370,6 +3370,9 @@ impl Service {
             // In the request's version, as kube decodes it (an autoscaling/v1 HPA, a CRD's
             // served version), not the stored one.
             let current = self.served_one(ri, self.get(ri, ns, name)?).await?;
+            // A client's UID precondition that fails is its answer, not a reason to retry (the
+            // retries below are for this host's own pin on the admitted version).
+            Self::check_uid_precondition(ri, name, &current, opts)?;
             let old = current.parse();
             let options = opts.admission_options();
             let req = crate::admission::Request {
@@ -3428,7 +3431,8 @@ impl Service {
         }
     }
 
-    fn check_delete_preconditions(
+    /// A DELETE's `preconditions.uid` against the object (kube's 409).
+    fn check_uid_precondition(
         ri: &ResourceInfo,
         name: &str,
         current: &StoredObject,
@@ -3445,6 +3449,16 @@ impl Service {
                 ));
             }
         }
+        Ok(())
+    }
+
+    fn check_delete_preconditions(
+        ri: &ResourceInfo,
+        name: &str,
+        current: &StoredObject,
+        opts: &DeleteOptions,
+    ) -> Result<()> {
+        Self::check_uid_precondition(ri, name, current, opts)?;
         if let Some(want) = opts.precondition_rv.as_deref().filter(|u| !u.is_empty()) {
             if want != current.rv.to_string() {
                 return Err(ApiError::conflict_message(

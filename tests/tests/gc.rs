@@ -642,5 +642,20 @@ fn invalid_delete_options_are_kubes_422() {
     );
     let r = http.delete(&format!("{path}?propagationPolicy=Nope"));
     assert_eq!(r.status, 422, "{}", r.text());
+    // A UID precondition that fails is kube's 409, with its message.
+    let r = http.request(
+        "DELETE",
+        &path,
+        Some("application/json"),
+        Some(br#"{"preconditions":{"uid":"nope"}}"#.to_vec()),
+    );
+    assert_eq!(r.status, 409, "{}", r.text());
+    let message = r.json()["message"].as_str().unwrap_or("").to_owned();
+    assert!(
+        message.starts_with(
+            "Operation cannot be fulfilled on configmaps \"kept\": Precondition failed: UID in precondition: nope, UID in object meta: "
+        ),
+        "{message}"
+    );
     assert!(exists(&s, &path), "nothing was deleted");
 }
