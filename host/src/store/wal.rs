@@ -18,6 +18,10 @@
 //!   the count, `key, JSON` pairs, then the crc32 of everything before it and [`SNAPSHOT_END`].
 //!   Written as `.tmp`, synced and renamed, so a snapshot under its name is whole.
 //! - `wal.lock`: held with `flock` while a store has the directory open.
+//! - `wal.hwm`: the high-water mark, a revision every write up to which was acknowledged:
+//!   `rv: u64le, crc32: u32le` of the rv, rewritten (and synced) at most once a second after a
+//!   commit and at a stop, with fsync on. A log that replays to less is missing acknowledged
+//!   writes (a file cut short or zeroed, a segment deleted): the store refuses to open.
 //!
 //! Once the log has grown past the larger of [`SNAPSHOT_AFTER_BYTES`] and the last snapshot,
 //! the writer starts a new segment and a background thread writes a snapshot of the index at
@@ -157,6 +161,65 @@ fn lock(dir: &Path) -> Result<File> {
 /// Make the names in `dir` durable (a new segment, a renamed snapshot, deleted files).
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// The high-water mark's file (see the module docs).
+const HWM_FILE: &str = "wal.hwm";
+/// The most often the high-water mark is rewritten.
+const HWM_EVERY: Duration = Duration::from_secs(1);
+
+/// The revision in `wal.hwm`, if the file is there and whole.
+fn read_high_water(dir: &Path) -> Option<u64> {
+    let b = std::fs::read(dir.join(HWM_FILE)).ok()?;
+    let rv: [u8; 8] = b.get(..8)?.try_into().ok()?;
+    let crc: [u8; 4] = b.get(8..12)?.try_into().ok()?;
+    (crc32fast::hash(&rv) == u32::from_le_bytes(crc)).then(|| u64::from_le_bytes(rv))
+}
+
+/// The high-water mark, kept up to date by the writer.
+struct HighWater {
+    file: File,
+    written: Instant,
+    rv: u64,
+}
+
+impl HighWater {
+    fn open(dir: &Path, rv: u64) -> std::io::Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(dir.join(HWM_FILE))?;
+        let mut hw = Self {
+            file,
+            written: Instant::now(),
+            rv: 0,
+        };
+        hw.write(rv)?;
+        sync_dir(dir)?;
+        Ok(hw)
+    }
+
+    fn write(&mut self, rv: u64) -> std::io::Result<()> {
+        let mut b = [0u8; 12];
+        b[..8].copy_from_slice(&rv.to_le_bytes());
+        b[8..].copy_from_slice(&crc32fast::hash(&rv.to_le_bytes()).to_le_bytes());
+        self.file.write_all_at(&b, 0)?;
+        self.file.sync_data()?;
+        self.rv = rv;
+        self.written = Instant::now();
+        Ok(())
+    }
+
+    /// After a commit of revisions up to `rv`: rewritten if the last write is a second old.
+    fn committed(&mut self, rv: u64) {
+        if rv > self.rv && self.written.elapsed() >= HWM_EVERY {
+            if let Err(e) = self.write(rv) {
+                tracing::warn!(error = %e, "the store's high-water mark could not be written");
+            }
+        }
+    }
 }
 
 fn damaged(path: &Path, at: u64, why: &str) -> StoreError {
@@ -621,6 +684,8 @@ pub struct WalDisk {
     /// Objects that could not be read at start (set aside, not served): snapshots carry them
     /// until their key is written, as the log they came from would have.
     unreadable: Vec<(Vec<u8>, Bytes)>,
+    /// The high-water mark (with fsync on).
+    high_water: Option<HighWater>,
 }
 
 impl DiskMetrics for Snapshots {
@@ -855,6 +920,23 @@ impl Disk for WalDisk {
         for (key, json) in objects {
             each(&key, json);
         }
+        // Every write up to the high-water mark was acknowledged: a log that ends before it
+        // lost some (no crash does that; damage does). Without fsync nothing is promised, and
+        // the mark is dropped rather than kept stale.
+        let high_water = if opts.fsync {
+            if let Some(hwm) = read_high_water(dir).filter(|h| *h > rv) {
+                return Err(StoreError::Unavailable(format!(
+                    "the store's log in {} ends at revision {rv}, but writes up to revision {hwm} were acknowledged ({HWM_FILE}): the log has lost them (a file cut short, zeroed or deleted); refusing to start rather than serve a history with a hole in it. To start anyway, with what is left, delete {HWM_FILE}",
+                    dir.display()
+                )));
+            }
+            Some(HighWater::open(dir, rv)?)
+        } else {
+            match std::fs::remove_file(dir.join(HWM_FILE)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => None,
+            }
+        };
         let snapshots = Arc::new(Snapshots::default());
         snapshots.last_size.store(snapshot_size, Ordering::Relaxed);
         snapshots.log_bytes.store(since_snapshot, Ordering::Relaxed);
@@ -873,6 +955,7 @@ impl Disk for WalDisk {
                 snapshots,
                 snapshot_thread: None,
                 unreadable: Vec::new(),
+                high_water,
             },
             rv,
         ))
@@ -887,6 +970,9 @@ impl Disk for WalDisk {
                     .log_bytes
                     .store(self.since_snapshot, Ordering::Relaxed);
                 self.rv = rv;
+                if let Some(hw) = &mut self.high_water {
+                    hw.committed(rv);
+                }
                 if !self.unreadable.is_empty() {
                     self.unreadable
                         .retain(|(key, _)| !changes.iter().any(|c| &c.key == key));
@@ -1029,6 +1115,9 @@ impl Disk for WalDisk {
         // A stopped log ends where its last frame does (no zeroed chunk after it).
         self.segment.set_len(self.end)?;
         self.segment.sync_all()?;
+        if let Some(hw) = &mut self.high_water {
+            hw.write(self.rv)?;
+        }
         Ok(())
     }
 }
@@ -1132,6 +1221,36 @@ mod tests {
         let store = WalStore::open(opts(&dir)).unwrap();
         assert_eq!(store.revision(), 6);
         assert_eq!(data(&store, "o5").as_deref(), Some("v"));
+        store.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Acknowledged frames zeroed at the end of the log (so it reads as a log that simply ended
+    /// earlier): the high-water mark knows better, and the store refuses to open; without the
+    /// mark, it opens with what is left.
+    #[tokio::test]
+    async fn a_log_that_lost_acknowledged_writes_refuses_to_open() {
+        let names = ["o0", "o1", "o2", "o3", "o4"];
+        let dir = stopped_after("lost", &names.map(|n| (n, "v"))).await;
+        let (_, path) = segments(&dir).pop().unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let le32 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        let mut at = SEGMENT_HEADER as usize;
+        for _ in 0..3 {
+            at += FRAME_HEADER + le32(&bytes[at..]);
+        }
+        bytes[at..].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
+        let Err(err) = WalStore::open(opts(&dir)) else {
+            panic!("a log that lost acknowledged writes opened");
+        };
+        assert!(
+            matches!(&err, StoreError::Unavailable(m) if m.contains("ends at revision 3, but writes up to revision 5 were acknowledged")),
+            "{err}"
+        );
+        std::fs::remove_file(dir.join(HWM_FILE)).unwrap();
+        let store = WalStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 3);
         store.shutdown().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
