@@ -744,6 +744,8 @@ fn component_statuses_as_in_kube() {
         r.json()["message"],
         "watch is not supported on resources of kind \"componentstatuses\""
     );
+    let r = http.get("/api/v1/watch/componentstatuses");
+    assert_eq!(r.status, 405, "{}", r.text());
     let list = http.get("/api/v1/componentstatuses").json();
     assert_eq!(list["kind"], "ComponentStatusList");
     assert_eq!(list["metadata"], serde_json::json!({}));

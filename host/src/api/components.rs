@@ -67,6 +67,12 @@ pub(super) fn serve(
             "the server does not allow this method on the requested resource",
         ));
     }
+    if watch {
+        return Err(ApiError::method_not_allowed(format!(
+            "watch is not supported on resources of kind \"{}\"",
+            ri.resource
+        )));
+    }
     let all = components(state);
     if let Some(name) = &target.name {
         // kube's REST answers an unknown name with a plain error: 500, no reason.
@@ -76,12 +82,6 @@ pub(super) fn serve(
             .ok_or_else(|| ApiError::new(500, "", format!("Component not found: {name}")))?;
         let obj = unstored(&status(name, health))?;
         return Ok(object_response(ri, headers, query, StatusCode::OK, obj));
-    }
-    if watch {
-        return Err(ApiError::method_not_allowed(format!(
-            "watch is not supported on resources of kind \"{}\"",
-            ri.resource
-        )));
     }
     // Selectors are applied (kube's `componentStatusPredicate`): the parts have no labels.
     let labels = LabelSelector::parse(query.get("labelSelector").map_or("", String::as_str))

@@ -50,7 +50,7 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
         .extensions()
         .get::<Arc<RequestInfo>>()
         .and_then(|info| deprecation(info));
-    let served = if big_write(&req) {
+    let served = if big_write(&state, &req) {
         // The body is read here, on the workers: on HTTP/1.1 the connection's task is the one
         // that runs the handler and feeds it the body, so it cannot be blocked first.
         let (parts, body) = req.into_parts();
@@ -59,7 +59,10 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
         match read_body(head, state.options.request_body_timeout).await {
             Ok(bytes) => {
                 let req = Request::from_parts(parts, Body::from(bytes));
-                off_the_workers(handle(&state, req)).await
+                let st = state.clone();
+                off_the_workers(async move { handle(&st, req).await })
+                    .await
+                    .and_then(|r| r)
             }
             Err(e) => Err(e),
         }
@@ -83,26 +86,34 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
 /// two workers of a two-core host two such requests stopped the server answering anyone.
 const BIG_BODY: u64 = 256 << 10;
 
-fn big_write(req: &Request) -> bool {
+/// Whether `req` is such a write: its body's size as the body knows it (a client's
+/// `Content-Length`, an in-process call's whole body); a streamed body of unknown size counts as
+/// big. Writes a remote APIService answers are proxied as they come, never buffered here.
+fn big_write(state: &AppState, req: &Request) -> bool {
+    use hyper::body::Body as _;
     if !matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
         return false;
     }
-    req.headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .is_none_or(|n| n > BIG_BODY)
+    let big = req.body().size_hint().exact().is_none_or(|n| n > BIG_BODY);
+    big && state
+        .aggregator
+        .route(&state.registry, req.uri().path())
+        .is_none()
 }
 
-/// Runs `fut` to its end on this thread, outside the runtime's workers (`block_in_place`: tokio
-/// hands the worker's other tasks to another thread meanwhile), so its CPU holds up only
-/// itself. On a current-thread runtime (unit tests), as is.
-async fn off_the_workers<T>(fut: impl std::future::Future<Output = T>) -> T {
+/// Runs `fut` on a blocking-pool thread of its own and waits for it there, so that its CPU holds
+/// up only itself and the caller's future stays what it was (a guest's call deadline still
+/// fires; the work then finishes on its own). On a current-thread runtime (unit tests), as is.
+async fn off_the_workers<T: Send + 'static>(
+    fut: impl std::future::Future<Output = T> + Send + 'static,
+) -> Result<T, ApiError> {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(|| h.block_on(fut))
+            tokio::task::spawn_blocking(move || h.block_on(fut))
+                .await
+                .map_err(|e| ApiError::internal(format!("the write's thread failed: {e}")))
         }
-        _ => fut.await,
+        _ => Ok(fut.await),
     }
 }
 
@@ -160,6 +171,16 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         };
     }
     let target = resolve(state, &info)?;
+    if info.legacy_watch && target.ri.computed {
+        return super::components::serve(
+            state,
+            &target,
+            req.method(),
+            req.headers(),
+            &info.query,
+            true,
+        );
+    }
     if info.legacy_watch {
         let (method, headers) = (req.method().clone(), req.headers().clone());
         let user = principal(&req);

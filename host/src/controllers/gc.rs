@@ -447,7 +447,9 @@ impl GarbageCollector {
                 owner_refs(o.head())
                     .iter()
                     .any(|x| {
-                        x.uid == owner_uid && self.resolve(x, ns).is_ok_and(|(_, at)| at == *r)
+                        // A reference whose kind is not served (any more) still counts by its
+                        // uid, as in kube.
+                        x.uid == owner_uid && self.resolve(x, ns).map_or(true, |(_, at)| at == *r)
                     })
                     .then_some((d, o))
             })

@@ -481,7 +481,8 @@ fn validate_managed_fields(entries: &[Value]) -> Vec<Cause> {
                 &format!("{path}.manager"),
                 format!("Too long: may not be more than {max_manager} bytes"),
             ));
-        } else if manager.chars().any(char::is_control) {
+        }
+        if manager.chars().any(char::is_control) {
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 &format!("{path}.manager"),

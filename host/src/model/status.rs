@@ -277,12 +277,17 @@ impl ApiError {
                     .causes
                     .iter()
                     .map(|c| {
-                        let mut m = json!({"reason": c.reason, "message": c.message});
-                        // `field` is omitted when empty, as kube's `StatusCause` does.
-                        if !c.field.is_empty() {
-                            m["field"] = json!(c.field);
+                        // `reason` and `field` are omitted when empty, as kube's `StatusCause`
+                        // omits them.
+                        let mut m = serde_json::Map::new();
+                        if !c.reason.is_empty() {
+                            m.insert("reason".into(), json!(c.reason));
                         }
-                        m
+                        m.insert("message".into(), json!(c.message));
+                        if !c.field.is_empty() {
+                            m.insert("field".into(), json!(c.field));
+                        }
+                        Value::Object(m)
                     })
                     .collect();
                 details.insert("causes".into(), causes.into());

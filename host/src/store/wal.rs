@@ -741,6 +741,12 @@ impl WalDisk {
             self.segment.write_all_at(&ZEROS[..n as usize], at)?;
             at += n;
         }
+        // The new length is durable before a frame is written into it (once per chunk): a
+        // power loss in the middle of a commit then leaves a whole number of chunks, which is
+        // what tells a torn write from a log cut short (`check_torn_tail`).
+        if to > self.allocated && self.fsync {
+            self.segment.sync_data()?;
+        }
         self.allocated = to;
         Ok(())
     }
