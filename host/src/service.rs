@@ -1107,7 +1107,14 @@ impl Service {
                 .store
                 .list(&resource, Some(cont.rv))
                 .map_err(|e| match e {
-                    StoreError::TooOld { .. } => ApiError::expired(CONTINUE_EXPIRED),
+                    // kube's `handleCompactedErrorForPaging`: with a token that goes on from
+                    // the same key at the latest revision, which the message offers.
+                    StoreError::TooOld { .. } => {
+                        let mut e = ApiError::expired(CONTINUE_EXPIRED);
+                        e.continue_token =
+                            Some(encode_continue(self.store.revision(), &cont.start, None));
+                        e
+                    }
                     other => store_error(ri, "", other),
                 })?;
             return Ok((snap, Some(cont)));
@@ -3243,10 +3250,13 @@ impl Service {
             .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
         if let Some(uid) = m.get("uid").and_then(Value::as_str) {
             if Some(uid) != cur_meta.get("uid").and_then(Value::as_str) && !uid.is_empty() {
-                return Err(ApiError::new(
-                    409,
-                    "Conflict",
-                    format!(
+                // kube's conflict on the object (its storage adds the etcd key's words).
+                let name = cur_meta.get("name").and_then(Value::as_str).unwrap_or("");
+                return Err(ApiError::conflict_message(
+                    &ri.group,
+                    &ri.resource,
+                    name,
+                    &format!(
                         "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
                         cur_meta.get("uid").and_then(Value::as_str).unwrap_or("")
                     ),

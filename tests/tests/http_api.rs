@@ -1087,3 +1087,44 @@ fn yaml_bodies_are_taken() {
     let r = post("a: &x [1,2]\nb: *x\nc: [");
     assert_eq!(r.status().as_u16(), 400);
 }
+
+/// kube's answer to a continue token older than the history: 410 Expired, with a fresh token in
+/// the Status's `metadata.continue` that goes on from the same key at the latest revision (what
+/// the message tells the client to use).
+#[test]
+fn an_expired_continue_carries_a_fresh_token() {
+    let s = Server::start_with(&["--watch-history", "5"]).unwrap();
+    let http = s.http();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    for name in ["a", "b", "c"] {
+        create(
+            &http,
+            cms,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+        );
+    }
+    let first = get(&http, &format!("{cms}?limit=1"));
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    for i in 0..10 {
+        create(
+            &http,
+            cms,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("z{i}")}}),
+        );
+    }
+    let r = http.get(&format!("{cms}?limit=1&continue={token}"));
+    let st = assert_status(&r, 410, "Expired");
+    let fresh = st["metadata"]["continue"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no fresh token: {st}"))
+        .to_owned();
+    let next = get(&http, &format!("{cms}?limit=100&continue={fresh}"));
+    let names: Vec<&str> = next["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names.first().copied(), Some("b"), "{next}");
+    assert!(names.contains(&"z9"), "{next}");
+}

@@ -44,6 +44,9 @@ pub struct ApiError {
     pub causes: Vec<Cause>,
     /// Seconds for a `Retry-After` header (429, 504).
     pub retry_after: Option<u32>,
+    /// A continue token for the Status's `metadata.continue` (an expired list continuation's
+    /// fresh one, as kube's storage hands it out).
+    pub continue_token: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -68,6 +71,7 @@ impl ApiError {
             details: None,
             causes: Vec::new(),
             retry_after: None,
+            continue_token: None,
         }
     }
 
@@ -249,7 +253,11 @@ impl ApiError {
         let mut status = serde_json::Map::new();
         status.insert("kind".into(), "Status".into());
         status.insert("apiVersion".into(), "v1".into());
-        status.insert("metadata".into(), json!({}));
+        let metadata = match &self.continue_token {
+            Some(t) => json!({"continue": t}),
+            None => json!({}),
+        };
+        status.insert("metadata".into(), metadata);
         status.insert("status".into(), "Failure".into());
         status.insert("message".into(), self.message.clone().into());
         // kube omits an empty reason (the eviction's 500 has none).

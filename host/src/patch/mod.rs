@@ -63,9 +63,32 @@ pub fn apply(
 ) -> Result<Value, ApiError> {
     match t {
         PatchType::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+            // An operation of a kind RFC 6902 has not is found when it is reached, as
+            // evanphx/json-patch finds it: the ones before it run, then kube's 422.
+            let unknown = patch.as_array().and_then(|ops| {
+                ops.iter().position(|op| {
+                    op.as_object().is_some_and(|o| {
+                        !matches!(
+                            o.get("op").and_then(Value::as_str),
+                            Some("add" | "remove" | "replace" | "move" | "copy" | "test")
+                        )
+                    })
+                })
+            });
+            let known = match (unknown, patch.as_array()) {
+                (Some(i), Some(ops)) => Value::Array(ops[..i].to_vec()),
+                _ => patch.clone(),
+            };
+            let ops: json_patch::Patch = serde_json::from_value(known)
                 .map_err(|e| ApiError::bad_request(format!("error decoding json patch: {e}")))?;
-            apply_json_patch(current, &ops.0)
+            let patched = apply_json_patch(current, &ops.0)?;
+            match unknown.and_then(|i| patch.get(i)) {
+                Some(op) => Err(invalid_patch(format!(
+                    "Unexpected kind: {}",
+                    op.get("op").and_then(Value::as_str).unwrap_or("unknown")
+                ))),
+                None => Ok(patched),
+            }
         }
         PatchType::Merge => {
             let mut doc = current.clone();
@@ -210,6 +233,38 @@ mod tests {
     fn json_patch(doc: &Value, ops: Value) -> Result<Value, ApiError> {
         let ops: json_patch::Patch = serde_json::from_value(ops).unwrap();
         apply_json_patch(doc, &ops.0)
+    }
+
+    /// An operation of an unknown kind is found when reached (the ones before it run), and is
+    /// kube's 422 (evanphx/json-patch's `Unexpected kind`), not a decoding 400.
+    #[test]
+    fn an_unknown_operation_is_a_422_when_reached() {
+        let ri = crate::model::Registry::with_builtins()
+            .lookup("", "v1", "configmaps")
+            .unwrap();
+        let doc = json!({"data": {"a": "1"}});
+        let e = apply(
+            PatchType::Json,
+            &doc,
+            &json!([{"op": "add", "path": "/data/b", "value": "2"}, {"op": "bogus", "path": "/x"}]),
+            &ri,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(
+            e.message.ends_with("Unexpected kind: bogus"),
+            "{}",
+            e.message
+        );
+        // A failing operation before it is what is reported.
+        let e = apply(
+            PatchType::Json,
+            &doc,
+            &json!([{"op": "test", "path": "/data/a", "value": "9"}, {"op": "bogus"}]),
+            &ri,
+        )
+        .unwrap_err();
+        assert!(!e.message.contains("Unexpected kind"), "{}", e.message);
     }
 
     #[test]
