@@ -231,7 +231,7 @@ async fn pull_shared_files(etcd: &EtcdStore, data_dir: &Path) -> Result<(), Serv
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        write_private_bytes(&path, &bytes).map_err(io)?;
+        crate::auth::write_private(&path, &bytes).map_err(io)?;
         if name == "pki/ca.crt" {
             // Issued by another CA: made again, by the shared one.
             let _ = std::fs::remove_file(data_dir.join("pki/server.crt"));
@@ -335,22 +335,7 @@ pub fn kubeconfig_for(
 }
 
 fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
-    write_private_bytes(path, contents.as_bytes())
-}
-
-fn write_private_bytes(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(contents)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    crate::auth::write_private(path, contents.as_bytes())
 }
 
 /// The server URL and CA recorded in `DATA/admin.kubeconfig` by a running (or the last) host.
