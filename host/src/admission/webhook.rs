@@ -48,6 +48,16 @@ impl Hook {
     fn fail(&self) -> bool {
         self.spec.get("failurePolicy").and_then(Value::as_str) != Some("Ignore")
     }
+
+    /// A configuration or condition error under the hook's `failurePolicy`: the request's
+    /// error (`Fail`), or the hook skipped (`Ignore`: `None`).
+    fn under_policy<T>(&self, r: Result<T, String>) -> Result<Option<T>, ApiError> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if self.fail() => Err(call_failed(&self.name, &e)),
+            Err(_) => Ok(None),
+        }
+    }
 }
 
 impl Webhooks {
@@ -255,11 +265,11 @@ impl Webhooks {
         object: &mut Value,
         warnings: &mut Vec<String>,
     ) -> Result<bool, ApiError> {
-        let matched = match Self::matches(ctx, hook, req, Some(object)) {
-            Ok(Some(m)) => m,
-            Ok(None) => return Ok(false),
-            Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
-            Err(_) => return Ok(false),
+        let Some(matched) = hook
+            .under_policy(Self::matches(ctx, hook, req, Some(object)))?
+            .flatten()
+        else {
+            return Ok(false);
         };
         // A hook that matched an equivalent resource sees, and patches, the object in the
         // version it matched; the result is converted back (kube's versioned attributes).
@@ -285,11 +295,8 @@ impl Webhooks {
         object: &mut Value,
         warnings: &mut Vec<String>,
     ) -> Result<bool, ApiError> {
-        match self.conditions_hold(ctx, hook, req, Some(object)) {
-            Ok(true) => {}
-            Ok(false) => return Ok(false),
-            Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
-            Err(_) => return Ok(false),
+        if hook.under_policy(self.conditions_hold(ctx, hook, req, Some(object)))? != Some(true) {
+            return Ok(false);
         }
         check_dry_run(hook, req)?;
         let resp = match self.call(ctx, hook, req, Some(object)).await {
@@ -302,11 +309,7 @@ impl Webhooks {
             return Err(denied(&hook.name, resp.get("status")));
         }
         if let Some(p) = resp.get("patch").and_then(Value::as_str) {
-            match apply_patch(req, object, p, resp.get("patchType")) {
-                Ok(()) => {}
-                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
-                Err(_) => {}
-            }
+            hook.under_policy(apply_patch(req, object, p, resp.get("patchType")))?;
         }
         Ok(true)
     }
@@ -320,11 +323,11 @@ impl Webhooks {
         let hooks = Self::hooks(ctx, VALIDATING);
         let mut calls = Vec::new();
         for hook in &hooks {
-            let matched = match Self::matches(ctx, hook, req, object) {
-                Ok(Some(m)) => m,
-                Ok(None) => continue,
-                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
-                Err(_) => continue,
+            let Some(matched) = hook
+                .under_policy(Self::matches(ctx, hook, req, object))?
+                .flatten()
+            else {
+                continue;
             };
             // In the version the hook matched (kube's versioned attributes).
             let versioned = ctx.versioned(req, &matched, object).await?;
@@ -332,11 +335,8 @@ impl Webhooks {
                 Some(v) => self.conditions_hold(ctx, hook, &v.request(req), v.object.as_ref()),
                 None => self.conditions_hold(ctx, hook, req, object),
             };
-            match holds {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e)),
-                Err(_) => continue,
+            if hook.under_policy(holds)? != Some(true) {
+                continue;
             }
             check_dry_run(hook, req)?;
             calls.push(async move {
