@@ -2522,7 +2522,7 @@ impl Service {
         }
         let mut status =
             json!({"replicas": at(&sc.status_replicas_path).and_then(|v| v.as_i64()).unwrap_or(0)});
-        match sc.label_selector_path.as_deref().and_then(&at) {
+        match sc.label_selector_path.as_deref().and_then(at) {
             Some(Value::String(sel)) => status["selector"] = Value::String(sel),
             // Built-in kinds point at their LabelSelector: Scale carries its string form.
             Some(sel @ Value::Object(_)) => {

@@ -395,12 +395,9 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
         if tail.is_empty() {
             return Some((major, 2, 0));
         }
-        let (stage, n) = if let Some(n) = tail.strip_prefix("beta") {
-            (1, n)
-        } else if let Some(n) = tail.strip_prefix("alpha") {
-            (0, n)
-        } else {
-            return None;
+        let (stage, n) = match tail.strip_prefix("beta") {
+            Some(n) => (1, n),
+            None => (0, tail.strip_prefix("alpha")?),
         };
         if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
             return None;

@@ -516,7 +516,8 @@ pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
                 continue;
             }
             cur = cur.iter().filter_map(|v| v.get(field).cloned()).collect();
-        } else if let Some(r) = rest.strip_prefix('[') {
+        } else {
+            let r = rest.strip_prefix('[')?;
             let end = r.find(']')?;
             let inner = &r[..end];
             rest = &r[end + 1..];
@@ -545,8 +546,6 @@ pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
                     .filter_map(|v| v.as_array().and_then(|a| a.get(idx)).cloned())
                     .collect();
             }
-        } else {
-            return None;
         }
     }
     match cur.len() {

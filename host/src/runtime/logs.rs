@@ -162,7 +162,7 @@ impl Logs {
         use std::sync::atomic::Ordering;
         let taken = self
             .followers
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            .try_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < MAX_FOLLOWERS).then_some(n + 1)
             })
             .is_ok();

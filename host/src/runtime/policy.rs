@@ -67,10 +67,10 @@ fn read_exports(bytes: &[u8]) -> Exports {
                 unchecked_range, ..
             } => {
                 // The outer parser goes on after the nested one's bytes.
-                let len = unchecked_range.end - unchecked_range.start;
-                if len > rest.len() {
+                let len = usize::try_from(unchecked_range.end - unchecked_range.start);
+                let Some(len) = len.ok().filter(|l| *l <= rest.len()) else {
                     return Exports::Unknown;
-                }
+                };
                 rest = &rest[len..];
             }
             Payload::ComponentExportSection(exports) => {
