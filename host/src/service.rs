@@ -68,11 +68,12 @@ impl Subresource {
     }
 }
 
-/// `fieldValidation`: what to do with fields the schema does not know.
+/// `fieldValidation`: what to do with fields the schema does not know, and with keys a JSON
+/// body repeats (kube's strict decoding errors: `unknown field "..."`, `duplicate field "..."`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum FieldValidation {
     Ignore,
-    /// kube's server default: accept, with a `Warning` header per unknown field.
+    /// kube's server default: accept, with a `Warning` header per unknown or repeated field.
     #[default]
     Warn,
     Strict,
@@ -99,6 +100,10 @@ pub struct WriteOptions {
     /// Set by the (JSON, merge, strategic) patch path: a strict decoding error is kube's bare
     /// one, without the "cannot be handled as" of a create's or update's body.
     pub(crate) patched: bool,
+    /// The keys a create's or update's JSON body repeated (`model::json::from_slice`, read
+    /// unless `fieldValidation=Ignore`), reported with its unknown fields: refused, warned
+    /// about or dropped as they are.
+    pub duplicates: Vec<crate::model::json::DuplicateField>,
     /// For API requests: the authorizer that decides whether `user` may also `create` the
     /// object, asked when an update or a server-side apply would create it (kube's
     /// `withAuthorization` around create-on-update); the host's own writes carry none.
@@ -1103,6 +1108,14 @@ impl Service {
                 ));
             }
             let cont = decode_continue(token)?;
+            // A token of a revision the store has not reached (never one it handed out, unless
+            // another host wrote it): kube's cacher serves a continue at its revision as an
+            // exact read, waiting for it as for a `resourceVersion`, then its 504.
+            if cont.rv > self.store.revision()
+                && !self.store.wait_for_revision(cont.rv, TOO_NEW_WAIT).await
+            {
+                return Err(too_large_rv(cont.rv, self.store.revision()));
+            }
             let snap = self
                 .store
                 .list(&resource, Some(cont.rv))
@@ -1444,7 +1457,13 @@ impl Service {
                         version = ri.version
                     ))
                 })?;
-            let warnings = Self::unknown_fields(ri, unknown, opts)?;
+            let duplicates = crate::builtin::decode::duplicates(
+                &ri.group,
+                &ri.version,
+                &ri.kind,
+                &opts.duplicates,
+            );
+            let warnings = Self::strict_fields(ri, duplicates, unknown, opts)?;
             let mut causes = if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE
             {
                 crate::crd::apply_defaults(obj);
@@ -1525,17 +1544,23 @@ impl Service {
 
     /// A custom resource as kube's decoder hands it to admission: pruned to the schema (the
     /// client's unknown fields refused, warned about or dropped per `fieldValidation`) and
-    /// defaulted, so mutating webhooks and policies see what will be stored.
+    /// defaulted, so mutating webhooks and policies see what will be stored. Decoded as
+    /// unstructured first, every key its body repeated is reported, before the unknown fields
+    /// (kube's `schemaCoercingDecoder` appends those to the JSON decoder's strict errors).
     fn decode_custom(
         ri: &ResourceInfo,
         obj: &mut Value,
         opts: &WriteOptions,
     ) -> Result<Vec<String>> {
-        let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.as_ref()) else {
+        if ri.custom.is_none() {
             return Ok(Vec::new());
+        }
+        let duplicates: Vec<String> = opts.duplicates.iter().map(|d| d.path.clone()).collect();
+        let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.as_ref()) else {
+            return Self::strict_fields(ri, duplicates, Vec::new(), opts);
         };
         let unknown = schema.prune(obj);
-        let warnings = Self::unknown_fields(ri, unknown, opts)?;
+        let warnings = Self::strict_fields(ri, duplicates, unknown, opts)?;
         schema.apply_defaults(obj);
         Ok(warnings)
     }
@@ -1562,19 +1587,24 @@ impl Service {
         }
     }
 
-    /// Fields a body had that its type does not: refused, warned about or dropped silently, per
-    /// the request's `fieldValidation` (kube's messages).
-    fn unknown_fields(
+    /// Keys a body repeated and fields it had that its type does not: refused, warned about or
+    /// dropped silently, per the request's `fieldValidation` (kube's messages: sigs.k8s.io/json's
+    /// `duplicate field "PATH"` with Go's quoting, `unknown field "PATH"`, one strict decoding
+    /// error joined by `, `). kube lists a built-in kind's in document order, one decoder
+    /// finding both; here the repeated keys come first (a custom resource's order).
+    fn strict_fields(
         ri: &ResourceInfo,
+        duplicates: Vec<String>,
         unknown: Vec<String>,
         opts: &WriteOptions,
     ) -> Result<Vec<String>> {
-        if unknown.is_empty() {
+        if duplicates.is_empty() && unknown.is_empty() {
             return Ok(Vec::new());
         }
-        let msgs: Vec<String> = unknown
+        let msgs: Vec<String> = duplicates
             .iter()
-            .map(|f| format!("unknown field \"{f}\""))
+            .map(|f| format!("duplicate field {}", crate::auth::rbac::go_quote(f)))
+            .chain(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
             .collect();
         let strict = format!("strict decoding error: {}", msgs.join(", "));
         match opts.field_validation {
@@ -3721,7 +3751,7 @@ impl Service {
 mod tests {
     use serde_json::json;
 
-    use super::{Service, WriteOptions};
+    use super::{FieldValidation, ListOptions, Service, WriteOptions};
     use crate::model::meta::NEXT_SUFFIXES;
 
     /// A service over a fresh sled store in a temporary directory, bootstrapped.
@@ -3804,6 +3834,86 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(w.object.value()["metadata"]["generation"], 1);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Keys a body repeats are kube's strict decoding errors, with its unknown fields: a 400
+    /// with `fieldValidation=Strict`, a warning each with `Warn` (the last value kept), nothing
+    /// with `Ignore`.
+    #[tokio::test]
+    async fn repeated_keys_follow_field_validation() {
+        let (svc, dir) = bootstrapped("duplicates").await;
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let body = br#"{"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "name": "dup"}, "data": {"k": "1", "k": "2"}, "bogus": 1}"#;
+        let (obj, duplicates) = crate::model::json::from_slice(body).unwrap();
+        let opts = |field_validation| WriteOptions {
+            field_validation,
+            duplicates: duplicates.clone(),
+            dry_run: true,
+            ..Default::default()
+        };
+        let e = svc
+            .create(&cms, "default", obj.clone(), &opts(FieldValidation::Strict))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 400, "{e:?}");
+        assert_eq!(
+            e.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"metadata.name\", duplicate field \"data.k\", unknown field \"bogus\""
+        );
+        let w = svc
+            .create(&cms, "default", obj.clone(), &opts(FieldValidation::Warn))
+            .await
+            .unwrap();
+        assert_eq!(
+            w.warnings,
+            [
+                "duplicate field \"metadata.name\"",
+                "duplicate field \"data.k\"",
+                "unknown field \"bogus\""
+            ]
+        );
+        let got = w.object.value();
+        assert_eq!(got["metadata"]["name"], "dup", "{got}");
+        assert_eq!(got["data"]["k"], "2", "{got}");
+        let w = svc
+            .create(&cms, "default", obj, &opts(FieldValidation::Ignore))
+            .await
+            .unwrap();
+        assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A continue token of a revision the store has not reached is kube's 504 (`Too large
+    /// resource version`) once the wait for it is over, not a page of the current state.
+    /// (Paused time: the clock skips the 3 s wait, as in the list fuzzer's fixture.)
+    #[tokio::test(start_paused = true)]
+    async fn a_continue_token_beyond_the_store_is_too_large() {
+        let (svc, dir) = bootstrapped("continue-beyond").await;
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let list = |rv: u64| ListOptions {
+            continue_token: Some(super::encode_continue(rv, "default/a", None)),
+            limit: Some(10),
+            ..Default::default()
+        };
+        let e = svc
+            .list(&cms, Some("default"), &list(u64::MAX))
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (504, "Timeout"), "{e:?}");
+        let want = format!(
+            "Timeout: Too large resource version: {}, current: ",
+            u64::MAX
+        );
+        assert!(e.message.starts_with(&want), "{e:?}");
+        assert_eq!(e.causes.len(), 1, "{e:?}");
+        assert_eq!(e.retry_after, Some(1));
+        // At a revision the store has: a page.
+        let rv = svc.store.revision();
+        svc.list(&cms, Some("default"), &list(rv)).await.unwrap();
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -419,9 +419,11 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
-            let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Create)?;
+            let mut opts =
+                write_options(query, &state.authz, &guard, &user, &headers, Write::Create)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let obj = decode_object(&headers, &body)?;
+            let (obj, duplicates) = decode_written(&headers, &body, opts.field_validation)?;
+            opts.duplicates = duplicates;
             let mut written = if detach {
                 let (s, ri, ns, opts) =
                     (state.service.clone(), ri.clone(), ns.clone(), opts.clone());
@@ -435,9 +437,11 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             written_response(svc, &ri, &headers, query, StatusCode::CREATED, written).await
         }
         (&Method::PUT, Some(name)) => {
-            let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
+            let mut opts =
+                write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let obj = decode_object(&headers, &body)?;
+            let (obj, duplicates) = decode_written(&headers, &body, opts.field_validation)?;
+            opts.duplicates = duplicates;
             let mut written = if detach {
                 let (s, ri, ns, opts, name, sub) = (
                     state.service.clone(),
@@ -634,6 +638,7 @@ async fn scale(
             let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let wanted = decode_json(&body)?;
+            check_name(&wanted, &ns, &name)?;
             svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
                 .await?
         }
@@ -1022,6 +1027,32 @@ fn same_namespace(obj: &Value, ns: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// kube's update handler on the object it decoded (`endpoints/handlers/update.go`), for a write
+/// whose body is not the stored kind (a Scale): a namespace other than the request's is
+/// refused (`rest.EnsureObjectNamespaceMatchesRequestNamespace`; a cluster-scoped object's is
+/// cleared), then the name must be the URL's (`checkName`, `endpoints/handlers/rest.go`; an
+/// empty one is not taken as the URL's).
+fn check_name(obj: &Value, ns: &str, name: &str) -> Result<(), ApiError> {
+    if !ns.is_empty() {
+        same_namespace(obj, ns)?;
+    }
+    let given = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if given.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        )));
+    }
+    if given != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({given}) does not match the name on the URL ({name})"
+        )));
+    }
+    Ok(())
+}
+
 /// Where a create-only subresource (or the `bindings` collection) is written: admission sees
 /// a CREATE of `ri`'s `sub` whose object is of `kind`.
 struct SubresourceCreate<'a> {
@@ -1405,20 +1436,43 @@ async fn read_body_unbounded(req: Request) -> Result<Bytes, ApiError> {
         })
 }
 
-/// Decode a create/update body by its Content-Type.
-fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+/// A request body's media type, lowercase, without parameters (JSON when unsaid).
+fn body_media_type(headers: &HeaderMap) -> String {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
-    let essence = ct
-        .split(';')
+    ct.split(';')
         .next()
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// Whether a body of this media type is decoded as JSON.
+fn is_json(essence: &str) -> bool {
+    matches!(essence, "application/json" | "" | "*/*")
+}
+
+/// A create's or update's body ([`decode_object`]) and, for a JSON body whose
+/// `fieldValidation` is not `Ignore`, the keys it repeats: kube's strict JSON decoder reports
+/// them (its non-strict one, for `Ignore`, does not look).
+fn decode_written(
+    headers: &HeaderMap,
+    body: &[u8],
+    validation: FieldValidation,
+) -> Result<(Value, Vec<crate::model::json::DuplicateField>), ApiError> {
+    if validation == FieldValidation::Ignore || !is_json(&body_media_type(headers)) {
+        return Ok((decode_object(headers, body)?, Vec::new()));
+    }
+    decode_json_with(body, true)
+}
+
+/// Decode a create/update body by its Content-Type.
+fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
+    let essence = body_media_type(headers);
     match essence.as_str() {
-        "application/json" | "" | "*/*" => decode_json(body),
+        e if is_json(e) => decode_json(body),
         "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body)
             .map_err(|e| ApiError::unsupported_media_type(e.to_string())),
         // kube's serializers take YAML bodies too (what `curl --data-binary @x.yaml` sends);
@@ -1440,20 +1494,41 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
+/// A JSON body as kube's decoder reads it: an object, `-0` an integer
+/// (`model::json::negative_zero_as_zero`).
 pub(crate) fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
+    decode_json_with(body, false).map(|(v, _)| v)
+}
+
+/// [`decode_json`], with the keys the body repeats when `duplicates` is asked for
+/// (`model::json::from_slice`).
+fn decode_json_with(
+    body: &[u8],
+    duplicates: bool,
+) -> Result<(Value, Vec<crate::model::json::DuplicateField>), ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request(
             "the request body is empty; a JSON object is required",
         ));
     }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+    let body = crate::model::json::negative_zero_as_zero(body);
+    let invalid = |e: serde_json::Error| {
+        ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
+    };
+    let (v, found) = if duplicates {
+        crate::model::json::from_slice(&body).map_err(invalid)?
+    } else {
+        (
+            serde_json::from_slice::<Value>(&body).map_err(invalid)?,
+            Vec::new(),
+        )
+    };
     if !v.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",
         ));
     }
-    Ok(v)
+    Ok((v, found))
 }
 
 fn dry_run(q: &Query) -> Result<bool, ApiError> {
@@ -1548,9 +1623,7 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
         opts.propagation = Some(Propagation::parse(p)?);
     }
     if let Some(g) = q.get("gracePeriodSeconds").filter(|g| !g.is_empty()) {
-        opts.grace_period = Some(g.parse::<i64>().map_err(|_| {
-            ApiError::bad_request(format!("strconv.ParseInt: parsing {g:?}: invalid syntax"))
-        })?);
+        opts.grace_period = Some(go_parse_int(g)?);
     }
     if let Some(o) = q.get("orphanDependents") {
         if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
@@ -1563,7 +1636,8 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
         });
     }
     if !body.iter().all(u8::is_ascii_whitespace) {
-        let v: Value = serde_json::from_slice(body)
+        let body = crate::model::json::negative_zero_as_zero(body);
+        let v: Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
         if let Some(pre) = v.get("preconditions") {
             opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_owned);
@@ -1650,6 +1724,8 @@ async fn legacy_watch(
 /// feature is on, as in kube 1.34.
 pub fn validate_list_options(q: &Query, watch: bool) -> Result<(), ApiError> {
     use crate::builtin::validation::field::{forbidden, not_supported};
+    // kube converts the query into ListOptions first (a 400 for what does not convert).
+    list_integers(q)?;
     let given = |k: &str| q.get(k).map(String::as_str).filter(|v| !v.is_empty());
     let rv_match = given("resourceVersionMatch");
     let send_initial = q.contains_key("sendInitialEvents");
@@ -1722,15 +1798,42 @@ pub fn validate_list_options(q: &Query, watch: bool) -> Result<(), ApiError> {
     }
 }
 
+/// The integers of kube's `ListOptions` as its parameter codec converts the query
+/// (`autoConvert_url_Values_To_v1_ListOptions`, in the struct's order: `timeoutSeconds`, then
+/// `limit`), before `ValidateListOptions`: each with Go's `strconv.ParseInt`, present but empty
+/// included; the first that does not parse is a 400 with Go's error. Returns them in that
+/// order.
+pub fn list_integers(q: &Query) -> Result<(Option<i64>, Option<i64>), ApiError> {
+    let timeout = int_param(q, "timeoutSeconds")?;
+    let limit = int_param(q, "limit")?;
+    Ok((timeout, limit))
+}
+
+/// An int64 query parameter ([`go_parse_int`]), if given.
+fn int_param(q: &Query, name: &str) -> Result<Option<i64>, ApiError> {
+    q.get(name).map(|v| go_parse_int(v)).transpose()
+}
+
+/// Go's `strconv.ParseInt(v, 10, 64)`, its error as kube's parameter decoding answers it: a 400
+/// `strconv.ParseInt: parsing "abc": invalid syntax` (or `value out of range`).
+pub(crate) fn go_parse_int(v: &str) -> Result<i64, ApiError> {
+    v.parse::<i64>().map_err(|e| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                "value out of range"
+            }
+            _ => "invalid syntax",
+        };
+        ApiError::bad_request(format!(
+            "strconv.ParseInt: parsing {}: {why}",
+            crate::auth::rbac::go_quote(v)
+        ))
+    })
+}
+
 pub fn list_options(q: &Query) -> Result<ListOptions, ApiError> {
-    let limit = match q.get("limit").map(String::as_str) {
-        None | Some("") => None,
-        Some(l) => Some(l.parse::<i64>().map_err(|_| {
-            ApiError::bad_request(format!("limit: Invalid value: \"{l}\": must be an integer"))
-        })?)
-        .filter(|l| *l > 0)
-        .map(|l| l as usize),
-    };
+    let (_, limit) = list_integers(q)?;
+    let limit = limit.filter(|l| *l > 0).map(|l| l as usize);
     Ok(ListOptions {
         label_selector: q.get("labelSelector").cloned(),
         field_selector: q.get("fieldSelector").cloned(),
@@ -2041,6 +2144,141 @@ mod tests {
             assert_eq!(list["metadata"]["continue"], "next", "{accept}");
             assert_eq!(list["metadata"]["remainingItemCount"], 3, "{accept}");
         }
+    }
+
+    /// A JSON body's repeated keys are read (for the write to report) unless
+    /// `fieldValidation=Ignore`; the last value is kept either way.
+    #[test]
+    fn repeated_keys_are_read_unless_ignored() {
+        let json = HeaderMap::new();
+        let body = br#"{"metadata": {"name": "a", "name": "b"}}"#;
+        for fv in [FieldValidation::Strict, FieldValidation::Warn] {
+            let (v, found) = decode_written(&json, body, fv).expect("decoded");
+            assert_eq!(v["metadata"]["name"], "b");
+            let paths: Vec<&str> = found.iter().map(|d| d.path.as_str()).collect();
+            assert_eq!(paths, ["metadata.name"], "{fv:?}");
+        }
+        let (v, found) = decode_written(&json, body, FieldValidation::Ignore).expect("decoded");
+        assert_eq!(v["metadata"]["name"], "b");
+        assert!(found.is_empty());
+        let e = decode_written(&json, b"{\"a\": 1,}", FieldValidation::Strict).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert!(
+            e.message
+                .starts_with("the request body is not valid JSON: "),
+            "{e:?}"
+        );
+        let mut yaml = HeaderMap::new();
+        yaml.insert(
+            header::CONTENT_TYPE,
+            "application/yaml".parse().expect("header"),
+        );
+        let (_, found) = decode_written(&yaml, b"metadata:\n  name: a\n", FieldValidation::Strict)
+            .expect("decoded");
+        assert!(found.is_empty());
+    }
+
+    /// `-0` is an integer, as Go reads it; `-0.0`, `1e2` and `1.5` are not.
+    #[test]
+    fn negative_zero_is_an_integer() {
+        fn decode(body: &[u8]) -> Result<Value, crate::builtin::decode::DecodeError> {
+            let mut v = decode_json(body).expect("JSON");
+            crate::builtin::decode::decode("apps", "v1", "Deployment", &mut v).map(|_| v)
+        }
+        let v = decode(br#"{"metadata": {"generation": -0}, "spec": {"replicas": -0}}"#)
+            .expect("decoded");
+        assert_eq!(v["spec"]["replicas"].as_i64(), Some(0));
+        assert_eq!(v["metadata"]["generation"].as_i64(), Some(0));
+        for bad in ["-0.0", "1e2", "1.5", "-0e0"] {
+            let body = format!("{{\"spec\": {{\"replicas\": {bad}}}}}");
+            assert!(decode(body.as_bytes()).is_err(), "{bad}");
+        }
+        let opts =
+            delete_options(&Query::new(), br#"{"gracePeriodSeconds": -0}"#).expect("options");
+        assert_eq!(opts.grace_period, Some(0));
+    }
+
+    /// A Scale written with PUT names the URL's object (kube's `checkName` and
+    /// `EnsureObjectNamespaceMatchesRequestNamespace`).
+    #[test]
+    fn a_scale_names_the_urls_object() {
+        let scale = |meta: Value| {
+            json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": meta,
+                   "spec": {"replicas": 2}})
+        };
+        assert!(check_name(
+            &scale(json!({"name": "web", "namespace": "ns"})),
+            "ns",
+            "web"
+        )
+        .is_ok());
+        assert!(check_name(&scale(json!({"name": "web"})), "ns", "web").is_ok());
+        let e = check_name(&scale(json!({"name": "other"})), "ns", "web").unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                400,
+                "the name of the object (other) does not match the name on the URL (web)"
+            )
+        );
+        let e = check_name(
+            &scale(json!({"name": "other", "namespace": "x"})),
+            "ns",
+            "web",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                400,
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        );
+        let e = check_name(&scale(json!({})), "ns", "web").unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                400,
+                "the name of the object (web based on URL) was undeterminable: name must be provided"
+            )
+        );
+        // Cluster-scoped: a namespace in the body is cleared, not refused.
+        assert!(check_name(&scale(json!({"name": "web", "namespace": "x"})), "", "web").is_ok());
+    }
+
+    /// `timeoutSeconds` and `limit` are parsed as kube's parameter codec parses them, before
+    /// `ValidateListOptions`: Go's `strconv.ParseInt` and its error in a 400.
+    #[test]
+    fn list_integers_are_gos() {
+        let q = |k: &str, v: &str| Query::from([(k.to_owned(), v.to_owned())]);
+        assert_eq!(
+            list_integers(&q("timeoutSeconds", "-5")).expect("parsed"),
+            (Some(-5), None)
+        );
+        assert_eq!(
+            list_integers(&q("limit", "+7")).expect("parsed"),
+            (None, Some(7))
+        );
+        for (k, v, why) in [
+            ("timeoutSeconds", "abc", "invalid syntax"),
+            ("timeoutSeconds", "1.5", "invalid syntax"),
+            (
+                "timeoutSeconds",
+                "99999999999999999999",
+                "value out of range",
+            ),
+            ("limit", "", "invalid syntax"),
+        ] {
+            let e = list_integers(&q(k, v)).unwrap_err();
+            assert_eq!(
+                (e.code, e.message),
+                (400, format!("strconv.ParseInt: parsing \"{v}\": {why}"))
+            );
+        }
+        let mut both = q("timeoutSeconds", "x");
+        both.insert("sendInitialEvents".into(), "true".into());
+        assert_eq!(validate_list_options(&both, false).unwrap_err().code, 400);
+        assert_eq!(list_options(&q("limit", "x")).unwrap_err().code, 400);
     }
 
     #[test]

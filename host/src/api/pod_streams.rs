@@ -188,15 +188,7 @@ fn integer(query: &Query, param: &str) -> Result<Option<i64>, ApiError> {
     let Some(v) = query.get(param) else {
         return Ok(None);
     };
-    v.parse::<i64>().map(Some).map_err(|e| {
-        let why = match e.kind() {
-            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
-                "value out of range"
-            }
-            _ => "invalid syntax",
-        };
-        ApiError::bad_request(format!("strconv.ParseInt: parsing {v:?}: {why}"))
-    })
+    super::handlers::go_parse_int(v).map(Some)
 }
 
 /// The log options kube reads (`PodLogOptions`), checked as `ValidatePodLogOptions` does.

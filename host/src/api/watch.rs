@@ -422,6 +422,9 @@ pub async fn serve(
         }
         _ => None,
     };
+    // kube converts the query into ListOptions first: a `timeoutSeconds` (or `limit`) that is
+    // not an int64 is a 400.
+    let (timeout_seconds, _) = super::handlers::list_integers(q)?;
     let ri = target.ri.clone();
     let enc = Encoder {
         repr,
@@ -449,6 +452,11 @@ pub async fn serve(
             ))
         })?),
     };
+    let Some(timeout) = watch_timeout(timeout_seconds) else {
+        // Its deadline has passed: kube's stream is closed as soon as it is open (nothing is
+        // waited for).
+        return Ok(stream_response(Body::empty()));
+    };
     let store = state.service.store.clone();
     if rv_param.is_none() {
         // Unset: the most recent state, read consistently (a store shared by several hosts may
@@ -467,10 +475,6 @@ pub async fn serve(
             return Ok(json_response(StatusCode::OK, error_line(&e)));
         }
     }
-    let timeout = match q.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()) {
-        Some(t) if t > 0 => Duration::from_secs(t),
-        _ => Duration::from_secs(1800 + rand::random::<u64>() % 1800),
-    };
     // Where the stream starts, and whether it opens with the current state: the one watcher
     // (`informer.rs`), which ends rather than relists when the history has lost its place.
     // A watch of one namespace follows that namespace's feed only.
@@ -555,7 +559,12 @@ pub async fn serve(
         }
         metrics_state.metrics.watches.closed(stop.reason());
     });
-    let mut resp = Response::new(Body::from_stream(body));
+    Ok(stream_response(Body::from_stream(body)))
+}
+
+/// A watch's 200 with its headers.
+fn stream_response(body: Body) -> Response {
+    let mut resp = Response::new(body);
     resp.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("application/json"),
@@ -564,7 +573,20 @@ pub async fn serve(
         axum::http::header::CACHE_CONTROL,
         axum::http::HeaderValue::from_static("no-cache, private"),
     );
-    Ok(resp)
+    resp
+}
+
+/// How long a watch runs, as kube's `handleWatch` derives it from `timeoutSeconds`: the seconds
+/// times `time.Second`, Go's int64 of nanoseconds (which wraps on overflow, as Go's
+/// multiplication does); zero, or unset, is the default of 30 to 60 minutes
+/// (`minRequestTimeout`, 1800 s, times 1 to 2). Below zero the deadline has already passed:
+/// `None`, the watch ends at once (kube's context is done and its timer fires immediately).
+fn watch_timeout(seconds: Option<i64>) -> Option<Duration> {
+    match seconds.unwrap_or(0).wrapping_mul(1_000_000_000) {
+        0 => Some(Duration::from_secs(1800 + rand::random::<u64>() % 1800)),
+        n if n < 0 => None,
+        n => Some(Duration::from_nanos(n.unsigned_abs())),
+    }
 }
 
 /// The watch task: the watcher's events (the initial state or backlog, then live events) and
@@ -794,6 +816,26 @@ mod tests {
         assert!(!f.queue.stalled());
         tokio::time::sleep(STALL).await;
         assert!(f.queue.stalled());
+    }
+
+    /// `timeoutSeconds` as kube reads it: unset or zero the default, below zero at once, and
+    /// seconds that overflow Go's int64 of nanoseconds wrapped as Go wraps them.
+    #[test]
+    fn the_timeout_is_kubes() {
+        // 2^55 s and -2^63 s are whole multiples of 2^64 ns: zero once wrapped, as in Go.
+        for default in [None, Some(0), Some(1 << 55), Some(i64::MIN)] {
+            let t = watch_timeout(default).expect("a timeout");
+            assert!((1800..3600).contains(&t.as_secs()), "{default:?}: {t:?}");
+        }
+        assert_eq!(watch_timeout(Some(5)), Some(Duration::from_secs(5)));
+        assert_eq!(watch_timeout(Some(-1)), None);
+        assert_eq!(watch_timeout(Some(-30)), None);
+        // 10^10 s is past int64 nanoseconds: Go's product wraps below zero.
+        assert_eq!(watch_timeout(Some(10_000_000_000)), None);
+        assert_eq!(
+            watch_timeout(Some(9_000_000_000)),
+            Some(Duration::from_secs(9_000_000_000))
+        );
     }
 
     /// Dropping the body (the client went away) frees the queue and ends the watch.

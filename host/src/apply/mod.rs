@@ -497,7 +497,9 @@ pub fn parse_config(ri: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> {
 
 /// [`parse_config`] for an applied object of the group/version `gv` (a Scale's `autoscaling/v1`).
 pub fn parse_config_as(gv: &str, body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = match serde_json::from_slice(body) {
+    // `-0` is the integer 0, as sigs.k8s.io/yaml reads it.
+    let json = crate::model::json::negative_zero_as_zero(body);
+    let v: Value = match serde_json::from_slice(&json) {
         Ok(v) => v,
         // Not JSON: YAML, converted to JSON as kube's `yaml.Unmarshal` does (sigs.k8s.io/yaml).
         Err(_) => yaml_to_json(body).map_err(|e| {

@@ -17,6 +17,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::definitions::{self, Definitions};
+use crate::model::json::{DuplicateField, PathSegment};
 use crate::schema::objectmeta::go_type_name;
 
 const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
@@ -51,6 +52,67 @@ pub fn decode(
     };
     d.value(def, obj)?;
     Ok(d.unknown)
+}
+
+/// The keys a body repeated (`model::json::from_slice`) that kube's strict decoder reports for
+/// the kind (sigs.k8s.io/json's `DisallowDuplicateFields`, as `duplicate field "PATH"`): a
+/// field of a struct or a key of a map, as the type is walked. Not a key the struct does not
+/// have (reported once, as unknown), nor anything inside such a field or inside a value its Go
+/// type decodes itself (`RawExtension`, `FieldsV1`, a CRD schema's `default` and the other
+/// `JSON` values: their `UnmarshalJSON` does not look). A kind without a definition is decoded
+/// as unstructured: every repeated key.
+pub fn duplicates(group: &str, version: &str, kind: &str, found: &[DuplicateField]) -> Vec<String> {
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let defs = definitions::get();
+    let Some(def) = defs.name_of(group, version, kind).and_then(|n| defs.get(n)) else {
+        return found.iter().map(|d| d.path.clone()).collect();
+    };
+    found
+        .iter()
+        .filter(|d| checked(defs, def, &d.segments))
+        .map(|d| d.path.clone())
+        .collect()
+}
+
+/// Whether kube's typed decoder checks the key at the end of `segments` for repeats.
+fn checked(defs: &Definitions, root: &Value, segments: &[PathSegment]) -> bool {
+    let Some((last, parents)) = segments.split_last() else {
+        return false;
+    };
+    let mut schema = root;
+    for seg in parents {
+        match typed_child(defs, schema, seg) {
+            Some(s) => schema = s,
+            None => return false,
+        }
+    }
+    typed_child(defs, schema, last).is_some()
+}
+
+/// The schema of a struct's field, a map's value or a list's item; `None` where the type has no
+/// such step it decodes field by field (an unknown field, a scalar, a type that decodes itself:
+/// an object without properties, or no type at all).
+fn typed_child<'a>(
+    defs: &'a Definitions,
+    schema: &'a Value,
+    seg: &PathSegment,
+) -> Option<&'a Value> {
+    let schema = defs.resolve(schema).map_or(schema, |(_, def)| def);
+    let ty = schema.get("type").and_then(Value::as_str);
+    match seg {
+        PathSegment::Key(key) if ty == Some("object") => {
+            match schema.get("properties").and_then(Value::as_object) {
+                Some(props) => props.get(key.as_str()),
+                None => schema
+                    .get("additionalProperties")
+                    .filter(|ap| ap.is_object()),
+            }
+        }
+        PathSegment::Index(_) if ty == Some("array") => schema.get("items"),
+        _ => None,
+    }
 }
 
 struct Decoder<'a> {
@@ -332,6 +394,51 @@ mod tests {
         assert_eq!(
             v,
             json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "a"}]}})
+        );
+    }
+
+    /// kube's typed decoder reports a repeated field of a struct or key of a map; not a
+    /// repeated unknown field (reported as unknown), nor repeats inside one or inside a value
+    /// Go decodes itself (`FieldsV1`, a CRD schema's `default`).
+    #[test]
+    fn repeated_keys_are_reported_where_the_typed_decoder_looks() {
+        let body = br#"{"kind": "Pod", "kind": "Pod", "bogus": {"a": 1, "a": 2}, "bogus": 1,
+            "metadata": {"name": "a", "name": "b", "labels": {"x": "1", "x": "2"},
+                "managedFields": [{"manager": "m", "fieldsV1": {"f:a": {}, "f:a": {}}}]},
+            "spec": {"containers": [{"name": "c", "image": "i", "image": "j",
+                "resources": {"limits": {"cpu": "1", "cpu": "2"}}}]}}"#;
+        let (_, found) = crate::model::json::from_slice(body).expect("JSON");
+        assert_eq!(found.len(), 8);
+        assert_eq!(
+            duplicates("", "v1", "Pod", &found),
+            vec![
+                "kind",
+                "metadata.name",
+                "metadata.labels.x",
+                "spec.containers[0].image",
+                "spec.containers[0].resources.limits.cpu",
+            ]
+        );
+        let body = br#"{"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+            "properties": {"a": {"type": "string"}, "a": {"type": "string"}},
+            "default": {"x": 1, "x": 2}}}}]}}"#;
+        let (_, found) = crate::model::json::from_slice(body).expect("JSON");
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            duplicates(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+                &found
+            ),
+            vec!["spec.versions[0].schema.openAPIV3Schema.properties.a"]
+        );
+        // A kind without a definition is decoded as unstructured.
+        let (_, found) =
+            crate::model::json::from_slice(br#"{"a": {"b": 1, "b": 1}}"#).expect("JSON");
+        assert_eq!(
+            duplicates("turtles.dev", "v1", "Controller", &found),
+            vec!["a.b"]
         );
     }
 

@@ -39,9 +39,10 @@ impl PatchType {
     }
 }
 
-/// Decode a patch body.
+/// Decode a patch body (`-0` an integer, as Go reads it: `model::json::negative_zero_as_zero`).
 pub fn parse(t: PatchType, body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = serde_json::from_slice(body)
+    let body = crate::model::json::negative_zero_as_zero(body);
+    let v: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     match t {
         PatchType::Json if !v.is_array() => Err(ApiError::bad_request(
