@@ -8,6 +8,7 @@
 pub mod convert;
 pub mod etcd_store;
 mod head;
+mod high_water;
 mod index;
 mod lean;
 pub mod local;

@@ -2,6 +2,14 @@
 //! under `m\0rv`, all in one tree so a batch of writes and its counter commit atomically. A
 //! commit is sled's `apply_batch`, then sled's flush, then `fdatasync` of sled's log file.
 //!
+//! Beside sled's files in the store's directory, `sled.hwm` is the high-water mark (with fsync
+//! on; [`super::high_water`], as the wal engine's `wal.hwm`): a revision every write up to which
+//! was acknowledged, rewritten at most once a second after a commit and at a stop. sled answers
+//! some damage to its files (a flipped byte in the middle of its log) by silently recovering an
+//! older state; a store whose revision counter comes back below the mark is missing
+//! acknowledged writes, and refuses to start until `sled.hwm` is deleted. A data dir from before
+//! the mark (sled's files, no `sled.hwm`) starts as it is and gets one.
+//!
 //! The rest of the store (the in-memory index, the one writer thread, group commit, events) is
 //! [`super::local`]'s, shared with the [`super::wal`] engine.
 
@@ -9,6 +17,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::high_water::{self, HighWater, Mark};
 use super::local::{Change, Disk, LocalStore};
 use super::{Result, StoreError};
 
@@ -18,6 +27,15 @@ pub use super::local::StoreOptions;
 pub type SledStore = LocalStore<SledDisk>;
 
 const RV_KEY: &[u8] = b"m\0rv";
+/// The high-water mark's file (see the module docs and [`super::high_water`]).
+const HWM_FILE: &str = "sled.hwm";
+/// The high-water mark's file, and how the refusal at open names what lost writes.
+const HIGH_WATER: Mark = Mark {
+    file: HWM_FILE,
+    holder: "the store's sled database",
+    short: "sled",
+    damage: "damage to its files, from which sled recovers an older state without a word",
+};
 const SLED_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// How long [`open_db`] waits for sled's lock on the data dir. A store shut down in this process
@@ -84,6 +102,10 @@ pub struct SledDisk {
     log: Option<File>,
     dir: PathBuf,
     fsync: bool,
+    /// The last revision durably committed (never lowered: see `recover`).
+    rv: u64,
+    /// The high-water mark (with fsync on).
+    high_water: Option<HighWater>,
 }
 
 impl SledDisk {
@@ -107,6 +129,11 @@ impl Disk for SledDisk {
         }
         let db = open_db(&opts.dir)?;
         let rv = read_rv(&db)?;
+        // Every write up to the high-water mark was acknowledged: a counter below it is sled
+        // back at an older state (no crash does that; damage does). Checked and rewritten under
+        // sled's lock on the directory. Without fsync nothing is promised, and the mark is
+        // dropped rather than kept stale.
+        let high_water = high_water::start(&opts.dir, &HIGH_WATER, opts.fsync, rv)?;
         for entry in db.scan_prefix(b"o\0") {
             let (k, v) = entry?;
             each(&k, bytes::Bytes::from(v.to_vec()));
@@ -116,6 +143,8 @@ impl Disk for SledDisk {
             log: None,
             dir: opts.dir.clone(),
             fsync: opts.fsync,
+            rv,
+            high_water,
         };
         disk.log = disk.log_file()?;
         Ok((disk, rv))
@@ -136,12 +165,17 @@ impl Disk for SledDisk {
         if let Some(f) = &self.log {
             f.sync_data()?;
         }
+        self.rv = rv;
+        if let Some(hw) = &mut self.high_water {
+            hw.committed(rv);
+        }
         Ok(())
     }
 
     /// Reopen sled (it refuses everything once a write failed) and check that a write reaches
     /// the disk again. sled commits a batch atomically, so the failed one is either wholly on
-    /// disk or not at all.
+    /// disk or not at all. The revision kept for the high-water mark only goes up (the failed
+    /// batch landed): a sled that came back with less than was committed must not lower it.
     fn recover(&mut self) -> Result<u64> {
         // sled holds a lock on its files: the old handle must be gone before the new one opens.
         // Dropped on a thread of its own: sled's drop flushes, and after a failed write that
@@ -167,12 +201,17 @@ impl Disk for SledDisk {
         }
         self.db = Some(db);
         self.log = log;
+        self.rv = self.rv.max(disk_rv);
         Ok(disk_rv)
     }
 
     fn close(&mut self) -> Result<()> {
         if let Some(db) = &self.db {
             db.flush()?;
+        }
+        // Every commit up to `rv` was durable when it returned.
+        if let Some(hw) = &mut self.high_water {
+            hw.stopped(self.rv)?;
         }
         Ok(())
     }
@@ -193,4 +232,143 @@ pub fn temp_store(label: &str) -> (std::sync::Arc<dyn super::Store>, PathBuf) {
     })
     .expect("a store in a temporary directory");
     (std::sync::Arc::new(store), dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ObjectKey;
+    use crate::store::{Precondition, Store, WriteOp};
+    use serde_json::json;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "turtles-sled-{tag}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn opts(dir: &Path) -> StoreOptions {
+        StoreOptions {
+            watch_history: 100,
+            ..StoreOptions::in_dir(dir.to_path_buf())
+        }
+    }
+
+    fn put(name: &str) -> WriteOp {
+        WriteOp::Put {
+            key: ObjectKey::new("configmaps", "default", name),
+            value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"k": name}}),
+            precondition: Precondition::MustNotExist,
+        }
+    }
+
+    /// The `data.k` of a configmap (its own name, as [`put`] writes it).
+    fn data(store: &SledStore, name: &str) -> Option<String> {
+        let obj = store.get(&ObjectKey::new("configmaps", "default", name))?;
+        Some(obj.value()["data"]["k"].as_str()?.to_string())
+    }
+
+    /// sled back at an older state than it acknowledged (as after a flipped byte in its log):
+    /// here the mark is moved ahead of it instead. The store refuses to open, naming both
+    /// revisions; once `sled.hwm` is deleted it opens with what it has, and a new mark.
+    #[tokio::test]
+    async fn a_store_below_its_high_water_mark_refuses_to_open_until_the_mark_is_deleted() {
+        let dir = temp_dir("hwm-lost");
+        let names = ["o0", "o1", "o2", "o3", "o4"];
+        let store = SledStore::open(opts(&dir)).unwrap();
+        for name in names {
+            store.write(put(name)).await.unwrap();
+        }
+        store.shutdown().unwrap();
+        drop(store);
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(5));
+
+        HighWater::open(&dir, HWM_FILE, 300).unwrap();
+        let Err(err) = SledStore::open(opts(&dir)) else {
+            panic!("a store below its high-water mark opened");
+        };
+        assert!(
+            matches!(&err, StoreError::Unavailable(m) if m.contains("ends at revision 5, but writes up to revision 300 were acknowledged (sled.hwm)") && m.contains("delete sled.hwm")),
+            "{err}"
+        );
+        assert_eq!(
+            high_water::read(&dir, HWM_FILE),
+            Some(300),
+            "a refused start leaves the mark as it was"
+        );
+
+        std::fs::remove_file(dir.join(HWM_FILE)).unwrap();
+        let store = SledStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 5);
+        for name in names {
+            assert_eq!(data(&store, name).as_deref(), Some(name));
+        }
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(5), "a new mark");
+        assert_eq!(store.write(put("o5")).await.unwrap().rv, 6);
+        store.shutdown().unwrap();
+        drop(store);
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(6));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The mark follows the store: written at open, at most once a second under writes, at the
+    /// last revision after a stop; a data dir from before the mark gets one; without fsync there
+    /// is none.
+    #[tokio::test]
+    async fn the_high_water_mark_follows_the_store_across_stops() {
+        let dir = temp_dir("hwm-stops");
+        let store = SledStore::open(opts(&dir)).unwrap();
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(0), "a new store");
+        for name in ["o0", "o1", "o2"] {
+            store.write(put(name)).await.unwrap();
+        }
+        store.shutdown().unwrap();
+        drop(store);
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(3));
+
+        let store = SledStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 3);
+        assert_eq!(store.write(put("o3")).await.unwrap().rv, 4);
+        // A commit a second after the mark was last written rewrites it, before it is
+        // acknowledged.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        assert_eq!(store.write(put("o4")).await.unwrap().rv, 5);
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(5), "while running");
+        assert_eq!(store.write(put("o5")).await.unwrap().rv, 6);
+        store.shutdown().unwrap();
+        drop(store);
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(6), "after a stop");
+
+        // A data dir made before the mark: sled's files and no `sled.hwm`.
+        std::fs::remove_file(dir.join(HWM_FILE)).unwrap();
+        let store = SledStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 6);
+        assert_eq!(data(&store, "o5").as_deref(), Some("o5"));
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(6), "it gets one");
+        store.shutdown().unwrap();
+        drop(store);
+
+        let store = SledStore::open(StoreOptions {
+            fsync: false,
+            ..opts(&dir)
+        })
+        .unwrap();
+        assert_eq!(store.revision(), 6);
+        assert!(!dir.join(HWM_FILE).exists(), "no mark without fsync");
+        store.write(put("o6")).await.unwrap();
+        store.shutdown().unwrap();
+        drop(store);
+        assert!(!dir.join(HWM_FILE).exists(), "no mark without fsync");
+
+        let store = SledStore::open(opts(&dir)).unwrap();
+        assert_eq!(store.revision(), 7);
+        assert_eq!(high_water::read(&dir, HWM_FILE), Some(7));
+        store.shutdown().unwrap();
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

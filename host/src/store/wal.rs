@@ -18,10 +18,11 @@
 //!   the count, `key, JSON` pairs, then the crc32 of everything before it and [`SNAPSHOT_END`].
 //!   Written as `.tmp`, synced and renamed, so a snapshot under its name is whole.
 //! - `wal.lock`: held with `flock` while a store has the directory open.
-//! - `wal.hwm`: the high-water mark, a revision every write up to which was acknowledged:
-//!   `rv: u64le, crc32: u32le` of the rv, rewritten (and synced) at most once a second after a
-//!   commit and at a stop, with fsync on. A log that replays to less is missing acknowledged
-//!   writes (a file cut short or zeroed, a segment deleted): the store refuses to open.
+//! - `wal.hwm`: the high-water mark, a revision every write up to which was acknowledged
+//!   ([`super::high_water`], shared with the sled engine's `sled.hwm`): `rv: u64le, crc32:
+//!   u32le` of the rv, rewritten (and synced) at most once a second after a commit and at a
+//!   stop, with fsync on. A log that replays to less is missing acknowledged writes (a file cut
+//!   short or zeroed, a segment deleted): the store refuses to open, until `wal.hwm` is deleted.
 //!
 //! Once the log has grown past the larger of [`SNAPSHOT_AFTER_BYTES`] and the last snapshot,
 //! the writer starts a new segment and a background thread writes a snapshot of the index at
@@ -50,6 +51,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::high_water::{self, HighWater, Mark};
 use super::local::{Change, Disk, DiskMetrics, LocalStore, ObjectMap, StoreOptions};
 use super::{Result, StoreError};
 
@@ -163,64 +165,15 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// The high-water mark's file (see the module docs).
+/// The high-water mark's file (see the module docs and [`super::high_water`]).
 const HWM_FILE: &str = "wal.hwm";
-/// The most often the high-water mark is rewritten.
-const HWM_EVERY: Duration = Duration::from_secs(1);
-
-/// The revision in `wal.hwm`, if the file is there and whole.
-fn read_high_water(dir: &Path) -> Option<u64> {
-    let b = std::fs::read(dir.join(HWM_FILE)).ok()?;
-    let rv: [u8; 8] = b.get(..8)?.try_into().ok()?;
-    let crc: [u8; 4] = b.get(8..12)?.try_into().ok()?;
-    (crc32fast::hash(&rv) == u32::from_le_bytes(crc)).then(|| u64::from_le_bytes(rv))
-}
-
-/// The high-water mark, kept up to date by the writer.
-struct HighWater {
-    file: File,
-    written: Instant,
-    rv: u64,
-}
-
-impl HighWater {
-    fn open(dir: &Path, rv: u64) -> std::io::Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(dir.join(HWM_FILE))?;
-        let mut hw = Self {
-            file,
-            written: Instant::now(),
-            rv: 0,
-        };
-        hw.write(rv)?;
-        sync_dir(dir)?;
-        Ok(hw)
-    }
-
-    fn write(&mut self, rv: u64) -> std::io::Result<()> {
-        let mut b = [0u8; 12];
-        b[..8].copy_from_slice(&rv.to_le_bytes());
-        b[8..].copy_from_slice(&crc32fast::hash(&rv.to_le_bytes()).to_le_bytes());
-        self.file.write_all_at(&b, 0)?;
-        self.file.sync_data()?;
-        self.rv = rv;
-        self.written = Instant::now();
-        Ok(())
-    }
-
-    /// After a commit of revisions up to `rv`: rewritten if the last write is a second old.
-    fn committed(&mut self, rv: u64) {
-        if rv > self.rv && self.written.elapsed() >= HWM_EVERY {
-            if let Err(e) = self.write(rv) {
-                tracing::warn!(error = %e, "the store's high-water mark could not be written");
-            }
-        }
-    }
-}
+/// The high-water mark's file, and how the refusal at open names what lost writes.
+const HIGH_WATER: Mark = Mark {
+    file: HWM_FILE,
+    holder: "the store's log",
+    short: "the log",
+    damage: "a file cut short, zeroed or deleted",
+};
 
 fn damaged(path: &Path, at: u64, why: &str) -> StoreError {
     StoreError::Unavailable(format!(
@@ -929,20 +882,7 @@ impl Disk for WalDisk {
         // Every write up to the high-water mark was acknowledged: a log that ends before it
         // lost some (no crash does that; damage does). Without fsync nothing is promised, and
         // the mark is dropped rather than kept stale.
-        let high_water = if opts.fsync {
-            if let Some(hwm) = read_high_water(dir).filter(|h| *h > rv) {
-                return Err(StoreError::Unavailable(format!(
-                    "the store's log in {} ends at revision {rv}, but writes up to revision {hwm} were acknowledged ({HWM_FILE}): the log has lost them (a file cut short, zeroed or deleted); refusing to start rather than serve a history with a hole in it. To start anyway, with what is left, delete {HWM_FILE}",
-                    dir.display()
-                )));
-            }
-            Some(HighWater::open(dir, rv)?)
-        } else {
-            match std::fs::remove_file(dir.join(HWM_FILE)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-                _ => None,
-            }
-        };
+        let high_water = high_water::start(dir, &HIGH_WATER, opts.fsync, rv)?;
         let snapshots = Arc::new(Snapshots::default());
         snapshots.last_size.store(snapshot_size, Ordering::Relaxed);
         snapshots.log_bytes.store(since_snapshot, Ordering::Relaxed);
@@ -1122,7 +1062,7 @@ impl Disk for WalDisk {
         self.segment.set_len(self.end)?;
         self.segment.sync_all()?;
         if let Some(hw) = &mut self.high_water {
-            hw.write(self.rv)?;
+            hw.stopped(self.rv)?;
         }
         Ok(())
     }
