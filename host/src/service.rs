@@ -555,12 +555,27 @@ impl Continue {
 }
 
 pub(crate) fn decode_continue(token: &str) -> Result<Continue> {
-    let bad = || ApiError::bad_request("continue key is not valid: malformed continue token");
+    // kube's words (storage.DecodeContinue, in a 400 "invalid continue token: ..."): a token
+    // that does not decode, a revision that is 0 or not an int64.
+    let bad = || {
+        ApiError::bad_request(
+            "invalid continue token: continue key is not valid: malformed continue token",
+        )
+    };
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
+    let rv = v
+        .get("rv")
+        .and_then(Value::as_u64)
+        .filter(|rv| i64::try_from(*rv).is_ok())
+        .ok_or_else(bad)?;
+    if rv == 0 {
+        return Err(ApiError::bad_request(
+            "invalid continue token: continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
+    }
     let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
     let left = v
         .get("left")
@@ -3900,17 +3915,35 @@ mod tests {
             ..Default::default()
         };
         let e = svc
-            .list(&cms, Some("default"), &list(u64::MAX))
+            .list(&cms, Some("default"), &list(i64::MAX as u64))
             .await
             .unwrap_err();
         assert_eq!((e.code, e.reason), (504, "Timeout"), "{e:?}");
         let want = format!(
             "Timeout: Too large resource version: {}, current: ",
-            u64::MAX
+            i64::MAX
         );
         assert!(e.message.starts_with(&want), "{e:?}");
         assert_eq!(e.causes.len(), 1, "{e:?}");
         assert_eq!(e.retry_after, Some(1));
+        // Not an int64, or 0: kube's token is refused as it decodes (400).
+        for (rv, words) in [
+            (u64::MAX, "malformed continue token"),
+            (
+                0,
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ),
+        ] {
+            let e = svc
+                .list(&cms, Some("default"), &list(rv))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, 400, "{e:?}");
+            assert_eq!(
+                e.message,
+                format!("invalid continue token: continue key is not valid: {words}")
+            );
+        }
         // At a revision the store has: a page.
         let rv = svc.store.revision();
         svc.list(&cms, Some("default"), &list(rv)).await.unwrap();
