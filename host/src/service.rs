@@ -97,9 +97,14 @@ pub struct WriteOptions {
     pub force: bool,
     /// Set by the apply path: `metadata.managedFields` of the built object are final.
     pub(crate) applied: bool,
-    /// Set by the (JSON, merge, strategic) patch path: a strict decoding error is kube's bare
-    /// one, without the "cannot be handled as" of a create's or update's body.
+    /// Set by the (JSON, merge, strategic) patch path: with `fieldValidation=Strict` the
+    /// patched object was checked as kube's patcher checks it (`refuse_strict_patch`, a 422
+    /// naming the `patch`), not as a create's or update's body ("cannot be handled as").
     pub(crate) patched: bool,
+    /// Set by the patch path unless `fieldValidation=Ignore`: kube's strict decoding errors of
+    /// the patch body itself (`duplicate field "data.a"`, `json patch duplicate field
+    /// "[1].path"`), reported before the patched object's unknown fields.
+    pub(crate) patch_strict: Vec<String>,
     /// The keys a create's or update's JSON body repeated (`model::json::from_slice`, read
     /// unless `fieldValidation=Ignore`), reported with its unknown fields: refused, warned
     /// about or dropped as they are.
@@ -555,12 +560,27 @@ impl Continue {
 }
 
 pub(crate) fn decode_continue(token: &str) -> Result<Continue> {
-    let bad = || ApiError::bad_request("continue key is not valid: malformed continue token");
+    // kube's words (storage.DecodeContinue, in a 400 "invalid continue token: ..."): a token
+    // that does not decode, a revision that is 0 or not an int64.
+    let bad = || {
+        ApiError::bad_request(
+            "invalid continue token: continue key is not valid: malformed continue token",
+        )
+    };
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
+    let rv = v
+        .get("rv")
+        .and_then(Value::as_u64)
+        .filter(|rv| i64::try_from(*rv).is_ok())
+        .ok_or_else(bad)?;
+    if rv == 0 {
+        return Err(ApiError::bad_request(
+            "invalid continue token: continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
+    }
     let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
     let left = v
         .get("left")
@@ -1598,19 +1618,29 @@ impl Service {
         unknown: Vec<String>,
         opts: &WriteOptions,
     ) -> Result<Vec<String>> {
-        if duplicates.is_empty() && unknown.is_empty() {
+        if duplicates.is_empty() && unknown.is_empty() && opts.patch_strict.is_empty() {
             return Ok(Vec::new());
         }
-        let msgs: Vec<String> = duplicates
+        // A patch's own errors first, as kube's patcher appends the patched object's to them.
+        let msgs: Vec<String> = opts
+            .patch_strict
             .iter()
-            .map(|f| format!("duplicate field {}", crate::auth::rbac::go_quote(f)))
+            .cloned()
+            .chain(
+                duplicates
+                    .iter()
+                    .map(|f| format!("duplicate field {}", crate::auth::rbac::go_quote(f))),
+            )
             .chain(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
             .collect();
         let strict = format!("strict decoding error: {}", msgs.join(", "));
         match opts.field_validation {
+            // The patched object was refused (or passed) as kube's patcher checks it, before
+            // anything else looked at it (`refuse_strict_patch`); what admission added since
+            // that its type does not have is dropped silently, as kube drops it.
+            FieldValidation::Strict if opts.patched => Ok(Vec::new()),
             // A create's or update's body is decoded by kube's handler, which words it as any
-            // body it cannot decode; a patch's result is refused as it is.
-            FieldValidation::Strict if opts.patched => Err(ApiError::bad_request(strict)),
+            // body it cannot decode.
             FieldValidation::Strict => Err(ApiError::bad_request(format!(
                 "{kind} in version \"{version}\" cannot be handled as a {kind}: {strict}",
                 kind = ri.kind,
@@ -2393,13 +2423,23 @@ impl Service {
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
             ));
         }
-        let patch_value = patch::parse(patch_type, body)?;
+        // kube's patcher decodes the patch strictly unless `fieldValidation=Ignore`.
+        let (patch_value, patch_strict) = patch::parse_strict(
+            patch_type,
+            body,
+            opts.field_validation != FieldValidation::Ignore,
+        )?;
         let opts = &WriteOptions {
             patched: true,
+            patch_strict,
             ..opts.clone()
         };
         self.update_with(ri, ns, name, None, opts, sub, |stored, current| {
             let mut out = patch::apply(patch_type, current, &patch_value, ri)?;
+            // Then it decodes the patched object strictly, before anything else looks at it.
+            if opts.field_validation == FieldValidation::Strict {
+                Self::refuse_strict_patch(ri, patch_type, &patch_value, &opts.patch_strict, &out)?;
+            }
             // As kube's patcher: the patched object's resourceVersion is the precondition. A
             // patch that sets one (a merge patch's `metadata`, a JSON patch `replace`) must name
             // the current version; one that empties it makes the write unconditional.
@@ -2426,6 +2466,62 @@ impl Service {
         .await
     }
 
+    /// kube's patcher under `fieldValidation=Strict` (`jsonPatcher.applyPatchToCurrentObject`,
+    /// `applyPatchToObject`): the patch's own strict errors and the unknown fields of the
+    /// patched object are one 422, `"" is invalid: patch: Invalid value: "...": strict decoding
+    /// error: duplicate field "data.a", unknown field "bogus"`. The value shown is the patched
+    /// object's JSON for a JSON or merge patch (here Go's `json.Marshal` of it, keys sorted
+    /// throughout; kube re-sorts only the levels the patch touched), the patch as Go prints its
+    /// map (`%+v`) for a strategic one. An object that does not decode is left to the decoding
+    /// error it gets later, which trumps strict errors in kube too.
+    fn refuse_strict_patch(
+        ri: &ResourceInfo,
+        patch_type: PatchType,
+        patch: &Value,
+        patch_strict: &[String],
+        patched: &Value,
+    ) -> Result<()> {
+        let unknown = if ri.custom.is_none() {
+            let mut copy = patched.clone();
+            match crate::builtin::decode::decode(&ri.group, &ri.version, &ri.kind, &mut copy) {
+                Ok(unknown) => unknown,
+                Err(_) => return Ok(()),
+            }
+        } else {
+            match ri.custom.as_ref().and_then(|c| c.schema.as_ref()) {
+                Some(schema) => schema.prune(&mut patched.clone()),
+                None => Vec::new(),
+            }
+        };
+        if patch_strict.is_empty() && unknown.is_empty() {
+            return Ok(());
+        }
+        let msgs: Vec<String> = patch_strict
+            .iter()
+            .cloned()
+            .chain(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
+            .collect();
+        let shown = if patch_type == PatchType::Strategic {
+            patch::go_plus_v(patch)
+        } else {
+            crate::schema::go_json(patched)
+        };
+        Err(ApiError::invalid(
+            "",
+            "",
+            "",
+            vec![Cause::new(
+                "FieldValueInvalid",
+                "patch",
+                format!(
+                    "Invalid value: {}: strict decoding error: {}",
+                    crate::auth::rbac::go_quote(&shown),
+                    msgs.join(", ")
+                ),
+            )],
+        ))
+    }
+
     /// Server-side apply (`application/apply-patch+yaml`): merge the applied configuration into
     /// the live object as its manager (`crate::apply`), creating the object if it does not exist.
     async fn apply(
@@ -2437,7 +2533,47 @@ impl Service {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<Written> {
-        let config = crate::apply::parse_config(ri, body)?;
+        // kube decodes the configuration again with go-yaml's strict decoder, unless Ignore.
+        let (config, repeated) = crate::apply::parse_config_strict(
+            ri,
+            body,
+            opts.field_validation != FieldValidation::Ignore,
+        )?;
+        self.apply_config(ri, ns, name, config, &repeated, sub, opts)
+            .await
+    }
+
+    /// [`Service::apply`] of a parsed configuration, with what go-yaml's strict decoder found
+    /// repeated in it (`line 3: key "a" already set in map`), which kube's `applyPatcher`
+    /// reports once the apply itself succeeded (a conflict comes first): with
+    /// `fieldValidation=Strict` a 400 `error strict decoding patch: ...`, with `Warn` a warning
+    /// each, before any other.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply_config(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        config: Value,
+        repeated: &[String],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<Written> {
+        let refuse_repeated = || -> Result<()> {
+            match opts.field_validation {
+                FieldValidation::Strict if !repeated.is_empty() => {
+                    Err(crate::apply::strict_decoding_error(repeated))
+                }
+                _ => Ok(()),
+            }
+        };
+        let warned = |mut w: Written| -> Written {
+            if opts.field_validation == FieldValidation::Warn && !repeated.is_empty() {
+                let rest = std::mem::take(&mut w.warnings);
+                w.warnings = repeated.iter().cloned().chain(rest).collect();
+            }
+            w
+        };
         let manager = opts.manager.clone().unwrap_or_default();
         let who = crate::apply::Manager {
             name: &manager,
@@ -2469,6 +2605,7 @@ impl Service {
                     return Err(ApiError::not_found(&ri.group, &ri.resource, name));
                 }
                 let mut obj = crate::apply::apply(ri, None, &config, &who, opts.force)?;
+                refuse_repeated()?;
                 if let Some(m) = metadata_mut(&mut obj) {
                     m.entry("name")
                         .or_insert_with(|| Value::String(name.to_owned()));
@@ -2478,7 +2615,8 @@ impl Service {
                 match self.create(ri, ns, obj, &opts).await {
                     Err(e) if e.code == 409 && e.reason == "AlreadyExists" => continue,
                     r => {
-                        return r.map(|mut w| {
+                        return r.map(|w| {
+                            let mut w = warned(w);
                             w.created = true;
                             w
                         })
@@ -2487,18 +2625,14 @@ impl Service {
             }
             let r = self
                 .update_with(ri, ns, name, wanted_rv, &opts, sub, |_, current| {
-                    check(crate::apply::apply(
-                        ri,
-                        Some(current),
-                        &config,
-                        &who,
-                        opts.force,
-                    )?)
+                    let out = crate::apply::apply(ri, Some(current), &config, &who, opts.force)?;
+                    refuse_repeated()?;
+                    check(out)
                 })
                 .await;
             match r {
                 Err(e) if e.code == 404 && sub == Subresource::Main => continue,
-                r => return r,
+                r => return r.map(warned),
             }
         }
         Err(ApiError::conflict(&ri.group, &ri.resource, name))
@@ -2629,7 +2763,11 @@ impl Service {
             .as_ref()
             .map(|sc| json_pointer(&sc.spec_replicas_path))
             .ok_or_else(ApiError::path_not_found)?;
-        let scale = crate::apply::parse_config_as("autoscaling/v1", body)?;
+        let (scale, repeated) = crate::apply::parse_config_as_strict(
+            "autoscaling/v1",
+            body,
+            opts.field_validation != FieldValidation::Ignore,
+        )?;
         let mut parent = json!({
             "apiVersion": if ri.group.is_empty() { ri.version.clone() } else { format!("{}/{}", ri.group, ri.version) },
             "kind": ri.kind,
@@ -2647,7 +2785,8 @@ impl Service {
         }
         let body = serde_json::to_vec(&parent)
             .map_err(|e| ApiError::internal(format!("encoding the applied object: {e}")))?;
-        self.apply(ri, ns, name, &body, Subresource::Scale, opts)
+        let config = crate::apply::parse_config(ri, &body)?;
+        self.apply_config(ri, ns, name, config, &repeated, Subresource::Scale, opts)
             .await
     }
 
@@ -3887,6 +4026,260 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    /// A patch's own repeated keys (and a JSON patch's unknown operation fields) are kube's
+    /// strict decoding errors, listed before the patched object's unknown fields: under Strict
+    /// one 422 naming the `patch` (showing the patched object's JSON, or a strategic patch as
+    /// Go prints its map), found before the patched object's name is checked; under Warn a
+    /// warning each; nothing under Ignore. An applied configuration's are go-yaml's, after the
+    /// apply: a 400 under Strict, a warning each under Warn.
+    #[tokio::test]
+    async fn patches_and_applies_report_repeated_keys() {
+        use super::Subresource::Main;
+        use crate::patch::PatchType;
+        let (svc, dir) = bootstrapped("patch-duplicates").await;
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "pc"}, "data": {"a": "1"}});
+        svc.create(&cms, "default", cm, &WriteOptions::default())
+            .await
+            .unwrap();
+        let opts = |field_validation| WriteOptions {
+            field_validation,
+            dry_run: true,
+            manager: Some("t".into()),
+            ..Default::default()
+        };
+        let (strict, warn, ignore) = (
+            opts(FieldValidation::Strict),
+            opts(FieldValidation::Warn),
+            opts(FieldValidation::Ignore),
+        );
+
+        // Merge patch: the patched object is shown.
+        let merge = br#"{"data": {"a": "2", "a": "3"}, "bogus": 1}"#;
+        let e = svc
+            .patch(
+                &cms,
+                "default",
+                "pc",
+                PatchType::Merge,
+                merge,
+                Main,
+                &strict,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (422, "Invalid"), "{e:?}");
+        assert_eq!(e.causes.len(), 1, "{e:?}");
+        assert_eq!(
+            (e.causes[0].reason.as_str(), e.causes[0].field.as_str()),
+            ("FieldValueInvalid", "patch")
+        );
+        let cause = &e.causes[0].message;
+        assert!(
+            cause.starts_with(
+                r#"Invalid value: "{\"apiVersion\":\"v1\",\"bogus\":1,\"data\":{\"a\":\"3\"},\"kind\":\"ConfigMap\",\"metadata\":{"#
+            ),
+            "{cause}"
+        );
+        assert!(
+            cause.ends_with(
+                r#"}": strict decoding error: duplicate field "data.a", unknown field "bogus""#
+            ),
+            "{cause}"
+        );
+        assert_eq!(e.message, format!(" \"\" is invalid: patch: {cause}"));
+        // kube's `NewInvalid` of an empty GroupKind and name: details hold the cause alone.
+        let status = e.to_status();
+        assert_eq!(
+            status["details"].as_object().map(|d| d.len()),
+            Some(1),
+            "{status}"
+        );
+        let w = svc
+            .patch(&cms, "default", "pc", PatchType::Merge, merge, Main, &warn)
+            .await
+            .unwrap();
+        assert_eq!(
+            w.warnings,
+            ["duplicate field \"data.a\"", "unknown field \"bogus\""]
+        );
+        assert_eq!(w.object.value()["data"]["a"], "3");
+        let w = svc
+            .patch(
+                &cms,
+                "default",
+                "pc",
+                PatchType::Merge,
+                merge,
+                Main,
+                &ignore,
+            )
+            .await
+            .unwrap();
+        assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+
+        // Strategic merge patch: the patch is shown as Go prints its map.
+        let smp = br#"{"data": {"a": "4", "a": "5"}, "metadata": {"labels": {"x": "1"}}}"#;
+        let e = svc
+            .patch(
+                &cms,
+                "default",
+                "pc",
+                PatchType::Strategic,
+                smp,
+                Main,
+                &strict,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            r#" "" is invalid: patch: Invalid value: "map[data:map[a:5] metadata:map[labels:map[x:1]]]": strict decoding error: duplicate field "data.a""#
+        );
+        let w = svc
+            .patch(
+                &cms,
+                "default",
+                "pc",
+                PatchType::Strategic,
+                smp,
+                Main,
+                &warn,
+            )
+            .await
+            .unwrap();
+        assert_eq!(w.warnings, ["duplicate field \"data.a\""]);
+
+        // JSON patch: the operations' fields, with kube's prefix.
+        let ops =
+            br#"[{"op": "replace", "op": "replace", "path": "/data/a", "value": "6", "x": 1}]"#;
+        let e = svc
+            .patch(&cms, "default", "pc", PatchType::Json, ops, Main, &strict)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 422, "{e:?}");
+        assert!(
+            e.message.ends_with(
+                r#": strict decoding error: json patch duplicate field "[0].op", json patch unknown field "[0].x""#
+            ),
+            "{}",
+            e.message
+        );
+        let w = svc
+            .patch(&cms, "default", "pc", PatchType::Json, ops, Main, &warn)
+            .await
+            .unwrap();
+        assert_eq!(
+            w.warnings,
+            [
+                "json patch duplicate field \"[0].op\"",
+                "json patch unknown field \"[0].x\""
+            ]
+        );
+        assert_eq!(w.object.value()["data"]["a"], "6");
+
+        // Where kube finds them: after the patch applies (a failing operation wins), before
+        // the patched object's name is checked.
+        let failing = br#"[{"op": "test", "path": "/data/a", "value": "9", "value": "9"}]"#;
+        let e = svc
+            .patch(
+                &cms,
+                "default",
+                "pc",
+                PatchType::Json,
+                failing,
+                Main,
+                &strict,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 422, "{e:?}");
+        assert!(!e.message.contains("strict decoding"), "{}", e.message);
+        let renamed = br#"{"metadata": {"name": "other"}, "data": {"a": "1", "a": "2"}}"#;
+        let e = svc
+            .patch(
+                &cms,
+                "default",
+                "pc",
+                PatchType::Merge,
+                renamed,
+                Main,
+                &strict,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 422, "{e:?}");
+        let e = svc
+            .patch(
+                &cms,
+                "default",
+                "pc",
+                PatchType::Merge,
+                renamed,
+                Main,
+                &warn,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 400, "{e:?}");
+        assert!(
+            e.message.contains("does not match the name on the URL"),
+            "{e:?}"
+        );
+
+        // Server-side apply: go-yaml's report, with the line of the repeated key's value.
+        let applied = br#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pa"},
+            "data": {"a": "1", "a": "2"}}"#;
+        let e = svc
+            .patch(
+                &cms,
+                "default",
+                "pa",
+                PatchType::Apply,
+                applied,
+                Main,
+                &strict,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 400, "{e:?}");
+        assert_eq!(
+            e.message,
+            "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  line 2: key \"a\" already set in map"
+        );
+        let w = svc
+            .patch(
+                &cms,
+                "default",
+                "pa",
+                PatchType::Apply,
+                applied,
+                Main,
+                &warn,
+            )
+            .await
+            .unwrap();
+        assert!(w.created);
+        assert_eq!(w.warnings, ["line 2: key \"a\" already set in map"]);
+        assert_eq!(w.object.value()["data"]["a"], "2");
+        let w = svc
+            .patch(
+                &cms,
+                "default",
+                "pa",
+                PatchType::Apply,
+                applied,
+                Main,
+                &ignore,
+            )
+            .await
+            .unwrap();
+        assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     /// A continue token of a revision the store has not reached is kube's 504 (`Too large
     /// resource version`) once the wait for it is over, not a page of the current state.
     /// (Paused time: the clock skips the 3 s wait, as in the list fuzzer's fixture.)
@@ -3900,17 +4293,35 @@ mod tests {
             ..Default::default()
         };
         let e = svc
-            .list(&cms, Some("default"), &list(u64::MAX))
+            .list(&cms, Some("default"), &list(i64::MAX as u64))
             .await
             .unwrap_err();
         assert_eq!((e.code, e.reason), (504, "Timeout"), "{e:?}");
         let want = format!(
             "Timeout: Too large resource version: {}, current: ",
-            u64::MAX
+            i64::MAX
         );
         assert!(e.message.starts_with(&want), "{e:?}");
         assert_eq!(e.causes.len(), 1, "{e:?}");
         assert_eq!(e.retry_after, Some(1));
+        // Not an int64, or 0: kube's token is refused as it decodes (400).
+        for (rv, words) in [
+            (u64::MAX, "malformed continue token"),
+            (
+                0,
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ),
+        ] {
+            let e = svc
+                .list(&cms, Some("default"), &list(rv))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, 400, "{e:?}");
+            assert_eq!(
+                e.message,
+                format!("invalid continue token: continue key is not valid: {words}")
+            );
+        }
         // At a revision the store has: a page.
         let rv = svc.store.revision();
         svc.list(&cms, Some("default"), &list(rv)).await.unwrap();

@@ -418,17 +418,24 @@ fn bodies_are_decoded_as_kube_decodes_them() {
     );
     let stored = http.get(&format!("{cms}/unknown")).json();
     assert!(stored.get("bogus").is_none());
-    // A patch's result is refused bare, as kube's patcher refuses it.
+    // A patch's result is refused as kube's patcher refuses it: a 422 naming the `patch`,
+    // showing the patched object.
     let r = http.patch(
         &format!("{cms}/unknown?fieldValidation=Strict"),
         "application/merge-patch+json",
         &json!({"bogus": 2}),
     );
-    assert_eq!(r.status, 400, "{}", r.text());
-    assert_eq!(
-        r.json()["message"],
-        "strict decoding error: unknown field \"bogus\""
+    assert_eq!(r.status, 422, "{}", r.text());
+    let message = r.json()["message"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{\\\"apiVersion\\\""),
+        "{message}"
     );
+    assert!(
+        message.ends_with("\": strict decoding error: unknown field \"bogus\""),
+        "{message}"
+    );
+    assert_eq!(r.json()["details"]["causes"][0]["field"], "patch");
     // ConfigMaps keep no generation (kube sets it only where a spec is).
     assert!(stored["metadata"].get("generation").is_none(), "{stored}");
     // kubectl describe of the namespace still works.

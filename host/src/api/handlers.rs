@@ -1622,7 +1622,8 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
     if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
         opts.propagation = Some(Propagation::parse(p)?);
     }
-    if let Some(g) = q.get("gracePeriodSeconds").filter(|g| !g.is_empty()) {
+    // Present but empty is Go's ParseInt error too (kube converts every value given).
+    if let Some(g) = q.get("gracePeriodSeconds") {
         opts.grace_period = Some(go_parse_int(g)?);
     }
     if let Some(o) = q.get("orphanDependents") {

@@ -497,16 +497,46 @@ pub fn parse_config(ri: &ResourceInfo, body: &[u8]) -> Result<Value, ApiError> {
 
 /// [`parse_config`] for an applied object of the group/version `gv` (a Scale's `autoscaling/v1`).
 pub fn parse_config_as(gv: &str, body: &[u8]) -> Result<Value, ApiError> {
+    parse_config_as_strict(gv, body, false).map(|(v, _)| v)
+}
+
+/// [`parse_config`], with (when `strict`: `fieldValidation` `Strict` or `Warn`) what kube's
+/// second, strict decoding of the configuration finds (`applyPatcher`, sigs.k8s.io/yaml's
+/// `UnmarshalStrict`, go-yaml's report of each key an object repeats: `line 3: key "a" already
+/// set in map`; `model::json::yaml_strict`). For a JSON body, read in the same pass; a YAML
+/// body repeating a key is refused by the YAML parser, under every `fieldValidation`.
+pub fn parse_config_strict(
+    ri: &ResourceInfo,
+    body: &[u8],
+    strict: bool,
+) -> Result<(Value, Vec<String>), ApiError> {
+    parse_config_as_strict(&group_version(ri), body, strict)
+}
+
+/// [`parse_config_strict`] for an applied object of the group/version `gv`.
+pub fn parse_config_as_strict(
+    gv: &str,
+    body: &[u8],
+    strict: bool,
+) -> Result<(Value, Vec<String>), ApiError> {
     // `-0` is the integer 0, as sigs.k8s.io/yaml reads it.
     let json = crate::model::json::negative_zero_as_zero(body);
-    let v: Value = match serde_json::from_slice(&json) {
-        Ok(v) => v,
+    let parsed = if strict {
+        crate::model::json::yaml_strict(&json)
+    } else {
+        serde_json::from_slice::<Value>(&json).map(|v| (v, Vec::new()))
+    };
+    let (v, repeated) = match parsed {
+        Ok(parsed) => parsed,
         // Not JSON: YAML, converted to JSON as kube's `yaml.Unmarshal` does (sigs.k8s.io/yaml).
-        Err(_) => yaml_to_json(body).map_err(|e| {
-            ApiError::bad_request(format!(
-                "error decoding YAML: error converting YAML to JSON: yaml: {e}"
-            ))
-        })?,
+        Err(_) => (
+            yaml_to_json(body).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "error decoding YAML: error converting YAML to JSON: yaml: {e}"
+                ))
+            })?,
+            Vec::new(),
+        ),
     };
     if !v.is_object() {
         return Err(ApiError::bad_request(
@@ -524,7 +554,16 @@ pub fn parse_config_as(gv: &str, body: &[u8]) -> Result<Value, ApiError> {
     {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
-    Ok(v)
+    Ok((v, repeated))
+}
+
+/// kube's `applyPatcher` with `fieldValidation=Strict`, when go-yaml's strict decoding of the
+/// configuration reported `repeated` (`line 3: key "a" already set in map`, ...): a 400.
+pub fn strict_decoding_error(repeated: &[String]) -> ApiError {
+    ApiError::bad_request(format!(
+        "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
+        repeated.join("\n  ")
+    ))
 }
 
 /// A YAML document as JSON: mapping keys that are numbers or booleans become strings (as

@@ -264,6 +264,48 @@ fn applied_configuration_is_checked() {
     );
 }
 
+/// kube decodes an applied configuration again with go-yaml's strict decoder: each key an object
+/// of a JSON configuration repeats is reported with the line of its value; the value kept is
+/// the last. Not asked for (`fieldValidation=Ignore`), nothing is looked for.
+#[test]
+fn repeated_keys_of_an_applied_configuration_are_go_yamls() {
+    let ri = configmaps();
+    let body = br#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+        "data": {"k": "1",
+                 "k":
+                   "2"}, "data": {"k": "3"}}"#;
+    let (v, repeated) = parse_config_strict(&ri, body, true).unwrap();
+    assert_eq!(
+        repeated,
+        [
+            "line 4: key \"k\" already set in map",
+            "line 4: key \"data\" already set in map"
+        ]
+    );
+    assert_eq!(v["data"], json!({"k": "3"}));
+    assert_eq!(
+        strict_decoding_error(&repeated).message,
+        "error strict decoding patch: error converting YAML to JSON: yaml: unmarshal errors:\n  line 4: key \"k\" already set in map\n  line 4: key \"data\" already set in map"
+    );
+    let (w, repeated) = parse_config_strict(&ri, body, false).unwrap();
+    assert!(repeated.is_empty());
+    assert_eq!(w, v);
+    // The configuration's other checks are unchanged.
+    let e = parse_config_strict(&ri, br#"{"apiVersion": "v2", "apiVersion": "v1"}"#, true)
+        .map(|(_, r)| r);
+    assert_eq!(
+        e.unwrap(),
+        ["line 1: key \"apiVersion\" already set in map"]
+    );
+    let e =
+        parse_config_strict(&ri, br#"{"apiVersion": "v1", "apiVersion": "v2"}"#, true).unwrap_err();
+    assert!(
+        e.message.starts_with("Incorrect version specified"),
+        "{}",
+        e.message
+    );
+}
+
 #[test]
 fn applied_configuration_may_be_yaml() {
     let ri = deployments();

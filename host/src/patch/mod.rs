@@ -42,8 +42,95 @@ impl PatchType {
 /// Decode a patch body (`-0` an integer, as Go reads it: `model::json::negative_zero_as_zero`).
 pub fn parse(t: PatchType, body: &[u8]) -> Result<Value, ApiError> {
     let body = crate::model::json::negative_zero_as_zero(body);
-    let v: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let v: Value = serde_json::from_slice(&body).map_err(decoding_error)?;
+    shaped(t, v)
+}
+
+/// [`parse`], with kube's strict decoding errors of the patch itself when `strict`
+/// (`fieldValidation` `Strict` or `Warn`; kube's `Ignore` decodes it without them). kube's
+/// patcher decodes a merge or strategic merge patch into a map, so a key repeated at any depth
+/// is `duplicate field "data.a"`, and a JSON patch into its operations (`json patch duplicate
+/// field "[1].path"`, `json patch unknown field "[0].foo"`: `model::json::json_patch_strict`).
+/// Read in the same pass as the patch (`model::json`).
+pub fn parse_strict(
+    t: PatchType,
+    body: &[u8],
+    strict: bool,
+) -> Result<(Value, Vec<String>), ApiError> {
+    if !strict {
+        return parse(t, body).map(|v| (v, Vec::new()));
+    }
+    let body = crate::model::json::negative_zero_as_zero(body);
+    let decoded = match t {
+        PatchType::Json => crate::model::json::json_patch_strict(&body),
+        _ => crate::model::json::from_slice(&body).map(|(v, found)| {
+            let errors: Vec<String> = found
+                .iter()
+                .map(|d| format!("duplicate field {}", crate::auth::rbac::go_quote(&d.path)))
+                .collect();
+            (v, errors)
+        }),
+    };
+    let (v, errors) = decoded.map_err(decoding_error)?;
+    Ok((shaped(t, v)?, errors))
+}
+
+fn decoding_error(e: serde_json::Error) -> ApiError {
+    ApiError::bad_request(format!("error decoding patch: {e}"))
+}
+
+/// Go's `fmt.Sprintf("%+v", patchMap)` of a patch decoded into a `map[string]interface{}`,
+/// which kube shows as the invalid value of a strategic merge patch's strict decoding error:
+/// maps `map[k:v ...]` with their keys sorted, lists `[a b]`, strings as they are, `<nil>`,
+/// integers as int64 and other numbers as float64 (`%v`: `1.5`, `1e+06`).
+pub fn go_plus_v(v: &Value) -> String {
+    let mut out = String::new();
+    go_plus_v_into(v, &mut out);
+    out
+}
+
+fn go_plus_v_into(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("<nil>"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => out.push_str(&i.to_string()),
+            None => out.push_str(&crate::schema::go_format_float(
+                n.as_f64().unwrap_or(f64::NAN),
+            )),
+        },
+        Value::String(s) => out.push_str(s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                go_plus_v_into(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            out.push_str("map[");
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                out.push_str(k);
+                out.push(':');
+                if let Some(item) = m.get(k) {
+                    go_plus_v_into(item, out);
+                }
+            }
+            out.push(']');
+        }
+    }
+}
+
+/// The shape kube's patcher needs of each patch type.
+fn shaped(t: PatchType, v: Value) -> Result<Value, ApiError> {
     match t {
         PatchType::Json if !v.is_array() => Err(ApiError::bad_request(
             "json patch must be an array of operations",
@@ -266,6 +353,58 @@ mod tests {
         )
         .unwrap_err();
         assert!(!e.message.contains("Unexpected kind"), "{}", e.message);
+    }
+
+    /// The patch's own strict decoding errors, as kube's patcher words them, unless Ignore.
+    #[test]
+    fn a_patch_repeating_keys_is_reported_as_kube_decodes_it() {
+        let body = br#"{"data": {"a": "1", "a": "2", "b": {"c": 1, "c": -0}}, "data": {"a": "3", "a": "4"}}"#;
+        for t in [PatchType::Merge, PatchType::Strategic] {
+            let (v, errors) = parse_strict(t, body, true).unwrap();
+            assert_eq!(
+                errors,
+                [
+                    "duplicate field \"data.a\"",
+                    "duplicate field \"data.b.c\"",
+                    "duplicate field \"data\""
+                ]
+            );
+            assert_eq!(v, json!({"data": {"a": "4"}}));
+            let (_, errors) = parse_strict(t, body, false).unwrap();
+            assert!(errors.is_empty());
+        }
+        let ops =
+            br#"[{"op": "replace", "op": "replace", "path": "/data/a", "value": "6", "x": 1}]"#;
+        let (v, errors) = parse_strict(PatchType::Json, ops, true).unwrap();
+        assert_eq!(
+            errors,
+            [
+                "json patch duplicate field \"[0].op\"",
+                "json patch unknown field \"[0].x\""
+            ]
+        );
+        assert_eq!(v, parse(PatchType::Json, ops).unwrap());
+        // Bodies that are not patches are refused as before.
+        let e = parse_strict(PatchType::Merge, b"[1]", true).unwrap_err();
+        assert_eq!(e.message, "merge patch must be a JSON object");
+        let e = parse_strict(PatchType::Json, b"{\"a\": 1,}", true).unwrap_err();
+        assert_eq!(
+            e.message,
+            parse(PatchType::Json, b"{\"a\": 1,}").unwrap_err().message
+        );
+    }
+
+    /// Go's `%+v` of the patch's map, which kube shows in a strategic merge patch's 422.
+    #[test]
+    fn a_strategic_patch_is_shown_as_go_prints_its_map() {
+        let patch = json!({"spec": {"replicas": 3, "paused": true, "x": null},
+            "metadata": {"labels": {"b": "two words", "a": "1"}},
+            "f": [1.5, 1e6, 0.0001, 0.00001, -0.0, 18446744073709551615u64, [], {}]});
+        assert_eq!(
+            go_plus_v(&patch),
+            "map[f:[1.5 1e+06 0.0001 1e-05 -0 1.8446744073709552e+19 [] map[]] \
+             metadata:map[labels:map[a:1 b:two words]] spec:map[paused:true replicas:3 x:<nil>]]"
+        );
     }
 
     #[test]

@@ -46,13 +46,28 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 fn open_db(dir: &Path) -> Result<sled::Db> {
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
-        let opened = sled::Config::new()
-            .path(dir)
-            .mode(sled::Mode::HighThroughput)
-            // Reads are served from the in-memory index; sled's page cache only helps writes.
-            .cache_capacity(SLED_CACHE_BYTES)
-            .flush_every_ms(None)
-            .open();
+        // sled panics on some damage to its files ("tried to serialize Uninitialized", a byte
+        // flipped in the middle of its log): that is a store that cannot open, not a crash.
+        let opened = std::panic::catch_unwind(|| {
+            sled::Config::new()
+                .path(dir)
+                .mode(sled::Mode::HighThroughput)
+                // Reads are served from the in-memory index; sled's page cache only helps writes.
+                .cache_capacity(SLED_CACHE_BYTES)
+                .flush_every_ms(None)
+                .open()
+        })
+        .map_err(|panic| {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_string());
+            StoreError::Unavailable(format!(
+                "sled could not open its files in {} ({why}): they are damaged; restore them from a backup, or move them away to start with an empty store",
+                dir.display()
+            ))
+        })?;
         match opened {
             Err(sled::Error::Io(e)) if is_lock_busy(&e) => {
                 if std::time::Instant::now() >= deadline {
@@ -315,11 +330,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// Real damage, as the crash review made it: a byte flipped halfway through sled's log
-    /// file. sled recovers what comes before it and would serve that silently (216 of 300
-    /// acknowledged writes lost, in the review); the mark makes the store refuse to start. Either
-    /// sled's own error or the mark's refusal passes; serving fewer writes than were
-    /// acknowledged does not.
+    /// Real damage, as the crash review made it: a byte flipped in sled's log file. sled
+    /// recovers what comes before it and would serve that silently (216 of 300 acknowledged
+    /// writes lost, in the review), or panics while it opens (at some offsets). Either way the
+    /// store must not start short: the mark's refusal or sled's own error, as an error, passes;
+    /// serving fewer writes than were acknowledged, or a panic, does not.
     #[tokio::test]
     async fn a_flipped_byte_in_sleds_log_is_never_served_silently() {
         let dir = temp_dir("hwm-flip");
@@ -331,30 +346,47 @@ mod tests {
         drop(store);
         assert_eq!(high_water::read(&dir, HWM_FILE), Some(300));
 
-        let db = dir.join("db");
-        let mut bytes = std::fs::read(&db).unwrap();
-        let mid = bytes.len() / 2;
-        bytes[mid] ^= 0xff;
-        std::fs::write(&db, &bytes).unwrap();
-
-        match SledStore::open(opts(&dir)) {
-            Err(e) => {
-                let e = e.to_string();
-                assert!(
-                    !e.contains(HWM_FILE)
-                        || (e.contains("revision 300") && e.contains("delete sled.hwm")),
-                    "{e}"
-                );
-            }
-            Ok(store) => {
-                assert_eq!(store.revision(), 300, "acknowledged writes served as lost");
-                for i in 0..300 {
-                    let name = format!("o{i}");
-                    assert_eq!(data(&store, &name).as_deref(), Some(name.as_str()));
+        let mut refused = 0;
+        for percent in [20, 35, 45, 50, 55, 75] {
+            let copy = temp_dir(&format!("hwm-flip-{percent}"));
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_file() {
+                    std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
                 }
-                store.shutdown().unwrap();
             }
+            let db = copy.join("db");
+            let mut bytes = std::fs::read(&db).unwrap();
+            let at = bytes.len() * percent / 100;
+            bytes[at] ^= 0xff;
+            std::fs::write(&db, &bytes).unwrap();
+
+            match SledStore::open(opts(&copy)) {
+                Err(e) => {
+                    refused += 1;
+                    let e = e.to_string();
+                    assert!(
+                        e.contains("sled could not open")
+                            || (e.contains("revision 300") && e.contains("delete sled.hwm")),
+                        "{percent}%: {e}"
+                    );
+                }
+                Ok(store) => {
+                    assert_eq!(
+                        store.revision(),
+                        300,
+                        "{percent}%: acknowledged writes lost"
+                    );
+                    for i in 0..300 {
+                        let name = format!("o{i}");
+                        assert_eq!(data(&store, &name).as_deref(), Some(name.as_str()));
+                    }
+                    store.shutdown().unwrap();
+                }
+            }
+            let _ = std::fs::remove_dir_all(&copy);
         }
+        assert!(refused > 0, "no flip was noticed at all");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
