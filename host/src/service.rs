@@ -1631,7 +1631,11 @@ impl Service {
                     .iter()
                     .map(|f| format!("duplicate field {}", crate::auth::rbac::go_quote(f))),
             )
-            .chain(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
+            .chain(
+                unknown
+                    .iter()
+                    .map(|f| format!("unknown field {}", crate::auth::rbac::go_quote(f))),
+            )
             .collect();
         let strict = format!("strict decoding error: {}", msgs.join(", "));
         match opts.field_validation {
@@ -2499,7 +2503,11 @@ impl Service {
         let msgs: Vec<String> = patch_strict
             .iter()
             .cloned()
-            .chain(unknown.iter().map(|f| format!("unknown field \"{f}\"")))
+            .chain(
+                unknown
+                    .iter()
+                    .map(|f| format!("unknown field {}", crate::auth::rbac::go_quote(f))),
+            )
             .collect();
         let shown = if patch_type == PatchType::Strategic {
             patch::go_plus_v(patch)
@@ -4022,6 +4030,18 @@ mod tests {
             .await
             .unwrap();
         assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+        // Paths are quoted as Go's strconv.Quote quotes them, unknown fields too.
+        let odd = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "odd"}, "a\"b\\c": 1});
+        let w = svc
+            .create(&cms, "default", odd, &opts(FieldValidation::Warn))
+            .await
+            .unwrap();
+        let dups = w.warnings.len() - 1;
+        assert_eq!(
+            w.warnings[dups], r#"unknown field "a\"b\\c""#,
+            "{:?}",
+            w.warnings
+        );
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }
