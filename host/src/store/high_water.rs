@@ -137,19 +137,9 @@ mod tests {
         damage: "a test",
     };
 
-    fn temp_dir() -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "turtles-hwm-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[test]
     fn a_mark_reads_back_and_a_damaged_one_is_no_mark() {
-        let dir = temp_dir();
+        let dir = crate::store::testing::temp_dir("hwm");
         assert_eq!(read(&dir, MARK.file), None);
         let mut hw = start(&dir, &MARK, true, 7).unwrap().unwrap();
         assert_eq!(read(&dir, MARK.file), Some(7));
@@ -171,7 +161,7 @@ mod tests {
 
     #[test]
     fn a_store_below_its_mark_is_refused_and_without_fsync_the_mark_goes() {
-        let dir = temp_dir();
+        let dir = crate::store::testing::temp_dir("hwm");
         HighWater::open(&dir, MARK.file, 300).unwrap();
         let Err(err) = start(&dir, &MARK, true, 84) else {
             panic!("a store below its mark started");

@@ -709,6 +709,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn temp_dir(tag: &str) -> PathBuf {
+        crate::store::testing::temp_dir(&format!("store-{tag}"))
+    }
+
     fn opts(dir: &Path) -> StoreOptions {
         StoreOptions {
             dir: dir.to_path_buf(),
@@ -726,16 +730,6 @@ mod tests {
             value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"k": data}}),
             precondition,
         }
-    }
-
-    fn temp_dir(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "turtles-store-{tag}-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
     }
 
     async fn preconditions_revisions_and_restart<D: Disk>() {

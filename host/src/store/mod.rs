@@ -798,6 +798,23 @@ pub struct Health {
     pub quarantined: usize,
 }
 
+/// What the engines' tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::PathBuf;
+
+    /// A new, empty directory under the system's temp dir, `turtles-<tag>-<pid>-<uuid>`.
+    pub(crate) fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "turtles-{tag}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1085,13 +1085,7 @@ mod tests {
     use serde_json::json;
 
     fn temp_dir(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "turtles-wal-{tag}-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+        crate::store::testing::temp_dir(&format!("wal-{tag}"))
     }
 
     fn opts(dir: &Path) -> StoreOptions {
