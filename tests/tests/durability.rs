@@ -62,10 +62,14 @@ fn restart_keeps_objects_and_revisions_grow() {
             latest = latest.max(now);
         }
     }
-    assert_eq!(
-        rv(&list),
-        latest,
-        "the revision survives, the delete included"
+    // The delete's revision survives: the store is at least there. (Other writes of the host
+    // at start, besides those tracked above, may have moved it on by the time of the list: a
+    // controller's own status, say. A lost delete would leave the store at `last - 1`, and the
+    // first rewrite above at `last`.)
+    let current = rv(&list);
+    assert!(
+        current >= latest,
+        "the revision survives, the delete included: {current} < {latest}"
     );
     // (Besides the namespace's `kube-root-ca.crt`, the host's own.)
     let items: Vec<&Value> = list["items"]
@@ -85,7 +89,7 @@ fn restart_keeps_objects_and_revisions_grow() {
 
     let r = http.post_json(CMS, &configmap("after", &[], &[]));
     assert_eq!(r.status, 201, "{}", r.text());
-    assert_eq!(rv(&r.json()), latest + 1);
+    assert!(rv(&r.json()) > current, "revisions grow after a restart");
 }
 
 #[test]
