@@ -14,7 +14,8 @@ fn r(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
 
-/// kube's `system:aggregate-to-edit` (bootstrappolicy testdata `cluster-roles.yaml`).
+/// kube's `system:aggregate-to-edit` (bootstrappolicy testdata `cluster-roles.yaml`, 1.34's
+/// default feature gates: DynamicResourceAllocation on).
 fn kube_edit() -> Vec<Value> {
     vec![
         r(
@@ -108,6 +109,11 @@ fn kube_edit() -> Vec<Value> {
             ],
             &["coordination.k8s.io"],
             &["leases"],
+        ),
+        r(
+            WRITE,
+            &["resource.k8s.io"],
+            &["resourceclaims", "resourceclaimtemplates"],
         ),
     ]
 }
@@ -206,6 +212,15 @@ fn kube_view() -> Vec<Value> {
             READ,
             &["networking.k8s.io"],
             &["ingresses", "ingresses/status", "networkpolicies"],
+        ),
+        r(
+            READ,
+            &["resource.k8s.io"],
+            &[
+                "resourceclaims",
+                "resourceclaims/status",
+                "resourceclaimtemplates",
+            ],
         ),
     ]
 }

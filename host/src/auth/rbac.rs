@@ -5,8 +5,9 @@
 //! (`k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac`), its rule resolver
 //! (`pkg/registry/rbac/validation/rule.go`), the forbidden message of
 //! `k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go` and a
-//! trimmed copy of the bootstrap policy
-//! (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`).
+//! copy of kube 1.34's bootstrap policy
+//! (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go` and
+//! `namespace_policy.go`, less the controllers' `system:controller:*` roles).
 //!
 //! The module is pure: it never performs I/O, it only reads through the
 //! [`RbacObjects`] trait that the host implements over its storage.
@@ -1032,11 +1033,16 @@ const READ_WRITE: &[&str] = &[
     "delete",
     "deletecollection",
 ];
+const READ_UPDATE: &[&str] = &["get", "list", "watch", "update", "patch"];
 
 const LEGACY: &str = "";
 const AUTHENTICATION: &str = "authentication.k8s.io";
 const AUTHORIZATION: &str = "authorization.k8s.io";
+const CERTIFICATES: &str = "certificates.k8s.io";
 const COORDINATION: &str = "coordination.k8s.io";
+const EVENTS: &str = "events.k8s.io";
+const RESOURCE: &str = "resource.k8s.io";
+const STORAGE: &str = "storage.k8s.io";
 const TURTLES: &str = "turtles.dev";
 
 const AGGREGATE_TO_ADMIN: &str = "rbac.authorization.k8s.io/aggregate-to-admin";
@@ -1062,12 +1068,31 @@ fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> PolicyRule {
     }
 }
 
+/// `rule` for the named objects only (kube's `.Names(..)`).
+fn named(names: &[&str], rule: PolicyRule) -> PolicyRule {
+    let mut resource_names = strings(names);
+    resource_names.sort();
+    PolicyRule {
+        resource_names,
+        ..rule
+    }
+}
+
+/// kube's `eventsRule()`: writing Events of either API group.
+fn events_rule() -> PolicyRule {
+    rule(
+        &["create", "update", "patch"],
+        &[LEGACY, EVENTS],
+        &["events"],
+    )
+}
+
 /// `approve` on one signer (kube's `system:certificates.k8s.io:*-approver` roles).
 fn approver(signer: &str) -> Vec<PolicyRule> {
-    vec![PolicyRule {
-        resource_names: strings(&[signer]),
-        ..rule(&["approve"], &["certificates.k8s.io"], &["signers"])
-    }]
+    vec![named(
+        &[signer],
+        rule(&["approve"], &[CERTIFICATES], &["signers"]),
+    )]
 }
 
 fn url_rule(verbs: &[&str], urls: &[&str]) -> PolicyRule {
@@ -1308,6 +1333,12 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
                     &["networkpolicies", "ingresses"],
                 ),
                 rule(READ_WRITE, &[COORDINATION], &["leases"]),
+                // kube's while DynamicResourceAllocation is on (its default since 1.34).
+                rule(
+                    WRITE,
+                    &[RESOURCE],
+                    &["resourceclaims", "resourceclaimtemplates"],
+                ),
                 rule(WRITE, &[TURTLES], &["controllers"]),
             ],
         },
@@ -1409,17 +1440,142 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
                     &["networking.k8s.io"],
                     &["networkpolicies", "ingresses", "ingresses/status"],
                 ),
+                // kube's while DynamicResourceAllocation is on (its default since 1.34).
+                rule(
+                    READ,
+                    &[RESOURCE],
+                    &[
+                        "resourceclaims",
+                        "resourceclaims/status",
+                        "resourceclaimtemplates",
+                    ],
+                ),
                 rule(READ, &[TURTLES], &["controllers", "controllers/log"]),
             ],
         },
+        // The rest in kube's order (policy.go), each rule as kube lists it, with its rules for
+        // features on by default in 1.34 (DynamicResourceAllocation, KubeletFineGrainedAuthz,
+        // KubeletServiceAccountTokenForCredentialProviders, MultiCIDRServiceAllocator) and none
+        // for those off.
+        role(
+            "system:heapster",
+            vec![
+                rule(READ, &[LEGACY], &["events", "pods", "nodes", "namespaces"]),
+                rule(READ, &["extensions"], &["deployments"]),
+            ],
+        ),
+        // What a kubelet needs; bound to nobody (kube's Node authorizer grants it).
+        role("system:node", node_rules()),
+        // Bound to nobody: deployment locations vary.
+        role(
+            "system:node-problem-detector",
+            vec![
+                rule(&["get"], &[LEGACY], &["nodes"]),
+                rule(&["patch"], &[LEGACY], &["nodes/status"]),
+                events_rule(),
+            ],
+        ),
+        // Bootstrapping a node's client certificate.
+        role(
+            "system:node-bootstrapper",
+            vec![rule(
+                &["create", "get", "list", "watch"],
+                &[CERTIFICATES],
+                &["certificatesigningrequests"],
+            )],
+        ),
         // Authentication/authorization delegation.
         role(
             "system:auth-delegator",
+            vec![
+                rule(&["create"], &[AUTHENTICATION], &["tokenreviews"]),
+                rule(&["create"], &[AUTHORIZATION], &["subjectaccessreviews"]),
+            ],
+        ),
+        // The API registry, summarization and proxy handling.
+        role(
+            "system:kube-aggregator",
+            vec![rule(READ, &[LEGACY], &["services", "endpoints"])],
+        ),
+        // A kube-controller-manager's own identity (shared informers, service accounts and
+        // their tokens); its controllers' `system:controller:*` roles are not bootstrapped.
+        role(
+            "system:kube-controller-manager",
+            vec![
+                events_rule(),
+                rule(&["create"], &[COORDINATION], &["leases"]),
+                named(
+                    &["kube-controller-manager"],
+                    rule(&["get", "update"], &[COORDINATION], &["leases"]),
+                ),
+                rule(&["create"], &[LEGACY], &["secrets", "serviceaccounts"]),
+                rule(&["delete"], &[LEGACY], &["secrets"]),
+                rule(
+                    &["get"],
+                    &[LEGACY],
+                    &["namespaces", "secrets", "serviceaccounts", "configmaps"],
+                ),
+                rule(&["update"], &[LEGACY], &["secrets", "serviceaccounts"]),
+                rule(&["create"], &[AUTHENTICATION], &["tokenreviews"]),
+                rule(&["create"], &[AUTHORIZATION], &["subjectaccessreviews"]),
+                rule(&["list", "watch"], &["*"], &["*"]),
+                rule(&["create"], &[LEGACY], &["serviceaccounts/token"]),
+            ],
+        ),
+        // The DNS pod.
+        role(
+            "system:kube-dns",
+            vec![rule(
+                &["list", "watch"],
+                &[LEGACY],
+                &["endpoints", "services"],
+            )],
+        ),
+        // An external volume provisioner (bound to nobody: deployments bind their service
+        // accounts to it).
+        role(
+            "system:persistent-volume-provisioner",
+            vec![
+                rule(
+                    &["get", "list", "watch", "create", "delete"],
+                    &[LEGACY],
+                    &["persistentvolumes"],
+                ),
+                rule(
+                    &["get", "list", "watch", "update"],
+                    &[LEGACY],
+                    &["persistentvolumeclaims"],
+                ),
+                rule(READ, &[STORAGE], &["storageclasses"]),
+                rule(&["watch"], &[LEGACY], &["events"]),
+                events_rule(),
+            ],
+        ),
+        // Who may ask for a node client certificate, for another node or for itself.
+        role(
+            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
             vec![rule(
                 &["create"],
-                &[AUTHORIZATION],
-                &["subjectaccessreviews"],
+                &[CERTIFICATES],
+                &["certificatesigningrequests/nodeclient"],
             )],
+        ),
+        role(
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+            vec![rule(
+                &["create"],
+                &[CERTIFICATES],
+                &["certificatesigningrequests/selfnodeclient"],
+            )],
+        ),
+        // The scheduler's volume binding.
+        role(
+            "system:volume-scheduler",
+            vec![
+                rule(READ_UPDATE, &[LEGACY], &["persistentvolumes"]),
+                rule(READ, &[STORAGE], &["storageclasses"]),
+                rule(READ_UPDATE, &[LEGACY], &["persistentvolumeclaims"]),
+            ],
         ),
         // Who may approve requests for each of kube's signers (bound to nobody, as in kube).
         role(
@@ -1438,59 +1594,148 @@ fn bootstrap_roles() -> Vec<BootstrapRole> {
             "system:certificates.k8s.io:kube-apiserver-client-kubelet-approver",
             approver("kubernetes.io/kube-apiserver-client-kubelet"),
         ),
-        // kube's roles for the DNS pod and an external volume provisioner (bound to nobody:
-        // deployments bind their service accounts to them).
+        // Full access to the kubelet API.
         role(
-            "system:kube-dns",
-            vec![rule(
-                &["list", "watch"],
-                &[LEGACY],
-                &["endpoints", "services"],
-            )],
-        ),
-        role(
-            "system:persistent-volume-provisioner",
+            "system:kubelet-api-admin",
             vec![
+                rule(READ, &[LEGACY], &["nodes"]),
+                rule(&["proxy"], &[LEGACY], &["nodes"]),
                 rule(
-                    &["get", "list", "watch", "create", "delete"],
+                    &["*"],
                     &[LEGACY],
-                    &["persistentvolumes"],
+                    &["nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log"],
                 ),
+                // KubeletFineGrainedAuthz.
                 rule(
-                    &["get", "list", "watch", "update"],
+                    &["*"],
                     &[LEGACY],
-                    &["persistentvolumeclaims"],
-                ),
-                rule(READ, &["storage.k8s.io"], &["storageclasses"]),
-                rule(&["watch"], &[LEGACY], &["events"]),
-                rule(
-                    &["create", "update", "patch"],
-                    &[LEGACY, "events.k8s.io"],
-                    &["events"],
+                    &["nodes/pods", "nodes/healthz", "nodes/configz"],
                 ),
             ],
         ),
-        // What a node agent needs; bound to nobody (the Node authorizer's job).
+        // kube-proxy.
         role(
-            "system:node",
+            "system:node-proxier",
             vec![
-                rule(&["create"], &[AUTHORIZATION], &["subjectaccessreviews"]),
-                rule(&["create", "get", "list", "watch"], &[LEGACY], &["nodes"]),
-                rule(&["update", "patch"], &[LEGACY], &["nodes/status"]),
-                rule(&["update", "patch"], &[LEGACY], &["nodes"]),
-                rule(&["create", "update", "patch"], &[LEGACY], &["events"]),
-                rule(READ, &[LEGACY], &["pods"]),
-                rule(&["create", "delete"], &[LEGACY], &["pods"]),
-                rule(&["update", "patch"], &[LEGACY], &["pods/status"]),
-                rule(&["create"], &[LEGACY], &["pods/eviction"]),
-                rule(READ, &[LEGACY], &["secrets", "configmaps"]),
+                rule(&["list", "watch"], &[LEGACY], &["services", "endpoints"]),
+                rule(READ, &[LEGACY], &["nodes"]),
+                events_rule(),
+                // MultiCIDRServiceAllocator.
                 rule(
-                    &["get", "create", "update", "patch", "delete"],
-                    &[COORDINATION],
-                    &["leases"],
+                    &["list", "watch"],
+                    &["networking.k8s.io"],
+                    &["servicecidrs"],
+                ),
+                rule(
+                    &["list", "watch"],
+                    &["discovery.k8s.io"],
+                    &["endpointslices"],
                 ),
             ],
         ),
+        // The scheduler (turtles runs none; a scheduler a user deploys binds to this).
+        role("system:kube-scheduler", kube_scheduler_rules()),
+    ]
+}
+
+/// kube's `NodeRules()` with 1.34's default feature gates.
+fn node_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(&["create"], &[AUTHENTICATION], &["tokenreviews"]),
+        rule(
+            &["create"],
+            &[AUTHORIZATION],
+            &["subjectaccessreviews", "localsubjectaccessreviews"],
+        ),
+        rule(READ, &[LEGACY], &["services"]),
+        rule(&["create", "get", "list", "watch"], &[LEGACY], &["nodes"]),
+        rule(&["update", "patch"], &[LEGACY], &["nodes/status"]),
+        rule(&["update", "patch"], &[LEGACY], &["nodes"]),
+        rule(&["create", "update", "patch"], &[LEGACY], &["events"]),
+        rule(READ, &[LEGACY], &["pods"]),
+        rule(&["create", "delete"], &[LEGACY], &["pods"]),
+        rule(&["update", "patch"], &[LEGACY], &["pods/status"]),
+        rule(&["create"], &[LEGACY], &["pods/eviction"]),
+        rule(READ, &[LEGACY], &["secrets", "configmaps"]),
+        rule(
+            &["get"],
+            &[LEGACY],
+            &["persistentvolumeclaims", "persistentvolumes"],
+        ),
+        rule(&["get"], &[LEGACY], &["endpoints"]),
+        rule(
+            &["create", "get", "list", "watch"],
+            &[CERTIFICATES],
+            &["certificatesigningrequests"],
+        ),
+        rule(
+            &["get", "create", "update", "patch", "delete"],
+            &[COORDINATION],
+            &["leases"],
+        ),
+        rule(&["get"], &[STORAGE], &["volumeattachments"]),
+        rule(&["create"], &[LEGACY], &["serviceaccounts/token"]),
+        rule(
+            &["get", "update", "patch"],
+            &[LEGACY],
+            &["persistentvolumeclaims/status"],
+        ),
+        rule(READ, &[STORAGE], &["csidrivers"]),
+        rule(
+            &["get", "create", "update", "patch", "delete"],
+            &[STORAGE],
+            &["csinodes"],
+        ),
+        rule(READ, &["node.k8s.io"], &["runtimeclasses"]),
+        // DynamicResourceAllocation.
+        rule(&["get"], &[RESOURCE], &["resourceclaims"]),
+        rule(&["deletecollection"], &[RESOURCE], &["resourceslices"]),
+        // KubeletServiceAccountTokenForCredentialProviders.
+        rule(&["get"], &[LEGACY], &["serviceaccounts"]),
+    ]
+}
+
+/// kube's `system:kube-scheduler` with 1.34's default feature gates.
+fn kube_scheduler_rules() -> Vec<PolicyRule> {
+    vec![
+        events_rule(),
+        // Leader election.
+        rule(&["create"], &[COORDINATION], &["leases"]),
+        named(
+            &["kube-scheduler"],
+            rule(
+                &["get", "update", "list", "watch"],
+                &[COORDINATION],
+                &["leases"],
+            ),
+        ),
+        rule(READ_WRITE, &[COORDINATION], &["leasecandidates"]),
+        rule(READ, &[LEGACY], &["nodes"]),
+        rule(&["get", "list", "watch", "delete"], &[LEGACY], &["pods"]),
+        rule(&["create"], &[LEGACY], &["pods/binding", "bindings"]),
+        rule(&["patch", "update"], &[LEGACY], &["pods/status"]),
+        rule(READ, &[LEGACY], &["services", "replicationcontrollers"]),
+        rule(READ, &["apps", "extensions"], &["replicasets"]),
+        rule(READ, &["apps"], &["statefulsets"]),
+        rule(READ, &["policy"], &["poddisruptionbudgets"]),
+        rule(
+            READ,
+            &[LEGACY],
+            &["persistentvolumeclaims", "persistentvolumes"],
+        ),
+        rule(&["create"], &[AUTHENTICATION], &["tokenreviews"]),
+        rule(&["create"], &[AUTHORIZATION], &["subjectaccessreviews"]),
+        rule(READ, &[STORAGE], &["csinodes"]),
+        rule(READ, &[STORAGE], &["volumeattachments"]),
+        rule(READ, &[LEGACY], &["namespaces"]),
+        rule(READ, &[STORAGE], &["csidrivers"]),
+        rule(READ, &[STORAGE], &["csistoragecapacities"]),
+        // DynamicResourceAllocation.
+        rule(READ, &[RESOURCE], &["deviceclasses"]),
+        rule(READ_UPDATE, &[RESOURCE], &["resourceclaims"]),
+        rule(READ_UPDATE, &[RESOURCE], &["resourceclaims/status"]),
+        rule(READ_UPDATE, &[LEGACY], &["pods/finalizers"]),
+        rule(READ, &[RESOURCE], &["resourceslices"]),
     ]
 }
 
@@ -1519,6 +1764,14 @@ fn group_subject(name: &str) -> Value {
     json!({ "kind": "Group", "apiGroup": RBAC_GROUP, "name": name })
 }
 
+fn user_subject(name: &str) -> Value {
+    json!({ "kind": "User", "apiGroup": RBAC_GROUP, "name": name })
+}
+
+fn service_account_subject(namespace: &str, name: &str) -> Value {
+    json!({ "kind": "ServiceAccount", "name": name, "namespace": namespace })
+}
+
 fn cluster_binding_json(role_name: &str, subjects: Vec<Value>) -> Value {
     let mut m = Map::new();
     m.insert("apiVersion".into(), json!(RBAC_API_VERSION));
@@ -1534,10 +1787,49 @@ fn cluster_binding_json(role_name: &str, subjects: Vec<Value>) -> Value {
     Value::Object(m)
 }
 
-/// The bootstrap ClusterRoles followed by the bootstrap ClusterRoleBindings,
-/// as complete JSON objects. Aggregated roles (`admin`, `edit`, `view`) carry
-/// both their `aggregationRule` and their pre-aggregated `rules`, as a real
-/// cluster shows them once the aggregation controller ran.
+fn namespaced_metadata(namespace: &str, name: &str) -> Value {
+    let mut meta = bootstrap_metadata(name, &[]);
+    meta["namespace"] = json!(namespace);
+    meta
+}
+
+fn role_json(namespace: &str, name: &str, rules: &[PolicyRule]) -> Value {
+    let rules: Vec<Value> = rules.iter().map(PolicyRule::to_json).collect();
+    json!({"apiVersion": RBAC_API_VERSION, "kind": "Role",
+        "metadata": namespaced_metadata(namespace, name), "rules": rules})
+}
+
+/// A RoleBinding of the Role `role_name` in `namespace`.
+fn role_binding_json(namespace: &str, name: &str, role_name: &str, subjects: Vec<Value>) -> Value {
+    json!({"apiVersion": RBAC_API_VERSION, "kind": "RoleBinding",
+        "metadata": namespaced_metadata(namespace, name),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": role_name},
+        "subjects": subjects})
+}
+
+/// kube's `system::leader-locking-COMPONENT` Role in kube-system: its lock (the ConfigMap of old,
+/// the Lease) and the LeaseCandidates of coordinated leader election.
+fn leader_locking_rules(component: &str) -> Vec<PolicyRule> {
+    let lock = &["get", "watch", "list", "create", "update"];
+    vec![
+        rule(&["watch"], &[LEGACY], &["configmaps"]),
+        named(
+            &[component],
+            rule(&["get", "update"], &[LEGACY], &["configmaps"]),
+        ),
+        rule(lock, &[COORDINATION], &["leases"]),
+        rule(lock, &[COORDINATION], &["leasecandidates"]),
+    ]
+}
+
+/// The bootstrap ClusterRoles, the bootstrap ClusterRoleBindings, then the
+/// bootstrap Roles and RoleBindings of `kube-system`, as complete JSON objects:
+/// kube's policy (`bootstrappolicy/policy.go`, `namespace_policy.go`) less its
+/// controllers' `system:controller:*` roles and bindings (kube-controller-manager's
+/// controllers do not run here, and `system:controller:NAME` is what turtles
+/// names its Wasm controllers' roles). Aggregated roles (`admin`, `edit`,
+/// `view`) carry both their `aggregationRule` and their pre-aggregated `rules`,
+/// as a real cluster shows them once the aggregation controller ran.
 pub fn bootstrap_objects() -> Vec<Value> {
     let roles = bootstrap_roles();
     let plain: Vec<Value> = roles
@@ -1557,6 +1849,9 @@ pub fn bootstrap_objects() -> Vec<Value> {
         .collect();
 
     let authenticated = "system:authenticated";
+    let scheduler = "system:kube-scheduler";
+    let controller_manager = "system:kube-controller-manager";
+    // In kube's order.
     objects.extend([
         cluster_binding_json("cluster-admin", vec![group_subject("system:masters")]),
         cluster_binding_json(
@@ -1573,29 +1868,76 @@ pub fn bootstrap_objects() -> Vec<Value> {
             ],
         ),
         cluster_binding_json(
+            "system:node-proxier",
+            vec![user_subject("system:kube-proxy")],
+        ),
+        cluster_binding_json(controller_manager, vec![user_subject(controller_manager)]),
+        cluster_binding_json(
+            "system:kube-dns",
+            vec![service_account_subject("kube-system", "kube-dns")],
+        ),
+        cluster_binding_json(scheduler, vec![user_subject(scheduler)]),
+        cluster_binding_json("system:volume-scheduler", vec![user_subject(scheduler)]),
+        // kube keeps this binding without subjects (the Node authorizer took over).
+        cluster_binding_json("system:node", Vec::new()),
+        cluster_binding_json(
             "system:service-account-issuer-discovery",
             vec![group_subject("system:serviceaccounts")],
         ),
-        // kube keeps this binding without subjects (the Node authorizer took over).
-        cluster_binding_json("system:node", Vec::new()),
     ]);
-    // kube's namespaced bootstrap policy: who may read the ConfigMap extension API servers
-    // trust the front proxy by (`aggregator::authentication`).
+
+    // kube's namespaced bootstrap policy in kube-system: who may read the ConfigMap extension
+    // API servers trust the front proxy by (`aggregator::authentication`), and the control
+    // plane's leader election locks.
+    let system = "kube-system";
     let reader = "extension-apiserver-authentication-reader";
-    let mut role_meta = bootstrap_metadata(reader, &[]);
-    role_meta["namespace"] = json!("kube-system");
-    objects.push(json!({"apiVersion": RBAC_API_VERSION, "kind": "Role", "metadata": role_meta,
-        "rules": [{"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["configmaps"],
-                   "resourceNames": ["extension-apiserver-authentication"]}]}));
-    let binding = format!("system::{reader}");
-    let mut binding_meta = bootstrap_metadata(&binding, &[]);
-    binding_meta["namespace"] = json!("kube-system");
-    let user = |n: &str| json!({"kind": "User", "apiGroup": RBAC_GROUP, "name": n});
-    objects.push(
-        json!({"apiVersion": RBAC_API_VERSION, "kind": "RoleBinding", "metadata": binding_meta,
-        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": reader},
-        "subjects": [user("system:kube-controller-manager"), user("system:kube-scheduler")]}),
-    );
+    let kcm_lock = "system::leader-locking-kube-controller-manager";
+    let scheduler_lock = "system::leader-locking-kube-scheduler";
+    objects.extend([
+        role_json(
+            system,
+            reader,
+            &[named(
+                &["extension-apiserver-authentication"],
+                rule(READ, &[LEGACY], &["configmaps"]),
+            )],
+        ),
+        role_json(
+            system,
+            kcm_lock,
+            &leader_locking_rules("kube-controller-manager"),
+        ),
+        role_json(
+            system,
+            scheduler_lock,
+            &leader_locking_rules("kube-scheduler"),
+        ),
+        role_binding_json(
+            system,
+            &format!("system::{reader}"),
+            reader,
+            vec![user_subject(controller_manager), user_subject(scheduler)],
+        ),
+        role_binding_json(
+            system,
+            kcm_lock,
+            kcm_lock,
+            vec![
+                user_subject(controller_manager),
+                service_account_subject(system, "kube-controller-manager"),
+                service_account_subject(system, "leader-election-controller"),
+            ],
+        ),
+        role_binding_json(
+            system,
+            scheduler_lock,
+            scheduler_lock,
+            vec![
+                user_subject(scheduler),
+                service_account_subject(system, "kube-scheduler"),
+            ],
+        ),
+    ]);
     objects
 }
 
@@ -2838,6 +3180,394 @@ mod tests {
         assert!(edit.len() > view.len() && admin.len() > edit.len());
         // Order as kube's controller builds it: edit's rules, then aggregate-to-admin's.
         assert_eq!(admin[..edit.len()], edit[..]);
+    }
+
+    fn bootstrap_find(kind: &str, name: &str) -> Value {
+        bootstrap_objects()
+            .into_iter()
+            .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{kind} {name} missing"))
+    }
+
+    /// kube 1.34's bootstrap policy (`cluster-roles.yaml`, `cluster-role-bindings.yaml`,
+    /// `namespace-roles.yaml`, `namespace-role-bindings.yaml`) less the controllers'
+    /// `system:controller:*` roles and bindings, name for name.
+    #[test]
+    fn bootstrap_names_are_kubes_without_controller_roles() {
+        let objects = bootstrap_objects();
+        let names = |kind: &str| -> Vec<String> {
+            objects
+                .iter()
+                .filter(|o| o["kind"] == kind)
+                .map(|o| match o["metadata"]["namespace"].as_str() {
+                    Some(ns) => format!("{ns}/{}", name_of(o)),
+                    None => name_of(o).to_owned(),
+                })
+                .collect()
+        };
+        let set = |names: &[&str]| -> std::collections::BTreeSet<String> {
+            names.iter().map(|n| (*n).to_owned()).collect()
+        };
+        let cluster_roles = names("ClusterRole");
+        let expected = set(&[
+            "admin",
+            "cluster-admin",
+            "edit",
+            "view",
+            "system:aggregate-to-admin",
+            "system:aggregate-to-edit",
+            "system:aggregate-to-view",
+            "system:auth-delegator",
+            "system:basic-user",
+            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+            "system:certificates.k8s.io:kube-apiserver-client-approver",
+            "system:certificates.k8s.io:kube-apiserver-client-kubelet-approver",
+            "system:certificates.k8s.io:kubelet-serving-approver",
+            "system:certificates.k8s.io:legacy-unknown-approver",
+            "system:discovery",
+            "system:heapster",
+            "system:kube-aggregator",
+            "system:kube-controller-manager",
+            "system:kube-dns",
+            "system:kube-scheduler",
+            "system:kubelet-api-admin",
+            "system:monitoring",
+            "system:node",
+            "system:node-bootstrapper",
+            "system:node-problem-detector",
+            "system:node-proxier",
+            "system:persistent-volume-provisioner",
+            "system:public-info-viewer",
+            "system:service-account-issuer-discovery",
+            "system:volume-scheduler",
+        ]);
+        assert_eq!(cluster_roles.len(), expected.len(), "{cluster_roles:?}");
+        assert_eq!(set_of(&cluster_roles), expected);
+        let bindings = names("ClusterRoleBinding");
+        let expected = set(&[
+            "cluster-admin",
+            "system:basic-user",
+            "system:discovery",
+            "system:kube-controller-manager",
+            "system:kube-dns",
+            "system:kube-scheduler",
+            "system:monitoring",
+            "system:node",
+            "system:node-proxier",
+            "system:public-info-viewer",
+            "system:service-account-issuer-discovery",
+            "system:volume-scheduler",
+        ]);
+        assert_eq!(bindings.len(), expected.len(), "{bindings:?}");
+        assert_eq!(set_of(&bindings), expected);
+        assert_eq!(
+            names("Role"),
+            [
+                "kube-system/extension-apiserver-authentication-reader",
+                "kube-system/system::leader-locking-kube-controller-manager",
+                "kube-system/system::leader-locking-kube-scheduler",
+            ]
+        );
+        assert_eq!(
+            names("RoleBinding"),
+            [
+                "kube-system/system::extension-apiserver-authentication-reader",
+                "kube-system/system::leader-locking-kube-controller-manager",
+                "kube-system/system::leader-locking-kube-scheduler",
+            ]
+        );
+        // Each RoleBinding's Role is beside it.
+        for b in objects.iter().filter(|o| o["kind"] == "RoleBinding") {
+            assert_eq!(b["roleRef"]["kind"], "Role");
+            assert!(objects.iter().any(|r| r["kind"] == "Role"
+                && r["metadata"]["namespace"] == b["metadata"]["namespace"]
+                && r["metadata"]["name"] == b["roleRef"]["name"]));
+        }
+        // turtles names its Wasm controllers' roles so: none is bootstrapped.
+        assert!(objects
+            .iter()
+            .all(|o| !name_of(o).starts_with("system:controller:")));
+    }
+
+    fn set_of(names: &[String]) -> std::collections::BTreeSet<String> {
+        names.iter().cloned().collect()
+    }
+
+    /// Rule for rule as kube's `cluster-roles.yaml` lists them (1.34's default feature gates).
+    #[test]
+    fn bootstrap_scheduler_proxier_and_certificate_rules_are_kubes() {
+        let rules = |name: &str| bootstrap_find("ClusterRole", name)["rules"].clone();
+        let read = json!(["get", "list", "watch"]);
+        let read_update = json!(["get", "list", "patch", "update", "watch"]);
+        assert_eq!(
+            rules("system:kube-scheduler"),
+            json!([
+                {"verbs": ["create", "patch", "update"], "apiGroups": ["", "events.k8s.io"], "resources": ["events"]},
+                {"verbs": ["create"], "apiGroups": ["coordination.k8s.io"], "resources": ["leases"]},
+                {"verbs": ["get", "list", "update", "watch"], "apiGroups": ["coordination.k8s.io"],
+                 "resources": ["leases"], "resourceNames": ["kube-scheduler"]},
+                {"verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                 "apiGroups": ["coordination.k8s.io"], "resources": ["leasecandidates"]},
+                {"verbs": read, "apiGroups": [""], "resources": ["nodes"]},
+                {"verbs": ["delete", "get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]},
+                {"verbs": ["create"], "apiGroups": [""], "resources": ["bindings", "pods/binding"]},
+                {"verbs": ["patch", "update"], "apiGroups": [""], "resources": ["pods/status"]},
+                {"verbs": read, "apiGroups": [""], "resources": ["replicationcontrollers", "services"]},
+                {"verbs": read, "apiGroups": ["apps", "extensions"], "resources": ["replicasets"]},
+                {"verbs": read, "apiGroups": ["apps"], "resources": ["statefulsets"]},
+                {"verbs": read, "apiGroups": ["policy"], "resources": ["poddisruptionbudgets"]},
+                {"verbs": read, "apiGroups": [""], "resources": ["persistentvolumeclaims", "persistentvolumes"]},
+                {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"]},
+                {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"]},
+                {"verbs": read, "apiGroups": ["storage.k8s.io"], "resources": ["csinodes"]},
+                {"verbs": read, "apiGroups": ["storage.k8s.io"], "resources": ["volumeattachments"]},
+                {"verbs": read, "apiGroups": [""], "resources": ["namespaces"]},
+                {"verbs": read, "apiGroups": ["storage.k8s.io"], "resources": ["csidrivers"]},
+                {"verbs": read, "apiGroups": ["storage.k8s.io"], "resources": ["csistoragecapacities"]},
+                {"verbs": read, "apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"]},
+                {"verbs": read_update, "apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"]},
+                {"verbs": read_update, "apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/status"]},
+                {"verbs": read_update, "apiGroups": [""], "resources": ["pods/finalizers"]},
+                {"verbs": read, "apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"]},
+            ])
+        );
+        assert_eq!(
+            rules("system:volume-scheduler"),
+            json!([
+                {"verbs": read_update, "apiGroups": [""], "resources": ["persistentvolumes"]},
+                {"verbs": read, "apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"]},
+                {"verbs": read_update, "apiGroups": [""], "resources": ["persistentvolumeclaims"]},
+            ])
+        );
+        assert_eq!(
+            rules("system:node-proxier"),
+            json!([
+                {"verbs": ["list", "watch"], "apiGroups": [""], "resources": ["endpoints", "services"]},
+                {"verbs": read, "apiGroups": [""], "resources": ["nodes"]},
+                {"verbs": ["create", "patch", "update"], "apiGroups": ["", "events.k8s.io"], "resources": ["events"]},
+                {"verbs": ["list", "watch"], "apiGroups": ["networking.k8s.io"], "resources": ["servicecidrs"]},
+                {"verbs": ["list", "watch"], "apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"]},
+            ])
+        );
+        assert_eq!(
+            rules("system:certificates.k8s.io:legacy-unknown-approver"),
+            json!([{"verbs": ["approve"], "apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
+                    "resourceNames": ["kubernetes.io/legacy-unknown"]}])
+        );
+        assert_eq!(
+            rules("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"),
+            json!([{"verbs": ["create"], "apiGroups": ["certificates.k8s.io"],
+                    "resources": ["certificatesigningrequests/selfnodeclient"]}])
+        );
+        assert_eq!(
+            rules("system:auth-delegator"),
+            json!([
+                {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"]},
+                {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"]},
+            ])
+        );
+        let role = bootstrap_find("Role", "system::leader-locking-kube-scheduler");
+        let lock = json!(["create", "get", "list", "update", "watch"]);
+        assert_eq!(
+            role["rules"],
+            json!([
+                {"verbs": ["watch"], "apiGroups": [""], "resources": ["configmaps"]},
+                {"verbs": ["get", "update"], "apiGroups": [""], "resources": ["configmaps"],
+                 "resourceNames": ["kube-scheduler"]},
+                {"verbs": lock, "apiGroups": ["coordination.k8s.io"], "resources": ["leases"]},
+                {"verbs": lock, "apiGroups": ["coordination.k8s.io"], "resources": ["leasecandidates"]},
+            ])
+        );
+        for o in [bootstrap_find("ClusterRole", "system:kube-scheduler"), role] {
+            assert_eq!(
+                o["metadata"]["labels"],
+                json!({BOOTSTRAPPING_LABEL_KEY: BOOTSTRAPPING_LABEL_VALUE})
+            );
+            assert_eq!(
+                o["metadata"]["annotations"],
+                json!({AUTOUPDATE_ANNOTATION_KEY: "true"})
+            );
+        }
+    }
+
+    #[test]
+    fn bootstrap_binding_subjects_are_kubes() {
+        let subjects = |kind: &str, name: &str| bootstrap_find(kind, name)["subjects"].clone();
+        let user = |n: &str| json!({"kind": "User", "apiGroup": RBAC_GROUP, "name": n});
+        let sa = |n: &str| json!({"kind": "ServiceAccount", "name": n, "namespace": "kube-system"});
+        for name in ["system:kube-scheduler", "system:volume-scheduler"] {
+            assert_eq!(
+                subjects("ClusterRoleBinding", name),
+                json!([user("system:kube-scheduler")]),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            subjects("ClusterRoleBinding", "system:node-proxier"),
+            json!([user("system:kube-proxy")])
+        );
+        assert_eq!(
+            subjects("ClusterRoleBinding", "system:kube-controller-manager"),
+            json!([user("system:kube-controller-manager")])
+        );
+        assert_eq!(
+            subjects("ClusterRoleBinding", "system:kube-dns"),
+            json!([sa("kube-dns")])
+        );
+        assert_eq!(
+            subjects(
+                "ClusterRoleBinding",
+                "system:service-account-issuer-discovery"
+            ),
+            json!([{"kind": "Group", "apiGroup": RBAC_GROUP, "name": "system:serviceaccounts"}])
+        );
+        let kcm_lock = bootstrap_find(
+            "RoleBinding",
+            "system::leader-locking-kube-controller-manager",
+        );
+        assert_eq!(kcm_lock["metadata"]["namespace"], "kube-system");
+        assert_eq!(
+            kcm_lock["roleRef"],
+            json!({"apiGroup": RBAC_GROUP, "kind": "Role",
+                   "name": "system::leader-locking-kube-controller-manager"})
+        );
+        assert_eq!(
+            kcm_lock["subjects"],
+            json!([
+                user("system:kube-controller-manager"),
+                sa("kube-controller-manager"),
+                sa("leader-election-controller")
+            ])
+        );
+    }
+
+    /// A second scheduler a user deploys, bound as kube's manifests bind one, may do what kube's
+    /// roles let it and no more.
+    #[test]
+    fn a_scheduler_bound_to_the_scheduler_roles_may_bind_pods() {
+        let s = Store::bootstrap()
+            .with(crb(
+                "my-scheduler",
+                "system:kube-scheduler",
+                user_subject("my-scheduler"),
+            ))
+            .with(crb(
+                "my-scheduler-volumes",
+                "system:volume-scheduler",
+                user_subject("my-scheduler"),
+            ));
+        let u = user("my-scheduler", &["system:authenticated"]);
+        let binding = res("create", "", "pods", "foo", "p").with_subresource("binding");
+        assert_eq!(
+            authorize(&s, &u, &binding).reason(),
+            r#"RBAC: allowed by ClusterRoleBinding "my-scheduler" of ClusterRole "system:kube-scheduler" to User "my-scheduler""#
+        );
+        for a in [
+            res("create", "", "bindings", "foo", ""),
+            res("patch", "", "pods", "foo", "p").with_subresource("status"),
+            res("watch", "", "pods", "", ""),
+            res("list", "", "nodes", "", ""),
+            res(
+                "get",
+                "coordination.k8s.io",
+                "leases",
+                "kube-system",
+                "kube-scheduler",
+            ),
+            res(
+                "update",
+                "coordination.k8s.io",
+                "leases",
+                "kube-system",
+                "kube-scheduler",
+            ),
+            res("list", "storage.k8s.io", "csinodes", "", ""),
+            res("update", "resource.k8s.io", "resourceclaims", "foo", "c")
+                .with_subresource("status"),
+            // Preemption: kube's scheduler deletes the Pods it evicts.
+            res("delete", "", "pods", "foo", "p"),
+            // system:volume-scheduler.
+            res("update", "", "persistentvolumeclaims", "foo", "c"),
+            res("patch", "", "persistentvolumes", "", "pv"),
+        ] {
+            assert!(allowed(&s, &u, &a), "{a:?}");
+        }
+        for a in [
+            res("create", "", "pods", "foo", ""),
+            res("update", "", "pods", "foo", "p"),
+            res("patch", "", "pods", "foo", "p"),
+            res("get", "", "secrets", "foo", "s"),
+            res("delete", "", "nodes", "", "n"),
+            res("update", "", "nodes", "", "n").with_subresource("status"),
+            res(
+                "update",
+                "coordination.k8s.io",
+                "leases",
+                "kube-system",
+                "kube-controller-manager",
+            ),
+            res("delete", "", "persistentvolumes", "", "pv"),
+            res("create", "", "pods", "foo", "p").with_subresource("eviction"),
+        ] {
+            assert!(!allowed(&s, &u, &a), "{a:?}");
+        }
+        // Unbound, the same user may do none of it.
+        assert!(!allowed(
+            &Store::bootstrap(),
+            &u,
+            &res("create", "", "pods", "foo", "p").with_subresource("binding")
+        ));
+    }
+
+    /// kube's own users: the scheduler and kube-proxy through the bootstrap bindings, the
+    /// scheduler's lock through its kube-system RoleBinding.
+    #[test]
+    fn kube_component_users_get_their_roles_through_bootstrap_bindings() {
+        let s = Store::bootstrap();
+        let scheduler = user("system:kube-scheduler", &["system:authenticated"]);
+        assert!(allowed(
+            &s,
+            &scheduler,
+            &res("create", "", "pods", "foo", "p").with_subresource("binding")
+        ));
+        assert!(allowed(
+            &s,
+            &scheduler,
+            &res("update", "", "persistentvolumeclaims", "foo", "c")
+        ));
+        let lock = res("get", "", "configmaps", "kube-system", "kube-scheduler");
+        assert_eq!(
+            authorize(&s, &scheduler, &lock).reason(),
+            r#"RBAC: allowed by RoleBinding "system::leader-locking-kube-scheduler/kube-system" of Role "system::leader-locking-kube-scheduler" to User "system:kube-scheduler""#
+        );
+        assert!(!allowed(
+            &s,
+            &scheduler,
+            &res("get", "", "configmaps", "default", "kube-scheduler")
+        ));
+        let proxy = user("system:kube-proxy", &["system:authenticated"]);
+        assert!(allowed(
+            &s,
+            &proxy,
+            &res("watch", "discovery.k8s.io", "endpointslices", "", "")
+        ));
+        assert!(allowed(
+            &s,
+            &proxy,
+            &res("create", "events.k8s.io", "events", "default", "")
+        ));
+        assert!(!allowed(&s, &proxy, &res("list", "", "pods", "", "")));
+        let dns = user(
+            "system:serviceaccount:kube-system:kube-dns",
+            &["system:serviceaccounts", "system:authenticated"],
+        );
+        assert!(allowed(&s, &dns, &res("watch", "", "services", "", "")));
+        assert!(!allowed(
+            &s,
+            &dns,
+            &res("get", "", "services", "default", "x")
+        ));
     }
 
     // -- forbidden messages ----------------------------------------------------------
