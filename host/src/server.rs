@@ -446,10 +446,17 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         CLAIM_GRACE,
         shutdown_rx.clone(),
     ));
-    service
-        .ensure(crate::auth::rbac::bootstrap_objects())
-        .await
-        .map_err(ServerError::Bootstrap)?;
+    // kube-apiserver's `rbac/bootstrap-roles` hook: the bootstrap policy is created or reconciled
+    // at every start; an object that fails is logged, not fatal (`docs/security.md`).
+    let failed = service
+        .reconcile_bootstrap_policy(crate::auth::rbac::bootstrap_objects())
+        .await;
+    if failed > 0 {
+        tracing::error!(
+            failed,
+            "some bootstrap RBAC objects could not be reconciled with the policy; serving anyway"
+        );
+    }
 
     // Every stored CRD is served before the server answers.
     let crds = crate::crd::controller::CrdController::new(service.clone());

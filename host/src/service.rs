@@ -1069,37 +1069,136 @@ impl Service {
         Ok(())
     }
 
-    /// Create each object unless one of that kind and name exists (bootstrap policy).
-    pub async fn ensure(&self, objects: Vec<Value>) -> Result<()> {
-        for obj in objects {
-            let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-            let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-            let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
-            let Some(ri) = self
-                .registry
-                .in_group_version(group, version)
-                .into_iter()
-                .find(|r| r.kind == kind)
-            else {
-                return Err(ApiError::internal(format!(
-                    "bootstrap object of unserved kind {av} {kind}"
-                )));
-            };
-            let ns = meta::namespace(&obj).to_owned();
-            if self
-                .store
-                .get(&Self::key(&ri, &ns, meta::name(&obj)))
-                .is_some()
-            {
-                continue;
-            }
-            match self.create(&ri, &ns, obj, &WriteOptions::default()).await {
-                Ok(_) => {}
-                Err(e) if e.code == 409 => {}
-                Err(e) => return Err(e),
+    /// kube-apiserver's `rbac/bootstrap-roles` post-start hook (`ensureRBACPolicy`), run at every
+    /// start: each bootstrap object (`auth::rbac::bootstrap_objects`) is created when missing and
+    /// otherwise reconciled with the stored one (`auth::rbac::reconcile`: what the policy adds,
+    /// nothing taken away; a binding of another role deleted and created again; an object
+    /// annotated `rbac.authorization.kubernetes.io/autoupdate: "false"` left alone). An object
+    /// that holds the policy already is not written. A failure is logged and the next object
+    /// goes on, as in kube's hook; returns how many objects failed.
+    pub async fn reconcile_bootstrap_policy(&self, objects: Vec<Value>) -> usize {
+        let mut failed = 0;
+        for expected in &objects {
+            if let Err(e) = self.reconcile_bootstrap_object(expected).await {
+                failed += 1;
+                let kind = expected.get("kind").and_then(Value::as_str).unwrap_or("");
+                tracing::error!(
+                    kind = %kind,
+                    namespace = %meta::namespace(expected),
+                    name = %meta::name(expected),
+                    error = %e.message,
+                    "could not reconcile a bootstrap RBAC object with the policy"
+                );
             }
         }
-        Ok(())
+        failed
+    }
+
+    /// One object of [`Service::reconcile_bootstrap_policy`], read again and retried when
+    /// another writer got there first (kube's `RetryOnConflict` and re-runs).
+    async fn reconcile_bootstrap_object(&self, expected: &Value) -> Result<()> {
+        use crate::auth::rbac::{self, Reconciled};
+        let av = expected
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = expected.get("kind").and_then(Value::as_str).unwrap_or("");
+        let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+        let Some(ri) = self
+            .registry
+            .in_group_version(group, version)
+            .into_iter()
+            .find(|r| r.kind == kind)
+        else {
+            return Err(ApiError::internal(format!(
+                "bootstrap object of unserved kind {av} {kind}"
+            )));
+        };
+        let ns = meta::namespace(expected);
+        let name = meta::name(expected);
+        let opts = WriteOptions::default();
+        for _ in 0..CONFLICT_RETRIES {
+            let Some(stored) = self.store.get(&Self::key(&ri, ns, name)) else {
+                match self.create(&ri, ns, expected.clone(), &opts).await {
+                    Ok(_) => {
+                        tracing::debug!(
+                            kind = %kind,
+                            namespace = %ns,
+                            name = %name,
+                            "created the bootstrap RBAC object"
+                        );
+                        return Ok(());
+                    }
+                    // Made meanwhile: reconcile that one.
+                    Err(e) if e.code == 409 => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            let reconciled = rbac::reconcile(&stored.parse(), expected);
+            match reconciled {
+                None => return Ok(()),
+                Some(Reconciled::Protected) => {
+                    tracing::warn!(
+                        kind = %kind,
+                        namespace = %ns,
+                        name = %name,
+                        "left the bootstrap RBAC object as it is (rbac.authorization.kubernetes.io/autoupdate: \"false\"), though it lacks part of the policy"
+                    );
+                    return Ok(());
+                }
+                Some(Reconciled::Update(obj)) => {
+                    match self
+                        .update(&ri, ns, name, obj, Subresource::Main, &opts)
+                        .await
+                    {
+                        Ok(_) => {
+                            tracing::info!(
+                                kind = %kind,
+                                namespace = %ns,
+                                name = %name,
+                                "added what the bootstrap RBAC policy has to the stored object"
+                            );
+                            return Ok(());
+                        }
+                        // Changed or deleted meanwhile: read it again.
+                        Err(e) if matches!(e.code, 404 | 409) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Some(Reconciled::Recreate(obj)) => {
+                    let uid = meta::meta_str(stored.head(), "uid")
+                        .unwrap_or("")
+                        .to_owned();
+                    let delete = DeleteOptions {
+                        precondition_uid: Some(uid),
+                        ..DeleteOptions::default()
+                    };
+                    match self.delete(&ri, ns, name, &delete).await {
+                        Ok(_) => {}
+                        Err(e) if e.code == 404 => {}
+                        // Another object of that name now: read it again.
+                        Err(e) if e.code == 409 => continue,
+                        Err(e) => return Err(e),
+                    }
+                    match self.create(&ri, ns, obj, &opts).await {
+                        Ok(_) => {
+                            tracing::info!(
+                                kind = %kind,
+                                namespace = %ns,
+                                name = %name,
+                                "created the bootstrap RBAC binding again with the policy's roleRef"
+                            );
+                            return Ok(());
+                        }
+                        Err(e) if e.code == 409 => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        Err(ApiError::internal(format!(
+            "gave up after {CONFLICT_RETRIES} attempts: the object kept changing"
+        )))
     }
 
     pub fn get(&self, ri: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>> {
@@ -3981,6 +4080,138 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(w.object.value()["metadata"]["generation"], 1);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// The bootstrap RBAC policy at start (kube's `rbac/bootstrap-roles` hook): created on a new
+    /// store; on one changed since (or left by an older turtles) what the policy adds is put back
+    /// and nothing taken away, a binding of another role is made again, an object annotated
+    /// `autoupdate: "false"` is left alone, a deleted one is created; and a start with nothing
+    /// to do writes nothing.
+    #[tokio::test]
+    async fn the_bootstrap_rbac_policy_is_reconciled_at_every_start() {
+        use crate::auth::rbac::{self, AUTOUPDATE_ANNOTATION_KEY, RBAC_GROUP};
+        let (svc, dir) = bootstrapped("rbac-reconcile").await;
+        assert_eq!(
+            svc.reconcile_bootstrap_policy(rbac::bootstrap_objects())
+                .await,
+            0
+        );
+        let before = svc.store.revision();
+        assert_eq!(
+            svc.reconcile_bootstrap_policy(rbac::bootstrap_objects())
+                .await,
+            0
+        );
+        assert_eq!(
+            svc.store.revision(),
+            before,
+            "nothing to do, nothing written"
+        );
+
+        let roles = svc
+            .registry
+            .lookup(RBAC_GROUP, "v1", "clusterroles")
+            .unwrap();
+        let bindings = svc
+            .registry
+            .lookup(RBAC_GROUP, "v1", "clusterrolebindings")
+            .unwrap();
+        let opts = WriteOptions::default();
+        let main = super::Subresource::Main;
+        // A rule taken from `system:basic-user`.
+        let mut basic = svc
+            .get(&roles, "", "system:basic-user")
+            .unwrap()
+            .value()
+            .clone();
+        let full_rules = basic["rules"].clone();
+        basic["rules"] = json!([full_rules[0]]);
+        svc.update(&roles, "", "system:basic-user", basic, main, &opts)
+            .await
+            .unwrap();
+        // `system:public-info-viewer` emptied and opted out.
+        let mut public = svc
+            .get(&roles, "", "system:public-info-viewer")
+            .unwrap()
+            .value()
+            .clone();
+        public["metadata"]["annotations"][AUTOUPDATE_ANNOTATION_KEY] = json!("false");
+        public["rules"] = json!([]);
+        svc.update(&roles, "", "system:public-info-viewer", public, main, &opts)
+            .await
+            .unwrap();
+        // The `system:basic-user` binding's group replaced by a user.
+        let alice = json!({"kind": "User", "apiGroup": RBAC_GROUP, "name": "alice"});
+        let mut basic_binding = svc
+            .get(&bindings, "", "system:basic-user")
+            .unwrap()
+            .value()
+            .clone();
+        basic_binding["subjects"] = json!([alice]);
+        svc.update(
+            &bindings,
+            "",
+            "system:basic-user",
+            basic_binding,
+            main,
+            &opts,
+        )
+        .await
+        .unwrap();
+        // `system:monitoring` bound to another role; `system:kube-dns`'s binding gone.
+        let delete_opts = super::DeleteOptions::default();
+        let old_uid =
+            svc.get(&bindings, "", "system:monitoring").unwrap().value()["metadata"]["uid"].clone();
+        svc.delete(&bindings, "", "system:monitoring", &delete_opts)
+            .await
+            .unwrap();
+        svc.create(
+            &bindings,
+            "",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": "system:monitoring"},
+                "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "Group", "apiGroup": RBAC_GROUP, "name": "system:monitoring"}]}),
+            &opts,
+        )
+        .await
+        .unwrap();
+        svc.delete(&bindings, "", "system:kube-dns", &delete_opts)
+            .await
+            .unwrap();
+
+        assert_eq!(
+            svc.reconcile_bootstrap_policy(rbac::bootstrap_objects())
+                .await,
+            0
+        );
+        let basic = svc.get(&roles, "", "system:basic-user").unwrap();
+        assert_eq!(basic.value()["rules"], full_rules);
+        let public = svc.get(&roles, "", "system:public-info-viewer").unwrap();
+        assert!(
+            public.value()["rules"].as_array().is_none_or(Vec::is_empty),
+            "{}",
+            public.value()
+        );
+        let basic_binding = svc.get(&bindings, "", "system:basic-user").unwrap();
+        assert_eq!(
+            basic_binding.value()["subjects"],
+            json!([alice, {"kind": "Group", "apiGroup": RBAC_GROUP, "name": "system:authenticated"}])
+        );
+        let monitoring = svc.get(&bindings, "", "system:monitoring").unwrap();
+        assert_eq!(monitoring.value()["roleRef"]["name"], "system:monitoring");
+        assert_ne!(monitoring.value()["metadata"]["uid"], old_uid);
+        assert!(svc.get(&bindings, "", "system:kube-dns").is_ok());
+
+        let before = svc.store.revision();
+        assert_eq!(
+            svc.reconcile_bootstrap_policy(rbac::bootstrap_objects())
+                .await,
+            0
+        );
+        assert_eq!(svc.store.revision(), before, "reconciled once, then left");
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }

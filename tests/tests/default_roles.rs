@@ -541,3 +541,123 @@ fn aggregated_roles_show_the_rules_they_aggregate() {
     )
     .unwrap();
 }
+
+/// kube-apiserver reconciles its bootstrap policy at every start (`rbac/bootstrap-roles`), and
+/// so does turtles: a rule taken from a bootstrap ClusterRole and a subject taken from a
+/// bootstrap binding are back after a restart on the same data directory, the user's own
+/// additions kept; a role annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`
+/// keeps its edit; a role nobody changed is not written again.
+#[test]
+fn the_bootstrap_policy_is_reconciled_at_every_start() {
+    const ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    const BINDINGS: &str = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+    const REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let mut s = Server::start().unwrap();
+    let (_, token) = s.mint("bob", &[]).unwrap();
+    let http = s.http();
+    let get = |path: &str| -> Value {
+        let r = http.get(path);
+        assert_eq!(r.status, 200, "GET {path}: {}", r.text());
+        r.json()
+    };
+    let put = |path: &str, body: &Value| {
+        let r = http.put_json(path, body);
+        assert_eq!(r.status, 200, "PUT {path}: {}", r.text());
+    };
+
+    // `system:basic-user` without its `selfsubjectreviews` rule: bob may not ask who he is.
+    let basic = format!("{ROLES}/system:basic-user");
+    let mut role = get(&basic);
+    let rules = role["rules"].clone();
+    assert!(
+        rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["resources"] == json!(["selfsubjectreviews"])),
+        "{rules}"
+    );
+    let own = json!({"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"]});
+    role["rules"] = Value::Array(
+        rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["resources"] != json!(["selfsubjectreviews"]))
+            .cloned()
+            .chain([own.clone()])
+            .collect(),
+    );
+    put(&basic, &role);
+    let bob = s.http_with_token(Some(&token));
+    assert_eq!(bob.post_json(REVIEWS, &review).status, 403);
+
+    // The `system:basic-user` binding's group replaced by a user.
+    let binding = format!("{BINDINGS}/system:basic-user");
+    let alice = json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"});
+    let mut b = get(&binding);
+    b["subjects"] = json!([alice]);
+    put(&binding, &b);
+
+    // `system:public-info-viewer` opted out of reconciliation, without `/version/`.
+    let public = format!("{ROLES}/system:public-info-viewer");
+    let mut role = get(&public);
+    role["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"] = json!("false");
+    let edited = json!([{"verbs": ["get"],
+        "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version"]}]);
+    role["rules"] = edited.clone();
+    put(&public, &role);
+
+    let admin = format!("{ROLES}/cluster-admin");
+    let admin_rv = turtles_tests::rv(&get(&admin));
+
+    s.stop().unwrap();
+    s.restart().unwrap();
+    let http = s.http();
+    let get = |path: &str| -> Value {
+        let r = http.get(path);
+        assert_eq!(r.status, 200, "GET {path}: {}", r.text());
+        r.json()
+    };
+
+    // The policy's rule is back (one rule per verb and resource, as kube appends them; here the
+    // one it was), the user's own kept.
+    let restored = json!({"verbs": ["create"], "apiGroups": ["authentication.k8s.io"],
+        "resources": ["selfsubjectreviews"]});
+    let role = turtles_tests::poll(
+        "system:basic-user's selfsubjectreviews rule back",
+        std::time::Duration::from_secs(30),
+        || {
+            let role = get(&basic);
+            let back = role["rules"]
+                .as_array()
+                .is_some_and(|rules| rules.contains(&restored));
+            back.then_some(role)
+        },
+    )
+    .unwrap();
+    assert!(role["rules"].as_array().unwrap().contains(&own), "{role}");
+    let bob = s.http_with_token(Some(&token));
+    let r = bob.post_json(REVIEWS, &review);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["status"]["userInfo"]["username"], "bob");
+
+    let b = get(&binding);
+    assert_eq!(
+        b["subjects"],
+        json!([alice, {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+            "name": "system:authenticated"}])
+    );
+    let role = get(&public);
+    assert_eq!(role["rules"], edited);
+    assert_eq!(
+        role["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"],
+        "false"
+    );
+    assert_eq!(
+        turtles_tests::rv(&get(&admin)),
+        admin_rv,
+        "cluster-admin, as the policy has it, is not written again"
+    );
+}

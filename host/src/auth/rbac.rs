@@ -7,7 +7,10 @@
 //! `k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/errors.go` and a
 //! copy of kube 1.34's bootstrap policy
 //! (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go` and
-//! `namespace_policy.go`, less the controllers' `system:controller:*` roles).
+//! `namespace_policy.go`, less the controllers' `system:controller:*` roles)
+//! with kube's reconciliation of stored copies with it ([`reconcile`],
+//! `component-helpers/auth/rbac/reconciliation`; the writes are
+//! `Service::reconcile_bootstrap_policy`'s, at every start).
 //!
 //! The module is pure: it never performs I/O, it only reads through the
 //! [`RbacObjects`] trait that the host implements over its storage.
@@ -1941,6 +1944,268 @@ pub fn bootstrap_objects() -> Vec<Value> {
     objects
 }
 
+// ---------------------------------------------------------------------------
+// Reconciling the bootstrap policy (component-helpers/auth/rbac/reconciliation)
+// ---------------------------------------------------------------------------
+
+/// What a stored bootstrap object needs to hold the policy again ([`reconcile`]): kube's
+/// `ReconcileOperation`, less `create` (a missing object is created as the policy has it) and
+/// `none` ([`reconcile`] answers `None`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reconciled {
+    /// Store this over the stored object: the stored object (its metadata, `resourceVersion`
+    /// included, so the update is conditional) with what the policy adds.
+    Update(Value),
+    /// Delete the stored binding and create this one, the policy's: their `roleRef`s differ, and
+    /// no update may change a `roleRef` (kube's `ReconcileRecreate`).
+    Recreate(Value),
+    /// The stored object lacks part of the policy but opted out of reconciliation
+    /// (`rbac.authorization.kubernetes.io/autoupdate: "false"`): left as it is.
+    Protected,
+}
+
+/// kube's `computeReconciledRole` and `computeReconciledRoleBinding` as kube-apiserver's
+/// `rbac/bootstrap-roles` post-start hook runs them (`RemoveExtraPermissions` and
+/// `RemoveExtraSubjects` off): what the stored `existing` needs to hold all of `expected`, a
+/// Role, ClusterRole, RoleBinding or ClusterRoleBinding of [`bootstrap_objects`], while keeping
+/// everything it has; `None` when it holds it already (nothing to write).
+///
+/// * Labels and annotations: the policy's keys the stored object lacks are added; the stored
+///   values win.
+/// * Roles: the policy's rules the stored ones do not cover (kube's `Covers`:
+///   [`super::escalation::uncovered`], one rule per group, resource, verb and name, appended as
+///   kube appends them); the stored rules all stay. A ClusterRole the policy aggregates keeps its
+///   rules (the aggregation controller writes them) and gets the policy's
+///   `clusterRoleSelectors` it lacks; one the policy does not aggregate loses a stored
+///   `aggregationRule`.
+/// * Bindings: the policy's subjects the stored binding lacks (kube compares them field for
+///   field, after kube's defaults) are appended; a binding of another role is
+///   [`Reconciled::Recreate`].
+/// * An object annotated `autoupdate: "false"` that would change is [`Reconciled::Protected`].
+pub fn reconcile(existing: &Value, expected: &Value) -> Option<Reconciled> {
+    let binding = match str_at(expected, &["kind"]) {
+        "ClusterRole" | "Role" => false,
+        "ClusterRoleBinding" | "RoleBinding" => true,
+        _ => return None,
+    };
+    let protected = str_at(
+        existing,
+        &["metadata", "annotations", AUTOUPDATE_ANNOTATION_KEY],
+    ) == "false";
+    if binding && role_ref_key(existing) != role_ref_key(expected) {
+        return Some(if protected {
+            Reconciled::Protected
+        } else {
+            Reconciled::Recreate(expected.clone())
+        });
+    }
+    let mut out = existing.clone();
+    let mut changed = add_missing_keys(&mut out, expected, "labels");
+    changed |= add_missing_keys(&mut out, expected, "annotations");
+    if binding {
+        changed |= add_missing_subjects(&mut out, expected);
+    } else {
+        changed |= add_missing_rules(&mut out, expected);
+        changed |= reconcile_aggregation(&mut out, expected);
+    }
+    match (changed, protected) {
+        (false, _) => None,
+        (true, true) => Some(Reconciled::Protected),
+        (true, false) => Some(Reconciled::Update(out)),
+    }
+}
+
+/// Adds to `metadata.FIELD` (labels, annotations) of `out` the keys of `expected`'s it lacks
+/// (kube's `merge(expected, existing)`: the existing values win); whether it added any.
+fn add_missing_keys(out: &mut Value, expected: &Value, field: &str) -> bool {
+    let Some(wanted) = expected
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_object)
+    else {
+        return false;
+    };
+    let Some(meta) = out.get("metadata").and_then(Value::as_object) else {
+        return false;
+    };
+    let have = meta.get(field).and_then(Value::as_object);
+    let missing: Vec<(String, Value)> = wanted
+        .iter()
+        .filter(|(k, _)| !have.is_some_and(|h| h.contains_key(k.as_str())))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if missing.is_empty() {
+        return false;
+    }
+    let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let map = meta
+        .entry(field)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !map.is_object() {
+        *map = Value::Object(Map::new());
+    }
+    let Some(map) = map.as_object_mut() else {
+        return false;
+    };
+    map.extend(missing);
+    true
+}
+
+/// Appends to `out`'s rules those of `expected` they do not cover; whether there were any.
+fn add_missing_rules(out: &mut Value, expected: &Value) -> bool {
+    // The policy's aggregated roles carry the rules aggregation gives them; the stored ones are
+    // the aggregation controller's to write (kube's bootstrap copies have none).
+    if has_aggregation_rule(expected) {
+        return false;
+    }
+    let missing = super::escalation::uncovered(&parse_rules(out), &parse_rules(expected));
+    if missing.is_empty() {
+        return false;
+    }
+    let Some(obj) = out.as_object_mut() else {
+        return false;
+    };
+    let rules = obj
+        .entry("rules")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !rules.is_array() {
+        *rules = Value::Array(Vec::new());
+    }
+    let Some(rules) = rules.as_array_mut() else {
+        return false;
+    };
+    rules.extend(missing.iter().map(PolicyRule::to_json));
+    true
+}
+
+/// kube's aggregation rule reconciliation: the policy's `clusterRoleSelectors` the stored
+/// `aggregationRule` lacks are appended (semantically equal selectors are the same); a stored
+/// `aggregationRule` the policy does not have is removed. Whether `out` changed.
+fn reconcile_aggregation(out: &mut Value, expected: &Value) -> bool {
+    let Some(obj) = out.as_object_mut() else {
+        return false;
+    };
+    if !has_aggregation_rule(expected) {
+        return obj.remove("aggregationRule").is_some_and(|r| r.is_object());
+    }
+    let selectors = |rule: Option<&Value>| -> Vec<Value> {
+        rule.and_then(|r| r.get("clusterRoleSelectors"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut all = selectors(obj.get("aggregationRule"));
+    let have: Vec<Value> = all.iter().map(semantic).collect();
+    let missing: Vec<Value> = selectors(expected.get("aggregationRule"))
+        .into_iter()
+        .filter(|s| !have.contains(&semantic(s)))
+        .collect();
+    if missing.is_empty() {
+        return false;
+    }
+    all.extend(missing);
+    let rule = obj
+        .entry("aggregationRule")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !rule.is_object() {
+        *rule = Value::Object(Map::new());
+    }
+    let Some(rule) = rule.as_object_mut() else {
+        return false;
+    };
+    rule.insert("clusterRoleSelectors".into(), Value::Array(all));
+    true
+}
+
+/// A value as apimachinery's `equality.Semantic` compares it: nulls, empty lists and empty
+/// objects are the same as absent fields.
+fn semantic(v: &Value) -> Value {
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    };
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), semantic(v)))
+                .filter(|(_, v)| !empty(v))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(semantic).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Appends to `out`'s subjects those of `expected` it lacks; whether there were any.
+fn add_missing_subjects(out: &mut Value, expected: &Value) -> bool {
+    let list = |v: &Value| -> Vec<Value> {
+        v.get("subjects")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut have: Vec<[String; 4]> = list(&*out).iter().map(subject_key).collect();
+    let mut missing = Vec::new();
+    for subject in list(expected) {
+        let key = subject_key(&subject);
+        if !have.contains(&key) {
+            have.push(key);
+            missing.push(subject);
+        }
+    }
+    if missing.is_empty() {
+        return false;
+    }
+    let Some(obj) = out.as_object_mut() else {
+        return false;
+    };
+    let subjects = obj
+        .entry("subjects")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !subjects.is_array() {
+        *subjects = Value::Array(Vec::new());
+    }
+    let Some(subjects) = subjects.as_array_mut() else {
+        return false;
+    };
+    subjects.extend(missing);
+    true
+}
+
+/// A subject as kube compares them (`rbacv1.Subject` equality) once defaulted: a User or
+/// Group without an `apiGroup` is in RBAC's group.
+fn subject_key(subject: &Value) -> [String; 4] {
+    let kind = str_at(subject, &["kind"]);
+    let group = match str_at(subject, &["apiGroup"]) {
+        "" if matches!(kind, "User" | "Group") => RBAC_GROUP,
+        group => group,
+    };
+    [
+        kind,
+        group,
+        str_at(subject, &["name"]),
+        str_at(subject, &["namespace"]),
+    ]
+    .map(str::to_owned)
+}
+
+/// A binding's `roleRef` as kube compares them once defaulted (no `apiGroup`: RBAC's).
+fn role_ref_key(binding: &Value) -> (&str, &str, &str) {
+    let group = match str_at(binding, &["roleRef", "apiGroup"]) {
+        "" => RBAC_GROUP,
+        group => group,
+    };
+    (
+        group,
+        str_at(binding, &["roleRef", "kind"]),
+        str_at(binding, &["roleRef", "name"]),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3764,5 +4029,231 @@ mod tests {
             reason: String::new()
         }
         .is_allowed());
+    }
+
+    // -- reconciling the bootstrap policy -------------------------------------
+
+    /// A bootstrap object as the store holds it: with the metadata the server adds.
+    fn stored(mut obj: Value) -> Value {
+        obj["metadata"]["uid"] = json!("u-1");
+        obj["metadata"]["resourceVersion"] = json!("7");
+        obj["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+        obj
+    }
+
+    fn updated(r: Option<Reconciled>) -> Value {
+        match r {
+            Some(Reconciled::Update(v)) => v,
+            other => panic!("expected an update, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reconcile_of_the_stored_policy_is_none() {
+        for obj in bootstrap_objects() {
+            assert_eq!(reconcile(&stored(obj.clone()), &obj), None, "{obj}");
+        }
+    }
+
+    #[test]
+    fn reconcile_adds_a_missing_rule_and_keeps_extra_ones() {
+        let expected = bootstrap_find("ClusterRole", "system:basic-user");
+        let mut existing = stored(expected.clone());
+        let extra = json!({"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"]});
+        // `selfsubjectrulesreviews` and the whole `selfsubjectreviews` rule gone; one of the
+        // user's own added.
+        existing["rules"] = json!([
+            {"verbs": ["create"], "apiGroups": [AUTHORIZATION],
+             "resources": ["selfsubjectaccessreviews"]},
+            extra,
+        ]);
+        let got = updated(reconcile(&existing, &expected));
+        assert_eq!(
+            got["rules"],
+            json!([
+                {"verbs": ["create"], "apiGroups": [AUTHORIZATION],
+                 "resources": ["selfsubjectaccessreviews"]},
+                extra,
+                {"verbs": ["create"], "apiGroups": [AUTHORIZATION],
+                 "resources": ["selfsubjectrulesreviews"]},
+                {"verbs": ["create"], "apiGroups": [AUTHENTICATION],
+                 "resources": ["selfsubjectreviews"]},
+            ])
+        );
+        // The stored metadata stays: the update is conditional on the version read.
+        assert_eq!(got["metadata"], existing["metadata"]);
+        // Once the rules are back, nothing more.
+        assert_eq!(reconcile(&got, &expected), None);
+        // A wider rule covers the policy's: nothing to add.
+        existing["rules"] = json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]);
+        assert_eq!(reconcile(&existing, &expected), None);
+    }
+
+    #[test]
+    fn reconcile_leaves_autoupdate_false_alone() {
+        let expected = bootstrap_find("ClusterRole", "cluster-admin");
+        let mut existing = stored(expected.clone());
+        existing["metadata"]["annotations"][AUTOUPDATE_ANNOTATION_KEY] = json!("false");
+        // Nothing missing: nothing to say.
+        assert_eq!(reconcile(&existing, &expected), None);
+        existing["rules"] = json!([{"verbs": ["get"], "apiGroups": ["*"], "resources": ["*"]}]);
+        assert_eq!(reconcile(&existing, &expected), Some(Reconciled::Protected));
+        // Bindings too, a changed roleRef included.
+        let expected = bootstrap_find("ClusterRoleBinding", "system:basic-user");
+        let mut existing = stored(expected.clone());
+        existing["metadata"]["annotations"][AUTOUPDATE_ANNOTATION_KEY] = json!("false");
+        existing["subjects"] = json!([]);
+        assert_eq!(reconcile(&existing, &expected), Some(Reconciled::Protected));
+        existing["roleRef"]["name"] = json!("view");
+        assert_eq!(reconcile(&existing, &expected), Some(Reconciled::Protected));
+        // "true", or anything but "false", is reconciled.
+        existing["metadata"]["annotations"][AUTOUPDATE_ANNOTATION_KEY] = json!("no");
+        assert!(matches!(
+            reconcile(&existing, &expected),
+            Some(Reconciled::Recreate(_))
+        ));
+    }
+
+    #[test]
+    fn reconcile_adds_aggregation_selectors_and_leaves_aggregated_rules() {
+        let expected = bootstrap_find("ClusterRole", "edit");
+        let mut existing = stored(expected.clone());
+        let own = json!({"matchLabels": {"example.com/aggregate-to-edit": "true"}});
+        existing["aggregationRule"] = json!({"clusterRoleSelectors": [own]});
+        // What the aggregation controller wrote: not the policy's to change.
+        existing["rules"] = json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]);
+        let got = updated(reconcile(&existing, &expected));
+        assert_eq!(
+            got["aggregationRule"]["clusterRoleSelectors"],
+            json!([own, {"matchLabels": {AGGREGATE_TO_EDIT: "true"}}])
+        );
+        assert_eq!(got["rules"], existing["rules"]);
+        assert_eq!(reconcile(&got, &expected), None);
+        // A semantically equal selector is the same one.
+        existing["aggregationRule"] = json!({"clusterRoleSelectors": [
+            {"matchLabels": {AGGREGATE_TO_EDIT: "true"}, "matchExpressions": []}]});
+        assert_eq!(reconcile(&existing, &expected), None);
+        // Without any aggregationRule: one is made.
+        existing.as_object_mut().unwrap().remove("aggregationRule");
+        let got = updated(reconcile(&existing, &expected));
+        assert_eq!(got["aggregationRule"], expected["aggregationRule"]);
+        assert_eq!(got["rules"], existing["rules"]);
+    }
+
+    #[test]
+    fn reconcile_removes_an_aggregation_rule_the_policy_lacks() {
+        let expected = bootstrap_find("ClusterRole", "system:basic-user");
+        let mut existing = stored(expected.clone());
+        existing["aggregationRule"] =
+            json!({"clusterRoleSelectors": [{"matchLabels": {"a": "b"}}]});
+        let got = updated(reconcile(&existing, &expected));
+        assert!(got.get("aggregationRule").is_none(), "{got}");
+        assert_eq!(got["rules"], expected["rules"]);
+    }
+
+    #[test]
+    fn reconcile_merges_labels_and_annotations_the_stored_values_winning() {
+        let expected = bootstrap_find("ClusterRole", "view");
+        let mut existing = stored(expected.clone());
+        existing["metadata"]["labels"] = json!({
+            AGGREGATE_TO_EDIT: "false",
+            "team": "a",
+        });
+        existing["metadata"]["annotations"] = json!({"note": "mine"});
+        let got = updated(reconcile(&existing, &expected));
+        assert_eq!(
+            got["metadata"]["labels"],
+            json!({
+                AGGREGATE_TO_EDIT: "false",
+                "team": "a",
+                BOOTSTRAPPING_LABEL_KEY: BOOTSTRAPPING_LABEL_VALUE,
+            })
+        );
+        assert_eq!(
+            got["metadata"]["annotations"],
+            json!({"note": "mine", AUTOUPDATE_ANNOTATION_KEY: "true"})
+        );
+        // Without any labels or annotations at all.
+        let meta = existing["metadata"].as_object_mut().unwrap();
+        meta.remove("labels");
+        meta.remove("annotations");
+        let got = updated(reconcile(&existing, &expected));
+        assert_eq!(got["metadata"]["labels"], expected["metadata"]["labels"]);
+        assert_eq!(
+            got["metadata"]["annotations"],
+            expected["metadata"]["annotations"]
+        );
+    }
+
+    #[test]
+    fn reconcile_adds_missing_binding_subjects_and_keeps_extra_ones() {
+        let expected = bootstrap_find("ClusterRoleBinding", "system:public-info-viewer");
+        let mut existing = stored(expected.clone());
+        let extra = json!({"kind": "User", "apiGroup": RBAC_GROUP, "name": "alice"});
+        // `system:authenticated` without its (defaulted) apiGroup is the same subject.
+        existing["subjects"] = json!([
+            {"kind": "Group", "name": "system:authenticated"},
+            extra,
+        ]);
+        let got = updated(reconcile(&existing, &expected));
+        assert_eq!(
+            got["subjects"],
+            json!([
+                {"kind": "Group", "name": "system:authenticated"},
+                extra,
+                {"kind": "Group", "apiGroup": RBAC_GROUP, "name": "system:unauthenticated"},
+            ])
+        );
+        assert_eq!(got["roleRef"], existing["roleRef"]);
+        assert_eq!(reconcile(&got, &expected), None);
+        // `system:node` has no subjects in the policy: any stored ones stay.
+        let expected = bootstrap_find("ClusterRoleBinding", "system:node");
+        let mut existing = stored(expected.clone());
+        existing["subjects"] =
+            json!([{"kind": "Group", "apiGroup": RBAC_GROUP, "name": "system:nodes"}]);
+        assert_eq!(reconcile(&existing, &expected), None);
+        // A ServiceAccount subject of another namespace is another subject.
+        let expected = bootstrap_find("ClusterRoleBinding", "system:kube-dns");
+        let mut existing = stored(expected.clone());
+        existing["subjects"][0]["namespace"] = json!("dns");
+        let got = updated(reconcile(&existing, &expected));
+        assert_eq!(got["subjects"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn reconcile_recreates_a_binding_of_another_role() {
+        let expected = bootstrap_find("RoleBinding", "system::leader-locking-kube-scheduler");
+        let mut existing = stored(expected.clone());
+        existing["roleRef"] = json!({"apiGroup": RBAC_GROUP, "kind": "ClusterRole",
+            "name": "system::leader-locking-kube-scheduler"});
+        assert_eq!(
+            reconcile(&existing, &expected),
+            Some(Reconciled::Recreate(expected.clone()))
+        );
+        // A roleRef without its (defaulted) apiGroup is the same one.
+        let mut existing = stored(expected.clone());
+        existing["roleRef"]
+            .as_object_mut()
+            .unwrap()
+            .remove("apiGroup");
+        assert_eq!(reconcile(&existing, &expected), None);
+    }
+
+    #[test]
+    fn reconcile_adds_a_missing_rule_to_a_namespaced_role() {
+        let expected = bootstrap_find("Role", "extension-apiserver-authentication-reader");
+        let mut existing = stored(expected.clone());
+        existing["rules"] = json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"],
+            "resourceNames": ["extension-apiserver-authentication"]}]);
+        let got = updated(reconcile(&existing, &expected));
+        let names = json!(["extension-apiserver-authentication"]);
+        assert_eq!(
+            got["rules"],
+            json!([
+                existing["rules"][0],
+                {"verbs": ["list"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": names},
+                {"verbs": ["watch"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": names},
+            ])
+        );
     }
 }

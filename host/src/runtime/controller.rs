@@ -1400,10 +1400,12 @@ mod tests {
             registry.clone(),
         ));
         service.bootstrap().await.unwrap();
-        service
-            .ensure(crate::auth::rbac::bootstrap_objects())
-            .await
-            .unwrap();
+        assert_eq!(
+            service
+                .reconcile_bootstrap_policy(crate::auth::rbac::bootstrap_objects())
+                .await,
+            0
+        );
         let user = UserInfo {
             name: user_name("t"),
             uid: String::new(),

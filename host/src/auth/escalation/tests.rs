@@ -199,7 +199,12 @@ impl Fixture {
         let registry = Arc::new(crate::model::Registry::with_builtins());
         let service = crate::service::Service::new(store.clone(), registry.clone());
         service.bootstrap().await.unwrap();
-        service.ensure(rbac::bootstrap_objects()).await.unwrap();
+        assert_eq!(
+            service
+                .reconcile_bootstrap_policy(rbac::bootstrap_objects())
+                .await,
+            0
+        );
         Fixture {
             service,
             authz: Arc::new(Authorizer::new(store)),
