@@ -98,7 +98,7 @@ pub struct WriteOptions {
     /// Set by the apply path: `metadata.managedFields` of the built object are final.
     pub(crate) applied: bool,
     /// Set by the (JSON, merge, strategic) patch path: with `fieldValidation=Strict` the
-    /// patched object was checked as kube's patcher checks it (`refuse_strict_patch`, a 422
+    /// patched object was checked as kube's patcher checks it (`decode_patched`, a 422
     /// naming the `patch`), not as a create's or update's body ("cannot be handled as").
     pub(crate) patched: bool,
     /// Set by the patch path unless `fieldValidation=Ignore`: kube's strict decoding errors of
@@ -145,6 +145,69 @@ impl Written {
             created: false,
         }
     }
+}
+
+/// What an update's `build` hands [`Service::update_with`]: the new object, the warnings found
+/// building it (a `scale` write's strict decoding of its Scale under `Warn`), reported before
+/// the write's others, and, when the patch path decoded the object as its kind and the
+/// decoder found nothing to drop or rewrite, that decoded copy ([`Service::decode_patched`]):
+/// while the object stays equal to it, decoding it again in the pipeline (`decode_custom`'s
+/// pruning of a custom resource, `admit`'s decoding of a built-in kind) would find and change
+/// nothing, and is skipped. The comparison is what makes the skip sound: whatever changed the
+/// object since (mutating admission, what the update strategy puts back from the stored
+/// object) makes it unequal, and it is decoded as every write's is.
+struct Built {
+    value: Value,
+    warnings: Vec<String>,
+    decoded: Option<Value>,
+}
+
+impl From<Value> for Built {
+    fn from(value: Value) -> Self {
+        Self {
+            value,
+            warnings: Vec::new(),
+            decoded: None,
+        }
+    }
+}
+
+/// The autoscaling/v1 `Scale` of every `scale` subresource (its group, version and kind).
+const SCALE: [&str; 3] = ["autoscaling", "v1", "Scale"];
+
+/// kube's refusal of a body it cannot decode into its type (`transformDecodeError`): a 400
+/// `ConfigMap in version "v1" cannot be handled as a ConfigMap: ...`.
+fn cannot_handle(kind: &str, version: &str, error: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!(
+        "{kind} in version \"{version}\" cannot be handled as a {kind}: {error}"
+    ))
+}
+
+/// kube's patcher's refusal of a patched object (`jsonPatcher.applyPatchToCurrentObject`,
+/// `applyPatchToObject`): a 422 `Invalid` with an empty kind and name and one cause naming the
+/// `patch`, `"" is invalid: patch: Invalid value: "...": ERROR`. The value shown is the patched
+/// object's JSON for a JSON or merge patch (here Go's `json.Marshal` of it, keys sorted
+/// throughout; kube re-sorts only the levels the patch touched), the patch as Go prints its map
+/// (`%+v`) for a strategic one.
+fn patch_refused(patch_type: PatchType, patch: &Value, patched: &Value, error: &str) -> ApiError {
+    let shown = if patch_type == PatchType::Strategic {
+        patch::go_plus_v(patch)
+    } else {
+        crate::schema::go_json(patched)
+    };
+    ApiError::invalid(
+        "",
+        "",
+        "",
+        vec![Cause::new(
+            "FieldValueInvalid",
+            "patch",
+            format!(
+                "Invalid value: {}: {error}",
+                crate::auth::rbac::go_quote(&shown)
+            ),
+        )],
+    )
 }
 
 #[derive(Debug, Clone, Default)]
@@ -1557,32 +1620,33 @@ impl Service {
     }
 
     /// Kind-specific admission: CRD validation, and for custom resources kube's pipeline of
-    /// pruning, defaulting, schema validation and CEL rules. Returns warnings.
+    /// pruning, defaulting, schema validation and CEL rules. Returns warnings. `decoded`: `obj`
+    /// is already as the decoder leaves a built-in kind (the patch path decoded it and nothing
+    /// changed it since, see [`Built`]), so it is not decoded again.
     fn admit(
         ri: &ResourceInfo,
         obj: &mut Value,
         old: Option<&Value>,
         sub: Subresource,
         opts: &WriteOptions,
+        decoded: bool,
     ) -> Result<Vec<String>> {
         // Built-in kinds: decoded as kube decodes them into their types, then CRDs, and kube's
         // defaults and validation of the workload kinds.
         if ri.custom.is_none() {
-            let unknown = crate::builtin::decode::decode(&ri.group, &ri.version, &ri.kind, obj)
-                .map_err(|e| {
-                    ApiError::bad_request(format!(
-                        "{kind} in version \"{version}\" cannot be handled as a {kind}: {e}",
-                        kind = ri.kind,
-                        version = ri.version
-                    ))
-                })?;
+            let unknown = if decoded {
+                Vec::new()
+            } else {
+                crate::builtin::decode::decode(&ri.group, &ri.version, &ri.kind, obj)
+                    .map_err(|e| cannot_handle(&ri.kind, &ri.version, e))?
+            };
             let duplicates = crate::builtin::decode::duplicates(
                 &ri.group,
                 &ri.version,
                 &ri.kind,
                 &opts.duplicates,
             );
-            let warnings = Self::strict_fields(ri, duplicates, unknown, opts)?;
+            let warnings = Self::strict_fields(&ri.kind, &ri.version, duplicates, unknown, opts)?;
             let mut causes = if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE
             {
                 crate::crd::apply_defaults(obj);
@@ -1666,20 +1730,27 @@ impl Service {
     /// defaulted, so mutating webhooks and policies see what will be stored. Decoded as
     /// unstructured first, every key its body repeated is reported, before the unknown fields
     /// (kube's `schemaCoercingDecoder` appends those to the JSON decoder's strict errors).
+    /// `pruned`: `obj` is already as pruning leaves it (the patch path pruned it and nothing
+    /// changed it since, see [`Built`]), so it is not pruned again here.
     fn decode_custom(
         ri: &ResourceInfo,
         obj: &mut Value,
         opts: &WriteOptions,
+        pruned: bool,
     ) -> Result<Vec<String>> {
         if ri.custom.is_none() {
             return Ok(Vec::new());
         }
         let duplicates: Vec<String> = opts.duplicates.iter().map(|d| d.path.clone()).collect();
         let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.as_ref()) else {
-            return Self::strict_fields(ri, duplicates, Vec::new(), opts);
+            return Self::strict_fields(&ri.kind, &ri.version, duplicates, Vec::new(), opts);
         };
-        let unknown = schema.prune(obj);
-        let warnings = Self::strict_fields(ri, duplicates, unknown, opts)?;
+        let unknown = if pruned {
+            Vec::new()
+        } else {
+            schema.prune(obj)
+        };
+        let warnings = Self::strict_fields(&ri.kind, &ri.version, duplicates, unknown, opts)?;
         schema.apply_defaults(obj);
         Ok(warnings)
     }
@@ -1710,9 +1781,11 @@ impl Service {
     /// dropped silently, per the request's `fieldValidation` (kube's messages: sigs.k8s.io/json's
     /// `duplicate field "PATH"` with Go's quoting, `unknown field "PATH"`, one strict decoding
     /// error joined by `, `). kube lists a built-in kind's in document order, one decoder
-    /// finding both; here the repeated keys come first (a custom resource's order).
+    /// finding both; here the repeated keys come first (a custom resource's order). `kind` and
+    /// `version` are the body's (a resource's, or a `scale` write's `Scale`, `v1`).
     fn strict_fields(
-        ri: &ResourceInfo,
+        kind: &str,
+        version: &str,
         duplicates: Vec<String>,
         unknown: Vec<String>,
         opts: &WriteOptions,
@@ -1739,16 +1812,12 @@ impl Service {
         let strict = format!("strict decoding error: {}", msgs.join(", "));
         match opts.field_validation {
             // The patched object was refused (or passed) as kube's patcher checks it, before
-            // anything else looked at it (`refuse_strict_patch`); what admission added since
+            // anything else looked at it (`decode_patched`); what admission added since
             // that its type does not have is dropped silently, as kube drops it.
             FieldValidation::Strict if opts.patched => Ok(Vec::new()),
             // A create's or update's body is decoded by kube's handler, which words it as any
             // body it cannot decode.
-            FieldValidation::Strict => Err(ApiError::bad_request(format!(
-                "{kind} in version \"{version}\" cannot be handled as a {kind}: {strict}",
-                kind = ri.kind,
-                version = ri.version
-            ))),
+            FieldValidation::Strict => Err(cannot_handle(kind, version, strict)),
             FieldValidation::Warn => Ok(msgs),
             FieldValidation::Ignore => Ok(Vec::new()),
         }
@@ -2118,7 +2187,7 @@ impl Service {
         }
         self.builtin_mutation(ri, ns, &mut obj).await?;
         self.check_size(ri, &obj)?;
-        let mut warnings = Self::decode_custom(ri, &mut obj, opts)?;
+        let mut warnings = Self::decode_custom(ri, &mut obj, opts, false)?;
         warnings.extend(
             self.admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
                 .await?,
@@ -2141,7 +2210,14 @@ impl Service {
         if let (false, Some(prefix)) = (named, &generate) {
             Self::generate_name(ri, &mut obj, prefix);
         }
-        warnings.extend(Self::admit(ri, &mut obj, None, Subresource::Main, opts)?);
+        warnings.extend(Self::admit(
+            ri,
+            &mut obj,
+            None,
+            Subresource::Main,
+            opts,
+            false,
+        )?);
         self.check_param_access(ri, &obj, None, opts)?;
         crate::priority::check_default(self, ri, &obj, None)?;
         Self::qos_on_create(ri, &mut obj);
@@ -2539,10 +2615,14 @@ impl Service {
         };
         self.update_with(ri, ns, name, None, opts, sub, |stored, current| {
             let mut out = patch::apply(patch_type, current, &patch_value, ri)?;
-            // Then it decodes the patched object strictly, before anything else looks at it.
-            if opts.field_validation == FieldValidation::Strict {
-                Self::refuse_strict_patch(ri, patch_type, &patch_value, &opts.patch_strict, &out)?;
-            }
+            // Then it decodes the patched object strictly, before anything else looks at it:
+            // the write's one decode of it, unless the decoder changed it or something does
+            // later (`Built`).
+            let decoded = if opts.field_validation == FieldValidation::Strict {
+                Self::decode_patched(ri, patch_type, &patch_value, &opts.patch_strict, &out)?
+            } else {
+                None
+            };
             // As kube's patcher: the patched object's resourceVersion is the precondition. A
             // patch that sets one (a merge patch's `metadata`, a JSON patch `replace`) must name
             // the current version; one that empties it makes the write unconditional.
@@ -2564,40 +2644,57 @@ impl Service {
                 )));
             }
             Self::check_scope(ri, ns, &mut out)?;
-            Ok(out)
+            Ok(Built {
+                value: out,
+                warnings: Vec::new(),
+                decoded,
+            })
         })
         .await
     }
 
     /// kube's patcher under `fieldValidation=Strict` (`jsonPatcher.applyPatchToCurrentObject`,
     /// `applyPatchToObject`): the patch's own strict errors and the unknown fields of the
-    /// patched object are one 422, `"" is invalid: patch: Invalid value: "...": strict decoding
-    /// error: duplicate field "data.a", unknown field "bogus"`. The value shown is the patched
-    /// object's JSON for a JSON or merge patch (here Go's `json.Marshal` of it, keys sorted
-    /// throughout; kube re-sorts only the levels the patch touched), the patch as Go prints its
-    /// map (`%+v`) for a strategic one. An object that does not decode is left to the decoding
-    /// error it gets later, which trumps strict errors in kube too.
-    fn refuse_strict_patch(
+    /// patched object are one 422 ([`patch_refused`]), `"" is invalid: patch: Invalid value:
+    /// "...": strict decoding error: duplicate field "data.a", unknown field "bogus"`. An object
+    /// that does not decode is left to the decoding error it gets later, which trumps strict
+    /// errors in kube too. The decode is of a copy, which is handed back when the decoder found
+    /// nothing to drop or rewrite in it (then it equals `patched`, and the pipeline need not
+    /// decode the object again while it stays so, see [`Built`]); otherwise the pipeline
+    /// decodes the object as it decodes any other write's, after admission.
+    fn decode_patched(
         ri: &ResourceInfo,
         patch_type: PatchType,
         patch: &Value,
         patch_strict: &[String],
         patched: &Value,
-    ) -> Result<()> {
-        let unknown = if ri.custom.is_none() {
+    ) -> Result<Option<Value>> {
+        let (unknown, copy) = if ri.custom.is_none() {
             let mut copy = patched.clone();
-            match crate::builtin::decode::decode(&ri.group, &ri.version, &ri.kind, &mut copy) {
-                Ok(unknown) => unknown,
-                Err(_) => return Ok(()),
+            match crate::builtin::decode::decode_noting_changes(
+                &ri.group,
+                &ri.version,
+                &ri.kind,
+                &mut copy,
+            ) {
+                Ok(d) => (d.unknown, (!d.changed).then_some(copy)),
+                Err(_) => return Ok(None),
             }
         } else {
             match ri.custom.as_ref().and_then(|c| c.schema.as_ref()) {
-                Some(schema) => schema.prune(&mut patched.clone()),
-                None => Vec::new(),
+                // Pruning only drops fields, and reports each (`Schema::prune`): none
+                // reported, nothing changed.
+                Some(schema) => {
+                    let mut copy = patched.clone();
+                    let unknown = schema.prune(&mut copy);
+                    let copy = unknown.is_empty().then_some(copy);
+                    (unknown, copy)
+                }
+                None => (Vec::new(), None),
             }
         };
         if patch_strict.is_empty() && unknown.is_empty() {
-            return Ok(());
+            return Ok(copy);
         }
         let msgs: Vec<String> = patch_strict
             .iter()
@@ -2608,24 +2705,11 @@ impl Service {
                     .map(|f| format!("unknown field {}", crate::auth::rbac::go_quote(f))),
             )
             .collect();
-        let shown = if patch_type == PatchType::Strategic {
-            patch::go_plus_v(patch)
-        } else {
-            crate::schema::go_json(patched)
-        };
-        Err(ApiError::invalid(
-            "",
-            "",
-            "",
-            vec![Cause::new(
-                "FieldValueInvalid",
-                "patch",
-                format!(
-                    "Invalid value: {}: strict decoding error: {}",
-                    crate::auth::rbac::go_quote(&shown),
-                    msgs.join(", ")
-                ),
-            )],
+        Err(patch_refused(
+            patch_type,
+            patch,
+            patched,
+            &format!("strict decoding error: {}", msgs.join(", ")),
         ))
     }
 
@@ -2810,15 +2894,17 @@ impl Service {
         }))
     }
 
-    /// Change a custom resource through its `scale` subresource: `build` turns the current Scale
-    /// into the wanted one; its `spec.replicas` is written to the CRD's specReplicasPath.
+    /// Change an object through its `scale` subresource: `build` turns the current Scale into
+    /// the wanted one, with the warnings found on the way (the wanted Scale's strict decoding
+    /// under `fieldValidation=Warn`: [`Service::decode_scale`]), reported before the write's
+    /// others; its `spec.replicas` is written to the replicas path (a CRD's specReplicasPath).
     pub async fn update_scale(
         &self,
         ri: &ResourceInfo,
         ns: &str,
         name: &str,
         opts: &WriteOptions,
-        build: impl Fn(&Value) -> Result<Value>,
+        build: impl Fn(&Value) -> Result<(Value, Vec<String>)>,
     ) -> Result<Written> {
         let spec_path = ri
             .scale
@@ -2834,7 +2920,7 @@ impl Service {
             Subresource::Scale,
             |current, value| {
                 let scale = Self::scale_of(ri, current)?;
-                let wanted = build(&scale)?;
+                let (wanted, warnings) = build(&scale)?;
                 if let Some(rv) = wanted
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
@@ -2846,10 +2932,106 @@ impl Service {
                 let replicas = scale_replicas(wanted.pointer("/spec/replicas"), name)?;
                 let mut v = value.clone();
                 set_pointer(&mut v, &spec_path, json!(replicas));
-                Ok(v)
+                Ok(Built {
+                    value: v,
+                    warnings,
+                    decoded: None,
+                })
             },
         )
         .await
+    }
+
+    /// The body of a PUT of an object's `scale` subresource, decoded as kube's update handler
+    /// decodes it, before anything else is checked: into an autoscaling/v1 `Scale` (a value of
+    /// the wrong type is a 400, `Scale in version "v1" cannot be handled as a Scale: json:
+    /// cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32`),
+    /// its unknown fields and the keys it repeated (`duplicates`, read unless
+    /// `fieldValidation=Ignore`) refused, warned about or dropped as a create's or update's
+    /// body's are (`strict_fields`: `Scale in version "v1" cannot be handled as a Scale:
+    /// strict decoding error: unknown field "spec.replica"` under Strict). Returns the
+    /// warnings, for [`Service::update_scale`].
+    pub fn decode_scale(
+        scale: &mut Value,
+        duplicates: &[crate::model::json::DuplicateField],
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>> {
+        let [group, version, kind] = SCALE;
+        let unknown = crate::builtin::decode::decode(group, version, kind, scale)
+            .map_err(|e| cannot_handle(kind, version, e))?;
+        let duplicates = crate::builtin::decode::duplicates(group, version, kind, duplicates);
+        Self::strict_fields(kind, version, duplicates, unknown, opts)
+    }
+
+    /// PATCH of an object's `scale` subresource with a JSON, merge or strategic merge patch
+    /// (a Scale has no lists to merge by key: a strategic merge patch merges as a merge patch):
+    /// the patch is decoded strictly unless `fieldValidation=Ignore`, applied to the current
+    /// Scale, and the patched Scale decoded as kube's patcher decodes it
+    /// (`decode_patched_scale`); then as [`Service::update_scale`].
+    pub async fn patch_scale(
+        &self,
+        ri: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<Written> {
+        let (patch_value, patch_strict) = patch::parse_strict(
+            patch_type,
+            body,
+            opts.field_validation != FieldValidation::Ignore,
+        )?;
+        let merged_as = if patch_type == PatchType::Strategic {
+            PatchType::Merge
+        } else {
+            patch_type
+        };
+        self.update_scale(ri, ns, name, opts, |current| {
+            let wanted = patch::apply(merged_as, current, &patch_value, ri)?;
+            let warnings =
+                Self::decode_patched_scale(patch_type, &patch_value, &patch_strict, &wanted, opts)?;
+            Ok((wanted, warnings))
+        })
+        .await
+    }
+
+    /// kube's patcher on a Scale: the patched Scale decoded into its type. A value of the wrong
+    /// type is kube's 422 naming the `patch` under every `fieldValidation` ([`patch_refused`]:
+    /// `Invalid value: "...": json: cannot unmarshal string into Go struct field
+    /// ScaleSpec.spec.replicas of type int32`); the patch's own strict errors (`patch_strict`)
+    /// and the Scale's unknown fields are that 422 under Strict (`strict decoding error:
+    /// unknown field "spec.replica"`), a warning each under Warn, nothing under Ignore. Returns
+    /// the warnings.
+    fn decode_patched_scale(
+        patch_type: PatchType,
+        patch: &Value,
+        patch_strict: &[String],
+        patched: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Vec<String>> {
+        let [group, version, kind] = SCALE;
+        let unknown = crate::builtin::decode::decode(group, version, kind, &mut patched.clone())
+            .map_err(|e| patch_refused(patch_type, patch, patched, &e.to_string()))?;
+        let msgs: Vec<String> = patch_strict
+            .iter()
+            .cloned()
+            .chain(
+                unknown
+                    .iter()
+                    .map(|f| format!("unknown field {}", crate::auth::rbac::go_quote(f))),
+            )
+            .collect();
+        match opts.field_validation {
+            FieldValidation::Strict if !msgs.is_empty() => Err(patch_refused(
+                patch_type,
+                patch,
+                patched,
+                &format!("strict decoding error: {}", msgs.join(", ")),
+            )),
+            FieldValidation::Strict | FieldValidation::Ignore => Ok(Vec::new()),
+            FieldValidation::Warn => Ok(msgs),
+        }
     }
 
     /// Server-side apply of an object's `scale` subresource: the applied autoscaling/v1 Scale's
@@ -3006,8 +3188,9 @@ impl Service {
 
     /// The shared update pipeline: read the latest, build the new object, keep what clients may
     /// not change, validate, detect no-ops, commit with the read revision as precondition.
+    /// `build` hands the new object, or a [`Built`] with what it found on the way.
     #[allow(clippy::too_many_arguments)]
-    async fn update_with(
+    async fn update_with<B: Into<Built>>(
         &self,
         ri: &ResourceInfo,
         ns: &str,
@@ -3015,7 +3198,7 @@ impl Service {
         wanted_rv: Option<u64>,
         opts: &WriteOptions,
         sub: Subresource,
-        build: impl Fn(&StoredObject, &Value) -> Result<Value>,
+        build: impl Fn(&StoredObject, &Value) -> Result<B>,
     ) -> Result<Written> {
         let key = Self::key(ri, ns, name);
         for _ in 0..CONFLICT_RETRIES {
@@ -3034,12 +3217,25 @@ impl Service {
             Self::defaults_on_read(ri, &mut view_value);
             let current_value =
                 (!Arc::ptr_eq(&view, &current)).then(|| current.parse().into_owned());
-            let mut body = build(&view, &view_value)?;
+            let built: Built = build(&view, &view_value)?.into();
+            let Built {
+                value: mut body,
+                warnings: built_warnings,
+                mut decoded,
+            } = built;
             let supplied = crate::apply::take(&mut body);
+            // The decoded copy is compared with the object as the pipeline goes on: the same
+            // `managedFields` taken out of both.
+            if let Some(d) = decoded.as_mut() {
+                crate::apply::take(d);
+            }
             // Whatever built it (a patch, say), nothing recursive walks a value nested deeper
             // than the limit; it is taken apart without recursion.
             if !crate::model::limits::within_depth(&body) {
                 crate::model::limits::dispose(body);
+                if let Some(d) = decoded {
+                    crate::model::limits::dispose(d);
+                }
                 return Err(ApiError::new(
                     422,
                     "Invalid",
@@ -3062,7 +3258,11 @@ impl Service {
                     crate::pod_admission::default_tolerations(&mut new);
                 }
             }
-            let mut warnings = Self::decode_custom(ri, &mut new, opts)?;
+            // Decoded (or pruned) already, and nothing changed it since: no second decode.
+            let as_decoded = |v: &Value| decoded.as_ref().is_some_and(|d| d == v);
+            let pruned = ri.custom.is_some() && as_decoded(&new);
+            let mut warnings = built_warnings;
+            warnings.extend(Self::decode_custom(ri, &mut new, opts, pruned)?);
             // A `scale` write is admitted as kube admits it: as an autoscaling/v1 Scale. Mutating
             // admission sees (new Scale, old Scale), and only its `spec.replicas` is carried back
             // to the object (kube's `scaleUpdatedObjectInfo`); validating admission is below.
@@ -3122,7 +3322,8 @@ impl Service {
             if pod && sub == Subresource::EphemeralContainers {
                 crate::pod_admission::ephemeral_containers(self, ri, ns, &new).await?;
             }
-            warnings.extend(Self::admit(ri, &mut new, old, sub, opts)?);
+            let unchanged = ri.custom.is_none() && as_decoded(&new);
+            warnings.extend(Self::admit(ri, &mut new, old, sub, opts, unchanged)?);
             if sub == Subresource::Main {
                 self.check_param_access(ri, &new, old, opts)?;
             }
@@ -4527,6 +4728,414 @@ mod tests {
             .await
             .unwrap();
         assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Under Strict, kube's patcher's decode of the patched object (which reports its unknown
+    /// fields as a 422 naming the `patch`) is the write's only decode of it when the decoder
+    /// finds nothing to drop or rewrite and nothing changes the object after it. When the
+    /// decoder does change it (a quantity rewritten, a `null` dropped), the pipeline decodes it
+    /// again as it decodes any write's, and the result is the one Warn gives.
+    #[tokio::test]
+    async fn a_strict_patch_decodes_the_patched_object_once() {
+        use super::Subresource::Main;
+        use crate::builtin::decode::DECODES;
+        use crate::patch::PatchType;
+        let (svc, dir) = bootstrapped("patch-decoded-once").await;
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let quotas = svc.registry.lookup("", "v1", "resourcequotas").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "once"}, "data": {"a": "1"}});
+        svc.create(&cms, "default", cm, &WriteOptions::default())
+            .await
+            .unwrap();
+        let quota = json!({"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "q"}, "spec": {"hard": {"pods": "10"}}});
+        svc.create(&quotas, "default", quota, &WriteOptions::default())
+            .await
+            .unwrap();
+        let opts = |field_validation| WriteOptions {
+            field_validation,
+            dry_run: true,
+            manager: Some("t".into()),
+            ..Default::default()
+        };
+        let decodes = || DECODES.with(|n| n.replace(0));
+        for fv in [
+            FieldValidation::Strict,
+            FieldValidation::Warn,
+            FieldValidation::Ignore,
+        ] {
+            // Nothing for the decoder to change: one decode, whatever the validation.
+            decodes();
+            let w = svc
+                .patch(
+                    &cms,
+                    "default",
+                    "once",
+                    PatchType::Merge,
+                    br#"{"data": {"a": "2"}}"#,
+                    Main,
+                    &opts(fv),
+                )
+                .await
+                .unwrap();
+            assert_eq!(decodes(), 1, "{fv:?}");
+            assert_eq!(w.object.value()["data"]["a"], "2");
+            assert!(w.warnings.is_empty(), "{fv:?}: {:?}", w.warnings);
+            // A quantity the decoder rewrites: decoded again after admission under Strict.
+            let w = svc
+                .patch(
+                    &quotas,
+                    "default",
+                    "q",
+                    PatchType::Merge,
+                    br#"{"spec": {"hard": {"cpu": "0.5"}}}"#,
+                    Main,
+                    &opts(fv),
+                )
+                .await
+                .unwrap();
+            let want = if fv == FieldValidation::Strict { 2 } else { 1 };
+            assert_eq!(decodes(), want, "{fv:?}");
+            assert_eq!(w.object.value()["spec"]["hard"]["cpu"], "500m", "{fv:?}");
+            // A `null` the decoder drops: likewise.
+            let w = svc
+                .patch(
+                    &cms,
+                    "default",
+                    "once",
+                    PatchType::Json,
+                    br#"[{"op": "add", "path": "/immutable", "value": null}]"#,
+                    Main,
+                    &opts(fv),
+                )
+                .await
+                .unwrap();
+            assert_eq!(decodes(), want, "{fv:?}");
+            let got = w.object.value();
+            assert!(got.get("immutable").is_none(), "{fv:?}: {got}");
+        }
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// The decoded copy of a Strict patch's result stands for the object only while they are
+    /// equal: what the pipeline puts back after the patcher's decode (here a Deployment's
+    /// stored `status`, holding a `null` the decoder drops, in place of the patch's) is decoded
+    /// again, as under Warn.
+    #[tokio::test]
+    async fn what_changes_after_a_strict_patchs_decode_is_decoded_again() {
+        use super::Subresource::Main;
+        use crate::builtin::decode::DECODES;
+        use crate::patch::PatchType;
+        let (svc, dir) = bootstrapped("patch-decoded-again").await;
+        let deploys = svc.registry.lookup("apps", "v1", "deployments").unwrap();
+        svc.create(
+            &deploys,
+            "default",
+            web_deployment(),
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        let strict = WriteOptions {
+            field_validation: FieldValidation::Strict,
+            dry_run: true,
+            ..Default::default()
+        };
+        // The Deployment as stored: what kubectl patches is decoded once.
+        let annotate = br#"[{"op": "add", "path": "/metadata/annotations", "value": {"x": "1"}}]"#;
+        DECODES.with(|n| n.set(0));
+        svc.patch(
+            &deploys,
+            "default",
+            "web",
+            PatchType::Json,
+            annotate,
+            Main,
+            &strict,
+        )
+        .await
+        .unwrap();
+        assert_eq!(DECODES.with(|n| n.get()), 1);
+        let key = Service::key(&deploys, "default", "web");
+        let stored = svc.store.get(&key).unwrap();
+        let mut v = stored.parse().into_owned();
+        v["status"] = json!({"replicas": 0, "observedGeneration": null});
+        svc.store
+            .write(crate::store::WriteOp::Put {
+                key,
+                value: v,
+                precondition: crate::store::Precondition::ResourceVersion(stored.rv),
+            })
+            .await
+            .unwrap();
+        let ops = br#"[{"op": "replace", "path": "/status", "value": {}},
+            {"op": "add", "path": "/metadata/annotations", "value": {"x": "1"}}]"#;
+        for (fv, want) in [(FieldValidation::Strict, 2), (FieldValidation::Warn, 1)] {
+            let opts = WriteOptions {
+                field_validation: fv,
+                dry_run: true,
+                ..Default::default()
+            };
+            DECODES.with(|n| n.set(0));
+            let w = svc
+                .patch(
+                    &deploys,
+                    "default",
+                    "web",
+                    PatchType::Json,
+                    ops,
+                    Main,
+                    &opts,
+                )
+                .await
+                .unwrap();
+            assert_eq!(DECODES.with(|n| n.get()), want, "{fv:?}");
+            let got = w.object.value();
+            assert_eq!(got["metadata"]["annotations"]["x"], "1", "{got}");
+            assert_eq!(got["status"], json!({"replicas": 0}), "{fv:?}: {got}");
+        }
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A Deployment `web` (one replica) for the `scale` tests.
+    fn web_deployment() -> serde_json::Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    }
+
+    /// A Scale PUT as the handler makes it: the body decoded as an autoscaling/v1 Scale
+    /// (`Service::decode_scale`, its repeated keys read unless Ignore), then the write.
+    async fn put_scale(
+        svc: &Service,
+        ri: &crate::model::ResourceInfo,
+        body: &[u8],
+        field_validation: FieldValidation,
+    ) -> super::Result<super::Written> {
+        let opts = WriteOptions {
+            field_validation,
+            dry_run: true,
+            ..Default::default()
+        };
+        let (mut scale, mut found) = crate::model::json::from_slice(body).unwrap();
+        if field_validation == FieldValidation::Ignore {
+            found.clear();
+        }
+        let warnings = Service::decode_scale(&mut scale, &found, &opts)?;
+        svc.update_scale(ri, "default", "web", &opts, |_| {
+            Ok((scale.clone(), warnings.clone()))
+        })
+        .await
+    }
+
+    /// A Scale written with PUT is decoded as kube's update handler decodes it: its unknown
+    /// fields and repeated keys are a 400 under Strict, a warning each under Warn (the last
+    /// value kept), nothing under Ignore; a value of the wrong type is a 400 under each.
+    #[tokio::test]
+    async fn scale_puts_report_unknown_and_repeated_fields() {
+        let (svc, dir) = bootstrapped("scale-put-strict").await;
+        let deploys = svc.registry.lookup("apps", "v1", "deployments").unwrap();
+        svc.create(
+            &deploys,
+            "default",
+            web_deployment(),
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        let body = br#"{"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 2, "replica": 3, "replicas": 4}}"#;
+        let e = put_scale(&svc, &deploys, body, FieldValidation::Strict)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 400, "{e:?}");
+        assert_eq!(
+            e.message,
+            r#"Scale in version "v1" cannot be handled as a Scale: strict decoding error: duplicate field "spec.replicas", unknown field "spec.replica""#
+        );
+        let w = put_scale(&svc, &deploys, body, FieldValidation::Warn)
+            .await
+            .unwrap();
+        assert_eq!(
+            w.warnings,
+            [
+                "duplicate field \"spec.replicas\"",
+                "unknown field \"spec.replica\""
+            ]
+        );
+        assert_eq!(w.object.value()["spec"]["replicas"], 4);
+        let w = put_scale(&svc, &deploys, body, FieldValidation::Ignore)
+            .await
+            .unwrap();
+        assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+        assert_eq!(w.object.value()["spec"]["replicas"], 4);
+        let typed = br#"{"metadata": {"name": "web"}, "spec": {"replicas": "3"}}"#;
+        for fv in [
+            FieldValidation::Strict,
+            FieldValidation::Warn,
+            FieldValidation::Ignore,
+        ] {
+            let e = put_scale(&svc, &deploys, typed, fv).await.unwrap_err();
+            assert_eq!(e.code, 400, "{fv:?}: {e:?}");
+            assert_eq!(
+                e.message,
+                "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32"
+            );
+        }
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A Scale patched is decoded as kube's patcher decodes any patched object: under Strict
+    /// the patch's repeated keys and the patched Scale's unknown fields are one 422 naming the
+    /// `patch` (the patched Scale's JSON shown, or a strategic patch as Go prints its map);
+    /// under Warn a warning each; nothing under Ignore.
+    #[tokio::test]
+    async fn scale_patches_report_strict_errors_as_kubes_patcher() {
+        use crate::patch::PatchType;
+        let (svc, dir) = bootstrapped("scale-patch-strict").await;
+        let deploys = svc.registry.lookup("apps", "v1", "deployments").unwrap();
+        svc.create(
+            &deploys,
+            "default",
+            web_deployment(),
+            &WriteOptions::default(),
+        )
+        .await
+        .unwrap();
+        let opts = |field_validation| WriteOptions {
+            field_validation,
+            dry_run: true,
+            ..Default::default()
+        };
+        let unknown = br#"{"spec": {"replica": 3}}"#;
+        let e = svc
+            .patch_scale(
+                &deploys,
+                "default",
+                "web",
+                PatchType::Merge,
+                unknown,
+                &opts(FieldValidation::Strict),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (422, "Invalid"), "{e:?}");
+        assert_eq!(e.causes.len(), 1, "{e:?}");
+        assert_eq!(
+            (e.causes[0].reason.as_str(), e.causes[0].field.as_str()),
+            ("FieldValueInvalid", "patch")
+        );
+        let cause = &e.causes[0].message;
+        assert!(
+            cause.starts_with(
+                r#"Invalid value: "{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{"#
+            ),
+            "{cause}"
+        );
+        assert!(
+            cause.contains(r#"\"spec\":{\"replica\":3,\"replicas\":1}"#),
+            "{cause}"
+        );
+        assert!(
+            cause.ends_with(r#"}": strict decoding error: unknown field "spec.replica""#),
+            "{cause}"
+        );
+        assert_eq!(e.message, format!(" \"\" is invalid: patch: {cause}"));
+        let e = svc
+            .patch_scale(
+                &deploys,
+                "default",
+                "web",
+                PatchType::Strategic,
+                unknown,
+                &opts(FieldValidation::Strict),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            r#" "" is invalid: patch: Invalid value: "map[spec:map[replica:3]]": strict decoding error: unknown field "spec.replica""#
+        );
+        // The patch's own repeated keys come first.
+        let both = br#"{"spec": {"replicas": 2, "replicas": 3, "replica": 1}}"#;
+        let e = svc
+            .patch_scale(
+                &deploys,
+                "default",
+                "web",
+                PatchType::Merge,
+                both,
+                &opts(FieldValidation::Strict),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            e.message.ends_with(
+                r#": strict decoding error: duplicate field "spec.replicas", unknown field "spec.replica""#
+            ),
+            "{}",
+            e.message
+        );
+        let w = svc
+            .patch_scale(
+                &deploys,
+                "default",
+                "web",
+                PatchType::Merge,
+                both,
+                &opts(FieldValidation::Warn),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            w.warnings,
+            [
+                "duplicate field \"spec.replicas\"",
+                "unknown field \"spec.replica\""
+            ]
+        );
+        assert_eq!(w.object.value()["spec"]["replicas"], 3);
+        let w = svc
+            .patch_scale(
+                &deploys,
+                "default",
+                "web",
+                PatchType::Merge,
+                both,
+                &opts(FieldValidation::Ignore),
+            )
+            .await
+            .unwrap();
+        assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+        assert_eq!(w.object.value()["spec"]["replicas"], 3);
+        // A value of the wrong type is the patcher's 422 under every validation.
+        let e = svc
+            .patch_scale(
+                &deploys,
+                "default",
+                "web",
+                PatchType::Merge,
+                br#"{"spec": {"replicas": "3"}}"#,
+                &opts(FieldValidation::Ignore),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 422, "{e:?}");
+        assert!(
+            e.message.ends_with(
+                r#"}": json: cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32"#
+            ),
+            "{}",
+            e.message
+        );
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -637,10 +637,15 @@ async fn scale(
         Method::PUT => {
             let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let wanted = decode_json(&body)?;
+            // Decoded as kube's update handler decodes the Scale, before its name is checked.
+            let (mut wanted, duplicates) =
+                decode_json_with(&body, opts.field_validation != FieldValidation::Ignore)?;
+            let warnings = crate::service::Service::decode_scale(&mut wanted, &duplicates, &opts)?;
             check_name(&wanted, &ns, &name)?;
-            svc.update_scale(ri, &ns, &name, &opts, |_| Ok(wanted.clone()))
-                .await?
+            svc.update_scale(ri, &ns, &name, &opts, |_| {
+                Ok((wanted.clone(), warnings.clone()))
+            })
+            .await?
         }
         Method::PATCH => {
             let pt = patch_type(&headers)?;
@@ -661,17 +666,7 @@ async fn scale(
                 add_warnings(&mut resp, &written.warnings);
                 return Ok(resp);
             }
-            let p = crate::patch::parse(pt, &body)?;
-            // Scale is a built-in kind: a strategic patch of it is a merge patch.
-            let pt = if pt == PatchType::Strategic {
-                PatchType::Merge
-            } else {
-                pt
-            };
-            svc.update_scale(ri, &ns, &name, &opts, |current| {
-                crate::patch::apply(pt, current, &p, ri)
-            })
-            .await?
+            svc.patch_scale(ri, &ns, &name, pt, &body, &opts).await?
         }
         m => {
             return Err(ApiError::method_not_allowed(format!(

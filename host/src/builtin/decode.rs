@@ -36,12 +36,42 @@ pub fn decode(
     kind: &str,
     obj: &mut Value,
 ) -> Result<Vec<String>, DecodeError> {
+    decode_noting_changes(group, version, kind, obj).map(|d| d.unknown)
+}
+
+/// What [`decode_noting_changes`] did to an object.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Decoded {
+    /// The unknown fields it dropped, with kube's paths.
+    pub unknown: Vec<String>,
+    /// Whether it changed the object at all: dropped a field or a `null`, or rewrote a quantity
+    /// in its canonical form. An object it did not change is as the decoder leaves it: decoding
+    /// it again finds and changes nothing.
+    pub changed: bool,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many objects this thread decoded: a test's way to count the decodes of one write
+    /// (`tokio::test` runs a write on the test's thread).
+    pub static DECODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// [`decode`], also telling whether the object changed.
+pub fn decode_noting_changes(
+    group: &str,
+    version: &str,
+    kind: &str,
+    obj: &mut Value,
+) -> Result<Decoded, DecodeError> {
+    #[cfg(test)]
+    DECODES.with(|n| n.set(n.get() + 1));
     let defs = definitions::get();
     let Some(name) = defs.name_of(group, version, kind) else {
-        return Ok(Vec::new());
+        return Ok(Decoded::default());
     };
     let Some(def) = defs.get(name) else {
-        return Ok(Vec::new());
+        return Ok(Decoded::default());
     };
     let mut d = Decoder {
         defs,
@@ -49,9 +79,13 @@ pub fn decode(
         fields: Vec::new(),
         structs: vec![short_name(name)],
         unknown: Vec::new(),
+        changed: false,
     };
     d.value(def, obj)?;
-    Ok(d.unknown)
+    Ok(Decoded {
+        unknown: d.unknown,
+        changed: d.changed,
+    })
 }
 
 /// The keys a body repeated (`model::json::from_slice`) that kube's strict decoder reports for
@@ -124,6 +158,8 @@ struct Decoder<'a> {
     /// The Go struct types entered; the last is the one whose field is being decoded.
     structs: Vec<&'a str>,
     unknown: Vec<String>,
+    /// Whether a field or a `null` was dropped or a quantity rewritten.
+    changed: bool,
 }
 
 /// `io.k8s.api.core.v1.PodSpec` -> `PodSpec`.
@@ -195,7 +231,10 @@ impl<'a> Decoder<'a> {
                 };
                 let canonical =
                     super::quantity::canonical(&text).map_err(|e| DecodeError(e.to_string()))?;
-                *v = Value::String(canonical);
+                if !matches!(&*v, Value::String(s) if *s == canonical) {
+                    *v = Value::String(canonical);
+                    self.changed = true;
+                }
                 return Ok(());
             }
             Some(INT_OR_STRING) => {
@@ -235,9 +274,11 @@ impl<'a> Decoder<'a> {
                             None => {
                                 self.unknown.push(self.path.clone());
                                 map.remove(&key);
+                                self.changed = true;
                             }
                             Some((_, _)) if map.get(&key).is_some_and(Value::is_null) => {
                                 map.remove(&key);
+                                self.changed = true;
                             }
                             Some((field, sub)) => {
                                 self.fields.push(field.as_str());
