@@ -244,4 +244,36 @@ while True:
 core.create_namespaced_pod_eviction("evictee", NS, eviction)
 assert "evictee" not in [p.metadata.name for p in core.list_namespaced_pod(NS).items]
 
+# The client escapes every path parameter (`quote(name, safe='')`: `system:node` goes as
+# `system%3Anode`); the server reads the names decoded, as Go's server decodes the path.
+rbac = client.RbacAuthorizationV1Api()
+assert rbac.read_cluster_role("system:node").metadata.name == "system:node"
+rule = client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get"])
+for name in ["weird role", "r\u00f4le", "py:a@b"]:
+    rbac.create_cluster_role(client.V1ClusterRole(metadata=meta(name=name), rules=[rule]))
+    assert rbac.read_cluster_role(name).metadata.name == name
+    rbac.delete_cluster_role(name)
+    try:
+        rbac.read_cluster_role(name)
+        raise AssertionError(name + " should be gone")
+    except client.exceptions.ApiException as e:
+        assert e.status == 404, e
+        message = json.loads(e.body)["message"]
+        assert message == 'clusterroles.rbac.authorization.k8s.io "%s" not found' % name, message
+
+# A `null` in a map[string]string (what a Helm chart's unset value gives) is "", as Go's decoder
+# leaves it: a label selector `blank=` selects the object, and the models read "" (not None).
+cm = core.create_namespaced_config_map(
+    NS,
+    {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "nulls", "labels": {"blank": None}, "annotations": {"n": None}},
+        "data": {"k": None},
+    },
+)
+assert cm.metadata.labels == {"blank": ""} and cm.metadata.annotations == {"n": ""}, cm.metadata
+assert cm.data == {"k": ""}, cm.data
+assert [c.metadata.name for c in core.list_namespaced_config_map(NS, label_selector="blank=").items] == ["nulls"]
+
 print("ok")

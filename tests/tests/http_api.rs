@@ -1128,3 +1128,70 @@ fn an_expired_continue_carries_a_fresh_token() {
     assert_eq!(names.first().copied(), Some("b"), "{next}");
     assert!(names.contains(&"z9"), "{next}");
 }
+
+/// Go's server decodes the request path before kube reads it (`req.URL.Path`): a name a client
+/// percent-encodes (the Python client escapes `:`, client-go spaces and non-ASCII) is that name,
+/// read, deleted and reported decoded; an escape Go cannot decode is a 400.
+#[test]
+fn percent_encoded_names_are_read_decoded() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let role = get(&http, &format!("{roles}/system%3Anode"));
+    assert_eq!(role["metadata"]["name"], "system:node");
+    create(&http, CMS, &configmap("rv", &[], &[]));
+    assert_eq!(get(&http, &format!("{CMS}/r%76"))["metadata"]["name"], "rv");
+    for (name, escaped) in [("weird role", "weird%20role"), ("rôle", "r%C3%B4le")] {
+        create(
+            &http,
+            roles,
+            &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": name}, "rules": []}),
+        );
+        let path = format!("{roles}/{escaped}");
+        assert_eq!(get(&http, &path)["metadata"]["name"], name);
+        let r = http.delete(&path);
+        assert_eq!(r.status, 200, "DELETE {path}: {}", r.text());
+        let st = assert_status(&http.get(&path), 404, "NotFound");
+        assert_eq!(
+            st["message"],
+            format!("clusterroles.rbac.authorization.k8s.io \"{name}\" not found")
+        );
+        assert_eq!(st["details"]["name"], name);
+    }
+    let st = assert_status(&http.get(&format!("{CMS}/%zz")), 400, "BadRequest");
+    assert_eq!(st["message"], "invalid URL escape \"%zz\"");
+}
+
+/// Go decodes a `null` in a `map[string]string` as `""` (the element's zero value), so kube
+/// stores `""`: `-l a=` selects the object, and a Deployment whose selector and template both
+/// say `v: null` is created.
+#[test]
+fn null_string_map_values_are_stored_empty() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let cm = create(
+        &http,
+        CMS,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "nulls", "labels": {"a": null}, "annotations": {"n": null}},
+                "data": {"k": null}}),
+    );
+    assert_eq!(cm["metadata"]["labels"], json!({"a": ""}), "{cm}");
+    assert_eq!(cm["metadata"]["annotations"], json!({"n": ""}), "{cm}");
+    assert_eq!(cm["data"], json!({"k": ""}), "{cm}");
+    let list = get(&http, &format!("{CMS}?labelSelector=a%3D"));
+    assert_eq!(item_names(&list), ["nulls"]);
+    let dep = create(
+        &http,
+        "/apis/apps/v1/namespaces/default/deployments",
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "nulls"},
+                "spec": {"selector": {"matchLabels": {"app": "nulls", "v": null}},
+                         "template": {"metadata": {"labels": {"app": "nulls", "v": null}},
+                                      "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    );
+    assert_eq!(
+        dep["spec"]["selector"]["matchLabels"],
+        json!({"app": "nulls", "v": ""})
+    );
+}

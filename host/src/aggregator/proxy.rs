@@ -398,7 +398,7 @@ pub async fn serve(
     store: &dyn Store,
     api: &ApiService,
     discovery: bool,
-    req: axum::extract::Request,
+    mut req: axum::extract::Request,
 ) -> Response {
     if !api.available {
         return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
@@ -413,9 +413,25 @@ pub async fn serve(
     let Some(svc) = &api.service else {
         return text_error(StatusCode::NOT_FOUND, "");
     };
-    // What was authorized is what goes: no path the server could read otherwise.
-    if !plain_path(req.uri().path()) {
+    // What was authorized is what goes: the decoded path (kube's aggregator sends
+    // `location.Path = req.URL.Path`), written as Go writes it, so `%3A` goes as `:` and an
+    // encoded `/` as the separator it was authorized as; and no path the server could read
+    // otherwise.
+    let decoded = match crate::api::request_info::unescape_path(req.uri().path()) {
+        Ok(p) => p.into_owned(),
+        Err(e) => return e.into_response(),
+    };
+    if !plain_path(&decoded) {
         return text_error(StatusCode::BAD_REQUEST, "invalid request path");
+    }
+    let escaped = crate::api::request_info::escape_path(&decoded);
+    let target = match req.uri().query() {
+        Some(q) => format!("{escaped}?{q}"),
+        None => escaped,
+    };
+    match target.parse::<axum::http::Uri>() {
+        Ok(u) => *req.uri_mut() = u,
+        Err(_) => return text_error(StatusCode::BAD_REQUEST, "invalid request URI"),
     }
     // A watch holds a connection to the server for as long as it runs: bounded per user.
     let permit = if is_watch(req.uri().query().unwrap_or("")) {
@@ -445,13 +461,13 @@ pub async fn serve(
     }
 }
 
-/// A path with no empty, `.` or `..` segment and no encoded `/`, `\` or `.`: one the server
-/// reads as turtles authorized it.
-fn plain_path(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    if lower.contains("%2f") || lower.contains("%2e") || lower.contains("%5c") {
+/// A decoded path with no empty, `.` or `..` segment and no `\`: one the server reads as
+/// turtles authorized it.
+fn plain_path(path: &[u8]) -> bool {
+    if path.contains(&b'\\') {
         return false;
     }
+    let path = String::from_utf8_lossy(path);
     path.trim_end_matches('/')
         .split('/')
         .skip(1)
@@ -580,19 +596,54 @@ mod tests {
 
     #[test]
     fn only_plain_paths_are_passed_on() {
-        assert!(plain_path("/apis/metrics.k8s.io/v1beta1"));
-        assert!(plain_path("/apis/metrics.k8s.io/v1beta1/"));
-        assert!(plain_path("/apis/m/v1/namespaces/a/pods/p"));
+        let plain = |p: &str| {
+            let decoded = crate::api::request_info::unescape_path(p).expect("decodes");
+            plain_path(&decoded)
+        };
+        assert!(plain("/apis/metrics.k8s.io/v1beta1"));
+        assert!(plain("/apis/metrics.k8s.io/v1beta1/"));
+        assert!(plain("/apis/m/v1/namespaces/a/pods/p"));
+        // An encoded `/` is a separator once decoded, as turtles authorized it and kube sends it.
+        assert!(plain("/apis/m/v1/pods/a%2fb"));
+        assert!(plain("/apis/m/v1/pods/system%3Anode"));
         for odd in [
             "/apis/m/v1/namespaces/a/pods/../../b/pods",
             "/apis/m/v1/./pods",
             "/apis/m/v1//pods",
             "/apis/m/v1/pods/%2E%2e",
-            "/apis/m/v1/pods/a%2fb",
+            "/apis/m/v1/pods/a%2f%2fb",
             "/apis/m/v1/pods/a%5Cb",
         ] {
-            assert!(!plain_path(odd), "{odd}");
+            assert!(!plain(odd), "{odd}");
         }
+    }
+
+    /// kube's aggregator sends the decoded path, which Go's client writes with
+    /// `escape(path, encodePath)`.
+    #[test]
+    fn the_decoded_path_is_passed_on_as_go_writes_it() {
+        let sent = |p: &str| {
+            let decoded = crate::api::request_info::unescape_path(p).expect("decodes");
+            crate::api::request_info::escape_path(&decoded)
+        };
+        assert_eq!(
+            sent("/apis/m/v1/namespaces/a/pods/system%3Anode"),
+            "/apis/m/v1/namespaces/a/pods/system:node"
+        );
+        assert_eq!(
+            sent("/apis/m/v1/pods/weird%20role"),
+            "/apis/m/v1/pods/weird%20role"
+        );
+        assert_eq!(
+            sent("/apis/m/v1/pods/r%c3%b4le"),
+            "/apis/m/v1/pods/r%C3%B4le"
+        );
+        assert_eq!(sent("/apis/m/v1/pods/a%2Fb"), "/apis/m/v1/pods/a/b");
+        assert_eq!(
+            sent("/apis/m/v1/pods/a%3Fb%25c%23"),
+            "/apis/m/v1/pods/a%3Fb%25c%23"
+        );
+        assert_eq!(sent("/apis/m/v1/pods/a+b@c"), "/apis/m/v1/pods/a+b@c");
     }
 
     #[test]

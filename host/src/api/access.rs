@@ -212,8 +212,12 @@ pub async fn authenticate_and_authorize(
     mut req: Request,
     next: Next,
 ) -> Response {
-    // The one parse of this request: everything after reads this value.
-    let info = Arc::new(RequestInfo::parse(req.method(), req.uri()));
+    // The one parse of this request: everything after reads this value. A path Go's server
+    // cannot decode (`%zz`) is answered 400 before anything else, as Go's server answers it.
+    let info = match RequestInfo::parse(req.method(), req.uri()) {
+        Ok(info) => Arc::new(info),
+        Err(e) => return e.into_response(),
+    };
     req.extensions_mut().insert(info.clone());
     if OPEN.contains(&info.path.trim_end_matches('/')) {
         return next.run(req).await;

@@ -95,10 +95,16 @@ fn big_write(state: &AppState, req: &Request) -> bool {
         return false;
     }
     let big = req.body().size_hint().exact().is_none_or(|n| n > BIG_BODY);
-    big && state
-        .aggregator
-        .route(&state.registry, req.uri().path())
-        .is_none()
+    // The decoded path, as the request is routed (a path that does not decode is refused
+    // before its body is read).
+    let remote = match req.extensions().get::<Arc<RequestInfo>>() {
+        Some(info) => state
+            .aggregator
+            .route(&state.registry, &info.path)
+            .is_some(),
+        None => false,
+    };
+    big && !remote
 }
 
 /// Runs `fut` on a blocking-pool thread of its own and waits for it there, so that its CPU holds
@@ -136,7 +142,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     // The request as the access middleware parsed (and authorized) it.
     let info = match req.extensions().get::<Arc<RequestInfo>>() {
         Some(info) => info.clone(),
-        None => Arc::new(RequestInfo::parse(req.method(), req.uri())),
+        None => Arc::new(RequestInfo::parse(req.method(), req.uri())?),
     };
     // A remote APIService's group version: its extension server answers.
     if let Some((api, discovery)) = state.aggregator.route(&state.registry, &info.path) {

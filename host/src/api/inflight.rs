@@ -158,7 +158,7 @@ mod tests {
     use axum::http::{Method, Uri};
 
     fn info(m: Method, uri: &str) -> RequestInfo {
-        RequestInfo::parse(&m, &uri.parse::<Uri>().expect("uri"))
+        RequestInfo::parse(&m, &uri.parse::<Uri>().expect("uri")).expect("parse")
     }
 
     fn user(groups: &[&str]) -> UserInfo {

@@ -4,11 +4,13 @@
 //! authentication, the in-flight limits, RBAC and the handlers all read that one value, so a
 //! request is authorized as exactly what it is served as.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use axum::http::{Method, Uri};
 
 use crate::auth::Attributes;
+use crate::model::ApiError;
 
 /// Query parameters, first value of each name (kube reads options with `url.Values.Get` and
 /// `Convert_Slice_string_To_*`, which take the first value of a repeated parameter).
@@ -60,6 +62,74 @@ fn valid_path_segment_name(name: &str) -> bool {
     name != "." && name != ".." && !name.contains(['/', '%'])
 }
 
+fn hex_value(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// A request's path as Go's `url.ParseRequestURI` decodes it into `URL.Path`, which is what
+/// kube routes and parses (`unescape(path, encodePath)`): every `%XX` is the byte it encodes,
+/// `%2F` a `/` like any other, and a `+` stays a `+`. The bytes need not be UTF-8 (Go does not
+/// check). A `%` not followed by two hex digits fails with Go's `EscapeError` text (`invalid URL
+/// escape "%zz"`, the `%` and at most two bytes after it); Go's server answers such a request
+/// 400 before any handler runs.
+pub fn unescape_path(raw: &str) -> Result<Cow<'_, [u8]>, ApiError> {
+    let b = raw.as_bytes();
+    if !b.contains(&b'%') {
+        return Ok(Cow::Borrowed(b));
+    }
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let hi = b.get(i + 1).copied().and_then(hex_value);
+        let lo = b.get(i + 2).copied().and_then(hex_value);
+        match (hi, lo) {
+            (Some(hi), Some(lo)) => {
+                out.push((hi << 4) | lo);
+                i += 3;
+            }
+            _ => {
+                let end = (i + 3).min(b.len());
+                let bad = String::from_utf8_lossy(&b[i..end]);
+                return Err(ApiError::bad_request(format!(
+                    "invalid URL escape {}",
+                    crate::auth::rbac::go_quote(&bad)
+                )));
+            }
+        }
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// A decoded path written back as Go's `URL.EscapedPath` writes a `URL` whose `Path` alone is
+/// set (`escape(path, encodePath)`): letters, digits, `-_.~` and `$&+,/:;=@` as they are, every
+/// other byte (`?`, `%`, a space, non-ASCII) as `%XX` in upper-case hex. This is the path kube's
+/// aggregator sends an extension server (`location.Path = req.URL.Path`).
+pub fn escape_path(path: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(path.len());
+    for &c in path {
+        let keep = c.is_ascii_alphanumeric() || b"-_.~$&+,/:;=@".contains(&c);
+        if keep {
+            out.push(char::from(c));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(c >> 4)]));
+            out.push(char::from(HEX[usize::from(c & 15)]));
+        }
+    }
+    out
+}
+
 /// Parse a query string, keeping the first value of every name.
 pub fn parse_query(q: Option<&str>) -> Query {
     let mut out = Query::new();
@@ -70,11 +140,20 @@ pub fn parse_query(q: Option<&str>) -> Query {
 }
 
 impl RequestInfo {
-    pub fn parse(method: &Method, uri: &Uri) -> Self {
-        let path = uri.path();
+    /// The request as kube's `RequestInfoFactory` reads it, from the decoded path
+    /// ([`unescape_path`]: `system%3Anode` names `system:node`); bytes that are not UTF-8 are
+    /// read as U+FFFD, as kube's JSON shows them. A path Go cannot decode is a 400.
+    pub fn parse(method: &Method, uri: &Uri) -> Result<Self, ApiError> {
+        let path = match unescape_path(uri.path())? {
+            Cow::Borrowed(b) => String::from_utf8_lossy(b).into_owned(),
+            Cow::Owned(v) => match String::from_utf8(v) {
+                Ok(s) => s,
+                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            },
+        };
         let query = parse_query(uri.query());
         let mut info = RequestInfo {
-            path: path.to_owned(),
+            path: path.clone(),
             verb: method.as_str().to_ascii_lowercase(),
             ..Default::default()
         };
@@ -88,7 +167,7 @@ impl RequestInfo {
             ["apis", g, rest @ ..] if rest.len() >= 2 => ("apis", *g, rest),
             _ => {
                 info.query = query;
-                return info;
+                return Ok(info);
             }
         };
         info.resource_request = true;
@@ -152,7 +231,7 @@ impl RequestInfo {
             info.verb = "deletecollection".to_owned();
         }
         info.query = query;
-        info
+        Ok(info)
     }
 
     /// A watch: a GET of a collection whose first `watch` parameter is not false (or any
@@ -207,7 +286,7 @@ mod tests {
     use super::*;
 
     fn info(method: Method, uri: &str) -> RequestInfo {
-        RequestInfo::parse(&method, &uri.parse::<Uri>().expect("uri"))
+        RequestInfo::parse(&method, &uri.parse::<Uri>().expect("uri")).expect("parse")
     }
 
     #[test]
@@ -285,6 +364,91 @@ mod tests {
             info(Method::GET, "/api/v1/namespaces/a/configmaps/b?watch=true").verb,
             "get"
         );
+    }
+
+    /// kube reads the path Go decoded (`req.URL.Path`): a name, namespace or subresource a
+    /// client percent-encoded (the Python client escapes `:`, client-go spaces and non-ASCII)
+    /// is read decoded, and so RBAC (`resourceNames`), admission and the handlers see it.
+    #[test]
+    fn percent_encoded_segments_are_decoded() {
+        let a = info(
+            Method::GET,
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Anode",
+        );
+        assert_eq!(
+            (a.verb.as_str(), a.resource.as_str(), a.name.as_str()),
+            ("get", "clusterroles", "system:node")
+        );
+        assert_eq!(
+            a.path,
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/system:node"
+        );
+        assert_eq!(a.attributes().name, "system:node");
+        let a = info(
+            Method::DELETE,
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/weird%20role",
+        );
+        assert_eq!((a.verb.as_str(), a.name.as_str()), ("delete", "weird role"));
+        let a = info(
+            Method::GET,
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/r%C3%B4le",
+        );
+        assert_eq!(a.name, "rôle");
+        let a = info(
+            Method::PUT,
+            "/api/v1/namespaces/n%73/configmaps/r%76/st%61tus",
+        );
+        assert_eq!(
+            (
+                a.namespace.as_str(),
+                a.name.as_str(),
+                a.subresource.as_str()
+            ),
+            ("ns", "rv", "status")
+        );
+        assert_eq!(a.parts, ["configmaps", "rv", "status"]);
+        // A `+` is no space in a path; `%25` is a `%`.
+        let a = info(Method::GET, "/api/v1/namespaces/ns/configmaps/a+b%40c%25d");
+        assert_eq!(a.name, "a+b@c%d");
+        // An encoded `/` separates segments, as in kube (Go's `URL.Path` cannot tell them apart).
+        let a = info(Method::GET, "/api/v1/namespaces/ns/configmaps/a%2Fstatus");
+        assert_eq!((a.name.as_str(), a.subresource.as_str()), ("a", "status"));
+        // Bytes that are not UTF-8 read as U+FFFD, as kube's JSON writes them.
+        let a = info(Method::GET, "/api/v1/namespaces/ns/configmaps/%FF");
+        assert_eq!(a.name, "\u{FFFD}");
+        // Non-resource paths too: RBAC's `nonResourceURLs` match the decoded path.
+        let a = info(Method::GET, "/heal%74hz");
+        assert!(!a.resource_request);
+        assert_eq!(a.path, "/healthz");
+        // A path with nothing encoded is as it was.
+        assert_eq!(info(Method::GET, "/api/v1/pods").path, "/api/v1/pods");
+    }
+
+    /// Go's server cannot parse such a request line (`url.ParseRequestURI` fails with an
+    /// `EscapeError`) and answers 400 before any handler.
+    #[test]
+    fn undecodable_paths_are_bad_requests() {
+        for (uri, bad) in [
+            ("/api/v1/namespaces/ns/configmaps/%zz", "%zz"),
+            ("/api/v1/namespaces/ns/configmaps/a%2", "%2"),
+            ("/api/v1/namespaces/ns/configmaps/a%", "%"),
+            ("/api/v1/namespaces/ns/configmaps/%g0abc", "%g0"),
+            ("/api/v1/namespaces/n%s/configmaps", "%s/"),
+        ] {
+            let e =
+                RequestInfo::parse(&Method::GET, &uri.parse::<Uri>().expect("uri")).expect_err(uri);
+            assert_eq!((e.code, e.reason), (400, "BadRequest"), "{uri}");
+            assert_eq!(e.message, format!("invalid URL escape \"{bad}\""), "{uri}");
+        }
+    }
+
+    #[test]
+    fn decoded_paths_are_written_back_as_go_writes_them() {
+        let round = |p: &str| escape_path(&unescape_path(p).expect("decodes"));
+        assert_eq!(round("/a/system%3anode"), "/a/system:node");
+        assert_eq!(round("/a/r%c3%b4le%20x"), "/a/r%C3%B4le%20x");
+        assert_eq!(round("/a/%3F%23%25"), "/a/%3F%23%25");
+        assert_eq!(round("/a/$&+,;=@-_.~"), "/a/$&+,;=@-_.~");
     }
 
     #[test]

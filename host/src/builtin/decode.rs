@@ -8,6 +8,12 @@
 //!   `spec.containers[0].bogus`), for the caller to refuse or warn per `fieldValidation`;
 //! - `null` for a field leaves it unset, as it leaves the Go field at its zero value, which is
 //!   then omitted;
+//! - `null` for an element of a map or a list is the element type's zero value, as Go's decoder
+//!   makes a new element for each and leaves it as it is for a `null`: `""` in a
+//!   `map[string]string` (labels, annotations, a ConfigMap's `data`, `matchLabels`) or a
+//!   `[]string`, `0`, `false`, a `Quantity`'s `"0"` (its `UnmarshalJSON` reads `null` as zero), a
+//!   struct's `{}`; an element that is a map, a list, a `Time` (zero is `null`) or a value Go
+//!   decodes itself (`RawExtension`) stays `null`;
 //! - a `Quantity` (a string, or a number as `Quantity`'s JSON decoding accepts them) is stored in
 //!   kube's canonical form (`0.5` -> `500m`), a malformed one refused with kube's message.
 //!
@@ -22,6 +28,8 @@ use crate::schema::objectmeta::go_type_name;
 
 const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
+const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
 
 /// Why a body cannot be decoded: the text of Go's error, without kube's prefix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,9 +52,9 @@ pub fn decode(
 pub struct Decoded {
     /// The unknown fields it dropped, with kube's paths.
     pub unknown: Vec<String>,
-    /// Whether it changed the object at all: dropped a field or a `null`, or rewrote a quantity
-    /// in its canonical form. An object it did not change is as the decoder leaves it: decoding
-    /// it again finds and changes nothing.
+    /// Whether it changed the object at all: dropped a field or a `null`, made a `null` element
+    /// its type's zero value, or rewrote a quantity in its canonical form. An object it did not
+    /// change is as the decoder leaves it: decoding it again finds and changes nothing.
     pub changed: bool,
 }
 
@@ -158,7 +166,7 @@ struct Decoder<'a> {
     /// The Go struct types entered; the last is the one whose field is being decoded.
     structs: Vec<&'a str>,
     unknown: Vec<String>,
-    /// Whether a field or a `null` was dropped or a quantity rewritten.
+    /// Whether a field or a `null` was dropped, a `null` element zeroed or a quantity rewritten.
     changed: bool,
 }
 
@@ -178,6 +186,44 @@ fn go_name(def: &str) -> String {
 }
 
 impl<'a> Decoder<'a> {
+    /// What Go's decoder leaves in a map's or a list's element of this schema's type for a JSON
+    /// `null`: the element starts as the type's zero value and `null` leaves a string, number,
+    /// bool or struct as it is (`literalStore`), which kube then writes out; `Quantity` reads
+    /// `null` as zero (`"0"`), `IntOrString` as the integer 0. `None`: the element is a map, a
+    /// list, a pointer-like value that writes its zero as `null` (`Time`, `MicroTime`) or a value
+    /// that decodes itself (`RawExtension`, `FieldsV1`, untyped JSON): it stays `null`.
+    fn zero_element(&self, schema: &Value) -> Option<Value> {
+        let (schema, def_name) = match self.defs.resolve(schema) {
+            Some((name, def)) => (def, Some(name)),
+            None => (schema, None),
+        };
+        match def_name {
+            Some(QUANTITY) => return Some(Value::String("0".to_owned())),
+            Some(INT_OR_STRING) => return Some(Value::from(0)),
+            Some(TIME) | Some(MICRO_TIME) => return None,
+            _ => {}
+        }
+        match schema.get("type").and_then(Value::as_str) {
+            // `[]byte` too: kube stores built-in kinds as protobuf, which reads an absent
+            // `bytes` map value back as empty, written `""`.
+            Some("string") => Some(Value::String(String::new())),
+            Some("integer") | Some("number") => Some(Value::from(0)),
+            Some("boolean") => Some(Value::Bool(false)),
+            Some("object") if schema.get("properties").is_some() => {
+                Some(Value::Object(serde_json::Map::new()))
+            }
+            _ => None,
+        }
+    }
+
+    /// A `null` element of a map or list made its type's zero value ([`Self::zero_element`]).
+    fn zero_null_element(&mut self, schema: &Value, v: &mut Value) {
+        if let Some(zero) = self.zero_element(schema) {
+            *v = zero;
+            self.changed = true;
+        }
+    }
+
     /// The Go type of a schema, as `encoding/json` names it in errors.
     fn go_type(&self, schema: &Value) -> String {
         if let Some((name, _)) = self.defs.resolve(schema) {
@@ -297,6 +343,7 @@ impl<'a> Decoder<'a> {
                     if ap.is_object() {
                         for (key, child) in map.iter_mut() {
                             if child.is_null() {
+                                self.zero_null_element(ap, child);
                                 continue;
                             }
                             let base = self.path.len();
@@ -314,6 +361,7 @@ impl<'a> Decoder<'a> {
                 if let Some(item_schema) = schema.get("items") {
                     for (i, item) in items.iter_mut().enumerate() {
                         if item.is_null() {
+                            self.zero_null_element(item_schema, item);
                             continue;
                         }
                         let base = self.path.len();
@@ -436,6 +484,94 @@ mod tests {
             v,
             json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "a"}]}})
         );
+    }
+
+    /// Go's decoder makes each map or list element anew and leaves it at its zero value for a
+    /// `null` (`literalStore`), so kube stores `""` for a `null` label value (`-l a=` then
+    /// selects it) and a Deployment whose selector and template both say `v: null` matches.
+    #[test]
+    fn null_elements_are_their_types_zero_value() {
+        let (r, v) = dec(
+            CM,
+            json!({"metadata": {"name": "a", "labels": {"a": null, "b": "x"},
+                                "annotations": {"n": null}, "finalizers": ["f", null]},
+                   "data": {"k": null}, "binaryData": {"b": null}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "a", "labels": {"a": "", "b": "x"},
+                                "annotations": {"n": ""}, "finalizers": ["f", ""]},
+                   "data": {"k": ""}, "binaryData": {"b": ""}})
+        );
+        let (r, v) = dec(
+            ("apps", "v1", "Deployment"),
+            json!({"spec": {"selector": {"matchLabels": {"app": "d", "v": null},
+                                         "matchExpressions": [{"key": "k", "operator": "In", "values": [null]}]},
+                            "template": {"metadata": {"labels": {"app": "d", "v": null}},
+                                         "spec": {"nodeSelector": {"n": null},
+                                                  "containers": [{"name": "c",
+                                                      "args": ["a", null],
+                                                      "resources": {"limits": {"cpu": null}}}],
+                                                  "tolerations": [null]}}}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(
+            v,
+            json!({"spec": {"selector": {"matchLabels": {"app": "d", "v": ""},
+                                         "matchExpressions": [{"key": "k", "operator": "In", "values": [""]}]},
+                            "template": {"metadata": {"labels": {"app": "d", "v": ""}},
+                                         "spec": {"nodeSelector": {"n": ""},
+                                                  "containers": [{"name": "c",
+                                                      "args": ["a", ""],
+                                                      "resources": {"limits": {"cpu": "0"}}}],
+                                                  "tolerations": [{}]}}}})
+        );
+        // A struct's field that is `null` is left unset (dropped); an element that is a list
+        // stays `null` (Go's zero slice writes `null`).
+        let (r, v) = dec(
+            POD,
+            json!({"metadata": {"name": "a", "labels": null},
+                   "spec": {"nodeName": null, "containers": [{"name": "c", "image": null}]},
+                   "status": {"conditions": [{"type": "Ready", "status": "True",
+                                               "lastProbeTime": null}]}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]},
+                   "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        );
+        let (r, v) = dec(
+            ("certificates.k8s.io", "v1", "CertificateSigningRequest"),
+            json!({"spec": {"extra": {"e": null}}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(v, json!({"spec": {"extra": {"e": null}}}));
+        // A custom resource is unstructured: nothing is rewritten.
+        let (r, v) = dec(
+            ("example.com", "v1", "Widget"),
+            json!({"metadata": {"name": "w"}, "spec": {"labels": {"a": null}, "list": [null]}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "w"}, "spec": {"labels": {"a": null}, "list": [null]}})
+        );
+    }
+
+    /// A `null` made `""` is a change: the object is not as the decoder leaves it until then.
+    #[test]
+    fn zeroed_null_elements_count_as_changes() {
+        let mut v = json!({"metadata": {"name": "a", "labels": {"a": null}}, "data": {"k": "v"}});
+        let d = decode_noting_changes("", "v1", "ConfigMap", &mut v).unwrap();
+        assert!(d.changed && d.unknown.is_empty());
+        assert_eq!(v["metadata"]["labels"]["a"], "");
+        let d = decode_noting_changes("", "v1", "ConfigMap", &mut v).unwrap();
+        assert!(!d.changed);
+        let mut v = json!({"metadata": {"name": "a", "labels": {"a": ""}}, "data": {"k": "v"}});
+        let d = decode_noting_changes("", "v1", "ConfigMap", &mut v).unwrap();
+        assert!(!d.changed);
     }
 
     /// kube's typed decoder reports a repeated field of a struct or key of a map; not a

@@ -746,8 +746,10 @@ pub(crate) async fn call_api(ctx: &HostCtx, request: wit::HttpRequest) -> wit::H
         request.path.parse::<axum::http::Uri>(),
     ) {
         (Ok(m), Ok(u)) => {
-            // kube's long-running check counts a `log` subresource, followed or not.
-            crate::api::request_info::RequestInfo::parse(&m, &u).is_long_running()
+            // kube's long-running check counts a `log` subresource, followed or not. A path
+            // that does not decode is refused by the router.
+            crate::api::request_info::RequestInfo::parse(&m, &u)
+                .is_ok_and(|info| info.is_long_running())
         }
         _ => false,
     };

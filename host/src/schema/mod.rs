@@ -161,8 +161,10 @@ impl Schema {
     /// fields are kept under `x-kubernetes-preserve-unknown-fields` (pruning resumes below nested
     /// `properties`/`additionalProperties`), the root's and embedded resources' `apiVersion`, `kind`
     /// and `metadata` are never pruned, and unknown ObjectMeta fields inside embedded resources'
-    /// `metadata` are dropped. Returns the sorted paths of the removed fields, e.g. `spec.foo`
-    /// (for `fieldValidation=Strict|Warn`: `unknown field "spec.foo"`).
+    /// `metadata` are dropped. In both `metadata`s a `null` label, annotation or finalizer becomes
+    /// `""`, as kube's round trip through the typed ObjectMeta leaves it (not reported). Returns
+    /// the sorted paths of the removed fields, e.g. `spec.foo` (for
+    /// `fieldValidation=Strict|Warn`: `unknown field "spec.foo"`).
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
         prune::prune(&self.root, obj)
     }

@@ -96,6 +96,29 @@ pub(crate) fn get_object_meta(v: &Value) -> Result<&Map<String, Value>, String> 
     }
 }
 
+/// A `null` label or annotation value, or finalizer, made the `""` Go's decoder leaves in a
+/// `map[string]string` or `[]string` element: kube reads a custom resource's metadata, and an
+/// embedded resource's, into a typed `metav1.ObjectMeta` and writes that back
+/// (`GetObjectMeta`, `SetObjectMeta`), so `labels: {a: null}` is stored as `a: ""`.
+pub(crate) fn zero_null_strings(meta: &mut Value) {
+    let Value::Object(m) = meta else {
+        return;
+    };
+    let empty = |v: &mut Value| {
+        if v.is_null() {
+            *v = Value::String(String::new());
+        }
+    };
+    for key in ["labels", "annotations"] {
+        if let Some(Value::Object(map)) = m.get_mut(key) {
+            map.values_mut().for_each(empty);
+        }
+    }
+    if let Some(Value::Array(items)) = m.get_mut("finalizers") {
+        items.iter_mut().for_each(empty);
+    }
+}
+
 /// Removes unknown ObjectMeta fields (and a null `creationTimestamp`) from embedded metadata, as the
 /// JSON round trip in kube's `objectmeta.Coerce` does. Returns the removed keys.
 pub(crate) fn prune_embedded_metadata(meta: &mut Value) -> Vec<String> {

@@ -36,8 +36,11 @@ fn additional(s: &Node) -> Option<Option<&Node>> {
     }
 }
 
-/// Embedded (non-root) resources get unknown ObjectMeta fields removed.
+/// Embedded (non-root) resources get unknown ObjectMeta fields removed; the root's and theirs get
+/// a `null` label, annotation or finalizer made `""`, as kube's round trip of both through the
+/// typed ObjectMeta leaves it (not reported: nothing is dropped).
 fn coerce_metadata(v: &mut Value, path: &str, root: bool, out: &mut Vec<String>) {
+    objectmeta::zero_null_strings(v);
     if root {
         return;
     }
@@ -196,6 +199,35 @@ mod tests {
             obj,
             json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "p"}, "spec": {"a": "x"}}}})
+        );
+    }
+
+    /// kube reads a custom resource's metadata (the root's, an embedded resource's) into a typed
+    /// ObjectMeta and writes it back: a `null` label, annotation or finalizer is `""`. Elsewhere
+    /// a custom resource is unstructured and keeps its `null`s.
+    #[test]
+    fn null_metadata_strings_are_empty_and_other_nulls_kept() {
+        let n = node(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "labels": {"type": "object", "nullable": true,
+                       "additionalProperties": {"type": "string", "nullable": true}},
+            "template": {"type": "object", "x-kubernetes-embedded-resource": true}}}}}),
+        );
+        let mut obj = json!({"apiVersion": "example.com/v1", "kind": "W",
+            "metadata": {"name": "w", "labels": {"a": null, "b": "x"}, "annotations": {"n": null},
+                         "finalizers": [null, "f"]},
+            "spec": {"labels": {"a": null},
+                     "template": {"apiVersion": "v1", "kind": "Pod",
+                                  "metadata": {"labels": {"t": null}}}}});
+        assert!(prune(&n, &mut obj).is_empty());
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "example.com/v1", "kind": "W",
+                "metadata": {"name": "w", "labels": {"a": "", "b": "x"}, "annotations": {"n": ""},
+                             "finalizers": ["", "f"]},
+                "spec": {"labels": {"a": null},
+                         "template": {"apiVersion": "v1", "kind": "Pod",
+                                      "metadata": {"labels": {"t": ""}}}}})
         );
     }
 
