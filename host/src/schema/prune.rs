@@ -13,17 +13,23 @@ fn is_meta(k: &str) -> bool {
     META_FIELDS.contains(&k)
 }
 
-/// `PruneWithOptions(obj, s, isResourceRoot=true, TrackUnknownFieldPaths=true)`: returns the sorted
-/// paths of the removed fields.
+/// `PruneWithOptions(obj, s, isResourceRoot=true, TrackUnknownFieldPaths=true)`: returns the
+/// sorted paths of the removed fields. The metadata of the root and of embedded resources is also
+/// coerced as kube's decoder of custom resources coerces it (`coerce_metadata`: its `null`
+/// strings made `""`).
 pub(crate) fn prune(root: &Node, obj: &mut Value) -> Vec<String> {
-    prune_node(root, obj, true)
+    let mut out = Vec::new();
+    prune_value(obj, Some(root), true, "", &mut out, true);
+    out.sort();
+    out
 }
 
 /// `PruneWithOptions` for an arbitrary node; `resource_root` treats the node like an embedded
-/// resource (its `apiVersion`, `kind` and `metadata` are kept).
+/// resource (its `apiVersion`, `kind` and `metadata` are kept). Pruning alone: `null` strings in
+/// metadata stay (kube's check that a default has no unknown fields prunes, and compares).
 pub(crate) fn prune_node(node: &Node, obj: &mut Value, resource_root: bool) -> Vec<String> {
     let mut out = Vec::new();
-    prune_value(obj, Some(node), resource_root, "", &mut out);
+    prune_value(obj, Some(node), resource_root, "", &mut out, false);
     out.sort();
     out
 }
@@ -36,11 +42,13 @@ fn additional(s: &Node) -> Option<Option<&Node>> {
     }
 }
 
-/// Embedded (non-root) resources get unknown ObjectMeta fields removed; the root's and theirs get
-/// a `null` label, annotation or finalizer made `""`, as kube's round trip of both through the
-/// typed ObjectMeta leaves it (not reported: nothing is dropped).
-fn coerce_metadata(v: &mut Value, path: &str, root: bool, out: &mut Vec<String>) {
-    objectmeta::zero_null_strings(v);
+/// Embedded (non-root) resources get unknown ObjectMeta fields removed; with `zero`, the root's
+/// and theirs get a `null` label, annotation or finalizer made `""`, as kube's round trip of
+/// both through the typed ObjectMeta leaves it (not reported: nothing is dropped).
+fn coerce_metadata(v: &mut Value, path: &str, root: bool, out: &mut Vec<String>, zero: bool) {
+    if zero {
+        objectmeta::zero_null_strings(v);
+    }
     if root {
         return;
     }
@@ -50,10 +58,17 @@ fn coerce_metadata(v: &mut Value, path: &str, root: bool, out: &mut Vec<String>)
     }
 }
 
-fn prune_value(x: &mut Value, s: Option<&Node>, root: bool, path: &str, out: &mut Vec<String>) {
+fn prune_value(
+    x: &mut Value,
+    s: Option<&Node>,
+    root: bool,
+    path: &str,
+    out: &mut Vec<String>,
+    zero: bool,
+) {
     if let Some(s) = s {
         if s.preserves_unknown() {
-            skip_prune(x, s, root, path, out);
+            skip_prune(x, s, root, path, out, zero);
             return;
         }
     }
@@ -73,18 +88,18 @@ fn prune_value(x: &mut Value, s: Option<&Node>, root: bool, path: &str, out: &mu
                 if embedded && is_meta(&k) {
                     if k == "metadata" {
                         if let Some(v) = m.get_mut(&k) {
-                            coerce_metadata(v, path, root, out);
+                            coerce_metadata(v, path, root, out, zero);
                         }
                     }
                     continue;
                 }
                 if let Some(p) = s.prop(&k) {
                     if let Some(v) = m.get_mut(&k) {
-                        prune_value(v, Some(p), false, &field::child(path, &k), out);
+                        prune_value(v, Some(p), false, &field::child(path, &k), out, zero);
                     }
                 } else if let Some(ap) = additional(s) {
                     if let Some(v) = m.get_mut(&k) {
-                        prune_value(v, ap, false, &field::child(path, &k), out);
+                        prune_value(v, ap, false, &field::child(path, &k), out, zero);
                     }
                 } else {
                     if !is_meta(&k) || !path.is_empty() {
@@ -97,35 +112,35 @@ fn prune_value(x: &mut Value, s: Option<&Node>, root: bool, path: &str, out: &mu
         Value::Array(a) => {
             let items = s.and_then(|s| s.items.as_deref());
             for (i, v) in a.iter_mut().enumerate() {
-                prune_value(v, items, false, &field::index(path, i), out);
+                prune_value(v, items, false, &field::index(path, i), out, zero);
             }
         }
         _ => {}
     }
 }
 
-fn skip_prune(x: &mut Value, s: &Node, root: bool, path: &str, out: &mut Vec<String>) {
+fn skip_prune(x: &mut Value, s: &Node, root: bool, path: &str, out: &mut Vec<String>, zero: bool) {
     match x {
         Value::Object(m) => {
             let embedded = root || s.embedded_resource;
             for (k, v) in m.iter_mut() {
                 if embedded && is_meta(k) {
                     if k == "metadata" {
-                        coerce_metadata(v, path, root, out);
+                        coerce_metadata(v, path, root, out, zero);
                     }
                     continue;
                 }
                 if let Some(p) = s.prop(k) {
-                    prune_value(v, Some(p), false, &field::child(path, k), out);
+                    prune_value(v, Some(p), false, &field::child(path, k), out, zero);
                 } else if let Some(ap) = additional(s) {
-                    prune_value(v, ap, false, &field::child(path, k), out);
+                    prune_value(v, ap, false, &field::child(path, k), out, zero);
                 }
             }
         }
         Value::Array(a) => {
             if let Some(items) = s.items.as_deref() {
                 for (i, v) in a.iter_mut().enumerate() {
-                    skip_prune(v, items, false, &field::index(path, i), out);
+                    skip_prune(v, items, false, &field::index(path, i), out, zero);
                 }
             }
         }
@@ -219,6 +234,10 @@ mod tests {
             "spec": {"labels": {"a": null},
                      "template": {"apiVersion": "v1", "kind": "Pod",
                                   "metadata": {"labels": {"t": null}}}}});
+        // Pruning alone (the check of a CRD's defaults) leaves them.
+        let mut copy = obj.clone();
+        assert!(prune_node(&n, &mut copy, true).is_empty());
+        assert_eq!(copy, obj);
         assert!(prune(&n, &mut obj).is_empty());
         assert_eq!(
             obj,
