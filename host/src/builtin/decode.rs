@@ -141,10 +141,10 @@ pub fn secret_on_decode(obj: &mut Value) -> Result<bool, DecodeError> {
             )))
         }
     };
-    let data_ok = match map.get("data") {
-        None | Some(Value::Null) | Some(Value::Object(_)) => true,
-        Some(_) => false,
-    };
+    let data_ok = matches!(
+        map.get("data"),
+        None | Some(Value::Null) | Some(Value::Object(_))
+    );
     if folded.as_ref().is_some_and(|f| !f.is_empty()) && !data_ok {
         let found = map.get("data").map_or("null", go_type_name);
         return Err(DecodeError(format!(
