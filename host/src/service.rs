@@ -572,6 +572,11 @@ fn is_namespaces(ri: &ResourceInfo) -> bool {
     ri.group.is_empty() && ri.resource == NAMESPACES
 }
 
+/// Whether `ri` is the core Secrets.
+fn is_secrets(ri: &ResourceInfo) -> bool {
+    ri.group.is_empty() && ri.resource == "secrets" && ri.custom.is_none()
+}
+
 /// A Namespace's `spec.finalizers`.
 fn spec_finalizers(v: &Value) -> Vec<&str> {
     v.pointer("/spec/finalizers")
@@ -1775,6 +1780,15 @@ impl Service {
             crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
             crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, false);
         }
+        // A Secret stored with `stringData` (by a turtles before every write folded it) is
+        // read as kube's storage decoder reads it, folded into `data`; a value that is not a
+        // string, which kube could not read at all, is dropped.
+        if is_secrets(ri) && crate::builtin::decode::secret_on_decode(obj).is_err() {
+            if let Some(m) = obj.as_object_mut() {
+                m.shift_remove("stringData");
+            }
+            let _ = crate::builtin::decode::secret_on_decode(obj);
+        }
     }
 
     /// Keys a body repeated and fields it had that its type does not: refused, warned about or
@@ -2115,30 +2129,38 @@ impl Service {
         }
     }
 
-    /// What kube does when it decodes a created object, before admission sees it: a Secret's
-    /// default type, and its write-only `stringData` merged into `data`, base64-encoded.
-    fn defaults_on_decode(ri: &ResourceInfo, obj: &mut Value) {
-        let Some(map) = obj.as_object_mut() else {
-            return;
-        };
-        if (ri.group.as_str(), ri.resource.as_str()) == ("", "namespaces") {
+    /// What kube does when it decodes a created object, before admission sees it: a Namespace's
+    /// name label, and a Secret's conversion ([`Service::convert_on_decode`]).
+    fn defaults_on_decode(ri: &ResourceInfo, obj: &mut Value) -> Result<()> {
+        if is_namespaces(ri) {
             crate::builtin::defaults::namespace_name_label(obj);
-            return;
+            return Ok(());
         }
-        if (ri.group.as_str(), ri.resource.as_str()) == ("", "secrets") {
-            map.entry("type").or_insert_with(|| "Opaque".into());
-            if let Some(Value::Object(sd)) = map.remove("stringData") {
-                let data = map.entry("data").or_insert_with(|| json!({}));
-                if let Some(d) = data.as_object_mut() {
-                    for (k, v) in sd {
-                        if let Some(s) = v.as_str() {
-                            d.insert(
-                                k,
-                                base64::engine::general_purpose::STANDARD.encode(s).into(),
-                            );
-                        }
-                    }
-                }
+        Self::convert_on_decode(ri, obj)
+    }
+
+    /// What kube's decoding of a write's object into its internal type changes, before
+    /// admission sees it, on every way in (a create's or update's body, a patched object, a
+    /// server-side apply's result): a Secret's default type and its write-only `stringData`
+    /// folded into `data` (`builtin::decode::secret_on_decode`). The decoder after admission
+    /// (`admit`) does it again, for what a mutating webhook or policy sent. A `stringData` of
+    /// the wrong type is the decoder's 400, `Secret in version "v1" cannot be handled as a
+    /// Secret: json: cannot unmarshal number into Go struct field Secret.stringData of type
+    /// string`, naming the first error of the whole object in document order, as Go's decoder
+    /// reports its first.
+    fn convert_on_decode(ri: &ResourceInfo, obj: &mut Value) -> Result<()> {
+        if !is_secrets(ri) {
+            return Ok(());
+        }
+        match crate::builtin::decode::secret_on_decode(obj) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let mut copy = obj.clone();
+                let first =
+                    crate::builtin::decode::decode(&ri.group, &ri.version, &ri.kind, &mut copy)
+                        .err()
+                        .unwrap_or(e);
+                Err(cannot_handle(&ri.kind, &ri.version, first))
             }
         }
     }
@@ -2165,7 +2187,7 @@ impl Service {
         m.remove("resourceVersion");
         let supplied = m.remove("managedFields");
         m.remove("selfLink");
-        Self::defaults_on_decode(ri, &mut obj);
+        Self::defaults_on_decode(ri, &mut obj)?;
         if ri.namespaced()
             && self
                 .store
@@ -2361,6 +2383,8 @@ impl Service {
     ) -> Result<Written> {
         Self::check_type(ri, &mut obj)?;
         Self::check_scope(ri, ns, &mut obj)?;
+        // kube decodes the body before it looks for the object.
+        Self::convert_on_decode(ri, &mut obj)?;
         let body_name = meta::name(&obj);
         if body_name.is_empty() {
             if let Some(m) = metadata_mut(&mut obj) {
@@ -2615,14 +2639,10 @@ impl Service {
         };
         self.update_with(ri, ns, name, None, opts, sub, |stored, current| {
             let mut out = patch::apply(patch_type, current, &patch_value, ri)?;
-            // Then it decodes the patched object strictly, before anything else looks at it:
-            // the write's one decode of it, unless the decoder changed it or something does
-            // later (`Built`).
-            let decoded = if opts.field_validation == FieldValidation::Strict {
-                Self::decode_patched(ri, patch_type, &patch_value, &opts.patch_strict, &out)?
-            } else {
-                None
-            };
+            // Then it decodes the patched object into its type, before anything else looks at
+            // it: the write's one decode of it, unless the decoder changed it or something
+            // does later (`Built`).
+            let decoded = Self::decode_patched(ri, patch_type, &patch_value, opts, &out)?;
             // As kube's patcher: the patched object's resourceVersion is the precondition. A
             // patch that sets one (a merge patch's `metadata`, a JSON patch `replace`) must name
             // the current version; one that empties it makes the write unconditional.
@@ -2653,22 +2673,29 @@ impl Service {
         .await
     }
 
-    /// kube's patcher under `fieldValidation=Strict` (`jsonPatcher.applyPatchToCurrentObject`,
-    /// `applyPatchToObject`): the patch's own strict errors and the unknown fields of the
-    /// patched object are one 422 ([`patch_refused`]), `"" is invalid: patch: Invalid value:
-    /// "...": strict decoding error: duplicate field "data.a", unknown field "bogus"`. An object
-    /// that does not decode is left to the decoding error it gets later, which trumps strict
-    /// errors in kube too. The decode is of a copy, which is handed back when the decoder found
-    /// nothing to drop or rewrite in it (then it equals `patched`, and the pipeline need not
-    /// decode the object again while it stays so, see [`Built`]); otherwise the pipeline
-    /// decodes the object as it decodes any other write's, after admission.
+    /// kube's patcher's decode of the patched object into its type
+    /// (`jsonPatcher.applyPatchToCurrentObject`, `applyPatchToObject`), under every
+    /// `fieldValidation`: a built-in kind's value of the wrong type (a Secret's `stringData`
+    /// value that is not a string, say) is one 422 ([`patch_refused`]), `"" is invalid: patch:
+    /// Invalid value: "...": json: cannot unmarshal number into Go struct field
+    /// Secret.stringData of type string`, which trumps strict errors as in kube. Under `Strict`
+    /// the patch's own strict errors and the unknown fields of the patched object are that 422
+    /// too, `strict decoding error: duplicate field "data.a", unknown field "bogus"`; under
+    /// `Warn` they are reported by the pipeline's decode. The decode is of a copy, which is
+    /// handed back when the decoder found nothing to drop or rewrite in it (then it equals
+    /// `patched`, and the pipeline need not decode the object again while it stays so, see
+    /// [`Built`]); otherwise (an unknown field dropped, a quantity made canonical, a Secret's
+    /// `stringData` folded into `data`) the pipeline decodes the object as it decodes any
+    /// other write's, after admission. A custom resource is pruned here under `Strict` only
+    /// (it has no types to get wrong).
     fn decode_patched(
         ri: &ResourceInfo,
         patch_type: PatchType,
         patch: &Value,
-        patch_strict: &[String],
+        opts: &WriteOptions,
         patched: &Value,
     ) -> Result<Option<Value>> {
+        let strict = opts.field_validation == FieldValidation::Strict;
         let (unknown, copy) = if ri.custom.is_none() {
             let mut copy = patched.clone();
             match crate::builtin::decode::decode_noting_changes(
@@ -2678,8 +2705,37 @@ impl Service {
                 &mut copy,
             ) {
                 Ok(d) => (d.unknown, (!d.changed).then_some(copy)),
-                Err(_) => return Ok(None),
+                Err(e) => {
+                    // A strategic merge patch's result goes through kube's unstructured
+                    // converter rather than Go's JSON decoder, which words a Secret's bad
+                    // `stringData` its own way; other fields' errors come first (its walk
+                    // follows the Go struct: `data` before `stringData`).
+                    let converter = match patch_type {
+                        PatchType::Strategic if is_secrets(ri) => {
+                            crate::builtin::decode::secret_unstructured_error(patched).filter(
+                                |_| {
+                                    let mut rest = patched.clone();
+                                    if let Some(m) = rest.as_object_mut() {
+                                        m.shift_remove("stringData");
+                                    }
+                                    crate::builtin::decode::decode(
+                                        &ri.group,
+                                        &ri.version,
+                                        &ri.kind,
+                                        &mut rest,
+                                    )
+                                    .is_ok()
+                                },
+                            )
+                        }
+                        _ => None,
+                    };
+                    let error = converter.unwrap_or(e.0);
+                    return Err(patch_refused(patch_type, patch, patched, &error));
+                }
             }
+        } else if !strict {
+            return Ok(None);
         } else {
             match ri.custom.as_ref().and_then(|c| c.schema.as_ref()) {
                 // Pruning only drops fields, and reports each (`Schema::prune`): none
@@ -2693,7 +2749,8 @@ impl Service {
                 None => (Vec::new(), None),
             }
         };
-        if patch_strict.is_empty() && unknown.is_empty() {
+        let patch_strict = &opts.patch_strict;
+        if !strict || (patch_strict.is_empty() && unknown.is_empty()) {
             return Ok(copy);
         }
         let msgs: Vec<String> = patch_strict
@@ -3243,6 +3300,9 @@ impl Service {
                 ));
             }
             let mut new = Self::merge_update(ri, &view_value, body, sub)?;
+            // As kube's decoder leaves it before admission: a patched Secret's or a server-side
+            // apply's `stringData` folded into `data` (a PUT's body was, in `update`).
+            Self::convert_on_decode(ri, &mut new)?;
             self.check_size(ri, &new)?;
             if let Some(guard) = opts.guard.as_ref().filter(|g| !g.after_admission()) {
                 guard.check(ri, ns, Some(&view_value), &new)?;
@@ -4732,11 +4792,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    /// Under Strict, kube's patcher's decode of the patched object (which reports its unknown
-    /// fields as a 422 naming the `patch`) is the write's only decode of it when the decoder
-    /// finds nothing to drop or rewrite and nothing changes the object after it. When the
-    /// decoder does change it (a quantity rewritten, a `null` dropped), the pipeline decodes it
-    /// again as it decodes any write's, and the result is the one Warn gives.
+    /// kube's patcher's decode of the patched object (which reports a value of the wrong type,
+    /// and under Strict its unknown fields, as a 422 naming the `patch`) is the write's only
+    /// decode of it when the decoder finds nothing to drop or rewrite and nothing changes the
+    /// object after it, whatever the validation. When the decoder does change it (a quantity
+    /// rewritten, a `null` dropped), the pipeline decodes it again as it decodes any write's.
     #[tokio::test]
     async fn a_strict_patch_decodes_the_patched_object_once() {
         use super::Subresource::Main;
@@ -4797,8 +4857,7 @@ mod tests {
                 )
                 .await
                 .unwrap();
-            let want = if fv == FieldValidation::Strict { 2 } else { 1 };
-            assert_eq!(decodes(), want, "{fv:?}");
+            assert_eq!(decodes(), 2, "{fv:?}");
             assert_eq!(w.object.value()["spec"]["hard"]["cpu"], "500m", "{fv:?}");
             // A `null` the decoder drops: likewise.
             let w = svc
@@ -4813,7 +4872,7 @@ mod tests {
                 )
                 .await
                 .unwrap();
-            assert_eq!(decodes(), want, "{fv:?}");
+            assert_eq!(decodes(), 2, "{fv:?}");
             let got = w.object.value();
             assert!(got.get("immutable").is_none(), "{fv:?}: {got}");
         }
@@ -4821,10 +4880,9 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    /// The decoded copy of a Strict patch's result stands for the object only while they are
-    /// equal: what the pipeline puts back after the patcher's decode (here a Deployment's
-    /// stored `status`, holding a `null` the decoder drops, in place of the patch's) is decoded
-    /// again, as under Warn.
+    /// The decoded copy of a patch's result stands for the object only while they are equal:
+    /// what the pipeline puts back after the patcher's decode (here a Deployment's stored
+    /// `status`, holding a `null` the decoder drops, in place of the patch's) is decoded again.
     #[tokio::test]
     async fn what_changes_after_a_strict_patchs_decode_is_decoded_again() {
         use super::Subresource::Main;
@@ -4874,7 +4932,7 @@ mod tests {
             .unwrap();
         let ops = br#"[{"op": "replace", "path": "/status", "value": {}},
             {"op": "add", "path": "/metadata/annotations", "value": {"x": "1"}}]"#;
-        for (fv, want) in [(FieldValidation::Strict, 2), (FieldValidation::Warn, 1)] {
+        for (fv, want) in [(FieldValidation::Strict, 2), (FieldValidation::Warn, 2)] {
             let opts = WriteOptions {
                 field_validation: fv,
                 dry_run: true,
@@ -5229,6 +5287,404 @@ mod tests {
         assert_eq!(e.code, 409, "{e:?}");
         assert!(e.message.contains("\"gen-bbbbb\" already exists"), "{e:?}");
         assert_eq!(NEXT_SUFFIXES.with(|q| q.borrow().len()), 0);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// kube folds a Secret's write-only `stringData` into `data` whenever it decodes a v1
+    /// Secret (`Convert_v1_Secret_To_core_Secret`): on create, on update, on the result of every
+    /// patch type under every field validation, and on a server-side apply's result. A key
+    /// `data` has too takes the `stringData` value, a `null` is the empty string, the other
+    /// keys stay, and `stringData` itself is neither stored nor answered.
+    #[tokio::test]
+    async fn secret_string_data_is_folded_into_data_on_every_write() {
+        use super::Subresource::Main;
+        use crate::patch::PatchType;
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let (svc, dir) = bootstrapped("secret-string-data").await;
+        let secrets = svc.registry.lookup("", "v1", "secrets").unwrap();
+        let opts = WriteOptions::default();
+
+        let w = svc
+            .create(
+                &secrets,
+                "default",
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                    "data": {"a": b64("b"), "k": b64("old")},
+                    "stringData": {"k": "new", "e": null}}),
+                &opts,
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(
+            got["data"],
+            json!({"a": b64("b"), "k": b64("new"), "e": ""}),
+            "{got}"
+        );
+        assert!(got.get("stringData").is_none(), "{got}");
+        assert_eq!(got["type"], "Opaque", "{got}");
+
+        // PUT (without a type: kube defaults every decoded Secret's, so it stays `Opaque`).
+        let mut put = svc.get(&secrets, "default", "s").unwrap().value().clone();
+        put["stringData"] = json!({"a": "x", "c": "d"});
+        if let Some(m) = put.as_object_mut() {
+            m.remove("type");
+        }
+        let w = svc
+            .update(&secrets, "default", "s", put, Main, &opts)
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(
+            got["data"],
+            json!({"a": b64("x"), "k": b64("new"), "e": "", "c": b64("d")}),
+            "{got}"
+        );
+        assert!(got.get("stringData").is_none(), "{got}");
+        assert_eq!(got["type"], "Opaque", "{got}");
+        let stored = svc.get(&secrets, "default", "s").unwrap();
+        assert!(
+            stored.value().get("stringData").is_none(),
+            "{}",
+            stored.value()
+        );
+
+        // Every patch type, under every validation (under Strict the patcher's decoded copy
+        // must not stand for the object: the fold changed it).
+        let mut n = 0;
+        for fv in [
+            FieldValidation::Strict,
+            FieldValidation::Warn,
+            FieldValidation::Ignore,
+        ] {
+            let opts = WriteOptions {
+                field_validation: fv,
+                ..Default::default()
+            };
+            for ty in [PatchType::Merge, PatchType::Strategic, PatchType::Json] {
+                n += 1;
+                let key = format!("p{n}");
+                let mut sd = serde_json::Map::new();
+                sd.insert(key.clone(), json!("v"));
+                let sd = serde_json::Value::Object(sd);
+                let body = match ty {
+                    PatchType::Json => {
+                        json!([{"op": "add", "path": "/stringData", "value": sd}])
+                    }
+                    _ => json!({"stringData": sd}),
+                };
+                let bytes = serde_json::to_vec(&body).unwrap();
+                let w = svc
+                    .patch(&secrets, "default", "s", ty, &bytes, Main, &opts)
+                    .await
+                    .unwrap();
+                let got = w.object.value();
+                assert!(got.get("stringData").is_none(), "{fv:?} {ty:?}: {got}");
+                assert_eq!(got["data"][&key], b64("v"), "{fv:?} {ty:?}: {got}");
+                assert_eq!(got["data"]["c"], b64("d"), "{fv:?} {ty:?}: {got}");
+                let stored = svc.get(&secrets, "default", "s").unwrap();
+                assert_eq!(stored.value()["data"][&key], b64("v"), "{fv:?} {ty:?}");
+                assert!(stored.value().get("stringData").is_none(), "{fv:?} {ty:?}");
+            }
+        }
+
+        // Server-side apply after a client-side apply (kubectl's migration): kubectl's
+        // client-side apply creates the Secret with its last-applied configuration...
+        let manifest = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "db-creds", "namespace": "default"}, "type": "Opaque",
+            "stringData": {"password": "hunter2"}, "data": {"user": b64("admin")}});
+        let both = |password: &str| json!({"user": b64("admin"), "password": b64(password)});
+        let mut created = manifest.clone();
+        created["metadata"]["annotations"][crate::apply::LAST_APPLIED] =
+            json!(format!("{manifest}\n"));
+        let csa = WriteOptions {
+            manager: Some("kubectl-client-side-apply".into()),
+            ..Default::default()
+        };
+        let w = svc
+            .create(&secrets, "default", created, &csa)
+            .await
+            .unwrap();
+        assert_eq!(w.object.value()["data"], both("hunter2"));
+        // ...`kubectl apply --server-side` makes the client-side applier's fields (which hold
+        // `data.password`) its own Apply entry's (csaupgrade's JSON patch of managedFields)...
+        let ssa = WriteOptions {
+            manager: Some("kubectl".into()),
+            ..Default::default()
+        };
+        let mut mf = w.object.value()["metadata"]["managedFields"].clone();
+        mf[0]["manager"] = json!("kubectl");
+        mf[0]["operation"] = json!("Apply");
+        let migrate = serde_json::to_vec(
+            &json!([{"op": "replace", "path": "/metadata/managedFields", "value": mf}]),
+        )
+        .unwrap();
+        svc.patch(
+            &secrets,
+            "default",
+            "db-creds",
+            PatchType::Json,
+            &migrate,
+            Main,
+            &ssa,
+        )
+        .await
+        .unwrap();
+        // ...and applies the same manifest: `data.password`, pruned as the applier's field it
+        // no longer applies, comes back from `stringData`, and `data.user` stays.
+        let body = serde_json::to_vec(&manifest).unwrap();
+        let w = svc
+            .patch(
+                &secrets,
+                "default",
+                "db-creds",
+                PatchType::Apply,
+                &body,
+                Main,
+                &ssa,
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(got["data"], both("hunter2"), "{got}");
+        assert!(got.get("stringData").is_none(), "{got}");
+        // kube's field manager records the applied configuration, `stringData` included,
+        // though the object does not keep it.
+        let entries = got["metadata"]["managedFields"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(entries.len(), 1, "{got}");
+        assert_eq!(entries[0]["manager"], "kubectl", "{got}");
+        assert_eq!(entries[0]["operation"], "Apply", "{got}");
+        assert_eq!(
+            entries[0]["fieldsV1"]["f:stringData"],
+            json!({"f:password": {}}),
+            "{got}"
+        );
+        assert_eq!(
+            entries[0]["fieldsV1"]["f:data"],
+            json!({"f:user": {}}),
+            "{got}"
+        );
+        let stored = svc.get(&secrets, "default", "db-creds").unwrap();
+        assert_eq!(stored.value()["data"], both("hunter2"));
+        assert!(stored.value().get("stringData").is_none());
+        // A value rotated through `stringData` changes `data`.
+        let mut rotated = manifest.clone();
+        rotated["stringData"]["password"] = json!("hunter3");
+        let body = serde_json::to_vec(&rotated).unwrap();
+        let w = svc
+            .patch(
+                &secrets,
+                "default",
+                "db-creds",
+                PatchType::Apply,
+                &body,
+                Main,
+                &ssa,
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(got["data"], both("hunter3"), "{got}");
+        assert!(got.get("stringData").is_none(), "{got}");
+
+        // A Secret created by server-side apply, then rotated the same way.
+        let mut fresh = manifest.clone();
+        fresh["metadata"]["name"] = json!("db2");
+        let body = serde_json::to_vec(&fresh).unwrap();
+        let w = svc
+            .patch(
+                &secrets,
+                "default",
+                "db2",
+                PatchType::Apply,
+                &body,
+                Main,
+                &ssa,
+            )
+            .await
+            .unwrap();
+        assert!(w.created);
+        assert_eq!(w.object.value()["data"], both("hunter2"));
+        fresh["stringData"]["password"] = json!("hunter3");
+        let body = serde_json::to_vec(&fresh).unwrap();
+        let w = svc
+            .patch(
+                &secrets,
+                "default",
+                "db2",
+                PatchType::Apply,
+                &body,
+                Main,
+                &ssa,
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(got["data"], both("hunter3"), "{got}");
+        assert!(got.get("stringData").is_none(), "{got}");
+        let stored = svc.get(&secrets, "default", "db2").unwrap();
+        assert_eq!(stored.value()["data"], both("hunter3"));
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A `stringData` that is not a map of strings is kube's decoding error on every way in:
+    /// the handler's 400 `cannot be handled as a Secret` for a create's or an update's body
+    /// (the first error of the body in document order), the patcher's 422 naming the `patch`
+    /// for a patch under every field validation (Go's JSON wording for JSON and merge patches,
+    /// the unstructured converter's for a strategic one). Nothing is stored.
+    #[tokio::test]
+    async fn secret_string_data_of_the_wrong_type_is_refused() {
+        use super::Subresource::Main;
+        use crate::patch::PatchType;
+        let (svc, dir) = bootstrapped("secret-string-data-types").await;
+        let secrets = svc.registry.lookup("", "v1", "secrets").unwrap();
+        let opts = WriteOptions::default();
+        let secret = |name: &str, sd: serde_json::Value| {
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+                "stringData": sd})
+        };
+        let cases = [
+            (json!({"a": 1}), "number", "string"),
+            (json!({"a": true}), "bool", "string"),
+            (json!({"a": {"b": "c"}}), "object", "string"),
+            (json!("x"), "string", "map[string]string"),
+            (json!(["x"]), "array", "map[string]string"),
+        ];
+        for (sd, found, ty) in &cases {
+            let want = format!(
+                "Secret in version \"v1\" cannot be handled as a Secret: json: cannot unmarshal {found} into Go struct field Secret.stringData of type {ty}"
+            );
+            let e = svc
+                .create(&secrets, "default", secret("bad", sd.clone()), &opts)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, 400, "{sd}: {e:?}");
+            assert_eq!(e.message, want, "{sd}");
+            assert!(svc.get(&secrets, "default", "bad").is_err());
+        }
+        // Go's decoder reports the first error in document order.
+        let e = svc
+            .create(
+                &secrets,
+                "default",
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bad"},
+                    "data": {"k": "no*base64"}, "stringData": {"a": 1}}),
+                &opts,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 400, "{e:?}");
+        assert_eq!(
+            e.message,
+            "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 2"
+        );
+
+        let good = svc
+            .create(
+                &secrets,
+                "default",
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "good"},
+                    "data": {"k": "dg=="}}),
+                &opts,
+            )
+            .await
+            .unwrap();
+        let before = good.object.rv;
+        for (sd, found, ty) in &cases {
+            let mut put = good.object.value().clone();
+            put["stringData"] = sd.clone();
+            let e = svc
+                .update(&secrets, "default", "good", put, Main, &opts)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, 400, "{sd}: {e:?}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "Secret in version \"v1\" cannot be handled as a Secret: json: cannot unmarshal {found} into Go struct field Secret.stringData of type {ty}"
+                ),
+                "{sd}"
+            );
+        }
+
+        for fv in [
+            FieldValidation::Strict,
+            FieldValidation::Warn,
+            FieldValidation::Ignore,
+        ] {
+            let opts = WriteOptions {
+                field_validation: fv,
+                ..Default::default()
+            };
+            for (sd, found, ty) in &cases {
+                let decoded = format!(
+                    "\": json: cannot unmarshal {found} into Go struct field Secret.stringData of type {ty}"
+                );
+                let merge = serde_json::to_vec(&json!({"stringData": sd})).unwrap();
+                let json_patch =
+                    serde_json::to_vec(&json!([{"op": "add", "path": "/stringData", "value": sd}]))
+                        .unwrap();
+                for (pt, body) in [(PatchType::Merge, &merge), (PatchType::Json, &json_patch)] {
+                    let e = svc
+                        .patch(&secrets, "default", "good", pt, body, Main, &opts)
+                        .await
+                        .unwrap_err();
+                    assert_eq!(e.code, 422, "{fv:?} {pt:?} {sd}: {e:?}");
+                    assert_eq!(e.reason, "Invalid", "{e:?}");
+                    assert!(
+                        e.message.ends_with(&decoded),
+                        "{fv:?} {pt:?} {sd}: {}",
+                        e.message
+                    );
+                    assert!(
+                        e.message.contains("patch: Invalid value: "),
+                        "{}",
+                        e.message
+                    );
+                }
+            }
+            // A strategic merge patch's result is converted from unstructured, not decoded
+            // from JSON: the converter's wording, and the patch as Go prints it.
+            for (patch, want) in [
+                (
+                    br#"{"stringData": {"a": 1}}"#.as_slice(),
+                    r#"Invalid value: "map[stringData:map[a:1]]": cannot convert int64 to string"#,
+                ),
+                (
+                    br#"{"stringData": {"a": true}}"#.as_slice(),
+                    r#"Invalid value: "map[stringData:map[a:true]]": unrecognized type: string"#,
+                ),
+                (
+                    br#"{"stringData": {"a": 1.5}}"#.as_slice(),
+                    r#"Invalid value: "map[stringData:map[a:1.5]]": unrecognized type: string"#,
+                ),
+            ] {
+                let e = svc
+                    .patch(
+                        &secrets,
+                        "default",
+                        "good",
+                        PatchType::Strategic,
+                        patch,
+                        Main,
+                        &opts,
+                    )
+                    .await
+                    .unwrap_err();
+                assert_eq!(e.code, 422, "{fv:?}: {e:?}");
+                assert!(e.message.ends_with(want), "{fv:?}: {}", e.message);
+            }
+        }
+        let stored = svc.get(&secrets, "default", "good").unwrap();
+        assert_eq!(stored.rv, before, "nothing was written");
+        assert_eq!(stored.value()["data"], json!({"k": "dg=="}));
+        assert!(stored.value().get("stringData").is_none());
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }

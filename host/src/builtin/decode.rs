@@ -16,6 +16,8 @@
 //!   decodes itself (`RawExtension`) stays `null`;
 //! - a `Quantity` (a string, or a number as `Quantity`'s JSON decoding accepts them) is stored in
 //!   kube's canonical form (`0.5` -> `500m`), a malformed one refused with kube's message.
+//! - a Secret's write-only `stringData` is folded into `data`, and an empty `type` is `Opaque`
+//!   ([`secret_on_decode`]), as kube's defaulting and conversion to its internal type do.
 //!
 //! Kinds turtles serves without a definition (its own `Controller`) are left as they are.
 
@@ -90,10 +92,127 @@ pub fn decode_noting_changes(
         changed: false,
     };
     d.value(def, obj)?;
+    let mut changed = d.changed;
+    if (group, version, kind) == SECRET {
+        changed |= secret_on_decode(obj)?;
+    }
     Ok(Decoded {
         unknown: d.unknown,
-        changed: d.changed,
+        changed,
     })
+}
+
+/// The core v1 Secret.
+const SECRET: (&str, &str, &str) = ("", "v1", "Secret");
+
+/// What kube's decoding of a v1 Secret does past its fields' types, on every write (a create's
+/// or update's body, a patched object, a server-side apply's result, a mutating webhook's
+/// answer): `SetDefaults_Secret` (an empty `type` is `Opaque`), then the conversion to kube's
+/// internal type (`Convert_v1_Secret_To_core_Secret`, pkg/apis/core/v1/conversion.go): each
+/// key of a non-empty `stringData` overwrites `data[key]` with its bytes (base64 here), and
+/// `stringData`, which the internal type does not have, is gone: never stored nor returned. A
+/// `null` value is the empty string (Go's zero value in a `map[string]string`); a value of
+/// another type, or a `stringData` that is not a map, is Go's decoding error (`json: cannot
+/// unmarshal number into Go struct field Secret.stringData of type string`), and then the
+/// object is left as it was. Returns whether the object changed.
+pub fn secret_on_decode(obj: &mut Value) -> Result<bool, DecodeError> {
+    let Some(map) = obj.as_object_mut() else {
+        return Ok(false);
+    };
+    // The values first, so that an error leaves the object untouched.
+    let folded: Option<Vec<(String, String)>> = match map.get("stringData") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(sd)) => {
+            let mut out = Vec::with_capacity(sd.len());
+            for (k, v) in sd {
+                let text = match v {
+                    Value::String(s) => s.as_str(),
+                    Value::Null => "",
+                    other => {
+                        return Err(DecodeError(format!(
+                            "json: cannot unmarshal {} into Go struct field Secret.stringData of type string",
+                            go_type_name(other)
+                        )))
+                    }
+                };
+                out.push((
+                    k.clone(),
+                    base64::engine::general_purpose::STANDARD.encode(text),
+                ));
+            }
+            Some(out)
+        }
+        Some(other) => {
+            return Err(DecodeError(format!(
+                "json: cannot unmarshal {} into Go struct field Secret.stringData of type map[string]string",
+                go_type_name(other)
+            )))
+        }
+    };
+    let data_ok = matches!(
+        map.get("data"),
+        None | Some(Value::Null) | Some(Value::Object(_))
+    );
+    if folded.as_ref().is_some_and(|f| !f.is_empty()) && !data_ok {
+        let found = map.get("data").map_or("null", go_type_name);
+        return Err(DecodeError(format!(
+            "json: cannot unmarshal {found} into Go struct field Secret.data of type map[string][]uint8"
+        )));
+    }
+    let mut changed = false;
+    let untyped = match map.get("type") {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(_) => false,
+    };
+    if untyped {
+        map.insert("type".into(), Value::String("Opaque".into()));
+        changed = true;
+    }
+    if map.shift_remove("stringData").is_some() {
+        changed = true;
+    }
+    if let Some(folded) = folded.filter(|f| !f.is_empty()) {
+        let data = map
+            .entry("data")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if data.is_null() {
+            *data = Value::Object(serde_json::Map::new());
+        }
+        if let Some(d) = data.as_object_mut() {
+            for (k, v) in folded {
+                d.insert(k, Value::String(v));
+            }
+        }
+    }
+    Ok(changed)
+}
+
+/// kube's unstructured converter's error for a Secret's `stringData` (`FromUnstructured` in
+/// apimachinery's runtime/converter.go, which the result of a strategic merge patch goes through
+/// instead of Go's JSON decoder): `cannot restore map from string` for a `stringData` that is
+/// not a map (Go's kind of the value: `string`, `int64`, `float64`, `bool`, `slice`), `cannot
+/// convert int64 to string` for an integer value, `unrecognized type: string` for another value
+/// that is not a string. `None`: its `stringData` converts (absent, `null`, strings and `null`s).
+pub fn secret_unstructured_error(obj: &Value) -> Option<String> {
+    match obj.get("stringData")? {
+        Value::Null => None,
+        Value::Object(sd) => sd.values().find_map(|v| match v {
+            Value::String(_) | Value::Null => None,
+            Value::Number(n) if n.is_i64() => Some("cannot convert int64 to string".to_owned()),
+            _ => Some("unrecognized type: string".to_owned()),
+        }),
+        other => {
+            let kind = match other {
+                Value::Number(n) if n.is_i64() => "int64",
+                Value::Number(_) => "float64",
+                Value::Bool(_) => "bool",
+                Value::Array(_) => "slice",
+                _ => "string",
+            };
+            Some(format!("cannot restore map from {kind}"))
+        }
+    }
 }
 
 /// The keys a body repeated (`model::json::from_slice`) that kube's strict decoder reports for
