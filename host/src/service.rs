@@ -1765,10 +1765,15 @@ impl Service {
     /// default existed is then compared, validated and patched as kube would see it (a Pod
     /// stored without `enableServiceLinks` stays updatable; a status write does not bump its
     /// generation for a default).
-    fn defaults_on_read(ri: &ResourceInfo, obj: &mut Value) {
+    ///
+    /// `converted`: `obj` is a custom resource stored in another version than `ri`'s, which
+    /// [`Self::served`] has read as kube's storage decoder does already (pruned and defaulted by
+    /// its stored version's schema, converted, pruned by `ri`'s): kube does not default it by
+    /// the requested version's schema.
+    fn defaults_on_read(ri: &ResourceInfo, obj: &mut Value, converted: bool) {
         if let Some(custom) = &ri.custom {
             // kube's storage decoder prunes and defaults every custom resource it reads.
-            if let Some(schema) = &custom.schema {
+            if let (Some(schema), false) = (&custom.schema, converted) {
                 schema.prune(obj);
                 schema.apply_defaults(obj);
             }
@@ -1837,8 +1842,14 @@ impl Service {
         }
     }
 
-    /// A custom resource's object as the requested version shows it (`conversion: None` only
-    /// rewrites apiVersion).
+    /// An object as the requested version shows it. A custom resource is read as kube's storage
+    /// decoder reads it (`crdConversionRESTOptionsGetter` in kube's `customresource_handler.go`):
+    /// pruned and defaulted by the schema of the version it is stored in, then, stored in
+    /// another version, converted (`conversion: None` only rewrites apiVersion) and pruned by
+    /// the requested version's schema (`schemaCoercingConverter`), which does not default it.
+    /// Stored as its version reads it (every write stores that: [`Self::to_storage`]), an
+    /// object in the requested version is answered as stored unless it was stored before that
+    /// version's schema last changed.
     pub fn present(ri: &ResourceInfo, obj: Arc<StoredObject>) -> Arc<StoredObject> {
         if let Some(c) = ri.conversion {
             let mut v = obj.parse().into_owned();
@@ -1858,36 +1869,59 @@ impl Service {
             return obj;
         };
         let want = ri.api_version();
+        let relabel = obj.head().api_version() != want;
         // A webhook converts (`served`, before this): what reaches here unconverted stays as
         // stored rather than be relabelled as a version it is not.
-        if custom.webhook.is_some() {
+        if relabel && custom.webhook.is_some() {
             return obj;
         }
         // Stored before the CRD's current schema: pruned and defaulted as kube's decoder reads
         // it (a field the schema dropped is gone, a default it added is there).
         let stale = obj.rv <= custom.schema_rv && custom.schema.is_some();
-        if obj.head().api_version() == want && !stale {
+        if !relabel && !stale {
             return obj;
         }
         let mut v = obj.parse().into_owned();
-        let relabel = obj.head().api_version() != want;
-        if stale {
-            let before = (!relabel).then(|| v.clone());
+        if relabel {
+            Self::decode_stored(custom, &mut v);
+            if let Some(m) = v.as_object_mut() {
+                m.insert("apiVersion".into(), Value::String(want));
+            }
+            if let Some(schema) = &custom.schema {
+                schema.coerce(&mut v);
+            }
+        } else {
+            let before = v.clone();
             if let Some(schema) = &custom.schema {
                 schema.prune(&mut v);
                 schema.apply_defaults(&mut v);
             }
-            if before.is_some_and(|b| b == v) {
+            if before == v {
                 return obj;
             }
         }
-        v["apiVersion"] = Value::String(want);
         match StoredObject::unstored(v) {
             Ok(mut o) => {
                 o.rv = obj.rv;
                 Arc::new(o)
             }
             Err(_) => obj,
+        }
+    }
+
+    /// kube's storage decoder on a custom resource as stored: pruned and defaulted by the schema
+    /// of the version its apiVersion names (kube's `schemaCoercingDecoder` and
+    /// `unstructuredDefaulter`, with the CRD's `structuralSchemas` by version).
+    fn decode_stored(custom: &crate::model::registry::CustomResource, obj: &mut Value) {
+        let version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|a| a.rsplit_once('/'))
+            .map(|(_, v)| v);
+        let schema = version.and_then(|v| custom.schemas.get(v)).cloned();
+        if let Some(schema) = schema {
+            schema.prune(obj);
+            schema.apply_defaults(obj);
         }
     }
 
@@ -1902,29 +1936,40 @@ impl Service {
         let Some(hook) = ri.custom.as_ref().and_then(|c| c.webhook.clone()) else {
             return Ok(objs.into_iter().map(|o| Self::present(ri, o)).collect());
         };
+        let Some(custom) = ri.custom.clone() else {
+            return Ok(objs);
+        };
         let want = ri.api_version();
         let stale: Vec<usize> = (0..objs.len())
             .filter(|&i| objs[i].head().api_version() != want)
             .collect();
+        // Those stored in the requested version need no conversion.
+        if stale.len() < objs.len() {
+            objs = objs.into_iter().map(|o| Self::present(ri, o)).collect();
+        }
         if stale.is_empty() {
             return Ok(objs);
         }
-        let schema = ri.custom.as_ref().and_then(|c| c.schema.clone());
         // Reviews of at most `REVIEW_CHUNK` objects: a long list is several bounded answers.
         for chunk in stale.chunks(crate::crd::conversion::REVIEW_CHUNK) {
+            // The webhook is sent what kube's storage decoder reads: pruned and defaulted by
+            // the stored version's schema.
             let values = chunk
                 .iter()
-                .map(|&i| objs[i].parse().into_owned())
+                .map(|&i| {
+                    let mut v = objs[i].parse().into_owned();
+                    Self::decode_stored(&custom, &mut v);
+                    v
+                })
                 .collect();
             let converted =
                 crate::crd::conversion::convert(&*self.store, &hook, &want, &ri.kind, values)
                     .await?;
             for (&i, mut v) in chunk.iter().zip(converted) {
-                // As kube's coercer and defaulter do with what a webhook answers: pruned to the
-                // served version's schema, its defaults applied.
-                if let Some(schema) = &schema {
-                    schema.prune(&mut v);
-                    schema.apply_defaults(&mut v);
+                // As kube's coercer does with what a webhook answers: pruned to the served
+                // version's schema (`schemaCoercingConverter`); not defaulted by it.
+                if let Some(schema) = &custom.schema {
+                    schema.coerce(&mut v);
                 }
                 let mut o = StoredObject::unstored(v).map_err(|e| {
                     ApiError::internal(format!("converted object does not serialize: {e}"))
@@ -1972,13 +2017,8 @@ impl Service {
             .pop()
             .ok_or_else(|| ApiError::internal("conversion returned no object"))?;
         // Pruned to the storage version's schema: nothing the webhook adds is stored unchecked.
-        let version = storage.rsplit('/').next().unwrap_or("");
-        let storage_schema = self
-            .registry
-            .lookup(&ri.group, version, &ri.resource)
-            .and_then(|s| s.custom.as_ref().and_then(|c| c.schema.clone()));
-        if let Some(schema) = storage_schema {
-            schema.prune(obj);
+        if let Some(c) = &ri.custom {
+            Self::conform_to_storage(c, obj);
         }
         Ok(())
     }
@@ -1993,8 +2033,29 @@ impl Service {
         }
         if let Some(c) = &ri.custom {
             if c.storage_version != ri.version {
-                obj["apiVersion"] = Value::String(format!("{}/{}", ri.group, c.storage_version));
+                if let Some(m) = obj.as_object_mut() {
+                    m.insert(
+                        "apiVersion".into(),
+                        Value::String(format!("{}/{}", ri.group, c.storage_version)),
+                    );
+                }
+                Self::conform_to_storage(c, obj);
             }
+        }
+    }
+
+    /// A custom resource written through another version than its storage version, converted
+    /// to it: pruned by the storage version's schema, as kube's storage encoder does
+    /// (`schemaCoercingConverter` in `customresource_handler.go`: the conversion, then
+    /// `unstructuredSchemaCoercer`, pruning and dropping non-nullable `null`s without a
+    /// default), and defaulted by it, as kube's storage decoder does every time the object is
+    /// read: what is stored is what every read of it decodes, whatever the version written
+    /// through and before or after a restart. (A write through the storage version was pruned
+    /// and defaulted by the same schema as the request was decoded.)
+    fn conform_to_storage(custom: &crate::model::registry::CustomResource, obj: &mut Value) {
+        if let Some(schema) = custom.schemas.get(&custom.storage_version) {
+            schema.prune(obj);
+            schema.apply_defaults(obj);
         }
     }
 
@@ -3271,7 +3332,8 @@ impl Service {
             // Parsed for this request and not kept with the stored version (which history may
             // hold for a long time as an event's `prev`).
             let mut view_value = view.parse().into_owned();
-            Self::defaults_on_read(ri, &mut view_value);
+            let converted = current.head().api_version() != ri.api_version();
+            Self::defaults_on_read(ri, &mut view_value, converted);
             let current_value =
                 (!Arc::ptr_eq(&view, &current)).then(|| current.parse().into_owned());
             let built: Built = build(&view, &view_value)?.into();
@@ -5243,6 +5305,198 @@ mod tests {
         // At a revision the store has: a page.
         let rv = svc.store.revision();
         svc.list(&cms, Some("default"), &list(rv)).await.unwrap();
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// The review's `Database` CRD (s40 report, section 4), cut to what the case needs: v1
+    /// stored, with defaults; v1alpha1 served, deprecated, keeping unknown fields.
+    fn databases_crd() -> serde_json::Value {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "databases.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "databases", "singular": "database", "kind": "Database",
+                    "listKind": "DatabaseList", "shortNames": ["db"]},
+                "versions": [
+                    {"name": "v1alpha1", "served": true, "storage": false, "deprecated": true,
+                     "deprecationWarning": "example.com/v1alpha1 Database is deprecated; use v1",
+                     "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}},
+                    {"name": "v1", "served": true, "storage": true,
+                     "schema": {"openAPIV3Schema": {"type": "object", "required": ["spec"],
+                        "properties": {
+                            "spec": {"type": "object", "required": ["engine"], "properties": {
+                                "engine": {"type": "string",
+                                    "enum": ["postgres", "mysql", "mariadb"]},
+                                "version": {"type": "string", "default": "16"},
+                                "replicas": {"type": "integer", "default": 1},
+                                "minReplicas": {"type": "integer", "default": 0},
+                                "port": {"x-kubernetes-int-or-string": true, "default": 5432}}},
+                            "status": {"type": "object",
+                                "properties": {"phase": {"type": "string"}}}}}}}]}})
+    }
+
+    /// An object of a custom resource as the API answers a GET of it through `ri`'s version.
+    async fn read_as(
+        svc: &Service,
+        ri: &crate::model::ResourceInfo,
+        name: &str,
+    ) -> serde_json::Value {
+        let stored = svc.get(ri, "default", name).unwrap();
+        svc.served_one(ri, stored).await.unwrap().value().clone()
+    }
+
+    /// A custom resource written through a version other than the storage version
+    /// (`conversion: None`) is stored as kube's storage codecs leave it: pruned by the storage
+    /// version's schema, and read with its defaults, through either version, before and after
+    /// a restart (the report's case; its `kube:` lines are the expected answers).
+    #[tokio::test]
+    async fn writes_through_another_version_store_what_the_storage_version_reads() {
+        use crate::crd::controller::CrdController;
+        use std::sync::Arc;
+        let (svc, dir) = bootstrapped("crd-none-conversion").await;
+        let svc = Arc::new(svc);
+        let crds = svc
+            .registry
+            .lookup(crate::crd::GROUP, "v1", crate::crd::RESOURCE)
+            .unwrap();
+        let opts = WriteOptions::default();
+        let main = super::Subresource::Main;
+        let name = "databases.example.com";
+        svc.create(&crds, "", databases_crd(), &opts).await.unwrap();
+        CrdController::new(svc.clone())
+            .reconcile(name)
+            .await
+            .unwrap();
+        let alpha = svc
+            .registry
+            .lookup("example.com", "v1alpha1", "databases")
+            .unwrap();
+        let v1 = svc
+            .registry
+            .lookup("example.com", "v1", "databases")
+            .unwrap();
+        assert_eq!(
+            alpha
+                .custom
+                .as_ref()
+                .and_then(|c| c.deprecation_warning.as_deref()),
+            Some("example.com/v1alpha1 Database is deprecated; use v1")
+        );
+        assert_eq!(
+            v1.custom
+                .as_ref()
+                .and_then(|c| c.deprecation_warning.as_deref()),
+            None
+        );
+
+        let written = svc
+            .create(
+                &alpha,
+                "default",
+                json!({"apiVersion": "example.com/v1alpha1", "kind": "Database",
+                    "metadata": {"name": "legacy", "namespace": "default"},
+                    "spec": {"engine": "oracle", "extra": 1}, "somethingElse": true}),
+                &opts,
+            )
+            .await
+            .unwrap();
+        // kube's answers through either version (`jq -c '{somethingElse, spec}'`).
+        let kube_spec = json!({"engine": "oracle", "minReplicas": 0, "port": 5432,
+            "replicas": 1, "version": "16"});
+        let check = |got: &serde_json::Value, version: &str| {
+            assert_eq!(got["apiVersion"], format!("example.com/{version}"), "{got}");
+            assert_eq!(got["spec"], kube_spec, "{got}");
+            assert!(got.get("somethingElse").is_none(), "{got}");
+        };
+        // The create's answer is read back from what is stored, as kube's.
+        let answer = svc
+            .served_one(&alpha, written.object.clone())
+            .await
+            .unwrap();
+        check(answer.value(), "v1alpha1");
+        // Stored so: the storage version's reads need no conforming.
+        check(svc.get(&v1, "default", "legacy").unwrap().value(), "v1");
+        check(&read_as(&svc, &v1, "legacy").await, "v1");
+        check(&read_as(&svc, &alpha, "legacy").await, "v1alpha1");
+
+        // A label through v1alpha1: the spec as it was, no new generation.
+        let labelled = svc
+            .patch(
+                &alpha,
+                "default",
+                "legacy",
+                crate::patch::PatchType::Merge,
+                br#"{"metadata":{"labels":{"tier":"gold"}}}"#,
+                main,
+                &opts,
+            )
+            .await
+            .unwrap();
+        let labelled = svc.served_one(&alpha, labelled.object).await.unwrap();
+        check(labelled.value(), "v1alpha1");
+        assert_eq!(
+            labelled.value()["metadata"]["generation"],
+            1,
+            "{}",
+            labelled.value()
+        );
+        // What a read through v1alpha1 answers, put back through it, is what is stored.
+        let body = read_as(&svc, &alpha, "legacy").await;
+        let stored_rv = svc.get(&v1, "default", "legacy").unwrap().rv;
+        let put = svc
+            .update(&alpha, "default", "legacy", body, main, &opts)
+            .await
+            .unwrap();
+        assert_eq!(put.object.rv, stored_rv, "a no-op");
+
+        // A write to the CRD (a label) takes its resourceVersion past the object's; its schema
+        // is the same, so until a restart the object is still read as stored.
+        svc.patch(
+            &crds,
+            "",
+            name,
+            crate::patch::PatchType::Merge,
+            br#"{"metadata":{"labels":{"touched":"yes"}}}"#,
+            main,
+            &opts,
+        )
+        .await
+        .unwrap();
+        CrdController::new(svc.clone())
+            .reconcile(name)
+            .await
+            .unwrap();
+        let before = (
+            read_as(&svc, &v1, "legacy").await,
+            read_as(&svc, &alpha, "legacy").await,
+        );
+        check(&before.0, "v1");
+        check(&before.1, "v1alpha1");
+        // A restart: a new registry and service over the same store, the CRD served again. Its
+        // resourceVersion now stands for the schema's, so the object is read as stored before
+        // the schema (pruned and defaulted again): the same answers.
+        let restarted = Arc::new(Service::new(
+            svc.store.clone(),
+            Arc::new(crate::model::Registry::with_builtins()),
+        ));
+        CrdController::new(restarted.clone())
+            .reconcile(name)
+            .await
+            .unwrap();
+        let alpha = restarted
+            .registry
+            .lookup("example.com", "v1alpha1", "databases")
+            .unwrap();
+        let v1 = restarted
+            .registry
+            .lookup("example.com", "v1", "databases")
+            .unwrap();
+        let schema_rv = v1.custom.as_ref().map_or(0, |c| c.schema_rv);
+        assert!(stored_rv <= schema_rv, "{stored_rv} > {schema_rv}");
+        assert_eq!(read_as(&restarted, &v1, "legacy").await, before.0);
+        assert_eq!(read_as(&restarted, &alpha, "legacy").await, before.1);
+        drop(restarted);
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }

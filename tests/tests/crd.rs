@@ -1628,3 +1628,163 @@ spec:
         "the host went from {before} KiB to a peak of {peak} KiB"
     );
 }
+
+/// Sprockets: v1 stored (with a default), v1alpha1 and v1beta1 served and deprecated, the one
+/// with kube's default warning, the other with its own; both keep unknown fields.
+const SPROCKETS_YAML: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: sprockets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: sprockets, singular: sprocket, kind: Sprocket, listKind: SprocketList}
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: false
+    deprecated: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    deprecationWarning: "v1beta1 sprockets are going away"
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              shape: {type: string}
+              teeth: {type: integer, default: 12}
+"#;
+
+/// The texts of a reply's `Warning` headers, as sent.
+fn warning_headers(r: &turtles_tests::Reply) -> Vec<String> {
+    r.headers
+        .get_all("warning")
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect()
+}
+
+/// A deprecated version's warning (its `deprecationWarning`, or kube's default text naming the
+/// newest version that is not deprecated) comes with every request to it, which kubectl prints,
+/// and not with requests to the other versions; a `deprecationWarning` on a version that is not
+/// deprecated is refused as kube refuses it.
+#[test]
+fn deprecated_versions_warn_on_every_request() {
+    let s = Server::start().unwrap();
+    apply(&s, SPROCKETS_YAML);
+    wait_condition(&s, "sprockets.example.com", "Established", "True");
+    let default_text = "example.com/v1alpha1 Sprocket is deprecated; use example.com/v1 Sprocket";
+    let own_text = "v1beta1 sprockets are going away";
+
+    // kubectl prints them on stderr.
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: example.com/v1alpha1\nkind: Sprocket\nmetadata: {name: a, namespace: default}\nspec: {shape: round}\n",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("Warning: {default_text}")),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl(&["get", "sprockets.v1beta1.example.com", "a", "-o", "name"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("Warning: {own_text}")),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.kubectl(&["get", "sprockets.v1.example.com", "a", "-o", "name"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "sprocket.example.com/a");
+    assert!(!stderr(&out).contains("Warning"), "{}", stderr(&out));
+
+    // Raw HTTP: on a list, a get of a missing object (404) and a watch; not through v1.
+    let alpha = "/apis/example.com/v1alpha1/namespaces/default/sprockets";
+    let header = format!("299 - \"{default_text}\"");
+    let r = s.http().get(alpha);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(warning_headers(&r), [header.clone()]);
+    let r = s.http().get(&format!("{alpha}/missing"));
+    assert_status(&r, 404, "NotFound");
+    assert_eq!(warning_headers(&r), [header.clone()]);
+    let r = s.http().get(&format!(
+        "{alpha}?watch=true&timeoutSeconds=1&resourceVersion=0"
+    ));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(warning_headers(&r), [header.clone()]);
+    let r = s
+        .http()
+        .get("/apis/example.com/v1/namespaces/default/sprockets/a");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(warning_headers(&r).is_empty(), "{:?}", r.headers);
+
+    // kube's validation of `deprecationWarning`.
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &SPROCKETS_YAML.replace(
+            "    deprecated: true\n    deprecationWarning: \"v1beta1 sprockets are going away\"\n",
+            "    deprecationWarning: \"v1beta1 sprockets are going away\"\n",
+        ),
+    );
+    assert!(!out.status.success(), "accepted");
+    assert!(
+        stderr(&out).contains(&format!(
+            "spec.versions[1].deprecationWarning: Invalid value: \"{own_text}\": can only be set for deprecated versions"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// An object written through a version other than the storage version (`conversion: None`) is
+/// stored as kube stores it: pruned by the storage version's schema; read through either
+/// version with its defaults, the same before and after a restart.
+#[test]
+fn writes_through_another_version_are_pruned_by_the_storage_schema() {
+    let mut s = Server::start().unwrap();
+    apply(&s, SPROCKETS_YAML);
+    wait_condition(&s, "sprockets.example.com", "Established", "True");
+    let alpha = "/apis/example.com/v1alpha1/namespaces/default/sprockets";
+    let v1 = "/apis/example.com/v1/namespaces/default/sprockets";
+    let r = s.http().post_json(
+        alpha,
+        &json!({"apiVersion": "example.com/v1alpha1", "kind": "Sprocket",
+            "metadata": {"name": "legacy"},
+            "spec": {"shape": "round", "extra": 1}, "somethingElse": true}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let want = json!({"shape": "round", "teeth": 12});
+    let created = r.json();
+    assert_eq!(created["spec"], want, "{created}");
+    assert!(created.get("somethingElse").is_none(), "{created}");
+    let read = |s: &Server| {
+        let at_v1 = get_raw(s, &format!("{v1}/legacy"));
+        let at_alpha = get_raw(s, &format!("{alpha}/legacy"));
+        for (o, version) in [(&at_v1, "v1"), (&at_alpha, "v1alpha1")] {
+            assert_eq!(o["apiVersion"], format!("example.com/{version}"), "{o}");
+            assert_eq!(o["spec"], want, "{o}");
+            assert!(o.get("somethingElse").is_none(), "{o}");
+        }
+        (at_v1, at_alpha)
+    };
+    let before = read(&s);
+    // A write to the CRD after the object's (a label), so that after the restart the object
+    // counts as stored before the CRD's schema: read again through it, with the same answers.
+    s.kubectl_ok(&["label", "crd", "sprockets.example.com", "touched=yes"]);
+    s.stop().unwrap();
+    s.restart().unwrap();
+    let after = read(&s);
+    assert_eq!(after, before);
+}

@@ -46,10 +46,11 @@ pub struct Target {
 }
 
 pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Response {
-    let deprecated = req
-        .extensions()
-        .get::<Arc<RequestInfo>>()
-        .and_then(|info| deprecation(info));
+    let deprecated = req.extensions().get::<Arc<RequestInfo>>().and_then(|info| {
+        deprecation(info)
+            .map(str::to_owned)
+            .or_else(|| custom_deprecation(&state, info))
+    });
     let served = if big_write(&state, &req) {
         // The body is read here, on the workers: on HTTP/1.1 the connection's task is the one
         // that runs the handler and feeds it the body, so it cannot be blocked first.
@@ -73,9 +74,20 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
         Ok(r) => r,
         Err(e) => e.into_response(),
     };
-    // kube's deprecation warning goes with every answer about a deprecated resource.
+    // kube's deprecation warning goes with every answer about a deprecated resource, before
+    // any the handler adds (kube adds it before the handler runs).
     if let Some(w) = deprecated {
-        add_warnings(&mut resp, &[w.to_owned()]);
+        let later: Vec<header::HeaderValue> = resp
+            .headers()
+            .get_all(header::WARNING)
+            .iter()
+            .cloned()
+            .collect();
+        resp.headers_mut().remove(header::WARNING);
+        add_warnings(&mut resp, &[w]);
+        for v in later {
+            resp.headers_mut().append(header::WARNING, v);
+        }
     }
     resp
 }
@@ -136,6 +148,29 @@ fn deprecation(info: &RequestInfo) -> Option<&'static str> {
         "componentstatuses" => Some("v1 ComponentStatus is deprecated in v1.19+"),
         _ => None,
     }
+}
+
+/// The deprecation warning of a request to a custom resource's version that its CRD marks
+/// `deprecated` (`crd::resources` has its text). kube's CRD handler adds it to every request it
+/// serves for that version, whatever the verb, subresource or outcome; not to those it hands
+/// on, as to no handler (a 404): a namespace-scoped path to a cluster-scoped resource, or a
+/// path without a namespace to a namespaced resource but for a list or watch
+/// (`crdHandler.ServeHTTP`).
+fn custom_deprecation(state: &AppState, info: &RequestInfo) -> Option<String> {
+    if !info.resource_request || info.api_group.is_empty() {
+        return None;
+    }
+    let ri = state
+        .registry
+        .lookup(&info.api_group, &info.api_version, &info.resource)?;
+    let warning = ri.custom.as_ref()?.deprecation_warning.clone()?;
+    let namespaced_request = !info.namespace.is_empty();
+    if ri.namespaced() != namespaced_request
+        && (namespaced_request || !matches!(info.verb.as_str(), "list" | "watch"))
+    {
+        return None;
+    }
+    Some(warning)
 }
 
 async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiError> {
@@ -689,8 +724,18 @@ async fn scale(
 
 fn add_warnings(resp: &mut Response, warnings: &[String]) {
     for w in warning_texts(warnings) {
-        let text = format!("299 - {}", serde_json::Value::String(w));
-        if let Ok(v) = header::HeaderValue::from_str(&text) {
+        // apimachinery's `NewWarningHeader`: the text quoted with `"` and `\` escaped, the rest
+        // (UTF-8 included) as it is.
+        let mut text = String::with_capacity(w.len() + 8);
+        text.push_str("299 - \"");
+        for c in w.chars() {
+            if matches!(c, '"' | '\\') {
+                text.push('\\');
+            }
+            text.push(c);
+        }
+        text.push('"');
+        if let Ok(v) = header::HeaderValue::from_bytes(text.as_bytes()) {
             resp.headers_mut().append(header::WARNING, v);
         }
     }
@@ -723,7 +768,9 @@ fn warning_texts(warnings: &[String]) -> Vec<String> {
         if truncating && written >= WARNINGS_TOTAL_CHARS {
             break;
         }
-        if w.is_empty() || !seen.insert(w) {
+        // kube's recorder drops a text `NewWarningHeader` refuses: one with a control
+        // character.
+        if w.is_empty() || w.chars().any(char::is_control) || !seen.insert(w) {
             continue;
         }
         ordered.push(w);
@@ -2318,5 +2365,35 @@ mod tests {
         assert_eq!(out, vec![w("first"), "x".repeat(256), w("last")]);
         mixed.truncate(1);
         assert_eq!(warning_texts(&mixed), vec![w("first")]);
+    }
+
+    /// apimachinery's `NewWarningHeader`: only `"` and `\` escaped, UTF-8 sent as it is, and a
+    /// text with a control character dropped (kube's recorder drops what it refuses).
+    #[test]
+    fn warning_headers_are_quoted_as_kubes() {
+        let mut resp = Response::new(Body::empty());
+        add_warnings(
+            &mut resp,
+            &[
+                "say \"déjà vu\" \\ twice".to_owned(),
+                "a bell\u{7}".to_owned(),
+                "last".to_owned(),
+            ],
+        );
+        let got: Vec<Vec<u8>> = resp
+            .headers()
+            .get_all(header::WARNING)
+            .iter()
+            .map(|v| v.as_bytes().to_vec())
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "299 - \"say \\\"déjà vu\\\" \\\\ twice\""
+                    .as_bytes()
+                    .to_vec(),
+                b"299 - \"last\"".to_vec(),
+            ]
+        );
     }
 }

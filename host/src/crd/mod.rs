@@ -225,6 +225,48 @@ pub fn validate_update(crd: &Value, old: &Value) -> Vec<Cause> {
     causes
 }
 
+/// kube's `validateDeprecationWarning`: what is wrong with a version's `deprecationWarning`
+/// (set, not `null`), given whether the version is `deprecated`.
+fn deprecation_warning_errors(deprecated: bool, warning: &str) -> Vec<String> {
+    if !deprecated {
+        return vec!["can only be set for deprecated versions".into()];
+    }
+    let mut errors = Vec::new();
+    // Go's `len`: bytes.
+    if warning.len() > 256 {
+        errors.push("must be <= 256 characters long".into());
+    }
+    if warning.is_empty() {
+        errors.push("must not be an empty string".into());
+    }
+    // The first character Go's `unicode.IsPrint` refuses (a control character is one), at its
+    // byte offset as Go's `range` counts.
+    if let Some(i) = first_non_printable(warning) {
+        errors.push(format!(
+            "must only contain printable UTF-8 characters; non-printable character found at index {i}"
+        ));
+    }
+    errors
+}
+
+/// The byte offset of the first character of `s` that Go's `unicode.IsPrint` refuses: anything
+/// but a letter, mark, number, punctuation or symbol (categories L, M, N, P, S) or the ASCII
+/// space.
+fn first_non_printable(s: &str) -> Option<usize> {
+    static NON_PRINTABLE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let re = NON_PRINTABLE
+        .get_or_init(|| regex::Regex::new(r"[^\p{L}\p{M}\p{N}\p{P}\p{S} ]").ok())
+        .as_ref();
+    match re {
+        Some(re) => re.find(s).map(|m| m.start()),
+        // Not reached (the pattern is fixed); controls and other whitespace are the usual cases.
+        None => s
+            .char_indices()
+            .find(|&(_, c)| c != ' ' && (c.is_control() || c.is_whitespace()))
+            .map(|(i, _)| i),
+    }
+}
+
 /// Validate a CRD object the way kube's apiextensions validation does; every problem is one cause.
 pub fn validate(crd: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
@@ -352,6 +394,17 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
             );
         }
         seen.push(vname);
+        if let Some(w) = v.get("deprecationWarning").and_then(Value::as_str) {
+            for msg in
+                deprecation_warning_errors(v.get("deprecated") == Some(&Value::Bool(true)), w)
+            {
+                bad(
+                    "FieldValueInvalid",
+                    &format!("{vf}.deprecationWarning"),
+                    format!("Invalid value: {}: {msg}", crate::auth::rbac::go_quote(w)),
+                );
+            }
+        }
         match v.pointer("/schema/openAPIV3Schema") {
             None => bad(
                 "FieldValueRequired",
@@ -555,6 +608,36 @@ pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
     }
 }
 
+/// kube's `defaultDeprecationWarning` (`customresource_handler.go`) for the deprecated
+/// `version` of `crd`: `GROUP/VERSION KIND is deprecated`, and `; use GROUP/NEWER KIND` naming
+/// the first, in kube's version order (`CompareKubeAwareVersionStrings`: GA, then beta, then
+/// alpha, higher numbers first), of the served versions that are not deprecated and come
+/// before `version` in that order.
+pub fn deprecation_warning(crd: &Value, version: &str) -> String {
+    let group = s(crd, "/spec/group");
+    let kind = s(crd, "/spec/names/kind");
+    let mut msg = format!("{group}/{version} {kind} is deprecated");
+    let newest = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| {
+            // Served as `resources` serves them.
+            v.get("served") != Some(&Value::Bool(false))
+                && v.get("deprecated") != Some(&Value::Bool(true))
+        })
+        .map(|v| s(v, "/name"))
+        .filter(|name| {
+            crate::aggregator::compare_versions(version, name) == std::cmp::Ordering::Less
+        })
+        .max_by(|a, b| crate::aggregator::compare_versions(a, b));
+    if let Some(newest) = newest {
+        msg.push_str(&format!("; use {group}/{newest} {kind}"));
+    }
+    msg
+}
+
 /// The resources a CRD serves: one per served version.
 pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
     let name = crate::model::meta::name(crd).to_owned();
@@ -583,14 +666,31 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
             })
             .unwrap_or_default()
     };
+    // Every version's schema, the unserved ones' included: objects stored in any of them are
+    // read through it.
+    let schemas: Arc<std::collections::BTreeMap<String, Arc<Schema>>> = Arc::new(
+        versions
+            .iter()
+            .filter_map(|v| {
+                let schema = v
+                    .pointer("/schema/openAPIV3Schema")
+                    .and_then(|sch| Schema::from_crd_schema(sch, "").ok())?;
+                Some((s(v, "/name").to_owned(), Arc::new(schema)))
+            })
+            .collect(),
+    );
     versions
         .iter()
         .filter(|v| v.get("served") != Some(&Value::Bool(false)))
         .map(|v| {
             let source = v.pointer("/schema/openAPIV3Schema");
-            let schema = source
-                .and_then(|sch| Schema::from_crd_schema(sch, "").ok())
-                .map(Arc::new);
+            let schema = schemas.get(s(v, "/name")).cloned();
+            let warning = (v.get("deprecated") == Some(&Value::Bool(true))).then(|| {
+                match v.get("deprecationWarning").and_then(Value::as_str) {
+                    Some(w) => w.to_owned(),
+                    None => deprecation_warning(crd, s(v, "/name")),
+                }
+            });
             let schema_hash = {
                 use std::hash::{Hash, Hasher};
                 let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -654,6 +754,8 @@ pub fn resources(crd: &Value) -> Vec<Arc<ResourceInfo>> {
                     crd_name: name.clone(),
                     storage_version: storage_version.clone(),
                     schema,
+                    schemas: schemas.clone(),
+                    deprecation_warning: warning,
                     printer_columns,
                     selectable_fields,
                     webhook: webhook.clone(),
@@ -744,6 +846,165 @@ mod tests {
         registry.remove_custom("widgets.example.com");
         registry.set_custom("widgets.example.com", resources(&crd("20", 4)));
         assert_eq!(schema_rv(), Some(20));
+    }
+
+    /// kube's `defaultDeprecationWarning`: the newest served version that is not deprecated and
+    /// comes before the deprecated one in kube's order (GA, beta, alpha; higher numbers first),
+    /// if there is one.
+    #[test]
+    fn deprecated_versions_get_kubes_default_warning() {
+        let crd = |versions: Value| {
+            json!({"metadata": {"name": "widgets.example.com"},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "kind": "Widget"}, "versions": versions}})
+        };
+        let v = |name: &str, served: bool, deprecated: bool| json!({"name": name, "served": served, "storage": false, "deprecated": deprecated});
+        let c = crd(json!([
+            v("v1alpha1", true, true),
+            v("v1beta2", true, false),
+            v("v1", true, false),
+            v("v1beta1", true, true),
+            v("v2", false, false),
+            v("v3", true, true)
+        ]));
+        // GA before beta: v1, not v1beta2; v2 is not served, v3 is deprecated.
+        assert_eq!(
+            deprecation_warning(&c, "v1alpha1"),
+            "example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget"
+        );
+        assert_eq!(
+            deprecation_warning(&c, "v1beta1"),
+            "example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget"
+        );
+        // Nothing after v3 is served and not deprecated.
+        assert_eq!(
+            deprecation_warning(&c, "v3"),
+            "example.com/v3 Widget is deprecated"
+        );
+        // Within a stage, the higher number: v1beta2 over v1beta1; a GA v2 beats any beta.
+        let c = crd(json!([
+            v("v1alpha1", true, true),
+            v("v1beta1", true, false),
+            v("v1beta2", true, false)
+        ]));
+        assert_eq!(
+            deprecation_warning(&c, "v1alpha1"),
+            "example.com/v1alpha1 Widget is deprecated; use example.com/v1beta2 Widget"
+        );
+        let c = crd(json!([v("v2beta1", true, true), v("v1", true, false)]));
+        assert_eq!(
+            deprecation_warning(&c, "v2beta1"),
+            "example.com/v2beta1 Widget is deprecated; use example.com/v1 Widget"
+        );
+        // Only versions before it: a deprecated v2 does not send anyone back to v1.
+        let c = crd(json!([v("v2", true, true), v("v1", true, false)]));
+        assert_eq!(
+            deprecation_warning(&c, "v2"),
+            "example.com/v2 Widget is deprecated"
+        );
+        // Names that are not kube-like come after those that are, alphabetically.
+        let c = crd(json!([v("foo", true, true), v("bar", true, false)]));
+        assert_eq!(
+            deprecation_warning(&c, "foo"),
+            "example.com/foo Widget is deprecated; use example.com/bar Widget"
+        );
+
+        // Served: the version's own text, else the default; none for the others.
+        let mut c = crd(json!([
+            v("v1alpha1", true, true),
+            v("v1beta1", true, true),
+            v("v1", true, false)
+        ]));
+        c["spec"]["versions"][1]["deprecationWarning"] = json!("going away");
+        let warnings: Vec<(String, Option<String>)> = resources(&c)
+            .iter()
+            .map(|r| {
+                (
+                    r.version.clone(),
+                    r.custom
+                        .as_ref()
+                        .and_then(|cr| cr.deprecation_warning.clone()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            warnings,
+            vec![
+                (
+                    "v1alpha1".to_owned(),
+                    Some(
+                        "example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget"
+                            .to_owned()
+                    )
+                ),
+                ("v1beta1".to_owned(), Some("going away".to_owned())),
+                ("v1".to_owned(), None),
+            ]
+        );
+    }
+
+    /// kube's `validateDeprecationWarning`, with its messages.
+    #[test]
+    fn deprecation_warnings_are_validated_as_kube_does() {
+        assert_eq!(
+            deprecation_warning_errors(false, "x"),
+            ["can only be set for deprecated versions"]
+        );
+        assert_eq!(
+            deprecation_warning_errors(true, ""),
+            ["must not be an empty string"]
+        );
+        assert!(deprecation_warning_errors(true, "use v2 – déjà vu ✓ \"now\"").is_empty());
+        assert!(deprecation_warning_errors(true, &"x".repeat(256)).is_empty());
+        assert_eq!(
+            deprecation_warning_errors(true, &"x".repeat(257)),
+            ["must be <= 256 characters long"]
+        );
+        // Go's `len` counts bytes: 129 two-byte characters are too many.
+        assert_eq!(
+            deprecation_warning_errors(true, &"é".repeat(129)),
+            ["must be <= 256 characters long"]
+        );
+        // The first non-printable character only, at its byte offset.
+        assert_eq!(
+            deprecation_warning_errors(true, "ab\tc\n"),
+            ["must only contain printable UTF-8 characters; non-printable character found at index 2"]
+        );
+        // A no-break space and a zero-width space are not printable to Go either.
+        assert_eq!(
+            deprecation_warning_errors(true, "é\u{a0}"),
+            ["must only contain printable UTF-8 characters; non-printable character found at index 2"]
+        );
+        assert_eq!(
+            deprecation_warning_errors(true, "a\u{200b}"),
+            ["must only contain printable UTF-8 characters; non-printable character found at index 1"]
+        );
+
+        // In a CRD: one cause per problem, under the version's path, the value quoted as Go
+        // quotes it.
+        let crd = json!({"metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                    "listKind": "WidgetList"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true,
+                     "deprecationWarning": "not \"yet\"",
+                     "schema": {"openAPIV3Schema": {"type": "object"}}},
+                    {"name": "v1beta1", "served": true, "storage": false, "deprecated": true,
+                     "deprecationWarning": "",
+                     "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+        let causes: Vec<String> = validate(&crd)
+            .into_iter()
+            .filter(|c| c.field.ends_with("deprecationWarning"))
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        assert_eq!(
+            causes,
+            [
+                "spec.versions[0].deprecationWarning: Invalid value: \"not \\\"yet\\\"\": can only be set for deprecated versions",
+                "spec.versions[1].deprecationWarning: Invalid value: \"\": must not be an empty string",
+            ]
+        );
     }
 
     #[test]

@@ -53,6 +53,14 @@ pub struct CustomResource {
     /// This version's structural schema (none only if it failed to parse, which validation
     /// prevents).
     pub schema: Option<Arc<crate::schema::Schema>>,
+    /// Every version's structural schema by version name, served or not (kube's
+    /// `structuralSchemas`, shared by the CRD's versions): an object read is pruned and
+    /// defaulted by the schema of the version it is stored in, an object written through
+    /// another version than the storage version is pruned by the storage version's.
+    pub schemas: Arc<BTreeMap<String, Arc<crate::schema::Schema>>>,
+    /// The `Warning` every request to this version gets when the CRD marks it `deprecated`:
+    /// its `deprecationWarning`, else kube's default text (`crd::deprecation_warning`).
+    pub deprecation_warning: Option<String>,
     pub printer_columns: Vec<PrinterColumn>,
     /// This version's `selectableFields`, as field selectors name them (`spec.color`).
     pub selectable_fields: Vec<String>,

@@ -178,6 +178,14 @@ impl Schema {
         default::default(obj, Some(&self.root));
     }
 
+    /// kube's `unstructuredSchemaCoercer` on an object converted to this schema's version
+    /// (`schemaCoercingConverter`): pruned, and non-nullable `null`s without a default dropped
+    /// (`PruneNonNullableNullsWithoutDefaults`); not defaulted.
+    pub fn coerce(&self, obj: &mut Value) {
+        prune::prune(&self.root, obj);
+        default::prune_non_nullable_nulls(obj, Some(&self.root));
+    }
+
     /// Validates an object: OpenAPI keywords (type, properties, required, enum, pattern, bounds,
     /// lengths, sizes, formats, nullable, additionalProperties, allOf/anyOf/oneOf/not,
     /// int-or-string, …), `x-kubernetes-embedded-resource` TypeMeta/ObjectMeta checks and
