@@ -3675,12 +3675,39 @@ impl Service {
             return Ok(out);
         }
         if matches!(sub, Subresource::Status | Subresource::Approval) {
-            // /status: everything but status stays as stored (/approval: but the conditions).
+            // /status: everything but status and the metadata the kind's status strategy
+            // takes from the request stays as stored (/approval: but the conditions).
             let mut out = current.clone();
             if let (Some(o), Some(status)) = (out.as_object_mut(), new.get("status")) {
                 o.insert("status".into(), status.clone());
             } else if let Some(o) = out.as_object_mut() {
                 o.remove("status");
+            }
+            let takes = if ri.is_custom() {
+                None
+            } else {
+                crate::builtin::status_metadata(&ri.group, &ri.resource)
+            };
+            if let Some(reset) = takes {
+                let mut m = match new.as_object_mut().and_then(|o| o.remove("metadata")) {
+                    Some(Value::Object(m)) => m,
+                    _ => serde_json::Map::new(),
+                };
+                let stored = metadata(current);
+                for field in reset {
+                    match stored.and_then(|c| c.get(*field)) {
+                        Some(v) => {
+                            m.insert((*field).into(), v.clone());
+                        }
+                        None => {
+                            m.remove(*field);
+                        }
+                    }
+                }
+                if let Some(o) = out.as_object_mut() {
+                    o.insert("metadata".into(), Value::Object(m));
+                }
+                Self::keep_system_metadata(ri, current, &mut out)?;
             }
             if csr {
                 crate::builtin::csr::prepare_update(sub, current, &mut out);
@@ -3722,8 +3749,18 @@ impl Service {
                 _ => {}
             }
         }
+        Self::keep_system_metadata(ri, current, &mut new)?;
+        Ok(new)
+    }
+
+    /// What no update changes of an object's metadata, put back from `current` into `new`
+    /// (kube's `BeforeUpdate` and object meta update validation): `uid` (another one is a
+    /// conflict), `creationTimestamp`, `deletionTimestamp`, `deletionGracePeriodSeconds`,
+    /// `generateName`, `generation`, `resourceVersion`; `managedFields` and `selfLink` out;
+    /// empty labels, annotations, finalizers and owner references dropped as kube omits them.
+    fn keep_system_metadata(ri: &ResourceInfo, current: &Value, new: &mut Value) -> Result<()> {
         let cur_meta = metadata(current).cloned().unwrap_or_default();
-        let m = metadata_mut(&mut new)
+        let m = metadata_mut(new)
             .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
         if let Some(uid) = m.get("uid").and_then(Value::as_str) {
             if Some(uid) != cur_meta.get("uid").and_then(Value::as_str) && !uid.is_empty() {
@@ -3786,7 +3823,7 @@ impl Service {
                 m.remove(field);
             }
         }
-        Ok(new)
+        Ok(())
     }
 
     /// Kinds that keep `generation` bump it when anything but metadata and status changed
@@ -5229,6 +5266,126 @@ mod tests {
         assert_eq!(e.code, 409, "{e:?}");
         assert!(e.message.contains("\"gen-bbbbb\" already exists"), "{e:?}");
         assert_eq!(NEXT_SUFFIXES.with(|q| q.borrow().len()), 0);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A Pod's `/status` write takes the request's labels and annotations but keeps the stored
+    /// owner references (kube's `podStatusStrategy.PrepareForUpdate` resets only `spec`,
+    /// `deletionTimestamp` and `ownerReferences`); the status manager owns what it set.
+    #[tokio::test]
+    async fn a_pod_status_write_keeps_its_labels_and_annotations() {
+        let (svc, dir) = bootstrapped("pod-status-metadata").await;
+        let pods = svc.registry.lookup("", "v1", "pods").unwrap();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "ps", "namespace": "default", "uid": "u-ps", "generation": 1,
+                "creationTimestamp": "2026-11-01T00:00:00Z", "labels": {"app": "ps"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": "rs", "uid": "u-rs", "controller": true}]},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+            "status": {"phase": "Pending", "qosClass": "BestEffort"}});
+        svc.store
+            .write(crate::store::WriteOp::Put {
+                key: crate::model::ObjectKey::new("pods", "default", "ps"),
+                value: pod,
+                precondition: crate::store::Precondition::MustNotExist,
+            })
+            .await
+            .unwrap();
+        let body = br#"{"metadata": {"labels": {"viastatus": "yes"}, "annotations": {"st": "1"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "other",
+                "uid": "u-other"}]},
+            "spec": {"nodeName": "elsewhere"},
+            "status": {"phase": "Running"}}"#;
+        let w = svc
+            .patch(
+                &pods,
+                "default",
+                "ps",
+                crate::patch::PatchType::Merge,
+                body,
+                super::Subresource::Status,
+                &WriteOptions::default(),
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(
+            got["metadata"]["labels"],
+            json!({"app": "ps", "viastatus": "yes"}),
+            "{got}"
+        );
+        assert_eq!(got["metadata"]["annotations"], json!({"st": "1"}), "{got}");
+        assert_eq!(
+            got["metadata"]["ownerReferences"],
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                "uid": "u-rs", "controller": true}]),
+            "{got}"
+        );
+        assert!(got.pointer("/spec/nodeName").is_none(), "{got}");
+        assert_eq!(got["status"]["phase"], "Running", "{got}");
+        assert_eq!(got["metadata"]["generation"], 1, "{got}");
+        assert_eq!(got["metadata"]["uid"], "u-ps", "{got}");
+        let entries = got["metadata"]["managedFields"].as_array().cloned();
+        let status = entries
+            .unwrap_or_default()
+            .into_iter()
+            .find(|e| e["subresource"] == "status")
+            .unwrap_or_else(|| panic!("no status manager: {got}"));
+        let fields = &status["fieldsV1"];
+        assert_eq!(
+            fields["f:metadata"]["f:labels"]["f:viastatus"],
+            json!({}),
+            "{status}"
+        );
+        assert_eq!(
+            fields["f:metadata"]["f:annotations"]["f:st"],
+            json!({}),
+            "{status}"
+        );
+        assert!(
+            fields["f:metadata"].get("f:ownerReferences").is_none(),
+            "{status}"
+        );
+        assert!(fields.get("f:spec").is_none(), "{status}");
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A Deployment's `/status` write keeps the stored labels (kube's
+    /// `deploymentStatusStrategy.PrepareForUpdate` resets `spec` and `labels`) and takes the
+    /// request's annotations.
+    #[tokio::test]
+    async fn a_deployment_status_write_keeps_the_stored_labels() {
+        let (svc, dir) = bootstrapped("deployment-status-metadata").await;
+        let deploys = svc.registry.lookup("apps", "v1", "deployments").unwrap();
+        let mut web = web_deployment();
+        web["metadata"]["labels"] = json!({"app": "web"});
+        svc.create(&deploys, "default", web, &WriteOptions::default())
+            .await
+            .unwrap();
+        let body = br#"{"metadata": {"labels": {"app": "other", "viastatus": "yes"},
+            "annotations": {"st": "1"}},
+            "spec": {"replicas": 5},
+            "status": {"observedGeneration": 1}}"#;
+        let w = svc
+            .patch(
+                &deploys,
+                "default",
+                "web",
+                crate::patch::PatchType::Merge,
+                body,
+                super::Subresource::Status,
+                &WriteOptions::default(),
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(got["metadata"]["labels"], json!({"app": "web"}), "{got}");
+        assert_eq!(got["metadata"]["annotations"], json!({"st": "1"}), "{got}");
+        assert_eq!(got["spec"]["replicas"], 1, "{got}");
+        assert_eq!(got["status"]["observedGeneration"], 1, "{got}");
+        assert_eq!(got["metadata"]["generation"], 1, "{got}");
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }
