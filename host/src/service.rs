@@ -2614,7 +2614,7 @@ impl Service {
             ..opts.clone()
         };
         self.update_with(ri, ns, name, None, opts, sub, |stored, current| {
-            let mut out = patch::apply(patch_type, current, &patch_value, ri)?;
+            let mut out = patch::apply_request(patch_type, current, &patch_value, ri)?;
             // Then it decodes the patched object strictly, before anything else looks at it:
             // the write's one decode of it, unless the decoder changed it or something does
             // later (`Built`).
@@ -2988,7 +2988,7 @@ impl Service {
             patch_type
         };
         self.update_scale(ri, ns, name, opts, |current| {
-            let wanted = patch::apply(merged_as, current, &patch_value, ri)?;
+            let wanted = patch::apply_request(merged_as, current, &patch_value, ri)?;
             let warnings =
                 Self::decode_patched_scale(patch_type, &patch_value, &patch_strict, &wanted, opts)?;
             Ok((wanted, warnings))
