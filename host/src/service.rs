@@ -3547,10 +3547,12 @@ impl Service {
         if untouched {
             return Ok(new);
         }
-        // kube's ValidateObjectMetaUpdate: a mutation may not change the uid.
+        // kube's ValidateObjectMetaUpdate: a mutation may not change the uid (a status
+        // strategy that puts the stored metadata back puts the uid back too).
         let uid = |v: &Value| meta::meta_str(v, "uid").unwrap_or("").to_owned();
         let (was, now) = (uid(current), uid(&new));
-        if !matches!(sub, Subresource::Status | Subresource::Approval)
+        if (!matches!(sub, Subresource::Status | Subresource::Approval)
+            || Self::status_takes_metadata(ri).is_some())
             && !now.is_empty()
             && now != was
         {
@@ -3683,12 +3685,7 @@ impl Service {
             } else if let Some(o) = out.as_object_mut() {
                 o.remove("status");
             }
-            let takes = if ri.is_custom() {
-                None
-            } else {
-                crate::builtin::status_metadata(&ri.group, &ri.resource)
-            };
-            if let Some(reset) = takes {
+            if let Some(reset) = Self::status_takes_metadata(ri) {
                 let mut m = match new.as_object_mut().and_then(|o| o.remove("metadata")) {
                     Some(Value::Object(m)) => m,
                     _ => serde_json::Map::new(),
@@ -3751,6 +3748,17 @@ impl Service {
         }
         Self::keep_system_metadata(ri, current, &mut new)?;
         Ok(new)
+    }
+
+    /// The metadata fields a `/status` write of `ri` keeps as stored while it takes the rest of
+    /// the request's metadata (`None`: it keeps all of the stored metadata), as the kind's
+    /// status strategy in kube ([`crate::builtin::status_metadata`]; a custom resource's takes
+    /// none).
+    fn status_takes_metadata(ri: &ResourceInfo) -> Option<&'static [&'static str]> {
+        if ri.is_custom() {
+            return None;
+        }
+        crate::builtin::status_metadata(&ri.group, &ri.resource)
     }
 
     /// What no update changes of an object's metadata, put back from `current` into `new`
