@@ -216,7 +216,7 @@ pub fn apply(
 /// [`apply`] for a PATCH request, its failures answered as kube's patcher answers them: a JSON
 /// patch that does not apply is `NewGenericServerResponse(422)`, which says nothing of why
 /// (`jsonPatcher.applyJSPatch`); a strategic merge patch's errors as
-/// `interpretStrategicMergePatchError` sorts them ([`strategic_error`]).
+/// `interpretStrategicMergePatchError` sorts them (`strategic_error`).
 pub fn apply_request(
     t: PatchType,
     current: &Value,
