@@ -143,7 +143,7 @@ fn patches_cannot_build_objects_too_deep_or_too_big_and_nothing_bricks_the_store
     let st = assert_status(&r, 413, "RequestEntityTooLarge");
     assert_eq!(
         st["message"],
-        "The allowed maximum operations in a JSON patch is 10000, got 10001"
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
     );
 
     // Nothing of the refused patches was stored.

@@ -370,7 +370,8 @@ fn apply_json_ops(
     use json_patch::PatchOperation as Op;
     if ops.len() > limits::JSON_PATCH_MAX_OPERATIONS {
         return Err(JsonPatchFailure::Refused(ApiError::too_large(format!(
-            "The allowed maximum operations in a JSON patch is {}, got {}",
+            // kube's `NewRequestEntityTooLargeError` puts its words before the message.
+            "Request entity too large: The allowed maximum operations in a JSON patch is {}, got {}",
             limits::JSON_PATCH_MAX_OPERATIONS,
             ops.len()
         ))));
@@ -537,7 +538,7 @@ mod tests {
                 &deploy,
                 json!(ops)
             ),
-            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"The allowed maximum operations in a JSON patch is 10000, got 10001","reason":"RequestEntityTooLarge","code":413}"#
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001","reason":"RequestEntityTooLarge","code":413}"#
         );
         let ri = crate::model::Registry::with_builtins()
             .lookup("apps", "v1", "deployments")
