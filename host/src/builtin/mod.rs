@@ -154,13 +154,16 @@ pub fn find(group: &str, resource: &str) -> Option<&'static Builtin> {
 /// status_strategy.go`: the whole old object but `status`; not asked here), and turtles' own
 /// Controllers.
 pub fn status_metadata(group: &str, resource: &str) -> Option<&'static [&'static str]> {
+    const OWNER_REFERENCES: &[&str] = &["ownerReferences"];
+    const LABELS: &[&str] = &["labels"];
+    const NONE: &[&str] = &[];
     match (group, resource) {
         // `podStatusStrategy` (pkg/registry/core/pod/strategy.go): `spec`, and the
         // `deletionTimestamp` and `ownerReferences` of the old Pod.
-        ("", "pods") => Some(&["ownerReferences"]),
+        ("", "pods") => Some(OWNER_REFERENCES),
         // `deploymentStatusStrategy` (pkg/registry/apps/deployment/strategy.go): `spec` and
         // the old labels.
-        ("apps", "deployments") => Some(&["labels"]),
+        ("apps", "deployments") => Some(LABELS),
         // `spec` only (each kind's `pkg/registry/<group>/<kind>/strategy.go`). A CRD's status
         // strategy (`staging/src/k8s.io/apiextensions-apiserver/pkg/registry/
         // customresourcedefinition/strategy.go`) calls `ResetObjectMetaForStatus(&newObj
@@ -181,7 +184,7 @@ pub fn status_metadata(group: &str, resource: &str) -> Option<&'static [&'static
         | ("policy", "poddisruptionbudgets")
         | ("networking.k8s.io", "ingresses" | "servicecidrs")
         | ("certificates.k8s.io", "certificatesigningrequests")
-        | ("apiextensions.k8s.io", "customresourcedefinitions") => Some(&[]),
+        | ("apiextensions.k8s.io", "customresourcedefinitions") => Some(NONE),
         _ => None,
     }
 }
