@@ -2699,7 +2699,7 @@ impl Service {
             ..opts.clone()
         };
         self.update_with(ri, ns, name, None, opts, sub, |stored, current| {
-            let mut out = patch::apply(patch_type, current, &patch_value, ri)?;
+            let mut out = patch::apply_request(patch_type, current, &patch_value, ri)?;
             // Then it decodes the patched object into its type, before anything else looks at
             // it: the write's one decode of it, unless the decoder changed it or something
             // does later (`Built`).
@@ -3106,7 +3106,7 @@ impl Service {
             patch_type
         };
         self.update_scale(ri, ns, name, opts, |current| {
-            let wanted = patch::apply(merged_as, current, &patch_value, ri)?;
+            let wanted = patch::apply_request(merged_as, current, &patch_value, ri)?;
             let warnings =
                 Self::decode_patched_scale(patch_type, &patch_value, &patch_strict, &wanted, opts)?;
             Ok((wanted, warnings))
@@ -3669,10 +3669,12 @@ impl Service {
         if untouched {
             return Ok(new);
         }
-        // kube's ValidateObjectMetaUpdate: a mutation may not change the uid.
+        // kube's ValidateObjectMetaUpdate: a mutation may not change the uid (a status
+        // strategy that puts the stored metadata back puts the uid back too).
         let uid = |v: &Value| meta::meta_str(v, "uid").unwrap_or("").to_owned();
         let (was, now) = (uid(current), uid(&new));
-        if !matches!(sub, Subresource::Status | Subresource::Approval)
+        if (!matches!(sub, Subresource::Status | Subresource::Approval)
+            || Self::status_takes_metadata(ri).is_some())
             && !now.is_empty()
             && now != was
         {
@@ -3797,12 +3799,34 @@ impl Service {
             return Ok(out);
         }
         if matches!(sub, Subresource::Status | Subresource::Approval) {
-            // /status: everything but status stays as stored (/approval: but the conditions).
+            // /status: everything but status and the metadata the kind's status strategy
+            // takes from the request stays as stored (/approval: but the conditions).
             let mut out = current.clone();
             if let (Some(o), Some(status)) = (out.as_object_mut(), new.get("status")) {
                 o.insert("status".into(), status.clone());
             } else if let Some(o) = out.as_object_mut() {
                 o.remove("status");
+            }
+            if let Some(reset) = Self::status_takes_metadata(ri) {
+                let mut m = match new.as_object_mut().and_then(|o| o.remove("metadata")) {
+                    Some(Value::Object(m)) => m,
+                    _ => serde_json::Map::new(),
+                };
+                let stored = metadata(current);
+                for field in reset {
+                    match stored.and_then(|c| c.get(*field)) {
+                        Some(v) => {
+                            m.insert((*field).into(), v.clone());
+                        }
+                        None => {
+                            m.remove(*field);
+                        }
+                    }
+                }
+                if let Some(o) = out.as_object_mut() {
+                    o.insert("metadata".into(), Value::Object(m));
+                }
+                Self::keep_system_metadata(ri, current, &mut out)?;
             }
             if csr {
                 crate::builtin::csr::prepare_update(sub, current, &mut out);
@@ -3844,8 +3868,29 @@ impl Service {
                 _ => {}
             }
         }
+        Self::keep_system_metadata(ri, current, &mut new)?;
+        Ok(new)
+    }
+
+    /// The metadata fields a `/status` write of `ri` keeps as stored while it takes the rest of
+    /// the request's metadata (`None`: it keeps all of the stored metadata), as the kind's
+    /// status strategy in kube ([`crate::builtin::status_metadata`]; a custom resource's takes
+    /// none).
+    fn status_takes_metadata(ri: &ResourceInfo) -> Option<&'static [&'static str]> {
+        if ri.is_custom() {
+            return None;
+        }
+        crate::builtin::status_metadata(&ri.group, &ri.resource)
+    }
+
+    /// What no update changes of an object's metadata, put back from `current` into `new`
+    /// (kube's `BeforeUpdate` and object meta update validation): `uid` (another one is a
+    /// conflict), `creationTimestamp`, `deletionTimestamp`, `deletionGracePeriodSeconds`,
+    /// `generateName`, `generation`, `resourceVersion`; `managedFields` and `selfLink` out;
+    /// empty labels, annotations, finalizers and owner references dropped as kube omits them.
+    fn keep_system_metadata(ri: &ResourceInfo, current: &Value, new: &mut Value) -> Result<()> {
         let cur_meta = metadata(current).cloned().unwrap_or_default();
-        let m = metadata_mut(&mut new)
+        let m = metadata_mut(new)
             .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
         if let Some(uid) = m.get("uid").and_then(Value::as_str) {
             if Some(uid) != cur_meta.get("uid").and_then(Value::as_str) && !uid.is_empty() {
@@ -3908,7 +3953,7 @@ impl Service {
                 m.remove(field);
             }
         }
-        Ok(new)
+        Ok(())
     }
 
     /// Kinds that keep `generation` bump it when anything but metadata and status changed
@@ -5939,6 +5984,126 @@ mod tests {
         assert_eq!(stored.rv, before, "nothing was written");
         assert_eq!(stored.value()["data"], json!({"k": "dg=="}));
         assert!(stored.value().get("stringData").is_none());
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A Pod's `/status` write takes the request's labels and annotations but keeps the stored
+    /// owner references (kube's `podStatusStrategy.PrepareForUpdate` resets only `spec`,
+    /// `deletionTimestamp` and `ownerReferences`); the status manager owns what it set.
+    #[tokio::test]
+    async fn a_pod_status_write_keeps_its_labels_and_annotations() {
+        let (svc, dir) = bootstrapped("pod-status-metadata").await;
+        let pods = svc.registry.lookup("", "v1", "pods").unwrap();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "ps", "namespace": "default", "uid": "u-ps", "generation": 1,
+                "creationTimestamp": "2026-11-01T00:00:00Z", "labels": {"app": "ps"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": "rs", "uid": "u-rs", "controller": true}]},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+            "status": {"phase": "Pending", "qosClass": "BestEffort"}});
+        svc.store
+            .write(crate::store::WriteOp::Put {
+                key: crate::model::ObjectKey::new("pods", "default", "ps"),
+                value: pod,
+                precondition: crate::store::Precondition::MustNotExist,
+            })
+            .await
+            .unwrap();
+        let body = br#"{"metadata": {"labels": {"viastatus": "yes"}, "annotations": {"st": "1"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "other",
+                "uid": "u-other"}]},
+            "spec": {"nodeName": "elsewhere"},
+            "status": {"phase": "Running"}}"#;
+        let w = svc
+            .patch(
+                &pods,
+                "default",
+                "ps",
+                crate::patch::PatchType::Merge,
+                body,
+                super::Subresource::Status,
+                &WriteOptions::default(),
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(
+            got["metadata"]["labels"],
+            json!({"app": "ps", "viastatus": "yes"}),
+            "{got}"
+        );
+        assert_eq!(got["metadata"]["annotations"], json!({"st": "1"}), "{got}");
+        assert_eq!(
+            got["metadata"]["ownerReferences"],
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                "uid": "u-rs", "controller": true}]),
+            "{got}"
+        );
+        assert!(got.pointer("/spec/nodeName").is_none(), "{got}");
+        assert_eq!(got["status"]["phase"], "Running", "{got}");
+        assert_eq!(got["metadata"]["generation"], 1, "{got}");
+        assert_eq!(got["metadata"]["uid"], "u-ps", "{got}");
+        let entries = got["metadata"]["managedFields"].as_array().cloned();
+        let status = entries
+            .unwrap_or_default()
+            .into_iter()
+            .find(|e| e["subresource"] == "status")
+            .unwrap_or_else(|| panic!("no status manager: {got}"));
+        let fields = &status["fieldsV1"];
+        assert_eq!(
+            fields["f:metadata"]["f:labels"]["f:viastatus"],
+            json!({}),
+            "{status}"
+        );
+        assert_eq!(
+            fields["f:metadata"]["f:annotations"]["f:st"],
+            json!({}),
+            "{status}"
+        );
+        assert!(
+            fields["f:metadata"].get("f:ownerReferences").is_none(),
+            "{status}"
+        );
+        assert!(fields.get("f:spec").is_none(), "{status}");
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A Deployment's `/status` write keeps the stored labels (kube's
+    /// `deploymentStatusStrategy.PrepareForUpdate` resets `spec` and `labels`) and takes the
+    /// request's annotations.
+    #[tokio::test]
+    async fn a_deployment_status_write_keeps_the_stored_labels() {
+        let (svc, dir) = bootstrapped("deployment-status-metadata").await;
+        let deploys = svc.registry.lookup("apps", "v1", "deployments").unwrap();
+        let mut web = web_deployment();
+        web["metadata"]["labels"] = json!({"app": "web"});
+        svc.create(&deploys, "default", web, &WriteOptions::default())
+            .await
+            .unwrap();
+        let body = br#"{"metadata": {"labels": {"app": "other", "viastatus": "yes"},
+            "annotations": {"st": "1"}},
+            "spec": {"replicas": 5},
+            "status": {"observedGeneration": 1}}"#;
+        let w = svc
+            .patch(
+                &deploys,
+                "default",
+                "web",
+                crate::patch::PatchType::Merge,
+                body,
+                super::Subresource::Status,
+                &WriteOptions::default(),
+            )
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(got["metadata"]["labels"], json!({"app": "web"}), "{got}");
+        assert_eq!(got["metadata"]["annotations"], json!({"st": "1"}), "{got}");
+        assert_eq!(got["spec"]["replicas"], 1, "{got}");
+        assert_eq!(got["status"]["observedGeneration"], 1, "{got}");
+        assert_eq!(got["metadata"]["generation"], 1, "{got}");
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -542,7 +542,8 @@ fn status_subresource_separates_spec_and_status() {
     assert_eq!(after["status"]["phase"], "Pending");
     assert_eq!(after["spec"]["containers"][0]["image"], "img:2");
 
-    // PUT /status: only status applies.
+    // PUT /status: status applies, spec does not; a Pod's labels do (kube's
+    // `podStatusStrategy` keeps the request's metadata but its owner references).
     let mut st = after.clone();
     st["status"]["phase"] = "Running".into();
     st["spec"]["containers"][0]["image"] = "img:3".into();
@@ -552,7 +553,7 @@ fn status_subresource_separates_spec_and_status() {
     let after = get(&http, &path);
     assert_eq!(after["status"]["phase"], "Running");
     assert_eq!(after["spec"]["containers"][0]["image"], "img:2");
-    assert_eq!(after["metadata"]["labels"]["app"], "p");
+    assert_eq!(after["metadata"]["labels"]["app"], "changed");
 
     // PATCH /status: likewise.
     let r = http.patch(
@@ -563,7 +564,7 @@ fn status_subresource_separates_spec_and_status() {
     assert_eq!(r.status, 200, "{}", r.text());
     let after = get(&http, &path);
     assert_eq!(after["status"]["phase"], "Succeeded");
-    assert_eq!(after["metadata"]["labels"]["app"], "p");
+    assert_eq!(after["metadata"]["labels"]["app"], "x");
     assert!(after["spec"].get("nodeName").is_none(), "{after}");
 
     // Resources without a status subresource have no /status endpoint.

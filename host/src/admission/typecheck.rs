@@ -1011,13 +1011,7 @@ fn format_issues(src: &str, mut issues: Vec<Issue>) -> String {
         let col = src[line_start..issue.offset.min(src.len())].chars().count();
         let text = src[line_start..].split('\n').next().unwrap_or("");
         let mut e = format!("ERROR: <input>:{line}:{}: {}", col + 1, issue.message);
-        if text.chars().count() <= cel::MAX_SNIPPET_CHARS {
-            let dots: String = src[line_start..issue.offset.min(src.len())]
-                .chars()
-                .map(|c| if c.len_utf8() > 1 { '\u{ff0e}' } else { '.' })
-                .collect();
-            e.push_str(&format!("\n | {}\n | {dots}^", text.replace('\t', " ")));
-        }
+        e.push_str(&cel::error_snippet(text, col));
         out.push(e);
     }
     if total > limit {

@@ -303,6 +303,30 @@ impl Set {
         self
     }
 
+    /// Keeps only what lies under the top-level fields `keep` accepts.
+    pub fn keep_top(mut self, keep: impl Fn(&Pe) -> bool) -> Set {
+        self.nodes.retain(|p, _| keep(p));
+        self
+    }
+
+    /// Removes a path and everything under it, as kube's reset-field filters drop a reset
+    /// field's whole subtree.
+    pub fn remove_tree(&mut self, path: &[Pe]) {
+        let Some((first, rest)) = path.split_first() else {
+            return;
+        };
+        if rest.is_empty() {
+            self.nodes.remove(first);
+            return;
+        }
+        if let Some(n) = self.nodes.get_mut(first) {
+            n.children.remove_tree(rest);
+            if n.is_empty() {
+                self.nodes.remove(first);
+            }
+        }
+    }
+
     /// Removes paths (members only; children stay), as structured-merge-diff's stripping of
     /// server-owned metadata does.
     pub fn remove_member(&mut self, path: &[Pe]) {

@@ -239,12 +239,26 @@ fn strip_meta(set: &mut Set) {
 
 /// The fields a write through `sub` cannot change (kube's reset fields): `status` for the main
 /// resource of kinds with a status subresource (and a Namespace's `spec.finalizers`, which only
-/// `finalize` changes); everything but `status` for `/status`.
+/// `finalize` changes); everything but `status` for `/status`, and but the metadata the kind's
+/// status strategy takes from the request ([`crate::builtin::status_metadata`]).
 fn filter_reset(ri: &ResourceInfo, subresource: &str, set: Set) -> Set {
     let mut set = match subresource {
         // `/approval` of a CertificateSigningRequest changes its conditions (kube resets
         // `spec` and `status.certificate`; the strategy keeps the certificate).
-        "status" | "approval" => set.filter_top("status", true),
+        "status" | "approval" => match status_metadata(ri) {
+            Some(reset) => {
+                let (status, metadata) = (
+                    Pe::Field("status".to_owned()),
+                    Pe::Field("metadata".to_owned()),
+                );
+                let mut set = set.keep_top(|pe| *pe == status || *pe == metadata);
+                for field in reset {
+                    set.remove_tree(&[metadata.clone(), Pe::Field((*field).to_owned())]);
+                }
+                set
+            }
+            None => set.filter_top("status", true),
+        },
         _ if ri.status_subresource => set.filter_top("status", false),
         _ => set,
     };
@@ -255,6 +269,22 @@ fn filter_reset(ri: &ResourceInfo, subresource: &str, set: Set) -> Set {
         ]);
     }
     set
+}
+
+/// The metadata fields a `/status` write of `ri` takes from the request but resets (kube's
+/// status strategies' reset fields under `metadata`), if it takes any. A CRD's status strategy
+/// takes the request's metadata but lists all of `metadata` as reset.
+fn status_metadata(ri: &ResourceInfo) -> Option<&'static [&'static str]> {
+    if ri.is_custom() || (ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE) {
+        return None;
+    }
+    // A Pod's strategy also lists `metadata.deletionTimestamp`, which no update changes.
+    const POD: &[&str] = &["deletionTimestamp", "ownerReferences"];
+    let reset = crate::builtin::status_metadata(&ri.group, &ri.resource)?;
+    if ri.group.is_empty() && ri.resource == "pods" {
+        return Some(POD);
+    }
+    Some(reset)
 }
 
 /// The schema walks for a resource: its built-in definition, its CRD schema, or none.

@@ -135,6 +135,60 @@ pub fn find(group: &str, resource: &str) -> Option<&'static Builtin> {
         .find(|b| b.group == group && b.resource == resource)
 }
 
+/// The metadata a `/status` write of built-in `group`/`resource` takes from the request, as its
+/// kube 1.34 status strategy's `PrepareForUpdate` decides: `Some(fields)`, the request's
+/// metadata but for `fields`, which stay as stored (besides what no update changes: `uid`,
+/// `creationTimestamp`, `deletionTimestamp`, `generation`, ...); `None`, the stored metadata,
+/// all of it. A CertificateSigningRequest's `/approval` is as its `/status`.
+///
+/// `None` are the strategies that call `metav1.ResetObjectMetaForStatus(new, old)` (its
+/// labels, annotations, finalizers and ownerReferences, the rest being what no update changes)
+/// or copy the whole old `ObjectMeta`: VolumeAttachments
+/// (`pkg/registry/storage/volumeattachment/strategy.go`), ValidatingAdmissionPolicies
+/// (`pkg/registry/admissionregistration/validatingadmissionpolicy/strategy.go`), ResourceClaims
+/// (`pkg/registry/resource/resourceclaim/strategy.go`), FlowSchemas and
+/// PriorityLevelConfigurations (`pkg/registry/flowcontrol/*/strategy.go`: the old
+/// `ObjectMeta`), APIServices (`staging/src/k8s.io/kube-aggregator/pkg/registry/apiservice/
+/// strategy.go`: labels, annotations, finalizers, ownerReferences), custom resources
+/// (`staging/src/k8s.io/apiextensions-apiserver/pkg/registry/customresource/
+/// status_strategy.go`: the whole old object but `status`; not asked here), and turtles' own
+/// Controllers.
+pub fn status_metadata(group: &str, resource: &str) -> Option<&'static [&'static str]> {
+    const OWNER_REFERENCES: &[&str] = &["ownerReferences"];
+    const LABELS: &[&str] = &["labels"];
+    const NONE: &[&str] = &[];
+    match (group, resource) {
+        // `podStatusStrategy` (pkg/registry/core/pod/strategy.go): `spec`, and the
+        // `deletionTimestamp` and `ownerReferences` of the old Pod.
+        ("", "pods") => Some(OWNER_REFERENCES),
+        // `deploymentStatusStrategy` (pkg/registry/apps/deployment/strategy.go): `spec` and
+        // the old labels.
+        ("apps", "deployments") => Some(LABELS),
+        // `spec` only (each kind's `pkg/registry/<group>/<kind>/strategy.go`). A CRD's status
+        // strategy (`staging/src/k8s.io/apiextensions-apiserver/pkg/registry/
+        // customresourcedefinition/strategy.go`) calls `ResetObjectMetaForStatus(&newObj
+        // .ObjectMeta, &newObj.ObjectMeta)`, the new metadata against itself: no reset.
+        (
+            "",
+            "nodes"
+            | "services"
+            | "namespaces"
+            | "persistentvolumeclaims"
+            | "persistentvolumes"
+            | "replicationcontrollers"
+            | "resourcequotas",
+        )
+        | ("apps", "replicasets" | "statefulsets" | "daemonsets")
+        | ("batch", "jobs" | "cronjobs")
+        | ("autoscaling", "horizontalpodautoscalers")
+        | ("policy", "poddisruptionbudgets")
+        | ("networking.k8s.io", "ingresses" | "servicecidrs")
+        | ("certificates.k8s.io", "certificatesigningrequests")
+        | ("apiextensions.k8s.io", "customresourcedefinitions") => Some(NONE),
+        _ => None,
+    }
+}
+
 const CORE: &str = "";
 const APPS: &str = "apps";
 const BATCH: &str = "batch";

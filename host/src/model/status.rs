@@ -117,6 +117,20 @@ impl ApiError {
         e
     }
 
+    /// kube's `NewGenericServerResponse(http.StatusUnprocessableEntity, "", GroupResource{},
+    /// "", serverMessage, 0, false)`: its fixed message (the server's words go nowhere: no
+    /// causes when the response is not unexpected), reason `Invalid`, and `details` present
+    /// and empty (`"details":{}`), as kube answers a JSON patch that does not apply.
+    pub fn unprocessable() -> Self {
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        );
+        e.details = Some(Box::default());
+        e
+    }
+
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
         let gr = qualified(group, resource);
         Self::new(

@@ -3,7 +3,7 @@
 
 pub mod strategic;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::model::{limits, ApiError, ResourceInfo};
 
@@ -89,6 +89,57 @@ pub fn go_plus_v(v: &Value) -> String {
     out
 }
 
+/// [`go_plus_v`] of a map (`map[k:v ...]`).
+pub fn go_plus_v_map(m: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    go_map_into(m, &mut out, go_plus_v_into);
+    out
+}
+
+/// [`go_plus_v`] of a list (`[a b]`).
+pub fn go_plus_v_slice(items: &[Value]) -> String {
+    let mut out = String::new();
+    go_slice_into(items, &mut out, go_plus_v_into);
+    out
+}
+
+/// Go's `fmt.Sprintf("%s", v)` of a decoded JSON value: strings as they are, maps and lists
+/// element by element, and what `%s` does not print as Go shows a wrong verb: `%!s(int64=5)`,
+/// `%!s(float64=1.5)`, `%!s(bool=true)`, `%!s(<nil>)`.
+pub fn go_s(v: &Value) -> String {
+    let mut out = String::new();
+    go_s_into(v, &mut out);
+    out
+}
+
+fn go_s_into(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("%!s(<nil>)"),
+        Value::Bool(b) => out.push_str(if *b {
+            "%!s(bool=true)"
+        } else {
+            "%!s(bool=false)"
+        }),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => {
+                out.push_str("%!s(int64=");
+                out.push_str(&i.to_string());
+                out.push(')');
+            }
+            None => {
+                out.push_str("%!s(float64=");
+                out.push_str(&crate::schema::go_format_float(
+                    n.as_f64().unwrap_or(f64::NAN),
+                ));
+                out.push(')');
+            }
+        },
+        Value::String(s) => out.push_str(s),
+        Value::Array(items) => go_slice_into(items, out, go_s_into),
+        Value::Object(m) => go_map_into(m, out, go_s_into),
+    }
+}
+
 fn go_plus_v_into(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("<nil>"),
@@ -100,33 +151,39 @@ fn go_plus_v_into(v: &Value, out: &mut String) {
             )),
         },
         Value::String(s) => out.push_str(s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                go_plus_v_into(item, out);
-            }
-            out.push(']');
+        Value::Array(items) => go_slice_into(items, out, go_plus_v_into),
+        Value::Object(m) => go_map_into(m, out, go_plus_v_into),
+    }
+}
+
+/// A list as Go's `fmt` prints a slice: `[a b]`, each item by `item`.
+fn go_slice_into(items: &[Value], out: &mut String, item: fn(&Value, &mut String)) {
+    out.push('[');
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
         }
-        Value::Object(m) => {
-            out.push_str("map[");
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                out.push_str(k);
-                out.push(':');
-                if let Some(item) = m.get(k) {
-                    go_plus_v_into(item, out);
-                }
-            }
-            out.push(']');
+        item(v, out);
+    }
+    out.push(']');
+}
+
+/// A map as Go's `fmt` prints one: `map[k:v ...]`, keys sorted, each value by `item`.
+fn go_map_into(m: &Map<String, Value>, out: &mut String, item: fn(&Value, &mut String)) {
+    out.push_str("map[");
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort();
+    for (i, k) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(k);
+        out.push(':');
+        if let Some(v) = m.get(k) {
+            item(v, out);
         }
     }
+    out.push(']');
 }
 
 /// The shape kube's patcher needs of each patch type.
@@ -142,7 +199,8 @@ fn shaped(t: PatchType, v: Value) -> Result<Value, ApiError> {
     }
 }
 
-/// Apply a decoded patch to the current object.
+/// Apply a decoded patch to the current object, a JSON patch's failures in json-patch's words
+/// (what admission's patches report: a webhook's, a policy's).
 pub fn apply(
     t: PatchType,
     current: &Value,
@@ -150,52 +208,123 @@ pub fn apply(
     ri: &ResourceInfo,
 ) -> Result<Value, ApiError> {
     match t {
-        PatchType::Json => {
-            // An operation of a kind RFC 6902 has not is found when it is reached, as
-            // evanphx/json-patch finds it: the ones before it run, then kube's 422.
-            let unknown = patch.as_array().and_then(|ops| {
-                ops.iter().position(|op| {
-                    op.as_object().is_some_and(|o| {
-                        !matches!(
-                            o.get("op").and_then(Value::as_str),
-                            Some("add" | "remove" | "replace" | "move" | "copy" | "test")
-                        )
-                    })
-                })
-            });
-            let known = match (unknown, patch.as_array()) {
-                (Some(i), Some(ops)) => Value::Array(ops[..i].to_vec()),
-                _ => patch.clone(),
-            };
-            let ops: json_patch::Patch = serde_json::from_value(known)
-                .map_err(|e| ApiError::bad_request(format!("error decoding json patch: {e}")))?;
-            let patched = apply_json_patch(current, &ops.0)?;
-            match unknown.and_then(|i| patch.get(i)) {
-                Some(op) => Err(invalid_patch(format!(
-                    "Unexpected kind: {}",
-                    op.get("op").and_then(Value::as_str).unwrap_or("unknown")
-                ))),
-                None => Ok(patched),
-            }
-        }
+        PatchType::Json => apply_json(current, patch).map_err(JsonPatchFailure::described),
+        _ => apply_other(t, current, patch, ri),
+    }
+}
+
+/// [`apply`] for a PATCH request, its failures answered as kube's patcher answers them: a JSON
+/// patch that does not apply is `NewGenericServerResponse(422)`, which says nothing of why
+/// (`jsonPatcher.applyJSPatch`); a strategic merge patch's errors as
+/// `interpretStrategicMergePatchError` sorts them (`strategic_error`).
+pub fn apply_request(
+    t: PatchType,
+    current: &Value,
+    patch: &Value,
+    ri: &ResourceInfo,
+) -> Result<Value, ApiError> {
+    match t {
+        PatchType::Json => apply_json(current, patch).map_err(JsonPatchFailure::answered),
+        _ => apply_other(t, current, patch, ri),
+    }
+}
+
+fn apply_other(
+    t: PatchType,
+    current: &Value,
+    patch: &Value,
+    ri: &ResourceInfo,
+) -> Result<Value, ApiError> {
+    match t {
         PatchType::Merge => {
             let mut doc = current.clone();
             json_patch::merge(&mut doc, patch);
             Ok(doc)
         }
-        PatchType::Apply => Err(ApiError::unsupported_media_type(
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
-        )),
         PatchType::Strategic => {
             let schema = strategic::PatchSchema::for_kind(&ri.group, &ri.kind);
-            strategic::apply(current, patch, &schema).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
+            strategic::apply(current, patch, &schema).map_err(strategic_error)
+        }
+        PatchType::Json | PatchType::Apply => Err(ApiError::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
+        )),
+    }
+}
+
+/// Why a JSON patch was not applied.
+enum JsonPatchFailure {
+    /// Refused beside applying it (its operations do not decode, too many of them, a value
+    /// nested too deep): the answer as it is.
+    Refused(ApiError),
+    /// An operation that does not apply, in json-patch's words (kube's `patchObj.Apply`
+    /// failing: a failed `test`, a missing path, an unknown `op`, copies past their bound).
+    Failed(String),
+}
+
+impl JsonPatchFailure {
+    /// A 422 with json-patch's words.
+    fn described(self) -> ApiError {
+        match self {
+            Self::Refused(e) => e,
+            Self::Failed(why) => invalid_patch(why),
+        }
+    }
+
+    /// kube's patcher's answer: `NewGenericServerResponse(http.StatusUnprocessableEntity, "",
+    /// schema.GroupResource{}, "", err.Error(), 0, false)`, json-patch's words dropped.
+    fn answered(self) -> ApiError {
+        match self {
+            Self::Refused(e) => e,
+            Self::Failed(_) => ApiError::unprocessable(),
+        }
+    }
+}
+
+/// A JSON patch applied: an operation of a kind RFC 6902 has not is found when it is reached,
+/// as evanphx/json-patch finds it (the ones before it run, then it fails).
+fn apply_json(current: &Value, patch: &Value) -> Result<Value, JsonPatchFailure> {
+    let unknown = patch.as_array().and_then(|ops| {
+        ops.iter().position(|op| {
+            op.as_object().is_some_and(|o| {
+                !matches!(
+                    o.get("op").and_then(Value::as_str),
+                    Some("add" | "remove" | "replace" | "move" | "copy" | "test")
                 )
             })
-        }
+        })
+    });
+    let known = match (unknown, patch.as_array()) {
+        (Some(i), Some(ops)) => Value::Array(ops[..i].to_vec()),
+        _ => patch.clone(),
+    };
+    let ops: json_patch::Patch = serde_json::from_value(known).map_err(|e| {
+        JsonPatchFailure::Refused(ApiError::bad_request(format!(
+            "error decoding json patch: {e}"
+        )))
+    })?;
+    let patched = apply_json_ops(current, &ops.0, &mut false)?;
+    match unknown.and_then(|i| patch.get(i)) {
+        Some(op) => Err(JsonPatchFailure::Failed(format!(
+            "Unexpected kind: {}",
+            op.get("op").and_then(Value::as_str).unwrap_or("unknown")
+        ))),
+        None => Ok(patched),
+    }
+}
+
+/// kube's `interpretStrategicMergePatchError`: mergepatch's format errors are a 400 with their
+/// words, lists of lists kube's generic 422, and every other error (an unknown `$patch`, an
+/// item without its merge key, ...) is no `Status` at all, which kube answers as a 500 with the
+/// error's words and no reason.
+fn strategic_error(e: strategic::StrategicPatchError) -> ApiError {
+    use strategic::StrategicPatchError as E;
+    match e {
+        E::NotAnObject { .. }
+        | E::InvalidRetainKeys
+        | E::InvalidSetElementOrder
+        | E::InvalidDeleteFromPrimitiveList => ApiError::bad_request(e.to_string()),
+        E::ListOfLists => ApiError::unprocessable(),
+        _ => ApiError::new(500, "", e.to_string()),
     }
 }
 
@@ -212,11 +341,12 @@ fn invalid_patch(message: impl std::fmt::Display) -> ApiError {
 /// [`limits::JSON_PATCH_MAX_COPY_BYTES`] in all, and no operation nesting the document deeper
 /// than [`limits::MAX_DEPTH`] (checked before the operation runs, so nothing recursive ever walks
 /// a deeper value).
+#[cfg(test)]
 fn apply_json_patch(
     current: &Value,
     ops: &[json_patch::PatchOperation],
 ) -> Result<Value, ApiError> {
-    apply_json_ops(current, ops, &mut false)
+    apply_json_ops(current, ops, &mut false).map_err(JsonPatchFailure::described)
 }
 
 /// Apply JSON Patch operations as a MutatingAdmissionPolicy's `JSONPatch` mutation does:
@@ -228,7 +358,7 @@ pub fn apply_json_patch_tested(current: &Value, ops: &Value) -> Result<Option<Va
     match apply_json_ops(current, &ops.0, &mut test_failed) {
         Ok(v) => Ok(Some(v)),
         Err(_) if test_failed => Ok(None),
-        Err(e) => Err(e),
+        Err(e) => Err(e.described()),
     }
 }
 
@@ -236,14 +366,15 @@ fn apply_json_ops(
     current: &Value,
     ops: &[json_patch::PatchOperation],
     test_failed: &mut bool,
-) -> Result<Value, ApiError> {
+) -> Result<Value, JsonPatchFailure> {
     use json_patch::PatchOperation as Op;
     if ops.len() > limits::JSON_PATCH_MAX_OPERATIONS {
-        return Err(ApiError::too_large(format!(
-            "The allowed maximum operations in a JSON patch is {}, got {}",
+        return Err(JsonPatchFailure::Refused(ApiError::too_large(format!(
+            // kube's `NewRequestEntityTooLargeError` puts its words before the message.
+            "Request entity too large: The allowed maximum operations in a JSON patch is {}, got {}",
             limits::JSON_PATCH_MAX_OPERATIONS,
             ops.len()
-        )));
+        ))));
     }
     let mut doc = current.clone();
     let mut copied = 0usize;
@@ -264,7 +395,7 @@ fn apply_json_ops(
                 if let Ok(src) = o.from.resolve(&doc) {
                     copied += limits::json_len(src);
                     if copied > limits::JSON_PATCH_MAX_COPY_BYTES {
-                        return Err(invalid_patch(format!(
+                        return Err(JsonPatchFailure::Failed(format!(
                             "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {}",
                             limits::JSON_PATCH_MAX_COPY_BYTES
                         )));
@@ -286,7 +417,11 @@ fn apply_json_ops(
         };
         match value_depth {
             Some(d) if at.count() + d <= limits::MAX_DEPTH => {}
-            _ => return Err(invalid_patch(limits::too_deep_message())),
+            _ => {
+                return Err(JsonPatchFailure::Refused(invalid_patch(
+                    limits::too_deep_message(),
+                )))
+            }
         }
         apply_one(&mut doc, op, i)?;
     }
@@ -305,11 +440,11 @@ fn apply_one(
     doc: &mut Value,
     op: &json_patch::PatchOperation,
     index: usize,
-) -> Result<(), ApiError> {
+) -> Result<(), JsonPatchFailure> {
     // The document is a copy that is dropped on error, so no undo log is needed.
     json_patch::patch_unsafe(doc, std::slice::from_ref(op)).map_err(|mut e| {
         e.operation = index;
-        invalid_patch(e)
+        JsonPatchFailure::Failed(e.to_string())
     })
 }
 
@@ -353,6 +488,134 @@ mod tests {
         )
         .unwrap_err();
         assert!(!e.message.contains("Unexpected kind"), "{}", e.message);
+    }
+
+    /// The `Status` a PATCH request is answered with, as kube serializes it.
+    fn answered(t: PatchType, resource: (&str, &str), current: &Value, patch: Value) -> String {
+        let ri = crate::model::Registry::with_builtins()
+            .lookup(resource.0, "v1", resource.1)
+            .unwrap();
+        let e = apply_request(t, current, &patch, &ri).unwrap_err();
+        serde_json::to_string(&e.to_status()).unwrap()
+    }
+
+    /// A JSON patch that does not apply is kube's `NewGenericServerResponse(422)`
+    /// (`jsonPatcher.applyJSPatch`): its fixed message, `Invalid`, empty details, and none of
+    /// json-patch's words; whatever fails (a `test`, a missing path, an unknown `op`, copies
+    /// past their bound). Admission's patches keep json-patch's words.
+    #[test]
+    fn a_json_patch_that_does_not_apply_is_kubes_generic_422() {
+        let generic = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server rejected our request due to an error in our request","reason":"Invalid","details":{},"code":422}"#;
+        let deploy = json!({"spec": {"replicas": 1, "s": "x".repeat(1024)}});
+        let copies: Vec<Value> = (0..20)
+            .map(|i| json!({"op": "copy", "from": "/spec", "path": format!("/spec/c{i}")}))
+            .collect();
+        for ops in [
+            json!([{"op": "test", "path": "/spec/replicas", "value": 99}]),
+            json!([{"op": "remove", "path": "/spec/nope"}]),
+            json!([{"op": "replace", "path": "/spec/replicas", "value": 2}, {"op": "bogus", "path": "/x"}]),
+            json!(copies),
+        ] {
+            assert_eq!(
+                answered(
+                    PatchType::Json,
+                    ("apps", "deployments"),
+                    &deploy,
+                    ops.clone()
+                ),
+                generic,
+                "{ops}"
+            );
+        }
+        // What is refused beside applying it is answered as before.
+        let ops: Vec<Value> = (0..=limits::JSON_PATCH_MAX_OPERATIONS)
+            .map(|_| json!({"op": "test", "path": "/spec/replicas", "value": 1}))
+            .collect();
+        assert_eq!(
+            answered(
+                PatchType::Json,
+                ("apps", "deployments"),
+                &deploy,
+                json!(ops)
+            ),
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001","reason":"RequestEntityTooLarge","code":413}"#
+        );
+        let ri = crate::model::Registry::with_builtins()
+            .lookup("apps", "v1", "deployments")
+            .unwrap();
+        let e = apply(
+            PatchType::Json,
+            &deploy,
+            &json!([{"op": "test", "path": "/spec/replicas", "value": 99}]),
+            &ri,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("value did not match"), "{}", e.message);
+    }
+
+    /// A strategic merge patch's errors as kube's `interpretStrategicMergePatchError` sorts
+    /// them: mergepatch's format errors a 400, lists of lists the generic 422, and the others
+    /// (an unknown `$patch`, an item without its merge key, a `$setElementOrder` out of
+    /// order, ...) no `Status`, which kube answers as a 500 with their words and no reason;
+    /// maps and lists shown as Go's `fmt` shows them.
+    #[test]
+    fn strategic_patch_errors_are_answered_as_kube_answers_them() {
+        let deploy = json!({"metadata": {"finalizers": ["x"]},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [
+            {"name": "c", "image": "nginx"}]}}}});
+        let deployments = ("apps", "deployments");
+        let cases = [
+            (
+                json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"map: map[image:x] does not contain declared merge key: name","code":500}"#,
+            ),
+            (
+                json!({"spec": {"$patch": "bogus"}}),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"unknown patch type: bogus in map: map[$patch:bogus]","code":500}"#,
+            ),
+            (
+                json!({"spec": {"template": {"spec": {"containers": [
+                    {"name": "c", "$patch": 3, "ports": [{"containerPort": 80}]}]}}}}),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"unknown patch type: %!s(int64=3) in map: map[$patch:3 name:c ports:[map[containerPort:80]]]","code":500}"#,
+            ),
+            (
+                json!({"spec": {"template": {"spec": {
+                    "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                    "containers": [{"name": "b"}, {"name": "a"}]}}}}),
+                "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"The order in patch list:\\n[map[name:b] map[name:a]]\\n doesn't match $setElementOrder list:\\n[map[name:a] map[name:b]]\\n\",\"code\":500}",
+            ),
+            (
+                json!({"spec": {"template": {"spec": {
+                    "$setElementOrder/containers": "c"}}}}),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"expected a []interface {}, but received a string","code":500}"#,
+            ),
+            (
+                json!({"spec": {"$retainKeys": ["replicas"], "paused": true}}),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"invalid patch format of retainKeys","reason":"BadRequest","code":400}"#,
+            ),
+            (
+                json!({"spec": {"template": {"spec": {"$setElementOrder": []}}}}),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"invalid patch format of setElementOrder list","reason":"BadRequest","code":400}"#,
+            ),
+            (
+                json!({"metadata": {"finalizers": ["a", {"b": 1}]}}),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"list element types are not identical: [[x] [a map[b:1]]]","code":500}"#,
+            ),
+        ];
+        for (patch, want) in cases {
+            assert_eq!(
+                answered(PatchType::Strategic, deployments, &deploy, patch.clone()),
+                want,
+                "{patch}"
+            );
+        }
+        assert_eq!(
+            serde_json::to_string(
+                &strategic_error(strategic::StrategicPatchError::ListOfLists).to_status()
+            )
+            .unwrap(),
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server rejected our request due to an error in our request","reason":"Invalid","details":{},"code":422}"#
+        );
     }
 
     /// The patch's own strict decoding errors, as kube's patcher words them, unless Ignore.

@@ -44,31 +44,42 @@ const RETAIN_KEYS_DIRECTIVE: &str = "$retainKeys";
 const SET_ELEMENT_ORDER_PREFIX: &str = "$setElementOrder";
 const DELETE_FROM_PRIMITIVE_LIST_PREFIX: &str = "$deleteFromPrimitiveList";
 
-/// Errors raised while applying a strategic merge patch. Messages follow the
-/// wording of the Go implementation where one exists.
+/// Errors raised while applying a strategic merge patch. Messages are the Go
+/// implementation's (`k8s.io/apimachinery/pkg/util/strategicpatch` and
+/// `mergepatch`), values shown as Go's `fmt` shows the decoded maps and lists,
+/// where one exists.
 #[derive(Debug, thiserror::Error)]
 pub enum StrategicPatchError {
-    /// The patch (or the original document) is not a JSON object.
-    #[error("invalid JSON document: the {what} must be a JSON object, got {actual}")]
+    /// The patch (or the original document) is not a JSON object
+    /// (`mergepatch.ErrBadJSONDoc`).
+    #[error("invalid JSON document")]
     NotAnObject {
         what: &'static str,
         actual: &'static str,
     },
-    /// A `$patch` directive with a value other than `replace`, `delete`, `merge`.
+    /// A `$patch` directive with a value other than `replace`, `delete`, `merge`
+    /// (`mergepatch.ErrBadPatchType`: the directive as `%s`, the map as `%v`).
     #[error("unknown patch type: {directive} in map: {map}")]
     UnknownPatchType { directive: String, map: String },
-    /// A list element lacks the merge key declared for its list.
+    /// A list element lacks the merge key declared for its list
+    /// (`mergepatch.ErrNoMergeKey`, the map as `%v`).
     #[error("map: {map} does not contain declared merge key: {key}")]
     MissingMergeKey { map: String, key: String },
-    /// A list of maps is merged but the schema declares no merge key for it.
-    #[error("cannot merge lists without merge key for {path}")]
+    /// A list of maps is merged but the schema declares no merge key for it: a
+    /// merging list of strings (finalizers, a Node's `podCIDRs`) given maps.
+    #[error("cannot merge lists without merge key for type string")]
     NoMergeKey { path: String },
-    /// Merging lists whose elements are lists.
+    /// Merging lists whose elements are lists (`mergepatch.ErrNoListOfLists`).
     #[error("lists of lists are not supported")]
     ListOfLists,
-    /// A merging list mixes element types (e.g. maps and strings).
-    #[error("list element types are not identical in {path}")]
-    MixedListElements { path: String },
+    /// A merging list mixes element types (e.g. maps and strings): `lists` is
+    /// `fmt.Sprint` of the original and patch lists.
+    #[error("list element types are not identical: {lists}")]
+    MixedListElements { path: String, lists: String },
+    /// A value that must be a list is not (`mergepatch.ErrBadArgType`: `actual`
+    /// is the Go type the value decodes to).
+    #[error("expected a []interface {{}}, but received a {actual}")]
+    NotAList { actual: &'static str },
     /// A value has the wrong JSON type for where it appears.
     #[error("expected a {expected}, but received a {actual} at {path}")]
     TypeMismatch {
@@ -658,10 +669,14 @@ impl Merger<'_> {
         order: &Value,
         path: &str,
     ) -> Result<Option<&'p str>> {
-        let field = directive_field(directive_key, SET_ELEMENT_ORDER_PREFIX)
-            .ok_or(StrategicPatchError::InvalidSetElementOrder)?;
+        // kube's `mergePatchIntoOriginal`: the order must be a list, the key name a field,
+        // and the field a list in the original and in the patch, in that order.
         let order = order
             .as_array()
+            .ok_or_else(|| StrategicPatchError::NotAList {
+                actual: go_type(order),
+            })?;
+        let field = directive_field(directive_key, SET_ELEMENT_ORDER_PREFIX)
             .ok_or(StrategicPatchError::InvalidSetElementOrder)?;
         let field_path = child_path(path, field);
         let mk = match self.schema.list_strategy(&field_path) {
@@ -673,17 +688,19 @@ impl Merger<'_> {
             None | Some(Value::Null) => None,
             Some(Value::Array(a)) => Some(a.clone()),
             Some(other) => {
-                return Err(StrategicPatchError::TypeMismatch {
-                    path: display_path(&field_path),
-                    expected: "list",
-                    actual: kind_name(other),
+                return Err(StrategicPatchError::NotAList {
+                    actual: go_type(other),
                 })
             }
         };
         let patch_list = match patch.get(field) {
             None => None,
             Some(Value::Array(a)) => Some(a.as_slice()),
-            Some(_) => return Err(StrategicPatchError::InvalidSetElementOrder),
+            Some(other) => {
+                return Err(StrategicPatchError::NotAList {
+                    actual: go_type(other),
+                })
+            }
         };
         if let Some(p) = patch_list {
             validate_set_element_order(p, order, mk)?;
@@ -757,8 +774,8 @@ fn validate_set_element_order(patch: &[Value], order: &[Value], mk: Option<&str>
     }
     if pi < items.len() {
         return Err(StrategicPatchError::SetElementOrderMismatch {
-            patch: Value::Array(patch.to_vec()).to_string(),
-            order: Value::Array(order.to_vec()).to_string(),
+            patch: super::go_plus_v_slice(patch),
+            order: super::go_plus_v_slice(order),
         });
     }
     Ok(())
@@ -1022,20 +1039,26 @@ enum ElemKind {
     Scalar,
 }
 
-/// Upstream `sliceElementType`: all elements of a merging list share a type.
+/// Upstream `sliceElementType`: all elements of a merging list share a type, and the first
+/// is no list.
 fn element_kind(original: &[Value], patch: &[Value], path: &str) -> Result<ElemKind> {
     let mut seen: Option<&'static str> = None;
     for v in original.iter().chain(patch) {
         let name = match v {
             Value::Null => continue,
-            Value::Array(_) => return Err(StrategicPatchError::ListOfLists),
             other => kind_name(other),
         };
         match seen {
+            None if v.is_array() => return Err(StrategicPatchError::ListOfLists),
             None => seen = Some(name),
             Some(prev) if prev != name => {
                 return Err(StrategicPatchError::MixedListElements {
                     path: display_path(path),
+                    lists: format!(
+                        "[{} {}]",
+                        super::go_plus_v_slice(original),
+                        super::go_plus_v_slice(patch)
+                    ),
                 })
             }
             Some(_) => {}
@@ -1125,18 +1148,29 @@ fn kind_name(v: &Value) -> &'static str {
 
 fn unknown_patch_type(directive: &Value, map: &Map<String, Value>) -> StrategicPatchError {
     StrategicPatchError::UnknownPatchType {
-        directive: match directive {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        },
-        map: Value::Object(map.clone()).to_string(),
+        directive: super::go_s(directive),
+        map: super::go_plus_v_map(map),
     }
 }
 
 fn missing_merge_key(map: &Map<String, Value>, key: &str) -> StrategicPatchError {
     StrategicPatchError::MissingMergeKey {
-        map: Value::Object(map.clone()).to_string(),
+        map: super::go_plus_v_map(map),
         key: key.to_owned(),
+    }
+}
+
+/// The Go type a decoded JSON value has (`reflect.TypeOf`, as `%s` shows it): integers that
+/// fit are `int64` (kube decodes patches preserving them), other numbers `float64`.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "%!s(<nil>)",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_i64() => "int64",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
     }
 }
 
@@ -1611,9 +1645,20 @@ mod tests {
             StrategicPatchError::SetElementOrderMismatch { .. }
         ));
         assert!(err.to_string().contains("doesn't match"));
+        // kube's `mergepatch.ErrBadArgType` for an order that is no list; its 400 for a
+        // directive that names no field.
         let err = apply_err(
             json!({}),
             json!({"$setElementOrder/mergingList": {"name": 1}}),
+            &merging_list_schema(),
+        );
+        assert_eq!(
+            err.to_string(),
+            "expected a []interface {}, but received a map[string]interface {}"
+        );
+        let err = apply_err(
+            json!({}),
+            json!({"$setElementOrder": [{"name": 1}]}),
             &merging_list_schema(),
         );
         assert!(matches!(err, StrategicPatchError::InvalidSetElementOrder));

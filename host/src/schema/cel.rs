@@ -376,10 +376,6 @@ pub(crate) const MAX_REPORTED_PARSE_ERRORS: usize = 100;
 /// Longest source line quoted under an error (with a caret under the position).
 pub(crate) const MAX_SNIPPET_CHARS: usize = 1_000;
 
-/// The parse errors as the `cel` crate prints them (`ERROR: <input>:1:5: msg`, the source line,
-/// a caret), but at most [`MAX_REPORTED_PARSE_ERRORS`] of them and without quoting long lines:
-/// the crate's own `Display` quotes the whole line under every error, which for a 100,000-character
-/// line of junk is gigabytes, and panics on columns beyond 65,535.
 /// Where each expression of `src`'s parse starts, by id (`SourceInfo::offset_for`): the parser
 /// hands its positions out only with errors, so `src` is parsed again with a stray `)` on a
 /// line of its own after it, which the parser's recovery drops at the end: the tree before it,
@@ -397,6 +393,40 @@ pub fn source_offsets(src: &str) -> Option<Arc<SourceInfo>> {
     errors.errors.into_iter().find_map(|e| e.source_info)
 }
 
+/// cel-go's quote of the source `line` under an error at its 0-based character `col`
+/// (`common.Error.ToDisplayString`): `\n | ` and the line, tabs shown as spaces, then `\n | `, a
+/// dot under each character before the column and a caret under it, both widened (`．`, `＾`)
+/// under a character of more than one UTF-8 byte. Nothing for a line longer than
+/// [`MAX_SNIPPET_CHARS`].
+pub(crate) fn error_snippet(line: &str, col: usize) -> String {
+    if line.chars().count() > MAX_SNIPPET_CHARS {
+        return String::new();
+    }
+    let text = line.replace('\t', " ");
+    let mut out = String::with_capacity(2 * text.len() + 10);
+    out.push_str("\n | ");
+    out.push_str(&text);
+    out.push_str("\n | ");
+    let mut chars = text.chars();
+    for _ in 0..col {
+        match chars.next() {
+            Some(c) if c.len_utf8() > 1 => out.push('\u{ff0e}'),
+            Some(_) => out.push('.'),
+            None => break,
+        }
+    }
+    out.push(match chars.next() {
+        Some(c) if c.len_utf8() > 1 => '\u{ff3e}',
+        _ => '^',
+    });
+    out
+}
+
+/// The parse errors as cel-go prints them (`ERROR: <input>:1:5: msg`, the source line, a caret:
+/// [`error_snippet`]), with the `cel` crate's messages and positions, but at most
+/// [`MAX_REPORTED_PARSE_ERRORS`] of them and without quoting long lines: the crate's own
+/// `Display` quotes the whole line under every error, which for a 100,000-character line of junk
+/// is gigabytes, and panics on columns beyond 65,535.
 fn parse_errors_text(e: &ParseErrors, src: &str) -> String {
     use std::fmt::Write as _;
     let lines: Vec<&str> = src.split('\n').collect();
@@ -407,10 +437,9 @@ fn parse_errors_text(e: &ParseErrors, src: &str) -> String {
         }
         let (line, col) = err.pos;
         let _ = write!(out, "ERROR: <input>:{line}:{col}: {}", err.msg);
-        let snippet = usize::try_from(line - 1).ok().and_then(|l| lines.get(l));
-        if let Some(text) = snippet.filter(|t| t.chars().count() <= MAX_SNIPPET_CHARS) {
-            let dots = usize::try_from(col).unwrap_or(0).saturating_sub(1);
-            let _ = write!(out, "\n| {text}\n| {}^", ".".repeat(dots));
+        if let Some(text) = usize::try_from(line - 1).ok().and_then(|l| lines.get(l)) {
+            let before = usize::try_from(col).unwrap_or(0).saturating_sub(1);
+            out.push_str(&error_snippet(text, before));
         }
     }
     if e.errors.len() > MAX_REPORTED_PARSE_ERRORS {
@@ -777,11 +806,11 @@ impl<'a> Checker<'a> {
         let line_no = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         let col = self.source[line_start..offset].chars().count();
-        let line = self.source[line_start..].lines().next().unwrap_or("");
+        let line = self.source[line_start..].split('\n').next().unwrap_or("");
         self.errors.push(format!(
-            "ERROR: <input>:{line_no}:{}: {msg}\n | {line}\n | {}^",
+            "ERROR: <input>:{line_no}:{}: {msg}{}",
             col + 1,
-            ".".repeat(col)
+            error_snippet(line, col)
         ));
     }
 
@@ -2793,6 +2822,31 @@ mod tests {
         assert!(parse(&ok).is_ok());
     }
 
+    /// A parse error quotes its line as cel-go's `ToDisplayString` does: ` | ` before the line
+    /// and before the caret line, tabs as spaces, wide dots and caret under characters of more
+    /// than one byte.
+    #[test]
+    fn errors_quote_their_line_as_cel_go_does() {
+        let err = parse("self.foo > ").expect_err("invalid");
+        assert!(
+            err.starts_with("ERROR: <input>:1:12: ")
+                && err.ends_with("\n | self.foo > \n | ...........^"),
+            "{err:?}"
+        );
+        assert_eq!(error_snippet("a\tb == 1", 2), "\n | a b == 1\n | ..^");
+        assert_eq!(
+            error_snippet("'日本' + x", 1),
+            "\n | '日本' + x\n | .\u{ff3e}"
+        );
+        assert_eq!(
+            error_snippet("'日本' + x", 7),
+            "\n | '日本' + x\n | .\u{ff0e}\u{ff0e}....^"
+        );
+        // A column past the line's end: the caret after its last character.
+        assert_eq!(error_snippet("ab", 5), "\n | ab\n | ..^");
+        assert_eq!(error_snippet(&"x".repeat(MAX_SNIPPET_CHARS + 1), 0), "");
+    }
+
     #[test]
     fn parse_errors_are_bounded() {
         // Short rules: exactly the crate's own text.
@@ -2802,7 +2856,12 @@ mod tests {
                 .parse(src)
                 .expect_err("invalid")
                 .to_string();
-            assert_eq!(parse(src).expect_err("invalid"), crate_text, "{src}");
+            // But for cel-go's space before the bar of each quoted line.
+            assert_eq!(
+                parse(src).expect_err("invalid"),
+                crate_text.replace("\n| ", "\n | "),
+                "{src}"
+            );
         }
         // A long line of junk: thousands of errors, one long line (columns beyond 65,535).
         let junk = format!("{}1", "~1/".repeat(30_000));
