@@ -1850,6 +1850,20 @@ impl Service {
     /// Stored as its version reads it (every write stores that: [`Self::to_storage`]), an
     /// object in the requested version is answered as stored unless it was stored before that
     /// version's schema last changed.
+    /// Whether [`Service::present`] hands `obj` back as it is: no conversion of a built-in
+    /// kind's storage version, and a custom resource stored in this version since its CRD's
+    /// current schema.
+    pub fn presents_as_stored(ri: &ResourceInfo, obj: &StoredObject) -> bool {
+        if ri.conversion.is_some() {
+            return false;
+        }
+        let Some(custom) = &ri.custom else {
+            return true;
+        };
+        let stale = obj.rv <= custom.schema_rv && custom.schema.is_some();
+        !stale && obj.head().api_version() == ri.api_version()
+    }
+
     pub fn present(ri: &ResourceInfo, obj: Arc<StoredObject>) -> Arc<StoredObject> {
         if let Some(c) = ri.conversion {
             let mut v = obj.parse().into_owned();

@@ -697,7 +697,17 @@ impl ControllerHandle {
             let reflector = Reflector::new();
             let mut reader = reflector.reader();
             self.set_primary_cache(primary, Some((w.clone(), reader.clone())));
-            let run = crate::informer::run(watcher, reflector, |c| self.on_change(&w, &c));
+            // The primary watch's objects are made ready for the guest as they enter the cache,
+            // as client-go's informers transform what they cache (controller-runtime strips
+            // managedFields there): the copy without managedFields that a reconcile hands the
+            // guest is cut here, once per version, and the reconcile that follows finds it.
+            let prepare = primary.is_some();
+            let run = crate::informer::run(watcher, reflector, |c| {
+                if prepare {
+                    Self::prepare_for_guest(&ri, &c);
+                }
+                self.on_change(&w, &c)
+            });
             let synced = async {
                 reader.wait_synced().await;
                 gate.ready(&mut ready);
@@ -713,6 +723,18 @@ impl ControllerHandle {
                         Self::watch_name(&w)
                     );
                 }
+            }
+        }
+    }
+
+    /// Cut the copy of a listed or changed object that a reconcile will hand the guest (its
+    /// JSON without `managedFields`, kept with that version of the object), when the guest is
+    /// handed the object as stored ([`Service::presents_as_stored`]); a converted one is made
+    /// at the reconcile.
+    fn prepare_for_guest(ri: &ResourceInfo, change: &Change) {
+        if let Change::Listed { object, .. } | Change::Applied { object, .. } = change {
+            if crate::service::Service::presents_as_stored(ri, object) {
+                object.lean_json();
             }
         }
     }
