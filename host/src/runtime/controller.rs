@@ -784,6 +784,10 @@ impl ControllerHandle {
             ctx,
             instance: None,
             primary: None,
+            key: wit::ObjectKey {
+                namespace: String::new(),
+                name: String::new(),
+            },
         };
         driver::worker(queue, stats, &name, leading, worker).await;
     }
@@ -913,6 +917,8 @@ struct WasmWorker {
     /// The instance, made from which module generation and code version.
     instance: Option<((u64, u64), Instance)>,
     primary: Option<Arc<Primary>>,
+    /// The key handed to the guest: its strings keep their capacity from call to call.
+    key: wit::ObjectKey,
 }
 
 /// The primary watch of one module version, resolved once: its served resource and its parsed
@@ -974,8 +980,7 @@ impl WasmWorker {
 
 impl Reconciler<Key> for WasmWorker {
     async fn reconcile(&mut self, key: &Key) -> Outcome {
-        let this = self.handle.clone();
-        let Some(module) = this.module() else {
+        let Some(module) = self.handle.module() else {
             return Outcome::done();
         };
         // No dispatch before every informer of this version has its initial list in (open at
@@ -986,6 +991,7 @@ impl Reconciler<Key> for WasmWorker {
         // initial keys, and those must not reach objects outside the watch's namespace or
         // selector (which the controller's identity was checked to list and watch at load).
         let primary = self.primary(&module);
+        let this = &self.handle;
         let object = primary.ri.as_ref().and_then(|ri| {
             // The informer's cache holds what the primary watch shows (its filter is the
             // watch's); without one, the store, filtered here.
@@ -1000,10 +1006,8 @@ impl Reconciler<Key> for WasmWorker {
             };
             stored.map(|o| crate::service::Service::present(ri, o).lean_json().clone())
         });
-        let wkey = wit::ObjectKey {
-            namespace: key.0.clone(),
-            name: key.1.clone(),
-        };
+        self.key.namespace.clone_from(&key.0);
+        self.key.name.clone_from(&key.1);
         // The call runs right here, on this async worker (on a fiber that yields at every
         // epoch tick): no hop to another thread.
         // An instance of this version's current code (a new one once the optimized code is in).
@@ -1022,7 +1026,7 @@ impl Reconciler<Key> for WasmWorker {
         let result = match inst {
             Ok((version, mut i)) => {
                 let called = std::time::Instant::now();
-                let r = i.reconcile(&wkey, object.as_deref()).await;
+                let r = i.reconcile(&self.key, object.as_deref()).await;
                 this.stats.guest_call.observe(called.elapsed());
                 let memory = i.memory_bytes() as u64;
                 if memory > 0 {
