@@ -2240,6 +2240,19 @@ impl Service {
         }
     }
 
+    /// The time fields of a body's `metadata` as kube's decoder reads them
+    /// (`builtin::decode::decode_metadata_times`), before anything else looks at the body: a
+    /// bad one is the decoder's 400 (`Lease in version "v1" cannot be handled as a Lease: parsing
+    /// time "garbage" as "2006-01-02T15:04:05Z07:00": cannot parse "garbage" as "2006"`), a good
+    /// one rewritten as kube writes it. The write takes `managedFields` out and overwrites the
+    /// timestamps before the object's own decode (`admit`), which would never see them; for a
+    /// custom resource this is kube's typed read of its metadata (`GetObjectMeta`).
+    fn decode_metadata_times(ri: &ResourceInfo, obj: &mut Value) -> Result<()> {
+        crate::builtin::decode::decode_metadata_times(&ri.group, &ri.version, &ri.kind, obj)
+            .map(|_| ())
+            .map_err(|e| cannot_handle(&ri.kind, &ri.version, e))
+    }
+
     pub async fn create(
         &self,
         ri: &ResourceInfo,
@@ -2249,6 +2262,7 @@ impl Service {
     ) -> Result<Written> {
         Self::check_type(ri, &mut obj)?;
         Self::check_scope(ri, ns, &mut obj)?;
+        Self::decode_metadata_times(ri, &mut obj)?;
         let m = metadata_mut(&mut obj)
             .ok_or_else(|| ApiError::bad_request("metadata must be a JSON object"))?;
         if m.get("resourceVersion")
@@ -2459,6 +2473,7 @@ impl Service {
         Self::check_type(ri, &mut obj)?;
         Self::check_scope(ri, ns, &mut obj)?;
         // kube decodes the body before it looks for the object.
+        Self::decode_metadata_times(ri, &mut obj)?;
         Self::convert_on_decode(ri, &mut obj)?;
         let body_name = meta::name(&obj);
         if body_name.is_empty() {
@@ -2771,6 +2786,19 @@ impl Service {
         patched: &Value,
     ) -> Result<Option<Value>> {
         let strict = opts.field_validation == FieldValidation::Strict;
+        // A custom resource's metadata is read into the typed ObjectMeta (kube's
+        // `GetObjectMeta`): a time there that does not parse fails the decode.
+        if let (Some(_), Some(meta)) = (&ri.custom, patched.get("metadata")) {
+            let mut only = json!({ "metadata": meta.clone() });
+            if let Err(e) = crate::builtin::decode::decode_metadata_times(
+                &ri.group,
+                &ri.version,
+                &ri.kind,
+                &mut only,
+            ) {
+                return Err(patch_refused(patch_type, patch, patched, &e.0));
+            }
+        }
         let (unknown, copy) = if ri.custom.is_none() {
             let mut copy = patched.clone();
             match crate::builtin::decode::decode_noting_changes(
@@ -3356,7 +3384,13 @@ impl Service {
                 warnings: built_warnings,
                 mut decoded,
             } = built;
-            let supplied = crate::apply::take(&mut body);
+            let mut supplied = crate::apply::take(&mut body);
+            // Its times as kube writes them: the body's decode (a PUT's in `update`, a patch's in
+            // `decode_patched`) refused bad ones, but the object's own decode after admission
+            // does not see `managedFields`.
+            if let Some(s) = supplied.as_mut() {
+                crate::builtin::decode::normalize_managed_fields_times(s);
+            }
             // The decoded copy is compared with the object as the pipeline goes on: the same
             // `managedFields` taken out of both.
             if let Some(d) = decoded.as_mut() {
@@ -6118,6 +6152,192 @@ mod tests {
         assert_eq!(got["spec"]["replicas"], 1, "{got}");
         assert_eq!(got["status"]["observedGeneration"], 1, "{got}");
         assert_eq!(got["metadata"]["generation"], 1, "{got}");
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Time fields are read as kube's `metav1.Time` and `MicroTime` read them and stored as kube
+    /// writes them back, wherever they come from: a body's fields, its `managedFields` (taken
+    /// out before the object's own decode), a patch's result, a server-side apply's result. A bad
+    /// one is the decoder's 400, the patcher's 422 naming the patch, or the apply's conversion
+    /// error (500, no reason).
+    #[tokio::test]
+    async fn times_are_refused_or_stored_as_kube_writes_them() {
+        use super::Subresource::Main;
+        use crate::patch::PatchType;
+        let (svc, dir) = bootstrapped("times").await;
+        let leases = svc
+            .registry
+            .lookup("coordination.k8s.io", "v1", "leases")
+            .unwrap();
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let opts = WriteOptions::default();
+        let micro = "\"2006-01-02T15:04:05.000000Z07:00\"";
+        let lease = |name: &str, renew: &str| {
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name}, "spec": {"holderIdentity": "a", "renewTime": renew}})
+        };
+        let w = svc
+            .create(
+                &leases,
+                "default",
+                lease("l1", "2026-12-06T21:00:00.123456+02:00"),
+                &opts,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            w.object.value()["spec"]["renewTime"],
+            "2026-12-06T19:00:00.123456Z"
+        );
+        for (renew, rest, elem) in [
+            ("garbage", "garbage", "2006"),
+            ("2026-12-06T21:00:00Z", "Z", ".000000"),
+            ("2026-12-06T21:00:00.123+02:00", ".123+02:00", ".000000"),
+        ] {
+            let e = svc
+                .create(&leases, "default", lease("l2", renew), &opts)
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, 400, "{e:?}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "Lease in version \"v1\" cannot be handled as a Lease: parsing time \"{renew}\" as {micro}: cannot parse \"{rest}\" as \"{elem}\""
+                )
+            );
+        }
+        // A timestamp the create overwrites is still decoded first, as kube decodes the body.
+        let mut bad = lease("l2", "2026-12-06T21:00:00.000000Z");
+        bad["metadata"]["creationTimestamp"] = json!("yesterday");
+        let e = svc
+            .create(&leases, "default", bad, &opts)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "Lease in version \"v1\" cannot be handled as a Lease: parsing time \"yesterday\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"yesterday\" as \"2006\""
+        );
+        // A patch's result: the patcher's 422 naming the patch; a good time rewritten.
+        let e = svc
+            .patch(
+                &leases,
+                "default",
+                "l1",
+                PatchType::Merge,
+                br#"{"spec": {"renewTime": "garbage"}}"#,
+                Main,
+                &opts,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (422, "Invalid"), "{e:?}");
+        assert_eq!(e.causes.len(), 1, "{e:?}");
+        assert_eq!(e.causes[0].field, "patch");
+        assert!(
+            e.causes[0].message.ends_with(&format!(
+                ": parsing time \"garbage\" as {micro}: cannot parse \"garbage\" as \"2006\""
+            )),
+            "{e:?}"
+        );
+        let w = svc
+            .patch(
+                &leases,
+                "default",
+                "l1",
+                PatchType::Merge,
+                br#"{"spec": {"acquireTime": "2026-12-06T21:00:00.000001-01:00"}}"#,
+                Main,
+                &opts,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            w.object.value()["spec"]["acquireTime"],
+            "2026-12-06T22:00:00.000001Z"
+        );
+        // Server-side apply: the result converted to the kind's type.
+        let applier = WriteOptions {
+            manager: Some("applier".into()),
+            ..Default::default()
+        };
+        let config = |renew: &str| {
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "l3"}, "spec": {"renewTime": renew}})
+            .to_string()
+        };
+        let e = svc
+            .patch(
+                &leases,
+                "default",
+                "l3",
+                PatchType::Apply,
+                config("garbage").as_bytes(),
+                Main,
+                &applier,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (500, ""), "{e:?}");
+        assert_eq!(
+            e.message,
+            format!(
+                "failed to convert new object (/l3; coordination.k8s.io/v1, Kind=Lease) to proper version: parsing time \"garbage\" as {micro}: cannot parse \"garbage\" as \"2006\""
+            )
+        );
+        let w = svc
+            .patch(
+                &leases,
+                "default",
+                "l3",
+                PatchType::Apply,
+                config("2026-12-06T21:00:00.500000+02:00").as_bytes(),
+                Main,
+                &applier,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            w.object.value()["spec"]["renewTime"],
+            "2026-12-06T19:00:00.500000Z"
+        );
+        // `managedFields` a PUT carries: read as kube reads them, though taken out of the body.
+        svc.create(
+            &cms,
+            "default",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "mf"}, "data": {"a": "b"}}),
+            &opts,
+        )
+        .await
+        .unwrap();
+        let key = Service::key(&cms, "default", "mf");
+        let mut cm = svc.store.get(&key).unwrap().parse().into_owned();
+        let entry = |time: &str| {
+            json!([{"manager": "m", "operation": "Update", "apiVersion": "v1", "time": time,
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}])
+        };
+        cm["metadata"]["managedFields"] = entry("2026-12-06T22:02:18+00:00");
+        let w = svc
+            .update(&cms, "default", "mf", cm.clone(), Main, &opts)
+            .await
+            .unwrap();
+        let got = w.object.value();
+        assert_eq!(got["metadata"]["managedFields"][0]["manager"], "m", "{got}");
+        assert_eq!(
+            got["metadata"]["managedFields"][0]["time"], "2026-12-06T22:02:18Z",
+            "{got}"
+        );
+        cm["metadata"]["managedFields"] = entry("garbage");
+        let e = svc
+            .update(&cms, "default", "mf", cm, Main, &opts)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, 400, "{e:?}");
+        assert_eq!(
+            e.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: parsing time \"garbage\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"garbage\" as \"2006\""
+        );
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -1196,3 +1196,124 @@ fn null_string_map_values_are_stored_empty() {
         json!({"app": "nulls", "v": ""})
     );
 }
+
+/// `metav1.Time` and `MicroTime` fields are read as kube reads them (Go's `time.Parse` with
+/// RFC 3339, or with exactly six fraction digits for a `MicroTime`) and written back as kube
+/// writes them: in UTC, whole seconds for a `Time`, six digits for a `MicroTime`. A bad one is
+/// kube's 400 and nothing is stored, `metadata.managedFields[].time` of any kind included, so
+/// typed clients (`kubectl describe`) keep reading every object of the kind.
+#[test]
+fn time_fields_are_parsed_and_written_as_kube_writes_them() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let micro = "\"2006-01-02T15:04:05.000000Z07:00\"";
+    let rfc3339 = "\"2006-01-02T15:04:05Z07:00\"";
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = |name: &str, renew: &str| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": name}, "spec": {"holderIdentity": "a", "renewTime": renew}})
+    };
+    let created = create(
+        &http,
+        leases,
+        &lease("t1", "2026-12-06T21:00:00.123456+02:00"),
+    );
+    assert_eq!(created["spec"]["renewTime"], "2026-12-06T19:00:00.123456Z");
+    for (renew, rest, elem) in [
+        ("garbage", "garbage", "2006"),
+        ("2026-12-06T21:00:00Z", "Z", ".000000"),
+        ("2026-12-06T21:00:00.5Z", ".5Z", ".000000"),
+        ("2026-12-06T21:00:00.123456789Z", "789Z", "Z07:00"),
+    ] {
+        let r = http.post_json(leases, &lease("t2", renew));
+        let st = assert_status(&r, 400, "BadRequest");
+        assert_eq!(
+            st["message"],
+            format!(
+                "Lease in version \"v1\" cannot be handled as a Lease: parsing time \"{renew}\" as {micro}: cannot parse \"{rest}\" as \"{elem}\""
+            )
+        );
+    }
+    assert_status(&http.get(&format!("{leases}/t2")), 404, "NotFound");
+
+    // A core Event's `Time`s: whole seconds in UTC; a bad one refused.
+    let events = "/api/v1/namespaces/default/events";
+    let event = |name: &str, first: &str| {
+        json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name},
+               "involvedObject": {"kind": "ConfigMap", "name": "c", "namespace": "default"},
+               "reason": "R", "message": "m", "type": "Normal",
+               "firstTimestamp": first, "lastTimestamp": "2026-12-06T10:00:01.987654Z"})
+    };
+    let ev = create(&http, events, &event("e1", "2026-12-06T10:00:00.5+01:00"));
+    assert_eq!(ev["firstTimestamp"], "2026-12-06T09:00:00Z", "{ev}");
+    assert_eq!(ev["lastTimestamp"], "2026-12-06T10:00:01Z", "{ev}");
+    let st = assert_status(
+        &http.post_json(events, &event("e2", "garbage")),
+        400,
+        "BadRequest",
+    );
+    assert_eq!(
+        st["message"],
+        format!(
+            "Event in version \"v1\" cannot be handled as a Event: parsing time \"garbage\" as {rfc3339}: cannot parse \"garbage\" as \"2006\""
+        )
+    );
+    // An events.k8s.io Event's `eventTime` is a `MicroTime`.
+    let v1_events = "/apis/events.k8s.io/v1/namespaces/default/events";
+    let v1_event = |name: &str, at: &str| {
+        json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name},
+               "eventTime": at, "reportingController": "x/y", "reportingInstance": "i",
+               "action": "Do", "reason": "R", "type": "Normal",
+               "regarding": {"kind": "ConfigMap", "name": "c", "namespace": "default"}})
+    };
+    let ev = create(
+        &http,
+        v1_events,
+        &v1_event("e3", "2026-12-06T10:00:00.500000+01:00"),
+    );
+    assert_eq!(ev["eventTime"], "2026-12-06T09:00:00.500000Z", "{ev}");
+    let st = assert_status(
+        &http.post_json(v1_events, &v1_event("e4", "2026-12-06T10:00:00Z")),
+        400,
+        "BadRequest",
+    );
+    assert_eq!(
+        st["message"],
+        format!(
+            "Event in version \"v1\" cannot be handled as a Event: parsing time \"2026-12-06T10:00:00Z\" as {micro}: cannot parse \"Z\" as \".000000\""
+        )
+    );
+
+    // `managedFields` a PUT carries (as the Python client's read-modify-replace sends them):
+    // read as kube reads them, on any kind.
+    create(&http, CMS, &configmap("mfpoison", &[], &[("a", "b")]));
+    let mut cm = get(&http, &format!("{CMS}/mfpoison"));
+    let entry = |time: &str| {
+        json!([{"manager": "m", "operation": "Update", "apiVersion": "v1", "time": time,
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}])
+    };
+    cm["metadata"]["managedFields"] = entry("garbage");
+    let st = assert_status(
+        &http.put_json(&format!("{CMS}/mfpoison"), &cm),
+        400,
+        "BadRequest",
+    );
+    assert_eq!(
+        st["message"],
+        format!(
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: parsing time \"garbage\" as {rfc3339}: cannot parse \"garbage\" as \"2006\""
+        )
+    );
+    cm["metadata"]["managedFields"] = entry("2026-12-06T22:02:18+00:00");
+    let r = http.put_json(&format!("{CMS}/mfpoison"), &cm);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let got = get(&http, &format!("{CMS}/mfpoison"));
+    assert_eq!(
+        got["metadata"]["managedFields"][0]["time"], "2026-12-06T22:02:18Z",
+        "{got}"
+    );
+    // kubectl's typed decoding reads them all.
+    s.kubectl_ok(&["describe", "configmap", "mfpoison"]);
+    s.kubectl_ok(&["describe", "lease", "t1"]);
+    s.kubectl_ok(&["get", "events"]);
+}

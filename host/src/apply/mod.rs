@@ -903,6 +903,27 @@ pub fn apply(
     };
     entries.push(me);
     let mut out = merged;
+    // kube's conversion of the result to the kind's type (`toVersioned`, the unstructured
+    // converter reading each `Time` with its `UnmarshalJSON`): a time that does not parse is a
+    // plain error, 500 without a reason. Good ones are written as kube writes them.
+    if ri.custom.is_none() {
+        crate::builtin::decode::decode_times(&ri.group, &ri.version, &ri.kind, &mut out).map_err(
+            |e| {
+                ApiError::new(
+                    500,
+                    "",
+                    format!(
+                        "failed to convert new object ({}/{}; {}/{}, Kind={}) to proper version: {e}",
+                        crate::model::meta::namespace(config),
+                        crate::model::meta::name(config),
+                        ri.group,
+                        ri.version,
+                        ri.kind,
+                    ),
+                )
+            },
+        )?;
+    }
     // kube's lastAppliedUpdater: kubectl's applies keep an existing client-side apply
     // annotation in step, so `kubectl apply` (client-side) still works after.
     if who.name == "kubectl" && live.is_some_and(|l| last_applied(l).is_some()) {

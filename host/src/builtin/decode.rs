@@ -16,6 +16,14 @@
 //!   decodes itself (`RawExtension`) stays `null`;
 //! - a `Quantity` (a string, or a number as `Quantity`'s JSON decoding accepts them) is stored in
 //!   kube's canonical form (`0.5` -> `500m`), a malformed one refused with kube's message.
+//! - a `Time` or `MicroTime` is parsed as kube's `UnmarshalJSON` parses it (Go's `time.Parse`,
+//!   [`super::time`]) and stored as kube writes it back: in UTC, a `Time` with whole seconds, a
+//!   `MicroTime` with six fraction digits; Go's zero time is unset (kube writes `null`). One that
+//!   does not parse is Go's error (`parsing time "x" as "2006-01-02T15:04:05Z07:00": cannot parse
+//!   "x" as "2006"`), another JSON type Go's error of decoding it into a `string`.
+//! - as in Go's decoder, a value of the wrong type is reported only if nothing that decodes itself
+//!   (a `Quantity`, `IntOrString`, `Time`) fails later in the document: those errors end the
+//!   decoding at once, type errors are kept and decoding goes on (`saveError`).
 //! - a Secret's write-only `stringData` is folded into `data`, and an empty `type` is `Opaque`
 //!   ([`secret_on_decode`]), as kube's defaulting and conversion to its internal type do.
 //!
@@ -25,6 +33,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::definitions::{self, Definitions};
+use super::time::Precision;
 use crate::model::json::{DuplicateField, PathSegment};
 use crate::schema::objectmeta::go_type_name;
 
@@ -32,6 +41,8 @@ const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
 const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
 const MICRO_TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime";
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+const MANAGED_FIELDS_ENTRY: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry";
 
 /// Why a body cannot be decoded: the text of Go's error, without kube's prefix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,8 +66,8 @@ pub struct Decoded {
     /// The unknown fields it dropped, with kube's paths.
     pub unknown: Vec<String>,
     /// Whether it changed the object at all: dropped a field or a `null`, made a `null` element
-    /// its type's zero value, or rewrote a quantity in its canonical form. An object it did not
-    /// change is as the decoder leaves it: decoding it again finds and changes nothing.
+    /// its type's zero value, or rewrote a quantity or a time in its canonical form. An object it
+    /// did not change is as the decoder leaves it: decoding it again finds and changes nothing.
     pub changed: bool,
 }
 
@@ -83,15 +94,12 @@ pub fn decode_noting_changes(
     let Some(def) = defs.get(name) else {
         return Ok(Decoded::default());
     };
-    let mut d = Decoder {
-        defs,
-        path: String::new(),
-        fields: Vec::new(),
-        structs: vec![short_name(name)],
-        unknown: Vec::new(),
-        changed: false,
-    };
+    let mut d = Decoder::new(defs, false);
+    d.structs.push(short_name(name));
     d.value(def, obj)?;
+    if let Some(e) = d.saved {
+        return Err(e);
+    }
     let mut changed = d.changed;
     if (group, version, kind) == SECRET {
         changed |= secret_on_decode(obj)?;
@@ -100,6 +108,74 @@ pub fn decode_noting_changes(
         unknown: d.unknown,
         changed,
     })
+}
+
+/// The time fields of an object's `metadata` (`creationTimestamp`, `deletionTimestamp`, each
+/// `managedFields[].time`) decoded as kube decodes them ([`super::time`]), for any kind, before
+/// anything else reads the body: a built-in kind's as part of its body (a type error names
+/// `ObjectMeta.metadata.creationTimestamp`), any other's (a custom resource) as kube's
+/// `GetObjectMeta` reads its metadata alone into the typed `ObjectMeta`
+/// (`ObjectMeta.creationTimestamp`). Rewritten in place in kube's form; returns whether anything
+/// changed. The write path takes `managedFields` out of the body and overwrites the timestamps
+/// before the object's own decode, which would then never see them.
+pub fn decode_metadata_times(
+    group: &str,
+    version: &str,
+    kind: &str,
+    obj: &mut Value,
+) -> Result<bool, DecodeError> {
+    let defs = definitions::get();
+    let Some(meta) = obj.get_mut("metadata").filter(|m| m.is_object()) else {
+        return Ok(false);
+    };
+    let mut d = Decoder::new(defs, true);
+    if let Some(name) = defs
+        .name_of(group, version, kind)
+        .filter(|n| defs.get(n).is_some())
+    {
+        d.path.push_str("metadata");
+        d.fields.push("metadata");
+        d.structs.push(short_name(name));
+    }
+    d.value(schema_ref(OBJECT_META), meta)?;
+    Ok(d.changed)
+}
+
+/// A `metadata.managedFields` list a write took out of its object, its entries' `time` in kube's
+/// form. A time that does not parse is left as it is: the body's decode reported it already
+/// ([`decode_metadata_times`], a patch's decode).
+pub fn normalize_managed_fields_times(list: &mut Value) {
+    let Some(entries) = list.as_array_mut() else {
+        return;
+    };
+    let defs = definitions::get();
+    for entry in entries {
+        let _ = Decoder::new(defs, true).value(schema_ref(MANAGED_FIELDS_ENTRY), entry);
+    }
+}
+
+/// Every `Time` and `MicroTime` of an object of a built-in kind decoded as [`decode`] decodes
+/// them, and nothing else looked at: rewritten in place in kube's form, or the first that does
+/// not parse (document order) is Go's error. What kube's unstructured converter finds converting
+/// a server-side apply's result to the kind's type. Returns whether anything changed; a kind
+/// without a definition has none.
+pub fn decode_times(
+    group: &str,
+    version: &str,
+    kind: &str,
+    obj: &mut Value,
+) -> Result<bool, DecodeError> {
+    let defs = definitions::get();
+    let Some(name) = defs.name_of(group, version, kind) else {
+        return Ok(false);
+    };
+    let Some(def) = defs.get(name) else {
+        return Ok(false);
+    };
+    let mut d = Decoder::new(defs, true);
+    d.structs.push(short_name(name));
+    d.value(def, obj)?;
+    Ok(d.changed)
 }
 
 /// The core v1 Secret.
@@ -285,8 +361,16 @@ struct Decoder<'a> {
     /// The Go struct types entered; the last is the one whose field is being decoded.
     structs: Vec<&'a str>,
     unknown: Vec<String>,
-    /// Whether a field or a `null` was dropped, a `null` element zeroed or a quantity rewritten.
+    /// Whether a field or a `null` was dropped, a `null` element zeroed or a quantity or time
+    /// rewritten.
     changed: bool,
+    /// The first type error, reported once the whole value is decoded unless an error that ends
+    /// the decoding comes first (Go's `saveError`, and the errors a value's own `UnmarshalJSON`
+    /// returns).
+    saved: Option<DecodeError>,
+    /// Only `Time` and `MicroTime` values are looked at (and rewritten, or refused): nothing is
+    /// dropped, zeroed or reported as the wrong type.
+    times_only: bool,
 }
 
 /// `io.k8s.api.core.v1.PodSpec` -> `PodSpec`.
@@ -305,6 +389,48 @@ fn go_name(def: &str) -> String {
 }
 
 impl<'a> Decoder<'a> {
+    fn new(defs: &'a Definitions, times_only: bool) -> Self {
+        Decoder {
+            defs,
+            path: String::new(),
+            fields: Vec::new(),
+            structs: Vec::new(),
+            unknown: Vec::new(),
+            changed: false,
+            saved: None,
+            times_only,
+        }
+    }
+
+    /// Keeps the first type error (Go's `saveError`): decoding goes on.
+    fn save(&mut self, e: DecodeError) {
+        if self.saved.is_none() {
+            self.saved = Some(e);
+        }
+    }
+
+    /// A `Time` (`Seconds`) or `MicroTime` (`Micros`) value, as its `UnmarshalJSON` reads it
+    /// and kube writes it back: rewritten in kube's form (`null` for Go's zero time, which the
+    /// caller drops from a struct). Its errors end the decoding: a text that does not parse is
+    /// Go's `time.ParseError`, another JSON type the error of `json.Unmarshal` into the
+    /// `string` it decodes first, to which the decoder adds the field (`json: cannot unmarshal
+    /// number into Go struct field LeaseSpec.spec.renewTime of type string`).
+    fn time(&mut self, precision: Precision, v: &mut Value) -> Result<(), DecodeError> {
+        if v.is_null() {
+            return Ok(());
+        }
+        let Value::String(text) = &*v else {
+            return Err(self.type_error_of(go_type_name(v), "string"));
+        };
+        let canonical = super::time::canonical(precision, text).map_err(DecodeError)?;
+        if canonical.as_deref() == Some(text.as_str()) {
+            return Ok(());
+        }
+        *v = canonical.map_or(Value::Null, Value::String);
+        self.changed = true;
+        Ok(())
+    }
+
     /// What Go's decoder leaves in a map's or a list's element of this schema's type for a JSON
     /// `null`: the element starts as the type's zero value and `null` leaves a string, number,
     /// bool or struct as it is (`literalStore`), which kube then writes out; `Quantity` reads
@@ -369,7 +495,12 @@ impl<'a> Decoder<'a> {
     }
 
     fn type_error(&self, found: &str, schema: &Value) -> DecodeError {
-        let ty = self.go_type(schema);
+        self.type_error_of(found, &self.go_type(schema))
+    }
+
+    /// Go's `UnmarshalTypeError` with the decoder's context: the struct being decoded and the
+    /// path of field names to the value, else none.
+    fn type_error_of(&self, found: &str, ty: &str) -> DecodeError {
         match self.structs.last() {
             Some(st) if !self.fields.is_empty() => DecodeError(format!(
                 "json: cannot unmarshal {found} into Go struct field {st}.{} of type {ty}",
@@ -387,6 +518,9 @@ impl<'a> Decoder<'a> {
             None => (schema, None),
         };
         match def_name {
+            Some(TIME) => return self.time(Precision::Seconds, v),
+            Some(MICRO_TIME) => return self.time(Precision::Micros, v),
+            Some(QUANTITY) | Some(INT_OR_STRING) if self.times_only => return Ok(()),
             Some(QUANTITY) => {
                 // Stored in kube's canonical form (`0.5` -> `500m`), numbers included.
                 let text = match v {
@@ -436,14 +570,17 @@ impl<'a> Decoder<'a> {
                         }
                         self.path.push_str(&key);
                         match props.get_key_value(key.as_str()) {
+                            None if self.times_only => {}
                             None => {
                                 self.unknown.push(self.path.clone());
                                 map.remove(&key);
                                 self.changed = true;
                             }
                             Some((_, _)) if map.get(&key).is_some_and(Value::is_null) => {
-                                map.remove(&key);
-                                self.changed = true;
+                                if !self.times_only {
+                                    map.remove(&key);
+                                    self.changed = true;
+                                }
                             }
                             Some((field, sub)) => {
                                 self.fields.push(field.as_str());
@@ -451,6 +588,10 @@ impl<'a> Decoder<'a> {
                                     self.value(sub, child)?;
                                 }
                                 self.fields.pop();
+                                // Go's zero time, which kube writes `null`: unset.
+                                if map.get(&key).is_some_and(Value::is_null) {
+                                    map.shift_remove(&key);
+                                }
                             }
                         }
                         self.path.truncate(base);
@@ -462,7 +603,9 @@ impl<'a> Decoder<'a> {
                     if ap.is_object() {
                         for (key, child) in map.iter_mut() {
                             if child.is_null() {
-                                self.zero_null_element(ap, child);
+                                if !self.times_only {
+                                    self.zero_null_element(ap, child);
+                                }
                                 continue;
                             }
                             let base = self.path.len();
@@ -480,7 +623,9 @@ impl<'a> Decoder<'a> {
                 if let Some(item_schema) = schema.get("items") {
                     for (i, item) in items.iter_mut().enumerate() {
                         if item.is_null() {
-                            self.zero_null_element(item_schema, item);
+                            if !self.times_only {
+                                self.zero_null_element(item_schema, item);
+                            }
                             continue;
                         }
                         let base = self.path.len();
@@ -491,9 +636,12 @@ impl<'a> Decoder<'a> {
                 }
                 Ok(())
             }
+            _ if self.times_only => Ok(()),
             (Some("string"), Value::String(s)) => {
                 if schema.get("format").and_then(Value::as_str) == Some("byte") {
-                    check_base64(s)?;
+                    if let Err(e) = check_base64(s) {
+                        self.save(e);
+                    }
                 }
                 Ok(())
             }
@@ -502,15 +650,19 @@ impl<'a> Decoder<'a> {
                     Some("int32") => n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
                     _ => n.as_i64().is_some(),
                 };
-                if fits {
-                    Ok(())
-                } else {
-                    Err(self.type_error(&format!("number {n}"), reported))
+                if !fits {
+                    let e = self.type_error(&format!("number {n}"), reported);
+                    self.save(e);
                 }
+                Ok(())
             }
             (Some("number"), Value::Number(_)) | (Some("boolean"), Value::Bool(_)) => Ok(()),
             (Some(_), Value::Null) => Ok(()),
-            (Some(_), other) => Err(self.type_error(go_type_name(other), reported)),
+            (Some(_), other) => {
+                let e = self.type_error(go_type_name(other), reported);
+                self.save(e);
+                Ok(())
+            }
         }
     }
 }
@@ -756,6 +908,247 @@ mod tests {
             json!({"spec": {"containers": [{"name": "a", "livenessProbe": {"httpGet": {"port": true}}}]}}),
         );
         assert!(r.unwrap_err().0.contains("of type intstr.IntOrString"));
+    }
+
+    const LEASE: (&str, &str, &str) = ("coordination.k8s.io", "v1", "Lease");
+
+    /// A `MicroTime` takes exactly six fraction digits and is written in UTC with six; a `Time`
+    /// takes any fraction and is written in UTC with whole seconds; Go's zero time is unset
+    /// (a `null` element of a map); a bad one is Go's `time.ParseError`, another JSON type the
+    /// error of decoding it into a string, with the field.
+    #[test]
+    fn times_are_parsed_and_written_as_kube_writes_them() {
+        let mut v = json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "a",
+            "acquireTime": "2026-12-06T21:00:00.123456+02:00",
+            "renewTime": "2026-12-06T19:00:00.000001Z"}});
+        let d = decode_noting_changes(LEASE.0, LEASE.1, LEASE.2, &mut v).unwrap();
+        assert!(d.changed && d.unknown.is_empty());
+        assert_eq!(v["spec"]["acquireTime"], "2026-12-06T19:00:00.123456Z");
+        assert_eq!(v["spec"]["renewTime"], "2026-12-06T19:00:00.000001Z");
+        let d = decode_noting_changes(LEASE.0, LEASE.1, LEASE.2, &mut v).unwrap();
+        assert!(!d.changed);
+        let micro = "\"2006-01-02T15:04:05.000000Z07:00\"";
+        for (t, rest, elem) in [
+            ("garbage", "garbage", "2006"),
+            ("2026-12-06T21:00:00Z", "Z", ".000000"),
+            ("2026-12-06T21:00:00.123+02:00", ".123+02:00", ".000000"),
+            ("2026-12-06T21:00:00.123456789Z", "789Z", "Z07:00"),
+        ] {
+            let (r, _) = dec(LEASE, json!({"spec": {"renewTime": t}}));
+            assert_eq!(
+                r.unwrap_err().0,
+                format!("parsing time \"{t}\" as {micro}: cannot parse \"{rest}\" as \"{elem}\"")
+            );
+        }
+        let (r, _) = dec(LEASE, json!({"spec": {"renewTime": 5}}));
+        assert_eq!(
+            r.unwrap_err().0,
+            "json: cannot unmarshal number into Go struct field LeaseSpec.spec.renewTime of type string"
+        );
+        // Conditions and the other `Time`s: whole seconds, UTC; the zero time unset.
+        let (r, v) = dec(
+            POD,
+            json!({"status": {"startTime": "2026-12-06T10:00:00.999-01:00",
+                "conditions": [{"type": "Ready", "status": "True",
+                    "lastTransitionTime": "2026-12-06T10:00:00.5Z",
+                    "lastProbeTime": "0001-01-01T00:00:00Z"}],
+                "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0,
+                    "image": "i", "imageID": "",
+                    "state": {"terminated": {"exitCode": 0,
+                        "startedAt": "2026-12-06T10:00:00+00:00",
+                        "finishedAt": "2026-12-06T10:00:01,25Z"}}}]}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(v["status"]["startTime"], "2026-12-06T11:00:00Z");
+        assert_eq!(
+            v["status"]["conditions"],
+            json!([{"type": "Ready", "status": "True",
+                "lastTransitionTime": "2026-12-06T10:00:00Z"}])
+        );
+        assert_eq!(
+            v["status"]["containerStatuses"][0]["state"]["terminated"],
+            json!({"exitCode": 0, "startedAt": "2026-12-06T10:00:00Z",
+                "finishedAt": "2026-12-06T10:00:01Z"})
+        );
+        let (r, _) = dec(
+            POD,
+            json!({"status": {"conditions": [{"type": "Ready", "lastTransitionTime": "notatime"}]}}),
+        );
+        assert_eq!(
+            r.unwrap_err().0,
+            "parsing time \"notatime\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"notatime\" as \"2006\""
+        );
+        // Events: both kinds of time, and the series' MicroTime.
+        let (r, v) = dec(
+            ("", "v1", "Event"),
+            json!({"firstTimestamp": "2026-12-06T10:00:00.5+01:00",
+                "eventTime": "2026-12-06T10:00:00.500000+01:00",
+                "series": {"count": 2, "lastObservedTime": "2026-12-06T10:00:01,000002Z"}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(v["firstTimestamp"], "2026-12-06T09:00:00Z");
+        assert_eq!(v["eventTime"], "2026-12-06T09:00:00.500000Z");
+        assert_eq!(
+            v["series"]["lastObservedTime"],
+            "2026-12-06T10:00:01.000002Z"
+        );
+        // A map of times: the zero time is a `null` element, as Go writes it.
+        let (r, v) = dec(
+            ("policy", "v1", "PodDisruptionBudget"),
+            json!({"status": {"disruptedPods": {"p": "2026-12-06T10:00:00+01:00",
+                "q": "0001-01-01T00:00:00Z", "r": null}}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(
+            v["status"]["disruptedPods"],
+            json!({"p": "2026-12-06T09:00:00Z", "q": null, "r": null})
+        );
+        // Every kind's `managedFields`.
+        let (r, v) = dec(
+            CM,
+            json!({"metadata": {"name": "a", "managedFields": [{"manager": "m",
+                "operation": "Update", "time": "2026-12-06T22:02:18+00:00"}]}}),
+        );
+        assert_eq!(r.unwrap(), Vec::<String>::new());
+        assert_eq!(
+            v["metadata"]["managedFields"][0]["time"],
+            "2026-12-06T22:02:18Z"
+        );
+        let (r, _) = dec(
+            CM,
+            json!({"metadata": {"managedFields": [{"time": "garbage"}]}}),
+        );
+        assert_eq!(
+            r.unwrap_err().0,
+            "parsing time \"garbage\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"garbage\" as \"2006\""
+        );
+        let (r, _) = dec(CM, json!({"metadata": {"managedFields": [{"time": {}}]}}));
+        assert_eq!(
+            r.unwrap_err().0,
+            "json: cannot unmarshal object into Go struct field ManagedFieldsEntry.metadata.managedFields.time of type string"
+        );
+    }
+
+    /// Go's decoder keeps the first type error and goes on; an error a value's own
+    /// `UnmarshalJSON` returns (a time, a quantity) ends it and is the one reported.
+    #[test]
+    fn errors_that_end_decoding_win_over_type_errors() {
+        let (r, _) = dec(
+            CM,
+            json!({"data": {"x": 5}, "metadata": {"managedFields": [{"time": "garbage"}]}}),
+        );
+        assert!(r.unwrap_err().0.starts_with("parsing time \"garbage\""));
+        let (r, _) = dec(
+            POD,
+            json!({"spec": {"containers": [{"name": 5,
+                "resources": {"limits": {"cpu": "bogus"}}}]}}),
+        );
+        assert!(r.unwrap_err().0.starts_with("quantities must match"));
+        let (r, _) = dec(
+            ("", "v1", "Secret"),
+            json!({"data": {"k": "no*base64"}, "type": 5}),
+        );
+        assert_eq!(r.unwrap_err().0, "illegal base64 data at input byte 2");
+        let (r, _) = dec(CM, json!({"data": {"x": 5}, "binaryData": {"y": 6}}));
+        assert_eq!(
+            r.unwrap_err().0,
+            "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+        );
+    }
+
+    /// A body's metadata times, decoded before the write takes `managedFields` out and
+    /// overwrites the timestamps: nothing else is looked at. A custom resource's metadata is
+    /// read alone into the typed ObjectMeta, as kube's `GetObjectMeta` reads it.
+    #[test]
+    fn metadata_times_are_decoded_for_every_kind() {
+        let mut v = json!({"metadata": {"name": "a", "labels": {"l": null},
+                "creationTimestamp": "2026-12-06T10:00:00+01:00",
+                "managedFields": [{"manager": "m", "time": "2026-12-06T10:00:00.5Z", "x": 1}]},
+            "data": {"x": 5}, "bogus": 1});
+        assert_eq!(
+            decode_metadata_times("", "v1", "ConfigMap", &mut v),
+            Ok(true)
+        );
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "a", "labels": {"l": null},
+                    "creationTimestamp": "2026-12-06T09:00:00Z",
+                    "managedFields": [{"manager": "m", "time": "2026-12-06T10:00:00Z", "x": 1}]},
+                "data": {"x": 5}, "bogus": 1})
+        );
+        assert_eq!(
+            decode_metadata_times("", "v1", "ConfigMap", &mut v),
+            Ok(false)
+        );
+        let mut v = json!({"metadata": {"creationTimestamp": 5}});
+        assert_eq!(
+            decode_metadata_times("", "v1", "ConfigMap", &mut v)
+                .unwrap_err()
+                .0,
+            "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.creationTimestamp of type string"
+        );
+        let mut v = json!({"metadata": {"managedFields": [{"time": true}]}});
+        assert_eq!(
+            decode_metadata_times("example.com", "v1", "Widget", &mut v)
+                .unwrap_err()
+                .0,
+            "json: cannot unmarshal bool into Go struct field ManagedFieldsEntry.managedFields.time of type string"
+        );
+        let mut v = json!({"metadata": {"deletionTimestamp": "2026-13-01T00:00:00Z"}});
+        assert_eq!(
+            decode_metadata_times("example.com", "v1", "Widget", &mut v)
+                .unwrap_err()
+                .0,
+            "parsing time \"2026-13-01T00:00:00Z\": month out of range"
+        );
+        let mut v = json!({"metadata": {"name": "w", "creationTimestamp": null,
+            "managedFields": [{"manager": "m", "time": "2026-12-06T22:02:18+00:00"}]},
+            "spec": {"at": "2026-12-06T22:02:18+00:00"}});
+        assert_eq!(
+            decode_metadata_times("example.com", "v1", "Widget", &mut v),
+            Ok(true)
+        );
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "w", "creationTimestamp": null,
+                "managedFields": [{"manager": "m", "time": "2026-12-06T22:02:18Z"}]},
+                "spec": {"at": "2026-12-06T22:02:18+00:00"}})
+        );
+        // What a write took out of its body: each entry on its own, bad ones left.
+        let mut list = json!([{"manager": "n", "time": "garbage"},
+            {"manager": "m", "time": "2026-12-06T22:02:18+00:00"},
+            {"manager": "z", "time": "0001-01-01T00:00:00Z"}]);
+        normalize_managed_fields_times(&mut list);
+        assert_eq!(
+            list,
+            json!([{"manager": "n", "time": "garbage"},
+                {"manager": "m", "time": "2026-12-06T22:02:18Z"}, {"manager": "z"}])
+        );
+    }
+
+    /// A server-side apply's result: its times only, nothing else dropped or checked.
+    #[test]
+    fn times_only_decoding_leaves_everything_else() {
+        let mut v = json!({"metadata": {"name": "l", "labels": {"a": null}},
+            "spec": {"renewTime": "2026-12-06T21:00:00.123456+02:00",
+                "leaseDurationSeconds": "x", "bogus": null}});
+        assert_eq!(decode_times(LEASE.0, LEASE.1, LEASE.2, &mut v), Ok(true));
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "l", "labels": {"a": null}},
+                "spec": {"renewTime": "2026-12-06T19:00:00.123456Z",
+                    "leaseDurationSeconds": "x", "bogus": null}})
+        );
+        let mut v = json!({"spec": {"renewTime": "garbage"}});
+        assert!(decode_times(LEASE.0, LEASE.1, LEASE.2, &mut v)
+            .unwrap_err()
+            .0
+            .starts_with("parsing time \"garbage\" as"));
+        let mut v = json!({"spec": {"at": "garbage"}});
+        assert_eq!(
+            decode_times("example.com", "v1", "Widget", &mut v),
+            Ok(false)
+        );
     }
 
     #[test]

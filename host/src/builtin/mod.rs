@@ -13,6 +13,7 @@ pub mod graceful;
 pub mod kubernetes_service;
 pub mod protobuf;
 pub mod quantity;
+pub mod time;
 pub mod validation;
 
 /// A served built-in resource. Singular names are the lower-cased kind, as in kube.
