@@ -1664,6 +1664,7 @@ impl Service {
             } else {
                 crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
                 crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, old.is_none());
+                crate::builtin::zero::fill(&ri.group, &ri.version, &ri.kind, obj);
                 if sub == Subresource::Main {
                     crate::builtin::validation::prepare(&ri.group, &ri.resource, obj, old);
                 } else if sub == Subresource::Status {
@@ -1784,6 +1785,7 @@ impl Service {
         } else {
             crate::model::workloads::apply_defaults(&ri.group, &ri.resource, obj);
             crate::builtin::defaults::apply(&ri.group, &ri.resource, obj, false);
+            crate::builtin::zero::fill(&ri.group, &ri.version, &ri.kind, obj);
         }
         // A Secret stored with `stringData` (by a turtles before every write folded it) is
         // read as kube's storage decoder reads it, folded into `data`; a value that is not a
@@ -2144,9 +2146,12 @@ impl Service {
         if ri.is_custom() && ri.status_subresource {
             map.remove("status");
         }
-        // Built-in kinds with a status subresource start with an empty status (kube's
+        // Built-in kinds with a status subresource start with a zero status (kube's
         // PrepareForCreate): only controllers write it, through `/status`. Nodes keep theirs
-        // (kubelets register with it); Namespaces and Pods get their first phase below.
+        // (kubelets register with it); Namespaces and Pods get their first phase below. The
+        // zero status's fields (`{}`, a ReplicaSet's `{"replicas": 0}`, a Service's
+        // `{"loadBalancer": {}}`) are added by `admit` (`builtin::zero::fill`), as to every
+        // write.
         let keeps_status = matches!(
             (ri.group.as_str(), ri.resource.as_str()),
             ("", "nodes" | "pods" | "namespaces")
@@ -2156,16 +2161,6 @@ impl Service {
         if ri.status_subresource && !ri.is_custom() && !keeps_status {
             map.remove("status");
         }
-        if matches!(
-            (ri.group.as_str(), ri.resource.as_str()),
-            ("", "services") | ("networking.k8s.io", "ingresses")
-        ) {
-            crate::builtin::defaults::load_balancer_status(obj);
-            return;
-        }
-        let Some(map) = obj.as_object_mut() else {
-            return;
-        };
         match (ri.group.as_str(), ri.resource.as_str()) {
             ("", "namespaces") => {
                 map.insert("status".into(), json!({"phase": "Active"}));
@@ -6337,6 +6332,278 @@ mod tests {
         assert_eq!(
             e.message,
             "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: parsing time \"garbage\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"garbage\" as \"2006\""
+        );
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A pod template for the workload kinds, labelled `app: web`.
+    fn web_template(restart_policy: &str) -> serde_json::Value {
+        json!({"metadata": {"labels": {"app": "web"}},
+            "spec": {"restartPolicy": restart_policy,
+                "containers": [{"name": "c", "image": "nginx"}]}})
+    }
+
+    /// kube answers with its Go structs, which always carry their non-pointer `status` and, in
+    /// it, the counters without `omitempty`: a create's answer and every read have them before
+    /// any controller wrote a status (whatever status the create sent is reset to them).
+    #[tokio::test]
+    async fn created_workloads_answer_kubes_zero_status() {
+        let (svc, dir) = bootstrapped("zero-status").await;
+        let opts = WriteOptions::default();
+        let selector = json!({"matchLabels": {"app": "web"}});
+        let cases = [
+            (
+                ("apps", "v1", "deployments"),
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                    "spec": {"selector": selector, "template": web_template("Always")}}),
+                json!({}),
+            ),
+            (
+                ("apps", "v1", "replicasets"),
+                json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+                    "spec": {"selector": selector, "template": web_template("Always")},
+                    "status": {"replicas": 5, "readyReplicas": 5}}),
+                json!({"replicas": 0}),
+            ),
+            (
+                ("apps", "v1", "statefulsets"),
+                json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+                    "spec": {"selector": selector, "template": web_template("Always")}}),
+                json!({"replicas": 0, "availableReplicas": 0}),
+            ),
+            (
+                ("apps", "v1", "daemonsets"),
+                json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "web"},
+                    "spec": {"selector": selector, "template": web_template("Always")}}),
+                json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                    "desiredNumberScheduled": 0, "numberReady": 0}),
+            ),
+            (
+                ("", "v1", "replicationcontrollers"),
+                json!({"apiVersion": "v1", "kind": "ReplicationController",
+                    "metadata": {"name": "web"},
+                    "spec": {"selector": {"app": "web"}, "template": web_template("Always")}}),
+                json!({"replicas": 0}),
+            ),
+            (
+                ("batch", "v1", "jobs"),
+                json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "web"},
+                    "spec": {"template": web_template("Never")}}),
+                json!({}),
+            ),
+            (
+                ("policy", "v1", "poddisruptionbudgets"),
+                json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "web"}}),
+                json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                    "expectedPods": 0}),
+            ),
+        ];
+        for ((group, version, resource), obj, want) in cases {
+            let ri = svc.registry.lookup(group, version, resource).unwrap();
+            let w = svc.create(&ri, "default", obj, &opts).await.unwrap();
+            let got = w.object.value();
+            assert_eq!(got["status"], want, "{resource}: {got}");
+            let read = svc.get(&ri, "default", "web").unwrap();
+            assert_eq!(read.value()["status"], want, "{resource}");
+        }
+        // A StatefulSet's `spec.serviceName` has no `omitempty` either; a PDB's `spec` is a
+        // struct.
+        let sets = svc.registry.lookup("apps", "v1", "statefulsets").unwrap();
+        let set = svc.get(&sets, "default", "web").unwrap();
+        assert_eq!(set.value()["spec"]["serviceName"], "");
+        let pdbs = svc
+            .registry
+            .lookup("policy", "v1", "poddisruptionbudgets")
+            .unwrap();
+        assert_eq!(
+            svc.get(&pdbs, "default", "web").unwrap().value()["spec"],
+            json!({})
+        );
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A Node's status keeps what its kubelet registered with and has kube's zero values for the
+    /// rest: `daemonEndpoints.kubeletEndpoint.Port` and every `nodeInfo` string.
+    #[tokio::test]
+    async fn a_created_node_has_its_zero_daemon_endpoints_and_node_info() {
+        let (svc, dir) = bootstrapped("zero-node").await;
+        let opts = WriteOptions::default();
+        let nodes = svc.registry.lookup("", "v1", "nodes").unwrap();
+        let bare = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}});
+        let w = svc.create(&nodes, "", bare, &opts).await.unwrap();
+        let got = w.object.value();
+        assert_eq!(got["spec"], json!({}), "{got}");
+        assert_eq!(
+            got["status"],
+            json!({"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+                "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "",
+                    "osImage": "", "containerRuntimeVersion": "", "kubeletVersion": "",
+                    "kubeProxyVersion": "", "operatingSystem": "", "architecture": ""}}),
+            "{got}"
+        );
+        let registered = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+            "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "nodeInfo": {"kubeletVersion": "v1.34.0", "architecture": "amd64"}}});
+        let w = svc.create(&nodes, "", registered, &opts).await.unwrap();
+        let status = &w.object.value()["status"];
+        assert_eq!(status["daemonEndpoints"]["kubeletEndpoint"]["Port"], 10250);
+        let info = status["nodeInfo"].as_object().unwrap();
+        assert_eq!(info.len(), 10, "{status}");
+        assert_eq!(info["kubeletVersion"], "v1.34.0");
+        assert_eq!(info["architecture"], "amd64");
+        assert_eq!(info["machineID"], "");
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A controller's status write sets what it sends; what it leaves out of a struct kube
+    /// always writes reads as its zero value, as after Go's decoding.
+    #[tokio::test]
+    async fn a_status_write_over_the_zero_status() {
+        let (svc, dir) = bootstrapped("zero-status-write").await;
+        let opts = WriteOptions::default();
+        let sets = svc.registry.lookup("apps", "v1", "daemonsets").unwrap();
+        let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "template": web_template("Always")}});
+        svc.create(&sets, "default", ds, &opts).await.unwrap();
+        let body = br#"{"status": {"observedGeneration": 1, "desiredNumberScheduled": 2,
+            "currentNumberScheduled": 2, "numberReady": 1, "numberAvailable": 1}}"#;
+        let w = svc
+            .patch(
+                &sets,
+                "default",
+                "web",
+                crate::patch::PatchType::Merge,
+                body,
+                super::Subresource::Status,
+                &opts,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            w.object.value()["status"],
+            json!({"currentNumberScheduled": 2, "numberMisscheduled": 0,
+                "desiredNumberScheduled": 2, "numberReady": 1, "observedGeneration": 1,
+                "numberAvailable": 1})
+        );
+        // A field the patch removes is its zero value again.
+        let w = svc
+            .patch(
+                &sets,
+                "default",
+                "web",
+                crate::patch::PatchType::Merge,
+                br#"{"status": {"numberReady": null}}"#,
+                super::Subresource::Status,
+                &opts,
+            )
+            .await
+            .unwrap();
+        assert_eq!(w.object.value()["status"]["numberReady"], 0);
+        assert_eq!(w.object.value()["status"]["currentNumberScheduled"], 2);
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// The zero fields are the server's: a create's managed fields own none of them (kube's
+    /// zero object of the kind has them, as the created object), and a PUT of what a read
+    /// answers is a no-op.
+    #[tokio::test]
+    async fn zero_fields_are_nobodys_and_a_put_back_is_a_no_op() {
+        let (svc, dir) = bootstrapped("zero-fields-managed").await;
+        let opts = WriteOptions {
+            manager: Some("creator".into()),
+            ..Default::default()
+        };
+        let sets = svc.registry.lookup("apps", "v1", "statefulsets").unwrap();
+        let set = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "template": web_template("Always")}});
+        let w = svc.create(&sets, "default", set, &opts).await.unwrap();
+        let got = w.object.value().clone();
+        assert_eq!(
+            got["status"],
+            json!({"replicas": 0, "availableReplicas": 0})
+        );
+        let managed = got["metadata"]["managedFields"].to_string();
+        assert!(managed.contains("f:selector"), "{managed}");
+        assert!(!managed.contains("f:status"), "{managed}");
+        assert!(!managed.contains("f:serviceName"), "{managed}");
+        let policies = svc
+            .registry
+            .lookup("networking.k8s.io", "v1", "networkpolicies")
+            .unwrap();
+        let np = json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "np"}, "spec": {"ingress": [{}]}});
+        let w = svc.create(&policies, "default", np, &opts).await.unwrap();
+        let np = w.object.value();
+        assert_eq!(np["spec"]["podSelector"], json!({}), "{np}");
+        let managed = np["metadata"]["managedFields"].to_string();
+        assert!(managed.contains("f:ingress"), "{managed}");
+        assert!(!managed.contains("f:podSelector"), "{managed}");
+
+        // What a read answers, put back: nothing to store.
+        let stored = svc.get(&sets, "default", "db").unwrap();
+        let put = svc
+            .update(
+                &sets,
+                "default",
+                "db",
+                stored.value().clone(),
+                super::Subresource::Main,
+                &opts,
+            )
+            .await
+            .unwrap();
+        assert_eq!(put.object.rv, stored.rv, "a no-op");
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// An HPA: v2 writes `desiredReplicas: 0` (its `currentReplicas` has `omitempty`), v1 both;
+    /// a v1 status write stores no zero `currentReplicas` in the stored v2.
+    #[tokio::test]
+    async fn hpa_zero_status_in_each_version() {
+        let (svc, dir) = bootstrapped("zero-hpa").await;
+        let opts = WriteOptions::default();
+        let v2 = svc
+            .registry
+            .lookup("autoscaling", "v2", "horizontalpodautoscalers")
+            .unwrap();
+        let v1 = svc
+            .registry
+            .lookup("autoscaling", "v1", "horizontalpodautoscalers")
+            .unwrap();
+        let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "h"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                "name": "web"}, "maxReplicas": 3}});
+        let w = svc.create(&v2, "default", hpa, &opts).await.unwrap();
+        assert_eq!(w.object.value()["status"], json!({"desiredReplicas": 0}));
+        assert_eq!(
+            read_as(&svc, &v1, "h").await["status"],
+            json!({"currentReplicas": 0, "desiredReplicas": 0})
+        );
+        svc.patch(
+            &v1,
+            "default",
+            "h",
+            crate::patch::PatchType::Merge,
+            br#"{"status": {"desiredReplicas": 2}}"#,
+            super::Subresource::Status,
+            &opts,
+        )
+        .await
+        .unwrap();
+        let stored = svc.get(&v2, "default", "h").unwrap();
+        assert_eq!(stored.value()["status"], json!({"desiredReplicas": 2}));
+        assert_eq!(
+            read_as(&svc, &v1, "h").await["status"],
+            json!({"currentReplicas": 0, "desiredReplicas": 2})
         );
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);

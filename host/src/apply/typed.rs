@@ -630,7 +630,10 @@ impl<'a> Typer<'a> {
 /// The zero value kube compares a created object against (`runtime.New()` of the kind, as
 /// unstructured): built-in kinds have their non-pointer struct fields present and empty; we
 /// know these by name (metadata, spec, status, pod templates, update strategies), which covers
-/// the built-in kinds' shapes. Custom resources start empty.
+/// the built-in kinds' shapes, and the zero-valued fields kube writes for the kind
+/// (`builtin::zero`: a ReplicaSet's `status.replicas: 0`, a PriorityClass's `value: 0`), which
+/// the service gives every stored object, so a create does not own them. Custom resources start
+/// empty.
 pub fn zero_object(t: &Typer<'_>) -> Value {
     const STRUCT_FIELDS: &[&str] = &[
         "metadata",
@@ -664,7 +667,19 @@ pub fn zero_object(t: &Typer<'_>) -> Value {
     if !t.builtin {
         return Value::Object(Map::new());
     }
-    build(t.root, 0)
+    let mut zero = build(t.root, 0);
+    if let Ty::Root(def) = t.root {
+        let gvk = def
+            .get("x-kubernetes-group-version-kind")
+            .and_then(|l| l.get(0));
+        if let Some(gvk) = gvk {
+            let group = gvk.get("group").and_then(Value::as_str).unwrap_or("");
+            let version = gvk.get("version").and_then(Value::as_str).unwrap_or("");
+            let kind = gvk.get("kind").and_then(Value::as_str).unwrap_or("");
+            crate::builtin::zero::fill(group, version, kind, &mut zero);
+        }
+    }
+    zero
 }
 
 /// [`zero_object`], built once per built-in kind (every create compares against it). A
@@ -756,6 +771,24 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    /// kube's zero object of a kind has the fields its Go types always write (a create that
+    /// leaves them at zero owns none of them).
+    #[test]
+    fn the_zero_object_has_the_kinds_zero_fields() {
+        let defs = crate::builtin::definitions::get();
+        let typer = |group: &str, kind: &str| Typer {
+            root: Ty::Root(defs.get(defs.name_of(group, "v1", kind).unwrap()).unwrap()),
+            builtin: true,
+        };
+        let rs = zero_object(&typer("apps", "ReplicaSet"));
+        assert_eq!(rs["status"], json!({"replicas": 0}));
+        let sts = zero_object(&typer("apps", "StatefulSet"));
+        assert_eq!(sts["spec"]["serviceName"], "");
+        assert_eq!(sts["spec"]["updateStrategy"], json!({}));
+        let pc = zero_object(&typer("scheduling.k8s.io", "PriorityClass"));
+        assert_eq!(pc["value"], 0);
     }
 
     #[test]

@@ -131,6 +131,10 @@ fn hpa_v1_to_v2(o: &mut Map<String, Value>) {
         if let Some(c) = conditions {
             status.insert("conditions".into(), c);
         }
+        // v2's `currentReplicas` has `omitempty` (v1's has not): kube's v2 drops a zero.
+        if status.get("currentReplicas").and_then(Value::as_i64) == Some(0) {
+            status.shift_remove("currentReplicas");
+        }
     }
 }
 
@@ -171,6 +175,16 @@ fn hpa_v2_to_v1(o: &mut Map<String, Value>) {
             }
         }
         conditions = status.remove("conditions");
+    }
+    // v1's `currentReplicas` and `desiredReplicas` have no `omitempty`: kube writes them at
+    // zero (`builtin::zero`), in a status it always writes.
+    let status = o
+        .entry("status")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(status) = status.as_object_mut() {
+        for field in ["currentReplicas", "desiredReplicas"] {
+            status.entry(field).or_insert(Value::from(0));
+        }
     }
     if !extra.is_empty() {
         put_annotation(o, HPA_METRICS, &Value::Array(extra));
@@ -242,5 +256,33 @@ mod tests {
             .contains("memory"));
         (HPA_V1.to_storage)(&mut m);
         assert_eq!(Value::Object(m), v2);
+    }
+
+    /// v1's status has `currentReplicas` and `desiredReplicas` without `omitempty`, v2's only
+    /// `desiredReplicas`: an HPA no controller has written reads `{currentReplicas: 0,
+    /// desiredReplicas: 0}` through v1, and a v1 write stores no zero `currentReplicas`.
+    #[test]
+    fn hpa_zero_replicas_as_each_version_writes_them() {
+        let v2 = json!({"metadata": {"name": "h"}, "spec": {"maxReplicas": 5, "minReplicas": 1,
+            "scaleTargetRef": {"kind": "Deployment", "name": "d"}},
+            "status": {"desiredReplicas": 0}});
+        let Value::Object(mut m) = v2.clone() else {
+            unreachable!()
+        };
+        (HPA_V1.from_storage)(&mut m);
+        assert_eq!(
+            m["status"],
+            json!({"desiredReplicas": 0, "currentReplicas": 0})
+        );
+        (HPA_V1.to_storage)(&mut m);
+        assert_eq!(Value::Object(m), v2);
+        let Value::Object(mut bare) = json!({"metadata": {"name": "h"}}) else {
+            unreachable!()
+        };
+        (HPA_V1.from_storage)(&mut bare);
+        assert_eq!(
+            bare["status"],
+            json!({"currentReplicas": 0, "desiredReplicas": 0})
+        );
     }
 }

@@ -11,11 +11,7 @@ use crate::model::workloads::default_pod_spec;
 pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
     match (group, resource) {
         ("", "namespaces") => namespace_name_label(obj),
-        ("", "services") => {
-            service(obj);
-            load_balancer_status(obj);
-        }
-        ("networking.k8s.io", "ingresses") => load_balancer_status(obj),
+        ("", "services") => service(obj),
         ("", "replicationcontrollers") => replication_controller(obj),
         ("", "limitranges") => {
             if let Some(items) = obj
@@ -199,19 +195,6 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
 /// `Canonicalize`): `kubernetes.io/metadata.name` is the namespace's name, whatever was sent, so
 /// selectors can pick namespaces by name. A namespace without a name yet (generateName) gets it
 /// once its name is generated.
-/// A Service's and an Ingress's `status.loadBalancer`: Go structs, which kube always writes
-/// (`"status": {"loadBalancer": {}}`); clients read `status.load_balancer.ingress` without
-/// checking (the Python client's objects raise on a missing `status`).
-pub fn load_balancer_status(obj: &mut Value) {
-    let Some(m) = obj.as_object_mut() else {
-        return;
-    };
-    let status = m.entry("status").or_insert_with(|| json!({}));
-    if let Some(s) = status.as_object_mut() {
-        s.entry("loadBalancer").or_insert_with(|| json!({}));
-    }
-}
-
 pub fn namespace_name_label(obj: &mut Value) {
     const LABEL: &str = "kubernetes.io/metadata.name";
     let name = obj

@@ -1,7 +1,8 @@
 //! The built-in Kubernetes API: which resources kube-apiserver serves (the table below, the one
 //! place a built-in resource is declared), the published type definitions of every kind
 //! (`definitions.json`, kube's own OpenAPI definitions, imported with `cargo xtask
-//! import-openapi`), and decoding as kube decodes ([`decode`]).
+//! import-openapi`), decoding as kube decodes ([`decode`]), and the zero-valued fields kube's Go
+//! types always write ([`zero`]).
 
 pub mod conversion;
 pub mod csr;
@@ -15,6 +16,7 @@ pub mod protobuf;
 pub mod quantity;
 pub mod time;
 pub mod validation;
+pub mod zero;
 
 /// A served built-in resource. Singular names are the lower-cased kind, as in kube.
 pub struct Builtin {
