@@ -593,6 +593,38 @@ pub(crate) fn parse_rv(s: &str) -> Result<u64> {
     })
 }
 
+/// A get's `resourceVersion` as kube's `APIObjectVersioner.ParseResourceVersion` reads it
+/// (`strconv.ParseUint(rv, 10, 64)`, `""` and `"0"` being 0); a value it refuses is its storage
+/// `InvalidError`, which kube's get handler answers as a 500 without a reason.
+pub(crate) fn parse_get_rv(rv: &str) -> Result<u64> {
+    let refused = |why: &str| {
+        let quoted = crate::auth::rbac::go_quote(rv);
+        ApiError::new(
+            500,
+            "",
+            format!(
+                "resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
+            ),
+        )
+    };
+    if rv.is_empty() {
+        return Ok(0);
+    }
+    // Go's loop: a byte that is no digit is a syntax error, an overflow a range error,
+    // whichever comes first.
+    let mut n: u64 = 0;
+    for b in rv.bytes() {
+        if !b.is_ascii_digit() {
+            return Err(refused("invalid syntax"));
+        }
+        n = n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(b - b'0')))
+            .ok_or_else(|| refused("value out of range"))?;
+    }
+    Ok(n)
+}
+
 /// A continue token (base64 JSON, opaque like kube's): the snapshot's revision and the last key
 /// returned; for a list without selectors also how many items follow `start` in that snapshot
 /// and the scope (resource and namespace) they were counted in, so the next page's
@@ -1267,6 +1299,19 @@ impl Service {
         Err(ApiError::internal(format!(
             "gave up after {CONFLICT_RETRIES} attempts: the object kept changing"
         )))
+    }
+
+    /// Before a read of one object with a `resourceVersion` (kube's watch cache `Get`, through
+    /// `waitUntilFreshAndBlock`): once the store has reached that revision, after waiting for it
+    /// as long as a list does (`TOO_NEW_WAIT`, kube's 3 s), else kube's 504 `Too large resource
+    /// version` with `Retry-After: 1`. `0` reads whatever is there. Not a decimal uint64: kube's
+    /// `ParseResourceVersion` error, a storage error its get handler answers as a plain 500.
+    pub async fn await_get_revision(&self, rv: &str) -> Result<()> {
+        let n = parse_get_rv(rv)?;
+        if n > self.store.revision() && !self.store.wait_for_revision(n, TOO_NEW_WAIT).await {
+            return Err(too_large_rv(n, self.store.revision()));
+        }
+        Ok(())
     }
 
     pub fn get(&self, ri: &ResourceInfo, ns: &str, name: &str) -> Result<Arc<StoredObject>> {
@@ -5395,6 +5440,77 @@ mod tests {
         svc.list(&cms, Some("default"), &list(rv)).await.unwrap();
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A get with a `resourceVersion` the store has not reached is kube's 504 (`Too large
+    /// resource version`, `Retry-After: 1`) once the wait for it is over, as a list's; at a
+    /// revision the store has (or `0`) it reads. (Paused time: the clock skips the 3 s wait.)
+    #[tokio::test(start_paused = true)]
+    async fn a_get_beyond_the_store_is_too_large() {
+        let (svc, dir) = bootstrapped("get-beyond").await;
+        let current = svc.store.revision();
+        let far = current + 1000;
+        let e = svc.await_get_revision(&far.to_string()).await.unwrap_err();
+        assert_eq!((e.code, e.reason), (504, "Timeout"), "{e:?}");
+        let want = format!("Timeout: Too large resource version: {far}, current: ");
+        assert!(e.message.starts_with(&want), "{e:?}");
+        assert_eq!(e.causes.len(), 1, "{e:?}");
+        assert_eq!(e.causes[0].reason, "ResourceVersionTooLarge");
+        assert_eq!(e.retry_after, Some(1));
+        // The same answer as a list's at that revision.
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let listed = svc
+            .list(
+                &cms,
+                Some("default"),
+                &ListOptions {
+                    resource_version: Some(far.to_string()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(listed.to_status(), e.to_status());
+        let at = current.to_string();
+        for rv in ["0", "00", "1", at.as_str()] {
+            svc.await_get_revision(rv).await.unwrap();
+        }
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A `resourceVersion` kube's versioner cannot parse (`strconv.ParseUint`): its storage
+    /// error, answered as a 500 without a reason; the first bad byte or the overflow, whichever
+    /// comes first, as Go's loop finds them.
+    #[test]
+    fn a_get_resource_version_is_a_go_uint64() {
+        assert_eq!(super::parse_get_rv("").unwrap(), 0);
+        assert_eq!(super::parse_get_rv("0").unwrap(), 0);
+        assert_eq!(
+            super::parse_get_rv("18446744073709551615").unwrap(),
+            u64::MAX
+        );
+        for (rv, why) in [
+            ("abc", "invalid syntax"),
+            ("-1", "invalid syntax"),
+            ("+5", "invalid syntax"),
+            ("1_000", "invalid syntax"),
+            ("18446744073709551616", "value out of range"),
+            ("99999999999999999999x", "value out of range"),
+            ("9x9999999999999999999", "invalid syntax"),
+        ] {
+            let e = super::parse_get_rv(rv).unwrap_err();
+            assert_eq!((e.code, e.reason), (500, ""), "{rv}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "resourceVersion: Invalid value: \"{rv}\": strconv.ParseUint: parsing \"{rv}\": {why}"
+                )
+            );
+            let status = e.to_status();
+            assert!(status.get("reason").is_none(), "{status}");
+            assert!(status.get("details").is_none(), "{status}");
+        }
     }
 
     /// The review's `Database` CRD (s40 report, section 4), cut to what the case needs: v1

@@ -1,19 +1,22 @@
 //! An HTTPS admission (or CRD conversion) webhook on loopback, for the tests and the bench: its
 //! own CA, a serving certificate for 127.0.0.1, a thread per connection answering
-//! AdmissionReviews or ConversionReviews with a handler (by request path), keeping connections
-//! alive as a real webhook server does.
+//! AdmissionReviews or ConversionReviews with a handler (by request path, without the query),
+//! keeping connections alive as a real webhook server does. The request targets (path and
+//! query) it was called at are kept.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
 use base64::Engine;
 use serde_json::{json, Value};
 
-/// Answers one AdmissionReview: (request path, `request`) -> `response` (its `uid` is set).
+/// Answers one AdmissionReview: (request path without its query, `request`) -> `response` (its
+/// `uid` is set).
 pub type Handler = fn(&str, &Value) -> Value;
 
 pub struct Webhook {
@@ -24,6 +27,21 @@ pub struct Webhook {
     pub ca_pem: String,
     /// AdmissionReviews answered so far.
     pub calls: Arc<AtomicUsize>,
+    /// The distinct request targets (`/path?query`) called so far (at most [`MAX_TARGETS`]).
+    pub targets: Arc<Mutex<BTreeSet<String>>>,
+}
+
+/// The most distinct request targets a webhook keeps.
+pub const MAX_TARGETS: usize = 1000;
+
+impl Webhook {
+    /// Whether the webhook was called at this target (`/path?query`).
+    pub fn called_at(&self, target: &str) -> bool {
+        self.targets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(target)
+    }
 }
 
 /// A webhook serving a certificate for 127.0.0.1 issued by its own CA.
@@ -69,13 +87,14 @@ fn start_with(handler: Handler, self_signed: bool) -> Result<Webhook> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     let calls = Arc::new(AtomicUsize::new(0));
-    let counter = calls.clone();
+    let targets = Arc::new(Mutex::new(BTreeSet::new()));
+    let (counter, seen) = (calls.clone(), targets.clone());
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };
-            let (cfg, counter) = (cfg.clone(), counter.clone());
+            let (cfg, counter, seen) = (cfg.clone(), counter.clone(), seen.clone());
             std::thread::spawn(move || {
-                let _ = serve(conn, cfg, handler, &counter);
+                let _ = serve(conn, cfg, handler, &counter, &seen);
             });
         }
     });
@@ -84,6 +103,7 @@ fn start_with(handler: Handler, self_signed: bool) -> Result<Webhook> {
         ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
         ca_pem: ca_cert.pem(),
         calls,
+        targets,
     })
 }
 
@@ -93,6 +113,7 @@ fn serve(
     cfg: Arc<rustls::ServerConfig>,
     handler: Handler,
     calls: &AtomicUsize,
+    targets: &Mutex<BTreeSet<String>>,
 ) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(60)))?;
     conn.set_nodelay(true)?;
@@ -103,10 +124,19 @@ fn serve(
         let Some((head, body)) = read_request(&mut stream, &mut buf)? else {
             return Ok(());
         };
-        let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+        let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+        let path = target.split('?').next().unwrap_or("/");
         let review: Value = serde_json::from_slice(&body).unwrap_or_default();
+        {
+            let mut seen = targets
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if seen.len() < MAX_TARGETS {
+                seen.insert(target.clone());
+            }
+        }
         calls.fetch_add(1, Ordering::SeqCst);
-        let mut response = handler(&path, &review["request"]);
+        let mut response = handler(path, &review["request"]);
         response["uid"] = review["request"]["uid"].clone();
         // The review's own kind and version (an AdmissionReview or a ConversionReview).
         let or = |v: &Value, d: &str| v.as_str().unwrap_or(d).to_owned();

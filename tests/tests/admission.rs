@@ -470,6 +470,12 @@ fn handler(path: &str, req: &Value) -> Value {
         }
         "/deny-all" => json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden",
                               "message": "denied by the self-signed webhook"}}),
+        // A denial with causes, as a validating webhook reports field errors.
+        "/invalid" => json!({"allowed": false, "status": {"code": 422, "reason": "Invalid",
+            "message": "bad thing", "details": {"causes": [{"field": "data.a", "message": "nope"}]}}}),
+        // A reason of the webhook's own, no message, a code under 400.
+        "/own-reason" => json!({"allowed": false, "status": {"code": 299,
+            "reason": "PolicyViolation", "metadata": {"resourceVersion": "12"}}}),
         _ => json!({"allowed": true}),
     }
 }
@@ -527,6 +533,12 @@ fn webhooks(s: &Server) {
     );
     assert_eq!(r.status, 403, "{}", r.text());
     assert_eq!(r.json()["reason"], "Forbidden");
+    // kube's client calls the webhook with the call's timeout (its timeoutSeconds) in the URL.
+    assert!(
+        wh.called_at("/validate?timeout=5s"),
+        "{:?}",
+        wh.targets.lock().map(|t| t.clone())
+    );
     // A dry run reaches a webhook without side effects, flagged as one.
     let out = s.kubectl(&[
         "create",
@@ -639,6 +651,14 @@ fn webhooks(s: &Server) {
         err.contains("Internal error occurred: failed calling webhook \"down-fail.turtles.test\": failed to call webhook"),
         "{err}"
     );
+    // The URL it names is the one called: with the timeout in its query.
+    assert!(
+        err.contains(&format!(
+            "failed to call webhook: Post \"{down}?timeout=5s\": dial tcp "
+        )),
+        "{err}"
+    );
+    denial_statuses(s, &wh);
     // v1 webhooks declare no side effects (kube's validation: `Unknown` and `Some` were
     // v1beta1's, whose webhooks turtles refuses dry runs to).
     let out = s.kubectl_stdin(
@@ -731,6 +751,65 @@ fn webhooks(s: &Server) {
         s.kubectl_ok(&["delete", "validatingwebhookconfiguration", cfg]);
     }
     s.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "add-label"]);
+}
+
+/// A webhook's denial is its own `status` with the message prefixed (kube 1.34's
+/// `webhookerrors.ToStatusErr`): causes, reason, metadata and code as the webhook gave them, a
+/// code under 400 made 400.
+fn denial_statuses(s: &Server, wh: &turtles_tests::webhook::Webhook) {
+    for path in ["invalid", "own-reason"] {
+        apply(
+            s,
+            &webhook_config(
+                "ValidatingWebhookConfiguration",
+                &format!("deny-{path}"),
+                &format!("{path}.turtles.test"),
+                &format!("{}/{path}", wh.url),
+                &wh.ca_bundle,
+                json!({"objectSelector": {"matchLabels": {"deny": path}}}),
+            ),
+        );
+    }
+    let denied = |label: &str| {
+        poll(
+            &format!("the {label} webhook"),
+            Duration::from_secs(10),
+            || {
+                let r = s.http().post_json(
+                    "/api/v1/namespaces/hooks/configmaps?dryRun=All",
+                    &json!({"metadata": {"name": format!("d-{label}"), "labels": {"deny": label}}}),
+                );
+                (r.status != 201).then_some(r)
+            },
+        )
+        .expect("denied")
+    };
+    let r = denied("invalid");
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "admission webhook \"invalid.turtles.test\" denied the request: bad thing",
+            "reason": "Invalid",
+            "details": {"causes": [{"message": "nope", "field": "data.a"}]},
+            "code": 422})
+    );
+    let r = denied("own-reason");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {"resourceVersion": "12"},
+            "status": "Failure",
+            "message": "admission webhook \"own-reason.turtles.test\" denied the request: PolicyViolation",
+            "reason": "PolicyViolation", "code": 400})
+    );
+    for path in ["invalid", "own-reason"] {
+        s.kubectl_ok(&[
+            "delete",
+            "validatingwebhookconfiguration",
+            &format!("deny-{path}"),
+        ]);
+    }
 }
 
 /// kube's CEL `authorizer`: a policy asks RBAC whether the requesting user (kubectl `--as`) may

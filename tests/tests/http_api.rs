@@ -1317,3 +1317,105 @@ fn time_fields_are_parsed_and_written_as_kube_writes_them() {
     s.kubectl_ok(&["describe", "lease", "t1"]);
     s.kubectl_ok(&["get", "events"]);
 }
+
+/// A get at a `resourceVersion` the store has not reached waits for it as a list does, then
+/// answers kube's 504 (`Too large resource version`, `Retry-After: 1`); at one it has, the
+/// object. Its `resourceVersionMatch` is ignored, as kube's `GetOptions` has none.
+#[test]
+fn a_get_at_a_future_resource_version_times_out() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    let created = create(&http, CMS, &configmap("future", &[], &[]));
+    let at = rv(&created);
+    let far = at + 1_000_000;
+    let start = Instant::now();
+    let r = http.get(&format!("{CMS}/future?resourceVersion={far}"));
+    let st = assert_status(&r, 504, "Timeout");
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "answered after {:?}",
+        start.elapsed()
+    );
+    let message = st["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "Timeout: Too large resource version: {far}, current: "
+        )),
+        "{st}"
+    );
+    assert_eq!(
+        st["details"]["causes"][0]["reason"], "ResourceVersionTooLarge",
+        "{st}"
+    );
+    assert_eq!(st["details"]["retryAfterSeconds"], 1, "{st}");
+    assert_eq!(
+        r.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    for query in [
+        format!("resourceVersion={at}"),
+        "resourceVersion=0".to_owned(),
+        format!("resourceVersion={at}&resourceVersionMatch=Exact"),
+        "resourceVersionMatch=Bogus".to_owned(),
+    ] {
+        let o = get(&http, &format!("{CMS}/future?{query}"));
+        assert_eq!(o["metadata"]["name"], "future", "{query}");
+    }
+    // Not a uint64: kube's versioner error, a 500 without a reason.
+    let r = http.get(&format!("{CMS}/future?resourceVersion=abc"));
+    assert_eq!(r.status, 500, "{}", r.text());
+    let st = r.json();
+    assert_eq!(
+        st["message"],
+        "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+    );
+    assert!(st.get("reason").is_none(), "{st}");
+}
+
+/// kube's content negotiation: a PartialObjectMetadataList of one object, or a
+/// PartialObjectMetadata of a list, is a 406; Tables and metadata are written in the
+/// `meta.k8s.io` version asked for, `v1beta1` included.
+#[test]
+fn mismatched_metadata_requests_are_not_acceptable() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, CMS, &configmap("meta", &[], &[]));
+    let as_ = |kind: &str, v: &str| format!("application/json;as={kind};g=meta.k8s.io;v={v}");
+    let r = http.request_with_accept(
+        &format!("{CMS}/meta"),
+        &as_("PartialObjectMetadataList", "v1"),
+    );
+    let st = assert_status(&r, 406, "NotAcceptable");
+    assert_eq!(
+        st["message"],
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)"
+    );
+    let r = http.request_with_accept(CMS, &as_("PartialObjectMetadata", "v1"));
+    let st = assert_status(&r, 406, "NotAcceptable");
+    assert_eq!(
+        st["message"],
+        "you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)"
+    );
+    let v1beta1 = "meta.k8s.io/v1beta1";
+    let t = http
+        .request_with_accept(&format!("{CMS}/meta"), &as_("Table", "v1beta1"))
+        .json();
+    assert_eq!(
+        (&t["kind"], &t["apiVersion"]),
+        (&json!("Table"), &json!(v1beta1))
+    );
+    assert_eq!(t["rows"][0]["object"]["apiVersion"], v1beta1, "{t}");
+    let t = http
+        .request_with_accept(CMS, &as_("Table", "v1beta1"))
+        .json();
+    assert_eq!(t["apiVersion"], v1beta1, "{t}");
+    assert!(!t["rows"].as_array().unwrap().is_empty(), "{t}");
+    for row in t["rows"].as_array().unwrap() {
+        assert_eq!(row["object"]["apiVersion"], v1beta1, "{t}");
+    }
+    let l = http
+        .request_with_accept(CMS, &as_("PartialObjectMetadataList", "v1beta1"))
+        .json();
+    assert_eq!(l["apiVersion"], v1beta1, "{l}");
+    assert_eq!(l["items"][0]["apiVersion"], v1beta1, "{l}");
+}

@@ -404,6 +404,8 @@ impl Webhooks {
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_TIMEOUT)
             .clamp(1, MAX_TIMEOUT);
+        // As client-go's request names it: with the call's timeout in its query.
+        let url = call_url(&url, timeout);
         let uid = uuid::Uuid::new_v4().to_string();
         let mut request = req.to_json(&uid);
         request["object"] = object.cloned().unwrap_or(Value::Null);
@@ -552,18 +554,23 @@ pub(crate) fn cap_warnings(warnings: impl IntoIterator<Item = String>) -> Vec<St
         .collect()
 }
 
-/// kube's `webhookerrors.ToStatusErr`.
-fn denied(name: &str, status: Option<&Value>) -> ApiError {
+/// kube's `webhookerrors.ToStatusErr` (1.34), which hands the webhook's `status` on whole: its
+/// message prefixed with the webhook's name (its reason instead when it has no message), a code
+/// under 400 (or none) made 400, an empty or `Success` status made `Failure`; `reason` (any
+/// text), `details` (causes included) and `metadata` as the webhook gave them, and a code of
+/// 400 or more as it is (kube writes 600-999 as the HTTP status too; a longer one makes Go's
+/// `WriteHeader` panic, which kube answers with a plain 500: `api/error.rs`). A
+/// `details.retryAfterSeconds` also sets `Retry-After`, as kube's error writer does.
+pub(crate) fn denied(name: &str, status: Option<&Value>) -> ApiError {
     let by = format!("admission webhook \"{name}\" denied the request");
+    let status = status.and_then(Value::as_object);
     let text = |f: &str| {
         status
             .and_then(|s| s.get(f))
             .and_then(Value::as_str)
             .unwrap_or("")
-            .to_owned()
     };
-    let message = text("message");
-    let reason = text("reason");
+    let (message, reason) = (text("message"), text("reason"));
     let message = if !message.is_empty() {
         format!("{by}: {message}")
     } else if !reason.is_empty() {
@@ -571,12 +578,190 @@ fn denied(name: &str, status: Option<&Value>) -> ApiError {
     } else {
         format!("{by} without explanation")
     };
+    // An int32 in kube's `Status`.
     let code = status
         .and_then(|s| s.get("code"))
+        .and_then(Value::as_i64)
+        .and_then(|c| i32::try_from(c).ok())
+        .map_or(0, i64::from)
+        .max(400);
+    let state = match text("status") {
+        "" | "Success" => "Failure",
+        other => other,
+    };
+    let details = status
+        .and_then(|s| s.get("details"))
+        .and_then(status_details);
+    let http = u16::try_from(code)
+        .ok()
+        .filter(|c| *c <= 999)
+        .unwrap_or(500);
+    let mut e = ApiError::new(http, static_reason(reason), message);
+    e.retry_after = details
+        .as_ref()
+        .and_then(|d| d.get("retryAfterSeconds"))
         .and_then(Value::as_u64)
-        .filter(|c| (400..600).contains(c))
-        .unwrap_or(400) as u16;
-    ApiError::new(code, static_reason(&reason), message)
+        .and_then(|s| u32::try_from(s).ok())
+        .filter(|s| *s > 0);
+    e.passed = Some(Box::new(crate::model::status::PassedStatus {
+        metadata: list_meta(status.and_then(|s| s.get("metadata"))),
+        status: state.to_owned(),
+        reason: reason.to_owned(),
+        details,
+        code,
+    }));
+    e
+}
+
+/// The `ListMeta` fields of a webhook's `status.metadata`, as Go decodes and writes them back
+/// (empty strings left out; `remainingItemCount` kept when given, zero included).
+fn list_meta(meta: Option<&Value>) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    let Some(meta) = meta.and_then(Value::as_object) else {
+        return out;
+    };
+    for field in ["selfLink", "resourceVersion", "continue"] {
+        if let Some(v) = meta
+            .get(field)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+        {
+            out.insert(field.into(), v.into());
+        }
+    }
+    if let Some(n) = meta.get("remainingItemCount").and_then(Value::as_i64) {
+        out.insert("remainingItemCount".into(), n.into());
+    }
+    out
+}
+
+/// A webhook's `status.details` as Go decodes it into a `StatusDetails` and writes it back: its
+/// fields in the struct's order, empty ones left out, unknown ones dropped (`None`: no details,
+/// `null` included).
+fn status_details(details: &Value) -> Option<Value> {
+    let details = details.as_object()?;
+    let mut out = serde_json::Map::new();
+    let strings = |from: &serde_json::Map<String, Value>,
+                   fields: &[&str],
+                   out: &mut serde_json::Map<String, Value>| {
+        for field in fields {
+            if let Some(v) = from
+                .get(*field)
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())
+            {
+                out.insert((*field).into(), v.into());
+            }
+        }
+    };
+    strings(details, &["name", "group", "kind", "uid"], &mut out);
+    let causes: Vec<Value> = details
+        .get("causes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .map(|c| {
+            let mut cause = serde_json::Map::new();
+            strings(c, &["reason", "message", "field"], &mut cause);
+            Value::Object(cause)
+        })
+        .collect();
+    if !causes.is_empty() {
+        out.insert("causes".into(), causes.into());
+    }
+    if let Some(n) = details
+        .get("retryAfterSeconds")
+        .and_then(Value::as_i64)
+        .and_then(|n| i32::try_from(n).ok())
+        .filter(|n| *n != 0)
+    {
+        out.insert("retryAfterSeconds".into(), n.into());
+    }
+    Some(Value::Object(out))
+}
+
+/// The URL kube's webhook client posts to (client-go's `Request.URL`): the configured URL's
+/// scheme and host, its path as `path.Join("/", path)` cleans it (escaped again as Go's
+/// `URL.EscapedPath` escapes a path), and `?timeout=` with the call's timeout, which client-go
+/// adds from the call's deadline (the webhook's `timeoutSeconds`) for the webhook to honour. The
+/// same URL is the one its errors name (`Post "https://host/path?timeout=10s": ...`).
+pub(crate) fn call_url(url: &str, timeout_secs: u64) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        // Not a URL: left for the client to refuse as configured.
+        return url.to_owned();
+    };
+    let is_end = |c: char| matches!(c, '/' | '?' | '#');
+    let (host, tail) = rest.split_at(rest.find(is_end).unwrap_or(rest.len()));
+    let path = &tail[..tail
+        .find(|c: char| matches!(c, '?' | '#'))
+        .unwrap_or(tail.len())];
+    format!(
+        "{}://{host}{}?timeout={timeout_secs}s",
+        scheme.to_ascii_lowercase(),
+        go_escape_path(&go_clean_path(&go_unescape(path)))
+    )
+}
+
+/// A URL path's `%XX` escapes decoded (a `%` that starts none is kept as it is).
+fn go_unescape(path: &str) -> Vec<u8> {
+    let b = path.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Go's `path.Clean` of a rooted path: no empty or `.` segments, `..` taking the one before it
+/// (none above the root), no trailing slash; `/` when nothing is left.
+fn go_clean_path(path: &[u8]) -> Vec<u8> {
+    let mut segments: Vec<&[u8]> = Vec::new();
+    for seg in path.split(|c| *c == b'/') {
+        match seg {
+            b"" | b"." => {}
+            b".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
+    }
+    let mut out = Vec::with_capacity(path.len() + 1);
+    for seg in segments {
+        out.push(b'/');
+        out.extend_from_slice(seg);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// Go's `url.escape(path, encodePath)`: letters, digits, `-_.~` and `$&+,/:;=@` as they are,
+/// every other byte as `%XX` (upper-case hex).
+fn go_escape_path(path: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(path.len());
+    for &c in path {
+        if c.is_ascii_alphanumeric() || b"-_.~$&+,/:;=@".contains(&c) {
+            out.push(c as char);
+        } else {
+            out.push('%');
+            out.push(HEX[usize::from(c >> 4)] as char);
+            out.push(HEX[usize::from(c & 15)] as char);
+        }
+    }
+    out
 }
 
 /// The `StatusReason`s kube defines (others are reported without a reason).
@@ -634,4 +819,148 @@ pub(crate) fn apply_patch(
     }
     *object = patched;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Status a denial answers, as the client reads it.
+    fn answered(status: Value) -> (ApiError, Value) {
+        let e = denied("check.example.com", Some(&status));
+        let s = e.to_status();
+        (e, s)
+    }
+
+    /// kube 1.34's `ToStatusErr` hands the webhook's status on whole: details and causes,
+    /// reason and code as given, the message prefixed.
+    #[test]
+    fn a_denial_keeps_the_webhooks_status() {
+        let (e, s) = answered(
+            json!({"code": 422, "reason": "Invalid", "message": "bad thing",
+            "details": {"causes": [{"field": "data.a", "message": "nope"}]}}),
+        );
+        assert_eq!(e.code, 422);
+        assert_eq!(e.reason, "Invalid");
+        assert_eq!(
+            s.to_string(),
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "admission webhook \"check.example.com\" denied the request: bad thing",
+                "reason": "Invalid",
+                "details": {"causes": [{"message": "nope", "field": "data.a"}]},
+                "code": 422})
+            .to_string()
+        );
+        // Every StatusDetails field, in Go's order, unknown ones dropped, empty ones left out;
+        // a reason of the webhook's own; metadata's ListMeta fields.
+        let (e, s) = answered(json!({"code": 409, "reason": "PolicyViolation",
+            "message": "m", "status": "Failure", "metadata": {"resourceVersion": "5", "bogus": 1},
+            "details": {"retryAfterSeconds": 3, "causes": [{"reason": "R", "bogus": true}, {}],
+                        "uid": "u", "kind": "configmaps", "group": "", "name": "x", "extra": 1}}));
+        assert_eq!(e.code, 409);
+        assert_eq!(e.reason, "", "not one of kube's reasons");
+        assert_eq!(e.retry_after, Some(3));
+        assert_eq!(
+            s.to_string(),
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {"resourceVersion": "5"},
+                "status": "Failure",
+                "message": "admission webhook \"check.example.com\" denied the request: m",
+                "reason": "PolicyViolation",
+                "details": {"name": "x", "kind": "configmaps", "uid": "u",
+                            "causes": [{"reason": "R"}, {}], "retryAfterSeconds": 3},
+                "code": 409})
+            .to_string()
+        );
+    }
+
+    /// Codes under 400 (none included) become 400; codes of 400 and more are kept, 600-999 as
+    /// the HTTP status too, longer ones answered 500 (Go's `WriteHeader` panics on them).
+    #[test]
+    fn a_denials_code_is_at_least_400_and_otherwise_kept() {
+        for (given, http, body) in [
+            (json!(null), 400, 400),
+            (json!(0), 400, 400),
+            (json!(200), 400, 400),
+            (json!(-5), 400, 400),
+            (json!(403), 403, 403),
+            (json!(599), 599, 599),
+            (json!(600), 600, 600),
+            (json!(999), 999, 999),
+            (json!(1000), 500, 1000),
+        ] {
+            let (e, s) = answered(json!({"code": given, "message": "m"}));
+            assert_eq!(e.code, http, "{given}");
+            assert_eq!(s["code"], body, "{given}");
+        }
+    }
+
+    /// Without a message the reason says why; without either, kube's "without explanation". An
+    /// empty or `Success` status is a `Failure`; another is kept.
+    #[test]
+    fn a_denial_without_a_message() {
+        let (e, s) = answered(json!({"reason": "Forbidden", "code": 403}));
+        assert_eq!(
+            e.message,
+            "admission webhook \"check.example.com\" denied the request: Forbidden"
+        );
+        assert_eq!(s["reason"], "Forbidden");
+        let (e, s) = answered(json!({}));
+        assert_eq!(
+            e.message,
+            "admission webhook \"check.example.com\" denied the request without explanation"
+        );
+        assert_eq!(
+            s.to_string(),
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "admission webhook \"check.example.com\" denied the request without explanation",
+                "code": 400})
+            .to_string()
+        );
+        let e = denied("check.example.com", None);
+        assert_eq!(e.to_status()["message"], s["message"]);
+        assert_eq!(e.to_status()["code"], 400);
+        let (_, s) = answered(json!({"status": "Success"}));
+        assert_eq!(s["status"], "Failure");
+        let (_, s) = answered(json!({"status": "Odd"}));
+        assert_eq!(s["status"], "Odd");
+        // `details: null` is no details.
+        let (_, s) = answered(json!({"details": null}));
+        assert!(s.get("details").is_none(), "{s}");
+        let (_, s) = answered(json!({"details": {}}));
+        assert_eq!(s["details"], json!({}));
+    }
+
+    /// client-go's request URL: the call's timeout in the query, the path cleaned and escaped
+    /// as Go's `path.Join` and `URL.EscapedPath` leave it.
+    #[test]
+    fn webhooks_are_called_with_the_timeout_in_the_url() {
+        for (configured, called) in [
+            (
+                "https://127.0.0.1:8443/validate",
+                "https://127.0.0.1:8443/validate?timeout=10s",
+            ),
+            (
+                "https://hooks.example.com",
+                "https://hooks.example.com/?timeout=10s",
+            ),
+            (
+                "https://svc.ns.svc:443/a//b/./c/../d/",
+                "https://svc.ns.svc:443/a/b/d?timeout=10s",
+            ),
+            ("https://h/p?", "https://h/p?timeout=10s"),
+            (
+                "https://h/a%20b/x!(y)",
+                "https://h/a%20b/x%21%28y%29?timeout=10s",
+            ),
+            (
+                "https://h/$&+,:;=@-_.~",
+                "https://h/$&+,:;=@-_.~?timeout=10s",
+            ),
+            ("HTTPS://[::1]:9/v", "https://[::1]:9/v?timeout=10s"),
+        ] {
+            assert_eq!(call_url(configured, 10), called, "{configured}");
+        }
+        assert_eq!(call_url("https://h/v", 30), "https://h/v?timeout=30s");
+        assert_eq!(call_url("nonsense", 10), "nonsense");
+    }
 }

@@ -5,8 +5,25 @@ use axum::response::{IntoResponse, Response};
 
 use crate::model::ApiError;
 
+/// What kube answers when Go's `WriteHeader` panics (a code of more than three digits, which
+/// only a passed-through Status can carry): its panic recovery's `http.Error`.
+const PANICKED: &str = "This request caused apiserver to panic. Look in the logs for details.\n";
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if self.passed.as_ref().is_some_and(|p| p.code > 999) {
+            let mut resp = (StatusCode::INTERNAL_SERVER_ERROR, PANICKED).into_response();
+            let headers = resp.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            headers.insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
+            return resp;
+        }
         // kube's JSON encoder ends every body with a newline.
         let mut body = self.to_status().to_string();
         body.push('\n');

@@ -448,12 +448,15 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             list_response(&ri, &headers, query, page)
         }
         (&Method::GET, Some(name)) => {
-            if query.get("resourceVersion").is_none_or(|rv| rv.is_empty()) {
+            match query.get("resourceVersion").filter(|rv| !rv.is_empty()) {
                 // Unset: a consistent read (kube's quorum read).
-                svc.store
+                None => svc
+                    .store
                     .sync()
                     .await
-                    .map_err(|e| crate::service::store_error(&ri, name, e))?;
+                    .map_err(|e| crate::service::store_error(&ri, name, e))?,
+                // Set: read once the store has reached it (kube's watch cache), or a 504.
+                Some(rv) => svc.await_get_revision(rv).await?,
             }
             let obj = svc.served_one(&ri, svc.get(&ri, &ns, name)?).await?;
             Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
@@ -643,6 +646,11 @@ async fn scale(
     let guard = None;
     let written = match method {
         Method::GET => {
+            // The Scale is read from the object, with its `resourceVersion` (kube's ScaleREST
+            // gets it from the same storage).
+            if let Some(rv) = query.get("resourceVersion").filter(|rv| !rv.is_empty()) {
+                svc.await_get_revision(rv).await?;
+            }
             // kube's ScaleREST of a built-in kind names the subresource in its 404
             // (`deployments/scale.apps "web" not found`); a custom resource's is the object's.
             let stored = svc.get(ri, &ns, &name).map_err(|e| {
@@ -655,15 +663,16 @@ async fn scale(
             let obj = svc.served_one(ri, stored).await?;
             let scale = crate::service::Service::scale_of(ri, &obj)?;
             // `kubectl get deploy web --subresource=scale` asks for a Table: kube's Scale columns.
-            if representation(&headers) == Representation::Table {
+            if let Representation::Table(version) = representation(&headers) {
                 if let Ok(mut o) = StoredObject::unstored(scale.clone()) {
                     o.rv = obj.rv;
-                    let t = table::render_columns(
+                    let mut t = table::render_columns(
                         crate::api::printers::scale_columns(),
                         &[Arc::new(o)],
                         &obj.rv.to_string(),
                         query,
                     );
+                    table_in(version, &mut t);
                     return Ok(object_json_response(
                         StatusCode::OK,
                         t.to_string().as_bytes(),
@@ -1893,14 +1902,39 @@ pub fn list_options(q: &Query) -> Result<ListOptions, ApiError> {
     })
 }
 
+/// The `meta.k8s.io` version a transformed answer is written in: kube serves its Table,
+/// PartialObjectMetadata and PartialObjectMetadataList in `v1` and `v1beta1` alike (the same
+/// shapes; `AllowsMediaTypeTransform`), each in the version asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaVersion {
+    V1,
+    V1beta1,
+}
+
+impl MetaVersion {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            MetaVersion::V1 => "meta.k8s.io/v1",
+            MetaVersion::V1beta1 => "meta.k8s.io/v1beta1",
+        }
+    }
+}
+
 /// What representation the client asked for in `Accept`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Representation {
     Full,
-    Table,
-    PartialMetadata,
+    Table(MetaVersion),
+    /// `as=PartialObjectMetadata`: an object's metadata (a list asked for so is refused).
+    PartialMetadata(MetaVersion),
+    /// `as=PartialObjectMetadataList`: a list's (one object asked for so is refused).
+    PartialMetadataList(MetaVersion),
 }
 
+/// The first alternative of `Accept` that can be served, in the client's order: a transform to
+/// kube's `Table`, `PartialObjectMetadata` or `PartialObjectMetadataList` in `meta.k8s.io` `v1`
+/// or `v1beta1` (another `as`, group or version is one kube's negotiation passes over), or the
+/// object itself.
 pub fn representation(headers: &HeaderMap) -> Representation {
     let accept = headers
         .get(header::ACCEPT)
@@ -1913,28 +1947,106 @@ pub fn representation(headers: &HeaderMap) -> Representation {
         if essence != "application/json" && essence != "*/*" && !essence.is_empty() {
             continue;
         }
-        let as_ = params.iter().find_map(|p| p.strip_prefix("as="));
-        let g = params.iter().find_map(|p| p.strip_prefix("g="));
-        match (as_, g) {
-            (None, _) => return Representation::Full,
-            (Some("Table"), Some("meta.k8s.io")) => return Representation::Table,
-            (Some("PartialObjectMetadata" | "PartialObjectMetadataList"), Some("meta.k8s.io")) => {
-                return Representation::PartialMetadata
-            }
+        let param = |name: &str| {
+            params
+                .iter()
+                .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
+        };
+        let Some(as_) = param("as") else {
+            return Representation::Full;
+        };
+        let version = match (param("g"), param("v")) {
+            (Some("meta.k8s.io"), Some("v1")) => MetaVersion::V1,
+            (Some("meta.k8s.io"), Some("v1beta1")) => MetaVersion::V1beta1,
+            _ => continue,
+        };
+        match as_ {
+            "Table" => return Representation::Table(version),
+            "PartialObjectMetadata" => return Representation::PartialMetadata(version),
+            "PartialObjectMetadataList" => return Representation::PartialMetadataList(version),
             _ => continue,
         }
     }
     Representation::Full
 }
 
-fn partial_metadata(obj: &StoredObject) -> Value {
+fn partial_metadata(obj: &StoredObject, version: MetaVersion) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": version.api_version(),
         "metadata": obj.parse().get("metadata").cloned().unwrap_or_else(|| json!({})),
     })
 }
 
+/// A Table (and the PartialObjectMetadata its rows carry) in the version asked for: kube's
+/// `asTable` sets both to it. Tables are rendered as `meta.k8s.io/v1`.
+pub(crate) fn table_in(version: MetaVersion, table: &mut Value) {
+    if version == MetaVersion::V1 {
+        return;
+    }
+    if let Some(t) = table.as_object_mut() {
+        t.insert("apiVersion".into(), version.api_version().into());
+    }
+    for row in table
+        .get_mut("rows")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        row_in(version, row);
+    }
+}
+
+/// A Table row's PartialObjectMetadata in the version asked for (an object included whole
+/// keeps its own).
+fn row_in(version: MetaVersion, row: &mut Value) {
+    if let Some(o) = row.get_mut("object").and_then(Value::as_object_mut) {
+        if o.get("kind").and_then(Value::as_str) == Some("PartialObjectMetadata") {
+            o.insert("apiVersion".into(), version.api_version().into());
+        }
+    }
+}
+
+/// The Go type kube's handlers name in a 406 for an object (`list`: its list) of `ri` as its
+/// REST storage hands it over: the internal type (`*core.ConfigMap`, `*apps.DeploymentList`),
+/// or unstructured for custom resources.
+fn go_type(ri: &ResourceInfo, list: bool) -> String {
+    if ri.is_custom() {
+        return if list {
+            "*unstructured.UnstructuredList".into()
+        } else {
+            "*unstructured.Unstructured".into()
+        };
+    }
+    // The package of the internal types: events.k8s.io Events are core Events.
+    let package = match ri.group.as_str() {
+        "" | "events.k8s.io" => "core",
+        "rbac.authorization.k8s.io" => "rbac",
+        "internal.apiserver.k8s.io" => "apiserverinternal",
+        group => group.split('.').next().unwrap_or(group),
+    };
+    let kind = if list { &ri.list_kind } else { &ri.kind };
+    format!("*{package}.{kind}")
+}
+
+/// kube's 406 for a transform that does not fit the answer (`asPartialObjectMetadata`,
+/// `asPartialObjectMetadataList`).
+fn not_acceptable_for(ri: &ResourceInfo, list: bool) -> ApiError {
+    if list {
+        ApiError::not_acceptable(format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({})",
+            go_type(ri, true)
+        ))
+    } else {
+        ApiError::not_acceptable(format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+            go_type(ri, false)
+        ))
+    }
+}
+
+/// One object as `Accept` asks for it. A PartialObjectMetadataList of one object is kube's
+/// 406 (answered after a write has been made, as kube transforms the answer after the write).
 pub fn object_response(
     ri: &ResourceInfo,
     headers: &HeaderMap,
@@ -1945,12 +2057,14 @@ pub fn object_response(
     let obj = Service::present(ri, obj);
     match representation(headers) {
         Representation::Full => object_json_response(code, &obj.json),
-        Representation::PartialMetadata => {
-            object_json_response(code, partial_metadata(&obj).to_string().as_bytes())
+        Representation::PartialMetadata(v) => {
+            object_json_response(code, partial_metadata(&obj, v).to_string().as_bytes())
         }
-        Representation::Table => {
+        Representation::PartialMetadataList(_) => not_acceptable_for(ri, false).into_response(),
+        Representation::Table(v) => {
             let rv = obj.rv.to_string();
-            let t = table::render(ri, std::slice::from_ref(&obj), &rv, None, query);
+            let mut t = table::render(ri, std::slice::from_ref(&obj), &rv, None, query);
+            table_in(v, &mut t);
             object_json_response(code, t.to_string().as_bytes())
         }
     }
@@ -1984,7 +2098,8 @@ pub(super) fn list_response(
         meta["remainingItemCount"] = json!(n);
     }
     let (head, encoding) = match representation(headers) {
-        Representation::Table => {
+        Representation::PartialMetadata(_) => return Err(not_acceptable_for(ri, true)),
+        Representation::Table(version) => {
             // kube's table conversion refuses an unknown `includeObject` (on the first row).
             if let Some(v) = query
                 .get("includeObject")
@@ -2000,6 +2115,7 @@ pub(super) fn list_response(
             // The envelope (columns and metadata) without rows; the rows follow, a chunk at a
             // time.
             let mut t = table::render(ri, &[], &rv, page.continue_token.as_deref(), query);
+            table_in(version, &mut t);
             // As kube's table conversion and `asPartialObjectMetadataList` copy it.
             if let (Some(n), Some(m)) = (
                 page.remaining,
@@ -2019,14 +2135,16 @@ pub(super) fn list_response(
                 ListEncoding::Table {
                     ri: Arc::new(ri.clone()),
                     query: query.clone(),
+                    version,
                 },
             )
         }
-        Representation::PartialMetadata => (
+        Representation::PartialMetadataList(version) => (
             format!(
-                "{{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{meta},\"items\":["
+                "{{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"{}\",\"metadata\":{meta},\"items\":[",
+                version.api_version()
             ),
-            ListEncoding::Metadata,
+            ListEncoding::Metadata(version),
         ),
         // The stored bytes are spliced: a list never re-serializes its objects.
         Representation::Full => (
@@ -2060,10 +2178,14 @@ pub(super) fn list_response(
 enum ListEncoding {
     /// As stored (their JSON spliced).
     Stored,
-    /// As `PartialObjectMetadata`.
-    Metadata,
-    /// As Table rows.
-    Table { ri: Arc<ResourceInfo>, query: Query },
+    /// As `PartialObjectMetadata` (of this version).
+    Metadata(MetaVersion),
+    /// As Table rows (their PartialObjectMetadata of this version).
+    Table {
+        ri: Arc<ResourceInfo>,
+        query: Query,
+        version: MetaVersion,
+    },
 }
 
 /// Bytes of items a list writes at once.
@@ -2098,19 +2220,19 @@ impl ListBody {
             }
         };
         match &self.encoding {
-            ListEncoding::Stored | ListEncoding::Metadata => {
+            ListEncoding::Stored | ListEncoding::Metadata(_) => {
                 while buf.len() < LIST_CHUNK {
                     let Some(o) = self.items.next() else { break };
                     sep(&mut buf, &mut self.first);
                     match self.encoding {
-                        ListEncoding::Metadata => {
-                            buf.put_slice(partial_metadata(&o).to_string().as_bytes())
+                        ListEncoding::Metadata(v) => {
+                            buf.put_slice(partial_metadata(&o, v).to_string().as_bytes())
                         }
                         _ => buf.put_slice(&o.json),
                     }
                 }
             }
-            ListEncoding::Table { ri, query } => {
+            ListEncoding::Table { ri, query, version } => {
                 // Up to so many rows, or objects of a chunk's bytes (a row may carry its object).
                 let mut chunk: Vec<Arc<StoredObject>> = Vec::new();
                 let mut bytes = 0;
@@ -2120,8 +2242,9 @@ impl ListBody {
                     chunk.push(o);
                 }
                 if !chunk.is_empty() {
-                    let t = table::render(ri, &chunk, "", None, query);
-                    for row in t["rows"].as_array().into_iter().flatten() {
+                    let mut t = table::render(ri, &chunk, "", None, query);
+                    for row in t["rows"].as_array_mut().into_iter().flatten() {
+                        row_in(*version, row);
                         sep(&mut buf, &mut self.first);
                         buf.put_slice(row.to_string().as_bytes());
                     }
@@ -2192,6 +2315,212 @@ mod tests {
             assert_eq!(rows.as_array().map(Vec::len), Some(40), "{accept}");
             assert_eq!(list["metadata"]["continue"], "next", "{accept}");
             assert_eq!(list["metadata"]["remainingItemCount"], 3, "{accept}");
+        }
+    }
+
+    fn accepting(accept: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, accept.parse().expect("header"));
+        headers
+    }
+
+    async fn answered(resp: Response) -> (StatusCode, Value) {
+        use http_body_util::BodyExt;
+        let code = resp.status();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        (code, serde_json::from_slice(&bytes).expect("JSON"))
+    }
+
+    fn configmap(name: &str) -> Arc<StoredObject> {
+        let v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": "7"},
+            "data": {"k": "v"}});
+        Arc::new(StoredObject::new(7, v).expect("object"))
+    }
+
+    /// `Accept` as kube's negotiation reads it: `as` with `g=meta.k8s.io` and `v=v1` or
+    /// `v1beta1`; any other alternative with `as` is passed over.
+    #[test]
+    fn accept_names_the_transform_and_its_version() {
+        use super::MetaVersion::{V1beta1, V1};
+        for (accept, want) in [
+            ("", Representation::Full),
+            ("application/json", Representation::Full),
+            (
+                "application/json;as=Table;v=v1;g=meta.k8s.io",
+                Representation::Table(V1),
+            ),
+            (
+                "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
+                Representation::Table(V1beta1),
+            ),
+            (
+                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1",
+                Representation::PartialMetadata(V1beta1),
+            ),
+            (
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+                Representation::PartialMetadataList(V1),
+            ),
+            // No version, another version, another group or kind: passed over.
+            ("application/json;as=Table;g=meta.k8s.io", Representation::Full),
+            (
+                "application/json;as=Table;g=meta.k8s.io;v=v2,application/json;as=Table;g=meta.k8s.io;v=v1beta1",
+                Representation::Table(V1beta1),
+            ),
+            (
+                "application/json;as=Table;g=example.com;v=v1,application/json",
+                Representation::Full,
+            ),
+            (
+                "application/json;as=Scale;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+                Representation::PartialMetadata(V1),
+            ),
+            // kubectl's and the metadata client's headers.
+            (
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+                Representation::Table(V1),
+            ),
+            (
+                "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+                Representation::PartialMetadataList(V1),
+            ),
+        ] {
+            assert_eq!(representation(&accepting(accept)), want, "{accept}");
+        }
+    }
+
+    /// One object asked for as a PartialObjectMetadataList is kube's 406
+    /// (`asPartialObjectMetadataList`, naming the internal type); as a PartialObjectMetadata or
+    /// a Table it is written in the `meta.k8s.io` version asked for.
+    #[tokio::test]
+    async fn one_object_as_a_metadata_list_is_not_acceptable() {
+        let reg = crate::model::Registry::with_builtins();
+        let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+        let q = Query::new();
+        let respond = |accept: &str| {
+            object_response(&ri, &accepting(accept), &q, StatusCode::OK, configmap("a"))
+        };
+        let (code, st) = answered(respond(
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        ))
+        .await;
+        assert_eq!(code, StatusCode::NOT_ACCEPTABLE);
+        assert_eq!(
+            st,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)",
+                "reason": "NotAcceptable", "code": 406})
+        );
+        for (v, api_version) in [("v1", "meta.k8s.io/v1"), ("v1beta1", "meta.k8s.io/v1beta1")] {
+            let (code, o) = answered(respond(&format!(
+                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v={v}"
+            )))
+            .await;
+            assert_eq!(code, StatusCode::OK);
+            assert_eq!(o["kind"], "PartialObjectMetadata");
+            assert_eq!(o["apiVersion"], api_version);
+            assert_eq!(o["metadata"]["name"], "a");
+            let (code, t) = answered(respond(&format!(
+                "application/json;as=Table;g=meta.k8s.io;v={v}"
+            )))
+            .await;
+            assert_eq!(code, StatusCode::OK);
+            assert_eq!(t["kind"], "Table");
+            assert_eq!(t["apiVersion"], api_version, "{t}");
+            assert_eq!(t["rows"][0]["object"]["apiVersion"], api_version, "{t}");
+        }
+    }
+
+    /// A list asked for as a PartialObjectMetadata is kube's 406 (`asPartialObjectMetadata`),
+    /// empty or not; as a PartialObjectMetadataList or a Table it is written in the version
+    /// asked for, its items and rows too.
+    #[tokio::test]
+    async fn a_list_as_one_metadata_is_not_acceptable() {
+        let reg = crate::model::Registry::with_builtins();
+        let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+        let page = |items: Vec<Arc<StoredObject>>| ListResult {
+            rv: 9,
+            items,
+            continue_token: None,
+            remaining: None,
+        };
+        let pom = accepting("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+        for items in [vec![], vec![configmap("a")]] {
+            let e = match list_response(&ri, &pom, &Query::new(), page(items)) {
+                Err(e) => e,
+                Ok(_) => panic!("a list answered as PartialObjectMetadata"),
+            };
+            assert_eq!((e.code, e.reason), (406, "NotAcceptable"));
+            assert_eq!(
+                e.message,
+                "you requested PartialObjectMetadata, but the requested object is a list (*core.ConfigMapList)"
+            );
+        }
+        let v1beta1 = "meta.k8s.io/v1beta1";
+        let listed = |accept: &str| {
+            list_response(
+                &ri,
+                &accepting(accept),
+                &Query::new(),
+                page(vec![configmap("a"), configmap("b")]),
+            )
+            .map_err(|e| e.message)
+            .expect("a list")
+        };
+        let (_, l) = answered(listed(
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1",
+        ))
+        .await;
+        assert_eq!(l["kind"], "PartialObjectMetadataList");
+        assert_eq!(l["apiVersion"], v1beta1);
+        assert_eq!(l["items"][1]["apiVersion"], v1beta1, "{l}");
+        assert_eq!(l["items"][1]["metadata"]["name"], "b");
+        let (_, t) = answered(listed("application/json;as=Table;g=meta.k8s.io;v=v1beta1")).await;
+        assert_eq!(t["apiVersion"], v1beta1, "{t}");
+        for row in t["rows"].as_array().expect("rows") {
+            assert_eq!(row["object"]["apiVersion"], v1beta1, "{t}");
+        }
+    }
+
+    /// The Go types kube's 406 names: the internal types of the built-in kinds (events.k8s.io
+    /// Events are core Events).
+    #[test]
+    fn not_acceptable_names_kubes_internal_types() {
+        let reg = crate::model::Registry::with_builtins();
+        for (group, version, resource, one, list) in [
+            (
+                "apps",
+                "v1",
+                "deployments",
+                "*apps.Deployment",
+                "*apps.DeploymentList",
+            ),
+            (
+                "events.k8s.io",
+                "v1",
+                "events",
+                "*core.Event",
+                "*core.EventList",
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "roles",
+                "*rbac.Role",
+                "*rbac.RoleList",
+            ),
+            (
+                "coordination.k8s.io",
+                "v1",
+                "leases",
+                "*coordination.Lease",
+                "*coordination.LeaseList",
+            ),
+        ] {
+            let ri = reg.lookup(group, version, resource).expect("built-in");
+            assert_eq!(go_type(&ri, false), one);
+            assert_eq!(go_type(&ri, true), list);
         }
     }
 

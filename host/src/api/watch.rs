@@ -36,7 +36,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::error::json_response;
-use super::handlers::{Query, Representation, Target};
+use super::handlers::{MetaVersion, Query, Representation, Target};
 use super::AppState;
 use crate::informer::{Event, Expiry, StoreSource, Watcher};
 use crate::model::{ApiError, ResourceInfo};
@@ -138,14 +138,17 @@ impl Encoder {
         keep_metadata: bool,
     ) -> Bytes {
         match self.repr {
-            Representation::Full => line(kind, &obj.json),
-            Representation::PartialMetadata => {
-                line(kind, partial_metadata(&obj).to_string().as_bytes())
+            // kube's watch encoder cannot make a PartialObjectMetadataList of one object: it
+            // logs that and writes the object as it is.
+            Representation::Full | Representation::PartialMetadataList(_) => line(kind, &obj.json),
+            Representation::PartialMetadata(v) => {
+                line(kind, partial_metadata(&obj, v).to_string().as_bytes())
             }
-            Representation::Table => {
+            Representation::Table(v) => {
                 let rv = obj.rv.to_string();
                 let mut t =
                     super::table::render(ri, std::slice::from_ref(&obj), &rv, None, &self.query);
+                super::handlers::table_in(v, &mut t);
                 // Only the stream's first event, whatever its type, has the column definitions;
                 // kube's later ones have `null` (a nil slice).
                 if !std::mem::take(&mut self.first) {
@@ -154,7 +157,7 @@ impl Encoder {
                 if keep_metadata {
                     if let Some(row) = t.pointer_mut("/rows/0") {
                         if row.get("object").is_none() {
-                            row["object"] = partial_metadata(&obj);
+                            row["object"] = partial_metadata(&obj, v);
                         }
                     }
                 }
@@ -164,10 +167,10 @@ impl Encoder {
     }
 }
 
-fn partial_metadata(obj: &StoredObject) -> Value {
+fn partial_metadata(obj: &StoredObject, version: MetaVersion) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": version.api_version(),
         "metadata": obj.parse().get("metadata").cloned().unwrap_or_else(|| json!({})),
     })
 }

@@ -320,6 +320,9 @@ pub async fn convert(
             (url, Some(addr))
         }
     };
+    // As client-go's request names it: kube's webhook client config has a 30 s timeout
+    // (`setGlobalDefaults`), which every request carries in its query.
+    let url = crate::admission::webhook::call_url(&url, TIMEOUT.as_secs());
     let uid = uuid::Uuid::new_v4().to_string();
     let review = json!({
         "kind": "ConversionReview",

@@ -47,6 +47,29 @@ pub struct ApiError {
     /// A continue token for the Status's `metadata.continue` (an expired list continuation's
     /// fresh one, as kube's storage hands it out).
     pub continue_token: Option<String>,
+    /// A `Status` someone else gave, answered as given (an admission webhook's denial, which
+    /// kube passes through): when set, [`ApiError::to_status`] writes its fields with this
+    /// error's `message`, in place of `reason`, `details`, `causes` and `retry_after` above.
+    pub passed: Option<Box<PassedStatus>>,
+}
+
+/// What a `Status` given by someone else carries beyond its message, kept as given: kube's
+/// `webhookerrors.ToStatusErr` returns an admission webhook's own `result` with only its message
+/// prefixed (and a code under 400, or an empty or `Success` status, put right).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassedStatus {
+    /// `metadata`: the `ListMeta` fields given (`selfLink`, `resourceVersion`, `continue`,
+    /// `remainingItemCount`).
+    pub metadata: serde_json::Map<String, Value>,
+    /// `status`: `Failure`, or the other value given (kube writes it as it is).
+    pub status: String,
+    /// `reason`: any text (kube's `StatusReason` is a string; none when empty).
+    pub reason: String,
+    /// `details`: the `StatusDetails` fields given, when `details` was given.
+    pub details: Option<Value>,
+    /// `code` in the body: the one given, at least 400. The answer's HTTP status is
+    /// [`ApiError::code`] (500 for a code Go's `WriteHeader` refuses: `api/error.rs`).
+    pub code: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,6 +95,7 @@ impl ApiError {
             causes: Vec::new(),
             retry_after: None,
             continue_token: None,
+            passed: None,
         }
     }
 
@@ -264,6 +288,9 @@ impl ApiError {
     /// The `Status` object as kube serializes it: fields in the order of kube's `Status` and
     /// `StatusDetails` structs.
     pub fn to_status(&self) -> Value {
+        if let Some(p) = &self.passed {
+            return self.passed_status(p);
+        }
         let mut status = serde_json::Map::new();
         status.insert("kind".into(), "Status".into());
         status.insert("apiVersion".into(), "v1".into());
@@ -320,6 +347,33 @@ impl ApiError {
             status.insert("details".into(), Value::Object(details));
         }
         status.insert("code".into(), self.code.into());
+        Value::Object(status)
+    }
+}
+
+impl ApiError {
+    /// A passed-through `Status` as kube writes it: `metav1.Status`'s fields in its order, each
+    /// left out when empty as its `omitempty` does (`metadata` is always there).
+    fn passed_status(&self, p: &PassedStatus) -> Value {
+        let mut status = serde_json::Map::new();
+        status.insert("kind".into(), "Status".into());
+        status.insert("apiVersion".into(), "v1".into());
+        status.insert("metadata".into(), Value::Object(p.metadata.clone()));
+        if !p.status.is_empty() {
+            status.insert("status".into(), p.status.clone().into());
+        }
+        if !self.message.is_empty() {
+            status.insert("message".into(), self.message.clone().into());
+        }
+        if !p.reason.is_empty() {
+            status.insert("reason".into(), p.reason.clone().into());
+        }
+        if let Some(d) = &p.details {
+            status.insert("details".into(), d.clone());
+        }
+        if p.code != 0 {
+            status.insert("code".into(), p.code.into());
+        }
         Value::Object(status)
     }
 }
