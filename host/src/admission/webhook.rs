@@ -693,9 +693,7 @@ pub(crate) fn call_url(url: &str, timeout_secs: u64) -> String {
     };
     let is_end = |c: char| matches!(c, '/' | '?' | '#');
     let (host, tail) = rest.split_at(rest.find(is_end).unwrap_or(rest.len()));
-    let path = &tail[..tail
-        .find(['?', '#'])
-        .unwrap_or(tail.len())];
+    let path = &tail[..tail.find(['?', '#']).unwrap_or(tail.len())];
     format!(
         "{}://{host}{}?timeout={timeout_secs}s",
         scheme.to_ascii_lowercase(),
