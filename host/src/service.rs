@@ -694,6 +694,8 @@ pub(crate) fn decode_continue(token: &str) -> Result<Continue> {
     })
 }
 
+/// kube's etcd3 `interpretListError` for a list at a compacted revision (`errors.go`, `expired`).
+const LIST_EXPIRED: &str = "The resourceVersion for the provided list is too old.";
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
 /// `.spec.replicas` -> `/spec/replicas`.
@@ -1406,10 +1408,12 @@ impl Service {
             return Err(too_large_rv(n, self.store.revision()));
         }
         let at = if exact { Some(n) } else { None };
-        let snap = self
-            .store
-            .list(&resource, at)
-            .map_err(|e| store_error(ri, "", e))?;
+        let snap = self.store.list(&resource, at).map_err(|e| match e {
+            // kube serves an exact list from etcd (or falls back to it when its cache has no
+            // snapshot), whose compacted revision is `interpretListError`'s text.
+            StoreError::TooOld { .. } => ApiError::expired(LIST_EXPIRED),
+            other => store_error(ri, "", other),
+        })?;
         Ok((snap, None))
     }
 
@@ -5388,6 +5392,48 @@ mod tests {
             ),
             "{}",
             e.message
+        );
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// An exact list at a revision the history no longer has: kube's 410 from etcd
+    /// (`interpretListError`), not the watch cache's `too old resource version` text.
+    #[tokio::test]
+    async fn an_exact_list_below_the_history_is_expired_in_etcds_words() {
+        let dir = std::env::temp_dir().join(format!(
+            "turtles-exact-expired-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        let store = crate::store::SledStore::open(crate::store::StoreOptions {
+            fsync: false,
+            watch_history: 2,
+            ..crate::store::StoreOptions::in_dir(dir.clone())
+        })
+        .expect("a store in a temporary directory");
+        let svc = Service::new(
+            std::sync::Arc::new(store),
+            std::sync::Arc::new(crate::model::Registry::with_builtins()),
+        );
+        svc.bootstrap().await.unwrap();
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let e = svc
+            .list(
+                &cms,
+                Some("default"),
+                &ListOptions {
+                    resource_version: Some("1".to_owned()),
+                    resource_version_match: Some("Exact".to_owned()),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (410, "Expired"), "{e:?}");
+        assert_eq!(
+            e.message,
+            "The resourceVersion for the provided list is too old."
         );
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);

@@ -1419,3 +1419,68 @@ fn mismatched_metadata_requests_are_not_acceptable() {
     assert_eq!(l["apiVersion"], v1beta1, "{l}");
     assert_eq!(l["items"][0]["apiVersion"], v1beta1, "{l}");
 }
+
+/// kube's `WithCacheControl`: every answer is `Cache-Control: no-cache, private` unless its
+/// handler set one (a get, a list, a 404, an unauthenticated 401); aggregated discovery is
+/// `public`, with an `ETag` that an `If-None-Match` of it turns into a bodiless 304
+/// (`ServeHTTPWithETag`).
+#[test]
+fn cache_control_and_discovery_etags_are_kubes() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, CMS, &configmap("cached", &[], &[("a", "b")]));
+    for path in [
+        format!("{CMS}/cached"),
+        CMS.to_owned(),
+        format!("{CMS}/missing"),
+        "/version".to_owned(),
+        "/apis".to_owned(),
+    ] {
+        let r = http.get(&path);
+        assert_eq!(
+            r.headers.get("cache-control").and_then(|v| v.to_str().ok()),
+            Some("no-cache, private"),
+            "{path}: {:?}",
+            r.headers
+        );
+    }
+    let r = s.http_with_token(None).get(CMS);
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert_eq!(r.headers["cache-control"], "no-cache, private");
+
+    let aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    for path in ["/api", "/apis"] {
+        let r = http.request_with_accept(path, aggregated);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        assert_eq!(r.headers["cache-control"], "public", "{path}");
+        assert_eq!(r.headers["vary"], "Accept", "{path}");
+        let etag = r.headers["etag"].to_str().unwrap().to_owned();
+        // A quoted SHA-512 in upper-case hex.
+        assert_eq!(etag.len(), 130, "{etag}");
+        assert!(etag.starts_with('"') && etag.ends_with('"'), "{etag}");
+        assert!(
+            etag[1..129]
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)),
+            "{etag}"
+        );
+        let again = http.request_with_accept(path, aggregated);
+        assert_eq!(again.headers["etag"], etag.as_str(), "{path}");
+        let cached = |tag: &str| {
+            http.client
+                .get(format!("{}{path}", http.base))
+                .header("Accept", aggregated)
+                .header("If-None-Match", tag)
+                .send()
+                .unwrap()
+        };
+        let hit = cached(&etag);
+        assert_eq!(hit.status().as_u16(), 304, "{path}");
+        assert_eq!(hit.headers()["etag"], etag.as_str());
+        assert_eq!(hit.headers()["cache-control"], "public");
+        assert!(hit.bytes().unwrap().is_empty());
+        let miss = cached("\"stale\"");
+        assert_eq!(miss.status().as_u16(), 200, "{path}");
+        assert_eq!(miss.headers()["etag"], etag.as_str());
+    }
+}

@@ -379,19 +379,49 @@ fn aggregated_group(state: &AppState, group: &str, versions: &[String]) -> Value
     json!({"metadata": metadata, "versions": versions})
 }
 
-fn aggregated_response(items: Vec<Value>) -> Response {
-    let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items});
-    let mut resp = json_response(StatusCode::OK, body.to_string());
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
+/// Aggregated discovery as kube's `ServeHTTPWithETag` (`discovery/aggregated/etag.go`) serves
+/// it: an `ETag` of the quoted upper-case hex SHA-512 of the document, `Vary: Accept`,
+/// `Cache-Control: public`, and a bodiless 304 when `If-None-Match` is exactly that tag.
+fn aggregated_response(items: Vec<Value>, request: &HeaderMap) -> Response {
+    use sha2::Digest as _;
+    let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}).to_string();
+    let sum = sha2::Sha512::digest(body.as_bytes());
+    let mut etag = String::with_capacity(2 + 2 * sum.len());
+    etag.push('"');
+    for b in sum.iter() {
+        etag.push_str(&format!("{b:02X}"));
+    }
+    etag.push('"');
+    let not_modified = request
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        == Some(etag.as_str());
+    let mut resp = if not_modified {
+        let mut r = Response::new(axum::body::Body::empty());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        let mut r = json_response(StatusCode::OK, body);
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
+        r
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
     resp.headers_mut()
         .insert(header::VARY, HeaderValue::from_static("Accept"));
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
     resp
 }
 
 pub async fn core_versions(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     if wants_aggregated(&headers) {
-        return aggregated_response(vec![aggregated_group(&state, "", &["v1".to_owned()])]);
+        return aggregated_response(
+            vec![aggregated_group(&state, "", &["v1".to_owned()])],
+            &headers,
+        );
     }
     let body = json!({
         "kind": "APIVersions",
@@ -440,7 +470,7 @@ pub async fn group_list(State(state): State<Arc<AppState>>, headers: HeaderMap) 
                 json!({"metadata": {"name": vs[0].group, "creationTimestamp": null}, "versions": versions})
             })
             .collect();
-        return aggregated_response(items);
+        return aggregated_response(items, &headers);
     }
     let groups: Vec<Value> = groups.iter().map(|vs| api_group(vs)).collect();
     let body = json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups});

@@ -123,7 +123,25 @@ pub fn router(state: Arc<AppState>) -> Router {
             access::authenticate_and_authorize,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), trace_request))
+        .layer(middleware::from_fn(cache_control))
         .with_state(state)
+}
+
+/// kube's `WithCacheControl` filter (`endpoints/filters/cachecontrol.go`), outside its
+/// authentication: every answer, a 401 or 403 included, is `Cache-Control: no-cache, private`
+/// unless its handler set its own (aggregated discovery's `public`, a watch's).
+async fn cache_control(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    if !resp
+        .headers()
+        .contains_key(axum::http::header::CACHE_CONTROL)
+    {
+        resp.headers_mut().insert(
+            axum::http::header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-cache, private"),
+        );
+    }
+    resp
 }
 
 /// Prometheus text: API requests and every loaded controller.

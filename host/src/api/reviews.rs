@@ -108,16 +108,21 @@ fn local_review(out: &mut Value, spec: &Value, namespace: &str) -> Result<(), Ap
 }
 
 fn access_status(state: &AppState, user: &UserInfo, attrs: &Attributes) -> Value {
-    match state.authz.authorize(user, attrs) {
-        Decision::Allow { reason } => json!({"allowed": true, "reason": reason}),
-        Decision::Deny { reason } => {
-            let mut st = json!({"allowed": false});
-            if !reason.is_empty() {
-                st["reason"] = json!(reason);
-            }
-            st
-        }
+    decision_status(state.authz.authorize(user, attrs))
+}
+
+/// A review's `status`: kube's `SubjectAccessReviewStatus`, whose `reason` is `omitempty` (a
+/// `system:masters` allow has none).
+fn decision_status(decision: Decision) -> Value {
+    let (allowed, reason) = match decision {
+        Decision::Allow { reason } => (true, reason),
+        Decision::Deny { reason } => (false, reason),
+    };
+    let mut st = json!({"allowed": allowed});
+    if !reason.is_empty() {
+        st["reason"] = json!(reason);
     }
+    st
 }
 
 /// Answer a review POST by the authenticated `user` (`namespace`: the URL's, for the
@@ -225,4 +230,31 @@ pub fn handle(
         StatusCode::CREATED,
         out.to_string().as_bytes(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decision_status, Decision};
+    use serde_json::json;
+
+    /// An empty reason is left out, allowed or denied (kube's `reason,omitempty`).
+    #[test]
+    fn an_empty_reason_is_omitted() {
+        let allow = |r: &str| Decision::Allow {
+            reason: r.to_owned(),
+        };
+        let deny = |r: &str| Decision::Deny {
+            reason: r.to_owned(),
+        };
+        assert_eq!(decision_status(allow("")), json!({"allowed": true}));
+        assert_eq!(
+            decision_status(allow("RBAC: x")),
+            json!({"allowed": true, "reason": "RBAC: x"})
+        );
+        assert_eq!(decision_status(deny("")), json!({"allowed": false}));
+        assert_eq!(
+            decision_status(deny("no")),
+            json!({"allowed": false, "reason": "no"})
+        );
+    }
 }

@@ -185,9 +185,11 @@ impl Authorizer {
     }
 
     pub fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> Decision {
+        // kube's `privilegedGroupAuthorizer` (`authorizerfactory/builtin.go`): allowed, with
+        // no reason.
         if user.groups.iter().any(|g| g == MASTERS) {
             return Decision::Allow {
-                reason: format!("group {MASTERS} is allowed everything"),
+                reason: String::new(),
             };
         }
         let rules = self.effective_rules(user, &attrs.namespace);
@@ -284,4 +286,33 @@ pub fn is_review(ri: &ResourceInfo) -> bool {
             | ("authorization.k8s.io", "localsubjectaccessreviews")
             | ("authentication.k8s.io", "selfsubjectreviews")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Attributes, Authorizer, Decision, UserInfo, MASTERS};
+
+    /// `system:masters` is allowed everything with no reason, as kube's privileged-group
+    /// authorizer answers; anyone else without rules is denied.
+    #[test]
+    fn masters_are_allowed_without_a_reason() {
+        let (store, dir) = crate::store::sled_store::temp_store("authz-masters");
+        let authz = Authorizer::new(store);
+        let user = |groups: &[&str]| UserInfo {
+            name: "admin".to_owned(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            extra: Default::default(),
+        };
+        let attrs = Attributes::resource("delete", "", "pods", "ns", "p");
+        match authz.authorize(&user(&[MASTERS, "system:authenticated"]), &attrs) {
+            Decision::Allow { reason } => assert_eq!(reason, ""),
+            other => panic!("{other:?}"),
+        }
+        assert!(!authz
+            .authorize(&user(&["system:authenticated"]), &attrs)
+            .is_allowed());
+        drop(authz);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
