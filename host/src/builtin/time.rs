@@ -377,7 +377,7 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 
 /// The time package's `quote`: `"` and `\` escaped, a byte of a character below a space or
 /// outside ASCII as `\xNN`.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

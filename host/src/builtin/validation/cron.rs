@@ -253,26 +253,8 @@ pub fn atoi(s: &str) -> Result<i64, AtoiError> {
 /// Go's `strconv.Quote` (`%q`).
 pub use crate::auth::rbac::go_quote;
 
-/// The `time` package's own quoting of durations and zone names: non-ASCII and control bytes
-/// as `\xNN`.
-fn time_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        if (c as u32) < 0x20 || !c.is_ascii() {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                out.push_str(&format!("\\x{b:02x}"));
-            }
-        } else {
-            if c == '"' || c == '\\' {
-                out.push('\\');
-            }
-            out.push(c);
-        }
-    }
-    out.push('"');
-    out
-}
+// The `time` package's own quoting of durations and zone names (`builtin::time::quote`).
+use crate::builtin::time::quote as time_quote;
 
 /// Go's `time.ParseDuration`: the duration in nanoseconds, or Go's error text.
 pub fn parse_duration(orig: &str) -> Result<i64, String> {
