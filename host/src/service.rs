@@ -1916,6 +1916,9 @@ impl Service {
     }
 
     pub fn present(ri: &ResourceInfo, obj: Arc<StoredObject>) -> Arc<StoredObject> {
+        if Self::presents_as_stored(ri, &obj) {
+            return obj;
+        }
         if let Some(c) = ri.conversion {
             let mut v = obj.parse().into_owned();
             if let Some(m) = v.as_object_mut() {
@@ -1940,12 +1943,9 @@ impl Service {
         if relabel && custom.webhook.is_some() {
             return obj;
         }
-        // Stored before the CRD's current schema: pruned and defaulted as kube's decoder reads
-        // it (a field the schema dropped is gone, a default it added is there).
-        let stale = obj.rv <= custom.schema_rv && custom.schema.is_some();
-        if !relabel && !stale {
-            return obj;
-        }
+        // Stored in another version, or before the CRD's current schema (what
+        // `presents_as_stored` ruled out): pruned and defaulted as kube's decoder reads it (a
+        // field the schema dropped is gone, a default it added is there).
         let mut v = obj.parse().into_owned();
         if relabel {
             Self::decode_stored(custom, &mut v);
