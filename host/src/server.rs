@@ -447,7 +447,8 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
         shutdown_rx.clone(),
     ));
     // kube-apiserver's `rbac/bootstrap-roles` hook: the bootstrap policy is created or reconciled
-    // at every start; an object that fails is logged, not fatal (`docs/security.md`).
+    // at every start; conflicts and store failures are tried again for up to 30 s, and an object
+    // that still fails is logged, not fatal (`docs/security.md`).
     let failed = service
         .reconcile_bootstrap_policy(crate::auth::rbac::bootstrap_objects())
         .await;

@@ -22,6 +22,43 @@ const TOO_NEW_WAIT: Duration = Duration::from_secs(3);
 /// Retries of a write whose precondition lost a race with another writer (kube does the same
 /// for patches and unconditional updates).
 const CONFLICT_RETRIES: usize = 8;
+/// kube-apiserver's `rbac/bootstrap-roles` hook polls every second for up to 30 s
+/// (`wait.Poll(1s, 30s)`) until the store answers; here, the bootstrap objects whose failure may
+/// pass are tried again so ([`Service::reconcile_bootstrap_policy`]).
+const BOOTSTRAP_RETRY_INTERVAL: Duration = Duration::from_secs(1);
+const BOOTSTRAP_RETRY_BUDGET: Duration = Duration::from_secs(30);
+/// client-go's `retry.DefaultBackoff`, which the hook's `RetryOnConflict` uses for each object:
+/// four tries, the first wait 10 ms, each wait five times the one before (its 10% jitter left
+/// out).
+const BOOTSTRAP_CONFLICT_TRIES: usize = 4;
+const BOOTSTRAP_CONFLICT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Why a bootstrap RBAC object was not reconciled ([`Service::reconcile_bootstrap_policy`]).
+#[derive(Debug, thiserror::Error)]
+pub enum BootstrapError {
+    /// The policy has an object of a kind this server does not serve.
+    #[error("bootstrap object of unserved kind {0}")]
+    Unserved(String),
+    /// Another writer changed the object before every try.
+    #[error("gave up after {0} tries: the object kept changing")]
+    KeptChanging(usize),
+    /// A read or write of the object failed.
+    #[error("{0}")]
+    Write(ApiError),
+}
+
+impl BootstrapError {
+    /// Whether a later try may succeed: a conflict that outlasted the backoff, or a store that
+    /// failed, was unavailable or timed out (etcd away, a full disk), which kube's hook waits out
+    /// by polling; not a kind that is not served nor an object the API refuses.
+    fn may_pass(&self) -> bool {
+        match self {
+            Self::Unserved(_) => false,
+            Self::KeptChanging(_) => true,
+            Self::Write(e) => matches!(e.code, 409 | 429 | 500 | 503 | 504),
+        }
+    }
+}
 
 pub const NAMESPACES: &str = "namespaces";
 /// Namespaces that exist from the first start.
@@ -1171,35 +1208,80 @@ impl Service {
         Ok(())
     }
 
-    /// kube-apiserver's `rbac/bootstrap-roles` post-start hook (`ensureRBACPolicy`), run at every
+    /// kube-apiserver's `rbac/bootstrap-roles` post-start hook (`EnsureRBACPolicy`), run at every
     /// start: each bootstrap object (`auth::rbac::bootstrap_objects`) is created when missing and
     /// otherwise reconciled with the stored one (`auth::rbac::reconcile`: what the policy adds,
     /// nothing taken away; a binding of another role deleted and created again; an object
     /// annotated `rbac.authorization.kubernetes.io/autoupdate: "false"` left alone). An object
-    /// that holds the policy already is not written. A failure is logged and the next object
-    /// goes on, as in kube's hook; returns how many objects failed.
+    /// that holds the policy already is not written. A write that meets a conflict is tried
+    /// again with client-go's `retry.DefaultBackoff`, as the hook's `RetryOnConflict` does; an
+    /// object whose failure may pass (conflicts through every try, a store that failed or was
+    /// unavailable) is tried again every second for up to 30 s, as the hook polls a store that
+    /// does not answer yet (`wait.Poll(1s, 30s)`); any other failure is logged and the next
+    /// object goes on, as in kube's hook. Returns how many objects failed in the end.
     pub async fn reconcile_bootstrap_policy(&self, objects: Vec<Value>) -> usize {
+        self.reconcile_bootstrap_policy_within(
+            objects,
+            BOOTSTRAP_RETRY_INTERVAL,
+            BOOTSTRAP_RETRY_BUDGET,
+        )
+        .await
+    }
+
+    /// [`Service::reconcile_bootstrap_policy`], the objects that may succeed later tried again
+    /// every `interval` until `budget` has passed.
+    pub(crate) async fn reconcile_bootstrap_policy_within(
+        &self,
+        objects: Vec<Value>,
+        interval: Duration,
+        budget: Duration,
+    ) -> usize {
+        let give_up = tokio::time::Instant::now() + budget;
+        let mut pending: Vec<&Value> = objects.iter().collect();
         let mut failed = 0;
-        for expected in &objects {
-            if let Err(e) = self.reconcile_bootstrap_object(expected).await {
-                failed += 1;
+        for pass in 1.. {
+            let mut again = Vec::new();
+            for expected in pending {
+                let Err(e) = self.reconcile_bootstrap_object(expected).await else {
+                    continue;
+                };
                 let kind = expected.get("kind").and_then(Value::as_str).unwrap_or("");
-                tracing::error!(
-                    kind = %kind,
-                    namespace = %meta::namespace(expected),
-                    name = %meta::name(expected),
-                    error = %e.message,
-                    "could not reconcile a bootstrap RBAC object with the policy"
-                );
+                let (ns, name) = (meta::namespace(expected), meta::name(expected));
+                if e.may_pass() && tokio::time::Instant::now() + interval <= give_up {
+                    tracing::warn!(
+                        kind = %kind,
+                        namespace = %ns,
+                        name = %name,
+                        error = %e,
+                        pass,
+                        "could not reconcile a bootstrap RBAC object with the policy yet; trying again"
+                    );
+                    again.push(expected);
+                } else {
+                    failed += 1;
+                    tracing::error!(
+                        kind = %kind,
+                        namespace = %ns,
+                        name = %name,
+                        error = %e,
+                        pass,
+                        "could not reconcile a bootstrap RBAC object with the policy"
+                    );
+                }
             }
+            if again.is_empty() {
+                break;
+            }
+            tokio::time::sleep(interval).await;
+            pending = again;
         }
         failed
     }
 
-    /// One object of [`Service::reconcile_bootstrap_policy`], read again and retried when
-    /// another writer got there first (kube's `RetryOnConflict` and re-runs).
-    async fn reconcile_bootstrap_object(&self, expected: &Value) -> Result<()> {
-        use crate::auth::rbac::{self, Reconciled};
+    /// One object of [`Service::reconcile_bootstrap_policy`], read again and tried again when
+    /// another writer got there first (kube's `RetryOnConflict` with `retry.DefaultBackoff`:
+    /// four tries, 10 ms apart and five times longer each time).
+    async fn reconcile_bootstrap_object(&self, expected: &Value) -> Result<(), BootstrapError> {
         let av = expected
             .get("apiVersion")
             .and_then(Value::as_str)
@@ -1212,95 +1294,110 @@ impl Service {
             .into_iter()
             .find(|r| r.kind == kind)
         else {
-            return Err(ApiError::internal(format!(
-                "bootstrap object of unserved kind {av} {kind}"
-            )));
+            return Err(BootstrapError::Unserved(format!("{av} {kind}")));
         };
+        let mut delay = BOOTSTRAP_CONFLICT_BACKOFF;
+        for attempt in 1..=BOOTSTRAP_CONFLICT_TRIES {
+            if self
+                .reconcile_bootstrap_try(&ri, expected)
+                .await
+                .map_err(BootstrapError::Write)?
+            {
+                return Ok(());
+            }
+            if attempt < BOOTSTRAP_CONFLICT_TRIES {
+                tokio::time::sleep(delay).await;
+                delay *= 5;
+            }
+        }
+        Err(BootstrapError::KeptChanging(BOOTSTRAP_CONFLICT_TRIES))
+    }
+
+    /// One try of [`Service::reconcile_bootstrap_object`]: `true` once the stored object holds
+    /// the policy (or is protected from it), `false` when another writer got there first.
+    async fn reconcile_bootstrap_try(&self, ri: &ResourceInfo, expected: &Value) -> Result<bool> {
+        use crate::auth::rbac::{self, Reconciled};
+        let kind = ri.kind.as_str();
         let ns = meta::namespace(expected);
         let name = meta::name(expected);
         let opts = WriteOptions::default();
-        for _ in 0..CONFLICT_RETRIES {
-            let Some(stored) = self.store.get(&Self::key(&ri, ns, name)) else {
-                match self.create(&ri, ns, expected.clone(), &opts).await {
-                    Ok(_) => {
-                        tracing::debug!(
-                            kind = %kind,
-                            namespace = %ns,
-                            name = %name,
-                            "created the bootstrap RBAC object"
-                        );
-                        return Ok(());
-                    }
-                    // Made meanwhile: reconcile that one.
-                    Err(e) if e.code == 409 => continue,
-                    Err(e) => return Err(e),
-                }
-            };
-            let reconciled = rbac::reconcile(&stored.parse(), expected);
-            match reconciled {
-                None => return Ok(()),
-                Some(Reconciled::Protected) => {
-                    tracing::warn!(
+        let Some(stored) = self.store.get(&Self::key(ri, ns, name)) else {
+            return match self.create(ri, ns, expected.clone(), &opts).await {
+                Ok(_) => {
+                    tracing::debug!(
                         kind = %kind,
                         namespace = %ns,
                         name = %name,
-                        "left the bootstrap RBAC object as it is (rbac.authorization.kubernetes.io/autoupdate: \"false\"), though it lacks part of the policy"
+                        "created the bootstrap RBAC object"
                     );
-                    return Ok(());
+                    Ok(true)
                 }
-                Some(Reconciled::Update(obj)) => {
-                    match self
-                        .update(&ri, ns, name, obj, Subresource::Main, &opts)
-                        .await
-                    {
-                        Ok(_) => {
-                            tracing::info!(
-                                kind = %kind,
-                                namespace = %ns,
-                                name = %name,
-                                "added what the bootstrap RBAC policy has to the stored object"
-                            );
-                            return Ok(());
-                        }
-                        // Changed or deleted meanwhile: read it again.
-                        Err(e) if matches!(e.code, 404 | 409) => continue,
-                        Err(e) => return Err(e),
+                // Made meanwhile: reconcile that one.
+                Err(e) if e.code == 409 => Ok(false),
+                Err(e) => Err(e),
+            };
+        };
+        let reconciled = rbac::reconcile(&stored.parse(), expected);
+        match reconciled {
+            None => Ok(true),
+            Some(Reconciled::Protected) => {
+                tracing::warn!(
+                    kind = %kind,
+                    namespace = %ns,
+                    name = %name,
+                    "left the bootstrap RBAC object as it is (rbac.authorization.kubernetes.io/autoupdate: \"false\"), though it lacks part of the policy"
+                );
+                Ok(true)
+            }
+            Some(Reconciled::Update(obj)) => {
+                match self
+                    .update(ri, ns, name, obj, Subresource::Main, &opts)
+                    .await
+                {
+                    Ok(_) => {
+                        tracing::info!(
+                            kind = %kind,
+                            namespace = %ns,
+                            name = %name,
+                            "added what the bootstrap RBAC policy has to the stored object"
+                        );
+                        Ok(true)
                     }
+                    // Changed or deleted meanwhile: read it again.
+                    Err(e) if matches!(e.code, 404 | 409) => Ok(false),
+                    Err(e) => Err(e),
                 }
-                Some(Reconciled::Recreate(obj)) => {
-                    let uid = meta::meta_str(stored.head(), "uid")
-                        .unwrap_or("")
-                        .to_owned();
-                    let delete = DeleteOptions {
-                        precondition_uid: Some(uid),
-                        ..DeleteOptions::default()
-                    };
-                    match self.delete(&ri, ns, name, &delete).await {
-                        Ok(_) => {}
-                        Err(e) if e.code == 404 => {}
-                        // Another object of that name now: read it again.
-                        Err(e) if e.code == 409 => continue,
-                        Err(e) => return Err(e),
+            }
+            Some(Reconciled::Recreate(obj)) => {
+                let uid = meta::meta_str(stored.head(), "uid")
+                    .unwrap_or("")
+                    .to_owned();
+                let delete = DeleteOptions {
+                    precondition_uid: Some(uid),
+                    ..DeleteOptions::default()
+                };
+                match self.delete(ri, ns, name, &delete).await {
+                    Ok(_) => {}
+                    Err(e) if e.code == 404 => {}
+                    // Another object of that name now: read it again.
+                    Err(e) if e.code == 409 => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+                match self.create(ri, ns, obj, &opts).await {
+                    Ok(_) => {
+                        tracing::info!(
+                            kind = %kind,
+                            namespace = %ns,
+                            name = %name,
+                            "created the bootstrap RBAC binding again with the policy's roleRef"
+                        );
+                        Ok(true)
                     }
-                    match self.create(&ri, ns, obj, &opts).await {
-                        Ok(_) => {
-                            tracing::info!(
-                                kind = %kind,
-                                namespace = %ns,
-                                name = %name,
-                                "created the bootstrap RBAC binding again with the policy's roleRef"
-                            );
-                            return Ok(());
-                        }
-                        Err(e) if e.code == 409 => continue,
-                        Err(e) => return Err(e),
-                    }
+                    Err(e) if e.code == 409 => Ok(false),
+                    Err(e) => Err(e),
                 }
             }
         }
-        Err(ApiError::internal(format!(
-            "gave up after {CONFLICT_RETRIES} attempts: the object kept changing"
-        )))
     }
 
     /// Before a read of one object with a `resourceVersion` (kube's watch cache `Get`, through
@@ -4672,6 +4769,253 @@ mod tests {
             0
         );
         assert_eq!(svc.store.revision(), before, "reconciled once, then left");
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// The real store with another writer beside it: before each of the next `races` writes of
+    /// `key`, that object is changed (its `racer` annotation set to how many races there were)
+    /// straight in the store, so the write meets a real conflict; and each of the next
+    /// `outages` writes of `key` fails as a store that is unavailable fails it.
+    struct Contended {
+        inner: std::sync::Arc<dyn crate::store::Store>,
+        key: crate::model::ObjectKey,
+        races: std::sync::atomic::AtomicUsize,
+        outages: std::sync::atomic::AtomicUsize,
+        raced: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    /// One of `counter` taken, if there is one left.
+    fn take(counter: &std::sync::atomic::AtomicUsize) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        counter
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    impl crate::store::Store for Contended {
+        fn revision(&self) -> u64 {
+            self.inner.revision()
+        }
+
+        fn max_object_bytes(&self) -> usize {
+            self.inner.max_object_bytes()
+        }
+
+        fn get(
+            &self,
+            key: &crate::model::ObjectKey,
+        ) -> Option<std::sync::Arc<crate::store::StoredObject>> {
+            self.inner.get(key)
+        }
+
+        fn list(
+            &self,
+            resource: &str,
+            at: Option<u64>,
+        ) -> crate::store::Result<crate::store::Snapshot> {
+            self.inner.list(resource, at)
+        }
+
+        fn write_prepared(
+            &self,
+            op: crate::store::WriteOp,
+            prepared: Option<crate::store::Prepared>,
+        ) -> crate::store::BoxFuture<crate::store::Result<std::sync::Arc<crate::store::StoredObject>>>
+        {
+            use crate::store::{Precondition, StoreError, WriteOp};
+            let ours = op.key() == &self.key;
+            let outage = ours && take(&self.outages);
+            let race = ours && !outage && take(&self.races);
+            let (inner, raced) = (self.inner.clone(), self.raced.clone());
+            Box::pin(async move {
+                if outage {
+                    return Err(StoreError::Unavailable("an outage for the test".into()));
+                }
+                if race {
+                    if let Some(current) = inner.get(op.key()) {
+                        let n = raced.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                        let mut value = current.value().clone();
+                        value["metadata"]["annotations"]["racer"] = json!(n.to_string());
+                        inner
+                            .write(WriteOp::Put {
+                                key: op.key().clone(),
+                                value,
+                                precondition: Precondition::Exists,
+                            })
+                            .await?;
+                    }
+                }
+                inner.write_prepared(op, prepared).await
+            })
+        }
+
+        fn watch(
+            &self,
+            resource: &str,
+            from: crate::store::WatchFrom,
+        ) -> crate::store::Result<crate::store::WatchStart> {
+            self.inner.watch(resource, from)
+        }
+
+        fn watch_in(
+            &self,
+            resource: &str,
+            namespace: Option<&str>,
+            from: crate::store::WatchFrom,
+        ) -> crate::store::Result<crate::store::WatchStart> {
+            self.inner.watch_in(resource, namespace, from)
+        }
+
+        fn wait_for_revision(
+            &self,
+            rv: u64,
+            timeout: std::time::Duration,
+        ) -> crate::store::BoxFuture<bool> {
+            self.inner.wait_for_revision(rv, timeout)
+        }
+
+        fn sync(&self) -> crate::store::BoxFuture<crate::store::Result<()>> {
+            self.inner.sync()
+        }
+
+        fn shutdown(&self) -> crate::store::Result<()> {
+            self.inner.shutdown()
+        }
+
+        fn health(&self) -> crate::store::Health {
+            self.inner.health()
+        }
+
+        fn render_metrics(&self, out: &mut String) {
+            self.inner.render_metrics(out)
+        }
+    }
+
+    /// kube's `rbac/bootstrap-roles` hook retries: a conflict is tried again at once (client-go's
+    /// `RetryOnConflict`), an object still contended after those tries or whose store is
+    /// unavailable is tried again in the next pass, within a bounded time; a failure that cannot
+    /// pass (a kind not served) is not waited on.
+    #[tokio::test]
+    async fn the_bootstrap_rbac_policy_is_tried_again_after_conflicts_and_outages() {
+        use std::sync::atomic::Ordering::SeqCst;
+        use std::sync::Arc;
+        use std::time::{Duration, Instant};
+
+        use crate::auth::rbac::{self, RBAC_GROUP};
+        let (real, dir) = crate::store::sled_store::temp_store("rbac-contended");
+        let registry = Arc::new(crate::model::Registry::with_builtins());
+        let roles = registry.lookup(RBAC_GROUP, "v1", "clusterroles").unwrap();
+        let store = Arc::new(Contended {
+            inner: real,
+            key: Service::key(&roles, "", "system:basic-user"),
+            races: 0.into(),
+            outages: 0.into(),
+            raced: Arc::default(),
+        });
+        let svc = Service::new(store.clone(), registry);
+        svc.bootstrap().await.unwrap();
+        let policy = rbac::bootstrap_objects;
+        assert_eq!(svc.reconcile_bootstrap_policy(policy()).await, 0);
+        let full = svc.get(&roles, "", "system:basic-user").unwrap().value()["rules"].clone();
+        // A rule taken from `system:basic-user`, for the reconcile to put back.
+        async fn narrow(
+            svc: &Service,
+            roles: &crate::model::ResourceInfo,
+            rule: &serde_json::Value,
+        ) {
+            let mut basic = svc
+                .get(roles, "", "system:basic-user")
+                .unwrap()
+                .value()
+                .clone();
+            basic["rules"] = json!([rule]);
+            svc.update(
+                roles,
+                "",
+                "system:basic-user",
+                basic,
+                super::Subresource::Main,
+                &WriteOptions::default(),
+            )
+            .await
+            .unwrap();
+        }
+        /// The policy reconciled, tried again every 10 ms for up to 20 s.
+        async fn quick(svc: &Service) -> usize {
+            svc.reconcile_bootstrap_policy_within(
+                crate::auth::rbac::bootstrap_objects(),
+                std::time::Duration::from_millis(10),
+                std::time::Duration::from_secs(20),
+            )
+            .await
+        }
+        let basic = || svc.get(&roles, "", "system:basic-user").unwrap();
+
+        // Two conflicts: the object is read again each time and reconciled in the first pass.
+        narrow(&svc, &roles, &full[0]).await;
+        store.races.store(2, SeqCst);
+        assert_eq!(quick(&svc).await, 0);
+        assert_eq!(store.races.load(SeqCst), 0);
+        let b = basic();
+        assert_eq!(b.value()["rules"], full, "the policy is back");
+        assert_eq!(
+            b.value()["metadata"]["annotations"]["racer"],
+            "2",
+            "the other writer's change is kept"
+        );
+        // More conflicts than one pass tries (client-go's four): the next pass gets it.
+        narrow(&svc, &roles, &full[0]).await;
+        store.races.store(6, SeqCst);
+        assert_eq!(quick(&svc).await, 0);
+        assert_eq!(store.races.load(SeqCst), 0);
+        let b = basic();
+        assert_eq!(b.value()["rules"], full);
+        assert_eq!(b.value()["metadata"]["annotations"]["racer"], "8");
+        // A store that is unavailable for two passes: the third gets it.
+        narrow(&svc, &roles, &full[0]).await;
+        store.outages.store(2, SeqCst);
+        assert_eq!(quick(&svc).await, 0);
+        assert_eq!(store.outages.load(SeqCst), 0);
+        assert_eq!(basic().value()["rules"], full);
+        // A store that stays unavailable: given up on within the budget, the object counted.
+        narrow(&svc, &roles, &full[0]).await;
+        store.outages.store(usize::MAX, SeqCst);
+        let started = Instant::now();
+        let failed = svc
+            .reconcile_bootstrap_policy_within(
+                policy(),
+                Duration::from_millis(10),
+                Duration::from_millis(300),
+            )
+            .await;
+        assert_eq!(failed, 1);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            store.outages.load(SeqCst) < usize::MAX - 1,
+            "tried more than once"
+        );
+        assert_eq!(basic().value()["rules"], json!([full[0]]));
+        store.outages.store(0, SeqCst);
+        assert_eq!(quick(&svc).await, 0);
+        assert_eq!(basic().value()["rules"], full);
+        // A kind that is not served cannot come to be: reported at once, not retried.
+        let started = Instant::now();
+        let unserved = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                              "metadata": {"name": "w"}});
+        let failed = svc
+            .reconcile_bootstrap_policy_within(
+                vec![unserved],
+                Duration::from_secs(30),
+                Duration::from_secs(60),
+            )
+            .await;
+        assert_eq!(failed, 1);
+        assert!(started.elapsed() < Duration::from_secs(10));
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }
