@@ -164,7 +164,9 @@ enum Command {
         /// Seconds an HTTP/1.1 request head may take to arrive (also the keep-alive idle time).
         #[arg(long, default_value_t = 32)]
         header_read_timeout: u64,
-        /// Seconds a request body may take to arrive; past it the request is answered 504.
+        /// Seconds a request body may take to arrive; past it the request is answered 504. Also
+        /// the longest deadline of a request (kube's --request-timeout), which `?timeout=` may
+        /// shorten and which bounds its admission webhook calls.
         #[arg(long, default_value_t = 60)]
         request_body_timeout: u64,
         /// Seconds a connection with no request in flight stays open.

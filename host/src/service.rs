@@ -150,6 +150,10 @@ pub struct WriteOptions {
     /// object, asked when an update or a server-side apply would create it (kube's
     /// `withAuthorization` around create-on-update); the host's own writes carry none.
     pub authorizer: Option<Arc<crate::auth::Authorizer>>,
+    /// For API requests: when the request must be answered (`?timeout=`, at most
+    /// `--request-timeout`: `api::access::RequestDeadline`), which bounds its admission
+    /// webhooks' calls; the host's own writes carry none.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 /// A last check on the object a write would store, given the stored object it replaces (`None`
@@ -259,6 +263,8 @@ pub struct DeleteOptions {
     pub grace_period: Option<i64>,
     /// Who asks (API requests): the delete passes validating admission.
     pub user: Option<crate::auth::rbac::UserInfo>,
+    /// When the API request must be answered (see [`WriteOptions::deadline`]).
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl DeleteOptions {
@@ -806,6 +812,7 @@ fn admission_request<'a>(
         requested: None,
         delete_options: None,
         kind,
+        deadline: opts.deadline,
     }
 }
 
@@ -4230,6 +4237,7 @@ impl Service {
                 requested: None,
                 delete_options: Some(&options),
                 kind: None,
+                deadline: opts.deadline,
             };
             let warnings = self.admission.validate(&req, None).await?;
             // What goes is what admission saw: the delete is conditional on that version, and

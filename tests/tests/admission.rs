@@ -1,7 +1,9 @@
 //! The admission chain with the real binary and the real kubectl: ValidatingAdmissionPolicies
 //! with params deny with their message and warn under `Warn`, on create, update and delete, in
 //! dry runs too (without side effects); validating and mutating webhooks served by a real HTTPS
-//! server in this process, with `failurePolicy` Ignore vs Fail when the webhook is down;
+//! server in this process, with `failurePolicy` Ignore vs Fail when the webhook is down, a
+//! request's `?timeout=` cutting a slow webhook's call short, and `service` references that do
+//! not resolve;
 //! MutatingAdmissionPolicies (ApplyConfiguration with params, JSONPatch, matchConditions,
 //! failurePolicy, dry runs, reinvocation); the CEL `authorizer` checking as the requesting user.
 
@@ -468,6 +470,12 @@ fn handler(path: &str, req: &Value) -> Value {
                 json!({"allowed": true})
             }
         }
+        // A webhook that does not answer in time: its thread sits on the call (the server's
+        // side; the test never waits for it) until well past every deadline in play.
+        "/hang" => {
+            std::thread::sleep(Duration::from_secs(40));
+            json!({"allowed": true})
+        }
         "/deny-all" => json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden",
                               "message": "denied by the self-signed webhook"}}),
         // A denial with causes, as a validating webhook reports field errors.
@@ -659,6 +667,8 @@ fn webhooks(s: &Server) {
         "{err}"
     );
     denial_statuses(s, &wh);
+    deadlines(s, &wh);
+    service_references(s);
     // v1 webhooks declare no side effects (kube's validation: `Unknown` and `Some` were
     // v1beta1's, whose webhooks turtles refuses dry runs to).
     let out = s.kubectl_stdin(
@@ -810,6 +820,174 @@ fn denial_statuses(s: &Server, wh: &turtles_tests::webhook::Webhook) {
             &format!("deny-{path}"),
         ]);
     }
+}
+
+/// kube's timeout filter's answer once a request's deadline passes, byte for byte: the bare
+/// `metav1.Status` (no kind or apiVersion), its content type sniffed by Go's server.
+const DEADLINE_PASSED: &str = r#"{"metadata":{},"status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","details":{},"code":504}
+"#;
+
+/// A webhook's call lasts no longer than what is left of the request (kube calls it under the
+/// request's context): `?timeout=` of the API request caps `timeoutSeconds`, the webhook is
+/// told the smaller of the two in its own `?timeout=`, and a request whose deadline passes
+/// during the call gets kube's 504, whatever the `failurePolicy`. A webhook's own timeout,
+/// when it is the sooner, is a failed call as before.
+fn deadlines(s: &Server, wh: &turtles_tests::webhook::Webhook) {
+    let hang = format!("{}/hang", wh.url);
+    for (kind, name, label, extra) in [
+        (
+            "ValidatingWebhookConfiguration",
+            "hang-validate",
+            "validate",
+            json!({"timeoutSeconds": 10, "failurePolicy": "Ignore"}),
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            "hang-mutate",
+            "mutate",
+            json!({"timeoutSeconds": 10, "failurePolicy": "Ignore"}),
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "hang-short",
+            "short",
+            json!({"timeoutSeconds": 1, "failurePolicy": "Fail"}),
+        ),
+    ] {
+        let mut extra = extra;
+        extra["objectSelector"] = json!({"matchLabels": {"hang": label}});
+        apply(
+            s,
+            &webhook_config(
+                kind,
+                name,
+                &format!("{name}.turtles.test"),
+                &hang,
+                &wh.ca_bundle,
+                extra,
+            ),
+        );
+    }
+    let create = |name: &str, label: &str, timeout: &str| {
+        let started = std::time::Instant::now();
+        let r = s.http().post_json(
+            &format!("/api/v1/namespaces/hooks/configmaps?timeout={timeout}"),
+            &json!({"metadata": {"name": name, "labels": {"hang": label}}}),
+        );
+        (r, started.elapsed())
+    };
+    // (the webhook, the request's timeout, the least it takes, the timeout the webhook is told:
+    // what is left, rounded up to whole seconds)
+    for (label, timeout, least, told) in [
+        ("validate", "2s", 2_000, "2s"),
+        ("mutate", "2900ms", 2_900, "3s"),
+    ] {
+        let mut attempt = 0;
+        let (r, took, name) = poll(
+            &format!("the {label} webhook's deadline"),
+            Duration::from_secs(30),
+            || {
+                attempt += 1;
+                let name = format!("hang-{label}-{attempt}");
+                let (r, took) = create(&name, label, timeout);
+                (r.status != 201).then_some((r, took, name))
+            },
+        )
+        .expect("timed out");
+        assert_eq!(r.status, 504, "{}", r.text());
+        assert_eq!(r.text(), DEADLINE_PASSED);
+        assert_eq!(
+            r.headers.get("content-type").and_then(|v| v.to_str().ok()),
+            Some("text/plain; charset=utf-8")
+        );
+        assert!(r.headers.get("retry-after").is_none(), "{:?}", r.headers);
+        // The request's deadline ended the call, not the webhook's 10 s.
+        assert!(
+            took >= Duration::from_millis(least) && took < Duration::from_secs(8),
+            "{label}: answered after {took:?}"
+        );
+        // Told the smaller timeout.
+        assert!(
+            wh.called_at(&format!("/hang?timeout={told}")),
+            "{:?}",
+            wh.targets.lock().map(|t| t.clone())
+        );
+        let got = s
+            .http()
+            .get(&format!("/api/v1/namespaces/hooks/configmaps/{name}"));
+        assert_eq!(got.status, 404, "nothing was stored: {}", got.text());
+    }
+    // The webhook's own timeout is the sooner: a failed call under its policy, named with the
+    // URL it was called at.
+    let (r, took) = create("hang-short", "short", "20s");
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "Internal error occurred: failed calling webhook \"hang-short.turtles.test\": failed to call webhook: Post \"{hang}?timeout=1s\": context deadline exceeded"
+        )
+    );
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+    // A `timeout` Go cannot read is kube's 400, before authentication.
+    for http in [s.http(), s.http_with_token(None)] {
+        let r = http.get("/api/v1/namespaces?timeout=soon");
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(
+            r.json()["message"],
+            "invalid timeout specified in the request URL - time: invalid duration \"soon\""
+        );
+    }
+    for name in ["hang-validate", "hang-short"] {
+        s.kubectl_ok(&["delete", "validatingwebhookconfiguration", name]);
+    }
+    s.kubectl_ok(&["delete", "mutatingwebhookconfiguration", "hang-mutate"]);
+}
+
+/// A `service` reference that cannot be resolved fails the call as kube's does: `Post` of the
+/// URL kube's client makes of the reference, then its endpoint resolver's words.
+fn service_references(s: &Server) {
+    let mut cfg = webhook_config(
+        "ValidatingWebhookConfiguration",
+        "by-service",
+        "by-service.turtles.test",
+        "",
+        "",
+        json!({"objectSelector": {"matchLabels": {"by": "service"}}}),
+    );
+    cfg["webhooks"][0]["clientConfig"] = json!({
+        "service": {"namespace": "hooks", "name": "checker", "port": 8443, "path": "/validate"}
+    });
+    apply(s, &cfg);
+    let refused = |why: &str| {
+        let want = format!(
+            "Internal error occurred: failed calling webhook \"by-service.turtles.test\": failed to call webhook: Post \"https://checker.hooks.svc:8443/validate?timeout=5s\": {why}"
+        );
+        poll(
+            &format!("the webhook's call to fail with {why}"),
+            Duration::from_secs(10),
+            || {
+                let r = s.http().post_json(
+                    "/api/v1/namespaces/hooks/configmaps?dryRun=All",
+                    &json!({"metadata": {"name": "by-service", "labels": {"by": "service"}}}),
+                );
+                (r.status == 500 && r.json()["message"] == want.as_str()).then_some(())
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}: wanted {want}"));
+    };
+    refused("service \"checker\" not found");
+    s.kubectl_ok(&[
+        "create",
+        "service",
+        "clusterip",
+        "checker",
+        "-n",
+        "hooks",
+        "--tcp=8443:9443",
+    ]);
+    refused("no endpoints available for service \"checker\"");
+    s.kubectl_ok(&["delete", "service", "checker", "-n", "hooks"]);
+    s.kubectl_ok(&["delete", "validatingwebhookconfiguration", "by-service"]);
 }
 
 /// kube's CEL `authorizer`: a policy asks RBAC whether the requesting user (kubectl `--as`) may

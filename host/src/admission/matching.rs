@@ -236,6 +236,7 @@ mod tests {
             requested: None,
             delete_options: None,
             kind: None,
+            deadline: None,
         };
         let rule = |ops: &str, res: &str| json!({"operations": [ops], "apiGroups": [""], "apiVersions": ["v1"], "resources": [res]});
         assert!(rule_matches(&rule("CREATE", "pods"), &req));
@@ -279,6 +280,7 @@ mod tests {
             requested: None,
             delete_options: None,
             kind: None,
+            deadline: None,
         };
         let sel = json!({"matchLabels": {"team": "a"}});
         let new = json!({"metadata": {"labels": {"team": "b"}}});

@@ -45,6 +45,10 @@ pub enum AdmissionError {
     Config(String),
     #[error("{0}")]
     Call(String),
+    /// The API request's deadline passed during a webhook call: kube's timeout filter answers
+    /// the request ([`ApiError::deadline_passed`]), whatever the webhook's `failurePolicy`.
+    #[error("request did not complete within the allotted timeout")]
+    RequestTimeout,
 }
 
 /// kube's admission operations.
@@ -99,6 +103,10 @@ pub struct Request<'a> {
     /// A DELETE's options as the client gave them (`gracePeriodSeconds`, `preconditions`,
     /// `propagationPolicy`, in kube's field order), for the request's `options`.
     pub delete_options: Option<&'a serde_json::Map<String, Value>>,
+    /// When the API request must be answered (kube's request context deadline: its
+    /// `?timeout=`, at most `--request-timeout`); a webhook's call gets no more than what is
+    /// left of it. `None` for the host's own writes.
+    pub deadline: Option<tokio::time::Instant>,
 }
 
 impl Request<'_> {

@@ -1,8 +1,9 @@
 //! Validating and mutating admission webhooks (kube's `admission/plugin/webhook`):
 //! Validating/MutatingWebhookConfiguration, each webhook called over HTTPS (`clientConfig.url`,
-//! or a `service` reference resolved to its cluster IP) with an AdmissionReview v1, trusting
+//! or a `service` reference resolved to a ready endpoint) with an AdmissionReview v1, trusting
 //! `caBundle`; `rules`, `namespaceSelector`, `objectSelector`, `matchConditions`,
-//! `timeoutSeconds`, `failurePolicy`, `sideEffects` with dry runs, JSONPatch responses, warnings.
+//! `timeoutSeconds` (cut to what is left of the API request's deadline), `failurePolicy`,
+//! `sideEffects` with dry runs, JSONPatch responses, warnings.
 //!
 //! Mutating webhooks run one after another in configuration-name order; validating webhooks run
 //! concurrently. Clients are kept per CA bundle.
@@ -301,6 +302,7 @@ impl Webhooks {
         check_dry_run(hook, req)?;
         let resp = match self.call(ctx, hook, req, Some(object)).await {
             Ok(r) => r,
+            Err(AdmissionError::RequestTimeout) => return Err(ApiError::deadline_passed()),
             Err(e) if hook.fail() => return Err(call_failed(&hook.name, &e.to_string())),
             Err(_) => return Ok(true),
         };
@@ -355,8 +357,12 @@ impl Webhooks {
         }
         let mut warnings = Vec::new();
         let mut first_error = None;
+        let mut timed_out = false;
         for (hook, result) in futures::future::join_all(calls).await {
             match result {
+                // kube waits for every call: past the request's deadline its timeout filter
+                // has answered, whatever the others said.
+                Err(AdmissionError::RequestTimeout) => timed_out = true,
                 Ok(resp) => {
                     warnings.extend(response_warnings(&resp));
                     if !allowed(&resp) && first_error.is_none() {
@@ -370,6 +376,9 @@ impl Webhooks {
                 }
                 Err(_) => {}
             }
+        }
+        if timed_out {
+            return Err(ApiError::deadline_passed());
         }
         match first_error {
             Some(e) => Err(e),
@@ -391,21 +400,25 @@ impl Webhooks {
             .cloned()
             .unwrap_or(Value::Null);
         let ca = cc.get("caBundle").and_then(Value::as_str).unwrap_or("");
-        let (url, resolve) = match cc.get("url").and_then(Value::as_str) {
-            Some(u) => (u.to_owned(), None),
-            None => {
-                let (url, _host, addr) = service_target(ctx.store, &cc)?;
-                (url, Some(addr))
-            }
-        };
-        let timeout = hook
-            .spec
-            .get("timeoutSeconds")
-            .and_then(Value::as_u64)
-            .unwrap_or(DEFAULT_TIMEOUT)
-            .clamp(1, MAX_TIMEOUT);
+        let (configured, service) = client_target(&cc)?;
+        let hook_timeout = Duration::from_secs(
+            hook.spec
+                .get("timeoutSeconds")
+                .and_then(Value::as_u64)
+                .unwrap_or(DEFAULT_TIMEOUT)
+                .clamp(1, MAX_TIMEOUT),
+        );
+        let budget = Budget::of(hook_timeout, req.deadline, tokio::time::Instant::now())
+            .ok_or(AdmissionError::RequestTimeout)?;
         // As client-go's request names it: with the call's timeout in its query.
-        let url = call_url(&url, timeout);
+        let url = call_url(&configured, budget.url_seconds());
+        // kube's service resolver runs as the call dials: its error is the call's.
+        let resolve = match service {
+            Some(svc) => Some(svc.resolve(ctx.store).map_err(|e| {
+                AdmissionError::Call(format!("failed to call webhook: Post \"{url}\": {e}"))
+            })?),
+            None => None,
+        };
         let uid = uuid::Uuid::new_v4().to_string();
         let mut request = req.to_json(&uid);
         request["object"] = object.cloned().unwrap_or(Value::Null);
@@ -417,17 +430,22 @@ impl Webhooks {
         });
         let body = serde_json::to_vec(&review)
             .map_err(|e| AdmissionError::Call(format!("failed to call webhook: {e}")))?;
-        let answer = tokio::time::timeout(
-            Duration::from_secs(timeout),
+        let answer = match tokio::time::timeout(
+            budget.limit,
             self.client
                 .post(ca, &url, resolve, body, MAX_RESPONSE_BYTES),
         )
         .await
-        .map_err(|_| {
-            AdmissionError::Call(format!(
-                "failed to call webhook: Post \"{url}\": context deadline exceeded"
-            ))
-        })?
+        {
+            Ok(answer) => answer,
+            // The request's own deadline: kube's timeout filter answers the request then.
+            Err(_) if budget.by_request => return Err(AdmissionError::RequestTimeout),
+            Err(_) => {
+                return Err(AdmissionError::Call(format!(
+                    "failed to call webhook: Post \"{url}\": context deadline exceeded"
+                )))
+            }
+        }
         .map_err(|e| match e {
             HookClientError::Config(m) => AdmissionError::Config(m),
             e => AdmissionError::Call(format!("failed to call webhook: {e}")),
@@ -454,56 +472,127 @@ impl Webhooks {
     }
 }
 
-/// A `service` reference, resolved as kube's service resolver does without a proxy: the URL
-/// `https://NAME.NAMESPACE.svc:PORT/PATH` (the name the serving certificate must hold), and the
-/// address of a ready endpoint from the Service's EndpointSlices (the port mapped by name).
-pub(crate) fn service_target(
-    store: &dyn crate::store::Store,
-    cc: &Value,
-) -> Result<(String, String, std::net::SocketAddr), AdmissionError> {
-    let svc = cc
-        .get("service")
-        .ok_or_else(|| AdmissionError::Config("clientConfig has neither url nor service".into()))?;
-    let ns = svc.get("namespace").and_then(Value::as_str).unwrap_or("");
+/// How long one webhook call may take: kube calls a webhook under the API request's context
+/// (whose deadline is the request's `?timeout=`, at most `--request-timeout`) with the
+/// webhook's `timeoutSeconds` on top, so the sooner of the two ends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Budget {
+    limit: Duration,
+    /// Whether the request's deadline is what ends it (not the webhook's own timeout).
+    by_request: bool,
+}
+
+impl Budget {
+    /// The call's budget at `now`; `None` when the request's deadline has already passed.
+    fn of(
+        hook_timeout: Duration,
+        request_deadline: Option<tokio::time::Instant>,
+        now: tokio::time::Instant,
+    ) -> Option<Self> {
+        let Some(deadline) = request_deadline else {
+            return Some(Self {
+                limit: hook_timeout,
+                by_request: false,
+            });
+        };
+        let left = deadline.saturating_duration_since(now);
+        if left.is_zero() {
+            return None;
+        }
+        Some(if left <= hook_timeout {
+            Self {
+                limit: left,
+                by_request: true,
+            }
+        } else {
+            Self {
+                limit: hook_timeout,
+                by_request: false,
+            }
+        })
+    }
+
+    /// The `?timeout=` the call names: what is left, rounded up to whole seconds (kube's
+    /// dispatchers set the request's `Timeout` from the context's deadline so).
+    fn url_seconds(&self) -> u64 {
+        self.limit.as_secs() + u64::from(self.limit.subsec_nanos() > 0)
+    }
+}
+
+/// A webhook's `clientConfig`: the URL it is configured with (`url`, or for a `service`
+/// reference `https://NAME.NAMESPACE.svc:PORT/PATH`, the name the serving certificate must
+/// hold, as kube's client config builds it), and the Service to find the address in (`None`:
+/// the URL's own host).
+pub(crate) fn client_target(cc: &Value) -> Result<(String, Option<ServiceTarget>), AdmissionError> {
+    if let Some(url) = cc.get("url").and_then(Value::as_str) {
+        return Ok((url.to_owned(), None));
+    }
+    let svc = cc.get("service").ok_or_else(|| {
+        AdmissionError::Config("webhook configuration must have either service or URL".into())
+    })?;
+    let namespace = svc.get("namespace").and_then(Value::as_str).unwrap_or("");
     let name = svc.get("name").and_then(Value::as_str).unwrap_or("");
     let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443);
     let path = svc.get("path").and_then(Value::as_str).unwrap_or("");
-    let host = format!("{name}.{ns}.svc");
-    let url = format!("https://{host}:{port}{path}");
-    let not_found = || {
-        AdmissionError::Call(format!(
-            "failed to call webhook: service \"{ns}/{name}\" not found"
-        ))
+    let url = format!("https://{name}.{namespace}.svc:{port}{path}");
+    let target = ServiceTarget {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        port,
     };
-    let stored = store
-        .get(&crate::model::ObjectKey::new("services", ns, name))
-        .ok_or_else(not_found)?;
-    let port_name = stored
-        .value()
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|p| p.get("port").and_then(Value::as_u64) == Some(port))
-        .map(|p| {
-            p.get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        })
-        .ok_or_else(|| {
-            AdmissionError::Call(format!(
-                "failed to call webhook: service \"{ns}/{name}\" has no port {port}"
-            ))
-        })?;
-    let ready =
-        crate::aggregator::proxy::ready_endpoints(store, ns, name, &port_name).unwrap_or_default();
-    if let Some(addr) = ready.first() {
-        return Ok((url, host, *addr));
+    Ok((url, Some(target)))
+}
+
+/// A `service` reference of a webhook's `clientConfig`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServiceTarget {
+    namespace: String,
+    name: String,
+    port: u64,
+}
+
+impl ServiceTarget {
+    /// The address to call, as kube's endpoint service resolver (`proxy.ResolveEndpoint`,
+    /// kube-apiserver's with `--enable-aggregator-routing`; its default dials the cluster IP,
+    /// which needs a service proxy) finds it: the Service (a `ClusterIP`, `NodePort` or
+    /// `LoadBalancer` one), its port, then a ready endpoint of its EndpointSlices for that port's
+    /// name. `Err`: the resolver's error text, which the call's error carries after
+    /// `Post "URL": `.
+    pub(crate) fn resolve(
+        &self,
+        store: &dyn crate::store::Store,
+    ) -> Result<std::net::SocketAddr, String> {
+        use crate::auth::rbac::go_quote;
+        let (ns, name, port) = (&self.namespace, &self.name, self.port);
+        let stored = store
+            .get(&crate::model::ObjectKey::new("services", ns, name))
+            .ok_or_else(|| format!("service {} not found", go_quote(name)))?;
+        let spec = stored.pick("spec", &["type", "ports"]);
+        // kube stores every Service with its type; one without is ClusterIP.
+        let kind = spec
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("ClusterIP");
+        if !matches!(kind, "ClusterIP" | "NodePort" | "LoadBalancer") {
+            return Err(format!("unsupported service type {}", go_quote(kind)));
+        }
+        let port_name = spec
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|p| p.get("port").and_then(Value::as_u64) == Some(port))
+            .map(|p| p.get("name").and_then(Value::as_str).unwrap_or(""))
+            .ok_or_else(|| {
+                format!(
+                    "no service port {port} found for service {}",
+                    go_quote(name)
+                )
+            })?;
+        crate::aggregator::proxy::ready_endpoints(store, ns, name, port_name)
+            .and_then(|ready| ready.first().copied())
+            .ok_or_else(|| format!("no endpoints available for service {}", go_quote(name)))
     }
-    Err(AdmissionError::Call(format!(
-        "failed to call webhook: service \"{ns}/{name}\" has no ready endpoints"
-    )))
 }
 
 /// kube refuses a dry run to webhooks that may have side effects.
@@ -960,5 +1049,128 @@ mod tests {
         }
         assert_eq!(call_url("https://h/v", 30), "https://h/v?timeout=30s");
         assert_eq!(call_url("nonsense", 10), "nonsense");
+    }
+
+    /// kube calls a webhook under the request's context with `timeoutSeconds` on top: the
+    /// sooner deadline ends the call, and `?timeout=` is what is left, rounded up to seconds.
+    #[test]
+    fn a_call_gets_no_more_than_what_is_left_of_the_request() {
+        let now = tokio::time::Instant::now();
+        let (ms, secs) = (Duration::from_millis, Duration::from_secs);
+        // No request deadline (the host's own writes): the webhook's timeout.
+        let b = Budget::of(secs(10), None, now).unwrap();
+        assert_eq!(
+            (b.limit, b.by_request, b.url_seconds()),
+            (secs(10), false, 10)
+        );
+        // A request with a minute left: the webhook's timeout.
+        let b = Budget::of(secs(10), Some(now + secs(60)), now).unwrap();
+        assert_eq!(
+            (b.limit, b.by_request, b.url_seconds()),
+            (secs(10), false, 10)
+        );
+        // `?timeout=2s`: two seconds, and the webhook is told so.
+        let b = Budget::of(secs(10), Some(now + secs(2)), now).unwrap();
+        assert_eq!((b.limit, b.by_request, b.url_seconds()), (secs(2), true, 2));
+        // Part of a second left over is a whole one in the URL (Go rounds up).
+        let b = Budget::of(secs(10), Some(now + ms(1_500)), now).unwrap();
+        assert_eq!(
+            (b.limit, b.by_request, b.url_seconds()),
+            (ms(1_500), true, 2)
+        );
+        let b = Budget::of(secs(10), Some(now + ms(1)), now).unwrap();
+        assert_eq!(b.url_seconds(), 1);
+        // Both end together: the request's deadline is what the client sees.
+        let b = Budget::of(secs(10), Some(now + secs(10)), now).unwrap();
+        assert!(b.by_request);
+        // Nothing left: no call.
+        assert_eq!(Budget::of(secs(10), Some(now), now), None);
+        assert_eq!(Budget::of(secs(10), Some(now), now + secs(1)), None);
+    }
+
+    /// A `service` reference is called at `https://NAME.NAMESPACE.svc:PORT/PATH`; resolving it
+    /// fails with kube's endpoint resolver's words.
+    #[tokio::test]
+    async fn service_references_resolve_as_kubes_endpoint_resolver() {
+        use crate::model::ObjectKey;
+        let (store, dir) = crate::store::sled_store::temp_store("webhook-service");
+        let cc = json!({"service": {"namespace": "hooks", "name": "checker", "port": 8443,
+                                    "path": "/validate"}});
+        let (url, target) = client_target(&cc).unwrap();
+        assert_eq!(url, "https://checker.hooks.svc:8443/validate");
+        let target = target.unwrap();
+        let (url, none) = client_target(&json!({"url": "https://h/v"})).unwrap();
+        assert_eq!((url.as_str(), none), ("https://h/v", None));
+        let (url, _) = client_target(&json!({"service": {"namespace": "n", "name": "s"}})).unwrap();
+        assert_eq!(call_url(&url, 10), "https://s.n.svc:443/?timeout=10s");
+        assert_eq!(
+            client_target(&json!({})).unwrap_err().to_string(),
+            "webhook configuration must have either service or URL"
+        );
+
+        assert_eq!(
+            target.resolve(&*store).unwrap_err(),
+            "service \"checker\" not found"
+        );
+        let put = |key: ObjectKey, value: Value| {
+            let store = store.clone();
+            async move {
+                if store.get(&key).is_some() {
+                    store
+                        .write(crate::store::WriteOp::Put {
+                            key,
+                            value,
+                            precondition: crate::store::Precondition::Exists,
+                        })
+                        .await
+                        .unwrap();
+                } else {
+                    store.create(key, value).await.map_err(|(e, _)| e).unwrap();
+                }
+            }
+        };
+        let service = |kind: &str, port: u64| {
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "checker", "namespace": "hooks"},
+                   "spec": {"type": kind, "ports": [{"name": "https", "port": port}]}})
+        };
+        let svc_key = || ObjectKey::new("services", "hooks", "checker");
+        put(svc_key(), service("ExternalName", 8443)).await;
+        assert_eq!(
+            target.resolve(&*store).unwrap_err(),
+            "unsupported service type \"ExternalName\""
+        );
+        put(svc_key(), service("ClusterIP", 443)).await;
+        assert_eq!(
+            target.resolve(&*store).unwrap_err(),
+            "no service port 8443 found for service \"checker\""
+        );
+        put(svc_key(), service("NodePort", 8443)).await;
+        assert_eq!(
+            target.resolve(&*store).unwrap_err(),
+            "no endpoints available for service \"checker\""
+        );
+        let slice = |ready: bool| {
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                   "metadata": {"name": "checker-abc", "namespace": "hooks",
+                                "labels": {"kubernetes.io/service-name": "checker"}},
+                   "addressType": "IPv4",
+                   "ports": [{"name": "https", "port": 9443}],
+                   "endpoints": [{"addresses": ["10.0.0.7"], "conditions": {"ready": ready}}]})
+        };
+        let slice_key =
+            || ObjectKey::new("endpointslices.discovery.k8s.io", "hooks", "checker-abc");
+        put(slice_key(), slice(false)).await;
+        assert_eq!(
+            target.resolve(&*store).unwrap_err(),
+            "no endpoints available for service \"checker\""
+        );
+        put(slice_key(), slice(true)).await;
+        assert_eq!(
+            target.resolve(&*store).unwrap(),
+            "10.0.0.7:9443".parse::<std::net::SocketAddr>().unwrap()
+        );
+        drop(store);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -19,6 +19,39 @@ use crate::model::ApiError;
 /// Paths anyone may read, as kube's `system:public-info-viewer` allows.
 const OPEN: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 
+/// When a request that is not long-running must be answered, kept in its extensions (kube's
+/// request context deadline, set by `WithRequestDeadline`): the admission webhooks its write
+/// calls get no more than what is left of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestDeadline(pub tokio::time::Instant);
+
+/// kube's `WithRequestDeadline`: the `timeout` query parameter (a Go duration) when it is above
+/// zero and below `limit` (kube's `--request-timeout`), else `limit`, counted from when the
+/// request `arrived`. A value Go cannot parse is a 400.
+pub(crate) fn request_deadline(
+    timeout: Option<&str>,
+    limit: std::time::Duration,
+    arrived: tokio::time::Instant,
+) -> Result<tokio::time::Instant, ApiError> {
+    let asked = match timeout.filter(|t| !t.is_empty()) {
+        None => None,
+        Some(t) => Some(
+            crate::builtin::validation::go_parse_duration(t).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "invalid timeout specified in the request URL - {e}"
+                ))
+            })?,
+        ),
+    };
+    let timeout = match asked {
+        Some(ns) if ns > 0 && u128::try_from(ns).is_ok_and(|ns| ns < limit.as_nanos()) => {
+            std::time::Duration::from_nanos(ns.unsigned_abs())
+        }
+        _ => limit,
+    };
+    Ok(arrived + timeout)
+}
+
 fn unauthorized() -> ApiError {
     ApiError::new(401, "Unauthorized", "Unauthorized")
 }
@@ -214,11 +247,22 @@ pub async fn authenticate_and_authorize(
 ) -> Response {
     // The one parse of this request: everything after reads this value. A path Go's server
     // cannot decode (`%zz`) is answered 400 before anything else, as Go's server answers it.
+    let arrived = tokio::time::Instant::now();
     let info = match RequestInfo::parse(req.method(), req.uri()) {
         Ok(info) => Arc::new(info),
         Err(e) => return e.into_response(),
     };
     req.extensions_mut().insert(info.clone());
+    // kube sets the deadline before it authenticates: a malformed `timeout` is a 400 to anyone.
+    if !info.is_long_running() {
+        let timeout = info.query.get("timeout").map(String::as_str);
+        match request_deadline(timeout, state.options.request_body_timeout, arrived) {
+            Ok(deadline) => {
+                req.extensions_mut().insert(RequestDeadline(deadline));
+            }
+            Err(e) => return e.into_response(),
+        }
+    }
     if OPEN.contains(&info.path.trim_end_matches('/')) {
         return next.run(req).await;
     }
@@ -328,5 +372,41 @@ mod tests {
         assert_eq!(crate::auth::unescape_extra_key("bad%zz"), "bad%zz");
         assert_eq!(crate::auth::unescape_extra_key("bad%2"), "bad%2");
         assert_eq!(crate::auth::unescape_extra_key("a%+f"), "a%+f");
+    }
+
+    /// kube's `WithRequestDeadline`: `?timeout=` when above zero and below the maximum, else the
+    /// maximum (zero, negative or too large included); a malformed one is Go's parse error.
+    #[test]
+    fn the_request_deadline_is_kubes() {
+        let limit = std::time::Duration::from_secs(60);
+        let arrived = tokio::time::Instant::now();
+        let after = |t: Option<&str>| {
+            request_deadline(t, limit, arrived).map(|d| d.duration_since(arrived))
+        };
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(after(None).unwrap(), limit);
+        assert_eq!(after(Some("")).unwrap(), limit);
+        assert_eq!(after(Some("2s")).unwrap(), secs(2));
+        assert_eq!(
+            after(Some("1.5s")).unwrap(),
+            std::time::Duration::from_millis(1500)
+        );
+        assert_eq!(after(Some("59s")).unwrap(), secs(59));
+        for unbounded in ["0", "0s", "-5s", "60s", "1m", "2h"] {
+            assert_eq!(after(Some(unbounded)).unwrap(), limit, "{unbounded}");
+        }
+        for (bad, message) in [
+            ("abc", "time: invalid duration \"abc\""),
+            ("10", "time: missing unit in duration \"10\""),
+            ("3d", "time: unknown unit \"d\" in duration \"3d\""),
+        ] {
+            let e = after(Some(bad)).unwrap_err();
+            assert_eq!(e.code, 400);
+            assert_eq!(e.reason, "BadRequest");
+            assert_eq!(
+                e.message,
+                format!("invalid timeout specified in the request URL - {message}")
+            );
+        }
     }
 }

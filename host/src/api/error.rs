@@ -29,10 +29,14 @@ impl IntoResponse for ApiError {
         body.push('\n');
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = (code, body).into_response();
-        resp.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        // kube's timeout filter sets no content type: Go's server sniffs the JSON as text.
+        let content_type = if self.timeout_filter {
+            "text/plain; charset=utf-8"
+        } else {
+            "application/json"
+        };
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         if let Some(s) = self.retry_after {
             if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
                 resp.headers_mut().insert(header::RETRY_AFTER, v);

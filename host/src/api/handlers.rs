@@ -249,6 +249,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             .map(|p| p.0.clone())
             .ok_or_else(|| ApiError::new(401, "Unauthorized", "Unauthorized"))?;
         let headers = req.headers().clone();
+        let deadline = deadline_of(&req);
         let body = read_body(req, state.options.request_body_timeout).await?;
         let review = decode_object(&headers, &body)?;
         if target.ri.group.is_empty() && target.ri.resource == "bindings" {
@@ -281,7 +282,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 sub: "",
                 kind,
             };
-            admit_subresource_create(state, &at, Some(&user), dry, &mut review).await?;
+            admit_subresource_create(state, &at, Some(&user), dry, deadline, &mut review).await?;
             state.service.bind_pod(&ns, &name, &review, dry).await?;
             let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                 "status": "Success", "code": 201});
@@ -317,6 +318,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     }
     if target.binding {
         let user = principal(&req);
+        let deadline = deadline_of(&req);
         let mut binding = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
@@ -330,7 +332,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             sub: "binding",
             kind,
         };
-        admit_subresource_create(state, &at, user.as_ref(), dry, &mut binding).await?;
+        admit_subresource_create(state, &at, user.as_ref(), dry, deadline, &mut binding).await?;
         state.service.bind_pod(&ns, &name, &binding, dry).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201});
@@ -341,6 +343,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     }
     if target.eviction {
         let user = principal(&req);
+        let deadline = deadline_of(&req);
         let mut eviction = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
@@ -355,7 +358,15 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             sub: "eviction",
             kind,
         };
-        admit_subresource_create(state, &at, user.as_ref(), opts.dry_run, &mut eviction).await?;
+        admit_subresource_create(
+            state,
+            &at,
+            user.as_ref(),
+            opts.dry_run,
+            deadline,
+            &mut eviction,
+        )
+        .await?;
         let opts = eviction_options(&eviction, &ns, &name, query)?;
         crate::builtin::disruption::evict(&state.service, &ns, &name, opts).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -382,6 +393,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     }
     if target.token {
         let user = principal(&req);
+        let deadline = deadline_of(&req);
         let mut request = posted_object(state, req).await?;
         // Admission sees a CREATE of `serviceaccounts/token` whose object is an
         // authentication.k8s.io/v1 TokenRequest, as kube's create handler shows it (policies
@@ -396,7 +408,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             kind: ["authentication.k8s.io", "v1", "TokenRequest"],
         };
         let dry = dry_run(query)?;
-        admit_subresource_create(state, &at, user.as_ref(), dry, &mut request).await?;
+        admit_subresource_create(state, &at, user.as_ref(), dry, deadline, &mut request).await?;
         let answer = token_request(state, &target, request)?;
         return Ok(object_json_response(
             StatusCode::CREATED,
@@ -417,6 +429,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         .get::<crate::auth::Principal>()
         .map(|p| p.0.clone());
     let user = principal.clone();
+    let deadline = deadline_of(&req);
     let guard = if crate::builtin::csr::is_csrs(&ri) {
         crate::auth::csr::guard(&state.authz, &ri, principal, target.sub)
     } else {
@@ -463,8 +476,15 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
-            let mut opts =
-                write_options(query, &state.authz, &guard, &user, &headers, Write::Create)?;
+            let mut opts = write_options(
+                query,
+                &state.authz,
+                &guard,
+                &user,
+                &headers,
+                deadline,
+                Write::Create,
+            )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let (obj, duplicates) = decode_written(&headers, &body, opts.field_validation)?;
             opts.duplicates = duplicates;
@@ -481,8 +501,15 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             written_response(svc, &ri, &headers, query, StatusCode::CREATED, written).await
         }
         (&Method::PUT, Some(name)) => {
-            let mut opts =
-                write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
+            let mut opts = write_options(
+                query,
+                &state.authz,
+                &guard,
+                &user,
+                &headers,
+                deadline,
+                Write::Update,
+            )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             let (obj, duplicates) = decode_written(&headers, &body, opts.field_validation)?;
             opts.duplicates = duplicates;
@@ -517,6 +544,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 &guard,
                 &user,
                 &headers,
+                deadline,
                 Write::Patch(patch_type),
             )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
@@ -552,6 +580,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut opts = delete_options(query, &body)?;
             opts.user = user.clone();
+            opts.deadline = deadline;
             let (outcome, warnings) = svc.delete_warned(&ri, &ns, name, &opts).await?;
             if is_crd && !opts.dry_run {
                 state.crds.reconcile(name).await?;
@@ -583,6 +612,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let body = read_body(req, state.options.request_body_timeout).await?;
             let mut opts = delete_options(query, &body)?;
             opts.user = user.clone();
+            opts.deadline = deadline;
             validate_list_options(query, false)?;
             let list = list_options(query)?;
             let page = svc
@@ -643,6 +673,7 @@ async fn scale(
         .extensions()
         .get::<crate::auth::Principal>()
         .map(|p| p.0.clone());
+    let deadline = deadline_of(&req);
     let guard = None;
     let written = match method {
         Method::GET => {
@@ -685,7 +716,15 @@ async fn scale(
             ));
         }
         Method::PUT => {
-            let opts = write_options(query, &state.authz, &guard, &user, &headers, Write::Update)?;
+            let opts = write_options(
+                query,
+                &state.authz,
+                &guard,
+                &user,
+                &headers,
+                deadline,
+                Write::Update,
+            )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             // Decoded as kube's update handler decodes the Scale, before its name is checked.
             let (mut wanted, duplicates) =
@@ -705,6 +744,7 @@ async fn scale(
                 &guard,
                 &user,
                 &headers,
+                deadline,
                 Write::Patch(pt),
             )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
@@ -1070,6 +1110,14 @@ fn principal(req: &Request) -> Option<crate::auth::rbac::UserInfo> {
         .map(|p| p.0.clone())
 }
 
+/// When the request must be answered (`api::access` sets it on every request that is not
+/// long-running).
+fn deadline_of(req: &Request) -> Option<tokio::time::Instant> {
+    req.extensions()
+        .get::<super::access::RequestDeadline>()
+        .map(|d| d.0)
+}
+
 /// kube's create handler: an object whose `metadata.namespace` is not the URL's is refused.
 fn same_namespace(obj: &Value, ns: &str) -> Result<(), ApiError> {
     let given = obj
@@ -1150,6 +1198,7 @@ async fn admit_subresource_create(
     at: &SubresourceCreate<'_>,
     user: Option<&crate::auth::rbac::UserInfo>,
     dry_run: bool,
+    deadline: Option<tokio::time::Instant>,
     obj: &mut Value,
 ) -> Result<(), ApiError> {
     let Some(user) = user else {
@@ -1168,6 +1217,7 @@ async fn admit_subresource_create(
         requested: None,
         delete_options: None,
         kind: Some(at.kind),
+        deadline,
     };
     admission.mutate(&req, obj).await?;
     admission.validate(&req, Some(obj)).await?;
@@ -1615,6 +1665,7 @@ fn write_options(
     guard: &Option<Arc<dyn crate::service::WriteGuard>>,
     user: &Option<crate::auth::rbac::UserInfo>,
     headers: &HeaderMap,
+    deadline: Option<tokio::time::Instant>,
     write: Write,
 ) -> Result<WriteOptions, ApiError> {
     let field_manager = q.get("fieldManager").map(String::as_str);
@@ -1646,6 +1697,7 @@ fn write_options(
         manager: Some(crate::apply::manager_name(field_manager, user_agent)),
         force: force.unwrap_or(false),
         authorizer: Some(authz.clone()),
+        deadline,
         ..Default::default()
     })
 }

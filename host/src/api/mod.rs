@@ -42,7 +42,8 @@ pub struct ApiOptions {
     /// Bytes of events one watch may have queued for its client (see `watch`).
     pub watch_buffer_bytes: usize,
     /// How long a request body may take to arrive (kube's `--request-timeout`, 60 s): past it
-    /// the request is answered 504 Timeout.
+    /// the request is answered 504 Timeout. Also the longest deadline of a request that is not
+    /// long-running (`access::RequestDeadline`), which `?timeout=` may shorten.
     pub request_body_timeout: Duration,
     /// kube's `--max-requests-inflight`: read-only requests served at once (0: no limit).
     pub max_requests_inflight: usize,

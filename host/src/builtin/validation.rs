@@ -26,6 +26,10 @@ pub(crate) mod pod;
 mod service;
 mod storage;
 
+/// Go's `time.ParseDuration`, in nanoseconds, or Go's error text (also read for a request's
+/// `?timeout=`, `api::access`).
+pub(crate) use cron::parse_duration as go_parse_duration;
+
 /// kube's `ValidatePodEphemeralContainersUpdate` (the `ephemeralcontainers` subresource): the
 /// Pod as a whole must be valid, and ephemeral containers may be added but not removed or
 /// changed. kube appends a diff of the change to its message; turtles names the container only.

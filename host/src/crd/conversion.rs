@@ -312,17 +312,19 @@ pub async fn convert(
     let failed = |why: String| error(format!("conversion webhook for {gvk} failed: {why}"));
     let cc = &hook.client_config;
     let ca = cc.get("caBundle").and_then(Value::as_str).unwrap_or("");
-    let (url, resolve) = match cc.get("url").and_then(Value::as_str) {
-        Some(u) => (u.to_owned(), None),
-        None => {
-            let (url, _host, addr) = crate::admission::webhook::service_target(store, cc)
-                .map_err(|e| failed(e.to_string()))?;
-            (url, Some(addr))
-        }
-    };
+    let (configured, service) =
+        crate::admission::webhook::client_target(cc).map_err(|e| failed(e.to_string()))?;
     // As client-go's request names it: kube's webhook client config has a 30 s timeout
     // (`setGlobalDefaults`), which every request carries in its query.
-    let url = crate::admission::webhook::call_url(&url, TIMEOUT.as_secs());
+    let url = crate::admission::webhook::call_url(&configured, TIMEOUT.as_secs());
+    // kube's service resolver runs as the call dials: its error is the call's.
+    let resolve = match service {
+        Some(svc) => Some(
+            svc.resolve(store)
+                .map_err(|e| failed(format!("Post \"{url}\": {e}")))?,
+        ),
+        None => None,
+    };
     let uid = uuid::Uuid::new_v4().to_string();
     let review = json!({
         "kind": "ConversionReview",

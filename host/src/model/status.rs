@@ -51,6 +51,11 @@ pub struct ApiError {
     /// kube passes through): when set, [`ApiError::to_status`] writes its fields with this
     /// error's `message`, in place of `reason`, `details`, `causes` and `retry_after` above.
     pub passed: Option<Box<PassedStatus>>,
+    /// Answered as kube's timeout filter (`WithTimeoutForNonLongRunningRequests`) writes its 504
+    /// once a request's deadline has passed: the bare `metav1.Status` (no `kind`, no
+    /// `apiVersion`) with no content type of its own, so Go's server sniffs one
+    /// (`text/plain; charset=utf-8`). See [`ApiError::deadline_passed`].
+    pub timeout_filter: bool,
 }
 
 /// What a `Status` given by someone else carries beyond its message, kept as given: kube's
@@ -96,6 +101,7 @@ impl ApiError {
             retry_after: None,
             continue_token: None,
             passed: None,
+            timeout_filter: false,
         }
     }
 
@@ -279,6 +285,22 @@ impl ApiError {
         e
     }
 
+    /// What the client of a request whose deadline (`?timeout=`, at most `--request-timeout`)
+    /// has passed is answered: kube's timeout filter's
+    /// `NewTimeoutError("request did not complete within the allotted timeout", 0)`, 504 with
+    /// empty `details` and no `Retry-After`, written as that filter writes it
+    /// ([`ApiError::timeout_filter`]).
+    pub fn deadline_passed() -> Self {
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            "Timeout: request did not complete within the allotted timeout",
+        );
+        e.details = Some(Box::default());
+        e.timeout_filter = true;
+        e
+    }
+
     pub fn too_many_requests(message: impl Into<String>) -> Self {
         let mut e = Self::new(429, "TooManyRequests", message);
         e.retry_after = Some(1);
@@ -292,8 +314,10 @@ impl ApiError {
             return self.passed_status(p);
         }
         let mut status = serde_json::Map::new();
-        status.insert("kind".into(), "Status".into());
-        status.insert("apiVersion".into(), "v1".into());
+        if !self.timeout_filter {
+            status.insert("kind".into(), "Status".into());
+            status.insert("apiVersion".into(), "v1".into());
+        }
         let metadata = match &self.continue_token {
             Some(t) => json!({"continue": t}),
             None => json!({}),
@@ -479,6 +503,19 @@ mod tests {
         assert_eq!(
             e.to_status()["details"]["causes"].as_array().map(Vec::len),
             Some(2)
+        );
+    }
+
+    /// kube's timeout filter writes `NewTimeoutError(msg, 0)`'s bare `metav1.Status`: no type
+    /// meta, `details: {}` (a zero `retryAfterSeconds` is left out), field order as Go's.
+    #[test]
+    fn the_timeout_filters_status_is_bare() {
+        let e = ApiError::deadline_passed();
+        assert_eq!(e.code, 504);
+        assert_eq!(e.retry_after, None);
+        assert_eq!(
+            e.to_status().to_string(),
+            r#"{"metadata":{},"status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","details":{},"code":504}"#
         );
     }
 }
