@@ -1420,6 +1420,151 @@ fn mismatched_metadata_requests_are_not_acceptable() {
     assert_eq!(l["items"][0]["apiVersion"], v1beta1, "{l}");
 }
 
+/// kube's output negotiation beyond JSON: `Accept: application/yaml` answers a get, a list and
+/// a Table as kube's YAML serializer writes them (sigs.k8s.io/yaml over go-yaml v2: keys
+/// sorted, strings quoted only where they would read back as another type), which read back as
+/// the JSON answer's object; an error is a YAML `Status`; a watch is kube's 406 naming the
+/// streaming types (YAML has no stream serializer), itself written as YAML; `q` orders the
+/// alternatives (goautoneg); an `Accept` nothing fits is kube's 406, written as `WriteRawJSON`
+/// writes it (indented).
+#[test]
+fn yaml_and_q_values_are_negotiated_as_kube_does() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(
+        &http,
+        CMS,
+        &configmap(
+            "yaml",
+            &[("app", "web")],
+            &[("count", "1"), ("flag", "true"), ("multi", "a\nb\n")],
+        ),
+    );
+    let one = format!("{CMS}/yaml");
+    let content_type = |r: &turtles_tests::Reply| {
+        r.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let from_yaml = |text: &str| -> Value {
+        serde_yaml::from_str(text).unwrap_or_else(|e| panic!("not YAML ({e}):\n{text}"))
+    };
+
+    // One object: YAML that reads back as the JSON get's object.
+    let json = get(&http, &one);
+    let r = http.request_with_accept(&one, "application/yaml");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(content_type(&r), "application/yaml");
+    let text = r.text();
+    assert!(text.starts_with("apiVersion: v1\ndata:\n"), "{text}");
+    assert!(
+        text.contains("\n  count: \"1\"\n  flag: \"true\"\n  multi: |\n    a\n    b\nkind: ConfigMap\nmetadata:\n"),
+        "{text}"
+    );
+    assert_eq!(from_yaml(&text), json);
+
+    // A list, and a Table of it.
+    let r = http.request_with_accept(CMS, "application/yaml");
+    assert_eq!(
+        (r.status, content_type(&r).as_str()),
+        (200, "application/yaml")
+    );
+    let list = from_yaml(&r.text());
+    assert_eq!(list["kind"], "ConfigMapList", "{list}");
+    let item = list["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|i| i["metadata"]["name"] == "yaml"))
+        .unwrap_or_else(|| panic!("no item: {list}"));
+    assert_eq!(*item, json);
+    let r = http.request_with_accept(CMS, "application/yaml;as=Table;g=meta.k8s.io;v=v1");
+    assert_eq!(
+        (r.status, content_type(&r).as_str()),
+        (200, "application/yaml")
+    );
+    let table = from_yaml(&r.text());
+    assert_eq!(
+        (&table["kind"], &table["apiVersion"]),
+        (&json!("Table"), &json!("meta.k8s.io/v1"))
+    );
+
+    // A 404 is a YAML Status.
+    let r = http.request_with_accept(&format!("{CMS}/missing"), "application/yaml");
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(content_type(&r), "application/yaml");
+    assert_eq!(
+        r.text(),
+        "apiVersion: v1\ncode: 404\ndetails:\n  kind: configmaps\n  name: missing\nkind: Status\nmessage: configmaps \"missing\" not found\nmetadata: {}\nreason: NotFound\nstatus: Failure\n"
+    );
+
+    // A watch: YAML has no stream serializer, kube's 406 (in YAML, as the error is negotiated).
+    let r = http.request_with_accept(&format!("{CMS}?watch=true"), "application/yaml");
+    assert_eq!(r.status, 406, "{}", r.text());
+    assert_eq!(content_type(&r), "application/yaml");
+    let st = from_yaml(&r.text());
+    assert_eq!(
+        (&st["kind"], &st["reason"]),
+        (&json!("Status"), &json!("NotAcceptable"))
+    );
+    assert_eq!(
+        st["message"],
+        "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    // The first alternative that fits decides: YAML before JSON is still a 406 for a watch.
+    let r = http.request_with_accept(
+        &format!("{CMS}?watch=true"),
+        "application/yaml, application/json",
+    );
+    assert_eq!(r.status, 406, "{}", r.text());
+
+    // q-values: the higher q wins, whatever the order.
+    let r = http.request_with_accept(&one, "application/json;q=0.5, application/yaml");
+    assert_eq!(
+        (r.status, content_type(&r).as_str()),
+        (200, "application/yaml")
+    );
+    let r = http.request_with_accept(&one, "application/yaml;q=0.5, application/json");
+    assert_eq!(
+        (r.status, content_type(&r).as_str()),
+        (200, "application/json")
+    );
+    assert_eq!(r.json(), json);
+    // q=0 is last, not refused (goautoneg only sorts).
+    let r = http.request_with_accept(&one, "text/html, application/yaml;q=0");
+    assert_eq!(
+        (r.status, content_type(&r).as_str()),
+        (200, "application/yaml")
+    );
+
+    // Nothing fits: 406, the Status indented (kube's `WriteRawJSON`).
+    let r = http.request_with_accept(&one, "text/html");
+    assert_eq!(r.status, 406, "{}", r.text());
+    assert_eq!(content_type(&r), "application/json");
+    assert!(
+        r.text().starts_with("{\n  \"kind\": \"Status\",\n"),
+        "{}",
+        r.text()
+    );
+    let st = r.json();
+    assert_eq!(st["reason"], "NotAcceptable");
+    assert_eq!(
+        st["message"],
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
+    // ... before a write is made.
+    let r = http
+        .client
+        .post(format!("{}{CMS}", http.base))
+        .header("Accept", "text/html")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(&configmap("refused", &[], &[])).unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 406);
+    assert_eq!(http.get(&format!("{CMS}/refused")).status, 404);
+}
+
 /// kube's `WithCacheControl`: every answer is `Cache-Control: no-cache, private` unless its
 /// handler set one (a get, a list, a 404, an unauthenticated 401); aggregated discovery is
 /// `public`, with an `ETag` that an `If-None-Match` of it turns into a bodiless 304

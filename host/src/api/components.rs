@@ -67,6 +67,8 @@ pub(super) fn serve(
             "the server does not allow this method on the requested resource",
         ));
     }
+    // kube's get and list handlers negotiate the answer first.
+    super::handlers::output(headers, ri)?;
     if watch {
         return Err(ApiError::method_not_allowed(format!(
             "watch is not supported on resources of kind \"{}\"",

@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Value};
 
-use super::error::{json_response, object_json_response};
+use super::error::{json_response, object_json_response, yaml_response};
+use super::negotiation::{self, Endpoint, Media};
 use super::request_info::RequestInfo;
 use super::{discovery, table, watch, AppState, MAX_BODY};
 use crate::model::{ApiError, ResourceInfo};
@@ -250,6 +251,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             .ok_or_else(|| ApiError::new(401, "Unauthorized", "Unauthorized"))?;
         let headers = req.headers().clone();
         let deadline = deadline_of(&req);
+        let out = output(&headers, &target.ri)?;
         let body = read_body(req, state.options.request_body_timeout).await?;
         let review = decode_object(&headers, &body)?;
         if target.ri.group.is_empty() && target.ri.resource == "bindings" {
@@ -286,10 +288,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             state.service.bind_pod(&ns, &name, &review, dry).await?;
             let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                 "status": "Success", "code": 201});
-            return Ok(object_json_response(
-                StatusCode::CREATED,
-                status.to_string().as_bytes(),
-            ));
+            return Ok(value_response(out.media, StatusCode::CREATED, &status));
         }
         return super::reviews::handle(
             state,
@@ -297,6 +296,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             target.namespace.as_deref(),
             &user,
             review,
+            out.media,
         );
     }
     if target.scale {
@@ -319,6 +319,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     if target.binding {
         let user = principal(&req);
         let deadline = deadline_of(&req);
+        let out = output(req.headers(), &target.ri)?;
         let mut binding = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
@@ -336,14 +337,12 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         state.service.bind_pod(&ns, &name, &binding, dry).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201});
-        return Ok(object_json_response(
-            StatusCode::CREATED,
-            status.to_string().as_bytes(),
-        ));
+        return Ok(value_response(out.media, StatusCode::CREATED, &status));
     }
     if target.eviction {
         let user = principal(&req);
         let deadline = deadline_of(&req);
+        let out = output(req.headers(), &target.ri)?;
         let mut eviction = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
@@ -371,10 +370,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         crate::builtin::disruption::evict(&state.service, &ns, &name, opts).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201});
-        return Ok(object_json_response(
-            StatusCode::CREATED,
-            status.to_string().as_bytes(),
-        ));
+        return Ok(value_response(out.media, StatusCode::CREATED, &status));
     }
     if target.log {
         only_get(req.method())?;
@@ -394,6 +390,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     if target.token {
         let user = principal(&req);
         let deadline = deadline_of(&req);
+        let out = output(req.headers(), &target.ri)?;
         let mut request = posted_object(state, req).await?;
         // Admission sees a CREATE of `serviceaccounts/token` whose object is an
         // authentication.k8s.io/v1 TokenRequest, as kube's create handler shows it (policies
@@ -410,10 +407,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         let dry = dry_run(query)?;
         admit_subresource_create(state, &at, user.as_ref(), dry, deadline, &mut request).await?;
         let answer = token_request(state, &target, request)?;
-        return Ok(object_json_response(
-            StatusCode::CREATED,
-            answer.to_string().as_bytes(),
-        ));
+        return Ok(value_response(out.media, StatusCode::CREATED, &answer));
     }
     if target.ri.is_controllers() && req.method() != Method::GET {
         return Err(ApiError::method_not_allowed(
@@ -442,13 +436,27 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     // them after: it runs to its end on its own task, so a client that goes away mid-write
     // (a dropped HTTP/2 stream) cannot leave its values reserved for nothing.
     let detach = ri.group.is_empty() && ri.resource == "services";
+    // kube's handlers negotiate the answer's media type before anything else (a 406 before a
+    // write is made); a method the resource does not serve has no handler (its 405 first).
+    let served = match (&method, &target.name) {
+        (&Method::GET, _) | (&Method::POST, None) => true,
+        (&Method::PUT | &Method::PATCH | &Method::DELETE, Some(_)) => true,
+        (&Method::DELETE, None) => ri.verbs().contains(&"deletecollection"),
+        _ => false,
+    };
+    let out = if served {
+        output(&headers, &ri)?
+    } else {
+        Output::JSON
+    };
     match (&method, &target.name) {
         (&Method::GET, None) if info.is_watch() => {
             watch::serve(
                 state.clone(),
                 &target,
                 query,
-                representation(&headers),
+                out.repr,
+                stream_output(&headers, &ri).err(),
                 user.as_ref(),
             )
             .await
@@ -597,7 +605,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                     let uid = crate::model::meta::meta_str(obj.head(), "uid").unwrap_or("");
                     let status =
                         crate::model::status::success_status(&ri.group, &ri.resource, name, uid);
-                    json_response(StatusCode::OK, format!("{status}\n"))
+                    value_response(out.media, StatusCode::OK, &status)
                 }
             };
             add_warnings(&mut resp, &warnings);
@@ -628,7 +636,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             }
             let mut page = page;
             page.items = svc.served(&ri, page.items).await?;
-            list_response(&ri, &HeaderMap::new(), query, page)
+            list_response(&ri, &headers, query, page)
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource: {m}"
@@ -675,6 +683,11 @@ async fn scale(
         .map(|p| p.0.clone());
     let deadline = deadline_of(&req);
     let guard = None;
+    // Negotiated first (kube's get, update and patch handlers); another method has none.
+    let out = match method {
+        Method::GET | Method::PUT | Method::PATCH => output(&headers, ri)?,
+        _ => Output::JSON,
+    };
     let written = match method {
         Method::GET => {
             // The Scale is read from the object, with its `resourceVersion` (kube's ScaleREST
@@ -694,7 +707,7 @@ async fn scale(
             let obj = svc.served_one(ri, stored).await?;
             let scale = crate::service::Service::scale_of(ri, &obj)?;
             // `kubectl get deploy web --subresource=scale` asks for a Table: kube's Scale columns.
-            if let Representation::Table(version) = representation(&headers) {
+            if let Representation::Table(version) = out.repr {
                 if let Ok(mut o) = StoredObject::unstored(scale.clone()) {
                     o.rv = obj.rv;
                     let mut t = table::render_columns(
@@ -704,16 +717,10 @@ async fn scale(
                         query,
                     );
                     table_in(version, &mut t);
-                    return Ok(object_json_response(
-                        StatusCode::OK,
-                        t.to_string().as_bytes(),
-                    ));
+                    return Ok(value_response(out.media, StatusCode::OK, &t));
                 }
             }
-            return Ok(object_json_response(
-                StatusCode::OK,
-                scale.to_string().as_bytes(),
-            ));
+            return Ok(value_response(out.media, StatusCode::OK, &scale));
         }
         Method::PUT => {
             let opts = write_options(
@@ -752,7 +759,7 @@ async fn scale(
                 let written = svc.apply_scale(ri, &ns, &name, &body, &opts).await?;
                 let obj = svc.served_one(ri, written.object.clone()).await?;
                 let scale = crate::service::Service::scale_of(ri, &obj)?;
-                let mut resp = object_json_response(StatusCode::OK, scale.to_string().as_bytes());
+                let mut resp = value_response(out.media, StatusCode::OK, &scale);
                 add_warnings(&mut resp, &written.warnings);
                 return Ok(resp);
             }
@@ -766,7 +773,7 @@ async fn scale(
     };
     let obj = svc.served_one(ri, written.object.clone()).await?;
     let scale = crate::service::Service::scale_of(ri, &obj)?;
-    let mut resp = object_json_response(StatusCode::OK, scale.to_string().as_bytes());
+    let mut resp = value_response(out.media, StatusCode::OK, &scale);
     add_warnings(&mut resp, &written.warnings);
     Ok(resp)
 }
@@ -1808,6 +1815,7 @@ async fn legacy_watch(
             "the server does not allow this method on the requested resource",
         ));
     }
+    let out = output(headers, &target.ri)?;
     let mut q = info.query.clone();
     if let Some(name) = &target.name {
         match q.get("fieldSelector").filter(|f| !f.is_empty()) {
@@ -1826,7 +1834,8 @@ async fn legacy_watch(
             }
         }
     }
-    watch::serve(state.clone(), target, &q, representation(headers), user).await
+    let stream = stream_output(headers, &target.ri).err();
+    watch::serve(state.clone(), target, &q, out.repr, stream, user).await
 }
 
 /// kube's `ValidateListOptions` (and `validateWatchOptions` for a watch), clause for clause in
@@ -1983,43 +1992,83 @@ pub enum Representation {
     PartialMetadataList(MetaVersion),
 }
 
-/// The first alternative of `Accept` that can be served, in the client's order: a transform to
-/// kube's `Table`, `PartialObjectMetadata` or `PartialObjectMetadataList` in `meta.k8s.io` `v1`
-/// or `v1beta1` (another `as`, group or version is one kube's negotiation passes over), or the
-/// object itself.
-pub fn representation(headers: &HeaderMap) -> Representation {
-    let accept = headers
+/// What an answer is written as: the negotiated media type and representation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Output {
+    pub media: Media,
+    pub repr: Representation,
+}
+
+impl Output {
+    const JSON: Output = Output {
+        media: Media::Json,
+        repr: Representation::Full,
+    };
+}
+
+/// The request's `Accept` as Go's `Header.Get` hands it over: the first one, or empty.
+pub(crate) fn accept_header(headers: &HeaderMap) -> std::borrow::Cow<'_, str> {
+    headers
         .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    // Take the first alternative we can produce, in the client's order.
-    for alt in accept.split(',') {
-        let params: Vec<&str> = alt.split(';').map(str::trim).collect();
-        let essence = params.first().copied().unwrap_or("");
-        if essence != "application/json" && essence != "*/*" && !essence.is_empty() {
-            continue;
+        .map_or(std::borrow::Cow::Borrowed(""), |v| {
+            String::from_utf8_lossy(v.as_bytes())
+        })
+}
+
+/// kube's `NegotiateOutputMediaType` for `ri`'s handlers (`api::negotiation`): the media type
+/// and the transform (`Table`, `PartialObjectMetadata` or `PartialObjectMetadataList`, in
+/// `meta.k8s.io` `v1` or `v1beta1`) of the first clause of `Accept` that fits, in goautoneg's
+/// order; none is kube's 406. Every resource handler asks before it does anything else.
+pub fn output(headers: &HeaderMap, ri: &ResourceInfo) -> Result<Output, ApiError> {
+    let endpoint = Endpoint::Resource {
+        custom: ri.is_custom(),
+    };
+    let n = negotiation::negotiate(&accept_header(headers), endpoint)
+        .ok_or_else(|| ApiError::not_acceptable(negotiation::NOT_ACCEPTABLE))?;
+    let repr = match &n.convert {
+        None => Representation::Full,
+        Some(c) => {
+            let version = match c.meta_version() {
+                Some("v1beta1") => MetaVersion::V1beta1,
+                _ => MetaVersion::V1,
+            };
+            match c.kind.as_str() {
+                "Table" => Representation::Table(version),
+                "PartialObjectMetadata" => Representation::PartialMetadata(version),
+                _ => Representation::PartialMetadataList(version),
+            }
         }
-        let param = |name: &str| {
-            params
-                .iter()
-                .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
-        };
-        let Some(as_) = param("as") else {
-            return Representation::Full;
-        };
-        let version = match (param("g"), param("v")) {
-            (Some("meta.k8s.io"), Some("v1")) => MetaVersion::V1,
-            (Some("meta.k8s.io"), Some("v1beta1")) => MetaVersion::V1beta1,
-            _ => continue,
-        };
-        match as_ {
-            "Table" => return Representation::Table(version),
-            "PartialObjectMetadata" => return Representation::PartialMetadata(version),
-            "PartialObjectMetadataList" => return Representation::PartialMetadataList(version),
-            _ => continue,
-        }
+    };
+    Ok(Output {
+        media: n.media,
+        repr,
+    })
+}
+
+/// The output of a request whose handler [`output`] let through (plain JSON, should it not).
+pub fn output_or_json(headers: &HeaderMap, ri: &ResourceInfo) -> Output {
+    output(headers, ri).unwrap_or(Output::JSON)
+}
+
+/// kube's `NegotiateOutputMediaTypeStream` for a watch of `ri`, after [`output`]: the media
+/// type must have a stream serializer (YAML has none), or it is kube's 406 naming the
+/// streaming types.
+pub fn stream_output(headers: &HeaderMap, ri: &ResourceInfo) -> Result<(), ApiError> {
+    let endpoint = Endpoint::Resource {
+        custom: ri.is_custom(),
+    };
+    negotiation::negotiate_stream(&accept_header(headers), endpoint)
+        .map(|_| ())
+        .ok_or_else(|| ApiError::not_acceptable(negotiation::NOT_ACCEPTABLE_STREAM))
+}
+
+/// An API object (a Table, a Scale, a review, a Status) in the negotiated media type.
+pub(crate) fn value_response(media: Media, code: StatusCode, v: &Value) -> Response {
+    match media {
+        Media::Yaml => yaml_response(code, super::yaml::to_yaml(v)),
+        // Protobuf is negotiated as kube does, and answered as JSON.
+        Media::Json | Media::Protobuf => object_json_response(code, v.to_string().as_bytes()),
     }
-    Representation::Full
 }
 
 fn partial_metadata(obj: &StoredObject, version: MetaVersion) -> Value {
@@ -2107,17 +2156,21 @@ pub fn object_response(
     obj: Arc<StoredObject>,
 ) -> Response {
     let obj = Service::present(ri, obj);
-    match representation(headers) {
+    let out = output_or_json(headers, ri);
+    match out.repr {
+        Representation::Full if out.media == Media::Yaml => {
+            yaml_response(code, super::yaml::to_yaml(&obj.parse()))
+        }
         Representation::Full => object_json_response(code, &obj.json),
         Representation::PartialMetadata(v) => {
-            object_json_response(code, partial_metadata(&obj, v).to_string().as_bytes())
+            value_response(out.media, code, &partial_metadata(&obj, v))
         }
         Representation::PartialMetadataList(_) => not_acceptable_for(ri, false).into_response(),
         Representation::Table(v) => {
             let rv = obj.rv.to_string();
             let mut t = table::render(ri, std::slice::from_ref(&obj), &rv, None, query);
             table_in(v, &mut t);
-            object_json_response(code, t.to_string().as_bytes())
+            value_response(out.media, code, &t)
         }
     }
 }
@@ -2149,7 +2202,9 @@ pub(super) fn list_response(
     if let Some(n) = page.remaining {
         meta["remainingItemCount"] = json!(n);
     }
-    let (head, encoding) = match representation(headers) {
+    let out = output_or_json(headers, ri);
+    // The envelope (its items, or a Table's rows, empty and last) and how the items follow.
+    let (envelope, items_key, encoding) = match out.repr {
         Representation::PartialMetadata(_) => return Err(not_acceptable_for(ri, true)),
         Representation::Table(version) => {
             // kube's table conversion refuses an unknown `includeObject` (on the first row).
@@ -2175,15 +2230,9 @@ pub(super) fn list_response(
             ) {
                 m.insert("remainingItemCount".into(), json!(n));
             }
-            let text = t.to_string();
-            let Some(head) = text
-                .strip_suffix("[]}")
-                .map(|h| &text[..h.len() + 1])
-            else {
-                return Err(ApiError::internal("a table's rows are not its last field"));
-            };
             (
-                head.to_owned(),
+                t,
+                "rows",
                 ListEncoding::Table {
                     ri: Arc::new(ri.clone()),
                     query: query.clone(),
@@ -2192,21 +2241,32 @@ pub(super) fn list_response(
             )
         }
         Representation::PartialMetadataList(version) => (
-            format!(
-                "{{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"{}\",\"metadata\":{meta},\"items\":[",
-                version.api_version()
-            ),
+            json!({"kind": "PartialObjectMetadataList", "apiVersion": version.api_version(),
+                   "metadata": meta, "items": []}),
+            "items",
             ListEncoding::Metadata(version),
         ),
         // The stored bytes are spliced: a list never re-serializes its objects.
         Representation::Full => (
-            format!(
-                "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{meta},\"items\":[",
-                ri.list_kind,
-                ri.api_version()
-            ),
+            json!({"kind": ri.list_kind, "apiVersion": ri.api_version(), "metadata": meta,
+                   "items": []}),
+            "items",
             ListEncoding::Stored,
         ),
+    };
+    let (head, yaml) = if out.media == Media::Yaml {
+        let (head, tail) = YamlTail::start(&envelope, items_key, page.items.is_empty());
+        (head, Some(tail))
+    } else {
+        let text = envelope.to_string();
+        let Some(head) = text
+            .strip_suffix("[]}")
+            .map(|h| &text[..h.len() + 1])
+            .filter(|h| h.ends_with(&format!("\"{items_key}\":[")))
+        else {
+            return Err(ApiError::internal("a list's items are not its last field"));
+        };
+        (head.to_owned(), None)
     };
     let mut body = ListBody {
         head: Some(Bytes::from(head)),
@@ -2214,6 +2274,7 @@ pub(super) fn list_response(
         first: true,
         encoding,
         done: false,
+        yaml,
     };
     let chunks = std::iter::from_fn(move || body.next_chunk());
     let mut resp = json_response(
@@ -2222,8 +2283,76 @@ pub(super) fn list_response(
             chunks.map(Ok::<Bytes, std::convert::Infallible>),
         )),
     );
+    if out.media == Media::Yaml {
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("application/yaml"),
+        );
+    }
     resp.extensions_mut().insert(super::inflight::HoldsSlot);
     Ok(resp)
+}
+
+/// A list written as YAML: the emitter between chunks, and the envelope's fields that go
+/// after the items (go-yaml writes a map's keys in its order: `apiVersion`, `items`, `kind`,
+/// `metadata`; a Table's `rows` last).
+struct YamlTail {
+    emitter: super::yaml::Emitter,
+    empty: bool,
+    after: Vec<(String, Value)>,
+}
+
+impl YamlTail {
+    /// The YAML up to the items (`items:`, or `items: []` for none) and what follows them.
+    fn start(envelope: &Value, items_key: &str, empty: bool) -> (String, YamlTail) {
+        let mut emitter = super::yaml::Emitter::new();
+        let mut after = Vec::new();
+        emitter.begin_mapping();
+        if let Some(m) = envelope.as_object() {
+            let mut past = false;
+            for k in super::yaml::sorted_keys(m) {
+                let v = m.get(k).unwrap_or(&Value::Null);
+                if k == items_key {
+                    emitter.key(k);
+                    emitter.begin_items(empty);
+                    past = true;
+                } else if past {
+                    after.push((k.clone(), v.clone()));
+                } else {
+                    emitter.key(k);
+                    emitter.value(v);
+                }
+            }
+        }
+        let head = emitter.take();
+        (
+            head,
+            YamlTail {
+                emitter,
+                empty,
+                after,
+            },
+        )
+    }
+
+    fn item(&mut self, buf: &mut BytesMut, v: &Value) {
+        self.emitter.item(v);
+        buf.put_slice(self.emitter.take().as_bytes());
+    }
+
+    /// The end of the document: the items closed, the fields after them.
+    fn finish(&mut self) -> Bytes {
+        if !self.empty {
+            self.emitter.end_items();
+        }
+        for (k, v) in std::mem::take(&mut self.after) {
+            self.emitter.key(&k);
+            self.emitter.value(&v);
+        }
+        self.emitter.end_mapping();
+        self.emitter.end_document();
+        Bytes::from(self.emitter.take())
+    }
 }
 
 /// How a streamed list writes its items.
@@ -2255,6 +2384,8 @@ struct ListBody {
     first: bool,
     encoding: ListEncoding,
     done: bool,
+    /// Written as YAML (`Accept: application/yaml`), an item at a time too.
+    yaml: Option<YamlTail>,
 }
 
 impl ListBody {
@@ -2275,12 +2406,19 @@ impl ListBody {
             ListEncoding::Stored | ListEncoding::Metadata(_) => {
                 while buf.len() < LIST_CHUNK {
                     let Some(o) = self.items.next() else { break };
-                    sep(&mut buf, &mut self.first);
-                    match self.encoding {
-                        ListEncoding::Metadata(v) => {
-                            buf.put_slice(partial_metadata(&o, v).to_string().as_bytes())
+                    match (&mut self.yaml, &self.encoding) {
+                        (Some(y), ListEncoding::Metadata(v)) => {
+                            y.item(&mut buf, &partial_metadata(&o, *v))
                         }
-                        _ => buf.put_slice(&o.json),
+                        (Some(y), _) => y.item(&mut buf, &o.parse()),
+                        (None, ListEncoding::Metadata(v)) => {
+                            sep(&mut buf, &mut self.first);
+                            buf.put_slice(partial_metadata(&o, *v).to_string().as_bytes())
+                        }
+                        (None, _) => {
+                            sep(&mut buf, &mut self.first);
+                            buf.put_slice(&o.json)
+                        }
                     }
                 }
             }
@@ -2297,15 +2435,23 @@ impl ListBody {
                     let mut t = table::render(ri, &chunk, "", None, query);
                     for row in t["rows"].as_array_mut().into_iter().flatten() {
                         row_in(*version, row);
-                        sep(&mut buf, &mut self.first);
-                        buf.put_slice(row.to_string().as_bytes());
+                        match &mut self.yaml {
+                            Some(y) => y.item(&mut buf, row),
+                            None => {
+                                sep(&mut buf, &mut self.first);
+                                buf.put_slice(row.to_string().as_bytes());
+                            }
+                        }
                     }
                 }
             }
         }
         if buf.is_empty() {
             self.done = true;
-            return Some(Bytes::from_static(b"]}\n"));
+            return Some(match &mut self.yaml {
+                Some(y) => y.finish(),
+                None => Bytes::from_static(b"]}\n"),
+            });
         }
         Some(buf.freeze())
     }
@@ -2314,6 +2460,153 @@ impl ListBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The representation `Accept` asks of a built-in resource (plain, should nothing fit).
+    fn representation(headers: &HeaderMap) -> Representation {
+        let reg = crate::model::Registry::with_builtins();
+        let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+        output_or_json(headers, &ri).repr
+    }
+
+    async fn body_text(resp: Response) -> (StatusCode, String, String) {
+        use http_body_util::BodyExt;
+        let code = resp.status();
+        let ct = resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        (code, ct, String::from_utf8(bytes.to_vec()).expect("UTF-8"))
+    }
+
+    /// `Accept: application/yaml`: one object, a Table and a list (streamed an item at a time)
+    /// as kube's YAML serializer writes them.
+    #[tokio::test]
+    async fn yaml_is_served_for_objects_tables_and_lists() {
+        let reg = crate::model::Registry::with_builtins();
+        let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+        let q = Query::new();
+        let yaml = accepting("application/yaml");
+        let (code, ct, text) = body_text(object_response(
+            &ri,
+            &yaml,
+            &q,
+            StatusCode::CREATED,
+            configmap("a"),
+        ))
+        .await;
+        assert_eq!(
+            (code, ct.as_str()),
+            (StatusCode::CREATED, "application/yaml")
+        );
+        assert_eq!(
+            text,
+            "apiVersion: v1\ndata:\n  k: v\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n  resourceVersion: \"7\"\n"
+        );
+        let table = accepting("application/yaml;as=Table;g=meta.k8s.io;v=v1");
+        let (_, ct, text) = body_text(object_response(
+            &ri,
+            &table,
+            &q,
+            StatusCode::OK,
+            configmap("a"),
+        ))
+        .await;
+        assert_eq!(ct, "application/yaml");
+        assert!(
+            text.starts_with("apiVersion: meta.k8s.io/v1\ncolumnDefinitions:\n- "),
+            "{text}"
+        );
+        assert!(text.contains("\nkind: Table\n"), "{text}");
+        async fn listed(
+            accept: &str,
+            items: Vec<Arc<StoredObject>>,
+        ) -> (StatusCode, String, String) {
+            let reg = crate::model::Registry::with_builtins();
+            let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+            let page = ListResult {
+                rv: 9,
+                items,
+                continue_token: None,
+                remaining: None,
+            };
+            let resp = list_response(&ri, &accepting(accept), &Query::new(), page)
+                .map_err(|e| e.message)
+                .expect("a list");
+            body_text(resp).await
+        }
+        let (_, ct, text) = listed("application/yaml", vec![configmap("a"), configmap("b")]).await;
+        assert_eq!(ct, "application/yaml");
+        let item = |n: &str| {
+            format!("- apiVersion: v1\n  data:\n    k: v\n  kind: ConfigMap\n  metadata:\n    name: {n}\n    namespace: ns\n    resourceVersion: \"7\"\n")
+        };
+        assert_eq!(
+            text,
+            format!(
+                "apiVersion: v1\nitems:\n{}{}kind: ConfigMapList\nmetadata:\n  resourceVersion: \"9\"\n",
+                item("a"),
+                item("b")
+            )
+        );
+        // The same as the whole list converted at once.
+        let (_, _, json_text) =
+            listed("application/json", vec![configmap("a"), configmap("b")]).await;
+        let whole: Value = serde_json::from_str(&json_text).expect("JSON");
+        assert_eq!(text, crate::api::yaml::to_yaml(&whole));
+        let (_, _, text) = listed("application/yaml", vec![]).await;
+        assert_eq!(
+            text,
+            "apiVersion: v1\nitems: []\nkind: ConfigMapList\nmetadata:\n  resourceVersion: \"9\"\n"
+        );
+        let (_, _, text) = listed(
+            "application/yaml;as=Table;g=meta.k8s.io;v=v1",
+            vec![configmap("a")],
+        )
+        .await;
+        let (_, _, json_text) = listed(
+            "application/json;as=Table;g=meta.k8s.io;v=v1",
+            vec![configmap("a")],
+        )
+        .await;
+        let whole: Value = serde_json::from_str(&json_text).expect("JSON");
+        assert_eq!(text, crate::api::yaml::to_yaml(&whole));
+        let (_, _, text) = listed(
+            "application/yaml;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+            vec![configmap("a")],
+        )
+        .await;
+        assert!(
+            text.contains("\nkind: PartialObjectMetadataList\n"),
+            "{text}"
+        );
+    }
+
+    /// q-values order the alternatives (goautoneg), and a header nothing fits is kube's 406.
+    #[test]
+    fn accept_is_negotiated_by_q() {
+        let reg = crate::model::Registry::with_builtins();
+        let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+        let media = |accept: &str| output(&accepting(accept), &ri).map(|o| o.media);
+        assert_eq!(
+            media("application/json;q=0.5, application/yaml").ok(),
+            Some(Media::Yaml)
+        );
+        assert_eq!(
+            media("application/yaml;q=0.5, application/json").ok(),
+            Some(Media::Json)
+        );
+        let e = media("text/html").expect_err("406");
+        assert_eq!((e.code, e.reason), (406, "NotAcceptable"));
+        assert_eq!(e.message, negotiation::NOT_ACCEPTABLE);
+        let e = stream_output(&accepting("application/yaml"), &ri).expect_err("406");
+        assert_eq!(
+            e.message,
+            "only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+        );
+        assert!(stream_output(&accepting("application/json"), &ri).is_ok());
+    }
 
     /// A list is written a bounded chunk at a time, and the chunks make the list kube writes.
     #[tokio::test]

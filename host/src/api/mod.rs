@@ -6,8 +6,10 @@ mod components;
 pub mod connections;
 mod discovery;
 mod error;
+mod gosort;
 pub(crate) mod handlers;
 pub mod inflight;
+pub(crate) mod negotiation;
 pub(crate) mod openapi;
 mod openapi_pb;
 pub mod pod_streams;
@@ -18,6 +20,7 @@ mod reviews;
 mod table;
 pub(crate) mod watch;
 pub mod x509;
+pub(crate) mod yaml;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,6 +126,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             state.clone(),
             access::authenticate_and_authorize,
         ))
+        .layer(middleware::from_fn(negotiate_errors))
         .layer(middleware::from_fn_with_state(state.clone(), trace_request))
         .layer(middleware::from_fn(cache_control))
         .with_state(state)
@@ -143,6 +147,14 @@ async fn cache_control(req: Request, next: Next) -> Response {
         );
     }
     resp
+}
+
+/// kube's `ErrorNegotiated`: every error `Status` (the authentication and authorization
+/// filters' included) in the media type the request's `Accept` negotiates (`error.rs`).
+async fn negotiate_errors(req: Request, next: Next) -> Response {
+    let accept = handlers::accept_header(req.headers()).into_owned();
+    let resp = next.run(req).await;
+    error::negotiate_error(resp, &accept)
 }
 
 /// Prometheus text: API requests and every loaded controller.

@@ -7,7 +7,6 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::error::object_json_response;
 use super::AppState;
 use crate::auth::{Attributes, Decision, UserInfo};
 use crate::model::{ApiError, ResourceInfo};
@@ -133,6 +132,7 @@ pub fn handle(
     namespace: Option<&str>,
     user: &UserInfo,
     body: Value,
+    media: super::negotiation::Media,
 ) -> Result<Response, ApiError> {
     let mut out = body;
     if !out.is_object() {
@@ -226,9 +226,10 @@ pub fn handle(
         _ => return Err(ApiError::path_not_found()),
     };
     out["status"] = status;
-    Ok(object_json_response(
+    Ok(super::handlers::value_response(
+        media,
         StatusCode::CREATED,
-        out.to_string().as_bytes(),
+        &out,
     ))
 }
 

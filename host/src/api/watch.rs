@@ -411,11 +411,15 @@ impl Feeder {
     }
 }
 
+/// A watch of `target`. `unstreamable` is kube's 406 for an `Accept` whose media type has no
+/// stream serializer (YAML), answered where kube's watch handler negotiates its stream: once
+/// the options have been read and checked.
 pub async fn serve(
     state: Arc<AppState>,
     target: &Target,
     q: &Query,
     repr: Representation,
+    unstreamable: Option<ApiError>,
     user: Option<&crate::auth::rbac::UserInfo>,
 ) -> Result<Response, ApiError> {
     // Held for as long as the stream is open.
@@ -455,6 +459,9 @@ pub async fn serve(
             ))
         })?),
     };
+    if let Some(e) = unstreamable {
+        return Err(e);
+    }
     let Some(timeout) = watch_timeout(timeout_seconds) else {
         // Its deadline has passed: kube's stream is closed as soon as it is open (nothing is
         // waited for).

@@ -354,7 +354,7 @@ pub(crate) fn go_format_float_f(f: f64) -> String {
 }
 
 /// Go's `encoding/json` rendering of a float64.
-fn go_json_float(f: f64) -> String {
+pub(crate) fn go_json_float(f: f64) -> String {
     if !f.is_finite() {
         return "null".into();
     }

@@ -49,7 +49,7 @@ pub(crate) mod cel_authz;
 mod cel_charged;
 pub(crate) mod cel_regex;
 mod default;
-mod field;
+pub(crate) mod field;
 mod format;
 mod node;
 pub(crate) mod objectmeta;
