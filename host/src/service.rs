@@ -4797,7 +4797,7 @@ mod tests {
     fn take(counter: &std::sync::atomic::AtomicUsize) -> bool {
         use std::sync::atomic::Ordering::SeqCst;
         counter
-            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .try_update(SeqCst, SeqCst, |n| n.checked_sub(1))
             .is_ok()
     }
 

@@ -997,14 +997,8 @@ fn parses_as(b: &[u8], layout: Layout) -> bool {
         if i != b.len() {
             return None;
         }
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-        let days = match month {
-            2 if leap => 29,
-            2 => 28,
-            4 | 6 | 9 | 11 => 30,
-            _ => 31,
-        };
-        (1..=days).contains(&day).then_some(())
+        let days = crate::builtin::time::days_in(i64::from(month), i64::from(year));
+        (1..=days).contains(&i64::from(day)).then_some(())
     };
     parse().is_some()
 }

@@ -341,7 +341,7 @@ fn is_leap(year: i64) -> bool {
 }
 
 /// Go's `daysIn`.
-fn days_in(month: i64, year: i64) -> i64 {
+pub(crate) fn days_in(month: i64, year: i64) -> i64 {
     match month {
         2 if is_leap(year) => 29,
         2 => 28,
