@@ -1159,6 +1159,69 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A no-op reconcile of the Rust `noop` guest with the core's caches cold, as they are when
+    /// a reconcile runs between API requests: before each call a 16 MiB sweep evicts L1 and L2
+    /// (and the TLB), then the call is timed. `cargo test --release -p turtles --lib
+    /// cold_entry_cost -- --ignored --nocapture` (after `cargo xtask guests --lang rust`).
+    #[tokio::test]
+    #[ignore]
+    async fn cold_entry_cost() {
+        let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests/noop.wasm");
+        let bytes = std::fs::read(&wasm).expect("cargo xtask guests builds noop.wasm");
+        let (rt, ctx, dir) = test_runtime("cold-entry-cost");
+        let (_, code) = rt.compiler.compile_optimized(bytes).await.unwrap();
+        let mut inst = rt.instantiate(&code.component, ctx.clone()).await.unwrap();
+        inst.register().await.unwrap();
+        let key = wit::ObjectKey {
+            namespace: "default".into(),
+            name: "d-17".into(),
+        };
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "d-17", "namespace": "default", "uid": "6b9e1b8c-8f4e-4a3e-9d5e-1c2b3a4d5e6f",
+                "resourceVersion": "12345", "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"turtles.dev/test": "noop"},
+                "annotations": {"turtles.dev/greeting": "hello, d-17"}},
+            "data": {"k": "v12"},
+        })
+        .to_string()
+        .into_bytes();
+        let calls: usize = std::env::var("COLD_CALLS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(2000);
+        let sweep_bytes: usize = std::env::var("COLD_SWEEP_MIB")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(16)
+            << 20;
+        let mut sweep = vec![0u8; sweep_bytes.max(64)];
+        for (label, cold) in [("warm", false), ("cold", true)] {
+            let mut times = Vec::with_capacity(calls);
+            for _ in 0..calls {
+                if cold {
+                    for j in (0..sweep.len()).step_by(64) {
+                        sweep[j] = sweep[j].wrapping_add(1);
+                    }
+                    std::hint::black_box(&mut sweep);
+                }
+                let started = std::time::Instant::now();
+                let obj = (std::env::var("COLD_NO_OBJECT").is_err()).then_some(object.as_slice());
+                let r = inst.reconcile(&key, obj).await.unwrap();
+                times.push(started.elapsed());
+                assert_eq!(r, wit::Outcome::Done);
+            }
+            times.sort();
+            let mean = times.iter().sum::<Duration>() / calls as u32;
+            eprintln!(
+                "noop {label}: median {:?}, mean {mean:?}, p90 {:?} over {calls} calls",
+                times[calls / 2],
+                times[calls * 9 / 10]
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A runtime (300 ms call deadline) and a controller context over a fresh store.
     fn test_runtime(name: &str) -> (Arc<Runtime>, Arc<HostCtx>, PathBuf) {
         let (store, dir) = crate::store::sled_store::temp_store(name);
