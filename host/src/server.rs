@@ -458,6 +458,26 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             "some bootstrap RBAC objects could not be reconciled with the policy; serving anyway"
         );
     }
+    // kube-apiserver's `priority-and-fairness-config-producer` hook: API Priority and Fairness'
+    // bootstrap FlowSchemas and PriorityLevelConfigurations, ensured at start (a failure that
+    // may pass tried again for up to 30 s, then logged, not fatal) and every minute after
+    // (`docs/api.md`, "API Priority and Fairness"; not enforced).
+    match crate::builtin::flowcontrol_bootstrap::ensure_at_start(&service).await {
+        Ok(done) => tracing::debug!(
+            created = done.created,
+            updated = done.updated,
+            deleted = done.deleted,
+            "APF bootstrap configuration ensured"
+        ),
+        Err(e) => tracing::error!(
+            error = %e,
+            "the APF bootstrap configuration could not be ensured; serving anyway, trying again every minute"
+        ),
+    }
+    tokio::spawn(crate::builtin::flowcontrol_bootstrap::keep(
+        service.clone(),
+        shutdown_rx.clone(),
+    ));
 
     // Every stored CRD is served before the server answers.
     let crds = crate::crd::controller::CrdController::new(service.clone());

@@ -661,3 +661,157 @@ fn the_bootstrap_policy_is_reconciled_at_every_start() {
         "cluster-admin, as the policy has it, is not written again"
     );
 }
+
+/// kube-apiserver creates API Priority and Fairness' bootstrap configuration at start (its
+/// `priority-and-fairness-config-producer` hook), and so does turtles: `kubectl get flowschemas`
+/// and `kubectl get prioritylevelconfigurations` list kube 1.34's objects, each FlowSchema's
+/// level found (`MISSINGPL` `False`, from its `Dangling` condition); a deleted mandatory
+/// FlowSchema is back after a restart, an opted-out suggested level keeps its edit.
+#[test]
+fn the_apf_bootstrap_configuration_exists() {
+    use std::time::Duration;
+    let mut s = Server::start().unwrap();
+    let rows = |out: &str| -> Vec<Vec<String>> {
+        out.lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+    let header = |out: &str| {
+        out.lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let schemas = turtles_tests::poll(
+        "every FlowSchema listed with its level found",
+        Duration::from_secs(30),
+        || {
+            let out = s.kubectl_ok(&["get", "flowschemas"]);
+            let r = rows(&out);
+            (r.len() == 11
+                && r.iter()
+                    .all(|row| row.last().map(String::as_str) == Some("False")))
+            .then_some(out)
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        header(&schemas),
+        [
+            "NAME",
+            "PRIORITYLEVEL",
+            "MATCHINGPRECEDENCE",
+            "DISTINGUISHERMETHOD",
+            "AGE",
+            "MISSINGPL"
+        ]
+    );
+    // Name, level, precedence, distinguisher (the age left out).
+    let got: Vec<[String; 4]> = rows(&schemas)
+        .into_iter()
+        .map(|r| [r[0].clone(), r[1].clone(), r[2].clone(), r[3].clone()])
+        .collect();
+    let want = [
+        ["catch-all", "catch-all", "10000", "ByUser"],
+        ["exempt", "exempt", "1", "<none>"],
+        ["global-default", "global-default", "9900", "ByUser"],
+        [
+            "kube-controller-manager",
+            "workload-high",
+            "800",
+            "ByNamespace",
+        ],
+        ["kube-scheduler", "workload-high", "800", "ByNamespace"],
+        [
+            "kube-system-service-accounts",
+            "workload-high",
+            "900",
+            "ByNamespace",
+        ],
+        ["probes", "exempt", "2", "<none>"],
+        ["service-accounts", "workload-low", "9000", "ByUser"],
+        ["system-leader-election", "leader-election", "100", "ByUser"],
+        ["system-node-high", "node-high", "400", "ByUser"],
+        ["system-nodes", "system", "500", "ByUser"],
+    ];
+    assert_eq!(got, want.map(|r| r.map(str::to_owned)), "{schemas}");
+
+    let levels = s.kubectl_ok(&["get", "prioritylevelconfigurations"]);
+    assert_eq!(
+        header(&levels),
+        [
+            "NAME",
+            "TYPE",
+            "NOMINALCONCURRENCYSHARES",
+            "QUEUES",
+            "HANDSIZE",
+            "QUEUELENGTHLIMIT",
+            "AGE"
+        ]
+    );
+    let got: Vec<Vec<String>> = rows(&levels)
+        .into_iter()
+        .map(|mut r| {
+            r.pop();
+            r
+        })
+        .collect();
+    let want = [
+        ["catch-all", "Limited", "5", "<none>", "<none>", "<none>"],
+        ["exempt", "Exempt", "<none>", "<none>", "<none>", "<none>"],
+        ["global-default", "Limited", "20", "128", "6", "50"],
+        ["leader-election", "Limited", "10", "16", "4", "50"],
+        ["node-high", "Limited", "40", "64", "6", "50"],
+        ["system", "Limited", "30", "64", "6", "50"],
+        ["workload-high", "Limited", "40", "128", "6", "50"],
+        ["workload-low", "Limited", "100", "128", "6", "50"],
+    ];
+    assert_eq!(got, want.map(|r| r.map(str::to_owned).to_vec()), "{levels}");
+    let fs = s.kubectl_json(&["get", "flowschema", "system-leader-election", "-o", "json"]);
+    assert_eq!(
+        fs["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
+        "true"
+    );
+    assert_eq!(
+        fs["status"]["conditions"][0]["message"],
+        "This FlowSchema references the PriorityLevelConfiguration object named \"leader-election\" and it exists"
+    );
+
+    // The mandatory `catch-all` deleted; the suggested `workload-low` opted out and changed.
+    s.kubectl_ok(&["delete", "flowschema", "catch-all"]);
+    s.kubectl_ok(&[
+        "annotate",
+        "--overwrite",
+        "prioritylevelconfiguration",
+        "workload-low",
+        "apf.kubernetes.io/autoupdate-spec=false",
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "prioritylevelconfiguration",
+        "workload-low",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"limited":{"nominalConcurrencyShares":7}}}"#,
+    ]);
+    s.stop().unwrap();
+    s.restart().unwrap();
+    let fs = s.kubectl_json(&["get", "flowschema", "catch-all", "-o", "json"]);
+    assert_eq!(fs["spec"]["matchingPrecedence"], 10000);
+    assert_eq!(fs["spec"]["distinguisherMethod"]["type"], "ByUser");
+    let level = s.kubectl_json(&[
+        "get",
+        "prioritylevelconfiguration",
+        "workload-low",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(level["spec"]["limited"]["nominalConcurrencyShares"], 7);
+    assert_eq!(
+        level["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
+        "false"
+    );
+}

@@ -10,6 +10,7 @@ pub mod decode;
 pub mod defaults;
 pub mod definitions;
 pub mod disruption;
+pub mod flowcontrol_bootstrap;
 pub mod graceful;
 pub mod kubernetes_service;
 pub mod protobuf;

@@ -13,7 +13,7 @@ pub const MAX_DATA_BYTES: usize = 1024 * 1024;
 
 const IMMUTABLE_SET: &str = "Forbidden: field is immutable when `immutable` is set";
 
-mod admission;
+pub(crate) mod admission;
 pub(crate) mod apps;
 pub(crate) mod batch;
 mod core_misc;

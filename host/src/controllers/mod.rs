@@ -6,7 +6,8 @@
 //! ([`disruption`]), the ResourceQuota status controller ([`resourcequota`]), the Pod
 //! garbage collector ([`podgc`]), the ephemeral volume controller ([`ephemeral`]), the claim
 //! and volume protection controllers ([`volumeprotection`]), the node lifecycle and taint
-//! eviction controllers ([`nodelifecycle`]), and the aggregation layer's APIService
+//! eviction controllers ([`nodelifecycle`]), the FlowSchemas' `Dangling` condition
+//! ([`apfstatus`], kube-apiserver's), and the aggregation layer's APIService
 //! registration and availability controllers (`crate::aggregator`). Like
 //! kube-controller-manager's, they are ordinary controllers — informers feeding a work queue,
 //! reconciles that write through the [`Service`] — and they show up as `Controller` objects
@@ -16,6 +17,7 @@
 //! kind and the work is found again (terminating namespaces, objects with owner references,
 //! owners waiting on dependents), so deletions in progress resume after a restart.
 
+pub mod apfstatus;
 pub mod clusterroleaggregation;
 pub mod csrsigning;
 pub mod disruption;
@@ -49,6 +51,7 @@ use crate::store::{StoreError, StoredObject};
 
 /// Names of the built-in controllers (a controller file of that name is ignored).
 pub const BUILT_IN: &[&str] = &[
+    apfstatus::IDENTITY.name,
     clusterroleaggregation::IDENTITY.name,
     csrsigning::IDENTITY.name,
     disruption::IDENTITY.name,
@@ -392,6 +395,7 @@ pub async fn start(
         .map(|ca| rootca::RootCaPublisher::new(service.clone(), ca));
     let tokens = tokens::TokenController::new(service.clone(), issuer, root_ca);
     let vap = policystatus::PolicyStatusController::new(service.clone());
+    let apf = apfstatus::ApfStatusController::new(service.clone());
     let aggregation = clusterroleaggregation::ClusterRoleAggregation::new(service.clone());
     let signer = authority.map(|a| csrsigning::CsrSigningController::new(service.clone(), a));
     let disruption = disruption::DisruptionController::new(service.clone());
@@ -428,6 +432,7 @@ pub async fn start(
         sa.clone() as Arc<dyn Follower>,
         tokens.clone() as Arc<dyn Follower>,
         vap.clone() as Arc<dyn Follower>,
+        apf.clone() as Arc<dyn Follower>,
         aggregation.clone() as Arc<dyn Follower>,
     ];
     if let Some(s) = &signer {
@@ -456,6 +461,7 @@ pub async fn start(
         registration.start(shutdown.clone()),
         availability.start(shutdown.clone()),
         aggregation.start(shutdown.clone()),
+        apf.start(shutdown.clone()),
     ];
     if let Some(s) = &signer {
         started.push(s.start(shutdown.clone()));

@@ -2163,8 +2163,9 @@ fn mandatory_flow_schema(name: &str) -> Option<Value> {
 }
 
 /// A FlowSchema spec as kube's `Semantic.DeepEqual` compares the internal one: defaults
-/// applied, absent and empty lists alike, unset pointers `null`.
-fn flow_schema_canonical(spec: &Value) -> Value {
+/// applied, absent and empty lists alike, unset pointers `null`. Also what the APF bootstrap
+/// ensurer compares (`builtin::flowcontrol_bootstrap`, kube's `flowSchemaSpecEqual`).
+pub(crate) fn flow_schema_canonical(spec: &Value) -> Value {
     let list = |v: &Value, f: &str| list_value(&strings(v, f));
     let named = |v: &Value, f: &str| set(v, f).map(|x| json!({"name": str_of(x, "name")}));
     let rules: Vec<Value> = items(spec, "rules")
@@ -2197,6 +2198,41 @@ fn flow_schema_canonical(spec: &Value) -> Value {
         "priorityLevelConfiguration": str_of(spec.get("priorityLevelConfiguration").unwrap_or(&NULL), "name"),
         "distinguisherMethod": set(spec, "distinguisherMethod").map(|d| str_of(d, "type").to_owned()),
         "rules": rules,
+    })
+}
+
+/// A PriorityLevelConfiguration spec with v1's defaults applied (`SetDefaults_*`: absent shares
+/// 30 for a limited level and 0 for the exempt one, absent `lendablePercent` 0, absent or zero
+/// queuing parameters 64, 8, 50), unset pointers `null`: what kube's `Semantic.DeepEqual`
+/// compares in the APF bootstrap ensurer (`plcSpecEqualish`, which defaults the expected spec; the
+/// stored one was defaulted when written, here it is defaulted as it is read).
+pub(crate) fn priority_level_canonical(spec: &Value) -> Value {
+    let queuing = |q: &Value| {
+        let get = |f: &str, default: i64| int(q, f).filter(|v| *v != 0).unwrap_or(default);
+        json!({
+            "queues": get("queues", 64),
+            "handSize": get("handSize", 8),
+            "queueLengthLimit": get("queueLengthLimit", 50),
+        })
+    };
+    json!({
+        "type": str_of(spec, "type"),
+        "limited": set(spec, "limited").map(|l| {
+            let lr = l.get("limitResponse").unwrap_or(&NULL);
+            json!({
+                "nominalConcurrencyShares": nominal_shares(l),
+                "limitResponse": {
+                    "type": str_of(lr, "type"),
+                    "queuing": set(lr, "queuing").map(queuing),
+                },
+                "lendablePercent": int(l, "lendablePercent").unwrap_or(0),
+                "borrowingLimitPercent": int(l, "borrowingLimitPercent"),
+            })
+        }),
+        "exempt": set(spec, "exempt").map(|e| json!({
+            "nominalConcurrencyShares": int(e, "nominalConcurrencyShares").unwrap_or(0),
+            "lendablePercent": int(e, "lendablePercent").unwrap_or(0),
+        })),
     })
 }
 
