@@ -603,7 +603,7 @@ fn namespace_finalizers(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 
 /// Go's `%q` of a string, which kube's `Invalid value` messages use.
 fn quoted(s: &str) -> String {
-    Value::String(s.to_owned()).to_string()
+    field::quoted(s)
 }
 
 /// `validation.IsConfigMapKey`.
