@@ -265,10 +265,9 @@ fn node_ports(spec: &Value) -> BTreeSet<i64> {
         .collect()
 }
 
-/// Go's `%#v` of a `[]string`, as kube's field errors print it.
+/// A `[]string` as kube 1.34's field errors print it (`json.Marshal`: `["10.96.0.5"]`).
 fn go_strings(v: &[String]) -> String {
-    let quoted: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
+    crate::builtin::validation::field::json_value(&json!(v))
 }
 
 fn invalid(name: &str, causes: Vec<Cause>) -> ApiError {
@@ -681,7 +680,10 @@ impl Allocators {
                 causes.push(Cause::new(
                     "FieldValueInvalid",
                     &format!("spec.ipFamilies[{i}]"),
-                    format!("Invalid value: {f:?}: not configured on this cluster"),
+                    format!(
+                        "Invalid value: {}: not configured on this cluster",
+                        crate::builtin::validation::field::json_value(&json!(f))
+                    ),
                 ));
             }
         }
@@ -736,7 +738,8 @@ impl Allocators {
                 }
                 Err(_) => {
                     return Err(invalid_field(name, "spec.clusterIPs[0]", format!(
-                                "Invalid value: {requested:?}: must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+                                "Invalid value: {}: must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                                crate::builtin::validation::field::quoted(&requested)
                             )))
                 }
             };
@@ -990,7 +993,7 @@ mod tests {
         assert_eq!(s["spec"]["clusterIPs"], json!(["10.0.0.3"]));
         assert_eq!(
             refused(&a, "b", json!({"clusterIP": "10.0.0.3"})),
-            "Service \"b\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.0.0.3\"}: failed to allocate IP 10.0.0.3: provided IP is already allocated"
+            "Service \"b\" is invalid: spec.clusterIPs: Invalid value: [\"10.0.0.3\"]: failed to allocate IP 10.0.0.3: provided IP is already allocated"
         );
         let e = refused(&a, "c", json!({"clusterIP": "10.0.0.7"}));
         assert!(e.contains("the provided IP (10.0.0.7) is not in the valid range. The range of valid IPs is 10.0.0.0/29"), "{e}");
@@ -1133,7 +1136,13 @@ mod tests {
         d["spec"]["clusterIP"] = json!(other);
         d["spec"]["clusterIPs"] = json!([other]);
         let e = a.allocate(&mut d, Some(&c)).unwrap_err();
-        assert!(e.message.contains(&format!("spec.clusterIPs[0]: Invalid value: []string{{\"{other}\"}}: may not change once set")), "{}", e.message);
+        assert!(
+            e.message.contains(&format!(
+                "spec.clusterIPs[0]: Invalid value: [\"{other}\"]: may not change once set"
+            )),
+            "{}",
+            e.message
+        );
         // A nodePort on a ClusterIP Service is refused.
         let forbidden = json!({"type": "ClusterIP", "ports": [{"port": 1, "nodePort": 30000}]});
         let forbidden_msg =

@@ -298,8 +298,9 @@ pub fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 "preemptionPolicy",
                 format!(
                     "Invalid value: {}: field is immutable",
-                    obj.get("preemptionPolicy")
-                        .map_or("null".into(), |v| v.to_string())
+                    crate::builtin::validation::field::json_opt(
+                        obj.get("preemptionPolicy").filter(|v| !v.is_null())
+                    )
                 ),
             ));
         }

@@ -135,9 +135,12 @@ fn label_value_errors(value: &str) -> Vec<String> {
     errs
 }
 
-/// Formats like `field.Invalid(path, value, detail).Error()`.
+/// Formats like `field.Invalid(path, value, detail).Error()` (a string value: Go's `%q`).
 fn invalid(path: &str, value: &str, detail: &str) -> String {
-    format!("{path}: Invalid value: {value:?}: {detail}")
+    format!(
+        "{path}: Invalid value: {}: {detail}",
+        crate::auth::rbac::go_quote(value)
+    )
 }
 
 /// Formats like `field.ErrorList.ToAggregate().Error()`: one message as-is,

@@ -328,13 +328,14 @@ impl Propagation {
             "Background" => Ok(Self::Background),
             "Foreground" => Ok(Self::Foreground),
             "Orphan" => Ok(Self::Orphan),
-            // kube's `ValidateDeleteOptions`: a 422 on DeleteOptions, the values in its order.
+            // kube's `ValidateDeleteOptions`: a 422 on DeleteOptions, the values in its order
+            // (the `*DeletionPropagation` printed as its JSON).
             other => Err(invalid_delete_options(crate::model::Cause::new(
                 "FieldValueNotSupported",
                 "propagationPolicy",
                 format!(
                     "Unsupported value: {}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
-                    crate::auth::rbac::go_quote(other)
+                    crate::builtin::validation::field::json_value(&Value::String(other.to_owned()))
                 ),
             ))),
         }
@@ -2663,7 +2664,8 @@ impl Service {
                 }
             }
             if !ri.unconditional_update && wanted_rv.is_none() {
-                // kube's store names the resource where `Invalid` names a kind (its TODO).
+                // kube's store names the resource where `Invalid` names a kind (its TODO); the
+                // value is the `uint64` 0, which kube 1.34 prints as its JSON (1.33: `0x0`).
                 return Err(ApiError::invalid(
                     &ri.group,
                     &ri.resource,
@@ -2671,7 +2673,7 @@ impl Service {
                     vec![Cause::new(
                         "FieldValueInvalid",
                         "metadata.resourceVersion",
-                        "Invalid value: 0x0: must be specified for an update",
+                        "Invalid value: 0: must be specified for an update",
                     )],
                 ));
             }

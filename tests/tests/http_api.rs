@@ -772,7 +772,7 @@ fn puts_follow_each_kinds_update_and_create_rules() {
     let st = assert_status(&r, 422, "Invalid");
     assert_eq!(
         st["message"],
-        "leases.coordination.k8s.io \"l1\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        "leases.coordination.k8s.io \"l1\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
     );
     assert_eq!(st["details"]["kind"], "leases");
     // With it: 200.

@@ -532,7 +532,7 @@ fn role_ref_of_a_binding_cannot_change() {
     let err = stderr(&out);
     assert!(!out.status.success());
     assert!(
-        err.contains("roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"edit\"}: cannot change roleRef"),
+        err.contains("roleRef: Invalid value: {\"APIGroup\":\"rbac.authorization.k8s.io\",\"Kind\":\"ClusterRole\",\"Name\":\"edit\"}: cannot change roleRef"),
         "{err}"
     );
     let path = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/cluster-admin";

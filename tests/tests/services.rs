@@ -88,7 +88,7 @@ fn cluster_ips_node_ports_and_the_kubernetes_service() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("Service \"taken\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.96.100.100\"}: failed to allocate IP 10.96.100.100: provided IP is already allocated"),
+        err.contains("Service \"taken\" is invalid: spec.clusterIPs: Invalid value: [\"10.96.100.100\"]: failed to allocate IP 10.96.100.100: provided IP is already allocated"),
         "{err}"
     );
     refused(

@@ -993,7 +993,8 @@ fn controller_log(
             None => Ok(None),
             Some(v) => v.parse::<usize>().map(Some).map_err(|_| {
                 ApiError::bad_request(format!(
-                    "{param}: Invalid value: {v:?}: must be a non-negative integer"
+                    "{param}: Invalid value: {}: must be a non-negative integer",
+                    crate::auth::rbac::go_quote(v)
                 ))
             }),
         }
@@ -1011,7 +1012,8 @@ fn controller_log(
             None | Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(false),
             Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(true),
             Some(v) => Err(ApiError::bad_request(format!(
-                "{param}: Invalid value: {v:?}: must be a boolean"
+                "{param}: Invalid value: {}: must be a boolean",
+                crate::auth::rbac::go_quote(v)
             ))),
         }
     };
@@ -1290,10 +1292,14 @@ fn eviction_options(
             "meta.k8s.io",
             "DeleteOptions",
             "",
+            // kube reports the whole `[]string`.
             vec![crate::model::Cause::new(
                 "FieldValueNotSupported",
                 "dryRun",
-                format!("Unsupported value: {}: supported values: \"All\"", json!(v)),
+                format!(
+                    "Unsupported value: {}: supported values: \"All\"",
+                    crate::builtin::validation::field::json_value(&json!(in_body))
+                ),
             )],
         ));
     }
@@ -1649,8 +1655,10 @@ fn dry_run(q: &Query) -> Result<bool, ApiError> {
     match q.get("dryRun").map(String::as_str) {
         None | Some("") => Ok(false),
         Some("All") => Ok(true),
+        // kube reports the whole `[]string` (`["x"]`).
         Some(other) => Err(ApiError::bad_request(format!(
-            "dryRun: Unsupported value: \"{other}\": supported values: \"All\""
+            "dryRun: Unsupported value: {}: supported values: \"All\"",
+            crate::builtin::validation::field::json_value(&json!([other]))
         ))),
     }
 }
@@ -1718,14 +1726,14 @@ enum Write {
 }
 
 /// kube's `ValidateDeleteOptions` for the deprecated `orphanDependents` beside a
-/// `propagationPolicy` (the policy printed as Go prints the pointer's value).
+/// `propagationPolicy` (the `*DeletionPropagation` printed as its JSON).
 fn both_orphan_and_policy(policy: &str) -> ApiError {
     crate::service::invalid_delete_options(crate::model::Cause::new(
         "FieldValueInvalid",
         "propagationPolicy",
         format!(
             "Invalid value: {}: orphanDependents and deletionPropagation cannot be both set",
-            crate::auth::rbac::go_quote(policy)
+            crate::builtin::validation::field::json_value(&json!(policy))
         ),
     ))
 }

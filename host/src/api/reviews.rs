@@ -79,7 +79,7 @@ fn local_review(out: &mut Value, spec: &Value, namespace: &str) -> Result<(), Ap
                 "spec.resourceAttributes.namespace",
                 format!(
                     "Invalid value: {}: must match metadata.namespace",
-                    json!(asked)
+                    crate::auth::rbac::go_quote(&asked)
                 ),
             ));
         }

@@ -1106,7 +1106,10 @@ pub fn validate_options(
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 "fieldManager",
-                format!("Invalid value: {m:?}: must only contain printable characters"),
+                format!(
+                    "Invalid value: {}: must only contain printable characters",
+                    crate::auth::rbac::go_quote(m)
+                ),
             ));
         }
     }

@@ -326,6 +326,11 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
         .unwrap_or("")
 }
 
+/// Go's `json.Marshal` of a string.
+fn go_str(s: &str) -> String {
+    crate::builtin::validation::field::json_value(&Value::String(s.to_owned()))
+}
+
 /// The 422 cause of a binding update that changes its `roleRef` (kube's
 /// `ValidateRoleBindingUpdate`), for every writer. Empty for anything else.
 pub fn role_ref_causes(ri: &ResourceInfo, new: &Value, old: Option<&Value>) -> Vec<Cause> {
@@ -347,16 +352,16 @@ pub fn role_ref_causes(ri: &ResourceInfo, new: &Value, old: Option<&Value>) -> V
     if role_ref(old) == (group.clone(), kind.clone(), name.clone()) {
         return Vec::new();
     }
-    // Go's `%#v` of the internal rbac.RoleRef.
+    // kube reports the internal `rbac.RoleRef`: its JSON, Go field names in order.
+    let shown = crate::builtin::validation::field::struct_json(&[
+        ("APIGroup", go_str(&group)),
+        ("Kind", go_str(&kind)),
+        ("Name", go_str(&name)),
+    ]);
     vec![Cause::new(
         "FieldValueInvalid",
         "roleRef",
-        format!(
-            "Invalid value: rbac.RoleRef{{APIGroup:{}, Kind:{}, Name:{}}}: cannot change roleRef",
-            go_quote(&group),
-            go_quote(&kind),
-            go_quote(&name)
-        ),
+        format!("Invalid value: {shown}: cannot change roleRef"),
     )]
 }
 

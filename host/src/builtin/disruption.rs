@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use crate::builtin::validation::apps::selector_json;
+use crate::builtin::validation::field::{json_opt, json_value, struct_json};
 use crate::model::{meta, ApiError, Cause, ResourceInfo};
 use crate::selector::{label_selector_string, LabelSelector};
 use crate::service::{DeleteOptions, ListOptions, Service, Subresource, WriteOptions};
@@ -177,7 +179,22 @@ pub fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let min = spec.get("minAvailable").filter(|v| !v.is_null());
     let max = spec.get("maxUnavailable").filter(|v| !v.is_null());
     if min.is_some() && max.is_some() {
-        let shown = json!({"minAvailable": min, "maxUnavailable": max});
+        // kube reports the whole internal `policy.PodDisruptionBudgetSpec`, as its JSON.
+        let shown = struct_json(&[
+            ("MinAvailable", json_opt(min)),
+            (
+                "Selector",
+                selector_json(spec.get("selector").filter(|s| !s.is_null())),
+            ),
+            ("MaxUnavailable", json_opt(max)),
+            (
+                "UnhealthyPodEvictionPolicy",
+                json_opt(
+                    spec.get("unhealthyPodEvictionPolicy")
+                        .filter(|p| !p.is_null()),
+                ),
+            ),
+        ]);
         causes.push(Cause::new(
             "FieldValueInvalid",
             "spec",
@@ -208,7 +225,7 @@ pub fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 "spec.unhealthyPodEvictionPolicy",
                 format!(
                     "Unsupported value: {}: supported values: \"AlwaysAllow\", \"IfHealthyBudget\"",
-                    Value::String(p.to_owned())
+                    json_value(&Value::String(p.to_owned()))
                 ),
             ));
         }
@@ -231,29 +248,14 @@ pub fn validate(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     causes
 }
 
-/// Go's `%#v` of an `intstr.IntOrString`, as kube's messages show one.
-fn go_int_or_string(v: &Value) -> String {
-    match v {
-        Value::String(s) => {
-            format!(
-                "intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}",
-                json!(s)
-            )
-        }
-        other => format!(
-            "intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}",
-            other.as_i64().unwrap_or(0)
-        ),
-    }
-}
-
 /// `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`.
 fn int_or_percent(v: &Value, field: &str, causes: &mut Vec<Cause>) {
     let invalid = |msg: &str| {
         Cause::new(
             "FieldValueInvalid",
             field,
-            format!("Invalid value: {}: {msg}", go_int_or_string(v)),
+            // kube reports the `intstr.IntOrString`: its JSON, a number or a string.
+            format!("Invalid value: {}: {msg}", json_value(v)),
         )
     };
     match v {
@@ -368,7 +370,7 @@ pub(crate) fn validate_label_selector(
                     &format!("{path}.operator"),
                     format!(
                         "Invalid value: {}: not a valid selector operator",
-                        Value::String(op.to_owned())
+                        json_value(&Value::String(op.to_owned()))
                     ),
                 ));
             }
@@ -737,7 +739,13 @@ mod tests {
         assert!(messages(json!({"spec": {"maxUnavailable": "25%"}})).is_empty());
         assert_eq!(
             messages(json!({"spec": {"minAvailable": 1, "maxUnavailable": 1}})),
-            vec!["spec: Invalid value: {\"minAvailable\":1,\"maxUnavailable\":1}: minAvailable and maxUnavailable cannot be both set"]
+            vec!["spec: Invalid value: {\"MinAvailable\":1,\"Selector\":null,\"MaxUnavailable\":1,\"UnhealthyPodEvictionPolicy\":null}: minAvailable and maxUnavailable cannot be both set"]
+        );
+        assert_eq!(
+            messages(json!({"spec": {"minAvailable": "50%", "maxUnavailable": 1,
+                "selector": {"matchLabels": {"b": "2", "a": "1"}},
+                "unhealthyPodEvictionPolicy": "AlwaysAllow"}})),
+            vec!["spec: Invalid value: {\"MinAvailable\":\"50%\",\"Selector\":{\"matchLabels\":{\"a\":\"1\",\"b\":\"2\"}},\"MaxUnavailable\":1,\"UnhealthyPodEvictionPolicy\":\"AlwaysAllow\"}: minAvailable and maxUnavailable cannot be both set"]
         );
         assert_eq!(
             messages(json!({"spec": {"minAvailable": -1}})),
@@ -745,11 +753,11 @@ mod tests {
         );
         assert_eq!(
             messages(json!({"spec": {"maxUnavailable": "50x"}})),
-            vec!["spec.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"50x\"}: a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"]
+            vec!["spec.maxUnavailable: Invalid value: \"50x\": a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"]
         );
         assert_eq!(
             messages(json!({"spec": {"minAvailable": "101%"}})),
-            vec!["spec.minAvailable: Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"101%\"}: must not be greater than 100%"]
+            vec!["spec.minAvailable: Invalid value: \"101%\": must not be greater than 100%"]
         );
         assert_eq!(
             messages(json!({"spec": {"unhealthyPodEvictionPolicy": "Never"}})),

@@ -603,7 +603,7 @@ fn namespace_finalizers(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 
 /// Go's `%q` of a string, which kube's `Invalid value` messages use.
 fn quoted(s: &str) -> String {
-    Value::String(s.to_owned()).to_string()
+    field::quoted(s)
 }
 
 /// `validation.IsConfigMapKey`.
@@ -764,7 +764,9 @@ fn secret(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             .as_str()
             .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
             .unwrap_or_default();
-        if let Err(e) = serde_json::from_slice::<serde_json::Map<String, Value>>(&bytes) {
+        // kube: `json.Unmarshal(bytes, &map[string]interface{}{})`, with Go's error text
+        // (`null` is taken: it leaves the map nil).
+        if let Err(e) = crate::model::gojson::unmarshal_into_map(&bytes) {
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 &format!("data[{key}]"),
@@ -965,12 +967,50 @@ mod tests {
         assert!(
             m(json!({"type": "kubernetes.io/basic-auth", "data": {"password": ""}})).is_empty()
         );
-        let bad_json = base64::engine::general_purpose::STANDARD.encode("{nope");
-        assert!(m(json!({"type": "kubernetes.io/dockerconfigjson",
-                          "data": {".dockerconfigjson": bad_json}}))[0]
-            .starts_with(
-                "data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": "
-            ));
+        // Go's `json.Unmarshal` into a `map[string]interface{}`: its errors word for word, and
+        // `null` taken.
+        let docker = |ty: &str, key: &str, body: &str| {
+            let data = base64::engine::general_purpose::STANDARD.encode(body);
+            m(json!({"type": ty, "data": {key: data}}))
+        };
+        let redacted = |key: &str, e: &str| {
+            vec![format!(
+                "data[{key}]: Invalid value: \"<secret contents redacted>\": {e}"
+            )]
+        };
+        for (body, e) in [
+            (
+                "{nope",
+                "invalid character 'n' looking for beginning of object key string",
+            ),
+            (
+                "notjson",
+                "invalid character 'o' in literal null (expecting 'u')",
+            ),
+            (
+                "[]",
+                "json: cannot unmarshal array into Go value of type map[string]interface {}",
+            ),
+            ("{\"a\":1}x", "invalid character 'x' after top-level value"),
+            ("", "unexpected end of JSON input"),
+        ] {
+            assert_eq!(
+                docker("kubernetes.io/dockerconfigjson", ".dockerconfigjson", body),
+                redacted(".dockerconfigjson", e),
+                "{body:?}"
+            );
+            assert_eq!(
+                docker("kubernetes.io/dockercfg", ".dockercfg", body),
+                redacted(".dockercfg", e),
+                "{body:?}"
+            );
+        }
+        for body in ["null", "{}", "{\"auths\": {}}"] {
+            assert!(
+                docker("kubernetes.io/dockerconfigjson", ".dockerconfigjson", body).is_empty(),
+                "{body:?}"
+            );
+        }
         assert!(
             m(json!({"type": "kubernetes.io/ssh-auth", "data": {"ssh-privatekey": ""}}))
                 == vec!["data[ssh-privatekey]: Required value"]

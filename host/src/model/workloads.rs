@@ -484,9 +484,10 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         None | Some("") => out.push(field::required("spec.updateStrategy", "")),
         Some("OnDelete") => {
             if let Some(r) = rolling {
+                // kube reports the internal `*apps.RollingUpdateStatefulSetStrategy`.
                 out.push(field::invalid(
                     "spec.updateStrategy.rollingUpdate",
-                    r,
+                    &field::go_struct(Some(r), ROLLING_UPDATE_STATEFUL_SET),
                     "only allowed for updateStrategy 'RollingUpdate'",
                 ));
             }
@@ -504,9 +505,20 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 }
             }
         }
+        // kube reports the internal `apps.StatefulSetUpdateStrategy`.
         Some(_) => out.push(field::invalid(
             "spec.updateStrategy",
-            strategy,
+            &field::go_struct(
+                Some(strategy),
+                &[
+                    ("Type", "type", field::Go::Str),
+                    (
+                        "RollingUpdate",
+                        "rollingUpdate",
+                        field::Go::Ptr(ROLLING_UPDATE_STATEFUL_SET),
+                    ),
+                ],
+            ),
             "must be 'RollingUpdate' or 'OnDelete'",
         )),
     }
@@ -546,9 +558,10 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             );
             let text = label_selector_string(sel);
             if text.is_empty() {
-                out.push(field::invalid(
+                // kube reports the `*metav1.LabelSelector` (JSON tags, empty parts left out).
+                out.push(field::invalid_shown(
                     "spec.selector",
-                    sel,
+                    &crate::builtin::validation::apps::selector_json(Some(sel)),
                     "empty selector is invalid for statefulset",
                 ));
             }
@@ -619,23 +632,16 @@ fn validate_stateful_set(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     out
 }
 
-/// `spec.template.metadata.labels: Invalid value: map[string]string{..}: `selector` does not
-/// match template `labels``.
+/// `spec.template.metadata.labels: Invalid value: {"app":"web"}: `selector` does not match
+/// template `labels``: kube reports the `map[string]string`, which it prints as its JSON (keys
+/// sorted; `null` when the template has no labels).
 fn template_labels_mismatch(labels: Option<&Map<String, Value>>) -> Cause {
-    let shown = labels
-        .map(|l| {
-            l.iter()
-                .map(|(k, v)| format!("{k}:{}", v.as_str().unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default();
-    Cause::new(
-        "FieldValueInvalid",
+    use crate::builtin::validation::field;
+    let labels = labels.map(|l| Value::Object(l.clone()));
+    field::invalid_json(
         "spec.template.metadata.labels",
-        format!(
-            "Invalid value: map[string]string{{{shown}}}: `selector` does not match template `labels`"
-        ),
+        labels.as_ref(),
+        "`selector` does not match template `labels`",
     )
 }
 
@@ -682,24 +688,38 @@ fn nonnegative(obj: &Value, key: &str, path: &str, out: &mut Vec<Cause>) {
     }
 }
 
+/// kube's internal `apps.RollingUpdateStatefulSetStrategy`, for a bad value's JSON.
+const ROLLING_UPDATE_STATEFUL_SET: &[crate::builtin::validation::field::GoField<'static>] = &[
+    (
+        "Partition",
+        "partition",
+        crate::builtin::validation::field::Go::Int,
+    ),
+    (
+        "MaxUnavailable",
+        "maxUnavailable",
+        crate::builtin::validation::field::Go::Nil,
+    ),
+];
+
 /// kube's `validateRollingUpdateStatefulSet` of `maxUnavailable`: a positive count or a
-/// percentage of at most 100%, never 0.
+/// percentage of at most 100%, never 0 (the `intstr.IntOrString` printed as its JSON).
 fn max_unavailable(v: &Value, out: &mut Vec<Cause>) {
     use crate::builtin::validation::field;
     let path = "spec.updateStrategy.rollingUpdate.maxUnavailable";
+    let shown = field::json_value(v);
+    let invalid = |detail: &str| field::invalid_shown(path, &shown, detail);
     let value = match v {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => match s.strip_suffix('%').map(str::parse::<i64>) {
             Some(Ok(p)) => {
                 if p > 100 {
-                    out.push(field::invalid(path, v, "must not be greater than 100%"));
+                    out.push(invalid("must not be greater than 100%"));
                 }
                 Some(p)
             }
             _ => {
-                out.push(field::invalid(
-                    path,
-                    v,
+                out.push(invalid(
                     "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
                 ));
                 return;
@@ -708,12 +728,8 @@ fn max_unavailable(v: &Value, out: &mut Vec<Cause>) {
         _ => None,
     };
     match value {
-        Some(n) if n < 0 => out.push(field::invalid(
-            path,
-            v,
-            "must be greater than or equal to 0",
-        )),
-        Some(0) => out.push(field::invalid(path, v, "cannot be 0")),
+        Some(n) if n < 0 => out.push(invalid("must be greater than or equal to 0")),
+        Some(0) => out.push(invalid("cannot be 0")),
         _ => {}
     }
 }
@@ -736,6 +752,7 @@ fn validate_pod_update(new: &Value, old: &Value) -> Vec<Cause> {
 /// at create never changes (the main resource keeps the stored status; `/status` writes are
 /// checked here, and only this: a status write does not validate the spec again).
 pub fn pod_status_update(new: &Value, old: &Value) -> Vec<Cause> {
+    use crate::builtin::validation::field;
     let qos = |p: &Value| {
         p.pointer("/status/qosClass")
             .and_then(Value::as_str)
@@ -749,7 +766,7 @@ pub fn pod_status_update(new: &Value, old: &Value) -> Vec<Cause> {
             "status.qosClass",
             format!(
                 "Invalid value: {}: field is immutable",
-                Value::String(qos(new))
+                field::json_value(&Value::String(qos(new)))
             ),
         )];
     }
@@ -766,7 +783,7 @@ fn validate_pod_spec_update(new_spec: &Value, old_spec: &Value) -> Vec<Cause> {
             return vec![Cause::new(
                 "FieldValueInvalid",
                 "spec.activeDeadlineSeconds",
-                "Invalid value: \"null\": must not update from a positive integer to nil value",
+                "Invalid value: null: must not update from a positive integer to nil value",
             )]
         }
         (Some(was), Some(now)) if now > was => {
@@ -903,7 +920,7 @@ mod tests {
         let got = messages(validate("apps", "statefulsets", &bad, None));
         for want in [
             "spec.podManagementPolicy: Invalid value: \"Random\": must be 'OrderedReady' or 'Parallel'",
-            "spec.updateStrategy.rollingUpdate: Invalid value: {\"partition\":1}: only allowed for updateStrategy 'RollingUpdate'",
+            "spec.updateStrategy.rollingUpdate: Invalid value: {\"Partition\":1,\"MaxUnavailable\":null}: only allowed for updateStrategy 'RollingUpdate'",
             "spec.persistentVolumeClaimRetentionPolicy.whenDeleted: Unsupported value: \"Keep\": supported values: \"Retain\", \"Delete\"",
             "spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0",
             "spec.minReadySeconds: Invalid value: -2: must be greater than or equal to 0",
@@ -933,11 +950,25 @@ mod tests {
         assert!(messages(validate("apps", "statefulsets", &annotated, None))
             .iter()
             .any(|m| m.starts_with("spec.template.annotations: Invalid value: \"bad key!\"")));
+        // Bad values print as kube 1.34 prints them: the labels map and the internal structs
+        // as their JSON.
         let mut other = stateful_set(json!({}));
-        other["spec"]["template"]["metadata"]["labels"] = json!({"app": "db"});
-        assert!(messages(validate("apps", "statefulsets", &other, None))
-            .iter()
-            .any(|m| m.contains("`selector` does not match template `labels`")));
+        other["spec"]["template"]["metadata"]["labels"] = json!({"z": "1", "app": "db"});
+        let got = messages(validate("apps", "statefulsets", &other, None));
+        assert!(
+            got.iter().any(|m| m
+                == "spec.template.metadata.labels: Invalid value: {\"app\":\"db\",\"z\":\"1\"}: `selector` does not match template `labels`"),
+            "{got:#?}"
+        );
+        let odd = stateful_set(json!({"updateStrategy": {"type": "Sometimes",
+            "rollingUpdate": {"maxUnavailable": "50%"}}, "selector": {}}));
+        let got = messages(validate("apps", "statefulsets", &odd, None));
+        for want in [
+            "spec.updateStrategy: Invalid value: {\"Type\":\"Sometimes\",\"RollingUpdate\":{\"Partition\":0,\"MaxUnavailable\":\"50%\"}}: must be 'RollingUpdate' or 'OnDelete'",
+            "spec.selector: Invalid value: {}: empty selector is invalid for statefulset",
+        ] {
+            assert!(got.iter().any(|g| g == want), "{want}\nnot in {got:#?}");
+        }
     }
 
     #[test]

@@ -229,27 +229,7 @@ impl Violation {
 
 /// Go's `strconv.Quote` (what `%q` prints for a string).
 pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if c == ' ' || !(c.is_control() || c.is_whitespace()) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
+    crate::auth::rbac::go_quote(s)
 }
 
 /// Shortest round-trip decimal digits of a finite, non-zero `f` (without sign) and the exponent `e`
@@ -381,6 +361,9 @@ fn go_json_string(s: &str, out: &mut String) {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            // Go 1.22 and later write these two short as well.
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -394,13 +377,15 @@ fn go_json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
-fn go_json_into(v: &Value, out: &mut String) {
+fn go_json_into(v: &Value, sort: bool, out: &mut String) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
                 out.push_str(&i.to_string());
+            } else if let Some(u) = n.as_u64() {
+                out.push_str(&u.to_string());
             } else {
                 out.push_str(&go_json_float(n.as_f64().unwrap_or(f64::NAN)));
             }
@@ -412,23 +397,23 @@ fn go_json_into(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                go_json_into(x, out);
+                go_json_into(x, sort, out);
             }
             out.push(']');
         }
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            if sort {
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+            }
             out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            for (i, (k, x)) in entries.into_iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
                 go_json_string(k, out);
                 out.push(':');
-                if let Some(x) = m.get(k) {
-                    go_json_into(x, out);
-                }
+                go_json_into(x, sort, out);
             }
             out.push('}');
         }
@@ -438,7 +423,15 @@ fn go_json_into(v: &Value, out: &mut String) {
 /// Go's `json.Marshal` of an unstructured value (sorted keys, HTML-escaped, Go float formatting).
 pub(crate) fn go_json(v: &Value) -> String {
     let mut out = String::new();
-    go_json_into(v, &mut out);
+    go_json_into(v, true, &mut out);
+    out
+}
+
+/// [`go_json`] with each object's keys in the order the value has them: `json.Marshal` of a Go
+/// struct whose fields the value lists in declaration order (not of a map, whose keys Go sorts).
+pub(crate) fn go_json_in_order(v: &Value) -> String {
+    let mut out = String::new();
+    go_json_into(v, false, &mut out);
     out
 }
 
@@ -485,6 +478,10 @@ mod tests {
     fn json_like_go() {
         let v = json!({"b": 1, "a": [true, null, "x<y"], "c": 1.5});
         assert_eq!(go_json(&v), r#"{"a":[true,null,"x\u003cy"],"b":1,"c":1.5}"#);
+        // Go 1.22+: `\b` and `\f` short, the other controls as `\u00XX`; `&`, U+2028 escaped;
+        // DEL as it is.
+        let s = json!("\u{8}\u{c}\u{1}\u{1f}&\u{2028}\u{7f}");
+        assert_eq!(go_json(&s), "\"\\b\\f\\u0001\\u001f\\u0026\\u2028\u{7f}\"");
     }
 
     #[test]

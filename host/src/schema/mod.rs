@@ -72,7 +72,7 @@ pub mod expr {
 pub use self::field::ROOT_FIELD;
 // Go's `%v` of a float64 and `json.Marshal` of an unstructured value (how kube shows a patch
 // or a patched object in its errors: `patch`, `service`).
-pub(crate) use self::field::{go_format_float, go_json};
+pub(crate) use self::field::{go_format_float, go_json, go_json_in_order};
 use self::node::Node;
 
 /// One validation problem, shaped like a Kubernetes `StatusCause`.

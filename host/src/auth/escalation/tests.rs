@@ -160,7 +160,7 @@ fn gc_only_updates_and_role_ref_changes() {
     assert_eq!(causes[0].field, "roleRef");
     assert_eq!(
         causes[0].message,
-        "Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"edit\"}: cannot change roleRef"
+        "Invalid value: {\"APIGroup\":\"rbac.authorization.k8s.io\",\"Kind\":\"ClusterRole\",\"Name\":\"edit\"}: cannot change roleRef"
     );
     let cm = registry.lookup("", "v1", "configmaps").expect("configmaps");
     assert!(role_ref_causes(&cm, &new, Some(&old)).is_empty());
@@ -563,7 +563,7 @@ async fn bind_escalate_masters_and_aggregation() {
         .await
         .unwrap_err();
     assert_eq!(e.code, 422, "{e:?}");
-    assert!(e.message.ends_with("roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"view\"}: cannot change roleRef"), "{}", e.message);
+    assert!(e.message.ends_with("roleRef: Invalid value: {\"APIGroup\":\"rbac.authorization.k8s.io\",\"Kind\":\"ClusterRole\",\"Name\":\"view\"}: cannot change roleRef"), "{}", e.message);
 }
 
 #[test]

@@ -5,9 +5,11 @@
 //! APIServices (`kube-aggregator/pkg/apis/apiregistration/validation`), run as their registry
 //! strategies run it on create, update and status update, with kube's field paths and messages.
 //!
-//! Bad values render as kube's `field.Error` renders them: strings quoted, numbers and booleans
-//! bare; anything else (lists, and kube's internal structs, which kube prints with `%#v`) as the
-//! JSON of the value as sent.
+//! Bad values render as kube 1.34's `field.Error` renders them (`field.rs`): strings quoted,
+//! numbers and booleans bare, anything else as its JSON: lists as they are, kube's internal
+//! structs with their Go field names in declaration order. One difference: the whole spec of a
+//! mandatory FlowSchema or priority level that differs from the fixed one is printed as the JSON
+//! sent (kube prints the defaulted internal struct).
 //!
 //! Defaults: where kube's v1 defaulting always fills a field in (a policy's `failurePolicy`,
 //! `matchPolicy` and selectors of `matchConstraints`/`matchResources`, a FlowSchema's
@@ -29,9 +31,9 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::field::{
-    child, dns1035_label, dns1123_label, dns1123_subdomain, duplicate, forbidden, index, invalid,
-    invalid_str, items, not_supported, port_num, qualified_name, quoted, required, str_of,
-    too_long, too_many,
+    child, dns1035_label, dns1123_label, dns1123_subdomain, duplicate, forbidden, go_struct, index,
+    invalid, invalid_str, items, not_supported, port_num, qualified_name, quoted, required, str_of,
+    too_long, too_many, Go,
 };
 use super::misc::label_selector;
 use crate::model::status::Cause;
@@ -1389,10 +1391,22 @@ fn policy_spec(
     }
     if set(spec, "auditAnnotations").is_some() {
         if audits.len() > MAX_AUDIT_ANNOTATIONS {
-            // kube prints the list of internal structs with `%#v`; here its JSON.
+            // kube reports the `[]admissionregistration.AuditAnnotation`.
+            let shown: Vec<Value> = audits
+                .iter()
+                .map(|a| {
+                    go_struct(
+                        Some(a),
+                        &[
+                            ("Key", "key", Go::Str),
+                            ("ValueExpression", "valueExpression", Go::Str),
+                        ],
+                    )
+                })
+                .collect();
             out.push(invalid(
                 "spec.auditAnnotations",
-                spec.get("auditAnnotations").unwrap_or(&NULL),
+                &Value::Array(shown),
                 &format!("must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
             ));
         }
@@ -1812,7 +1826,7 @@ fn flow_schema(obj: &Value) -> Vec<Cause> {
     flow_schema_spec(name, spec, &mut out);
     if let Some(fixed) = mandatory_flow_schema(name) {
         if flow_schema_canonical(spec) != flow_schema_canonical(&fixed) {
-            // kube prints the internal spec with `%#v`; here its JSON as sent.
+            // kube prints the defaulted internal spec; here the JSON sent (see above).
             out.push(invalid(
                 "spec",
                 obj.get("spec").unwrap_or(&json!({})),
@@ -1847,10 +1861,10 @@ fn flow_schema_spec(name: &str, spec: &Value, out: &mut Vec<Cause>) {
     }
     if let Some(dm) = set(spec, "distinguisherMethod") {
         if !matches!(str_of(dm, "type"), "ByNamespace" | "ByUser") {
-            // kube reports the whole method (a struct, `%#v`); here its JSON.
+            // kube reports the whole `*flowcontrol.FlowDistinguisherMethod`.
             out.push(not_supported(
                 "spec.distinguisherMethod.type",
-                dm,
+                &go_struct(Some(dm), &[("Type", "type", Go::Str)]),
                 &["ByNamespace", "ByUser"],
             ));
         }
@@ -2460,7 +2474,7 @@ fn mandatory_priority_level(name: &str, obj: &Value, out: &mut Vec<Cause>) {
         } else {
             format!("spec of '{name}' must equal the fixed value")
         };
-        // kube prints the internal spec with `%#v`; here its JSON as sent.
+        // kube prints the defaulted internal spec; here the JSON sent (see above).
         out.push(invalid("spec", obj.get("spec").unwrap_or(&json!({})), &msg));
     }
 }
@@ -3162,7 +3176,7 @@ mod tests {
             fs_msgs(&bad),
             vec![
                 "spec.matchingPrecedence: Invalid value: 1: only the schema named 'exempt' may have matchingPrecedence 1".to_owned(),
-                "spec.distinguisherMethod.type: Unsupported value: {\"type\":\"ByPod\"}: supported values: \"ByNamespace\", \"ByUser\"".to_owned(),
+                "spec.distinguisherMethod.type: Unsupported value: {\"Type\":\"ByPod\"}: supported values: \"ByNamespace\", \"ByUser\"".to_owned(),
                 "spec.priorityLevelConfiguration.name: Required value: must reference a priority level".to_owned(),
                 "spec.rules[0].subjects[0].serviceAccount: Required value: serviceAccount is required when subject kind is 'ServiceAccount'".to_owned(),
                 "spec.rules[0].subjects[0].user: Forbidden: user is forbidden when subject kind is not 'User'".to_owned(),

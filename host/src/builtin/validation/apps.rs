@@ -30,46 +30,21 @@ const PERCENT_MSG: &str = "a valid percent string must be a numeric string follo
 
 /// Go's `json.Marshal` of a string (HTML characters escaped as Go escapes them).
 pub(crate) fn go_str(s: &str) -> String {
-    Value::String(s.to_owned())
-        .to_string()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
+    super::field::json_value(&Value::String(s.to_owned()))
 }
 
 /// Go's `json.Marshal` of a value decoded into maps and slices: map keys sorted.
 pub(crate) fn go_json(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let parts: Vec<String> = entries
-                .into_iter()
-                .map(|(k, v)| format!("{}:{}", go_str(k), go_json(v)))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::Array(a) => format!("[{}]", a.iter().map(go_json).collect::<Vec<_>>().join(",")),
-        Value::String(s) => go_str(s),
-        other => other.to_string(),
-    }
+    super::field::json_value(v)
 }
 
 /// `go_json` of an optional value: `null` when unset.
 pub(crate) fn opt_json(v: Option<&Value>) -> String {
-    v.map_or_else(|| "null".to_owned(), go_json)
+    super::field::json_opt(v)
 }
 
 /// Go's `json.Marshal` of a struct: the fields in declaration order.
-pub(crate) fn struct_json(fields: &[(&str, String)]) -> String {
-    let parts: Vec<String> = fields
-        .iter()
-        .map(|(k, v)| format!("{}:{v}", go_str(k)))
-        .collect();
-    format!("{{{}}}", parts.join(","))
-}
+pub(crate) use super::field::struct_json;
 
 /// `field.Invalid` with the value already rendered.
 pub(crate) fn inv(path: &str, shown: &str, detail: &str) -> Cause {

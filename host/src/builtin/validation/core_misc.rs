@@ -14,21 +14,22 @@
 //! The paths are kube's, which name the internal fields whatever the version
 //! (`involvedObject.namespace`, `message`, `reportingController`, `source`, `count`...).
 //!
-//! **Bad values** render as kube's `field.Error` renders them: strings quoted; numbers bare;
-//! `resource.Quantity` and `metav1.Time` / `MicroTime` through their `String()` (bare: `500m`,
-//! `2026-12-01 00:00:00 +0000 UTC`, as kube-apiserver prints a time in its UTC zone); kube's
-//! internal structs, which it prints with `%#v`, as the JSON of the struct with its Go field names
-//! (the convention of `misc.rs`, e.g. `{"Kind":"Pod","Namespace":"",...}`); a nil pointer as
-//! `"null"`. Where kube iterates a Go map (resource lists) the order is random there; it is the
-//! sorted key order here.
+//! **Bad values** render as kube 1.34's `field.Error` renders them (`field.rs`): strings quoted;
+//! numbers bare; everything else as `json.Marshal` prints it: a `resource.Quantity` as its
+//! quoted canonical text (`"500m"`), a `metav1.Time` as `"2026-12-01T00:00:00Z"` and a
+//! `MicroTime` as `"2026-12-01T00:00:01.500000Z"` (both `null` when zero), kube's internal
+//! structs as the JSON of their Go field names (`{"Kind":"Pod","Namespace":"",...}`), a nil
+//! pointer as `null`. Where kube iterates a Go map (resource lists) the order is random there;
+//! it is the sorted key order here.
 
 use std::collections::{BTreeSet, HashSet};
 
 use serde_json::{json, Map, Value};
 
 use super::field::{
-    child, dns1123_label, dns1123_subdomain, duplicate, forbidden, index, invalid, invalid_str,
-    items, key, label_value, labels, not_supported, qualified_name, required, str_of,
+    child, dns1123_label, dns1123_subdomain, duplicate, forbidden, go_value, index, invalid,
+    invalid_shown, invalid_str, items, json_value, key, label_value, labels, not_supported,
+    qualified_name, required, str_of,
 };
 use super::misc::{is_extended_resource, is_integer_resource, is_native_resource, resource_name};
 use crate::builtin::quantity::{canonical, nano_value};
@@ -83,13 +84,10 @@ fn find<'a>(list: &[(&String, &'a Value)], k: &str) -> Option<&'a Value> {
         .map(|(_, v)| *v)
 }
 
-/// `field.Invalid` of a value kube prints through its `String()` (bare, unquoted).
-fn invalid_raw(path: &str, printed: &str, detail: &str) -> Cause {
-    Cause::new(
-        "FieldValueInvalid",
-        path,
-        format!("Invalid value: {printed}: {detail}"),
-    )
+/// `field.Invalid` of a `resource.Quantity`, which kube prints as its JSON: the canonical text,
+/// quoted (`text` is that text).
+fn invalid_quantity(path: &str, text: &str, detail: &str) -> Cause {
+    invalid_shown(path, &json_value(&Value::String(text.to_owned())), detail)
 }
 
 /// `ValidateImmutableField` of a string.
@@ -190,7 +188,7 @@ fn resource_quantity_value(name: &str, v: &Value, path: &str, out: &mut Vec<Caus
         ));
     }
     if is_integer_resource(name) && ceil_div(q.nano, MICRO_OF_NANO) % 1000 != 0 {
-        out.push(invalid_raw(path, &q.text, "must be an integer"));
+        out.push(invalid_quantity(path, &q.text, "must be an integer"));
     }
 }
 
@@ -435,16 +433,16 @@ fn v1_event_update(e: &Ev, o: &Ev, out: &mut Vec<Cause>) {
     if new_src != old_src {
         out.push(invalid("source", &new_src, IMMUTABLE));
     }
-    immutable_time("firstTimestamp", e.first, o.first, out);
-    immutable_time("lastTimestamp", e.last, o.last, out);
+    immutable_time("firstTimestamp", e.first, o.first, false, out);
+    immutable_time("lastTimestamp", e.last, o.last, false, out);
     if e.count != o.count {
         out.push(invalid("count", &json!(e.count), IMMUTABLE));
     }
     immutable_str("reason", e.reason, o.reason, out);
     immutable_str("type", e.type_, o.type_, out);
-    immutable_time("eventTime", e.event_time, o.event_time, out);
+    immutable_time("eventTime", e.event_time, o.event_time, true, out);
     immutable_str("action", e.action, o.action, out);
-    // `related` is a pointer: unset differs from an empty reference, and prints as "null".
+    // `related` is a pointer: unset differs from an empty reference, and prints as `null`.
     let (new_rel, old_rel) = (
         e.related.map(|r| object_reference(Some(r))),
         o.related.map(|r| object_reference(Some(r))),
@@ -452,7 +450,7 @@ fn v1_event_update(e: &Ev, o: &Ev, out: &mut Vec<Cause>) {
     if new_rel != old_rel {
         out.push(match &new_rel {
             Some(r) => invalid("related", r, IMMUTABLE),
-            None => invalid_str("related", "null", IMMUTABLE),
+            None => invalid_shown("related", "null", IMMUTABLE),
         });
     }
     immutable_str(
@@ -519,29 +517,35 @@ fn time_key(v: Option<&Value>) -> Option<Result<chrono::DateTime<chrono::Utc>, S
     }
 }
 
-/// Go's `time.Time.String()` of a time kube-apiserver decoded (in its zone, UTC):
-/// `2006-01-02 15:04:05.999999999 +0000 UTC`.
-fn go_time(v: Option<&Value>) -> String {
-    let Some(t) = v else {
-        return "0001-01-01 00:00:00 +0000 UTC".to_owned();
-    };
-    let s = t.as_str().unwrap_or("");
-    let Some(dt) = parse_time(s) else {
-        return s.to_owned();
-    };
-    let nanos = dt.timestamp_subsec_nanos().min(999_999_999);
-    let frac = if nanos == 0 {
-        String::new()
-    } else {
-        format!(".{nanos:09}").trim_end_matches('0').to_owned()
-    };
-    format!("{}{frac} +0000 UTC", dt.format("%Y-%m-%d %H:%M:%S"))
+/// How kube prints a `metav1.Time` (`micro` false: RFC 3339 in UTC, whole seconds) or a
+/// `metav1.MicroTime` (`micro`: six digits of fraction) as a bad value: its `MarshalJSON`,
+/// `null` for the zero time.
+fn time_json(v: Option<&Value>, micro: bool) -> String {
+    match time_key(v) {
+        None => "null".to_owned(),
+        // Text that is no time (the decoder refuses it before) printed as it is.
+        Some(Err(text)) => json_value(&Value::String(text)),
+        Some(Ok(dt)) => {
+            let text = if micro {
+                dt.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+            } else {
+                dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+            };
+            json_value(&Value::String(text))
+        }
+    }
 }
 
-/// `ValidateImmutableField` of a `metav1.Time` / `MicroTime` (printed through `String()`).
-fn immutable_time(path: &str, new: Option<&Value>, old: Option<&Value>, out: &mut Vec<Cause>) {
+/// `ValidateImmutableField` of a `metav1.Time` (`micro` false) or `MicroTime` (`micro`).
+fn immutable_time(
+    path: &str,
+    new: Option<&Value>,
+    old: Option<&Value>,
+    micro: bool,
+    out: &mut Vec<Cause>,
+) {
     if time_key(new) != time_key(old) {
-        out.push(invalid_raw(path, &go_time(new), IMMUTABLE));
+        out.push(invalid_shown(path, &time_json(new, micro), IMMUTABLE));
     }
 }
 
@@ -644,7 +648,7 @@ fn limit_range_item<'a>(
         let at = |field: &str| key(&child(p, field), k);
         if let (Some(mn), Some(mx)) = (&min_q, &max_q) {
             if mn.nano > mx.nano {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("min"),
                     &mn.text,
                     &format!(
@@ -656,7 +660,7 @@ fn limit_range_item<'a>(
         }
         if let (Some(rq), Some(mn)) = (&req_q, &min_q) {
             if mn.nano > rq.nano {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("defaultRequest"),
                     &rq.text,
                     &format!(
@@ -668,7 +672,7 @@ fn limit_range_item<'a>(
         }
         if let (Some(rq), Some(mx)) = (&req_q, &max_q) {
             if rq.nano > mx.nano {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("defaultRequest"),
                     &rq.text,
                     &format!(
@@ -680,7 +684,7 @@ fn limit_range_item<'a>(
         }
         if let (Some(rq), Some(df)) = (&req_q, &def_q) {
             if rq.nano > df.nano {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("defaultRequest"),
                     &rq.text,
                     &format!(
@@ -693,7 +697,7 @@ fn limit_range_item<'a>(
         if let (Some(df), Some(mn)) = (&def_q, &min_q) {
             // kube reports the min as the bad value here.
             if mn.nano > df.nano {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("default"),
                     &mn.text,
                     &format!(
@@ -706,7 +710,7 @@ fn limit_range_item<'a>(
         if let (Some(df), Some(mx)) = (&def_q, &max_q) {
             // kube reports the max as the bad value here.
             if df.nano > mx.nano {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("default"),
                     &mx.text,
                     &format!(
@@ -718,7 +722,7 @@ fn limit_range_item<'a>(
         }
         if let Some(r) = &ratio_q {
             if r.nano < NANO {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("maxLimitRequestRatio"),
                     &r.text,
                     &format!("ratio {} is less than 1", r.text),
@@ -727,7 +731,7 @@ fn limit_range_item<'a>(
         }
         if let (Some(r), Some(mn), Some(mx)) = (&ratio_q, &min_q, &max_q) {
             if let Some(limit) = ratio_exceeds(r, mn, mx) {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("maxLimitRequestRatio"),
                     &r.text,
                     &format!(
@@ -740,7 +744,7 @@ fn limit_range_item<'a>(
         }
         if let (Some(df), Some(rq)) = (&def_q, &req_q) {
             if !is_overcommit_allowed(k) && df.nano != rq.nano {
-                out.push(invalid_raw(
+                out.push(invalid_quantity(
                     &at("defaultRequest"),
                     &rq.text,
                     &format!(
@@ -843,12 +847,13 @@ fn controller_revision(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             Some(_) => out.push(required("data", "data must be a valid JSON object")),
         },
         Some(old) => {
-            // kube compares the raw bytes and prints the RawExtension with `%#v` (a byte dump);
-            // this compares the JSON values and prints the new data's JSON.
+            // kube compares the raw bytes and prints the data (a `runtime.Unknown` holding
+            // them) as `json.Marshal` does: the bytes as sent, compacted, keys in their order;
+            // this compares the JSON values and prints the new data's JSON in its key order.
             let was = set(old, "data");
             if data != was {
-                let printed = data.map_or_else(|| "null".to_owned(), Value::to_string);
-                out.push(invalid_raw("data", &printed, IMMUTABLE));
+                let printed = data.map_or_else(|| "null".to_owned(), go_value);
+                out.push(invalid_shown("data", &printed, IMMUTABLE));
             }
         }
     }
@@ -923,7 +928,7 @@ fn runtime_class_tolerations(list: &[Value], path: &str, out: &mut Vec<Cause>) {
             str_of(t, "effect"),
         );
         if !seen.insert(list_key) {
-            // kube prints the internal `core.Toleration` with `%#v`.
+            // kube reports the internal `core.Toleration`: its JSON, Go field names in order.
             let mut m = Map::new();
             m.insert("Key".into(), Value::from(list_key.0));
             m.insert("Operator".into(), Value::from(list_key.1));
@@ -1135,9 +1140,9 @@ mod tests {
             [
                 "involvedObject: Invalid value: {\"Kind\":\"Pod\",\"Namespace\":\"default\",\"Name\":\"q\",\"UID\":\"\",\"APIVersion\":\"\",\"ResourceVersion\":\"\",\"FieldPath\":\"\"}: field is immutable",
                 "message: Invalid value: \"patched\": field is immutable",
-                "firstTimestamp: Invalid value: 2026-01-01 00:00:00 +0000 UTC: field is immutable",
+                "firstTimestamp: Invalid value: \"2026-01-01T00:00:00Z\": field is immutable",
                 "count: Invalid value: 2: field is immutable",
-                "eventTime: Invalid value: 2026-12-01 00:00:01.5 +0000 UTC: field is immutable",
+                "eventTime: Invalid value: \"2026-12-01T00:00:01.500000Z\": field is immutable",
                 "related: Invalid value: {\"Kind\":\"Pod\",\"Namespace\":\"\",\"Name\":\"r\",\"UID\":\"\",\"APIVersion\":\"\",\"ResourceVersion\":\"\",\"FieldPath\":\"\"}: field is immutable",
             ]
         );
@@ -1155,7 +1160,7 @@ mod tests {
                 "series.count: Invalid value: \"\": should be at least 2",
                 "reason: Invalid value: \"Other\": field is immutable",
                 "reason: Invalid value: \"Other\": field is immutable",
-                "related: Invalid value: \"null\": field is immutable",
+                "related: Invalid value: null: field is immutable",
             ]
         );
         // A core Event's note changed through events.k8s.io: kube refuses it.
@@ -1168,12 +1173,12 @@ mod tests {
             messages(&validate(EVENTS, "events", &patched, Some(&core_made))),
             ["message: Invalid value: \"patched\": field is immutable"]
         );
-        // A lastTimestamp removed prints Go's zero time.
+        // A lastTimestamp removed: the zero `metav1.Time` prints as `null`.
         let mut with_last = core_made.clone();
         with_last["deprecatedLastTimestamp"] = json!("2026-01-01T00:00:00Z");
         assert_eq!(
             messages(&validate(EVENTS, "events", &core_made, Some(&with_last))),
-            ["lastTimestamp: Invalid value: 0001-01-01 00:00:00 +0000 UTC: field is immutable"]
+            ["lastTimestamp: Invalid value: null: field is immutable"]
         );
     }
 
@@ -1209,10 +1214,10 @@ mod tests {
         assert_eq!(
             messages(&validate("", "limitranges", &bad, Some(&bad))),
             [
-                "spec.limits[0].min[cpu]: Invalid value: 2: min value 2 is greater than max value 1",
-                "spec.limits[0].defaultRequest[cpu]: Invalid value: 500m: min value 2 is greater than default request value 500m",
-                "spec.limits[0].default[cpu]: Invalid value: 1: default value 3 is greater than max value 1",
-                "spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: 500m: ratio 500m is less than 1",
+                "spec.limits[0].min[cpu]: Invalid value: \"2\": min value 2 is greater than max value 1",
+                "spec.limits[0].defaultRequest[cpu]: Invalid value: \"500m\": min value 2 is greater than default request value 500m",
+                "spec.limits[0].default[cpu]: Invalid value: \"1\": default value 3 is greater than max value 1",
+                "spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: \"500m\": ratio 500m is less than 1",
                 "spec.limits[1].min[foo]: Invalid value: \"foo\": must be a standard resource type or fully qualified",
                 "spec.limits[1].min[foo]: Invalid value: \"foo\": must be a standard resource for containers",
                 "spec.limits[1].default: Forbidden: may not be specified when `type` is 'Pod'",
@@ -1232,8 +1237,8 @@ mod tests {
         assert_eq!(
             messages(&validate("", "limitranges", &lr, None)),
             [
-                "spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: 10: ratio 10 is greater than max/min = 4.000000",
-                "spec.limits[0].defaultRequest[hugepages-2Mi]: Invalid value: 2Mi: default value 4Mi must equal to defaultRequest value 2Mi in hugepages-2Mi",
+                "spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: \"10\": ratio 10 is greater than max/min = 4.000000",
+                "spec.limits[0].defaultRequest[hugepages-2Mi]: Invalid value: \"2Mi\": default value 4Mi must equal to defaultRequest value 2Mi in hugepages-2Mi",
             ]
         );
         assert_eq!(go_float(f64::INFINITY), "+Inf");
@@ -1301,7 +1306,7 @@ mod tests {
                 "overhead.limits[foo]: Invalid value: \"foo\": must be a standard resource for containers".to_owned(),
                 "overhead.limits[hugepages-2Mi]: Invalid value: \"3Mi\": 3Mi is not positive integer multiple of hugepages-2Mi".to_owned(),
                 "overhead.limits[pods]: Invalid value: \"pods\": must be a standard resource for containers".to_owned(),
-                "overhead.limits[pods]: Invalid value: 500m: must be an integer".to_owned(),
+                "overhead.limits[pods]: Invalid value: \"500m\": must be an integer".to_owned(),
                 "overhead: Forbidden: HugePages require cpu or memory".to_owned(),
                 format!("scheduling.nodeSelector: Invalid value: \"a b\": {QUALIFIED}"),
                 "scheduling.tolerations[2].operator: Invalid value: \"Equal\": operator must be Exists when `key` is empty, which means \"match all values and all keys\"".to_owned(),

@@ -16,8 +16,9 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::field::{
-    child, dns1123_label, dns1123_subdomain, duplicate, forbidden, index, invalid, invalid_str,
-    items, key, label_value, not_supported, qualified_name, quoted, required, str_of,
+    child, dns1123_label, dns1123_subdomain, duplicate, forbidden, go_struct, go_value, index,
+    invalid, invalid_str, items, key, label_value, not_supported, qualified_name, required, str_of,
+    Go,
 };
 use crate::builtin::quantity::{canonical, nano_value};
 use crate::model::status::Cause;
@@ -1108,18 +1109,22 @@ fn node_taints(taints: &[Value], path: &str, out: &mut Vec<Cause>) {
             ));
         }
         if !seen.insert((effect, k)) {
-            // The internal core.Taint, as JSON.
-            let added = t
-                .get("timeAdded")
-                .map_or_else(|| "null".to_owned(), Value::to_string);
+            // kube reports the internal `core.Taint`: its JSON, Go field names in order.
+            let taint = go_struct(
+                Some(t),
+                &[
+                    ("Key", "key", Go::Str),
+                    ("Value", "value", Go::Str),
+                    ("Effect", "effect", Go::Str),
+                    ("TimeAdded", "timeAdded", Go::Nil),
+                ],
+            );
             out.push(Cause::new(
                 "FieldValueDuplicate",
                 &p,
                 format!(
-                    "Duplicate value: {{\"Key\":{},\"Value\":{},\"Effect\":{},\"TimeAdded\":{added}}}: taints must be unique by key and effect pair",
-                    quoted(k),
-                    quoted(v),
-                    quoted(effect)
+                    "Duplicate value: {}: taints must be unique by key and effect pair",
+                    go_value(&taint)
                 ),
             ));
         }
@@ -1599,7 +1604,7 @@ fn cluster_role(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             let p = index(path, i);
             label_selector(sel, &p, allow, &mut out);
             if label_selector_fails(sel) {
-                // kube reports the (nil) converted selector as the bad value.
+                // kube reports the converted selector, nil after the error: `null`.
                 out.push(invalid(&p, &Value::Null, "invalid label selector."));
             }
         }

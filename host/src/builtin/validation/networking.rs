@@ -13,9 +13,9 @@ use std::collections::HashSet;
 use serde_json::{json, Value};
 
 use super::field::{
-    child, dns1035_label, dns1123_label, dns1123_subdomain, forbidden, immutable, index, invalid,
-    invalid_str, items, label_value, not_supported, port_num, qualified_name, quoted, required,
-    str_of, too_long, wildcard_dns1123_subdomain,
+    child, dns1035_label, dns1123_label, dns1123_subdomain, forbidden, go_struct, immutable, index,
+    invalid, invalid_shown, invalid_str, items, json_value, label_value, not_supported, port_num,
+    qualified_name, required, str_of, struct_json, too_long, wildcard_dns1123_subdomain, Go,
 };
 use super::goip::{cidr_family, cidr_strict, is_ip_sloppy, parse_cidr_sloppy};
 use crate::model::status::Cause;
@@ -103,12 +103,21 @@ fn ip_address(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
     }
     if let Some(old) = old {
-        immutable(
-            spec_of(obj).get("parentRef"),
-            spec_of(old).get("parentRef"),
-            path,
-            &mut out,
-        );
+        // kube reports the internal `*networking.ParentReference`.
+        let as_go = |v: &Value| {
+            object(spec_of(v), "parentRef").map(|r| {
+                go_struct(
+                    Some(r),
+                    &[
+                        ("Group", "group", Go::Str),
+                        ("Resource", "resource", Go::Str),
+                        ("Namespace", "namespace", Go::Str),
+                        ("Name", "name", Go::Str),
+                    ],
+                )
+            })
+        };
+        immutable(as_go(obj).as_ref(), as_go(old).as_ref(), path, &mut out);
     }
     out
 }
@@ -123,7 +132,7 @@ fn service_cidr(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         .map(|c| c.as_str().unwrap_or(""))
         .collect();
     let Some(old) = old else {
-        return service_cidr_spec(obj, &cidrs);
+        return service_cidr_spec(&cidrs);
     };
     let was: Vec<&str> = items(spec_of(old), "cidrs")
         .iter()
@@ -141,20 +150,22 @@ fn service_cidr(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         if cidrs[0] != was[0] {
             out.push(invalid_str(&index(path, 0), cidrs[0], "field is immutable"));
         }
-        out.extend(service_cidr_spec(obj, &cidrs));
+        out.extend(service_cidr_spec(&cidrs));
     } else {
         out.push(invalid(path, &json!(cidrs), "field is immutable"));
     }
     out
 }
 
-fn service_cidr_spec(obj: &Value, cidrs: &[&str]) -> Vec<Cause> {
+fn service_cidr_spec(cidrs: &[&str]) -> Vec<Cause> {
     let path = "spec.cidrs";
     if cidrs.is_empty() {
         return vec![required(path, "at least one CIDR required")];
     }
     if cidrs.len() > 2 {
-        return vec![invalid(path, spec_of(obj), "may only hold up to 2 values")];
+        // kube reports the `*networking.ServiceCIDRSpec`: the JSON of the internal struct.
+        let spec = struct_json(&[("CIDRs", json_value(&json!(cidrs)))]);
+        return vec![invalid_shown(path, &spec, "may only hold up to 2 values")];
     }
     let mut out = Vec::new();
     for (i, c) in cidrs.iter().enumerate() {
@@ -361,16 +372,17 @@ fn ingress_spec(spec: &Value, path: &str, opts: IngressOpts, out: &mut Vec<Cause
     let rules = items(spec, "rules");
     let default_backend = object(spec, "defaultBackend");
     if rules.is_empty() && default_backend.is_none() {
-        // kube prints `spec.Rules` with `%#v`: a nil or an empty `[]networking.IngressRule`.
+        // kube reports `spec.Rules`, which it prints as JSON: a nil `[]networking.IngressRule`
+        // as `null`, an empty one as `[]`.
         let shown = if spec.get("rules").is_some_and(Value::is_array) {
-            "[]networking.IngressRule{}"
+            "[]"
         } else {
-            "[]networking.IngressRule(nil)"
+            "null"
         };
-        out.push(Cause::new(
-            "FieldValueInvalid",
+        out.push(invalid_shown(
             path,
-            format!("Invalid value: {shown}: either `defaultBackend` or `rules` must be specified"),
+            shown,
+            "either `defaultBackend` or `rules` must be specified",
         ));
     }
     if let Some(backend) = default_backend {
@@ -827,18 +839,11 @@ fn network_policy_spec(spec: &Value, opts: &PolicyOpts<'_>, out: &mut Vec<Cause>
     let types = items(spec, "policyTypes");
     let types_path = "spec.policyTypes";
     if types.len() > 2 {
-        // kube prints the list with `%#v`.
-        let shown = types
-            .iter()
-            .map(|t| quoted(t.as_str().unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join(", ");
-        out.push(Cause::new(
-            "FieldValueInvalid",
+        // kube reports the `[]networking.PolicyType`, which it prints as JSON.
+        out.push(invalid_shown(
             types_path,
-            format!(
-                "Invalid value: []networking.PolicyType{{{shown}}}: may not specify more than two policyTypes"
-            ),
+            &json_value(&Value::Array(types.to_vec())),
+            "may not specify more than two policyTypes",
         ));
         return;
     }
@@ -1074,11 +1079,11 @@ mod tests {
     fn ingress_needs_rules_or_a_default_backend() {
         assert_eq!(
             create("ingresses", json!({"spec": {}})),
-            vec!["spec: Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified"]
+            vec!["spec: Invalid value: null: either `defaultBackend` or `rules` must be specified"]
         );
         assert_eq!(
             create("ingresses", json!({"spec": {"rules": []}})),
-            vec!["spec: Invalid value: []networking.IngressRule{}: either `defaultBackend` or `rules` must be specified"]
+            vec!["spec: Invalid value: []: either `defaultBackend` or `rules` must be specified"]
         );
     }
 
@@ -1405,7 +1410,7 @@ mod tests {
                 format!("{from}[1]: Forbidden: may not specify both ipBlock and another peer"),
                 format!("{from}[2].ipBlock.cidr: Required value"),
                 format!("{from}[3].ipBlock.cidr: Invalid value: \"10.0.0.0/33\": {cidr_msg}"),
-                "spec.policyTypes: Invalid value: []networking.PolicyType{\"Ingress\", \"Egress\", \"Other\"}: may not specify more than two policyTypes".to_owned(),
+                "spec.policyTypes: Invalid value: [\"Ingress\",\"Egress\",\"Other\"]: may not specify more than two policyTypes".to_owned(),
             ]
         );
         assert_eq!(
@@ -1490,10 +1495,9 @@ mod tests {
         assert!(validate("ipaddresses", &svc, None).is_empty());
         let other = ip(json!({"resource": "services", "name": "b", "namespace": "d"}));
         let changed = messages(validate("ipaddresses", &other, Some(&svc)));
-        assert_eq!(changed.len(), 1);
-        assert!(
-            changed[0].starts_with("spec.parentRef: Invalid value: ")
-                && changed[0].ends_with("field is immutable")
+        assert_eq!(
+            changed,
+            ["spec.parentRef: Invalid value: {\"Group\":\"\",\"Resource\":\"services\",\"Namespace\":\"d\",\"Name\":\"b\"}: field is immutable"]
         );
     }
 
@@ -1507,6 +1511,14 @@ mod tests {
         assert_eq!(
             messages(validate("servicecidrs", &sc(json!(["10.0.0.0/8", "10.1.0.0/16"])), None)),
             ["spec.cidrs: Invalid value: [\"10.0.0.0/8\",\"10.1.0.0/16\"]: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"]
+        );
+        assert_eq!(
+            messages(validate(
+                "servicecidrs",
+                &sc(json!(["10.0.0.0/8", "fd00::/108", "10.1.0.0/16"])),
+                None
+            )),
+            ["spec.cidrs: Invalid value: {\"CIDRs\":[\"10.0.0.0/8\",\"fd00::/108\",\"10.1.0.0/16\"]}: may only hold up to 2 values"]
         );
         assert_eq!(
             messages(validate("servicecidrs", &sc(json!(["10.0.0.1/8"])), None)),

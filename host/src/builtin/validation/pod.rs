@@ -26,8 +26,9 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::field::{
-    child, dns1123_subdomain, duplicate, forbidden, index, invalid, invalid_str, is_dns1123_label,
-    items, key, label_value, not_supported, quoted, required, str_of, too_long,
+    child, dns1123_subdomain, duplicate, forbidden, go_value, index, invalid, invalid_str,
+    is_dns1123_label, items, key, label_value, not_supported, quoted, required, str_of, too_long,
+    Go, GoField,
 };
 use crate::model::status::Cause;
 
@@ -417,7 +418,7 @@ pub fn pod_spec_with(spec: &Value, path: &str, opts: &PodOpts, out: &mut Vec<Cau
         {
             out.push(invalid_raw(
                 &index(&child(path, "imagePullSecrets"), i),
-                &format!("{{\"Name\":{}}}", quoted(str_of(s, "name"))),
+                &go_struct(Some(s), &[("Name", "name", Go::Str)]),
                 "only name may be set",
             ));
         }
@@ -565,7 +566,7 @@ fn pod_resource_claims(claims: &[Value], path: &str, out: &mut Vec<Cause>) {
         let shown = || {
             format!(
                 "{{\"Name\":{},\"ResourceClaimName\":{},\"ResourceClaimTemplateName\":{}}}",
-                quoted(name),
+                go_json(&Value::from(name)),
                 json_or_null(claim),
                 json_or_null(template),
             )
@@ -1309,9 +1310,9 @@ fn cluster_trust_bundle(b: &Value, p: &str, out: &mut Vec<Cause>) {
                     "{{\"Name\":{},\"SignerName\":{},\"LabelSelector\":{},\"Optional\":{},\"Path\":{}}}",
                     field("name"),
                     field("signerName"),
-                    field("labelSelector"),
+                    super::apps::selector_json(set(b, "labelSelector")),
                     field("optional"),
-                    quoted(str_of(b, "path")),
+                    go_json(&Value::from(str_of(b, "path"))),
                 ),
                 "only one of name and signerName may be used",
             ));
@@ -1323,7 +1324,7 @@ fn cluster_trust_bundle(b: &Value, p: &str, out: &mut Vec<Cause>) {
             if let Some(sel) = set(b, "labelSelector") {
                 out.push(invalid_raw(
                     &child(p, "labelSelector"),
-                    &go_json(sel),
+                    &super::apps::selector_json(Some(sel)),
                     "labelSelector must be unset if name is specified",
                 ));
             }
@@ -3062,27 +3063,18 @@ fn security_context(sc: &Value, p: &str, host_users: bool, out: &mut Vec<Cause>)
     );
 }
 
-/// How a Go struct field marshals: a pointer or slice (`null` when unset), a string (`""`),
-/// or a pointer to a struct.
-#[derive(Clone, Copy)]
-enum Go {
-    Nullable,
-    Str,
-    Struct(&'static [(&'static str, &'static str, Go)]),
-}
-
 /// kube's internal `SecurityContext`, which it prints whole in two errors: (Go name, v1 name).
-const SECURITY_CONTEXT: &[(&str, &str, Go)] = &[
+const SECURITY_CONTEXT: &[GoField<'static>] = &[
     (
         "Capabilities",
         "capabilities",
-        Go::Struct(&[("Add", "add", Go::Nullable), ("Drop", "drop", Go::Nullable)]),
+        Go::Ptr(&[("Add", "add", Go::Nil), ("Drop", "drop", Go::Nil)]),
     ),
-    ("Privileged", "privileged", Go::Nullable),
+    ("Privileged", "privileged", Go::Nil),
     (
         "SELinuxOptions",
         "seLinuxOptions",
-        Go::Struct(&[
+        Go::Ptr(&[
             ("User", "user", Go::Str),
             ("Role", "role", Go::Str),
             ("Type", "type", Go::Str),
@@ -3092,67 +3084,48 @@ const SECURITY_CONTEXT: &[(&str, &str, Go)] = &[
     (
         "WindowsOptions",
         "windowsOptions",
-        Go::Struct(&[
-            (
-                "GMSACredentialSpecName",
-                "gmsaCredentialSpecName",
-                Go::Nullable,
-            ),
-            ("GMSACredentialSpec", "gmsaCredentialSpec", Go::Nullable),
-            ("RunAsUserName", "runAsUserName", Go::Nullable),
-            ("HostProcess", "hostProcess", Go::Nullable),
+        Go::Ptr(&[
+            ("GMSACredentialSpecName", "gmsaCredentialSpecName", Go::Nil),
+            ("GMSACredentialSpec", "gmsaCredentialSpec", Go::Nil),
+            ("RunAsUserName", "runAsUserName", Go::Nil),
+            ("HostProcess", "hostProcess", Go::Nil),
         ]),
     ),
-    ("RunAsUser", "runAsUser", Go::Nullable),
-    ("RunAsGroup", "runAsGroup", Go::Nullable),
-    ("RunAsNonRoot", "runAsNonRoot", Go::Nullable),
-    (
-        "ReadOnlyRootFilesystem",
-        "readOnlyRootFilesystem",
-        Go::Nullable,
-    ),
+    ("RunAsUser", "runAsUser", Go::Nil),
+    ("RunAsGroup", "runAsGroup", Go::Nil),
+    ("RunAsNonRoot", "runAsNonRoot", Go::Nil),
+    ("ReadOnlyRootFilesystem", "readOnlyRootFilesystem", Go::Nil),
     (
         "AllowPrivilegeEscalation",
         "allowPrivilegeEscalation",
-        Go::Nullable,
+        Go::Nil,
     ),
-    ("ProcMount", "procMount", Go::Nullable),
+    ("ProcMount", "procMount", Go::Nil),
     (
         "SeccompProfile",
         "seccompProfile",
-        Go::Struct(&[
+        Go::Ptr(&[
             ("Type", "type", Go::Str),
-            ("LocalhostProfile", "localhostProfile", Go::Nullable),
+            ("LocalhostProfile", "localhostProfile", Go::Nil),
         ]),
     ),
     (
         "AppArmorProfile",
         "appArmorProfile",
-        Go::Struct(&[
+        Go::Ptr(&[
             ("Type", "type", Go::Str),
-            ("LocalhostProfile", "localhostProfile", Go::Nullable),
+            ("LocalhostProfile", "localhostProfile", Go::Nil),
         ]),
     ),
 ];
 
-/// The JSON Go's `json.Marshal` makes of kube's internal (untagged) struct for `v`.
-fn go_struct(v: Option<&Value>, fields: &[(&str, &str, Go)]) -> String {
-    let Some(v) = v.filter(|v| !v.is_null()) else {
-        return "null".to_owned();
-    };
-    let parts: Vec<String> = fields
-        .iter()
-        .map(|(go, json, kind)| {
-            let f = v.get(*json).filter(|f| !f.is_null());
-            let shown = match kind {
-                Go::Nullable => json_or_null(f),
-                Go::Str => quoted(f.and_then(Value::as_str).unwrap_or("")),
-                Go::Struct(inner) => go_struct(f, inner),
-            };
-            format!("{}:{shown}", quoted(go))
-        })
-        .collect();
-    format!("{{{}}}", parts.join(","))
+/// The JSON Go's `json.Marshal` makes of kube's internal (untagged) struct for `v` (a pointer:
+/// `null` when unset).
+fn go_struct(v: Option<&Value>, fields: &[GoField<'_>]) -> String {
+    match v.filter(|v| !v.is_null()) {
+        None => "null".to_owned(),
+        Some(v) => go_value(&super::field::go_struct(Some(v), fields)),
+    }
 }
 
 /// kube's `validateSeccompProfileField`.
@@ -3182,7 +3155,7 @@ fn seccomp_profile(sp: Option<&Value>, p: &str, out: &mut Vec<Cause>) {
                 Some(sp),
                 &[
                     ("Type", "type", Go::Str),
-                    ("LocalhostProfile", "localhostProfile", Go::Nullable),
+                    ("LocalhostProfile", "localhostProfile", Go::Nil),
                 ],
             ),
             "can only be set when seccomp type is Localhost",
@@ -3977,22 +3950,7 @@ fn not_found(path: &str, value: &str) -> Cause {
 
 /// A value as Go's `json.Marshal` writes it: object keys sorted.
 fn go_json(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let parts: Vec<String> = entries
-                .into_iter()
-                .map(|(k, v)| format!("{}:{}", quoted(k), go_json(v)))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::Array(a) => {
-            let parts: Vec<String> = a.iter().map(go_json).collect();
-            format!("[{}]", parts.join(","))
-        }
-        other => other.to_string(),
-    }
+    super::field::json_value(v)
 }
 
 /// Go's JSON of an optional value (`null` when unset).

@@ -45,8 +45,9 @@
 //! kube's sloppy parser (Go 1.16's `net.ParseIP` / `ParseCIDR`, ported below), which takes IPv4
 //! octets with leading zeros. With the gate off kube ratchets nothing, so neither does this.
 //!
-//! Where kube prints a Go value with `%#v` (`[]string{...}`, the `core.ServicePort` key of a
-//! duplicate port), the same Go text is printed.
+//! Values kube prints through `json.Marshal` (apimachinery 0.34: the `[]string` of the cluster
+//! IPs, a `*string`, the `core.ServicePort` key of a duplicate port) are printed as its JSON:
+//! `["10.96.0.5"]`, `null` for a nil slice or pointer, `{"Name":"",...}`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -54,8 +55,8 @@ use serde_json::{json, Value};
 
 use super::field::{
     child, dns1123_label, dns1123_subdomain, duplicate, forbidden, immutable, index, invalid,
-    invalid_str, items, label_value, not_supported, port_num, qualified_name, quoted, required,
-    str_of, too_many,
+    invalid_json, invalid_shown, invalid_str, items, json_opt, json_value, label_value,
+    not_supported, port_num, qualified_name, required, str_of, struct_json, too_many,
 };
 use super::goip::{is_ipv6_string, parse_cidr_sloppy, parse_ip16, to4_16};
 use crate::model::status::Cause;
@@ -148,33 +149,10 @@ fn invalid_each(path: &str, value: &str, msgs: Vec<String>, out: &mut Vec<Cause>
     }
 }
 
-/// `field.Invalid` of a value kube prints with `%#v` (`printed` is that text).
-fn invalid_go(path: &str, printed: &str, detail: &str) -> Cause {
-    Cause::new(
-        "FieldValueInvalid",
-        path,
-        format!("Invalid value: {printed}: {detail}"),
-    )
-}
-
-/// `field.Invalid` of a Go pointer: its value, or `"null"` when nil (kube's `ErrorBody` turns a
-/// nil pointer into the string "null", then quotes it).
-fn invalid_ptr(path: &str, v: Option<&Value>, detail: &str) -> Cause {
-    match v.filter(|x| !x.is_null()) {
-        Some(x) => invalid(path, x, detail),
-        None => invalid_str(path, "null", detail),
-    }
-}
-
-/// Go's `%#v` of a string slice of type `[]elem` (`[]string(nil)` when absent).
-fn go_slice(elem: &str, v: Option<&Value>) -> String {
-    match v.and_then(Value::as_array) {
-        None => format!("[]{elem}(nil)"),
-        Some(a) => {
-            let parts: Vec<String> = a.iter().map(|x| quoted(x.as_str().unwrap_or(""))).collect();
-            format!("[]{elem}{{{}}}", parts.join(", "))
-        }
-    }
+/// The JSON of a Go slice or pointer at `v[name]`, as kube's field errors print it: `null`
+/// when absent (nil).
+fn json_at(v: &Value, name: &str) -> String {
+    json_opt(v.get(name).filter(|x| !x.is_null()))
 }
 
 /// A port's `protocol`: required, one of TCP, UDP, SCTP.
@@ -634,14 +612,20 @@ fn service_spec(obj: &Value, spec: &Value, out: &mut Vec<Cause>) {
         let proto = str_of(p, "protocol");
         let port = int(p, "port");
         if !seen_ports.insert((proto.to_owned(), port)) {
-            // kube prints the `core.ServicePort{Protocol, Port}` key with `%#v`.
+            // kube reports the `core.ServicePort{Protocol, Port}` key: the JSON of the internal
+            // struct (its Go field names; `TargetPort` an `intstr.IntOrString` of 0).
+            let key = struct_json(&[
+                ("Name", json_value(&json!(""))),
+                ("Protocol", json_value(&json!(proto))),
+                ("AppProtocol", "null".to_owned()),
+                ("Port", port.to_string()),
+                ("TargetPort", "0".to_owned()),
+                ("NodePort", "0".to_owned()),
+            ]);
             out.push(Cause::new(
                 "FieldValueDuplicate",
                 &index("spec.ports", i),
-                format!(
-                    "Duplicate value: core.ServicePort{{Name:\"\", Protocol:{}, AppProtocol:(*string)(nil), Port:{port}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:\"\"}}, NodePort:0}}",
-                    quoted(proto)
-                ),
+                format!("Duplicate value: {key}"),
             ));
         }
     }
@@ -811,7 +795,7 @@ fn load_balancer_class(old: Option<&Value>, spec: &Value, out: &mut Vec<Cause>) 
     if let Some(old) = old {
         let old_class = old.get("loadBalancerClass").filter(|v| !v.is_null());
         if service_type(old) == "LoadBalancer" && lb && old_class != class {
-            out.push(invalid_ptr(path, class, "may not change once set"));
+            out.push(invalid_json(path, class, "may not change once set"));
         }
     }
     if lb {
@@ -883,11 +867,11 @@ fn cluster_ips_related_fields(spec: &Value) -> Vec<Cause> {
     let ips_path = "spec.clusterIPs";
     let ip = str_of(spec, "clusterIP");
     let ips = strings(spec, "clusterIPs");
-    let ips_go = go_slice("string", spec.get("clusterIPs"));
+    let ips_go = json_at(spec, "clusterIPs");
     if !ip.is_empty() {
         match ips.first() {
             None => out.push(required(ips_path, "")),
-            Some(first) if first != ip => out.push(invalid_go(
+            Some(first) if first != ip => out.push(invalid_shown(
                 ips_path,
                 &ips_go,
                 "first value must match `clusterIP`",
@@ -895,7 +879,7 @@ fn cluster_ips_related_fields(spec: &Value) -> Vec<Cause> {
             Some(_) => {}
         }
     } else if !ips.is_empty() {
-        out.push(invalid_go(
+        out.push(invalid_shown(
             ips_path,
             &ips_go,
             "must be empty when `clusterIP` is not specified",
@@ -930,7 +914,7 @@ fn cluster_ips_related_fields(spec: &Value) -> Vec<Cause> {
         if i == 0 && c == "None" {
             if ips.len() > 1 {
                 bad_ips = true;
-                out.push(invalid_go(
+                out.push(invalid_shown(
                     ips_path,
                     &ips_go,
                     "'None' must be the first and only value",
@@ -944,7 +928,7 @@ fn cluster_ips_related_fields(spec: &Value) -> Vec<Cause> {
         }
     }
     if ips.len() > 2 {
-        out.push(invalid_go(
+        out.push(invalid_shown(
             ips_path,
             &ips_go,
             "may only hold up to 2 values",
@@ -958,7 +942,7 @@ fn cluster_ips_related_fields(spec: &Value) -> Vec<Cause> {
         // `IsDualStackIPStrings`: both families present.
         let v6: Vec<bool> = ips.iter().map(|c| is_ipv6_string(c)).collect();
         if !(v6.contains(&true) && v6.contains(&false)) {
-            out.push(invalid_go(
+            out.push(invalid_shown(
                 ips_path,
                 &ips_go,
                 "may specify no more than one IP for each IP family",
@@ -999,17 +983,21 @@ fn upgrade_downgrade_cluster_ips(old: &Value, new: &Value, out: &mut Vec<Cause>)
         return;
     }
     let (o, n) = (strings(old, "clusterIPs"), strings(new, "clusterIPs"));
-    let n_go = go_slice("string", new.get("clusterIPs"));
+    let n_go = json_at(new, "clusterIPs");
     let unchanged = "may not change once set";
     if o.len() == n.len() {
         for (i, (a, b)) in o.iter().zip(&n).enumerate() {
             if a != b {
-                out.push(invalid_go(&index("spec.clusterIPs", i), &n_go, unchanged));
+                out.push(invalid_shown(
+                    &index("spec.clusterIPs", i),
+                    &n_go,
+                    unchanged,
+                ));
             }
         }
     } else if o.len() > n.len() {
         if n.is_empty() {
-            out.push(invalid_go(
+            out.push(invalid_shown(
                 "spec.clusterIPs[0]",
                 &n_go,
                 "primary clusterIP can not be unset",
@@ -1017,11 +1005,11 @@ fn upgrade_downgrade_cluster_ips(old: &Value, new: &Value, out: &mut Vec<Cause>)
         }
         if let (Some(a), Some(b)) = (o.first(), n.first()) {
             if a != b {
-                out.push(invalid_go("spec.clusterIPs[0]", &n_go, unchanged));
+                out.push(invalid_shown("spec.clusterIPs[0]", &n_go, unchanged));
             }
         }
         if n.len() == 1 && string(new, "ipFamilyPolicy") != Some("SingleStack") {
-            out.push(invalid_ptr(
+            out.push(invalid_json(
                 "spec.ipFamilyPolicy",
                 new.get("ipFamilyPolicy"),
                 "must be set to 'SingleStack' when releasing the secondary clusterIP",
@@ -1029,7 +1017,7 @@ fn upgrade_downgrade_cluster_ips(old: &Value, new: &Value, out: &mut Vec<Cause>)
         }
     } else if let (Some(a), Some(b)) = (o.first(), n.first()) {
         if a != b {
-            out.push(invalid_go("spec.clusterIPs[0]", &n_go, unchanged));
+            out.push(invalid_shown("spec.clusterIPs[0]", &n_go, unchanged));
         }
     }
 }
@@ -1045,26 +1033,30 @@ fn upgrade_downgrade_ip_families(old: &Value, new: &Value, out: &mut Vec<Cause>)
     }
     let (o, n) = (strings(old, "ipFamilies"), strings(new, "ipFamilies"));
     let path = "spec.ipFamilies[0]";
-    let n_go = go_slice("core.IPFamily", new.get("ipFamilies"));
-    let ips_go = go_slice("string", new.get("clusterIPs"));
+    let n_go = json_at(new, "ipFamilies");
+    let ips_go = json_at(new, "clusterIPs");
     let unchanged = "may not change once set";
     if o.len() == n.len() {
         for (a, b) in o.iter().zip(&n) {
             if a != b {
-                out.push(invalid_go(path, &n_go, unchanged));
+                out.push(invalid_shown(path, &n_go, unchanged));
             }
         }
     } else if o.len() > n.len() {
         if items(new, "clusterIPs").is_empty() {
-            out.push(invalid_go(path, &n_go, "primary ipFamily can not be unset"));
+            out.push(invalid_shown(
+                path,
+                &n_go,
+                "primary ipFamily can not be unset",
+            ));
         }
         if let (Some(a), Some(b)) = (o.first(), n.first()) {
             if a != b {
-                out.push(invalid_go(path, &ips_go, unchanged));
+                out.push(invalid_shown(path, &ips_go, unchanged));
             }
         }
         if n.len() == 1 && string(new, "ipFamilyPolicy") != Some("SingleStack") {
-            out.push(invalid_ptr(
+            out.push(invalid_json(
                 "spec.ipFamilyPolicy",
                 new.get("ipFamilyPolicy"),
                 "must be set to 'SingleStack' when releasing the secondary ipFamily",
@@ -1072,7 +1064,7 @@ fn upgrade_downgrade_ip_families(old: &Value, new: &Value, out: &mut Vec<Cause>)
         }
     } else if let (Some(a), Some(b)) = (o.first(), n.first()) {
         if a != b {
-            out.push(invalid_go(path, &ips_go, unchanged));
+            out.push(invalid_shown(path, &ips_go, unchanged));
         }
     }
 }
@@ -1487,7 +1479,7 @@ mod tests {
             [
                 "spec.ports[1].name: Duplicate value: \"a\"",
                 "spec.ports[1].nodePort: Duplicate value: 30001",
-                "spec.ports[1]: Duplicate value: core.ServicePort{Name:\"\", Protocol:\"TCP\", AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}"
+                "spec.ports[1]: Duplicate value: {\"Name\":\"\",\"Protocol\":\"TCP\",\"AppProtocol\":null,\"Port\":80,\"TargetPort\":0,\"NodePort\":0}"
             ]
         );
     }
@@ -1622,11 +1614,11 @@ mod tests {
         );
         assert_eq!(
             create(json!({"clusterIPs": ["10.96.0.5"]})),
-            ["spec.clusterIPs: Invalid value: []string{\"10.96.0.5\"}: must be empty when `clusterIP` is not specified"]
+            ["spec.clusterIPs: Invalid value: [\"10.96.0.5\"]: must be empty when `clusterIP` is not specified"]
         );
         assert_eq!(
             create(json!({"clusterIP": "10.96.0.5", "clusterIPs": ["10.96.0.6"]})),
-            ["spec.clusterIPs: Invalid value: []string{\"10.96.0.6\"}: first value must match `clusterIP`"]
+            ["spec.clusterIPs: Invalid value: [\"10.96.0.6\"]: first value must match `clusterIP`"]
         );
         assert_eq!(
             create(json!({"clusterIP": "10.0.0.256"})),
@@ -1636,13 +1628,54 @@ mod tests {
             create(json!({"clusterIP": "10.96.0.5", "clusterIPs": ["10.96.0.5", "10.96.0.6"],
                           "ipFamilies": ["IPv6"]})),
             [
-                "spec.clusterIPs: Invalid value: []string{\"10.96.0.5\", \"10.96.0.6\"}: may specify no more than one IP for each IP family",
+                "spec.clusterIPs: Invalid value: [\"10.96.0.5\",\"10.96.0.6\"]: may specify no more than one IP for each IP family",
                 "spec.clusterIPs[0]: Invalid value: \"10.96.0.5\": expected an IPv6 value as indicated by `ipFamilies[0]`"
             ]
         );
         assert_eq!(
             create(json!({"clusterIP": "None", "clusterIPs": ["None", "10.96.0.6"]})),
-            ["spec.clusterIPs: Invalid value: []string{\"None\", \"10.96.0.6\"}: 'None' must be the first and only value"]
+            ["spec.clusterIPs: Invalid value: [\"None\",\"10.96.0.6\"]: 'None' must be the first and only value"]
+        );
+    }
+
+    #[test]
+    fn values_render_as_json_like_kube_1_34() {
+        // A released primary: the nil `[]string` prints as `null`, the nil `*IPFamilyPolicy`
+        // too (1.33 printed `[]string(nil)` and `"null"`).
+        let old = json!({"clusterIP": "10.96.0.5", "clusterIPs": ["10.96.0.5", "fd00::5"],
+            "ipFamilies": ["IPv4", "IPv6"], "ipFamilyPolicy": "PreferDualStack"});
+        let mut out = Vec::new();
+        upgrade_downgrade_cluster_ips(&old, &json!({"clusterIP": "10.96.0.5"}), &mut out);
+        let got: Vec<String> = out.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            got,
+            ["spec.clusterIPs[0]: Invalid value: null: primary clusterIP can not be unset"]
+        );
+        let mut out = Vec::new();
+        let new = json!({"clusterIP": "10.96.0.6", "clusterIPs": ["10.96.0.6"],
+            "ipFamilies": ["IPv4"]});
+        upgrade_downgrade_cluster_ips(&old, &new, &mut out);
+        upgrade_downgrade_ip_families(&old, &new, &mut out);
+        let got: Vec<String> = out.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            got,
+            [
+                "spec.clusterIPs[0]: Invalid value: [\"10.96.0.6\"]: may not change once set",
+                "spec.ipFamilyPolicy: Invalid value: null: must be set to 'SingleStack' when releasing the secondary clusterIP",
+                "spec.ipFamilyPolicy: Invalid value: null: must be set to 'SingleStack' when releasing the secondary ipFamily",
+            ]
+        );
+        let mut out = Vec::new();
+        let new = json!({"clusterIP": "10.96.0.5", "clusterIPs": ["10.96.0.5"],
+            "ipFamilies": ["IPv6"], "ipFamilyPolicy": "PreferDualStack"});
+        upgrade_downgrade_ip_families(&old, &new, &mut out);
+        let got: Vec<String> = out.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            got,
+            [
+                "spec.ipFamilies[0]: Invalid value: [\"10.96.0.5\"]: may not change once set",
+                "spec.ipFamilyPolicy: Invalid value: \"PreferDualStack\": must be set to 'SingleStack' when releasing the secondary ipFamily",
+            ]
         );
     }
 
@@ -1657,13 +1690,13 @@ mod tests {
         edited["spec"]["clusterIP"] = json!("10.96.0.99");
         assert_eq!(
             update(&old, &edited),
-            ["spec.clusterIPs[0]: Invalid value: []string{\"10.96.0.99\"}: may not change once set"]
+            ["spec.clusterIPs[0]: Invalid value: [\"10.96.0.99\"]: may not change once set"]
         );
         // Both fields changed.
         edited["spec"]["clusterIPs"] = json!(["10.96.0.99"]);
         assert_eq!(
             update(&old, &edited),
-            ["spec.clusterIPs[0]: Invalid value: []string{\"10.96.0.99\"}: may not change once set"]
+            ["spec.clusterIPs[0]: Invalid value: [\"10.96.0.99\"]: may not change once set"]
         );
         // The families may not change.
         let mut v6 = old.clone();

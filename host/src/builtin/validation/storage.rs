@@ -15,18 +15,19 @@
 //!
 //! Object equality follows kube's `apiequality.Semantic.DeepEqual` on the Go types: a field left
 //! at its zero value (`""`, `false`, `0`, `[]`, `null`) equals an absent one; quantities compare
-//! by value. Where kube prints a complex Go value with `%#v`, the JSON of the value is printed;
-//! where it appends a `cmp.Diff` (whose output go-cmp deliberately keeps unstable), a short diff
-//! of the changed fields is appended instead.
+//! by value. A complex bad value is printed as kube 1.34 prints it (`json.Marshal`, `field.rs`):
+//! an internal struct as the JSON of its Go field names in declaration order (the tables below);
+//! where kube appends a `cmp.Diff` (whose output go-cmp deliberately keeps unstable), a short
+//! diff of the changed fields is appended instead.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::{json, Map, Value};
 
 use super::field::{
-    child, dns1123_label, dns1123_subdomain, duplicate, forbidden, immutable, index, invalid,
-    invalid_str, items, key, label_value, not_supported, qualified_name, required, str_of,
-    too_long,
+    child, dns1123_label, dns1123_subdomain, duplicate, forbidden, go_struct, immutable, index,
+    invalid, invalid_shown, invalid_str, items, json_opt, key, label_value, not_supported,
+    not_supported_shown, qualified_name, required, str_of, too_long, Go, GoField,
 };
 use crate::builtin::quantity;
 use crate::model::status::Cause;
@@ -34,6 +35,120 @@ use crate::model::status::Cause;
 const STORAGE: &str = "storage.k8s.io";
 
 static NULL: Value = Value::Null;
+
+// ---- kube's internal structs, as `json.Marshal` prints a bad value of them ----
+
+/// `core.NodeSelectorRequirement`.
+const NODE_SELECTOR_REQUIREMENT: &[GoField<'static>] = &[
+    ("Key", "key", Go::Str),
+    ("Operator", "operator", Go::Str),
+    ("Values", "values", Go::Nil),
+];
+/// `core.NodeSelectorTerm`.
+const NODE_SELECTOR_TERM: &[GoField<'static>] = &[
+    (
+        "MatchExpressions",
+        "matchExpressions",
+        Go::List(NODE_SELECTOR_REQUIREMENT),
+    ),
+    (
+        "MatchFields",
+        "matchFields",
+        Go::List(NODE_SELECTOR_REQUIREMENT),
+    ),
+];
+/// `core.NodeSelector`.
+const NODE_SELECTOR: &[GoField<'static>] = &[(
+    "NodeSelectorTerms",
+    "nodeSelectorTerms",
+    Go::List(NODE_SELECTOR_TERM),
+)];
+/// `core.VolumeNodeAffinity`.
+const VOLUME_NODE_AFFINITY: &[GoField<'static>] =
+    &[("Required", "required", Go::Ptr(NODE_SELECTOR))];
+/// `core.ObjectReference`.
+const OBJECT_REFERENCE: &[GoField<'static>] = &[
+    ("Kind", "kind", Go::Str),
+    ("Namespace", "namespace", Go::Str),
+    ("Name", "name", Go::Str),
+    ("UID", "uid", Go::Str),
+    ("APIVersion", "apiVersion", Go::Str),
+    ("ResourceVersion", "resourceVersion", Go::Str),
+    ("FieldPath", "fieldPath", Go::Str),
+];
+/// `core.PersistentVolumeSpec`, its embedded `PersistentVolumeSource` in the internal type's
+/// order (each source's own struct is printed with the API's field names: a difference).
+const PERSISTENT_VOLUME_SPEC: &[GoField<'static>] = &[
+    ("Capacity", "capacity", Go::Nil),
+    ("GCEPersistentDisk", "gcePersistentDisk", Go::Nil),
+    ("AWSElasticBlockStore", "awsElasticBlockStore", Go::Nil),
+    ("HostPath", "hostPath", Go::Nil),
+    ("Glusterfs", "glusterfs", Go::Nil),
+    ("NFS", "nfs", Go::Nil),
+    ("RBD", "rbd", Go::Nil),
+    ("Quobyte", "quobyte", Go::Nil),
+    ("ISCSI", "iscsi", Go::Nil),
+    ("FlexVolume", "flexVolume", Go::Nil),
+    ("Cinder", "cinder", Go::Nil),
+    ("CephFS", "cephfs", Go::Nil),
+    ("FC", "fc", Go::Nil),
+    ("Flocker", "flocker", Go::Nil),
+    ("AzureFile", "azureFile", Go::Nil),
+    ("VsphereVolume", "vsphereVolume", Go::Nil),
+    ("AzureDisk", "azureDisk", Go::Nil),
+    ("PhotonPersistentDisk", "photonPersistentDisk", Go::Nil),
+    ("PortworxVolume", "portworxVolume", Go::Nil),
+    ("ScaleIO", "scaleIO", Go::Nil),
+    ("Local", "local", Go::Nil),
+    ("StorageOS", "storageos", Go::Nil),
+    ("CSI", "csi", Go::Nil),
+    ("AccessModes", "accessModes", Go::Nil),
+    ("ClaimRef", "claimRef", Go::Ptr(OBJECT_REFERENCE)),
+    (
+        "PersistentVolumeReclaimPolicy",
+        "persistentVolumeReclaimPolicy",
+        Go::Str,
+    ),
+    ("StorageClassName", "storageClassName", Go::Str),
+    ("MountOptions", "mountOptions", Go::Nil),
+    ("VolumeMode", "volumeMode", Go::Nil),
+    (
+        "NodeAffinity",
+        "nodeAffinity",
+        Go::Ptr(VOLUME_NODE_AFFINITY),
+    ),
+    (
+        "VolumeAttributesClassName",
+        "volumeAttributesClassName",
+        Go::Nil,
+    ),
+];
+/// `storage.VolumeAttachmentSource`.
+const VOLUME_ATTACHMENT_SOURCE: &[GoField<'static>] = &[
+    ("PersistentVolumeName", "persistentVolumeName", Go::Nil),
+    (
+        "InlineVolumeSpec",
+        "inlineVolumeSpec",
+        Go::Ptr(PERSISTENT_VOLUME_SPEC),
+    ),
+];
+/// `storage.VolumeAttachmentSpec`.
+const VOLUME_ATTACHMENT_SPEC: &[GoField<'static>] = &[
+    ("Attacher", "attacher", Go::Str),
+    ("Source", "source", Go::Struct(VOLUME_ATTACHMENT_SOURCE)),
+    ("NodeName", "nodeName", Go::Str),
+];
+/// `storage.CSINodeDriver`.
+const CSI_NODE_DRIVER: &[GoField<'static>] = &[
+    ("Name", "name", Go::Str),
+    ("NodeID", "nodeID", Go::Str),
+    ("TopologyKeys", "topologyKeys", Go::Nil),
+    (
+        "Allocatable",
+        "allocatable",
+        Go::Ptr(&[("Count", "count", Go::Nil)]),
+    ),
+];
 
 /// Causes for a create (`old` None) or an update (`old` the stored object) of the storage kinds:
 /// kube's `ValidateX` / `ValidateXUpdate` as each strategy runs them.
@@ -116,7 +231,9 @@ fn csi_node(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     for was in old_drivers {
         for new in items(spec, "drivers") {
             if str_of(new, "name") == str_of(was, "name") && !sem_eq(Some(new), Some(was)) {
-                out.push(invalid("spec.drivers", new, "field is immutable"));
+                // kube reports the internal `storage.CSINodeDriver`.
+                let driver = go_struct(Some(new), CSI_NODE_DRIVER);
+                out.push(invalid("spec.drivers", &driver, "field is immutable"));
             }
         }
     }
@@ -148,9 +265,10 @@ fn csi_storage_capacity(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     if let Some(old) = old {
         if !sem_eq(opt(obj, "nodeTopology"), opt(old, "nodeTopology")) {
-            out.push(invalid(
+            // kube reports the `*metav1.LabelSelector` (JSON tags, empty parts left out).
+            out.push(invalid_shown(
                 "nodeTopology",
-                opt(obj, "nodeTopology").unwrap_or(&NULL),
+                &super::apps::selector_json(opt(obj, "nodeTopology")),
                 "field is immutable",
             ));
         }
@@ -802,14 +920,13 @@ fn claim_spec(spec: &Value, path: &str, opts: &ClaimOpts, out: &mut Vec<Cause>) 
             out,
         );
     }
-    // kube's value here is the *field.Path of `dataSource`, which it prints with %#v; its
-    // string is printed instead.
-    let ds_path = child(path, "dataSource");
+    // kube's value here is the `*field.Path` of `dataSource`, whose fields are all unexported:
+    // `json.Marshal` prints it as `{}`.
     if dsr.is_some_and(|r| !str_of(r, "namespace").is_empty()) {
         if ds.is_some() {
-            out.push(invalid_str(
+            out.push(invalid_shown(
                 path,
-                &ds_path,
+                "{}",
                 "may not be specified when dataSourceRef.namespace is specified",
             ));
         }
@@ -818,7 +935,7 @@ fn claim_spec(spec: &Value, path: &str, opts: &ClaimOpts, out: &mut Vec<Cause>) 
             && str_of(ds, "kind") == str_of(r, "kind")
             && str_of(ds, "name") == str_of(r, "name");
         if !same {
-            out.push(invalid_str(path, &ds_path, "must match dataSourceRef"));
+            out.push(invalid_shown(path, "{}", "must match dataSourceRef"));
         }
     }
     if let Some(vac) = opt(spec, VAC)
@@ -1224,10 +1341,10 @@ fn pv_spec(
         }
         let has_storage = cap.and_then(|c| c.get("storage")).is_some();
         if !has_storage || count > 1 {
-            // kube prints the ResourceList with %#v.
-            out.push(not_supported(
+            // kube reports the `ResourceList`: a map, its keys sorted (`null` when nil).
+            out.push(not_supported_shown(
                 &p("capacity"),
-                cap.unwrap_or(&NULL),
+                &json_opt(cap),
                 &["storage"],
             ));
         }
@@ -1864,10 +1981,11 @@ fn pv_update(spec: &Value, old_spec: &Value, out: &mut Vec<Cause>) {
     if let Some(old_na) = opt(old_spec, "nodeAffinity") {
         let new_na = opt(spec, "nodeAffinity");
         if !node_affinity_eq(new_na, old_na) {
-            // kube prints the VolumeNodeAffinity with %#v.
+            // kube reports the `*core.VolumeNodeAffinity` (`null` when removed).
+            let shown = new_na.map(|na| go_struct(Some(na), VOLUME_NODE_AFFINITY));
             out.push(invalid(
                 "nodeAffinity",
-                new_na.unwrap_or(&NULL),
+                shown.as_ref().unwrap_or(&NULL),
                 "field is immutable, except for updating from beta label to GA",
             ));
         }
@@ -2054,7 +2172,7 @@ fn csi_driver(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             spec.get("volumeLifecycleModes"),
             os.get("volumeLifecycleModes"),
         ) {
-            // kube prints the slice with %#v.
+            // kube reports the `[]storage.VolumeLifecycleMode` (`null` when nil).
             out.push(invalid(
                 "spec.volumeLifecycleModes",
                 opt(spec, "volumeLifecycleModes").unwrap_or(&NULL),
@@ -2158,8 +2276,9 @@ fn volume_attachment(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             volume_attachment_object(spec, status, &mut out);
             let old_spec = old.get("spec").unwrap_or(&NULL);
             if norm(spec) != norm(old_spec) {
-                // kube prints the VolumeAttachmentSpec with %#v.
-                out.push(invalid("spec", spec, "field is immutable"));
+                // kube reports the internal `storage.VolumeAttachmentSpec`.
+                let shown = go_struct(Some(spec), VOLUME_ATTACHMENT_SPEC);
+                out.push(invalid("spec", &shown, "field is immutable"));
             }
         }
     }
@@ -2322,9 +2441,9 @@ mod tests {
             {"name": "other", "nodeID": "n"}]));
         let got = update(STORAGE, "csinodes", &changed, &ok);
         assert_eq!(got.len(), 1, "{got:?}");
-        assert!(
-            got[0].starts_with("spec.drivers: Invalid value: ")
-                && got[0].ends_with("field is immutable")
+        assert_eq!(
+            got[0],
+            "spec.drivers: Invalid value: {\"Name\":\"ebs.csi.aws.com\",\"NodeID\":\"i-2\",\"TopologyKeys\":[\"topology.ebs.csi.aws.com/zone\"],\"Allocatable\":{\"Count\":25}}: field is immutable"
         );
     }
 
@@ -2436,7 +2555,7 @@ mod tests {
         c["spec"]["dataSourceRef"] = json!({"kind": "PersistentVolumeClaim", "name": "b"});
         assert_eq!(
             create("", "persistentvolumeclaims", &c),
-            vec!["spec: Invalid value: \"spec.dataSource\": must match dataSourceRef"]
+            vec!["spec: Invalid value: {}: must match dataSourceRef"]
         );
         let mut spec = json!({"dataSource": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "s"}});
         prepare_pvc_spec(&mut spec, None);
@@ -2744,10 +2863,7 @@ mod tests {
             ["values"] = json!(["b"]);
         assert_eq!(
             update("", "persistentvolumes", &other, &old),
-            vec![format!(
-                "nodeAffinity: Invalid value: {}: field is immutable, except for updating from beta label to GA",
-                other["spec"]["nodeAffinity"]
-            )]
+            vec!["nodeAffinity: Invalid value: {\"Required\":{\"NodeSelectorTerms\":[{\"MatchExpressions\":[{\"Key\":\"failure-domain.beta.kubernetes.io/zone\",\"Operator\":\"In\",\"Values\":[\"b\"]}],\"MatchFields\":null}]}}: field is immutable, except for updating from beta label to GA"]
         );
         // The source is immutable; claimRef, capacity and the reclaim policy are not.
         let base = pv();
@@ -2932,10 +3048,7 @@ mod tests {
         moved["spec"]["nodeName"] = json!("node-2");
         assert_eq!(
             update(STORAGE, "volumeattachments", &moved, &old),
-            vec![format!(
-                "spec: Invalid value: {}: field is immutable",
-                moved["spec"]
-            )]
+            vec!["spec: Invalid value: {\"Attacher\":\"csi.example.com\",\"Source\":{\"PersistentVolumeName\":\"pv-1\",\"InlineVolumeSpec\":null},\"NodeName\":\"node-2\"}: field is immutable"]
         );
         let mut status = old.clone();
         status["status"] =
