@@ -3365,6 +3365,11 @@ impl Service {
             body,
             opts.field_validation != FieldValidation::Ignore,
         )?;
+        // A built-in kind's `scale` has a field manager of the Scale's own type, which checks
+        // the applied Scale against its definition (undeclared fields: kube's 500).
+        if ri.custom.is_none() {
+            crate::apply::validate_builtin(&scale, "autoscaling", "v1", "Scale")?;
+        }
         let mut parent = json!({
             "apiVersion": if ri.group.is_empty() { ri.version.clone() } else { format!("{}/{}", ri.group, ri.version) },
             "kind": ri.kind,
