@@ -2,6 +2,7 @@
 //! `Status` error shape, and small helpers over object metadata. No I/O happens here.
 
 pub mod fields;
+pub mod gojson;
 pub mod json;
 pub mod limits;
 pub mod meta;
