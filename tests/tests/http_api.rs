@@ -37,15 +37,15 @@ fn malformed_json_is_bad_request() {
             r#"the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"apiVersion":"v1","kind":"Con ...)"#,
         ),
         (
-            br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#,
+            &br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#[..],
             r#"Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"#,
         ),
         (
-            br#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"s"}}"#,
+            &br#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"s"}}"#[..],
             r#"ConfigMap in version "v2" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "v2" in scheme "pkg/api/legacyscheme/scheme.go:30""#,
         ),
         (
-            b"nope",
+            &b"nope"[..],
             "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u') (6e6f7065)",
         ),
     ] {
