@@ -154,6 +154,39 @@ pub struct WriteOptions {
     /// `--request-timeout`: `api::access::RequestDeadline`), which bounds its admission
     /// webhooks' calls; the host's own writes carry none.
     pub deadline: Option<tokio::time::Instant>,
+    /// Set by the create and update handlers, which read the body as kube's handlers do
+    /// (`api::body`): a custom resource's body of another `kind` than the resource's is not
+    /// refused at the start but decoded without its schema (kube's coercer prunes only its own
+    /// kind) and refused when it is validated, after mutating admission, as kube's strategy
+    /// refuses it ([`custom_kind_error`]: 422 `Other.example.com "w" is invalid: kind:
+    /// Invalid value: "Other": must be Widget`).
+    pub custom_kind_validated: bool,
+}
+
+/// kube's `customResourceValidator.ValidateTypeMeta` of a custom resource whose `kind` is not
+/// its resource's: the 422 its strategy answers (`kind: Invalid value: "Other": must be
+/// Widget`), named by the object's own kind, as kube's strategy names it. `None` for the
+/// resource's kind.
+fn custom_kind_error(ri: &ResourceInfo, obj: &Value) -> Option<ApiError> {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !ri.is_custom() || kind == ri.kind {
+        return None;
+    }
+    let mut causes = vec![crate::builtin::validation::field::invalid(
+        "kind",
+        &Value::String(kind.to_owned()),
+        &format!("must be {}", ri.kind),
+    )];
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let want = format!("{}/{}", ri.group, ri.version);
+    if api_version != want {
+        causes.push(crate::builtin::validation::field::invalid(
+            "apiVersion",
+            &Value::String(api_version.to_owned()),
+            &format!("must be {want}"),
+        ));
+    }
+    Some(ApiError::invalid(&ri.group, kind, meta::name(obj), causes))
 }
 
 /// A last check on the object a write would store, given the stored object it replaces (`None`
@@ -1626,6 +1659,12 @@ impl Service {
 
     /// Check apiVersion/kind of a body against the endpoint, filling them in when absent.
     fn check_type(ri: &ResourceInfo, obj: &mut Value) -> Result<()> {
+        Self::check_type_as(ri, obj, false)
+    }
+
+    /// [`Service::check_type`]; with `custom_kind_later`, a custom resource's other `kind` is
+    /// left for validation to refuse ([`WriteOptions::custom_kind_validated`]).
+    fn check_type_as(ri: &ResourceInfo, obj: &mut Value, custom_kind_later: bool) -> Result<()> {
         let Some(map) = obj.as_object_mut() else {
             return Err(ApiError::bad_request(
                 "the body of the request must be a JSON object",
@@ -1648,6 +1687,7 @@ impl Service {
                 map.insert("kind".into(), Value::String(ri.kind.clone()));
             }
             Some(k) if k == ri.kind => {}
+            Some(_) if custom_kind_later && ri.is_custom() => {}
             Some(k) => {
                 return Err(ApiError::bad_request(format!(
                     "the kind in the data ({k}) does not match the expected kind ({})",
@@ -1840,6 +1880,9 @@ impl Service {
             }
             return Ok(warnings);
         }
+        if let Some(e) = custom_kind_error(ri, obj) {
+            return Err(e);
+        }
         let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.clone()) else {
             return Ok(Vec::new());
         };
@@ -1902,7 +1945,13 @@ impl Service {
             return Ok(Vec::new());
         }
         let duplicates: Vec<String> = opts.duplicates.iter().map(|d| d.path.clone()).collect();
-        let Some(schema) = ri.custom.as_ref().and_then(|c| c.schema.as_ref()) else {
+        // kube's coercer prunes and defaults only its own kind; another is refused later.
+        let schema = ri
+            .custom
+            .as_ref()
+            .and_then(|c| c.schema.as_ref())
+            .filter(|_| custom_kind_error(ri, obj).is_none());
+        let Some(schema) = schema else {
             return Self::strict_fields(&ri.kind, &ri.version, duplicates, Vec::new(), opts);
         };
         let unknown = if pruned {
@@ -2409,7 +2458,7 @@ impl Service {
         mut obj: Value,
         opts: &WriteOptions,
     ) -> Result<Written> {
-        Self::check_type(ri, &mut obj)?;
+        Self::check_type_as(ri, &mut obj, opts.custom_kind_validated)?;
         Self::check_scope(ri, ns, &mut obj)?;
         Self::decode_metadata_times(ri, &mut obj)?;
         let m = metadata_mut(&mut obj)
@@ -2619,7 +2668,7 @@ impl Service {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<Written> {
-        Self::check_type(ri, &mut obj)?;
+        Self::check_type_as(ri, &mut obj, opts.custom_kind_validated)?;
         Self::check_scope(ri, ns, &mut obj)?;
         // kube decodes the body before it looks for the object.
         Self::decode_metadata_times(ri, &mut obj)?;
@@ -3367,6 +3416,11 @@ impl Service {
             body,
             opts.field_validation != FieldValidation::Ignore,
         )?;
+        // A built-in kind's `scale` has a field manager of the Scale's own type, which checks
+        // the applied Scale against its definition (undeclared fields: kube's 500).
+        if ri.custom.is_none() {
+            crate::apply::validate_builtin(&scale, "autoscaling", "v1", "Scale")?;
+        }
         let mut parent = json!({
             "apiVersion": if ri.group.is_empty() { ri.version.clone() } else { format!("{}/{}", ri.group, ri.version) },
             "kind": ri.kind,

@@ -224,6 +224,9 @@ spec:
                 type: array
                 x-kubernetes-list-type: set
                 items: {type: string}
+              extra:
+                type: object
+                x-kubernetes-preserve-unknown-fields: true
               backends:
                 type: array
                 x-kubernetes-list-type: map
@@ -712,6 +715,20 @@ spec:
         r.json()["message"],
         "Incorrect version specified in apply patch. Specified patch version: apps/v1, expected: autoscaling/v1"
     );
+    // The Scale is checked against its own schema: an undeclared field is kube's 500.
+    let r = http.request(
+        "PATCH",
+        &format!("{deploy}/scale?fieldManager=hpa&force=true"),
+        APPLY,
+        Some(format!("{}  bogus: 1\n", scale(5)).into_bytes()),
+    );
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "failed to create typed patch object (/scaled; autoscaling/v1, Kind=Scale): \
+         .spec.bogus: field not declared in schema"
+    );
+    assert_eq!(http.get(deploy).json()["spec"]["replicas"], 2);
     // With force it takes them: the answer is the Scale, the object has 5 replicas, owned by
     // hpa's `scale` entry and no longer by the deployer.
     let r = http.request(
@@ -761,11 +778,85 @@ spec:
     );
 }
 
+/// An applied configuration is checked against the kind's schema before anything else of the
+/// apply, as kube's field manager converts it to a typed value (`ObjectToTyped`): a field the
+/// schema does not declare is kube's 500 under every `fieldValidation`, and nothing is written.
+/// A custom resource's schema declares what its structural schema does, anything below
+/// `x-kubernetes-preserve-unknown-fields`.
+fn undeclared_fields(s: &Server) {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa-unknown}\ndata: {a: \"1\"}\nbogus: 1\n";
+    for validate in ["--validate=strict", "--validate=warn", "--validate=false"] {
+        let out = s.kubectl_stdin(&["apply", "--server-side", validate, "-f", "-"], cm);
+        assert!(!out.status.success(), "{validate}");
+        assert!(
+            stderr(&out).contains(
+                "failed to create typed patch object (default/ssa-unknown; /v1, Kind=ConfigMap): \
+                 .bogus: field not declared in schema"
+            ),
+            "{validate}: {}",
+            stderr(&out)
+        );
+    }
+    let http = s.http();
+    let path = "/api/v1/namespaces/default/configmaps/ssa-unknown";
+    assert_eq!(http.get(path).status, 404);
+    // Raw, with fieldValidation=Ignore: the Status is kube's, a 500 without a reason.
+    let r = http.request(
+        "PATCH",
+        &format!("{path}?fieldManager=m&fieldValidation=Ignore"),
+        Some("application/apply-patch+yaml"),
+        Some(cm.as_bytes().to_vec()),
+    );
+    assert_eq!(r.status, 500, "{}", r.text());
+    let status = r.json();
+    assert_eq!(
+        status["message"],
+        "failed to create typed patch object (/ssa-unknown; /v1, Kind=ConfigMap): \
+         .bogus: field not declared in schema",
+        "{status}"
+    );
+    assert!(status.get("reason").is_none(), "{status}");
+    assert_eq!(http.get(path).status, 404);
+
+    // A custom resource: unknown below `extra` (preserved) is kept, elsewhere refused.
+    let route = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: mesh.example.com/v1\nkind: Route\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n{spec}"
+        )
+    };
+    apply_ok(
+        s,
+        &["apply", "--server-side", "-f", "-"],
+        &route("free", "  extra: {anything: {deep: [1, 2]}}\n"),
+    );
+    let r = s.kubectl_json(&["get", "route", "free"]);
+    assert_eq!(
+        r["spec"]["extra"],
+        json!({"anything": {"deep": [1, 2]}}),
+        "{r}"
+    );
+    let out = s.kubectl_stdin(
+        &["apply", "--server-side", "--validate=false", "-f", "-"],
+        &route("strict", "  hosts: [a]\n  bogus: 1\n"),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "failed to create typed patch object (default/strict; mesh.example.com/v1, Kind=Route): \
+             .spec.bogus: field not declared in schema"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!s.kubectl(&["get", "route", "strict"]).status.success());
+}
+
 #[test]
 fn server_side_apply_with_real_clients() {
     let s = Server::start().unwrap();
     kubectl_deployment(&s);
     crd_list_map(&s);
+    undeclared_fields(&s);
     client_side_migration(&s);
     secret_string_data(&s);
     byte_level(&s);

@@ -328,6 +328,62 @@ fn defaults_are_applied_and_unknown_fields_pruned() {
     assert_status(&s.http().get(&format!("{CERTS}/strict")), 404, "NotFound");
 }
 
+/// A custom resource's body as apiextensions-apiserver's handler reads it: not JSON is
+/// refused naming the kind, a body without `kind` or with another `apiVersion` (none included)
+/// is a 400, another `kind` the strategy's 422; nothing is stored.
+#[test]
+fn bodies_are_read_as_kubes_custom_resource_handler_reads_them() {
+    let s = Server::start().unwrap();
+    install(&s);
+    let http = s.http();
+    let post =
+        |body: &[u8]| http.request("POST", CERTS, Some("application/json"), Some(body.to_vec()));
+    let r = post(b"{\"apiVersion\": \"cert-manager.io/v1\", \"kind\": \"Certificate\" x}");
+    assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        r.json()["message"],
+        "the object provided is unrecognized (must be of type Certificate): couldn't get version/kind; json parse error: invalid character 'x' after object key:value pair ({\"apiVersion\": \"cert-manager.i ...)"
+    );
+    let mut no_kind = cert("no-kind");
+    no_kind.as_object_mut().unwrap().remove("kind");
+    let text = no_kind.to_string();
+    let r = post(text.as_bytes());
+    assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "Certificate in version \"v1\" cannot be handled as a Certificate: Object 'Kind' is missing in '{text}'"
+        )
+    );
+    let mut no_version = cert("no-version");
+    no_version.as_object_mut().unwrap().remove("apiVersion");
+    let r = http.post_json(CERTS, &no_version);
+    assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        r.json()["message"],
+        "the API version in the data () does not match the expected API version (cert-manager.io/v1)"
+    );
+    let mut other = cert("other");
+    other["kind"] = json!("Issuer");
+    let r = http.post_json(CERTS, &other);
+    assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        r.json()["message"],
+        "Issuer.cert-manager.io \"other\" is invalid: kind: Invalid value: \"Issuer\": must be Certificate"
+    );
+    assert_eq!(r.json()["details"]["causes"][0]["field"], "kind");
+    for name in ["no-kind", "no-version", "other"] {
+        assert_status(&http.get(&format!("{CERTS}/{name}")), 404, "NotFound");
+    }
+    // An update with another kind: the same 422, the object unchanged.
+    let created = create_raw(&s, &cert("kept"));
+    let mut changed = created.clone();
+    changed["kind"] = json!("Issuer");
+    let r = http.put_json(&format!("{CERTS}/kept"), &changed);
+    assert_status(&r, 422, "Invalid");
+    assert_eq!(get_raw(&s, &format!("{CERTS}/kept"))["kind"], "Certificate");
+}
+
 #[test]
 fn status_is_reset_on_create() {
     let s = Server::start().unwrap();

@@ -20,16 +20,63 @@ fn get(http: &Http, path: &str) -> Value {
     r.json()
 }
 
+/// Bodies kube cannot decode into the endpoint's type, refused in kube's words: JSON cut short
+/// (Go's syntax error and the first 30 bytes), another kind (no conversion to a ConfigMap),
+/// a version the scheme does not have; nothing is stored.
 #[test]
 fn malformed_json_is_bad_request() {
     let s = Server::start().unwrap();
-    let r = s.http().request(
-        "POST",
-        CMS,
+    let http = s.http();
+    let post =
+        |body: &[u8]| http.request("POST", CMS, Some("application/json"), Some(body.to_vec()));
+    let r = post(br#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"#);
+    assert_status(&r, 400, "BadRequest");
+    for (body, message) in [
+        (
+            &br#"{"apiVersion":"v1","kind":"ConfigMap","#[..],
+            r#"the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({"apiVersion":"v1","kind":"Con ...)"#,
+        ),
+        (
+            &br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}"#[..],
+            r#"Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"#,
+        ),
+        (
+            &br#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"s"}}"#[..],
+            r#"ConfigMap in version "v2" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "v2" in scheme "pkg/api/legacyscheme/scheme.go:30""#,
+        ),
+        (
+            &b"nope"[..],
+            "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u') (6e6f7065)",
+        ),
+    ] {
+        let r = post(body);
+        assert_status(&r, 400, "BadRequest");
+        assert_eq!(r.json()["message"], message, "{}", r.text());
+    }
+    assert_status(&http.get(&format!("{CMS}/s")), 404, "NotFound");
+    // An update's body the same way, before the object is looked for.
+    let r = http.request(
+        "PUT",
+        &format!("{CMS}/s"),
         Some("application/json"),
-        Some(br#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"#.to_vec()),
+        Some(b"{\"metadata\": [}".to_vec()),
     );
     assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        r.json()["message"],
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character '}' looking for beginning of value ({\"metadata\": [})"
+    );
+    // The same kind in another registered version decodes, and its version is refused.
+    let r = http.post_json(
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+        &json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "h"}}),
+    );
+    assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        r.json()["message"],
+        "the API version in the data (autoscaling/v1) does not match the expected API version (autoscaling/v2)"
+    );
 }
 
 #[test]

@@ -231,6 +231,53 @@ fn can_i_and_whoami_answer_for_the_user() {
         stdout(&s.kubectl(&["auth", "can-i", "delete", "secrets", "-A"])).trim(),
         "yes"
     );
+    // Its rules are RBAC's, as kube's (the system:masters authorizer lists none): everything
+    // through cluster-admin's binding, and what every authenticated user has.
+    let list = s.kubectl(&["auth", "can-i", "--list"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    let text = stdout(&list);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    for row in [
+        &["*.*", "[]", "[]", "[*]"][..],
+        &["[*]", "[]", "[*]"],
+        &[
+            "selfsubjectaccessreviews.authorization.k8s.io",
+            "[]",
+            "[]",
+            "[create]",
+        ],
+        &[
+            "selfsubjectreviews.authentication.k8s.io",
+            "[]",
+            "[]",
+            "[create]",
+        ],
+        &["[/healthz]", "[]", "[get]"],
+        &["[/apis/*]", "[]", "[get]"],
+    ] {
+        assert!(
+            rows.iter().any(|r| r.as_slice() == row),
+            "{row:?} in\n{text}"
+        );
+    }
+    // The same authenticated-user rows as anyone's.
+    let bob = s.kubectl(&["auth", "can-i", "--list", "--as=bob"]);
+    let bob_text = stdout(&bob);
+    assert!(bob.status.success(), "{}", stderr(&bob));
+    let bob_rows: Vec<Vec<&str>> = bob_text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(!bob_rows.is_empty(), "{bob_text}");
+    for row in &bob_rows {
+        assert!(rows.contains(row), "{row:?} in\n{text}");
+    }
+    assert_eq!(rows.len(), bob_rows.len() + 2, "{text}");
 }
 
 #[test]

@@ -494,8 +494,9 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 Write::Create,
             )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let (obj, duplicates) = decode_written(&headers, &body, opts.field_validation)?;
+            let (obj, duplicates) = decode_written(&ri, &headers, &body, opts.field_validation)?;
             opts.duplicates = duplicates;
+            opts.custom_kind_validated = true;
             let mut written = if detach {
                 let (s, ri, ns, opts) =
                     (state.service.clone(), ri.clone(), ns.clone(), opts.clone());
@@ -519,8 +520,9 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 Write::Update,
             )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let (obj, duplicates) = decode_written(&headers, &body, opts.field_validation)?;
+            let (obj, duplicates) = decode_written(&ri, &headers, &body, opts.field_validation)?;
             opts.duplicates = duplicates;
+            opts.custom_kind_validated = true;
             let mut written = if detach {
                 let (s, ri, ns, opts, name, sub) = (
                     state.service.clone(),
@@ -734,8 +736,18 @@ async fn scale(
             )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             // Decoded as kube's update handler decodes the Scale, before its name is checked.
-            let (mut wanted, duplicates) =
-                decode_json_with(&body, opts.field_validation != FieldValidation::Ignore)?;
+            let (wanted, duplicates) = if is_json(&body_media_type(&headers)) {
+                let (v, found) = parse_json(
+                    "Scale",
+                    &body,
+                    opts.field_validation != FieldValidation::Ignore,
+                )?;
+                super::body::check_scale(&v, &body)?;
+                (null_as_empty(v), found)
+            } else {
+                decode_json_with(&body, opts.field_validation != FieldValidation::Ignore)?
+            };
+            let mut wanted = wanted;
             let warnings = crate::service::Service::decode_scale(&mut wanted, &duplicates, &opts)?;
             check_name(&wanted, &ns, &name)?;
             svc.update_scale(ri, &ns, &name, &opts, |_| {
@@ -1574,18 +1586,64 @@ fn is_json(essence: &str) -> bool {
     matches!(essence, "application/json" | "" | "*/*")
 }
 
-/// A create's or update's body ([`decode_object`]) and, for a JSON body whose
-/// `fieldValidation` is not `Ignore`, the keys it repeats: kube's strict JSON decoder reports
-/// them (its non-strict one, for `Ignore`, does not look).
+/// A create's or update's body for the endpoint `ri` ([`decode_object`]; a JSON body as kube's
+/// handlers read it, [`super::body`]) and, for a JSON body whose `fieldValidation` is not
+/// `Ignore`, the keys it repeats: kube's strict JSON decoder reports them (its non-strict one,
+/// for `Ignore`, does not look).
 fn decode_written(
+    ri: &ResourceInfo,
     headers: &HeaderMap,
     body: &[u8],
     validation: FieldValidation,
 ) -> Result<(Value, Vec<crate::model::json::DuplicateField>), ApiError> {
-    if validation == FieldValidation::Ignore || !is_json(&body_media_type(headers)) {
+    if !is_json(&body_media_type(headers)) {
         return Ok((decode_object(headers, body)?, Vec::new()));
     }
-    decode_json_with(body, true)
+    let (v, found) = parse_json(&ri.kind, body, validation != FieldValidation::Ignore)?;
+    super::body::check(ri, &v, body)?;
+    Ok((null_as_empty(v), found))
+}
+
+/// A `null` body decodes into the empty object of the endpoint's type, as Go's decoder leaves
+/// a struct it is given `null` for.
+fn null_as_empty(v: Value) -> Value {
+    match v {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        v => v,
+    }
+}
+
+/// A create's or update's JSON body for an endpoint of `kind`, parsed (with the keys it repeats
+/// when `duplicates` is asked for; `-0` an integer). A body that is not JSON is refused in Go's
+/// words ([`super::body::check_syntax`]: serde_json takes no document Go's scanner refuses, so
+/// the scanner runs only when serde_json refused it). Go also takes invalid UTF-8 inside
+/// strings, each such byte a U+FFFD; what serde_json refuses beyond that (a lone surrogate
+/// escape, a number beyond `f64`, nesting past 128) is turtles' 400.
+fn parse_json(
+    kind: &str,
+    body: &[u8],
+    duplicates: bool,
+) -> Result<(Value, Vec<crate::model::json::DuplicateField>), ApiError> {
+    let parse = |bytes: &[u8]| -> Result<(Value, Vec<_>), serde_json::Error> {
+        let bytes = crate::model::json::negative_zero_as_zero(bytes);
+        if duplicates {
+            crate::model::json::from_slice(&bytes)
+        } else {
+            serde_json::from_slice::<Value>(&bytes).map(|v| (v, Vec::new()))
+        }
+    };
+    let e = match parse(body) {
+        Ok(parsed) => return Ok(parsed),
+        Err(e) => e,
+    };
+    super::body::check_syntax(kind, body)?;
+    let invalid = |e: serde_json::Error| {
+        ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
+    };
+    if std::str::from_utf8(body).is_ok() {
+        return Err(invalid(e));
+    }
+    parse(super::body::go_string(body).as_bytes()).map_err(invalid)
 }
 
 /// Decode a create/update body by its Content-Type.
@@ -2882,30 +2940,54 @@ mod tests {
     #[test]
     fn repeated_keys_are_read_unless_ignored() {
         let json = HeaderMap::new();
+        let cms = crate::model::Registry::with_builtins()
+            .lookup("", "v1", "configmaps")
+            .expect("built-in");
         let body = br#"{"metadata": {"name": "a", "name": "b"}}"#;
         for fv in [FieldValidation::Strict, FieldValidation::Warn] {
-            let (v, found) = decode_written(&json, body, fv).expect("decoded");
+            let (v, found) = decode_written(&cms, &json, body, fv).expect("decoded");
             assert_eq!(v["metadata"]["name"], "b");
             let paths: Vec<&str> = found.iter().map(|d| d.path.as_str()).collect();
             assert_eq!(paths, ["metadata.name"], "{fv:?}");
         }
-        let (v, found) = decode_written(&json, body, FieldValidation::Ignore).expect("decoded");
+        let (v, found) =
+            decode_written(&cms, &json, body, FieldValidation::Ignore).expect("decoded");
         assert_eq!(v["metadata"]["name"], "b");
         assert!(found.is_empty());
-        let e = decode_written(&json, b"{\"a\": 1,}", FieldValidation::Strict).unwrap_err();
-        assert_eq!(e.code, 400);
-        assert!(
-            e.message
-                .starts_with("the request body is not valid JSON: "),
-            "{e:?}"
-        );
+        // Not JSON: kube's wording, under every fieldValidation.
+        for fv in [FieldValidation::Strict, FieldValidation::Ignore] {
+            let e = decode_written(&cms, &json, b"{\"a\": 1,}", fv).unwrap_err();
+            assert_eq!((e.code, e.reason), (400, "BadRequest"));
+            assert_eq!(
+                e.message,
+                "the object provided is unrecognized (must be of type ConfigMap): couldn't get \
+                 version/kind; json parse error: invalid character '}' looking for beginning of \
+                 object key string ({\"a\": 1,})"
+            );
+        }
+        // `null` is the empty object; invalid UTF-8 in a string a U+FFFD, as Go reads them.
+        let (v, _) = decode_written(&cms, &json, b"null", FieldValidation::Strict).expect("null");
+        assert_eq!(v, serde_json::json!({}));
+        let (v, _) = decode_written(
+            &cms,
+            &json,
+            b"{\"data\": {\"a\": \"x\xffy\"}}",
+            FieldValidation::Strict,
+        )
+        .expect("decoded");
+        assert_eq!(v["data"]["a"], "x\u{fffd}y");
         let mut yaml = HeaderMap::new();
         yaml.insert(
             header::CONTENT_TYPE,
             "application/yaml".parse().expect("header"),
         );
-        let (_, found) = decode_written(&yaml, b"metadata:\n  name: a\n", FieldValidation::Strict)
-            .expect("decoded");
+        let (_, found) = decode_written(
+            &cms,
+            &yaml,
+            b"metadata:\n  name: a\n",
+            FieldValidation::Strict,
+        )
+        .expect("decoded");
         assert!(found.is_empty());
     }
 

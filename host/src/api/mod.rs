@@ -2,6 +2,7 @@
 //! streams. Only this module knows HTTP; every request ends in the [`Service`].
 
 mod access;
+mod body;
 mod components;
 pub mod connections;
 mod discovery;

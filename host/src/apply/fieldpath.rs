@@ -152,24 +152,48 @@ impl Pe {
     /// As structured-merge-diff prints a path element in a conflict: `.name`,
     /// `[name="x",port=80]`, `[="x"]`, `[0]`.
     pub fn display(&self) -> String {
+        self.display_with(false)
+    }
+
+    /// [`Pe::display`]; with `floats`, numbers are printed as the Go `float64`s kube decodes an
+    /// applied configuration's numbers into (`1e+06`).
+    pub fn display_with(&self, floats: bool) -> String {
         match self {
             Pe::Field(n) => format!(".{n}"),
             Pe::Key(fields) => {
                 let parts: Vec<String> = fields
                     .iter()
-                    .map(|(n, v)| format!("{n}={}", value_string(v)))
+                    .map(|(n, v)| format!("{n}={}", value_string(v, floats)))
                     .collect();
                 format!("[{}]", parts.join(","))
             }
-            Pe::Value(v) => format!("[={}]", value_string(v)),
+            Pe::Value(v) => format!("[={}]", value_string(v, floats)),
             Pe::Index(i) => format!("[{i}]"),
         }
     }
 }
 
-/// `value.ToString`: strings quoted as Go's `%q`, the rest as JSON.
-fn value_string(v: &Value) -> String {
-    v.to_string()
+/// structured-merge-diff's `value.ToString`: strings as Go's `%q`, numbers and booleans as
+/// `%v`, lists as `[a,b]`, maps as their `k=v` run together (in Go's map order, which varies;
+/// here the object's).
+fn value_string(v: &Value, floats: bool) -> String {
+    match v {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (floats, n.as_i64()) {
+            (false, Some(i)) => i.to_string(),
+            _ => crate::schema::field::go_format_float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => crate::schema::field::go_quote(s),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(|x| value_string(x, floats)).collect();
+            format!("[{}]", parts.join(","))
+        }
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, x)| format!("{k}={}", value_string(x, floats)))
+            .collect(),
+    }
 }
 
 /// A path: the elements from the root.

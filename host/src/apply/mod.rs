@@ -11,6 +11,7 @@
 
 pub mod fieldpath;
 pub mod typed;
+pub mod validate;
 
 use std::collections::HashMap;
 
@@ -792,7 +793,7 @@ pub fn apply(
     let t = typer(ri);
     let mut entries = match live.and_then(|l| l.pointer("/metadata/managedFields")) {
         Some(m) => decode(m)
-            .map_err(|e| ApiError::internal(format!("failed to decode managed fields: {e}")))?,
+            .map_err(|e| ApiError::new(500, "", format!("failed to decode managed fields: {e}")))?,
         None => Vec::new(),
     };
     let live_value = match live {
@@ -820,18 +821,12 @@ pub fn apply(
             z
         }
     };
-    // kube's `objectGVKNN`: `namespace/name; group/version, Kind=Kind`.
-    let typed_err = |what: &str, e: ApplyError| {
-        ApiError::internal(format!(
-            "failed to create typed {what} object ({}/{}; {}/{}, Kind={}): {e}",
-            crate::model::meta::namespace(config),
-            crate::model::meta::name(config),
-            ri.group,
-            ri.version,
-            ri.kind,
-        ))
-    };
-    let mut applied = t.to_set_strict(config).map_err(|e| typed_err("patch", e))?;
+    let typed_err =
+        |what: &str, e: ApplyError| typed_error(what, config, &ri.group, &ri.version, &ri.kind, e);
+    // kube's `ObjectToTyped(patchObj)`: the configuration checked against the schema
+    // (undeclared fields, wrong types, list keys), whatever `fieldValidation` says.
+    validate::validate(&t, config).map_err(|e| typed_err("patch", e))?;
+    let mut applied = t.to_set(config).map_err(|e| typed_err("patch", e))?;
     strip_meta(&mut applied);
     let applied = filter_reset(ri, sub, applied);
     let merged = t
@@ -950,6 +945,50 @@ pub fn apply(
     }
     set_managed(&mut out, encode(entries));
     Ok(out)
+}
+
+/// kube's `failed to create typed patch object (...)` and its kin: `objectGVKNN` is
+/// `namespace/name; group/version, Kind=Kind` of the applied configuration. A plain Go error in
+/// kube: 500 without a reason.
+fn typed_error(
+    what: &str,
+    config: &Value,
+    group: &str,
+    version: &str,
+    kind: &str,
+    e: ApplyError,
+) -> ApiError {
+    ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed {what} object ({}/{}; {group}/{version}, Kind={kind}): {e}",
+            crate::model::meta::namespace(config),
+            crate::model::meta::name(config),
+        ),
+    )
+}
+
+/// kube's check of an applied configuration of the built-in kind `group/version, Kind=kind`
+/// against its definition ([`validate::validate`]), for a configuration applied through a
+/// subresource of another kind (a `Scale`, whose field manager is the Scale's); a kind without
+/// a definition takes anything.
+pub fn validate_builtin(
+    config: &Value,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<(), ApiError> {
+    let defs = crate::builtin::definitions::get();
+    let Some(def) = defs.name_of(group, version, kind).and_then(|n| defs.get(n)) else {
+        return Ok(());
+    };
+    let t = Typer {
+        root: Ty::Root(def),
+        builtin: true,
+    };
+    validate::validate(&t, config)
+        .map_err(|e| typed_error("patch", config, group, version, kind, e))
 }
 
 /// kubectl's client-side apply annotation.

@@ -257,10 +257,58 @@ fn applied_configuration_is_checked() {
         "spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}});
     let e = apply(&ri, None, &bad, &who("a"), false).unwrap_err();
     assert_eq!(e.code, 500);
+    assert_eq!(
+        e.message,
+        "failed to create typed patch object (/web; apps/v1, Kind=Deployment): \
+         .spec.template.spec.containers: element 0: associative list with keys has an element \
+         that omits all key fields [\"name\"] (and doesn't have default values for any key fields)"
+    );
+}
+
+/// kube's `ObjectToTyped` of the applied configuration: a field its schema does not declare is
+/// kube's 500 under every `fieldValidation` (this runs before any of it), and nothing is
+/// written; custom resources follow their structural schema.
+#[test]
+fn undeclared_fields_of_an_applied_configuration_are_refused() {
+    let ri = configmaps();
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "ssa-unknown", "namespace": "default"},
+        "data": {"a": "1"}, "bogus": 1});
+    let e = apply(&ri, None, &config, &who("kubectl"), false).unwrap_err();
+    assert_eq!((e.code, e.reason), (500, ""));
+    assert_eq!(
+        e.message,
+        "failed to create typed patch object (default/ssa-unknown; /v1, Kind=ConfigMap): \
+         .bogus: field not declared in schema"
+    );
+    // On an existing object too, and forced.
+    let live = apply(
+        &ri,
+        None,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "ssa-unknown", "namespace": "default"}, "data": {"a": "1"}}),
+        &who("kubectl"),
+        false,
+    )
+    .unwrap();
+    let e = apply(&ri, Some(&live), &config, &who("kubectl"), true).unwrap_err();
+    assert_eq!(e.code, 500);
     assert!(
-        e.message.contains("omits key field \"name\""),
+        e.message
+            .ends_with(": .bogus: field not declared in schema"),
         "{}",
         e.message
+    );
+
+    let mut d = deployment(1, "nginx");
+    d["spec"]["template"]["spec"]["containers"][0]["bogus"] = json!(true);
+    d["spec"]["strategy"] = json!({"type": "Recreate", "extra": {}});
+    let e = apply(&deployments(), None, &d, &who("kubectl"), false).unwrap_err();
+    assert_eq!(
+        e.message,
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): errors:\n  \
+         .spec.template.spec.containers[name=\"nginx\"].bogus: field not declared in schema\n  \
+         .spec.strategy.extra: field not declared in schema"
     );
 }
 

@@ -29,9 +29,17 @@ pub enum Ty<'a> {
     Deduced,
 }
 
-enum ListKind {
+pub(super) enum ListKind {
     Set,
-    Map(Vec<String>),
+    /// Keyed by these fields, each with the default its schema declares (structured-merge-diff
+    /// fills a missing key field with it).
+    Map(Vec<KeyField>),
+}
+
+/// A key field of a map list.
+pub(super) struct KeyField {
+    pub name: String,
+    pub default: Option<Value>,
 }
 
 enum Shape<'a> {
@@ -102,21 +110,33 @@ fn shape<'a>(ty: Ty<'a>, v: &Value) -> Shape<'a> {
 }
 
 /// kube's `getListElementRelationship` (kube-openapi `schemaconv`): `None` is atomic.
-fn list_kind(s: &Value) -> Option<ListKind> {
+pub(super) fn list_kind(s: &Value) -> Option<ListKind> {
+    let keys = |names: Vec<&str>| -> ListKind {
+        // A key field's default is its property's `default` in the items' schema.
+        let items = s.get("items").map(resolve);
+        let props = items.and_then(|i| i.get("properties"));
+        ListKind::Map(
+            names
+                .into_iter()
+                .map(|n| KeyField {
+                    name: n.to_owned(),
+                    default: props
+                        .and_then(|p| p.get(n))
+                        .and_then(|p| p.get("default"))
+                        .cloned(),
+                })
+                .collect(),
+        )
+    };
     match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("set") => return Some(ListKind::Set),
         Some("map") => {
-            let keys: Vec<String> = s
+            let names: Vec<&str> = s
                 .get("x-kubernetes-list-map-keys")
                 .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            return Some(ListKind::Map(keys));
+            return Some(keys(names));
         }
         Some(_) => return None,
         None => {}
@@ -127,7 +147,7 @@ fn list_kind(s: &Value) -> Option<ListKind> {
                 .get("x-kubernetes-patch-merge-key")
                 .and_then(Value::as_str)
             {
-                Some(k) => Some(ListKind::Map(vec![k.to_owned()])),
+                Some(k) => Some(keys(vec![k])),
                 None => Some(ListKind::Set),
             }
         }
@@ -160,12 +180,21 @@ fn field<'a>(ty: Ty<'a>, name: &str) -> (Ty<'a>, bool) {
     }
 }
 
-/// The path element of a list item.
-fn item_pe(kind: &ListKind, item: &Value, builtin: bool) -> Result<Pe, ApplyError> {
+/// The path element of a list item, or structured-merge-diff's complaint about it
+/// (`listItemToPathElement`). A key field the item lacks is filled with its default (kube's
+/// built-in definitions declare `protocol`'s, `TCP`, which the embedded v2 definitions lack) or
+/// left out of the key; an item with none of them is refused.
+pub(super) fn item_pe(kind: &ListKind, item: &Value, builtin: bool) -> Result<Pe, ApplyError> {
     match kind {
         ListKind::Set => match item {
-            Value::Object(_) | Value::Array(_) => Err(ApplyError::Typed(
+            Value::Object(_) => Err(ApplyError::Typed(
                 "associative list without keys has an element that's a map type".into(),
+            )),
+            Value::Array(_) => Err(ApplyError::Typed(
+                "not supported: associative list with lists as elements".into(),
+            )),
+            Value::Null => Err(ApplyError::Typed(
+                "associative list without keys has an element that's an explicit null".into(),
             )),
             v => Ok(Pe::Value(v.clone())),
         },
@@ -179,16 +208,24 @@ fn item_pe(kind: &ListKind, item: &Value, builtin: bool) -> Result<Pe, ApplyErro
             };
             let mut fields = Vec::with_capacity(keys.len());
             for k in keys {
-                match m.get(k) {
-                    Some(v) => fields.push((k.clone(), v.clone())),
-                    // kube's declared default of the key fields of its lists (ports' protocol).
-                    None if builtin && k == "protocol" => fields.push((k.clone(), "TCP".into())),
-                    None => {
-                        return Err(ApplyError::Typed(format!(
-                            "associative list with keys has an element that omits key field {k:?} (and doesn't have default value)"
-                        )))
+                match (m.get(&k.name), &k.default) {
+                    (Some(v), _) => fields.push((k.name.clone(), v.clone())),
+                    (None, Some(d)) => fields.push((k.name.clone(), d.clone())),
+                    (None, None) if builtin && k.name == "protocol" => {
+                        fields.push((k.name.clone(), "TCP".into()))
                     }
+                    (None, None) => {}
                 }
+            }
+            if !keys.is_empty() && fields.is_empty() {
+                let names: Vec<String> = keys
+                    .iter()
+                    .map(|k| crate::schema::field::go_quote(&k.name))
+                    .collect();
+                return Err(ApplyError::Typed(format!(
+                    "associative list with keys has an element that omits all key fields [{}] (and doesn't have default values for any key fields)",
+                    names.join(" ")
+                )));
             }
             fields.sort_by(|a, b| a.0.cmp(&b.0));
             Ok(Pe::Key(fields))
@@ -278,17 +315,7 @@ impl<'a> Typer<'a> {
     pub fn to_set(&self, v: &Value) -> Result<Set, ApplyError> {
         let mut out = Set::new();
         let mut path = Vec::new();
-        self.walk_set(self.root, v, &mut path, &mut out, false)?;
-        Ok(out)
-    }
-
-    /// [`Typer::to_set`] of an applied configuration: a list with two items of one key is an
-    /// error (structured-merge-diff validates the patch side without duplicates; a stored
-    /// object may have them).
-    pub fn to_set_strict(&self, v: &Value) -> Result<Set, ApplyError> {
-        let mut out = Set::new();
-        let mut path = Vec::new();
-        self.walk_set(self.root, v, &mut path, &mut out, true)?;
+        self.walk_set(self.root, v, &mut path, &mut out)?;
         Ok(out)
     }
 
@@ -298,7 +325,6 @@ impl<'a> Typer<'a> {
         v: &Value,
         path: &mut Path,
         out: &mut Set,
-        strict: bool,
     ) -> Result<(), ApplyError> {
         match shape(ty, v) {
             Shape::Leaf => {
@@ -311,7 +337,7 @@ impl<'a> Typer<'a> {
                 for (k, val) in m {
                     let (ft, declared) = field(mt, k);
                     path.push(Pe::Field(k.clone()));
-                    self.walk_set(ft, val, path, out, strict)?;
+                    self.walk_set(ft, val, path, out)?;
                     let empty = val.is_null() || val.as_object().is_some_and(Map::is_empty);
                     if empty || !declared {
                         out.insert(path);
@@ -323,19 +349,11 @@ impl<'a> Typer<'a> {
                 let Value::Array(items) = v else {
                     return Ok(());
                 };
-                let mut seen = std::collections::BTreeSet::new();
                 for item in items {
                     let pe = item_pe(&kind, item, self.builtin)
                         .map_err(|e| e.at(&super::fieldpath::path_string(path)))?;
-                    if strict && !seen.insert(pe.clone()) {
-                        return Err(ApplyError::Typed(format!(
-                            "duplicate entries for key {}",
-                            super::fieldpath::path_string(std::slice::from_ref(&pe))
-                        ))
-                        .at(&super::fieldpath::path_string(path)));
-                    }
                     path.push(pe);
-                    self.walk_set(et, item, path, out, strict)?;
+                    self.walk_set(et, item, path, out)?;
                     out.insert(path);
                     path.pop();
                 }

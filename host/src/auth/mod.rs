@@ -254,18 +254,17 @@ impl Authorizer {
         rules
     }
 
+    /// The rules a SelfSubjectRulesReview lists for `user` in `namespace`: RBAC's, for every
+    /// user. kube's `system:masters` authorizer allows everything but is no rule resolver (its
+    /// `newForConfig` lists only the node authorizer and RBAC as resolvers), so a member's
+    /// review is what RBAC grants it: `cluster-admin`'s `*` rules through the bootstrap
+    /// binding to `system:masters`, and those of `system:authenticated`'s roles (basic-user,
+    /// discovery, public-info-viewer) besides.
     pub fn rules_for(
         &self,
         user: &UserInfo,
         namespace: &str,
     ) -> (Vec<serde_json::Value>, Vec<serde_json::Value>, bool) {
-        if user.groups.iter().any(|g| g == MASTERS) {
-            return (
-                vec![serde_json::json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})],
-                vec![serde_json::json!({"verbs": ["*"], "nonResourceURLs": ["*"]})],
-                false,
-            );
-        }
         rbac::rules_for(
             &StoreObjects {
                 store: self.store.as_ref(),
@@ -313,6 +312,82 @@ mod tests {
             .authorize(&user(&["system:authenticated"]), &attrs)
             .is_allowed());
         drop(authz);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A member of `system:masters` is reviewed by RBAC like anyone (kube's privileged-group
+    /// authorizer resolves no rules): `cluster-admin`'s `*` rules from the bootstrap binding,
+    /// and the rules every authenticated user has. Without the binding, only the latter.
+    #[tokio::test]
+    async fn the_rules_of_masters_are_rbacs() {
+        use serde_json::json;
+        let (store, dir) = crate::store::sled_store::temp_store("authz-masters-rules");
+        let registry = std::sync::Arc::new(crate::model::Registry::with_builtins());
+        let service = crate::service::Service::new(store.clone(), registry);
+        service.bootstrap().await.unwrap();
+        assert_eq!(
+            service
+                .reconcile_bootstrap_policy(super::rbac::bootstrap_objects())
+                .await,
+            0
+        );
+        let authz = Authorizer::new(store);
+        let admin = UserInfo {
+            name: "admin".to_owned(),
+            uid: String::new(),
+            groups: vec![MASTERS.to_owned(), "system:authenticated".to_owned()],
+            extra: Default::default(),
+        };
+        let (resources, non_resources, incomplete) = authz.rules_for(&admin, "default");
+        assert!(!incomplete);
+        let everything = json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]});
+        assert!(resources.contains(&everything), "{resources:?}");
+        assert!(
+            resources.contains(
+                &json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+                "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]})
+            ),
+            "{resources:?}"
+        );
+        assert!(
+            non_resources.contains(&json!({"verbs": ["*"], "nonResourceURLs": ["*"]})),
+            "{non_resources:?}"
+        );
+        // system:public-info-viewer's and system:discovery's.
+        for url in ["/healthz", "/apis/*"] {
+            assert!(
+                non_resources.iter().any(|r| r["nonResourceURLs"]
+                    .as_array()
+                    .is_some_and(|u| u.contains(&json!(url)))),
+                "{url}: {non_resources:?}"
+            );
+        }
+        // The binding gone, the group alone grants no rule (it is still allowed everything).
+        let bindings = service
+            .registry
+            .lookup("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+            .unwrap();
+        service
+            .delete(
+                &bindings,
+                "",
+                "cluster-admin",
+                &crate::service::DeleteOptions::default(),
+            )
+            .await
+            .unwrap();
+        let (resources, non_resources, _) = authz.rules_for(&admin, "default");
+        assert!(!resources.contains(&everything), "{resources:?}");
+        assert!(!non_resources.contains(&json!({"verbs": ["*"], "nonResourceURLs": ["*"]})));
+        assert!(!resources.is_empty());
+        assert!(authz
+            .authorize(
+                &admin,
+                &Attributes::resource("delete", "", "pods", "ns", "p")
+            )
+            .is_allowed());
+        drop(authz);
+        drop(service);
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -71,6 +71,13 @@ pub fn unmarshal_into_map(data: &[u8]) -> Result<(), UnmarshalError> {
     })
 }
 
+/// Go's `checkValid` alone, the syntax check every `json.Unmarshal` starts with: the first
+/// syntax error of `data` (an [`UnmarshalError::Syntax`]), as kube words a body that is not
+/// JSON (`couldn't get version/kind; json parse error: ...`).
+pub fn check_syntax(data: &[u8]) -> Result<(), UnmarshalError> {
+    check_valid(data).map(|_| ())
+}
+
 /// Whether `strconv.ParseFloat(n, 64)` takes the (syntactically valid) number: it refuses one
 /// that rounds beyond the largest float64 (an underflow is 0, no error).
 fn fits_float64(n: &str) -> bool {
@@ -731,5 +738,146 @@ mod tests {
         ] {
             assert_eq!(err(data), want, "{data:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod syntax_tests {
+    use super::*;
+
+    fn err(data: &str) -> String {
+        check_syntax(data.as_bytes()).expect_err(data).to_string()
+    }
+
+    #[test]
+    fn valid_documents_pass() {
+        for ok in [
+            "{}",
+            " {\"a\": [1, -0, 2.5e+3, 1E2, true, false, null, \"x\\u00e9\\n\"]} \n",
+            "[]",
+            "[ ]",
+            "0",
+            "-12.5",
+            "\"s\"",
+            "null",
+            "{\"a\":{\"b\":[[],{}]}}",
+        ] {
+            assert_eq!(check_syntax(ok.as_bytes()), Ok(()), "{ok}");
+        }
+    }
+
+    /// The messages Go 1.24's `json.Unmarshal` gives for these documents.
+    #[test]
+    fn errors_are_gos() {
+        for (doc, msg) in [
+            ("", "unexpected end of JSON input"),
+            ("   ", "unexpected end of JSON input"),
+            (
+                r#"{"apiVersion":"v1","kind":"ConfigMap","#,
+                "unexpected end of JSON input",
+            ),
+            (r#"{"a""#, "unexpected end of JSON input"),
+            (r#""abc"#, "unexpected end of JSON input"),
+            ("[1,", "unexpected end of JSON input"),
+            ("x", "invalid character 'x' looking for beginning of value"),
+            (
+                "{x",
+                "invalid character 'x' looking for beginning of object key string",
+            ),
+            (r#"{"a" 1}"#, "invalid character '1' after object key"),
+            (
+                r#"{"a":1 "b"}"#,
+                "invalid character '\"' after object key:value pair",
+            ),
+            (
+                r#"{"a":1,}"#,
+                "invalid character '}' looking for beginning of object key string",
+            ),
+            ("[1 2]", "invalid character '2' after array element"),
+            (
+                "[1,]",
+                "invalid character ']' looking for beginning of value",
+            ),
+            ("{} x", "invalid character 'x' after top-level value"),
+            ("{}{}", "invalid character '{' after top-level value"),
+            ("\"a\tb\"", "invalid character '\\t' in string literal"),
+            ("\"\\x\"", "invalid character 'x' in string escape code"),
+            (
+                "\"\\u12g4\"",
+                "invalid character 'g' in \\u hexadecimal character escape",
+            ),
+            ("-x", "invalid character 'x' in numeric literal"),
+            ("-", "invalid character ' ' in numeric literal"),
+            (
+                "1.x",
+                "invalid character 'x' after decimal point in numeric literal",
+            ),
+            (
+                "1.",
+                "invalid character ' ' after decimal point in numeric literal",
+            ),
+            ("1e", "invalid character ' ' in exponent of numeric literal"),
+            (
+                "1e+x",
+                "invalid character 'x' in exponent of numeric literal",
+            ),
+            ("01", "invalid character '1' after top-level value"),
+            (
+                "tru",
+                "invalid character ' ' in literal true (expecting 'e')",
+            ),
+            (
+                "trUe",
+                "invalid character 'U' in literal true (expecting 'u')",
+            ),
+            (
+                "fals",
+                "invalid character ' ' in literal false (expecting 'e')",
+            ),
+            (
+                "nul",
+                "invalid character ' ' in literal null (expecting 'l')",
+            ),
+            (
+                "nx",
+                "invalid character 'x' in literal null (expecting 'u')",
+            ),
+            (
+                "'a'",
+                r"invalid character '\'' looking for beginning of value",
+            ),
+            (
+                "\u{1}",
+                r"invalid character '\x01' looking for beginning of value",
+            ),
+            (
+                "\n\n}",
+                "invalid character '}' looking for beginning of value",
+            ),
+        ] {
+            assert_eq!(err(doc), msg, "{doc:?}");
+        }
+        // A byte of 0x80 and up is named as the rune of that number.
+        assert_eq!(quote_char(0x7f), r"'\x7f'");
+        assert_eq!(quote_char(0xa0), r"'\u00a0'");
+        assert_eq!(quote_char(b'\\'), r"'\\'");
+        assert_eq!(
+            check_syntax(b"\xc3").unwrap_err().to_string(),
+            "invalid character '\u{c3}' looking for beginning of value"
+        );
+        assert_eq!(
+            check_syntax(b"\x85").unwrap_err().to_string(),
+            r"invalid character '\u0085' looking for beginning of value"
+        );
+        // Invalid UTF-8 inside a string is no syntax error to Go.
+        assert_eq!(check_syntax(b"\"\xff\""), Ok(()));
+    }
+
+    #[test]
+    fn nesting_is_bounded_as_gos() {
+        let deep = "[".repeat(MAX_NESTING_DEPTH) + &"]".repeat(MAX_NESTING_DEPTH);
+        assert_eq!(check_syntax(deep.as_bytes()), Ok(()));
+        let deeper = "[".repeat(MAX_NESTING_DEPTH + 1);
+        assert_eq!(err(&deeper), "invalid character '[' exceeded max depth");
     }
 }
