@@ -631,6 +631,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             cfg.api.max_requests_inflight,
             cfg.api.max_mutating_requests_inflight,
         ),
+        offload: Default::default(),
         options: cfg.api.clone(),
         shutdown: shutdown_rx,
         metrics: Default::default(),

@@ -395,6 +395,154 @@ fn in_flight_limits_answer_429_and_skip_watches() {
     .unwrap();
 }
 
+/// The `Status` of a raw HTTP/1.1 answer, once it has arrived whole.
+fn status_of(raw: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body.split("\r\n").nth(1)?
+    } else {
+        body
+    };
+    serde_json::from_str(body).ok()
+}
+
+/// The mutating requests being served now, from `/metrics` (read as the admin: a read).
+fn mutating_in_flight(s: &Server) -> u64 {
+    let m = s.http().get("/metrics").text();
+    m.lines()
+        .find_map(|l| l.strip_prefix("turtles_api_inflight_requests{request_kind=\"mutating\"} "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no mutating in-flight gauge in {m}"))
+}
+
+/// A tenant's share of the in-flight limits is who sends the requests, not whom they
+/// impersonate, and all of one namespace's ServiceAccounts are one flow: slow uploads under
+/// made-up impersonated names (which `edit` may impersonate in its namespace, existing or not)
+/// hold at most half the mutating slots, the excess gets 429 at once, and so does a token of
+/// another account of the namespace, while another namespace's client still creates objects.
+#[test]
+fn made_up_impersonated_names_do_not_multiply_a_tenants_share() {
+    // 6 mutating slots: one flow holds at most 3.
+    let s = Server::start_with(&[
+        "--max-mutating-requests-inflight=6",
+        "--request-body-timeout=60",
+    ])
+    .unwrap();
+    for ns in ["tenant", "neighbour"] {
+        s.kubectl_ok(&["create", "namespace", ns]);
+    }
+    for (ns, sa) in [
+        ("tenant", "editor"),
+        ("tenant", "minted"),
+        ("neighbour", "app"),
+    ] {
+        s.kubectl_ok(&["create", "serviceaccount", sa, "-n", ns]);
+        s.kubectl_ok(&[
+            "create",
+            "rolebinding",
+            &format!("{sa}-edit"),
+            "--clusterrole=edit",
+            &format!("--serviceaccount={ns}:{sa}"),
+            "-n",
+            ns,
+        ]);
+    }
+    let token = |ns: &str, sa: &str| {
+        s.kubectl_ok(&["create", "token", sa, "-n", ns])
+            .trim()
+            .to_owned()
+    };
+    let (editor, minted, app) = (
+        token("tenant", "editor"),
+        token("tenant", "minted"),
+        token("neighbour", "app"),
+    );
+
+    // Six uploads that never finish, each impersonating an account that does not exist.
+    let slow = |n: usize| {
+        let mut c = tls_connect(&s);
+        let head = format!(
+            "POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews HTTP/1.1\r\nHost: turtles\r\nAuthorization: Bearer {editor}\r\nImpersonate-User: system:serviceaccount:tenant:x{n}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{{"
+        );
+        c.write_all(head.as_bytes()).unwrap();
+        c.flush().unwrap();
+        c
+    };
+    let mut uploads: Vec<(Tls, Vec<u8>)> = (0..6).map(|n| (slow(n), Vec::new())).collect();
+    // Half are refused at once (each answer read whole: the connection stays open, hyper
+    // waiting to drain the body); the others wait for their bodies, holding their slots.
+    fn refused(uploads: &[(Tls, Vec<u8>)]) -> usize {
+        uploads
+            .iter()
+            .filter(|(_, got)| got.starts_with(b"HTTP/1.1 429") && status_of(got).is_some())
+            .count()
+    }
+    poll(
+        "the uploads beyond the tenant's share to be refused",
+        Duration::from_secs(20),
+        || {
+            for (c, got) in uploads.iter_mut() {
+                if let Read1::Data(d) = read_once(c, Duration::from_millis(1)) {
+                    got.extend(d);
+                }
+            }
+            (refused(&uploads) >= 3).then_some(())
+        },
+    )
+    .unwrap();
+    poll(
+        "three uploads to hold mutating slots",
+        Duration::from_secs(20),
+        || (mutating_in_flight(&s) == 3).then_some(()),
+    )
+    .unwrap();
+    for (c, got) in uploads.iter_mut() {
+        if let Read1::Data(d) = read_once(c, Duration::from_millis(50)) {
+            got.extend(d);
+        }
+    }
+    assert_eq!(refused(&uploads), 3, "exactly the excess is refused");
+    for (_, got) in uploads.iter().filter(|(_, got)| !got.is_empty()) {
+        let status = status_of(got).expect("a whole answer");
+        assert_eq!(status["reason"], "TooManyRequests", "{status}");
+    }
+    assert_eq!(
+        uploads.iter().filter(|(_, got)| got.is_empty()).count(),
+        3,
+        "the others are waiting for their bodies"
+    );
+
+    // The tenant's own requests, and a token of another of its accounts, share that share.
+    let cm = configmap("c", &[], &[]);
+    let cms = "/api/v1/namespaces/tenant/configmaps";
+    let r = s.http_with_token(Some(&editor)).post_json(cms, &cm);
+    assert_eq!(r.status, 429, "{}", r.text());
+    let r = s.http_with_token(Some(&minted)).post_json(cms, &cm);
+    assert_eq!(r.status, 429, "{}", r.text());
+    // Another namespace's client is served.
+    let r = s
+        .http_with_token(Some(&app))
+        .post_json("/api/v1/namespaces/neighbour/configmaps", &cm);
+    assert_eq!(r.status, 201, "{}", r.text());
+
+    // The uploads give up: the tenant is served again.
+    drop(uploads);
+    let minted = s.http_with_token(Some(&minted));
+    poll(
+        "the tenant's slots to be free",
+        Duration::from_secs(20),
+        || {
+            let r = minted.post_json(cms, &cm);
+            (r.status == 201).then_some(())
+        },
+    )
+    .unwrap();
+}
+
 /// `?watch=true&watch=false`: kube reads the first value. Authorization and serving agree: a
 /// user allowed only to watch gets a watch (never a list), one allowed only to list gets 403;
 /// `?watch=false&watch=true` is a list for both.

@@ -97,7 +97,7 @@ fn impersonation_attrs(
 
 /// kube's `serviceaccount.SplitUsername`: `system:serviceaccount:NS:NAME` with a valid
 /// namespace and name, else not a service account.
-fn service_account_of(username: &str) -> Option<(&str, &str)> {
+pub(crate) fn service_account_of(username: &str) -> Option<(&str, &str)> {
     let rest = username.strip_prefix(crate::auth::rbac::SERVICE_ACCOUNT_USERNAME_PREFIX)?;
     let (ns, name) = rest.split_once(':')?;
     (!name.contains(':')
@@ -296,12 +296,21 @@ pub async fn authenticate_and_authorize(
     if let Some(conn) = req.extensions().get::<ConnectionGate>() {
         conn.authenticated();
     }
+    // Whose share of the in-flight limits the request takes: who sent it (its credential's
+    // user, or the host's controller that made it), never whom it impersonates.
+    let flow = super::inflight::Flow::of(
+        &user,
+        req.extensions().get::<super::inflight::ControllerCall>(),
+    );
     let user = match impersonate(&state, user, req.headers()) {
         Ok(u) => u,
         Err(e) => return e.into_response(),
     };
-    // As in kube, the in-flight limits apply after authentication, before authorization.
-    let slot = match state.inflight.admit(&info, &user) {
+    // As in kube, the in-flight limits apply after authentication and impersonation, before
+    // authorization (`system:masters` is exempt as the request acts). The slot is taken before
+    // the body is read, as kube's filter takes it: a body that dribbles in holds it for at most
+    // `--request-body-timeout`.
+    let slot = match state.inflight.admit(&info, &user, &flow) {
         Ok(slot) => slot,
         Err(e) => return e.into_response(),
     };

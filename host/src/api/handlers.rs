@@ -52,24 +52,31 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
             .map(str::to_owned)
             .or_else(|| custom_deprecation(&state, info))
     });
-    let served = if big_write(&state, &req) {
-        // The body is read here, on the workers: on HTTP/1.1 the connection's task is the one
-        // that runs the handler and feeds it the body, so it cannot be blocked first.
-        let (parts, body) = req.into_parts();
-        let mut head = Request::new(body);
-        *head.headers_mut() = parts.headers.clone();
-        match read_body(head, state.options.request_body_timeout).await {
-            Ok(bytes) => {
-                let req = Request::from_parts(parts, Body::from(bytes));
-                let st = state.clone();
-                off_the_workers(async move { handle(&st, req).await })
-                    .await
-                    .and_then(|r| r)
+    let served = match heavy_write(&state, &req) {
+        Some(why) => {
+            // The body is read here, on the workers: on HTTP/1.1 the connection's task is the
+            // one that runs the handler and feeds it the body, so it cannot be blocked first.
+            // (A body that dribbles in holds no thread and no turn off the workers.)
+            let deadline = deadline_of(&req);
+            let (parts, body) = req.into_parts();
+            let mut head = Request::new(body);
+            *head.headers_mut() = parts.headers.clone();
+            match read_body(head, state.options.request_body_timeout).await {
+                Ok(bytes) => {
+                    let mut req = Request::from_parts(parts, Body::from(bytes));
+                    req.extensions_mut().insert(super::offload::OffWorkers);
+                    let st = state.clone();
+                    state
+                        .offload
+                        .run(why, deadline, async move { handle(&st, req).await })
+                        .await
+                        .map_err(ApiError::from)
+                        .and_then(|r| r)
+                }
+                Err(e) => Err(e),
             }
-            Err(e) => Err(e),
         }
-    } else {
-        handle(&state, req).await
+        None => handle(&state, req).await,
     };
     let mut resp = match served {
         Ok(r) => r,
@@ -93,47 +100,57 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
     resp
 }
 
-/// A write whose body is bigger than this (or of unknown size) is served off the async
-/// workers: decoding, patching, defaulting, validation and field management take CPU in
-/// proportion to it (a 3 MB Pod of 100,000 containers took 35 s in a debug build), and on the
-/// two workers of a two-core host two such requests stopped the server answering anyone.
-const BIG_BODY: u64 = 256 << 10;
-
-/// Whether `req` is such a write: its body's size as the body knows it (a client's
-/// `Content-Length`, an in-process call's whole body); a streamed body of unknown size counts as
-/// big. Writes a remote APIService answers are proxied as they come, never buffered here.
-fn big_write(state: &AppState, req: &Request) -> bool {
+/// Whether `req` is a write to serve off the async workers, and why (`api/offload.rs`): its CPU
+/// grows with the larger of its body and the object it changes (a tiny merge patch of a 737 KB
+/// Deployment costs what a 737 KB create does), server-side apply's several times as fast, and
+/// a `deletecollection`'s with the whole collection. Both sizes are known before any work: the
+/// body's as the body knows it (a client's `Content-Length`, an in-process call's whole body; a
+/// streamed body of unknown size counts as big), the stored object's from the store's index.
+/// Writes a remote APIService answers are proxied as they come, never buffered here.
+fn heavy_write(state: &AppState, req: &Request) -> Option<super::offload::Heavy> {
+    use super::offload::{Heavy, APPLY_BYTES, HEAVY_BYTES};
     use hyper::body::Body as _;
-    if !matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
-        return false;
+    if !matches!(
+        *req.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    ) {
+        return None;
     }
-    let big = req.body().size_hint().exact().is_none_or(|n| n > BIG_BODY);
-    // The decoded path, as the request is routed (a path that does not decode is refused
-    // before its body is read).
-    let remote = match req.extensions().get::<Arc<RequestInfo>>() {
-        Some(info) => state
-            .aggregator
-            .route(&state.registry, &info.path)
-            .is_some(),
-        None => false,
+    let apply =
+        *req.method() == Method::PATCH && matches!(patch_type(req.headers()), Ok(PatchType::Apply));
+    let (limit, body_reason, stored_reason) = if apply {
+        (APPLY_BYTES, Heavy::Apply, Heavy::Apply)
+    } else {
+        (HEAVY_BYTES, Heavy::Body, Heavy::Stored)
     };
-    big && !remote
-}
-
-/// Runs `fut` on a blocking-pool thread of its own and waits for it there, so that its CPU holds
-/// up only itself and the caller's future stays what it was (a guest's call deadline still
-/// fires; the work then finishes on its own). On a current-thread runtime (unit tests), as is.
-async fn off_the_workers<T: Send + 'static>(
-    fut: impl std::future::Future<Output = T> + Send + 'static,
-) -> Result<T, ApiError> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::spawn_blocking(move || h.block_on(fut))
-                .await
-                .map_err(|e| ApiError::internal(format!("the write's thread failed: {e}")))
-        }
-        _ => Ok(fut.await),
+    let big_body = req.body().size_hint().exact().is_none_or(|n| n > limit);
+    // The request as it is routed (a path that does not decode is refused before its body is
+    // read); without one (a test driving the handlers alone), its body decides.
+    let Some(info) = req.extensions().get::<Arc<RequestInfo>>() else {
+        return big_body.then_some(body_reason);
+    };
+    if state
+        .aggregator
+        .route(&state.registry, &info.path)
+        .is_some()
+    {
+        return None;
     }
+    if info.verb == "deletecollection" {
+        return Some(Heavy::Collection);
+    }
+    if big_body {
+        return Some(body_reason);
+    }
+    // The object the path names (or the one its subresource changes), as stored: a lookup in
+    // the index, nothing parsed. A path that names nothing stored is answered on the workers.
+    let target = resolve(state, info).ok()?;
+    let name = target.name.as_deref()?;
+    let stored = state
+        .service
+        .get(&target.ri, target.namespace.as_deref().unwrap_or(""), name)
+        .ok()?;
+    (u64::try_from(stored.json.len()).unwrap_or(u64::MAX) > limit).then_some(stored_reason)
 }
 
 /// kube's deprecation warning for a request to a deprecated built-in resource (kube 1.34:
@@ -435,7 +452,14 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     // A Service's write reserves cluster IPs and node ports before it is stored and settles
     // them after: it runs to its end on its own task, so a client that goes away mid-write
     // (a dropped HTTP/2 stream) cannot leave its values reserved for nothing.
-    let detach = ri.group.is_empty() && ri.resource == "services";
+    // (A write off the workers runs to its end already, on its thread; spawned, it would run
+    // on the workers again.)
+    let detach = ri.group.is_empty()
+        && ri.resource == "services"
+        && req
+            .extensions()
+            .get::<super::offload::OffWorkers>()
+            .is_none();
     // kube's handlers negotiate the answer's media type before anything else (a 406 before a
     // write is made); a method the resource does not serve has no handler (its 405 first).
     let served = match (&method, &target.name) {

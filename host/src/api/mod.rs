@@ -11,6 +11,7 @@ mod gosort;
 pub(crate) mod handlers;
 pub mod inflight;
 pub(crate) mod negotiation;
+pub mod offload;
 pub(crate) mod openapi;
 mod openapi_pb;
 pub mod pod_streams;
@@ -77,6 +78,8 @@ pub struct AppState {
     pub options: ApiOptions,
     /// The in-flight limits built from `options`.
     pub inflight: inflight::InFlightLimits,
+    /// The writes served off the async workers (`offload::MAX_OFF_WORKERS` at once).
+    pub offload: offload::Offload,
     /// Flips to `true` when the server shuts down: open watches end.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     pub metrics: crate::metrics::ApiMetrics,
@@ -163,6 +166,7 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>
     let mut out = String::new();
     state.metrics.render(&mut out);
     state.inflight.render(&mut out);
+    state.offload.render(&mut out);
     let health = state.service.store.health();
     out.push_str(&format!(
         "# HELP turtles_store_quarantined_objects Stored objects that could not be read at start-up and were set aside.\n# TYPE turtles_store_quarantined_objects gauge\nturtles_store_quarantined_objects {}\n# HELP turtles_store_writable Whether the store accepts writes (0 while the disk fails).\n# TYPE turtles_store_writable gauge\nturtles_store_writable {}\n",

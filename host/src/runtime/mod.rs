@@ -775,6 +775,9 @@ pub(crate) async fn call_api(ctx: &HostCtx, request: wit::HttpRequest) -> wit::H
         }
     }
     builder = builder.header("authorization", format!("Bearer {}", identity.token));
+    // Its share of the in-flight limits is the controller's own, whatever it acts as (a
+    // ServiceAccount's calls would otherwise share the account's namespace's).
+    builder = builder.extension(crate::api::inflight::ControllerCall(ctx.name.clone()));
     let req = match builder.body(axum::body::Body::from(request.body)) {
         Ok(r) => r,
         Err(e) => return fail(400, &format!("malformed request: {e}")),

@@ -1,0 +1,325 @@
+//! Writes served off the async workers. The runtime has one worker per core, and every request's
+//! future runs on them: a write whose CPU takes milliseconds (decoding, patching, defaults,
+//! validation and field management of a large object, or server-side apply's field sets) holds
+//! a worker that long, and a few at once stop the server answering anyone (eight tiny merge
+//! patches of 737 KB Deployments took an administrator's GETs from 6 ms to 3.2 s on two cores).
+//!
+//! Such a write's cost grows with the larger of its body and the object it changes, so both are
+//! looked at before the work starts: the body's size as the request knows it, and the stored
+//! object's, read from the store's in-memory index (a hash lookup: no parse). A write is served
+//! on a blocking-pool thread when
+//! - its body is over [`HEAVY_BYTES`], or of unknown size (streamed);
+//! - the object its path names (the object itself, or the one its subresource changes: `status`,
+//!   `scale`, `binding`, `eviction`, ...) is stored with more than [`HEAVY_BYTES`] of JSON
+//!   (update, patch, delete: each parses the stored object at least once);
+//! - it is a server-side apply whose body or stored object is over [`APPLY_BYTES`] (its field
+//!   sets cost several times a patch of the same size: two applies of 5,000 env entries, a body
+//!   under 256 KiB, took GETs to 1.8 s);
+//! - it is a `deletecollection` (each object of the collection is deleted as one DELETE would).
+//!
+//! A hop to the pool costs some 10-20 µs; the writes sent there cost milliseconds. At most
+//! [`MAX_OFF_WORKERS`] run there at once (one thread each): a flood of them, or clients that hang
+//! up mid-write (the write runs to its end; the client's in-flight slot is gone), cannot grow the
+//! blocking pool beyond that. The others wait for a turn on the workers (a cheap future), within
+//! the request's deadline. Small writes stay on the workers, where they cost least: every write
+//! (or every apply) could go off them, but the turns are bounded and shared, and small writes,
+//! a controller's small applies among them, would then queue behind a tenant's heavy ones.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use crate::model::ApiError;
+
+/// A write whose body or stored object is bigger than this is served off the workers (a tiny
+/// merge patch of a 64 KiB Deployment is of the order of a millisecond of CPU in a release
+/// build, some fifty times what the hop costs: estimates, not measurements).
+pub const HEAVY_BYTES: u64 = 64 << 10;
+
+/// A server-side apply whose body or stored object is bigger than this is served off the
+/// workers: a quarter of [`HEAVY_BYTES`], for its field sets (an apply of a list of 500 env
+/// entries, 16 KiB, is of the order of what a 64 KiB patch costs; an estimate).
+pub const APPLY_BYTES: u64 = HEAVY_BYTES / 4;
+
+/// At most this many writes run off the workers at once, each on a thread of tokio's blocking
+/// pool (whose own bound, 512 threads, is never approached by writes).
+pub const MAX_OFF_WORKERS: usize = 16;
+
+/// Why a write runs off the workers (the `reason` label of
+/// `turtles_api_writes_off_workers_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heavy {
+    /// Its body is over [`HEAVY_BYTES`] or of unknown size.
+    Body,
+    /// The object it changes is stored with more than [`HEAVY_BYTES`].
+    Stored,
+    /// A server-side apply whose body or stored object is over [`APPLY_BYTES`].
+    Apply,
+    /// A `deletecollection`.
+    Collection,
+}
+
+impl Heavy {
+    const ALL: [Heavy; 4] = [Heavy::Body, Heavy::Stored, Heavy::Apply, Heavy::Collection];
+
+    fn label(self) -> &'static str {
+        match self {
+            Heavy::Body => "body",
+            Heavy::Stored => "stored",
+            Heavy::Apply => "apply",
+            Heavy::Collection => "collection",
+        }
+    }
+}
+
+/// Marks a request (in its extensions) whose handler already runs off the workers: it need not
+/// be detached to run to its end (a blocking-pool thread runs it to its end whatever the client
+/// does), and what it spawns would land back on the workers.
+#[derive(Debug, Clone, Copy)]
+pub struct OffWorkers;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OffloadError {
+    /// The request's deadline passed while it waited for a turn.
+    #[error("the request's deadline passed while it waited for a thread")]
+    DeadlinePassed,
+    /// The write's thread panicked or was cancelled (the runtime shutting down).
+    #[error("the write's thread failed: {0}")]
+    Thread(String),
+}
+
+impl From<OffloadError> for ApiError {
+    fn from(e: OffloadError) -> Self {
+        match e {
+            // kube's timeout filter's answer.
+            OffloadError::DeadlinePassed => ApiError::deadline_passed(),
+            OffloadError::Thread(_) => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
+/// The turns off the workers and their metrics.
+pub struct Offload {
+    turns: Arc<Semaphore>,
+    /// Writes running off the workers now.
+    running: Arc<AtomicUsize>,
+    /// Writes waiting for a turn now.
+    waiting: Arc<AtomicUsize>,
+    /// Writes run off the workers, by [`Heavy`].
+    total: [AtomicU64; 4],
+}
+
+impl Default for Offload {
+    fn default() -> Self {
+        Self::new(MAX_OFF_WORKERS)
+    }
+}
+
+/// Decrements a gauge when dropped.
+struct Counted(Arc<AtomicUsize>);
+
+impl Counted {
+    fn new(gauge: &Arc<AtomicUsize>) -> Self {
+        gauge.fetch_add(1, Ordering::AcqRel);
+        Counted(gauge.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Offload {
+    pub fn new(turns: usize) -> Self {
+        Self {
+            turns: Arc::new(Semaphore::new(turns.max(1))),
+            running: Default::default(),
+            waiting: Default::default(),
+            total: Default::default(),
+        }
+    }
+
+    /// Runs `fut` on a blocking-pool thread of its own once a turn is free (waiting no later
+    /// than `deadline`), and waits for it there, so that its CPU holds up only itself and the
+    /// caller's future stays what it was (a guest's call deadline still fires; the work then
+    /// finishes on its own, keeping its turn). The thread drives `fut` with the runtime's
+    /// `Handle::block_on`: its timers, I/O and `block_in_place` (CEL) work as on a worker, but
+    /// what it spawns runs on the workers. On a current-thread runtime (unit tests), as is.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        why: Heavy,
+        deadline: Option<tokio::time::Instant>,
+        fut: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, OffloadError> {
+        let handle = match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => h,
+            _ => {
+                self.count(why);
+                return Ok(fut.await);
+            }
+        };
+        let turn = {
+            let _waiting = Counted::new(&self.waiting);
+            let acquire = self.turns.clone().acquire_owned();
+            let turn = match deadline {
+                Some(d) => tokio::time::timeout_at(d, acquire)
+                    .await
+                    .map_err(|_| OffloadError::DeadlinePassed)?,
+                None => acquire.await,
+            };
+            turn.map_err(|e| OffloadError::Thread(e.to_string()))?
+        };
+        self.count(why);
+        let running = self.running.clone();
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            let _running = Counted::new(&running);
+            handle.block_on(fut)
+        })
+        .await
+        .map_err(|e| OffloadError::Thread(e.to_string()))
+    }
+
+    fn count(&self, why: Heavy) {
+        if let Some(i) = Heavy::ALL.iter().position(|h| *h == why) {
+            self.total[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes run off the workers so far, for `why`.
+    pub fn total(&self, why: Heavy) -> u64 {
+        Heavy::ALL
+            .iter()
+            .position(|h| *h == why)
+            .map_or(0, |i| self.total[i].load(Ordering::Relaxed))
+    }
+
+    /// `turtles_api_writes_off_workers_total{reason}`, `turtles_api_writes_off_workers` (running)
+    /// and `turtles_api_writes_off_workers_waiting`.
+    pub fn render(&self, out: &mut String) {
+        out.push_str("# HELP turtles_api_writes_off_workers_total Writes served on a blocking thread rather than the async workers, by why: a big body, a big stored object, a server-side apply, a deletecollection.\n# TYPE turtles_api_writes_off_workers_total counter\n");
+        for why in Heavy::ALL {
+            out.push_str(&format!(
+                "turtles_api_writes_off_workers_total{{reason=\"{}\"}} {}\n",
+                why.label(),
+                self.total(why)
+            ));
+        }
+        out.push_str(&format!(
+            "# HELP turtles_api_writes_off_workers Writes running on a blocking thread now.\n# TYPE turtles_api_writes_off_workers gauge\nturtles_api_writes_off_workers {}\n# HELP turtles_api_writes_off_workers_waiting Writes waiting for a blocking thread now.\n# TYPE turtles_api_writes_off_workers_waiting gauge\nturtles_api_writes_off_workers_waiting {}\n",
+            self.running.load(Ordering::Acquire),
+            self.waiting.load(Ordering::Acquire),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Polls `cond` every millisecond until it holds, failing after 10 s.
+    async fn until(what: &str, cond: impl Fn() -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !cond() {
+            assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// The work runs on another thread than the caller's worker, at most `turns` at once; the
+    /// others wait for a turn, no later than their deadline.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_run_on_their_own_threads_a_bounded_number_at_once() {
+        let off = Arc::new(Offload::new(2));
+        let worker = std::thread::current().id();
+        let ran_on = off
+            .run(Heavy::Stored, None, async { std::thread::current().id() })
+            .await
+            .expect("ran");
+        assert_ne!(ran_on, worker, "off the caller's worker");
+        assert_eq!(off.total(Heavy::Stored), 1);
+
+        // Two turns held by writes that wait for a signal.
+        let (go, gate) = tokio::sync::watch::channel(false);
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let (off, mut gate) = (off.clone(), gate.clone());
+            held.push(tokio::spawn(async move {
+                off.run(Heavy::Apply, None, async move {
+                    let _ = gate.wait_for(|open| *open).await;
+                })
+                .await
+            }));
+        }
+        until("the two run", || off.running.load(Ordering::Acquire) == 2).await;
+        // A third waits; past its deadline it is kube's timeout.
+        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+        let e = off
+            .run(Heavy::Body, Some(soon), async {})
+            .await
+            .expect_err("no turn");
+        assert!(matches!(e, OffloadError::DeadlinePassed));
+        assert_eq!(ApiError::from(e).code, 504);
+        assert_eq!(off.total(Heavy::Body), 0, "what never ran is not counted");
+        let third = {
+            let off = off.clone();
+            tokio::spawn(async move { off.run(Heavy::Body, None, async { 3 }).await })
+        };
+        until("the third waits", || {
+            off.waiting.load(Ordering::Acquire) == 1
+        })
+        .await;
+        assert_eq!(off.running.load(Ordering::Acquire), 2);
+        go.send(true).expect("open the gate");
+        for h in held {
+            h.await.expect("joined").expect("ran");
+        }
+        assert_eq!(third.await.expect("joined").expect("ran"), 3);
+        let mut out = String::new();
+        off.render(&mut out);
+        assert!(out.contains("turtles_api_writes_off_workers_total{reason=\"apply\"} 2"));
+        assert!(out.contains("turtles_api_writes_off_workers_total{reason=\"body\"} 1"));
+        assert!(out.contains("turtles_api_writes_off_workers 0\n"));
+        assert!(out.contains("turtles_api_writes_off_workers_waiting 0\n"));
+    }
+
+    /// A write whose caller goes away runs to its end, keeping its turn until then.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_abandoned_write_finishes_and_keeps_its_turn() {
+        let off = Arc::new(Offload::new(1));
+        let (go, mut gate) = tokio::sync::watch::channel(false);
+        let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
+        let caller = {
+            let off = off.clone();
+            tokio::spawn(async move {
+                off.run(Heavy::Stored, None, async move {
+                    let _ = gate.wait_for(|open| *open).await;
+                    let _ = done_tx.send(());
+                })
+                .await
+            })
+        };
+        until("the write runs", || {
+            off.running.load(Ordering::Acquire) == 1
+        })
+        .await;
+        caller.abort();
+        let _ = caller.await;
+        // Its turn is still taken.
+        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+        assert!(off.run(Heavy::Body, Some(soon), async {}).await.is_err());
+        go.send(true).expect("open the gate");
+        tokio::time::timeout(Duration::from_secs(10), done)
+            .await
+            .expect("the abandoned write finished")
+            .expect("sent");
+        off.run(Heavy::Body, None, async {})
+            .await
+            .expect("the turn is back");
+    }
+}
