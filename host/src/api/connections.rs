@@ -301,7 +301,10 @@ impl<I> GatedStream<I> {
                 let limit = self.gate.opts.write_stall_timeout;
                 let now = tokio::time::Instant::now();
                 let since = *self.blocked_since.get_or_insert(now);
-                let at = since + limit;
+                // A timeout too large for the clock is no timeout.
+                let Some(at) = since.checked_add(limit) else {
+                    return Poll::Pending;
+                };
                 let timer = self
                     .write_stall
                     .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));

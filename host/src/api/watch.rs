@@ -703,7 +703,11 @@ async fn run(
     // Periodic bookmarks only once the initial state (if any) is out.
     let mut listing = false;
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
-    let mut watchdog = tokio::time::interval((feeder.stall / 6).max(Duration::from_millis(10)));
+    // A stall is noticed within a sixth of its timeout (every 5 s at most, as with the default),
+    // and a huge timeout cannot overflow the interval's arithmetic.
+    let watchdog_period =
+        (feeder.stall / 6).clamp(Duration::from_millis(10), Duration::from_secs(5));
+    let mut watchdog = tokio::time::interval(watchdog_period);
     watchdog.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let sent = tokio::select! {
