@@ -172,6 +172,13 @@ enum Command {
         /// Seconds a connection with no request in flight stays open.
         #[arg(long, default_value_t = 90)]
         idle_timeout: u64,
+        /// Seconds a client may take none of the bytes it is sent: a connection whose socket
+        /// accepts nothing for this long while it has bytes to write is closed (with the
+        /// response it was writing, a watch's included), and a watch whose client takes no event
+        /// for this long while events wait is closed. A connection with nothing to write, or
+        /// whose client reads slowly but reads, is never cut (Go's http2 WriteByteTimeout).
+        #[arg(long, default_value_t = 30)]
+        write_stall_timeout: u64,
         /// Where objects are kept: `wal` (a write-ahead log and snapshots of turtles' own, in
         /// --data-dir), `sled` (the sled database, in --data-dir) or `etcd` (an etcd v3 cluster
         /// shared by any number of hosts; see docs/scale-out.md). Without it: `sled` for a data
@@ -394,6 +401,7 @@ fn main() -> anyhow::Result<()> {
             header_read_timeout,
             request_body_timeout,
             idle_timeout,
+            write_stall_timeout,
             test_hold_watchers_on_signal,
             store,
             etcd_endpoints,
@@ -457,6 +465,7 @@ fn main() -> anyhow::Result<()> {
                 api: turtles::api::ApiOptions {
                     bookmark_interval: secs(bookmark_interval),
                     watch_buffer_bytes: watch_buffer_bytes.max(1),
+                    write_stall_timeout: secs(write_stall_timeout),
                     request_body_timeout: secs(request_body_timeout),
                     max_requests_inflight,
                     max_mutating_requests_inflight,

@@ -738,6 +738,8 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
     let gate = api::connections::Gate::new(api::connections::ConnectionOptions {
         max_unauthenticated: cfg.http.max_unauthenticated_connections,
         idle_timeout: cfg.http.idle_timeout,
+        // The same bound as a watch's stall cut-off: one flag, `--write-stall-timeout`.
+        write_stall_timeout: cfg.api.write_stall_timeout,
     });
     let result = match tls {
         Some(t) => {

@@ -1,8 +1,12 @@
 //! Watches cannot bloat or brick the server: a client that stops reading is cut off and its
 //! memory freed, `timeoutSeconds` holds even when the client reads nothing, the watch history is
-//! bounded by bytes, and writers and other watchers carry on meanwhile.
+//! bounded by bytes, unread watches of a large object share it rather than hold a copy each, a
+//! connection whose client takes no bytes is closed, and writers and other watchers carry on
+//! meanwhile.
 
-use std::io::Read;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -116,7 +120,9 @@ fn mib(kib: u64) -> f64 {
 /// and the stream never ended.)
 #[test]
 fn timeout_seconds_ends_a_watch_whose_client_never_reads() {
-    let s = Server::start_with(&["--no-fsync"]).unwrap();
+    // The watch's own cut-offs are what is tested: the connection's write stall deadline
+    // ((5) below) must not close it before the client reads what it was sent.
+    let s = Server::start_with(&["--no-fsync", "--write-stall-timeout", "600"]).unwrap();
     let http = s.http();
     let from = list_rv(&http);
     let started = Instant::now();
@@ -258,7 +264,9 @@ fn big_object_patches_keep_history_bounded_and_resume_works() {
 /// being behind, and read afterwards end (EOF) having delivered less than was written.
 #[test]
 fn stalled_watchers_do_not_hold_up_writers_or_other_watchers() {
-    let s = Server::start_with(&["--no-fsync"]).unwrap();
+    // The watch's own cut-offs are what is tested: the connection's write stall deadline
+    // ((5) below) must not close it before the client reads what it was sent.
+    let s = Server::start_with(&["--no-fsync", "--write-stall-timeout", "600"]).unwrap();
     let http = s.http();
     let from = list_rv(&http);
     let mut reader = http.watch(&format!("{CMS}?watch=true&resourceVersion={from}"));
@@ -308,4 +316,219 @@ fn stalled_watchers_do_not_hold_up_writers_or_other_watchers() {
         let read = read_to_end(w, Duration::from_secs(20)).expect("the server ended the stream");
         assert!(read < written, "{read} of {written} bytes");
     }
+}
+
+type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// Raw TLS connections to the host (trusting its CA, with the admin's token), for clients that
+/// stop reading.
+struct RawClient {
+    config: Arc<rustls::ClientConfig>,
+    addr: SocketAddr,
+    token: String,
+}
+
+impl RawClient {
+    fn new(s: &Server) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        let pem = s.ca_pem.as_deref().expect("the host serves TLS");
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes()) {
+            roots.add(cert.expect("CA PEM")).expect("CA certificate");
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let addr = s
+            .url
+            .trim_start_matches("https://")
+            .parse()
+            .expect("the host's address");
+        RawClient {
+            config: Arc::new(config),
+            addr,
+            token: s.token.clone(),
+        }
+    }
+
+    /// `GET path` on a new HTTP/1.1 connection that then reads nothing. Its socket has a 4 KiB
+    /// receive buffer and a 1 KiB MSS: the host's kernel sizes its send buffer from the peer's
+    /// MSS (about 3 MiB per connection on loopback otherwise, enough to take a whole 1 MiB event
+    /// and leave nothing waiting in the host), so here it takes about 100 KiB.
+    fn unread_get(&self, path: &str) -> Tls {
+        let sock = socket2::Socket::new(
+            socket2::Domain::for_address(self.addr),
+            socket2::Type::STREAM,
+            None,
+        )
+        .expect("socket");
+        sock.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+        sock.set_tcp_mss(1024).expect("TCP_MAXSEG");
+        sock.connect(&self.addr.into()).expect("connect");
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("server name");
+        let conn = rustls::ClientConnection::new(self.config.clone(), name).expect("TLS client");
+        let mut tls = rustls::StreamOwned::new(conn, TcpStream::from(sock));
+        while tls.conn.is_handshaking() {
+            tls.conn.complete_io(&mut tls.sock).expect("TLS handshake");
+        }
+        write!(
+            tls,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\n\r\n",
+            self.token
+        )
+        .expect("request");
+        tls.flush().expect("request");
+        tls
+    }
+}
+
+/// Whether the server has closed `tls`: what it sent is read until EOF or a reset, for at most
+/// `deadline`.
+fn closed_by_server(tls: &mut Tls, deadline: Duration) -> bool {
+    let start = Instant::now();
+    tls.sock
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("read timeout");
+    let mut buf = vec![0u8; 64 * 1024];
+    while start.elapsed() < deadline {
+        match tls.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            // A reset, or the end of the TCP stream without TLS's close_notify.
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(usize::MAX)
+}
+
+/// (5) 200 watches over TLS whose clients never read (4 KiB receive buffers), of a namespace
+/// holding a 1 MiB ConfigMap that is then modified. Each connection is stuck in the 1 MiB ADDED
+/// event with the MODIFIED one queued behind it, and the host's RSS grows by far less than one
+/// copy per watch: the event's object is the stored JSON itself, shared by every watch (before,
+/// each connection held its own copy of the 1 MiB line, 200 MiB here by that count; the review
+/// that found it measured 1.07 MB per watch). With
+/// `--write-stall-timeout 15` every one of those connections is closed by the server about 15 s
+/// after its socket stopped taking bytes (the host's descriptors go back to what they were, and
+/// each client reads to an EOF or reset), while a watch whose client reads, idle all that time,
+/// stays open and gets the next event.
+#[test]
+fn unread_watches_share_the_object_and_stalled_connections_are_closed() {
+    const WATCHES: usize = 200;
+    const STALL_SECS: u64 = 15;
+    const BOUND_MIB: u64 = 80;
+    let stall = STALL_SECS.to_string();
+    let s = Server::start_with(&["--no-fsync", "--write-stall-timeout", stall.as_str()]).unwrap();
+    let http = s.http();
+    create_sized(&http, "big", 1 << 20);
+    let pid = s.pid().expect("the host's pid");
+    let mut reader = http.watch_with_timeout(
+        &format!("{CMS}?watch=true&resourceVersion={}", list_rv(&http)),
+        Duration::from_secs(120),
+    );
+    let raw = RawClient::new(&s);
+    let fds_before = open_fds(pid);
+    let before = s.memory_kib("VmRSS").unwrap();
+    // The peak from here on (writing 5 to clear_refs resets VmHWM to the current RSS; the start
+    // may have peaked higher than anything below).
+    let peak_reset = std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok();
+    let path = format!("{CMS}?watch=1");
+    let mut unread: Vec<Tls> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let (raw, path) = (&raw, &path);
+                scope.spawn(move || {
+                    (t..WATCHES)
+                        .step_by(4)
+                        .map(|_| raw.unread_get(path))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("opener thread"))
+            .collect()
+    });
+    let opened = Instant::now();
+    // A new 1 MiB version, for every watch.
+    let r = http.patch(
+        &format!("{CMS}/big"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"v": "2"}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let ev = reader.expect_event("MODIFIED");
+    assert_eq!(ev["object"]["metadata"]["name"], "big");
+    // Every unread watch is stuck in its ADDED event and has the MODIFIED one queued.
+    poll(
+        "every unread watch to have the new version queued",
+        Duration::from_secs(STALL_SECS),
+        || {
+            (metric(&http, "turtles_watches") == Some((WATCHES + 1) as f64)
+                && metric(&http, "turtles_watch_queued_bytes")
+                    .is_some_and(|q| q >= (WATCHES << 20) as f64))
+            .then_some(())
+        },
+    )
+    .unwrap();
+    let held = s.memory_kib("VmRSS").unwrap();
+    let peak = s.memory_kib("VmHWM").unwrap();
+    eprintln!(
+        "RSS before {:.0} MiB, with {WATCHES} unread watches {:.0} MiB (peak {:.0} MiB); {} host fds, {} before",
+        mib(before),
+        mib(held),
+        mib(peak),
+        open_fds(pid),
+        fds_before
+    );
+    let measured = [
+        ("RSS", Some(held)),
+        ("peak RSS", peak_reset.then_some(peak)),
+    ];
+    for (what, kib) in measured.into_iter().filter_map(|(w, k)| Some((w, k?))) {
+        assert!(
+            kib.saturating_sub(before) < BOUND_MIB * MIB,
+            "{what} grew by {:.0} MiB with {WATCHES} unread watches (bound {BOUND_MIB} MiB)",
+            mib(kib.saturating_sub(before))
+        );
+    }
+    // The server closes every stalled connection: its descriptors are gone, and so are the
+    // watches (but the reader's).
+    poll(
+        "the stalled connections to be closed",
+        Duration::from_secs(STALL_SECS + 30),
+        || {
+            (open_fds(pid) <= fds_before + 8 && metric(&http, "turtles_watches") == Some(1.0))
+                .then_some(())
+        },
+    )
+    .unwrap();
+    let took = opened.elapsed();
+    eprintln!(
+        "closed {took:?} after the last was opened; RSS now {:.0} MiB",
+        mib(s.memory_kib("VmRSS").unwrap())
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for (i, tls) in unread.iter_mut().enumerate() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            closed_by_server(tls, left),
+            "unread watch {i}: the server did not close its connection"
+        );
+    }
+    // The reading watch, idle all this time with nothing to write, is still open.
+    create_sized(&http, "after", 10);
+    let ev = reader.expect_event("ADDED");
+    assert_eq!(ev["object"]["metadata"]["name"], "after");
 }

@@ -1,5 +1,6 @@
-//! Bounds on connections, below HTTP: how many connections may be open without having
-//! authenticated a request, and how long a connection may sit idle.
+//! Bounds on connections, below HTTP (and below TLS): how many connections may be open without
+//! having authenticated a request, how long a connection may sit idle, and how long its peer may
+//! take none of the bytes it is sent.
 //!
 //! Every accepted TCP connection is registered as *pending* before anything else happens (the
 //! TLS handshake included). It stops being pending when one of its requests authenticates (the
@@ -13,6 +14,15 @@
 //! The idle timeout closes a connection that has had no request in flight for that long
 //! (HTTP/2 connections between requests, HTTP/2 or TLS connections that never send one). A
 //! request in flight, a watch streaming included, is never idle.
+//!
+//! The write stall timeout (`--write-stall-timeout`, 30 s; Go's `http2.Server.WriteByteTimeout`)
+//! closes a connection whose socket has accepted none of the bytes offered to it for that long:
+//! the clock starts when a write finds the socket full and restarts with every byte the socket
+//! takes. The stream's write then fails, hyper drops the connection, and with it everything the
+//! connection held for a client that stopped reading: the response body (a watch's, and with it
+//! the user's watch permit), hyper's queued chunks, rustls's buffers. A connection with nothing
+//! to write (an idle watch) is never timed, and one whose reader is slow but takes bytes now and
+//! then never times out. The watch task's own stall cut-off (`watch.rs`) uses the same timeout.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -31,6 +41,12 @@ use http_body_util::BodyExt;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
+/// Default of `--write-stall-timeout`: how long a client may take none of the bytes it is sent.
+/// Thirty seconds, the cut-off this host's watches already had for a client that takes nothing:
+/// long enough for a client paused by a busy machine or a slow network, short enough that what
+/// a connection its client stopped reading holds is given back within a minute.
+pub const DEFAULT_WRITE_STALL: Duration = Duration::from_secs(30);
+
 /// Limits of the connection layer.
 #[derive(Debug, Clone)]
 pub struct ConnectionOptions {
@@ -38,6 +54,9 @@ pub struct ConnectionOptions {
     pub max_unauthenticated: usize,
     /// A connection with no request in flight for this long is closed.
     pub idle_timeout: Duration,
+    /// A connection whose socket takes none of the bytes it has to write for this long is
+    /// closed.
+    pub write_stall_timeout: Duration,
 }
 
 /// Shared by every connection of one listener.
@@ -108,6 +127,18 @@ impl Gate {
     /// Connections closed so far to make room for newer ones.
     pub fn evicted(&self) -> u64 {
         self.inner.evicted.load(Ordering::Relaxed)
+    }
+
+    /// `io` as the byte stream of connection `conn`.
+    fn stream<I>(&self, io: I, conn: Arc<ConnState>) -> GatedStream<I> {
+        GatedStream {
+            io,
+            gate: self.inner.clone(),
+            conn,
+            idle: Box::pin(tokio::time::sleep(self.inner.opts.idle_timeout)),
+            blocked_since: None,
+            write_stall: None,
+        }
     }
 
     /// Register a new connection (evicting the oldest pending one when full).
@@ -189,29 +220,31 @@ impl<S> axum_server::accept::Accept<tokio::net::TcpStream, S> for GateAcceptor {
             tracing::debug!(error = %e, "TCP keep-alive not set");
         }
         let conn = self.gate.admit();
-        let gate = self.gate.inner.clone();
-        let idle = Box::pin(tokio::time::sleep(gate.opts.idle_timeout));
         std::future::ready(Ok((
-            GatedStream {
-                io: stream,
-                gate: gate.clone(),
-                conn: conn.clone(),
-                idle,
-            },
+            self.gate.stream(stream, conn.clone()),
             GatedService {
                 inner: service,
-                handle: ConnectionGate { gate, conn },
+                handle: ConnectionGate {
+                    gate: self.gate.inner.clone(),
+                    conn,
+                },
             },
         )))
     }
 }
 
-/// A connection's byte stream: fails once the connection was evicted or went idle.
+/// A connection's byte stream: fails once the connection was evicted or went idle, and its
+/// writes fail once the socket has taken nothing for the write stall timeout.
 pub struct GatedStream<I> {
     io: I,
     gate: Arc<GateInner>,
     conn: Arc<ConnState>,
     idle: Pin<Box<Sleep>>,
+    /// Since when the socket has refused what it was offered, with nothing taken since.
+    blocked_since: Option<tokio::time::Instant>,
+    /// Wakes the connection's task at the write stall deadline, so its next write attempt
+    /// fails then (made the first time a write is refused).
+    write_stall: Option<Pin<Box<Sleep>>>,
 }
 
 impl<I> Drop for GatedStream<I> {
@@ -249,6 +282,47 @@ impl<I> GatedStream<I> {
         }
         Ok(())
     }
+
+    /// The write stall timeout applied to the result of a write: bytes taken restart the clock;
+    /// a refusal starts it (and arms the timer that wakes the task at its end), or, once it has
+    /// run out, becomes the error that closes the connection. The write is always tried first,
+    /// so a socket that takes bytes again is never cut, however late its task is polled.
+    fn wrote(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        match result {
+            Poll::Ready(Ok(n)) if n > 0 => {
+                self.blocked_since = None;
+                result
+            }
+            Poll::Pending => {
+                let limit = self.gate.opts.write_stall_timeout;
+                let now = tokio::time::Instant::now();
+                let since = *self.blocked_since.get_or_insert(now);
+                // A timeout too large for the clock is no timeout.
+                let Some(at) = since.checked_add(limit) else {
+                    return Poll::Pending;
+                };
+                let timer = self
+                    .write_stall
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+                if timer.deadline() != at {
+                    timer.as_mut().reset(at);
+                }
+                if now >= at || timer.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the peer took no bytes for longer than the write stall timeout",
+                    )));
+                }
+                Poll::Pending
+            }
+            // An error, or nothing asked of it: no news about the peer.
+            Poll::Ready(_) => result,
+        }
+    }
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for GatedStream<I> {
@@ -275,7 +349,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for GatedStream<I> {
         if self.conn.killed.load(Ordering::Acquire) {
             return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
         }
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let result = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.wrote(cx, result)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -295,7 +370,8 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for GatedStream<I> {
         if self.conn.killed.load(Ordering::Acquire) {
             return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
         }
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let result = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.wrote(cx, result)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -369,12 +445,86 @@ where
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn oldest_pending_connection_makes_room() {
-        let gate = Gate::new(ConnectionOptions {
+    fn gate(write_stall_timeout: Duration) -> Gate {
+        Gate::new(ConnectionOptions {
             max_unauthenticated: 2,
             idle_timeout: Duration::from_secs(60),
+            write_stall_timeout,
+        })
+    }
+
+    /// A connection to a peer that reads nothing: a 1 KiB pipe standing in for the socket.
+    fn stalled_pair(
+        gate: &Gate,
+    ) -> (
+        GatedStream<tokio::io::DuplexStream>,
+        tokio::io::DuplexStream,
+    ) {
+        let (ours, theirs) = tokio::io::duplex(1024);
+        (gate.stream(ours, gate.admit()), theirs)
+    }
+
+    /// A peer that takes nothing: once the socket is full, the connection's writes fail at the
+    /// write stall timeout, not before, even though nothing polls the stream meanwhile but the
+    /// timer the refusal armed.
+    #[tokio::test(start_paused = true)]
+    async fn a_write_the_peer_never_takes_fails_at_the_stall_timeout() {
+        use tokio::io::AsyncWriteExt;
+        let gate = gate(Duration::from_secs(5));
+        let (mut s, _peer) = stalled_pair(&gate);
+        let started = tokio::time::Instant::now();
+        let e = s
+            .write_all(&vec![b'x'; 64 * 1024])
+            .await
+            .expect_err("the peer reads nothing");
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_secs(5) && took < Duration::from_millis(5100),
+            "{took:?}"
+        );
+    }
+
+    /// A slow reader that takes a little every few seconds (each gap under the timeout, the
+    /// whole transfer far over it) is never cut off; nor is a connection with nothing to write,
+    /// however long it waits.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_reader_and_an_idle_connection_are_not_cut() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let gate = gate(Duration::from_secs(5));
+        let (mut s, mut peer) = stalled_pair(&gate);
+        let reader = tokio::spawn(async move {
+            let mut buf = [0u8; 512];
+            let mut total = 0;
+            while total < 16 * 1024 {
+                tokio::time::sleep(Duration::from_secs(4)).await;
+                total += peer.read(&mut buf).await.expect("read");
+            }
+            peer
         });
+        let started = tokio::time::Instant::now();
+        s.write_all(&vec![b'x'; 16 * 1024])
+            .await
+            .expect("the reader takes it, slowly");
+        assert!(
+            started.elapsed() > Duration::from_secs(60),
+            "{:?}",
+            started.elapsed()
+        );
+        let mut peer = reader.await.expect("reader");
+        // Nothing pending: idle for ten times the timeout, then a write that fits goes through.
+        tokio::time::sleep(Duration::from_secs(50)).await;
+        s.write_all(b"still here")
+            .await
+            .expect("an idle connection is not stalled");
+        let mut buf = [0u8; 10];
+        peer.read_exact(&mut buf).await.expect("read");
+        assert_eq!(&buf, b"still here");
+    }
+
+    #[tokio::test]
+    async fn oldest_pending_connection_makes_room() {
+        let gate = gate(Duration::from_secs(30));
         let a = gate.admit();
         let b = gate.admit();
         assert_eq!(gate.pending(), 2);

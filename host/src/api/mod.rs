@@ -46,6 +46,12 @@ pub struct ApiOptions {
     pub bookmark_interval: Duration,
     /// Bytes of events one watch may have queued for its client (see `watch`).
     pub watch_buffer_bytes: usize,
+    /// How long a client may take none of what it is sent (`--write-stall-timeout`, 30 s): a
+    /// connection whose socket accepts no bytes for this long while it has some to write is
+    /// closed (`connections`), and a watch whose client takes no event for this long while
+    /// events wait is closed (`watch`; this one also covers an HTTP/2 stream that gets no
+    /// window while its connection is fine). Go's `http2.Server.WriteByteTimeout`.
+    pub write_stall_timeout: Duration,
     /// How long a request body may take to arrive (kube's `--request-timeout`, 60 s): past it
     /// the request is answered 504 Timeout. Also the longest deadline of a request that is not
     /// long-running (`access::RequestDeadline`), which `?timeout=` may shorten.
@@ -61,6 +67,7 @@ impl Default for ApiOptions {
         Self {
             bookmark_interval: Duration::from_secs(30),
             watch_buffer_bytes: watch::DEFAULT_BUFFER_BYTES,
+            write_stall_timeout: connections::DEFAULT_WRITE_STALL,
             request_body_timeout: Duration::from_secs(60),
             max_requests_inflight: 400,
             max_mutating_requests_inflight: 200,

@@ -6,10 +6,23 @@
 //! it goes on from the history) and queues the events for the HTTP body, which encodes them as
 //! the connection takes them. The queue holds the stored objects themselves (shared with the
 //! store, not copies) and is bounded by bytes (`--watch-buffer-bytes`, counted as the objects'
-//! serialized size). A watch is closed, and its queue dropped, when:
+//! serialized size).
+//!
+//! The body writes an event of the plain JSON representation as three pieces: a static head
+//! (`{"type":"MODIFIED","object":`), the object's JSON exactly as the store holds it (the same
+//! reference-counted [`Bytes`], shared with the store and with every other watcher of that
+//! version), and a static tail (`}\n`). So what the connection holds for a client that does not
+//! read (hyper queues the pieces it has taken, uncopied, as the sockets under it write vectored)
+//! is a reference to the one stored copy, not a copy per watcher (kube shares one encoding the
+//! same way, `cachingObject`). Objects under [`SHARE_FROM`] bytes, and the representations made
+//! per watch (Table rows, `PartialObjectMetadata`, bookmarks, errors), are one line each.
+//!
+//! A watch is closed, and its queue dropped, when:
 //! - its client is over that bound and takes nothing for [`FULL_WAIT`] (kube's watch cache
 //!   likewise closes a watcher whose buffer stays full after a short blocking timeout);
-//! - events have waited and its client has taken nothing for [`STALL`];
+//! - events have waited and its client has taken nothing for the write stall timeout
+//!   (`--write-stall-timeout`, 30 s: the same bound as a connection whose socket takes no bytes,
+//!   `connections.rs`; this one also covers an HTTP/2 stream its client gives no window);
 //! - it fell behind the store's live feed and the history no longer has what it missed (the
 //!   watcher ends instead of relisting: the client resumes and gets its 410);
 //! - `timeoutSeconds` (or the default 30-60 minutes) passes, whether the client reads or not;
@@ -17,7 +30,11 @@
 //!
 //! Closing ends the response body cleanly the next time the connection asks for data; the client
 //! resumes from the last resourceVersion it saw. A slow watcher never holds up writers or other
-//! watchers: the store's broadcast never waits.
+//! watchers: the store's broadcast never waits. The user's watch permit (at most
+//! [`MAX_WATCHES_PER_USER`]) lives in the body, so it is given back only when the connection lets
+//! go of the response (the body ended, or the connection closed: a client that stops reading
+//! altogether is disconnected by the write stall timeout), not when the watch is cut while its
+//! connection still holds what it had taken.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -48,8 +65,11 @@ use crate::store::{StoreError, StoredObject};
 pub const DEFAULT_BUFFER_BYTES: usize = 16 << 20;
 /// How long a watch over its buffer bound waits for its client to take something.
 const FULL_WAIT: Duration = Duration::from_secs(1);
-/// How long events may wait while the client takes nothing at all.
-const STALL: Duration = Duration::from_secs(30);
+/// Objects whose JSON is at least this long are written as the stored bytes themselves, shared,
+/// between a static head and tail ([`Frame::Shared`]); smaller ones are copied into one line (one
+/// HTTP chunk or DATA frame per event, as before). What a stalled connection holds in copies is
+/// then at most hyper's 16 queued chunks of under 4 KiB.
+const SHARE_FROM: usize = 4096;
 /// Bytes charged per queued event besides its object.
 const LINE_OVERHEAD: usize = 64;
 /// Watch streams one user (not `system:masters`) may have open at once: each holds a
@@ -61,13 +81,45 @@ pub const MAX_WATCHES_PER_USER: usize = 5_000;
 /// How long a watch for a future resourceVersion waits for it.
 const TOO_NEW_WAIT: Duration = Duration::from_secs(3);
 
+/// The head of an event line of `kind`, up to its object: static, so a shared frame allocates
+/// nothing per watcher.
+fn head(kind: &str) -> Option<Bytes> {
+    let head: &'static [u8] = match kind {
+        "ADDED" => b"{\"type\":\"ADDED\",\"object\":",
+        "MODIFIED" => b"{\"type\":\"MODIFIED\",\"object\":",
+        "DELETED" => b"{\"type\":\"DELETED\",\"object\":",
+        "BOOKMARK" => b"{\"type\":\"BOOKMARK\",\"object\":",
+        "ERROR" => b"{\"type\":\"ERROR\",\"object\":",
+        _ => return None,
+    };
+    Some(Bytes::from_static(head))
+}
+
+const TAIL: &[u8] = b"}\n";
+
+/// One event as the body writes it.
+enum Frame {
+    /// The whole line, encoded for this watch.
+    Line(Bytes),
+    /// The line's head, the object's JSON as stored (shared, not copied) and the static tail.
+    Shared(Bytes, Bytes),
+}
+
+/// The event line of `kind` around `obj`: shared when `obj` is large enough to be worth it.
+fn frame(kind: &str, obj: &Bytes) -> Frame {
+    match head(kind) {
+        Some(h) if obj.len() >= SHARE_FROM => Frame::Shared(h, obj.clone()),
+        _ => Frame::Line(line(kind, obj)),
+    }
+}
+
 fn line(kind: &str, obj: &[u8]) -> Bytes {
     let mut b = BytesMut::with_capacity(obj.len() + 32);
     b.put_slice(b"{\"type\":\"");
     b.put_slice(kind.as_bytes());
     b.put_slice(b"\",\"object\":");
     b.put_slice(obj);
-    b.put_slice(b"}\n");
+    b.put_slice(TAIL);
     b.freeze()
 }
 
@@ -111,18 +163,21 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn bookmark(&mut self, ri: &ResourceInfo, rv: u64, initial_end: bool) -> Bytes {
+    fn bookmark(&mut self, ri: &ResourceInfo, rv: u64, initial_end: bool) -> Frame {
         let obj = bookmark_object(ri, rv, initial_end);
         match StoredObject::unstored(obj.clone()) {
             Ok(mut o) => {
                 o.rv = rv;
                 self.encode(ri, "BOOKMARK", Arc::new(o), initial_end)
             }
-            Err(_) => line("BOOKMARK", obj.to_string().as_bytes()),
+            Err(_) => Frame::Line(line("BOOKMARK", obj.to_string().as_bytes())),
         }
     }
 
-    fn event(&mut self, ri: &ResourceInfo, kind: &str, obj: Arc<StoredObject>) -> Bytes {
+    /// An event's frame. The plain representation of an object shown as stored shares the
+    /// stored JSON ([`frame`]); one `present` had to make for this watch (a conversion) is this
+    /// watch's own, still not copied again.
+    fn event(&mut self, ri: &ResourceInfo, kind: &str, obj: Arc<StoredObject>) -> Frame {
         let obj = Service::present(ri, obj);
         self.encode(ri, kind, obj, false)
     }
@@ -136,13 +191,13 @@ impl Encoder {
         kind: &str,
         obj: Arc<StoredObject>,
         keep_metadata: bool,
-    ) -> Bytes {
+    ) -> Frame {
         match self.repr {
             // kube's watch encoder cannot make a PartialObjectMetadataList of one object: it
             // logs that and writes the object as it is.
-            Representation::Full | Representation::PartialMetadataList(_) => line(kind, &obj.json),
+            Representation::Full | Representation::PartialMetadataList(_) => frame(kind, &obj.json),
             Representation::PartialMetadata(v) => {
-                line(kind, partial_metadata(&obj, v).to_string().as_bytes())
+                Frame::Line(line(kind, partial_metadata(&obj, v).to_string().as_bytes()))
             }
             Representation::Table(v) => {
                 let rv = obj.rv.to_string();
@@ -161,7 +216,7 @@ impl Encoder {
                         }
                     }
                 }
-                line(kind, t.to_string().as_bytes())
+                Frame::Line(line(kind, t.to_string().as_bytes()))
             }
         }
     }
@@ -204,7 +259,7 @@ enum Stop {
     Shutdown,
     /// Over its buffer bound and the client took nothing for [`FULL_WAIT`].
     Behind,
-    /// Events waited and the client took nothing for [`STALL`].
+    /// Events waited and the client took nothing for the write stall timeout.
     Stalled,
     /// Fell too far behind the store's live feed.
     Lagged,
@@ -321,10 +376,10 @@ impl Queue {
         self.lock().closed
     }
 
-    /// Events are waiting and the client has taken nothing for `STALL`.
-    fn stalled(&self) -> bool {
+    /// Events are waiting and the client has taken nothing for `stall`.
+    fn stalled(&self, stall: Duration) -> bool {
         let st = self.lock();
-        !st.items.is_empty() && st.progress.is_some_and(|p| p.elapsed() > STALL)
+        !st.items.is_empty() && st.progress.is_some_and(|p| p.elapsed() > stall)
     }
 
     fn gone(&self) -> bool {
@@ -337,6 +392,12 @@ struct WatchBody {
     queue: Arc<Queue>,
     ri: Arc<ResourceInfo>,
     enc: Encoder,
+    /// What is left of the frame being written: the shared object, then the tail. A frame begun
+    /// is finished even if the watch is closed meanwhile, so the stream stays whole lines.
+    rest: [Option<Bytes>; 2],
+    /// The user's share of [`MAX_WATCHES_PER_USER`], held for as long as the connection holds
+    /// this body (not given back when the watch task ends while the body is still held).
+    _permit: Option<super::pod_streams::FollowPermit>,
 }
 
 impl futures::Stream for WatchBody {
@@ -344,6 +405,9 @@ impl futures::Stream for WatchBody {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
+        if let Some(b) = this.rest.iter_mut().find_map(Option::take) {
+            return Poll::Ready(Some(Ok(b)));
+        }
         let item = {
             let mut st = this.queue.lock();
             match st.items.pop_front() {
@@ -361,12 +425,19 @@ impl futures::Stream for WatchBody {
         };
         this.queue.metrics().queued(-(item.cost() as i64));
         this.queue.taken.notify_one();
-        let bytes = match item {
+        let frame = match item {
             Item::Event(kind, obj) => this.enc.event(&this.ri, kind, obj),
             Item::Bookmark(rv, end) => this.enc.bookmark(&this.ri, rv, end),
-            Item::Line(b) => b,
+            Item::Line(b) => Frame::Line(b),
         };
-        Poll::Ready(Some(Ok(bytes)))
+        let first = match frame {
+            Frame::Line(b) => b,
+            Frame::Shared(head, object) => {
+                this.rest = [Some(object), Some(Bytes::from_static(TAIL))];
+                head
+            }
+        };
+        Poll::Ready(Some(Ok(first)))
     }
 }
 
@@ -389,6 +460,8 @@ impl Drop for WatchBody {
 struct Feeder {
     queue: Arc<Queue>,
     budget: usize,
+    /// How long events may wait while the client takes nothing (the write stall timeout).
+    stall: Duration,
     deadline: Pin<Box<tokio::time::Sleep>>,
     stopped: Pin<Box<dyn Future<Output = ()> + Send>>,
 }
@@ -422,7 +495,7 @@ pub async fn serve(
     unstreamable: Option<ApiError>,
     user: Option<&crate::auth::rbac::UserInfo>,
 ) -> Result<Response, ApiError> {
-    // Held for as long as the stream is open.
+    // Held by the response body: for as long as the connection holds the stream.
     let permit = match user {
         Some(u) if !u.groups.iter().any(|g| g == crate::auth::MASTERS) => {
             Some(state.watches.acquire(&u.name)?)
@@ -520,11 +593,14 @@ pub async fn serve(
         queue: queue.clone(),
         ri: ri.clone(),
         enc,
+        rest: Default::default(),
+        _permit: permit,
     };
     let mut shutdown = state.shutdown.clone();
     let feeder = Feeder {
         queue,
         budget: state.options.watch_buffer_bytes.max(1),
+        stall: state.options.write_stall_timeout,
         deadline: Box::pin(tokio::time::sleep(timeout)),
         stopped: Box::pin(async move {
             let _ = shutdown.wait_for(|s| *s).await.is_ok();
@@ -534,7 +610,6 @@ pub async fn serve(
     let metrics_state = state.clone();
     metrics_state.metrics.watches.opened();
     tokio::spawn(async move {
-        let _permit = permit;
         let queue = feeder.queue.clone();
         let resource = ri.resource.clone();
         let converter = ri
@@ -628,7 +703,11 @@ async fn run(
     // Periodic bookmarks only once the initial state (if any) is out.
     let mut listing = false;
     let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
-    let mut watchdog = tokio::time::interval(STALL / 6);
+    // A stall is noticed within a sixth of its timeout (every 5 s at most, as with the default),
+    // and a huge timeout cannot overflow the interval's arithmetic.
+    let watchdog_period =
+        (feeder.stall / 6).clamp(Duration::from_millis(10), Duration::from_secs(5));
+    let mut watchdog = tokio::time::interval(watchdog_period);
     watchdog.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let sent = tokio::select! {
@@ -677,7 +756,7 @@ async fn run(
             _ = watchdog.tick() => {
                 if feeder.queue.gone() {
                     Err(Stop::Gone)
-                } else if feeder.queue.stalled() {
+                } else if feeder.queue.stalled(feeder.stall) {
                     Err(Stop::Stalled)
                 } else {
                     Ok(())
@@ -736,10 +815,29 @@ mod tests {
         let feeder = Feeder {
             queue: Arc::new(Queue::new(metrics.clone())),
             budget,
+            stall: super::super::connections::DEFAULT_WRITE_STALL,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             stopped: Box::pin(std::future::pending()),
         };
         (feeder, metrics)
+    }
+
+    /// The plain JSON body of a watch of ConfigMaps on `queue`, holding `permit`.
+    fn body(
+        queue: &Arc<Queue>,
+        permit: Option<super::super::pod_streams::FollowPermit>,
+    ) -> WatchBody {
+        WatchBody {
+            queue: queue.clone(),
+            ri: configmaps(),
+            enc: Encoder {
+                repr: Representation::Full,
+                query: Query::default(),
+                first: true,
+            },
+            rest: Default::default(),
+            _permit: permit,
+        }
     }
 
     fn queued(m: &crate::metrics::WatchMetrics) -> String {
@@ -767,15 +865,7 @@ mod tests {
         assert_ne!(queued(&metrics), "turtles_watch_queued_bytes 0");
         f.queue.close(true);
         assert_eq!(queued(&metrics), "turtles_watch_queued_bytes 0");
-        let mut body = WatchBody {
-            queue: f.queue.clone(),
-            ri: configmaps(),
-            enc: Encoder {
-                repr: Representation::Full,
-                query: Query::default(),
-                first: true,
-            },
-        };
+        let mut body = body(&f.queue, None);
         assert!(body.next().await.is_none());
     }
 
@@ -784,15 +874,7 @@ mod tests {
     async fn taking_an_item_makes_room() {
         let (mut f, _) = feeder(3000, Duration::from_secs(3600));
         f.send(Item::Event("ADDED", obj(2000))).await.unwrap();
-        let mut body = WatchBody {
-            queue: f.queue.clone(),
-            ri: configmaps(),
-            enc: Encoder {
-                repr: Representation::Full,
-                query: Query::default(),
-                first: true,
-            },
-        };
+        let mut body = body(&f.queue, None);
         let take = async {
             tokio::time::sleep(Duration::from_millis(500)).await;
             body.next().await
@@ -814,18 +896,88 @@ mod tests {
         );
     }
 
-    /// Events that wait while the client takes nothing for STALL mark the watch stalled; an
-    /// empty queue never is, however long the client is idle.
+    /// Events that wait while the client takes nothing for the stall timeout mark the watch
+    /// stalled; an empty queue never is, however long the client is idle.
     #[tokio::test(start_paused = true)]
     async fn waiting_events_and_no_progress_is_a_stall() {
+        const STALL: Duration = super::super::connections::DEFAULT_WRITE_STALL;
         let (mut f, _) = feeder(1 << 20, Duration::from_secs(3600));
         tokio::time::sleep(STALL * 2).await;
-        assert!(!f.queue.stalled());
+        assert!(!f.queue.stalled(STALL));
         f.send(Item::Event("ADDED", obj(10))).await.unwrap();
         tokio::time::sleep(STALL / 2).await;
-        assert!(!f.queue.stalled());
+        assert!(!f.queue.stalled(STALL));
         tokio::time::sleep(STALL).await;
-        assert!(f.queue.stalled());
+        assert!(f.queue.stalled(STALL));
+    }
+
+    /// A large object's event is written as the stored JSON itself, not a copy: the middle
+    /// piece points into the stored bytes, and the three pieces make exactly the line a copy
+    /// would have been. A small object's event is one line.
+    #[tokio::test]
+    async fn a_large_objects_event_shares_the_stored_json() {
+        let (mut f, _) = feeder(64 << 20, Duration::from_secs(3600));
+        let big = obj(1 << 20);
+        let small = obj(100);
+        f.send(Item::Event("MODIFIED", big.clone())).await.unwrap();
+        f.send(Item::Event("ADDED", small.clone())).await.unwrap();
+        let mut b = body(&f.queue, None);
+        let head = b.next().await.unwrap().unwrap();
+        let object = b.next().await.unwrap().unwrap();
+        let tail = b.next().await.unwrap().unwrap();
+        assert_eq!(
+            object.as_ptr(),
+            big.json.as_ptr(),
+            "the stored bytes, not a copy"
+        );
+        assert_eq!(object.len(), big.json.len());
+        let whole: Vec<u8> = [head, object, tail].concat();
+        assert_eq!(whole, line("MODIFIED", &big.json));
+        let ev: Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(ev["type"], "MODIFIED");
+        assert_eq!(ev["object"]["data"].as_str().map(str::len), Some(1 << 20));
+        // Small: one line, its own bytes.
+        let one = b.next().await.unwrap().unwrap();
+        assert_eq!(one, line("ADDED", &small.json));
+    }
+
+    /// A frame begun is finished even when the watch is closed meanwhile (its queue dropped):
+    /// the client gets whole lines, then the end.
+    #[tokio::test]
+    async fn a_closed_watch_finishes_the_frame_it_began() {
+        let (mut f, _) = feeder(64 << 20, Duration::from_secs(3600));
+        let big = obj(10_000);
+        f.send(Item::Event("ADDED", big.clone())).await.unwrap();
+        f.send(Item::Event("MODIFIED", big.clone())).await.unwrap();
+        let mut b = body(&f.queue, None);
+        let head = b.next().await.unwrap().unwrap();
+        f.queue.close(true);
+        let rest: Vec<Bytes> = b.by_ref().map(|r| r.unwrap()).collect().await;
+        let whole: Vec<u8> = std::iter::once(head).chain(rest).flatten().collect();
+        assert_eq!(whole, line("ADDED", &big.json));
+    }
+
+    /// The user's watch permit is held by the body: cutting the watch (its queue closed, as a
+    /// stall does) does not give it back while the connection still holds the body; dropping
+    /// the body does.
+    #[tokio::test]
+    async fn the_watch_permit_lives_as_long_as_the_body() {
+        let watches = Arc::new(super::super::pod_streams::Follows::with_limits(
+            "watches",
+            1,
+            usize::MAX,
+        ));
+        let (f, _) = feeder(1 << 20, Duration::from_secs(3600));
+        let b = body(&f.queue, Some(watches.acquire("tenant").unwrap()));
+        assert!(watches.acquire("tenant").is_err(), "one per user");
+        f.queue.close(true);
+        drop(f);
+        assert!(
+            watches.acquire("tenant").is_err(),
+            "the watch was cut but its body is still held"
+        );
+        drop(b);
+        assert!(watches.acquire("tenant").is_ok());
     }
 
     /// `timeoutSeconds` as kube reads it: unset or zero the default, below zero at once, and
@@ -852,15 +1004,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_dropped_body_frees_the_queue() {
         let (mut f, metrics) = feeder(1 << 20, Duration::from_secs(3600));
-        let body = WatchBody {
-            queue: f.queue.clone(),
-            ri: configmaps(),
-            enc: Encoder {
-                repr: Representation::Full,
-                query: Query::default(),
-                first: true,
-            },
-        };
+        let body = body(&f.queue, None);
         f.send(Item::Event("ADDED", obj(500))).await.unwrap();
         drop(body);
         assert_eq!(queued(&metrics), "turtles_watch_queued_bytes 0");
