@@ -1323,7 +1323,7 @@ fn eviction_options(
     }
     // kube refuses an unknown value before anything changes (it would otherwise count as a
     // dry run for the budget and fail at the delete).
-    if let Some(v) = in_body.iter().find(|v| **v != "All") {
+    if in_body.iter().any(|v| *v != "All") {
         return Err(ApiError::invalid(
             "meta.k8s.io",
             "DeleteOptions",

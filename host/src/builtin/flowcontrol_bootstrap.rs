@@ -77,7 +77,7 @@ pub enum EnsureError {
         kind: &'static str,
         strategy: &'static str,
         name: String,
-        source: ApiError,
+        source: Box<ApiError>,
     },
     #[error(
         "failed to update the {kind}, will retry later type={strategy} name={name:?}: {source}"
@@ -86,7 +86,7 @@ pub enum EnsureError {
         kind: &'static str,
         strategy: &'static str,
         name: String,
-        source: ApiError,
+        source: Box<ApiError>,
     },
     #[error("gave up on the {kind} {name:?} after {tries} tries: another writer kept creating and deleting it")]
     KeptChanging {
@@ -97,7 +97,7 @@ pub enum EnsureError {
     #[error("failed to list {0}: {1}")]
     List(&'static str, StoreError),
     #[error("failed to delete unwanted APF object {name:?}: {source}")]
-    Delete { name: String, source: ApiError },
+    Delete { name: String, source: Box<ApiError> },
 }
 
 impl EnsureError {
@@ -737,7 +737,7 @@ async fn ensure_one(
                         kind,
                         strategy,
                         name: name.to_owned(),
-                        source,
+                        source: Box::new(source),
                     })
                 }
             }
@@ -766,7 +766,7 @@ async fn ensure_one(
                 kind,
                 strategy,
                 name: name.to_owned(),
-                source,
+                source: Box::new(source),
             }),
         };
     }
@@ -806,7 +806,12 @@ async fn remove_unwanted(
                 deleted += 1;
             }
             Err(e) if e.code == 404 => {}
-            Err(source) => return Err(EnsureError::Delete { name, source }),
+            Err(source) => {
+                return Err(EnsureError::Delete {
+                    name,
+                    source: Box::new(source),
+                })
+            }
         }
     }
     Ok(deleted)

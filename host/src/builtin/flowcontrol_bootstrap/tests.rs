@@ -296,7 +296,7 @@ async fn the_configuration_exists_after_start_with_kubes_specs() {
             .items
             .len()
     };
-    assert_eq!((count(&*schemas), count(&*levels)), (11, 8));
+    assert_eq!((count(&schemas), count(&levels)), (11, 8));
 
     let before = svc.store.revision();
     assert_eq!(ensure(&svc).await.unwrap(), Ensured::default());
@@ -445,10 +445,10 @@ fn failures_that_may_pass() {
         kind: "FlowSchema",
         strategy: "suggested",
         name: "x".into(),
-        source: ApiError {
+        source: Box::new(ApiError {
             code,
             ..ApiError::internal("x")
-        },
+        }),
     };
     assert!(failed(503).may_pass());
     assert!(failed(409).may_pass());

@@ -75,6 +75,7 @@ pub enum Go<'a> {
     /// An integer: `0` when unset.
     Int,
     /// A `bool`: `false` when unset.
+    #[cfg_attr(not(test), allow(dead_code))]
     Bool,
     /// A pointer to a scalar, a slice or a map of scalars, an `intstr.IntOrString` pointer, a
     /// `metav1.Time`: its JSON (map keys sorted), `null` when unset.
