@@ -273,18 +273,6 @@ fn cannot_handle(gvk: &Gvk, target: &str, error: impl std::fmt::Display) -> ApiE
     ))
 }
 
-/// Go's name of a JSON value's kind in an `UnmarshalTypeError`.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// `schema.ParseGroupVersion`.
 fn parse_group_version(gv: &str) -> Result<(String, String), String> {
     if gv.is_empty() || gv == "/" {
@@ -341,7 +329,7 @@ fn interpret(kind: &str, v: &Value, body: &[u8]) -> Result<Gvk, ApiError> {
                     other if first_error.is_none() => {
                         first_error = Some(format!(
                             "json: cannot unmarshal {} into Go struct field .{field} of type string",
-                            json_kind(other)
+                            crate::schema::objectmeta::go_type_name(other)
                         ));
                     }
                     _ => {}
@@ -354,7 +342,7 @@ fn interpret(kind: &str, v: &Value, body: &[u8]) -> Result<Gvk, ApiError> {
         other => {
             return Err(parse_error(format!(
                 "json: cannot unmarshal {} into Go value of type {FIND_KIND}",
-                json_kind(other)
+                crate::schema::objectmeta::go_type_name(other)
             )))
         }
     }
