@@ -58,6 +58,12 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
             // one that runs the handler and feeds it the body, so it cannot be blocked first.
             // (A body that dribbles in holds no thread and no turn off the workers.)
             let deadline = deadline_of(&req);
+            // The sender's share of the turns (none for `system:masters`, or a request that
+            // was not authenticated).
+            let flow = req
+                .extensions()
+                .get::<super::inflight::Sender>()
+                .and_then(|s| s.share().cloned());
             let (parts, body) = req.into_parts();
             let mut head = Request::new(body);
             *head.headers_mut() = parts.headers.clone();
@@ -68,7 +74,9 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
                     let st = state.clone();
                     state
                         .offload
-                        .run(why, deadline, async move { handle(&st, req).await })
+                        .run(why, flow.as_ref(), deadline, async move {
+                            handle(&st, req).await
+                        })
                         .await
                         .map_err(ApiError::from)
                         .and_then(|r| r)
