@@ -615,7 +615,7 @@ fn json_body_runner() -> Runner {
 fn delete_options_runner() -> Runner {
     Box::new(|b| {
         let q = handlers::Query::new();
-        handlers::delete_options(&q, b).is_ok()
+        handlers::delete_options(&q, &[], b).is_ok()
     })
 }
 

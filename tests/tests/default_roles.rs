@@ -666,7 +666,8 @@ fn the_bootstrap_policy_is_reconciled_at_every_start() {
 /// `priority-and-fairness-config-producer` hook), and so does turtles: `kubectl get flowschemas`
 /// and `kubectl get prioritylevelconfigurations` list kube 1.34's objects, each FlowSchema's
 /// level found (`MISSINGPL` `False`, from its `Dangling` condition); a deleted mandatory
-/// FlowSchema is back after a restart, an opted-out suggested level keeps its edit.
+/// FlowSchema is back after a restart, an opted-out suggested level keeps its edit; objects
+/// written without what flowcontrol/v1 defaults are stored with kube's defaults.
 #[test]
 fn the_apf_bootstrap_configuration_exists() {
     use std::time::Duration;
@@ -813,5 +814,53 @@ fn the_apf_bootstrap_configuration_exists() {
     assert_eq!(
         level["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
         "false"
+    );
+
+    // Objects written without what flowcontrol/v1 defaults are stored with kube's defaults: a
+    // FlowSchema's precedence 1000; a limited level's shares 30, lendablePercent 0, zero or
+    // absent queuing parameters 64, 8, 50; an explicit zero of shares kept (v1's pointer).
+    s.kubectl_apply(
+        r#"
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: tenant-level}
+spec:
+  type: Limited
+  limited:
+    limitResponse: {type: Queue, queuing: {queues: 0}}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {name: tenant-jail}
+spec:
+  type: Limited
+  limited: {nominalConcurrencyShares: 0, limitResponse: {type: Reject}}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: tenant}
+spec:
+  priorityLevelConfiguration: {name: tenant-level}
+  rules:
+  - subjects: [{kind: Group, group: {name: tenants}}]
+    nonResourceRules: [{verbs: [get], nonResourceURLs: [/healthz]}]
+"#,
+    );
+    let fs = s.kubectl_json(&["get", "flowschema", "tenant"]);
+    assert_eq!(fs["spec"]["matchingPrecedence"], 1000, "{fs}");
+    let level = s.kubectl_json(&["get", "prioritylevelconfiguration", "tenant-level"]);
+    assert_eq!(
+        level["spec"]["limited"],
+        json!({"nominalConcurrencyShares": 30, "lendablePercent": 0,
+            "limitResponse": {"type": "Queue",
+                "queuing": {"queues": 64, "handSize": 8, "queueLengthLimit": 50}}}),
+        "{level}"
+    );
+    let jail = s.kubectl_json(&["get", "prioritylevelconfiguration", "tenant-jail"]);
+    assert_eq!(
+        jail["spec"]["limited"],
+        json!({"nominalConcurrencyShares": 0, "lendablePercent": 0,
+            "limitResponse": {"type": "Reject"}}),
+        "{jail}"
     );
 }

@@ -175,9 +175,33 @@ fn dry_run_create_returns_object_but_stores_nothing() {
     assert!(obj["metadata"]["uid"].is_string(), "{obj}");
     assert_status(&http.get(&format!("{CMS}/dry")), 404, "NotFound");
     assert!(item_names(&get(&http, CMS)).is_empty());
-    // A bad dryRun value is refused, not ignored.
-    let r = http.post_json(&format!("{CMS}?dryRun=Some"), &configmap("dry", &[], &[]));
-    assert_status(&r, 400, "BadRequest");
+    // A bad dryRun value is refused, not ignored: kube's 422 on the options, every value
+    // listed.
+    let r = http.post_json(
+        &format!("{CMS}?dryRun=All&dryRun=Some"),
+        &configmap("dry", &[], &[]),
+    );
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        r#"CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["All","Some"]: supported values: "All""#
+    );
+    assert_eq!(st["details"]["kind"], "CreateOptions", "{st}");
+    assert!(item_names(&get(&http, CMS)).is_empty());
+    // A DELETE whose body's dryRun is bogus deletes nothing.
+    create(&http, CMS, &configmap("kept", &[], &[]));
+    let r = http.request(
+        "DELETE",
+        &format!("{CMS}/kept"),
+        Some("application/json"),
+        Some(br#"{"kind":"DeleteOptions","apiVersion":"v1","dryRun":["bogus"]}"#.to_vec()),
+    );
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        r#"DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["bogus"]: supported values: "All""#
+    );
+    assert_eq!(item_names(&get(&http, CMS)), ["kept"]);
 }
 
 #[test]

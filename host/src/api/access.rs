@@ -319,6 +319,9 @@ pub async fn authenticate_and_authorize(
         tracing::debug!(user = %user.name, verb = %attrs.verb, resource = %attrs.resource, "forbidden");
         return forbidden(&user, &attrs).into_response();
     }
+    // Whose share the handlers' own bounded resources take (the turns off the workers).
+    req.extensions_mut()
+        .insert(super::inflight::Sender::new(flow, &user));
     req.extensions_mut().insert(Principal(user));
     let resp = next.run(req).await;
     // A streamed list keeps its slot until its body is written (or dropped), as kube holds the

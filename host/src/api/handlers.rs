@@ -58,6 +58,12 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
             // one that runs the handler and feeds it the body, so it cannot be blocked first.
             // (A body that dribbles in holds no thread and no turn off the workers.)
             let deadline = deadline_of(&req);
+            // The sender's share of the turns (none for `system:masters`, or a request that
+            // was not authenticated).
+            let flow = req
+                .extensions()
+                .get::<super::inflight::Sender>()
+                .and_then(|s| s.share().cloned());
             let (parts, body) = req.into_parts();
             let mut head = Request::new(body);
             *head.headers_mut() = parts.headers.clone();
@@ -68,7 +74,9 @@ pub async fn dispatch(State(state): State<Arc<AppState>>, req: Request) -> Respo
                     let st = state.clone();
                     state
                         .offload
-                        .run(why, deadline, async move { handle(&st, req).await })
+                        .run(why, flow.as_ref(), deadline, async move {
+                            handle(&st, req).await
+                        })
                         .await
                         .map_err(ApiError::from)
                         .and_then(|r| r)
@@ -292,7 +300,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                     )],
                 ));
             }
-            let dry = dry_run(&info.query)?;
+            let dry = dry_run(&info.dry_run, "CreateOptions")?;
             let kind = ["", "v1", "Binding"];
             let at = SubresourceCreate {
                 ri: &target.ri,
@@ -317,7 +325,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         );
     }
     if target.scale {
-        return scale(state, &target, req, query).await;
+        return scale(state, &target, req, &info).await;
     }
     // `finalize` is only written (kube's FinalizeREST is an Updater alone).
     if target.sub == Subresource::Finalize && req.method() != Method::PUT {
@@ -341,7 +349,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
         same_namespace(&binding, &ns)?;
-        let dry = dry_run(query)?;
+        let dry = dry_run(&info.dry_run, "CreateOptions")?;
         let kind = ["", "v1", "Binding"];
         let at = SubresourceCreate {
             ri: &target.ri,
@@ -363,7 +371,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         let mut eviction = posted_object(state, req).await?;
         let ns = target.namespace.clone().unwrap_or_default();
         let name = target.name.clone().unwrap_or_default();
-        let opts = eviction_options(&eviction, &ns, &name, query)?;
+        let opts = eviction_options(&eviction, &ns, &name, &info.dry_run)?;
         // Admission sees the Eviction as kube's create handler shows it: a CREATE of
         // `pods/eviction` whose object is a policy/v1 Eviction.
         let kind = ["policy", "v1", "Eviction"];
@@ -383,7 +391,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             &mut eviction,
         )
         .await?;
-        let opts = eviction_options(&eviction, &ns, &name, query)?;
+        let opts = eviction_options(&eviction, &ns, &name, &info.dry_run)?;
         crate::builtin::disruption::evict(&state.service, &ns, &name, opts).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                             "status": "Success", "code": 201});
@@ -421,7 +429,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             sub: "token",
             kind: ["authentication.k8s.io", "v1", "TokenRequest"],
         };
-        let dry = dry_run(query)?;
+        let dry = dry_run(&info.dry_run, "CreateOptions")?;
         admit_subresource_create(state, &at, user.as_ref(), dry, deadline, &mut request).await?;
         let answer = token_request(state, &target, request)?;
         return Ok(value_response(out.media, StatusCode::CREATED, &answer));
@@ -509,7 +517,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         (&Method::POST, None) => {
             let ns = required_namespace(&target)?;
             let mut opts = write_options(
-                query,
+                &info,
                 &state.authz,
                 &guard,
                 &user,
@@ -535,7 +543,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::PUT, Some(name)) => {
             let mut opts = write_options(
-                query,
+                &info,
                 &state.authz,
                 &guard,
                 &user,
@@ -573,7 +581,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(&headers)?;
             let opts = write_options(
-                query,
+                &info,
                 &state.authz,
                 &guard,
                 &user,
@@ -612,7 +620,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::DELETE, Some(name)) => {
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let mut opts = delete_options(query, &body)?;
+            let mut opts = delete_options(query, &info.dry_run, &body)?;
             opts.user = user.clone();
             opts.deadline = deadline;
             let (outcome, warnings) = svc.delete_warned(&ri, &ns, name, &opts).await?;
@@ -644,7 +652,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         }
         (&Method::DELETE, None) => {
             let body = read_body(req, state.options.request_body_timeout).await?;
-            let mut opts = delete_options(query, &body)?;
+            let mut opts = delete_options(query, &info.dry_run, &body)?;
             opts.user = user.clone();
             opts.deadline = deadline;
             validate_list_options(query, false)?;
@@ -694,8 +702,9 @@ async fn scale(
     state: &AppState,
     target: &Target,
     req: Request,
-    query: &Query,
+    info: &RequestInfo,
 ) -> Result<Response, ApiError> {
+    let query = &info.query;
     let ri = &target.ri;
     let ns = target.namespace.clone().unwrap_or_default();
     let name = target.name.clone().unwrap_or_default();
@@ -750,7 +759,7 @@ async fn scale(
         }
         Method::PUT => {
             let opts = write_options(
-                query,
+                info,
                 &state.authz,
                 &guard,
                 &user,
@@ -782,7 +791,7 @@ async fn scale(
         Method::PATCH => {
             let pt = patch_type(&headers)?;
             let opts = write_options(
-                query,
+                info,
                 &state.authz,
                 &guard,
                 &user,
@@ -1275,7 +1284,7 @@ fn eviction_options(
     eviction: &Value,
     ns: &str,
     name: &str,
-    query: &Query,
+    in_query: &[String],
 ) -> Result<DeleteOptions, ApiError> {
     let api_version = eviction.get("apiVersion").and_then(Value::as_str);
     let kind = eviction.get("kind").and_then(Value::as_str);
@@ -1304,8 +1313,9 @@ fn eviction_options(
             "name in URL does not match name in Eviction object",
         ));
     }
-    let in_query = dry_run(query)?;
-    let delete = eviction
+    // The create's own options first (kube's create handler validates `CreateOptions`).
+    dry_run(in_query, "CreateOptions")?;
+    let mut delete = eviction
         .get("deleteOptions")
         .filter(|d| !d.is_null())
         .cloned()
@@ -1315,35 +1325,30 @@ fn eviction_options(
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    if in_query && !in_body.is_empty() && in_body != ["All"] {
+    if !in_query.is_empty()
+        && !in_body.is_empty()
+        && !in_body
+            .iter()
+            .copied()
+            .eq(in_query.iter().map(String::as_str))
+    {
         return Err(ApiError::internal(format!(
-            "Non-matching dry-run options in request and content: [All] and [{}]",
+            "Non-matching dry-run options in request and content: [{}] and [{}]",
+            in_query.join(" "),
             in_body.join(" ")
         )));
     }
-    // kube refuses an unknown value before anything changes (it would otherwise count as a
-    // dry run for the budget and fail at the delete).
-    if in_body.iter().any(|v| *v != "All") {
-        return Err(ApiError::invalid(
-            "meta.k8s.io",
-            "DeleteOptions",
-            "",
-            // kube reports the whole `[]string`.
-            vec![crate::model::Cause::new(
-                "FieldValueNotSupported",
-                "dryRun",
-                format!(
-                    "Unsupported value: {}: supported values: \"All\"",
-                    crate::builtin::validation::field::json_value(&json!(in_body))
-                ),
-            )],
-        ));
+    // An empty `dryRun` of the body takes the query's (kube's `propagateDryRun`); the result is
+    // validated with the other delete options, before anything changes (an unknown value would
+    // otherwise count as a dry run for the budget and fail at the delete).
+    if in_body.is_empty() {
+        if let Some(d) = delete.as_object_mut() {
+            d.remove("dryRun");
+        }
     }
     let bytes = serde_json::to_vec(&delete)
         .map_err(|e| ApiError::internal(format!("encoding deleteOptions: {e}")))?;
-    let mut opts = delete_options(&Query::default(), &bytes)?;
-    opts.dry_run |= in_query;
-    Ok(opts)
+    delete_options(&Query::default(), in_query, &bytes)
 }
 
 /// TokenRequest: a token for the service account, as kube's `serviceaccount/storage/token.go`
@@ -1733,31 +1738,51 @@ fn decode_json_with(
     Ok((v, found))
 }
 
-fn dry_run(q: &Query) -> Result<bool, ApiError> {
-    match q.get("dryRun").map(String::as_str) {
-        None | Some("") => Ok(false),
-        Some("All") => Ok(true),
-        // kube reports the whole `[]string` (`["x"]`).
-        Some(other) => Err(ApiError::bad_request(format!(
-            "dryRun: Unsupported value: {}: supported values: \"All\"",
-            crate::builtin::validation::field::json_value(&json!([other]))
-        ))),
+/// apimachinery's `ValidateDryRun`: every value of an options' `dryRun` (a `[]string`: all
+/// the query's values, or the body's list) must be `All`; kube reports the whole list
+/// (`["All","x"]`), an empty value included.
+fn dry_run_cause(values: &[String]) -> Option<crate::model::Cause> {
+    values.iter().any(|v| v != "All").then(|| {
+        crate::model::Cause::new(
+            "FieldValueNotSupported",
+            "dryRun",
+            format!(
+                "Unsupported value: {}: supported values: \"All\"",
+                crate::builtin::validation::field::json_value(&json!(values))
+            ),
+        )
+    })
+}
+
+/// Whether `values` (the request's `dryRun`) make a dry run, or kube's 422 on the options of
+/// `kind` (`CreateOptions`, ...) that hold them.
+fn dry_run(values: &[String], kind: &str) -> Result<bool, ApiError> {
+    match dry_run_cause(values) {
+        Some(cause) => Err(ApiError::invalid("meta.k8s.io", kind, "", vec![cause])),
+        None => Ok(!values.is_empty()),
     }
 }
 
-fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
+/// The `fieldValidation` option, or apimachinery's `ValidateFieldValidation` cause.
+fn field_validation(q: &Query) -> Result<FieldValidation, crate::model::Cause> {
     match q.get("fieldValidation").map(String::as_str) {
         None | Some("" | "Warn") => Ok(FieldValidation::Warn),
         Some("Ignore") => Ok(FieldValidation::Ignore),
         Some("Strict") => Ok(FieldValidation::Strict),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-        ))),
+        Some(other) => Err(crate::model::Cause::new(
+            "FieldValueNotSupported",
+            "fieldValidation",
+            format!(
+                "Unsupported value: {}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+                crate::builtin::validation::field::json_value(&json!(other))
+            ),
+        )),
     }
 }
 
+/// A create's, update's or patch's options from the query ([`checked_write_options`]).
 fn write_options(
-    q: &Query,
+    info: &RequestInfo,
     authz: &Arc<crate::auth::Authorizer>,
     guard: &Option<Arc<dyn crate::service::WriteGuard>>,
     user: &Option<crate::auth::rbac::UserInfo>,
@@ -1765,6 +1790,41 @@ fn write_options(
     deadline: Option<tokio::time::Instant>,
     write: Write,
 ) -> Result<WriteOptions, ApiError> {
+    let checked = checked_write_options(info, write)?;
+    let field_manager = info.query.get("fieldManager").map(String::as_str);
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    Ok(WriteOptions {
+        dry_run: checked.dry_run,
+        field_validation: checked.field_validation,
+        guard: guard.clone(),
+        user: user.clone(),
+        manager: Some(crate::apply::manager_name(field_manager, user_agent)),
+        force: checked.force,
+        authorizer: Some(authz.clone()),
+        deadline,
+        ..Default::default()
+    })
+}
+
+/// What a write's query options decide, once checked.
+#[derive(Debug, PartialEq)]
+struct CheckedWriteOptions {
+    dry_run: bool,
+    field_validation: FieldValidation,
+    force: bool,
+}
+
+/// A write's query options, checked as kube's `ValidateCreateOptions`/`ValidateUpdateOptions`/
+/// `ValidatePatchOptions` check them: the field manager (and apply's `force`), `dryRun` (every
+/// value given), `fieldValidation`, every cause in one 422 on the options' kind.
+fn checked_write_options(
+    info: &RequestInfo,
+    write: Write,
+) -> Result<CheckedWriteOptions, ApiError> {
+    let q = &info.query;
     let field_manager = q.get("fieldManager").map(String::as_str);
     let force = match q.get("force").map(String::as_str) {
         None => None,
@@ -1781,21 +1841,22 @@ fn write_options(
         Write::Update => ("UpdateOptions", false),
         Write::Patch(pt) => ("PatchOptions", pt == PatchType::Apply),
     };
-    crate::apply::validate_options(kind, field_manager, apply, force)?;
-    let user_agent = headers
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    Ok(WriteOptions {
-        dry_run: dry_run(q)?,
-        field_validation: field_validation(q)?,
-        guard: guard.clone(),
-        user: user.clone(),
-        manager: Some(crate::apply::manager_name(field_manager, user_agent)),
+    let mut causes = crate::apply::option_causes(kind, field_manager, apply, force);
+    causes.extend(dry_run_cause(&info.dry_run));
+    let field_validation = match field_validation(q) {
+        Ok(v) => v,
+        Err(cause) => {
+            causes.push(cause);
+            FieldValidation::Warn
+        }
+    };
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("meta.k8s.io", kind, "", causes));
+    }
+    Ok(CheckedWriteOptions {
+        dry_run: !info.dry_run.is_empty(),
+        field_validation,
         force: force.unwrap_or(false),
-        authorizer: Some(authz.clone()),
-        deadline,
-        ..Default::default()
     })
 }
 
@@ -1809,39 +1870,54 @@ enum Write {
 
 /// kube's `ValidateDeleteOptions` for the deprecated `orphanDependents` beside a
 /// `propagationPolicy` (the `*DeletionPropagation` printed as its JSON).
-fn both_orphan_and_policy(policy: &str) -> ApiError {
-    crate::service::invalid_delete_options(crate::model::Cause::new(
+fn both_orphan_and_policy(policy: &str) -> crate::model::Cause {
+    crate::model::Cause::new(
         "FieldValueInvalid",
         "propagationPolicy",
         format!(
             "Invalid value: {}: orphanDependents and deletionPropagation cannot be both set",
             crate::builtin::validation::field::json_value(&json!(policy))
         ),
-    ))
+    )
 }
 
-pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
-    let mut opts = DeleteOptions {
-        dry_run: dry_run(q)?,
-        ..Default::default()
+/// A DELETE's (or deletecollection's) options: its query (`dry_run`, every `dryRun` value it
+/// gave) and its body's `DeleteOptions`, a field in both the body's. Checked as kube's
+/// `ValidateDeleteOptions` checks them, every cause in one 422 on `DeleteOptions`: the
+/// orphanDependents beside a policy, the policy, `dryRun`.
+pub(crate) fn delete_options(
+    q: &Query,
+    dry_run: &[String],
+    body: &[u8],
+) -> Result<DeleteOptions, ApiError> {
+    let mut opts = DeleteOptions::default();
+    let mut causes = Vec::new();
+    let set_policy = |p: &str, opts: &mut DeleteOptions, causes: &mut Vec<crate::model::Cause>| {
+        match Propagation::parse(p) {
+            Ok(policy) => opts.propagation = Some(policy),
+            // `Propagation::parse`'s 422 carries its one cause.
+            Err(e) => causes.extend(e.causes),
+        }
     };
-    if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
-        opts.propagation = Some(Propagation::parse(p)?);
-    }
+    let q_policy = q.get("propagationPolicy").filter(|p| !p.is_empty());
     // Present but empty is Go's ParseInt error too (kube converts every value given).
     if let Some(g) = q.get("gracePeriodSeconds") {
         opts.grace_period = Some(go_parse_int(g)?);
     }
-    if let Some(o) = q.get("orphanDependents") {
-        if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
-            return Err(both_orphan_and_policy(p));
-        }
+    if let (Some(_), Some(p)) = (q.get("orphanDependents"), q_policy) {
+        causes.push(both_orphan_and_policy(p));
+    }
+    if let Some(p) = q_policy {
+        set_policy(p, &mut opts, &mut causes);
+    }
+    if let Some(o) = q.get("orphanDependents").filter(|_| q_policy.is_none()) {
         opts.propagation = Some(if o == "true" {
             Propagation::Orphan
         } else {
             Propagation::Background
         });
     }
+    let mut in_body: Option<Vec<String>> = None;
     if !body.iter().all(u8::is_ascii_whitespace) {
         let body = crate::model::json::negative_zero_as_zero(body);
         let v: Value = serde_json::from_slice(&body)
@@ -1853,27 +1929,43 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
                 .and_then(Value::as_str)
                 .map(str::to_owned);
         }
+        let unmarshal = |field: &str, v: &Value, of: &str| {
+            ApiError::bad_request(format!(
+                "json: cannot unmarshal {} into Go struct field DeleteOptions.{field} of type {of}",
+                crate::schema::objectmeta::go_type_name(v)
+            ))
+        };
         match v.get("gracePeriodSeconds") {
             None | Some(Value::Null) => {}
             Some(g) => {
-                opts.grace_period = Some(g.as_i64().ok_or_else(|| {
-                    ApiError::bad_request(format!(
-                        "json: cannot unmarshal {} into Go struct field DeleteOptions.gracePeriodSeconds of type int64",
-                        crate::schema::objectmeta::go_type_name(g)
-                    ))
-                })?);
+                opts.grace_period = Some(
+                    g.as_i64()
+                        .ok_or_else(|| unmarshal("gracePeriodSeconds", g, "int64"))?,
+                );
             }
         }
-        if let Some(dr) = v.get("dryRun").and_then(Value::as_array) {
-            opts.dry_run |= dr.iter().any(|d| d == "All");
+        match v.get("dryRun") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                let values = items
+                    .iter()
+                    .map(|d| {
+                        d.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| unmarshal("dryRun", d, "string"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                in_body = Some(values);
+            }
+            Some(other) => return Err(unmarshal("dryRun", other, "[]string")),
         }
         let orphan = v.get("orphanDependents").and_then(Value::as_bool);
         let policy = v.get("propagationPolicy").and_then(Value::as_str);
         if let (Some(_), Some(p)) = (orphan, policy) {
-            return Err(both_orphan_and_policy(p));
+            causes.push(both_orphan_and_policy(p));
         }
         if let Some(p) = policy {
-            opts.propagation = Some(Propagation::parse(p)?);
+            set_policy(p, &mut opts, &mut causes);
         }
         if let Some(o) = orphan {
             opts.propagation = Some(if o {
@@ -1883,6 +1975,18 @@ pub(crate) fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, Ap
             });
         }
     }
+    // The body's `dryRun` when it has one, else the query's: validated whole, as kube does.
+    let dry = in_body.as_deref().unwrap_or(dry_run);
+    causes.extend(dry_run_cause(dry));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "DeleteOptions",
+            "",
+            causes,
+        ));
+    }
+    opts.dry_run = !dry.is_empty();
     Ok(opts)
 }
 
@@ -3031,7 +3135,7 @@ mod tests {
             assert!(decode(body.as_bytes()).is_err(), "{bad}");
         }
         let opts =
-            delete_options(&Query::new(), br#"{"gracePeriodSeconds": -0}"#).expect("options");
+            delete_options(&Query::new(), &[], br#"{"gracePeriodSeconds": -0}"#).expect("options");
         assert_eq!(opts.grace_period, Some(0));
     }
 
@@ -3182,6 +3286,121 @@ mod tests {
                     .to_vec(),
                 b"299 - \"last\"".to_vec(),
             ]
+        );
+    }
+
+    /// `dryRun` is checked as kube's option validators check it, in the query (every value of
+    /// a repeated parameter, an empty one too) and in a DELETE's body: a 422 on the options'
+    /// kind that lists the whole `[]string`, with the options' other causes.
+    #[test]
+    fn dry_run_values_are_checked_as_kube_checks_them() {
+        let info = |uri: &str| {
+            RequestInfo::parse(&Method::POST, &uri.parse::<axum::http::Uri>().expect("uri"))
+                .expect("parse")
+        };
+        let cms = "/api/v1/namespaces/a/configmaps";
+        let ok =
+            checked_write_options(&info(&format!("{cms}?dryRun=All")), Write::Create).expect("All");
+        assert!(ok.dry_run);
+        let ok = checked_write_options(&info(cms), Write::Create).expect("none");
+        assert!(!ok.dry_run);
+        for (query, kind, shown) in [
+            ("dryRun=bogus", Write::Create, r#"["bogus"]"#),
+            ("dryRun=All&dryRun=x", Write::Update, r#"["All","x"]"#),
+            ("dryRun=", Write::Patch(PatchType::Merge), r#"[""]"#),
+        ] {
+            let e = checked_write_options(&info(&format!("{cms}?{query}")), kind).expect_err(query);
+            let options = match kind {
+                Write::Create => "CreateOptions",
+                Write::Update => "UpdateOptions",
+                Write::Patch(_) => "PatchOptions",
+            };
+            assert_eq!((e.code, e.reason), (422, "Invalid"), "{query}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "{options}.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: {shown}: supported values: \"All\""
+                ),
+                "{query}"
+            );
+        }
+        // With the options' other causes, in kube's order.
+        let e = checked_write_options(
+            &info(&format!("{cms}?fieldValidation=Loose&dryRun=Some")),
+            Write::Create,
+        )
+        .expect_err("two causes");
+        assert_eq!(
+            e.causes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                r#"dryRun: Unsupported value: ["Some"]: supported values: "All""#,
+                r#"fieldValidation: Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn""#,
+            ]
+        );
+
+        // A DELETE: the body's list, else the query's.
+        let q = Query::new();
+        let none: &[String] = &[];
+        let all = ["All".to_owned()];
+        let e = delete_options(&q, none, br#"{"dryRun": ["bogus"]}"#).expect_err("body");
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                422,
+                r#"DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["bogus"]: supported values: "All""#
+            )
+        );
+        let e = delete_options(&q, none, br#"{"dryRun": ["All", "x"]}"#).expect_err("body");
+        assert!(
+            e.message.contains(r#"Unsupported value: ["All","x"]"#),
+            "{}",
+            e.message
+        );
+        let bogus = ["All".to_owned(), "bogus".to_owned()];
+        let e = delete_options(&q, &bogus, b"").expect_err("query");
+        assert!(
+            e.message.contains(r#"Unsupported value: ["All","bogus"]"#),
+            "{}",
+            e.message
+        );
+        assert!(delete_options(&q, &all, b"").expect("query").dry_run);
+        assert!(
+            delete_options(&q, &all, br#"{"gracePeriodSeconds": 1}"#)
+                .expect("the query's, the body has none")
+                .dry_run
+        );
+        assert!(
+            delete_options(&q, none, br#"{"dryRun": ["All"]}"#)
+                .expect("body")
+                .dry_run
+        );
+        assert!(
+            !delete_options(&q, none, br#"{"dryRun": []}"#)
+                .expect("empty")
+                .dry_run
+        );
+        // With a bad policy: both causes, the policy's first.
+        let e = delete_options(
+            &q,
+            none,
+            br#"{"propagationPolicy": "Now", "dryRun": ["x"]}"#,
+        )
+        .expect_err("two causes");
+        assert_eq!(
+            e.causes
+                .iter()
+                .map(|c| c.field.as_str())
+                .collect::<Vec<_>>(),
+            ["propagationPolicy", "dryRun"]
+        );
+        // Not a list of strings: Go's json.Unmarshal error, a 400.
+        let e = delete_options(&q, none, br#"{"dryRun": "All"}"#).expect_err("a string");
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                400,
+                "json: cannot unmarshal string into Go struct field DeleteOptions.dryRun of type []string"
+            )
         );
     }
 }

@@ -81,6 +81,30 @@ impl Flow {
     }
 }
 
+/// The [`Flow`] that sent a request, in its extensions once it is admitted (`access.rs`), with
+/// whether its share counts: not for `system:masters` as the request acts, exempt from shares
+/// as from the limits. What takes a share of something else (the turns off the async workers,
+/// `offload.rs`) reads it with [`Sender::share`].
+#[derive(Debug, Clone)]
+pub struct Sender {
+    pub flow: Flow,
+    pub exempt: bool,
+}
+
+impl Sender {
+    pub fn new(flow: Flow, acting_as: &UserInfo) -> Self {
+        Sender {
+            flow,
+            exempt: acting_as.groups.iter().any(|g| g == MASTERS),
+        }
+    }
+
+    /// The flow whose share a request takes, `None` when exempt.
+    pub fn share(&self) -> Option<&Flow> {
+        (!self.exempt).then_some(&self.flow)
+    }
+}
+
 /// Set by the WebAssembly runtime on the requests of its controllers' `api-call`s (in process:
 /// no network client can set a request's extensions), naming the controller.
 #[derive(Debug, Clone, PartialEq, Eq)]

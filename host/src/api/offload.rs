@@ -24,13 +24,23 @@
 //! the request's deadline. Small writes stay on the workers, where they cost least: every write
 //! (or every apply) could go off them, but the turns are bounded and shared, and small writes,
 //! a controller's small applies among them, would then queue behind a tenant's heavy ones.
+//!
+//! The turns are shared as the in-flight limits' slots are (`inflight.rs`): one [`Flow`] (who
+//! sent the request, as authenticated; a namespace's ServiceAccounts together; each Wasm
+//! controller) runs at most half of them, [`Offload::share`]. Its next heavy write waits until
+//! one of its own ends (or its deadline passes: the same 504), while other flows' writes still
+//! find turns, so a tenant's heavy writes cannot hold every turn and make another tenant's or
+//! a controller's miss its deadline. `system:masters` (as the request acts) is exempt from the
+//! share, not from the bound: it waits for a turn like anyone.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
+use super::inflight::Flow;
 use crate::model::ApiError;
 
 /// A write whose body or stored object is bigger than this is served off the workers (a tiny
@@ -103,6 +113,10 @@ impl From<OffloadError> for ApiError {
 /// The turns off the workers and their metrics.
 pub struct Offload {
     turns: Arc<Semaphore>,
+    /// How many turns one flow may hold or wait for at once: half of them.
+    share: usize,
+    /// The turns each flow holds or waits for now, and a signal each time one is given back.
+    shares: Arc<Shares>,
     /// Writes running off the workers now.
     running: Arc<AtomicUsize>,
     /// Writes waiting for a turn now.
@@ -133,10 +147,78 @@ impl Drop for Counted {
     }
 }
 
+/// The turns each flow holds (or queues for) now, and a signal each time one is given back.
+#[derive(Default)]
+struct Shares {
+    held: Mutex<HashMap<Flow, usize>>,
+    freed: Notify,
+}
+
+impl Shares {
+    /// One more of `flow`'s, if it holds fewer than `share`.
+    fn try_take(self: &Arc<Self>, flow: &Flow, share: usize) -> Option<FlowTurn> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let n = held.entry(flow.clone()).or_default();
+        if *n >= share {
+            return None;
+        }
+        *n += 1;
+        Some(FlowTurn {
+            shares: self.clone(),
+            flow: flow.clone(),
+        })
+    }
+
+    /// One of `flow`'s, once it holds fewer than `share` (as long as the caller waits).
+    async fn take(self: &Arc<Self>, flow: &Flow, share: usize) -> FlowTurn {
+        loop {
+            // Registered before the check, so a turn given back in between is not missed.
+            let mut freed = std::pin::pin!(self.freed.notified());
+            freed.as_mut().enable();
+            if let Some(t) = self.try_take(flow, share) {
+                return t;
+            }
+            freed.await;
+        }
+    }
+
+    #[cfg(test)]
+    fn held(&self, flow: &Flow) -> usize {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.get(flow).copied().unwrap_or(0)
+    }
+}
+
+/// One of a flow's share of the turns, given back when dropped.
+struct FlowTurn {
+    shares: Arc<Shares>,
+    flow: Flow,
+}
+
+impl Drop for FlowTurn {
+    fn drop(&mut self) {
+        {
+            let mut held = self.shares.held.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = held.get_mut(&self.flow) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    held.remove(&self.flow);
+                }
+            }
+        }
+        // Every flow waiting at its share looks again (a few at most: the in-flight limits
+        // bound the writes that can wait).
+        self.shares.freed.notify_waiters();
+    }
+}
+
 impl Offload {
     pub fn new(turns: usize) -> Self {
+        let turns = turns.max(1);
         Self {
-            turns: Arc::new(Semaphore::new(turns.max(1))),
+            turns: Arc::new(Semaphore::new(turns)),
+            share: turns.div_ceil(2),
+            shares: Default::default(),
             running: Default::default(),
             waiting: Default::default(),
             total: Default::default(),
@@ -149,9 +231,14 @@ impl Offload {
     /// finishes on its own, keeping its turn). The thread drives `fut` with the runtime's
     /// `Handle::block_on`: its timers, I/O and `block_in_place` (CEL) work as on a worker, but
     /// what it spawns runs on the workers. On a current-thread runtime (unit tests), as is.
+    ///
+    /// `flow` is whose share of the turns it takes (`None`: none, for `system:masters` or a
+    /// request not authenticated): while that flow holds [`Offload::share`] turns, it waits for
+    /// one of them to be given back before it queues for a turn.
     pub async fn run<T: Send + 'static>(
         &self,
         why: Heavy,
+        flow: Option<&Flow>,
         deadline: Option<tokio::time::Instant>,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, OffloadError> {
@@ -162,26 +249,44 @@ impl Offload {
                 return Ok(fut.await);
             }
         };
-        let turn = {
+        let (share, turn) = {
             let _waiting = Counted::new(&self.waiting);
-            let acquire = self.turns.clone().acquire_owned();
-            let turn = match deadline {
+            let acquire = async {
+                // The flow's share first, then a turn: a flow at its share does not stand in
+                // the turns' queue ahead of other flows.
+                let share = match flow {
+                    Some(f) => Some(self.shares.take(f, self.share).await),
+                    None => None,
+                };
+                let turn = self.turns.clone().acquire_owned().await;
+                (share, turn)
+            };
+            let (share, turn) = match deadline {
                 Some(d) => tokio::time::timeout_at(d, acquire)
                     .await
                     .map_err(|_| OffloadError::DeadlinePassed)?,
                 None => acquire.await,
             };
-            turn.map_err(|e| OffloadError::Thread(e.to_string()))?
+            (
+                share,
+                turn.map_err(|e| OffloadError::Thread(e.to_string()))?,
+            )
         };
         self.count(why);
         let running = self.running.clone();
         tokio::task::spawn_blocking(move || {
             let _turn = turn;
+            let _share = share;
             let _running = Counted::new(&running);
             handle.block_on(fut)
         })
         .await
         .map_err(|e| OffloadError::Thread(e.to_string()))
+    }
+
+    /// The most turns one flow holds or waits for at once: half of them (rounded up).
+    pub fn share(&self) -> usize {
+        self.share
     }
 
     fn count(&self, why: Heavy) {
@@ -238,7 +343,9 @@ mod tests {
         let off = Arc::new(Offload::new(2));
         let worker = std::thread::current().id();
         let ran_on = off
-            .run(Heavy::Stored, None, async { std::thread::current().id() })
+            .run(Heavy::Stored, None, None, async {
+                std::thread::current().id()
+            })
             .await
             .expect("ran");
         assert_ne!(ran_on, worker, "off the caller's worker");
@@ -250,7 +357,7 @@ mod tests {
         for _ in 0..2 {
             let (off, mut gate) = (off.clone(), gate.clone());
             held.push(tokio::spawn(async move {
-                off.run(Heavy::Apply, None, async move {
+                off.run(Heavy::Apply, None, None, async move {
                     let _ = gate.wait_for(|open| *open).await;
                 })
                 .await
@@ -260,7 +367,7 @@ mod tests {
         // A third waits; past its deadline it is kube's timeout.
         let soon = tokio::time::Instant::now() + Duration::from_millis(50);
         let e = off
-            .run(Heavy::Body, Some(soon), async {})
+            .run(Heavy::Body, None, Some(soon), async {})
             .await
             .expect_err("no turn");
         assert!(matches!(e, OffloadError::DeadlinePassed));
@@ -268,7 +375,7 @@ mod tests {
         assert_eq!(off.total(Heavy::Body), 0, "what never ran is not counted");
         let third = {
             let off = off.clone();
-            tokio::spawn(async move { off.run(Heavy::Body, None, async { 3 }).await })
+            tokio::spawn(async move { off.run(Heavy::Body, None, None, async { 3 }).await })
         };
         until("the third waits", || {
             off.waiting.load(Ordering::Acquire) == 1
@@ -288,6 +395,72 @@ mod tests {
         assert!(out.contains("turtles_api_writes_off_workers_waiting 0\n"));
     }
 
+    /// One flow runs at most half the turns: its next write waits, though turns are free, until
+    /// one of its own ends (and no later than its deadline), while another flow's writes run.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_flow_runs_at_most_half_the_turns() {
+        let off = Arc::new(Offload::new(16));
+        assert_eq!(off.share(), 8);
+        let a = Flow::ServiceAccounts("tenant".into());
+        let b = Flow::User("bob".into());
+        // A runs 8 writes, each until its own signal.
+        let mut ends = Vec::new();
+        let mut held = Vec::new();
+        for _ in 0..8 {
+            let (end, ended) = tokio::sync::oneshot::channel::<()>();
+            ends.push(end);
+            let (off, a) = (off.clone(), a.clone());
+            held.push(tokio::spawn(async move {
+                off.run(Heavy::Stored, Some(&a), None, async move {
+                    let _ = ended.await;
+                })
+                .await
+            }));
+        }
+        until("A's eight run", || off.running.load(Ordering::Acquire) == 8).await;
+        // A 9th of A's gets no turn though 8 are free: past its deadline, kube's 504.
+        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+        let e = off
+            .run(Heavy::Body, Some(&a), Some(soon), async {})
+            .await
+            .expect_err("over A's share");
+        assert!(matches!(e, OffloadError::DeadlinePassed));
+        assert_eq!(ApiError::from(e).code, 504);
+        assert_eq!(off.shares.held(&a), 8, "what never ran holds no share");
+        // Another 9th waits; B's writes run meanwhile.
+        let ninth = {
+            let (off, a) = (off.clone(), a.clone());
+            tokio::spawn(async move { off.run(Heavy::Body, Some(&a), None, async { 9 }).await })
+        };
+        until("A's 9th waits", || off.waiting.load(Ordering::Acquire) == 1).await;
+        let patient = tokio::time::Instant::now() + Duration::from_secs(10);
+        for _ in 0..3 {
+            let ran = off
+                .run(Heavy::Body, Some(&b), Some(patient), async { "b" })
+                .await
+                .expect("B finds a turn while A is at its share");
+            assert_eq!(ran, "b");
+        }
+        assert!(!ninth.is_finished(), "A's 9th still waits for one of A's");
+        assert_eq!(off.running.load(Ordering::Acquire), 8);
+        // One of A's ends: the 9th runs.
+        ends.pop().expect("an end").send(()).expect("ended");
+        let ninth = tokio::time::timeout(Duration::from_secs(10), ninth)
+            .await
+            .expect("A's 9th ran once one of A's ended")
+            .expect("joined")
+            .expect("ran");
+        assert_eq!(ninth, 9);
+        for end in ends {
+            end.send(()).expect("ended");
+        }
+        for h in held {
+            h.await.expect("joined").expect("ran");
+        }
+        assert_eq!(off.shares.held(&a), 0, "shares go with the writes");
+        assert!(off.shares.held.lock().expect("not poisoned").is_empty());
+    }
+
     /// A write whose caller goes away runs to its end, keeping its turn until then.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_abandoned_write_finishes_and_keeps_its_turn() {
@@ -297,7 +470,7 @@ mod tests {
         let caller = {
             let off = off.clone();
             tokio::spawn(async move {
-                off.run(Heavy::Stored, None, async move {
+                off.run(Heavy::Stored, None, None, async move {
                     let _ = gate.wait_for(|open| *open).await;
                     let _ = done_tx.send(());
                 })
@@ -312,13 +485,16 @@ mod tests {
         let _ = caller.await;
         // Its turn is still taken.
         let soon = tokio::time::Instant::now() + Duration::from_millis(50);
-        assert!(off.run(Heavy::Body, Some(soon), async {}).await.is_err());
+        assert!(off
+            .run(Heavy::Body, None, Some(soon), async {})
+            .await
+            .is_err());
         go.send(true).expect("open the gate");
         tokio::time::timeout(Duration::from_secs(10), done)
             .await
             .expect("the abandoned write finished")
             .expect("sent");
-        off.run(Heavy::Body, None, async {})
+        off.run(Heavy::Body, None, None, async {})
             .await
             .expect("the turn is back");
     }

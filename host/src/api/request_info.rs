@@ -43,6 +43,10 @@ pub struct RequestInfo {
     /// The path from the resource on: `RESOURCE[/NAME[/SUBRESOURCE[/...]]]`.
     pub parts: Vec<String>,
     pub query: Query,
+    /// Every value of the `dryRun` parameter, in order (empty when absent): the write options'
+    /// `dryRun` is a `[]string`, which kube's conversion from the query fills with all the values
+    /// of a repeated parameter, where the other options take the first.
+    pub dry_run: Vec<String>,
     /// A deprecated `/watch/` path (`/api/v1/watch/namespaces/NS/RESOURCE[/NAME]`), which kube
     /// still serves: verb `watch` whatever the method, and a watch whatever `watch=` says.
     pub legacy_watch: bool,
@@ -139,6 +143,14 @@ pub fn parse_query(q: Option<&str>) -> Query {
     out
 }
 
+/// Every value of the parameter `name` in a query string, in order.
+pub fn query_values(q: Option<&str>, name: &str) -> Vec<String> {
+    form_urlencoded::parse(q.unwrap_or("").as_bytes())
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .collect()
+}
+
 impl RequestInfo {
     /// The request as kube's `RequestInfoFactory` reads it, from the decoded path
     /// ([`unescape_path`]: `system%3Anode` names `system:node`); bytes that are not UTF-8 are
@@ -155,6 +167,7 @@ impl RequestInfo {
         let mut info = RequestInfo {
             path: path.clone(),
             verb: method.as_str().to_ascii_lowercase(),
+            dry_run: query_values(uri.query(), "dryRun"),
             ..Default::default()
         };
         let segs: Vec<&str> = path
@@ -457,5 +470,20 @@ mod tests {
         assert_eq!(q.get("limit").map(String::as_str), Some("1"));
         assert_eq!(q.get("labelSelector").map(String::as_str), Some("a=b"));
         assert_eq!(q.get("x").map(String::as_str), Some(""));
+    }
+
+    /// `dryRun`, a `[]string` option, keeps every value (and an empty one), as kube's conversion
+    /// of the query fills it.
+    #[test]
+    fn every_dry_run_value() {
+        let i = info(
+            Method::POST,
+            "/api/v1/namespaces/a/configmaps?dryRun=All&limit=1&dryRun=b%20c&dryRun=",
+        );
+        assert_eq!(i.dry_run, ["All", "b c", ""]);
+        assert_eq!(i.query.get("dryRun").map(String::as_str), Some("All"));
+        assert!(info(Method::POST, "/api/v1/namespaces/a/configmaps")
+            .dry_run
+            .is_empty());
     }
 }

@@ -1116,6 +1116,21 @@ pub fn validate_options(
     apply: bool,
     force: Option<bool>,
 ) -> Result<(), ApiError> {
+    let causes = option_causes(kind, field_manager, apply, force);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid("meta.k8s.io", kind, "", causes))
+}
+
+/// The causes [`validate_options`] refuses, for the write's handler to add its other options'
+/// (`dryRun`, `fieldValidation`) to, in kube's order.
+pub fn option_causes(
+    kind: &str,
+    field_manager: Option<&str>,
+    apply: bool,
+    force: Option<bool>,
+) -> Vec<Cause> {
     let mut causes = Vec::new();
     if kind == "PatchOptions" {
         if !apply && force.is_some() {
@@ -1152,10 +1167,7 @@ pub fn validate_options(
             ));
         }
     }
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid("meta.k8s.io", kind, "", causes))
+    causes
 }
 
 #[cfg(test)]

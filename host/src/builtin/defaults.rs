@@ -139,6 +139,16 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
                     .or_insert(json!("PreemptLowerPriority"));
             }
         }
+        ("flowcontrol.apiserver.k8s.io", "flowschemas") => {
+            if let Some(m) = obj.as_object_mut() {
+                flow_schema_spec(m.entry("spec").or_insert(Value::Null));
+            }
+        }
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations") => {
+            if let Some(spec) = obj.get_mut("spec") {
+                priority_level_spec(spec);
+            }
+        }
         ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
             for w in array_mut(obj, "webhooks") {
                 webhook(w, false);
@@ -188,6 +198,75 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
             }
         }
         _ => {}
+    }
+}
+
+/// flowcontrol/v1's `FlowSchemaDefaultMatchingPrecedence`.
+pub(crate) const DEFAULT_MATCHING_PRECEDENCE: i64 = 1000;
+/// flowcontrol/v1's `PriorityLevelConfigurationDefaultNominalConcurrencyShares`.
+pub(crate) const DEFAULT_NOMINAL_SHARES: i64 = 30;
+/// flowcontrol/v1's `PriorityLevelConfigurationDefault{Queues,HandSize,QueueLengthLimit}`.
+pub(crate) const DEFAULT_QUEUES: i64 = 64;
+pub(crate) const DEFAULT_HAND_SIZE: i64 = 8;
+pub(crate) const DEFAULT_QUEUE_LENGTH_LIMIT: i64 = 50;
+
+/// kube's `SetObjectDefaults_FlowSchema` (`pkg/apis/flowcontrol/v1`): `SetDefaults_FlowSchemaSpec`
+/// on the spec (a struct, so always there: an absent one becomes `{}`), whose `matchingPrecedence`
+/// (an `int32`) is 1000 when absent, `null` or 0. Also what `validation::admission`'s
+/// `flow_schema_canonical` compares.
+pub(crate) fn flow_schema_spec(spec: &mut Value) {
+    if spec.is_null() {
+        *spec = json!({});
+    }
+    if let Some(s) = spec.as_object_mut() {
+        zero_to(s, "matchingPrecedence", DEFAULT_MATCHING_PRECEDENCE);
+    }
+}
+
+/// kube's `SetObjectDefaults_PriorityLevelConfiguration` (`pkg/apis/flowcontrol/v1`), on the
+/// spec. A `limited` level (`SetDefaults_LimitedPriorityLevelConfiguration`): its
+/// `nominalConcurrencyShares`, a pointer in v1, is 30 only when nil (absent or `null`; an
+/// explicit 0 is kept: v1 allows zero shares), its `lendablePercent` 0 when nil; its
+/// `limitResponse.queuing`, when set (`SetDefaults_QueuingConfiguration`: `int32`s), `handSize`
+/// 8, `queues` 64, `queueLengthLimit` 50 when 0. An `exempt` one
+/// (`SetDefaults_ExemptPriorityLevelConfiguration`): both pointers 0 when nil. Also what
+/// `validation::admission`'s `priority_level_canonical` compares.
+pub(crate) fn priority_level_spec(spec: &mut Value) {
+    let Some(s) = spec.as_object_mut() else {
+        return;
+    };
+    if let Some(l) = s.get_mut("limited").and_then(Value::as_object_mut) {
+        nil_to(l, "nominalConcurrencyShares", DEFAULT_NOMINAL_SHARES);
+        nil_to(l, "lendablePercent", 0);
+        if let Some(q) = l
+            .get_mut("limitResponse")
+            .and_then(|r| r.get_mut("queuing"))
+            .and_then(Value::as_object_mut)
+        {
+            zero_to(q, "handSize", DEFAULT_HAND_SIZE);
+            zero_to(q, "queues", DEFAULT_QUEUES);
+            zero_to(q, "queueLengthLimit", DEFAULT_QUEUE_LENGTH_LIMIT);
+        }
+    }
+    if let Some(e) = s.get_mut("exempt").and_then(Value::as_object_mut) {
+        nil_to(e, "nominalConcurrencyShares", 0);
+        nil_to(e, "lendablePercent", 0);
+    }
+}
+
+/// A Go pointer's default: `field` is `value` when absent or `null`.
+fn nil_to(m: &mut Map<String, Value>, field: &str, value: i64) {
+    if m.get(field).is_none_or(Value::is_null) {
+        m.insert(field.into(), json!(value));
+    }
+}
+
+/// A Go integer's default: `field` is `value` when absent, `null` or 0.
+fn zero_to(m: &mut Map<String, Value>, field: &str, value: i64) {
+    if m.get(field)
+        .is_none_or(|v| v.is_null() || v.as_i64() == Some(0))
+    {
+        m.insert(field.into(), json!(value));
     }
 }
 
@@ -651,6 +730,75 @@ fn match_resources(m: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// flowcontrol/v1's defaults, as kube's `defaults_test.go` has them: a zero precedence or
+    /// queuing parameter is defaulted, a limited level's explicit zero shares are not.
+    #[test]
+    fn flow_control_objects_get_v1_defaults() {
+        const FC: &str = "flowcontrol.apiserver.k8s.io";
+        let mut fs = json!({"spec": {"priorityLevelConfiguration": {"name": "p"}}});
+        apply(FC, "flowschemas", &mut fs, true);
+        assert_eq!(fs["spec"]["matchingPrecedence"], 1000);
+        let mut fs = json!({"spec": {"matchingPrecedence": 0}});
+        apply(FC, "flowschemas", &mut fs, false);
+        assert_eq!(
+            fs["spec"]["matchingPrecedence"], 1000,
+            "an int32's 0 is unset"
+        );
+        let mut fs = json!({"spec": {"matchingPrecedence": 200}});
+        apply(FC, "flowschemas", &mut fs, false);
+        assert_eq!(fs["spec"]["matchingPrecedence"], 200);
+        let mut fs = json!({"metadata": {"name": "no-spec"}});
+        apply(FC, "flowschemas", &mut fs, true);
+        assert_eq!(fs["spec"], json!({"matchingPrecedence": 1000}));
+
+        let level = |spec: Value| {
+            let mut o = json!({"spec": spec});
+            apply(FC, "prioritylevelconfigurations", &mut o, true);
+            o["spec"].clone()
+        };
+        assert_eq!(
+            level(
+                json!({"type": "Limited", "limited": {"limitResponse": {"type": "Queue",
+                "queuing": {"queues": 0, "handSize": null}}}})
+            ),
+            json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 30,
+                "lendablePercent": 0, "limitResponse": {"type": "Queue",
+                "queuing": {"queues": 64, "handSize": 8, "queueLengthLimit": 50}}}})
+        );
+        // v1's shares are a pointer: an explicit 0 stays 0; `null` is nil.
+        assert_eq!(
+            level(
+                json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 0,
+                "lendablePercent": 10, "borrowingLimitPercent": 5,
+                "limitResponse": {"type": "Reject"}}})
+            ),
+            json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 0,
+                "lendablePercent": 10, "borrowingLimitPercent": 5,
+                "limitResponse": {"type": "Reject"}}})
+        );
+        assert_eq!(
+            level(
+                json!({"type": "Limited", "limited": {"nominalConcurrencyShares": null,
+                "limitResponse": {"type": "Queue", "queuing": {"queues": 7, "handSize": 3,
+                    "queueLengthLimit": 9}}}})
+            )["limited"],
+            json!({"nominalConcurrencyShares": 30, "lendablePercent": 0,
+                "limitResponse": {"type": "Queue", "queuing": {"queues": 7, "handSize": 3,
+                    "queueLengthLimit": 9}}})
+        );
+        assert_eq!(
+            level(json!({"type": "Exempt", "exempt": {}})),
+            json!({"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0,
+                "lendablePercent": 0}})
+        );
+        assert_eq!(
+            level(json!({"type": "Exempt", "exempt": {"nominalConcurrencyShares": 4}}))["exempt"],
+            json!({"nominalConcurrencyShares": 4, "lendablePercent": 0})
+        );
+        // Nothing is made up for a level without `limited` or `exempt`.
+        assert_eq!(level(json!({"type": "Exempt"})), json!({"type": "Exempt"}));
+    }
 
     #[test]
     fn services_get_kubes_defaults() {

@@ -36,6 +36,7 @@ use super::field::{
     too_long, too_many, Go,
 };
 use super::misc::label_selector;
+use crate::builtin::defaults;
 use crate::model::status::Cause;
 use crate::schema::expr::{run_on_big_stack, Expression};
 
@@ -1800,8 +1801,7 @@ const VERBS: &[&str] = &[
     "update",
     "watch",
 ];
-/// v1's `FlowSchemaDefaultMatchingPrecedence` and kube's `FlowSchemaMaxMatchingPrecedence`.
-const DEFAULT_MATCHING_PRECEDENCE: i64 = 1000;
+/// kube's `FlowSchemaMaxMatchingPrecedence`.
 const MAX_MATCHING_PRECEDENCE: i64 = 10000;
 const MAX_QUEUES: i64 = 10_000_000;
 /// shufflesharding's `MaxHashBits`.
@@ -1810,11 +1810,12 @@ const NS_ERR_INTRO: &str = "each member of this list must be '*' or a DNS-1123 l
 /// v1beta3's `PriorityLevelPreserveZeroConcurrencySharesKey`.
 const PRESERVE_ZERO_SHARES: &str = "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares";
 
-/// A FlowSchema's `matchingPrecedence` (v1 defaults an absent or zero value to 1000).
+/// A FlowSchema's `matchingPrecedence` (v1 defaults an absent or zero value to 1000; the write
+/// path has applied `builtin::defaults` already, this is for a spec validated as it is).
 fn matching_precedence(spec: &Value) -> i64 {
     int(spec, "matchingPrecedence")
         .filter(|v| *v != 0)
-        .unwrap_or(DEFAULT_MATCHING_PRECEDENCE)
+        .unwrap_or(defaults::DEFAULT_MATCHING_PRECEDENCE)
 }
 
 /// kube's `ValidateFlowSchema` (create; `ValidateFlowSchemaUpdate` is the same): the spec, the
@@ -2176,10 +2177,14 @@ fn mandatory_flow_schema(name: &str) -> Option<Value> {
     }
 }
 
-/// A FlowSchema spec as kube's `Semantic.DeepEqual` compares the internal one: defaults
-/// applied, absent and empty lists alike, unset pointers `null`. Also what the APF bootstrap
-/// ensurer compares (`builtin::flowcontrol_bootstrap`, kube's `flowSchemaSpecEqual`).
+/// A FlowSchema spec as kube's `Semantic.DeepEqual` compares the internal one: v1's defaults
+/// applied (`builtin::defaults::flow_schema_spec`, what every write applies), absent and empty
+/// lists alike, unset pointers `null`. Also what the APF bootstrap ensurer compares
+/// (`builtin::flowcontrol_bootstrap`, kube's `flowSchemaSpecEqual`).
 pub(crate) fn flow_schema_canonical(spec: &Value) -> Value {
+    let mut spec = spec.clone();
+    defaults::flow_schema_spec(&mut spec);
+    let spec = &spec;
     let list = |v: &Value, f: &str| list_value(&strings(v, f));
     let named = |v: &Value, f: &str| set(v, f).map(|x| json!({"name": str_of(x, "name")}));
     let rules: Vec<Value> = items(spec, "rules")
@@ -2208,25 +2213,28 @@ pub(crate) fn flow_schema_canonical(spec: &Value) -> Value {
         })
         .collect();
     json!({
-        "matchingPrecedence": matching_precedence(spec),
+        "matchingPrecedence": int(spec, "matchingPrecedence"),
         "priorityLevelConfiguration": str_of(spec.get("priorityLevelConfiguration").unwrap_or(&NULL), "name"),
         "distinguisherMethod": set(spec, "distinguisherMethod").map(|d| str_of(d, "type").to_owned()),
         "rules": rules,
     })
 }
 
-/// A PriorityLevelConfiguration spec with v1's defaults applied (`SetDefaults_*`: absent shares
-/// 30 for a limited level and 0 for the exempt one, absent `lendablePercent` 0, absent or zero
-/// queuing parameters 64, 8, 50), unset pointers `null`: what kube's `Semantic.DeepEqual`
-/// compares in the APF bootstrap ensurer (`plcSpecEqualish`, which defaults the expected spec; the
-/// stored one was defaulted when written, here it is defaulted as it is read).
+/// A PriorityLevelConfiguration spec with v1's defaults applied
+/// (`builtin::defaults::priority_level_spec`, what every write applies: absent shares 30 for a
+/// limited level and 0 for the exempt one, absent `lendablePercent` 0, absent or zero queuing
+/// parameters 64, 8, 50), unset pointers `null`: what kube's `Semantic.DeepEqual` compares in
+/// the APF bootstrap ensurer (`plcSpecEqualish`, which defaults the expected spec; the stored one
+/// was defaulted when written, or as it is read).
 pub(crate) fn priority_level_canonical(spec: &Value) -> Value {
+    let mut spec = spec.clone();
+    defaults::priority_level_spec(&mut spec);
+    let spec = &spec;
     let queuing = |q: &Value| {
-        let get = |f: &str, default: i64| int(q, f).filter(|v| *v != 0).unwrap_or(default);
         json!({
-            "queues": get("queues", 64),
-            "handSize": get("handSize", 8),
-            "queueLengthLimit": get("queueLengthLimit", 50),
+            "queues": int(q, "queues"),
+            "handSize": int(q, "handSize"),
+            "queueLengthLimit": int(q, "queueLengthLimit"),
         })
     };
     json!({
@@ -2234,18 +2242,18 @@ pub(crate) fn priority_level_canonical(spec: &Value) -> Value {
         "limited": set(spec, "limited").map(|l| {
             let lr = l.get("limitResponse").unwrap_or(&NULL);
             json!({
-                "nominalConcurrencyShares": nominal_shares(l),
+                "nominalConcurrencyShares": int(l, "nominalConcurrencyShares"),
                 "limitResponse": {
                     "type": str_of(lr, "type"),
                     "queuing": set(lr, "queuing").map(queuing),
                 },
-                "lendablePercent": int(l, "lendablePercent").unwrap_or(0),
+                "lendablePercent": int(l, "lendablePercent"),
                 "borrowingLimitPercent": int(l, "borrowingLimitPercent"),
             })
         }),
         "exempt": set(spec, "exempt").map(|e| json!({
-            "nominalConcurrencyShares": int(e, "nominalConcurrencyShares").unwrap_or(0),
-            "lendablePercent": int(e, "lendablePercent").unwrap_or(0),
+            "nominalConcurrencyShares": int(e, "nominalConcurrencyShares"),
+            "lendablePercent": int(e, "lendablePercent"),
         })),
     })
 }
@@ -2318,9 +2326,10 @@ fn priority_level_spec(name: &str, spec: &Value, out: &mut Vec<Cause>) {
     }
 }
 
-/// A limited level's `nominalConcurrencyShares` (v1 defaults an absent value to 30).
+/// A limited level's `nominalConcurrencyShares` (v1 defaults an absent value to 30; the write
+/// path has applied `builtin::defaults` already, this is for a spec validated as it is).
 fn nominal_shares(l: &Value) -> i64 {
-    int(l, "nominalConcurrencyShares").unwrap_or(30)
+    int(l, "nominalConcurrencyShares").unwrap_or(defaults::DEFAULT_NOMINAL_SHARES)
 }
 
 /// kube's `ValidateLimitedPriorityLevelConfiguration` (zero shares allowed).
@@ -2404,9 +2413,9 @@ fn limit_response(lr: &Value, path: &str, out: &mut Vec<Cause>) {
 /// `queues`, `handSize`, `queueLengthLimit` to 64, 8, 50).
 fn queuing_configuration(q: &Value, path: &str, out: &mut Vec<Cause>) {
     let get = |f: &str, default: i64| int(q, f).filter(|v| *v != 0).unwrap_or(default);
-    let queue_length = get("queueLengthLimit", 50);
-    let queues = get("queues", 64);
-    let hand = get("handSize", 8);
+    let queue_length = get("queueLengthLimit", defaults::DEFAULT_QUEUE_LENGTH_LIMIT);
+    let queues = get("queues", defaults::DEFAULT_QUEUES);
+    let hand = get("handSize", defaults::DEFAULT_HAND_SIZE);
     if queue_length <= 0 {
         out.push(invalid(
             &child(path, "queueLengthLimit"),
@@ -3334,6 +3343,53 @@ mod tests {
             plc_msgs(&annotated),
             vec!["metadata.annotations: Forbidden: annotation 'flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares' is forbidden"]
         );
+    }
+
+    /// What the bootstrap ensurer and the mandatory objects' checks compare is the spec with the
+    /// defaults every write applies (`builtin::defaults`): a sparse spec equals its defaulted
+    /// form, a limited level's explicit zero shares do not equal absent ones.
+    #[test]
+    fn canonical_specs_are_the_written_defaults() {
+        let sparse = json!({"type": "Limited", "limited": {"limitResponse": {"type": "Queue",
+            "queuing": {"handSize": 0}}}});
+        let mut written = json!({"spec": sparse.clone()});
+        defaults::apply(
+            FLOWCONTROL,
+            "prioritylevelconfigurations",
+            &mut written,
+            true,
+        );
+        assert_eq!(
+            written["spec"]["limited"]["limitResponse"]["queuing"]["handSize"],
+            8
+        );
+        assert_eq!(
+            priority_level_canonical(&sparse),
+            priority_level_canonical(&written["spec"])
+        );
+        let zero = json!({"type": "Limited", "limited": {"nominalConcurrencyShares": 0,
+            "limitResponse": {"type": "Queue", "queuing": {}}}});
+        assert_ne!(
+            priority_level_canonical(&zero),
+            priority_level_canonical(&sparse)
+        );
+        assert_eq!(
+            priority_level_canonical(&zero)["limited"]["nominalConcurrencyShares"],
+            0
+        );
+        assert_eq!(
+            priority_level_canonical(&json!({"type": "Exempt", "exempt": {}}))["exempt"],
+            json!({"nominalConcurrencyShares": 0, "lendablePercent": 0})
+        );
+        let fs = json!({"priorityLevelConfiguration": {"name": "p"}});
+        let mut written = json!({"spec": fs.clone()});
+        defaults::apply(FLOWCONTROL, "flowschemas", &mut written, true);
+        assert_eq!(written["spec"]["matchingPrecedence"], 1000);
+        assert_eq!(
+            flow_schema_canonical(&fs),
+            flow_schema_canonical(&written["spec"])
+        );
+        assert_eq!(flow_schema_canonical(&fs)["matchingPrecedence"], 1000);
     }
 
     #[test]
