@@ -15,6 +15,7 @@ pub mod claims;
 pub mod controllers;
 pub mod crd;
 pub mod heap;
+pub mod hugetext;
 pub mod informer;
 pub mod leader;
 pub mod limitrange;

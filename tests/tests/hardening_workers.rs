@@ -232,3 +232,68 @@ fn tiny_writes_to_big_objects_are_served_off_the_workers() {
     assert_eq!(end["stored"], after["stored"] + 1);
     assert_eq!(end["body"], after["body"]);
 }
+
+/// Executable mappings of process `pid` that are anonymous (no file behind them) and at least
+/// 2 MiB: `(bytes, AnonHugePages bytes)` each.
+fn anonymous_code(pid: u32) -> Vec<(u64, u64)> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).expect("smaps");
+    let mut out = Vec::new();
+    let mut current: Option<(u64, u64)> = None;
+    for line in smaps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let header = fields.first().is_some_and(|r| {
+            r.contains('-') && r.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+        });
+        if header {
+            out.extend(current.take());
+            let (a, b) = fields[0].split_once('-').expect("range");
+            let len = u64::from_str_radix(b, 16).unwrap() - u64::from_str_radix(a, 16).unwrap();
+            // perms, offset, dev, inode, no path: an anonymous mapping.
+            if fields[1].starts_with("r-x")
+                && fields[4] == "0"
+                && fields.len() == 5
+                && len >= 2 << 20
+            {
+                current = Some((len, 0));
+            }
+        } else if let (Some(c), Some(v)) = (current.as_mut(), line.strip_prefix("AnonHugePages:")) {
+            c.1 = v
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+                * 1024;
+        }
+    }
+    out.extend(current);
+    out
+}
+
+/// `turtles serve` copies its code onto transparent huge pages at start (an anonymous executable
+/// mapping of whole 2 MiB pages, backed by huge pages where the kernel allows them), and still
+/// serves; `--code-huge-pages=false` leaves its code on the file.
+#[test]
+fn the_hosts_code_is_on_huge_pages_unless_turned_off() {
+    let s = Server::start().unwrap();
+    let moved = anonymous_code(s.pid().unwrap());
+    assert_eq!(moved.len(), 1, "one anonymous code mapping: {moved:?}");
+    let (bytes, huge) = moved[0];
+    assert_eq!(bytes % (2 << 20), 0, "whole 2 MiB pages: {bytes}");
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[never]") {
+        eprintln!("transparent huge pages are off on this machine: {huge} bytes huge");
+    } else {
+        assert!(huge >= bytes / 2, "mostly on huge pages: {huge} of {bytes}");
+    }
+    let log = std::fs::read_to_string(s.data_dir.join("turtles.log")).unwrap();
+    assert!(log.contains("the host's code is on huge pages"), "{log}");
+    let r = s.http().get("/api/v1/namespaces/default/configmaps");
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let off = Server::start_with(&["--code-huge-pages=false"]).unwrap();
+    assert_eq!(anonymous_code(off.pid().unwrap()), vec![]);
+    let r = off.http().get("/api/v1/namespaces/default/configmaps");
+    assert_eq!(r.status, 200, "{}", r.text());
+}

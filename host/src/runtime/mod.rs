@@ -1166,9 +1166,17 @@ mod tests {
     /// a reconcile runs between API requests: before each call a 16 MiB sweep evicts L1 and L2
     /// (and the TLB), then the call is timed. `cargo test --release -p turtles --lib
     /// cold_entry_cost -- --ignored --nocapture` (after `cargo xtask guests --lang rust`).
+    /// `COLD_HUGE_TEXT=1`: first move this binary's code onto huge pages, as `turtles serve`
+    /// does; `COLD_PAGES=1`: afterwards, list the pages one call touches, per mapping.
     #[tokio::test]
     #[ignore]
     async fn cold_entry_cost() {
+        if std::env::var("COLD_HUGE_TEXT").is_ok() {
+            match crate::hugetext::remap() {
+                Ok(r) => eprintln!("huge text: {r}"),
+                Err(e) => eprintln!("huge text: {e}"),
+            }
+        }
         let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests/noop.wasm");
         let bytes = std::fs::read(&wasm).expect("cargo xtask guests builds noop.wasm");
         let (rt, ctx, dir) = test_runtime("cold-entry-cost");
@@ -1224,6 +1232,44 @@ mod tests {
                 times[calls / 2],
                 times[calls * 9 / 10]
             );
+        }
+        if std::env::var("COLD_PAGES").is_ok() {
+            // Which pages one warm call touches: clear the accessed bits, call, read them back
+            // (the same without a call, as the control).
+            fn referenced() -> Vec<(String, u64)> {
+                let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+                let mut out: Vec<(String, u64)> = Vec::new();
+                for line in smaps.lines() {
+                    if let Some(v) = line.strip_prefix("Referenced:") {
+                        let kb: u64 = v.trim().trim_end_matches("kB").trim().parse().unwrap();
+                        if let Some(last) = out.last_mut() {
+                            last.1 = kb;
+                        }
+                    } else if line.split_whitespace().next().is_some_and(|r| {
+                        r.contains('-') && r.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+                    }) {
+                        out.push((line.to_string(), 0));
+                    }
+                }
+                out
+            }
+            let clear = || std::fs::write("/proc/self/clear_refs", "1").unwrap();
+            for round in 0..3 {
+                clear();
+                let control = referenced();
+                clear();
+                let r = inst.reconcile(&key, obj).await.unwrap();
+                let after = referenced();
+                assert_eq!(r, wit::Outcome::Done);
+                let mut total = 0;
+                for ((name, c), (_, a)) in control.iter().zip(after.iter()) {
+                    if *a > 0 {
+                        eprintln!("round {round}: {a:>6} kB (control {c:>6}) {name}");
+                        total += a;
+                    }
+                }
+                eprintln!("round {round}: total {total} kB");
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
