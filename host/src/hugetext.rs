@@ -37,7 +37,7 @@ pub enum HugeTextError {
 /// What [`remap`] moved.
 #[derive(Debug, Clone, Copy)]
 pub struct Remapped {
-    /// Bytes of text now on huge pages (whole 2 MiB pages).
+    /// Bytes of code and read-only data moved (whole 2 MiB pages).
     pub bytes: usize,
     /// Of them, how many the kernel backs with huge pages (`AnonHugePages` of the mapping).
     pub huge_bytes: usize,
@@ -47,7 +47,7 @@ impl fmt::Display for Remapped {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} MiB of code moved, {} MiB on huge pages",
+            "{} MiB of code and read-only data moved, {} MiB on huge pages",
             self.bytes >> 20,
             self.huge_bytes >> 20
         )
@@ -57,30 +57,34 @@ impl fmt::Display for Remapped {
 #[cfg(target_os = "linux")]
 const HUGE: usize = 2 << 20;
 
-/// The executable mapping that holds this function: `(start, end)`.
+/// The executable's read-only mappings (its code and read-only data): `(start, end, exec)`.
+/// The executable is the file whose code holds this function.
 #[cfg(target_os = "linux")]
-fn text_mapping() -> Result<(usize, usize), HugeTextError> {
+fn file_mappings() -> Result<Vec<(usize, usize, bool)>, HugeTextError> {
     let here = remap as *const () as usize;
     let maps = std::fs::read_to_string("/proc/self/maps").map_err(HugeTextError::Maps)?;
-    for line in maps.lines() {
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
-            continue;
-        };
-        if !perms.starts_with("r-x") {
-            continue;
-        }
-        let Some((a, b)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else {
-            continue;
-        };
-        if (a..b).contains(&here) {
-            return Ok((a, b));
-        }
-    }
-    Err(HugeTextError::NotFound)
+    // start, end, perms, path
+    let parsed: Vec<(usize, usize, &str, &str)> = maps
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (a, b) = fields.next()?.split_once('-')?;
+            let perms = fields.next()?;
+            let path = fields.nth(3)?;
+            let a = usize::from_str_radix(a, 16).ok()?;
+            let b = usize::from_str_radix(b, 16).ok()?;
+            Some((a, b, perms, path))
+        })
+        .collect();
+    let (_, _, _, exe) = parsed
+        .iter()
+        .find(|(a, b, perms, _)| perms.starts_with("r-x") && (*a..*b).contains(&here))
+        .ok_or(HugeTextError::NotFound)?;
+    Ok(parsed
+        .iter()
+        .filter(|(_, _, perms, path)| path == exe && (*perms == "r-xp" || *perms == "r--p"))
+        .map(|(a, b, perms, _)| (*a, *b, perms.starts_with("r-x")))
+        .collect())
 }
 
 /// `/proc/self/smaps`' `AnonHugePages` for the mapping starting at `start`, in bytes.
@@ -117,17 +121,18 @@ fn sys(call: &'static str) -> HugeTextError {
     }
 }
 
-/// Move the 2 MiB-aligned part of the executable's text onto transparent huge pages. Call it
-/// once, before any other thread starts.
+/// Move the 2 MiB-aligned part of the executable's code and read-only data onto transparent
+/// huge pages. Call it once, before any other thread starts.
 #[cfg(target_os = "linux")]
 pub fn remap() -> Result<Remapped, HugeTextError> {
-    let (a, b) = text_mapping()?;
-    let start = a.next_multiple_of(HUGE);
-    let end = b & !(HUGE - 1);
-    if end <= start {
+    let ranges: Vec<(usize, usize, bool)> = file_mappings()?
+        .into_iter()
+        .map(|(a, b, exec)| (a.next_multiple_of(HUGE), b & !(HUGE - 1), exec))
+        .filter(|(start, end, _)| end > start)
+        .collect();
+    if !ranges.iter().any(|(_, _, exec)| *exec) {
         return Err(HugeTextError::TooSmall);
     }
-    let len = end - start;
     // The allocator may have turned transparent huge pages off for the whole process (mimalloc's
     // `no_thp`, so its own segments stay small): on for the copy, then back as it was. Pages
     // faulted in meanwhile stay huge.
@@ -137,20 +142,31 @@ pub fn remap() -> Result<Remapped, HugeTextError> {
         // SAFETY: as above.
         unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0) };
     }
-    let moved = copy_over(start, len);
+    let mut moved = Remapped {
+        bytes: 0,
+        huge_bytes: 0,
+    };
+    let mut result = Ok(());
+    for &(start, end, exec) in &ranges {
+        result = copy_over(start, end - start, exec);
+        if result.is_err() {
+            break;
+        }
+        moved.bytes += end - start;
+    }
     if was_disabled > 0 {
         // SAFETY: as above.
         unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
     }
-    moved?;
-    Ok(Remapped {
-        bytes: len,
-        huge_bytes: anon_huge_bytes(start),
-    })
+    result?;
+    for &(start, _, _) in &ranges {
+        moved.huge_bytes += anon_huge_bytes(start);
+    }
+    Ok(moved)
 }
 
 #[cfg(target_os = "linux")]
-fn copy_over(start: usize, len: usize) -> Result<(), HugeTextError> {
+fn copy_over(start: usize, len: usize, exec: bool) -> Result<(), HugeTextError> {
     use std::ptr;
     // A 2 MiB-aligned anonymous region (so the huge pages move whole when it is moved).
     // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
@@ -189,23 +205,21 @@ fn copy_over(start: usize, len: usize) -> Result<(), HugeTextError> {
         unmap();
         return Err(e);
     }
-    // SAFETY: [start, start + len) is mapped readable (part of the text mapping found above);
+    // SAFETY: [start, start + len) is mapped readable (part of a mapping of the executable found above);
     // [new, new + len) is our fresh writable mapping; they do not overlap.
     unsafe { ptr::copy_nonoverlapping(start as *const u8, new as *mut u8, len) };
+    let prot = if exec {
+        libc::PROT_READ | libc::PROT_EXEC
+    } else {
+        libc::PROT_READ
+    };
     // SAFETY: our own mapping.
-    if unsafe {
-        libc::mprotect(
-            new as *mut libc::c_void,
-            len,
-            libc::PROT_READ | libc::PROT_EXEC,
-        )
-    } != 0
-    {
+    if unsafe { libc::mprotect(new as *mut libc::c_void, len, prot) } != 0 {
         let e = sys("mprotect");
         unmap();
         return Err(e);
     }
-    // SAFETY: replaces the text pages at `start` with byte-identical ones in one step; code that
+    // SAFETY: replaces the pages at `start` with byte-identical ones in one step; code that
     // runs across the switch (this function's return path included) reads the same instructions.
     let moved = unsafe {
         libc::mremap(

@@ -461,6 +461,35 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// Whether kube's stored object lacks this field with this value: an empty map or list (kube
+    /// stores built-in kinds as protobuf, which reads an empty repeated or map field back as
+    /// nil, then omitted or written `null`), or the zero value of a non-pointer `omitempty`
+    /// scalar (`hostNetwork: false`, `hostPort: 0`, `workingDir: ""`, from the json tags of
+    /// kube's types, `omitempty.json`). A struct's `{}`, a pointer's zero (`replicas: 0`,
+    /// `automountServiceAccountToken: false`) and values that decode themselves stay.
+    fn omitted(&self, def_name: Option<&str>, field: &str, sub: &Value, v: &Value) -> bool {
+        let schema = self.defs.resolve(sub).map_or(sub, |(_, def)| def);
+        match v {
+            Value::Object(m) if m.is_empty() => {
+                schema.get("type").and_then(Value::as_str) == Some("object")
+                    && schema.get("properties").is_none()
+                    && schema.get("additionalProperties").is_some()
+            }
+            Value::Array(a) if a.is_empty() => {
+                schema.get("type").and_then(Value::as_str) == Some("array")
+            }
+            Value::Bool(false) | Value::String(_) | Value::Number(_) => {
+                let zero = match v {
+                    Value::String(s) => s.is_empty(),
+                    Value::Number(n) => n.as_f64() == Some(0.0),
+                    _ => true,
+                };
+                zero && def_name.is_some_and(|d| super::omitempty::omits(d, field))
+            }
+            _ => false,
+        }
+    }
+
     /// A `null` element of a map or list made its type's zero value ([`Self::zero_element`]).
     fn zero_null_element(&mut self, schema: &Value, v: &mut Value) {
         if let Some(zero) = self.zero_element(schema) {
@@ -591,6 +620,13 @@ impl<'a> Decoder<'a> {
                                 // Go's zero time, which kube writes `null`: unset.
                                 if map.get(&key).is_some_and(Value::is_null) {
                                     map.shift_remove(&key);
+                                } else if !self.times_only
+                                    && map
+                                        .get(&key)
+                                        .is_some_and(|v| self.omitted(def_name, field, sub, v))
+                                {
+                                    map.shift_remove(&key);
+                                    self.changed = true;
                                 }
                             }
                         }
@@ -708,6 +744,44 @@ mod tests {
 
     const CM: (&str, &str, &str) = ("", "v1", "ConfigMap");
     const POD: (&str, &str, &str) = ("", "v1", "Pod");
+
+    /// What kube's stored object would not have: empty maps and lists, and the zero of a
+    /// non-pointer `omitempty` scalar. A pointer's zero, a struct's `{}` and fields without
+    /// `omitempty` stay.
+    #[test]
+    fn empty_values_go_as_from_kubes_stored_objects() {
+        let (r, v) = dec(
+            POD,
+            json!({"metadata": {"name": "p", "labels": {}, "generateName": "", "finalizers": []},
+                "spec": {"hostNetwork": false, "hostname": "", "nodeSelector": {},
+                    "shareProcessNamespace": false, "securityContext": {},
+                    "activeDeadlineSeconds": 0,
+                    "containers": [{"name": "c", "image": "i", "args": [], "env": [],
+                        "workingDir": "", "tty": false, "resources": {},
+                        "ports": [{"containerPort": 80, "hostPort": 0, "name": ""}]}]}}),
+        );
+        assert_eq!(r, Ok(vec![]));
+        assert_eq!(
+            v,
+            json!({"metadata": {"name": "p"},
+                "spec": {"shareProcessNamespace": false, "securityContext": {},
+                    "activeDeadlineSeconds": 0,
+                    "containers": [{"name": "c", "image": "i", "resources": {},
+                        "ports": [{"containerPort": 80}]}]}})
+        );
+        // A pointer's `false` stays (ConfigMap `immutable`); a map's `""` value is no field.
+        let (_, v) = dec(CM, json!({"immutable": false, "data": {"k": ""}}));
+        assert_eq!(v, json!({"immutable": false, "data": {"k": ""}}));
+        let (_, v) = dec(
+            ("", "v1", "Service"),
+            json!({"spec": {"publishNotReadyAddresses": false, "type": "", "ports": []}}),
+        );
+        assert_eq!(v, json!({"spec": {}}));
+        // Nothing left to drop: decoding again changes nothing.
+        let mut again = v.clone();
+        let d = decode_noting_changes("", "v1", "Service", &mut again).unwrap();
+        assert!(!d.changed);
+    }
 
     #[test]
     fn wrong_types_fail_with_gos_message() {

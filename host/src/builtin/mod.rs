@@ -13,6 +13,7 @@ pub mod disruption;
 pub mod flowcontrol_bootstrap;
 pub mod graceful;
 pub mod kubernetes_service;
+pub mod omitempty;
 pub mod protobuf;
 pub mod quantity;
 pub mod time;

@@ -330,7 +330,8 @@ async fn audit_annotations() {
     svc.create(
         &cms,
         "default",
-        json!({"metadata": {"name": "fine"}, "data": {}}),
+        // (Not `{}`: an empty map is no field at all, as kube's decoded object has none.)
+        json!({"metadata": {"name": "fine"}, "data": {"k": "v"}}),
         &as_user("u"),
     )
     .await
@@ -475,7 +476,7 @@ async fn the_authorizer_checks_as_the_requests_user() {
         err.message,
         "configmaps \"a2\" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: may not name secret theirs"
     );
-    let err = create("bob", "b1", json!({})).await.unwrap_err();
+    let err = create("bob", "b1", json!({"k": "v"})).await.unwrap_err();
     assert!(
         err.message
             .ends_with("denied request: must be allowed to patch what it creates"),
