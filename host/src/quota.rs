@@ -8,12 +8,14 @@
 //! Usage is kept in nano units (`builtin::quantity`), counts included (one object is 10^9).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
 use crate::builtin::quantity::{from_nano, nano_value};
 use crate::model::{meta, ApiError, ResourceInfo};
 use crate::service::{Service, Subresource, WriteOptions};
+use crate::store::StoredObject;
 
 pub const RESOURCE: &str = "resourcequotas";
 const ONE: i128 = 1_000_000_000;
@@ -559,8 +561,311 @@ fn quotas_in(svc: &Service, ns: &str) -> Vec<std::sync::Arc<crate::store::Stored
     svc.stored_in(RESOURCE, ns)
 }
 
-/// `status.used` of a quota from what `objects` (every stored object of the kinds its hard
-/// resources concern, with their kinds) use, in the quota's units.
+/// A quota's `status.used`, recounted from what is stored one object at a time
+/// ([`Tally::add_stored`]) and read with [`Tally::used`]. A recount runs on every add or delete
+/// of a kind its quota counts, over every object of that kind in the namespace: no object is
+/// parsed whole or kept (a namespace of large ConfigMaps under a `count/configmaps` quota once
+/// made each of its tenant's writes cost seconds and the host gigabytes). An object whose usage
+/// is a count is not read at all; of a Pod, Service or claim only what [`usage`] and
+/// [`matches`] read is ([`counted_fields`]).
+pub struct Tally<'q> {
+    quota: &'q Value,
+    /// Whether the quota has scopes (then a Pod's spec decides whether it counts).
+    scoped: bool,
+    /// The hard resources some kind uses, in the quota's order: the name, whether the total is
+    /// written in binary units (as the hard limit is), and the total in nano units.
+    totals: Vec<(&'q str, bool, i128)>,
+}
+
+/// A recount yields to other tasks after reading this many bytes of stored JSON: its CPU is
+/// spent between other requests' turns on the async workers, not ahead of them (a few hundred
+/// microseconds of scanning between yields; an estimate, not measured).
+const YIELD_BYTES: usize = 256 << 10;
+/// What each object counts towards [`YIELD_BYTES`] besides its bytes: a yield at least every
+/// 64 objects, however small.
+const YIELD_OBJECT: usize = YIELD_BYTES / 64;
+
+impl<'q> Tally<'q> {
+    /// Nothing counted yet of `quota`, whose hard limits are `hard`.
+    pub fn new(quota: &'q Value, hard: &'q Map<String, Value>) -> Self {
+        let totals = hard
+            .iter()
+            .filter(|(r, _)| !kinds_for(r.as_str()).is_empty())
+            .map(|(r, h)| (r.as_str(), h.as_str().is_some_and(is_binary), 0i128))
+            .collect();
+        Self {
+            quota,
+            scoped: scoped(quota),
+            totals,
+        }
+    }
+
+    /// Adds the stored objects `items`, of kind `ri`, reading of each only what its usage
+    /// depends on (nothing, when that is a count). Yields now and then: a namespace of many or
+    /// large objects does not hold a worker for the whole recount.
+    pub async fn add_stored(&mut self, ri: &ResourceInfo, items: &[Arc<StoredObject>]) {
+        let shape = match shape_of(ri) {
+            Some(shape) if self.reads_fields(ri) => shape,
+            _ => {
+                self.add_alike(ri, items.len());
+                return;
+            }
+        };
+        let mut read = 0usize;
+        for obj in items {
+            self.add(ri, &project(&obj.json, shape));
+            read = read
+                .saturating_add(obj.json.len())
+                .saturating_add(YIELD_OBJECT);
+            if read >= YIELD_BYTES {
+                read = 0;
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+
+    /// Adds what one object of `ri` uses: `obj` is the object, or as much of it as
+    /// [`counted_fields`] reads (the same to [`usage`] and [`matches`]).
+    pub fn add(&mut self, ri: &ResourceInfo, obj: &Value) {
+        if !matches(self.quota, ri, obj) {
+            return;
+        }
+        for (r, _, total) in &mut self.totals {
+            if let Some(n) = usage(ri, obj, *r) {
+                *total = total.saturating_add(n);
+            }
+        }
+    }
+
+    /// Adds `n` objects of `ri` whose usage reads none of their fields ([`Tally::reads_fields`]
+    /// is false): each uses what an empty object does.
+    fn add_alike(&mut self, ri: &ResourceInfo, n: usize) {
+        let empty = Value::Object(Map::new());
+        if n == 0 || !matches(self.quota, ri, &empty) {
+            return;
+        }
+        for (r, _, total) in &mut self.totals {
+            if let Some(each) = usage(ri, &empty, *r) {
+                // Usage is never negative: n saturating additions are one saturating product.
+                *total = total.saturating_add(each.saturating_mul(n as i128));
+            }
+        }
+    }
+
+    /// Whether what an object of `ri` uses of this quota depends on its fields. Not for a count
+    /// (`count/...`, and the legacy names but `pods`, whose Pods count only until they end), nor
+    /// for a kind a scoped quota does not count (only Pods are in scopes).
+    fn reads_fields(&self, ri: &ResourceInfo) -> bool {
+        let pods = ri.group.is_empty() && ri.resource == "pods";
+        if pods && self.scoped {
+            return true;
+        }
+        self.totals.iter().any(|(r, _, _)| {
+            kinds_for(r)
+                .iter()
+                .any(|(g, k)| *g == ri.group && *k == ri.resource)
+                && !r.starts_with("count/")
+                && (pods || !LEGACY_COUNTS.iter().any(|(n, _)| n == r))
+        })
+    }
+
+    /// `status.used`: each hard resource some kind uses, in the quota's units.
+    pub fn used(self) -> Map<String, Value> {
+        self.totals
+            .into_iter()
+            .map(|(r, binary, n)| (r.to_owned(), Value::String(from_nano(n, binary))))
+            .collect()
+    }
+}
+
+/// Whether a quota has scopes ([`matches`] counts everything for one without).
+fn scoped(q: &Value) -> bool {
+    let scopes = q.pointer("/spec/scopes").and_then(Value::as_array);
+    let exprs = q
+        .pointer("/spec/scopeSelector/matchExpressions")
+        .and_then(Value::as_array);
+    scopes.is_some_and(|s| s.iter().any(Value::is_string)) || exprs.is_some_and(|e| !e.is_empty())
+}
+
+/// What of an object [`usage`] and [`matches`] read, as a tree of the fields kept: the rest is
+/// skipped in the JSON, unparsed.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// The value, whole.
+    Whole,
+    /// An object's named fields, each kept as its shape says.
+    Fields(&'static [(&'static str, Shape)]),
+    /// An array's items, each kept as the shape says.
+    Items(&'static Shape),
+}
+
+/// What [`pod_amount`] and `qos_class` (the `BestEffort` scopes) read of a container (not its
+/// `env`, `command` or mounts, which can be most of a Pod).
+const CONTAINER: Shape =
+    Shape::Fields(&[("resources", Shape::Whole), ("restartPolicy", Shape::Whole)]);
+
+/// What [`usage`] ([`pod_counts`], [`pod_amount`]) and [`matches`] read of a Pod.
+const POD: Shape = Shape::Fields(&[
+    (
+        "metadata",
+        Shape::Fields(&[
+            ("deletionTimestamp", Shape::Whole),
+            ("deletionGracePeriodSeconds", Shape::Whole),
+        ]),
+    ),
+    (
+        "spec",
+        Shape::Fields(&[
+            ("containers", Shape::Items(&CONTAINER)),
+            ("initContainers", Shape::Items(&CONTAINER)),
+            ("overhead", Shape::Whole),
+            ("activeDeadlineSeconds", Shape::Whole),
+            ("priorityClassName", Shape::Whole),
+        ]),
+    ),
+    ("status", Shape::Fields(&[("phase", Shape::Whole)])),
+]);
+
+/// What `services.nodeports` reads of a Service port: that it is one, and its `nodePort`.
+const SERVICE_PORT: Shape = Shape::Fields(&[("nodePort", Shape::Whole)]);
+
+/// What [`usage`] reads of a Service.
+const SERVICE: Shape = Shape::Fields(&[(
+    "spec",
+    Shape::Fields(&[
+        ("type", Shape::Whole),
+        ("ports", Shape::Items(&SERVICE_PORT)),
+        ("allocateLoadBalancerNodePorts", Shape::Whole),
+    ]),
+)]);
+
+/// What [`usage`] reads of a PersistentVolumeClaim.
+const CLAIM: Shape = Shape::Fields(&[(
+    "spec",
+    Shape::Fields(&[(
+        "resources",
+        Shape::Fields(&[("requests", Shape::Fields(&[("storage", Shape::Whole)]))]),
+    )]),
+)]);
+
+/// The fields of `ri`'s objects their usage can depend on; `None` for a kind whose usage is
+/// always a count.
+fn shape_of(ri: &ResourceInfo) -> Option<Shape> {
+    if !ri.group.is_empty() {
+        return None;
+    }
+    match ri.resource.as_str() {
+        "pods" => Some(POD),
+        "services" => Some(SERVICE),
+        "persistentvolumeclaims" => Some(CLAIM),
+        _ => None,
+    }
+}
+
+/// What of a stored object of `ri` its quota usage can depend on, read from its JSON without
+/// parsing the rest: to [`usage`] and [`matches`] the same as the whole object. `None` for a
+/// kind whose usage is a count.
+pub fn counted_fields(ri: &ResourceInfo, obj: &StoredObject) -> Option<Value> {
+    shape_of(ri).map(|shape| project(&obj.json, shape))
+}
+
+/// `json` as `shape` keeps it; null if it does not parse (as the store's whole parse gives).
+fn project(json: &[u8], shape: Shape) -> Value {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(json);
+    Project(shape).deserialize(&mut de).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "stored object does not parse");
+        Value::Null
+    })
+}
+
+/// Deserializes one JSON value into what its [`Shape`] keeps. A value of another type than the
+/// shape expects (a string where an object was) is kept as null: [`usage`] and [`matches`]
+/// look only into objects and arrays, and find nothing in either.
+struct Project(Shape);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Project {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        match self.0 {
+            Shape::Whole => <Value as serde::Deserialize>::deserialize(d),
+            _ => d.deserialize_any(self),
+        }
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Project {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let Shape::Items(item) = self.0 else {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            return Ok(Value::Null);
+        };
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Project(*item))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let Shape::Fields(fields) = self.0 else {
+            while map
+                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                .is_some()
+            {}
+            return Ok(Value::Null);
+        };
+        let mut out = Map::new();
+        // A key given twice: the last one wins, as when the whole object is parsed.
+        while let Some(key) = map.next_key::<String>()? {
+            match fields.iter().find(|(name, _)| *name == key) {
+                Some((_, shape)) => {
+                    let v = map.next_value_seed(Project(*shape))?;
+                    out.insert(key, v);
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// `status.used` of a quota as it was recounted before [`Tally`]: every object of the kinds its
+/// hard resources concern parsed whole. The tests hold [`Tally`] to it.
+#[cfg(test)]
 pub fn recount<'a>(
     quota: &Value,
     hard: &Map<String, Value>,
@@ -668,6 +973,225 @@ mod tests {
             Some(ONE)
         );
         assert_eq!(usage(&deploys, &json!({}), "count/deployments"), None);
+    }
+
+    /// What a recount reads of an object ([`counted_fields`]) is, to [`usage`] and [`matches`],
+    /// the whole object: for every quota resource and scope, and for fields of unexpected types.
+    #[test]
+    fn what_a_recount_reads_is_to_usage_what_the_whole_object_is() {
+        let (pods, services, claims) = (
+            ri("", "v1", "pods"),
+            ri("", "v1", "services"),
+            ri("", "v1", "persistentvolumeclaims"),
+        );
+        let now = chrono::Utc::now();
+        let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let c = |name: &str, requests: Value, limits: Value| {
+            json!({"name": name, "image": "i", "env": [{"name": "A", "value": "b"}],
+                "resources": {"requests": requests, "limits": limits}})
+        };
+        let cases = [
+            (
+                &pods,
+                json!({"metadata": {"name": "p", "labels": {"a": "b"}},
+                "spec": {"priorityClassName": "high", "nodeName": "n",
+                    "containers": [c("a", json!({"cpu": "250m", "memory": "64Mi"}),
+                        json!({"cpu": "1", "memory": "128Mi"}))],
+                    "initContainers": [c("i", json!({"cpu": "2"}), json!({})),
+                        {"name": "s", "restartPolicy": "Always",
+                            "resources": {"requests": {"cpu": "100m"}}}],
+                    "overhead": {"cpu": "10m", "memory": "1Mi"}},
+                "status": {"phase": "Running", "podIP": "10.0.0.1"}}),
+            ),
+            (&pods, json!({"spec": {"containers": [{"name": "c"}]}})),
+            (
+                &pods,
+                json!({"spec": {"activeDeadlineSeconds": 30,
+                    "containers": [c("a", json!({"cpu": "1", "memory": "1Gi"}),
+                        json!({"cpu": "1", "memory": "1Gi"}))]},
+                "status": {"phase": "Pending"}}),
+            ),
+            (
+                &pods,
+                json!({"spec": {"activeDeadlineSeconds": -1,
+                    "containers": [c("a", json!({}), json!({"memory": "1Gi"}))]},
+                "status": {"phase": "Failed"}}),
+            ),
+            (
+                &pods,
+                json!({"metadata": {"deletionTimestamp": at(now - chrono::Duration::seconds(100)),
+                    "deletionGracePeriodSeconds": 30},
+                "spec": {"containers": [c("a", json!({"cpu": "1"}), json!({}))]}}),
+            ),
+            (
+                &pods,
+                json!({"metadata": {"deletionTimestamp": at(now + chrono::Duration::seconds(100)),
+                    "deletionGracePeriodSeconds": 30},
+                "spec": {"containers": [c("a", json!({"cpu": "1"}), json!({}))]}}),
+            ),
+            // Fields of unexpected types: nothing found in them, either way.
+            (&pods, json!({"spec": "nope", "status": ["Running"]})),
+            (
+                &pods,
+                json!({"metadata": {"deletionTimestamp": 5},
+                "spec": {"containers": "x", "initContainers": [1, null, {"resources": "r"},
+                    {"resources": {"requests": ["1"]}}], "overhead": 3, "priorityClassName": 7,
+                    "activeDeadlineSeconds": "30"},
+                "status": {"phase": {"x": 1}}}),
+            ),
+            (
+                &services,
+                json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 443}]}}),
+            ),
+            (
+                &services,
+                json!({"spec": {"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false,
+                "ports": [{"port": 80, "nodePort": 30080}, 1, {"nodePort": "x"},
+                    {"nodePort": 0}]}}),
+            ),
+            (
+                &services,
+                json!({"spec": {"type": "LoadBalancer", "ports": [1, "a", null]}}),
+            ),
+            (
+                &services,
+                json!({"spec": {"type": 3, "ports": {"port": 80}}}),
+            ),
+            (
+                &claims,
+                json!({"spec": {"accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}, "limits": {"storage": "2Gi"}}}}),
+            ),
+            (
+                &claims,
+                json!({"spec": {"resources": {"requests": {"storage": 12}}}}),
+            ),
+            (&claims, json!({"spec": {"resources": []}})),
+        ];
+        let names = [
+            "pods",
+            "count/pods",
+            "cpu",
+            "requests.cpu",
+            "limits.cpu",
+            "memory",
+            "requests.memory",
+            "limits.memory",
+            "ephemeral-storage",
+            "services",
+            "services.nodeports",
+            "services.loadbalancers",
+            "persistentvolumeclaims",
+            "requests.storage",
+            "count/persistentvolumeclaims",
+        ];
+        let mut quotas = vec![json!({}), json!({"spec": {"scopes": []}})];
+        for scope in [
+            "Terminating",
+            "NotTerminating",
+            "BestEffort",
+            "NotBestEffort",
+        ] {
+            quotas.push(json!({"spec": {"scopes": [scope]}}));
+        }
+        for (op, values) in [
+            ("In", json!(["high"])),
+            ("NotIn", json!(["high"])),
+            ("Exists", json!([])),
+            ("DoesNotExist", json!([])),
+        ] {
+            quotas.push(json!({"spec": {"scopeSelector": {"matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": op, "values": values}]}}}));
+        }
+        for (i, (kind, obj)) in cases.iter().enumerate() {
+            let stored = StoredObject::new(1, obj.clone()).unwrap();
+            let whole = stored.parse().into_owned();
+            let part = counted_fields(kind, &stored).unwrap();
+            assert_ne!(part, whole, "case {i}: not the whole object");
+            for name in names {
+                assert_eq!(
+                    usage(kind, &part, name),
+                    usage(kind, &whole, name),
+                    "case {i}: {name}"
+                );
+            }
+            for q in &quotas {
+                assert_eq!(
+                    matches(q, kind, &part),
+                    matches(q, kind, &whole),
+                    "case {i}: {q}"
+                );
+            }
+        }
+        // Of a container, its resources: not its name, image or env.
+        let web = StoredObject::new(1, cases[0].1.clone()).unwrap();
+        let part = counted_fields(&pods, &web).unwrap();
+        assert_eq!(
+            part["spec"]["containers"],
+            json!([{"resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                "limits": {"cpu": "1", "memory": "128Mi"}}}])
+        );
+        assert_eq!(part["metadata"], json!({}));
+        assert_eq!(part["status"], json!({"phase": "Running"}));
+        let configmaps = ri("", "v1", "configmaps");
+        let cm = StoredObject::new(1, json!({"data": {"k": "v"}})).unwrap();
+        assert_eq!(
+            counted_fields(&configmaps, &cm),
+            None,
+            "a count reads nothing"
+        );
+    }
+
+    /// A tally folds stored objects as the whole-parse recount did, counts included.
+    #[tokio::test]
+    async fn a_tally_of_stored_objects_is_the_recount_of_them_parsed_whole() {
+        let pods = ri("", "v1", "pods");
+        let configmaps = ri("", "v1", "configmaps");
+        let pod = |cpu: &str, deadline: Option<i64>| {
+            let mut p = json!({"spec": {"containers": [{"name": "c",
+                "resources": {"requests": {"cpu": cpu, "memory": "100Mi"}}}]}});
+            if let Some(d) = deadline {
+                p["spec"]["activeDeadlineSeconds"] = json!(d);
+            }
+            StoredObject::new(1, p).map(Arc::new).unwrap()
+        };
+        let stored_pods: Vec<Arc<StoredObject>> = (0..150)
+            .map(|i| pod(&format!("{i}m"), (i % 3 == 0).then_some(60)))
+            .collect();
+        let stored_maps: Vec<Arc<StoredObject>> = (0..150)
+            .map(|i| {
+                let data: Map<String, Value> = (0..50)
+                    .map(|k| (format!("k{k}"), json!(format!("{i}"))))
+                    .collect();
+                StoredObject::new(1, json!({"data": data}))
+                    .map(Arc::new)
+                    .unwrap()
+            })
+            .collect();
+        for q in [
+            json!({"spec": {"hard": {"pods": "1k", "count/pods": "1k", "requests.cpu": "100",
+                "requests.memory": "100Gi", "configmaps": "1k", "count/configmaps": "1k"}}}),
+            json!({"spec": {"scopes": ["Terminating"],
+                "hard": {"pods": "1k", "requests.cpu": "100"}}}),
+            json!({"spec": {"scopes": ["NotTerminating"],
+                "hard": {"pods": "1k", "configmaps": "9"}}}),
+        ] {
+            let hard = q["spec"]["hard"].as_object().cloned().unwrap();
+            let mut tally = Tally::new(&q, &hard);
+            tally.add_stored(&pods, &stored_pods).await;
+            tally.add_stored(&configmaps, &stored_maps).await;
+            let whole: Vec<(&ResourceInfo, Value)> = stored_pods
+                .iter()
+                .map(|o| (&*pods, o.parse().into_owned()))
+                .chain(
+                    stored_maps
+                        .iter()
+                        .map(|o| (&*configmaps, o.parse().into_owned())),
+                )
+                .collect();
+            let want = recount(&q, &hard, whole.iter().map(|(ri, o)| (*ri, o)));
+            assert_eq!(tally.used(), want, "{q}");
+        }
     }
 
     #[test]
