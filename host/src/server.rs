@@ -632,6 +632,7 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             cfg.api.max_mutating_requests_inflight,
         ),
         offload: Default::default(),
+        watch_events: Default::default(),
         options: cfg.api.clone(),
         shutdown: shutdown_rx,
         metrics: Default::default(),

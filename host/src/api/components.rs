@@ -115,5 +115,7 @@ pub(super) fn serve(
             continue_token: None,
             remaining: None,
         },
+        // A few small computed objects: rendered on the workers.
+        None,
     )
 }

@@ -251,7 +251,17 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     if info.legacy_watch {
         let (method, headers) = (req.method().clone(), req.headers().clone());
         let user = principal(&req);
-        return legacy_watch(state, &info, &target, &method, &headers, user.as_ref()).await;
+        let turns = turns_of(state, &req);
+        return legacy_watch(
+            state,
+            &info,
+            &target,
+            &method,
+            &headers,
+            user.as_ref(),
+            turns,
+        )
+        .await;
     }
     if target.ri.computed {
         return super::components::serve(
@@ -449,6 +459,9 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
         .map(|p| p.0.clone());
     let user = principal.clone();
     let deadline = deadline_of(&req);
+    // What a list's body or a watch's events render after this returns takes turns off the
+    // workers as this request would.
+    let turns = turns_of(state, &req);
     let guard = if crate::builtin::csr::is_csrs(&ri) {
         crate::auth::csr::guard(&state.authz, &ri, principal, target.sub)
     } else {
@@ -490,6 +503,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 out.repr,
                 stream_output(&headers, &ri).err(),
                 user.as_ref(),
+                turns,
             )
             .await
         }
@@ -498,7 +512,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             let opts = list_options(query)?;
             let mut page = svc.list(&ri, target.namespace.as_deref(), &opts).await?;
             page.items = svc.served(&ri, page.items).await?;
-            list_response(&ri, &headers, query, page)
+            list_response(&ri, &headers, query, page, Some(turns))
         }
         (&Method::GET, Some(name)) => {
             match query.get("resourceVersion").filter(|rv| !rv.is_empty()) {
@@ -670,7 +684,7 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
             }
             let mut page = page;
             page.items = svc.served(&ri, page.items).await?;
-            list_response(&ri, &headers, query, page)
+            list_response(&ri, &headers, query, page, Some(turns))
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource: {m}"
@@ -1170,6 +1184,21 @@ fn deadline_of(req: &Request) -> Option<tokio::time::Instant> {
     req.extensions()
         .get::<super::access::RequestDeadline>()
         .map(|d| d.0)
+}
+
+/// The turns off the workers that `req`'s answer takes for what it renders after the handler
+/// has returned (a list's chunks, a watch's events: `offload.rs`): its sender's share (none for
+/// `system:masters`, or a request that was not authenticated), within its deadline (a watch,
+/// long-running, has none).
+fn turns_of(state: &AppState, req: &Request) -> super::offload::Turns {
+    super::offload::Turns {
+        offload: state.offload.clone(),
+        flow: req
+            .extensions()
+            .get::<super::inflight::Sender>()
+            .and_then(|s| s.share().cloned()),
+        deadline: deadline_of(req),
+    }
 }
 
 /// kube's create handler: an object whose `metadata.namespace` is not the URL's is refused.
@@ -2000,6 +2029,7 @@ async fn legacy_watch(
     method: &Method,
     headers: &HeaderMap,
     user: Option<&crate::auth::rbac::UserInfo>,
+    turns: super::offload::Turns,
 ) -> Result<Response, ApiError> {
     if !info.subresource.is_empty() || target.ri.create_only {
         return Err(ApiError::path_not_found());
@@ -2029,7 +2059,7 @@ async fn legacy_watch(
         }
     }
     let stream = stream_output(headers, &target.ri).err();
-    watch::serve(state.clone(), target, &q, out.repr, stream, user).await
+    watch::serve(state.clone(), target, &q, out.repr, stream, user, turns).await
 }
 
 /// kube's `ValidateListOptions` (and `validateWatchOptions` for a watch), clause for clause in
@@ -2369,11 +2399,15 @@ pub fn object_response(
     }
 }
 
+/// A list's answer, its items written as the client reads them. `turns`: the turns off the
+/// workers its chunks that parse large objects take (`None`: rendered on the workers, for a
+/// few computed objects and the unit tests).
 pub(super) fn list_response(
     ri: &ResourceInfo,
     headers: &HeaderMap,
     query: &Query,
     page: ListResult,
+    turns: Option<super::offload::Turns>,
 ) -> Result<Response, ApiError> {
     let mut page = page;
     if ri.is_custom() || ri.conversion.is_some() {
@@ -2462,21 +2496,26 @@ pub(super) fn list_response(
         };
         (head.to_owned(), None)
     };
-    let mut body = ListBody {
+    let body = ListBody {
         head: Some(Bytes::from(head)),
         items: page.items.into_iter(),
         first: true,
         encoding,
         done: false,
         yaml,
+        turns,
     };
-    let chunks = std::iter::from_fn(move || body.next_chunk());
-    let mut resp = json_response(
-        StatusCode::OK,
-        Body::from_stream(futures::stream::iter(
-            chunks.map(Ok::<Bytes, std::convert::Infallible>),
-        )),
-    );
+    // The body between pieces; `None` once it is cut (a chunk that could not be rendered: the
+    // stream's error, on which hyper aborts the response).
+    let pieces = futures::stream::unfold(Some(body), |body| async move {
+        let Some(body) = body else { return None };
+        match body.advance().await {
+            Ok(Some((piece, body))) => Some((Ok(piece), Some(body))),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), None)),
+        }
+    });
+    let mut resp = json_response(StatusCode::OK, Body::from_stream(pieces));
     if out.media == Media::Yaml {
         resp.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -2563,15 +2602,27 @@ enum ListEncoding {
     },
 }
 
-/// Bytes of items a list writes at once.
+/// Bytes of items a list writes at once. A chunk that parses its objects (Table rows, metadata,
+/// YAML) stops once it has taken this many stored bytes of them: a big object is a chunk of its
+/// own.
 const LIST_CHUNK: usize = 64 * 1024;
 /// Table rows rendered at once.
 const TABLE_ROWS: usize = 64;
 
 /// A list response written as the connection takes it (kube's streaming collection encoding):
 /// the envelope, then the items a chunk at a time, then the end. A client that reads slowly
-/// holds the page's pointers (the objects are the store's), not the encoded list; Table rows
-/// and metadata are rendered a chunk at a time, between other requests' work.
+/// holds the page's pointers (the objects are the store's), not the encoded list; Table rows,
+/// metadata and YAML are rendered a chunk at a time, between other requests' work.
+///
+/// Those parse their objects, and their output is small (a Table row, a `PartialObjectMetadata`
+/// of a 1.3 MB ConfigMap is a few dozen bytes): the socket never pushes back, so nothing else
+/// makes the body give its worker up between chunks. One Table LIST of 300 such ConfigMaps held
+/// a worker for 4.7 s, and two of them kept an administrator's GET waiting for 12 s. So a chunk
+/// that parses more than [`super::offload::HEAVY_BYTES`] of objects is rendered on a blocking
+/// thread, in a turn off the workers (`offload.rs`, its request's share, within its deadline),
+/// and any other that parses is rendered after a yield to the scheduler: the workers then hold
+/// at most some 64 KiB of parsing (under a millisecond) of a list at a time. Plain JSON items are
+/// spliced as stored, nothing parsed; the socket paces them.
 struct ListBody {
     head: Option<Bytes>,
     items: std::vec::IntoIter<Arc<StoredObject>>,
@@ -2580,9 +2631,76 @@ struct ListBody {
     done: bool,
     /// Written as YAML (`Accept: application/yaml`), an item at a time too.
     yaml: Option<YamlTail>,
+    /// The turns off the workers its heavy chunks take (`None`: all rendered here).
+    turns: Option<super::offload::Turns>,
+}
+
+/// How many of `items` a chunk that parses them takes, and their stored bytes: up to `rows` of
+/// them, stopping once they reach [`LIST_CHUNK`] bytes.
+fn parse_chunk(items: &[Arc<StoredObject>], rows: usize) -> (usize, usize) {
+    let (mut n, mut bytes) = (0, 0);
+    for o in items.iter().take(rows) {
+        if bytes >= LIST_CHUNK {
+            break;
+        }
+        bytes += o.json.len();
+        n += 1;
+    }
+    (n, bytes)
 }
 
 impl ListBody {
+    /// The rows its next chunk takes at most, and why it would be rendered off the workers, if
+    /// it parses its objects (`None`: its items are spliced as stored).
+    fn parses(&self) -> Option<(usize, super::offload::Heavy)> {
+        use super::offload::Heavy;
+        match (&self.encoding, &self.yaml) {
+            (ListEncoding::Table { .. }, _) => Some((TABLE_ROWS, Heavy::ListTable)),
+            (ListEncoding::Metadata(_), _) => Some((usize::MAX, Heavy::ListMetadata)),
+            (ListEncoding::Stored, Some(_)) => Some((usize::MAX, Heavy::ListYaml)),
+            (ListEncoding::Stored, None) => None,
+        }
+    }
+
+    /// The body's next piece and the body, `None` after its end. `Err` when a chunk could not be
+    /// rendered (its wait for a turn passed the request's deadline, or its thread failed): the
+    /// body is cut there, as kube's timeout cuts a list it is still writing.
+    async fn advance(mut self) -> Result<Option<(Bytes, ListBody)>, super::offload::OffloadError> {
+        let parses = match self.parses() {
+            Some((rows, why)) if self.head.is_none() && !self.done => {
+                Some((parse_chunk(self.items.as_slice(), rows).1, why))
+            }
+            _ => None,
+        };
+        let heavy = match parses {
+            Some((bytes, why))
+                if u64::try_from(bytes).unwrap_or(u64::MAX) > super::offload::HEAVY_BYTES =>
+            {
+                Some(why)
+            }
+            _ => None,
+        };
+        if let Some(why) = heavy {
+            if let Some(turns) = self.turns.clone() {
+                // The body goes to the thread and comes back with the chunk (the YAML emitter
+                // and the items are its state).
+                let (piece, body) = turns
+                    .run(why, move || {
+                        let piece = self.next_chunk();
+                        (piece, self)
+                    })
+                    .await?;
+                return Ok(piece.map(|p| (p, body)));
+            }
+        }
+        if parses.is_some() {
+            // Other requests' work first: chunks of small objects, one after another, would
+            // otherwise hold the worker for the whole list.
+            tokio::task::yield_now().await;
+        }
+        Ok(self.next_chunk().map(|p| (p, self)))
+    }
+
     fn next_chunk(&mut self) -> Option<Bytes> {
         if let Some(h) = self.head.take() {
             return Some(h);
@@ -2591,53 +2709,20 @@ impl ListBody {
             return None;
         }
         let mut buf = BytesMut::new();
-        let sep = |buf: &mut BytesMut, first: &mut bool| {
-            if !std::mem::take(first) {
-                buf.put_u8(b',');
-            }
-        };
-        match &self.encoding {
-            ListEncoding::Stored | ListEncoding::Metadata(_) => {
+        match self.parses() {
+            None => {
                 while buf.len() < LIST_CHUNK {
                     let Some(o) = self.items.next() else { break };
-                    match (&mut self.yaml, &self.encoding) {
-                        (Some(y), ListEncoding::Metadata(v)) => {
-                            y.item(&mut buf, &partial_metadata(&o, *v))
-                        }
-                        (Some(y), _) => y.item(&mut buf, &o.parse()),
-                        (None, ListEncoding::Metadata(v)) => {
-                            sep(&mut buf, &mut self.first);
-                            buf.put_slice(partial_metadata(&o, *v).to_string().as_bytes())
-                        }
-                        (None, _) => {
-                            sep(&mut buf, &mut self.first);
-                            buf.put_slice(&o.json)
-                        }
+                    if !std::mem::take(&mut self.first) {
+                        buf.put_u8(b',');
                     }
+                    buf.put_slice(&o.json);
                 }
             }
-            ListEncoding::Table { ri, query, version } => {
-                // Up to so many rows, or objects of a chunk's bytes (a row may carry its object).
-                let mut chunk: Vec<Arc<StoredObject>> = Vec::new();
-                let mut bytes = 0;
-                while chunk.len() < TABLE_ROWS && bytes < LIST_CHUNK {
-                    let Some(o) = self.items.next() else { break };
-                    bytes += o.json.len();
-                    chunk.push(o);
-                }
-                if !chunk.is_empty() {
-                    let mut t = table::render(ri, &chunk, "", None, query);
-                    for row in t["rows"].as_array_mut().into_iter().flatten() {
-                        row_in(*version, row);
-                        match &mut self.yaml {
-                            Some(y) => y.item(&mut buf, row),
-                            None => {
-                                sep(&mut buf, &mut self.first);
-                                buf.put_slice(row.to_string().as_bytes());
-                            }
-                        }
-                    }
-                }
+            Some((rows, _)) => {
+                let (n, _) = parse_chunk(self.items.as_slice(), rows);
+                let chunk: Vec<Arc<StoredObject>> = self.items.by_ref().take(n).collect();
+                self.render(&mut buf, &chunk);
             }
         }
         if buf.is_empty() {
@@ -2648,6 +2733,52 @@ impl ListBody {
             });
         }
         Some(buf.freeze())
+    }
+
+    /// `chunk`'s items as the list writes them, parsed: Table rows, `PartialObjectMetadata`, or
+    /// YAML.
+    fn render(&mut self, buf: &mut BytesMut, chunk: &[Arc<StoredObject>]) {
+        /// The comma before every item but the first.
+        fn sep(buf: &mut BytesMut, first: &mut bool) {
+            if !std::mem::take(first) {
+                buf.put_u8(b',');
+            }
+        }
+        match &self.encoding {
+            ListEncoding::Stored | ListEncoding::Metadata(_) => {
+                for o in chunk {
+                    match (&mut self.yaml, &self.encoding) {
+                        (Some(y), ListEncoding::Metadata(v)) => {
+                            y.item(buf, &partial_metadata(o, *v))
+                        }
+                        (Some(y), _) => y.item(buf, &o.parse()),
+                        (None, ListEncoding::Metadata(v)) => {
+                            sep(buf, &mut self.first);
+                            buf.put_slice(partial_metadata(o, *v).to_string().as_bytes())
+                        }
+                        (None, _) => {
+                            sep(buf, &mut self.first);
+                            buf.put_slice(&o.json)
+                        }
+                    }
+                }
+            }
+            ListEncoding::Table { ri, query, version } => {
+                if !chunk.is_empty() {
+                    let mut t = table::render(ri, chunk, "", None, query);
+                    for row in t["rows"].as_array_mut().into_iter().flatten() {
+                        row_in(*version, row);
+                        match &mut self.yaml {
+                            Some(y) => y.item(buf, row),
+                            None => {
+                                sep(buf, &mut self.first);
+                                buf.put_slice(row.to_string().as_bytes());
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -2726,7 +2857,7 @@ mod tests {
                 continue_token: None,
                 remaining: None,
             };
-            let resp = list_response(&ri, &accepting(accept), &Query::new(), page)
+            let resp = list_response(&ri, &accepting(accept), &Query::new(), page, None)
                 .map_err(|e| e.message)
                 .expect("a list");
             body_text(resp).await
@@ -2802,6 +2933,232 @@ mod tests {
         assert!(stream_output(&accepting("application/json"), &ri).is_ok());
     }
 
+    /// ConfigMaps named `cm{i}`, of `sizes[i]` bytes of data each.
+    fn configmaps_of(sizes: &[usize]) -> Vec<Arc<StoredObject>> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("cm{i}"), "namespace": "ns", "resourceVersion": "7",
+                                 "labels": {"app": "x"}},
+                    "data": {"k": "x".repeat(*n)}});
+                Arc::new(StoredObject::new(7, v).expect("object"))
+            })
+            .collect()
+    }
+
+    /// The body of a list of `items` as `accept` asks, its chunks rendered as `turns` allows.
+    async fn list_body(
+        accept: &str,
+        query: &Query,
+        items: Vec<Arc<StoredObject>>,
+        turns: Option<super::super::offload::Turns>,
+    ) -> Result<Vec<u8>, String> {
+        use http_body_util::BodyExt;
+        let reg = crate::model::Registry::with_builtins();
+        let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+        let page = ListResult {
+            rv: 9,
+            items,
+            continue_token: Some("next".into()),
+            remaining: Some(3),
+        };
+        let resp = list_response(&ri, &accepting(accept), query, page, turns)
+            .map_err(|e| e.message)
+            .expect("a list");
+        match resp.into_body().collect().await {
+            Ok(b) => Ok(b.to_bytes().to_vec()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// A Table or metadata list streamed a chunk at a time is, byte for byte, the whole list
+    /// rendered at once (what the list was before its chunks could go off the workers), small
+    /// or of many chunks, in JSON and in YAML.
+    #[tokio::test]
+    async fn table_and_metadata_lists_are_the_whole_list_rendered_at_once() {
+        let reg = crate::model::Registry::with_builtins();
+        let ri = reg.lookup("", "v1", "configmaps").expect("built-in");
+        // Small; and many chunks: 64-row chunks of small objects, and big ones of their own.
+        let mut sizes: Vec<usize> = (0..70).map(|i| 10 + i).collect();
+        sizes.extend([100_000, 70_000, 200]);
+        sizes.extend((70..150).map(|i| 10 + i));
+        for items in [configmaps_of(&[5, 6]), configmaps_of(&sizes)] {
+            for include in [None, Some("None"), Some("Object")] {
+                let mut query = Query::new();
+                if let Some(i) = include {
+                    query.insert("includeObject".into(), i.into());
+                }
+                for version in [MetaVersion::V1, MetaVersion::V1beta1] {
+                    let v = match version {
+                        MetaVersion::V1 => "v1",
+                        MetaVersion::V1beta1 => "v1beta1",
+                    };
+                    let mut whole = table::render(&ri, &items, "9", Some("next"), &query);
+                    table_in(version, &mut whole);
+                    whole["metadata"]["remainingItemCount"] = json!(3);
+                    let want = format!("{whole}\n");
+                    let accept = format!("application/json;as=Table;g=meta.k8s.io;v={v}");
+                    let got = list_body(&accept, &query, items.clone(), None)
+                        .await
+                        .expect("a body");
+                    assert_eq!(String::from_utf8(got).expect("UTF-8"), want, "{accept}");
+                    let accept = format!("application/yaml;as=Table;g=meta.k8s.io;v={v}");
+                    let got = list_body(&accept, &query, items.clone(), None)
+                        .await
+                        .expect("a body");
+                    assert_eq!(
+                        String::from_utf8(got).expect("UTF-8"),
+                        crate::api::yaml::to_yaml(&whole),
+                        "{accept}"
+                    );
+                }
+            }
+            for version in [MetaVersion::V1, MetaVersion::V1beta1] {
+                let whole = json!({
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": version.api_version(),
+                    "metadata": {"resourceVersion": "9", "continue": "next", "remainingItemCount": 3},
+                    "items": items.iter().map(|o| partial_metadata(o, version)).collect::<Vec<_>>(),
+                });
+                let v = version.api_version().trim_start_matches("meta.k8s.io/");
+                let accept =
+                    format!("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v={v}");
+                let got = list_body(&accept, &Query::new(), items.clone(), None)
+                    .await
+                    .expect("a body");
+                assert_eq!(
+                    String::from_utf8(got).expect("UTF-8"),
+                    format!("{whole}\n"),
+                    "{accept}"
+                );
+                let accept =
+                    format!("application/yaml;as=PartialObjectMetadataList;g=meta.k8s.io;v={v}");
+                let got = list_body(&accept, &Query::new(), items.clone(), None)
+                    .await
+                    .expect("a body");
+                assert_eq!(
+                    String::from_utf8(got).expect("UTF-8"),
+                    crate::api::yaml::to_yaml(&whole),
+                    "{accept}"
+                );
+            }
+        }
+    }
+
+    /// A chunk that parses more than `HEAVY_BYTES` of objects is rendered off the workers (one
+    /// turn each, counted by what it renders), and the body is the same as one rendered on the
+    /// workers; a plain JSON list parses nothing and takes no turn.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn heavy_list_chunks_are_rendered_off_the_workers() {
+        use super::super::offload::{Heavy, Offload, Turns};
+        // 50 small objects and a big one make the first chunk, then a big one alone (a chunk of
+        // its own), another, then 50 small: three heavy chunks.
+        let mut sizes = vec![100; 50];
+        sizes.extend([100_000, 80_000, 70_000]);
+        sizes.extend(vec![100; 50]);
+        let items = configmaps_of(&sizes);
+        let off = Arc::new(Offload::new(4));
+        let turns = Some(Turns {
+            offload: off.clone(),
+            flow: Some(super::super::inflight::Flow::User("tenant".into())),
+            deadline: None,
+        });
+        let mut none = Query::new();
+        none.insert("includeObject".into(), "None".into());
+        for (accept, query, why) in [
+            (
+                "application/json;as=Table;v=v1;g=meta.k8s.io",
+                &none,
+                Heavy::ListTable,
+            ),
+            (
+                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+                &Query::new(),
+                Heavy::ListMetadata,
+            ),
+            ("application/yaml", &Query::new(), Heavy::ListYaml),
+        ] {
+            let here = list_body(accept, query, items.clone(), None)
+                .await
+                .expect("a body");
+            let before = off.total(why);
+            let off_workers = list_body(accept, query, items.clone(), turns.clone())
+                .await
+                .expect("a body");
+            assert_eq!(off.total(why) - before, 3, "{accept}");
+            assert!(here == off_workers, "{accept}: the same body");
+        }
+        let reads = |off: &Offload| {
+            [Heavy::ListTable, Heavy::ListMetadata, Heavy::ListYaml].map(|h| off.total(h))
+        };
+        let before = reads(&off);
+        let plain = list_body("application/json", &Query::new(), items, turns).await;
+        assert!(plain.is_ok());
+        assert_eq!(reads(&off), before, "a plain list parses nothing");
+        let mut out = String::new();
+        off.render(&mut out);
+        assert!(
+            out.contains("turtles_api_reads_off_workers_total{reason=\"list_table\"} 3\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("turtles_api_writes_off_workers_total{reason=\"stored\"} 0\n"),
+            "{out}"
+        );
+    }
+
+    /// A heavy chunk that cannot get a turn before its request's deadline cuts the body (kube's
+    /// timeout cuts a list it is still writing): the client sees a failed response, not a short
+    /// list.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_heavy_chunk_past_its_deadline_cuts_the_list() {
+        use super::super::offload::{Heavy, Offload, Turns};
+        let off = Arc::new(Offload::new(1));
+        // The one turn, held until the gate opens.
+        let (go, gate) = tokio::sync::watch::channel(false);
+        let held = {
+            let (off, mut gate) = (off.clone(), gate.clone());
+            tokio::spawn(async move {
+                off.run(Heavy::Stored, None, None, async move {
+                    let _ = gate.wait_for(|open| *open).await;
+                })
+                .await
+            })
+        };
+        let started = tokio::time::Instant::now();
+        loop {
+            let mut out = String::new();
+            off.render(&mut out);
+            if out.contains("turtles_api_writes_off_workers 1\n") {
+                break;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(10));
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let turns = Some(Turns {
+            offload: off.clone(),
+            flow: None,
+            deadline: Some(tokio::time::Instant::now() + std::time::Duration::from_millis(50)),
+        });
+        let body = list_body(
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+            &Query::new(),
+            configmaps_of(&[100_000]),
+            turns,
+        )
+        .await;
+        assert!(body.is_err(), "the list was cut");
+        assert_eq!(
+            off.total(Heavy::ListTable),
+            0,
+            "what never ran is not counted"
+        );
+        go.send(true).expect("open the gate");
+        held.await.expect("joined").expect("ran");
+    }
+
     /// A list is written a bounded chunk at a time, and the chunks make the list kube writes.
     #[tokio::test]
     async fn lists_stream_in_bounded_chunks() {
@@ -2829,7 +3186,7 @@ mod tests {
                 continue_token: Some("next".into()),
                 remaining: Some(3),
             };
-            let resp = list_response(&ri, &headers, &Query::new(), page).expect("a list");
+            let resp = list_response(&ri, &headers, &Query::new(), page, None).expect("a list");
             let mut body = resp.into_body();
             let mut whole = Vec::new();
             let mut chunks = 0;
@@ -2986,7 +3343,7 @@ mod tests {
         };
         let pom = accepting("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
         for items in [vec![], vec![configmap("a")]] {
-            let e = match list_response(&ri, &pom, &Query::new(), page(items)) {
+            let e = match list_response(&ri, &pom, &Query::new(), page(items), None) {
                 Err(e) => e,
                 Ok(_) => panic!("a list answered as PartialObjectMetadata"),
             };
@@ -3003,6 +3360,7 @@ mod tests {
                 &accepting(accept),
                 &Query::new(),
                 page(vec![configmap("a"), configmap("b")]),
+                None,
             )
             .map_err(|e| e.message)
             .expect("a list")

@@ -85,8 +85,13 @@ pub struct AppState {
     pub options: ApiOptions,
     /// The in-flight limits built from `options`.
     pub inflight: inflight::InFlightLimits,
-    /// The writes served off the async workers (`offload::MAX_OFF_WORKERS` at once).
-    pub offload: offload::Offload,
+    /// The writes served off the async workers (`offload::MAX_OFF_WORKERS` at once), and the
+    /// reads' renderings of large objects (shared with the bodies that render after their
+    /// handler has returned: `offload::Turns`).
+    pub offload: Arc<offload::Offload>,
+    /// Watch events' Tables and `PartialObjectMetadata` rendered by one watch and reused by the
+    /// others that show the same object the same way (`watch::SharedEvents`).
+    pub watch_events: Arc<watch::SharedEvents>,
     /// Flips to `true` when the server shuts down: open watches end.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
     pub metrics: crate::metrics::ApiMetrics,

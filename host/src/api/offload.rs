@@ -32,6 +32,16 @@
 //! find turns, so a tenant's heavy writes cannot hold every turn and make another tenant's or
 //! a controller's miss its deadline. `system:masters` (as the request acts) is exempt from the
 //! share, not from the bound: it waits for a turn like anyone.
+//!
+//! Reads that render large stored objects take the same turns ([`Turns`], with the [`Heavy`]
+//! reasons of a read): a list's chunk written as Table rows, `PartialObjectMetadata` or YAML
+//! that parses more than [`HEAVY_BYTES`] of objects (`handlers.rs`, `ListBody`), and a watch
+//! event of an object over [`HEAVY_BYTES`] written as a Table or `PartialObjectMetadata`
+//! (`watch.rs`). Their output is small (a Table row of a 1.3 MB ConfigMap is a few dozen bytes),
+//! so the socket never pushes back and nothing else makes the body yield: on the workers, one
+//! Table LIST of 300 such ConfigMaps held a worker for 4.7 s, parsing each of them (some 15 ms
+//! apiece). Off them, the parse holds up only its own request. They are taken after the handler
+//! returns (the body is written as the client reads), one turn per chunk or event.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -57,8 +67,9 @@ pub const APPLY_BYTES: u64 = HEAVY_BYTES / 4;
 /// pool (whose own bound, 512 threads, is never approached by writes).
 pub const MAX_OFF_WORKERS: usize = 16;
 
-/// Why a write runs off the workers (the `reason` label of
-/// `turtles_api_writes_off_workers_total`).
+/// Why work runs off the workers: a heavy write (the `reason` label of
+/// `turtles_api_writes_off_workers_total`) or a read's rendering of large stored objects (that
+/// of `turtles_api_reads_off_workers_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Heavy {
     /// Its body is over [`HEAVY_BYTES`] or of unknown size.
@@ -69,10 +80,33 @@ pub enum Heavy {
     Apply,
     /// A `deletecollection`.
     Collection,
+    /// A chunk of a list written as Table rows that parses more than [`HEAVY_BYTES`] of stored
+    /// objects.
+    ListTable,
+    /// A chunk of a list written as `PartialObjectMetadata` that parses more than
+    /// [`HEAVY_BYTES`] of stored objects.
+    ListMetadata,
+    /// A chunk of a list written as YAML that parses more than [`HEAVY_BYTES`] of stored
+    /// objects.
+    ListYaml,
+    /// A watch event of an object over [`HEAVY_BYTES`] written as a Table.
+    WatchTable,
+    /// A watch event of an object over [`HEAVY_BYTES`] written as `PartialObjectMetadata`.
+    WatchMetadata,
 }
 
 impl Heavy {
-    const ALL: [Heavy; 4] = [Heavy::Body, Heavy::Stored, Heavy::Apply, Heavy::Collection];
+    const ALL: [Heavy; 9] = [
+        Heavy::Body,
+        Heavy::Stored,
+        Heavy::Apply,
+        Heavy::Collection,
+        Heavy::ListTable,
+        Heavy::ListMetadata,
+        Heavy::ListYaml,
+        Heavy::WatchTable,
+        Heavy::WatchMetadata,
+    ];
 
     fn label(self) -> &'static str {
         match self {
@@ -80,7 +114,20 @@ impl Heavy {
             Heavy::Stored => "stored",
             Heavy::Apply => "apply",
             Heavy::Collection => "collection",
+            Heavy::ListTable => "list_table",
+            Heavy::ListMetadata => "list_metadata",
+            Heavy::ListYaml => "list_yaml",
+            Heavy::WatchTable => "watch_table",
+            Heavy::WatchMetadata => "watch_metadata",
         }
+    }
+
+    /// A read's rendering (counted in `turtles_api_reads_off_workers_total`), not a write.
+    fn is_read(self) -> bool {
+        !matches!(
+            self,
+            Heavy::Body | Heavy::Stored | Heavy::Apply | Heavy::Collection
+        )
     }
 }
 
@@ -95,8 +142,8 @@ pub enum OffloadError {
     /// The request's deadline passed while it waited for a turn.
     #[error("the request's deadline passed while it waited for a thread")]
     DeadlinePassed,
-    /// The write's thread panicked or was cancelled (the runtime shutting down).
-    #[error("the write's thread failed: {0}")]
+    /// The work's thread panicked or was cancelled (the runtime shutting down).
+    #[error("the thread off the workers failed: {0}")]
     Thread(String),
 }
 
@@ -117,12 +164,12 @@ pub struct Offload {
     share: usize,
     /// The turns each flow holds or waits for now, and a signal each time one is given back.
     shares: Arc<Shares>,
-    /// Writes running off the workers now.
+    /// Writes (and reads' renderings) running off the workers now.
     running: Arc<AtomicUsize>,
-    /// Writes waiting for a turn now.
+    /// Writes (and reads' renderings) waiting for a turn now.
     waiting: Arc<AtomicUsize>,
-    /// Writes run off the workers, by [`Heavy`].
-    total: [AtomicU64; 4],
+    /// Work run off the workers, by [`Heavy`] (in the order of [`Heavy::ALL`]).
+    total: [AtomicU64; 9],
 }
 
 impl Default for Offload {
@@ -303,22 +350,62 @@ impl Offload {
             .map_or(0, |i| self.total[i].load(Ordering::Relaxed))
     }
 
-    /// `turtles_api_writes_off_workers_total{reason}`, `turtles_api_writes_off_workers` (running)
-    /// and `turtles_api_writes_off_workers_waiting`.
+    /// `turtles_api_writes_off_workers_total{reason}`,
+    /// `turtles_api_reads_off_workers_total{reason}`, `turtles_api_writes_off_workers` (running)
+    /// and `turtles_api_writes_off_workers_waiting` (the gauges count the reads' renderings too:
+    /// they take the same turns).
     pub fn render(&self, out: &mut String) {
         out.push_str("# HELP turtles_api_writes_off_workers_total Writes served on a blocking thread rather than the async workers, by why: a big body, a big stored object, a server-side apply, a deletecollection.\n# TYPE turtles_api_writes_off_workers_total counter\n");
-        for why in Heavy::ALL {
+        for why in Heavy::ALL.into_iter().filter(|h| !h.is_read()) {
             out.push_str(&format!(
                 "turtles_api_writes_off_workers_total{{reason=\"{}\"}} {}\n",
                 why.label(),
                 self.total(why)
             ));
         }
+        out.push_str("# HELP turtles_api_reads_off_workers_total List chunks and watch events that parse large stored objects, rendered on a blocking thread rather than the async workers, by what they are rendered as.\n# TYPE turtles_api_reads_off_workers_total counter\n");
+        for why in Heavy::ALL.into_iter().filter(|h| h.is_read()) {
+            out.push_str(&format!(
+                "turtles_api_reads_off_workers_total{{reason=\"{}\"}} {}\n",
+                why.label(),
+                self.total(why)
+            ));
+        }
         out.push_str(&format!(
-            "# HELP turtles_api_writes_off_workers Writes running on a blocking thread now.\n# TYPE turtles_api_writes_off_workers gauge\nturtles_api_writes_off_workers {}\n# HELP turtles_api_writes_off_workers_waiting Writes waiting for a blocking thread now.\n# TYPE turtles_api_writes_off_workers_waiting gauge\nturtles_api_writes_off_workers_waiting {}\n",
+            "# HELP turtles_api_writes_off_workers Writes, and reads' renderings of large objects, running on a blocking thread now.\n# TYPE turtles_api_writes_off_workers gauge\nturtles_api_writes_off_workers {}\n# HELP turtles_api_writes_off_workers_waiting Writes, and reads' renderings of large objects, waiting for a blocking thread now.\n# TYPE turtles_api_writes_off_workers_waiting gauge\nturtles_api_writes_off_workers_waiting {}\n",
             self.running.load(Ordering::Acquire),
             self.waiting.load(Ordering::Acquire),
         ));
+    }
+}
+
+/// A request's way to the turns for what it renders after its handler has returned (a list's
+/// body, a watch's events, written as the client reads): the turns, whose share it takes
+/// (`None`: none, as for [`Offload::run`]) and until when it waits for one (a watch: no
+/// deadline). Cloned into the body.
+#[derive(Clone)]
+pub struct Turns {
+    pub offload: Arc<Offload>,
+    pub flow: Option<Flow>,
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+impl Turns {
+    /// Runs `work` on a blocking-pool thread once a turn is free, as [`Offload::run`] runs a
+    /// write (on a current-thread runtime, here).
+    pub async fn run<T: Send + 'static>(
+        &self,
+        why: Heavy,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, OffloadError> {
+        self.offload
+            .run(
+                why,
+                self.flow.as_ref(),
+                self.deadline,
+                async move { work() },
+            )
+            .await
     }
 }
 
@@ -393,6 +480,50 @@ mod tests {
         assert!(out.contains("turtles_api_writes_off_workers_total{reason=\"body\"} 1"));
         assert!(out.contains("turtles_api_writes_off_workers 0\n"));
         assert!(out.contains("turtles_api_writes_off_workers_waiting 0\n"));
+    }
+
+    /// A read's rendering goes off the caller's worker through its request's [`Turns`], and is
+    /// counted in the reads' family, not the writes'.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_take_the_same_turns_and_are_counted_apart() {
+        let off = Arc::new(Offload::new(2));
+        let turns = Turns {
+            offload: off.clone(),
+            flow: Some(Flow::User("tenant".into())),
+            deadline: None,
+        };
+        let caller = std::thread::current().id();
+        let ran_on = turns
+            .run(Heavy::ListTable, || std::thread::current().id())
+            .await
+            .expect("ran");
+        assert_ne!(ran_on, caller, "off the caller's thread");
+        assert_eq!(off.total(Heavy::ListTable), 1);
+        assert_eq!(off.shares.held(&Flow::User("tenant".into())), 0);
+        let mut out = String::new();
+        off.render(&mut out);
+        assert!(
+            out.contains("turtles_api_reads_off_workers_total{reason=\"list_table\"} 1\n"),
+            "{out}"
+        );
+        for reason in [
+            "list_metadata",
+            "list_yaml",
+            "watch_table",
+            "watch_metadata",
+        ] {
+            assert!(
+                out.contains(&format!(
+                    "turtles_api_reads_off_workers_total{{reason=\"{reason}\"}} 0\n"
+                )),
+                "{out}"
+            );
+        }
+        assert!(
+            !out.contains("turtles_api_writes_off_workers_total{reason=\"list_table\""),
+            "{out}"
+        );
+        assert!(out.contains("turtles_api_writes_off_workers_total{reason=\"body\"} 0\n"));
     }
 
     /// One flow runs at most half the turns: its next write waits, though turns are free, until

@@ -17,6 +17,15 @@
 //! same way, `cachingObject`). Objects under [`SHARE_FROM`] bytes, and the representations made
 //! per watch (Table rows, `PartialObjectMetadata`, bookmarks, errors), are one line each.
 //!
+//! A Table or `PartialObjectMetadata` event parses its object (some 15 ms for a ConfigMap of
+//! 1.3 MB), and its output is small, so nothing paces it: with a hundred Table watches of one
+//! dense ConfigMap, ten label patches of it kept an administrator's GETs waiting for 1.8 s.
+//! So an event's object is rendered once and shared ([`SharedEvents`]: by the watches that show
+//! it the same way, within the same second), and an object over
+//! [`super::offload::HEAVY_BYTES`] is rendered on a blocking thread, in a turn off the workers
+//! (`offload.rs`, the watch's sender's share), while the body waits for it (its later events
+//! wait behind it, so they stay in order).
+//!
 //! A watch is closed, and its queue dropped, when:
 //! - its client is over that bound and takes nothing for [`FULL_WAIT`] (kube's watch cache
 //!   likewise closes a watcher whose buffer stays full after a short blocking timeout);
@@ -54,6 +63,7 @@ use tokio::time::Instant;
 
 use super::error::json_response;
 use super::handlers::{MetaVersion, Query, Representation, Target};
+use super::offload::{Heavy, OffloadError, Turns, HEAVY_BYTES};
 use super::AppState;
 use crate::informer::{Event, Expiry, StoreSource, Watcher};
 use crate::model::{ApiError, ResourceInfo};
@@ -158,17 +168,59 @@ fn parse_bool(q: &Query, key: &str) -> Option<bool> {
 /// (`as=Table`: a one-row Table per event, column definitions only in the first, as kube does).
 struct Encoder {
     repr: Representation,
-    query: Query,
+    query: Arc<Query>,
     first: bool,
+    /// The events other watches rendered (and this one's, for them).
+    shared: Arc<SharedEvents>,
+    /// The turns off the workers an event of a large object takes to be rendered (`None`:
+    /// rendered here).
+    turns: Option<Turns>,
+}
+
+/// An event's frame being rendered off the workers.
+type Rendering = futures::future::BoxFuture<'static, Result<Frame, OffloadError>>;
+
+/// An event's frame: written now, or being rendered off the workers.
+enum Encoded {
+    Now(Frame),
+    Later(Rendering),
 }
 
 impl Encoder {
+    fn new(
+        repr: Representation,
+        query: Query,
+        shared: Arc<SharedEvents>,
+        turns: Option<Turns>,
+    ) -> Self {
+        Encoder {
+            repr,
+            query: Arc::new(query),
+            first: true,
+            shared,
+            turns,
+        }
+    }
+
+    /// How the next object is written. Only the stream's first Table, whatever its event's
+    /// type, has the column definitions; kube's later ones have `null` (a nil slice).
+    fn render(&mut self, keep_metadata: bool) -> Render {
+        Render {
+            repr: self.repr,
+            query: self.query.clone(),
+            first: std::mem::take(&mut self.first),
+            keep_metadata,
+        }
+    }
+
     fn bookmark(&mut self, ri: &ResourceInfo, rv: u64, initial_end: bool) -> Frame {
         let obj = bookmark_object(ri, rv, initial_end);
         match StoredObject::unstored(obj.clone()) {
             Ok(mut o) => {
                 o.rv = rv;
-                self.encode(ri, "BOOKMARK", Arc::new(o), initial_end)
+                let o = Arc::new(o);
+                let json = self.render(initial_end).object(ri, &o);
+                frame("BOOKMARK", &json.unwrap_or_else(|| o.json.clone()))
             }
             Err(_) => Frame::Line(line("BOOKMARK", obj.to_string().as_bytes())),
         }
@@ -176,49 +228,209 @@ impl Encoder {
 
     /// An event's frame. The plain representation of an object shown as stored shares the
     /// stored JSON ([`frame`]); one `present` had to make for this watch (a conversion) is this
-    /// watch's own, still not copied again.
-    fn event(&mut self, ri: &ResourceInfo, kind: &str, obj: Arc<StoredObject>) -> Frame {
-        let obj = Service::present(ri, obj);
-        self.encode(ri, kind, obj, false)
+    /// watch's own, still not copied again. A Table or metadata of an object shown as stored
+    /// is taken from [`SharedEvents`] when another watch has rendered it (else rendered and left
+    /// there); of an object over [`HEAVY_BYTES`], rendered off the workers.
+    fn event(
+        &mut self,
+        ri: &Arc<ResourceInfo>,
+        kind: &'static str,
+        obj: Arc<StoredObject>,
+    ) -> Encoded {
+        let render = self.render(false);
+        let why = match self.repr {
+            Representation::Table(_) => Heavy::WatchTable,
+            Representation::PartialMetadata(_) => Heavy::WatchMetadata,
+            // As stored, or as `present` converts it: nothing parsed here.
+            Representation::Full | Representation::PartialMetadataList(_) => {
+                return Encoded::Now(frame(kind, &Service::present(ri, obj).json));
+            }
+        };
+        let heavy = u64::try_from(obj.json.len()).unwrap_or(u64::MAX) > HEAVY_BYTES;
+        let turns = self.turns.clone().filter(|_| heavy);
+        // The store's object, which every watch of it is handed, is shared (an object
+        // `present` converts is made for this watch alone).
+        let cell = (render.shares() && Service::presents_as_stored(ri, &obj))
+            .then(|| self.shared.cell(ri, &obj, &render));
+        if let Some(json) = cell.as_ref().and_then(|c| c.get()) {
+            return Encoded::Now(frame(kind, json));
+        }
+        match (cell, turns) {
+            (Some(cell), Some(turns)) => {
+                let ri = ri.clone();
+                Encoded::Later(Box::pin(async move {
+                    // One watch renders it; the others showing it the same way wait for that
+                    // (and render it themselves should that fail).
+                    let json: Result<&Bytes, OffloadError> = cell
+                        .get_or_try_init(|| async move {
+                            turns.run(why, move || render.json(&ri, &obj)).await
+                        })
+                        .await;
+                    json.map(|json| frame(kind, json))
+                }))
+            }
+            (Some(cell), None) => {
+                let json = render.json(ri, &obj);
+                // Unless another watch's rendering got there first.
+                let _ = cell.set(json.clone());
+                Encoded::Now(frame(kind, &json))
+            }
+            (None, Some(turns)) => {
+                let ri = ri.clone();
+                Encoded::Later(Box::pin(async move {
+                    turns
+                        .run(why, move || {
+                            let obj = Service::present(&ri, obj);
+                            frame(kind, &render.json(&ri, &obj))
+                        })
+                        .await
+                }))
+            }
+            (None, None) => {
+                let obj = Service::present(ri, obj);
+                Encoded::Now(frame(kind, &render.json(ri, &obj)))
+            }
+        }
+    }
+}
+
+/// How one event's object is written as a Table or `PartialObjectMetadata`: owned, to be
+/// written on a blocking thread.
+struct Render {
+    repr: Representation,
+    query: Arc<Query>,
+    /// The stream's first Table: with the column definitions.
+    first: bool,
+    /// The bookmark that ends the initial events keeps its row's `PartialObjectMetadata` even
+    /// with `includeObject=None` (kube 1.34 does, for the annotation that marks it).
+    keep_metadata: bool,
+}
+
+impl Render {
+    /// Whether what it writes of an object is what any watch that shows it the same way
+    /// writes: all but the stream's first Table (its column definitions) and a bookmark's.
+    fn shares(&self) -> bool {
+        match self.repr {
+            Representation::Table(_) => !self.first && !self.keep_metadata,
+            Representation::PartialMetadata(_) => !self.keep_metadata,
+            Representation::Full | Representation::PartialMetadataList(_) => false,
+        }
     }
 
-    /// `keep_metadata`: the bookmark that ends the initial events keeps its row's
-    /// `PartialObjectMetadata` even with `includeObject=None` (kube 1.34 does, for the
-    /// annotation that marks it).
-    fn encode(
-        &mut self,
-        ri: &ResourceInfo,
-        kind: &str,
-        obj: Arc<StoredObject>,
-        keep_metadata: bool,
-    ) -> Frame {
+    /// `includeObject`, as far as it tells one Table from another.
+    fn include(&self) -> Option<&str> {
+        match self.repr {
+            Representation::Table(_) => self.query.get("includeObject").map(String::as_str),
+            _ => None,
+        }
+    }
+
+    /// The JSON of `obj` as an event's object: a one-row Table or a `PartialObjectMetadata`
+    /// (`None`: the object as stored).
+    fn object(&self, ri: &ResourceInfo, obj: &Arc<StoredObject>) -> Option<Bytes> {
         match self.repr {
             // kube's watch encoder cannot make a PartialObjectMetadataList of one object: it
             // logs that and writes the object as it is.
-            Representation::Full | Representation::PartialMetadataList(_) => frame(kind, &obj.json),
+            Representation::Full | Representation::PartialMetadataList(_) => None,
             Representation::PartialMetadata(v) => {
-                Frame::Line(line(kind, partial_metadata(&obj, v).to_string().as_bytes()))
+                Some(Bytes::from(partial_metadata(obj, v).to_string()))
             }
             Representation::Table(v) => {
                 let rv = obj.rv.to_string();
                 let mut t =
-                    super::table::render(ri, std::slice::from_ref(&obj), &rv, None, &self.query);
+                    super::table::render(ri, std::slice::from_ref(obj), &rv, None, &self.query);
                 super::handlers::table_in(v, &mut t);
-                // Only the stream's first event, whatever its type, has the column definitions;
-                // kube's later ones have `null` (a nil slice).
-                if !std::mem::take(&mut self.first) {
+                if !self.first {
                     t["columnDefinitions"] = Value::Null;
                 }
-                if keep_metadata {
+                if self.keep_metadata {
                     if let Some(row) = t.pointer_mut("/rows/0") {
                         if row.get("object").is_none() {
-                            row["object"] = partial_metadata(&obj, v);
+                            row["object"] = partial_metadata(obj, v);
                         }
                     }
                 }
-                Frame::Line(line(kind, t.to_string().as_bytes()))
+                Some(Bytes::from(t.to_string()))
             }
         }
+    }
+
+    /// [`Render::object`], or the stored JSON.
+    fn json(&self, ri: &ResourceInfo, obj: &Arc<StoredObject>) -> Bytes {
+        self.object(ri, obj).unwrap_or_else(|| obj.json.clone())
+    }
+}
+
+/// How many rendered event objects [`SharedEvents`] keeps at most.
+const SHARED_EVENTS: usize = 32;
+
+/// Event objects (one-row Tables, `PartialObjectMetadata`) rendered by one watch and reused by
+/// the others that show the same object the same way: rendering parses the object, and a
+/// hundred Table watches of a resource would each parse every event's object (kube shares an
+/// event's encodings among its watchers likewise, `cachingObject`). An entry is the object
+/// itself (the `Arc` the store hands every watcher of it; held, so its address is not reused
+/// while it is there), the resource's registration (a CRD's printer columns change with it), the
+/// representation and `includeObject`; it serves only within the wall-clock second it was made
+/// in, so an `AGE` column reads as it would had each watch rendered it (ages count whole seconds
+/// from whole-second timestamps). The first to ask renders (off the workers when the object is
+/// large) while the others wait for it. Entries of an earlier second go when the next is made.
+#[derive(Default)]
+pub struct SharedEvents {
+    recent: Mutex<VecDeque<SharedEvent>>,
+}
+
+struct SharedEvent {
+    obj: Arc<StoredObject>,
+    ri: Arc<ResourceInfo>,
+    repr: Representation,
+    include: Option<String>,
+    second: i64,
+    json: Arc<tokio::sync::OnceCell<Bytes>>,
+}
+
+impl SharedEvents {
+    /// The entry for `obj` rendered as `render` renders it, made (empty) if there is none.
+    fn cell(
+        &self,
+        ri: &Arc<ResourceInfo>,
+        obj: &Arc<StoredObject>,
+        render: &Render,
+    ) -> Arc<tokio::sync::OnceCell<Bytes>> {
+        let second = chrono::Utc::now().timestamp();
+        let include = render.include();
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = recent.iter().find(|e| {
+            Arc::ptr_eq(&e.obj, obj)
+                && Arc::ptr_eq(&e.ri, ri)
+                && e.repr == render.repr
+                && e.include.as_deref() == include
+                && e.second == second
+        }) {
+            return e.json.clone();
+        }
+        // An earlier second's entries are not read again.
+        let (kept, mut old): (VecDeque<SharedEvent>, VecDeque<SharedEvent>) =
+            std::mem::take(&mut *recent)
+                .into_iter()
+                .partition(|e| e.second == second);
+        *recent = kept;
+        if recent.len() >= SHARED_EVENTS {
+            old.extend(recent.pop_front());
+        }
+        let json = Arc::new(tokio::sync::OnceCell::new());
+        recent.push_back(SharedEvent {
+            obj: obj.clone(),
+            ri: ri.clone(),
+            repr: render.repr,
+            include: include.map(str::to_owned),
+            second,
+            json: json.clone(),
+        });
+        drop(recent);
+        // The objects let go (the last references to some, perhaps) are dropped outside the
+        // lock.
+        drop(old);
+        json
     }
 }
 
@@ -398,6 +610,42 @@ struct WatchBody {
     /// The user's share of [`MAX_WATCHES_PER_USER`], held for as long as the connection holds
     /// this body (not given back when the watch task ends while the body is still held).
     _permit: Option<super::pod_streams::FollowPermit>,
+    /// An event being rendered off the workers: nothing else is taken until it is written, so
+    /// the events stay in order.
+    rendering: Option<Rendering>,
+    /// An event could not be rendered (its thread failed): the ERROR event that says so was the
+    /// stream's last.
+    failed: bool,
+}
+
+impl WatchBody {
+    fn new(
+        queue: Arc<Queue>,
+        ri: Arc<ResourceInfo>,
+        enc: Encoder,
+        permit: Option<super::pod_streams::FollowPermit>,
+    ) -> Self {
+        WatchBody {
+            queue,
+            ri,
+            enc,
+            rest: Default::default(),
+            _permit: permit,
+            rendering: None,
+            failed: false,
+        }
+    }
+
+    /// The first piece of `frame`; the rest of a shared frame is kept for the next calls.
+    fn begin(&mut self, frame: Frame) -> Bytes {
+        match frame {
+            Frame::Line(b) => b,
+            Frame::Shared(head, object) => {
+                self.rest = [Some(object), Some(Bytes::from_static(TAIL))];
+                head
+            }
+        }
+    }
 }
 
 impl futures::Stream for WatchBody {
@@ -405,39 +653,61 @@ impl futures::Stream for WatchBody {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        if let Some(b) = this.rest.iter_mut().find_map(Option::take) {
-            return Poll::Ready(Some(Ok(b)));
+        loop {
+            if let Some(b) = this.rest.iter_mut().find_map(Option::take) {
+                return Poll::Ready(Some(Ok(b)));
+            }
+            if let Some(rendering) = this.rendering.as_mut() {
+                let rendered = match rendering.as_mut().poll(cx) {
+                    Poll::Ready(r) => r,
+                    Poll::Pending => return Poll::Pending,
+                };
+                this.rendering = None;
+                let frame = match rendered {
+                    Ok(frame) => frame,
+                    Err(e) => {
+                        // The client resumes from the last event it read.
+                        tracing::warn!(resource = %this.ri.resource, error = %e, "a watch event could not be rendered; ending the watch");
+                        this.failed = true;
+                        Frame::Line(error_line(&ApiError::from(e)))
+                    }
+                };
+                return Poll::Ready(Some(Ok(this.begin(frame))));
+            }
+            if this.failed {
+                return Poll::Ready(None);
+            }
+            let item = {
+                let mut st = this.queue.lock();
+                match st.items.pop_front() {
+                    Some(item) => {
+                        st.bytes -= item.cost();
+                        st.progress = Some(Instant::now());
+                        item
+                    }
+                    None if st.closed => return Poll::Ready(None),
+                    None => {
+                        st.waker = Some(cx.waker().clone());
+                        return Poll::Pending;
+                    }
+                }
+            };
+            this.queue.metrics().queued(-(item.cost() as i64));
+            this.queue.taken.notify_one();
+            let frame = match item {
+                Item::Event(kind, obj) => match this.enc.event(&this.ri, kind, obj) {
+                    Encoded::Now(frame) => frame,
+                    Encoded::Later(rendering) => {
+                        // Polled at once (the loop), so its end wakes this body.
+                        this.rendering = Some(rendering);
+                        continue;
+                    }
+                },
+                Item::Bookmark(rv, end) => this.enc.bookmark(&this.ri, rv, end),
+                Item::Line(b) => Frame::Line(b),
+            };
+            return Poll::Ready(Some(Ok(this.begin(frame))));
         }
-        let item = {
-            let mut st = this.queue.lock();
-            match st.items.pop_front() {
-                Some(item) => {
-                    st.bytes -= item.cost();
-                    st.progress = Some(Instant::now());
-                    item
-                }
-                None if st.closed => return Poll::Ready(None),
-                None => {
-                    st.waker = Some(cx.waker().clone());
-                    return Poll::Pending;
-                }
-            }
-        };
-        this.queue.metrics().queued(-(item.cost() as i64));
-        this.queue.taken.notify_one();
-        let frame = match item {
-            Item::Event(kind, obj) => this.enc.event(&this.ri, kind, obj),
-            Item::Bookmark(rv, end) => this.enc.bookmark(&this.ri, rv, end),
-            Item::Line(b) => Frame::Line(b),
-        };
-        let first = match frame {
-            Frame::Line(b) => b,
-            Frame::Shared(head, object) => {
-                this.rest = [Some(object), Some(Bytes::from_static(TAIL))];
-                head
-            }
-        };
-        Poll::Ready(Some(Ok(first)))
     }
 }
 
@@ -494,6 +764,7 @@ pub async fn serve(
     repr: Representation,
     unstreamable: Option<ApiError>,
     user: Option<&crate::auth::rbac::UserInfo>,
+    turns: Turns,
 ) -> Result<Response, ApiError> {
     // Held by the response body: for as long as the connection holds the stream.
     let permit = match user {
@@ -506,11 +777,7 @@ pub async fn serve(
     // not an int64 is a 400.
     let (timeout_seconds, _) = super::handlers::list_integers(q)?;
     let ri = target.ri.clone();
-    let enc = Encoder {
-        repr,
-        query: q.clone(),
-        first: true,
-    };
+    let enc = Encoder::new(repr, q.clone(), state.watch_events.clone(), Some(turns));
     let filter = Filter::for_resource(
         &ri,
         target.namespace.as_deref(),
@@ -589,13 +856,7 @@ pub async fn serve(
         Err(e) => return Err(ApiError::internal(format!("watch failed: {e}"))),
     }
     let queue = Arc::new(Queue::new(state.metrics.watches.clone()));
-    let body = WatchBody {
-        queue: queue.clone(),
-        ri: ri.clone(),
-        enc,
-        rest: Default::default(),
-        _permit: permit,
-    };
+    let body = WatchBody::new(queue.clone(), ri.clone(), enc, permit);
     let mut shutdown = state.shutdown.clone();
     let feeder = Feeder {
         queue,
@@ -827,17 +1088,17 @@ mod tests {
         queue: &Arc<Queue>,
         permit: Option<super::super::pod_streams::FollowPermit>,
     ) -> WatchBody {
-        WatchBody {
-            queue: queue.clone(),
-            ri: configmaps(),
-            enc: Encoder {
-                repr: Representation::Full,
-                query: Query::default(),
-                first: true,
-            },
-            rest: Default::default(),
-            _permit: permit,
-        }
+        WatchBody::new(
+            queue.clone(),
+            configmaps(),
+            Encoder::new(
+                Representation::Full,
+                Query::default(),
+                Default::default(),
+                None,
+            ),
+            permit,
+        )
     }
 
     fn queued(m: &crate::metrics::WatchMetrics) -> String {
@@ -978,6 +1239,177 @@ mod tests {
         );
         drop(b);
         assert!(watches.acquire("tenant").is_ok());
+    }
+
+    /// A ConfigMap `name` with `size` bytes of data.
+    fn configmap(name: &str, size: usize) -> Arc<StoredObject> {
+        let v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": "1"},
+            "data": {"k": "x".repeat(size)}});
+        Arc::new(StoredObject::new(1, v).unwrap())
+    }
+
+    /// The pieces of the body's next event line, up to its newline.
+    async fn next_line(b: &mut WatchBody) -> Vec<Bytes> {
+        let mut pieces = Vec::new();
+        loop {
+            let p = b.next().await.expect("an event").expect("bytes");
+            let end = p.ends_with(b"\n");
+            pieces.push(p);
+            if end {
+                return pieces;
+            }
+        }
+    }
+
+    /// A body of a watch of `ri` in `repr`, with `includeObject` as given.
+    fn body_as(
+        queue: &Arc<Queue>,
+        ri: &Arc<ResourceInfo>,
+        repr: Representation,
+        include: Option<&str>,
+        shared: &Arc<SharedEvents>,
+        turns: Option<Turns>,
+    ) -> WatchBody {
+        let mut q = Query::default();
+        if let Some(i) = include {
+            q.insert("includeObject".into(), i.into());
+        }
+        WatchBody::new(
+            queue.clone(),
+            ri.clone(),
+            Encoder::new(repr, q, shared.clone(), turns),
+            None,
+        )
+    }
+
+    /// Two Table watches of one object render an event's Table once: the second writes the
+    /// first's bytes (the same allocation), and they are the line a watch of its own writes. The
+    /// first event of each (with the column definitions) is its own.
+    #[tokio::test]
+    async fn table_watches_share_an_events_rendering() {
+        let ri = configmaps();
+        let obj = configmap("dense", 10_000);
+        let table = Representation::Table(MetaVersion::V1);
+        // A Table of the whole object (`includeObject=Object`) is over SHARE_FROM: shared bytes.
+        // An event rendered across a second's end is rendered again: tried a few times.
+        let mut shared_once = false;
+        for _ in 0..3 {
+            let shared = Arc::new(SharedEvents::default());
+            let (mut f1, _) = feeder(64 << 20, Duration::from_secs(3600));
+            let (mut f2, _) = feeder(64 << 20, Duration::from_secs(3600));
+            let (mut f3, _) = feeder(64 << 20, Duration::from_secs(3600));
+            let mut b1 = body_as(&f1.queue, &ri, table, Some("Object"), &shared, None);
+            let mut b2 = body_as(&f2.queue, &ri, table, Some("Object"), &shared, None);
+            let alone = Arc::new(SharedEvents::default());
+            let mut b3 = body_as(&f3.queue, &ri, table, Some("Object"), &alone, None);
+            for f in [&mut f1, &mut f2, &mut f3] {
+                f.send(Item::Event("ADDED", obj.clone())).await.unwrap();
+                f.send(Item::Event("MODIFIED", obj.clone())).await.unwrap();
+            }
+            let first1 = next_line(&mut b1).await.concat();
+            let first2 = next_line(&mut b2).await.concat();
+            let first3 = next_line(&mut b3).await.concat();
+            assert_eq!(first1, first2);
+            assert_eq!(first1, first3);
+            let first: Value = serde_json::from_slice(&first1).unwrap();
+            assert!(first["object"]["columnDefinitions"].is_array(), "{first}");
+            let second = chrono::Utc::now().timestamp();
+            let m1 = next_line(&mut b1).await;
+            let m2 = next_line(&mut b2).await;
+            let m3 = next_line(&mut b3).await;
+            assert_eq!(m1.concat(), m3.concat(), "as a watch of its own writes it");
+            assert_eq!(m1.concat(), m2.concat());
+            let ev: Value = serde_json::from_slice(&m1.concat()).unwrap();
+            assert_eq!(ev["type"], "MODIFIED");
+            assert_eq!(ev["object"]["columnDefinitions"], Value::Null);
+            assert_eq!(
+                ev["object"]["rows"][0]["object"]["metadata"]["name"],
+                "dense"
+            );
+            if chrono::Utc::now().timestamp() != second {
+                continue;
+            }
+            assert_eq!(m1.len(), 3, "head, shared Table, tail");
+            assert_eq!(m1[1].as_ptr(), m2[1].as_ptr(), "rendered once");
+            assert_ne!(m1[1].as_ptr(), m3[1].as_ptr());
+            shared_once = true;
+            break;
+        }
+        assert!(shared_once, "three seconds' ends in a row");
+    }
+
+    /// An event of an object over HEAVY_BYTES, in a Table or metadata watch, is rendered off the
+    /// workers (counted), and written as a watch that renders it here writes it; an event of a
+    /// small object, or a plain watch's, takes no turn.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn heavy_events_are_rendered_off_the_workers() {
+        let ri = configmaps();
+        let off = Arc::new(super::super::offload::Offload::new(4));
+        let turns = Turns {
+            offload: off.clone(),
+            flow: Some(super::super::inflight::Flow::User("tenant".into())),
+            deadline: None,
+        };
+        let big = configmap("big", 100_000);
+        let big2 = configmap("big2", 100_000);
+        let small = configmap("small", 100);
+        for (repr, why) in [
+            (Representation::Table(MetaVersion::V1), Heavy::WatchTable),
+            (
+                Representation::PartialMetadata(MetaVersion::V1beta1),
+                Heavy::WatchMetadata,
+            ),
+        ] {
+            let shared = Arc::new(SharedEvents::default());
+            let (mut f, _) = feeder(64 << 20, Duration::from_secs(3600));
+            let (mut g, _) = feeder(64 << 20, Duration::from_secs(3600));
+            let mut off_workers = body_as(
+                &f.queue,
+                &ri,
+                repr,
+                Some("None"),
+                &shared,
+                Some(turns.clone()),
+            );
+            let mut here = body_as(&g.queue, &ri, repr, Some("None"), &Default::default(), None);
+            for f in [&mut f, &mut g] {
+                f.send(Item::Event("ADDED", big.clone())).await.unwrap();
+                f.send(Item::Event("ADDED", small.clone())).await.unwrap();
+                f.send(Item::Event("MODIFIED", big2.clone())).await.unwrap();
+            }
+            for _ in 0..3 {
+                assert_eq!(
+                    next_line(&mut off_workers).await.concat(),
+                    next_line(&mut here).await.concat()
+                );
+            }
+            assert_eq!(off.total(why), 2, "{repr:?}: the big objects' events");
+        }
+        let (mut f, _) = feeder(64 << 20, Duration::from_secs(3600));
+        let mut plain = body_as(
+            &f.queue,
+            &ri,
+            Representation::Full,
+            None,
+            &Default::default(),
+            Some(turns),
+        );
+        f.send(Item::Event("ADDED", big.clone())).await.unwrap();
+        assert_eq!(
+            next_line(&mut plain).await.concat(),
+            line("ADDED", &big.json)
+        );
+        let mut out = String::new();
+        off.render(&mut out);
+        assert!(
+            out.contains("turtles_api_reads_off_workers_total{reason=\"watch_table\"} 2\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("turtles_api_reads_off_workers_total{reason=\"watch_metadata\"} 2\n"),
+            "{out}"
+        );
     }
 
     /// `timeoutSeconds` as kube reads it: unset or zero the default, below zero at once, and
