@@ -631,7 +631,7 @@ impl<'q> Tally<'q> {
             return;
         }
         for (r, _, total) in &mut self.totals {
-            if let Some(n) = usage(ri, obj, *r) {
+            if let Some(n) = usage(ri, obj, r) {
                 *total = total.saturating_add(n);
             }
         }
@@ -645,7 +645,7 @@ impl<'q> Tally<'q> {
             return;
         }
         for (r, _, total) in &mut self.totals {
-            if let Some(each) = usage(ri, &empty, *r) {
+            if let Some(each) = usage(ri, &empty, r) {
                 // Usage is never negative: n saturating additions are one saturating product.
                 *total = total.saturating_add(each.saturating_mul(n as i128));
             }

@@ -2508,7 +2508,7 @@ pub(super) fn list_response(
     // The body between pieces; `None` once it is cut (a chunk that could not be rendered: the
     // stream's error, on which hyper aborts the response).
     let pieces = futures::stream::unfold(Some(body), |body| async move {
-        let Some(body) = body else { return None };
+        let body = body?;
         match body.advance().await {
             Ok(Some((piece, body))) => Some((Ok(piece), Some(body))),
             Ok(None) => None,
