@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use turtles_tests::{configmap, poll, Server};
+use turtles_tests::{configmap, poll, Http, Server};
 
 const MERGE_PATCH: &str = "application/merge-patch+json";
 const APPLY_PATCH: &str = "application/apply-patch+yaml";
@@ -65,16 +65,8 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// A tenant (`edit` in `tenant`) patches four 700 KB Deployments with tiny merge patches from
-/// four loops: every one of those patches is served off the async workers (an exact count, not a
-/// timing), and the admin's GETs stay fast meanwhile (on two cores they took 500 ms and more
-/// when the patches ran on the workers). Small writes, a small server-side apply among them,
-/// stay on the workers; a bigger apply, a deletecollection and the DELETE of a big object go
-/// off them.
-#[test]
-fn tiny_writes_to_big_objects_are_served_off_the_workers() {
-    const LOOPS: usize = 4;
-    let s = Server::start().unwrap();
+/// Namespace `tenant`, where user `mallory` holds `edit`, and mallory's client.
+fn tenant_with_edit(s: &Server) -> Http {
     s.kubectl_ok(&["create", "namespace", "tenant"]);
     s.kubectl_ok(&[
         "create",
@@ -86,7 +78,20 @@ fn tiny_writes_to_big_objects_are_served_off_the_workers() {
         "tenant",
     ]);
     let (_, token) = s.mint("mallory", &[]).unwrap();
-    let mallory = s.http_with_token(Some(&token));
+    s.http_with_token(Some(&token))
+}
+
+/// A tenant (`edit` in `tenant`) patches four 700 KB Deployments with tiny merge patches from
+/// four loops: every one of those patches is served off the async workers (an exact count, not a
+/// timing), and the admin's GETs stay fast meanwhile (on two cores they took 500 ms and more
+/// when the patches ran on the workers). Small writes, a small server-side apply among them,
+/// stay on the workers; a bigger apply, a deletecollection and the DELETE of a big object go
+/// off them.
+#[test]
+fn tiny_writes_to_big_objects_are_served_off_the_workers() {
+    const LOOPS: usize = 4;
+    let s = Server::start().unwrap();
+    let mallory = tenant_with_edit(&s);
 
     // The big objects, created at once (their 240 KB bodies are big writes themselves).
     let before = off_workers(&s);
@@ -285,18 +290,7 @@ fn table_lists_of_big_objects_are_rendered_off_the_workers() {
     const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
     const METADATA: &str = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
     let s = Server::start().unwrap();
-    s.kubectl_ok(&["create", "namespace", "tenant"]);
-    s.kubectl_ok(&[
-        "create",
-        "rolebinding",
-        "mallory-edit",
-        "--clusterrole=edit",
-        "--user=mallory",
-        "-n",
-        "tenant",
-    ]);
-    let (_, token) = s.mint("mallory", &[]).unwrap();
-    let mallory = s.http_with_token(Some(&token));
+    let mallory = tenant_with_edit(&s);
     std::thread::scope(|sc| {
         for k in 0..4 {
             let mallory = &mallory;
