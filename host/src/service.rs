@@ -776,22 +776,26 @@ const LIST_EXPIRED: &str = "The resourceVersion for the provided list is too old
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
 /// `.spec.replicas` -> `/spec/replicas`.
-/// A Scale's `spec.replicas`: a non-negative integer, else kube's 422.
+/// A decoded Scale's `spec.replicas`: absent is 0 (a non-pointer `omitempty` int32, which the
+/// decoder drops at zero, as Go's zero value), below zero kube's `ValidateScale` 422.
 fn scale_replicas(v: Option<&Value>, name: &str) -> Result<i64> {
-    v.and_then(Value::as_i64)
-        .filter(|r| *r >= 0)
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "autoscaling",
-                "Scale",
-                name,
-                vec![Cause::new(
-                    "FieldValueInvalid",
-                    "spec.replicas",
-                    "Invalid value: must be a non-negative integer",
-                )],
-            )
-        })
+    let replicas = match v {
+        None | Some(Value::Null) => Some(0),
+        Some(v) => v.as_i64(),
+    };
+    replicas.filter(|r| *r >= 0).ok_or_else(|| {
+        let shown = v.map_or_else(|| "null".to_owned(), Value::to_string);
+        ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            vec![Cause::new(
+                "FieldValueInvalid",
+                "spec.replicas",
+                format!("Invalid value: {shown}: must be greater than or equal to 0"),
+            )],
+        )
+    })
 }
 
 fn json_pointer(path: &str) -> String {
@@ -3244,11 +3248,21 @@ impl Service {
             }
             _ => {}
         }
+        // `ScaleSpec.replicas` is an `omitempty` int32: kube writes `"spec": {}` at zero
+        // (`ScaleStatus.replicas` has no `omitempty`: always written).
+        let replicas = at(&sc.spec_replicas_path)
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0);
+        let spec = if replicas == 0 {
+            json!({})
+        } else {
+            json!({ "replicas": replicas })
+        };
         Ok(json!({
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
             "metadata": meta_out,
-            "spec": {"replicas": at(&sc.spec_replicas_path).and_then(|v| v.as_i64()).unwrap_or(0)},
+            "spec": spec,
             "status": status,
         }))
     }
@@ -5643,6 +5657,26 @@ mod tests {
             .unwrap();
         assert!(w.warnings.is_empty(), "{:?}", w.warnings);
         assert_eq!(w.object.value()["spec"]["replicas"], 4);
+        // Scaled to zero: `replicas: 0` is decoded away (an `omitempty` int32) and read as 0.
+        let zero = br#"{"metadata": {"name": "web"}, "spec": {"replicas": 0}}"#;
+        let w = put_scale(&svc, &deploys, zero, FieldValidation::Strict)
+            .await
+            .unwrap();
+        assert_eq!(w.object.value()["spec"]["replicas"], 0);
+        // Below zero: kube's `ValidateScale` message, with the value.
+        let e = put_scale(
+            &svc,
+            &deploys,
+            br#"{"metadata": {"name": "web"}, "spec": {"replicas": -1}}"#,
+            FieldValidation::Strict,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code, 422, "{e:?}");
+        assert_eq!(
+            e.message,
+            "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        );
         let typed = br#"{"metadata": {"name": "web"}, "spec": {"replicas": "3"}}"#;
         for fv in [
             FieldValidation::Strict,

@@ -776,6 +776,35 @@ spec:
         "{}",
         d["metadata"]["managedFields"]
     );
+    // To zero: the Scale's `replicas: 0` is an `omitempty` int32 kube's decoder leaves unset,
+    // which is zero; the Deployment's is a pointer, kept at 0.
+    s.kubectl_ok(&["scale", "deployment", "scaled", "--replicas=0"]);
+    let d = http.get(deploy).json();
+    assert_eq!(d["spec"]["replicas"], 0, "{d}");
+    let scale = http.get(&format!("{deploy}/scale")).json();
+    assert_eq!(scale["spec"].get("replicas"), None, "{scale}");
+    // The Scale of a Deployment that is not there: kube's 404 names the subresource, on a
+    // write as on a read.
+    let missing = "/apis/apps/v1/namespaces/default/deployments/nope/scale";
+    let put = http.put_json(
+        missing,
+        &serde_json::json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "nope", "namespace": "default"}, "spec": {"replicas": 2}}),
+    );
+    let patch = http.patch(
+        missing,
+        "application/merge-patch+json",
+        &serde_json::json!({"spec": {"replicas": 2}}),
+    );
+    for r in [put, patch, http.get(missing)] {
+        assert_eq!(r.status, 404, "{}", r.text());
+        assert_eq!(
+            r.json()["message"],
+            "deployments/scale.apps \"nope\" not found",
+            "{}",
+            r.text()
+        );
+    }
 }
 
 /// An applied configuration is checked against the kind's schema before anything else of the

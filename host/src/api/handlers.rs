@@ -737,6 +737,16 @@ async fn scale(
         Method::GET | Method::PUT | Method::PATCH => output(&headers, ri)?,
         _ => Output::JSON,
     };
+    // kube's ScaleREST of a built-in kind names the subresource in its 404
+    // (`deployments/scale.apps "web" not found`, its `scaleUpdatedObjectInfo` on a write too);
+    // a custom resource's is the object's.
+    let scale_404 = |e: ApiError| {
+        if e.code == 404 && ri.custom.is_none() {
+            ApiError::not_found(&ri.group, &format!("{}/scale", ri.resource), &name)
+        } else {
+            e
+        }
+    };
     let written = match method {
         Method::GET => {
             // The Scale is read from the object, with its `resourceVersion` (kube's ScaleREST
@@ -744,15 +754,7 @@ async fn scale(
             if let Some(rv) = query.get("resourceVersion").filter(|rv| !rv.is_empty()) {
                 svc.await_get_revision(rv).await?;
             }
-            // kube's ScaleREST of a built-in kind names the subresource in its 404
-            // (`deployments/scale.apps "web" not found`); a custom resource's is the object's.
-            let stored = svc.get(ri, &ns, &name).map_err(|e| {
-                if e.code == 404 && ri.custom.is_none() {
-                    ApiError::not_found(&ri.group, &format!("{}/scale", ri.resource), &name)
-                } else {
-                    e
-                }
-            })?;
+            let stored = svc.get(ri, &ns, &name).map_err(scale_404)?;
             let obj = svc.served_one(ri, stored).await?;
             let scale = crate::service::Service::scale_of(ri, &obj)?;
             // `kubectl get deploy web --subresource=scale` asks for a Table: kube's Scale columns.
@@ -800,7 +802,8 @@ async fn scale(
             svc.update_scale(ri, &ns, &name, &opts, |_| {
                 Ok((wanted.clone(), warnings.clone()))
             })
-            .await?
+            .await
+            .map_err(scale_404)?
         }
         Method::PATCH => {
             let pt = patch_type(&headers)?;
@@ -815,14 +818,19 @@ async fn scale(
             )?;
             let body = read_body(req, state.options.request_body_timeout).await?;
             if pt == PatchType::Apply {
-                let written = svc.apply_scale(ri, &ns, &name, &body, &opts).await?;
+                let written = svc
+                    .apply_scale(ri, &ns, &name, &body, &opts)
+                    .await
+                    .map_err(scale_404)?;
                 let obj = svc.served_one(ri, written.object.clone()).await?;
                 let scale = crate::service::Service::scale_of(ri, &obj)?;
                 let mut resp = value_response(out.media, StatusCode::OK, &scale);
                 add_warnings(&mut resp, &written.warnings);
                 return Ok(resp);
             }
-            svc.patch_scale(ri, &ns, &name, pt, &body, &opts).await?
+            svc.patch_scale(ri, &ns, &name, pt, &body, &opts)
+                .await
+                .map_err(scale_404)?
         }
         m => {
             return Err(ApiError::method_not_allowed(format!(

@@ -98,6 +98,10 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value, creating: bool) {
                 spec.entry("persistentVolumeReclaimPolicy")
                     .or_insert(json!("Retain"));
                 spec.entry("volumeMode").or_insert(json!("Filesystem"));
+                // `SetDefaults_HostPathVolumeSource`, for a volume's source as for a Pod's.
+                if let Some(h) = spec.get_mut("hostPath").and_then(Value::as_object_mut) {
+                    h.entry("type").or_insert(json!(""));
+                }
             }
         }
         ("", "endpoints") => {
@@ -798,6 +802,20 @@ mod tests {
         );
         // Nothing is made up for a level without `limited` or `exempt`.
         assert_eq!(level(json!({"type": "Exempt"})), json!({"type": "Exempt"}));
+    }
+
+    #[test]
+    fn a_persistent_volumes_host_path_gets_an_unset_type() {
+        let mut pv = json!({"spec": {"hostPath": {"path": "/tmp/x"}}});
+        apply("", "persistentvolumes", &mut pv, true);
+        assert_eq!(
+            pv["spec"]["hostPath"],
+            json!({"path": "/tmp/x", "type": ""})
+        );
+        assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+        let mut set = json!({"spec": {"hostPath": {"path": "/d", "type": "Directory"}}});
+        apply("", "persistentvolumes", &mut set, true);
+        assert_eq!(set["spec"]["hostPath"]["type"], "Directory");
     }
 
     #[test]
