@@ -1206,7 +1206,35 @@ mod tests {
             .and_then(|s| s.parse().ok())
             .unwrap_or(16)
             << 20;
-        let mut sweep = vec![0u8; sweep_bytes.max(64)];
+        // `COLD_SWEEP=tlb`: touch one line in each 4 KiB page of `COLD_SWEEP_MIB` (the TLB
+        // forgets the call's pages, the caches keep most of its lines); `COLD_SWEEP=cache`:
+        // every line of a buffer on huge pages (the caches forget, the TLB keeps its entries).
+        let mode = std::env::var("COLD_SWEEP").unwrap_or_default();
+        let step = if mode == "tlb" { 4096 } else { 64 };
+        let mut sweep: &mut [u8] = if mode == "cache" {
+            let len = sweep_bytes + (2 << 20);
+            // SAFETY: a fresh private anonymous mapping, never unmapped (the test ends).
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(p, libc::MAP_FAILED);
+            let aligned = ((p as usize + (2 << 20) - 1) & !((2 << 20) - 1)) as *mut u8;
+            // SAFETY: inside the mapping.
+            unsafe {
+                libc::madvise(aligned.cast(), sweep_bytes, libc::MADV_HUGEPAGE);
+                std::slice::from_raw_parts_mut(aligned, sweep_bytes)
+            }
+        } else {
+            Vec::leak(vec![0u8; sweep_bytes.max(64)])
+        };
+        sweep.fill(1);
         // Read once, outside the timed calls (`getenv` walks the environment).
         let obj = std::env::var("COLD_NO_OBJECT")
             .is_err()
@@ -1215,7 +1243,7 @@ mod tests {
             let mut times = Vec::with_capacity(calls);
             for _ in 0..calls {
                 if cold {
-                    for j in (0..sweep.len()).step_by(64) {
+                    for j in (0..sweep.len()).step_by(step) {
                         sweep[j] = sweep[j].wrapping_add(1);
                     }
                     std::hint::black_box(&mut sweep);
