@@ -1,5 +1,6 @@
 //! `cargo xtask import-gotypes [MIRROR_DIR]`: the fields of kube's API types that Go drops from
-//! its JSON when they hold their zero value (`host/src/builtin/omitempty.json`).
+//! its JSON when they hold their zero value (`host/src/builtin/omitempty.json`), and those that
+//! are pointers to a scalar, whose zero Go keeps when set (`host/src/builtin/pointers.json`).
 //!
 //! They come from kube's own Go source at the tag below, read with `git show` from local git
 //! mirrors (`MIRROR_DIR/OWNER+REPO/repo`, default `/work/.mirror`): `k8s.io/api`, and the API
@@ -8,8 +9,10 @@
 //! `omitempty`, not pointers, slices or maps, and of a scalar type (bool, string, a number, or a
 //! named type whose underlying type is one, resolved across packages; `types.UID` is a string),
 //! keyed by the type's OpenAPI definition name (`io.k8s.api.core.v1.PodSpec`) and keeping only
-//! the names `host/src/builtin/definitions.json` has. The source is scanned line by line, as
-//! gofmt lays it out: `type NAME struct {` up to the next line that starts with `}`, fields as
+//! the names `host/src/builtin/definitions.json` has. `pointers.json` is made the same way, of
+//! the fields whose Go type is `*` and a scalar (`*string`, `*int32`, `*PersistentVolumeMode`),
+//! `omitempty` or not. The source is scanned line by line, as gofmt lays it out:
+//! `type NAME struct {` up to the next line that starts with `}`, fields as
 //! ``Name Type `...json:"..."...` ``, and `type NAME UNDERLYING` for named types.
 
 use std::collections::{BTreeMap, HashMap};
@@ -79,23 +82,34 @@ pub fn import(args: &[String], root: &Path) -> Result<()> {
         }
     }
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut pointers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for package in &packages {
         for (type_name, body) in structs(&package.text) {
             let mut fields = Vec::new();
+            let mut pointer_fields = Vec::new();
             for (go_type, tag) in struct_fields(body) {
                 let mut parts = tag.split(',');
                 let json_name = parts.next().unwrap_or("");
                 let omitempty = parts.any(|p| p == "omitempty");
-                if omitempty
-                    && !json_name.is_empty()
-                    && json_name != "-"
-                    && is_scalar(go_type, &package.named, &everywhere)
-                {
+                if json_name.is_empty() || json_name == "-" {
+                    continue;
+                }
+                if omitempty && is_scalar(go_type, &package.named, &everywhere) {
                     fields.push(json_name.to_string());
                 }
+                if go_type
+                    .strip_prefix('*')
+                    .is_some_and(|t| is_scalar(t, &package.named, &everywhere))
+                {
+                    pointer_fields.push(json_name.to_string());
+                }
+            }
+            let key = format!("{}.{}", package.name, type_name);
+            if !pointer_fields.is_empty() {
+                pointers.insert(key.clone(), pointer_fields);
             }
             if !fields.is_empty() {
-                out.insert(format!("{}.{}", package.name, type_name), fields);
+                out.insert(key, fields);
             }
         }
     }
@@ -107,16 +121,22 @@ pub fn import(args: &[String], root: &Path) -> Result<()> {
     let defs = defs["definitions"]
         .as_object()
         .with_context(|| format!("{}: no definitions", defs_path.display()))?;
-    let found = out.len();
-    let field_count: usize = out.values().map(Vec::len).sum();
-    out.retain(|k, _| defs.contains_key(k));
-    eprintln!(
-        "{found} types, {field_count} fields; {} not in definitions.json",
-        found - out.len()
-    );
-    let path = root.join("host/src/builtin/omitempty.json");
-    std::fs::write(&path, render(&out)?).with_context(|| format!("writing {}", path.display()))?;
-    println!("wrote {} ({} types)", path.display(), out.len());
+    for (table, file) in [
+        (&mut out, "omitempty.json"),
+        (&mut pointers, "pointers.json"),
+    ] {
+        let found = table.len();
+        let field_count: usize = table.values().map(Vec::len).sum();
+        table.retain(|k, _| defs.contains_key(k));
+        eprintln!(
+            "{file}: {found} types, {field_count} fields; {} not in definitions.json",
+            found - table.len()
+        );
+        let path = root.join("host/src/builtin").join(file);
+        std::fs::write(&path, render(table)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {} ({} types)", path.display(), table.len());
+    }
     Ok(())
 }
 

@@ -781,6 +781,12 @@ mod tests {
         let mut again = v.clone();
         let d = decode_noting_changes("", "v1", "Service", &mut again).unwrap();
         assert!(!d.changed);
+        // A `*string`'s `""` stays (a claim that asks for no StorageClass), a `string`'s goes.
+        let (_, v) = dec(
+            ("", "v1", "PersistentVolumeClaim"),
+            json!({"spec": {"storageClassName": "", "volumeName": ""}}),
+        );
+        assert_eq!(v, json!({"spec": {"storageClassName": ""}}));
     }
 
     #[test]

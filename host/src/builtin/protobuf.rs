@@ -10,10 +10,13 @@
 //! `...OrBool`/`...OrArray`/`...OrStringArray` unions as whichever side is set, single-list
 //! wrappers such as `ExtraValue` as their list). client-go writes every non-pointer field, so a
 //! zero scalar in the body is either a Go zero value (which `omitempty` drops) or a pointer set to
-//! zero (which it keeps); the schemas do not say which. Meaning wins over looks: an optional
-//! field's `""` is dropped (string pointers are rare, and an empty string would block kube's
-//! defaults), a `0` or `false` is kept (`replicas: 0`, `automountServiceAccountToken: false`
-//! mean something) unless the system populates the field (`generation`).
+//! zero (which it keeps: gogo writes a pointer only when it is set). The schemas do not say
+//! which; kube's Go types do (`pointers.json`, [`super::omitempty::is_pointer`]): a pointer's
+//! zero is kept (`storageClassName: ""` means no dynamic provisioning, `replicas: 0`,
+//! `readOnlyRootFilesystem: false`, a deleted object's `deletionGracePeriodSeconds: 0`). Of the
+//! other optional fields, `""` is dropped (an empty string would block kube's defaults), a `0` or
+//! `false` is kept (the decode that follows drops the zero of a non-pointer `omitempty` field,
+//! as for a JSON body) unless the system populates the field (`generation`).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -51,6 +54,8 @@ struct FieldDesc {
     read_only: bool,
     /// A Go struct embedded inline: its fields are written into the parent's JSON.
     inline: bool,
+    /// A pointer to a scalar in kube's Go type: present on the wire only when set, zero or not.
+    pointer: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -104,6 +109,7 @@ fn messages() -> &'static Messages {
                         optional: flags & 1 != 0,
                         read_only: flags & 2 != 0,
                         inline: flags & 4 != 0,
+                        pointer: super::omitempty::is_pointer(name, s(1)),
                     },
                 );
             }
@@ -266,10 +272,11 @@ fn message(name: &str, buf: &[u8], depth: usize) -> Result<Value> {
             }
         }
     }
-    // Zero scalars of optional fields: Go's `omitempty` drops them (see the module docs).
+    // Zero scalars of optional fields: Go's `omitempty` drops them, a pointer's stay (see the
+    // module docs).
     let zero_dropped: Vec<String> = fields
         .values()
-        .filter(|f| f.optional && !f.repeated)
+        .filter(|f| f.optional && !f.repeated && !f.pointer)
         .filter(|f| match out.get(&f.json) {
             Some(Value::String(s)) => s.is_empty(),
             Some(Value::Bool(false)) => f.read_only,
@@ -630,6 +637,81 @@ mod tests {
         };
         let v = decode("", "v1", "Service", &cm.encode_to_vec()).unwrap();
         assert_eq!(v["metadata"], serde_json::json!({}));
+    }
+
+    /// gogo writes a pointer only when it is set, a value always: a pointer's zero is kept, as
+    /// Go's JSON keeps it (`storageClassName: ""` is no dynamic provisioning, not the default
+    /// StorageClass), a value's `""` dropped as `omitempty` drops it.
+    #[test]
+    fn a_pointers_zero_is_kept_and_a_values_empty_string_dropped() {
+        use k8s_pb::api::apps::v1 as apps;
+        use k8s_pb::api::core::v1 as core;
+        use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+        let pvc = core::PersistentVolumeClaim {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("data".into()),
+                namespace: Some(String::new()),
+                generation: Some(0),
+                // `*int64`, and populated by the system: a deleted object's, which an update
+                // that takes off a finalizer sends back.
+                deletion_grace_period_seconds: Some(0),
+                ..Default::default()
+            }),
+            spec: Some(core::PersistentVolumeClaimSpec {
+                access_modes: vec!["ReadWriteOnce".into()],
+                volume_name: Some(String::new()),
+                storage_class_name: Some(String::new()),
+                volume_mode: Some("Filesystem".into()),
+                ..Default::default()
+            }),
+            status: Some(core::PersistentVolumeClaimStatus::default()),
+        };
+        let v = decode("", "v1", "PersistentVolumeClaim", &pvc.encode_to_vec()).unwrap();
+        assert_eq!(
+            Value::Object(v),
+            serde_json::json!({
+                "metadata": {"name": "data", "deletionGracePeriodSeconds": 0},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "",
+                    "volumeMode": "Filesystem",
+                },
+                "status": {},
+            })
+        );
+        let deployment = apps::Deployment {
+            spec: Some(apps::DeploymentSpec {
+                replicas: Some(0),
+                template: Some(core::PodTemplateSpec {
+                    metadata: None,
+                    spec: Some(core::PodSpec {
+                        containers: vec![core::Container {
+                            name: Some("app".into()),
+                            image: Some("nginx".into()),
+                            working_dir: Some(String::new()),
+                            security_context: Some(core::SecurityContext {
+                                read_only_root_filesystem: Some(false),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let v = decode("apps", "v1", "Deployment", &deployment.encode_to_vec()).unwrap();
+        assert_eq!(v["spec"]["replicas"], 0);
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0],
+            serde_json::json!({
+                "name": "app",
+                "image": "nginx",
+                "securityContext": {"readOnlyRootFilesystem": false},
+            })
+        );
     }
 
     /// Go writes a zero `metav1.Time` as an empty message: it is not set, never 1970 (a
