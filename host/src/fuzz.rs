@@ -907,17 +907,27 @@ fn field_selector_runner() -> Runner {
     })
 }
 
+/// A continue token as kube writes it (the key relative to the list's prefix).
 fn make_token(rv: Value, start: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start}).to_string())
+}
+
+/// A continue token as turtles wrote it before it wrote kube's (the whole key).
+fn make_legacy_token(rv: Value, start: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .encode(json!({"v": "turtles/1", "rv": rv, "start": start}).to_string())
 }
 
 fn continue_seeds() -> Vec<Vec<u8>> {
     let mut out: Vec<String> = vec![
-        make_token(json!(3), "default/web-1"),
+        make_token(json!(3), "web-1\u{0}"),
+        make_token(json!(3), "default/web-1\u{0}"),
+        make_legacy_token(json!(3), "default/web-1"),
         make_token(json!(0), ""),
         make_token(json!(u64::MAX), "zzz/x"),
         make_token(json!(-1), "default/"),
+        make_token(json!(5), "../x"),
         make_token(json!(1.5), "a"),
         make_token(json!("7"), "b"),
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("{}"),
@@ -1061,11 +1071,20 @@ fn list_seeds() -> Vec<Vec<u8>> {
         ]),
         q(&[
             ("limit", "1"),
-            ("continue", &make_token(json!(5), "default/a")),
+            ("continue", &make_token(json!(5), "a\u{0}")),
             ("ns", "default"),
         ]),
         q(&[
             ("continue", &make_token(json!(5), "zzz/x")),
+            ("ns", "default"),
+        ]),
+        q(&[
+            ("continue", &make_legacy_token(json!(5), "zzz/x")),
+            ("ns", "default"),
+        ]),
+        q(&[
+            ("limit", "1"),
+            ("continue", &make_token(json!(-1), "a\u{0}")),
             ("ns", "default"),
         ]),
         q(&[

@@ -670,25 +670,21 @@ pub(crate) fn parse_rv(s: &str) -> Result<u64> {
     })
 }
 
-/// A get's `resourceVersion` as kube's `APIObjectVersioner.ParseResourceVersion` reads it
-/// (`strconv.ParseUint(rv, 10, 64)`, `""` and `"0"` being 0); a value it refuses is its storage
-/// `InvalidError`, which kube's get handler answers as a 500 without a reason.
-pub(crate) fn parse_get_rv(rv: &str) -> Result<u64> {
+/// kube's `APIObjectVersioner.ParseResourceVersion`: `""` and `"0"` are 0, anything else is
+/// `strconv.ParseUint(rv, 10, 64)`, whose refusal is its storage `InvalidError` on the field,
+/// worded here: `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc":
+/// invalid syntax` (or `value out of range`: the first bad byte or the overflow, whichever
+/// comes first, as Go's loop finds them).
+fn go_parse_rv(rv: &str) -> Result<u64, String> {
     let refused = |why: &str| {
         let quoted = crate::auth::rbac::go_quote(rv);
-        ApiError::new(
-            500,
-            "",
-            format!(
-                "resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
-            ),
+        format!(
+            "resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
         )
     };
     if rv.is_empty() {
         return Ok(0);
     }
-    // Go's loop: a byte that is no digit is a syntax error, an overflow a range error,
-    // whichever comes first.
     let mut n: u64 = 0;
     for b in rv.bytes() {
         if !b.is_ascii_digit() {
@@ -702,13 +698,52 @@ pub(crate) fn parse_get_rv(rv: &str) -> Result<u64> {
     Ok(n)
 }
 
-/// A continue token (base64 JSON, opaque like kube's): the snapshot's revision and the last key
-/// returned; for a list without selectors also how many items follow `start` in that snapshot
-/// and the scope (resource and namespace) they were counted in, so the next page's
-/// `remainingItemCount` is a subtraction rather than a count of everything after it (which made
-/// walking a million objects in pages quadratic).
-fn encode_continue(rv: u64, start: &str, left: Option<(usize, &str)>) -> String {
-    let mut t = json!({"v": "turtles/1", "rv": rv, "start": start});
+/// A get's or a watch's `resourceVersion` as kube's storage reads it ([`go_parse_rv`]): a value
+/// it refuses is its storage `InvalidError`, which kube's get handler (`InterpretGetError`
+/// keeps it) and watch handler (the cacher's `Watch` returns it as it is) answer as a 500
+/// without a reason (`ErrorToAPIStatus`).
+pub(crate) fn parse_get_rv(rv: &str) -> Result<u64> {
+    go_parse_rv(rv).map_err(|e| ApiError::new(500, "", e))
+}
+
+/// A list's `resourceVersion` as kube's storage `ValidateListOptions` reads it
+/// ([`go_parse_rv`]): a value it refuses is a 400, `invalid resource version: resourceVersion:
+/// Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`.
+pub(crate) fn parse_list_rv(rv: &str) -> Result<u64> {
+    go_parse_rv(rv).map_err(|e| ApiError::bad_request(format!("invalid resource version: {e}")))
+}
+
+/// kube's continue token version (`storage.continueToken`'s `v`).
+const CONTINUE_VERSION: &str = "meta.k8s.io/v1";
+
+/// The version of the continue tokens turtles wrote before it wrote kube's: the last key
+/// returned whole (`NS/NAME`, `/NAME`), not relative to the list's prefix. Still read, for a
+/// list that began before an upgrade ([`Continue::in_list`]).
+const LEGACY_CONTINUE_VERSION: &str = "turtles/1";
+
+/// Where a list's keys start in its resource's map (`NS/NAME`, `/NAME` when cluster-scoped), as
+/// kube's key prefix does in etcd (`/registry/configmaps/NS/`, `/registry/configmaps/`,
+/// `/registry/namespaces/`): a continue token's key is relative to it, so that a token never
+/// goes on outside the list it is used on.
+fn list_prefix(ri: &ResourceInfo, ns: Option<&str>) -> String {
+    match ns {
+        Some(ns) => format!("{ns}/"),
+        None if ri.namespaced() => String::new(),
+        None => "/".to_owned(),
+    }
+}
+
+/// A continue token as kube's `storage.EncodeContinue` writes it: base64url (unpadded) of
+/// `{"v":"meta.k8s.io/v1","rv":N,"start":KEY}`, where `KEY` is the key the next page starts at,
+/// relative to the list's prefix ([`list_prefix`]): the last key returned with a NUL after it
+/// (`PrepareContinueToken`), or, at `rv` -1 (the latest revision), the key an expired token
+/// went on from. For a list without selectors turtles adds how many items follow `start` in
+/// that snapshot and the scope (resource and namespace) they were counted in, so the next
+/// page's `remainingItemCount` is a subtraction rather than a count of everything after it
+/// (which made walking a million objects in pages quadratic); kube's decoder ignores fields it
+/// does not know.
+fn encode_continue(rv: i64, start: &str, left: Option<(usize, &str)>) -> String {
+    let mut t = json!({"v": CONTINUE_VERSION, "rv": rv, "start": start});
     if let Some((n, scope)) = left {
         t["left"] = json!(n);
         t["scope"] = json!(scope);
@@ -719,9 +754,13 @@ fn encode_continue(rv: u64, start: &str, left: Option<(usize, &str)>) -> String 
 /// A decoded continue token.
 #[derive(Debug)]
 pub(crate) struct Continue {
-    rv: u64,
-    /// The last key the previous page returned.
+    /// The revision the list is read at; below 0, the latest one (kube's token after a 410).
+    rv: i64,
+    /// Where the page starts, relative to the list's prefix; in a legacy token, the last key
+    /// the previous page returned, whole.
     start: String,
+    /// Whether the token is a [`LEGACY_CONTINUE_VERSION`] one.
+    legacy: bool,
     /// How many items followed `start` in the snapshot, and the scope they were counted in.
     left: Option<(usize, String)>,
 }
@@ -734,41 +773,269 @@ impl Continue {
             .filter(|(_, s)| s == scope)
             .map(|(n, _)| *n)
     }
+
+    /// The token for a list whose keys start with `prefix`: a legacy token made kube's (the
+    /// page goes on after its key), if its key is in the list; one whose key is not is refused
+    /// as kube refuses a token of a version it does not know.
+    fn in_list(self, prefix: &str) -> Result<Self> {
+        if !self.legacy {
+            return Ok(self);
+        }
+        let Some(rest) = self.start.strip_prefix(prefix) else {
+            return Err(invalid_continue(&format!(
+                "server does not recognize this encoded version {LEGACY_CONTINUE_VERSION}"
+            )));
+        };
+        let start = format!("{rest}\0");
+        Ok(Self {
+            start,
+            legacy: false,
+            ..self
+        })
+    }
 }
 
+/// kube's refusal of a continue token, as its storage's `ValidateListOptions` answers
+/// `DecodeContinue`'s error: a 400 `invalid continue token: continue key is not valid: ...`.
+fn invalid_continue(why: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "invalid continue token: continue key is not valid: {why}"
+    ))
+}
+
+/// kube's `storage.DecodeContinue` (`continue.go`), its errors as [`invalid_continue`] answers
+/// them: a token that is not base64url ([`go_base64_url`]: `illegal base64 data at input byte
+/// 4`), that Go's `json.Unmarshal` does not take as its token ([`go_continue_token`]), of
+/// another version (`server does not recognize this encoded version v2`), at revision 0
+/// (`incorrect encoded start resourceVersion (version meta.k8s.io/v1)`), with no key (`encoded
+/// start key empty (version meta.k8s.io/v1)`), or with a key that is not what Go's `path.Clean`
+/// makes of it with a `/` in front (the key as given: one that climbs out of the list, `../x`,
+/// or has an empty or `.` piece or a `/` at its end). A revision below 0 is the latest. A
+/// legacy token is read as it was written, for [`Continue::in_list`] to check.
 pub(crate) fn decode_continue(token: &str) -> Result<Continue> {
-    // kube's words (storage.DecodeContinue, in a 400 "invalid continue token: ..."): a token
-    // that does not decode, a revision that is 0 or not an int64.
-    let bad = || {
-        ApiError::bad_request(
-            "invalid continue token: continue key is not valid: malformed continue token",
-        )
+    let raw = go_base64_url(token)
+        .map_err(|at| invalid_continue(&format!("illegal base64 data at input byte {at}")))?;
+    let t = go_continue_token(&raw).map_err(|e| invalid_continue(&e))?;
+    let legacy = match t.v.as_str() {
+        CONTINUE_VERSION => false,
+        LEGACY_CONTINUE_VERSION => true,
+        other => {
+            return Err(invalid_continue(&format!(
+                "server does not recognize this encoded version {other}"
+            )))
+        }
     };
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| bad())?;
-    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
-    let rv = v
-        .get("rv")
-        .and_then(Value::as_u64)
-        .filter(|rv| i64::try_from(*rv).is_ok())
-        .ok_or_else(bad)?;
-    if rv == 0 {
-        return Err(ApiError::bad_request(
-            "invalid continue token: continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+    if t.rv == 0 {
+        return Err(invalid_continue(
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
         ));
     }
-    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
-    let left = v
-        .get("left")
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok())
-        .zip(v.get("scope").and_then(Value::as_str).map(str::to_owned));
+    if t.start.is_empty() {
+        return Err(invalid_continue(
+            "encoded start key empty (version meta.k8s.io/v1)",
+        ));
+    }
+    let start = if legacy {
+        t.start
+    } else {
+        let key = if t.start.starts_with('/') {
+            t.start.clone()
+        } else {
+            format!("/{}", t.start)
+        };
+        if !go_path_is_clean(&key) {
+            return Err(invalid_continue(&t.start));
+        }
+        key.strip_prefix('/').unwrap_or(&key).to_owned()
+    };
+    let left = t.left.and_then(|n| usize::try_from(n).ok()).zip(t.scope);
     Ok(Continue {
-        rv,
-        start: start.to_owned(),
+        rv: t.rv,
+        start,
+        legacy,
         left,
     })
+}
+
+/// Whether Go's `path.Clean` leaves a path that starts with `/` as it is: `/` itself, or no
+/// piece after the first `/` empty, `.` or `..` (and so no `/` at the end either).
+fn go_path_is_clean(path: &str) -> bool {
+    path == "/"
+        || path.strip_prefix('/').is_some_and(|rest| {
+            rest.split('/')
+                .all(|piece| !piece.is_empty() && piece != "." && piece != "..")
+        })
+}
+
+/// Go's `base64.RawURLEncoding.DecodeString`: the URL-safe alphabet, no padding, `\r` and `\n`
+/// skipped, the bits past the last whole byte dropped (the encoding is not strict), and a
+/// single character left at the end refused. `Err` is the offset Go reports in its `illegal
+/// base64 data at input byte N`.
+fn go_base64_url(s: &str) -> Result<Vec<u8>, usize> {
+    let src = s.as_bytes();
+    let mut out = Vec::with_capacity(src.len() / 4 * 3 + 3);
+    let mut si = 0;
+    loop {
+        let mut quantum = [0u8; 4];
+        let mut n = 0;
+        while n < 4 {
+            let Some(&c) = src.get(si) else {
+                break;
+            };
+            si += 1;
+            quantum[n] = match c {
+                b'A'..=b'Z' => c - b'A',
+                b'a'..=b'z' => c - b'a' + 26,
+                b'0'..=b'9' => c - b'0' + 52,
+                b'-' => 62,
+                b'_' => 63,
+                b'\r' | b'\n' => continue,
+                _ => return Err(si - 1),
+            };
+            n += 1;
+        }
+        match n {
+            0 => return Ok(out),
+            1 => return Err(si - 1),
+            _ => {}
+        }
+        let bits = quantum
+            .iter()
+            .fold(0u32, |bits, &v| (bits << 6) | u32::from(v));
+        out.extend_from_slice(&bits.to_be_bytes()[1..n]);
+        if n < 4 {
+            return Ok(out);
+        }
+    }
+}
+
+/// kube's `continueToken` as Go's `json.Unmarshal` fills it, and turtles' own count.
+#[derive(Debug, Default)]
+struct GoContinueToken {
+    v: String,
+    rv: i64,
+    start: String,
+    left: Option<u64>,
+    scope: Option<String>,
+}
+
+/// The fields of a JSON object in the document's order, each value as it is written.
+struct RawFields(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for RawFields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RawFieldsVisitor)
+    }
+}
+
+struct RawFieldsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for RawFieldsVisitor {
+    type Value = RawFields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawFields, A::Error> {
+        let mut fields = Vec::new();
+        while let Some(field) = map.next_entry::<String, Box<serde_json::value::RawValue>>()? {
+            fields.push(field);
+        }
+        Ok(RawFields(fields))
+    }
+}
+
+/// Go's `json.Unmarshal(data, &continueToken{})` (`{"v": string, "rv": int64, "start":
+/// string}`), its error's words: a syntax error as Go's scanner words it
+/// (`model::gojson::check_syntax`), a document that is no object `json: cannot unmarshal array
+/// into Go value of type storage.continueToken` (`null` fills nothing), and the first field
+/// whose value Go cannot put in it `json: cannot unmarshal string into Go struct field
+/// continueToken.rv of type int64` (`number 1.5` for a number that is no int64). Fields are
+/// matched whatever their case, a `null` leaves one as it was, and the last of a repeated one
+/// wins; other fields are not looked at, but turtles' own `left` and `scope`.
+fn go_continue_token(data: &[u8]) -> Result<GoContinueToken, String> {
+    crate::model::gojson::check_syntax(data).map_err(|e| e.to_string())?;
+    let mut token = GoContinueToken::default();
+    let first = data
+        .iter()
+        .find(|&&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    let kind = match first {
+        Some(b'{') => None,
+        Some(b'n') => return Ok(token),
+        Some(b'[') => Some("array"),
+        Some(b'"') => Some("string"),
+        Some(b't' | b'f') => Some("bool"),
+        _ => Some("number"),
+    };
+    if let Some(kind) = kind {
+        return Err(format!(
+            "json: cannot unmarshal {kind} into Go value of type storage.continueToken"
+        ));
+    }
+    // Go's decoder reads bytes that are no UTF-8 inside strings as U+FFFD (the scanner has
+    // refused them anywhere else).
+    let text = String::from_utf8_lossy(data);
+    let fields: RawFields = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let mut first_error = None;
+    for (name, raw) in fields.0 {
+        let raw = raw.get().trim();
+        if raw == "null" {
+            continue;
+        }
+        let kind = match raw.as_bytes().first() {
+            Some(b'"') => "string",
+            Some(b'{') => "object",
+            Some(b'[') => "array",
+            Some(b't' | b'f') => "bool",
+            _ => "number",
+        };
+        let field = if name.eq_ignore_ascii_case("v") {
+            "v"
+        } else if name.eq_ignore_ascii_case("rv") {
+            "rv"
+        } else if name.eq_ignore_ascii_case("start") {
+            "start"
+        } else {
+            match name.as_str() {
+                "left" => token.left = raw.parse().ok(),
+                "scope" => token.scope = serde_json::from_str(raw).ok(),
+                _ => {}
+            }
+            continue;
+        };
+        let refused = match (field, kind) {
+            ("rv", "number") => match raw.parse::<i64>() {
+                Ok(rv) => {
+                    token.rv = rv;
+                    None
+                }
+                Err(_) => Some(format!("number {raw}")),
+            },
+            ("v" | "start", "string") => {
+                let s: String = serde_json::from_str(raw).unwrap_or_default();
+                if field == "v" {
+                    token.v = s;
+                } else {
+                    token.start = s;
+                }
+                None
+            }
+            (_, kind) => Some(kind.to_owned()),
+        };
+        if let Some(value) = refused {
+            if first_error.is_none() {
+                let go_type = if field == "rv" { "int64" } else { "string" };
+                first_error = Some(format!(
+                    "json: cannot unmarshal {value} into Go struct field continueToken.{field} of type {go_type}"
+                ));
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(token),
+    }
 }
 
 /// kube's etcd3 `interpretListError` for a list at a compacted revision (`errors.go`, `expired`).
@@ -1466,13 +1733,19 @@ impl Service {
 
     /// Resolve list resourceVersion semantics to the snapshot to read (the request's options
     /// were checked already: `api::handlers::validate_list_options`).
+    ///
+    /// A continue token is decoded first, as kube's storage `ValidateListOptions` does (a 400
+    /// for one it cannot honour, [`decode_continue`]), and made the list's ([`Continue::in_list`]:
+    /// `prefix` is the list's [`list_prefix`]); then a `resourceVersion` with it is refused.
     async fn list_snapshot(
         &self,
         ri: &ResourceInfo,
         opts: &ListOptions,
+        prefix: &str,
     ) -> Result<(Snapshot, Option<Continue>)> {
         let resource = ri.group_resource();
         if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            let cont = decode_continue(token)?.in_list(prefix)?;
             // "0" is allowed (and ignored: the token names its revision), as kube's storage.
             if opts
                 .resource_version
@@ -1483,29 +1756,34 @@ impl Service {
                     "specifying resource version is not allowed when using continue",
                 ));
             }
-            let cont = decode_continue(token)?;
+            // A revision below 0 (kube's token after a 410): the latest, read consistently.
+            let Ok(at) = u64::try_from(cont.rv) else {
+                self.store
+                    .sync()
+                    .await
+                    .map_err(|e| store_error(ri, "", e))?;
+                let snap = self
+                    .store
+                    .list(&resource, None)
+                    .map_err(|e| store_error(ri, "", e))?;
+                return Ok((snap, Some(cont)));
+            };
             // A token of a revision the store has not reached (never one it handed out, unless
             // another host wrote it): kube's cacher serves a continue at its revision as an
             // exact read, waiting for it as for a `resourceVersion`, then its 504.
-            if cont.rv > self.store.revision()
-                && !self.store.wait_for_revision(cont.rv, TOO_NEW_WAIT).await
-            {
-                return Err(too_large_rv(cont.rv, self.store.revision()));
+            if at > self.store.revision() && !self.store.wait_for_revision(at, TOO_NEW_WAIT).await {
+                return Err(too_large_rv(at, self.store.revision()));
             }
-            let snap = self
-                .store
-                .list(&resource, Some(cont.rv))
-                .map_err(|e| match e {
-                    // kube's `handleCompactedErrorForPaging`: with a token that goes on from
-                    // the same key at the latest revision, which the message offers.
-                    StoreError::TooOld { .. } => {
-                        let mut e = ApiError::expired(CONTINUE_EXPIRED);
-                        e.continue_token =
-                            Some(encode_continue(self.store.revision(), &cont.start, None));
-                        e
-                    }
-                    other => store_error(ri, "", other),
-                })?;
+            let snap = self.store.list(&resource, Some(at)).map_err(|e| match e {
+                // kube's `handleCompactedErrorForPaging`: with a token that goes on from the
+                // same key at the latest revision (`rv` -1), which the message offers.
+                StoreError::TooOld { .. } => {
+                    let mut e = ApiError::expired(CONTINUE_EXPIRED);
+                    e.continue_token = Some(encode_continue(-1, &cont.start, None));
+                    e
+                }
+                other => store_error(ri, "", other),
+            })?;
             return Ok((snap, Some(cont)));
         }
         let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty());
@@ -1540,7 +1818,7 @@ impl Service {
                 .map_err(|e| store_error(ri, "", e))?;
             return Ok((snap, None));
         };
-        let n = parse_rv(rv)?;
+        let n = parse_list_rv(rv)?;
         if exact && n == 0 {
             return Err(ApiError::bad_request(
                 "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
@@ -1571,14 +1849,17 @@ impl Service {
             opts.label_selector.as_deref(),
             opts.field_selector.as_deref(),
         )?;
-        let (snap, cont) = self.list_snapshot(ri, opts).await?;
+        let prefix = list_prefix(ri, ns);
+        let (snap, cont) = self.list_snapshot(ri, opts, &prefix).await?;
         let limit = opts.limit.filter(|l| *l > 0);
         let mut items = Vec::new();
         let mut continue_token = None;
         let mut remaining = None;
-        // Narrow the scan: a namespace is one contiguous key range.
+        // Narrow the scan: a namespace is one contiguous key range. A continue token's key is
+        // relative to the list's prefix (kube's `keyPrefix + start`), so the page starts inside
+        // the list, wherever the token came from.
         let lower = match (&cont, ns) {
-            (Some(c), _) => std::ops::Bound::Excluded(c.start.clone()),
+            (Some(c), _) => std::ops::Bound::Included(format!("{prefix}{}", c.start)),
             (None, Some(ns)) => std::ops::Bound::Included(format!("{ns}/")),
             (None, None) => std::ops::Bound::Unbounded,
         };
@@ -1625,7 +1906,10 @@ impl Service {
                 };
                 if more {
                     let left = remaining.zip(scope.as_deref());
-                    continue_token = Some(encode_continue(snap.rv, key, left));
+                    // kube's `PrepareContinueToken`: the next page starts right after this key.
+                    let next = format!("{}\0", key.strip_prefix(&prefix).unwrap_or(key));
+                    let rv = i64::try_from(snap.rv).unwrap_or(i64::MAX);
+                    continue_token = Some(encode_continue(rv, &next, left));
                 }
                 break;
             }
@@ -5888,15 +6172,16 @@ mod tests {
     /// (Paused time: the clock skips the 3 s wait, as in the list fuzzer's fixture.)
     #[tokio::test(start_paused = true)]
     async fn a_continue_token_beyond_the_store_is_too_large() {
+        use base64::Engine;
         let (svc, dir) = bootstrapped("continue-beyond").await;
         let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
-        let list = |rv: u64| ListOptions {
-            continue_token: Some(super::encode_continue(rv, "default/a", None)),
+        let list = |rv: i64| ListOptions {
+            continue_token: Some(super::encode_continue(rv, "a\0", None)),
             limit: Some(10),
             ..Default::default()
         };
         let e = svc
-            .list(&cms, Some("default"), &list(i64::MAX as u64))
+            .list(&cms, Some("default"), &list(i64::MAX))
             .await
             .unwrap_err();
         assert_eq!((e.code, e.reason), (504, "Timeout"), "{e:?}");
@@ -5908,15 +6193,25 @@ mod tests {
         assert_eq!(e.causes.len(), 1, "{e:?}");
         assert_eq!(e.retry_after, Some(1));
         // Not an int64, or 0: kube's token is refused as it decodes (400).
-        for (rv, words) in [
-            (u64::MAX, "malformed continue token"),
+        let beyond = ListOptions {
+            continue_token: Some(
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .encode(r#"{"v":"meta.k8s.io/v1","rv":18446744073709551615,"start":"a"}"#),
+            ),
+            ..list(1)
+        };
+        for (opts, words) in [
             (
-                0,
+                beyond,
+                "json: cannot unmarshal number 18446744073709551615 into Go struct field continueToken.rv of type int64",
+            ),
+            (
+                list(0),
                 "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
             ),
         ] {
             let e = svc
-                .list(&cms, Some("default"), &list(rv))
+                .list(&cms, Some("default"), &opts)
                 .await
                 .unwrap_err();
             assert_eq!(e.code, 400, "{e:?}");
@@ -5926,8 +6221,280 @@ mod tests {
             );
         }
         // At a revision the store has: a page.
-        let rv = svc.store.revision();
+        let rv = i64::try_from(svc.store.revision()).unwrap();
         svc.list(&cms, Some("default"), &list(rv)).await.unwrap();
+        drop(svc);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// What turtles writes is kube's continue token (`storage.EncodeContinue`), and a token is
+    /// read as kube's `storage.DecodeContinue` reads it: each one kube refuses is its 400 with
+    /// its words (Go's, for base64 and JSON), the ones it takes are taken.
+    #[test]
+    fn continue_tokens_are_decoded_as_kube_decodes_them() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let t = super::encode_continue(42, "a\0", None);
+        assert_eq!(
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(&t)
+                .unwrap(),
+            br#"{"v":"meta.k8s.io/v1","rv":42,"start":"a\u0000"}"#
+        );
+        let c = super::decode_continue(&t).unwrap();
+        assert_eq!((c.rv, c.start.as_str(), c.legacy), (42, "a\0", false));
+        for (token, why) in [
+            ("a*b".to_owned(), "illegal base64 data at input byte 1"),
+            ("YWJj=".to_owned(), "illegal base64 data at input byte 4"),
+            ("YWJjZ".to_owned(), "illegal base64 data at input byte 4"),
+            (
+                b64("nope"),
+                "invalid character 'o' in literal null (expecting 'u')",
+            ),
+            (
+                b64("[1]"),
+                "json: cannot unmarshal array into Go value of type storage.continueToken",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","rv":"5","start":"a"}"#),
+                "json: cannot unmarshal string into Go struct field continueToken.rv of type int64",
+            ),
+            (
+                b64(r#"{"v":1,"rv":1.5,"start":"a"}"#),
+                "json: cannot unmarshal number into Go struct field continueToken.v of type string",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","rv":1e3,"start":"a"}"#),
+                "json: cannot unmarshal number 1e3 into Go struct field continueToken.rv of type int64",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v2","rv":5,"start":"a"}"#),
+                "server does not recognize this encoded version meta.k8s.io/v2",
+            ),
+            (
+                b64(r#"{"rv":5,"start":"a"}"#),
+                "server does not recognize this encoded version ",
+            ),
+            (b64("null"), "server does not recognize this encoded version "),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","start":"a"}"#),
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","rv":5,"start":null}"#),
+                "encoded start key empty (version meta.k8s.io/v1)",
+            ),
+            (
+                b64(r#"{"v":"meta.k8s.io/v1","rv":5,"start":"../kube-system/x"}"#),
+                "../kube-system/x",
+            ),
+            (b64(r#"{"v":"meta.k8s.io/v1","rv":5,"start":"a//b"}"#), "a//b"),
+            (b64(r#"{"v":"meta.k8s.io/v1","rv":5,"start":"a/"}"#), "a/"),
+            (b64(r#"{"v":"meta.k8s.io/v1","rv":5,"start":"./a"}"#), "./a"),
+        ] {
+            let e = super::decode_continue(&token).unwrap_err();
+            assert_eq!((e.code, e.reason), (400, "BadRequest"), "{token}");
+            assert_eq!(
+                e.message,
+                format!("invalid continue token: continue key is not valid: {why}"),
+                "{token}"
+            );
+        }
+        // Taken as kube takes them: a key with a `/` in front, fields in any case, a revision
+        // below 0 (the latest), newlines in the base64, fields kube does not know.
+        let token = b64(r#"{"V":"meta.k8s.io/v1","Rv":-1,"START":"/default/a\u0000","x":[1e400]}"#);
+        let token = format!("{}\n{}", &token[..4], &token[4..]);
+        let c = super::decode_continue(&token).unwrap();
+        assert_eq!((c.rv, c.start.as_str()), (-1, "default/a\0"));
+        // A token turtles wrote before it wrote kube's goes on in its own list only.
+        let legacy = |start: &str| {
+            b64(&format!(
+                r#"{{"v":"turtles/1","rv":7,"start":"{start}","left":3,"scope":"configmaps/default"}}"#
+            ))
+        };
+        let c = super::decode_continue(&legacy("default/a"))
+            .unwrap()
+            .in_list("default/")
+            .unwrap();
+        assert_eq!(
+            (c.rv, c.start.as_str(), c.left_in("configmaps/default")),
+            (7, "a\0", Some(3))
+        );
+        let e = super::decode_continue(&legacy("kube-system/a"))
+            .unwrap()
+            .in_list("default/")
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (400, "BadRequest"));
+        assert_eq!(
+            e.message,
+            "invalid continue token: continue key is not valid: server does not recognize this encoded version turtles/1"
+        );
+    }
+
+    /// Every page of a list, `limit` items at a time: the items' keys (`NS/NAME`, `/NAME`)
+    /// and the tokens between the pages.
+    async fn pages(
+        svc: &Service,
+        ri: &crate::model::ResourceInfo,
+        ns: Option<&str>,
+        limit: usize,
+    ) -> (Vec<String>, Vec<String>) {
+        let mut keys = Vec::new();
+        let mut tokens: Vec<String> = Vec::new();
+        loop {
+            let opts = ListOptions {
+                limit: Some(limit),
+                continue_token: tokens.last().cloned(),
+                ..Default::default()
+            };
+            let page = svc.list(ri, ns, &opts).await.unwrap();
+            keys.extend(page.items.iter().map(|o| {
+                let meta = &o.value()["metadata"];
+                format!(
+                    "{}/{}",
+                    meta["namespace"].as_str().unwrap_or_default(),
+                    meta["name"].as_str().unwrap_or_default()
+                )
+            }));
+            match page.continue_token {
+                Some(t) => tokens.push(t),
+                None => return (keys, tokens),
+            }
+            assert!(tokens.len() < 1000, "no last page");
+        }
+    }
+
+    /// A continue token's key is relative to the list's prefix, as kube's: the pages of a
+    /// namespace's list, of every namespace's and of a cluster-scoped list are the list; a
+    /// token used on another list goes on inside that one, from the same key; one that would
+    /// climb out of it, or that goes with a `resourceVersion`, is refused (the token first, as
+    /// kube's storage checks it); a token at revision -1 reads the latest state.
+    #[tokio::test]
+    async fn a_continue_token_pages_inside_the_list_it_is_used_on() {
+        use base64::Engine;
+        let (svc, dir) = bootstrapped("continue-scope").await;
+        let cms = svc.registry.lookup("", "v1", "configmaps").unwrap();
+        let namespaces = svc.registry.lookup("", "v1", "namespaces").unwrap();
+        let opts = WriteOptions::default();
+        let cm = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+        for (ns, name) in [
+            ("default", "a"),
+            ("default", "b"),
+            ("kube-system", "a"),
+            ("kube-system", "c"),
+        ] {
+            svc.create(&cms, ns, cm(name), &opts).await.unwrap();
+        }
+        for (ri, ns, prefix) in [
+            (&cms, Some("default"), "default/"),
+            (&cms, None, ""),
+            (&namespaces, None, "/"),
+        ] {
+            let (all, _) = pages(&svc, ri, ns, 1000).await;
+            let (paged, tokens) = pages(&svc, ri, ns, 1).await;
+            assert_eq!(paged, all, "{ns:?}");
+            assert_eq!(tokens.len() + 1, all.len(), "{ns:?}");
+            for (token, key) in tokens.iter().zip(&all) {
+                let c = super::decode_continue(token).unwrap();
+                assert_eq!(
+                    c.start,
+                    format!("{}\0", key.strip_prefix(prefix).unwrap()),
+                    "{ns:?}"
+                );
+            }
+        }
+        let page = |ns: &'static str, token: String| {
+            let svc = &svc;
+            let cms = &cms;
+            async move {
+                let opts = ListOptions {
+                    continue_token: Some(token),
+                    ..Default::default()
+                };
+                svc.list(cms, Some(ns), &opts).await
+            }
+        };
+        let keys = |list: &super::ListResult| -> Vec<String> {
+            list.items
+                .iter()
+                .map(|o| {
+                    let meta = &o.value()["metadata"];
+                    format!(
+                        "{}/{}",
+                        meta["namespace"].as_str().unwrap_or_default(),
+                        meta["name"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect()
+        };
+        // kube-system's token after `a`, in default: default's items after `a`.
+        let (_, tokens) = pages(&svc, &cms, Some("kube-system"), 1).await;
+        let listed = page("default", tokens[0].clone()).await.unwrap();
+        let (all, _) = pages(&svc, &cms, Some("default"), 1000).await;
+        let after_a: Vec<String> = all
+            .into_iter()
+            .filter(|k| k.as_str() > "default/a")
+            .collect();
+        assert_eq!(keys(&listed), after_a);
+        // Every namespace's token (after `default/a`), in kube-system: kube-system's items
+        // after that key taken as a name.
+        let (_, tokens) = pages(&svc, &cms, None, 1).await;
+        let start = super::decode_continue(&tokens[0]).unwrap().start;
+        let listed = page("kube-system", tokens[0].clone()).await.unwrap();
+        let beyond = format!("kube-system/{start}");
+        assert!(
+            keys(&listed).iter().all(|k| *k > beyond),
+            "{start:?}: {:?}",
+            keys(&listed)
+        );
+        let rv = svc.store.revision();
+        let forged = |start: &str| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(
+                r#"{{"v":"meta.k8s.io/v1","rv":{rv},"start":"{start}"}}"#
+            ))
+        };
+        let e = page("default", forged("../kube-system/c"))
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (400, "BadRequest"));
+        assert_eq!(
+            e.message,
+            "invalid continue token: continue key is not valid: ../kube-system/c"
+        );
+        // A `resourceVersion` with a token: the token is read first.
+        let with_rv = |token: String| ListOptions {
+            continue_token: Some(token),
+            resource_version: Some("5".to_owned()),
+            ..Default::default()
+        };
+        let e = svc
+            .list(&cms, Some("default"), &with_rv(forged("a/")))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid continue token: continue key is not valid: a/"
+        );
+        let e = svc
+            .list(&cms, Some("default"), &with_rv(forged("a")))
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason), (400, "BadRequest"));
+        assert_eq!(
+            e.message,
+            "specifying resource version is not allowed when using continue"
+        );
+        // Revision -1 (kube's token after a 410): the latest state.
+        svc.create(&cms, "default", cm("b2"), &opts).await.unwrap();
+        let latest = page("default", super::encode_continue(-1, "a\0", None))
+            .await
+            .unwrap();
+        assert!(
+            keys(&latest).contains(&"default/b2".to_owned()),
+            "{:?}",
+            keys(&latest)
+        );
+        assert!(!keys(&latest).contains(&"default/a".to_owned()));
         drop(svc);
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -5970,8 +6537,9 @@ mod tests {
     }
 
     /// A `resourceVersion` kube's versioner cannot parse (`strconv.ParseUint`): its storage
-    /// error, answered as a 500 without a reason; the first bad byte or the overflow, whichever
-    /// comes first, as Go's loop finds them.
+    /// error, a get's (and a watch's) answered as a 500 without a reason, a list's as its
+    /// storage's 400; the first bad byte or the overflow, whichever comes first, as Go's loop
+    /// finds them.
     #[test]
     fn a_get_resource_version_is_a_go_uint64() {
         assert_eq!(super::parse_get_rv("").unwrap(), 0);
@@ -6000,7 +6568,18 @@ mod tests {
             let status = e.to_status();
             assert!(status.get("reason").is_none(), "{status}");
             assert!(status.get("details").is_none(), "{status}");
+            // A list's: kube's storage `ValidateListOptions` makes it a 400.
+            let e = super::parse_list_rv(rv).unwrap_err();
+            assert_eq!((e.code, e.reason), (400, "BadRequest"), "{rv}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "invalid resource version: resourceVersion: Invalid value: \"{rv}\": strconv.ParseUint: parsing \"{rv}\": {why}"
+                )
+            );
         }
+        assert_eq!(super::parse_list_rv("0").unwrap(), 0);
+        assert_eq!(super::parse_list_rv("12").unwrap(), 12);
     }
 
     /// The review's `Database` CRD (s40 report, section 4), cut to what the case needs: v1

@@ -1700,3 +1700,217 @@ fn cache_control_and_discovery_etags_are_kubes() {
         assert_eq!(miss.headers()["etag"], etag.as_str());
     }
 }
+
+/// A JSON patch as kube's patcher applies it (json-patch v4, `jsonPatcher.applyJSPatch`): an
+/// operation that does not apply, however it fails (no `path` or `from`, an unknown `op`, a
+/// failed `test`, a `remove` of nothing), is kube's generic 422, which does not say why; one
+/// without `value` puts `null` there (a ConfigMap's `""`), and a `replace` of a key the map
+/// lacks adds it; operations that are no objects, or whose `path` is no string, are a 400 in
+/// Go's words before any is applied. Nothing refused is stored.
+#[test]
+fn json_patch_failures_are_answered_as_kube_answers_them() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, CMS, &configmap("jp", &[], &[("a", "1")]));
+    let path = format!("{CMS}/jp");
+    let patch = |query: &str, ops: Value| {
+        http.patch(
+            &format!("{path}{query}"),
+            "application/json-patch+json",
+            &ops,
+        )
+    };
+    for ops in [
+        json!([{"op": "add", "value": 1}]),
+        json!([{"op": "replace", "path": "/data/a", "value": "2"}, {"op": "remove"}]),
+        json!([{"op": "move", "path": "/data/b"}]),
+        json!([{"op": "bogus", "path": "/data/a"}]),
+        json!([{"op": "test", "path": "/data/a", "value": "9"}]),
+        json!([{"op": "remove", "path": "/data/nope"}]),
+    ] {
+        let r = patch("", ops.clone());
+        let st = assert_status(&r, 422, "Invalid");
+        assert_eq!(
+            st["message"], "the server rejected our request due to an error in our request",
+            "{ops}"
+        );
+        assert_eq!(st["details"], json!({}), "{ops}");
+    }
+    assert_eq!(get(&http, &path)["data"], json!({"a": "1"}));
+    for (query, ops, message) in [
+        (
+            "",
+            json!([1]),
+            "error decoding patch: json: cannot unmarshal number into Go value of type handlers.jsonPatchOp",
+        ),
+        (
+            "",
+            json!([{"op": "add", "path": 5, "value": "x"}]),
+            "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.path of type string",
+        ),
+        (
+            "?fieldValidation=Ignore",
+            json!({"op": "add", "path": "/data/b", "value": "x"}),
+            "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+        ),
+    ] {
+        let r = patch(query, ops.clone());
+        let st = assert_status(&r, 400, "BadRequest");
+        assert_eq!(st["message"], message, "{ops}");
+    }
+    assert_eq!(get(&http, &path)["data"], json!({"a": "1"}));
+    let r = patch(
+        "",
+        json!([{"op": "add", "path": "/data/b"},
+               {"op": "replace", "path": "/data/c", "value": "3"}]),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["data"], json!({"a": "1", "b": "", "c": "3"}));
+}
+
+/// Continue tokens are kube's (`storage.EncodeContinue`): base64url of
+/// `{"v":"meta.k8s.io/v1","rv":N,"start":KEY}`, `KEY` the last key returned and a NUL,
+/// relative to the list's prefix (the name in a namespace's list or a cluster-scoped one,
+/// `NS/NAME` across namespaces); the pages of each are the list at the first page's revision;
+/// a token kube cannot honour is its 400 in its words (`storage.DecodeContinue`).
+#[test]
+fn continue_tokens_are_kubes() {
+    use base64::Engine;
+    let s = Server::start().unwrap();
+    let http = s.http();
+    for name in ["a", "b", "c"] {
+        create(&http, CMS, &configmap(name, &[], &[]));
+    }
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let first = get(&http, &format!("{CMS}?limit=1"));
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    let decoded: Value = serde_json::from_slice(&b64.decode(&token).unwrap()).unwrap();
+    // (With turtles' count of what follows, which kube's decoder does not look at.)
+    assert_eq!(decoded["v"], "meta.k8s.io/v1");
+    assert_eq!(decoded["rv"], rv(&first));
+    assert_eq!(decoded["start"], "a\u{0}");
+    let key = |item: &Value| {
+        format!(
+            "{}/{}",
+            item["metadata"]["namespace"].as_str().unwrap_or(""),
+            item["metadata"]["name"].as_str().unwrap_or("")
+        )
+    };
+    for (list, prefix) in [
+        (CMS, "default/"),
+        ("/api/v1/configmaps", ""),
+        ("/api/v1/namespaces", "/"),
+    ] {
+        let page = get(&http, &format!("{list}?limit=1"));
+        let at = rv(&page);
+        let whole = get(
+            &http,
+            &format!("{list}?resourceVersion={at}&resourceVersionMatch=Exact"),
+        );
+        let want: Vec<String> = whole["items"].as_array().unwrap().iter().map(key).collect();
+        let mut keys = Vec::new();
+        let mut page = page;
+        loop {
+            assert_eq!(rv(&page), at, "{list}");
+            let items = page["items"].as_array().unwrap();
+            keys.extend(items.iter().map(key));
+            let Some(token) = page["metadata"]["continue"]
+                .as_str()
+                .filter(|t| !t.is_empty())
+            else {
+                break;
+            };
+            let decoded: Value = serde_json::from_slice(&b64.decode(token).unwrap()).unwrap();
+            let last = keys.last().unwrap();
+            assert_eq!(
+                decoded["start"],
+                format!("{}\u{0}", last.strip_prefix(prefix).unwrap()),
+                "{list}"
+            );
+            assert!(keys.len() <= want.len(), "{list}: {keys:?}");
+            page = get(&http, &format!("{list}?limit=1&continue={token}"));
+        }
+        assert_eq!(keys, want, "{list}");
+    }
+    let now = rv(&get(&http, CMS));
+    let forged = |token: Value| b64.encode(token.to_string());
+    for (token, why) in [
+        ("a*b".to_owned(), "illegal base64 data at input byte 1"),
+        (
+            forged(json!({"v": "meta.k8s.io/v2", "rv": now, "start": "a"})),
+            "server does not recognize this encoded version meta.k8s.io/v2",
+        ),
+        (
+            forged(json!({"v": "meta.k8s.io/v1", "rv": 0, "start": "a"})),
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ),
+        (
+            forged(json!({"v": "meta.k8s.io/v1", "rv": now, "start": ""})),
+            "encoded start key empty (version meta.k8s.io/v1)",
+        ),
+        (
+            forged(json!({"v": "meta.k8s.io/v1", "rv": now, "start": "../kube-system/x"})),
+            "../kube-system/x",
+        ),
+        (
+            forged(json!({"v": "meta.k8s.io/v1", "rv": "1", "start": "a"})),
+            "json: cannot unmarshal string into Go struct field continueToken.rv of type int64",
+        ),
+    ] {
+        let r = http.get(&format!("{CMS}?limit=1&continue={token}"));
+        let st = assert_status(&r, 400, "BadRequest");
+        assert_eq!(
+            st["message"],
+            format!("invalid continue token: continue key is not valid: {why}"),
+            "{token}"
+        );
+    }
+}
+
+/// A `resourceVersion` kube's versioner cannot parse (`strconv.ParseUint`): a list's is its
+/// storage's 400 (`ValidateListOptions`: `invalid resource version: ...`), a get's and a
+/// watch's the storage error as it is, which kube answers as a 500 without a reason; and a
+/// `resourceVersionMatch` without a `resourceVersion` is `ValidateListOptions`' 422.
+#[test]
+fn unparsable_resource_versions_are_answered_as_kube_answers_them() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(&http, CMS, &configmap("rv", &[], &[]));
+    let invalid = r#"resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax"#;
+    let r = http.get(&format!("{CMS}?resourceVersion=abc"));
+    let st = assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        format!("invalid resource version: {invalid}")
+    );
+    let r = http.get(&format!(
+        "{CMS}?resourceVersion=abc&resourceVersionMatch=NotOlderThan&limit=1"
+    ));
+    let st = assert_status(&r, 400, "BadRequest");
+    assert_eq!(
+        st["message"],
+        format!("invalid resource version: {invalid}")
+    );
+    for path in [
+        format!("{CMS}/rv?resourceVersion=abc"),
+        format!("{CMS}?watch=true&resourceVersion=abc"),
+        "/api/v1/watch/namespaces/default/configmaps/rv?resourceVersion=abc".to_owned(),
+    ] {
+        let r = http.get(&path);
+        assert_eq!(r.status, 500, "{path}: {}", r.text());
+        let st = r.json();
+        assert_eq!(
+            (&st["kind"], &st["code"]),
+            (&json!("Status"), &json!(500)),
+            "{st}"
+        );
+        assert_eq!(st["message"], invalid, "{path}");
+        assert!(st.get("reason").is_none(), "{st}");
+    }
+    let r = http.get(&format!("{CMS}?resourceVersionMatch=NotOlderThan"));
+    let st = assert_status(&r, 422, "Invalid");
+    assert_eq!(
+        st["message"],
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+    );
+}

@@ -713,9 +713,10 @@ fn bind_and_escalate_are_the_explicit_ways_to_delegate() {
     s.kubectl_ok(&["get", "clusterrole", "gathered"]);
 }
 
-/// A continue token is the client's to forge: one whose start key lies in another namespace
-/// (before this one in key order) must not page through the namespaces in between. A list
-/// without selectors judges items by their keys alone, so the key is checked, not only the range.
+/// A continue token is the client's to forge: its key is relative to the list's prefix, as
+/// kube's (`storage.DecodeContinue`), so a token naming another namespace's key goes on inside
+/// this namespace, never through the ones in between; one whose key climbs out of the list, or
+/// a token turtles wrote before it wrote kube's whose key is not in the list, is refused.
 #[test]
 fn a_forged_continue_token_does_not_cross_namespaces() {
     use base64::Engine;
@@ -734,12 +735,15 @@ fn a_forged_continue_token_does_not_cross_namespaces() {
         .unwrap()
         .parse()
         .unwrap();
-    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(json!({"v": "turtles/1", "rv": rv, "start": "aaa/"}).to_string());
+    let token = |v: &str, start: &str| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(json!({"v": v, "rv": rv, "start": start}).to_string())
+    };
+    let kube = token("meta.k8s.io/v1", "aaa/secret-a");
     for query in ["limit=10&", ""] {
         let page = h
             .get(&format!(
-                "/api/v1/namespaces/zzz/configmaps?{query}continue={token}"
+                "/api/v1/namespaces/zzz/configmaps?{query}continue={kube}"
             ))
             .json();
         // Only zzz's own: `mine` and the namespace's `kube-root-ca.crt`.
@@ -749,6 +753,22 @@ fn a_forged_continue_token_does_not_cross_namespaces() {
             .unwrap()
             .iter()
             .all(|i| i["metadata"]["namespace"] == "zzz"));
+    }
+    for (forged, message) in [
+        (
+            token("meta.k8s.io/v1", "../aaa/secret-a"),
+            "invalid continue token: continue key is not valid: ../aaa/secret-a",
+        ),
+        (
+            token("turtles/1", "aaa/"),
+            "invalid continue token: continue key is not valid: server does not recognize this encoded version turtles/1",
+        ),
+    ] {
+        let r = h.get(&format!(
+            "/api/v1/namespaces/zzz/configmaps?limit=10&continue={forged}"
+        ));
+        let st = assert_status(&r, 400, "BadRequest");
+        assert_eq!(st["message"], message);
     }
 }
 

@@ -791,13 +791,11 @@ pub async fn serve(
         .map(String::as_str)
         .filter(|s| !s.is_empty());
     super::handlers::validate_list_options(q, true)?;
+    // kube's cacher reads it as a get's (`ParseResourceVersion`, "0" and "00" alike 0), and
+    // returns a value it refuses as it is: a 500 without a reason.
     let requested = match rv_param {
-        None | Some("0") => None,
-        Some(s) => Some(s.parse::<u64>().map_err(|_| {
-            ApiError::bad_request(format!(
-                "resourceVersion: Invalid value: \"{s}\": must be a decimal integer"
-            ))
-        })?),
+        None => None,
+        Some(s) => Some(crate::service::parse_get_rv(s)?).filter(|n| *n > 0),
     };
     if let Some(e) = unstreamable {
         return Err(e);

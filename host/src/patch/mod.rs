@@ -43,7 +43,7 @@ impl PatchType {
 pub fn parse(t: PatchType, body: &[u8]) -> Result<Value, ApiError> {
     let body = crate::model::json::negative_zero_as_zero(body);
     let v: Value = serde_json::from_slice(&body).map_err(decoding_error)?;
-    shaped(t, v)
+    shaped(t, v, false)
 }
 
 /// [`parse`], with kube's strict decoding errors of the patch itself when `strict`
@@ -72,7 +72,7 @@ pub fn parse_strict(
         }),
     };
     let (v, errors) = decoded.map_err(decoding_error)?;
-    Ok((shaped(t, v)?, errors))
+    Ok((shaped(t, v, true)?, errors))
 }
 
 fn decoding_error(e: serde_json::Error) -> ApiError {
@@ -186,17 +186,79 @@ fn go_map_into(m: &Map<String, Value>, out: &mut String, item: fn(&Value, &mut S
     out.push(']');
 }
 
-/// The shape kube's patcher needs of each patch type.
-fn shaped(t: PatchType, v: Value) -> Result<Value, ApiError> {
+/// The shape kube's patcher needs of each patch type (a JSON patch's operations as
+/// [`json_patch_operations`] reads them, `strict` as [`parse_strict`] takes it).
+fn shaped(t: PatchType, v: Value, strict: bool) -> Result<Value, ApiError> {
     match t {
-        PatchType::Json if !v.is_array() => Err(ApiError::bad_request(
-            "json patch must be an array of operations",
-        )),
+        PatchType::Json => json_patch_operations(v, strict),
         PatchType::Merge | PatchType::Strategic | PatchType::Apply if !v.is_object() => {
             Err(ApiError::bad_request("merge patch must be a JSON object"))
         }
         _ => Ok(v),
     }
+}
+
+/// A JSON patch's operations as kube's `jsonPatcher.applyJSPatch` decodes them before applying
+/// any, a 400 in Go's words for the first in the document that does not decode: under
+/// `fieldValidation` `Strict` or `Warn` `kjson.UnmarshalStrict` into
+/// `[]jsonPatchOp{Op, Path, From string; Value interface{}}` (`error decoding patch: json:
+/// cannot unmarshal number into Go value of type handlers.jsonPatchOp`, and an `op`, `path` or
+/// `from` that is no string `... into Go struct field jsonPatchOp.path of type string`), then
+/// json-patch's `DecodePatch` into `[]map[string]*json.RawMessage` (`json: cannot unmarshal
+/// number into Go value of type jsonpatch.Operation`), which is all there is under `Ignore`.
+/// `null` is no operations at all (Go's nil slice), and an operation that is `null` one of no
+/// kind (an empty map: `Unexpected kind: unknown` when it is reached).
+fn json_patch_operations(v: Value, strict: bool) -> Result<Value, ApiError> {
+    let refused = |found: &Value, into: &str| {
+        let e = format!(
+            "json: cannot unmarshal {} into {into}",
+            crate::schema::objectmeta::go_type_name(found)
+        );
+        ApiError::bad_request(if strict {
+            format!("error decoding patch: {e}")
+        } else {
+            e
+        })
+    };
+    let ops = match v {
+        Value::Array(ops) => ops,
+        Value::Null => return Ok(Value::Array(Vec::new())),
+        other => {
+            let into = if strict {
+                "Go value of type []handlers.jsonPatchOp"
+            } else {
+                "Go value of type jsonpatch.Patch"
+            };
+            return Err(refused(&other, into));
+        }
+    };
+    for op in &ops {
+        match op {
+            Value::Null => {}
+            Value::Object(fields) => {
+                if !strict {
+                    continue;
+                }
+                for (name, field) in fields {
+                    if matches!(name.as_str(), "op" | "path" | "from")
+                        && !(field.is_string() || field.is_null())
+                    {
+                        let into = format!("Go struct field jsonPatchOp.{name} of type string");
+                        return Err(refused(field, &into));
+                    }
+                }
+            }
+            other => {
+                let into = if strict {
+                    "Go value of type handlers.jsonPatchOp"
+                } else {
+                    "Go value of type jsonpatch.Operation"
+                };
+                return Err(refused(other, into));
+            }
+        }
+    }
+    Ok(Value::Array(ops))
 }
 
 /// Apply a decoded patch to the current object, a JSON patch's failures in json-patch's words
@@ -280,36 +342,206 @@ impl JsonPatchFailure {
     }
 }
 
-/// A JSON patch applied: an operation of a kind RFC 6902 has not is found when it is reached,
-/// as evanphx/json-patch finds it (the ones before it run, then it fails).
+/// A JSON patch applied as json-patch v4 (`gopkg.in/evanphx/json-patch.v4`, kube's) applies
+/// it: all its operations counted first (kube's bound on them), then each read when it is
+/// reached (`Patch.ApplyIndent`), so that one json-patch cannot read ([`go_operation`]: an
+/// unknown `op`, no `path`) fails there, after the ones before it ran.
 fn apply_json(current: &Value, patch: &Value) -> Result<Value, JsonPatchFailure> {
-    let unknown = patch.as_array().and_then(|ops| {
-        ops.iter().position(|op| {
-            op.as_object().is_some_and(|o| {
-                !matches!(
-                    o.get("op").and_then(Value::as_str),
-                    Some("add" | "remove" | "replace" | "move" | "copy" | "test")
-                )
-            })
-        })
-    });
-    let known = match (unknown, patch.as_array()) {
-        (Some(i), Some(ops)) => Value::Array(ops[..i].to_vec()),
-        _ => patch.clone(),
+    let ops: &[Value] = match patch {
+        Value::Array(ops) => ops.as_slice(),
+        Value::Null => &[],
+        other => {
+            return Err(JsonPatchFailure::Refused(ApiError::bad_request(format!(
+                "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
+                crate::schema::objectmeta::go_type_name(other)
+            ))))
+        }
     };
-    let ops: json_patch::Patch = serde_json::from_value(known).map_err(|e| {
-        JsonPatchFailure::Refused(ApiError::bad_request(format!(
-            "error decoding json patch: {e}"
-        )))
-    })?;
-    let patched = apply_json_ops(current, &ops.0, &mut false)?;
-    match unknown.and_then(|i| patch.get(i)) {
-        Some(op) => Err(JsonPatchFailure::Failed(format!(
-            "Unexpected kind: {}",
-            op.get("op").and_then(Value::as_str).unwrap_or("unknown")
-        ))),
+    if ops.len() > limits::JSON_PATCH_MAX_OPERATIONS {
+        return Err(JsonPatchFailure::Refused(too_many_operations(ops.len())));
+    }
+    let mut read = Vec::with_capacity(ops.len());
+    let mut unreadable = None;
+    for op in ops {
+        match go_operation(op) {
+            Ok(op) => read.push(op),
+            Err(why) => {
+                unreadable = Some(why);
+                break;
+            }
+        }
+    }
+    let patched = apply_json_ops(current, &read, &mut false)?;
+    match unreadable {
+        Some(why) => Err(JsonPatchFailure::Failed(why)),
         None => Ok(patched),
     }
+}
+
+/// kube's answer to more operations than it takes (`NewRequestEntityTooLargeError` puts its
+/// words before the message).
+fn too_many_operations(n: usize) -> ApiError {
+    ApiError::too_large(format!(
+        "Request entity too large: The allowed maximum operations in a JSON patch is {}, got {n}",
+        limits::JSON_PATCH_MAX_OPERATIONS
+    ))
+}
+
+/// What json-patch v4 says when an operation has no `path` (`Operation.Path`).
+const NO_PATH: &str = "operation missing path field";
+/// What json-patch v4 says when an operation has no `from` (`Operation.From`).
+const NO_FROM: &str = "operation, missing from field";
+
+/// One operation as json-patch v4 reads it when it is reached (`patch.go`): its kind from `op`
+/// (`unknown` when that is missing or no string: `Unexpected kind: unknown`), its `path` and
+/// `from` as `Operation.Path` and `Operation.From` read them and `findObject` follows them
+/// ([`go_pointer`]; `""` is the whole document for a `replace` or a `test` only), and a missing
+/// `value` as `null` (json-patch puts a nil node there, which it writes as `null`). `Err` has
+/// json-patch's words for an operation it fails on before it looks at the document (a field
+/// missing, or not a string: `add operation failed to decode path: missing value`).
+fn go_operation(op: &Value) -> Result<json_patch::PatchOperation, String> {
+    use json_patch::jsonptr::PointerBuf;
+    use json_patch::{
+        AddOperation, CopyOperation, MoveOperation, PatchOperation as Op, RemoveOperation,
+        ReplaceOperation, TestOperation,
+    };
+    let kind = match go_field(op, "op") {
+        Some(Value::String(kind)) => kind.as_str(),
+        _ => "unknown",
+    };
+    let value = || go_field(op, "value").cloned().unwrap_or(Value::Null);
+    Ok(match kind {
+        "add" => {
+            let path = go_string(op, "path", NO_PATH)
+                .map_err(|_| "add operation failed to decode path: missing value".to_owned())?;
+            let at = go_pointer(path).ok_or_else(|| {
+                format!(
+                    "add operation does not apply: doc is missing path: \"{path}\": missing value"
+                )
+            })?;
+            Op::Add(AddOperation {
+                path: at,
+                value: value(),
+            })
+        }
+        "remove" => {
+            let path = go_string(op, "path", NO_PATH)
+                .map_err(|_| "remove operation failed to decode path: missing value".to_owned())?;
+            let at = go_pointer(path).ok_or_else(|| {
+                format!("remove operation does not apply: doc is missing path: \"{path}\": missing value")
+            })?;
+            Op::Remove(RemoveOperation { path: at })
+        }
+        "replace" => {
+            let path = go_string(op, "path", NO_PATH)
+                .map_err(|e| format!("replace operation failed to decode path: {e}"))?;
+            let value = value();
+            let at = if path.is_empty() {
+                // The whole document, which must stay an object or an array (json-patch wraps
+                // no error there: Go prints the nil it was given).
+                if !(value.is_object() || value.is_array()) {
+                    return Err(
+                        "replace operation value must be object or array: %!w(<nil>)".to_owned(),
+                    );
+                }
+                PointerBuf::root()
+            } else {
+                go_pointer(path).ok_or_else(|| {
+                    format!("replace operation does not apply: doc is missing path: {path}: missing value")
+                })?
+            };
+            Op::Replace(ReplaceOperation { path: at, value })
+        }
+        "move" => {
+            let from = go_string(op, "from", NO_FROM)
+                .map_err(|e| format!("move operation failed to decode from: {e}"))?;
+            let from_at = go_pointer(from).ok_or_else(|| {
+                format!("move operation does not apply: doc is missing from path: {from}: missing value")
+            })?;
+            let path = go_string(op, "path", NO_PATH)
+                .map_err(|e| format!("move operation failed to decode path: {e}"))?;
+            let at = go_pointer(path).ok_or_else(|| {
+                format!("move operation does not apply: doc is missing destination path: {path}: missing value")
+            })?;
+            Op::Move(MoveOperation {
+                from: from_at,
+                path: at,
+            })
+        }
+        "test" => {
+            let path = go_string(op, "path", NO_PATH)
+                .map_err(|e| format!("test operation failed to decode path: {e}"))?;
+            let at = if path.is_empty() {
+                PointerBuf::root()
+            } else {
+                go_pointer(path).ok_or_else(|| {
+                    format!("test operation does not apply: is missing path: {path}: missing value")
+                })?
+            };
+            Op::Test(TestOperation {
+                path: at,
+                value: value(),
+            })
+        }
+        "copy" => {
+            let from = go_string(op, "from", NO_FROM)
+                .map_err(|e| format!("copy operation failed to decode from: {e}"))?;
+            let from_at = go_pointer(from).ok_or_else(|| {
+                format!("copy operation does not apply: doc is missing from path: {from}: missing value")
+            })?;
+            let path = go_string(op, "path", NO_PATH)
+                .map_err(|_| "copy operation failed to decode path: missing value".to_owned())?;
+            let at = go_pointer(path).ok_or_else(|| {
+                format!("copy operation does not apply: doc is missing destination path: {path}: missing value")
+            })?;
+            Op::Copy(CopyOperation {
+                from: from_at,
+                path: at,
+            })
+        }
+        other => return Err(format!("Unexpected kind: {other}")),
+    })
+}
+
+/// A field of an operation as json-patch v4 finds it in its `map[string]*json.RawMessage`:
+/// `null` is a nil message, as good as none.
+fn go_field<'a>(op: &'a Value, name: &str) -> Option<&'a Value> {
+    op.get(name).filter(|v| !v.is_null())
+}
+
+/// A string field of an operation (`Operation.Path`, `Operation.From`), or why not: `missing`
+/// with json-patch's `ErrMissing`, or Go's error decoding a value of another type.
+fn go_string<'a>(op: &'a Value, name: &str, missing: &str) -> Result<&'a str, String> {
+    match go_field(op, name) {
+        None => Err(format!("{missing}: missing value")),
+        Some(Value::String(s)) => Ok(s.as_str()),
+        Some(other) => Err(format!(
+            "json: cannot unmarshal {} into Go value of type string",
+            crate::schema::objectmeta::go_type_name(other)
+        )),
+    }
+}
+
+/// A path as json-patch v4's `findObject` follows it: split at `/`, the piece before the first
+/// `/` not looked at (`a/b` is `/b`), each other piece a key with `~1` and `~0` decoded as its
+/// `decodePatchKey` decodes them (any other `~` is kept as it is). A path without `/` (`""`
+/// among them) names nothing.
+fn go_pointer(path: &str) -> Option<json_patch::jsonptr::PointerBuf> {
+    let (_, keys) = path.split_once('/')?;
+    Some(json_patch::jsonptr::PointerBuf::from_tokens(
+        keys.split('/')
+            .map(|key| key.replace("~1", "/").replace("~0", "~")),
+    ))
+}
+
+/// Whether json-patch v4 reads `at` as a nil value where RFC 6902 finds nothing: a key that the
+/// object holding it lacks (its `partialDoc.get` answers a missing key with nil, no error).
+fn go_nil_at(doc: &Value, at: &json_patch::jsonptr::Pointer) -> bool {
+    at.split_back().is_some_and(|(parent, key)| {
+        doc.pointer(parent.as_str())
+            .and_then(Value::as_object)
+            .is_some_and(|o| !o.contains_key(&*key.decoded()))
+    })
 }
 
 /// kube's `interpretStrategicMergePatchError`: mergepatch's format errors are a 400 with their
@@ -369,16 +601,33 @@ fn apply_json_ops(
 ) -> Result<Value, JsonPatchFailure> {
     use json_patch::PatchOperation as Op;
     if ops.len() > limits::JSON_PATCH_MAX_OPERATIONS {
-        return Err(JsonPatchFailure::Refused(ApiError::too_large(format!(
-            // kube's `NewRequestEntityTooLargeError` puts its words before the message.
-            "Request entity too large: The allowed maximum operations in a JSON patch is {}, got {}",
-            limits::JSON_PATCH_MAX_OPERATIONS,
-            ops.len()
-        ))));
+        return Err(JsonPatchFailure::Refused(too_many_operations(ops.len())));
     }
     let mut doc = current.clone();
     let mut copied = 0usize;
     for (i, op) in ops.iter().enumerate() {
+        // json-patch v4 reads a key an object lacks as a nil value, not as an error
+        // ([`go_nil_at`]): a `replace` of it adds it, a `copy` from it adds `null` (a nil node,
+        // 0 bytes copied), and a `test` that it is `null` passes.
+        let as_add;
+        let op = match op {
+            Op::Test(o) if o.value.is_null() && go_nil_at(&doc, &o.path) => continue,
+            Op::Replace(o) if go_nil_at(&doc, &o.path) => {
+                as_add = Op::Add(json_patch::AddOperation {
+                    path: o.path.clone(),
+                    value: o.value.clone(),
+                });
+                &as_add
+            }
+            Op::Copy(o) if go_nil_at(&doc, &o.from) => {
+                as_add = Op::Add(json_patch::AddOperation {
+                    path: o.path.clone(),
+                    value: Value::Null,
+                });
+                &as_add
+            }
+            op => op,
+        };
         // The depth a value lands at is its path's length plus its own depth; the rest of the
         // document is within the limit already.
         let (at, value_depth) = match op {
@@ -515,6 +764,20 @@ mod tests {
             json!([{"op": "remove", "path": "/spec/nope"}]),
             json!([{"op": "replace", "path": "/spec/replicas", "value": 2}, {"op": "bogus", "path": "/x"}]),
             json!(copies),
+            // Operations json-patch cannot read, found when reached: no `path` (or `from`), one
+            // that is no string, no `op`, an `op` that is `null`, a path naming nothing.
+            json!([{"op": "add", "value": 1}]),
+            json!([{"op": "replace", "path": "/spec/replicas", "value": 2}, {"op": "remove"}]),
+            json!([{"op": "replace", "value": 2}]),
+            json!([{"op": "test", "path": null, "value": 1}]),
+            json!([{"op": "move", "path": "/spec/x"}]),
+            json!([{"op": "copy", "from": "/spec/replicas"}]),
+            json!([{"op": "add", "path": 5, "value": 1}]),
+            json!([{"path": "/spec/replicas", "value": 2}]),
+            json!([null]),
+            json!([{"op": "add", "path": "", "value": {}}]),
+            json!([{"op": "remove", "path": "spec"}]),
+            json!([{"op": "replace", "path": "", "value": 3}]),
         ] {
             assert_eq!(
                 answered(
@@ -540,6 +803,20 @@ mod tests {
             ),
             r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001","reason":"RequestEntityTooLarge","code":413}"#
         );
+        // kube counts the operations before it applies any.
+        let ops: Vec<Value> = std::iter::once(json!({"op": "bogus"}))
+            .chain(
+                (0..limits::JSON_PATCH_MAX_OPERATIONS)
+                    .map(|_| json!({"op": "test", "path": "/spec/replicas", "value": 1})),
+            )
+            .collect();
+        assert!(answered(
+            PatchType::Json,
+            ("apps", "deployments"),
+            &deploy,
+            json!(ops)
+        )
+        .contains("\"code\":413"));
         let ri = crate::model::Registry::with_builtins()
             .lookup("apps", "v1", "deployments")
             .unwrap();
@@ -551,6 +828,177 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("value did not match"), "{}", e.message);
+        // Admission's patches: json-patch's words for an operation it cannot read.
+        for (ops, words) in [
+            (
+                json!([{"op": "add", "value": 1}]),
+                "add operation failed to decode path: missing value",
+            ),
+            (
+                json!([{"op": "move", "path": "/spec/x"}]),
+                "move operation failed to decode from: operation, missing from field: missing value",
+            ),
+            (
+                json!([{"op": "test", "path": 5, "value": 1}]),
+                "test operation failed to decode path: json: cannot unmarshal number into Go value of type string",
+            ),
+            (
+                json!([{"op": "remove", "path": "spec"}]),
+                "remove operation does not apply: doc is missing path: \"spec\": missing value",
+            ),
+            (json!([null]), "Unexpected kind: unknown"),
+        ] {
+            let e = apply(PatchType::Json, &deploy, &ops, &ri).unwrap_err();
+            assert_eq!(e.code, 422, "{ops}");
+            assert_eq!(
+                e.message,
+                format!("the server rejected our request due to an error in our request: {words}")
+            );
+        }
+    }
+
+    /// What json-patch v4 applies where RFC 6902 (and the `json_patch` crate) would fail, as
+    /// kube does: an operation without `value` puts `null` there; a key an object lacks reads
+    /// as a nil value, so a `replace` of it adds it, a `copy` from it copies `null` and a
+    /// `test` that it is `null` passes; a path's piece before its first `/` is not looked at,
+    /// and a `~` that escapes nothing is kept.
+    #[test]
+    fn json_patch_operations_are_applied_as_json_patch_v4_applies_them() {
+        let ri = crate::model::Registry::with_builtins()
+            .lookup("", "v1", "configmaps")
+            .unwrap();
+        let cm = json!({"metadata": {"name": "c"}, "data": {"a": "1"}});
+        let applied = |ops: Value| apply_request(PatchType::Json, &cm, &ops, &ri);
+        for (ops, data) in [
+            (
+                json!([{"op": "add", "path": "/data/b"}]),
+                json!({"a": "1", "b": null}),
+            ),
+            (
+                json!([{"op": "replace", "path": "/data/a"}]),
+                json!({"a": null}),
+            ),
+            (
+                json!([{"op": "replace", "path": "/data/b", "value": "2"}]),
+                json!({"a": "1", "b": "2"}),
+            ),
+            (
+                json!([{"op": "copy", "from": "/data/nope", "path": "/data/b"}]),
+                json!({"a": "1", "b": null}),
+            ),
+            (
+                json!([{"op": "test", "path": "/data/nope", "value": null},
+                       {"op": "test", "path": "/data/nope"},
+                       {"op": "add", "path": "/data/b", "value": "2"}]),
+                json!({"a": "1", "b": "2"}),
+            ),
+            (
+                json!([{"op": "add", "path": "/data/x~2y", "value": "2"},
+                       {"op": "add", "path": "/data/p~1q", "value": "3"},
+                       {"op": "add", "path": "/data/~01", "value": "4"}]),
+                json!({"a": "1", "x~2y": "2", "p/q": "3", "~1": "4"}),
+            ),
+        ] {
+            let out = applied(ops.clone()).unwrap_or_else(|e| panic!("{ops}: {e:?}"));
+            assert_eq!(out["data"], data, "{ops}");
+        }
+        // `data/b` is `/b`: a key at the top.
+        let out = applied(json!([{"op": "add", "path": "data/b", "value": "2"}])).unwrap();
+        assert_eq!(out["b"], "2");
+        assert_eq!(out["data"], cm["data"]);
+        // The whole document, by `replace` and `test` only.
+        let whole = json!({"metadata": {"name": "c"}});
+        let out = applied(json!([{"op": "test", "path": "", "value": cm},
+                                 {"op": "replace", "path": "", "value": whole}]))
+        .unwrap();
+        assert_eq!(out, whole);
+        // A `test` for anything else there fails, as a `remove` of it does.
+        for ops in [
+            json!([{"op": "test", "path": "/data/nope", "value": "x"}]),
+            json!([{"op": "remove", "path": "/data/nope"}]),
+        ] {
+            assert_eq!(applied(ops.clone()).unwrap_err().code, 422, "{ops}");
+        }
+    }
+
+    /// A JSON patch's body decoded as kube's patcher decodes it, before any operation is
+    /// applied: operations that are no objects, and (strictly, as `fieldValidation` `Strict`
+    /// and `Warn` decode) an `op`, `path` or `from` that is no string, are a 400 in Go's words,
+    /// the first in the document; `null` is no operations, an operation that is `null` one of
+    /// no kind.
+    #[test]
+    fn json_patch_bodies_are_decoded_as_kube_decodes_them() {
+        let refused = |body: &[u8], strict: bool| {
+            let e = parse_strict(PatchType::Json, body, strict).unwrap_err();
+            assert_eq!((e.code, e.reason), (400, "BadRequest"), "{e:?}");
+            e.message
+        };
+        for (body, strict, message) in [
+            (
+                &b"[1]"[..],
+                true,
+                "error decoding patch: json: cannot unmarshal number into Go value of type handlers.jsonPatchOp",
+            ),
+            (
+                &b"[1]"[..],
+                false,
+                "json: cannot unmarshal number into Go value of type jsonpatch.Operation",
+            ),
+            (
+                &b"{\"op\": \"add\"}"[..],
+                true,
+                "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp",
+            ),
+            (
+                &b"{\"op\": \"add\"}"[..],
+                false,
+                "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+            ),
+            (
+                &b"\"x\""[..],
+                false,
+                "json: cannot unmarshal string into Go value of type jsonpatch.Patch",
+            ),
+            (
+                &br#"[{"op": "add", "path": "/a", "value": 1}, null, true, {"op": 1}]"#[..],
+                true,
+                "error decoding patch: json: cannot unmarshal bool into Go value of type handlers.jsonPatchOp",
+            ),
+            (
+                &br#"[{"op": "add", "path": 5, "from": [], "value": 1}]"#[..],
+                true,
+                "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.path of type string",
+            ),
+            (
+                &br#"[{"op": "move", "from": {}, "path": "/a"}]"#[..],
+                true,
+                "error decoding patch: json: cannot unmarshal object into Go struct field jsonPatchOp.from of type string",
+            ),
+        ] {
+            assert_eq!(refused(body, strict), message, "{}", String::from_utf8_lossy(body));
+        }
+        // Fields of any type under `Ignore`: json-patch fails on them when it reaches them.
+        let (ops, _) = parse_strict(
+            PatchType::Json,
+            br#"[{"op": "add", "path": 5, "value": 1}]"#,
+            false,
+        )
+        .unwrap();
+        let ri = crate::model::Registry::with_builtins()
+            .lookup("", "v1", "configmaps")
+            .unwrap();
+        let cm = json!({"metadata": {"name": "c"}, "data": {"a": "1"}});
+        let e = apply_request(PatchType::Json, &cm, &ops, &ri).unwrap_err();
+        assert_eq!((e.code, e.reason), (422, "Invalid"), "{e:?}");
+        // `null`: nothing to do; `[null]`: an operation of no kind.
+        for strict in [true, false] {
+            let (ops, _) = parse_strict(PatchType::Json, b"null", strict).unwrap();
+            assert_eq!(ops, json!([]));
+            assert_eq!(apply_request(PatchType::Json, &cm, &ops, &ri).unwrap(), cm);
+            let (ops, _) = parse_strict(PatchType::Json, b"[null]", strict).unwrap();
+            let e = apply_request(PatchType::Json, &cm, &ops, &ri).unwrap_err();
+            assert_eq!((e.code, e.reason), (422, "Invalid"), "{e:?}");
+        }
     }
 
     /// A strategic merge patch's errors as kube's `interpretStrategicMergePatchError` sorts
