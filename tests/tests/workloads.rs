@@ -188,6 +188,32 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
         described.contains("ScalingReplicaSet") && described.contains("from 0 to 3"),
         "{described}"
     );
+    // Each controller's writes are managed by it: with no `fieldManager`, kube names the
+    // manager after the client's user agent, which the host sets to the controller's name.
+    let managers = |kind: &str| -> Vec<String> {
+        let list = s.kubectl_json(&["get", kind, "--show-managed-fields", "-o", "json"]);
+        let mut names: Vec<String> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|o| {
+                o["metadata"]["managedFields"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|m| m["manager"].as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    assert_eq!(managers("replicasets"), ["deployment", "replicaset"]);
+    assert!(
+        managers("pods").contains(&"replicaset".to_owned()),
+        "{:?}",
+        managers("pods")
+    );
 
     // Expose it: the endpointslice controller (Rust) fills the Service's EndpointSlice and
     // Endpoints with the three Pods, as kube-controller-manager does.
@@ -278,7 +304,54 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
     .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "rs,pods"])));
     // No Pods: an empty slice; the Service deleted: its slice (owner reference) and its
     // Endpoints (the controller) go.
-    wait_endpoints(&s, &[]);
+    let empty = wait_endpoints(&s, &[]);
+    // That slice stays, as kube's controller keeps its one placeholder: reconciles of the
+    // Service (touched twice here) find it as they want it. (The server leaves its empty
+    // `endpoints` and `ports` out; a controller that wanted `[]` there made a new slice and
+    // deleted the old one on every reconcile, forever.)
+    let reconciles = || -> u64 {
+        s.http()
+            .get("/metrics")
+            .text()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("turtles_controller_reconciles_total{controller=\"endpointslice\"} ")
+            })
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let before = reconciles();
+    for i in 0..2 {
+        s.kubectl_ok(&[
+            "annotate",
+            "service",
+            "web",
+            &format!("touch={i}"),
+            "--overwrite",
+        ]);
+    }
+    poll(
+        "the endpointslice controller to reconcile web again",
+        DEADLINE,
+        || (reconciles() >= before + 2).then_some(()),
+    )
+    .unwrap();
+    let slices = s.kubectl_json(&[
+        "get",
+        "endpointslices",
+        "-l",
+        "kubernetes.io/service-name=web",
+    ]);
+    let items = slices["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{slices}");
+    assert_eq!(
+        items[0]["metadata"]["name"], empty["metadata"]["name"],
+        "{slices}"
+    );
+    assert_eq!(
+        items[0]["metadata"]["resourceVersion"], empty["metadata"]["resourceVersion"],
+        "{slices}"
+    );
     s.kubectl_ok(&["delete", "service", "web"]);
     poll("the slice and Endpoints of web to go", DEADLINE, || {
         let slices = s.kubectl_json(&[

@@ -775,6 +775,19 @@ pub(crate) async fn call_api(ctx: &HostCtx, request: wit::HttpRequest) -> wit::H
         }
     }
     builder = builder.header("authorization", format!("Bearer {}", identity.token));
+    // A client names itself in its user agent, which kube makes the manager of the fields a
+    // write sets when it gives no `fieldManager` (`managerOrUserAgent`): a guest that sends
+    // none is named after its controller (`deployment/turtles`, manager `deployment`), as
+    // kube-controller-manager's clients are after it.
+    if !request
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+    {
+        if let Ok(agent) = axum::http::HeaderValue::from_str(&format!("{}/turtles", ctx.name)) {
+            builder = builder.header(axum::http::header::USER_AGENT, agent);
+        }
+    }
     // Its share of the in-flight limits is the controller's own, whatever it acts as (a
     // ServiceAccount's calls would otherwise share the account's namespace's).
     builder = builder.extension(crate::api::inflight::ControllerCall(ctx.name.clone()));

@@ -242,6 +242,13 @@ fn sync(service: &Value) -> Outcome {
     outcome
 }
 
+/// A list field's items: none when it is `[]`, `null` or left out. The server leaves out an
+/// empty list (and kube answers `null` for a slice's empty `endpoints` and `ports`), so a slice
+/// read back never holds the `[]` it was written with.
+fn items(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
 fn owned_by(slice: &Value, uid: &str) -> bool {
     slice["metadata"]["ownerReferences"]
         .as_array()
@@ -274,11 +281,11 @@ fn sync_slices(
     for content in want {
         let reuse = existing.iter_mut().find(|s| {
             s.as_ref()
-                .is_some_and(|s| s["ports"] == Value::Array(content.ports.clone()))
+                .is_some_and(|s| items(&s["ports"]) == content.ports.as_slice())
         });
         match reuse.and_then(Option::take) {
             Some(mut slice) => {
-                let same = slice["endpoints"] == Value::Array(content.endpoints.clone())
+                let same = items(&slice["endpoints"]) == content.endpoints.as_slice()
                     && slice["metadata"]["labels"] == labels;
                 if same {
                     continue;
@@ -362,9 +369,9 @@ fn sync_endpoints(
     }
     let written = match current {
         Some(mut ep) => {
-            let current_subsets = ep.get("subsets").cloned().unwrap_or(json!([]));
+            let current_subsets = items(&ep["subsets"]);
             let labels_now = ep.pointer("/metadata/labels").cloned().unwrap_or(json!({}));
-            if current_subsets == Value::Array(subsets.clone())
+            if current_subsets == subsets.as_slice()
                 && labels_now == labels
                 && had_over == over
             {
