@@ -203,6 +203,10 @@ fn go_job_controller_runs_a_job_to_completion() {
     assert_eq!(job["status"]["succeeded"], 3, "{job}");
     // `active` and `failed` are `omitempty` int32s: kube writes neither at 0.
     assert_eq!(job["status"].get("active"), None, "{job}");
+    // What kube's job controller always writes: the terminating count (a pointer: 0 kept) and
+    // an empty uncountedTerminatedPods.
+    assert_eq!(job["status"]["terminating"], 0, "{job}");
+    assert_eq!(job["status"]["uncountedTerminatedPods"], json!({}), "{job}");
     assert!(job["status"]["completionTime"].is_string(), "{job}");
     let conditions: Vec<(String, String, String)> = job["status"]["conditions"]
         .as_array()

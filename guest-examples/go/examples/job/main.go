@@ -24,6 +24,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -131,6 +132,7 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 
 	// The Job's Pods: those whose controller reference is this Job.
 	var active, succeededPods, failedPods []turtles.Object
+	terminating := 0 // being deleted and not finished (kube's CountTerminatingPods)
 	seen := map[string]bool{}
 	for _, p := range turtles.CacheList(turtles.Pods, job.GetNamespace()) {
 		ref, ok := p.GetControllerOf()
@@ -144,7 +146,9 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 		case "Failed":
 			failedPods = append(failedPods, p)
 		default:
-			if !p.IsDeleting() {
+			if p.IsDeleting() {
+				terminating++
+			} else {
 				active = append(active, p)
 			}
 		}
@@ -311,6 +315,12 @@ func (c *jobController) Reconcile(ctx context.Context, req turtles.Request) (tur
 	turtles.SetNestedField(next, turtles.Int(int64(ready)), "status", "ready")
 	turtles.SetNestedField(next, turtles.Int(succeeded), "status", "succeeded")
 	turtles.SetNestedField(next, turtles.Int(failed), "status", "failed")
+	// kube's job controller (JobPodReplacementPolicy, on by default) always writes how many of
+	// the Job's Pods are terminating, and an empty uncountedTerminatedPods.
+	turtles.SetNestedField(next, turtles.Int(int64(terminating)), "status", "terminating")
+	if turtles.NestedMap(next, "status", "uncountedTerminatedPods") == nil {
+		turtles.SetNestedField(next, map[string]any{}, "status", "uncountedTerminatedPods")
+	}
 	if string(turtles.Object(turtles.NestedMap(next, "status")).JSON()) != string(oldStatus.JSON()) {
 		if _, err := turtles.UpdateStatus(ctx, turtles.Jobs, next); err != nil {
 			return turtles.Result{}, fmt.Errorf("updating the status of job %s: %w", req.NamespacedName, err)
@@ -446,7 +456,13 @@ func (c *jobController) createPod(ctx context.Context, job turtles.Object) (turt
 	pod.SetOwnerReferences([]turtles.OwnerReference{turtles.NewControllerRef(job)})
 	created, err := turtles.Create(ctx, turtles.Pods, pod)
 	if err != nil {
-		_ = turtles.Eventf(job, turtles.EventWarning, "FailedCreate", "Error creating: %v", err)
+		// kube's words: client-go's error is the Status's message alone.
+		why := err.Error()
+		var apiErr *turtles.APIError
+		if errors.As(err, &apiErr) && apiErr.Message != "" {
+			why = apiErr.Message
+		}
+		_ = turtles.Eventf(job, turtles.EventWarning, "FailedCreate", "Error creating: %s", why)
 		return nil, fmt.Errorf("creating a pod for job %s/%s: %w", job.GetNamespace(), job.GetName(), err)
 	}
 	_ = turtles.Eventf(job, turtles.EventNormal, "SuccessfulCreate", "Created pod: %s", created.GetName())
