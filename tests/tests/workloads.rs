@@ -209,6 +209,48 @@ fn a_deployment_runs_through_controllers_in_python_javascript_and_c() {
         names
     };
     assert_eq!(managers("replicasets"), ["deployment", "replicaset"]);
+
+    // A new image, then `kubectl rollout undo`: the first ReplicaSet comes back as revision 3
+    // and remembers it was 1 (kube's revision-history), which `rollout history` lists.
+    s.kubectl_ok(&["set", "image", "deployment/web", "nginx=nginx:1.28"]);
+    let out = s.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=120s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    s.kubectl_ok(&["rollout", "undo", "deployment/web"]);
+    let first = poll("the first ReplicaSet to be revision 3", DEADLINE, || {
+        let rss = s.kubectl_json(&["get", "replicasets"]);
+        rss["items"]
+            .as_array()?
+            .iter()
+            .find(|rs| {
+                rs["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+                    && rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+            })
+            .cloned()
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "rs", "-o", "yaml"])));
+    assert_eq!(
+        first["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"], "1",
+        "{first}"
+    );
+    let out = s.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=120s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let history = s.kubectl_ok(&["rollout", "history", "deployment/web"]);
+    let revisions: Vec<&str> = history
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(revisions, ["2", "3"], "{history}");
+    // The Pods now: the undo replaced them.
+    let mut ips: Vec<String> = poll("three running pods after the undo", DEADLINE, || {
+        let ps = pods(&s);
+        (ps.len() == 3 && ps.iter().all(running)).then_some(ps)
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", s.kubectl_ok(&["get", "pods", "-o", "wide"])))
+    .iter()
+    .map(|p| p["status"]["podIP"].as_str().unwrap().to_owned())
+    .collect();
+    ips.sort();
     assert!(
         managers("pods").contains(&"replicaset".to_owned()),
         "{:?}",

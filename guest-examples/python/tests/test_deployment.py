@@ -206,6 +206,42 @@ class RolloutTest(unittest.TestCase):
         [rs] = sim.rss()
         self.assertEqual(meta.annotation(rs, "kubernetes.io/change-cause"), "second")
 
+    def test_a_rollback_keeps_the_revisions_a_replicaset_had(self):
+        # kube's SetNewReplicaSetAnnotations: the ReplicaSet rolled back to gets the next
+        # revision, and the one it had joins its revision-history.
+        sim = Sim(self)
+        sim.add(deployment())
+        sim.converge()
+        sim.update_spec("web", template=template("nginx:2"))
+        sim.converge()
+        sim.update_spec("web", template=template("nginx:1"))
+        sim.converge()
+        by_image = {rs["spec"]["template"]["spec"]["containers"][0]["image"]: rs for rs in sim.rss()}
+        one, two = by_image["nginx:1"], by_image["nginx:2"]
+        self.assertEqual(meta.annotation(one, r.REVISION), "3")
+        self.assertEqual(meta.annotation(one, r.REVISION_HISTORY), "1")
+        self.assertEqual(meta.annotation(two, r.REVISION), "2")
+        self.assertIsNone(meta.annotation(two, r.REVISION_HISTORY))
+        sim.update_spec("web", template=template("nginx:2"))
+        sim.converge()
+        sim.update_spec("web", template=template("nginx:1"))
+        sim.converge()
+        one = next(rs for rs in sim.rss() if rs["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1")
+        self.assertEqual(meta.annotation(one, r.REVISION), "5")
+        self.assertEqual(meta.annotation(one, r.REVISION_HISTORY), "1,3")
+
+    def test_revision_history_drops_the_oldest_past_2000_characters(self):
+        self.assertEqual(r.revision_history("", "7"), "7")
+        self.assertEqual(r.revision_history("1,3", "5"), "1,3,5")
+        full = ",".join(str(10**8 + i) for i in range(222))  # 222 * 10 - 1 = 2219 characters
+        self.assertGreater(len(full), 2000)
+        got = r.revision_history(full, "99")
+        self.assertLessEqual(len(got), 2000)
+        self.assertTrue(got.endswith(",99"))
+        self.assertEqual(got.split(",")[:-1], full.split(",")[-len(got.split(",")) + 1:])
+        self.assertEqual(r.revision_history("1", "x" * 2000), "x" * 2000)
+        self.assertIsNone(r.revision_history("1", "x" * 2001))
+
     def test_rolling_update_respects_surge_and_unavailable(self):
         sim = Sim(self)
         sim.add(deployment(replicas=4))

@@ -129,6 +129,12 @@ def _sync_annotations(d, rs, revision):
     the Deployment's own annotations (kube's `SetNewReplicaSetAnnotations`)."""
     want = dict(r.copied_annotations(d), **r.replicaset_annotations(d, max(revision, r.revision(rs))))
     have = meta.annotations(rs)
+    # A rollback: the revision it had joins its history (`kubectl rollout history` reads it).
+    old = have.get(r.REVISION)
+    if old is not None and r.revision(rs) < revision:
+        history = r.revision_history(have.get(r.REVISION_HISTORY, ""), old)
+        if history is not None:
+            want[r.REVISION_HISTORY] = history
     changed = {k: v for k, v in want.items() if have.get(k) != v}
     if not changed:
         return rs

@@ -11,6 +11,7 @@ from turtles_controller import meta as m
 
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 
@@ -125,12 +126,35 @@ def new_replicaset(deploy, hash_, replicas, revision_):
     }
 
 
+# kube's deployment controller keeps at most this many characters of old revisions in
+# `revision-history` (`maxRevHistoryLengthInChars`).
+MAX_REVISION_HISTORY = 2000
+
+
+def revision_history(history, old_revision):
+    """`history` (`deployment.kubernetes.io/revision-history`: comma-separated old revisions of a
+    ReplicaSet) with `old_revision` added, as kube's `SetNewReplicaSetAnnotations` adds the
+    revision a rolled-back-to ReplicaSet had: the oldest are dropped to stay within
+    MAX_REVISION_HISTORY characters; None when even that does not make room (kube leaves it)."""
+    old = history.split(",")
+    if not old[0]:
+        return old_revision
+    total = len(history) + len(old_revision) + 1
+    start = 0
+    while total > MAX_REVISION_HISTORY and start < len(old):
+        total -= len(old[start]) + 1
+        start += 1
+    if total > MAX_REVISION_HISTORY:
+        return None
+    return ",".join(old[start:] + [old_revision])
+
+
 # kube's `annotationsToSkip`: what the Deployment's annotations do not carry over to its
 # ReplicaSet.
 _NOT_COPIED = {
     "kubectl.kubernetes.io/last-applied-configuration",
     REVISION,
-    "deployment.kubernetes.io/revision-history",
+    REVISION_HISTORY,
     DESIRED_REPLICAS,
     MAX_REPLICAS,
     "deprecated.deployment.rollback.to",
