@@ -334,6 +334,13 @@ fn kubectl_explain_walks_nested_fields_of_builtin_kinds() {
         let out = s.kubectl_ok(&["explain", field]);
         assert!(out.contains(expect), "explain {field}:\n{out}");
     }
+    // kube's enums: kubectl lists the values, and the description ends with their lines.
+    let out = s.kubectl_ok(&["explain", "pods.spec.containers.imagePullPolicy"]);
+    assert!(
+        out.contains("ENUM:\n    Always\n    IfNotPresent\n    Never\n"),
+        "{out}"
+    );
+    assert!(out.contains("Possible enum values:"), "{out}");
     // v2 is served as JSON too, with kube's definitions.
     let v2 = s.http().get("/openapi/v2").json();
     assert_eq!(v2["swagger"], "2.0");
@@ -341,6 +348,10 @@ fn kubectl_explain_walks_nested_fields_of_builtin_kinds() {
         v2["definitions"]["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
             ["x-kubernetes-patch-merge-key"]
             .is_string()
+    );
+    assert_eq!(
+        v2["definitions"]["io.k8s.api.core.v1.Container"]["properties"]["imagePullPolicy"]["enum"],
+        json!(["Always", "IfNotPresent", "Never"])
     );
 }
 

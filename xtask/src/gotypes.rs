@@ -14,6 +14,9 @@
 //! `omitempty` or not. The source is scanned line by line, as gofmt lays it out:
 //! `type NAME struct {` up to the next line that starts with `}`, fields as
 //! ``Name Type `...json:"..."...` ``, and `type NAME UNDERLYING` for named types.
+//!
+//! The same packages make `host/src/builtin/enums.json`, the `enum` and description lines kube's
+//! OpenAPI gives the fields of `+enum` types (see `goenums`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -26,23 +29,26 @@ use serde_json::Value;
 const TAG: &str = "v0.34.0";
 
 /// The mirrors read: (`OWNER+REPO`, the package folder, or "" for every `GROUP/VERSION` folder,
-/// and the OpenAPI name of the package, or the prefix of `GROUP.VERSION`).
-const SOURCES: &[(&str, &str, &str)] = &[
-    ("kubernetes+api", "", "io.k8s.api."),
+/// the OpenAPI name of the package, or the prefix of `GROUP.VERSION`, and the Go module).
+const SOURCES: &[(&str, &str, &str, &str)] = &[
+    ("kubernetes+api", "", "io.k8s.api.", "k8s.io/api"),
     (
         "kubernetes+apimachinery",
         "pkg/apis/meta/v1",
         "io.k8s.apimachinery.pkg.apis.meta.v1",
+        "k8s.io/apimachinery",
     ),
     (
         "kubernetes+apiextensions-apiserver",
         "pkg/apis/apiextensions/v1",
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1",
+        "k8s.io/apiextensions-apiserver",
     ),
     (
         "kubernetes+kube-aggregator",
         "pkg/apis/apiregistration/v1",
         "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1",
+        "k8s.io/kube-aggregator",
     ),
 ];
 
@@ -70,14 +76,20 @@ pub fn import(args: &[String], root: &Path) -> Result<()> {
     let mut everywhere: HashMap<String, String> = HashMap::new();
     everywhere.insert("UID".to_string(), "string".to_string());
     let mut packages = Vec::new();
-    for &(repo, prefix, def_prefix) in SOURCES {
+    let mut go_sources = Vec::new();
+    for &(repo, prefix, def_prefix, module) in SOURCES {
         let repo_dir = mirrors.join(repo).join("repo");
-        for (name, sources) in read_packages(&repo_dir, prefix, def_prefix)? {
+        for (name, dir, sources) in read_packages(&repo_dir, prefix, def_prefix)? {
             let text = strip_comments(&sources.join("\n"));
             let named = named_types(&text);
             for (k, v) in &named {
                 everywhere.insert(k.clone(), v.clone());
             }
+            go_sources.push(crate::goenums::Source {
+                name: name.clone(),
+                path: format!("{module}/{dir}"),
+                files: sources,
+            });
             packages.push(Package { name, text, named });
         }
     }
@@ -137,7 +149,7 @@ pub fn import(args: &[String], root: &Path) -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {} ({} types)", path.display(), table.len());
     }
-    Ok(())
+    crate::goenums::write(go_sources, defs, root)
 }
 
 /// The file as Python's `json.dump(out, f, indent=0, separators=(',', ':'))` writes it: every
@@ -190,13 +202,13 @@ fn git(repo_dir: &Path, args: &[&str]) -> Result<String> {
 
 /// The Go packages of one mirror at `TAG`, in the order `git ls-tree` lists their folders: with
 /// `prefix`, that one folder, named `def_prefix`; without, every `GROUP/VERSION` folder, named
-/// `def_prefix` + `GROUP.VERSION`. Each comes with the text of its source files, less tests and
-/// generated code.
+/// `def_prefix` + `GROUP.VERSION`. Each comes with its folder and the text of its source files,
+/// less tests and generated code.
 fn read_packages(
     repo_dir: &Path,
     prefix: &str,
     def_prefix: &str,
-) -> Result<Vec<(String, Vec<String>)>> {
+) -> Result<Vec<(String, String, Vec<String>)>> {
     let listing = git(repo_dir, &["ls-tree", "-r", TAG, "--name-only"])?;
     // (folder, package name, files), in first-seen order.
     let mut dirs: Vec<(String, String, Vec<String>)> = Vec::new();
@@ -224,7 +236,7 @@ fn read_packages(
         }
     }
     let mut packages = Vec::new();
-    for (_, name, files) in dirs {
+    for (dir, name, files) in dirs {
         let mut sources = Vec::new();
         for file in files {
             let base = file.rsplit_once('/').map_or(file.as_str(), |(_, b)| b);
@@ -234,7 +246,7 @@ fn read_packages(
             let spec = format!("{TAG}:{file}");
             sources.push(git(repo_dir, &["show", spec.as_str()])?);
         }
-        packages.push((name, sources));
+        packages.push((name, dir, sources));
     }
     Ok(packages)
 }

@@ -6,6 +6,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+mod goenums;
 mod gotypes;
 mod openapi;
 mod protobuf;
@@ -570,7 +571,7 @@ fn main() -> Result<()> {
             openapi::import(&rest, &root().join("host/src/builtin/definitions.json"))
         }
         _ => {
-            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz|import-openapi|import-protobuf|import-gotypes> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript|go]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...\n  import-openapi DIR  refresh host/src/builtin/definitions.json from kubernetes-json-schema\n  import-protobuf [DIR]  refresh host/src/builtin/protobuf.json from the k8s-pb crate's source\n  import-gotypes [DIR]  refresh host/src/builtin/omitempty.json and pointers.json from kube's Go API types (git mirrors, default /work/.mirror)");
+            eprintln!("usage: cargo xtask <test|guests|bench|demo|fuzz|import-openapi|import-protobuf|import-gotypes> [args]\n  demo    build the host and every example controller, run the host with them loaded\n  test    fmt check, clippy, guests (every language), the SDKs' unit tests, build, every test\n  guests  build the example controllers to target/guests/NAME.wasm [--lang rust|c|python|javascript|go]\n  bench   release build, then the API benchmark (results as markdown)\n  fuzz    the parser fuzz targets, longer: [--iters N] [--seed S] [--release] [TARGET]...\n  import-openapi DIR  refresh host/src/builtin/definitions.json from kubernetes-json-schema\n  import-protobuf [DIR]  refresh host/src/builtin/protobuf.json from the k8s-pb crate's source\n  import-gotypes [DIR]  refresh host/src/builtin/omitempty.json, pointers.json and enums.json from kube's Go API types (git mirrors, default /work/.mirror)");
             std::process::exit(2);
         }
     }

@@ -974,6 +974,30 @@ mod tests {
     }
 
     #[test]
+    fn built_in_enums_are_in_both_documents_forms() {
+        let defs = definitions::get();
+        let name = "io.k8s.api.core.v1.Container";
+        let v2 = defs.get(name).unwrap();
+        let v3 = definition_v3(name, v2);
+        let last = concat!(
+            "\n - `\"Never\"` means that kubelet never pulls an image, but only uses a local ",
+            "image. Container will fail if the image isn't present",
+        );
+        for def in [v2, &v3] {
+            let p = &def["properties"]["imagePullPolicy"];
+            assert_eq!(p["enum"], json!(["Always", "IfNotPresent", "Never"]), "{p}");
+            assert!(p["description"].as_str().unwrap().ends_with(last), "{p}");
+        }
+        // A list's enum is its items'.
+        let name = "io.k8s.api.core.v1.PersistentVolumeClaimSpec";
+        let pvc = definition_v3(name, defs.get(name).unwrap());
+        assert_eq!(
+            pvc["properties"]["accessModes"]["items"]["enum"][0],
+            "ReadOnlyMany"
+        );
+    }
+
+    #[test]
     fn v3_has_int_or_string_and_quantity_as_kube_publishes_them() {
         let defs = definitions::get();
         let ios = definition_v3(INT_OR_STRING, defs.get(INT_OR_STRING).unwrap());

@@ -1,5 +1,6 @@
 //! kube's published OpenAPI definitions of every built-in type (`definitions.json`, the
-//! `definitions` of kube-apiserver 1.34's `swagger.json`), parsed once on first use.
+//! `definitions` of kube-apiserver 1.34's `swagger.json`), parsed once on first use, with the
+//! enums kube serves and the imported copy lacks put back ([`super::enums`]).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -22,14 +23,18 @@ pub struct Definitions {
 }
 
 struct Lazy {
+    name: &'static str,
     raw: &'static RawValue,
     parsed: OnceLock<Value>,
 }
 
 impl Lazy {
     fn value(&self) -> &Value {
-        self.parsed
-            .get_or_init(|| serde_json::from_str(self.raw.get()).unwrap_or_default())
+        self.parsed.get_or_init(|| {
+            let mut def = serde_json::from_str(self.raw.get()).unwrap_or_default();
+            super::enums::apply(self.name, &mut def);
+            def
+        })
     }
 }
 
@@ -164,6 +169,7 @@ fn index(text: &'static str) -> Definitions {
             .insert(
                 name,
                 Lazy {
+                    name,
                     raw,
                     parsed: OnceLock::new(),
                 },
@@ -211,8 +217,11 @@ mod tests {
         assert_eq!(cm["properties"]["data"]["type"], "object");
         assert_eq!(defs.parsed(), 1);
         assert!(defs.get("no.such.Definition").is_none());
-        // Parsed whole, the same definitions in the same order as the file.
-        let whole: Value = serde_json::from_str(DEFINITIONS).unwrap();
+        // Parsed whole (with the enums), the same definitions in the same order as the file.
+        let mut whole: Value = serde_json::from_str(DEFINITIONS).unwrap();
+        for (name, def) in whole["definitions"].as_object_mut().unwrap().iter_mut() {
+            crate::builtin::enums::apply(name, def);
+        }
         let whole = whole["definitions"].as_object().unwrap();
         let all = defs.to_map();
         assert_eq!(all.len(), whole.len());

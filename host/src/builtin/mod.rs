@@ -1,8 +1,8 @@
 //! The built-in Kubernetes API: which resources kube-apiserver serves (the table below, the one
 //! place a built-in resource is declared), the published type definitions of every kind
 //! (`definitions.json`, kube's own OpenAPI definitions, imported with `cargo xtask
-//! import-openapi`), decoding as kube decodes ([`decode`]), and the zero-valued fields kube's Go
-//! types always write ([`zero`]).
+//! import-openapi`, with kube's enums from [`enums`]), decoding as kube decodes ([`decode`]), and
+//! the zero-valued fields kube's Go types always write ([`zero`]).
 
 pub mod conversion;
 pub mod csr;
@@ -10,6 +10,7 @@ pub mod decode;
 pub mod defaults;
 pub mod definitions;
 pub mod disruption;
+pub mod enums;
 pub mod flowcontrol_bootstrap;
 pub mod graceful;
 pub mod kubernetes_service;
