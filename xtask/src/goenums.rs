@@ -444,10 +444,7 @@ fn text_lines(group: Option<&Vec<String>>) -> Vec<String> {
             inner.strip_suffix("*/").unwrap_or(inner)
         };
         for l in body.split('\n') {
-            lines.push(
-                l.trim_end_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\r'))
-                    .to_string(),
-            );
+            lines.push(l.trim_end_matches([' ', '\t', '\n', '\r']).to_string());
         }
     }
     let mut out: Vec<String> = Vec::new();
@@ -872,10 +869,7 @@ fn parse_const(s: &str) -> Option<(Vec<String>, Option<String>, Option<String>)>
     }
     let mut names = vec![s[..n].to_string()];
     let mut p = n;
-    loop {
-        let Some(after) = s[p..].trim_start().strip_prefix(',') else {
-            break;
-        };
+    while let Some(after) = s[p..].trim_start().strip_prefix(',') {
         let next = after.trim_start();
         let m = ident_len(next);
         if m == 0 {
@@ -949,8 +943,11 @@ struct Universe<'a> {
     consts: HashMap<Ref, (&'a Package, &'a Const)>,
     /// Each type's doc comment, its aliases' considered.
     docs: HashMap<Ref, Vec<String>>,
-    values: RefCell<HashMap<Ref, (Option<String>, Option<Ref>)>>,
+    values: RefCell<HashMap<Ref, ConstValue>>,
 }
+
+/// A constant's value as far as it is known, and the type it was converted to.
+type ConstValue = (Option<String>, Option<Ref>);
 
 impl<'a> Universe<'a> {
     fn new(pkgs: &'a [Package]) -> Self {
