@@ -1731,6 +1731,18 @@ impl Service {
             .ok_or_else(|| ApiError::not_found(&ri.group, &ri.resource, name))
     }
 
+    /// The latest snapshot of `ri`'s objects, read consistently (after the store's pending
+    /// writes are visible).
+    async fn consistent_snapshot(&self, ri: &ResourceInfo) -> Result<Snapshot> {
+        self.store
+            .sync()
+            .await
+            .map_err(|e| store_error(ri, "", e))?;
+        self.store
+            .list(&ri.group_resource(), None)
+            .map_err(|e| store_error(ri, "", e))
+    }
+
     /// Resolve list resourceVersion semantics to the snapshot to read (the request's options
     /// were checked already: `api::handlers::validate_list_options`).
     ///
@@ -1758,15 +1770,7 @@ impl Service {
             }
             // A revision below 0 (kube's token after a 410): the latest, read consistently.
             let Ok(at) = u64::try_from(cont.rv) else {
-                self.store
-                    .sync()
-                    .await
-                    .map_err(|e| store_error(ri, "", e))?;
-                let snap = self
-                    .store
-                    .list(&resource, None)
-                    .map_err(|e| store_error(ri, "", e))?;
-                return Ok((snap, Some(cont)));
+                return Ok((self.consistent_snapshot(ri).await?, Some(cont)));
             };
             // A token of a revision the store has not reached (never one it handed out, unless
             // another host wrote it): kube's cacher serves a continue at its revision as an
@@ -1808,15 +1812,7 @@ impl Service {
         }
         let Some(rv) = rv else {
             // Unset: a consistent read.
-            self.store
-                .sync()
-                .await
-                .map_err(|e| store_error(ri, "", e))?;
-            let snap = self
-                .store
-                .list(&resource, None)
-                .map_err(|e| store_error(ri, "", e))?;
-            return Ok((snap, None));
+            return Ok((self.consistent_snapshot(ri).await?, None));
         };
         let n = parse_list_rv(rv)?;
         if exact && n == 0 {
