@@ -1914,3 +1914,64 @@ fn unparsable_resource_versions_are_answered_as_kube_answers_them() {
         "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
     );
 }
+
+/// kube lays its JSON out for people (`json.MarshalIndent`, two spaces) when asked with
+/// `?pretty=true`, or when the client is curl, Wget or a browser and does not say otherwise;
+/// `/version` always; a watch never.
+#[test]
+fn json_is_indented_for_people_as_kube_indents_it() {
+    let s = Server::start().unwrap();
+    let http = s.http();
+    create(
+        &http,
+        "/api/v1/namespaces/default/configmaps",
+        &json!({"metadata": {"name": "p"}, "data": {"k": "v"}}),
+    );
+    let get = |path: &str, agent: Option<&str>| {
+        let mut rb = http.client.get(format!("{}{}", http.base, path));
+        if let Some(a) = agent {
+            rb = rb.header("User-Agent", a);
+        }
+        let r = rb.send().unwrap();
+        String::from_utf8(r.bytes().unwrap().to_vec()).unwrap()
+    };
+    let curl = Some("curl/8.5.0");
+    let path = "/api/v1/namespaces/default/configmaps/p";
+    let compact = get(path, None);
+    assert!(
+        compact.starts_with("{\"") && !compact.trim_end().contains('\n'),
+        "{compact}"
+    );
+    let indented =
+        serde_json::to_string_pretty(&serde_json::from_str::<Value>(&compact).unwrap()).unwrap();
+    assert_eq!(get(&format!("{path}?pretty=true"), None), indented);
+    assert_eq!(get(path, curl), indented);
+    assert_eq!(get(path, Some("Mozilla/5.0 (X11; Linux x86_64)")), indented);
+    assert_eq!(get(&format!("{path}?pretty=false"), curl), compact);
+    // A list, and an error's Status.
+    let list = get("/api/v1/namespaces/default/configmaps?limit=1", curl);
+    assert!(
+        list.starts_with("{\n  \"kind\": \"ConfigMapList\",\n  \"apiVersion\": \"v1\",\n"),
+        "{list}"
+    );
+    serde_json::from_str::<Value>(&list).unwrap();
+    let missing = get("/api/v1/namespaces/default/configmaps/nope", curl);
+    assert!(
+        missing.starts_with("{\n  \"kind\": \"Status\",\n"),
+        "{missing}"
+    );
+    assert!(missing.ends_with("\n  \"code\": 404\n}"), "{missing}");
+    // `/version` is written indented for everyone.
+    let version = get("/version", None);
+    assert!(version.starts_with("{\n  \"major\": \"1\",\n"), "{version}");
+    // A watch is a stream of compact events, one a line, whoever reads it.
+    let events = get(
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1",
+        curl,
+    );
+    let first = events.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("{\"type\":\"ADDED\",\"object\":{"),
+        "{events}"
+    );
+}

@@ -207,14 +207,17 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
     };
     // A remote APIService's group version: its extension server answers.
     if let Some((api, discovery)) = state.aggregator.route(&state.registry, &info.path) {
-        return Ok(crate::aggregator::proxy::serve(
+        let mut resp = crate::aggregator::proxy::serve(
             &state.aggregator,
             &*state.service.store,
             &api,
             discovery,
             req,
         )
-        .await);
+        .await;
+        // The extension server laid its answer out itself.
+        resp.extensions_mut().insert(super::pretty::AsIs);
+        return Ok(resp);
     }
     let query = &info.query;
     if !info.resource_request {

@@ -15,6 +15,7 @@ pub mod offload;
 pub(crate) mod openapi;
 mod openapi_pb;
 pub mod pod_streams;
+pub(crate) mod pretty;
 mod printers;
 pub mod protobuf;
 pub mod request_info;
@@ -143,6 +144,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             access::authenticate_and_authorize,
         ))
         .layer(middleware::from_fn(negotiate_errors))
+        .layer(middleware::from_fn(pretty::pretty_print))
         .layer(middleware::from_fn_with_state(state.clone(), trace_request))
         .layer(middleware::from_fn(cache_control))
         .with_state(state)
