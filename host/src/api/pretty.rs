@@ -105,15 +105,40 @@ pub async fn pretty_print(req: Request, next: Next) -> Response {
     }
     let (mut parts, body) = resp.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
-    let mut indent = Indent::default();
-    let stream = body.into_data_stream().map(move |chunk| {
-        chunk.map(|bytes| {
-            let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 2);
-            indent.feed(&bytes, &mut out);
-            bytes::Bytes::from(out)
-        })
-    });
-    Response::from_parts(parts, Body::from_stream(stream))
+    Response::from_parts(parts, Body::from_stream(indented(body)))
+}
+
+/// Most bytes of indented output made at once. Indentation can multiply a body (a stored
+/// object may nest 127 deep: each `0,` there becomes a line of 256 bytes), so the output is
+/// made a piece at a time, as the client takes it, never a whole chunk's worth at once.
+const PIECE: usize = 64 << 10;
+
+/// `body` laid out by [`Indent`], in pieces of about [`PIECE`] bytes.
+fn indented(
+    body: Body,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, axum::Error>> + Send + 'static {
+    let state = (
+        body.into_data_stream(),
+        Indent::default(),
+        bytes::Bytes::new(),
+    );
+    futures::stream::unfold(state, |(mut inner, mut indent, mut rest)| async move {
+        loop {
+            if !rest.is_empty() {
+                let mut out = Vec::with_capacity(PIECE.min(rest.len() * 2) + 512);
+                let used = indent.feed_until(&rest, &mut out, PIECE);
+                rest = rest.slice(used..);
+                if !out.is_empty() {
+                    return Some((Ok(bytes::Bytes::from(out)), (inner, indent, rest)));
+                }
+                continue;
+            }
+            match inner.next().await? {
+                Ok(chunk) => rest = chunk,
+                Err(e) => return Some((Err(e), (inner, indent, rest))),
+            }
+        }
+    })
 }
 
 /// Go's `json.Indent(dst, src, "", "  ")` over a stream of bytes of valid JSON: a newline and
@@ -137,7 +162,16 @@ impl Indent {
 
     /// Lay out the next bytes of the document.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        for &c in input {
+        self.feed_until(input, out, usize::MAX);
+    }
+
+    /// Lay out the next bytes of the document until `out` holds `limit` bytes or more: how
+    /// many of `input` were used.
+    pub fn feed_until(&mut self, input: &[u8], out: &mut Vec<u8>, limit: usize) -> usize {
+        for (i, &c) in input.iter().enumerate() {
+            if out.len() >= limit {
+                return i;
+            }
             if self.in_string {
                 out.push(c);
                 if self.escaped {
@@ -183,6 +217,7 @@ impl Indent {
                 _ => out.push(c),
             }
         }
+        input.len()
     }
 }
 
@@ -226,6 +261,25 @@ mod tests {
         assert_eq!(indent_in_pieces(want.as_bytes(), 5), want);
         assert_eq!(indent_in_pieces(b"{}\n", 1), "{}");
         assert_eq!(indent_in_pieces(b"[[],{}]", 1), "[\n  [],\n  {}\n]");
+    }
+
+    /// A body that indentation multiplies goes out in pieces of about [`PIECE`] bytes, the same
+    /// bytes as laid out at once.
+    #[tokio::test]
+    async fn a_deep_body_is_indented_a_piece_at_a_time() {
+        let mut deep = "[".repeat(120);
+        deep.push_str(&vec!["0"; 20_000].join(","));
+        deep.push_str(&"]".repeat(120));
+        let mut whole = Vec::new();
+        Indent::default().feed(deep.as_bytes(), &mut whole);
+        assert!(whole.len() > 100 * deep.len() / 2, "{}", whole.len());
+        let pieces: Vec<bytes::Bytes> = indented(Body::from(deep))
+            .map(|p| p.unwrap())
+            .collect()
+            .await;
+        assert!(pieces.len() > whole.len() / PIECE, "{}", pieces.len());
+        assert!(pieces.iter().all(|p| p.len() <= PIECE + 512));
+        assert_eq!(pieces.concat(), whole);
     }
 
     #[test]
