@@ -161,6 +161,7 @@ impl Indent {
     }
 
     /// Lay out the next bytes of the document.
+    #[cfg(test)]
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) {
         self.feed_until(input, out, usize::MAX);
     }
