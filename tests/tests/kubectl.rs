@@ -765,3 +765,47 @@ fn component_statuses_as_in_kube() {
             "shortNames": ["cs"]})
     );
 }
+
+/// `kubectl patch --type=json` with the array indices kube's json-patch v4 reads: `-1` is the
+/// last element (an `add`'s, one past it), `01` is `1`.
+#[test]
+fn json_patch_indices_count_from_the_end_as_kubes() {
+    let s = Server::start().unwrap();
+    s.kubectl_ok(&["create", "configmap", "idx"]);
+    let patch = |ops: &str| {
+        s.kubectl_ok(&["patch", "configmap", "idx", "--type=json", "-p", ops]);
+        let cm = s.kubectl_json(&["get", "configmap", "idx", "-o", "json"]);
+        cm["metadata"]["finalizers"].clone()
+    };
+    let set = r#"[{"op":"add","path":"/metadata/finalizers","value":["a/x","a/y","a/z"]}]"#;
+    assert_eq!(patch(set), serde_json::json!(["a/x", "a/y", "a/z"]));
+    let last_gone = patch(r#"[{"op":"remove","path":"/metadata/finalizers/-1"}]"#);
+    assert_eq!(last_gone, serde_json::json!(["a/x", "a/y"]));
+    let appended = patch(r#"[{"op":"add","path":"/metadata/finalizers/-1","value":"a/w"}]"#);
+    assert_eq!(appended, serde_json::json!(["a/x", "a/y", "a/w"]));
+    let replaced = patch(r#"[{"op":"replace","path":"/metadata/finalizers/01","value":"a/v"}]"#);
+    assert_eq!(replaced, serde_json::json!(["a/x", "a/v", "a/w"]));
+    // Beyond the list: kube's generic 422.
+    let out = s.kubectl(&[
+        "patch",
+        "configmap",
+        "idx",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers/-4"}]"#,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("the server rejected our request due to an error in our request"),
+        "{}",
+        stderr(&out)
+    );
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "idx",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+}

@@ -41,9 +41,53 @@ impl PatchType {
 
 /// Decode a patch body (`-0` an integer, as Go reads it: `model::json::negative_zero_as_zero`).
 pub fn parse(t: PatchType, body: &[u8]) -> Result<Value, ApiError> {
+    go_decoding(t, body, false)?;
     let body = crate::model::json::negative_zero_as_zero(body);
     let v: Value = serde_json::from_slice(&body).map_err(decoding_error)?;
     shaped(t, v, false)
+}
+
+/// What Go's decoding of a patch body refuses first, in kube's words per patch type: a body that
+/// is no JSON is Go's scanner's error (`unexpected end of JSON input`, `invalid character ...`),
+/// `error decoding patch: ...` under `fieldValidation` `Strict` or `Warn` for a JSON or merge
+/// patch (`kjson.UnmarshalStrict`), alone for a JSON patch under `Ignore` (`DecodePatch`) and
+/// a strategic merge patch (`strategicPatchObject`), and json-patch's `Invalid JSON Patch` for a
+/// merge patch under `Ignore` (`MergePatch`). A merge or strategic merge patch is decoded into
+/// a map: one that is no object is Go's `json: cannot unmarshal array into Go value of type
+/// map[string]interface {}` (prefixed as above; a merge patch under `Ignore` is left to
+/// [`shaped`]), and a merge patch of `null` is `Invalid JSON Patch`.
+fn go_decoding(t: PatchType, body: &[u8], strict: bool) -> Result<(), ApiError> {
+    use crate::model::gojson::{self, UnmarshalError};
+    let refused = |e: UnmarshalError| {
+        let words = e.to_string();
+        ApiError::bad_request(match (t, strict, e) {
+            (PatchType::Json | PatchType::Merge, true, _) => {
+                format!("error decoding patch: {words}")
+            }
+            (PatchType::Merge, false, UnmarshalError::Syntax { .. }) => BAD_MERGE_PATCH.to_owned(),
+            _ => words,
+        })
+    };
+    match t {
+        PatchType::Json => gojson::check_syntax(body).map_err(refused),
+        PatchType::Merge | PatchType::Strategic => match gojson::unmarshal_into_map(body) {
+            Err(UnmarshalError::Type { .. }) if t == PatchType::Merge && !strict => Ok(()),
+            Err(e) => Err(refused(e)),
+            Ok(()) if t == PatchType::Merge && is_null(body) => {
+                Err(ApiError::bad_request(BAD_MERGE_PATCH))
+            }
+            Ok(()) => Ok(()),
+        },
+        PatchType::Apply => Ok(()),
+    }
+}
+
+/// json-patch's `ErrBadJSONPatch`, which kube answers a merge patch it cannot merge with.
+const BAD_MERGE_PATCH: &str = "Invalid JSON Patch";
+
+/// Whether a (valid JSON) body is `null`.
+fn is_null(body: &[u8]) -> bool {
+    body.trim_ascii() == b"null"
 }
 
 /// [`parse`], with kube's strict decoding errors of the patch itself when `strict`
@@ -60,6 +104,7 @@ pub fn parse_strict(
     if !strict {
         return parse(t, body).map(|v| (v, Vec::new()));
     }
+    go_decoding(t, body, true)?;
     let body = crate::model::json::negative_zero_as_zero(body);
     let decoded = match t {
         PatchType::Json => crate::model::json::json_patch_strict(&body),
@@ -191,6 +236,8 @@ fn go_map_into(m: &Map<String, Value>, out: &mut String, item: fn(&Value, &mut S
 fn shaped(t: PatchType, v: Value, strict: bool) -> Result<Value, ApiError> {
     match t {
         PatchType::Json => json_patch_operations(v, strict),
+        // Go's nil map: nothing to merge.
+        PatchType::Strategic if v.is_null() => Ok(Value::Object(Map::new())),
         PatchType::Merge | PatchType::Strategic | PatchType::Apply if !v.is_object() => {
             Err(ApiError::bad_request("merge patch must be a JSON object"))
         }
@@ -534,6 +581,101 @@ fn go_pointer(path: &str) -> Option<json_patch::jsonptr::PointerBuf> {
     ))
 }
 
+/// How json-patch v4 reads the last index of a pointer into an array: an `add`'s may be one past
+/// the end (and counts from there when negative), the others' must name an element.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    Add,
+    Existing,
+}
+
+/// `op` with its pointers' array indices as json-patch v4 reads them ([`go_indices`]), when any
+/// is written differently from RFC 6901's way.
+fn go_canonical(
+    doc: &Value,
+    op: &json_patch::PatchOperation,
+) -> Option<json_patch::PatchOperation> {
+    use json_patch::PatchOperation as Op;
+    let mut op = op.clone();
+    let changed = match &mut op {
+        Op::Add(o) => rewrite(doc, &mut o.path, Place::Add, None),
+        Op::Remove(o) => rewrite(doc, &mut o.path, Place::Existing, None),
+        Op::Replace(o) => rewrite(doc, &mut o.path, Place::Existing, None),
+        Op::Test(o) => rewrite(doc, &mut o.path, Place::Existing, None),
+        Op::Copy(o) => {
+            let from = rewrite(doc, &mut o.from, Place::Existing, None);
+            rewrite(doc, &mut o.path, Place::Add, None) | from
+        }
+        // The value is taken out first: its array is one shorter when `path` is read.
+        Op::Move(o) => {
+            let from = rewrite(doc, &mut o.from, Place::Existing, None);
+            let shrunk = o.from.parent().map(|p| p.to_buf());
+            rewrite(doc, &mut o.path, Place::Add, shrunk.as_deref()) | from
+        }
+    };
+    changed.then_some(op)
+}
+
+/// `at` made [`go_indices`]' pointer, when that is another: whether it was.
+fn rewrite(
+    doc: &Value,
+    at: &mut json_patch::jsonptr::PointerBuf,
+    last: Place,
+    shrunk: Option<&json_patch::jsonptr::Pointer>,
+) -> bool {
+    match go_indices(doc, at, last, shrunk) {
+        Some(p) => {
+            *at = p;
+            true
+        }
+        None => false,
+    }
+}
+
+/// `at` with each array index written as json-patch v4 (kube's library) reads it, as RFC 6901
+/// writes it: Go's `strconv.Atoi` takes a sign and leading zeros (`+1`, `01`), and a negative
+/// index counts from the end (`-1` is the last element; an `add`'s, one past it). `None` when
+/// nothing is written differently. An index out of range is left for the patch to refuse.
+/// `shrunk`: an array that is one element shorter when `at` is read (a move's source).
+fn go_indices(
+    doc: &Value,
+    at: &json_patch::jsonptr::Pointer,
+    last: Place,
+    shrunk: Option<&json_patch::jsonptr::Pointer>,
+) -> Option<json_patch::jsonptr::PointerBuf> {
+    let count = at.count();
+    let mut cur = Some(doc);
+    let mut out = json_patch::jsonptr::PointerBuf::root();
+    let mut changed = false;
+    for (i, token) in at.tokens().enumerate() {
+        let decoded = token.decoded().into_owned();
+        let mut written = decoded.clone();
+        if let Some(Value::Array(items)) = cur {
+            let mut len = items.len() as i64;
+            if shrunk.is_some_and(|s| s == &*out) {
+                len -= 1;
+            }
+            if last == Place::Add && i + 1 == count {
+                len += 1;
+            }
+            if let Ok(n) = decoded.parse::<i64>() {
+                let index = if n < 0 { n + len } else { n };
+                if index >= 0 {
+                    written = index.to_string();
+                }
+            }
+        }
+        changed |= written != decoded;
+        cur = match cur {
+            Some(Value::Array(items)) => written.parse::<usize>().ok().and_then(|n| items.get(n)),
+            Some(Value::Object(m)) => m.get(&written),
+            _ => None,
+        };
+        out.push_back(written);
+    }
+    changed.then_some(out)
+}
+
 /// Whether json-patch v4 reads `at` as a nil value where RFC 6902 finds nothing: a key that the
 /// object holding it lacks (its `partialDoc.get` answers a missing key with nil, no error).
 fn go_nil_at(doc: &Value, at: &json_patch::jsonptr::Pointer) -> bool {
@@ -606,6 +748,15 @@ fn apply_json_ops(
     let mut doc = current.clone();
     let mut copied = 0usize;
     for (i, op) in ops.iter().enumerate() {
+        // Array indices as json-patch v4 reads them ([`go_indices`]), written as RFC 6902's.
+        let canonical;
+        let op = match go_canonical(&doc, op) {
+            Some(c) => {
+                canonical = c;
+                &canonical
+            }
+            None => op,
+        };
         // json-patch v4 reads a key an object lacks as a nil value, not as an error
         // ([`go_nil_at`]): a `replace` of it adds it, a `copy` from it adds `null` (a nil node,
         // 0 bytes copied), and a `test` that it is `null` passes.
@@ -705,6 +856,77 @@ mod tests {
     fn json_patch(doc: &Value, ops: Value) -> Result<Value, ApiError> {
         let ops: json_patch::Patch = serde_json::from_value(ops).unwrap();
         apply_json_patch(doc, &ops.0)
+    }
+
+    /// Array indices as json-patch v4 (kube's library) reads them: Go's `Atoi` forms (`+1`,
+    /// `01`) and negative indices from the end (an `add`'s from one past it); out of range, the
+    /// generic 422.
+    #[test]
+    fn array_indices_are_read_as_json_patch_v4_reads_them() {
+        let doc = json!({"l": ["a", "b", "c"], "m": {"-1": "key"}});
+        let ok = |ops: Value| json_patch(&doc, ops).unwrap()["l"].clone();
+        assert_eq!(
+            ok(json!([{"op": "remove", "path": "/l/-1"}])),
+            json!(["a", "b"])
+        );
+        assert_eq!(
+            ok(json!([{"op": "remove", "path": "/l/-3"}])),
+            json!(["b", "c"])
+        );
+        assert_eq!(
+            ok(json!([{"op": "remove", "path": "/l/00"}])),
+            json!(["b", "c"])
+        );
+        assert_eq!(
+            ok(json!([{"op": "add", "path": "/l/-1", "value": "x"}])),
+            json!(["a", "b", "c", "x"])
+        );
+        assert_eq!(
+            ok(json!([{"op": "add", "path": "/l/-4", "value": "x"}])),
+            json!(["x", "a", "b", "c"])
+        );
+        assert_eq!(
+            ok(json!([{"op": "add", "path": "/l/01", "value": "x"}])),
+            json!(["a", "x", "b", "c"])
+        );
+        assert_eq!(
+            ok(json!([{"op": "replace", "path": "/l/+1", "value": "x"}])),
+            json!(["a", "x", "c"])
+        );
+        assert_eq!(
+            ok(
+                json!([{"op": "test", "path": "/l/-1", "value": "c"}, {"op": "remove", "path": "/l/0"}])
+            ),
+            json!(["b", "c"])
+        );
+        // A move takes its value out first: an add's `-1` is then one past the shorter list.
+        assert_eq!(
+            ok(json!([{"op": "move", "from": "/l/0", "path": "/l/-1"}])),
+            json!(["b", "c", "a"])
+        );
+        assert_eq!(
+            ok(json!([{"op": "move", "from": "/l/0", "path": "/l/-2"}])),
+            json!(["b", "a", "c"])
+        );
+        assert_eq!(
+            ok(json!([{"op": "copy", "from": "/l/-1", "path": "/l/0"}])),
+            json!(["c", "a", "b", "c"])
+        );
+        // An object's key is a key, whatever it looks like.
+        assert_eq!(
+            json_patch(&doc, json!([{"op": "remove", "path": "/m/-1"}])).unwrap()["m"],
+            json!({})
+        );
+        for ops in [
+            json!([{"op": "remove", "path": "/l/-4"}]),
+            json!([{"op": "add", "path": "/l/-5", "value": "x"}]),
+            json!([{"op": "remove", "path": "/l/3"}]),
+            json!([{"op": "remove", "path": "/l/1_0"}]),
+            json!([{"op": "remove", "path": "/l/-"}]),
+        ] {
+            let e = json_patch(&doc, ops.clone()).unwrap_err();
+            assert_eq!((e.code, e.reason), (422, "Invalid"), "{ops}: {e:?}");
+        }
     }
 
     /// An operation of an unknown kind is found when reached (the ones before it run), and is
@@ -1095,13 +1317,45 @@ mod tests {
             ]
         );
         assert_eq!(v, parse(PatchType::Json, ops).unwrap());
-        // Bodies that are not patches are refused as before.
-        let e = parse_strict(PatchType::Merge, b"[1]", true).unwrap_err();
-        assert_eq!(e.message, "merge patch must be a JSON object");
-        let e = parse_strict(PatchType::Json, b"{\"a\": 1,}", true).unwrap_err();
+        // Bodies that are not patches, in kube's words per patch type and validation (Go's
+        // decoder's; `kjson.UnmarshalStrict` prefixed for JSON and merge patches, json-patch's
+        // `MergePatch` under `Ignore`, `strategicPatchObject`'s alone).
+        let refused = |t, body: &[u8], strict| {
+            let e = parse_strict(t, body, strict).unwrap_err();
+            assert_eq!(e.code, 400, "{e:?}");
+            e.message
+        };
+        let not_a_map =
+            "json: cannot unmarshal array into Go value of type map[string]interface {}";
         assert_eq!(
-            e.message,
-            parse(PatchType::Json, b"{\"a\": 1,}").unwrap_err().message
+            refused(PatchType::Merge, b"[1]", true),
+            format!("error decoding patch: {not_a_map}")
+        );
+        assert_eq!(refused(PatchType::Strategic, b"[1]", true), not_a_map);
+        assert_eq!(refused(PatchType::Strategic, b"[1]", false), not_a_map);
+        let trailing = "invalid character '}' looking for beginning of object key string";
+        assert_eq!(
+            refused(PatchType::Json, b"{\"a\": 1,}", true),
+            format!("error decoding patch: {trailing}")
+        );
+        assert_eq!(refused(PatchType::Json, b"{\"a\": 1,}", false), trailing);
+        assert_eq!(
+            refused(PatchType::Merge, b"", true),
+            "error decoding patch: unexpected end of JSON input"
+        );
+        assert_eq!(refused(PatchType::Merge, b"{", false), "Invalid JSON Patch");
+        assert_eq!(
+            refused(PatchType::Strategic, b"[{]", true),
+            "invalid character ']' looking for beginning of object key string"
+        );
+        // `null`: no merge patch at all; a strategic one of nothing to merge.
+        assert_eq!(
+            refused(PatchType::Merge, b"null", true),
+            "Invalid JSON Patch"
+        );
+        assert_eq!(
+            parse_strict(PatchType::Strategic, b"null", true).unwrap().0,
+            json!({})
         );
     }
 
