@@ -43,8 +43,25 @@ pub static EVENTS_V1: Conversion = Conversion {
     stored_group_resource: "events",
     stored_api_version: "v1",
     to_storage: |o| rename(o, EVENT_FIELDS.iter().copied()),
-    from_storage: |o| rename(o, EVENT_FIELDS.iter().map(|(a, b)| (*b, *a))),
+    from_storage: |o| {
+        rename(o, EVENT_FIELDS.iter().map(|(a, b)| (*b, *a)));
+        drop_omitted_zeros(o, "io.k8s.api.events.v1.Event");
+    },
 };
+
+/// The zero scalars Go's `omitempty` leaves out of `definition`'s JSON, where the stored
+/// kind's JSON has them (a core Event's `reportingInstance: ""` is no events.k8s.io field).
+fn drop_omitted_zeros(o: &mut Map<String, Value>, definition: &str) {
+    o.retain(|field, v| {
+        let zero = match v {
+            Value::String(s) => s.is_empty(),
+            Value::Number(n) => n.as_f64() == Some(0.0),
+            Value::Bool(b) => !*b,
+            _ => false,
+        };
+        !(zero && super::omitempty::omits(definition, field))
+    });
+}
 
 /// Annotations that carry what autoscaling/v1 has no field for, so a round trip through v1 loses
 /// nothing (kube's `autoscaling.alpha.kubernetes.io/*`).
@@ -233,6 +250,24 @@ mod tests {
         for (k, v) in &want {
             assert_eq!(m.get(k), Some(v), "{k}");
         }
+    }
+
+    /// A core Event's empty `reportingInstance` (a field it always writes) is no events.k8s.io
+    /// field (`omitempty` there), as kube's conversion and encoding leave it out; a set one stays.
+    #[test]
+    fn a_core_events_empty_fields_are_not_served_as_events_k8s_io() {
+        let stored = json!({"involvedObject": {"kind": "Pod", "name": "p"}, "message": "hi",
+            "reportingComponent": "c", "reportingInstance": "", "action": "", "count": 0,
+            "source": {}});
+        let Value::Object(mut m) = stored else {
+            unreachable!()
+        };
+        (EVENTS_V1.from_storage)(&mut m);
+        assert_eq!(
+            Value::Object(m),
+            json!({"regarding": {"kind": "Pod", "name": "p"}, "note": "hi",
+                "reportingController": "c", "deprecatedSource": {}})
+        );
     }
 
     #[test]
