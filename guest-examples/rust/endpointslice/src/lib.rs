@@ -371,10 +371,7 @@ fn sync_endpoints(
         Some(mut ep) => {
             let current_subsets = items(&ep["subsets"]);
             let labels_now = ep.pointer("/metadata/labels").cloned().unwrap_or(json!({}));
-            if current_subsets == subsets.as_slice()
-                && labels_now == labels
-                && had_over == over
-            {
+            if current_subsets == subsets.as_slice() && labels_now == labels && had_over == over {
                 return Ok(());
             }
             ep["subsets"] = Value::Array(subsets);
