@@ -257,6 +257,7 @@ fn reads_off_workers(s: &Server) -> HashMap<String, u64> {
         "list_yaml",
         "watch_table",
         "watch_metadata",
+        "get",
     ] {
         assert!(found.contains_key(reason), "no {reason} count in {text}");
     }
@@ -393,6 +394,36 @@ fn table_lists_of_big_objects_are_rendered_off_the_workers() {
         "{metadata:?} -> {end:?}"
     );
     assert_eq!(end["list_yaml"], before["list_yaml"]);
+
+    // One of them read alone as a Table, as metadata and as YAML: each parse off the workers,
+    // once; read as stored JSON, or a small object as a Table, none.
+    let one = format!("{CONFIGMAPS}/dense03");
+    for (accept, kind) in [
+        (TABLE, "Table"),
+        (
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+            "PartialObjectMetadata",
+        ),
+    ] {
+        let r = mallory.request_with_accept(&one, accept);
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["kind"], kind);
+    }
+    let r = mallory.request_with_accept(&one, "application/yaml");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.text().starts_with("apiVersion: v1\n"),
+        "{}",
+        &r.text()[..80]
+    );
+    let r = mallory.get(&one);
+    assert_eq!(r.status, 200);
+    let r = mallory.post_json(CONFIGMAPS, &configmap("small", &[], &[("k", "v")]));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = mallory.request_with_accept(&format!("{CONFIGMAPS}/small"), TABLE);
+    assert_eq!(r.json()["kind"], "Table");
+    let gets = reads_off_workers(&s);
+    assert_eq!(gets["get"] - end["get"], 3, "{end:?} -> {gets:?}");
 }
 
 /// Executable mappings of process `pid` that are anonymous (no file behind them) and at least

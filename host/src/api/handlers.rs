@@ -529,6 +529,20 @@ async fn handle(state: &Arc<AppState>, req: Request) -> Result<Response, ApiErro
                 Some(rv) => svc.await_get_revision(rv).await?,
             }
             let obj = svc.served_one(&ri, svc.get(&ri, &ns, name)?).await?;
+            // A large object parsed to answer (a Table, metadata, YAML, another version) is
+            // rendered off the workers, in a turn, as a list's chunks of them are.
+            if obj.json.len() as u64 > super::offload::HEAVY_BYTES
+                && (out.repr != Representation::Full
+                    || out.media == Media::Yaml
+                    || !Service::presents_as_stored(&ri, &obj))
+            {
+                let (ri, query) = (ri.clone(), query.clone());
+                return Ok(turns
+                    .run(super::offload::Heavy::Get, move || {
+                        object_response(&ri, &headers, &query, StatusCode::OK, obj)
+                    })
+                    .await?);
+            }
             Ok(object_response(&ri, &headers, query, StatusCode::OK, obj))
         }
         (&Method::POST, None) => {

@@ -93,10 +93,13 @@ pub enum Heavy {
     WatchTable,
     /// A watch event of an object over [`HEAVY_BYTES`] written as `PartialObjectMetadata`.
     WatchMetadata,
+    /// One object over [`HEAVY_BYTES`] read as a Table, `PartialObjectMetadata` or YAML, or
+    /// converted to the version asked for.
+    Get,
 }
 
 impl Heavy {
-    const ALL: [Heavy; 9] = [
+    const ALL: [Heavy; 10] = [
         Heavy::Body,
         Heavy::Stored,
         Heavy::Apply,
@@ -106,6 +109,7 @@ impl Heavy {
         Heavy::ListYaml,
         Heavy::WatchTable,
         Heavy::WatchMetadata,
+        Heavy::Get,
     ];
 
     fn label(self) -> &'static str {
@@ -119,6 +123,7 @@ impl Heavy {
             Heavy::ListYaml => "list_yaml",
             Heavy::WatchTable => "watch_table",
             Heavy::WatchMetadata => "watch_metadata",
+            Heavy::Get => "get",
         }
     }
 
@@ -169,7 +174,7 @@ pub struct Offload {
     /// Writes (and reads' renderings) waiting for a turn now.
     waiting: Arc<AtomicUsize>,
     /// Work run off the workers, by [`Heavy`] (in the order of [`Heavy::ALL`]).
-    total: [AtomicU64; 9],
+    total: [AtomicU64; 10],
 }
 
 impl Default for Offload {
