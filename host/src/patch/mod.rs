@@ -596,40 +596,43 @@ fn go_canonical(
     op: &json_patch::PatchOperation,
 ) -> Option<json_patch::PatchOperation> {
     use json_patch::PatchOperation as Op;
-    let mut op = op.clone();
-    let changed = match &mut op {
-        Op::Add(o) => rewrite(doc, &mut o.path, Place::Add, None),
-        Op::Remove(o) => rewrite(doc, &mut o.path, Place::Existing, None),
-        Op::Replace(o) => rewrite(doc, &mut o.path, Place::Existing, None),
-        Op::Test(o) => rewrite(doc, &mut o.path, Place::Existing, None),
-        Op::Copy(o) => {
-            let from = rewrite(doc, &mut o.from, Place::Existing, None);
-            rewrite(doc, &mut o.path, Place::Add, None) | from
-        }
+    let existing = |at| go_indices(doc, at, Place::Existing, None);
+    // (the new `path`, the new `from`): read before the operation is copied, which is only when
+    // one is written differently (its value may be large).
+    let (path, from) = match op {
+        Op::Add(o) => (go_indices(doc, &o.path, Place::Add, None), None),
+        Op::Remove(o) => (existing(&o.path), None),
+        Op::Replace(o) => (existing(&o.path), None),
+        Op::Test(o) => (existing(&o.path), None),
+        Op::Copy(o) => (
+            go_indices(doc, &o.path, Place::Add, None),
+            existing(&o.from),
+        ),
         // The value is taken out first: its array is one shorter when `path` is read.
-        Op::Move(o) => {
-            let from = rewrite(doc, &mut o.from, Place::Existing, None);
-            let shrunk = o.from.parent().map(|p| p.to_buf());
-            rewrite(doc, &mut o.path, Place::Add, shrunk.as_deref()) | from
-        }
+        Op::Move(o) => (
+            go_indices(doc, &o.path, Place::Add, o.from.parent()),
+            existing(&o.from),
+        ),
     };
-    changed.then_some(op)
-}
-
-/// `at` made [`go_indices`]' pointer, when that is another: whether it was.
-fn rewrite(
-    doc: &Value,
-    at: &mut json_patch::jsonptr::PointerBuf,
-    last: Place,
-    shrunk: Option<&json_patch::jsonptr::Pointer>,
-) -> bool {
-    match go_indices(doc, at, last, shrunk) {
-        Some(p) => {
-            *at = p;
-            true
-        }
-        None => false,
+    if path.is_none() && from.is_none() {
+        return None;
     }
+    let mut op = op.clone();
+    let (at, source) = match &mut op {
+        Op::Add(o) => (&mut o.path, None),
+        Op::Remove(o) => (&mut o.path, None),
+        Op::Replace(o) => (&mut o.path, None),
+        Op::Test(o) => (&mut o.path, None),
+        Op::Copy(o) => (&mut o.path, Some(&mut o.from)),
+        Op::Move(o) => (&mut o.path, Some(&mut o.from)),
+    };
+    if let Some(p) = path {
+        *at = p;
+    }
+    if let (Some(source), Some(f)) = (source, from) {
+        *source = f;
+    }
+    Some(op)
 }
 
 /// `at` with each array index written as json-patch v4 (kube's library) reads it, as RFC 6901
