@@ -2778,9 +2778,18 @@ impl Service {
         if let Some(guard) = opts.guard.as_ref().filter(|g| !g.after_admission()) {
             guard.check(ri, ns, None, &obj)?;
         }
+        let view = if ri.custom.is_none() {
+            self.field_manager_view(ri, &obj, None, opts)
+        } else {
+            None
+        };
         self.builtin_mutation(ri, ns, &mut obj).await?;
         self.check_size(ri, &obj)?;
         let mut warnings = Self::decode_custom(ri, &mut obj, opts, false)?;
+        let view = match view {
+            None if ri.custom.is_some() => self.field_manager_view(ri, &obj, None, opts),
+            v => v,
+        };
         warnings.extend(
             self.admission(ri, ns, Operation::Create, None, &mut obj, "", opts)
                 .await?,
@@ -2816,7 +2825,7 @@ impl Service {
         Self::qos_on_create(ri, &mut obj);
         Self::validate_sub(ri, &obj, None, Subresource::Main)?;
         Self::guard_after_admission(ri, ns, None, &obj, opts)?;
-        Self::track_fields(ri, None, &mut obj, supplied, Subresource::Main, opts);
+        Self::track_fields(ri, None, &mut obj, view, supplied, Subresource::Main, opts);
         // kube's LimitRanger validation comes before the validating webhooks and policies;
         // ResourceQuota last. The quota's charge is held until the object is stored.
         crate::limitrange::validate(self, ri, ns, &obj)?;
@@ -3472,12 +3481,65 @@ impl Service {
         Err(ApiError::conflict(&ri.group, &ri.resource, name))
     }
 
+    /// The object of a create or update as kube's field manager records it: as the decoder
+    /// leaves it (defaulted), before admission and the kind's strategy change it. kube's
+    /// handlers call the field manager before mutating admission, `PrepareForCreate` /
+    /// `PrepareForUpdate` and validation, so what those add (a Pod's service-account token
+    /// volume, a claim's default StorageClass, a Job's generated selector, a DaemonSet's
+    /// template generation, a webhook's patch) is owned by no manager: a client that later
+    /// moves to server-side apply does not own, and so does not remove, fields it never sent.
+    /// `None` when nothing on the way can add a field (the write is recorded on the object as
+    /// stored), for server-side apply (which records its own), and for the host's own writes.
+    fn field_manager_view(
+        &self,
+        ri: &ResourceInfo,
+        obj: &Value,
+        old: Option<&Value>,
+        opts: &WriteOptions,
+    ) -> Option<Value> {
+        if opts.applied || opts.user.is_none() {
+            return None;
+        }
+        let changed_on_the_way = matches!(
+            (ri.group.as_str(), ri.resource.as_str()),
+            ("", "pods" | "persistentvolumeclaims" | "namespaces")
+                | ("batch", "jobs")
+                | ("apps", "daemonsets")
+                | ("certificates.k8s.io", "certificatesigningrequests")
+                | ("networking.k8s.io", "ingresses")
+        );
+        if !changed_on_the_way && !self.admission.may_mutate() {
+            return None;
+        }
+        let mut view = obj.clone();
+        if ri.custom.is_some() {
+            // A custom resource's `view` is taken after its decode (pruned and defaulted).
+            return Some(view);
+        }
+        if ri.group == crate::crd::GROUP && ri.resource == crate::crd::RESOURCE {
+            crate::crd::apply_defaults(&mut view);
+            return Some(view);
+        }
+        crate::builtin::decode::decode(&ri.group, &ri.version, &ri.kind, &mut view).ok()?;
+        if ri.group.is_empty() && ri.resource == "pods" {
+            if let Some(spec) = view.get_mut("spec") {
+                crate::model::workloads::requests_from_limits(spec);
+            }
+        }
+        crate::model::workloads::apply_defaults(&ri.group, &ri.resource, &mut view);
+        crate::builtin::defaults::apply(&ri.group, &ri.resource, &mut view, old.is_none());
+        crate::builtin::zero::fill(&ri.group, &ri.version, &ri.kind, &mut view);
+        Some(view)
+    }
+
     /// Records the write in `metadata.managedFields` (`crate::apply::track`), unless the apply
-    /// path already did.
+    /// path already did. `view`: the object as the field manager records it
+    /// ([`Service::field_manager_view`]), when it differs from `new`.
     fn track_fields(
         ri: &ResourceInfo,
         live: Option<&Value>,
         new: &mut Value,
+        view: Option<Value>,
         supplied: Option<Value>,
         sub: Subresource,
         opts: &WriteOptions,
@@ -3493,7 +3555,18 @@ impl Service {
             .as_deref()
             .unwrap_or(crate::apply::HOST_MANAGER);
         let who = crate::apply::Manager { name, sub };
-        crate::apply::track(ri, live, new, supplied, &who);
+        let Some(mut view) = view else {
+            crate::apply::track(ri, live, new, supplied, &who);
+            return;
+        };
+        crate::apply::track(ri, live, &mut view, supplied, &who);
+        let managed = metadata_mut(&mut view).and_then(|m| m.remove("managedFields"));
+        if let Some(m) = metadata_mut(new) {
+            match managed {
+                Some(v) => m.insert("managedFields".into(), v),
+                None => m.remove("managedFields"),
+            };
+        }
     }
 
     /// The autoscaling/v1 `Scale` of an object whose resource has a scale subresource.
@@ -3917,6 +3990,11 @@ impl Service {
             }
             let sub_name = sub.name();
             let old = Some(&view_value);
+            let tracked = if ri.custom.is_none() {
+                self.field_manager_view(ri, &new, old, opts)
+            } else {
+                None
+            };
             // kube's built-in mutating plugins run before the configured ones (webhooks see
             // their result): Priority, then DefaultTolerationSeconds.
             let pod = ri.group.is_empty() && ri.resource == "pods";
@@ -3931,6 +4009,10 @@ impl Service {
             let pruned = ri.custom.is_some() && as_decoded(&new);
             let mut warnings = built_warnings;
             warnings.extend(Self::decode_custom(ri, &mut new, opts, pruned)?);
+            let tracked = match tracked {
+                None if ri.custom.is_some() => self.field_manager_view(ri, &new, old, opts),
+                v => v,
+            };
             // A `scale` write is admitted as kube admits it: as an autoscaling/v1 Scale. Mutating
             // admission sees (new Scale, old Scale), and only its `spec.replicas` is carried back
             // to the object (kube's `scaleUpdatedObjectInfo`); validating admission is below.
@@ -4000,7 +4082,7 @@ impl Service {
             }
             Self::validate_sub(ri, &new, old, sub)?;
             Self::guard_after_admission(ri, ns, old, &new, opts)?;
-            Self::track_fields(ri, old, &mut new, supplied, sub, opts);
+            Self::track_fields(ri, old, &mut new, tracked, supplied, sub, opts);
             // kube's PrepareForUpdate bumps the generation before validating admission, which
             // then sees `object.metadata.generation` past `oldObject`'s on a spec change.
             Self::bump_generation(ri, &view_value, &mut new);

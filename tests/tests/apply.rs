@@ -406,6 +406,101 @@ fn client_side_migration(s: &Server) {
     assert_eq!(c["data"], json!({"a": "4"}), "{c}");
 }
 
+/// What admission and the kind's strategy add to a created object is owned by no manager (kube
+/// records managed fields before both): a PersistentVolumeClaim's default StorageClass, a Pod's
+/// service account, token volume, tolerations and priority, a Job's generated selector and
+/// labels, a DaemonSet's template generation. So moving these from `kubectl apply` to
+/// `kubectl apply --server-side` works, twice: had the client-side applier owned them, the
+/// server-side applier would inherit them and the next apply, which leaves them out, would try
+/// to remove them (immutable: refused every time).
+fn client_side_migration_of_admitted_fields(s: &Server) {
+    s.kubectl_apply(
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: fast\n  annotations:\n    storageclass.kubernetes.io/is-default-class: \"true\"\nprovisioner: example.com/fast\n",
+    );
+    let manifest = r#"apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: mig-claim, namespace: default}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: mig-pod, namespace: default}
+spec:
+  containers: [{name: c, image: nginx}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: mig-job, namespace: default}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: perl}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: mig-ds, namespace: default}
+spec:
+  selector: {matchLabels: {app: mig}}
+  template:
+    metadata: {labels: {app: mig}}
+    spec:
+      containers: [{name: c, image: nginx}]
+"#;
+    apply_ok(s, &["apply", "-f", "-"], manifest);
+    // Nobody owns what admission and the strategies added.
+    let owned = |kind: &str, name: &str| -> String {
+        let o = s.kubectl_json(&["get", kind, name, "--show-managed-fields"]);
+        o["metadata"]["managedFields"].to_string()
+    };
+    let claim = owned("pvc", "mig-claim");
+    assert!(!claim.contains("f:storageClassName"), "{claim}");
+    let pod = owned("pod", "mig-pod");
+    for f in [
+        "f:serviceAccountName",
+        "f:volumes",
+        "f:tolerations",
+        "f:priority",
+        "f:volumeMounts",
+    ] {
+        assert!(!pod.contains(f), "{f}: {pod}");
+    }
+    // ...while the decoder's defaults are the client's, as in kube.
+    assert!(pod.contains("f:terminationMessagePath"), "{pod}");
+    let job = owned("job", "mig-job");
+    assert!(!job.contains("f:selector"), "{job}");
+    assert!(!job.contains("controller-uid"), "{job}");
+    let ds = owned("ds", "mig-ds");
+    assert!(
+        !ds.contains("deprecated.daemonset.template.generation"),
+        "{ds}"
+    );
+    // The stored objects have them all the same.
+    let c = s.kubectl_json(&["get", "pvc", "mig-claim"]);
+    assert_eq!(c["spec"]["storageClassName"], "fast", "{c}");
+    let p = s.kubectl_json(&["get", "pod", "mig-pod"]);
+    assert_eq!(p["spec"]["serviceAccountName"], "default", "{p}");
+    // Server-side from now on: the migration, then an ordinary re-apply.
+    for round in 0..2 {
+        let out = s.kubectl_stdin(&["apply", "--server-side", "-f", "-"], manifest);
+        assert!(
+            out.status.success() && !stderr(&out).contains("failed"),
+            "server-side apply {round}: {}",
+            stderr(&out)
+        );
+    }
+    let c = s.kubectl_json(&["get", "pvc", "mig-claim"]);
+    assert_eq!(c["spec"]["storageClassName"], "fast", "{c}");
+    let j = s.kubectl_json(&["get", "job", "mig-job"]);
+    assert!(
+        j["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"].is_string(),
+        "{j}"
+    );
+    s.kubectl_ok(&["delete", "storageclass", "fast"]);
+}
+
 /// A Secret's write-only `stringData`, which kube folds into `data` on every write and never
 /// stores: `kubectl apply` then `kubectl apply --server-side` of a manifest with `password` in
 /// `stringData` and `user` in `data` keeps both keys (kubectl moves the client-side applier's
@@ -887,6 +982,7 @@ fn server_side_apply_with_real_clients() {
     crd_list_map(&s);
     undeclared_fields(&s);
     client_side_migration(&s);
+    client_side_migration_of_admitted_fields(&s);
     secret_string_data(&s);
     byte_level(&s);
     yaml_and_scale(&s);

@@ -287,6 +287,15 @@ impl Admission {
         Ok(warnings)
     }
 
+    /// Whether any mutating admission is configured: a mutating webhook configuration, a
+    /// mutating policy binding or a mutating Wasm policy (not whether one matches a request).
+    pub fn may_mutate(&self) -> bool {
+        let ctx = self.context();
+        self.wasm.mutates()
+            || !ctx.configs("mutatingwebhookconfigurations").is_empty()
+            || !ctx.configs("mutatingadmissionpolicybindings").is_empty()
+    }
+
     fn context(&self) -> Context<'_> {
         Context {
             store: self.store.as_ref(),

@@ -170,6 +170,13 @@ impl WasmPolicies {
         }
     }
 
+    /// Whether any loaded policy mutates.
+    pub(crate) fn mutates(&self) -> bool {
+        self.set
+            .read()
+            .is_ok_and(|s| s.values().any(|p| p.spec().mutating))
+    }
+
     fn in_force(&self, phase: Phase) -> Vec<Arc<dyn PolicyVersion>> {
         let Ok(s) = self.set.read() else {
             return Vec::new();
