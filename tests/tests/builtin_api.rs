@@ -506,6 +506,30 @@ fn kube_defaults_strategies_and_answers() {
     assert_eq!(job["spec"]["backoffLimit"], 6);
     assert_eq!(job["spec"]["completions"], 1);
     assert_eq!(job["metadata"]["generation"], 1);
+    // A gRPC probe's `service` defaults to "" (kubectl describe reads it without a nil check:
+    // it panicked on a probe without one).
+    let out = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: grpc}\nspec:\n  containers:\n  - name: c\n    image: etcd\n    livenessProbe: {grpc: {port: 2379}}\n    readinessProbe: {grpc: {port: 2379, service: ready}}\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pod = s.kubectl_json(&["get", "pod", "grpc", "-o", "json"]);
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(
+        c["livenessProbe"]["grpc"],
+        json!({"port": 2379, "service": ""}),
+        "{c}"
+    );
+    assert_eq!(c["readinessProbe"]["grpc"]["service"], "ready", "{c}");
+    let described = s.kubectl_ok(&["describe", "pod", "grpc"]);
+    assert!(
+        described.contains("grpc <pod>:2379  delay=0s"),
+        "{described}"
+    );
     // A Job's pods may not restart Always (the pod-spec default): kube's message (since 1.27 a
     // Required naming the valid values, for "" and "Always" alike).
     let r = http.post_json(

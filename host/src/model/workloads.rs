@@ -310,6 +310,13 @@ fn default_probe(p: &mut Map<String, Value>) {
     if let Some(h) = p.get_mut("httpGet") {
         default_http_get(h);
     }
+    // `GRPCAction.service`'s `+default=""` (kube's generated defaulter); `kubectl describe`
+    // reads it without a nil check.
+    if let Some(g) = p.get_mut("grpc").and_then(Value::as_object_mut) {
+        if g.get("service").is_none_or(Value::is_null) {
+            g.insert("service".into(), json!(""));
+        }
+    }
 }
 
 /// kube's `SetDefaults_HTTPGetAction`: path `/`, scheme `HTTP`.
