@@ -2087,19 +2087,41 @@ impl Service {
     }
 
     fn validate(ri: &ResourceInfo, obj: &Value) -> Result<()> {
-        let name = meta::name(obj);
-        // kube checks `generateName` first, with the same name function (prefix allowed).
+        let causes = Self::meta_causes(ri, obj);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(
+                &ri.group,
+                &ri.kind,
+                meta::name(obj),
+                causes,
+            ));
+        }
+        Ok(())
+    }
+
+    /// kube's `ValidateObjectMeta` of a write: `generateName` first, with the kind's name
+    /// function (prefix allowed), then the name, then labels, annotations and the rest.
+    fn meta_causes(ri: &ResourceInfo, obj: &Value) -> Vec<Cause> {
         let generate = obj
             .pointer("/metadata/generateName")
             .and_then(Value::as_str)
             .unwrap_or("");
         let mut causes = meta::validate_generate_name(generate, ri.name_rule);
-        causes.extend(meta::validate_name(name, ri.name_rule));
+        causes.extend(meta::validate_name(meta::name(obj), ri.name_rule));
         causes.extend(meta::validate_common(obj));
-        if !causes.is_empty() {
-            return Err(ApiError::invalid(&ri.group, &ri.kind, name, causes));
-        }
-        Ok(())
+        causes
+    }
+
+    /// The 422 of a write whose kind's validation found `causes`: kube's strategies validate
+    /// the object's metadata first and report its errors in the same answer
+    /// ([`Service::meta_causes`], each field once), so a client sees every error at once.
+    fn invalid_with_meta(ri: &ResourceInfo, obj: &Value, causes: Vec<Cause>) -> ApiError {
+        let mut all: Vec<Cause> = Self::meta_causes(ri, obj)
+            .into_iter()
+            .filter(|m| !causes.iter().any(|c| c.field == m.field))
+            .collect();
+        all.extend(causes);
+        ApiError::invalid(&ri.group, &ri.kind, meta::name(obj), all)
     }
 
     /// Kind-specific admission: CRD validation, and for custom resources kube's pipeline of
@@ -2155,12 +2177,7 @@ impl Service {
             }
             causes.extend(crate::auth::escalation::role_ref_causes(ri, obj, old));
             if !causes.is_empty() {
-                return Err(ApiError::invalid(
-                    &ri.group,
-                    &ri.kind,
-                    meta::name(obj),
-                    causes,
-                ));
+                return Err(Self::invalid_with_meta(ri, obj, causes));
             }
             return Ok(warnings);
         }
@@ -2202,12 +2219,7 @@ impl Service {
             None => causes.extend(schema.validate_cel(obj, old).into_iter().map(to_cause)),
         }
         if !causes.is_empty() {
-            return Err(ApiError::invalid(
-                &ri.group,
-                &ri.kind,
-                meta::name(obj),
-                causes,
-            ));
+            return Err(Self::invalid_with_meta(ri, obj, causes));
         }
         Ok(warnings)
     }

@@ -530,6 +530,16 @@ fn kube_defaults_strategies_and_answers() {
         described.contains("grpc <pod>:2379  delay=0s"),
         "{described}"
     );
+    // The metadata's errors come first, in the same answer as the spec's (kube's strategies
+    // validate ObjectMeta first), not one 422 after another.
+    let out = s.kubectl(&["run", "My_Pod", "--image=nginx"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let name = err.find("* metadata.name: Invalid value: \"My_Pod\"");
+    let container = err.find("* spec.containers[0].name: Invalid value: \"My_Pod\"");
+    assert!(
+        matches!((name, container), (Some(n), Some(c)) if n < c),
+        "{err}"
+    );
     // A Job's pods may not restart Always (the pod-spec default): kube's message (since 1.27 a
     // Required naming the valid values, for "" and "Always" alike).
     let r = http.post_json(
