@@ -4834,6 +4834,12 @@ impl Service {
                             first,
                         } => graceful::mark(m, timestamp, *period, *first),
                         _ if !terminating => {
+                            // kube's `markAsDeleting`: the generation moves on (controllers
+                            // watching for generation changes see the deletion).
+                            let generation = m.get("generation").and_then(Value::as_i64);
+                            if let Some(g) = generation.filter(|g| *g > 0) {
+                                m.insert("generation".into(), json!(g.saturating_add(1)));
+                            }
                             m.insert(
                                 "deletionTimestamp".into(),
                                 Value::String(meta::now_rfc3339()),

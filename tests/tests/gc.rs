@@ -319,12 +319,17 @@ fn cascades_follow_custom_resources() {
         "--cascade=foreground",
         "--wait=false",
     ]);
-    poll("worker to be terminating", DEADLINE, || {
+    let worker = poll("worker to be terminating", DEADLINE, || {
         let w = s.kubectl_json(&["get", "widget", "worker"]);
-        w["metadata"]["deletionTimestamp"].is_string().then_some(())
+        w["metadata"]["deletionTimestamp"].is_string().then_some(w)
     })
     .unwrap();
     assert!(exists(&s, &format!("{WIDGETS}/boss")));
+    // Marked for deletion, each moved to its next generation (kube's `markAsDeleting`), so
+    // controllers that watch generations see it.
+    assert_eq!(worker["metadata"]["generation"], 2, "{worker}");
+    let b = s.kubectl_json(&["get", "widget", "boss"]);
+    assert_eq!(b["metadata"]["generation"], 2, "{b}");
     unfinalize(&s, "", "widget", "worker");
     wait_gone(&s, &format!("{WIDGETS}/worker"));
     wait_gone(&s, &format!("{WIDGETS}/boss"));
