@@ -392,6 +392,33 @@ fn condition(ns: &Value, kind: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// `kubectl delete -f` of a manifest holding a Namespace and its contents: kubectl deletes the
+/// Namespace first, then each object in it, which are still there to delete (the namespace
+/// controller leaves a deleted namespace alone for kube's 5 s before it empties it), so every
+/// object is reported deleted and kubectl succeeds; then the namespace goes.
+#[test]
+fn kubectl_delete_of_a_manifest_with_its_namespace_succeeds() {
+    let s = Server::start().unwrap();
+    let manifest = "apiVersion: v1\nkind: Namespace\nmetadata: {name: app}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: app}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: two, namespace: app}\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: three, namespace: app}\n";
+    s.kubectl_apply(manifest);
+    let out = s.kubectl_stdin(&["delete", "-f", "-", "--wait=false"], manifest);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for what in [
+        "namespace \"app\" deleted",
+        "configmap \"one\" deleted",
+        "secret \"two\" deleted",
+        "serviceaccount \"three\" deleted",
+    ] {
+        assert!(stdout.contains(what), "{what}: {stdout}");
+    }
+    wait_gone(&s, "/api/v1/namespaces/app");
+}
+
 #[test]
 fn namespace_deletion_empties_it_waits_for_finalizers_then_removes_it() {
     let s = Server::start().unwrap();

@@ -28,6 +28,10 @@ pub const IDENTITY: super::Identity = super::Identity {
 const FAN_OUT: usize = 32;
 /// A namespace still waiting on content is looked at again after this long even without events.
 const RECHECK: Duration = Duration::from_secs(2);
+/// kube's `namespaceDeletionGracePeriod`: how long after its deletion a namespace is left
+/// alone before it is emptied, so that a client deleting a manifest that holds the namespace
+/// and its contents (`kubectl delete -f`) finds the contents still there to delete.
+const DELETION_GRACE: Duration = Duration::from_secs(5);
 
 pub struct NamespaceController {
     base: super::Base<String>,
@@ -40,6 +44,18 @@ struct Remaining {
     objects: BTreeMap<String, usize>,
     /// finalizer -> objects carrying it.
     finalizers: BTreeMap<String, usize>,
+}
+
+/// What is left of a terminating namespace's [`DELETION_GRACE`] (from its
+/// `deletionTimestamp`, so a restart does not start it again); `None` once it is over.
+fn grace_left(ns: &impl meta::Meta, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let since = meta::meta_str(ns, "deletionTimestamp")
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())?;
+    let elapsed = now
+        .signed_duration_since(since)
+        .to_std()
+        .unwrap_or_default();
+    DELETION_GRACE.checked_sub(elapsed).filter(|d| !d.is_zero())
 }
 
 impl NamespaceController {
@@ -115,6 +131,9 @@ impl NamespaceController {
         };
         if !terminating(current.head()) {
             return Ok(None);
+        }
+        if let Some(wait) = grace_left(current.head(), chrono::Utc::now()) {
+            return Ok(Some(wait));
         }
         // Delete what is not already on its way out.
         let doomed: Vec<(Arc<ResourceInfo>, String, String)> = self
@@ -343,5 +362,42 @@ impl Follower for NamespaceController {
                 self.base.queue.add(ns.to_owned());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespace_is_left_alone_for_five_seconds_after_its_deletion() {
+        let at = |s: &str| {
+            chrono::DateTime::parse_from_rfc3339(s)
+                .unwrap()
+                .with_timezone(&chrono::Utc)
+        };
+        let ns = json!({"metadata": {"name": "a", "deletionTimestamp": "2026-12-07T10:00:00Z"}});
+        assert_eq!(
+            grace_left(&ns, at("2026-12-07T10:00:00Z")),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            grace_left(&ns, at("2026-12-07T10:00:03.5Z")),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(grace_left(&ns, at("2026-12-07T10:00:05Z")), None);
+        assert_eq!(grace_left(&ns, at("2026-12-07T11:00:00Z")), None);
+        // A clock behind the timestamp waits the whole period, no more.
+        assert_eq!(
+            grace_left(&ns, at("2026-12-07T09:59:00Z")),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            grace_left(
+                &json!({"metadata": {"name": "a"}}),
+                at("2026-12-07T10:00:00Z")
+            ),
+            None
+        );
     }
 }
