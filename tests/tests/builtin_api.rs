@@ -724,6 +724,12 @@ fn events_k8s_io_serves_the_core_events_in_their_newer_shape() {
         &json!({"metadata": {"name": "e2"}, "involvedObject": {"kind": "Pod", "name": "q"},
             "message": "old style", "reason": "Created", "count": 3}),
     );
+    // The old style's fields kube's Go type always writes: an empty `source`, the reporting
+    // component and instance as "".
+    let core2 = http.get(&format!("{core_api}/e2")).json();
+    assert_eq!(core2["source"], json!({}), "{core2}");
+    assert_eq!(core2["reportingComponent"], "", "{core2}");
+    assert_eq!(core2["reportingInstance"], "", "{core2}");
     let list = http.get(new_api).json();
     let e2 = list["items"]
         .as_array()

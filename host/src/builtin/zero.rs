@@ -17,7 +17,7 @@
 //! as its decoder does (clients read both alike); fields validation requires to be set (a
 //! Deployment's `spec.template`, an Ingress's `spec`, an HPA's `spec.maxReplicas`), which a
 //! stored object always has, so listing them would change nothing but what validation sees of
-//! an invalid write; Events, CRDs and turtles' own kinds.
+//! an invalid write; CRDs and turtles' own kinds.
 //!
 //! [`fill`] adds what an object lacks (recursively: a Node's `nodeInfo` that names only its
 //! `kubeletVersion` gets the other nine strings). The service applies it with kube's defaults,
@@ -58,6 +58,15 @@ const ZERO_FIELDS: &[(&str, &str, &str, &str)] = &[
     ),
     ("", "v1", "PersistentVolumeClaim", r#"{"status": {}}"#),
     ("", "v1", "PersistentVolume", r#"{"status": {}}"#),
+    // Event.Source (an EventSource, its fields `omitempty`), ReportingController
+    // (`json:"reportingComponent"`) and ReportingInstance; `eventTime` (a zero MicroTime) is
+    // Go's `null`, left out as above.
+    (
+        "",
+        "v1",
+        "Event",
+        r#"{"source": {}, "reportingComponent": "", "reportingInstance": ""}"#,
+    ),
     (
         "",
         "v1",
