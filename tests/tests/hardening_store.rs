@@ -177,8 +177,10 @@ fn objects_beyond_the_size_limit_are_refused_with_413_on_every_path() {
     let st = assert_status(&r, 422, "Invalid");
     assert_eq!(
         st["message"],
-        "ConfigMap \"big\" is invalid: Too long: may not be more than 1048576 bytes"
+        "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes"
     );
+    // kube's `field.NewPath("")`.
+    assert_eq!(st["details"]["causes"][0]["field"], "[]", "{st}");
     assert_eq!(mallory.get(&format!("{cms}/big")).status, 404);
 
     // What no kind's validation bounds, the store does: 2 MiB in a custom resource (under the

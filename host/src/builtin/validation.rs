@@ -706,9 +706,10 @@ fn config_map(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
             .map(|(_, v)| decoded_len(v))
             .sum::<usize>();
     if size > MAX_DATA_BYTES {
+        // kube's `field.NewPath("")`, which prints as `[]`.
         causes.push(Cause::new(
             "FieldValueTooLong",
-            "",
+            "[]",
             format!("Too long: may not be more than {MAX_DATA_BYTES} bytes"),
         ));
     }
@@ -918,7 +919,7 @@ mod tests {
         let big = json!({"data": {"a": "x".repeat(MAX_DATA_BYTES), "b": "y"}});
         assert_eq!(
             messages(&validate("", "configmaps", &big, None)),
-            vec![": Too long: may not be more than 1048576 bytes"]
+            vec!["[]: Too long: may not be more than 1048576 bytes"]
         );
     }
 
