@@ -17,6 +17,7 @@ pub mod crd;
 pub mod heap;
 pub mod hugetext;
 pub mod informer;
+pub mod ingress_admission;
 pub mod leader;
 pub mod limitrange;
 pub mod metrics;

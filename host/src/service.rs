@@ -1403,7 +1403,8 @@ impl Service {
     /// configured ones: LimitRanger (a Pod's default requests and limits, after kube's own Pod
     /// defaults, which decoding applies there: a limit is the request it lacks), ServiceAccount
     /// (the account, its token volume), Priority (a Pod's priority from its class), then
-    /// DefaultTolerationSeconds, DefaultStorageClass and StorageObjectInUseProtection.
+    /// DefaultTolerationSeconds, DefaultStorageClass, StorageObjectInUseProtection and
+    /// DefaultIngressClass.
     async fn builtin_mutation(&self, ri: &ResourceInfo, ns: &str, obj: &mut Value) -> Result<()> {
         let pod = ri.group.is_empty() && ri.resource == "pods";
         if pod {
@@ -1420,6 +1421,7 @@ impl Service {
             crate::pod_admission::default_tolerations(obj);
         }
         crate::volume_admission::admit_create(self, ri, obj);
+        crate::ingress_admission::admit_create(self, ri, obj);
         Ok(())
     }
 

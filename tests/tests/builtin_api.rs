@@ -530,6 +530,15 @@ fn kube_defaults_strategies_and_answers() {
         described.contains("grpc <pod>:2379  delay=0s"),
         "{described}"
     );
+    // DefaultIngressClass: an Ingress without a class gets the default one, unless it names
+    // one through the legacy annotation.
+    s.kubectl_apply(
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: nginx\n  annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}\nspec: {controller: k8s.io/ingress-nginx}\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: plain}\nspec: {defaultBackend: {service: {name: web, port: {number: 80}}}}\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: legacy\n  annotations: {kubernetes.io/ingress.class: traefik}\nspec: {defaultBackend: {service: {name: web, port: {number: 80}}}}\n",
+    );
+    let plain = s.kubectl_json(&["get", "ingress", "plain", "-o", "json"]);
+    assert_eq!(plain["spec"]["ingressClassName"], "nginx", "{plain}");
+    let legacy = s.kubectl_json(&["get", "ingress", "legacy", "-o", "json"]);
+    assert!(legacy["spec"].get("ingressClassName").is_none(), "{legacy}");
     // The metadata's errors come first, in the same answer as the spec's (kube's strategies
     // validate ObjectMeta first), not one 422 after another.
     let out = s.kubectl(&["run", "My_Pod", "--image=nginx"]);
