@@ -530,6 +530,18 @@ fn kube_defaults_strategies_and_answers() {
         described.contains("grpc <pod>:2379  delay=0s"),
         "{described}"
     );
+    // A template's empty metadata is `{}` (kube 1.34: ObjectMeta is a struct and its zero
+    // creationTimestamp `omitzero`), whether the client sent it or not.
+    s.kubectl_apply(
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: hello}\nspec:\n  schedule: '*/5 * * * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: OnFailure\n          containers: [{name: c, image: busybox}]\n",
+    );
+    let cj = s.kubectl_json(&["get", "cronjob", "hello", "-o", "json"]);
+    assert_eq!(cj["spec"]["jobTemplate"]["metadata"], json!({}), "{cj}");
+    assert_eq!(
+        cj["spec"]["jobTemplate"]["spec"]["template"]["metadata"],
+        json!({}),
+        "{cj}"
+    );
     // DefaultIngressClass: an Ingress without a class gets the default one, unless it names
     // one through the legacy annotation.
     s.kubectl_apply(

@@ -7,13 +7,14 @@
 //! `required` lists also leave out fields marked `+optional` without `omitempty`), so this table
 //! lists them per kind, from the json tags of kube 1.34's types (`k8s.io/api` v0.34.0,
 //! `staging/src/k8s.io/api/<group>/<version>/types.go`; APIServices:
-//! `staging/src/k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/types.go`; none of them
-//! uses `omitzero` in 1.34).
+//! `staging/src/k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/types.go`; of them only
+//! `metav1.ObjectMeta.creationTimestamp` is `omitzero` in 1.34, so an embedded template's
+//! empty `metadata` is `{}`: [`fill_template_metadata`]).
 //!
 //! What is listed: non-pointer structs and zero scalars that a valid object can have at their
 //! zero value, in the Go structs' field order (so `spec: {}` only where an empty spec is valid).
-//! What is not: fields Go writes as `null` (nil slices, maps and pointers without `omitempty`,
-//! a zero `metav1.Time` such as a template's `metadata.creationTimestamp`), which turtles omits
+//! What is not: fields Go writes as `null` (nil slices, maps and pointers without `omitempty`),
+//! which turtles omits
 //! as its decoder does (clients read both alike); fields validation requires to be set (a
 //! Deployment's `spec.template`, an Ingress's `spec`, an HPA's `spec.maxReplicas`), which a
 //! stored object always has, so listing them would change nothing but what validation sees of
@@ -233,10 +234,64 @@ pub fn fields(group: &str, version: &str, kind: &str) -> Option<&'static Map<Str
 /// (absent or `null`, as Go's decoder leaves a `null` field at its zero value), inside the
 /// objects it has too. A field of another type than its zero value's is left for validation.
 pub fn fill(group: &str, version: &str, kind: &str, obj: &mut Value) {
+    fill_template_metadata(group, kind, obj);
     let (Some(zero), Some(map)) = (fields(group, version, kind), obj.as_object_mut()) else {
         return;
     };
     fill_map(map, zero);
+}
+
+/// Where a kind embeds an object template (JSON pointers; `*` is every item of a list).
+const TEMPLATES: &[(&str, &str, &[&str])] = &[
+    ("", "ReplicationController", &["/spec/template"]),
+    ("", "PodTemplate", &["/template"]),
+    ("apps", "Deployment", &["/spec/template"]),
+    ("apps", "ReplicaSet", &["/spec/template"]),
+    ("apps", "DaemonSet", &["/spec/template"]),
+    (
+        "apps",
+        "StatefulSet",
+        &["/spec/template", "/spec/volumeClaimTemplates/*"],
+    ),
+    ("batch", "Job", &["/spec/template"]),
+    (
+        "batch",
+        "CronJob",
+        &["/spec/jobTemplate", "/spec/jobTemplate/spec/template"],
+    ),
+    ("resource.k8s.io", "ResourceClaimTemplate", &["/spec"]),
+];
+
+/// A template's `metadata` (an embedded `metav1.ObjectMeta`, a struct Go always writes) is
+/// `{}` when empty: since apimachinery 0.34 its zero `creationTimestamp` is `omitzero`, so kube
+/// 1.34 answers `metadata: {}` where 1.33 answered `metadata: {creationTimestamp: null}`. Only
+/// inside a template the object has (a missing template is validation's to report).
+fn fill_template_metadata(group: &str, kind: &str, obj: &mut Value) {
+    let Some((_, _, paths)) = TEMPLATES.iter().find(|(g, k, _)| *g == group && *k == kind) else {
+        return;
+    };
+    for path in *paths {
+        let (list, item) = match path.strip_suffix("/*") {
+            Some(list) => (Some(list), None),
+            None => (None, Some(*path)),
+        };
+        let mut give = |t: &mut Value| {
+            if let Some(t) = t.as_object_mut() {
+                if t.get("metadata").is_none_or(Value::is_null) {
+                    t.insert("metadata".into(), Value::Object(Map::new()));
+                }
+            }
+        };
+        if let Some(t) = item.and_then(|p| obj.pointer_mut(p)) {
+            give(t);
+        }
+        if let Some(items) = list
+            .and_then(|p| obj.pointer_mut(p))
+            .and_then(Value::as_array_mut)
+        {
+            items.iter_mut().for_each(&mut give);
+        }
+    }
 }
 
 fn fill_map(map: &mut Map<String, Value>, zero: &Map<String, Value>) {
