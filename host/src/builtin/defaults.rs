@@ -725,15 +725,53 @@ fn webhook(w: &mut Value, mutating: bool) {
     }
 }
 
+/// `SetDefaults_MatchResources`, and `SetDefaults_Rule` on each of its (excluded) resource rules:
+/// `scope: "*"`, as on a webhook's rules.
 fn match_resources(m: &mut Map<String, Value>) {
     m.entry("matchPolicy").or_insert(json!("Equivalent"));
     m.entry("namespaceSelector").or_insert(json!({}));
     m.entry("objectSelector").or_insert(json!({}));
+    for list in ["resourceRules", "excludeResourceRules"] {
+        for rule in m
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            if rule.get("scope").is_none_or(Value::is_null) {
+                rule.insert("scope".into(), json!("*"));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admission_policies_resource_rules_get_every_scope() {
+        const AR: &str = "admissionregistration.k8s.io";
+        let rules = json!({"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["deployments"]},
+            {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+             "resources": ["pods"], "scope": "Namespaced"}],
+            "excludeResourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+             "resources": ["pods"]}]});
+        let mut policy = json!({"spec": {"matchConstraints": rules.clone()}});
+        apply(AR, "validatingadmissionpolicies", &mut policy, true);
+        let mc = &policy["spec"]["matchConstraints"];
+        assert_eq!(mc["resourceRules"][0]["scope"], "*");
+        assert_eq!(mc["resourceRules"][1]["scope"], "Namespaced");
+        assert_eq!(mc["excludeResourceRules"][0]["scope"], "*");
+        let mut binding = json!({"spec": {"policyName": "p", "matchResources": rules}});
+        apply(AR, "validatingadmissionpolicybindings", &mut binding, true);
+        assert_eq!(
+            binding["spec"]["matchResources"]["resourceRules"][0]["scope"],
+            "*"
+        );
+    }
 
     /// flowcontrol/v1's defaults, as kube's `defaults_test.go` has them: a zero precedence or
     /// queuing parameter is defaulted, a limited level's explicit zero shares are not.
