@@ -101,13 +101,25 @@ pub enum Expiry {
     End,
 }
 
+/// An entry of [`Watcher::pending`].
+enum Pending {
+    /// Yielded as it is.
+    Ready(Event),
+    /// An object of the initial list: an `InitApply` if the filter takes it.
+    Listed(Arc<crate::store::StoredObject>),
+    /// A change from the history: as the filter translates it ([`Watcher::translate`]).
+    Change(Arc<crate::store::Event>),
+}
+
 /// A list + watch of one resource as a stream of [`Event`]s (see the module docs).
 pub struct Watcher<S> {
     source: S,
     filter: Option<Filter>,
     state: State,
-    /// Events to yield, each with the revision the stream is at once it is yielded.
-    pending: VecDeque<(u64, Event)>,
+    /// Events to yield, each with the revision the stream is at once it is yielded; a listed
+    /// object or a missed change is judged by the filter only when its turn comes, in
+    /// [`Watcher::next`], which paces the judging (`crate::pace`).
+    pending: VecDeque<(u64, Pending)>,
     /// The revision of the last event yielded from `pending`.
     yielded: u64,
     expiry: Expiry,
@@ -258,7 +270,8 @@ impl<S: Source> Watcher<S> {
         let relist = resumed.is_none();
         let mut last = start.rv.max(resumed.unwrap_or(0));
         if relist {
-            self.pending.push_back((self.yielded, Event::Init));
+            self.pending
+                .push_back((self.yielded, Pending::Ready(Event::Init)));
             // A namespaced filter reads its namespace's range of the index, not the cluster.
             let prefix = self
                 .filter
@@ -276,19 +289,15 @@ impl<S: Source> Watcher<S> {
                     (Some(snap), None) => Box::new(snap.items.values()),
                     (None, _) => Box::new(std::iter::empty()),
                 };
-            let matched: Vec<Arc<crate::store::StoredObject>> =
-                items.filter(|obj| self.matches(obj)).cloned().collect();
-            for obj in matched {
-                self.pending
-                    .push_back((self.yielded, Event::InitApply(obj)));
-            }
-            self.pending.push_back((start.rv, Event::InitDone));
+            let at = self.yielded;
+            self.pending
+                .extend(items.map(|obj| (at, Pending::Listed(obj.clone()))));
+            self.pending
+                .push_back((start.rv, Pending::Ready(Event::InitDone)));
         }
-        for ev in &start.backlog {
+        for ev in start.backlog {
             last = last.max(ev.rv);
-            if let Some(e) = self.translate(ev) {
-                self.pending.push_back((ev.rv, e));
-            }
+            self.pending.push_back((ev.rv, Pending::Change(ev)));
         }
         self.state = State::Watching {
             live: start.live,
@@ -299,10 +308,21 @@ impl<S: Source> Watcher<S> {
     /// The next event, or `None` once the store closed (or failed: logged), or with
     /// [`Expiry::End`] once the history lost what the watcher missed. Cancel-safe.
     pub async fn next(&mut self) -> Option<Event> {
+        let mut pacer = crate::pace::Pacer::new();
         loop {
-            if let Some((rv, e)) = self.pending.pop_front() {
-                self.yielded = rv;
-                return Some(e);
+            if let Some((rv, p)) = self.pending.pop_front() {
+                let e = match p {
+                    Pending::Ready(e) => Some(e),
+                    Pending::Listed(obj) => self.matches(&obj).then_some(Event::InitApply(obj)),
+                    Pending::Change(ev) => self.translate(&ev),
+                };
+                if let Some(e) = e {
+                    self.yielded = rv;
+                    return Some(e);
+                }
+                // Judged and left out: the next one, giving the worker back now and then.
+                pacer.tick().await;
+                continue;
             }
             match &mut self.state {
                 State::Done => return None,
@@ -353,6 +373,7 @@ impl<S: Source> Watcher<S> {
                                 if let Some(s) = &self.skipped {
                                     s.store(ev.rv, Ordering::Release);
                                 }
+                                pacer.tick().await;
                             }
                         }
                         // Fell behind the live feed. An HTTP watch ends (its client resumes from

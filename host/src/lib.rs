@@ -22,6 +22,7 @@ pub mod leader;
 pub mod limitrange;
 pub mod metrics;
 pub mod model;
+pub mod pace;
 pub mod patch;
 pub mod pod_admission;
 pub mod priority;

@@ -186,9 +186,12 @@ struct Requirement {
 impl Requirement {
     fn matches(&self, value: Option<&str>) -> bool {
         match (&self.op, value) {
-            (LabelOp::In(vals), Some(v)) => vals.iter().any(|x| x == v),
+            // The values are sorted (and unique): a binary search, however many there are.
+            (LabelOp::In(vals), Some(v)) => vals.binary_search_by(|x| x.as_str().cmp(v)).is_ok(),
             (LabelOp::In(_), None) => false,
-            (LabelOp::NotIn(vals), Some(v)) => !vals.iter().any(|x| x == v),
+            (LabelOp::NotIn(vals), Some(v)) => {
+                vals.binary_search_by(|x| x.as_str().cmp(v)).is_err()
+            }
             (LabelOp::NotIn(_), None) => true,
             (LabelOp::Exists, v) => v.is_some(),
             (LabelOp::DoesNotExist, v) => v.is_none(),

@@ -121,6 +121,12 @@ impl Default for HttpOptions {
 
 /// HTTP/2 streams one connection may have open at once (kube's default).
 const HTTP2_MAX_STREAMS: u32 = 250;
+/// The request head an HTTP/2 client may send (`SETTINGS_MAX_HEADER_LIST_SIZE`): kube-apiserver's
+/// 1 MiB (`MaxHeaderBytes`, which Go's HTTP/2 server advertises), so a long label selector in
+/// the path is answered (hyper's default, 16 KiB, made `kubectl get -l` of ~2,000 values fail
+/// in the client). The path itself is bounded at 64 KiB by the `http` crate's URI type, on
+/// both protocols (HTTP/1.1 answers 414 past it).
+const HTTP2_MAX_HEADER_LIST: u32 = 1 << 20;
 
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -802,7 +808,8 @@ fn configure<A>(
     builder
         .http2()
         .timer(hyper_util::rt::TokioTimer::new())
-        .max_concurrent_streams(HTTP2_MAX_STREAMS);
+        .max_concurrent_streams(HTTP2_MAX_STREAMS)
+        .max_header_list_size(HTTP2_MAX_HEADER_LIST);
     let last_warned = std::sync::Mutex::new(None::<Instant>);
     server.accept_error_handler(move |peer, e| {
         if peer.is_some() {

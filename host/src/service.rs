@@ -19,9 +19,12 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 /// How long a read waits for a resourceVersion newer than the latest before answering 504.
 const TOO_NEW_WAIT: Duration = Duration::from_secs(3);
-/// Retries of a write whose precondition lost a race with another writer (kube does the same
-/// for patches and unconditional updates).
-const CONFLICT_RETRIES: usize = 8;
+/// Retries of a write whose precondition lost a race with another writer: a patch or an
+/// unconditional update is read and built again (kube's `GuaranteedUpdate` retries without
+/// limit, so a client never sees a 409 from concurrency alone). Each lost race is another
+/// writer's stored write, so the retries are bounded by the others' progress; the bound only
+/// ends a pathological run.
+const CONFLICT_RETRIES: usize = 1_000;
 /// kube-apiserver's `rbac/bootstrap-roles` hook polls every second for up to 30 s
 /// (`wait.Poll(1s, 30s)`) until the store answers; here, the bootstrap objects whose failure may
 /// pass are tried again so ([`Service::reconcile_bootstrap_policy`]).
@@ -424,6 +427,9 @@ pub struct Filter {
     field_labels: &'static [crate::model::fields::FieldLabel],
     /// A custom resource's `selectableFields`.
     custom_fields: Arc<[String]>,
+    /// Which set of fields `field_labels` and `custom_fields` are (a hash of their names): the
+    /// key of the values each stored object keeps ([`StoredObject::field_values`]).
+    field_set: u64,
 }
 
 impl Filter {
@@ -442,6 +448,7 @@ impl Filter {
             namespace: namespace.map(str::to_owned),
             field_labels: &[],
             custom_fields: Arc::from([]),
+            field_set: 0,
         })
     }
 
@@ -490,13 +497,47 @@ impl Filter {
                 ri.group, ri.version
             )));
         }
+        let field_set = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for f in field_labels.iter().map(|f| f.name) {
+                f.hash(&mut h);
+            }
+            for f in custom_fields.iter() {
+                f.hash(&mut h);
+            }
+            h.finish()
+        };
         Ok(Self {
             labels,
             fields,
             namespace: namespace.map(str::to_owned),
             field_labels,
             custom_fields,
+            field_set,
         })
+    }
+
+    /// The values of the kind's selectable fields in `obj`, in the order of their names
+    /// ([`Filter::field_names`]).
+    fn field_values_of(&self, obj: &Value) -> Box<[Box<str>]> {
+        self.field_labels
+            .iter()
+            .map(|f| f.value(obj).into_boxed_str())
+            .chain(
+                self.custom_fields
+                    .iter()
+                    .map(|f| crate::model::fields::custom_value(obj, f).into_boxed_str()),
+            )
+            .collect()
+    }
+
+    /// The kind's selectable fields beyond name and namespace, in order.
+    fn field_names(&self) -> impl Iterator<Item = &str> {
+        self.field_labels
+            .iter()
+            .map(|f| f.name)
+            .chain(self.custom_fields.iter().map(String::as_str))
     }
 
     /// Whether a stored object passes: judged on its head (see [`StoredObject::head`]) unless
@@ -514,7 +555,17 @@ impl Filter {
             {
                 return false;
             }
-            return self.matches_value(&obj.parse());
+            let values = obj.field_values(self.field_set, |v| self.field_values_of(v));
+            let (name, ns) = (meta::name(head), meta::namespace(head));
+            return self.fields.matches(|f| match f {
+                "metadata.name" => Some(name),
+                "metadata.namespace" => Some(ns),
+                other => self
+                    .field_names()
+                    .position(|n| n == other)
+                    .and_then(|i| values.get(i))
+                    .map(|v| &**v),
+            });
         }
         self.matches_meta(obj.head())
     }
@@ -1885,8 +1936,14 @@ impl Service {
                 filter.matches(obj)
             }
         };
+        // Judging objects against selectors is the request's own work, however long: it gives
+        // the worker back every millisecond (`pace`).
+        let mut pacer = crate::pace::Pacer::new();
         let mut iter = snap.items.range((lower, upper));
-        for (key, obj) in iter.by_ref() {
+        while let Some((key, obj)) = iter.next() {
+            if !unfiltered {
+                pacer.tick().await;
+            }
             if !shown(key, obj) {
                 continue;
             }
@@ -1900,7 +1957,15 @@ impl Service {
                     remaining = (n > 0).then_some(n);
                     n > 0
                 } else {
-                    iter.clone().any(|(k, o)| shown(k, o))
+                    let mut any = false;
+                    for (k, o) in iter.clone() {
+                        pacer.tick().await;
+                        if shown(k, o) {
+                            any = true;
+                            break;
+                        }
+                    }
+                    any
                 };
                 if more {
                     let left = remaining.zip(scope.as_deref());
@@ -1918,6 +1983,20 @@ impl Service {
             continue_token,
             remaining,
         })
+    }
+
+    /// Before the `attempt`th try of a write that lost a race ([`CONFLICT_RETRIES`]): from the
+    /// second retry on, the other writers get the worker first, and a view kept from a shared
+    /// database (etcd) catches up with the write that won, so the next read sees it.
+    async fn before_retry(&self, attempt: usize) -> Result<()> {
+        if attempt >= 2 {
+            tokio::task::yield_now().await;
+            self.store
+                .sync()
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+        }
+        Ok(())
     }
 
     fn check_namespace_usable(&self, ri: &ResourceInfo, ns: &str, name: &str) -> Result<()> {
@@ -2996,7 +3075,8 @@ impl Service {
             }
             None => None,
         };
-        for _ in 0..CONFLICT_RETRIES {
+        for attempt in 0..CONFLICT_RETRIES {
+            self.before_retry(attempt).await?;
             if self.store.get(&Self::key(ri, ns, name)).is_none() {
                 if !(ri.create_on_update && sub == Subresource::Main) {
                     return Err(ApiError::not_found(&ri.group, &ri.resource, name));
@@ -3456,7 +3536,8 @@ impl Service {
             Self::check_scope(ri, ns, &mut out)?;
             Ok(out)
         };
-        for _ in 0..CONFLICT_RETRIES {
+        for attempt in 0..CONFLICT_RETRIES {
+            self.before_retry(attempt).await?;
             if sub == Subresource::Main && self.store.get(&Self::key(ri, ns, name)).is_none() {
                 if wanted_rv.is_some() {
                     return Err(ApiError::not_found(&ri.group, &ri.resource, name));
@@ -3868,7 +3949,8 @@ impl Service {
             ));
         }
         let key = Self::key(&pods, ns, name);
-        for _ in 0..CONFLICT_RETRIES {
+        for attempt in 0..CONFLICT_RETRIES {
+            self.before_retry(attempt).await?;
             let current = self
                 .store
                 .get(&key)
@@ -3946,7 +4028,8 @@ impl Service {
         build: impl Fn(&StoredObject, &Value) -> Result<B>,
     ) -> Result<Written> {
         let key = Self::key(ri, ns, name);
-        for _ in 0..CONFLICT_RETRIES {
+        for attempt in 0..CONFLICT_RETRIES {
+            self.before_retry(attempt).await?;
             let current = self
                 .store
                 .get(&key)
@@ -4663,6 +4746,7 @@ impl Service {
             ));
         };
         for attempt in 0..CONFLICT_RETRIES {
+            self.before_retry(attempt).await?;
             // In the request's version, as kube decodes it (an autoscaling/v1 HPA, a CRD's
             // served version), not the stored one.
             let current = self.served_one(ri, self.get(ri, ns, name)?).await?;
@@ -4783,7 +4867,8 @@ impl Service {
     ) -> Result<Deleted> {
         let key = Self::key(ri, ns, name);
         let gc_finalizer = opts.propagation.and_then(Propagation::finalizer);
-        for _ in 0..CONFLICT_RETRIES {
+        for attempt in 0..CONFLICT_RETRIES {
+            self.before_retry(attempt).await?;
             let current = self
                 .store
                 .get(&key)

@@ -181,6 +181,7 @@ async fn metrics(axum::extract::State(state): axum::extract::State<Arc<AppState>
     state.metrics.render(&mut out);
     state.inflight.render(&mut out);
     state.offload.render(&mut out);
+    crate::pace::render(&mut out);
     let health = state.service.store.health();
     out.push_str(&format!(
         "# HELP turtles_store_quarantined_objects Stored objects that could not be read at start-up and were set aside.\n# TYPE turtles_store_quarantined_objects gauge\nturtles_store_quarantined_objects {}\n# HELP turtles_store_writable Whether the store accepts writes (0 while the disk fails).\n# TYPE turtles_store_writable gauge\nturtles_store_writable {}\n",

@@ -108,7 +108,8 @@ impl Head {
         self.fixed(API_VERSION).unwrap_or("")
     }
 
-    /// Each label's key and value, in the object's order.
+    /// Each label's key and value, by key (so [`Meta::label`] is a binary search: a selector's
+    /// lookups cost the log of the labels an object has, not their number).
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
         (0..self.labels as usize).map(|i| (self.span(FIXED + 2 * i), self.span(FIXED + 2 * i + 1)))
     }
@@ -152,7 +153,16 @@ impl Meta for Head {
     }
 
     fn label(&self, key: &str) -> Option<&str> {
-        self.labels().find(|(k, _)| *k == key).map(|(_, v)| v)
+        let (mut lo, mut hi) = (0usize, self.labels as usize);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.span(FIXED + 2 * mid).cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(self.span(FIXED + 2 * mid + 1)),
+            }
+        }
+        None
     }
 
     fn finalizer_names(&self) -> Vec<&str> {
@@ -209,13 +219,16 @@ impl Builder {
         for s in &fixed {
             self.push(s.as_deref().unwrap_or(""));
         }
-        let mut n_labels = 0u32;
-        for (k, v) in labels.into_iter().flatten() {
-            if let Some(v) = v.as_str() {
-                self.push(k);
-                self.push(v);
-                n_labels += 1;
-            }
+        let mut sorted: Vec<(&str, &str)> = labels
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+            .collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let n_labels = u32::try_from(sorted.len()).unwrap_or(u32::MAX);
+        for (k, v) in sorted {
+            self.push(k);
+            self.push(v);
         }
         for f in finalizers.into_iter().flatten() {
             if let Some(f) = f.as_str() {
@@ -301,6 +314,31 @@ mod tests {
         assert!(bare.finalizer_names().is_empty());
         assert_eq!(Head::of(&json!([1])), Head::default());
         assert_eq!(Head::of(&json!({"metadata": 5})).meta_str("name"), None);
+    }
+
+    #[test]
+    fn labels_are_kept_by_key_and_found_by_it() {
+        let labels: serde_json::Map<String, Value> = (0..500)
+            .rev()
+            .map(|i| (format!("k{i:04}"), json!(format!("v{i}"))))
+            .chain([("".to_owned(), json!("empty key"))])
+            .collect();
+        let head = Head::of(&json!({"metadata": {"name": "a", "labels": labels}}));
+        let keys: Vec<&str> = head.labels().map(|(k, _)| k).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(keys, sorted);
+        assert_eq!(keys.len(), 501);
+        for i in [0, 1, 250, 498, 499] {
+            assert_eq!(
+                head.label(&format!("k{i:04}")),
+                Some(format!("v{i}").as_str())
+            );
+        }
+        assert_eq!(head.label(""), Some("empty key"));
+        for missing in ["k", "k0500", "k00000", "z", "a"] {
+            assert_eq!(head.label(missing), None, "{missing}");
+        }
     }
 
     #[test]

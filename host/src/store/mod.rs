@@ -56,6 +56,9 @@ struct Lazy {
     /// `json` without `metadata.managedFields` (what a controller's reconcile is handed; see
     /// [`StoredObject::lean_json`]).
     lean: std::sync::OnceLock<Bytes>,
+    /// The values of the kind's selectable fields, and which set they are (see
+    /// [`StoredObject::field_values`]).
+    fields: std::sync::OnceLock<(u64, Box<[Box<str>]>)>,
 }
 
 /// Top-level fields a [`StoredObject`]'s head keeps (`apiVersion`: the version a custom resource
@@ -199,6 +202,28 @@ impl StoredObject {
     /// reconcile parses half the bytes). Made once per stored version, shared by every reader.
     pub fn lean_json(&self) -> &Bytes {
         self.lazy().lean.get_or_init(|| self.make_lean())
+    }
+
+    /// The values of a kind's selectable fields beyond name and namespace (`set` says which
+    /// fields, `compute` reads them from the whole object), made once per stored version and
+    /// shared by every list and watch that selects on them, as kube's watch cache keeps each
+    /// object's fields: a field selector parses an object once, not once per request and
+    /// watcher. A request naming another set (a custom resource whose selectable fields
+    /// changed) computes its own, not kept.
+    pub fn field_values(
+        &self,
+        set: u64,
+        compute: impl Fn(&Value) -> Box<[Box<str>]>,
+    ) -> std::borrow::Cow<'_, [Box<str>]> {
+        let (id, values) = self
+            .lazy()
+            .fields
+            .get_or_init(|| (set, compute(&self.parse())));
+        if *id == set {
+            std::borrow::Cow::Borrowed(values)
+        } else {
+            std::borrow::Cow::Owned(compute(&self.parse()).into_vec())
+        }
     }
 
     fn lazy(&self) -> &Lazy {
@@ -820,6 +845,30 @@ mod tests {
     use super::*;
     use crate::model::meta::Meta;
     use serde_json::json;
+
+    #[test]
+    fn selectable_field_values_are_made_once_per_version() {
+        let obj = StoredObject::new(
+            7,
+            serde_json::json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1"}}),
+        )
+        .unwrap();
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let compute = |v: &Value| -> Box<[Box<str>]> {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::new([v["spec"]["nodeName"].as_str().unwrap_or("").into()])
+        };
+        for _ in 0..3 {
+            assert_eq!(&*obj.field_values(1, compute)[0], "n1");
+        }
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // Another set of fields: made for the asker, the kept one stays.
+        assert_eq!(&*obj.field_values(2, compute)[0], "n1");
+        assert_eq!(&*obj.field_values(1, compute)[0], "n1");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // Nothing else is kept: the object is not held parsed.
+        assert!(obj.parsed().is_none());
+    }
 
     #[test]
     fn a_pick_reads_the_same_from_bytes_and_from_the_tree() {
