@@ -560,3 +560,84 @@ fn kubectl_debug_on_a_running_pod_starts_its_ephemeral_container() {
         "{st}"
     );
 }
+
+/// `kubectl delete deploy --cascade=orphan`, then the same Deployment again: the Python
+/// Deployment controller adopts the orphaned ReplicaSet (kube's `ClaimReplicaSets`), so the same
+/// two Pods run on with no second ReplicaSet and no hash collision. And a Pod's sidecar (an init
+/// container of `restartPolicy: Always`) runs on beside its containers (the C fake kubelet):
+/// `kubectl get pod` counts it ready.
+#[test]
+fn an_orphaned_replicaset_is_adopted_again_and_sidecars_run() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    for name in ["deployment", "replicaset", "node"] {
+        s.drop_controller(name, &guest(name)).unwrap();
+    }
+    wait_running(&s, &["deployment", "replicaset", "node"]);
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.27",
+        "--replicas=2",
+    ]);
+    let out = s.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=120s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let rss = |s: &Server| {
+        s.kubectl_json(&["get", "rs", "-l", "app=web"])["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let names = |v: &[Value]| -> Vec<String> {
+        let mut n: Vec<String> = v
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap_or("").to_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    let before_rs = names(&rss(&s));
+    let before_pods = names(&pods(&s));
+    assert_eq!((before_rs.len(), before_pods.len()), (1, 2));
+
+    s.kubectl_ok(&["delete", "deployment", "web", "--cascade=orphan"]);
+    poll("the ReplicaSet to be orphaned", DEADLINE, || {
+        let r = rss(&s);
+        (r.len() == 1 && r[0]["metadata"].get("ownerReferences").is_none()).then_some(())
+    })
+    .unwrap();
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.27",
+        "--replicas=2",
+    ]);
+    let d = s.kubectl_json(&["get", "deployment", "web"]);
+    let uid = d["metadata"]["uid"].as_str().unwrap().to_owned();
+    let out = s.kubectl_ok(&["rollout", "status", "deployment/web", "--timeout=120s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let adopted = poll("the ReplicaSet to be adopted", DEADLINE, || {
+        let r = rss(&s);
+        (r.len() == 1 && controller_ref(&r[0])["uid"] == uid.as_str()).then_some(r)
+    })
+    .unwrap();
+    assert_eq!(names(&adopted), before_rs);
+    assert_eq!(names(&pods(&s)), before_pods);
+    let d = s.kubectl_json(&["get", "deployment", "web"]);
+    assert!(d["status"].get("collisionCount").is_none(), "{d}");
+
+    s.kubectl_apply(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: meshed}\nspec:\n  initContainers:\n  - {name: setup, image: busybox}\n  - {name: proxy, image: envoy, restartPolicy: Always}\n  containers:\n  - {name: app, image: nginx}\n",
+    );
+    let line = poll("the meshed Pod to run", DEADLINE, || {
+        let out = s.kubectl_ok(&["get", "pod", "meshed", "--no-headers"]);
+        out.contains("Running").then_some(out)
+    })
+    .unwrap();
+    assert!(line.contains(" 2/2 "), "{line}");
+    let p = s.kubectl_json(&["get", "pod", "meshed"]);
+    let sidecar = &p["status"]["initContainerStatuses"][1];
+    assert!(sidecar["state"]["running"].is_object(), "{p}");
+    assert_eq!(sidecar["started"], true, "{p}");
+}

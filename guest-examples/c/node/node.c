@@ -925,7 +925,6 @@ static char *container_id(const json *pod, const char *name) {
     return json_buf_take(&b);
 }
 
-/* One status per container of spec.containers (or spec.initContainers), in the given state. */
 /* The cpu and memory of a container's requests or limits (what a kubelet reports it configured),
  * a new object. */
 static json *cpu_memory(const json *container, const char *which) {
@@ -951,11 +950,16 @@ static void report_resources(json *status, const json *container) {
     else json_free(requests);
 }
 
-static json *container_statuses(const json *pod, const char *list, const char *state, const char *now) {
+/* One status per container of spec.containers (or spec.initContainers), in the given state; a
+ * sidecar (an init container of restartPolicy Always, kube's KEP-753) runs for the pod's life
+ * instead of completing, started and ready (kubectl's READY counts it). */
+static json *container_statuses(const json *pod, const char *list, const char *in_state, const char *now) {
     json *out = json_new_array();
     for (json *c = json_first(json_pointer(pod, list)); c; c = json_next(c)) {
         const char *name = json_pstr(c, "/name", "");
         const char *image = json_pstr(c, "/image", "");
+        const char *state = in_state;
+        if (!strcmp(state, "terminated") && !strcmp(json_pstr(c, "/restartPolicy", ""), "Always")) state = "running";
         json *st;
         if (strcmp(state, "waiting") == 0) {
             st = json_build("{\"name\":%s,\"image\":%s,\"imageID\":\"\",\"ready\":false,\"started\":false,"

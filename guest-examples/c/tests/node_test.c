@@ -560,6 +560,19 @@ int main(int argc, char **argv) {
     CHECK(!strcmp(ap, "/api/v1/nodes/n?dryRun=All&fieldManager=m"));
     free(ap);
 
+    /* init containers complete; a sidecar (restartPolicy Always) runs on, started and ready */
+    add_pod("s", "app");
+    json_set(json_get(find_pod("default", "s"), "spec"), "initContainers",
+             json_build("[{\"name\":\"setup\",\"image\":\"busybox\"},"
+                        "{\"name\":\"proxy\",\"image\":\"envoy\",\"restartPolicy\":\"Always\"}]"));
+    CHECK(settle("default", "s") > 0);
+    json *sp = find_pod("default", "s");
+    CHECK(!strcmp(json_pstr(sp, "/status/phase", ""), "Running"));
+    CHECK(!strcmp(json_pstr(sp, "/status/initContainerStatuses/0/state/terminated/reason", ""), "Completed"));
+    CHECK(json_pointer(sp, "/status/initContainerStatuses/1/state/running/startedAt") != NULL);
+    CHECK(json_pbool(sp, "/status/initContainerStatuses/1/started", false));
+    CHECK(json_pbool(sp, "/status/initContainerStatuses/1/ready", false));
+
     /* pods that run to completion: restartPolicy Never/OnFailure finish after turtles.dev/run-seconds
      * with turtles.dev/exit-code; Always (the default, pods b, c, d above) run on */
     add_pod("g", "perl");

@@ -338,6 +338,50 @@ class RolloutTest(unittest.TestCase):
         owned = [x for x in sim.rss() if meta.controller_ref(x)]
         self.assertEqual([meta.name(x) for x in owned], [f"web-{r.pod_template_hash(d['spec']['template'], 1)}"])
 
+    def test_an_orphaned_replicaset_is_adopted_not_duplicated(self):
+        # `kubectl delete deploy --cascade=orphan`, then the same Deployment again: its
+        # ReplicaSet (same template, matching labels, no controller) is taken back.
+        sim = Sim(self)
+        sim.add(deployment(replicas=2))
+        sim.converge()
+        (rs,) = sim.rss()
+        rs["metadata"].pop("ownerReferences")
+        sim.cluster.add(REPLICASETS, rs)
+        sim.cluster.delete(DEPLOYMENTS, NS, "web")
+        sim.add(deployment(replicas=2))
+        sim.converge()
+        d = sim.deploy()
+        self.assertTrue(rollout_status_done(d))
+        (adopted,) = sim.rss()
+        self.assertEqual(meta.name(adopted), meta.name(rs))
+        self.assertEqual(meta.controller_ref(adopted)["uid"], meta.uid(d))
+        self.assertEqual(r.replicas_of(adopted), 2)
+        self.assertNotIn("collisionCount", d["status"])
+
+    def test_a_replicaset_relabelled_out_of_the_selector_is_released(self):
+        sim = Sim(self)
+        sim.add(deployment(replicas=1))
+        sim.converge()
+        (rs,) = sim.rss()
+        rs["metadata"]["labels"] = {"app": "other"}
+        sim.cluster.add(REPLICASETS, rs)
+        sim.converge()
+        released = sim.cluster.get(REPLICASETS, NS, meta.name(rs))
+        self.assertIsNone(meta.controller_ref(released))
+        # The Deployment made a new one (a hash collision with the released name first).
+        owned = [x for x in sim.rss() if meta.controller_ref(x)]
+        self.assertEqual(len(owned), 1)
+        self.assertNotEqual(meta.name(owned[0]), meta.name(rs))
+        self.assertTrue(rollout_status_done(sim.deploy()))
+
+    def test_an_orphan_the_selector_does_not_match_is_left_alone(self):
+        sim = Sim(self)
+        sim.cluster.add(REPLICASETS, {"metadata": {"name": "stray", "namespace": NS, "labels": {"app": "db"}},
+                                      "spec": {"replicas": 1}})
+        sim.add(deployment(replicas=1))
+        sim.converge()
+        self.assertIsNone(meta.controller_ref(sim.cluster.get(REPLICASETS, NS, "stray")))
+
     def test_deleted_deployment_leaves_its_replicasets_to_the_garbage_collector(self):
         sim = Sim(self)
         sim.add(deployment())

@@ -108,7 +108,14 @@ pub struct ControllerHandle {
     unloaded: std::sync::atomic::AtomicBool,
     /// The newest bytes handed over and not yet taken by a load.
     latest: Mutex<Option<Arc<Vec<u8>>>>,
+    /// When a failed reconcile's whole error (a trap's Wasm backtrace, ~20 lines) was last
+    /// logged: at most once a minute, other failures by their first line (a tenant whose objects
+    /// make the guest trap on every reconcile made the log grow 5 KB a second).
+    traced: Mutex<Option<std::time::Instant>>,
 }
+
+/// How often a controller's failed reconcile is logged with its whole error.
+const TRACE_EVERY: Duration = Duration::from_secs(60);
 
 /// The primary watch's cache, and which start of the informers it belongs to: a start bumps
 /// `started` and empties the slot, and an informer fills it only while its start is the latest,
@@ -164,6 +171,7 @@ impl ControllerHandle {
             load_lock: tokio::sync::Mutex::new(()),
             unloaded: std::sync::atomic::AtomicBool::new(false),
             latest: Mutex::new(None),
+            traced: Mutex::new(None),
         })
     }
 
@@ -1060,7 +1068,17 @@ impl Reconciler<Key> for WasmWorker {
             Err(e) => Outcome::failed(Action::Retry, cut(e.to_string()), true),
         };
         if let Some(e) = &outcome.error {
-            tracing::warn!(controller = %this.name, namespace = %key.0, name = %key.1, error = %e, "reconcile failed");
+            let first = e.lines().next().unwrap_or_default();
+            let whole = first.len() < e.len() && {
+                let mut last = this.traced.lock().unwrap_or_else(|p| p.into_inner());
+                let due = last.is_none_or(|t| t.elapsed() >= TRACE_EVERY);
+                if due {
+                    *last = Some(std::time::Instant::now());
+                }
+                due
+            };
+            let error = if whole { e.as_str() } else { first };
+            tracing::warn!(controller = %this.name, namespace = %key.0, name = %key.1, error = %error, "reconcile failed");
         }
         outcome
     }

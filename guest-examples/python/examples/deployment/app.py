@@ -42,9 +42,53 @@ controller = Controller(
 )
 
 
-def _controlled_by_name(rs, name):
-    ref = meta.controller_ref(rs)
-    return ref is not None and ref.get("kind") == "Deployment" and ref.get("name") == name
+def _claim(d, namespace, selector):
+    """kube's `ClaimReplicaSets`: the ReplicaSets this Deployment controls whose labels its
+    selector still matches, with the orphans it matches adopted (a controller owner reference
+    added: `kubectl delete deploy --cascade=orphan` then re-creating the Deployment takes its
+    ReplicaSets back rather than making more) and the ones it no longer matches released (their
+    reference removed: relabelled out, a ReplicaSet is no longer the Deployment's). A Deployment
+    being deleted adopts and releases nothing."""
+    uid, deleting = meta.uid(d), meta.is_deleting(d)
+    claimed = []
+    for rs in cache.list(REPLICASETS, namespace):
+        ref = meta.controller_ref(rs)
+        matches = r.selector_matches(selector, meta.labels(rs))
+        if ref is not None:
+            if ref.get("uid") != uid:
+                continue
+            if matches or deleting:
+                claimed.append(rs)
+            else:
+                _set_controller(rs, None, uid, "released replicaset")
+        elif matches and not deleting and not meta.is_deleting(rs):
+            adopted = _set_controller(rs, d, uid, "adopted replicaset")
+            if adopted is not None:
+                claimed.append(adopted)
+    return claimed
+
+
+def _set_controller(rs, d, uid, what):
+    """Add `d` as the controller of `rs` (adopt), or take the reference to `uid` off (`d` None:
+    release): a JSON patch that tests the ReplicaSet's uid and resourceVersion, so a ReplicaSet
+    that changed meanwhile is left for the next reconcile (its change brings one). The result, or
+    None if it changed or went."""
+    refs = [ref for ref in (rs["metadata"].get("ownerReferences") or []) if ref.get("uid") != uid]
+    if d is not None:
+        refs.append(meta.owner_reference(d))
+    ops = [
+        {"op": "test", "path": "/metadata/uid", "value": meta.uid(rs)},
+        {"op": "test", "path": "/metadata/resourceVersion", "value": rs["metadata"].get("resourceVersion")},
+        {"op": "add", "path": "/metadata/ownerReferences", "value": refs},
+    ]
+    try:
+        out = api.patch_json(REPLICASETS, meta.namespace(rs), meta.name(rs), ops)
+    except ApiError as e:
+        if e.is_not_found() or e.is_conflict() or e.is_invalid():
+            return None
+        raise
+    log.info(what, replicaset=meta.name(rs))
+    return out
 
 
 @controller.reconcile
@@ -53,13 +97,12 @@ def reconcile(key, d):
         # Gone: its ReplicaSets (and their Pods) are the garbage collector's, through their
         # owner references.
         return Done
-    named = [rs for rs in cache.list(REPLICASETS, key.namespace) if _controlled_by_name(rs, key.name)]
-    owned = [rs for rs in named if meta.controller_ref(rs).get("uid") == meta.uid(d)]
     spec = d.get("spec") or {}
     template = spec.get("template") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
     if not r.selector_matches(spec.get("selector"), labels):
         return TerminalError("spec.selector must be set and match spec.template.metadata.labels")
+    owned = _claim(d, key.namespace, spec.get("selector"))
 
     new_rs = next((rs for rs in owned if r.template_equal(rs["spec"].get("template"), template)), None)
     old_rss = [rs for rs in owned if rs is not new_rs]
