@@ -241,6 +241,24 @@ fn faulty_guests_are_contained_and_reported() {
             "a faulty reconcile does not unload: {c}"
         );
     }
+    // A trap's whole error (its Wasm backtrace, many lines) is logged once a minute at most;
+    // the retries' failures are logged by their first line (a tenant whose objects made a
+    // guest trap on every reconcile had the log grow 5 KB a second).
+    poll("hog to fail three times", Duration::from_secs(60), || {
+        controller(&s, "hog").filter(|c| c["status"]["traps"].as_u64().unwrap_or(0) >= 3)
+    })
+    .unwrap();
+    let log = s.log();
+    let lines: Vec<&str> = log.lines().collect();
+    let failures: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].contains("reconcile failed") && lines[i].contains("cm-hog"))
+        .collect();
+    let whole = failures
+        .iter()
+        .filter(|&&i| lines.get(i + 1).is_some_and(|l| l.starts_with("    0:")))
+        .count();
+    assert!(failures.len() >= 3, "{log}");
+    assert_eq!(whole, 1, "{log}");
     // Calls outside the declared permissions are refused like any client's.
     wait_annotation(&s, "cm-trespasser", "turtles.dev/attempt", "403");
     // A watch, however its parameter is spelled, is refused rather than left to hold the call.
