@@ -391,7 +391,7 @@ fn status_counts(resource: &str, obj: &Value) -> Vec<Cause> {
 
 /// What kube's strategies change in a write before validating it, beyond defaults: a
 /// PersistentVolumeClaim's data sources (`storage::prepare_pvc_spec`), a DaemonSet's template
-/// generation.
+/// generation, a Lease's coordinated-election fields.
 pub fn prepare(group: &str, resource: &str, obj: &mut Value, old: Option<&Value>) {
     match (group, resource) {
         ("", "persistentvolumeclaims") => {
@@ -400,6 +400,19 @@ pub fn prepare(group: &str, resource: &str, obj: &mut Value, old: Option<&Value>
             }
         }
         ("apps", "daemonsets") => prepare_daemon_set(obj, old),
+        ("coordination.k8s.io", "leases") => {
+            // kube 1.34's lease strategy: CoordinatedLeaderElection is off (beta, not on by
+            // default), so `strategy` and `preferredHolder` are dropped unless the stored
+            // Lease already has them.
+            for field in ["strategy", "preferredHolder"] {
+                let kept = old.and_then(|o| o.pointer(&format!("/spec/{field}")));
+                if kept.is_none_or(Value::is_null) {
+                    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.remove(field);
+                    }
+                }
+            }
+        }
         ("apps", "statefulsets") => {
             // kube 1.34's dropStatefulSetDisabledFields: MaxUnavailableStatefulSet is off, so
             // `maxUnavailable` is dropped unless the stored set already has it.
@@ -816,6 +829,24 @@ fn secret(obj: &Value, old: Option<&Value>) -> Vec<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leases_coordinated_election_fields_are_dropped_as_kube_134_drops_them() {
+        let lease = || {
+            json!({"spec": {"holderIdentity": "a", "strategy": "OldestEmulationVersion",
+                            "preferredHolder": "b"}})
+        };
+        let mut created = lease();
+        prepare("coordination.k8s.io", "leases", &mut created, None);
+        assert_eq!(created["spec"], json!({"holderIdentity": "a"}));
+        let mut updated = lease();
+        prepare("coordination.k8s.io", "leases", &mut updated, Some(&json!({"spec": {}})));
+        assert_eq!(updated["spec"], json!({"holderIdentity": "a"}));
+        // A Lease stored with them keeps them.
+        let mut kept = lease();
+        prepare("coordination.k8s.io", "leases", &mut kept, Some(&lease()));
+        assert_eq!(kept, lease());
+    }
 
     #[test]
     fn a_resize_follows_kubes_rules() {
