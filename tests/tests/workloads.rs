@@ -640,4 +640,14 @@ fn an_orphaned_replicaset_is_adopted_again_and_sidecars_run() {
     let sidecar = &p["status"]["initContainerStatuses"][1];
     assert!(sidecar["state"]["running"].is_object(), "{p}");
     assert_eq!(sidecar["started"], true, "{p}");
+    // As a 1.34 kubelet reports it (PodObservedGenerationTracking).
+    assert_eq!(p["status"]["observedGeneration"], 1, "{p}");
+    assert!(
+        p["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["observedGeneration"] == 1),
+        "{p}"
+    );
 }

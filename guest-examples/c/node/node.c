@@ -196,6 +196,20 @@ static bool patch_pod(const turtles_key *key, const char *sub, json *patch, cons
     return ok;
 }
 
+/* A status patch as a 1.34 kubelet writes it (PodObservedGenerationTracking, beta and on): the
+ * pod's generation it saw as status.observedGeneration and on each condition it sets. */
+static bool patch_pod_status(const turtles_key *key, const json *pod, json *patch, const char *what,
+                             turtles_outcome *err) {
+    int64_t generation = json_pint(pod, "/metadata/generation", 0);
+    json *status = json_get(patch, "status");
+    if (generation > 0 && status) {
+        json_set_int(status, "observedGeneration", generation);
+        for (json *c = json_first(json_get(status, "conditions")); c; c = json_next(c))
+            json_set_int(c, "observedGeneration", generation);
+    }
+    return patch_pod(key, "/status", patch, what, err);
+}
+
 /* Removes the finalizer older versions put on pods: test + remove at its index, so a concurrent
  * change of the list makes the patch fail (and retry) instead of removing the wrong entry. */
 static turtles_outcome release(const turtles_key *key, const json *pod) {
@@ -727,7 +741,7 @@ static turtles_outcome unplaced(const turtles_key *key, const json *pod, const c
     json_set_str(cond, "message", why);
     json *patch = json_build("{\"status\":{\"conditions\":[%J]}}", cond);
     turtles_outcome err;
-    if (!patch_pod(key, "/status", patch, "unschedulable status of", &err)) return err;
+    if (!patch_pod_status(key, pod, patch, "unschedulable status of", &err)) return err;
     turtles_info("pod %s/%s does not fit %s: %s", key->namespace_, key->name, NODE_NAME, why);
     return turtles_done();
 }
@@ -1000,7 +1014,7 @@ static turtles_outcome container_creating(const turtles_key *key, const json *po
                              conditions, NODE_IP, NODE_IP, json_pstr(pod, "/status/startTime", now),
                              container_statuses(pod, "/spec/containers", "waiting", now));
     turtles_outcome err;
-    if (!patch_pod(key, "/status", patch, "status ContainerCreating of", &err)) return err;
+    if (!patch_pod_status(key, pod, patch, "status ContainerCreating of", &err)) return err;
     return turtles_requeue_after(NEXT_STEP_MS);
 }
 
@@ -1052,7 +1066,7 @@ static turtles_outcome running(const turtles_key *key, const json *pod) {
         json_set(status, "ephemeralContainerStatuses",
                  container_statuses(pod, "/spec/ephemeralContainers", "running", now));
     turtles_outcome err;
-    bool ok = patch_pod(key, "/status", json_build("{\"status\":%J}", status), "status Running of", &err);
+    bool ok = patch_pod_status(key, pod, json_build("{\"status\":%J}", status), "status Running of", &err);
     if (ok) turtles_info("pod %s/%s running with IP %s", key->namespace_, key->name, ip);
     free(ip);
     return ok ? turtles_done() : err;
@@ -1123,7 +1137,7 @@ static turtles_outcome run_to_completion(const turtles_key *key, const json *pod
         json_set(json_get(patch, "status"), "ephemeralContainerStatuses",
                  container_statuses(pod, "/spec/ephemeralContainers", "terminated", now));
     turtles_outcome err;
-    if (!patch_pod(key, "/status", patch, "status finished of", &err)) return err;
+    if (!patch_pod_status(key, pod, patch, "status finished of", &err)) return err;
     turtles_info("pod %s/%s %s (exit code %ld)", key->namespace_, key->name, phase, exit_code);
     return turtles_done();
 }
@@ -1169,7 +1183,7 @@ static turtles_outcome apply_resize(const turtles_key *key, const json *pod) {
     json *generation = json_pointer(pod, "/metadata/generation");
     if (json_is_number(generation)) json_set(json_get(patch, "status"), "observedGeneration", json_dup(generation));
     turtles_outcome err;
-    if (!patch_pod(key, "/status", patch, "resized status of", &err)) return err;
+    if (!patch_pod_status(key, pod, patch, "resized status of", &err)) return err;
     turtles_info("pod %s/%s resized", key->namespace_, key->name);
     return turtles_done();
 }
@@ -1181,7 +1195,7 @@ static turtles_outcome ephemeral_started(const turtles_key *key, const json *pod
     json *patch = json_build("{\"status\":{\"ephemeralContainerStatuses\":%J}}",
                              container_statuses(pod, "/spec/ephemeralContainers", "running", now));
     turtles_outcome err;
-    if (!patch_pod(key, "/status", patch, "ephemeral container status of", &err)) return err;
+    if (!patch_pod_status(key, pod, patch, "ephemeral container status of", &err)) return err;
     return turtles_done();
 }
 

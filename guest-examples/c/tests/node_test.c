@@ -565,8 +565,13 @@ int main(int argc, char **argv) {
     json_set(json_get(find_pod("default", "s"), "spec"), "initContainers",
              json_build("[{\"name\":\"setup\",\"image\":\"busybox\"},"
                         "{\"name\":\"proxy\",\"image\":\"envoy\",\"restartPolicy\":\"Always\"}]"));
+    json_set_int(json_get(find_pod("default", "s"), "metadata"), "generation", 3);
     CHECK(settle("default", "s") > 0);
     json *sp = find_pod("default", "s");
+    /* a 1.34 kubelet reports the generation it saw, on the status and each condition */
+    CHECK(json_pint(sp, "/status/observedGeneration", 0) == 3);
+    CHECK(json_pint(sp, "/status/conditions/0/observedGeneration", 0) == 3);
+    CHECK(json_pint(sp, "/status/conditions/4/observedGeneration", 0) == 3);
     CHECK(!strcmp(json_pstr(sp, "/status/phase", ""), "Running"));
     CHECK(!strcmp(json_pstr(sp, "/status/initContainerStatuses/0/state/terminated/reason", ""), "Completed"));
     CHECK(json_pointer(sp, "/status/initContainerStatuses/1/state/running/startedAt") != NULL);
