@@ -565,14 +565,17 @@ fn kubectl_debug_on_a_running_pod_starts_its_ephemeral_container() {
 /// Deployment controller adopts the orphaned ReplicaSet (kube's `ClaimReplicaSets`), so the same
 /// two Pods run on with no second ReplicaSet and no hash collision. And a Pod's sidecar (an init
 /// container of `restartPolicy: Always`) runs on beside its containers (the C fake kubelet):
-/// `kubectl get pod` counts it ready.
+/// `kubectl get pod` counts it ready. And a ReplicationController runs its Pods.
 #[test]
 fn an_orphaned_replicaset_is_adopted_again_and_sidecars_run() {
     let s = Server::start_with_controllers(&[]).unwrap();
-    for name in ["deployment", "replicaset", "node"] {
+    for name in ["deployment", "replicaset", "node", "replicationcontroller"] {
         s.drop_controller(name, &guest(name)).unwrap();
     }
-    wait_running(&s, &["deployment", "replicaset", "node"]);
+    wait_running(
+        &s,
+        &["deployment", "replicaset", "node", "replicationcontroller"],
+    );
     s.kubectl_ok(&[
         "create",
         "deployment",
@@ -639,6 +642,30 @@ fn an_orphaned_replicaset_is_adopted_again_and_sidecars_run() {
     let p = s.kubectl_json(&["get", "pod", "meshed"]);
     let sidecar = &p["status"]["initContainerStatuses"][1];
     assert!(sidecar["state"]["running"].is_object(), "{p}");
+    // An old manifest's ReplicationController (the JavaScript ReplicaSet controller's code, run
+    // for ReplicationControllers): its Pods run and `kubectl get rc` counts them ready.
+    s.kubectl_apply(
+        "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: redis}\nspec:\n  replicas: 2\n  template:\n    metadata: {labels: {app: redis}}\n    spec:\n      containers: [{name: redis, image: redis}]\n",
+    );
+    let rc = poll(
+        "the ReplicationController's Pods to be ready",
+        DEADLINE,
+        || {
+            let rc = s.kubectl_json(&["get", "rc", "redis"]);
+            (rc["status"]["readyReplicas"] == 2).then_some(rc)
+        },
+    )
+    .unwrap();
+    assert_eq!(rc["spec"]["selector"], json!({"app": "redis"}), "{rc}");
+    let redis = s.kubectl_json(&["get", "pods", "-l", "app=redis"]);
+    let items = redis["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{redis}");
+    assert!(
+        items
+            .iter()
+            .all(|p| controller_ref(p)["kind"] == "ReplicationController" && running(p)),
+        "{redis}"
+    );
     assert_eq!(sidecar["started"], true, "{p}");
     // As a 1.34 kubelet reports it (PodObservedGenerationTracking).
     assert_eq!(p["status"]["observedGeneration"], 1, "{p}");

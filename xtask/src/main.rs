@@ -397,13 +397,14 @@ fn bench(extra: &[String]) -> Result<()> {
 }
 
 /// The example controllers a newcomer's host loads (the test-only guests stay out): the
-/// workload story (Deployment in Python, ReplicaSet in JavaScript, a fake kubelet in C, the
+/// workload story (Deployment in Python, ReplicaSet and ReplicationController in JavaScript, a fake kubelet in C, the
 /// EndpointSlices of Services, StatefulSets and DaemonSets in Rust, volumes bound and provisioned in
 /// Rust), the
 /// certificate story (Rust) and the labeler.
 const DEMO_CONTROLLERS: &[&str] = &[
     "deployment",
     "replicaset",
+    "replicationcontroller",
     "node",
     "endpointslice",
     "statefulset",

@@ -352,3 +352,46 @@ test('pure helpers', () => {
   assert.deepEqual(rankForDeletion([p1, older, newer, p2]).map((p) => p.metadata.name), ['p2', 'new', 'old', 'p1']);
   assert.equal(podFromTemplate(rs).metadata.annotations, undefined);
 });
+
+test('the same controller keeps a ReplicationController (a plain-map selector)', async () => {
+  const { REPLICATION_CONTROLLER } = await import('../examples/lib/replicaset.js');
+  const rcEntry = await import('../examples/replicationcontroller.js');
+  const reg = rcEntry.register();
+  assert.deepEqual(reg.watches.map((w) => [w.group, w.version, w.resource, w.mapping]), [
+    ['', 'v1', 'replicationcontrollers', { tag: 'self-key' }],
+    ['', 'v1', 'pods', { tag: 'owner', val: { group: '', kind: 'ReplicationController' } }],
+  ]);
+  assert.deepEqual(reg.permissions[0], {
+    apiGroups: [''],
+    resources: ['replicationcontrollers', 'replicationcontrollers/status'],
+    verbs: ['get', 'list', 'watch', 'update', 'patch'],
+  });
+  const cl = new FakeCluster();
+  setHost(cl);
+  const c = controller(replicaSetController({ kind: REPLICATION_CONTROLLER }));
+  const rc = cl.put({
+    apiVersion: 'v1',
+    kind: 'ReplicationController',
+    metadata: { namespace: NS, name: 'old' },
+    spec: {
+      replicas: 2,
+      selector: { app: 'old' },
+      template: { metadata: { labels: { app: 'old' } }, spec: { containers: [{ name: 'c', image: 'redis' }] } },
+    },
+  });
+  // An orphan the selector matches is adopted; the other one is made.
+  cl.put({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: NS, name: 'stray', labels: { app: 'old' } }, spec: {} });
+  const reconcile = () => c.reconcile({ namespace: NS, name: 'old' }, cl.cacheGet('', 'v1', 'replicationcontrollers', NS, 'old'));
+  reconcile();
+  const pods = cl.objects('', 'pods', NS);
+  assert.equal(pods.length, 2);
+  for (const p of pods) {
+    assert.deepEqual(p.metadata.ownerReferences, [
+      { apiVersion: 'v1', kind: 'ReplicationController', name: 'old', uid: rc.metadata.uid, controller: true, blockOwnerDeletion: true },
+    ]);
+  }
+  reconcile();
+  assert.equal(cl.object('', 'replicationcontrollers', NS, 'old').status.replicas, 2);
+  // Without a selector (the API defaults one), nothing is made.
+  assert.equal(validate({ spec: { template: {} } }, REPLICATION_CONTROLLER), 'spec.selector is required and must not be empty');
+});

@@ -19,6 +19,7 @@ const KINDS = {
   secrets: 'Secret',
   replicasets: 'ReplicaSet',
   deployments: 'Deployment',
+  replicationcontrollers: 'ReplicationController',
 };
 
 function parsePath(fullPath) {

@@ -1,4 +1,6 @@
-// The apps/v1 ReplicaSet controller, as kube's does it, simplified.
+// The apps/v1 ReplicaSet controller, as kube's does it, simplified; the same code drives core/v1
+// ReplicationControllers (kube's replication controller is its ReplicaSet controller too), whose
+// selector is a plain map of labels (`REPLICATION_CONTROLLER`).
 //
 // For each ReplicaSet (not being deleted): claim Pods (adopt matching orphans, release owned Pods
 // that no longer match the selector), keep exactly `spec.replicas` active Pods owned by it —
@@ -25,7 +27,27 @@ import {
   TerminalError,
   PODS,
   REPLICASETS,
+  gvr,
 } from '../../sdk/turtles-controller.js';
+
+/** What the controller manages: ReplicaSets, or ReplicationControllers. */
+export const REPLICA_SET = Object.freeze({
+  resource: REPLICASETS,
+  apiVersion: 'apps/v1',
+  group: 'apps',
+  kind: 'ReplicaSet',
+  resources: ['replicasets', 'replicasets/status'],
+  selector: (o) => o?.spec?.selector,
+});
+export const REPLICATION_CONTROLLER = Object.freeze({
+  resource: gvr('v1', 'replicationcontrollers'),
+  apiVersion: 'v1',
+  group: '',
+  kind: 'ReplicationController',
+  resources: ['replicationcontrollers', 'replicationcontrollers/status'],
+  // A map of labels (the API defaults it to the template's labels).
+  selector: (o) => (o?.spec?.selector ? { matchLabels: o.spec.selector } : undefined),
+});
 
 /** Most Pod creations or deletions in one reconcile (kube: burstReplicas 500); more: requeue. */
 export const BURST = 100;
@@ -74,10 +96,10 @@ export function fullyLabeled(pod, templateLabels) {
 }
 
 /** The controller ownerReference a Pod of this ReplicaSet carries. */
-export function ownerRefTo(rs) {
+export function ownerRefTo(rs, kind = REPLICA_SET) {
   return {
-    apiVersion: 'apps/v1',
-    kind: 'ReplicaSet',
+    apiVersion: kind.apiVersion,
+    kind: kind.kind,
     name: rs.metadata.name,
     uid: rs.metadata.uid,
     controller: true,
@@ -86,8 +108,8 @@ export function ownerRefTo(rs) {
 }
 
 /** Checks what kube's validation would: a selector, and template labels that match it. */
-export function validate(rs) {
-  const selector = rs?.spec?.selector;
+export function validate(rs, kind = REPLICA_SET) {
+  const selector = kind.selector(rs);
   if (!selector || (!Object.keys(selector.matchLabels ?? {}).length && !(selector.matchExpressions ?? []).length)) {
     return 'spec.selector is required and must not be empty';
   }
@@ -105,14 +127,14 @@ export function validate(rs) {
 }
 
 /** The Pod to create for this ReplicaSet, from its template. */
-export function podFromTemplate(rs) {
+export function podFromTemplate(rs, kind = REPLICA_SET) {
   const template = rs.spec.template ?? {};
   const tmeta = template.metadata ?? {};
   const metadata = {
     generateName: `${rs.metadata.name}-`,
     namespace: rs.metadata.namespace,
     labels: { ...(tmeta.labels ?? {}) },
-    ownerReferences: [ownerRefTo(rs)],
+    ownerReferences: [ownerRefTo(rs, kind)],
   };
   if (tmeta.annotations && Object.keys(tmeta.annotations).length) metadata.annotations = { ...tmeta.annotations };
   if (Array.isArray(tmeta.finalizers) && tmeta.finalizers.length) metadata.finalizers = [...tmeta.finalizers];
@@ -158,9 +180,9 @@ export function rankForDeletion(pods) {
  * selector), `adopt` (orphans that match and are not terminating), `release` (owned but no longer
  * matching). Pods controlled by something else are ignored.
  */
-export function classifyPods(rs, pods) {
+export function classifyPods(rs, pods, kind = REPLICA_SET) {
   const uid = rs.metadata.uid;
-  const selector = rs.spec.selector;
+  const selector = kind.selector(rs);
   const out = { owned: [], adopt: [], release: [] };
   for (const pod of pods) {
     const ref = meta.controllerRef(pod);
@@ -284,7 +306,7 @@ const isNamespaceTerminating = (e) =>
  * The controller object (pass it to `controller(...)`). `now` and `burst` are injectable for
  * tests; each call makes its own expectations.
  */
-export function replicaSetController({ now = () => Date.now(), burst = BURST } = {}) {
+export function replicaSetController({ now = () => Date.now(), burst = BURST, kind = REPLICA_SET } = {}) {
   const expectations = new Expectations();
 
   return {
@@ -292,13 +314,13 @@ export function replicaSetController({ now = () => Date.now(), burst = BURST } =
 
     register() {
       return {
-        watches: [watch(REPLICASETS), watch(PODS, { ownedBy: { group: 'apps', kind: 'ReplicaSet' } })],
+        watches: [watch(kind.resource), watch(PODS, { ownedBy: { group: kind.group, kind: kind.kind } })],
         // Expectations live in the instance: one worker keeps them consistent per key.
         maxConcurrentReconciles: 1,
         // Orphan Pods raise no event for a ReplicaSet; a resync lets it adopt them.
         resyncSeconds: 30,
         permissions: [
-          permission('apps', ['replicasets', 'replicasets/status'], ['get', 'list', 'watch', 'update', 'patch']),
+          permission(kind.group, kind.resources, ['get', 'list', 'watch', 'update', 'patch']),
           permission('', 'pods', ['get', 'list', 'watch', 'create', 'delete', 'patch']),
           permission('', 'events', ['create', 'patch']),
         ],
@@ -312,15 +334,15 @@ export function replicaSetController({ now = () => Date.now(), burst = BURST } =
         return;
       }
       if (meta.isDeleting(rs)) return;
-      const invalid = validate(rs);
+      const invalid = validate(rs, kind);
       if (invalid) throw new TerminalError(invalid);
 
       const t = now();
       const ns = key.namespace;
       const uid = rs.metadata.uid;
-      const rsPath = REPLICASETS.objectPath(ns, key.name);
+      const rsPath = kind.resource.objectPath(ns, key.name);
       const pods = cache.list(PODS, ns);
-      const { owned, adopt, release } = classifyPods(rs, pods);
+      const { owned, adopt, release } = classifyPods(rs, pods, kind);
       let retrySoon = false;
 
       // Claim: adopt matching orphans, release owned Pods that stopped matching.
@@ -329,8 +351,8 @@ export function replicaSetController({ now = () => Date.now(), burst = BURST } =
         const ops = [{ op: 'test', path: '/metadata/resourceVersion', value: pod.metadata.resourceVersion }];
         ops.push(
           Array.isArray(refs)
-            ? { op: 'add', path: '/metadata/ownerReferences/-', value: ownerRefTo(rs) }
-            : { op: 'add', path: '/metadata/ownerReferences', value: [ownerRefTo(rs)] },
+            ? { op: 'add', path: '/metadata/ownerReferences/-', value: ownerRefTo(rs, kind) }
+            : { op: 'add', path: '/metadata/ownerReferences', value: [ownerRefTo(rs, kind)] },
         );
         try {
           owned.push(api.patchJson(PODS.objectPath(ns, pod.metadata.name), ops));
@@ -367,7 +389,7 @@ export function replicaSetController({ now = () => Date.now(), burst = BURST } =
       if (diff < 0) {
         const n = Math.min(-diff, burst);
         if (-diff > burst) retrySoon = true;
-        const body = podFromTemplate(rs);
+        const body = podFromTemplate(rs, kind);
         for (let i = 0; i < n; i++) {
           try {
             const pod = api.create(PODS.path(ns), body);
