@@ -840,7 +840,12 @@ mod tests {
         prepare("coordination.k8s.io", "leases", &mut created, None);
         assert_eq!(created["spec"], json!({"holderIdentity": "a"}));
         let mut updated = lease();
-        prepare("coordination.k8s.io", "leases", &mut updated, Some(&json!({"spec": {}})));
+        prepare(
+            "coordination.k8s.io",
+            "leases",
+            &mut updated,
+            Some(&json!({"spec": {}})),
+        );
         assert_eq!(updated["spec"], json!({"holderIdentity": "a"}));
         // A Lease stored with them keeps them.
         let mut kept = lease();
