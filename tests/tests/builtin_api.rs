@@ -551,6 +551,24 @@ fn kube_defaults_strategies_and_answers() {
     assert_eq!(plain["spec"]["ingressClassName"], "nginx", "{plain}");
     let legacy = s.kubectl_json(&["get", "ingress", "legacy", "-o", "json"]);
     assert!(legacy["spec"].get("ingressClassName").is_none(), "{legacy}");
+    // kube's `api-extensions` category: CRDs, APIServices, webhook configurations and
+    // admission policies with their bindings.
+    let ext = s.kubectl_ok(&["api-resources", "--categories=api-extensions", "-o", "name"]);
+    let mut ext: Vec<&str> = ext.lines().collect();
+    ext.sort_unstable();
+    assert_eq!(
+        ext,
+        [
+            "apiservices.apiregistration.k8s.io",
+            "customresourcedefinitions.apiextensions.k8s.io",
+            "mutatingadmissionpolicies.admissionregistration.k8s.io",
+            "mutatingadmissionpolicybindings.admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+            "validatingadmissionpolicies.admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+            "validatingwebhookconfigurations.admissionregistration.k8s.io",
+        ]
+    );
     // The metadata's errors come first, in the same answer as the spec's (kube's strategies
     // validate ObjectMeta first), not one 422 after another.
     let out = s.kubectl(&["run", "My_Pod", "--image=nginx"]);

@@ -435,7 +435,7 @@ pub const RESOURCES: &[Builtin] = &[
     )
     .short(&["csr"])
     .status(),
-    // admissionregistration.k8s.io/v1 (stored and validated; not enforced yet)
+    // admissionregistration.k8s.io/v1 (category `api-extensions`, as kube's storage gives them)
     r(
         ADMISSION,
         "v1",
@@ -444,7 +444,8 @@ pub const RESOURCES: &[Builtin] = &[
         CLUSTER,
     )
     .generation()
-    .conditional_update(),
+    .conditional_update()
+    .categories(&["api-extensions"]),
     r(
         ADMISSION,
         "v1",
@@ -453,7 +454,8 @@ pub const RESOURCES: &[Builtin] = &[
         CLUSTER,
     )
     .generation()
-    .conditional_update(),
+    .conditional_update()
+    .categories(&["api-extensions"]),
     r(
         ADMISSION,
         "v1",
@@ -463,7 +465,8 @@ pub const RESOURCES: &[Builtin] = &[
     )
     .status()
     .generation()
-    .conditional_update(),
+    .conditional_update()
+    .categories(&["api-extensions"]),
     r(
         ADMISSION,
         "v1",
@@ -472,7 +475,8 @@ pub const RESOURCES: &[Builtin] = &[
         CLUSTER,
     )
     .generation()
-    .conditional_update(),
+    .conditional_update()
+    .categories(&["api-extensions"]),
     // MutatingAdmissionPolicy: v1 (GA in kube 1.36, the only version a 1.36 cluster serves by
     // default; v1beta1 is off by default there).
     r(
@@ -483,7 +487,8 @@ pub const RESOURCES: &[Builtin] = &[
         CLUSTER,
     )
     .generation()
-    .conditional_update(),
+    .conditional_update()
+    .categories(&["api-extensions"]),
     r(
         ADMISSION,
         "v1",
@@ -492,7 +497,8 @@ pub const RESOURCES: &[Builtin] = &[
         CLUSTER,
     )
     .generation()
-    .conditional_update(),
+    .conditional_update()
+    .categories(&["api-extensions"]),
     // apiregistration.k8s.io/v1
     r(
         "apiregistration.k8s.io",
@@ -501,7 +507,8 @@ pub const RESOURCES: &[Builtin] = &[
         "APIService",
         CLUSTER,
     )
-    .status(),
+    .status()
+    .categories(&["api-extensions"]),
     // flowcontrol.apiserver.k8s.io/v1
     r(FLOW, "v1", "flowschemas", "FlowSchema", CLUSTER)
         .status()
