@@ -88,13 +88,15 @@ void turtles_register(turtles_registration *reg) {
 }
 
 /* An Event about obj; a failure is logged, not fatal (events are best effort, as in kube). */
-static void event(const json *obj, const char *reason, const char *note) {
+static void event_of(const json *obj, const char *type, const char *reason, const char *action, const char *note) {
     char *error = NULL;
-    if (!turtles_record_event(obj, "Normal", reason, "", note, &error)) {
+    if (!turtles_record_event(obj, type, reason, action, note, &error)) {
         turtles_warn("event %s not recorded: %s", reason, error ? error : "");
         free(error);
     }
 }
+
+static void event(const json *obj, const char *reason, const char *note) { event_of(obj, "Normal", reason, "", note); }
 
 /* ---- the node ------------------------------------------------------------------------- */
 
@@ -729,7 +731,8 @@ static char *unschedulable(const json *pod, bool *provision) {
     return why;
 }
 
-/* The pod cannot be placed: PodScheduled False, as kube's scheduler writes it (once). */
+/* The pod cannot be placed: PodScheduled False and a FailedScheduling event, as kube's scheduler
+ * writes them (once per reason). */
 static turtles_outcome unplaced(const turtles_key *key, const json *pod, const char *why) {
     for (json *c = json_first(json_pointer(pod, "/status/conditions")); c; c = json_next(c))
         if (strcmp(json_pstr(c, "/type", ""), "PodScheduled") == 0 &&
@@ -742,6 +745,8 @@ static turtles_outcome unplaced(const turtles_key *key, const json *pod, const c
     json *patch = json_build("{\"status\":{\"conditions\":[%J]}}", cond);
     turtles_outcome err;
     if (!patch_pod_status(key, pod, patch, "unschedulable status of", &err)) return err;
+    /* as kube's scheduler records it (`kubectl describe pod` shows why it is Pending) */
+    event_of(pod, "Warning", "FailedScheduling", "Scheduling", why);
     turtles_info("pod %s/%s does not fit %s: %s", key->namespace_, key->name, NODE_NAME, why);
     return turtles_done();
 }

@@ -638,8 +638,19 @@ int main(int argc, char **argv) {
     add_pod("sel", "nginx");
     json_set(json_get(find_pod("default", "sel"), "spec"), "nodeSelector",
              json_parse("{\"disk\":\"ssd\"}", 14, NULL, 0));
+    size_t events_before = json_len(events);
     CHECK(reconcile("default", "sel", NULL) == 0);
     json *sel = find_pod("default", "sel");
+    /* and the scheduler's Warning, which `kubectl describe pod` shows */
+    CHECK(json_len(events) == events_before + 1);
+    char at[32];
+    snprintf(at, sizeof at, "/%zu", events_before);
+    json *failed = json_pointer(events, at);
+    CHECK(!strcmp(json_pstr(failed, "/type", ""), "Warning") &&
+          !strcmp(json_pstr(failed, "/reason", ""), "FailedScheduling") &&
+          !strcmp(json_pstr(failed, "/action", ""), "Scheduling"));
+    CHECK(!strcmp(json_pstr(failed, "/note", ""),
+                  "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector." PREEMPTION));
     CHECK(!*json_pstr(sel, "/spec/nodeName", ""));
     CHECK(!strcmp(json_pstr(sel, "/status/conditions/0/reason", ""), "Unschedulable"));
     CHECK(!strcmp(json_pstr(sel, "/status/conditions/0/message", ""),
