@@ -706,6 +706,9 @@ pub async fn serve(cfg: ServeConfig) -> Result<(), ServerError> {
             )))
         }
     };
+    crate::builtin::kubernetes_service::ensure_service_cidr(&state.service)
+        .await
+        .map_err(ServerError::Bootstrap)?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let url = format!("{scheme}://{addr}");
     let kc_path = cfg.data_dir.join("admin.kubeconfig");

@@ -551,6 +551,12 @@ fn kube_defaults_strategies_and_answers() {
     assert_eq!(plain["spec"]["ingressClassName"], "nginx", "{plain}");
     let legacy = s.kubectl_json(&["get", "ingress", "legacy", "-o", "json"]);
     assert!(legacy["spec"].get("ingressClassName").is_none(), "{legacy}");
+    // The default ServiceCIDR, from --service-cluster-ip-range, Ready.
+    let cidrs = s.kubectl_ok(&["get", "servicecidrs", "--no-headers"]);
+    assert!(cidrs.starts_with("kubernetes   10.96.0.0/12 "), "{cidrs}");
+    let cidr = s.kubectl_json(&["get", "servicecidr", "kubernetes"]);
+    assert_eq!(cidr["status"]["conditions"][0]["type"], "Ready", "{cidr}");
+    assert_eq!(cidr["status"]["conditions"][0]["status"], "True", "{cidr}");
     // kube's `api-extensions` category: CRDs, APIServices, webhook configurations and
     // admission policies with their bindings.
     let ext = s.kubectl_ok(&["api-resources", "--categories=api-extensions", "-o", "name"]);

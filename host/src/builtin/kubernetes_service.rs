@@ -213,6 +213,58 @@ pub async fn reconcile(
     Ok(())
 }
 
+/// The default ServiceCIDR, `kubernetes`, with the service IP range, as kube-apiserver's
+/// `kubernetes-service-cidr-controller` keeps it: created if missing, and its `Ready` condition
+/// set to True (kube's message, no reason) while its CIDRs are this host's range and it has no
+/// `Ready` condition yet. (turtles allocates cluster IPs from the range itself, not from
+/// ServiceCIDR objects: `docs/api.md`.)
+pub async fn ensure_service_cidr(service: &Service) -> Result<(), ApiError> {
+    let Some(ri) = service
+        .registry
+        .lookup_kind("networking.k8s.io", "v1", "ServiceCIDR")
+    else {
+        return Ok(());
+    };
+    let range = service.allocators.ips.to_string();
+    let opts = WriteOptions::default();
+    let current = match service.get(&ri, "", NAME) {
+        Ok(c) => c.parse().into_owned(),
+        Err(e) if e.code == 404 => {
+            let obj = json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+                             "metadata": {"name": NAME}, "spec": {"cidrs": [range]}});
+            match service.create(&ri, "", obj, &opts).await {
+                Ok(w) => w.object.parse().into_owned(),
+                // Another host on the same etcd made it first.
+                Err(e) if e.code == 409 => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    let same = current.pointer("/spec/cidrs") == Some(&json!([range]));
+    let has_ready = current
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready"));
+    if !same || has_ready {
+        return Ok(());
+    }
+    let mut next = current;
+    next["status"] = json!({"conditions": [{
+        "type": "Ready", "status": "True", "reason": "",
+        "message": "Kubernetes default Service CIDR is ready",
+        "lastTransitionTime": meta::now_rfc3339(),
+    }]});
+    match service
+        .update(&ri, "", NAME, next, Subresource::Status, &opts)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// One host's lease as this host has seen it: its revision and when (by this host's clock)
 /// that revision was first seen. A lease is live while its revision keeps changing: liveness is
 /// judged by this host's own clock, never by comparing clocks of two machines.
