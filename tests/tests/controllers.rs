@@ -259,6 +259,25 @@ fn faulty_guests_are_contained_and_reported() {
         .count();
     assert!(failures.len() >= 3, "{log}");
     assert_eq!(whole, 1, "{log}");
+    // The panic's message is in the failure (its status and logs), and every failure is in the
+    // controller's own log, as controller-runtime logs its "Reconciler error"s.
+    let trapper = controller(&s, "trapper").unwrap();
+    let last = trapper["status"]["lastError"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(last.contains("(panicked at "), "{trapper}");
+    let own = s
+        .http()
+        .get("/apis/turtles.dev/v1/controllers/trapper/log")
+        .text();
+    assert!(
+        own.lines()
+            .filter(|l| l
+                .contains("ERROR reconcile default/cm-trapper failed: the guest failed: trap: "))
+            .count()
+            >= 3,
+        "{own}"
+    );
     // Calls outside the declared permissions are refused like any client's.
     wait_annotation(&s, "cm-trespasser", "turtles.dev/attempt", "403");
     // A watch, however its parameter is spelled, is refused rather than left to hold the call.

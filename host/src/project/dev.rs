@@ -23,6 +23,10 @@ const IGNORED_DIRS: &[&str] = &[
     "vendor",
 ];
 
+/// Files a build writes beside the sources (lock files the toolchains create or refresh): never
+/// a change to rebuild for.
+const BUILD_WRITTEN: &[&str] = &["Cargo.lock", "package-lock.json", "go.sum"];
+
 /// The sources' fingerprint: every file that is not output (`build/`, `target/`, dot-files,
 /// `*.wasm`, editor backups) with its size and modification time, sorted.
 pub fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<SystemTime>)> {
@@ -39,7 +43,11 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, u64, Option<SystemTime>)>) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') || name.ends_with('~') || name.ends_with(".wasm") {
+        if name.starts_with('.')
+            || name.ends_with('~')
+            || name.ends_with(".wasm")
+            || BUILD_WRITTEN.contains(&&*name)
+        {
             continue;
         }
         let Ok(meta) = entry.metadata() else {
@@ -59,8 +67,9 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, u64, Option<SystemTime>)>) {
 /// build is reported and the last good component stays in the folder.
 pub fn run(home: &Home, project: &Project, controllers: &Path) -> Result<()> {
     let out = controllers.join(format!("{}.wasm", project.name));
-    let mut seen;
     loop {
+        // The sources as the build takes them: an edit saved while it runs is a change after it.
+        let mut seen = fingerprint(&project.dir);
         match project.build(home, &out) {
             Ok(took) => eprintln!(
                 "turtles dev: built {} in {} ms -> {}",
@@ -70,11 +79,9 @@ pub fn run(home: &Home, project: &Project, controllers: &Path) -> Result<()> {
             ),
             Err(e) => eprintln!("turtles dev: {e}; waiting for the next change"),
         }
-        // What the build itself wrote (a first Cargo.lock, say) is not a change to rebuild for.
-        seen = fingerprint(&project.dir);
-        // Wait for a change, then for the sources to settle (an editor may write several files).
+        // Wait for a change (at once if one was saved during the build), then for the sources
+        // to settle (an editor may write several files).
         loop {
-            std::thread::sleep(POLL);
             let now = fingerprint(&project.dir);
             if now != seen {
                 seen = now;
@@ -88,6 +95,7 @@ pub fn run(home: &Home, project: &Project, controllers: &Path) -> Result<()> {
                 }
                 break;
             }
+            std::thread::sleep(POLL);
         }
         eprintln!("turtles dev: change seen, rebuilding {}", project.name);
     }
@@ -108,6 +116,9 @@ mod tests {
         std::fs::write(dir.join("build/x.o"), "obj").unwrap();
         std::fs::write(dir.join("hello.wasm"), "wasm").unwrap();
         std::fs::write(dir.join(".main.go.swp"), "swap").unwrap();
+        // Lock files a build writes or refreshes beside the sources.
+        std::fs::write(dir.join("Cargo.lock"), "# lock").unwrap();
+        std::fs::write(dir.join("go.sum"), "sum").unwrap();
         assert_eq!(fingerprint(&dir), a, "output counted as a source");
         std::fs::write(dir.join("src/main.go"), "package main // edited").unwrap();
         assert_ne!(fingerprint(&dir), a, "an edit went unseen");

@@ -1079,6 +1079,16 @@ impl Reconciler<Key> for WasmWorker {
             };
             let error = if whole { e.as_str() } else { first };
             tracing::warn!(controller = %this.name, namespace = %key.0, name = %key.1, error = %error, "reconcile failed");
+            // And in the controller's own log (`turtles logs`, `controllers/NAME/log`), as
+            // controller-runtime logs "Reconciler error": every failure, its first line.
+            let at = if key.0.is_empty() {
+                key.1.clone()
+            } else {
+                format!("{}/{}", key.0, key.1)
+            };
+            self.ctx
+                .log
+                .push(format!("ERROR reconcile {at} failed: {first}"));
         }
         outcome
     }

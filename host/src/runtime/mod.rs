@@ -578,9 +578,9 @@ impl Instance {
         arm(&mut self.store);
     }
 
-    /// Flush what the guest printed to the controller's log.
-    fn drain_output(&mut self) {
-        drain_output(&mut self.store);
+    /// Flush what the guest printed to the controller's log; the panic it printed, if any.
+    fn drain_output(&mut self) -> Option<String> {
+        drain_output(&mut self.store)
     }
 
     /// The WIT package version the component was built against.
@@ -597,8 +597,8 @@ impl Instance {
             Bindings::V02(b) => b.call_register(&mut self.store).await,
             Bindings::V01(b) => b.call_register(&mut self.store).await.map(Into::into),
         };
-        self.drain_output();
-        r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
+        let panic = self.drain_output();
+        r.map_err(|e| RuntimeError::Guest(describe_failure(&e, panic)))
     }
 
     pub async fn reconcile(
@@ -614,8 +614,8 @@ impl Instance {
                 .await
                 .map(Into::into),
         };
-        self.drain_output();
-        r.map_err(|e| RuntimeError::Guest(describe_trap(&e)))
+        let panic = self.drain_output();
+        r.map_err(|e| RuntimeError::Guest(describe_failure(&e, panic)))
     }
 }
 
@@ -626,16 +626,18 @@ fn arm(store: &mut Store<GuestState>) {
     store.set_epoch_deadline(1);
 }
 
-/// Flush what the guest printed to the controller's log.
-fn drain_output(store: &mut Store<GuestState>) {
+/// Flush what the guest printed to the controller's log; the panic it printed, if any (Rust's
+/// `panicked at FILE:LINE:COL:` and the message's first line after it), for the call's error.
+fn drain_output(store: &mut Store<GuestState>) -> Option<String> {
     let printed = store.data().output.take();
     if printed.bytes.is_empty() && printed.dropped == 0 {
-        return;
+        return None;
     }
     store.data_mut().printed += printed.bytes.len() as u64;
     let ctx = &store.data().ctx;
     let name = &ctx.name;
-    for line in String::from_utf8_lossy(&printed.bytes).lines() {
+    let text = String::from_utf8_lossy(&printed.bytes);
+    for line in text.lines() {
         tracing::info!(controller = %name, "guest: {line}");
         ctx.log.push(format!("OUTPUT {line}"));
     }
@@ -650,6 +652,41 @@ fn drain_output(store: &mut Store<GuestState>) {
             "guest printed more than {OUTPUT_CAP} bytes in one call; the rest is not logged"
         );
     }
+    panic_of(&text)
+}
+
+/// The last panic in a call's printed output: `panicked at FILE:LINE:COL: MESSAGE` (Rust prints
+/// the message on the line after the location), at most 512 bytes.
+fn panic_of(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines.iter().rposition(|l| l.contains("panicked at "))?;
+    let from = lines[at].find("panicked at ")?;
+    let mut out = lines[at][from..].trim_end().to_owned();
+    if let Some(message) = lines.get(at + 1).filter(|m| !m.trim().is_empty()) {
+        out.push(' ');
+        out.push_str(message.trim());
+    }
+    if out.len() > 512 {
+        let mut end = 512;
+        while !out.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.truncate(end);
+    }
+    Some(out)
+}
+
+/// A call's failure as the controller's status and log show it: what happened on its first
+/// line (with the guest's panic message, if it printed one), a trap's Wasm backtrace after it.
+fn describe_failure(e: &wasmtime::Error, panic: Option<String>) -> String {
+    let text = describe_trap(e);
+    let Some(panic) = panic else {
+        return text;
+    };
+    match text.split_once('\n') {
+        Some((first, rest)) => format!("{first} ({panic})\n{rest}"),
+        None => format!("{text} ({panic})"),
+    }
 }
 
 fn describe_trap(e: &wasmtime::Error) -> String {
@@ -658,7 +695,12 @@ fn describe_trap(e: &wasmtime::Error) -> String {
             wasmtime::Trap::Interrupt => {
                 "deadline exceeded (the call ran too long and was interrupted)".into()
             }
-            other => format!("trap: {other}"),
+            // Its Wasm backtrace, as for any other failure (function names where the
+            // component kept its name section).
+            other => match e.downcast_ref::<wasmtime::WasmBacktrace>() {
+                Some(bt) => format!("trap: {other}\n{bt}"),
+                None => format!("trap: {other}"),
+            },
         };
     }
     let text = format!("{e:#}");
@@ -994,6 +1036,30 @@ pub struct Host {
 mod tests {
     use super::*;
     use wasmtime::ResourceLimiter;
+
+    #[test]
+    fn a_printed_panic_is_the_failures_first_line() {
+        let printed = "starting\nthread '<unnamed>' (1) panicked at src/lib.rs:77:30:\nchaos: asked to panic for default/boom\nnote: run with `RUST_BACKTRACE=1`\n";
+        let panic = panic_of(printed);
+        assert_eq!(
+            panic.as_deref(),
+            Some("panicked at src/lib.rs:77:30: chaos: asked to panic for default/boom")
+        );
+        assert_eq!(panic_of("just output\n"), None);
+        let long = format!("panicked at a.rs:1:1:\n{}", "é".repeat(400));
+        let cut = panic_of(&long).unwrap();
+        assert!(cut.len() <= 512 && cut.starts_with("panicked at a.rs:1:1: é"));
+        // The panic joins the failure's first line; a backtrace stays after it.
+        let e = wasmtime::Error::msg("trap: unreachable\nwasm backtrace:\n  0: f");
+        assert_eq!(
+            describe_failure(&e, panic),
+            "trap: unreachable (panicked at src/lib.rs:77:30: chaos: asked to panic for default/boom)\nwasm backtrace:\n  0: f"
+        );
+        assert_eq!(
+            describe_failure(&wasmtime::Error::msg("boom"), None),
+            "boom"
+        );
+    }
 
     /// The memory cap holds for the instance's memories together (each under it is not enough),
     /// and its tables' elements are bounded together too.

@@ -113,7 +113,7 @@ impl PolicyInstance {
     pub async fn register(&mut self) -> Result<wit::Registration, RuntimeError> {
         super::arm(&mut self.store);
         let r = self.bindings.call_register(&mut self.store).await;
-        super::drain_output(&mut self.store);
+        let _ = super::drain_output(&mut self.store);
         r.map_err(|e| RuntimeError::Guest(super::describe_trap(&e)))
     }
 
@@ -143,7 +143,7 @@ impl PolicyInstance {
                     },
                 }),
         };
-        super::drain_output(&mut self.store);
+        let _ = super::drain_output(&mut self.store);
         r.map_err(|e| RuntimeError::Guest(super::describe_trap(&e)))
     }
 }
