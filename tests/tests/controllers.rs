@@ -712,3 +712,70 @@ fn wit_0_1_0_and_0_2_0_components_load_side_by_side_and_0_2_0_acts_as_a_service_
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", s.log()));
 }
+
+/// A controller whose primary watch has a label selector and whose secondary watch maps Secrets
+/// to their owning ConfigMap: a Secret owned by a ConfigMap outside the selector does not
+/// reconcile that ConfigMap (it would get no object, exactly as if the ConfigMap were deleted:
+/// an operator cleaning up on "gone" would remove what a live object owns). kube-runtime calls
+/// no reconciler for an object its reflector does not have. A ConfigMap that leaves the selector
+/// does reconcile with no object, as one deleted does.
+#[test]
+fn an_owner_outside_the_primary_watch_is_not_reconciled_as_gone() {
+    let s = Server::start_with_controllers(&[]).unwrap();
+    s.drop_controller("keeper", &guest("keeper")).unwrap();
+    wait_phase(&s, "keeper", "Running");
+    let log = || {
+        s.http()
+            .get("/apis/turtles.dev/v1/controllers/keeper/log")
+            .text()
+    };
+    let count = |text: &str, what: &str| text.lines().filter(|l| l.contains(what)).count();
+    let secret = |name: &str, owner: &Value| {
+        let r = s.http().post_json(
+            "/api/v1/namespaces/default/secrets",
+            &json!({"metadata": {"name": name, "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"], "controller": true}]}}),
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+    };
+    create_cm(&s, "outside", json!({}));
+    create_cm(&s, "inside", json!({"turtles.dev/test": "keeper"}));
+    let outside = s.http().get(&format!("{CMS}/outside")).json();
+    let inside = s.http().get(&format!("{CMS}/inside")).json();
+    poll("keeper to see inside", Duration::from_secs(30), || {
+        (count(&log(), "sees default/inside") >= 1).then_some(())
+    })
+    .unwrap();
+    // The outside ConfigMap's Secret, changed twice; then the inside one's Secret (one worker:
+    // its key is reconciled after the outside one's would have been).
+    secret("outside-secret", &outside);
+    for v in ["a", "b"] {
+        let r = s.http().patch(
+            "/api/v1/namespaces/default/secrets/outside-secret",
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"v": v}}}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    secret("inside-secret", &inside);
+    poll(
+        "keeper to see inside again",
+        Duration::from_secs(30),
+        || (count(&log(), "sees default/inside") >= 2).then_some(()),
+    )
+    .unwrap();
+    let text = log();
+    assert_eq!(count(&text, "default/outside"), 0, "{text}");
+    // Leaving the selector is leaving the controller's view: no object.
+    let r = s.http().patch(
+        &format!("{CMS}/inside"),
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"turtles.dev/test": null}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    poll("keeper to see inside go", Duration::from_secs(30), || {
+        (count(&log(), "gone default/inside") >= 1).then_some(())
+    })
+    .unwrap();
+}

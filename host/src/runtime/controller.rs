@@ -112,6 +112,12 @@ pub struct ControllerHandle {
     /// logged: at most once a minute, other failures by their first line (a tenant whose objects
     /// make the guest trap on every reconcile made the log grow 5 KB a second).
     traced: Mutex<Option<std::time::Instant>>,
+    /// Keys whose object the primary watch stopped showing (deleted, or out of its namespace or
+    /// selector now), until they are reconciled: their reconcile gets no object. A key whose
+    /// object exists but the primary watch never showed it (an owner outside the selector that a
+    /// secondary watch maps to) is not reconciled at all, as kube-runtime calls no reconciler for
+    /// an object its reflector does not have.
+    departed: Mutex<std::collections::HashSet<Key>>,
 }
 
 /// How often a controller's failed reconcile is logged with its whole error.
@@ -172,6 +178,7 @@ impl ControllerHandle {
             unloaded: std::sync::atomic::AtomicBool::new(false),
             latest: Mutex::new(None),
             traced: Mutex::new(None),
+            departed: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -752,7 +759,18 @@ impl ControllerHandle {
     /// cut) all enqueue; a change of owner enqueues the previous owner too.
     fn on_change(&self, w: &wit::Watch, change: &Change) {
         match change {
-            Change::Listed { object, .. } | Change::Deleted { object, .. } => {
+            Change::Listed { object, .. } => self.enqueue_for(w, object.head()),
+            Change::Deleted { object, .. } => {
+                if matches!(w.mapping, wit::KeyMapping::SelfKey) {
+                    let key = (
+                        meta::namespace(object.head()).to_owned(),
+                        meta::name(object.head()).to_owned(),
+                    );
+                    self.departed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(key);
+                }
                 self.enqueue_for(w, object.head())
             }
             Change::Applied { object, prev } => {
@@ -1000,6 +1018,12 @@ impl Reconciler<Key> for WasmWorker {
         // selector (which the controller's identity was checked to list and watch at load).
         let primary = self.primary(&module);
         let this = &self.handle;
+        let departed = this
+            .departed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+        let mut hidden = false;
         let object = primary.ri.as_ref().and_then(|ri| {
             // The informer's cache holds what the primary watch shows (its filter is the
             // watch's); without one, the store, filtered here.
@@ -1012,8 +1036,27 @@ impl Reconciler<Key> for WasmWorker {
                     .ok()
                     .filter(|o| primary.shows(o)),
             };
+            if stored.is_none() {
+                // Not shown: gone, or there but outside the watch.
+                hidden = this
+                    .host
+                    .service
+                    .get(ri, &key.0, &key.1)
+                    .is_ok_and(|o| !primary.shows(&o));
+            }
             stored.map(|o| crate::service::Service::present(ri, o).lean_json().clone())
         });
+        // An object the primary watch does not show, and never stopped showing (a secondary
+        // watch's owner outside the selector), is not the controller's: no reconcile. (An
+        // initial key is reconciled whatever it names.)
+        let initial = module
+            .registration
+            .initial_keys
+            .iter()
+            .any(|k| k.namespace == key.0 && k.name == key.1);
+        if hidden && !departed && !initial {
+            return Outcome::done();
+        }
         self.key.namespace.clone_from(&key.0);
         self.key.name.clone_from(&key.1);
         // The call runs right here, on this async worker (on a fiber that yields at every
