@@ -397,6 +397,47 @@ static bool tolerated(const json *pod, const json *taint) {
 /* kube's scheduler's messages: a pod-level (PreFilter) reason, or one node's reasons, followed
  * by what DefaultPreemption adds when preempting cannot help (as for every reason here). */
 #define PREEMPTION " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+/* What kube's preemption says when the node is full of pods of the same priority. */
+#define NO_VICTIMS " preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+/* The node's allocatable pods (its status says so): kube's scheduler binds no more. */
+#define MAX_PODS 110
+
+/* Pods through the API with a field selector on spec.nodeName (`node`: this node's, or "" for
+ * the unscheduled ones: what the node needs, however many Pods the cluster has), a page of at
+ * most `limit` (0: all) from `cont` (NULL: the first); the response (`items`,
+ * `metadata.continue`), or NULL when the API failed. */
+static json *pods_on(const char *node, unsigned limit, const char *cont) {
+    char *path = limit ? turtles_strf("/api/v1/pods?fieldSelector=spec.nodeName%%3D%s&limit=%u%s%s", node, limit,
+                                      cont ? "&continue=" : "", cont ? cont : "")
+                       : turtles_strf("/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", node);
+    int status = 0;
+    json *resp = turtles_api("GET", path, NULL, &status);
+    free(path);
+    if (!turtles_ok(status)) {
+        turtles_warn("listing the pods of node \"%s\" failed (%d)", node, status);
+        json_free(resp);
+        return NULL;
+    }
+    return resp;
+}
+
+/* Whether a Pod was refused for want of a slot since the node last had one to spare: a Pod's
+ * going then schedules the waiting ones (kube's scheduler requeues them on a Pod's deletion). */
+static bool waiting_for_slots = false;
+
+/* The node's slots taken: Pods bound to it that have not finished (kube's scheduler counts its
+ * node's non-terminal Pods against allocatable pods); -1 when the API failed. */
+static long slots_taken(void) {
+    json *resp = pods_on(NODE_NAME, 0, NULL);
+    if (!resp) return -1;
+    long n = 0;
+    for (json *p = json_first(json_get(resp, "items")); p; p = json_next(p)) {
+        const char *phase = json_pstr(p, "/status/phase", "");
+        if (strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0) n++;
+    }
+    json_free(resp);
+    return n;
+}
 
 /* The claim a pod volume names (an ephemeral volume's is POD-VOLUME), malloc'ed, or NULL. */
 static char *volume_claim(const json *pod, const json *vol, bool *ephemeral) {
@@ -706,7 +747,7 @@ static bool affinity_fits(const json *pod, const json *labels) {
  * spec.unschedulable; its NoSchedule/NoExecute taints; the pod's node selector and required
  * node affinity; its volumes), against the node as cached (so `kubectl label node` and `kubectl
  * taint node` count). *provision: as volume_filter says. */
-static char *unschedulable(const json *pod, bool *provision) {
+static char *unschedulable_here(const json *pod, bool *provision, bool count_slots) {
     *provision = false;
     char *why = volume_prefilter(pod);
     if (why) return why;
@@ -726,10 +767,16 @@ static char *unschedulable(const json *pod, bool *provision) {
     }
     if (!reason && !affinity_fits(pod, labels)) reason = "node(s) didn't match Pod's node affinity/selector";
     if (reason) why = turtles_strf("0/1 nodes are available: 1 %s." PREEMPTION, reason);
+    else if (count_slots && slots_taken() >= MAX_PODS) {
+        why = turtles_strf("0/1 nodes are available: 1 Too many pods." NO_VICTIMS);
+        waiting_for_slots = true;
+    }
     else why = volume_filter(pod, labels, provision);
     json_free(node);
     return why;
 }
+
+static char *unschedulable(const json *pod, bool *provision) { return unschedulable_here(pod, provision, true); }
 
 /* The pod cannot be placed: PodScheduled False and a FailedScheduling event, as kube's scheduler
  * writes them (once per reason). */
@@ -852,28 +899,45 @@ static turtles_outcome schedule(const turtles_key *key, const json *pod) {
     return out;
 }
 
-/* After a node event: the unscheduled pods that fit the node now are scheduled, as kube's
- * scheduler retries its unschedulable pods when a node changes. */
+/* After a node event, or a Pod's leaving the node: the unscheduled pods that fit the node now are
+ * scheduled, as kube's scheduler retries its unschedulable pods when a node changes or a Pod
+ * goes, as many as the node has slots for. They are read a page at a time through the API, so
+ * a namespace of 20,000 Pending Pods costs pages, not one list of them all. */
 static turtles_outcome place_waiting(void) {
-    json *pods = turtles_cache_list("", "v1", "pods", NULL);
+    long taken = slots_taken();
+    long free_slots = taken < 0 ? MAX_PODS : MAX_PODS - taken;
     turtles_outcome out = turtles_done();
-    for (json *p = json_first(pods); p; p = json_next(p)) {
-        if (*json_pstr(p, "/spec/nodeName", "") || turtles_is_deleting(p)) continue;
-        bool provision = false;
-        char *why = unschedulable(p, &provision);
-        bool fits = why == NULL;
-        free(why);
-        if (!fits) continue;
-        turtles_key key = {json_pstr(p, "/metadata/namespace", ""), json_pstr(p, "/metadata/name", "")};
-        turtles_outcome o = schedule(&key, p);
-        if (o.kind == TURTLES_DONE || o.kind == TURTLES_REQUEUE_AFTER) {
-            free(o.message);
-            continue;
+    char *cont = NULL;
+    bool first = true;
+    while (free_slots > 0 && (first || cont)) {
+        first = false;
+        json *page = pods_on("", 50, cont);
+        free(cont);
+        cont = NULL;
+        if (!page) break;
+        for (json *p = json_first(json_get(page, "items")); p && free_slots > 0; p = json_next(p)) {
+            if (*json_pstr(p, "/spec/nodeName", "") || turtles_is_deleting(p)) continue;
+            bool provision = false;
+            char *why = unschedulable_here(p, &provision, false);
+            bool fits = why == NULL;
+            free(why);
+            if (!fits) continue;
+            turtles_key key = {json_pstr(p, "/metadata/namespace", ""), json_pstr(p, "/metadata/name", "")};
+            turtles_outcome o = schedule(&key, p);
+            if (o.kind == TURTLES_DONE || o.kind == TURTLES_REQUEUE_AFTER) {
+                free(o.message);
+                free_slots--;
+                continue;
+            }
+            free(out.message);
+            out = o;
         }
-        free(out.message);
-        out = o;
+        const char *next = json_pstr(page, "/metadata/continue", "");
+        if (*next) cont = turtles_strf("%s", next);
+        json_free(page);
     }
-    json_free(pods);
+    free(cont);
+    if (free_slots > 0) waiting_for_slots = false; /* every waiting Pod that fits is placed */
     return out;
 }
 
@@ -1023,9 +1087,12 @@ static turtles_outcome container_creating(const turtles_key *key, const json *po
     return turtles_requeue_after(NEXT_STEP_MS);
 }
 
-/* The lowest 10.244.X.Y (Y not 0/1/255) no other pod has as status.podIP. */
+/* The lowest 10.244.X.Y (Y not 0/1/255) no other pod on this node has as status.podIP (the
+ * node's pod CIDR; its pods are read through the API, at most its slots' worth). */
 static char *allocate_ip(const turtles_key *key) {
-    json *pods = turtles_cache_list("", "v1", "pods", NULL);
+    json *resp = pods_on(NODE_NAME, 0, NULL);
+    if (!resp) return NULL;
+    json *pods = json_get(resp, "items");
     enum { N = 65536 };
     unsigned char *used = calloc(N / 8, 1);
     if (!used) abort();
@@ -1037,7 +1104,7 @@ static char *allocate_ip(const turtles_key *key) {
         if (sscanf(ip, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 10 && b == 244 && c < 256 && d < 256)
             used[(c * 256 + d) / 8] |= (unsigned char)(1u << ((c * 256 + d) % 8));
     }
-    json_free(pods);
+    json_free(resp);
     char *ip = NULL;
     for (unsigned n = 2; n < N && !ip; n++) {
         unsigned low = n % 256;
@@ -1222,7 +1289,12 @@ turtles_outcome turtles_reconcile(const turtles_key *key, const json *pod) {
     if (!*key->namespace_) return place_waiting(); /* a node event: its labels or taints may have changed */
     /* A claim's event: the pods waiting for it (a pod of the same name is reconciled below). */
     turtles_outcome waiters = claim_waiters(key, pod);
-    if (!pod) return waiters; /* a claim's key, or a pod that is gone */
+    if (!pod) {
+        /* a claim's key, or a pod that is gone: its slot may be what a waiting Pod needs */
+        if (!waiting_for_slots) return waiters;
+        free(waiters.message);
+        return place_waiting();
+    }
     turtles_outcome out = reconcile_pod(key, pod);
     if (waiters.kind >= TURTLES_TRANSIENT_ERROR && out.kind < TURTLES_TRANSIENT_ERROR) {
         free(out.message);

@@ -234,6 +234,15 @@ void __wasm_import_turtles_controller_host_api_call(uint8_t *m, size_t ml, uint8
                 respond(ret, 200, json_dup(pod));
             }
         }
+    } else if (!strcmp(method, "GET") && !strncmp(path, "/api/v1/pods?fieldSelector=spec.nodeName%3D", 43)) {
+        /* the pods of one node ("" for the unscheduled), as the API's field selector lists them
+         * (one page: the fake never cuts one) */
+        char node_name[64] = "";
+        sscanf(path + 43, "%63[^&]", node_name);
+        json *items = json_new_array();
+        for (json *p = json_first(pods); p; p = json_next(p))
+            if (!strcmp(json_pstr(p, "/spec/nodeName", ""), node_name)) json_push(items, json_dup(p));
+        respond(ret, 200, json_build("{\"kind\":\"PodList\",\"metadata\":{},\"items\":%J}", items));
     } else if (!strcmp(method, "DELETE") &&
                sscanf(path, "/api/v1/namespaces/%63[^/]/pods/%63[^/]", ns, name) == 2) {
         api_writes++;
@@ -808,6 +817,32 @@ int main(int argc, char **argv) {
     CHECK(reconcile("default", "l2", NULL) == 0);
     CHECK(!strcmp(json_pstr(find_pod("default", "l2"), "/status/conditions/0/message", ""),
                   "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind." PREEMPTION));
+
+    /* the node's 110 slots (its allocatable pods): a full node takes no more Pods, as kube's
+     * scheduler says; a Pod's going lets the waiting one in */
+    int running_here = 0;
+    for (json *p = json_first(pods); p; p = json_next(p)) {
+        const char *phase = json_pstr(p, "/status/phase", "");
+        if (!strcmp(json_pstr(p, "/spec/nodeName", ""), "turtle-node-1") && strcmp(phase, "Succeeded") &&
+            strcmp(phase, "Failed"))
+            running_here++;
+    }
+    for (int i = running_here; i < 110; i++) {
+        char filler[32];
+        snprintf(filler, sizeof filler, "filler-%03d", i);
+        add_pod(filler, "pause");
+        json_set_str(json_get(find_pod("default", filler), "spec"), "nodeName", "turtle-node-1");
+        json_set_str(json_get(find_pod("default", filler), "status"), "phase", "Running");
+    }
+    add_pod("late", "nginx");
+    CHECK(reconcile("default", "late", NULL) == 0);
+    CHECK(!*json_pstr(find_pod("default", "late"), "/spec/nodeName", ""));
+    CHECK(!strcmp(json_pstr(find_pod("default", "late"), "/status/conditions/0/message", ""),
+                  "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: 1 No preemption "
+                  "victims found for incoming pod."));
+    remove_pod(find_pod("default", "filler-109"));
+    CHECK(reconcile("default", "filler-109", NULL) == 0); /* gone: its slot goes to the waiting Pod */
+    CHECK(!strcmp(json_pstr(find_pod("default", "late"), "/spec/nodeName", ""), "turtle-node-1"));
 
     /* many reconciles: steady memory (LeakSanitizer reports anything left at exit) */
     for (int i = 0; i < 2000; i++) reconcile("default", "b", NULL);

@@ -576,17 +576,35 @@ impl ControllerHandle {
         }
     }
 
+    /// Whether the primary kind (which owner mappings name) is cluster-scoped, as served now.
+    fn primary_cluster_scoped(&self) -> bool {
+        self.module()
+            .and_then(|m| {
+                m.registration
+                    .watches
+                    .first()
+                    .and_then(|w| self.resource(w))
+            })
+            .is_some_and(|ri| !ri.namespaced())
+    }
+
     fn enqueue_for(&self, w: &wit::Watch, obj: &impl meta::Meta) {
         match &w.mapping {
             wit::KeyMapping::SelfKey => self
                 .queue
                 .add((meta::namespace(obj).to_owned(), meta::name(obj).to_owned())),
             wit::KeyMapping::Owner(owner) => {
+                // A cluster-scoped owner's key has no namespace (its dependent's is not its own),
+                // as controller-runtime's `EnqueueRequestForOwner` clears it: one key per owner.
+                let namespace = if self.primary_cluster_scoped() {
+                    ""
+                } else {
+                    meta::namespace(obj)
+                };
                 for r in obj.owner_references() {
                     let group = r.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
                     if r.kind == owner.kind && group == owner.group && !r.name.is_empty() {
-                        self.queue
-                            .add((meta::namespace(obj).to_owned(), r.name.to_owned()));
+                        self.queue.add((namespace.to_owned(), r.name.to_owned()));
                     }
                 }
             }
@@ -595,7 +613,11 @@ impl ControllerHandle {
 
     /// `group/version/resource` of a watch, as the status names it.
     fn watch_name(w: &wit::Watch) -> String {
-        format!("{}/{}/{}", w.group, w.version, w.resource)
+        if w.group.is_empty() {
+            format!("{}/{}", w.version, w.resource)
+        } else {
+            format!("{}/{}/{}", w.group, w.version, w.resource)
+        }
     }
 
     /// Record (or clear) why a watched kind is not being watched, and publish it at once.
@@ -675,8 +697,13 @@ impl ControllerHandle {
         let mut ready = false;
         let mut changes = self.host.service.registry.changes();
         let mut why = format!(
-            "waiting for {} to be served (is its CustomResourceDefinition applied?)",
-            Self::watch_name(&w)
+            "waiting for {} to be served ({})",
+            Self::watch_name(&w),
+            if w.group.is_empty() {
+                "the core group has no such resource"
+            } else {
+                "is its CustomResourceDefinition applied?"
+            }
         );
         loop {
             let ri = loop {
@@ -1360,6 +1387,18 @@ fn validate(reg: wit::Registration) -> Result<wit::Registration, RuntimeError> {
             "the first watch is the primary kind: its mapping must be self-key".into(),
         ));
     }
+    // A label selector the API would refuse (400) is the registration's error, not a watch
+    // that shows nothing.
+    for w in &reg.watches {
+        if let Some(sel) = w.label_selector.as_deref() {
+            if let Err(e) = crate::selector::LabelSelector::parse(sel) {
+                return Err(RuntimeError::Registration(format!(
+                    "the watch of {} has an invalid label selector {sel:?}: {e}",
+                    ControllerHandle::watch_name(w)
+                )));
+            }
+        }
+    }
     if reg.initial_keys.len() > MAX_INITIAL_KEYS {
         return Err(RuntimeError::Registration(format!(
             "at most {MAX_INITIAL_KEYS} initial keys (got {})",
@@ -1461,6 +1500,21 @@ mod tests {
                 .contains("max-concurrent-reconciles is at most 64 (got 65)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_watch_with_an_invalid_label_selector_is_refused() {
+        let mut primary = watch("", "configmaps", None);
+        primary.label_selector = Some("app in (a,b".into());
+        let err =
+            validate(registration(vec![primary.clone()], Vec::new())).expect_err("an unclosed set");
+        assert!(
+            err.to_string()
+                .contains("the watch of v1/configmaps has an invalid label selector"),
+            "{err}"
+        );
+        primary.label_selector = Some("app in (a,b)".into());
+        assert!(validate(registration(vec![primary], Vec::new())).is_ok());
     }
 
     #[test]
