@@ -140,7 +140,7 @@ static inline bool turtles_ok(int status) { return status >= 200 && status < 300
 /* The `message` of a Status body ("" when there is none). */
 const char *turtles_status_message(const json *response);
 
-/* ---- the informer cache (watched kinds only; no API call, no RBAC check) -------------- */
+/* ---- the informer cache (watched kinds only; no API call; authorized by RBAC) ------- */
 
 /* One cached object, or NULL. namespace "" for cluster-scoped kinds. */
 json *turtles_cache_get(const char *group, const char *version, const char *resource, const char *ns,

@@ -448,7 +448,7 @@ export const events = Object.freeze({
 // The informer cache
 
 /**
- * The host's informer cache of the watched kinds: no API call, no RBAC check. Only kinds the
+ * The host's informer cache of the watched kinds: no API call; the read is authorized by RBAC as the controller's user, in memory. Only kinds the
  * controller watches (and objects matching the watch's namespace/label filters) are there.
  */
 export const cache = Object.freeze({

@@ -18,15 +18,10 @@ export const { register, reconcile } = controller({
     };
   },
 
-  reconcile(key) {
-    // The second argument is the informer's cached copy; read the live object instead.
-    let cm;
-    try {
-      cm = api.get(CONFIGMAPS.objectPath(key.namespace, key.name));
-    } catch (e) {
-      if (e.isNotFound?.()) return; // gone: nothing to do
-      throw e; // anything else: a transient error, retried with backoff
-    }
+  reconcile(key, cm) {
+    // `cm` is the ConfigMap as the store has it when the call starts (never older than what
+    // api.get would read), or undefined once it is gone: no need to read it again.
+    if (!cm) return; // gone: nothing to do
     if (meta.annotation(cm, ANNOTATION) === GREETING) return;
     try {
       api.patchMerge(CONFIGMAPS.objectPath(key.namespace, key.name), {

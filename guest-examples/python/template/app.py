@@ -17,14 +17,11 @@ controller = Controller(
 
 @controller.reconcile
 def reconcile(key, obj):
-    # `obj` is the informer's cached copy (None if gone); read the live object instead.
-    try:
-        cm = api.get(CONFIGMAPS, key.namespace, key.name)
-    except api.ApiError as e:
-        if e.is_not_found():
-            return Done  # gone: nothing to do
-        raise  # anything else: a transient error, retried with backoff
-    if meta.annotation(cm, ANNOTATION) == GREETING:
+    # `obj` is the ConfigMap as the store has it when the call starts (never older than what
+    # api.get would read), or None once it is gone: no need to read it again.
+    if obj is None:
+        return Done  # gone: nothing to do
+    if meta.annotation(obj, ANNOTATION) == GREETING:
         return Done
     try:
         api.patch_merge(CONFIGMAPS, key.namespace, key.name, {"metadata": {"annotations": {ANNOTATION: GREETING}}})

@@ -640,7 +640,8 @@ pub mod events {
     }
 }
 
-/// The host's informer cache of the watched kinds (no API call, no RBAC check).
+/// The host's informer cache of the watched kinds (no API call; each read is authorized by RBAC as
+/// the controller's user, in memory).
 pub mod cache {
     use super::{host, Gvr, Value};
 
