@@ -371,6 +371,27 @@ fn bodies_are_decoded_as_kube_decodes_them() {
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
     );
     assert_eq!(http.get(&format!("{cms}/typed")).status, 404);
+    // A lone surrogate escape is U+FFFD, as Go's decoder reads it; a pair is its character.
+    let r = http.request(
+        "POST",
+        cms,
+        Some("application/json"),
+        Some(br#"{"metadata":{"name":"lone"},"data":{"a":"\ud800x","b":"\ud83d\ude00"}}"#.to_vec()),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        r.json()["data"],
+        json!({"a": "\u{fffd}x", "b": "\u{1f600}"})
+    );
+    // A protobuf body that does not decode is a bad request (400), not a media type (415).
+    let r = http.request(
+        "POST",
+        cms,
+        Some("application/vnd.kubernetes.protobuf"),
+        Some(b"k8s\0\x0a\xff".to_vec()),
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["reason"], "BadRequest", "{}", r.text());
     let pods = "/api/v1/namespaces/default/pods";
     let r = http.post_json(
         pods,

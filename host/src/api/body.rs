@@ -218,6 +218,57 @@ impl Gvk {
     }
 }
 
+/// A JSON text with each lone surrogate escape (`\ud800` not followed by a low surrogate's
+/// escape, or a low one alone) written `\ufffd`, as Go's `encoding/json` (`unquote`) decodes
+/// them to U+FFFD where serde_json refuses them; `None` when there is none. Backslashes appear
+/// only inside strings in a JSON text, so the escapes are found without tracking the strings.
+pub(crate) fn lone_surrogates_replaced(body: &[u8]) -> Option<Vec<u8>> {
+    let hex = |at: usize| -> Option<u16> {
+        let digits = body.get(at..at + 4)?;
+        let text = std::str::from_utf8(digits).ok()?;
+        u16::from_str_radix(text, 16).ok()
+    };
+    let escape = |at: usize| -> Option<u16> {
+        (body.get(at) == Some(&b'\\') && body.get(at + 1) == Some(&b'u'))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < body.len() {
+        if body[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(unit) = escape(i) else {
+            i += 2; // another escape (or a malformed one, for the parser to refuse)
+            continue;
+        };
+        let lone = match unit {
+            0xD800..=0xDBFF => match escape(i + 6) {
+                Some(0xDC00..=0xDFFF) => {
+                    i += 12; // a pair
+                    continue;
+                }
+                _ => true,
+            },
+            0xDC00..=0xDFFF => true,
+            _ => false,
+        };
+        if lone {
+            let o = out.get_or_insert_with(|| Vec::with_capacity(body.len()));
+            o.extend_from_slice(&body[copied..i]);
+            o.extend_from_slice(b"\\ufffd");
+            copied = i + 6;
+        }
+        i += 6;
+    }
+    let mut o = out?;
+    o.extend_from_slice(&body[copied..]);
+    Some(o)
+}
+
 /// Go's `string(bytes)` as `encoding/json` writes it: each byte of invalid UTF-8 a U+FFFD.
 pub(crate) fn go_string(mut bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
@@ -531,6 +582,29 @@ pub(crate) fn check_scale(v: &Value, body: &[u8]) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_become_the_replacement_character() {
+        let fix =
+            |s: &str| lone_surrogates_replaced(s.as_bytes()).map(|v| String::from_utf8(v).unwrap());
+        assert_eq!(
+            fix(r#"{"a":"\ud800"}"#).as_deref(),
+            Some(r#"{"a":"\ufffd"}"#)
+        );
+        assert_eq!(
+            fix(r#"{"a":"x\udc00y"}"#).as_deref(),
+            Some(r#"{"a":"x\ufffdy"}"#)
+        );
+        assert_eq!(
+            fix(r#"{"a":"\ud800\u0041"}"#).as_deref(),
+            Some(r#"{"a":"\ufffd\u0041"}"#)
+        );
+        // A pair, escaped backslashes and other escapes are left as they are.
+        assert_eq!(fix(r#"{"a":"\ud83d\ude00 \\ud800 \n\u00e9"}"#), None);
+        let v: serde_json::Value =
+            serde_json::from_slice(&lone_surrogates_replaced(br#"["\ud800"]"#).unwrap()).unwrap();
+        assert_eq!(v, serde_json::json!(["\u{fffd}"]));
+    }
     use serde_json::json;
 
     fn served(group: &str, version: &str, resource: &str) -> ResourceInfo {

@@ -1700,8 +1700,8 @@ fn null_as_empty(v: Value) -> Value {
 /// when `duplicates` is asked for; `-0` an integer). A body that is not JSON is refused in Go's
 /// words ([`super::body::check_syntax`]: serde_json takes no document Go's scanner refuses, so
 /// the scanner runs only when serde_json refused it). Go also takes invalid UTF-8 inside
-/// strings, each such byte a U+FFFD; what serde_json refuses beyond that (a lone surrogate
-/// escape, a number beyond `f64`, nesting past 128) is turtles' 400.
+/// strings, each such byte a U+FFFD, and a lone surrogate escape as U+FFFD; what serde_json
+/// refuses beyond that (a number beyond `f64`, nesting past 128) is turtles' 400.
 fn parse_json(
     kind: &str,
     body: &[u8],
@@ -1723,8 +1723,14 @@ fn parse_json(
     let invalid = |e: serde_json::Error| {
         ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
     };
+    // Go reads a lone surrogate escape as U+FFFD, and invalid UTF-8 likewise.
+    let replaced = super::body::lone_surrogates_replaced(body);
+    let body = replaced.as_deref().unwrap_or(body);
     if std::str::from_utf8(body).is_ok() {
-        return Err(invalid(e));
+        return match replaced {
+            Some(_) => parse(body).map_err(invalid),
+            None => Err(invalid(e)),
+        };
     }
     parse(super::body::go_string(body).as_bytes()).map_err(invalid)
 }
@@ -1734,8 +1740,11 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
     let essence = body_media_type(headers);
     match essence.as_str() {
         e if is_json(e) => decode_json(body),
-        "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body)
-            .map_err(|e| ApiError::unsupported_media_type(e.to_string())),
+        // A body that does not decode is kube's 400 (`transformDecodeError`); 415 is for a
+        // media type the server does not take.
+        "application/vnd.kubernetes.protobuf" => {
+            super::protobuf::decode(body).map_err(|e| ApiError::bad_request(e.to_string()))
+        }
         // kube's serializers take YAML bodies too (what `curl --data-binary @x.yaml` sends);
         // read as server-side apply reads them, aliases bounded.
         "application/yaml" => {
