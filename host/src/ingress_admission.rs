@@ -48,24 +48,12 @@ pub fn admit_create(svc: &Service, ri: &ResourceInfo, obj: &mut Value) {
 /// kube's `getDefaultClass`: of the classes annotated default, the newest (RFC 3339 timestamps
 /// of one width compare as strings), then the first by name.
 fn default_class(classes: Vec<Value>) -> Option<Value> {
-    classes
-        .into_iter()
-        .filter(|c| {
-            c.pointer("/metadata/annotations")
-                .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
-                .and_then(Value::as_str)
-                == Some("true")
-        })
-        .min_by(|a, b| {
-            let created = |v: &Value| {
-                meta::meta_str(v, "creationTimestamp")
-                    .unwrap_or("")
-                    .to_owned()
-            };
-            created(b)
-                .cmp(&created(a))
-                .then_with(|| meta::name(a).cmp(meta::name(b)))
-        })
+    crate::volume_admission::newest(classes.into_iter().filter(|c| {
+        c.pointer("/metadata/annotations")
+            .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
+            .and_then(Value::as_str)
+            == Some("true")
+    }))
 }
 
 #[cfg(test)]

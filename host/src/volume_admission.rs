@@ -49,7 +49,14 @@ pub fn is_default_class(class: &Value) -> bool {
 /// kube's `GetDefaultClass`: of the classes marked default, the newest (RFC 3339 timestamps of
 /// one width compare as strings), then the first by name.
 pub fn default_class(classes: impl IntoIterator<Item = Value>) -> Option<Value> {
-    classes.into_iter().filter(is_default_class).min_by(|a, b| {
+    newest(classes.into_iter().filter(is_default_class))
+}
+
+/// Of several classes marked default, the one kube's plugins pick (DefaultStorageClass,
+/// DefaultIngressClass): the newest (RFC 3339 timestamps of one width compare as strings), then
+/// the first by name.
+pub(crate) fn newest(classes: impl IntoIterator<Item = Value>) -> Option<Value> {
+    classes.into_iter().min_by(|a, b| {
         let created = |v: &Value| {
             meta::meta_str(v, "creationTimestamp")
                 .unwrap_or("")
